@@ -1,0 +1,120 @@
+"""Symbolic reverse mode through one expression: a table of vector-Jacobian rules.
+
+Each rule takes a node and the adjoint `g` of its value and returns the adjoints
+of its arguments, written like the maths (for h = tanh(a): a_bar = diag(1 - h^2) g).
+"""
+
+import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
+
+from .nodes import (
+    Apply,
+    Diag,
+    GenericLoss,
+    LossGrad,
+    OneHot,
+    SeqAt,
+    Softmax,
+    SoftmaxCrossEntropy,
+    SquaredError,
+)
+
+
+class NoRule(ValueError):
+    """An expression node for which no adjoint rule exists."""
+
+
+def _matmul(node, g, out):
+    scalar, factors = node.as_coeff_matrices()
+    grads = []
+    for i, factor in enumerate(factors):
+        left = [f.T for f in reversed(factors[:i])]
+        right = [f.T for f in reversed(factors[i + 1 :])]
+        grads.append((factor, sp.MatMul(scalar, *left, g, *right).doit(deep=False)))
+    return grads
+
+
+def _matadd(node, g, out):
+    return [(term, g) for term in node.args]
+
+
+def _transpose(node, g, out):
+    return [(node.arg, g.T)]
+
+
+def _hadamard(node, g, out):
+    grads = []
+    for i, factor in enumerate(node.args):
+        others = node.args[:i] + node.args[i + 1 :]
+        other = others[0] if len(others) == 1 else sp.HadamardProduct(*others)
+        grads.append((factor, Diag(other) * g))
+    return grads
+
+
+def _one_minus_square(y):
+    return OneMatrix(*y.shape) - sp.HadamardPower(y, 2)
+
+
+# f'(a) written in terms of the output y = f(a), as textbooks do.
+ELEMENTWISE_DERIVATIVES = {
+    "tanh": _one_minus_square,
+    "sigmoid": lambda y: sp.HadamardProduct(y, OneMatrix(*y.shape) - y),
+}
+
+
+def _apply(node, g, out):
+    if node.func not in ELEMENTWISE_DERIVATIVES:
+        raise NoRule(f"no derivative for the elementwise function {node.func!r}")
+    return [(node.arg, Diag(ELEMENTWISE_DERIVATIVES[node.func](out)) * g)]
+
+
+def _squared_error(node, g, out):
+    return [(node.prediction, g * (node.prediction - node.target))]
+
+
+def _softmax_cross_entropy(node, g, out):
+    logits, label = node.prediction, node.target
+    return [(logits, g * (Softmax(logits) - OneHot(label, logits.shape[0])))]
+
+
+def _generic_loss(node, g, out):
+    return [(node.prediction, g * LossGrad(node))]
+
+
+RULES = {
+    sp.MatMul: _matmul,
+    sp.MatAdd: _matadd,
+    sp.Transpose: _transpose,
+    sp.HadamardProduct: _hadamard,
+    Apply: _apply,
+    SquaredError: _squared_error,
+    SoftmaxCrossEntropy: _softmax_cross_entropy,
+    GenericLoss: _generic_loss,
+}
+
+LEAVES = (SeqAt, sp.MatrixSymbol)
+CONSTANTS = (OneMatrix, sp.ZeroMatrix, sp.Identity)
+
+
+def backprop(expr, g, out=None):
+    """Adjoints of the leaves (sequence values, parameters) of expr, given g = dL/d expr.
+
+    `out` is the name of expr's value (e.g. h_t for tanh(a_t)), used by rules
+    that write derivatives in terms of the output. Returns {leaf: adjoint}.
+    """
+    grads = {}
+    _backprop(expr, g, expr if out is None else out, grads)
+    return grads
+
+
+def _backprop(node, g, out, grads):
+    if isinstance(node, LEAVES):
+        grads[node] = grads[node] + g if node in grads else g
+        return
+    if isinstance(node, CONSTANTS) or not node.free_symbols:
+        return
+    rule = RULES.get(type(node))
+    if rule is None:
+        raise NoRule(f"no adjoint rule for {type(node).__name__} node: {node}")
+    for child, child_g in rule(node, g, out):
+        _backprop(child, child_g, child, grads)

@@ -1,0 +1,134 @@
+"""Backpropagation through time, derived from a model's step equations.
+
+Every use of a value is a consumer: an assignment of the same step, or (for a
+state read at t-1) an assignment of the next step. The adjoint of a value is
+the sum over its consumers of the vector-Jacobian product of that consumer's
+equation. States and outputs keep named adjoints (dL/dh_t, dL/do_t);
+intermediate adjoints (dL/da_t) are inlined, or kept named when `staged`
+(the generated code computes them once and reuses them).
+"""
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .adjoint import backprop
+from .model import references
+from .nodes import Adj, SeqAt, T, TimeSum, t
+
+NEXT, SAME = "next", "same"
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One consumer's share of an adjoint: `value` flows back through `through`."""
+
+    value: object
+    through: object  # the consumer's SeqAt (at t or t+1)
+    rhs: object  # the consumer's equation, at the same time as `through`
+    when: str  # SAME step or NEXT step
+
+
+@dataclass(frozen=True)
+class Derivation:
+    model: object
+    staged: bool
+    output_adjoints: dict  # output Seq -> dL/do_t
+    states: dict  # state Seq -> [Contribution] making up dL/dh_t for t < T
+    intermediates: dict  # intermediate Seq -> [Contribution] (used when staged)
+    params: dict  # parameter -> [Contribution] of one step t, summed over t
+
+    def recursion(self, seq):
+        """dL/dS_t for 1 <= t < T."""
+        return _total(self.states[seq])
+
+    def terminal(self, seq):
+        """dL/dS_T: the next step does not exist."""
+        same = [c.value for c in self.states[seq] if c.when == SAME]
+        return _total_values(same, seq).subs(t, T)
+
+    def initial(self, seq):
+        """dL/dS_0: only the first step reads the initial state."""
+        nxt = [c.value for c in self.states[seq] if c.when == NEXT]
+        return _total_values(nxt, seq).subs(t, 0)
+
+    def param_gradient(self, param):
+        """dL/dtheta = sum_{t=1}^T of the per-step contributions."""
+        return TimeSum(_total(self.params[param]), t, 1, T)
+
+    def intermediate(self, seq):
+        return _total(self.intermediates[seq])
+
+
+def _total(contributions):
+    return _total_values([c.value for c in contributions], None)
+
+
+def _total_values(values, seq):
+    if not values:
+        return sp.ZeroMatrix(*seq(t).shape) if seq is not None else sp.S.Zero
+    return sp.MatAdd(*values).doit(deep=False) if len(values) > 1 else values[0]
+
+
+def derive(model, staged=False, loss=None):
+    """The Derivation of BPTT for a model; `loss` overrides the model's loss node."""
+    loss = model.loss if loss is None else loss
+    weight = 1 / T if model.mean else sp.S.One
+    loss_grads = backprop(loss, weight)
+    outputs = {seq: loss_grads.get(seq(t), sp.ZeroMatrix(seq.rows, 1)) for seq, _ in model.outputs}
+    builder = _Builder(model, staged)
+    states = {seq: builder.contributions(seq) for seq in model.states}
+    intermediates = {seq: builder.contributions(seq) for seq in model.intermediates}
+    params = {p: builder.param_contributions(p) for p in model.params}
+    return Derivation(model, staged, outputs, states, intermediates, params)
+
+
+class _Builder:
+    def __init__(self, model, staged):
+        self.model = model
+        self.staged = staged
+        self.rhs = {seq.name: rhs for seq, rhs in model.assignments}
+        self.seqs = {seq.name: seq for seq, _ in model.assignments}
+
+    def adjoint(self, seq):
+        """dL/dv_t of an assigned sequence: named, or inlined for intermediates."""
+        if seq.kind == "intermediate" and not self.staged:
+            return _total(self.contributions(seq))
+        return Adj(seq(t))
+
+    def consumers(self, name):
+        """Assignments that read `name` (at t or t-1), with their leaf adjoints."""
+        for seq, rhs in self.model.assignments:
+            if name in reads(rhs):
+                yield seq, rhs, backprop(rhs, self.adjoint(seq), out=seq(t))
+
+    def contributions(self, target):
+        """Every consumer's share of dL/d target_t, in a deterministic order."""
+        found = []
+        for seq, rhs, grads in self.consumers(target.name):
+            for leaf, value in sorted(grads.items(), key=lambda kv: sp.default_sort_key(kv[0])):
+                if not isinstance(leaf, SeqAt) or leaf.name != target.name:
+                    continue
+                if leaf.time == t:
+                    found.append(Contribution(value, seq(t), rhs, SAME))
+                else:  # read at t-1 by step t, so step t+1 reads the value at t
+                    found.append(Contribution(value.subs(t, t + 1), seq(t + 1), rhs.subs(t, t + 1), NEXT))
+        return found
+
+    def param_contributions(self, param):
+        return [
+            Contribution(grads[param], seq(t), rhs, SAME)
+            for seq, rhs, grads in self.consumers(param.name)
+            if param in grads
+        ]
+
+
+def depends_on_adjoint(expr):
+    """True if expr reads a named adjoint other than an output's."""
+    return any(a.of.kind != "output" for a in expr.atoms(Adj))
+
+
+def reads(expr):
+    """Names of the sequences and parameters an expression reads."""
+    names = {r.name for r in references(expr)} | {p.name for p in expr.atoms(sp.MatrixSymbol)}
+    return sorted(names)

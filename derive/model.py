@@ -1,0 +1,151 @@
+"""The description of a recurrent model: one step of a cell at a generic time t.
+
+A model is a list of assignments evaluated in order at step t:
+intermediates and states (`a_t = b + W h_{t-1} + U x_t`, `h_t = tanh(a_t)`),
+then outputs (`o_t = V h_t`), then a per-step loss l(o_t, y_t). States may
+appear at t-1 in the step and at t after their own assignment; every other
+sequence appears at t only. Several states (LSTM's h and c) need nothing more.
+"""
+
+from dataclasses import dataclass, field
+
+import sympy as sp
+
+from .nodes import Loss, SeqAt, t
+
+KINDS = ("input", "state", "intermediate", "output", "target", "label")
+
+
+class ModelError(ValueError):
+    """A model description that cannot be derived; the message says why."""
+
+
+def sizes(names):
+    """Dimension symbols, e.g. `d, h, q = sizes("d h q")`."""
+    return sp.symbols(names, integer=True, positive=True)
+
+
+def matrix(name, rows, cols):
+    return sp.MatrixSymbol(name, rows, cols)
+
+
+def vector(name, rows):
+    return sp.MatrixSymbol(name, rows, 1)
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A named sequence of column vectors (or integer labels); call it with a time."""
+
+    name: str
+    rows: object
+    kind: str
+
+    def __call__(self, time=t):
+        return SeqAt(self.name, time, self.rows, self.kind)
+
+
+def sequence(name, rows, kind):
+    if kind not in KINDS:
+        raise ModelError(f"sequence {name!r}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    return Seq(name, sp.sympify(rows), kind)
+
+
+def labels(name, classes):
+    """Integer labels in range(classes), one per step."""
+    return Seq(name, sp.sympify(classes), "label")
+
+
+@dataclass(frozen=True)
+class Model:
+    """One step of a recurrent cell, with its loss.
+
+    steps:   ((Seq, rhs), ...) intermediates and states, in evaluation order
+    outputs: ((Seq, rhs), ...) the loss inputs o_t, functions of states at t
+    loss:    the per-step loss node, e.g. GenericLoss(o(t), y(t))
+    mean:    True for L = (1/T) sum_t l_t, False for L = sum_t l_t
+    code_loss: the concrete loss the generated code uses (defaults to loss)
+    names:   ((Seq, expr), ...) display names, e.g. o_t = softmax(s_t)
+    """
+
+    name: str
+    title: str
+    source: str
+    sizes: tuple
+    params: tuple
+    inputs: tuple
+    steps: tuple
+    outputs: tuple
+    loss: Loss
+    mean: bool = False
+    code_loss: Loss | None = None
+    names: tuple = ()
+    notes: tuple = field(default=())
+
+    def __post_init__(self):
+        validate(self)
+
+    @property
+    def states(self):
+        return tuple(seq for seq, _ in self.steps if seq.kind == "state")
+
+    @property
+    def intermediates(self):
+        return tuple(seq for seq, _ in self.steps if seq.kind == "intermediate")
+
+    @property
+    def assignments(self):
+        """Every assignment of one step, in evaluation order."""
+        return self.steps + self.outputs
+
+    @property
+    def targets(self):
+        return tuple(a for a in self.loss.args if isinstance(a, SeqAt))
+
+    def concrete_loss(self):
+        return self.code_loss if self.code_loss is not None else self.loss
+
+
+def references(expr):
+    """The sequence values an expression reads, sorted for determinism."""
+    return sorted(expr.atoms(SeqAt), key=sp.default_sort_key)
+
+
+def validate(model):
+    """Raise ModelError naming the first thing wrong with a model description."""
+    where = f"model {model.name!r}"
+    if not model.states:
+        raise ModelError(f"{where}: no state; a recurrent model needs a step with kind 'state'")
+    if not model.outputs:
+        raise ModelError(f"{where}: no output; give at least one (Seq, rhs) in outputs")
+    if not isinstance(model.loss, Loss):
+        raise ModelError(f"{where}: loss must be a loss node such as GenericLoss(o(t), y(t)), got {model.loss!r}")
+    params = set(model.params)
+    known_now = {s.name for s in model.inputs}
+    states = {s.name for s in model.states}
+    for seq, rhs in model.assignments:
+        expected = "output" if (seq, rhs) in model.outputs else ("state", "intermediate")
+        if seq.kind not in expected:
+            raise ModelError(f"{where}: {seq.name} is assigned in the wrong place for kind {seq.kind!r}")
+        if rhs.shape != (seq.rows, 1):
+            raise ModelError(f"{where}: {seq.name}_t has {seq.rows} rows but its right-hand side has shape {rhs.shape}")
+        for ref in references(rhs):
+            _check_reference(where, seq, ref, known_now, states)
+        for symbol in rhs.atoms(sp.MatrixSymbol):
+            if symbol not in params:
+                raise ModelError(f"{where}: {symbol} in the equation of {seq.name}_t is not a parameter")
+        known_now.add(seq.name)
+
+
+def _check_reference(where, seq, ref, known_now, states):
+    offset = sp.simplify(ref.time - t)
+    if offset == -1 and ref.name in states:
+        return
+    if offset == 0 and ref.name in known_now:
+        return
+    if offset == -1:
+        raise ModelError(f"{where}: {seq.name}_t reads {ref.name}_(t-1), but only states may be read at t-1")
+    raise ModelError(
+        f"{where}: {seq.name}_t reads {ref.name} at time {ref.time}; "
+        f"expected an input or an earlier assignment at t, or a state at t-1"
+    )

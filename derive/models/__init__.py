@@ -1,0 +1,47 @@
+"""The model zoo, and loading a user's model from `file.py:name`."""
+
+import importlib.util
+import pathlib
+
+from ..model import Model, ModelError
+from .elman import elman
+from .linear import linear
+
+ZOO = {"elman": elman, "linear": linear}
+
+
+def names():
+    return sorted(ZOO)
+
+
+def load(spec):
+    """A model by zoo name, or from a user's Python file as `path/to/file.py:function`."""
+    if spec in ZOO:
+        return ZOO[spec]()
+    if ":" not in spec:
+        raise ModelError(f"unknown model {spec!r}; known models: {', '.join(names())} (or give file.py:function)")
+    path, _, attr = spec.rpartition(":")
+    return _load_file(pathlib.Path(path), attr)
+
+
+def _load_file(path, attr):
+    if not path.is_file():
+        raise ModelError(f"model file {str(path)!r} does not exist (expected file.py:function)")
+    module_spec = importlib.util.spec_from_file_location(f"bptt_user_{path.stem}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as error:
+        raise ModelError(f"model file {str(path)!r} failed to load: {type(error).__name__}: {error}") from error
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise ModelError(f"model file {str(path)!r} has no function {attr!r}")
+    try:
+        model = factory()
+    except ModelError:
+        raise
+    except Exception as error:
+        raise ModelError(f"{path}:{attr}() failed: {type(error).__name__}: {error}") from error
+    if not isinstance(model, Model):
+        raise ModelError(f"{path}:{attr}() returned {type(model).__name__}, expected a derive.model.Model")
+    return model

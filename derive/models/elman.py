@@ -1,0 +1,27 @@
+"""The Elman RNN with softmax outputs and cross-entropy (seed 001, section 2.1)."""
+
+from ..model import Model, labels, matrix, sequence, sizes, vector
+from ..nodes import Softmax, SoftmaxCrossEntropy, t, tanh
+
+
+def elman():
+    d, h, q = sizes("d h q")
+    U, W, V = matrix("U", h, d), matrix("W", h, h), matrix("V", q, h)
+    b, c = vector("b", h), vector("c", q)
+    x, a, hidden = sequence("x", d, "input"), sequence("a", h, "intermediate"), sequence("h", h, "state")
+    s, o, y = sequence("s", q, "output"), sequence("o", q, "intermediate"), labels("y", q)
+    return Model(
+        name="elman",
+        title="Elman RNN with softmax cross-entropy (Goodfellow et al., 10.2.2)",
+        source="Deep Learning (Goodfellow, Bengio, Courville), section 10.2.2; seed 001, section 2.1",
+        sizes=(d, h, q),
+        params=(U, W, V, b, c),
+        inputs=(x,),
+        steps=(
+            (a, b + W * hidden(t - 1) + U * x()),
+            (hidden, tanh(a())),
+        ),
+        outputs=((s, c + V * hidden()),),
+        loss=SoftmaxCrossEntropy(s(), y()),
+        names=((o, Softmax(s())),),
+    )

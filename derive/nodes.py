@@ -1,0 +1,209 @@
+"""SymPy nodes for recurrent models: time-indexed vectors, adjoints, and the few
+operations SymPy's matrix algebra lacks (elementwise functions, diag, losses,
+sums and ordered products over time).
+
+Every node keeps the time index as a real SymPy argument, so `subs(t, t + 1)`
+shifts time and `subs(t, 3)` picks a step.
+"""
+
+import sympy as sp
+from sympy.core.symbol import Str
+from sympy.matrices.expressions.matexpr import MatrixExpr
+
+t = sp.Symbol("t", integer=True)  # the generic time step
+T = sp.Symbol("T", integer=True, positive=True)  # the sequence length
+
+
+def _str(name):
+    return name if isinstance(name, Str) else Str(name)
+
+
+class SeqAt(MatrixExpr):
+    """A sequence's value at one time step: `h_t`, `x_{t-1}`, a label `y_t`.
+
+    kind is "state", "input", "intermediate", "output", "target" or "label".
+    """
+
+    def __new__(cls, name, time, rows, kind):
+        return MatrixExpr.__new__(cls, _str(name), sp.sympify(time), sp.sympify(rows), _str(kind))
+
+    name = property(lambda self: self.args[0].name)
+    time = property(lambda self: self.args[1])
+    rows = property(lambda self: self.args[2])
+    kind = property(lambda self: self.args[3].name)
+    shape = property(lambda self: (self.args[2], sp.S.One))
+
+    def shifted(self, offset):
+        return SeqAt(self.args[0], self.time + offset, self.rows, self.args[3])
+
+    def _eval_transpose(self):
+        return None
+
+
+class Adj(MatrixExpr):
+    """The adjoint dL/dv of a sequence value v = SeqAt(...): a named gradient."""
+
+    def __new__(cls, of):
+        return MatrixExpr.__new__(cls, of)
+
+    of = property(lambda self: self.args[0])
+    shape = property(lambda self: self.args[0].shape)
+
+
+class Diag(MatrixExpr):
+    """diag(v) for a column vector v; diag(v) g is the Hadamard product v * g."""
+
+    def __new__(cls, vector):
+        return MatrixExpr.__new__(cls, vector)
+
+    vector = property(lambda self: self.args[0])
+    shape = property(lambda self: (self.args[0].shape[0], self.args[0].shape[0]))
+
+    def _eval_transpose(self):
+        return self
+
+    def doit(self, **hints):
+        v = self.vector.doit(**hints)
+        if isinstance(v, sp.MatrixBase):
+            return sp.ImmutableMatrix(sp.diag(*v))
+        return Diag(v)
+
+
+class Apply(MatrixExpr):
+    """An elementwise function of a vector: tanh(a), sigmoid(a), relu(a)."""
+
+    def __new__(cls, func, arg):
+        return MatrixExpr.__new__(cls, _str(func), arg)
+
+    func = property(lambda self: self.args[0].name)
+    arg = property(lambda self: self.args[1])
+    shape = property(lambda self: self.args[1].shape)
+
+    def doit(self, **hints):
+        arg = self.arg.doit(**hints)
+        if isinstance(arg, sp.MatrixBase):
+            return sp.ImmutableMatrix(arg.applyfunc(SCALAR_FUNCTIONS[self.func]))
+        return Apply(self.func, arg)
+
+
+SCALAR_FUNCTIONS = {
+    "tanh": sp.tanh,
+    "sigmoid": lambda z: 1 / (1 + sp.exp(-z)),
+}
+
+
+def tanh(a):
+    return Apply("tanh", a)
+
+
+def sigmoid(a):
+    return Apply("sigmoid", a)
+
+
+class Softmax(MatrixExpr):
+    """softmax(s) of a column vector."""
+
+    def __new__(cls, arg):
+        return MatrixExpr.__new__(cls, arg)
+
+    arg = property(lambda self: self.args[0])
+    shape = property(lambda self: self.args[0].shape)
+
+    def doit(self, **hints):
+        s = self.arg.doit(**hints)
+        if isinstance(s, sp.MatrixBase):
+            e = s.applyfunc(sp.exp)
+            return sp.ImmutableMatrix(e / sum(e))
+        return Softmax(s)
+
+
+class OneHot(MatrixExpr):
+    """The one-hot column vector of an integer label, with `classes` rows."""
+
+    def __new__(cls, label, classes):
+        return MatrixExpr.__new__(cls, label, sp.sympify(classes))
+
+    label = property(lambda self: self.args[0])
+    shape = property(lambda self: (self.args[1], sp.S.One))
+
+
+class Loss(sp.Expr):
+    """A scalar per-step loss l(o_t, y_t). Subclasses say which one."""
+
+    def __new__(cls, prediction, target):
+        return sp.Expr.__new__(cls, prediction, target)
+
+    prediction = property(lambda self: self.args[0])
+    target = property(lambda self: self.args[1])
+
+
+class GenericLoss(Loss):
+    """An unspecified loss l(o_t, y_t), as in d2l's derivation."""
+
+
+class SquaredError(Loss):
+    """l(o, y) = 1/2 ||o - y||^2."""
+
+
+class SoftmaxCrossEntropy(Loss):
+    """l(s, y) = -log softmax(s)[y] for an integer label y."""
+
+
+class LossGrad(MatrixExpr):
+    """dl(o_t, y_t)/do_t of a GenericLoss, kept unevaluated."""
+
+    def __new__(cls, loss):
+        return MatrixExpr.__new__(cls, loss)
+
+    loss = property(lambda self: self.args[0])
+    shape = property(lambda self: self.args[0].prediction.shape)
+
+
+class TimeSum(MatrixExpr):
+    """sum_{index=start}^{end} body, for a matrix-valued body."""
+
+    def __new__(cls, body, index, start, end):
+        return MatrixExpr.__new__(cls, body, index, sp.sympify(start), sp.sympify(end))
+
+    body, index, start, end = (property(lambda self, i=i: self.args[i]) for i in range(4))
+    shape = property(lambda self: self.args[0].shape)
+
+    @property
+    def free_symbols(self):
+        inner = self.body.free_symbols - {self.index}
+        return inner | self.start.free_symbols | self.end.free_symbols
+
+    def doit(self, **hints):
+        start, end = self.start, self.end
+        if not (start.is_Integer and end.is_Integer):
+            return self
+        terms = [self.body.subs(self.index, k) for k in range(int(start), int(end) + 1)]
+        if not terms:
+            return sp.ZeroMatrix(*self.shape)
+        return sp.MatAdd(*terms).doit(**hints) if hints.get("deep", True) else sp.MatAdd(*terms)
+
+
+class TimeProduct(MatrixExpr):
+    """The ordered product body(start) body(start+1) ... body(end); identity if empty."""
+
+    def __new__(cls, body, index, start, end):
+        return MatrixExpr.__new__(cls, body, index, sp.sympify(start), sp.sympify(end))
+
+    body, index, start, end = (property(lambda self, i=i: self.args[i]) for i in range(4))
+    shape = property(lambda self: self.args[0].shape)
+
+    @property
+    def free_symbols(self):
+        inner = self.body.free_symbols - {self.index}
+        return inner | self.start.free_symbols | self.end.free_symbols
+
+    def doit(self, **hints):
+        if self.index not in self.body.free_symbols:
+            return sp.MatPow(self.body, self.end - self.start + 1)
+        start, end = self.start, self.end
+        if not (start.is_Integer and end.is_Integer):
+            return self
+        factors = [self.body.subs(self.index, k) for k in range(int(start), int(end) + 1)]
+        if not factors:
+            return sp.Identity(self.shape[0])
+        return sp.MatMul(*factors).doit(**hints)
