@@ -63,9 +63,9 @@ ELEMENTWISE_DERIVATIVES = {
 
 
 def _apply(node, g, out):
-    if node.func not in ELEMENTWISE_DERIVATIVES:
-        raise NoRule(f"no derivative for the elementwise function {node.func!r}")
-    return [(node.arg, Diag(ELEMENTWISE_DERIVATIVES[node.func](out)) * g)]
+    if node.function not in ELEMENTWISE_DERIVATIVES:
+        raise NoRule(f"no derivative for the elementwise function {node.function!r}")
+    return [(node.arg, Diag(ELEMENTWISE_DERIVATIVES[node.function](out)) * g)]
 
 
 def _squared_error(node, g, out):

@@ -92,7 +92,7 @@ class _Builder:
 
     def adjoint(self, seq):
         """dL/dv_t of an assigned sequence: named, or inlined for intermediates."""
-        if seq.kind == "intermediate" and not self.staged:
+        if seq.role == "intermediate" and not self.staged:
             return _total(self.contributions(seq))
         return Adj(seq(t))
 
@@ -125,7 +125,7 @@ class _Builder:
 
 def depends_on_adjoint(expr):
     """True if expr reads a named adjoint other than an output's."""
-    return any(a.of.kind != "output" for a in expr.atoms(Adj))
+    return any(a.of.role != "output" for a in expr.atoms(Adj))
 
 
 def reads(expr):

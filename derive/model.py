@@ -13,7 +13,7 @@ import sympy as sp
 
 from .nodes import Loss, SeqAt, t
 
-KINDS = ("input", "state", "intermediate", "output", "target", "label")
+ROLES = ("input", "state", "intermediate", "output", "target", "label")
 
 
 class ModelError(ValueError):
@@ -39,16 +39,16 @@ class Seq:
 
     name: str
     rows: object
-    kind: str
+    role: str
 
     def __call__(self, time=t):
-        return SeqAt(self.name, time, self.rows, self.kind)
+        return SeqAt(self.name, time, self.rows, self.role)
 
 
-def sequence(name, rows, kind):
-    if kind not in KINDS:
-        raise ModelError(f"sequence {name!r}: kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    return Seq(name, sp.sympify(rows), kind)
+def sequence(name, rows, role):
+    if role not in ROLES:
+        raise ModelError(f"sequence {name!r}: role must be one of {', '.join(ROLES)}, got {role!r}")
+    return Seq(name, sp.sympify(rows), role)
 
 
 def labels(name, classes):
@@ -87,11 +87,11 @@ class Model:
 
     @property
     def states(self):
-        return tuple(seq for seq, _ in self.steps if seq.kind == "state")
+        return tuple(seq for seq, _ in self.steps if seq.role == "state")
 
     @property
     def intermediates(self):
-        return tuple(seq for seq, _ in self.steps if seq.kind == "intermediate")
+        return tuple(seq for seq, _ in self.steps if seq.role == "intermediate")
 
     @property
     def assignments(self):
@@ -115,7 +115,7 @@ def validate(model):
     """Raise ModelError naming the first thing wrong with a model description."""
     where = f"model {model.name!r}"
     if not model.states:
-        raise ModelError(f"{where}: no state; a recurrent model needs a step with kind 'state'")
+        raise ModelError(f"{where}: no state; a recurrent model needs a step with role 'state'")
     if not model.outputs:
         raise ModelError(f"{where}: no output; give at least one (Seq, rhs) in outputs")
     if not isinstance(model.loss, Loss):
@@ -125,8 +125,8 @@ def validate(model):
     states = {s.name for s in model.states}
     for seq, rhs in model.assignments:
         expected = "output" if (seq, rhs) in model.outputs else ("state", "intermediate")
-        if seq.kind not in expected:
-            raise ModelError(f"{where}: {seq.name} is assigned in the wrong place for kind {seq.kind!r}")
+        if seq.role not in expected:
+            raise ModelError(f"{where}: {seq.name} is assigned in the wrong place for role {seq.role!r}")
         if rhs.shape != (seq.rows, 1):
             raise ModelError(f"{where}: {seq.name}_t has {seq.rows} rows but its right-hand side has shape {rhs.shape}")
         for ref in references(rhs):

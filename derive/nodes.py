@@ -21,16 +21,16 @@ def _str(name):
 class SeqAt(MatrixExpr):
     """A sequence's value at one time step: `h_t`, `x_{t-1}`, a label `y_t`.
 
-    kind is "state", "input", "intermediate", "output", "target" or "label".
+    role is "state", "input", "intermediate", "output", "target" or "label".
     """
 
-    def __new__(cls, name, time, rows, kind):
-        return MatrixExpr.__new__(cls, _str(name), sp.sympify(time), sp.sympify(rows), _str(kind))
+    def __new__(cls, name, time, rows, role):
+        return MatrixExpr.__new__(cls, _str(name), sp.sympify(time), sp.sympify(rows), _str(role))
 
     name = property(lambda self: self.args[0].name)
     time = property(lambda self: self.args[1])
     rows = property(lambda self: self.args[2])
-    kind = property(lambda self: self.args[3].name)
+    role = property(lambda self: self.args[3].name)
     shape = property(lambda self: (self.args[2], sp.S.One))
 
     def shifted(self, offset):
@@ -62,6 +62,9 @@ class Diag(MatrixExpr):
     def _eval_transpose(self):
         return self
 
+    def _entry(self, i, j, **kwargs):
+        return self.vector[i, 0] if i == j else sp.S.Zero
+
     def doit(self, **hints):
         v = self.vector.doit(**hints)
         if isinstance(v, sp.MatrixBase):
@@ -75,15 +78,18 @@ class Apply(MatrixExpr):
     def __new__(cls, func, arg):
         return MatrixExpr.__new__(cls, _str(func), arg)
 
-    func = property(lambda self: self.args[0].name)
+    function = property(lambda self: self.args[0].name)
     arg = property(lambda self: self.args[1])
     shape = property(lambda self: self.args[1].shape)
+
+    def _entry(self, i, j, **kwargs):
+        return SCALAR_FUNCTIONS[self.function](self.arg[i, j])
 
     def doit(self, **hints):
         arg = self.arg.doit(**hints)
         if isinstance(arg, sp.MatrixBase):
-            return sp.ImmutableMatrix(arg.applyfunc(SCALAR_FUNCTIONS[self.func]))
-        return Apply(self.func, arg)
+            return sp.ImmutableMatrix(arg.applyfunc(SCALAR_FUNCTIONS[self.function]))
+        return Apply(self.function, arg)
 
 
 SCALAR_FUNCTIONS = {
@@ -109,6 +115,10 @@ class Softmax(MatrixExpr):
     arg = property(lambda self: self.args[0])
     shape = property(lambda self: self.args[0].shape)
 
+    def _entry(self, i, j, **kwargs):
+        rows = range(int(self.shape[0]))
+        return sp.exp(self.arg[i, 0]) / sp.Add(*(sp.exp(self.arg[k, 0]) for k in rows))
+
     def doit(self, **hints):
         s = self.arg.doit(**hints)
         if isinstance(s, sp.MatrixBase):
@@ -125,6 +135,9 @@ class OneHot(MatrixExpr):
 
     label = property(lambda self: self.args[0])
     shape = property(lambda self: (self.args[1], sp.S.One))
+
+    def _entry(self, i, j, **kwargs):
+        return sp.S.One if i == self.label else sp.S.Zero
 
 
 class Loss(sp.Expr):

@@ -1,0 +1,140 @@
+"""The model unrolled for a concrete number of steps, with explicit SymPy matrices.
+
+Used by the proofs: the unrolled loss is differentiated by brute force, and the
+derived formulas are evaluated on the same matrices.
+"""
+
+import functools
+
+import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
+
+from .nodes import (
+    SCALAR_FUNCTIONS,
+    Adj,
+    Apply,
+    Diag,
+    OneHot,
+    Softmax,
+    SoftmaxCrossEntropy,
+    SquaredError,
+    T,
+    TimeProduct,
+    TimeSum,
+    t,
+)
+
+
+def evaluate(expr, env, steps):
+    """expr with T = steps, sums over time expanded and env's values substituted.
+
+    env maps parameters, sequence values (SeqAt, Adj) and size symbols to
+    explicit matrices and numbers."""
+    expr = expr.subs(T, steps)
+    expr = expr.replace(lambda e: isinstance(e, (TimeSum, TimeProduct)), lambda e: e.doit(deep=False))
+    return explicit(expr.xreplace(env))
+
+
+def explicit(node):
+    """An explicit ImmutableMatrix (or scalar) for a node whose leaves are explicit."""
+    if isinstance(node, sp.MatrixBase):
+        return sp.ImmutableMatrix(node)
+    rule = EXPLICIT.get(type(node))
+    if rule is not None:
+        return rule(node)
+    if isinstance(node, sp.MatrixExpr):
+        raise ValueError(f"cannot make {type(node).__name__} explicit: {node}")
+    return node
+
+
+def _matmul(node):
+    scalar, factors = node.as_coeff_matrices()
+    product = explicit(factors[0])
+    for factor in factors[1:]:
+        product = product * explicit(factor)
+    return sp.ImmutableMatrix(scalar * product)
+
+
+def _ones(node):
+    return sp.ImmutableMatrix(sp.ones(*(int(n) for n in node.shape)))
+
+
+def _softmax(node):
+    exps = explicit(node.arg).applyfunc(sp.exp)
+    return exps / sum(exps)
+
+
+def _onehot(node):
+    vector = sp.zeros(int(node.shape[0]), 1)
+    vector[int(node.label)] = 1
+    return sp.ImmutableMatrix(vector)
+
+
+def _squared_error(node):
+    diff = explicit(node.prediction) - explicit(node.target)
+    return sum(e**2 for e in diff) / 2
+
+
+def _softmax_cross_entropy(node):
+    logits = explicit(node.prediction)
+    return -logits[int(node.target)] + sp.log(sum(sp.exp(e) for e in logits))
+
+
+EXPLICIT = {
+    sp.MatAdd: lambda n: sp.ImmutableMatrix(sum((explicit(a) for a in n.args[1:]), explicit(n.args[0]))),
+    sp.MatMul: _matmul,
+    sp.Transpose: lambda n: explicit(n.arg).T,
+    sp.HadamardProduct: lambda n: sp.ImmutableMatrix(
+        functools.reduce(lambda a, b: a.multiply_elementwise(b), (explicit(a) for a in n.args))
+    ),
+    sp.HadamardPower: lambda n: explicit(n.base).applyfunc(lambda e: e**n.exp),
+    sp.MatPow: lambda n: explicit(n.base) ** int(n.exp),
+    OneMatrix: _ones,
+    sp.ZeroMatrix: lambda n: sp.ImmutableMatrix(sp.zeros(*(int(k) for k in n.shape))),
+    sp.Identity: lambda n: sp.ImmutableMatrix(sp.eye(int(n.shape[0]))),
+    Diag: lambda n: sp.ImmutableMatrix(sp.diag(*explicit(n.vector))),
+    Apply: lambda n: explicit(n.arg).applyfunc(SCALAR_FUNCTIONS[n.function]),
+    Softmax: _softmax,
+    OneHot: _onehot,
+    SquaredError: _squared_error,
+    SoftmaxCrossEntropy: _softmax_cross_entropy,
+}
+
+
+def unroll(model, steps, env, loss=None):
+    """Run the model forward: env holds parameters, initial states (time 0),
+    inputs and targets at times 1..steps; fills in every assigned value and
+    returns the total loss L."""
+    loss = model.concrete_loss() if loss is None else loss
+    per_step = []
+    for k in range(1, steps + 1):
+        for seq, rhs in model.assignments:
+            env[seq(k)] = evaluate(rhs.subs(t, k), env, steps)
+        per_step.append(evaluate(loss.subs(t, k), env, steps))
+    total = sum(per_step)
+    return total / steps if model.mean else total
+
+
+def backward(derivation, steps, env):
+    """Evaluate the derived adjoints into env, last step first.
+
+    Returns {name: value} for every parameter gradient and each initial state ("h0").
+    """
+    model = derivation.model
+    for seq, value in derivation.output_adjoints.items():
+        for k in range(1, steps + 1):
+            env[Adj(seq(k))] = evaluate(value.subs(t, k), env, steps)
+    order = [seq for seq, _ in reversed(model.steps)]
+    for k in range(steps, 0, -1):
+        for seq in order:
+            if seq.role == "state":
+                formula = derivation.terminal(seq) if k == steps else derivation.recursion(seq).subs(t, k)
+            elif derivation.staged:
+                formula = derivation.intermediate(seq).subs(t, k)
+            else:
+                continue
+            env[Adj(seq(k))] = evaluate(formula, env, steps)
+    grads = {f"{seq.name}0": evaluate(derivation.initial(seq), env, steps) for seq in model.states}
+    for param in model.params:
+        grads[param.name] = evaluate(derivation.param_gradient(param), env, steps)
+    return grads
