@@ -30,9 +30,20 @@ def evaluate(expr, env, steps):
 
     env maps parameters, sequence values (SeqAt, Adj) and size symbols to
     explicit matrices and numbers."""
-    expr = expr.subs(T, steps)
-    expr = expr.replace(lambda e: isinstance(e, (TimeSum, TimeProduct)), lambda e: e.doit(deep=False))
-    return explicit(expr.xreplace(env))
+    return explicit(_expand_over_time(expr.subs(T, steps)).xreplace(env))
+
+
+def _expand_over_time(expr):
+    """Expand sums and products over time with concrete bounds, outermost first."""
+    while True:
+        concrete = [
+            e
+            for e in sp.preorder_traversal(expr)
+            if isinstance(e, (TimeSum, TimeProduct)) and e.start.is_Integer and e.end.is_Integer
+        ]
+        if not concrete:
+            return expr
+        expr = expr.xreplace({concrete[0]: concrete[0].doit(deep=False)})
 
 
 def explicit(node):

@@ -1,0 +1,121 @@
+"""The closed form of the state-adjoint recursion, derived from the recursion.
+
+dL/dh_t = A_{t+1} dL/dh_{t+1} + b_t with dL/dh_{T+1} = 0 unrolls to
+dL/dh_t = sum_{j=t}^{T} (A_{t+1} A_{t+2} ... A_j) b_j, where A_k is the
+transposed Jacobian (dh_k/dh_{k-1})^T and b_j the local term. For a linear
+cell A_k is constant and the product is the power A^{j-t}.
+"""
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .bptt import NEXT, SAME
+from .nodes import Adj, T, TimeProduct, TimeSum, t
+
+j = sp.Symbol("j", integer=True)
+k = sp.Symbol("k", integer=True)
+i = sp.Symbol("i", integer=True)
+
+
+class NoClosedForm(ValueError):
+    """The recursion is not of the form A dL/dh_{t+1} + b_t for a single state."""
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    seq: object
+    jacobian: object  # A_k: the transposed Jacobian at step k
+    local: object  # b_j: the local term at step j
+    expr: object  # sum_{j=t}^{T} (prod_{k=t+1}^{j} A_k) b_j
+
+    @property
+    def is_power(self):
+        return k not in self.jacobian.free_symbols
+
+    def reindexed(self):
+        """d2l's form: with i = T + t - j the sum runs over i = t..T."""
+        body = self.expr.body.subs(j, T + t - i)
+        return TimeSum(body, i, t, T)
+
+
+def linear_coefficient(expr, adjoint):
+    """M such that expr == M * adjoint, for expr linear in adjoint on the right."""
+    if expr == adjoint:
+        return sp.Identity(adjoint.shape[0])
+    if isinstance(expr, sp.MatAdd):
+        return sp.MatAdd(*(linear_coefficient(term, adjoint) for term in expr.args)).doit(deep=False)
+    if isinstance(expr, sp.MatMul) and expr.args[-1] == adjoint:
+        return sp.MatMul(*expr.args[:-1]).doit(deep=False)
+    raise NoClosedForm(f"{expr} is not a left multiple of {adjoint}")
+
+
+def closed_form(derivation, seq):
+    """The ClosedForm of dL/d seq_t, or NoClosedForm for cells it does not cover."""
+    if len(derivation.model.states) != 1:
+        raise NoClosedForm("closed forms are derived for single-state cells")
+    contributions = derivation.states[seq]
+    nxt = [c.value for c in contributions if c.when == NEXT]
+    same = [c.value for c in contributions if c.when == SAME]
+    adjoint_next = Adj(seq(t + 1))
+    jacobian = linear_coefficient(sp.MatAdd(*nxt).doit(deep=False), adjoint_next) if nxt else None
+    local = sp.MatAdd(*same).doit(deep=False) if len(same) > 1 else same[0]
+    if jacobian is None or any(a.of.role != "output" for a in local.atoms(Adj)):
+        raise NoClosedForm("the local term must depend on output adjoints only")
+    jacobian_k = jacobian.subs(t, k - 1)
+    if k in jacobian_k.free_symbols:
+        product = TimeProduct(jacobian_k, k, t + 1, j)
+    else:
+        product = sp.MatPow(jacobian_k, j - t)
+    return ClosedForm(seq, jacobian_k, local.subs(t, j), TimeSum(product * local.subs(t, j), j, t, T))
+
+
+def recursion_residual(form):
+    """The two facts that make the closed form solve the recursion, as pairs that must be equal.
+
+    terminal: the sum at t = T has the single term b_T;
+    step:     sum at t == b_t + A_{t+1} (sum at t+1), by peeling the j = t term
+              and prepending A_{t+1} to every ordered product.
+    """
+    body = form.expr.body
+    at_terminal = _simplify_product(body.subs(t, T).subs(j, T))
+    peeled = _simplify_product(body.subs(j, t))
+    rest = TimeSum(body, j, t + 1, T)
+    next_sum = form.expr.subs(t, t + 1)
+    prepended = TimeSum(form.jacobian.subs(k, t + 1) * next_sum.body, j, t + 1, T)
+    return [
+        (at_terminal, form.local.subs(j, T)),
+        (peeled, form.local.subs(j, t)),
+        (_merge_products(prepended), rest),
+    ]
+
+
+def _simplify_product(expr):
+    """Empty ordered products and zeroth powers are the identity."""
+    def empty(e):
+        if isinstance(e, TimeProduct):
+            return sp.simplify(e.end - e.start + 1) == 0
+        return isinstance(e, sp.MatPow) and sp.simplify(e.exp) == 0
+    return expr.replace(empty, lambda e: sp.Identity(e.shape[0])).doit(deep=False)
+
+
+def _factors(expr):
+    return list(expr.args) if isinstance(expr, sp.MatMul) else [expr]
+
+
+def _merge_products(expr):
+    """A_{s-1} (prod_{k=s}^{e} A_k) -> prod_{k=s-1}^{e} A_k, and A A^n -> A^{n+1}."""
+    def merge(matmul):
+        factors = list(matmul.args)
+        for n, factor in enumerate(factors):
+            if isinstance(factor, TimeProduct):
+                before = _factors(factor.body.subs(factor.index, factor.start - 1))
+                merged = TimeProduct(factor.body, factor.index, factor.start - 1, factor.end)
+            elif isinstance(factor, sp.MatPow):
+                before, merged = _factors(factor.base), sp.MatPow(factor.base, factor.exp + 1)
+            else:
+                continue
+            if factors[n - len(before) : n] == before:
+                return sp.MatMul(*factors[: n - len(before)], merged, *factors[n + 1 :])
+        return matmul
+    return expr.replace(lambda e: isinstance(e, sp.MatMul), merge)
