@@ -1,0 +1,162 @@
+"""Textbook LaTeX for derivations: bold vectors and matrices, time subscripts,
+`^\\top`, `\\odot`, `\\frac{\\partial L}{\\partial \\mathbf{h}_t}`."""
+
+import sympy as sp
+from sympy.printing.latex import LatexPrinter
+
+from .nodes import Adj, SeqAt, t
+
+# Order of symbols inside a time index: T + t - i, not -i + t + T.
+_TIME_ORDER = {"T": 0, "t": 1, "j": 2, "k": 3, "i": 4}
+
+
+def time_index(expr):
+    """`t+1`, `t-1`, `T+t-i`: a time index as textbooks write it."""
+    expr = sp.sympify(expr)
+    terms = sorted(sp.Add.make_args(expr), key=_time_term_key)
+    out = ""
+    for n, term in enumerate(terms):
+        coeff, rest = term.as_coeff_Mul()
+        sign = "-" if coeff < 0 else ("+" if n else "")
+        magnitude = abs(coeff)
+        if rest == 1:
+            body = str(magnitude)
+        else:
+            body = ("" if magnitude == 1 else str(magnitude)) + str(rest)
+        out += sign + body
+    return out
+
+
+def _time_term_key(term):
+    coeff, rest = term.as_coeff_Mul()
+    if rest == 1:
+        return (2, 0, "")
+    return (0 if coeff > 0 else 1, _TIME_ORDER.get(str(rest), 9), str(rest))
+
+
+def _time_offset(expr):
+    """How far after t an expression's latest time index lies (for ordering terms)."""
+    times = [a.time for a in expr.atoms(SeqAt)] + [a.of.time for a in expr.atoms(Adj)]
+    offsets = [(time - t) for time in times if (time - t).is_Integer]
+    return max(offsets) if offsets else None
+
+
+def bold(name):
+    """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`."""
+    base, _, sub = name.partition("_")
+    return rf"\mathbf{{{base}}}" + (rf"_\textrm{{{sub}}}" if sub else "")
+
+
+class BPTTLatexPrinter(LatexPrinter):
+    """LaTeX for the nodes of derive.nodes, in textbook notation."""
+
+    def _print_MatrixSymbol(self, expr):
+        return bold(expr.name)
+
+    def _print_SeqAt(self, expr):
+        base = expr.name if expr.role == "label" else rf"\mathbf{{{expr.name}}}"
+        return f"{base}_{{{time_index(expr.time)}}}"
+
+    def _print_Adj(self, expr):
+        return rf"\frac{{\partial L}}{{\partial {self._print(expr.of)}}}"
+
+    def _print_Transpose(self, expr):
+        return rf"{self._wrap(expr.arg)}^\top"
+
+    def _print_MatPow(self, expr):
+        return rf"\left({self._print(expr.base)}\right)^{{{time_index(expr.exp)}}}"
+
+    def _print_HadamardProduct(self, expr):
+        return r" \odot ".join(self._wrap(arg) for arg in expr.args)
+
+    def _print_HadamardPower(self, expr):
+        return rf"{self._wrap(expr.base)}^{{\odot {self._print(expr.exp)}}}"
+
+    def _print_OneMatrix(self, expr):
+        return r"\mathbf{1}"
+
+    def _print_ZeroMatrix(self, expr):
+        return r"\mathbf{0}"
+
+    def _print_Identity(self, expr):
+        return r"\mathbf{I}"
+
+    def _print_Diag(self, expr):
+        return rf"\operatorname{{diag}}\left({self._print(expr.vector)}\right)"
+
+    def _print_Apply(self, expr):
+        name = {"tanh": r"\tanh", "sigmoid": r"\sigma"}.get(expr.function, rf"\operatorname{{{expr.function}}}")
+        return rf"{name}\left({self._print(expr.arg)}\right)"
+
+    def _print_Softmax(self, expr):
+        return rf"\operatorname{{softmax}}\left({self._print(expr.arg)}\right)"
+
+    def _print_OneHot(self, expr):
+        return rf"\operatorname{{onehot}}\left({self._print(expr.label)}\right)"
+
+    def _print_GenericLoss(self, expr):
+        return rf"l\left({self._print(expr.prediction)}, {self._print(expr.target)}\right)"
+
+    def _print_SquaredError(self, expr):
+        diff = f"{self._print(expr.prediction)} - {self._print(expr.target)}"
+        return rf"\tfrac{{1}}{{2}}\left\|{diff}\right\|^2"
+
+    def _print_SoftmaxCrossEntropy(self, expr):
+        logits, label = self._print(expr.prediction), self._print(expr.target)
+        return rf"-\log \operatorname{{softmax}}\left({logits}\right)_{{{label}}}"
+
+    def _print_LossGrad(self, expr):
+        return rf"\frac{{\partial {self._print(expr.loss)}}}{{\partial {self._print(expr.loss.prediction)}}}"
+
+    def _print_TimeSum(self, expr):
+        bounds = rf"_{{{expr.index}={time_index(expr.start)}}}^{{{time_index(expr.end)}}}"
+        return rf"\sum{bounds} {self._wrap_sum(expr.body)}"
+
+    def _print_TimeProduct(self, expr):
+        bounds = rf"_{{{expr.index}={time_index(expr.start)}}}^{{{time_index(expr.end)}}}"
+        return rf"\left(\prod{bounds} {self._print(expr.body)}\right)"
+
+    def _print_MatAdd(self, expr):
+        terms = sorted(expr.args, key=_term_key)
+        out = ""
+        for n, term in enumerate(terms):
+            text = self._print(term)
+            if text.startswith("-"):
+                out += " - " + text[1:] if n else text
+            else:
+                out += " + " + text if n else text
+        return out
+
+    def _print_MatMul(self, expr):
+        coeff, factors = expr.as_coeff_matrices()
+        body = " ".join(self._wrap(f) for f in factors)
+        if coeff == 1:
+            return body
+        if coeff == -1:
+            return "-" + body
+        return f"{self._print(coeff)} {body}"
+
+    def _wrap(self, expr):
+        text = self._print(expr)
+        if isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) or (isinstance(expr, sp.MatMul) and expr.args[0] == -1):
+            return rf"\left({text}\right)"
+        return text
+
+    def _wrap_sum(self, expr):
+        text = self._print(expr)
+        return rf"\left({text}\right)" if isinstance(expr, sp.MatAdd) else text
+
+
+def _term_key(term):
+    """Constants first, then later time steps first (h_{t+1} before o_t before
+    h_{t-1}), then positive terms before negative ones."""
+    negative = isinstance(term, sp.MatMul) and term.args[0].is_number and term.args[0] < 0
+    if not term.atoms(SeqAt, Adj):
+        return (0, 0, negative)
+    offset = _time_offset(term)
+    return (1, 0 if offset is None else -int(offset), negative)
+
+
+def latex(expr):
+    return BPTTLatexPrinter().doprint(expr)
+
