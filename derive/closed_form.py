@@ -92,10 +92,12 @@ def recursion_residual(form):
 
 def _simplify_product(expr):
     """Empty ordered products and zeroth powers are the identity."""
+
     def empty(e):
         if isinstance(e, TimeProduct):
             return sp.simplify(e.end - e.start + 1) == 0
         return isinstance(e, sp.MatPow) and sp.simplify(e.exp) == 0
+
     return expr.replace(empty, lambda e: sp.Identity(e.shape[0])).doit(deep=False)
 
 
@@ -105,6 +107,7 @@ def _factors(expr):
 
 def _merge_products(expr):
     """A_{s-1} (prod_{k=s}^{e} A_k) -> prod_{k=s-1}^{e} A_k, and A A^n -> A^{n+1}."""
+
     def merge(matmul):
         factors = list(matmul.args)
         for n, factor in enumerate(factors):
@@ -118,4 +121,5 @@ def _merge_products(expr):
             if factors[n - len(before) : n] == before:
                 return sp.MatMul(*factors[: n - len(before)], merged, *factors[n + 1 :])
         return matmul
+
     return expr.replace(lambda e: isinstance(e, sp.MatMul), merge)

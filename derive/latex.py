@@ -150,7 +150,7 @@ class BPTTLatexPrinter(LatexPrinter):
 def _term_key(term):
     """Constants first, then later time steps first (h_{t+1} before o_t before
     h_{t-1}), then positive terms before negative ones."""
-    negative = isinstance(term, sp.MatMul) and term.args[0].is_number and term.args[0] < 0
+    negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
     if not term.atoms(SeqAt, Adj):
         return (0, 0, negative)
     offset = _time_offset(term)
@@ -159,4 +159,3 @@ def _term_key(term):
 
 def latex(expr):
     return BPTTLatexPrinter().doprint(expr)
-

@@ -21,5 +21,7 @@ def linear():
         loss=GenericLoss(o(), y()),
         code_loss=SquaredError(o(), y()),
         mean=True,
-        notes=("The generated code takes $l(\\mathbf{o}_t, \\mathbf{y}_t) = \\tfrac12\\|\\mathbf{o}_t - \\mathbf{y}_t\\|^2$.",),
+        notes=(
+            "The generated code takes $l(\\mathbf{o}_t, \\mathbf{y}_t) = \\tfrac12\\|\\mathbf{o}_t - \\mathbf{y}_t\\|^2$.",
+        ),
     )

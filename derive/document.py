@@ -1,0 +1,160 @@
+"""A derivation as a document: sections of equations, each with the sentence
+that says where it comes from. Equations are LaTeX strings; codegen renders
+them into a .tex or .md file."""
+
+from dataclasses import dataclass
+
+from .bptt import NEXT, derive
+from .closed_form import NoClosedForm, closed_form, recursion_residual
+from .latex import latex
+from .nodes import Adj, SeqAt, T, t
+
+
+@dataclass(frozen=True)
+class Equation:
+    lhs: str
+    rhs: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    text: str
+    equations: tuple
+
+
+def _named(model, expr):
+    """Replace defining expressions by their names: softmax(s_t) -> o_t."""
+    for seq, definition in model.names:
+        expr = expr.replace(
+            lambda e, d=definition: _shift_of(d, e) is not None, lambda e, s=seq, d=definition: s(t + _shift_of(d, e))
+        )
+    return expr
+
+
+def _shift_of(definition, expr):
+    if type(expr) is not type(definition):
+        return None
+    times = [a.time for a in expr.atoms(SeqAt)]
+    if not times:
+        return None
+    shift = times[0] - t
+    return shift if definition.subs(t, t + shift) == expr else None
+
+
+def _through(contributions, time=t):
+    """The consumer equations of some contributions, at the given time step."""
+    consumers = [f"${latex(c.through.subs(t, time))} = {latex(c.rhs.subs(t, time))}$" for c in contributions]
+    return "; ".join(dict.fromkeys(consumers))
+
+
+def model_section(model):
+    weight = r"\frac{1}{T} " if model.mean else ""
+    equations = [Equation(latex(seq()), latex(rhs), "") for seq, rhs in model.assignments]
+    equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {latex(model.loss)}", ""))
+    for seq, definition in model.names:
+        equations.append(Equation(latex(seq()), latex(definition), "a name used below"))
+    return Section("The model", f"One step of the cell at time $t$ ({model.source}).", tuple(equations))
+
+
+def sections(model):
+    """Every section of the derivation of BPTT for a model."""
+    derivation = derive(model)
+    out = [model_section(model), _output_section(model, derivation)]
+    if model.intermediates:
+        out.append(_intermediate_section(model))
+    out.append(_state_section(model, derivation))
+    out.extend(_closed_form_sections(model, derivation))
+    out.append(_param_section(model, derivation))
+    return out
+
+
+def _output_section(model, derivation):
+    weight = r"$\frac{1}{T}$ times " if model.mean else ""
+    equations = tuple(
+        Equation(
+            latex(Adj(seq())),
+            latex(_named(model, value)),
+            f"Only the step-$t$ loss reads ${latex(seq())}$: {weight}the derivative of ${latex(model.loss)}$ (rule for {type(model.loss).__name__}).",
+        )
+        for seq, value in derivation.output_adjoints.items()
+    )
+    return Section("Gradient of the loss with respect to the outputs", "", equations)
+
+
+def _intermediate_section(model):
+    staged = derive(model, staged=True)
+    equations = tuple(
+        Equation(
+            latex(Adj(seq())),
+            latex(staged.intermediate(seq)),
+            f"Chain rule through {_through(staged.intermediates[seq])}.",
+        )
+        for seq in model.intermediates
+    )
+    return Section("Intermediate adjoints", "These are substituted into the results below.", equations)
+
+
+def _state_section(model, derivation):
+    equations = []
+    for seq in model.states:
+        same = [c for c in derivation.states[seq] if c.when != NEXT]
+        nxt = [c for c in derivation.states[seq] if c.when == NEXT]
+        equations.append(
+            Equation(
+                latex(Adj(seq(T))),
+                latex(derivation.terminal(seq)),
+                f"At the last step only {_through(same, T) or 'nothing'} reads ${latex(seq(T))}$.",
+            )
+        )
+        equations.append(
+            Equation(
+                latex(Adj(seq())),
+                latex(derivation.recursion(seq)),
+                f"For $t < T$, chain rule through {_through(derivation.states[seq])}.",
+            )
+        )
+        equations.append(
+            Equation(
+                latex(Adj(seq(0))),
+                latex(derivation.initial(seq)),
+                f"The initial state is read by step 1 only: {_through(nxt, 0)}.",
+            )
+        )
+    return Section(
+        "Backpropagation through time: the state adjoints", "Computed from $t = T$ down to $t = 0$.", tuple(equations)
+    )
+
+
+def _closed_form_sections(model, derivation):
+    out = []
+    for seq in model.states:
+        try:
+            form = closed_form(derivation, seq)
+        except NoClosedForm:
+            continue
+        proved = all(a == b for a, b in recursion_residual(form))
+        check = (
+            " It satisfies the recursion: its $j = t$ term is the local term and the rest is $A_{t+1}$ times the sum at $t+1$ (checked symbolically)."
+            if proved
+            else ""
+        )
+        equations = [Equation(latex(Adj(seq())), latex(form.expr), "Unrolling the recursion from $t = T$." + check)]
+        if form.is_power:
+            equations.append(Equation(latex(Adj(seq())), latex(form.reindexed()), "The same sum with $i = T + t - j$."))
+        text = f"With $A_k = {latex(form.jacobian)}$, the transposed Jacobian of step $k$."
+        out.append(Section("Closed form", text, tuple(equations)))
+    return out
+
+
+def _param_section(model, derivation):
+    equations = tuple(
+        Equation(
+            rf"\frac{{\partial L}}{{\partial {latex(p)}}}",
+            latex(derivation.param_gradient(p)),
+            f"${latex(p)}$ is shared by every step: sum over $t$ of the chain rule through {_through(derivation.params[p])}.",
+        )
+        for p in model.params
+    )
+    return Section("Parameter gradients", "", equations)
