@@ -117,7 +117,7 @@ class BPTTLatexPrinter(LatexPrinter):
         return rf"\left(\prod{bounds} {self._print(expr.body)}\right)"
 
     def _print_MatAdd(self, expr):
-        terms = sorted(expr.args, key=_term_key)
+        terms = sorted(expr.args, key=term_order)
         out = ""
         for n, term in enumerate(terms):
             text = self._print(term)
@@ -147,7 +147,7 @@ class BPTTLatexPrinter(LatexPrinter):
         return rf"\left({text}\right)" if isinstance(expr, sp.MatAdd) else text
 
 
-def _term_key(term):
+def term_order(term):
     """Constants first, then later time steps first (h_{t+1} before o_t before
     h_{t-1}), then positive terms before negative ones."""
     negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)

@@ -1,0 +1,164 @@
+"""Turn a model's derivation into the statements of its NumPy module.
+
+Only the recursions loop over time. Everything else (input projections,
+outputs, local adjoint terms, parameter gradients) is one stacked
+expression over all steps.
+"""
+
+import re
+from dataclasses import dataclass
+
+import sympy as sp
+
+from derive.bptt import NEXT, depends_on_adjoint, derive
+from derive.nodes import Adj, SeqAt, t
+
+from .numpy_printer import RowPrinter, param_gradient, per_step_loss, size_name
+from .text import equation, text
+
+STEP, ALL = RowPrinter(stacked=False), RowPrinter(stacked=True)
+
+
+@dataclass(frozen=True)
+class Line:
+    code: str
+    comment: str = ""
+    guarded: bool = False  # only for t < T
+
+
+def _terms(expr):
+    return list(expr.args) if isinstance(expr, sp.MatAdd) else [expr]
+
+
+def _sum(terms):
+    return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
+
+
+def _loop_dependent(expr, names):
+    """True if expr reads a value computed inside the time loop."""
+    return any(a.name in names and a.role != "input" for a in expr.atoms(SeqAt))
+
+
+def forward_lines(model):
+    """(before the loop, inside the loop, after the loop) statements of the forward pass."""
+    looped = {seq.name for seq, _ in model.steps}
+    before, inside = [], []
+    for seq, rhs in model.steps:
+        hoisted = [term for term in _terms(rhs) if not _loop_dependent(term, looped)]
+        stepwise = [term for term in _terms(rhs) if _loop_dependent(term, looped)]
+        if hoisted:
+            before.append(Line(f"{seq.name}[1:] = {ALL(_sum(hoisted))}", f"{text(_sum(hoisted))}, all steps at once"))
+        if stepwise:
+            op = "+=" if hoisted else "="
+            inside.append(Line(f"{seq.name}[t] {op} {STEP(_sum(stepwise))}", equation(seq(), rhs)))
+    after = [Line(f"{seq.name} = {ALL(rhs)}", equation(seq(), rhs)) for seq, rhs in model.outputs]
+    return before, inside, after
+
+
+def backward_lines(derivation):
+    """(before the loop, inside the loop) statements computing the adjoints, last step first."""
+    before, inside = [], []
+    for seq, _ in reversed(derivation.model.steps):
+        contributions = derivation.states.get(seq) or derivation.intermediates.get(seq, [])
+        same = [c.value for c in contributions if c.when != NEXT]
+        nxt = [c.value for c in contributions if c.when == NEXT]
+        local = [v for v in same if not depends_on_adjoint(v)]
+        stepwise = [v for v in same if depends_on_adjoint(v)]
+        target = f"d_{seq.name}"
+        if local:
+            before.append(Line(f"{target}[1:] = {ALL(_sum(local))}", f"{text(Adj(seq()))} = {text(_sum(local))} + ..."))
+        if stepwise:
+            op = "+=" if local else "="
+            inside.append(
+                Line(f"{target}[t] {op} {STEP(_sum(stepwise))}", f"{text(Adj(seq()))} {op} {text(_sum(stepwise))}")
+            )
+        if nxt:
+            inside.append(Line(f"{target}[t] += {STEP(_sum(nxt))}", f"{text(Adj(seq()))} += {text(_sum(nxt))}", True))
+    return before, inside
+
+
+def gradient_lines(derivation):
+    """Parameter gradients (stacked) and initial-state gradients, as (key, code, comment)."""
+    out = []
+    for param in derivation.model.params:
+        total = derivation.param_gradient(param)
+        code = " + ".join(param_gradient(term, ALL) for term in _terms(total.body))
+        out.append((param.name, code, f"dL/d{param.name} = {text(total)}"))
+    for seq in derivation.model.states:
+        initial = derivation.initial(seq)
+        out.append((f"{seq.name}0", STEP(initial), f"dL/d{seq.name}_0 = {text(initial)}"))
+    return out
+
+
+def loss_lines(model):
+    """Code for the batch-averaged loss and for dL/d(outputs) of that loss."""
+    loss = model.concrete_loss()
+    derivation = derive(model, loss=loss)
+    per_step = per_step_loss(loss, ALL)
+    scale = "(T * B)" if model.mean else "B"
+    adjoints = [
+        (f"d_{seq.name}", f"({ALL(value)}) / B", f"{text(Adj(seq()))} = {text(value)}")
+        for seq, value in derivation.output_adjoints.items()
+    ]
+    return f"({per_step}).sum() / {scale}", adjoints
+
+
+def shape_of(matrix):
+    """Size names of a parameter's shape: ('h', 'd'), or ('h',) for a vector."""
+    rows, cols = matrix.shape
+    return (str(rows),) if cols == 1 else (str(rows), str(cols))
+
+
+def allocations(seqs, prefix="", fill="zeros"):
+    return [Line(f"{prefix}{seq.name} = np.{fill}((T + 1, B, {size_name(seq.rows)}), dtype)") for seq in seqs]
+
+
+def used(names, lines):
+    """The names that some line's code mentions, in their original order."""
+    code = "\n".join(line if isinstance(line, str) else line.code for line in lines)
+    return [name for name in names if re.search(rf"\b{re.escape(name)}\b", code)]
+
+
+def context(model):
+    """Everything the module template needs."""
+    derivation = derive(model, staged=True, loss=model.concrete_loss())
+    forward_before, forward_loop, forward_after = forward_lines(model)
+    forward_before = allocations(model.intermediates) + forward_before
+    backward_before, backward_loop = backward_lines(derivation)
+    backward_before = allocations(model.states + model.intermediates, "d_") + backward_before
+    gradients = gradient_lines(derivation)
+    loss_code, output_adjoints = loss_lines(model)
+    target = model.targets[-1] if model.targets else None
+    size_vars = [size_name(s) for s in model.sizes]
+    param_names = [p.name for p in model.params]
+    forward_all = forward_before + forward_loop + forward_after + allocations(model.states)
+    backward_all = backward_before + backward_loop + [code for _, code, _ in gradients]
+    loss_all = [loss_code] + [code for _, code, _ in output_adjoints]
+    cached = [seq.name for seq in model.states + model.intermediates]
+    return {
+        "forward_sizes": used(size_vars, forward_all),
+        "backward_sizes": used(size_vars, backward_all),
+        "backward_params": used(param_names, backward_all),
+        "backward_cache": used(["x"] + cached, backward_all),
+        "loss_sizes": used(size_vars, loss_all),
+        "model": model,
+        "module": model.name.replace("-", "_"),
+        "params": [(p.name, shape_of(p)) for p in model.params],
+        "sizes": [str(s) for s in model.sizes],
+        "inputs": model.inputs,
+        "states": model.states,
+        "intermediates": model.intermediates,
+        "outputs": [seq for seq, _ in model.outputs],
+        "target": target,
+        "equations": [equation(seq(), rhs) for seq, rhs in model.assignments],
+        "loss_text": text(model.concrete_loss()),
+        "forward_before": forward_before,
+        "forward_loop": forward_loop,
+        "forward_after": forward_after,
+        "backward_before": backward_before,
+        "backward_loop": backward_loop,
+        "gradients": gradients,
+        "loss_code": loss_code,
+        "output_adjoints": output_adjoints,
+        "time": t,
+    }

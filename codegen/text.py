@@ -1,0 +1,86 @@
+"""Plain-text maths for comments in generated code: `dL/dh_t = W_hh^T dL/dh_{t+1} + ...`."""
+
+import sympy as sp
+from sympy.printing.str import StrPrinter
+
+from derive.latex import term_order, time_index
+
+
+class TextPrinter(StrPrinter):
+    def _print_SeqAt(self, expr):
+        index = time_index(expr.time)
+        return f"{expr.name}_{index}" if len(index) == 1 else f"{expr.name}_{{{index}}}"
+
+    def _print_Adj(self, expr):
+        return f"dL/d{self._print(expr.of)}"
+
+    def _print_MatrixSymbol(self, expr):
+        return expr.name
+
+    def _print_Transpose(self, expr):
+        return f"{self._wrap(expr.arg)}^T"
+
+    def _print_MatMul(self, expr):
+        coeff, factors = expr.as_coeff_matrices()
+        body = " ".join(self._wrap(f) for f in factors)
+        if coeff == 1:
+            return body
+        return ("-" if coeff == -1 else f"{self._print(coeff)} ") + body
+
+    def _print_MatAdd(self, expr):
+        out = ""
+        for term in sorted(expr.args, key=term_order):
+            text = self._print(term)
+            if out:
+                out += f" - {text[1:]}" if text.startswith("-") else f" + {text}"
+            else:
+                out = text
+        return out
+
+    def _print_HadamardProduct(self, expr):
+        return " * ".join(self._wrap(a) for a in expr.args)
+
+    def _print_HadamardPower(self, expr):
+        return f"{self._wrap(expr.base)}^{expr.exp}"
+
+    def _print_OneMatrix(self, expr):
+        return "1"
+
+    def _print_Diag(self, expr):
+        return f"diag({self._print(expr.vector)})"
+
+    def _print_Apply(self, expr):
+        return f"{expr.function}({self._print(expr.arg)})"
+
+    def _print_Softmax(self, expr):
+        return f"softmax({self._print(expr.arg)})"
+
+    def _print_OneHot(self, expr):
+        return f"onehot({self._print(expr.label)})"
+
+    def _print_GenericLoss(self, expr):
+        return f"l({self._print(expr.prediction)}, {self._print(expr.target)})"
+
+    def _print_SquaredError(self, expr):
+        return f"1/2 ||{self._print(expr.prediction)} - {self._print(expr.target)}||^2"
+
+    def _print_SoftmaxCrossEntropy(self, expr):
+        return f"-log softmax({self._print(expr.prediction)})[{self._print(expr.target)}]"
+
+    def _print_LossGrad(self, expr):
+        return f"dl/d{self._print(expr.loss.prediction)}"
+
+    def _print_TimeSum(self, expr):
+        return f"sum_{expr.index} {self._wrap(expr.body)}"
+
+    def _wrap(self, expr):
+        text = self._print(expr)
+        return f"({text})" if isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) else text
+
+
+def text(expr):
+    return TextPrinter().doprint(expr)
+
+
+def equation(lhs, rhs):
+    return f"{text(lhs)} = {text(rhs)}"
