@@ -96,6 +96,24 @@ LEAVES = (SeqAt, sp.MatrixSymbol)
 CONSTANTS = (OneMatrix, sp.ZeroMatrix, sp.Identity)
 
 
+def _diag_split(expr):
+    """c diag(u) rest -> (c u, rest), or None."""
+    if not isinstance(expr, sp.MatMul):
+        return None
+    coeff, factors = expr.as_coeff_matrices()
+    if len(factors) < 2 or not isinstance(factors[0], Diag):
+        return None
+    return coeff * factors[0].vector, sp.MatMul(*factors[1:]).doit(deep=False)
+
+
+def _add(a, b):
+    """a + b, with diag(u) g + diag(v) g merged into diag(u + v) g."""
+    split_a, split_b = _diag_split(a), _diag_split(b)
+    if split_a and split_b and split_a[1] == split_b[1]:
+        return Diag(split_a[0] + split_b[0]) * split_a[1]
+    return a + b
+
+
 def backprop(expr, g, out=None):
     """Adjoints of the leaves (sequence values, parameters) of expr, given g = dL/d expr.
 
@@ -109,7 +127,7 @@ def backprop(expr, g, out=None):
 
 def _backprop(node, g, out, grads):
     if isinstance(node, LEAVES):
-        grads[node] = grads[node] + g if node in grads else g
+        grads[node] = _add(grads[node], g) if node in grads else g
         return
     if isinstance(node, CONSTANTS) or not node.free_symbols:
         return

@@ -47,6 +47,8 @@ def linear_coefficient(expr, adjoint):
         return sp.MatAdd(*(linear_coefficient(term, adjoint) for term in expr.args)).doit(deep=False)
     if isinstance(expr, sp.MatMul) and expr.args[-1] == adjoint:
         return sp.MatMul(*expr.args[:-1]).doit(deep=False)
+    if isinstance(expr, sp.MatMul) and isinstance(expr.args[-1], sp.MatAdd):
+        return (sp.MatMul(*expr.args[:-1]) * linear_coefficient(expr.args[-1], adjoint)).doit(deep=False)
     raise NoClosedForm(f"{expr} is not a left multiple of {adjoint}")
 
 

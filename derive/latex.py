@@ -114,7 +114,7 @@ class BPTTLatexPrinter(LatexPrinter):
 
     def _print_TimeProduct(self, expr):
         bounds = rf"_{{{expr.index}={time_index(expr.start)}}}^{{{time_index(expr.end)}}}"
-        return rf"\left(\prod{bounds} {self._print(expr.body)}\right)"
+        return rf"\left(\prod{bounds} {self._wrap_sum(expr.body)}\right)"
 
     def _print_MatAdd(self, expr):
         terms = sorted(expr.args, key=term_order)
