@@ -35,9 +35,9 @@ def _time_term_key(term):
 
 
 def _time_offset(expr):
-    """How far after t an expression's latest time index lies (for ordering terms)."""
+    """The latest constant offset among an expression's time indices (t+1 -> 1, h_0 -> 0)."""
     times = [a.time for a in expr.atoms(SeqAt)] + [a.of.time for a in expr.atoms(Adj)]
-    offsets = [(time - t) for time in times if (time - t).is_Integer]
+    offsets = [sp.sympify(time).as_coeff_Add()[0] for time in times]
     return max(offsets) if offsets else None
 
 
@@ -154,7 +154,7 @@ def term_order(term):
     if not term.atoms(SeqAt, Adj):
         return (0, 0, negative)
     offset = _time_offset(term)
-    return (1, 0 if offset is None else -int(offset), negative)
+    return (1, -int(offset), negative)
 
 
 def latex(expr):
