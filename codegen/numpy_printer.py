@@ -88,6 +88,14 @@ class RowPrinter:
         """Row form, parenthesised where * or ** would bind wrongly."""
         return _paren(self.vector(expr))
 
+    def lookup(self, matrix, onehot):
+        label = self.label(onehot.label)
+        if isinstance(matrix, sp.Transpose) and isinstance(matrix.arg, sp.MatrixSymbol):
+            return f"{matrix.arg.name}[{label}]"
+        if isinstance(matrix, sp.MatrixSymbol):
+            return f"{matrix.name}.T[{label}]"
+        raise PrintError(f"a one-hot vector must be multiplied by a parameter, not {matrix}")
+
     def matadd(self, expr):
         out = ""
         for term in sorted(expr.args, key=term_order):
@@ -101,7 +109,10 @@ class RowPrinter:
 
     def matmul(self, expr):
         coeff, factors = expr.as_coeff_matrices()
-        acc = self.vector(factors[-1])
+        if isinstance(factors[-1], OneHot):  # P onehot(x) is a lookup of column x of P
+            acc, factors = self.lookup(factors[-2], factors[-1]), factors[:-1]
+        else:
+            acc = self.vector(factors[-1])
         for factor in reversed(factors[:-1]):
             if isinstance(factor, Diag):
                 acc = f"{self.operand(factor.vector)} * {_paren(acc)}"
@@ -147,6 +158,8 @@ def param_gradient(term, printer):
         raise PrintError(f"a matrix gradient term must end in a transposed vector: {term}")
     left = sp.MatMul(coeff, *factors[:-1]).doit(deep=False)
     left_code = printer(left)
+    if isinstance(last.arg, OneHot):  # sum_t g_t onehot(x_t)^T adds g_t into column x_t
+        return f"_scatter_columns({left_code}, {printer.label(last.arg.label)}, {size_name(last.arg.shape[0])})"
     right_code = printer(last.arg)
     cols = last.arg.shape[0]
     return f"{_paren(left_code)}.reshape(-1, {size_name(rows)}).T @ {_paren(right_code)}.reshape(-1, {size_name(cols)})"

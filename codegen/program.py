@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from derive.bptt import NEXT, depends_on_adjoint, derive
+from derive.bptt import derive
 from derive.nodes import Adj, SeqAt, t
 
 from .numpy_printer import RowPrinter, param_gradient, per_step_loss, size_name
+from .schedule import backward_schedule, forward_schedule
 from .text import equation, text
 
 STEP, ALL = RowPrinter(stacked=False), RowPrinter(stacked=True)
@@ -34,46 +35,64 @@ def _sum(terms):
     return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
 
 
-def _loop_dependent(expr, names):
-    """True if expr reads a value computed inside the time loop."""
-    return any(a.name in names and a.role != "input" for a in expr.atoms(SeqAt))
+def hoist(seq, rhs, loop_names):
+    """Precompute, for all steps at once, the terms of the first sum in rhs that
+    read nothing computed in the loop (input projections, biases).
+
+    Returns (rhs with those terms replaced by the placeholder `<name>_in`, the hoisted Line or None).
+    """
+
+    def in_loop(expr):
+        return bool({r.name for r in expr.atoms(SeqAt)} & loop_names)
+
+    for node in sp.preorder_traversal(rhs):
+        if isinstance(node, sp.MatAdd):
+            fixed = [term for term in node.args if not in_loop(term)]
+            moving = [term for term in node.args if in_loop(term)]
+            if fixed and moving:
+                placeholder = SeqAt(f"{seq.name}_in", t, seq.rows, "input")
+                line = Line(f"{placeholder.name} = {ALL(_sum(fixed))}", f"{text(_sum(fixed))}, all steps at once")
+                return rhs.xreplace({node: sp.MatAdd(placeholder, *moving)}), line
+    return rhs, None
+
+
+def _stacked(seq, rhs):
+    target = f"{seq.name}[1:]" if seq.role in ("state", "intermediate") else seq.name
+    return Line(f"{target} = {ALL(rhs)}", equation(seq(), rhs))
 
 
 def forward_lines(model):
     """(before the loop, inside the loop, after the loop) statements of the forward pass."""
-    looped = {seq.name for seq, _ in model.steps}
-    before, inside = [], []
-    for seq, rhs in model.steps:
-        hoisted = [term for term in _terms(rhs) if not _loop_dependent(term, looped)]
-        stepwise = [term for term in _terms(rhs) if _loop_dependent(term, looped)]
+    before, loop, after = forward_schedule(model)
+    before_lines = [_stacked(seq, replacement) for seq, replacement in model.teacher_forcing]
+    before_lines += [_stacked(seq, rhs) for seq, rhs in before]
+    loop_names = {seq.name for seq, _ in loop}
+    inside = []
+    for seq, rhs in loop:
+        stepwise, hoisted = hoist(seq, rhs, loop_names)
         if hoisted:
-            before.append(Line(f"{seq.name}[1:] = {ALL(_sum(hoisted))}", f"{text(_sum(hoisted))}, all steps at once"))
-        if stepwise:
-            op = "+=" if hoisted else "="
-            inside.append(Line(f"{seq.name}[t] {op} {STEP(_sum(stepwise))}", equation(seq(), rhs)))
-    after = [Line(f"{seq.name} = {ALL(rhs)}", equation(seq(), rhs)) for seq, rhs in model.outputs]
-    return before, inside, after
+            before_lines.append(hoisted)
+        inside.append(Line(f"{seq.name}[t] = {STEP(stepwise)}", equation(seq(), rhs)))
+    return before_lines, inside, [_stacked(seq, rhs) for seq, rhs in after]
 
 
 def backward_lines(derivation):
     """(before the loop, inside the loop) statements computing the adjoints, last step first."""
+    order, parts, recurrent = backward_schedule(derivation)
     before, inside = [], []
-    for seq, _ in reversed(derivation.model.steps):
-        contributions = derivation.states.get(seq) or derivation.intermediates.get(seq, [])
-        same = [c.value for c in contributions if c.when != NEXT]
-        nxt = [c.value for c in contributions if c.when == NEXT]
-        local = [v for v in same if not depends_on_adjoint(v)]
-        stepwise = [v for v in same if depends_on_adjoint(v)]
-        target = f"d_{seq.name}"
+    for seq in sorted(order, key=lambda s: s.name in recurrent):  # stable: non-recurrent first
+        local, _, _ = parts[seq]
         if local:
-            before.append(Line(f"{target}[1:] = {ALL(_sum(local))}", f"{text(Adj(seq()))} = {text(_sum(local))} + ..."))
+            comment = f"{text(Adj(seq()))} = {text(_sum(local))}" + (" + ..." if seq.name in recurrent else "")
+            before.append(Line(f"d_{seq.name}[1:] = {ALL(_sum(local))}", comment))
+    for seq in order:
+        local, stepwise, nxt = parts[seq]
+        target, name = f"d_{seq.name}", text(Adj(seq()))
         if stepwise:
             op = "+=" if local else "="
-            inside.append(
-                Line(f"{target}[t] {op} {STEP(_sum(stepwise))}", f"{text(Adj(seq()))} {op} {text(_sum(stepwise))}")
-            )
+            inside.append(Line(f"{target}[t] {op} {STEP(_sum(stepwise))}", f"{name} {op} {text(_sum(stepwise))}"))
         if nxt:
-            inside.append(Line(f"{target}[t] += {STEP(_sum(nxt))}", f"{text(Adj(seq()))} += {text(_sum(nxt))}", True))
+            inside.append(Line(f"{target}[t] += {STEP(_sum(nxt))}", f"{name} += {text(_sum(nxt))}", True))
     return before, inside
 
 
@@ -125,7 +144,8 @@ def context(model):
     forward_before, forward_loop, forward_after = forward_lines(model)
     forward_before = allocations(model.intermediates) + forward_before
     backward_before, backward_loop = backward_lines(derivation)
-    backward_before = allocations(model.states + model.intermediates, "d_") + backward_before
+    adjoint_arrays = [seq for seq in model.states + model.intermediates if seq not in model.forced]
+    backward_before = allocations(adjoint_arrays, "d_") + backward_before
     gradients = gradient_lines(derivation)
     loss_code, output_adjoints = loss_lines(model)
     target = model.targets[-1] if model.targets else None
@@ -147,6 +167,8 @@ def context(model):
         "sizes": [str(s) for s in model.sizes],
         "inputs": model.inputs,
         "states": model.states,
+        "teacher": bool(model.teacher_forcing),
+        "forced": list(model.forced),
         "intermediates": model.intermediates,
         "outputs": [seq for seq, _ in model.outputs],
         "target": target,

@@ -93,7 +93,7 @@ RULES = {
 }
 
 LEAVES = (SeqAt, sp.MatrixSymbol)
-CONSTANTS = (OneMatrix, sp.ZeroMatrix, sp.Identity)
+CONSTANTS = (OneMatrix, sp.ZeroMatrix, sp.Identity, OneHot)  # data: no gradient flows into a label
 
 
 def _diag_split(expr):

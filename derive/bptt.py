@@ -35,6 +35,7 @@ class Derivation:
     staged: bool
     output_adjoints: dict  # output Seq -> dL/do_t
     states: dict  # state Seq -> [Contribution] making up dL/dh_t for t < T
+    forced: dict  # teacher-forced state Seq -> [Contribution] that teacher forcing cuts
     intermediates: dict  # intermediate Seq -> [Contribution] (used when staged)
     params: dict  # parameter -> [Contribution] of one step t, summed over t
 
@@ -49,7 +50,8 @@ class Derivation:
 
     def initial(self, seq):
         """dL/dS_0: only the first step reads the initial state."""
-        nxt = [c.value for c in self.states[seq] if c.when == NEXT]
+        contributions = self.states[seq] if seq in self.states else self.forced[seq]
+        nxt = [c.value for c in contributions if c.when == NEXT]
         return _total_values(nxt, seq).subs(t, 0)
 
     def param_gradient(self, param):
@@ -77,10 +79,11 @@ def derive(model, staged=False, loss=None):
     loss_grads = backprop(loss, weight)
     outputs = {seq: loss_grads.get(seq(t), sp.ZeroMatrix(seq.rows, 1)) for seq, _ in model.outputs}
     builder = _Builder(model, staged)
-    states = {seq: builder.contributions(seq) for seq in model.states}
+    states = {seq: builder.contributions(seq) for seq in model.states if seq not in model.forced}
+    forced = {seq: builder.contributions(seq) for seq in model.forced}
     intermediates = {seq: builder.contributions(seq) for seq in model.intermediates}
     params = {p: builder.param_contributions(p) for p in model.params}
-    return Derivation(model, staged, outputs, states, intermediates, params)
+    return Derivation(model, staged, outputs, states, forced, intermediates, params)
 
 
 class _Builder:
@@ -91,7 +94,10 @@ class _Builder:
         self.seqs = {seq.name: seq for seq, _ in model.assignments}
 
     def adjoint(self, seq):
-        """dL/dv_t of an assigned sequence: named, or inlined for intermediates."""
+        """dL/dv_t of an assigned sequence: named, inlined for intermediates,
+        None for a teacher-forced state (its value is data, nothing flows into it)."""
+        if seq in self.model.forced:
+            return None
         if seq.role == "intermediate" and not self.staged:
             return _total(self.contributions(seq))
         return Adj(seq(t))
@@ -99,8 +105,11 @@ class _Builder:
     def consumers(self, name):
         """Assignments that read `name` (at t or t-1), with their leaf adjoints."""
         for seq, rhs in self.model.assignments:
-            if name in reads(rhs):
-                yield seq, rhs, backprop(rhs, self.adjoint(seq), out=seq(t))
+            if name not in reads(rhs):
+                continue
+            adjoint = self.adjoint(seq)
+            if adjoint is not None:
+                yield seq, rhs, backprop(rhs, adjoint, out=seq(t))
 
     def contributions(self, target):
         """Every consumer's share of dL/d target_t, in a deterministic order."""
@@ -121,11 +130,6 @@ class _Builder:
             for seq, rhs, grads in self.consumers(param.name)
             if param in grads
         ]
-
-
-def depends_on_adjoint(expr):
-    """True if expr reads a named adjoint other than an output's."""
-    return any(a.of.role != "output" for a in expr.atoms(Adj))
 
 
 def reads(expr):

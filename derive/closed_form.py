@@ -54,7 +54,7 @@ def linear_coefficient(expr, adjoint):
 
 def closed_form(derivation, seq):
     """The ClosedForm of dL/d seq_t, or NoClosedForm for cells it does not cover."""
-    if len(derivation.model.states) != 1:
+    if len(derivation.states) != 1:
         raise NoClosedForm("closed forms are derived for single-state cells")
     contributions = derivation.states[seq]
     nxt = [c.value for c in contributions if c.when == NEXT]

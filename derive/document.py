@@ -4,6 +4,8 @@ them into a .tex or .md file."""
 
 from dataclasses import dataclass
 
+import sympy as sp
+
 from .bptt import NEXT, derive
 from .closed_form import NoClosedForm, closed_form, recursion_residual
 from .latex import latex
@@ -64,7 +66,10 @@ def sections(model):
     out = [model_section(model), _output_section(model, derivation)]
     if model.intermediates:
         out.append(_intermediate_section(model))
-    out.append(_state_section(model, derivation))
+    if model.teacher_forcing:
+        out.append(_forcing_section(model, derivation))
+    if derivation.states:
+        out.append(_state_section(model, derivation))
     out.extend(_closed_form_sections(model, derivation))
     out.append(_param_section(model, derivation))
     return out
@@ -91,14 +96,14 @@ def _intermediate_section(model):
             latex(staged.intermediate(seq)),
             f"Chain rule through {_through(staged.intermediates[seq])}.",
         )
-        for seq in model.intermediates
+        for seq in reversed(model.intermediates)
     )
     return Section("Intermediate adjoints", "These are substituted into the results below.", equations)
 
 
 def _state_section(model, derivation):
     equations = []
-    for seq in model.states:
+    for seq in derivation.states:
         same = [c for c in derivation.states[seq] if c.when != NEXT]
         nxt = [c for c in derivation.states[seq] if c.when == NEXT]
         equations.append(
@@ -127,9 +132,46 @@ def _state_section(model, derivation):
     )
 
 
+def _forcing_section(model, derivation):
+    equations = []
+    for seq, replacement in model.teacher_forcing:
+        cut = [c for c in derivation.forced[seq] if c.when == NEXT]
+        free = _total_latex(c.value for c in derivation.forced[seq])
+        equations.append(
+            Equation(
+                latex(Adj(seq())),
+                free,
+                f"Free-running, {_through(cut)} reads ${latex(seq())}$, and this term would carry the gradient back "
+                f"through time. Under teacher forcing step $t+1$ reads ${latex(replacement)}$ instead: "
+                f"${latex(seq())}$ is data, nothing flows into it, and the term is cut.",
+            )
+        )
+        equations.append(
+            Equation(
+                latex(Adj(seq(0))),
+                latex(derivation.initial(seq)),
+                f"The given ${latex(seq(0))}$ is still read by step 1: {_through(cut, 0)}.",
+            )
+        )
+    if derivation.states:
+        rest = ", ".join(f"${latex(s())}$" for s in derivation.states)
+        text = f"Backpropagation through time runs through {rest} only."
+    else:
+        text = (
+            "Every read of the past is now data: the Jacobian of step $t+1$ with respect to step $t$ is zero, "
+            "no gradient flows back through time, and each gradient below is a plain sum over $t$ of per-step terms."
+        )
+    return Section("Teacher forcing", text, tuple(equations))
+
+
+def _total_latex(values):
+    values = list(values)
+    return latex(sp.MatAdd(*values).doit(deep=False) if len(values) > 1 else values[0])
+
+
 def _closed_form_sections(model, derivation):
     out = []
-    for seq in model.states:
+    for seq in derivation.states:
         try:
             form = closed_form(derivation, seq)
         except NoClosedForm:

@@ -115,12 +115,13 @@ EXPLICIT = {
 def unroll(model, steps, env, loss=None):
     """Run the model forward: env holds parameters, initial states (time 0),
     inputs and targets at times 1..steps; fills in every assigned value and
-    returns the total loss L."""
+    returns the total loss L. Teacher-forced states take their data."""
     loss = model.concrete_loss() if loss is None else loss
     per_step = []
+    forced = model.forced
     for k in range(1, steps + 1):
         for seq, rhs in model.assignments:
-            env[seq(k)] = evaluate(rhs.subs(t, k), env, steps)
+            env[seq(k)] = evaluate(forced.get(seq, rhs).subs(t, k), env, steps)
         per_step.append(evaluate(loss.subs(t, k), env, steps))
     total = sum(per_step)
     return total / steps if model.mean else total
@@ -138,6 +139,8 @@ def backward(derivation, steps, env):
     order = [seq for seq, _ in reversed(model.steps)]
     for k in range(steps, 0, -1):
         for seq in order:
+            if seq in model.forced:
+                continue
             if seq.role == "state":
                 formula = derivation.terminal(seq) if k == steps else derivation.recursion(seq).subs(t, k)
             elif derivation.staged:

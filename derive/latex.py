@@ -4,7 +4,7 @@
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
-from .nodes import Adj, SeqAt, t
+from .nodes import Adj, SeqAt
 
 # Order of symbols inside a time index: T + t - i, not -i + t + T.
 _TIME_ORDER = {"T": 0, "t": 1, "j": 2, "k": 3, "i": 4}

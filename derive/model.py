@@ -66,6 +66,8 @@ class Model:
     mean:    True for L = (1/T) sum_t l_t, False for L = sum_t l_t
     code_loss: the concrete loss the generated code uses (defaults to loss)
     names:   ((Seq, expr), ...) display names, e.g. o_t = softmax(s_t)
+    teacher_forcing: ((state Seq, expr), ...) in training the state's value at
+             t >= 1 is this expression of the data (onehot(y_t)), not its equation
     """
 
     name: str
@@ -80,6 +82,7 @@ class Model:
     mean: bool = False
     code_loss: Loss | None = None
     names: tuple = ()
+    teacher_forcing: tuple = ()
     notes: tuple = field(default=())
 
     def __post_init__(self):
@@ -101,6 +104,11 @@ class Model:
     @property
     def targets(self):
         return tuple(a for a in self.loss.args if isinstance(a, SeqAt))
+
+    @property
+    def forced(self):
+        """States replaced by data under teacher forcing: {Seq: replacement}."""
+        return dict(self.teacher_forcing)
 
     def concrete_loss(self):
         return self.code_loss if self.code_loss is not None else self.loss
@@ -135,6 +143,13 @@ def validate(model):
             if symbol not in params:
                 raise ModelError(f"{where}: {symbol} in the equation of {seq.name}_t is not a parameter")
         known_now.add(seq.name)
+    for seq, replacement in model.teacher_forcing:
+        if seq not in model.states:
+            raise ModelError(f"{where}: teacher forcing replaces {seq.name}, which is not a state")
+        if replacement.shape != (seq.rows, 1) or any(
+            r.role not in ("target", "label", "input") for r in references(replacement)
+        ):
+            raise ModelError(f"{where}: teacher forcing must replace {seq.name}_t by data of shape ({seq.rows}, 1)")
 
 
 def _check_reference(where, seq, ref, known_now, states):

@@ -63,9 +63,9 @@ def forward(params, xs, h0=None):
     h = np.empty((T + 1, B, n_h), dtype)
     h[0] = 0 if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
     a = np.zeros((T + 1, B, n_h), dtype)
-    a[1:] = b + x @ U.T  # b + U x_t, all steps at once
+    a_in = b + x @ U.T  # b + U x_t, all steps at once
     for t in range(1, T + 1):
-        a[t] += h[t - 1] @ W.T  # a_t = b + U x_t + W h_{t-1}
+        a[t] = a_in[t - 1] + h[t - 1] @ W.T  # a_t = b + U x_t + W h_{t-1}
         h[t] = np.tanh(a[t])  # h_t = tanh(a_t)
     s = c + h[1:] @ V.T  # s_t = c + V h_t
     cache = {"x": x, "h": h, "a": a}
@@ -149,6 +149,13 @@ def _onehot(labels, classes, dtype):
     out = np.zeros(labels.shape + (classes,), dtype)
     np.put_along_axis(out, labels[..., None], 1, axis=-1)
     return out
+
+
+def _scatter_columns(values, labels, columns):
+    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
+    out = np.zeros((columns, values.shape[-1]), values.dtype)
+    np.add.at(out, labels.reshape(-1), values.reshape(-1, values.shape[-1]))
+    return out.T
 
 
 def _check_sizes(sizes):

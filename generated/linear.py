@@ -59,9 +59,9 @@ def forward(params, xs, h0=None):
     n_h = sizes["h"]
     h = np.empty((T + 1, B, n_h), dtype)
     h[0] = 0 if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    h[1:] = x @ W_hx.T  # W_hx x_t, all steps at once
+    h_in = x @ W_hx.T  # W_hx x_t, all steps at once
     for t in range(1, T + 1):
-        h[t] += h[t - 1] @ W_hh.T  # h_t = W_hx x_t + W_hh h_{t-1}
+        h[t] = h_in[t - 1] + h[t - 1] @ W_hh.T  # h_t = W_hx x_t + W_hh h_{t-1}
     o = h[1:] @ W_qh.T  # o_t = W_qh h_t
     cache = {"x": x, "h": h}
     return o, cache
@@ -137,6 +137,13 @@ def _onehot(labels, classes, dtype):
     out = np.zeros(labels.shape + (classes,), dtype)
     np.put_along_axis(out, labels[..., None], 1, axis=-1)
     return out
+
+
+def _scatter_columns(values, labels, columns):
+    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
+    out = np.zeros((columns, values.shape[-1]), values.dtype)
+    np.add.at(out, labels.reshape(-1), values.reshape(-1, values.shape[-1]))
+    return out.T
 
 
 def _check_sizes(sizes):

@@ -5,9 +5,17 @@ import pathlib
 
 from ..model import Model, ModelError
 from .elman import elman
+from .elman_onehot import elman_onehot
+from .jordan import elman_jordan, jordan
 from .linear import linear
 
-ZOO = {"elman": elman, "linear": linear}
+ZOO = {
+    "elman": elman,
+    "elman-jordan": elman_jordan,
+    "elman-onehot": elman_onehot,
+    "jordan": jordan,
+    "linear": linear,
+}
 
 
 def names():
