@@ -77,14 +77,20 @@ def forward_lines(model):
 
 
 def backward_lines(derivation):
-    """(before the loop, inside the loop) statements computing the adjoints, last step first."""
+    """(before the loop, inside the loop) statements computing the adjoints, last step first.
+
+    Arrays of recurrent adjoints carry an age axis (how many steps the gradient
+    has flowed back; one age unless truncating by window): local terms enter at
+    age 0, the next step's flow arrives through `_age` weighted by `keep[t]`.
+    """
     order, parts, recurrent = backward_schedule(derivation)
     before, inside = [], []
     for seq in sorted(order, key=lambda s: s.name in recurrent):  # stable: non-recurrent first
         local, _, _ = parts[seq]
         if local:
-            comment = f"{text(Adj(seq()))} = {text(_sum(local))}" + (" + ..." if seq.name in recurrent else "")
-            before.append(Line(f"d_{seq.name}[1:] = {ALL(_sum(local))}", comment))
+            aged = seq.name in recurrent
+            comment = f"{text(Adj(seq()))} = {text(_sum(local))}" + (" + ..." if aged else "")
+            before.append(Line(f"d_{seq.name}[1:{', 0' if aged else ''}] = {ALL(_sum(local))}", comment))
     for seq in order:
         local, stepwise, nxt = parts[seq]
         target, name = f"d_{seq.name}", text(Adj(seq()))
@@ -92,21 +98,29 @@ def backward_lines(derivation):
             op = "+=" if local else "="
             inside.append(Line(f"{target}[t] {op} {STEP(_sum(stepwise))}", f"{name} {op} {text(_sum(stepwise))}"))
         if nxt:
-            inside.append(Line(f"{target}[t] += {STEP(_sum(nxt))}", f"{name} += {text(_sum(nxt))}", True))
-    return before, inside
+            code = f"{target}[t] += _age(keep[t] * ({STEP(_sum(nxt))}), window)"
+            inside.append(Line(code, f"{name} += {text(_sum(nxt))}", True))
+    return before, inside, sorted(recurrent)
 
 
-def gradient_lines(derivation):
+def gradient_lines(derivation, recurrent):
     """Parameter gradients (stacked) and initial-state gradients, as (key, code, comment)."""
+    model = derivation.model
     out = []
-    for param in derivation.model.params:
+    for param in model.params:
         total = derivation.param_gradient(param)
         code = " + ".join(param_gradient(term, ALL) for term in _terms(total.body))
         out.append((param.name, code, f"dL/d{param.name} = {text(total)}"))
-    for seq in derivation.model.states:
-        initial = derivation.initial(seq)
-        out.append((f"{seq.name}0", STEP(initial), f"dL/d{seq.name}_0 = {text(initial)}"))
-    return out
+    initial = []
+    for seq in model.states:
+        value = derivation.initial(seq)
+        code = STEP(value)
+        if {a.of.name for a in value.atoms(Adj)} & set(recurrent):
+            # the flow into a live initial state is one step older and truncated like the others
+            code = f"_age(keep[0] * ({code}), window)" if seq not in model.forced else f"({code})"
+            code += ".sum(axis=0)"
+        initial.append((f"{seq.name}0", code, f"dL/d{seq.name}_0 = {text(value)}"))
+    return out, initial
 
 
 def loss_lines(model):
@@ -128,8 +142,14 @@ def shape_of(matrix):
     return (str(rows),) if cols == 1 else (str(rows), str(cols))
 
 
-def allocations(seqs, prefix="", fill="zeros"):
-    return [Line(f"{prefix}{seq.name} = np.{fill}((T + 1, B, {size_name(seq.rows)}), dtype)") for seq in seqs]
+def allocations(seqs, prefix="", aged=()):
+    """Zeroed arrays for steps 0..T; those named in `aged` get an age axis."""
+    return [
+        Line(
+            f"{prefix}{seq.name} = np.zeros((T + 1, {'ages, ' if seq.name in aged else ''}B, {size_name(seq.rows)}), dtype)"
+        )
+        for seq in seqs
+    ]
 
 
 def used(names, lines):
@@ -143,16 +163,16 @@ def context(model):
     derivation = derive(model, staged=True, loss=model.concrete_loss())
     forward_before, forward_loop, forward_after = forward_lines(model)
     forward_before = allocations(model.intermediates) + forward_before
-    backward_before, backward_loop = backward_lines(derivation)
+    backward_before, backward_loop, recurrent = backward_lines(derivation)
     adjoint_arrays = [seq for seq in model.states + model.intermediates if seq not in model.forced]
-    backward_before = allocations(adjoint_arrays, "d_") + backward_before
-    gradients = gradient_lines(derivation)
+    backward_before = allocations(adjoint_arrays, "d_", recurrent) + backward_before
+    gradients, initial_gradients = gradient_lines(derivation, recurrent)
     loss_code, output_adjoints = loss_lines(model)
     target = model.targets[-1] if model.targets else None
     size_vars = [size_name(s) for s in model.sizes]
     param_names = [p.name for p in model.params]
     forward_all = forward_before + forward_loop + forward_after + allocations(model.states)
-    backward_all = backward_before + backward_loop + [code for _, code, _ in gradients]
+    backward_all = backward_before + backward_loop + [code for _, code, _ in gradients + initial_gradients]
     loss_all = [loss_code] + [code for _, code, _ in output_adjoints]
     cached = [seq.name for seq in model.states + model.intermediates]
     return {
@@ -180,6 +200,8 @@ def context(model):
         "backward_before": backward_before,
         "backward_loop": backward_loop,
         "gradients": gradients,
+        "initial_gradients": initial_gradients,
+        "recurrent": used([f"d_{name}" for name in recurrent], [code for _, code, _ in gradients]),
         "loss_code": loss_code,
         "output_adjoints": output_adjoints,
         "time": t,

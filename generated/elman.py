@@ -72,9 +72,16 @@ def forward(params, xs, h0=None):
     return s, cache
 
 
-def backward(params, cache, d_outputs):
+def backward(params, cache, d_outputs, truncate=None, rng=None):
     """Gradients of every parameter and of the initial state, given
-    d_outputs = dL/ds_t of shape (T, B, q) for any loss L."""
+    d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
+
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back
+    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
+    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
+    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
+    """
+    mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
     W = params["W"]
     V = params["V"]
@@ -86,31 +93,37 @@ def backward(params, cache, d_outputs):
     n_h = sizes["h"]
     n_q = sizes["q"]
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype)
-    d_h = np.zeros((T + 1, B, n_h), dtype)
-    d_a = np.zeros((T + 1, B, n_h), dtype)
-    d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
+    window = mode == "window"
+    ages = value + 1 if window else 1  # how many steps back a gradient may have flowed
+    keep = _keep_weights(mode, value, T, rng, dtype)  # weight of the flow from step t+1 into step t
+    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_a = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     for t in range(T, 0, -1):
         if t < T:
-            d_h[t] += d_a[t + 1] @ W  # dL/dh_t += W^T dL/da_{t+1}
+            d_h[t] += _age(keep[t] * (d_a[t + 1] @ W), window)  # dL/dh_t += W^T dL/da_{t+1}
         d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
-    return {
-        # dL/dU = sum_t dL/da_t x_t^T
-        "U": d_a[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
-        # dL/dW = sum_t dL/da_t h_{t-1}^T
-        "W": d_a[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h),
-        # dL/db = sum_t dL/da_t
-        "b": d_a[1:].reshape(-1, n_h).sum(axis=0),
-        # dL/dc = sum_t dL/ds_t
-        "c": d_s.reshape(-1, n_q).sum(axis=0),
+    grads = {
         # dL/dh_0 = W^T dL/da_1
-        "h0": d_a[1] @ W,
+        "h0": _age(keep[0] * (d_a[1] @ W), window).sum(axis=0),
     }
+    d_a = d_a.sum(axis=1)  # all ages together
+    # dL/dU = sum_t dL/da_t x_t^T
+    grads["U"] = d_a[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d)
+    # dL/dW = sum_t dL/da_t h_{t-1}^T
+    grads["W"] = d_a[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h)
+    # dL/dV = sum_t dL/ds_t h_t^T
+    grads["V"] = d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h)
+    # dL/db = sum_t dL/da_t
+    grads["b"] = d_a[1:].reshape(-1, n_h).sum(axis=0)
+    # dL/dc = sum_t dL/ds_t
+    grads["c"] = d_s.reshape(-1, n_q).sum(axis=0)
+    return grads
 
 
-def loss_and_grads(params, xs, ys, h0=None):
-    """The loss averaged over the batch, and its gradients (a key per parameter, "h0")."""
+def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
+    """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
+    truncate and rng as for backward."""
     s, cache = forward(params, xs, h0)
     sizes, dtype = _check_params(params)
     T, B = s.shape[0], s.shape[1]
@@ -119,7 +132,7 @@ def loss_and_grads(params, xs, ys, h0=None):
     y = _check_labels("ys", ys, sizes, "q")
     loss = (_logsumexp(s) - np.take_along_axis(s, y[..., None], axis=-1)[..., 0]).sum() / B
     d_s = (_softmax(s) - _onehot(y, n_q, dtype)) / B  # dL/ds_t = softmax(s_t) - onehot(y_t), averaged over the batch
-    return loss, backward(params, cache, d_s)
+    return loss, backward(params, cache, d_s, truncate, rng)
 
 
 def clip_grads(grads, theta):
@@ -129,6 +142,43 @@ def clip_grads(grads, theta):
     norm = np.sqrt(sum(float(np.sum(np.square(g))) for g in grads.values()))
     scale = min(1.0, theta / norm) if norm > 0 else 1.0
     return {name: g * np.asarray(scale, dtype=g.dtype) for name, g in grads.items()}
+
+
+def _truncation(truncate, rng):
+    """(mode, value) of a truncate argument, or ValueError saying what is allowed."""
+    if truncate is None:
+        return "full", None
+    modes = ("window", "chunk", "random")
+    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
+        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
+    mode, value = truncate
+    if mode != "random" and not (isinstance(value, (int, np.integer)) and value >= 1):
+        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
+    if mode == "random":
+        if not (isinstance(value, (int, float, np.floating)) and 0 < value <= 1):
+            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"truncate=('random', pi) needs rng=np.random.default_rng(seed), got rng={rng!r}")
+    return mode, value
+
+
+def _keep_weights(mode, value, T, rng, dtype):
+    """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1."""
+    keep = np.ones(T, dtype)
+    if mode == "chunk":
+        keep[value::value] = 0  # h_k, h_2k, ... enter the next step detached
+    elif mode == "random":
+        keep[:] = (rng.random(T) < value) / value  # xi_{t+1}: 0 with probability 1 - pi, else 1/pi
+    return keep
+
+
+def _age(flow, window):
+    """The flow from step t+1 arrives one step older; a window drops the oldest age."""
+    if not window:
+        return flow
+    older = np.zeros_like(flow)
+    older[1:] = flow[:-1]
+    return older
 
 
 def _sigmoid(z):

@@ -67,9 +67,16 @@ def forward(params, xs, s0=None):
     return z, cache
 
 
-def backward(params, cache, d_outputs):
+def backward(params, cache, d_outputs, truncate=None, rng=None):
     """Gradients of every parameter and of the initial state, given
-    d_outputs = dL/dz_t of shape (T, B, q) for any loss L."""
+    d_outputs = dL/dz_t of shape (T, B, q) for any loss L.
+
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back
+    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
+    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
+    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
+    """
+    mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
     W = params["W"]
     V = params["V"]
@@ -81,25 +88,31 @@ def backward(params, cache, d_outputs):
     n_h = sizes["h"]
     n_q = sizes["q"]
     d_z = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype)
-    d_s = np.zeros((T + 1, B, n_h), dtype)
-    d_s[1:] = d_z @ V  # dL/ds_t = V^T dL/dz_t + ...
+    window = mode == "window"
+    ages = value + 1 if window else 1  # how many steps back a gradient may have flowed
+    keep = _keep_weights(mode, value, T, rng, dtype)  # weight of the flow from step t+1 into step t
+    d_s = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_s[1:, 0] = d_z @ V  # dL/ds_t = V^T dL/dz_t + ...
     for t in range(T, 0, -1):
         if t < T:
-            d_s[t] += (1 - (s[t + 1] ** 2)) * d_s[t + 1] @ W  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
-    return {
-        # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T
-        "U": _scatter_columns((1 - s[1:] ** 2) * d_s[1:], x, n_d),
-        # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
-        "W": ((1 - s[1:] ** 2) * d_s[1:]).reshape(-1, n_h).T @ s[:-1].reshape(-1, n_h),
-        # dL/dV = sum_t dL/dz_t s_t^T
-        "V": d_z.reshape(-1, n_q).T @ s[1:].reshape(-1, n_h),
+            d_s[t] += _age(keep[t] * ((1 - (s[t + 1] ** 2)) * d_s[t + 1] @ W), window)  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
+    grads = {
         # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
-        "s0": (1 - s[1] ** 2) * d_s[1] @ W,
+        "s0": _age(keep[0] * ((1 - s[1] ** 2) * d_s[1] @ W), window).sum(axis=0),
     }
+    d_s = d_s.sum(axis=1)  # all ages together
+    # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T
+    grads["U"] = _scatter_columns((1 - s[1:] ** 2) * d_s[1:], x, n_d)
+    # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
+    grads["W"] = ((1 - s[1:] ** 2) * d_s[1:]).reshape(-1, n_h).T @ s[:-1].reshape(-1, n_h)
+    # dL/dV = sum_t dL/dz_t s_t^T
+    grads["V"] = d_z.reshape(-1, n_q).T @ s[1:].reshape(-1, n_h)
+    return grads
 
 
-def loss_and_grads(params, xs, ys, s0=None):
-    """The loss averaged over the batch, and its gradients (a key per parameter, "s0")."""
+def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None):
+    """The loss averaged over the batch, and its gradients (a key per parameter, "s0");
+    truncate and rng as for backward."""
     z, cache = forward(params, xs, s0)
     sizes, dtype = _check_params(params)
     T, B = z.shape[0], z.shape[1]
@@ -108,7 +121,7 @@ def loss_and_grads(params, xs, ys, s0=None):
     y = _check_labels("ys", ys, sizes, "q")
     loss = (_logsumexp(z) - np.take_along_axis(z, y[..., None], axis=-1)[..., 0]).sum() / B
     d_z = (_softmax(z) - _onehot(y, n_q, dtype)) / B  # dL/dz_t = softmax(z_t) - onehot(y_t), averaged over the batch
-    return loss, backward(params, cache, d_z)
+    return loss, backward(params, cache, d_z, truncate, rng)
 
 
 def clip_grads(grads, theta):
@@ -118,6 +131,43 @@ def clip_grads(grads, theta):
     norm = np.sqrt(sum(float(np.sum(np.square(g))) for g in grads.values()))
     scale = min(1.0, theta / norm) if norm > 0 else 1.0
     return {name: g * np.asarray(scale, dtype=g.dtype) for name, g in grads.items()}
+
+
+def _truncation(truncate, rng):
+    """(mode, value) of a truncate argument, or ValueError saying what is allowed."""
+    if truncate is None:
+        return "full", None
+    modes = ("window", "chunk", "random")
+    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
+        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
+    mode, value = truncate
+    if mode != "random" and not (isinstance(value, (int, np.integer)) and value >= 1):
+        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
+    if mode == "random":
+        if not (isinstance(value, (int, float, np.floating)) and 0 < value <= 1):
+            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"truncate=('random', pi) needs rng=np.random.default_rng(seed), got rng={rng!r}")
+    return mode, value
+
+
+def _keep_weights(mode, value, T, rng, dtype):
+    """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1."""
+    keep = np.ones(T, dtype)
+    if mode == "chunk":
+        keep[value::value] = 0  # h_k, h_2k, ... enter the next step detached
+    elif mode == "random":
+        keep[:] = (rng.random(T) < value) / value  # xi_{t+1}: 0 with probability 1 - pi, else 1/pi
+    return keep
+
+
+def _age(flow, window):
+    """The flow from step t+1 arrives one step older; a window drops the oldest age."""
+    if not window:
+        return flow
+    older = np.zeros_like(flow)
+    older[1:] = flow[:-1]
+    return older
 
 
 def _sigmoid(z):
