@@ -80,12 +80,21 @@ def cmd_check(args):
     model = _model(args.model)
     module = checking.load_module(model)
     sizes = _sizes(args.sizes, module)
-    rows = checking.check(module, args.steps, args.batch, args.seed, args.dtype, sizes)
+    rows = checking.check(module, args.steps, args.batch, args.seed, args.dtype, sizes, args.truncate)
     shown = " ".join(f"{k}={v}" for k, v in sizes.items())
-    print(f"{model.name}: T={args.steps} B={args.batch} seed={args.seed} dtype={args.dtype} {shown}")
-    print(checking.table(rows))
+    mode = "full BPTT" if args.truncate is None else "truncate={}:{}".format(*args.truncate)
+    print(f"{model.name}: {mode} T={args.steps} B={args.batch} seed={args.seed} dtype={args.dtype} {shown}")
+    randomized = args.truncate is not None and args.truncate[0] == "random"
+    print(checking.table(rows, "|bias| / 5 s.e." if randomized else "max rel. error"))
     failed = [row.name for row in rows if not row.ok]
-    print(f"FAILED: {', '.join(failed)}" if failed else "all gradients agree with finite differences")
+    if failed:
+        print(f"FAILED: {', '.join(failed)}")
+    elif randomized:
+        print(f"the mean of {checking.RANDOM_SAMPLES} randomized estimates agrees with full BPTT")
+    else:
+        print(
+            "all gradients agree with finite differences" + ("" if args.truncate is None else " of the truncated loss")
+        )
     return 1 if failed else 0
 
 
@@ -97,6 +106,20 @@ def _positive(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
+
+
+def _truncate(text):
+    mode, _, value = text.partition(":")
+    try:
+        if mode in ("window", "chunk") and int(value) >= 1:
+            return mode, int(value)
+        if mode == "random" and 0 < float(value) <= 1:
+            return mode, float(value)
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(
+        f"expected window:K or chunk:K with K >= 1, or random:PI with 0 < PI <= 1; got {text!r}"
+    )
 
 
 def _seed(text):
@@ -136,6 +159,12 @@ def parser():
     sub.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
     sub.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="dtype of the analytic pass")
     sub.add_argument("--sizes", metavar="d=3,h=4,...", help="model sizes (default 3, 4, 5, ... in order)")
+    sub.add_argument(
+        "--truncate",
+        type=_truncate,
+        metavar="MODE:K",
+        help="check truncated BPTT: window:K, chunk:K (against the truncated loss) or random:PI (unbiasedness)",
+    )
     sub.set_defaults(run=cmd_check)
     return top
 

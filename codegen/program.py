@@ -128,12 +128,11 @@ def loss_lines(model):
     loss = model.concrete_loss()
     derivation = derive(model, loss=loss)
     per_step = per_step_loss(loss, ALL)
-    scale = "(T * B)" if model.mean else "B"
     adjoints = [
         (f"d_{seq.name}", f"({ALL(value)}) / B", f"{text(Adj(seq()))} = {text(value)}")
         for seq, value in derivation.output_adjoints.items()
     ]
-    return f"({per_step}).sum() / {scale}", adjoints
+    return per_step, adjoints
 
 
 def shape_of(matrix):
@@ -173,14 +172,17 @@ def context(model):
     param_names = [p.name for p in model.params]
     forward_all = forward_before + forward_loop + forward_after + allocations(model.states)
     backward_all = backward_before + backward_loop + [code for _, code, _ in gradients + initial_gradients]
-    loss_all = [loss_code] + [code for _, code, _ in output_adjoints]
+    adjoint_codes = [code for _, code, _ in output_adjoints]
+    output_size = size_name(model.outputs[0][0].rows)
+    if set(used(size_vars, adjoint_codes)) - {output_size}:
+        raise ValueError(f"model {model.name!r}: the loss gradient may only use the output size {output_size}")
     cached = [seq.name for seq in model.states + model.intermediates]
     return {
         "forward_sizes": used(size_vars, forward_all),
         "backward_sizes": used(size_vars, backward_all),
         "backward_params": used(param_names, backward_all),
         "backward_cache": used(["x"] + cached, backward_all),
-        "loss_sizes": used(size_vars, loss_all),
+        "loss_sizes": used([output_size], adjoint_codes),
         "model": model,
         "module": model.name.replace("-", "_"),
         "params": [(p.name, shape_of(p)) for p in model.params],
@@ -189,6 +191,7 @@ def context(model):
         "states": model.states,
         "teacher": bool(model.teacher_forcing),
         "forced": list(model.forced),
+        "forced_names": [seq.name for seq in model.forced],
         "intermediates": model.intermediates,
         "outputs": [seq for seq, _ in model.outputs],
         "target": target,

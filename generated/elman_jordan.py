@@ -27,6 +27,8 @@ SHAPES = {
     "b": ("h",),
     "c": ("q",),
 }
+MEAN = False  # L = sum_t l_t
+TEACHER_FORCED = ("o",)  # states that take their values from ys in training
 STATES = {  # initial state: its size
     "h0": "h",
     "o0": "q",
@@ -114,38 +116,44 @@ def backward(params, cache, d_outputs, truncate=None, rng=None):
         if t < T:
             d_h[t] += _age(keep[t] * (d_a[t + 1] @ W), window)  # dL/dh_t += W^T dL/da_{t+1}
         d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
-    grads = {
-        # dL/dh_0 = W^T dL/da_1
-        "h0": _age(keep[0] * (d_a[1] @ W), window).sum(axis=0),
-        # dL/do_0 = R^T dL/da_1
-        "o0": (d_a[1] @ R).sum(axis=0),
-    }
+    d_h0 = _age(keep[0] * (d_a[1] @ W), window).sum(axis=0)  # dL/dh_0 = W^T dL/da_1
+    d_o0 = (d_a[1] @ R).sum(axis=0)  # dL/do_0 = R^T dL/da_1
     d_a = d_a.sum(axis=1)  # all ages together
-    # dL/dU = sum_t dL/da_t x_t^T
-    grads["U"] = d_a[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d)
-    # dL/dW = sum_t dL/da_t h_{t-1}^T
-    grads["W"] = d_a[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h)
-    # dL/dR = sum_t dL/da_t o_{t-1}^T
-    grads["R"] = d_a[1:].reshape(-1, n_h).T @ o[:-1].reshape(-1, n_q)
-    # dL/dV = sum_t dL/ds_t h_t^T
-    grads["V"] = d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h)
-    # dL/db = sum_t dL/da_t
-    grads["b"] = d_a[1:].reshape(-1, n_h).sum(axis=0)
-    # dL/dc = sum_t dL/ds_t
-    grads["c"] = d_s.reshape(-1, n_q).sum(axis=0)
-    return grads
+    return {
+        # dL/dU = sum_t dL/da_t x_t^T
+        "U": d_a[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        # dL/dW = sum_t dL/da_t h_{t-1}^T
+        "W": d_a[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        # dL/dR = sum_t dL/da_t o_{t-1}^T
+        "R": d_a[1:].reshape(-1, n_h).T @ o[:-1].reshape(-1, n_q),
+        # dL/dV = sum_t dL/ds_t h_t^T
+        "V": d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h),
+        # dL/db = sum_t dL/da_t
+        "b": d_a[1:].reshape(-1, n_h).sum(axis=0),
+        # dL/dc = sum_t dL/ds_t
+        "c": d_s.reshape(-1, n_q).sum(axis=0),
+        "h0": d_h0,
+        "o0": d_o0,
+    }
+
+
+def losses(outputs, ys):
+    """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B)."""
+    sizes = {}
+    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None))
+    y = _check_labels("ys", ys, sizes, "q")
+    return _logsumexp(s) - np.take_along_axis(s, y[..., None], axis=-1)[..., 0]
 
 
 def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0", "o0");
     truncate and rng as for backward."""
     s, cache = forward(params, xs, ys, h0, o0)
-    sizes, dtype = _check_params(params)
-    T, B = s.shape[0], s.shape[1]
-    sizes.update(T=T, B=B)
-    n_q = sizes["q"]
-    y = _check_labels("ys", ys, sizes, "q")
-    loss = (_logsumexp(s) - np.take_along_axis(s, y[..., None], axis=-1)[..., 0]).sum() / B
+    B = s.shape[1]
+    loss = losses(s, ys).sum() / B
+    y = ys
+    n_q = s.shape[2]
+    dtype = s.dtype
     d_s = (_softmax(s) - _onehot(y, n_q, dtype)) / B  # dL/ds_t = softmax(s_t) - onehot(y_t), averaged over the batch
     return loss, backward(params, cache, d_s, truncate, rng)
 

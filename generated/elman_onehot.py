@@ -22,6 +22,8 @@ SHAPES = {
     "W": ("h", "h"),
     "V": ("q", "h"),
 }
+MEAN = False  # L = sum_t l_t
+TEACHER_FORCED = ()  # states that take their values from ys in training
 STATES = {  # initial state: its size
     "s0": "h",
 }
@@ -96,30 +98,36 @@ def backward(params, cache, d_outputs, truncate=None, rng=None):
     for t in range(T, 0, -1):
         if t < T:
             d_s[t] += _age(keep[t] * ((1 - (s[t + 1] ** 2)) * d_s[t + 1] @ W), window)  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
-    grads = {
-        # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
-        "s0": _age(keep[0] * ((1 - s[1] ** 2) * d_s[1] @ W), window).sum(axis=0),
-    }
+    d_s0 = _age(keep[0] * ((1 - s[1] ** 2) * d_s[1] @ W), window).sum(axis=0)  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
     d_s = d_s.sum(axis=1)  # all ages together
-    # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T
-    grads["U"] = _scatter_columns((1 - s[1:] ** 2) * d_s[1:], x, n_d)
-    # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
-    grads["W"] = ((1 - s[1:] ** 2) * d_s[1:]).reshape(-1, n_h).T @ s[:-1].reshape(-1, n_h)
-    # dL/dV = sum_t dL/dz_t s_t^T
-    grads["V"] = d_z.reshape(-1, n_q).T @ s[1:].reshape(-1, n_h)
-    return grads
+    return {
+        # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T
+        "U": _scatter_columns((1 - s[1:] ** 2) * d_s[1:], x, n_d),
+        # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
+        "W": ((1 - s[1:] ** 2) * d_s[1:]).reshape(-1, n_h).T @ s[:-1].reshape(-1, n_h),
+        # dL/dV = sum_t dL/dz_t s_t^T
+        "V": d_z.reshape(-1, n_q).T @ s[1:].reshape(-1, n_h),
+        "s0": d_s0,
+    }
+
+
+def losses(outputs, ys):
+    """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B)."""
+    sizes = {}
+    z = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None))
+    y = _check_labels("ys", ys, sizes, "q")
+    return _logsumexp(z) - np.take_along_axis(z, y[..., None], axis=-1)[..., 0]
 
 
 def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "s0");
     truncate and rng as for backward."""
     z, cache = forward(params, xs, s0)
-    sizes, dtype = _check_params(params)
-    T, B = z.shape[0], z.shape[1]
-    sizes.update(T=T, B=B)
-    n_q = sizes["q"]
-    y = _check_labels("ys", ys, sizes, "q")
-    loss = (_logsumexp(z) - np.take_along_axis(z, y[..., None], axis=-1)[..., 0]).sum() / B
+    B = z.shape[1]
+    loss = losses(z, ys).sum() / B
+    y = ys
+    n_q = z.shape[2]
+    dtype = z.dtype
     d_z = (_softmax(z) - _onehot(y, n_q, dtype)) / B  # dL/dz_t = softmax(z_t) - onehot(y_t), averaged over the batch
     return loss, backward(params, cache, d_z, truncate, rng)
 

@@ -26,6 +26,8 @@ SHAPES = {
     "b": ("h",),
     "c": ("q",),
 }
+MEAN = False  # L = sum_t l_t
+TEACHER_FORCED = ("o",)  # states that take their values from ys in training
 STATES = {  # initial state: its size
     "o0": "q",
 }
@@ -102,33 +104,39 @@ def backward(params, cache, d_outputs, truncate=None, rng=None):
     d_h = np.zeros((T + 1, B, n_h), dtype)
     d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t
     d_a[1:] = (1 - h[1:] ** 2) * d_h[1:]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
-    grads = {
-        # dL/do_0 = R^T dL/da_1
-        "o0": d_a[1] @ R,
+    d_o0 = d_a[1] @ R  # dL/do_0 = R^T dL/da_1
+    return {
+        # dL/dU = sum_t dL/da_t x_t^T
+        "U": d_a[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        # dL/dR = sum_t dL/da_t o_{t-1}^T
+        "R": d_a[1:].reshape(-1, n_h).T @ o[:-1].reshape(-1, n_q),
+        # dL/dV = sum_t dL/ds_t h_t^T
+        "V": d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h),
+        # dL/db = sum_t dL/da_t
+        "b": d_a[1:].reshape(-1, n_h).sum(axis=0),
+        # dL/dc = sum_t dL/ds_t
+        "c": d_s.reshape(-1, n_q).sum(axis=0),
+        "o0": d_o0,
     }
-    # dL/dU = sum_t dL/da_t x_t^T
-    grads["U"] = d_a[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d)
-    # dL/dR = sum_t dL/da_t o_{t-1}^T
-    grads["R"] = d_a[1:].reshape(-1, n_h).T @ o[:-1].reshape(-1, n_q)
-    # dL/dV = sum_t dL/ds_t h_t^T
-    grads["V"] = d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h)
-    # dL/db = sum_t dL/da_t
-    grads["b"] = d_a[1:].reshape(-1, n_h).sum(axis=0)
-    # dL/dc = sum_t dL/ds_t
-    grads["c"] = d_s.reshape(-1, n_q).sum(axis=0)
-    return grads
+
+
+def losses(outputs, ys):
+    """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B)."""
+    sizes = {}
+    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None))
+    y = _check_labels("ys", ys, sizes, "q")
+    return _logsumexp(s) - np.take_along_axis(s, y[..., None], axis=-1)[..., 0]
 
 
 def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "o0");
     truncate and rng as for backward."""
     s, cache = forward(params, xs, ys, o0)
-    sizes, dtype = _check_params(params)
-    T, B = s.shape[0], s.shape[1]
-    sizes.update(T=T, B=B)
-    n_q = sizes["q"]
-    y = _check_labels("ys", ys, sizes, "q")
-    loss = (_logsumexp(s) - np.take_along_axis(s, y[..., None], axis=-1)[..., 0]).sum() / B
+    B = s.shape[1]
+    loss = losses(s, ys).sum() / B
+    y = ys
+    n_q = s.shape[2]
+    dtype = s.dtype
     d_s = (_softmax(s) - _onehot(y, n_q, dtype)) / B  # dL/ds_t = softmax(s_t) - onehot(y_t), averaged over the batch
     return loss, backward(params, cache, d_s, truncate, rng)
 

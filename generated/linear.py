@@ -22,6 +22,8 @@ SHAPES = {
     "W_hh": ("h", "h"),
     "W_qh": ("q", "h"),
 }
+MEAN = True  # L = (1/T) sum_t l_t
+TEACHER_FORCED = ()  # states that take their values from ys in training
 STATES = {  # initial state: its size
     "h0": "h",
 }
@@ -96,29 +98,34 @@ def backward(params, cache, d_outputs, truncate=None, rng=None):
     for t in range(T, 0, -1):
         if t < T:
             d_h[t] += _age(keep[t] * (d_h[t + 1] @ W_hh), window)  # dL/dh_t += W_hh^T dL/dh_{t+1}
-    grads = {
-        # dL/dh_0 = W_hh^T dL/dh_1
-        "h0": _age(keep[0] * (d_h[1] @ W_hh), window).sum(axis=0),
-    }
+    d_h0 = _age(keep[0] * (d_h[1] @ W_hh), window).sum(axis=0)  # dL/dh_0 = W_hh^T dL/dh_1
     d_h = d_h.sum(axis=1)  # all ages together
-    # dL/dW_hx = sum_t dL/dh_t x_t^T
-    grads["W_hx"] = d_h[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d)
-    # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
-    grads["W_hh"] = d_h[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h)
-    # dL/dW_qh = sum_t dL/do_t h_t^T
-    grads["W_qh"] = d_o.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h)
-    return grads
+    return {
+        # dL/dW_hx = sum_t dL/dh_t x_t^T
+        "W_hx": d_h[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
+        "W_hh": d_h[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        # dL/dW_qh = sum_t dL/do_t h_t^T
+        "W_qh": d_o.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h),
+        "h0": d_h0,
+    }
+
+
+def losses(outputs, ys):
+    """The loss l_t = 1/2 ||o_t - y_t||^2 of every step and sample, shape (T, B)."""
+    sizes = {}
+    o = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None))
+    y = _check_array("ys", ys, ("T", "B", "q"), sizes, o.dtype)
+    return 0.5 * ((o - y) ** 2).sum(axis=-1)
 
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
     truncate and rng as for backward."""
     o, cache = forward(params, xs, h0)
-    sizes, dtype = _check_params(params)
     T, B = o.shape[0], o.shape[1]
-    sizes.update(T=T, B=B)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
-    loss = (0.5 * ((o - y) ** 2).sum(axis=-1)).sum() / (T * B)
+    loss = losses(o, ys).sum() / (T * B)
+    y = ys
     d_o = ((1 / T) * (o - y)) / B  # dL/do_t = 1/T (o_t - y_t), averaged over the batch
     return loss, backward(params, cache, d_o, truncate, rng)
 
