@@ -10,6 +10,7 @@ from .bptt import NEXT, derive
 from .closed_form import NoClosedForm, closed_form, recursion_residual
 from .latex import latex
 from .nodes import Adj, SeqAt, T, t
+from .truncation import chunked, randomized, randomized_closed, windowed
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,10 @@ def sections(model):
         out.append(_forcing_section(model, derivation))
     if derivation.states:
         out.append(_state_section(model, derivation))
-    out.extend(_closed_form_sections(model, derivation))
+    forms = _closed_form_sections(model, derivation)
+    out.extend(forms)
+    if derivation.states:
+        out.append(_truncation_section(model, derivation))
     out.append(_param_section(model, derivation))
     return out
 
@@ -188,6 +192,46 @@ def _closed_form_sections(model, derivation):
         text = f"With $A_k = {latex(form.jacobian)}$, the transposed Jacobian of step $k$."
         out.append(Section("Closed form", text, tuple(equations)))
     return out
+
+
+def _truncation_section(model, derivation):
+    equations = []
+    for seq in derivation.states:
+        lhs = latex(Adj(seq()))
+        equations.append(
+            Equation(
+                lhs,
+                latex(chunked(derivation, seq)),
+                "Chunks of $\\tau$ steps: the state entering a chunk is detached, so the next step's term is dropped where $\\tau$ divides $t$.",
+            )
+        )
+        equations.append(
+            Equation(
+                lhs,
+                latex(randomized(derivation, seq)),
+                "Randomized (Tallec and Ollivier, 2017): $P(\\xi_t = 0) = 1 - \\pi$, $P(\\xi_t = 1/\\pi) = \\pi$, independent, so $E[\\xi_t] = 1$.",
+            )
+        )
+        try:
+            form = closed_form(derivation, seq)
+        except NoClosedForm:
+            continue
+        equations.append(
+            Equation(
+                lhs,
+                latex(windowed(form)),
+                "Window of $\\tau$ steps: the loss at step $j$ backpropagates to $t \\ge j - \\tau$ only; the closed form's sum stops early.",
+            )
+        )
+        equations.append(
+            Equation(
+                lhs,
+                latex(randomized_closed(form)),
+                "The randomized recursion unrolled: every path from step $j$ back to $t$ carries a product of independent $\\xi_k$ with mean 1, so its expectation is the full closed form: the estimate is unbiased.",
+            )
+        )
+    text = "Each variant changes only the next step's term of the recursion; with $\\tau \\ge T$ (or $\\pi = 1$) it is full BPTT. The parameter gradients keep their form, with these adjoints."
+    return Section("Truncated backpropagation through time", text, tuple(equations))
 
 
 def _param_section(model, derivation):

@@ -7,7 +7,8 @@ from sympy.printing.latex import LatexPrinter
 from .nodes import Adj, SeqAt
 
 # Order of symbols inside a time index: T + t - i, not -i + t + T.
-_TIME_ORDER = {"T": 0, "t": 1, "j": 2, "k": 3, "i": 4}
+_TIME_ORDER = {"T": 0, "t": 1, "j": 2, "k": 3, "i": 4, "tau": 5}
+_GREEK = {"tau": r"\tau"}
 
 
 def time_index(expr):
@@ -22,7 +23,7 @@ def time_index(expr):
         if rest == 1:
             body = str(magnitude)
         else:
-            body = ("" if magnitude == 1 else str(magnitude)) + str(rest)
+            body = ("" if magnitude == 1 else str(magnitude)) + _GREEK.get(str(rest), str(rest))
         out += sign + body
     return out
 
@@ -108,8 +109,18 @@ class BPTTLatexPrinter(LatexPrinter):
     def _print_LossGrad(self, expr):
         return rf"\frac{{\partial {self._print(expr.loss)}}}{{\partial {self._print(expr.loss.prediction)}}}"
 
+    def _print_Xi(self, expr):
+        return rf"\xi_{{{time_index(expr.args[0])}}}"
+
+    def _print_Kept(self, expr):
+        return rf"\mathbb{{1}}[{self._print(expr.args[1])} \nmid {time_index(expr.args[0])}]"
+
+    def _print_Min(self, expr):
+        return r"\min(" + ", ".join(time_index(a) for a in sorted(expr.args, key=str)) + ")"
+
     def _print_TimeSum(self, expr):
-        bounds = rf"_{{{expr.index}={time_index(expr.start)}}}^{{{time_index(expr.end)}}}"
+        end = self._print(expr.end) if isinstance(expr.end, sp.Min) else time_index(expr.end)
+        bounds = rf"_{{{expr.index}={time_index(expr.start)}}}^{{{end}}}"
         return rf"\sum{bounds} {self._wrap_sum(expr.body)}"
 
     def _print_TimeProduct(self, expr):
