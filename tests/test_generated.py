@@ -1,0 +1,215 @@
+"""Layer 3 of the proof: every generated module against finite differences and
+against a loss written here in plain NumPy, in float64 and float32."""
+
+import importlib
+import inspect
+
+import numpy as np
+import pytest
+
+from derive.models import load, names
+from derive.nodes import SoftmaxCrossEntropy, SquaredError
+
+NAMES = names()
+SEEDS = (0, 1, 2)
+# (T, B, which sizes): T = 1 has no recursion at all, T = 7 a long one.
+CASES = ((1, 2, 0), (2, 3, 1), (7, 3, 0), (7, 2, 1))
+
+
+def module_of(name):
+    """generated/<name>.py; a zoo model that has none fails the test that asks for it."""
+    try:
+        return importlib.import_module("generated." + name.replace("-", "_"))
+    except ModuleNotFoundError as error:
+        pytest.fail(f"zoo model {name!r} has no generated module ({error}); run `bptt codegen {name}`")
+
+
+def forward(module, params, xs, ys, **initial):
+    """module.forward; a model trained with teacher forcing also reads the targets ys."""
+    if "ys" in inspect.signature(module.forward).parameters:
+        return module.forward(params, xs, ys, **initial)
+    return module.forward(params, xs, **initial)
+
+
+def sizes_of(module, which):
+    """Two sets of distinct sizes, e.g. d=2, h=3, q=4 and d=5, h=4, q=3."""
+    n = len(module.SIZES)
+    return {size: 2 + i if which == 0 else n + 2 - i for i, size in enumerate(module.SIZES)}
+
+
+def problem(module, T, B, sizes, seed):
+    """Random parameters, inputs, targets and a non-zero initial state."""
+    rng = np.random.default_rng(seed)
+    params = module.init_params(rng, **sizes)
+    xs, ys = module.random_inputs(rng, T, B, **sizes)
+    initial = {key: 0.5 * rng.standard_normal((B, sizes[size])) for key, size in module.STATES.items()}
+    return params, xs, ys, initial
+
+
+def reference_loss(model, outputs, ys):
+    """(L, dL/d outputs) of the model's loss, written here from the maths, averaged over the batch."""
+    T, B, q = outputs.shape
+    kind = type(model.concrete_loss())
+    if kind is SquaredError:  # l = 1/2 ||o_t - y_t||^2
+        per_step = 0.5 * ((outputs - ys) ** 2).sum(axis=-1)
+        d = outputs - ys
+    elif kind is SoftmaxCrossEntropy:  # l = -log softmax(s_t)[y_t]
+        shifted = outputs - outputs.max(axis=-1, keepdims=True)
+        log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        per_step = -np.take_along_axis(log_p, ys[..., None], axis=-1)[..., 0]
+        d = np.exp(log_p) - (ys[..., None] == np.arange(q))
+    else:
+        pytest.fail(f"model {model.name}: no reference loss for {kind.__name__}; add one to reference_loss")
+    scale = 1 / (B * (T if model.mean else 1))
+    return per_step.sum() * scale, d * scale
+
+
+def entry_errors(analytic, numeric, floor=1e-6):
+    """|a - n| / max(|a|, |n|) per entry; entries below `floor` of the largest are measured against that."""
+    scale = floor * max(np.abs(analytic).max(), np.abs(numeric).max(), 1e-300)
+    return np.abs(analytic - numeric) / np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), scale)
+
+
+def fourth_order(loss, array, eps=1e-3):
+    """dL/d array by (8 (L(+e) - L(-e)) - (L(+2e) - L(-2e))) / 12e on every entry (array restored).
+
+    Differences are taken first so that an entry the loss does not depend on gets exactly 0
+    (codegen.check.numeric_gradient sums weighted losses and leaves ~1e-13 there)."""
+    out = np.zeros(array.shape)
+    for index in np.ndindex(array.shape):
+        saved = array[index]
+        at = {}
+        for step in (2, 1, -1, -2):
+            array[index] = saved + step * eps
+            at[step] = loss()
+        array[index] = saved
+        out[index] = (8 * (at[1] - at[-1]) - (at[2] - at[-2])) / (12 * eps)
+    return out
+
+
+def worst(analytic, numeric, floor=1e-6):
+    """Text showing the entry where entry_errors is largest: analytic and numeric values."""
+    k = np.unravel_index(np.argmax(entry_errors(analytic, numeric, floor)), analytic.shape)
+    return f"worst entry {tuple(int(i) for i in k)}: analytic {analytic[k]!r}, numeric {numeric[k]!r}"
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("T, B, which", CASES)
+@pytest.mark.parametrize("name", NAMES)
+def test_gradients_match_finite_differences(name, T, B, which, seed):
+    """Every entry of every parameter gradient and of dL/dh_0 (each initial state) agrees
+    with fourth-order central differences of the loss to a relative error of 1e-7."""
+    module = module_of(name)
+    params, xs, ys, initial = problem(module, T, B, sizes_of(module, which), seed)
+    _, grads = module.loss_and_grads(params, xs, ys, **initial)
+
+    def loss():
+        return module.loss_and_grads(params, xs, ys, **initial)[0]
+
+    for key, array in {**params, **initial}.items():
+        numeric = fourth_order(loss, array)
+        error = entry_errors(grads[key], numeric).max()
+        assert error <= 1e-7, f"{name} d{key}: relative error {error:.2e} > 1e-7; {worst(grads[key], numeric)}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradients_match_plain_central_differences(name):
+    """The same with the plainest central differences, as a second opinion on the one above:
+    (L(x + e) - L(x - e)) / 2e on every entry, error below 1e-6 of the gradient's scale."""
+    module = module_of(name)
+    params, xs, ys, initial = problem(module, 4, 3, sizes_of(module, 1), seed=5)
+    _, grads = module.loss_and_grads(params, xs, ys, **initial)
+    eps = 1e-5
+    for key, array in {**params, **initial}.items():
+        numeric = np.zeros(array.shape)
+        for index in np.ndindex(array.shape):
+            saved = array[index]
+            array[index] = saved + eps
+            up = module.loss_and_grads(params, xs, ys, **initial)[0]
+            array[index] = saved - eps
+            down = module.loss_and_grads(params, xs, ys, **initial)[0]
+            array[index] = saved
+            numeric[index] = (up - down) / (2 * eps)
+        scale = np.abs(grads[key]).max()
+        error = np.abs(grads[key] - numeric).max() / scale
+        assert error <= 1e-6, (
+            f"{name} d{key}: error {error:.2e} of max-abs {scale:.3e}; {worst(grads[key], numeric, 1.0)}\n"
+            f"analytic:\n{grads[key]}\nnumeric:\n{numeric}"
+        )
+
+
+@pytest.mark.parametrize("T, B, which", CASES)
+@pytest.mark.parametrize("name", NAMES)
+def test_loss_and_backward_match_reference_loss(name, T, B, which):
+    """loss_and_grads returns the loss of the maths (computed here in NumPy), and its
+    gradients are backward() applied to dL/d outputs computed here."""
+    module, model = module_of(name), load(name)
+    params, xs, ys, initial = problem(module, T, B, sizes_of(module, which), seed=3)
+    loss, grads = module.loss_and_grads(params, xs, ys, **initial)
+    outputs, cache = forward(module, params, xs, ys, **initial)
+    expected_loss, d_outputs = reference_loss(model, outputs, ys)
+    assert loss == pytest.approx(expected_loss, rel=1e-12), f"{name}: loss {loss!r}, reference {expected_loss!r}"
+    from_backward = module.backward(params, cache, d_outputs)
+    assert sorted(grads) == sorted([*module.PARAMS, *module.STATES])
+    for key in grads:
+        scale = np.abs(grads[key]).max()
+        assert np.allclose(from_backward[key], grads[key], rtol=1e-12, atol=1e-13 * scale), (
+            f"{name} d{key}: backward {from_backward[key]} vs loss_and_grads {grads[key]}"
+        )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float32_runs_in_float32_and_agrees_with_float64(name):
+    """With float32 parameters, inputs and initial state, every returned array is float32
+    and within float32 precision (1e-4 of the max-abs) of the float64 result."""
+    module = module_of(name)
+    params, xs, ys, initial = problem(module, 7, 3, sizes_of(module, 1), seed=4)
+
+    def cast(a):
+        return a.astype(np.float32) if np.issubdtype(a.dtype, np.floating) else a
+
+    params32 = {k: cast(v) for k, v in params.items()}
+    initial32 = {k: cast(v) for k, v in initial.items()}
+    outputs, _ = forward(module, params, xs, ys, **initial)
+    outputs32, _ = forward(module, params32, cast(xs), cast(ys), **initial32)
+    loss, grads = module.loss_and_grads(params, xs, ys, **initial)
+    loss32, grads32 = module.loss_and_grads(params32, cast(xs), cast(ys), **initial32)
+    for key, low, high in [("outputs", outputs32, outputs), *((k, grads32[k], grads[k]) for k in grads)]:
+        assert low.dtype == np.float32, f"{name} {key} has dtype {low.dtype}; expected float32"
+        error = np.abs(low - high).max() / np.abs(high).max()
+        assert error <= 1e-4, f"{name} {key}: float32 differs by {error:.2e} of max-abs; {worst(low, high, 1.0)}"
+    assert float(loss32) == pytest.approx(float(loss), rel=1e-4)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_missing_initial_state_means_zeros(name):
+    """forward and loss_and_grads with h0=None equal the same calls with h0 = 0."""
+    module = module_of(name)
+    params, xs, ys, initial = problem(module, 5, 3, sizes_of(module, 0), seed=6)
+    zeros = {key: np.zeros_like(value) for key, value in initial.items()}
+    np.testing.assert_array_equal(forward(module, params, xs, ys)[0], forward(module, params, xs, ys, **zeros)[0])
+    loss, grads = module.loss_and_grads(params, xs, ys)
+    loss0, grads0 = module.loss_and_grads(params, xs, ys, **zeros)
+    assert loss == loss0
+    for key in grads:
+        np.testing.assert_array_equal(grads[key], grads0[key], err_msg=f"{name} d{key}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_outputs_do_not_depend_on_future_inputs(name):
+    """Changing xs[t] leaves outputs[:t] exactly as they were, and changes outputs[t]."""
+    module, model = module_of(name), load(name)
+    T, sizes = 6, sizes_of(module, 1)
+    params, xs, ys, initial = problem(module, T, 3, sizes, seed=7)
+    outputs, _ = forward(module, params, xs, ys, **initial)
+    for t in range(T):
+        changed = xs.copy()
+        if model.inputs[0].role == "label":  # one-hot inputs given as labels: the next class
+            changed[t] = (changed[t] + 1) % sizes[str(model.inputs[0].rows)]
+        else:
+            changed[t] += 1.0
+        after, _ = forward(module, params, changed, ys, **initial)
+        np.testing.assert_array_equal(
+            after[:t], outputs[:t], err_msg=f"{name}: changing xs[{t}] changed an earlier output"
+        )
+        assert not np.allclose(after[t], outputs[t]), f"{name}: changing xs[{t}] did not change outputs[{t}]"
