@@ -243,7 +243,9 @@ def _check_sizes(sizes):
 
 
 def _check_params(params):
-    """The sizes implied by the parameters' shapes, and their common dtype."""
+    """The sizes implied by the parameters' shapes, and their common dtype.
+
+    If one parameter disagrees with all the others, the error names it."""
     if not isinstance(params, dict):
         raise ValueError(f"params must be a dict of arrays with keys {', '.join(PARAMS)}, got {type(params).__name__}")
     missing = [name for name in PARAMS if name not in params]
@@ -252,10 +254,28 @@ def _check_params(params):
     dtype = np.asarray(params[PARAMS[0]]).dtype
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
-    sizes = {}
     for name in PARAMS:
+        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)
+    order = list(PARAMS)
+    for odd in PARAMS:
+        rest = [name for name in PARAMS if name != odd]
+        if _sizes_if_consistent(params, rest) is not None:
+            order = rest + [odd]  # the others agree: check them first, then blame the odd one
+            break
+    sizes = {}
+    for name in order:
         _check_array(f"params['{name}']", params[name], SHAPES[name], sizes, dtype)
     return sizes, dtype
+
+
+def _sizes_if_consistent(params, names):
+    """The sizes the named parameters imply, or None if they disagree."""
+    sizes = {}
+    for name in names:
+        for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
+            if sizes.setdefault(dim, n) != n:
+                return None
+    return sizes
 
 
 def _check_array(name, array, dims, sizes, dtype):
@@ -265,6 +285,8 @@ def _check_array(name, array, dims, sizes, dtype):
     if array.ndim != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, array.shape, strict=True)):
         expected = ", ".join(f"{dim}={sizes[dim]}" if dim in sizes else dim for dim in dims)
         raise ValueError(f"{name} has shape {array.shape}; expected ({expected})")
+    if 0 in array.shape:
+        raise ValueError(f"{name} has shape {array.shape}; every dimension must be at least 1")
     if array.dtype != dtype:
         raise ValueError(f"{name} has dtype {array.dtype}; expected {np.dtype(dtype)} like the parameters")
     sizes.update(zip(dims, array.shape, strict=True))
