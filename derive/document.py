@@ -2,29 +2,15 @@
 that says where it comes from. Equations are LaTeX strings; codegen renders
 them into a .tex or .md file."""
 
-from dataclasses import dataclass
-
 import sympy as sp
 
 from .bptt import NEXT, derive
 from .closed_form import NoClosedForm, closed_form, recursion_residual
+from .equation import Equation, Section
+from .forward_document import forward_mode_sections
 from .latex import latex
 from .nodes import Adj, SeqAt, T, t
 from .truncation import chunked, randomized, randomized_closed, windowed
-
-
-@dataclass(frozen=True)
-class Equation:
-    lhs: str
-    rhs: str
-    why: str
-
-
-@dataclass(frozen=True)
-class Section:
-    title: str
-    text: str
-    equations: tuple
 
 
 def _named(model, expr):
@@ -76,6 +62,7 @@ def sections(model):
     if derivation.states:
         out.append(_truncation_section(model, derivation))
     out.append(_param_section(model, derivation))
+    out.extend(forward_mode_sections(model))
     return out
 
 

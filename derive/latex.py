@@ -58,10 +58,22 @@ class BPTTLatexPrinter(LatexPrinter):
         base = expr.name if expr.role == "label" else rf"\mathbf{{{expr.name}}}"
         return f"{base}_{{{time_index(expr.time)}}}"
 
+    def _print_MatAt(self, expr):
+        return rf"\mathbf{{{expr.name}}}_{{{time_index(expr.time)}}}"
+
+    def _print_Tangent(self, expr):
+        of = expr.of
+        if isinstance(of, SeqAt):
+            return rf"\dot{{\mathbf{{{of.name}}}}}_{{{time_index(of.time)}}}"
+        base, _, sub = of.name.partition("_")
+        return rf"\dot{{\mathbf{{{base}}}}}" + (rf"_\textrm{{{sub}}}" if sub else "")
+
     def _print_Adj(self, expr):
         return rf"\frac{{\partial L}}{{\partial {self._print(expr.of)}}}"
 
     def _print_Transpose(self, expr):
+        if isinstance(expr.arg, Adj):
+            return rf"\left({self._print(expr.arg)}\right)^\top"
         return rf"{self._wrap(expr.arg)}^\top"
 
     def _print_MatPow(self, expr):

@@ -197,7 +197,11 @@ class TimeSum(MatrixExpr):
 
 
 class TimeProduct(MatrixExpr):
-    """The ordered product body(start) body(start+1) ... body(end); identity if empty."""
+    """The ordered product body(start) body(start+1) ... body(end); identity if empty.
+
+    With descending=True the order is body(end) ... body(start): later steps on the left."""
+
+    descending = False
 
     def __new__(cls, body, index, start, end):
         return MatrixExpr.__new__(cls, body, index, sp.sympify(start), sp.sympify(end))
@@ -219,4 +223,21 @@ class TimeProduct(MatrixExpr):
         factors = [self.body.subs(self.index, k) for k in range(int(start), int(end) + 1)]
         if not factors:
             return sp.Identity(self.shape[0])
-        return sp.MatMul(*factors).doit(**hints)
+        return sp.MatMul(*(reversed(factors) if self.descending else factors)).doit(**hints)
+
+
+class DescendingTimeProduct(TimeProduct):
+    """body(end) body(end-1) ... body(start): the order of a forward recursion."""
+
+    descending = True
+
+
+class MatAt(MatrixExpr):
+    """A square matrix sequence's value at one time step, e.g. the Jacobian c_t."""
+
+    def __new__(cls, name, time, rows):
+        return MatrixExpr.__new__(cls, _str(name), sp.sympify(time), sp.sympify(rows))
+
+    name = property(lambda self: self.args[0].name)
+    time = property(lambda self: self.args[1])
+    shape = property(lambda self: (self.args[2], self.args[2]))

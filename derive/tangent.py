@@ -1,0 +1,72 @@
+"""Symbolic forward mode: the tangent of an expression as a list of terms,
+each linear in exactly one `Tangent` (of a parameter: a direction; or of a state value).
+
+For h = tanh(a): h_dot = diag(1 - h^2) a_dot. Terms are kept distributed, so
+that the part linear in h_dot_{t-1} (the Jacobian) separates from the rest.
+"""
+
+import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixExpr
+
+from .adjoint import CONSTANTS, ELEMENTWISE_DERIVATIVES, NoRule
+from .nodes import Apply, Diag, SeqAt
+
+
+class Tangent(MatrixExpr):
+    """The tangent of a parameter (a direction, e.g. W_dot) or of a state value h_dot_t."""
+
+    def __new__(cls, of):
+        return MatrixExpr.__new__(cls, of)
+
+    of = property(lambda self: self.args[0])
+    shape = property(lambda self: self.args[0].shape)
+
+
+def _matmul(node, tangent):
+    scalar, factors = node.as_coeff_matrices()
+    terms = []
+    for i, factor in enumerate(factors):
+        for term in tangent(factor):
+            terms.append(sp.MatMul(scalar, *factors[:i], term, *factors[i + 1 :]).doit(deep=False))
+    return terms
+
+
+def _hadamard(node, tangent):
+    terms = []
+    for i, factor in enumerate(node.args):
+        others = node.args[:i] + node.args[i + 1 :]
+        other = others[0] if len(others) == 1 else sp.HadamardProduct(*others)
+        terms += [Diag(other) * term for term in tangent(factor)]
+    return terms
+
+
+def _apply(node, tangent, out):
+    if node.function not in ELEMENTWISE_DERIVATIVES:
+        raise NoRule(f"no derivative for the elementwise function {node.function!r}")
+    slope = Diag(ELEMENTWISE_DERIVATIVES[node.function](out))
+    return [slope * term for term in tangent(node.arg)]
+
+
+def tangent_terms(expr, leaf, out=None):
+    """The terms of d expr, where leaf(node) gives the terms for a SeqAt or parameter.
+
+    `out` names expr's value (h_t for tanh(a_t)), as for the adjoint rules."""
+
+    def tangent(node, name=None):
+        if isinstance(node, (SeqAt, sp.MatrixSymbol)):
+            return leaf(node)
+        if isinstance(node, CONSTANTS) or not node.free_symbols:
+            return []
+        if isinstance(node, sp.MatAdd):
+            return [term for arg in node.args for term in tangent(arg)]
+        if isinstance(node, sp.MatMul):
+            return _matmul(node, tangent)
+        if isinstance(node, sp.Transpose):
+            return [term.T for term in tangent(node.arg)]
+        if isinstance(node, sp.HadamardProduct):
+            return _hadamard(node, tangent)
+        if isinstance(node, Apply):
+            return _apply(node, tangent, name if name is not None else node)
+        raise NoRule(f"no tangent rule for {type(node).__name__} node: {node}")
+
+    return tangent(expr, out)
