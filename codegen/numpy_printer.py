@@ -114,15 +114,18 @@ class RowPrinter:
         else:
             acc = self.vector(factors[-1])
         for factor in reversed(factors[:-1]):
-            if isinstance(factor, Diag):
-                acc = f"{self.operand(factor.vector)} * {_paren(acc)}"
-            elif isinstance(factor, sp.Transpose) and isinstance(factor.arg, sp.MatrixSymbol):
-                acc = f"{acc} @ {factor.arg.name}"
-            elif isinstance(factor, sp.MatrixSymbol):
-                acc = f"{acc} @ {factor.name}.T"
-            else:
-                raise PrintError(f"no NumPy form for the factor {factor} in {expr}")
+            acc = self.apply(factor, acc, expr)
         return acc if coeff == 1 else f"{scalar(coeff)} * {_paren(acc)}"
+
+    def apply(self, factor, acc, expr):
+        """factor times the vector whose row form is acc."""
+        if isinstance(factor, Diag):
+            return f"{self.operand(factor.vector)} * {_paren(acc)}"
+        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, sp.MatrixSymbol):
+            return f"{acc} @ {factor.arg.name}"
+        if isinstance(factor, sp.MatrixSymbol):
+            return f"{acc} @ {factor.name}.T"
+        raise PrintError(f"no NumPy form for the factor {factor} in {expr}")
 
 
 def scalar(expr):

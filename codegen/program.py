@@ -13,6 +13,7 @@ import sympy as sp
 from derive.bptt import derive
 from derive.nodes import Adj, SeqAt, t
 
+from .forward_mode import blocks
 from .numpy_printer import RowPrinter, param_gradient, per_step_loss, size_name
 from .schedule import backward_schedule, forward_schedule
 from .text import equation, text
@@ -177,7 +178,13 @@ def context(model):
     if set(used(size_vars, adjoint_codes)) - {output_size}:
         raise ValueError(f"model {model.name!r}: the loss gradient may only use the output size {output_size}")
     cached = [seq.name for seq in model.states + model.intermediates]
+    rtrl = blocks(model)
+    rtrl_all = [line for b in rtrl for line in b.setup + b.step + (b.outputs, b.size, b.key)]
     return {
+        "rtrl": rtrl,
+        "rtrl_params": used(param_names, rtrl_all),
+        "rtrl_cache": used(["x"] + cached, rtrl_all),
+        "rtrl_sizes": used(size_vars, rtrl_all),
         "forward_sizes": used(size_vars, forward_all),
         "backward_sizes": used(size_vars, backward_all),
         "backward_params": used(param_names, backward_all),

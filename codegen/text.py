@@ -14,6 +14,13 @@ class TextPrinter(StrPrinter):
     def _print_Adj(self, expr):
         return f"dL/d{self._print(expr.of)}"
 
+    def _print_Tangent(self, expr):
+        of = expr.of
+        if hasattr(of, "time"):
+            index = time_index(of.time)
+            return f"{of.name}dot_{index}" if len(index) == 1 else f"{of.name}dot_{{{index}}}"
+        return f"{of.name}dot"
+
     def _print_MatrixSymbol(self, expr):
         return expr.name
 

@@ -30,10 +30,10 @@ def evaluate(expr, env, steps):
 
     env maps parameters, sequence values (SeqAt, Adj) and size symbols to
     explicit matrices and numbers."""
-    return explicit(_expand_over_time(expr.subs(T, steps)).xreplace(env))
+    return explicit(expand_over_time(expr.subs(T, steps)).xreplace(env))
 
 
-def _expand_over_time(expr):
+def expand_over_time(expr):
     """Expand sums and products over time with concrete bounds, outermost first."""
     while True:
         concrete = [

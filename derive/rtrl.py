@@ -93,8 +93,9 @@ def factored(terms):
 
 
 def reads_parameter(model, param):
-    """True if some state update reads param (directly or through an intermediate)."""
-    return any(param in value.atoms(sp.MatrixSymbol) for seq, value in model.steps)
+    """True if some state update reads param (directly or through an intermediate); the
+    equations of teacher-forced states do not count, their values being data in training."""
+    return any(param in value.atoms(sp.MatrixSymbol) for seq, value in model.steps if seq not in model.forced)
 
 
 def lemma(n=n_lemma):

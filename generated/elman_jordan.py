@@ -148,6 +148,95 @@ def losses(outputs, ys):
 def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0", "o0");
     truncate and rng as for backward."""
+    loss, d_outputs, cache = _loss_and_output_gradient(params, xs, ys, h0, o0)
+    return loss, backward(params, cache, d_outputs, truncate, rng)
+
+
+def forward_mode_grads(params, xs, ys, h0=None, o0=None):
+    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
+
+    For every entry of every parameter the derivative of the state along it is
+    carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}).
+    That is |theta| tangents of B x h numbers, each pushed through the step's
+    Jacobian: O(B h^2 |theta|) work per step against O(B h^2) for backward, so
+    it is practical only for small models (the README gives measured sizes).
+    Run online, RTRL needs no stored history; here it reads the forward cache.
+    """
+    loss, d_s, cache = _loss_and_output_gradient(params, xs, ys, h0, o0)
+    sizes, dtype = _check_params(params)
+    U = params["U"]
+    W = params["W"]
+    R = params["R"]
+    V = params["V"]
+    b = params["b"]
+    c = params["c"]
+    x = cache["x"]
+    h = cache["h"]
+    o = cache["o"]
+    T, B = d_s.shape[0], d_s.shape[1]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    grads = {}
+    # U: tangents along every entry of U
+    dot_h = np.zeros((U.size, B, n_h), dtype)
+    g = np.zeros(U.size, dtype)
+    for t in range(1, T + 1):
+        dot_h = (1 - h[t] ** 2) * (_directions(x[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Udot x_t + W hdot_{t-1})
+        g += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
+    grads["U"] = g.reshape(U.shape)
+    # W: tangents along every entry of W
+    dot_h = np.zeros((W.size, B, n_h), dtype)
+    g = np.zeros(W.size, dtype)
+    for t in range(1, T + 1):
+        dot_h = (1 - h[t] ** 2) * (_directions(h[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Wdot h_{t-1} + W hdot_{t-1})
+        g += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
+    grads["W"] = g.reshape(W.shape)
+    # R: tangents along every entry of R
+    dot_h = np.zeros((R.size, B, n_h), dtype)
+    g = np.zeros(R.size, dtype)
+    for t in range(1, T + 1):
+        dot_h = (1 - h[t] ** 2) * (_directions(o[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Rdot o_{t-1} + W hdot_{t-1})
+        g += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
+    grads["R"] = g.reshape(R.shape)
+    # V: tangents along every entry of V
+    g = np.zeros(V.size, dtype)
+    for t in range(1, T + 1):
+        g += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
+    grads["V"] = g.reshape(V.shape)
+    # b: tangents along every entry of b
+    dot_h = np.zeros((b.size, B, n_h), dtype)
+    g = np.zeros(b.size, dtype)
+    for t in range(1, T + 1):
+        dot_h = (1 - h[t] ** 2) * (_directions(np.ones((B, 1), dtype), n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (bdot + W hdot_{t-1})
+        g += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
+    grads["b"] = g.reshape(b.shape)
+    # c: tangents along every entry of c
+    g = np.zeros(c.size, dtype)
+    for t in range(1, T + 1):
+        g += np.einsum("pbk,bk->p", _directions(np.ones((B, 1), dtype), n_q), d_s[t - 1])
+    grads["c"] = g.reshape(c.shape)
+    # h0: tangents along every entry of h0, for each sample
+    dot_h = _directions(np.ones((B, 1), dtype), n_h)
+    g = np.zeros((B, n_h), dtype)
+    for t in range(1, T + 1):
+        dot_h = (1 - h[t] ** 2) * (dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) W hdot_{t-1}
+        g += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
+    grads["h0"] = g
+    # o0: tangents along every entry of o0, for each sample
+    dot_h = np.zeros((n_q, B, n_h), dtype)
+    first = _directions(np.ones((B, 1), dtype), n_q)
+    zero = np.zeros_like(first)
+    g = np.zeros((B, n_q), dtype)
+    for t in range(1, T + 1):
+        dot_o = first if t == 1 else zero  # odot_0 enters step 1 only
+        dot_h = (1 - h[t] ** 2) * (dot_o @ R.T + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (R odot_{t-1} + W hdot_{t-1})
+        g += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
+    grads["o0"] = g
+    return loss, grads
+
+
+def _loss_and_output_gradient(params, xs, ys, h0, o0):
+    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache."""
     s, cache = forward(params, xs, ys, h0, o0)
     B = s.shape[1]
     loss = losses(s, ys).sum() / B
@@ -155,7 +244,7 @@ def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None):
     n_q = s.shape[2]
     dtype = s.dtype
     d_s = (_softmax(s) - _onehot(y, n_q, dtype)) / B  # dL/ds_t = softmax(s_t) - onehot(y_t), averaged over the batch
-    return loss, backward(params, cache, d_s, truncate, rng)
+    return loss, d_s, cache
 
 
 def clip_grads(grads, theta):
@@ -202,6 +291,16 @@ def _age(flow, window):
     older = np.zeros_like(flow)
     older[1:] = flow[:-1]
     return older
+
+
+def _directions(v, rows):
+    """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
+    shape (rows * cols, B, rows) for v of shape (B, cols)."""
+    cols = v.shape[-1]
+    out = np.zeros((rows, cols) + v.shape[:-1] + (rows,), v.dtype)
+    for i in range(rows):
+        out[i, ..., i] = np.moveaxis(v, -1, 0)
+    return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
 def _sigmoid(z):

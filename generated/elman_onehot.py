@@ -122,6 +122,63 @@ def losses(outputs, ys):
 def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "s0");
     truncate and rng as for backward."""
+    loss, d_outputs, cache = _loss_and_output_gradient(params, xs, ys, s0)
+    return loss, backward(params, cache, d_outputs, truncate, rng)
+
+
+def forward_mode_grads(params, xs, ys, s0=None):
+    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
+
+    For every entry of every parameter the derivative of the state along it is
+    carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}).
+    That is |theta| tangents of B x h numbers, each pushed through the step's
+    Jacobian: O(B h^2 |theta|) work per step against O(B h^2) for backward, so
+    it is practical only for small models (the README gives measured sizes).
+    Run online, RTRL needs no stored history; here it reads the forward cache.
+    """
+    loss, d_z, cache = _loss_and_output_gradient(params, xs, ys, s0)
+    sizes, dtype = _check_params(params)
+    U = params["U"]
+    W = params["W"]
+    V = params["V"]
+    x = cache["x"]
+    s = cache["s"]
+    T, B = d_z.shape[0], d_z.shape[1]
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    grads = {}
+    # U: tangents along every entry of U
+    dot_s = np.zeros((U.size, B, n_h), dtype)
+    g = np.zeros(U.size, dtype)
+    for t in range(1, T + 1):
+        dot_s = (1 - s[t] ** 2) * (_directions(_onehot(x[t - 1], n_d, dtype), n_h) + dot_s @ W.T)  # sdot_t = diag(1 - s_t^2) (Udot onehot(x_t) + W sdot_{t-1})
+        g += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
+    grads["U"] = g.reshape(U.shape)
+    # W: tangents along every entry of W
+    dot_s = np.zeros((W.size, B, n_h), dtype)
+    g = np.zeros(W.size, dtype)
+    for t in range(1, T + 1):
+        dot_s = (1 - s[t] ** 2) * (_directions(s[t - 1], n_h) + dot_s @ W.T)  # sdot_t = diag(1 - s_t^2) (Wdot s_{t-1} + W sdot_{t-1})
+        g += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
+    grads["W"] = g.reshape(W.shape)
+    # V: tangents along every entry of V
+    g = np.zeros(V.size, dtype)
+    for t in range(1, T + 1):
+        g += np.einsum("pbk,bk->p", _directions(s[t], n_q), d_z[t - 1])
+    grads["V"] = g.reshape(V.shape)
+    # s0: tangents along every entry of s0, for each sample
+    dot_s = _directions(np.ones((B, 1), dtype), n_h)
+    g = np.zeros((B, n_h), dtype)
+    for t in range(1, T + 1):
+        dot_s = (1 - s[t] ** 2) * (dot_s @ W.T)  # sdot_t = diag(1 - s_t^2) W sdot_{t-1}
+        g += np.einsum("pbk,bk->bp", dot_s @ V.T, d_z[t - 1])
+    grads["s0"] = g
+    return loss, grads
+
+
+def _loss_and_output_gradient(params, xs, ys, s0):
+    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache."""
     z, cache = forward(params, xs, s0)
     B = z.shape[1]
     loss = losses(z, ys).sum() / B
@@ -129,7 +186,7 @@ def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None):
     n_q = z.shape[2]
     dtype = z.dtype
     d_z = (_softmax(z) - _onehot(y, n_q, dtype)) / B  # dL/dz_t = softmax(z_t) - onehot(y_t), averaged over the batch
-    return loss, backward(params, cache, d_z, truncate, rng)
+    return loss, d_z, cache
 
 
 def clip_grads(grads, theta):
@@ -176,6 +233,16 @@ def _age(flow, window):
     older = np.zeros_like(flow)
     older[1:] = flow[:-1]
     return older
+
+
+def _directions(v, rows):
+    """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
+    shape (rows * cols, B, rows) for v of shape (B, cols)."""
+    cols = v.shape[-1]
+    out = np.zeros((rows, cols) + v.shape[:-1] + (rows,), v.dtype)
+    for i in range(rows):
+        out[i, ..., i] = np.moveaxis(v, -1, 0)
+    return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
 def _sigmoid(z):

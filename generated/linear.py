@@ -122,12 +122,68 @@ def losses(outputs, ys):
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
     truncate and rng as for backward."""
+    loss, d_outputs, cache = _loss_and_output_gradient(params, xs, ys, h0)
+    return loss, backward(params, cache, d_outputs, truncate, rng)
+
+
+def forward_mode_grads(params, xs, ys, h0=None):
+    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
+
+    For every entry of every parameter the derivative of the state along it is
+    carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}).
+    That is |theta| tangents of B x h numbers, each pushed through the step's
+    Jacobian: O(B h^2 |theta|) work per step against O(B h^2) for backward, so
+    it is practical only for small models (the README gives measured sizes).
+    Run online, RTRL needs no stored history; here it reads the forward cache.
+    """
+    loss, d_o, cache = _loss_and_output_gradient(params, xs, ys, h0)
+    sizes, dtype = _check_params(params)
+    W_hx = params["W_hx"]
+    W_hh = params["W_hh"]
+    W_qh = params["W_qh"]
+    x = cache["x"]
+    h = cache["h"]
+    T, B = d_o.shape[0], d_o.shape[1]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    grads = {}
+    # W_hx: tangents along every entry of W_hx
+    dot_h = np.zeros((W_hx.size, B, n_h), dtype)
+    g = np.zeros(W_hx.size, dtype)
+    for t in range(1, T + 1):
+        dot_h = _directions(x[t - 1], n_h) + dot_h @ W_hh.T  # hdot_t = W_hxdot x_t + W_hh hdot_{t-1}
+        g += np.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
+    grads["W_hx"] = g.reshape(W_hx.shape)
+    # W_hh: tangents along every entry of W_hh
+    dot_h = np.zeros((W_hh.size, B, n_h), dtype)
+    g = np.zeros(W_hh.size, dtype)
+    for t in range(1, T + 1):
+        dot_h = _directions(h[t - 1], n_h) + dot_h @ W_hh.T  # hdot_t = W_hhdot h_{t-1} + W_hh hdot_{t-1}
+        g += np.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
+    grads["W_hh"] = g.reshape(W_hh.shape)
+    # W_qh: tangents along every entry of W_qh
+    g = np.zeros(W_qh.size, dtype)
+    for t in range(1, T + 1):
+        g += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_o[t - 1])
+    grads["W_qh"] = g.reshape(W_qh.shape)
+    # h0: tangents along every entry of h0, for each sample
+    dot_h = _directions(np.ones((B, 1), dtype), n_h)
+    g = np.zeros((B, n_h), dtype)
+    for t in range(1, T + 1):
+        dot_h = dot_h @ W_hh.T  # hdot_t = W_hh hdot_{t-1}
+        g += np.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])
+    grads["h0"] = g
+    return loss, grads
+
+
+def _loss_and_output_gradient(params, xs, ys, h0):
+    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache."""
     o, cache = forward(params, xs, h0)
     T, B = o.shape[0], o.shape[1]
     loss = losses(o, ys).sum() / (T * B)
     y = ys
     d_o = ((1 / T) * (o - y)) / B  # dL/do_t = 1/T (o_t - y_t), averaged over the batch
-    return loss, backward(params, cache, d_o, truncate, rng)
+    return loss, d_o, cache
 
 
 def clip_grads(grads, theta):
@@ -174,6 +230,16 @@ def _age(flow, window):
     older = np.zeros_like(flow)
     older[1:] = flow[:-1]
     return older
+
+
+def _directions(v, rows):
+    """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
+    shape (rows * cols, B, rows) for v of shape (B, cols)."""
+    cols = v.shape[-1]
+    out = np.zeros((rows, cols) + v.shape[:-1] + (rows,), v.dtype)
+    for i in range(rows):
+        out[i, ..., i] = np.moveaxis(v, -1, 0)
+    return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
 def _sigmoid(z):
