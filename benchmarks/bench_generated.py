@@ -1,5 +1,6 @@
-"""Time forward + backward of every generated module, and the generated Elman code
-against a naive per-step, per-sample BPTT loop written here.
+"""Time forward + backward of every generated module, the generated Elman code
+against a naive per-step, per-sample BPTT loop written here, and forward mode
+(RTRL) against BPTT as the model grows.
 
     python benchmarks/bench_generated.py [--repeats N]
 
@@ -130,6 +131,23 @@ def main():
         print(f"  naive loop over steps and samples     {naive[0]:9.2f} ms ({naive[1]:.2f})")
         print(f"  speedup (median)                      {naive[0] / generated[0]:9.1f}x")
         print(f"  naive vs generated: loss {abs(loss - naive_loss):.1e} apart, gradients {agree:.1e} of max-abs")
+    forward_mode_costs(max(3, args.repeats // 5))
+
+
+def forward_mode_costs(repeats, steps=20, batch=8):
+    """Forward mode (RTRL) against BPTT for the Elman cell as the hidden size grows."""
+    module = module_of("elman")
+    print(f"\nelman float64, T={steps}, B={batch}, d = q = h: loss_and_grads vs forward_mode_grads, median ms")
+    print(f"{'h':>4}{'|theta|':>9}{'BPTT':>10}{'RTRL':>12}{'ratio':>9}")
+    for h in (8, 16, 32, 64):
+        rng = np.random.default_rng(0)
+        params = module.init_params(rng, d=h, h=h, q=h)
+        xs, ys = module.random_inputs(rng, steps, batch, d=h, h=h, q=h)
+        args = (params, xs, ys)
+        bptt = timed(lambda args=args: module.loss_and_grads(*args), repeats)[0]
+        rtrl = timed(lambda args=args: module.forward_mode_grads(*args), repeats)[0]
+        size = sum(v.size for v in params.values())
+        print(f"{h:>4}{size:>9}{bptt:>10.2f}{rtrl:>12.1f}{rtrl / bptt:>9.0f}")
 
 
 if __name__ == "__main__":
