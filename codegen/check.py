@@ -23,14 +23,17 @@ class Row:
         return self.error <= self.tolerance
 
 
-def load_module(model):
+def load_module(model, from_zoo):
     """generated/<model>.py for a zoo model, or the module rendered in memory for a user's model."""
-    try:
-        return importlib.import_module(f"generated.{module_filename(model)[:-3]}")
-    except ModuleNotFoundError:
-        module = types.ModuleType(model.name.replace("-", "_"))
-        exec(compile(module_source(model), f"<bptt {model.name}>", "exec"), module.__dict__)
-        return module
+    name = module_filename(model)[:-3]
+    if from_zoo:
+        try:
+            return importlib.import_module(f"generated.{name}")
+        except ModuleNotFoundError as error:
+            raise FileNotFoundError(f"generated/{name}.py does not exist; run `bptt codegen {model.name}`") from error
+    module = types.ModuleType(name)
+    exec(compile(module_source(model), f"<bptt {model.name}>", "exec"), module.__dict__)
+    return module
 
 
 def default_sizes(module):

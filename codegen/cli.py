@@ -38,6 +38,9 @@ def cmd_latex(args):
     fmt = args.format or ("md" if args.output and args.output.endswith(".md") else "tex")
     text = document(model, fmt)
     if args.output:
+        folder = pathlib.Path(args.output).resolve().parent
+        if not folder.is_dir():
+            raise UsageError(f"-o {args.output}: the folder {str(folder)!r} does not exist")
         write_atomic(args.output, text)
     else:
         sys.stdout.write(text)
@@ -50,6 +53,9 @@ def cmd_codegen(args):
     if not out.is_dir():
         raise UsageError(f"output folder {str(out)!r} does not exist")
     sources = {out / module_filename(model): module_source(model) for model in models}
+    blocked = [str(path) for path in sources if path.exists() and not path.is_file()]
+    if blocked:
+        raise UsageError(f"cannot write {', '.join(blocked)}: not a regular file (nothing was written)")
     if args.check:
         stale = [p for p, text in sources.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
         for path in stale:
@@ -78,7 +84,7 @@ def _sizes(text, module):
 
 def cmd_check(args):
     model = _model(args.model)
-    module = checking.load_module(model)
+    module = checking.load_module(model, from_zoo=args.model in ZOO)
     sizes = _sizes(args.sizes, module)
     rows = checking.check(module, args.steps, args.batch, args.seed, args.dtype, sizes, args.truncate)
     shown = " ".join(f"{k}={v}" for k, v in sizes.items())

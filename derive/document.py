@@ -44,7 +44,7 @@ def model_section(model):
     equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {latex(model.loss)}", ""))
     for seq, definition in model.names:
         equations.append(Equation(latex(seq()), latex(definition), "a name used below"))
-    return Section("The model", f"One step of the cell at time $t$ ({model.source}).", tuple(equations))
+    return Section("The model", "One step of the cell at time $t$.", tuple(equations))
 
 
 def sections(model):

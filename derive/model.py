@@ -7,6 +7,7 @@ appear at t-1 in the step and at t after their own assignment; every other
 sequence appears at t only. Several states (LSTM's h and c) need nothing more.
 """
 
+import re
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -122,6 +123,8 @@ def references(expr):
 def validate(model):
     """Raise ModelError naming the first thing wrong with a model description."""
     where = f"model {model.name!r}"
+    if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", str(model.name)):
+        raise ModelError(f"{where}: a name must be letters, digits, '-' and '_', starting with a letter")
     if not model.states:
         raise ModelError(f"{where}: no state; a recurrent model needs a step with role 'state'")
     if not model.outputs:
