@@ -50,7 +50,7 @@ def hoist(seq, rhs, loop_names):
         if isinstance(node, sp.MatAdd):
             fixed = [term for term in node.args if not in_loop(term)]
             moving = [term for term in node.args if in_loop(term)]
-            if fixed and moving:
+            if moving and any(term.atoms(SeqAt) for term in fixed):  # constants and biases stay in place
                 placeholder = SeqAt(f"{seq.name}_in", t, seq.rows, "input")
                 line = Line(f"{placeholder.name} = {ALL(_sum(fixed))}", f"{text(_sum(fixed))}, all steps at once")
                 return rhs.xreplace({node: sp.MatAdd(placeholder, *moving)}), line

@@ -7,10 +7,6 @@ from derive.latex import term_order, time_index
 
 
 class TextPrinter(StrPrinter):
-    def _print_SeqAt(self, expr):
-        index = time_index(expr.time)
-        return f"{expr.name}_{index}" if len(index) == 1 else f"{expr.name}_{{{index}}}"
-
     def _print_Adj(self, expr):
         return f"dL/d{self._print(expr.of)}"
 

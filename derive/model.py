@@ -138,6 +138,7 @@ def validate(model):
         expected = "output" if (seq, rhs) in model.outputs else ("state", "intermediate")
         if seq.role not in expected:
             raise ModelError(f"{where}: {seq.name} is assigned in the wrong place for role {seq.role!r}")
+        _check_inner_shapes(where, seq, rhs)
         if rhs.shape != (seq.rows, 1):
             raise ModelError(f"{where}: {seq.name}_t has {seq.rows} rows but its right-hand side has shape {rhs.shape}")
         for ref in references(rhs):
@@ -153,6 +154,25 @@ def validate(model):
             r.role not in ("target", "label", "input") for r in references(replacement)
         ):
             raise ModelError(f"{where}: teacher forcing must replace {seq.name}_t by data of shape ({seq.rows}, 1)")
+
+
+def _check_inner_shapes(where, seq, rhs):
+    """Sizes must match by name: SymPy lets W (h x q) times x (d x 1) pass when d and q are symbols."""
+    for node in sp.preorder_traversal(rhs):
+        if isinstance(node, sp.MatMul):
+            factors = node.as_coeff_matrices()[1]
+            for left, right in zip(factors, factors[1:], strict=False):
+                if left.shape[1] != right.shape[0]:
+                    raise ModelError(
+                        f"{where}: in the equation of {seq.name}_t, {left} ({left.shape[0]} x {left.shape[1]}) "
+                        f"times {right} ({right.shape[0]} x {right.shape[1]}): the inner sizes differ"
+                    )
+        elif isinstance(node, (sp.MatAdd, sp.HadamardProduct)):
+            shapes = {arg.shape for arg in node.args}
+            if len(shapes) > 1:
+                raise ModelError(
+                    f"{where}: in the equation of {seq.name}_t, terms of different shapes {sorted(shapes, key=str)}"
+                )
 
 
 def _check_reference(where, seq, ref, known_now, states):

@@ -33,8 +33,9 @@ class SeqAt(MatrixExpr):
     role = property(lambda self: self.args[3].name)
     shape = property(lambda self: (self.args[2], sp.S.One))
 
-    def shifted(self, offset):
-        return SeqAt(self.args[0], self.time + offset, self.rows, self.args[3])
+    def _sympystr(self, printer):
+        time = printer._print(self.time).replace(" ", "")
+        return f"{self.name}_{time}" if len(time) == 1 else f"{self.name}_{{{time}}}"
 
     def _eval_transpose(self):
         return None
