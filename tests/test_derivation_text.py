@@ -1,0 +1,161 @@
+"""The derivations reproduce the textbook formulas of the seeds, in the printer's
+notation: bold vectors and matrices, \\textrm subscripts, ^\\top, \\odot 2,
+\\operatorname{diag}. The expected strings are the seeds' formulas written by
+hand in that notation; structural tests below do not depend on printing."""
+
+import pytest
+import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
+
+from derive.bptt import derive
+from derive.document import sections
+from derive.models import load
+from derive.nodes import Adj, Diag, OneHot, Softmax, T, TimeSum, t
+
+DL = r"\frac{\partial L}{\partial "  # followed by the variable and "}"
+
+
+def equations(name):
+    """Every (lhs, rhs) pair the derivation document shows."""
+    return [(e.lhs, e.rhs) for section in sections(load(name)) for e in section.equations]
+
+
+# Seed 000 (d2l 9.7 / zh 6.6), the seven results, with y_t a target vector.
+LINEAR = {
+    "dL/do_t = 1/T dl/do_t": (
+        DL + r"\mathbf{o}_{t}}",
+        r"\frac{1}{T} \frac{\partial l\left(\mathbf{o}_{t}, \mathbf{y}_{t}\right)}{\partial \mathbf{o}_{t}}",
+    ),
+    "dL/dW_qh = sum dL/do_t h_t^T": (
+        DL + r"\mathbf{W}_\textrm{qh}}",
+        r"\sum_{t=1}^{T} " + DL + r"\mathbf{o}_{t}} \mathbf{h}_{t}^\top",
+    ),
+    "dL/dh_T = W_qh^T dL/do_T": (
+        DL + r"\mathbf{h}_{T}}",
+        r"\mathbf{W}_\textrm{qh}^\top " + DL + r"\mathbf{o}_{T}}",
+    ),
+    "recursion": (
+        DL + r"\mathbf{h}_{t}}",
+        r"\mathbf{W}_\textrm{hh}^\top "
+        + DL
+        + r"\mathbf{h}_{t+1}} + \mathbf{W}_\textrm{qh}^\top "
+        + DL
+        + r"\mathbf{o}_{t}}",
+    ),
+    "closed form": (
+        DL + r"\mathbf{h}_{t}}",
+        r"\sum_{i=t}^{T} \left(\mathbf{W}_\textrm{hh}^\top\right)^{T-i} \mathbf{W}_\textrm{qh}^\top "
+        + DL
+        + r"\mathbf{o}_{T+t-i}}",
+    ),
+    "dL/dW_hx = sum dL/dh_t x_t^T": (
+        DL + r"\mathbf{W}_\textrm{hx}}",
+        r"\sum_{t=1}^{T} " + DL + r"\mathbf{h}_{t}} \mathbf{x}_{t}^\top",
+    ),
+    "dL/dW_hh = sum dL/dh_t h_{t-1}^T": (
+        DL + r"\mathbf{W}_\textrm{hh}}",
+        r"\sum_{t=1}^{T} " + DL + r"\mathbf{h}_{t}} \mathbf{h}_{t-1}^\top",
+    ),
+}
+
+# diag(1 - h_t^2): the derivative of tanh written with the output, as the seed does.
+DIAG = r"\operatorname{diag}\left(\mathbf{1} - \mathbf{h}_{t}^{\odot 2}\right)"
+DIAG_NEXT = r"\operatorname{diag}\left(\mathbf{1} - \mathbf{h}_{t+1}^{\odot 2}\right)"
+
+# Seed 001, section 2.1 (Goodfellow et al. 10.2.2), with tau -> T and nabla_v L -> dL/dv.
+ELMAN = {
+    "dL/ds_t = o_t - onehot(y_t)": (
+        DL + r"\mathbf{s}_{t}}",
+        r"\mathbf{o}_{t} - \operatorname{onehot}\left(y_{t}\right)",
+    ),
+    "dL/dh_T = V^T dL/ds_T": (
+        DL + r"\mathbf{h}_{T}}",
+        r"\mathbf{V}^\top " + DL + r"\mathbf{s}_{T}}",
+    ),
+    # The seed prints W^T (dL/dh_{t+1}) diag(1 - h_{t+1}^2): the diag on the wrong
+    # side of the adjoint (an h x 1 vector times an h x h matrix), a known erratum.
+    # (dh_{t+1}/dh_t)^T = (diag(1 - h_{t+1}^2) W)^T = W^T diag(1 - h_{t+1}^2).
+    "recursion": (
+        DL + r"\mathbf{h}_{t}}",
+        r"\mathbf{W}^\top " + DIAG_NEXT + " " + DL + r"\mathbf{h}_{t+1}} + \mathbf{V}^\top " + DL + r"\mathbf{s}_{t}}",
+    ),
+    "dL/dc = sum dL/ds_t": (DL + r"\mathbf{c}}", r"\sum_{t=1}^{T} " + DL + r"\mathbf{s}_{t}}"),
+    "dL/dV = sum dL/ds_t h_t^T": (
+        DL + r"\mathbf{V}}",
+        r"\sum_{t=1}^{T} " + DL + r"\mathbf{s}_{t}} \mathbf{h}_{t}^\top",
+    ),
+    "dL/db = sum diag(1 - h_t^2) dL/dh_t": (
+        DL + r"\mathbf{b}}",
+        r"\sum_{t=1}^{T} " + DIAG + " " + DL + r"\mathbf{h}_{t}}",
+    ),
+    "dL/dW = sum diag(1 - h_t^2) dL/dh_t h_{t-1}^T": (
+        DL + r"\mathbf{W}}",
+        r"\sum_{t=1}^{T} " + DIAG + " " + DL + r"\mathbf{h}_{t}} \mathbf{h}_{t-1}^\top",
+    ),
+    "dL/dU = sum diag(1 - h_t^2) dL/dh_t x_t^T": (
+        DL + r"\mathbf{U}}",
+        r"\sum_{t=1}^{T} " + DIAG + " " + DL + r"\mathbf{h}_{t}} \mathbf{x}_{t}^\top",
+    ),
+}
+
+
+@pytest.mark.parametrize("result", list(LINEAR))
+def test_linear_reproduces_d2l(result):
+    """Each of d2l's seven BPTT results appears in the derivation document."""
+    shown = equations("linear")
+    assert LINEAR[result] in shown, f"{result}: expected\n  {LINEAR[result]}\nnot among\n" + "\n".join(map(str, shown))
+
+
+@pytest.mark.parametrize("result", list(ELMAN))
+def test_elman_reproduces_goodfellow(result):
+    """Each of the seed's section 2.1 results appears in the derivation document."""
+    shown = equations("elman")
+    assert ELMAN[result] in shown, f"{result}: expected\n  {ELMAN[result]}\nnot among\n" + "\n".join(map(str, shown))
+
+
+def test_linear_structure():
+    """The linear derivation as SymPy objects, independent of the printer."""
+    model = load("linear")
+    W_hx, W_hh, W_qh = model.params
+    h, o = model.states[0], model.outputs[0][0]
+    derivation = derive(model)
+    assert derivation.recursion(h) == W_hh.T * Adj(h(t + 1)) + W_qh.T * Adj(o(t))
+    assert derivation.terminal(h) == W_qh.T * Adj(o(T))
+    assert derivation.initial(h) == W_hh.T * Adj(h(1))
+    assert derivation.param_gradient(W_hx) == TimeSum(Adj(h(t)) * model.inputs[0](t).T, t, 1, T)
+    assert derivation.param_gradient(W_hh) == TimeSum(Adj(h(t)) * h(t - 1).T, t, 1, T)
+    assert derivation.param_gradient(W_qh) == TimeSum(Adj(o(t)) * h(t).T, t, 1, T)
+    concrete = derive(model, loss=model.concrete_loss())
+    y = model.concrete_loss().target
+    assert concrete.output_adjoints[o] == (o(t) - y) / T
+
+
+def test_elman_structure():
+    """The elman derivation as SymPy objects: diag sits between W^T and dL/dh_{t+1}."""
+    model = load("elman")
+    U, W, V, b, c = model.params
+    h, s = model.states[0], model.outputs[0][0]
+    derivation = derive(model)
+    diag = Diag(OneMatrix(*h(t).shape) - sp.HadamardPower(h(t), 2))
+    assert derivation.output_adjoints[s] == Softmax(s(t)) - OneHot(model.concrete_loss().target, s(t).shape[0])
+    assert derivation.terminal(h) == V.T * Adj(s(T))
+    assert derivation.recursion(h) == W.T * diag.subs(t, t + 1) * Adj(h(t + 1)) + V.T * Adj(s(t))
+    assert derivation.param_gradient(b) == TimeSum(diag * Adj(h(t)), t, 1, T)
+    assert derivation.param_gradient(U) == TimeSum(diag * Adj(h(t)) * model.inputs[0](t).T, t, 1, T)
+    assert derivation.param_gradient(W) == TimeSum(diag * Adj(h(t)) * h(t - 1).T, t, 1, T)
+    assert derivation.param_gradient(V) == TimeSum(Adj(s(t)) * h(t).T, t, 1, T)
+    assert derivation.param_gradient(c) == TimeSum(Adj(s(t)), t, 1, T)
+
+
+def test_seed_erratum_order_is_not_a_matrix_product():
+    """The seed's W^T (dL/dh_{t+1}) diag(...) is ill-formed once sizes are concrete;
+    the derived W^T diag(...) dL/dh_{t+1} is an h-vector."""
+    model = load("elman")
+    W, h = model.params[1], model.states[0]
+    sizes = {n: k for n, k in zip(model.sizes, (2, 3, 4), strict=True)}
+    diag = Diag(OneMatrix(*h(t + 1).shape) - sp.HadamardPower(h(t + 1), 2))
+    adjoint = Adj(h(t + 1))
+    derived = (W.T * diag * adjoint).xreplace(sizes)
+    assert derived.shape == (sizes[h.rows], 1)
+    with pytest.raises(sp.ShapeError):
+        sp.MatMul(W.T, adjoint, diag).xreplace(sizes).doit()

@@ -1,0 +1,181 @@
+"""Bad model descriptions and model files fail with a readable ModelError, and a
+node without an adjoint rule fails with NoRule naming it."""
+
+import re
+
+import pytest
+from sympy.matrices.expressions.matexpr import MatrixExpr
+
+from derive.adjoint import NoRule, backprop
+from derive.bptt import derive
+from derive.model import Model, ModelError, matrix, sequence, sizes
+from derive.models import load, names
+from derive.nodes import Apply, SquaredError, t
+
+d, h, q = sizes("d h q")
+W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q, h)
+x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
+o, y = sequence("o", q, "output"), sequence("y", q, "target")
+
+
+def tiny(**changes):
+    """d2l's linear RNN with some fields of the description replaced."""
+    fields = dict(
+        name="tiny",
+        title="tiny",
+        source="tests",
+        sizes=(d, h, q),
+        params=(W_hx, W_hh, W_qh),
+        inputs=(x,),
+        steps=((hidden, W_hx * x() + W_hh * hidden(t - 1)),),
+        outputs=((o, W_qh * hidden()),),
+        loss=SquaredError(o(), y()),
+    )
+    fields.update(changes)
+    return Model(**fields)
+
+
+def raises(message):
+    return pytest.raises(ModelError, match=re.escape(message))
+
+
+def test_a_correct_description_is_accepted():
+    """Positive control: the unchanged description builds and derives."""
+    assert derive(tiny()).recursion(hidden) is not None
+
+
+def test_no_state():
+    with raises("model 'tiny': no state; a recurrent model needs a step with role 'state'"):
+        tiny(steps=((a, W_hx * x()),), outputs=((o, W_qh * a()),))
+
+
+def test_no_output():
+    with raises("no output"):
+        tiny(outputs=())
+
+
+def test_loss_must_be_a_loss_node():
+    with raises("loss must be a loss node"):
+        tiny(loss=o())
+
+
+def test_non_state_read_at_previous_step():
+    """Only states carry over from t-1; an input read at t-1 is refused."""
+    with raises("h_t reads x_(t-1), but only states may be read at t-1"):
+        tiny(steps=((hidden, W_hx * x(t - 1) + W_hh * hidden(t - 1)),))
+
+
+def test_read_from_the_future():
+    with raises("h_t reads x at time t + 1"):
+        tiny(steps=((hidden, W_hx * x(t + 1) + W_hh * hidden(t - 1)),))
+
+
+def test_output_rows_mismatch():
+    """o has q rows but W_hh h_t has h."""
+    with raises("o_t has q rows but its right-hand side has shape (h, 1)"):
+        tiny(outputs=((o, W_hh * hidden()),))
+
+
+def test_inner_shape_mismatch():
+    """W (h x q) times x_t (d x 1): SymPy accepts it with symbolic sizes, validate() must not."""
+    W_bad = matrix("W_bad", h, q)
+    with pytest.raises(ModelError, match=r"equation of h_t, W_bad \(h x q\) times .*inner sizes differ"):
+        tiny(params=(W_bad, W_hh, W_qh), steps=((hidden, W_bad * x() + W_hh * hidden(t - 1)),))
+
+
+def test_parameter_missing_from_params():
+    with raises("W_hh in the equation of h_t is not a parameter"):
+        tiny(params=(W_hx, W_qh))
+
+
+def test_unknown_role():
+    with raises("role must be one of input, state"):
+        sequence("z", d, "hidden")
+
+
+def test_unknown_zoo_name_lists_the_zoo():
+    with pytest.raises(ModelError, match="unknown model 'lstm'") as error:
+        load("lstm")
+    for name in names():
+        assert name in str(error.value)
+
+
+def write(tmp_path, text):
+    path = tmp_path / "user_model.py"
+    path.write_text(text)
+    return path
+
+
+def test_model_file_is_loaded(tmp_path):
+    """Positive control: a file whose function returns a Model loads."""
+    path = write(tmp_path, "from derive.models.linear import linear\n\ndef make():\n    return linear()\n")
+    assert load(f"{path}:make").name == "linear"
+
+
+def test_model_file_missing(tmp_path):
+    with raises("does not exist"):
+        load(f"{tmp_path / 'absent.py'}:make")
+
+
+def test_model_file_syntax_error(tmp_path):
+    path = write(tmp_path, "def make(:\n    pass\n")
+    with raises("failed to load: SyntaxError"):
+        load(f"{path}:make")
+
+
+def test_model_file_lacks_the_function(tmp_path):
+    path = write(tmp_path, "def other():\n    pass\n")
+    with raises("has no function 'make'"):
+        load(f"{path}:make")
+
+
+def test_model_file_returns_something_else(tmp_path):
+    path = write(tmp_path, "def make():\n    return {'name': 'linear'}\n")
+    with raises("make() returned dict, expected a derive.model.Model"):
+        load(f"{path}:make")
+
+
+def test_model_file_function_fails(tmp_path):
+    path = write(tmp_path, "def make():\n    raise RuntimeError('no weights here')\n")
+    with raises("make() failed: RuntimeError: no weights here"):
+        load(f"{path}:make")
+
+
+def test_model_file_with_a_bad_description(tmp_path):
+    """A ModelError raised while building the model reaches the user unchanged."""
+    path = write(
+        tmp_path,
+        "from derive.model import Model, matrix, sequence, sizes\n"
+        "from derive.nodes import SquaredError\n\n"
+        "def make():\n"
+        "    n = sizes('n')\n"
+        "    x, o, y = sequence('x', n, 'input'), sequence('o', n, 'output'), sequence('y', n, 'target')\n"
+        "    V = matrix('V', n, n)\n"
+        "    return Model('stateless', '', '', (n,), (V,), (x,), (), ((o, V * x()),), SquaredError(o(), y()))\n",
+    )
+    with raises("model 'stateless': no state"):
+        load(f"{path}:make")
+
+
+class Mystery(MatrixExpr):
+    """A matrix node derive.adjoint has never heard of."""
+
+    arg = property(lambda self: self.args[0])
+    shape = property(lambda self: self.args[0].shape)
+
+
+def test_no_rule_for_an_unknown_node():
+    with pytest.raises(NoRule, match="no adjoint rule for Mystery node"):
+        backprop(Mystery(W_hh * hidden(t - 1)), hidden())
+
+
+def test_no_rule_reaches_derive():
+    """An unknown node in a step equation stops the derivation, naming the node."""
+    model = tiny(steps=((hidden, W_hx * x() + Mystery(W_hh * hidden(t - 1))),))
+    with pytest.raises(NoRule, match="Mystery"):
+        derive(model)
+
+
+def test_no_rule_for_an_unknown_elementwise_function():
+    with pytest.raises(NoRule, match="'relu'"):
+        backprop(Apply("relu", W_hh * hidden(t - 1)), hidden())
