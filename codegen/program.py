@@ -168,7 +168,7 @@ def context(model):
     backward_before = allocations(adjoint_arrays, "d_", recurrent) + backward_before
     gradients, initial_gradients = gradient_lines(derivation, recurrent)
     loss_code, output_adjoints = loss_lines(model)
-    target = model.targets[-1] if model.targets else None
+    target = model.concrete_loss().target
     size_vars = [size_name(s) for s in model.sizes]
     param_names = [p.name for p in model.params]
     forward_all = forward_before + forward_loop + forward_after + allocations(model.states)

@@ -103,10 +103,6 @@ class Model:
         return self.steps + self.outputs
 
     @property
-    def targets(self):
-        return tuple(a for a in self.loss.args if isinstance(a, SeqAt))
-
-    @property
     def forced(self):
         """States replaced by data under teacher forcing: {Seq: replacement}."""
         return dict(self.teacher_forcing)

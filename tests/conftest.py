@@ -73,7 +73,10 @@ def make_problem(name, steps, seed):
     target = model.concrete_loss().target
     for k in range(1, steps + 1):
         for seq in model.inputs:
-            env[seq(k)] = random_matrix(rng, int(size_of[seq.rows]), 1)
+            if seq.role == "label":  # a word index: a column lookup
+                env[seq(k)] = sp.Integer(rng.randrange(int(size_of[seq.rows])))
+            else:
+                env[seq(k)] = random_matrix(rng, int(size_of[seq.rows]), 1)
         if target.role == "label":
             env[target.subs(t, k)] = sp.Integer(rng.randrange(int(size_of[target.rows])))
         else:
