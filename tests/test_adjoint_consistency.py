@@ -3,32 +3,15 @@
 The dot-product and Taylor tests catch accumulation bugs (a missing term, a
 gradient summed once too often) that a loose tolerance could hide."""
 
-import importlib
-import inspect
-
 import numpy as np
 import pytest
+from support import forward, module_of
 
 from codegen.check import STENCIL
 from derive.models import names
 
 NAMES = names()
 SEEDS = (0, 1, 2)
-
-
-def module_of(name):
-    """generated/<name>.py; a zoo model that has none fails the test that asks for it."""
-    try:
-        return importlib.import_module("generated." + name.replace("-", "_"))
-    except ModuleNotFoundError as error:
-        pytest.fail(f"zoo model {name!r} has no generated module ({error}); run `bptt codegen {name}`")
-
-
-def forward(module, params, xs, ys, **initial):
-    """module.forward; a model trained with teacher forcing also reads the targets ys."""
-    if "ys" in inspect.signature(module.forward).parameters:
-        return module.forward(params, xs, ys, **initial)
-    return module.forward(params, xs, **initial)
 
 
 def problem(module, seed, T=6, B=3):

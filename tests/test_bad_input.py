@@ -1,32 +1,16 @@
 """Bad input to a generated module is a ValueError whose message names the array,
 the expected and the actual shape (or dtype, or value); never another exception."""
 
-import importlib
-import inspect
 import re
 
 import numpy as np
 import pytest
+from support import forward, module_of
 
 from derive.models import load, names
 
 NAMES = names()
 T, B = 3, 2
-
-
-def module_of(name):
-    """generated/<name>.py; a zoo model that has none fails the test that asks for it."""
-    try:
-        return importlib.import_module("generated." + name.replace("-", "_"))
-    except ModuleNotFoundError as error:
-        pytest.fail(f"zoo model {name!r} has no generated module ({error}); run `bptt codegen {name}`")
-
-
-def forward(module, params, xs, ys, **initial):
-    """module.forward; a model trained with teacher forcing also reads the targets ys."""
-    if "ys" in inspect.signature(module.forward).parameters:
-        return module.forward(params, xs, ys, **initial)
-    return module.forward(params, xs, **initial)
 
 
 def facts(name):

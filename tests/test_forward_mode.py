@@ -1,19 +1,14 @@
 """Forward mode (real-time recurrent learning) and the recurrence lemma it rests on."""
 
-import importlib
-
 import numpy as np
 import pytest
 import sympy as sp
+from support import module_of
 
 from derive.explicit import expand_over_time, explicit
 from derive.models import load, names
 from derive.nodes import DescendingTimeProduct, TimeProduct, t
 from derive.rtrl import forward_mode, lemma, lemma_induction, live_states
-
-
-def module_of(name):
-    return importlib.import_module(f"generated.{name.replace('-', '_')}")
 
 
 @pytest.mark.parametrize("name", names())

@@ -1,11 +1,9 @@
 """Layer 3 of the proof: every generated module against finite differences and
 against a loss written here in plain NumPy, in float64 and float32."""
 
-import importlib
-import inspect
-
 import numpy as np
 import pytest
+from support import forward, module_of
 
 from derive.models import load, names
 from derive.nodes import SoftmaxCrossEntropy, SquaredError
@@ -14,21 +12,6 @@ NAMES = names()
 SEEDS = (0, 1, 2)
 # (T, B, which sizes): T = 1 has no recursion at all, T = 7 a long one.
 CASES = ((1, 2, 0), (2, 3, 1), (7, 3, 0), (7, 2, 1))
-
-
-def module_of(name):
-    """generated/<name>.py; a zoo model that has none fails the test that asks for it."""
-    try:
-        return importlib.import_module("generated." + name.replace("-", "_"))
-    except ModuleNotFoundError as error:
-        pytest.fail(f"zoo model {name!r} has no generated module ({error}); run `bptt codegen {name}`")
-
-
-def forward(module, params, xs, ys, **initial):
-    """module.forward; a model trained with teacher forcing also reads the targets ys."""
-    if "ys" in inspect.signature(module.forward).parameters:
-        return module.forward(params, xs, ys, **initial)
-    return module.forward(params, xs, **initial)
 
 
 def sizes_of(module, which):

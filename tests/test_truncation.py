@@ -2,10 +2,9 @@
 when k >= T, and agree with finite differences of the correspondingly
 truncated loss; randomized truncation is unbiased."""
 
-import importlib
-
 import numpy as np
 import pytest
+from support import module_of
 
 from codegen.check import numeric_gradient, problem, relative_error
 from derive.models import names
@@ -16,7 +15,7 @@ RECURRENT = [name for name in names() if name not in ("jordan",)]  # jordan has 
 
 def setup(name, seed=0):
     """A random instance of a zoo model's generated module (codegen.check.Problem)."""
-    module = importlib.import_module(f"generated.{name.replace('-', '_')}")
+    module = module_of(name)
     sizes = {size: 3 + i for i, size in enumerate(module.SIZES)}
     return problem(module, T, B, seed, sizes)
 
