@@ -89,3 +89,13 @@ def make_problem(name, steps, seed):
 def concrete_problem():
     """make_problem(name, steps, seed), e.g. concrete_problem("elman", 3, seed=1)."""
     return make_problem
+
+
+@pytest.fixture
+def user_file(tmp_path):
+    """A user's model file with a sigmoid RNN (and a model named like a zoo one)."""
+    from cli_support import USER_MODELS
+
+    path = tmp_path / "user_models.py"
+    path.write_text(USER_MODELS, encoding="utf-8")
+    return path

@@ -1,0 +1,155 @@
+"""Running `bptt` as a user runs it, in a subprocess: helpers shared by the CLI tests."""
+
+import concurrent.futures
+import functools
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+from derive.models import names
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+GENERATED = REPO / "generated"
+ZOO = tuple(names())  # elman, linear, and any model added to the zoo
+# What `bptt check` must report for each zoo model: every parameter and the initial state.
+ROWS = {"linear": ("W_hx", "W_hh", "W_qh", "h0"), "elman": ("U", "W", "V", "b", "c", "h0")}
+
+# A user's model: derive/models/elman.py with a sigmoid activation and another name.
+USER_MODELS = textwrap.dedent(
+    '''
+    """Models a user writes outside the zoo."""
+
+    from derive.model import Model, labels, matrix, sequence, sizes, vector
+    from derive.nodes import Softmax, SoftmaxCrossEntropy, sigmoid, t
+
+
+    def make(name):
+        d, h, q = sizes("d h q")
+        U, W, V = matrix("U", h, d), matrix("W", h, h), matrix("V", q, h)
+        b, c = vector("b", h), vector("c", q)
+        x, a, hidden = sequence("x", d, "input"), sequence("a", h, "intermediate"), sequence("h", h, "state")
+        s, o, y = sequence("s", q, "output"), sequence("o", q, "intermediate"), labels("y", q)
+        return Model(
+            name=name,
+            title="Elman RNN with a sigmoid activation",
+            source="a test of user models",
+            sizes=(d, h, q),
+            params=(U, W, V, b, c),
+            inputs=(x,),
+            steps=((a, b + W * hidden(t - 1) + U * x()), (hidden, sigmoid(a()))),
+            outputs=((s, c + V * hidden()),),
+            loss=SoftmaxCrossEntropy(s(), y()),
+            names=((o, Softmax(s())),),
+        )
+
+
+    def sigmoid_rnn():
+        return make("sigmoid-rnn")
+
+
+    def named_linear():
+        return make("linear")
+
+
+    def escaping():
+        return make("../escaped")
+    '''
+)
+
+# A model reading the input x at t-1: only states may be read at t-1.
+READS_INPUT_AT_T_MINUS_1 = textwrap.dedent(
+    """
+    from derive.model import Model, matrix, sequence, sizes
+    from derive.nodes import GenericLoss, t
+
+
+    def f():
+        d, h, q = sizes("d h q")
+        W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q, h)
+        x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
+        o, y = sequence("o", q, "output"), sequence("y", q, "target")
+        return Model(
+            name="late",
+            title="Reads x at t-1",
+            source="a test",
+            sizes=(d, h, q),
+            params=(W_hx, W_hh, W_qh),
+            inputs=(x,),
+            steps=((hidden, W_hx * x(t - 1) + W_hh * hidden(t - 1)),),
+            outputs=((o, W_qh * hidden()),),
+            loss=GenericLoss(o(), y()),
+        )
+    """
+)
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if k != "BPTT_DEBUG"}  # BPTT_DEBUG turns errors into tracebacks
+    env.update(extra)
+    return env
+
+
+def bptt(*args, cwd=REPO, env=None):
+    """Run `python -m codegen ARGS`."""
+    return subprocess.run(
+        [sys.executable, "-m", "codegen", *map(str, args)],
+        cwd=cwd,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@functools.cache
+def cached(*args):
+    """bptt(*args) for invocations that depend on nothing but the repository, run once per session."""
+    return bptt(*args)
+
+
+def run_all(invocations):
+    """{args: bptt(*args)} for many invocations, run side by side to use every core."""
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        return dict(zip(invocations, pool.map(lambda args: bptt(*args), invocations), strict=True))
+
+
+def python(script, cwd=REPO):
+    """Run a small Python script; its stdout."""
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def assert_ok(result):
+    assert result.returncode == 0, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert "Traceback" not in result.stderr
+
+
+def assert_user_error(result, *fragments, one_line=False):
+    """Exit 2, a readable message on stderr naming the fragments, nothing on stdout, no traceback."""
+    assert result.returncode == 2, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.stdout == ""
+    assert "error" in result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, f"{fragment!r} not in {result.stderr!r}"
+    if one_line:
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def table_rows(stdout):
+    """{first word: whole line} for the lines of a `bptt check` table."""
+    return {line.split()[0]: line for line in stdout.splitlines() if line.strip()}
+
+
+def assert_all_rows_ok(stdout, names):
+    rows = table_rows(stdout)
+    assert "parameter" in rows, stdout  # the header
+    for name in names:
+        assert name in rows, f"no row for {name}:\n{stdout}"
+        assert " ok" in rows[name] and "FAIL" not in rows[name], rows[name]
+    assert "FAIL" not in stdout
