@@ -8,16 +8,13 @@ import subprocess
 import textwrap
 
 import pytest
-from cli_support import (  # noqa: F401
+from cli_support import (
     GENERATED,
-    READS_INPUT_AT_T_MINUS_1,
     REPO,
     ROWS,
-    USER_MODELS,
     ZOO,
     assert_all_rows_ok,
     assert_ok,
-    assert_user_error,
     bptt,
     cached,
     clean_env,

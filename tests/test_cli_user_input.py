@@ -4,22 +4,15 @@ import json
 import textwrap
 
 import pytest
-from cli_support import (  # noqa: F401
-    GENERATED,
+from cli_support import (
     READS_INPUT_AT_T_MINUS_1,
-    REPO,
     ROWS,
-    USER_MODELS,
-    ZOO,
     assert_all_rows_ok,
     assert_ok,
     assert_user_error,
     bptt,
-    cached,
-    clean_env,
     python,
     run_all,
-    table_rows,
 )
 
 # ---------------------------------------------------------------- usage errors
