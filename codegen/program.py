@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from derive.bptt import derive
-from derive.nodes import Adj, SeqAt, t
+from derive.nodes import Adj, SeqAt, matrix_sum, t
 
 from .forward_mode import blocks
 from .numpy_printer import RowPrinter, param_gradient, per_step_loss, size_name
@@ -32,10 +32,6 @@ def _terms(expr):
     return list(expr.args) if isinstance(expr, sp.MatAdd) else [expr]
 
 
-def _sum(terms):
-    return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
-
-
 def hoist(seq, rhs, loop_names):
     """Precompute, for all steps at once, the terms of the first sum in rhs that
     read nothing computed in the loop (input projections, biases).
@@ -52,7 +48,9 @@ def hoist(seq, rhs, loop_names):
             moving = [term for term in node.args if in_loop(term)]
             if moving and any(term.atoms(SeqAt) for term in fixed):  # constants and biases stay in place
                 placeholder = SeqAt(f"{seq.name}_in", t, seq.rows, "input")
-                line = Line(f"{placeholder.name} = {ALL(_sum(fixed))}", f"{text(_sum(fixed))}, all steps at once")
+                line = Line(
+                    f"{placeholder.name} = {ALL(matrix_sum(fixed))}", f"{text(matrix_sum(fixed))}, all steps at once"
+                )
                 return rhs.xreplace({node: sp.MatAdd(placeholder, *moving)}), line
     return rhs, None
 
@@ -90,17 +88,19 @@ def backward_lines(derivation):
         local, _, _ = parts[seq]
         if local:
             aged = seq.name in recurrent
-            comment = f"{text(Adj(seq()))} = {text(_sum(local))}" + (" + ..." if aged else "")
-            before.append(Line(f"d_{seq.name}[1:{', 0' if aged else ''}] = {ALL(_sum(local))}", comment))
+            comment = f"{text(Adj(seq()))} = {text(matrix_sum(local))}" + (" + ..." if aged else "")
+            before.append(Line(f"d_{seq.name}[1:{', 0' if aged else ''}] = {ALL(matrix_sum(local))}", comment))
     for seq in order:
         local, stepwise, nxt = parts[seq]
         target, name = f"d_{seq.name}", text(Adj(seq()))
         if stepwise:
             op = "+=" if local else "="
-            inside.append(Line(f"{target}[t] {op} {STEP(_sum(stepwise))}", f"{name} {op} {text(_sum(stepwise))}"))
+            inside.append(
+                Line(f"{target}[t] {op} {STEP(matrix_sum(stepwise))}", f"{name} {op} {text(matrix_sum(stepwise))}")
+            )
         if nxt:
-            code = f"{target}[t] += _age(keep[t] * ({STEP(_sum(nxt))}), window)"
-            inside.append(Line(code, f"{name} += {text(_sum(nxt))}", True))
+            code = f"{target}[t] += _age(keep[t] * ({STEP(matrix_sum(nxt))}), window)"
+            inside.append(Line(code, f"{name} += {text(matrix_sum(nxt))}", True))
     return before, inside, sorted(recurrent)
 
 

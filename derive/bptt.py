@@ -14,7 +14,7 @@ import sympy as sp
 
 from .adjoint import backprop
 from .model import references
-from .nodes import Adj, SeqAt, T, TimeSum, t
+from .nodes import Adj, SeqAt, T, TimeSum, matrix_sum, t
 
 NEXT, SAME = "next", "same"
 
@@ -63,13 +63,11 @@ class Derivation:
 
 
 def _total(contributions):
-    return _total_values([c.value for c in contributions], None)
+    return matrix_sum(c.value for c in contributions) if contributions else sp.S.Zero
 
 
 def _total_values(values, seq):
-    if not values:
-        return sp.ZeroMatrix(*seq(t).shape) if seq is not None else sp.S.Zero
-    return sp.MatAdd(*values).doit(deep=False) if len(values) > 1 else values[0]
+    return matrix_sum(values, seq.rows)
 
 
 def derive(model, staged=False, loss=None):

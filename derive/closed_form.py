@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .bptt import NEXT, SAME
-from .nodes import Adj, T, TimeProduct, TimeSum, t
+from .nodes import Adj, T, TimeProduct, TimeSum, matrix_sum, t
 
 j = sp.Symbol("j", integer=True)
 k = sp.Symbol("k", integer=True)
@@ -60,8 +60,8 @@ def closed_form(derivation, seq):
     nxt = [c.value for c in contributions if c.when == NEXT]
     same = [c.value for c in contributions if c.when == SAME]
     adjoint_next = Adj(seq(t + 1))
-    jacobian = linear_coefficient(sp.MatAdd(*nxt).doit(deep=False), adjoint_next) if nxt else None
-    local = sp.MatAdd(*same).doit(deep=False) if len(same) > 1 else same[0]
+    jacobian = linear_coefficient(matrix_sum(nxt), adjoint_next) if nxt else None
+    local = matrix_sum(same)
     if jacobian is None or any(a.of.role != "output" for a in local.atoms(Adj)):
         raise NoClosedForm("the local term must depend on output adjoints only")
     jacobian_k = jacobian.subs(t, k - 1)

@@ -2,14 +2,12 @@
 that says where it comes from. Equations are LaTeX strings; codegen renders
 them into a .tex or .md file."""
 
-import sympy as sp
-
 from .bptt import NEXT, derive
 from .closed_form import NoClosedForm, closed_form, recursion_residual
 from .equation import Equation, Section
 from .forward_document import forward_mode_sections
 from .latex import latex
-from .nodes import Adj, SeqAt, T, t
+from .nodes import Adj, SeqAt, T, matrix_sum, t
 from .truncation import chunked, randomized, randomized_closed, windowed
 
 
@@ -157,7 +155,7 @@ def _forcing_section(model, derivation):
 
 def _total_latex(values):
     values = list(values)
-    return latex(sp.MatAdd(*values).doit(deep=False) if len(values) > 1 else values[0])
+    return latex(matrix_sum(values))
 
 
 def _closed_form_sections(model, derivation):

@@ -14,6 +14,14 @@ t = sp.Symbol("t", integer=True)  # the generic time step
 T = sp.Symbol("T", integer=True, positive=True)  # the sequence length
 
 
+def matrix_sum(terms, rows=None):
+    """The sum of matrix terms (one term as itself); the zero column of `rows` rows if there are none."""
+    terms = list(terms)
+    if not terms:
+        return sp.ZeroMatrix(rows, 1)
+    return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
+
+
 def _str(name):
     return name if isinstance(name, Str) else Str(name)
 

@@ -14,7 +14,7 @@ import sympy as sp
 
 from .closed_form import linear_coefficient
 from .model import Seq
-from .nodes import DescendingTimeProduct, MatAt, SeqAt, TimeSum, t
+from .nodes import DescendingTimeProduct, MatAt, SeqAt, TimeSum, matrix_sum, t
 from .tangent import Tangent, tangent_terms
 
 i_lemma, j_lemma = sp.Symbol("i", integer=True), sp.Symbol("j", integer=True)
@@ -32,17 +32,11 @@ class ForwardMode:
     outputs: dict  # output Seq -> terms of o_dot_t, linear in Tangent(theta) or Tangent(state at t)
 
     def state_tangent(self, seq):
-        return _sum(self.local[seq] + self.carried[seq], seq)
+        return matrix_sum(self.local[seq] + self.carried[seq], seq.rows)
 
     def jacobian(self, seq):
         """c_t = dh_t/dh_{t-1} of a single-state cell, as a matrix."""
-        return linear_coefficient(_sum(self.carried[seq], seq), Tangent(seq(t - 1)))
-
-
-def _sum(terms, seq):
-    if not terms:
-        return sp.ZeroMatrix(seq.rows, 1)
-    return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
+        return linear_coefficient(matrix_sum(self.carried[seq], seq.rows), Tangent(seq(t - 1)))
 
 
 def live_states(model):

@@ -13,7 +13,7 @@ import sympy as sp
 
 from .bptt import NEXT, SAME
 from .closed_form import j, k
-from .nodes import T, TimeProduct, TimeSum, t
+from .nodes import T, TimeProduct, TimeSum, matrix_sum, t
 
 tau = sp.Symbol("tau", integer=True, positive=True)
 
@@ -32,8 +32,8 @@ class Kept(sp.Function):
 
 def _parts(derivation, seq):
     contributions = derivation.states[seq]
-    local = sp.MatAdd(*[c.value for c in contributions if c.when == SAME]).doit(deep=False)
-    nxt = sp.MatAdd(*[c.value for c in contributions if c.when == NEXT]).doit(deep=False)
+    local = matrix_sum(c.value for c in contributions if c.when == SAME)
+    nxt = matrix_sum(c.value for c in contributions if c.when == NEXT)
     return local, nxt
 
 
