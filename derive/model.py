@@ -7,6 +7,7 @@ appear at t-1 in the step and at t after their own assignment; every other
 sequence appears at t only. Several states (LSTM's h and c) need nothing more.
 """
 
+import keyword
 import re
 from dataclasses import dataclass, field
 
@@ -127,6 +128,11 @@ def validate(model):
         raise ModelError(f"{where}: no output; give at least one (Seq, rhs) in outputs")
     if not isinstance(model.loss, Loss):
         raise ModelError(f"{where}: loss must be a loss node such as GenericLoss(o(t), y(t)), got {model.loss!r}")
+    if len(model.inputs) != 1:
+        raise ModelError(f"{where}: expected one input sequence, got {len(model.inputs)}")
+    names = [s.name for s, _ in model.assignments] + [s.name for s in model.inputs] + [p.name for p in model.params]
+    for name in names + [a.name for a in model.loss.atoms(SeqAt)]:
+        _check_name(where, name)
     params = set(model.params)
     known_now = {s.name for s in model.inputs}
     states = {s.name for s in model.states}
@@ -150,6 +156,22 @@ def validate(model):
             r.role not in ("target", "label", "input") for r in references(replacement)
         ):
             raise ModelError(f"{where}: teacher forcing must replace {seq.name}_t by data of shape ({seq.rows}, 1)")
+
+
+# Names the generated code uses for itself; a model's sequences and parameters must not take them.
+RESERVED = {"B", "T", "t", "np", "xs", "ys", "dtype", "sizes", "params", "cache", "grads", "loss", "total", "keep"}
+RESERVED |= {"ages", "window", "mode", "value", "first", "zero", "rng", "truncate", "outputs", "d_outputs"}
+RESERVED_PREFIXES = ("d_", "dot_", "n_", "_")
+
+
+def _check_name(where, name):
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise ModelError(f"{where}: {name!r} is not a Python identifier; names become variables of the generated code")
+    if name in RESERVED or name.startswith(RESERVED_PREFIXES) or name.endswith("_in"):
+        raise ModelError(
+            f"{where}: the name {name!r} is reserved by the generated code "
+            f"(as are {', '.join(sorted(RESERVED))}, prefixes d_ dot_ n_ _ and the suffix _in)"
+        )
 
 
 def _check_inner_shapes(where, seq, rhs):

@@ -162,42 +162,42 @@ def forward_mode_grads(params, xs, ys, h0=None):
     grads = {}
     # U: tangents along every entry of U
     dot_h = np.zeros((U.size, B, n_h), dtype)
-    g = np.zeros(U.size, dtype)
+    total = np.zeros(U.size, dtype)
     for t in range(1, T + 1):
         dot_h = (1 - h[t] ** 2) * (_directions(x[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Udot x_t + W hdot_{t-1})
-        g += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["U"] = g.reshape(U.shape)
+        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
+    grads["U"] = total.reshape(U.shape)
     # W: tangents along every entry of W
     dot_h = np.zeros((W.size, B, n_h), dtype)
-    g = np.zeros(W.size, dtype)
+    total = np.zeros(W.size, dtype)
     for t in range(1, T + 1):
         dot_h = (1 - h[t] ** 2) * (_directions(h[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Wdot h_{t-1} + W hdot_{t-1})
-        g += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W"] = g.reshape(W.shape)
+        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
+    grads["W"] = total.reshape(W.shape)
     # V: tangents along every entry of V
-    g = np.zeros(V.size, dtype)
+    total = np.zeros(V.size, dtype)
     for t in range(1, T + 1):
-        g += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-    grads["V"] = g.reshape(V.shape)
+        total += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
+    grads["V"] = total.reshape(V.shape)
     # b: tangents along every entry of b
     dot_h = np.zeros((b.size, B, n_h), dtype)
-    g = np.zeros(b.size, dtype)
+    total = np.zeros(b.size, dtype)
     for t in range(1, T + 1):
         dot_h = (1 - h[t] ** 2) * (_directions(np.ones((B, 1), dtype), n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (bdot + W hdot_{t-1})
-        g += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b"] = g.reshape(b.shape)
+        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
+    grads["b"] = total.reshape(b.shape)
     # c: tangents along every entry of c
-    g = np.zeros(c.size, dtype)
+    total = np.zeros(c.size, dtype)
     for t in range(1, T + 1):
-        g += np.einsum("pbk,bk->p", _directions(np.ones((B, 1), dtype), n_q), d_s[t - 1])
-    grads["c"] = g.reshape(c.shape)
+        total += np.einsum("pbk,bk->p", _directions(np.ones((B, 1), dtype), n_q), d_s[t - 1])
+    grads["c"] = total.reshape(c.shape)
     # h0: tangents along every entry of h0, for each sample
     dot_h = _directions(np.ones((B, 1), dtype), n_h)
-    g = np.zeros((B, n_h), dtype)
+    total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
         dot_h = (1 - h[t] ** 2) * (dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) W hdot_{t-1}
-        g += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-    grads["h0"] = g
+        total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
+    grads["h0"] = total
     return loss, grads
 
 

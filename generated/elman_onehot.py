@@ -150,30 +150,30 @@ def forward_mode_grads(params, xs, ys, s0=None):
     grads = {}
     # U: tangents along every entry of U
     dot_s = np.zeros((U.size, B, n_h), dtype)
-    g = np.zeros(U.size, dtype)
+    total = np.zeros(U.size, dtype)
     for t in range(1, T + 1):
         dot_s = (1 - s[t] ** 2) * (_directions(_onehot(x[t - 1], n_d, dtype), n_h) + dot_s @ W.T)  # sdot_t = diag(1 - s_t^2) (Udot onehot(x_t) + W sdot_{t-1})
-        g += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
-    grads["U"] = g.reshape(U.shape)
+        total += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
+    grads["U"] = total.reshape(U.shape)
     # W: tangents along every entry of W
     dot_s = np.zeros((W.size, B, n_h), dtype)
-    g = np.zeros(W.size, dtype)
+    total = np.zeros(W.size, dtype)
     for t in range(1, T + 1):
         dot_s = (1 - s[t] ** 2) * (_directions(s[t - 1], n_h) + dot_s @ W.T)  # sdot_t = diag(1 - s_t^2) (Wdot s_{t-1} + W sdot_{t-1})
-        g += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
-    grads["W"] = g.reshape(W.shape)
+        total += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
+    grads["W"] = total.reshape(W.shape)
     # V: tangents along every entry of V
-    g = np.zeros(V.size, dtype)
+    total = np.zeros(V.size, dtype)
     for t in range(1, T + 1):
-        g += np.einsum("pbk,bk->p", _directions(s[t], n_q), d_z[t - 1])
-    grads["V"] = g.reshape(V.shape)
+        total += np.einsum("pbk,bk->p", _directions(s[t], n_q), d_z[t - 1])
+    grads["V"] = total.reshape(V.shape)
     # s0: tangents along every entry of s0, for each sample
     dot_s = _directions(np.ones((B, 1), dtype), n_h)
-    g = np.zeros((B, n_h), dtype)
+    total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
         dot_s = (1 - s[t] ** 2) * (dot_s @ W.T)  # sdot_t = diag(1 - s_t^2) W sdot_{t-1}
-        g += np.einsum("pbk,bk->bp", dot_s @ V.T, d_z[t - 1])
-    grads["s0"] = g
+        total += np.einsum("pbk,bk->bp", dot_s @ V.T, d_z[t - 1])
+    grads["s0"] = total
     return loss, grads
 
 

@@ -160,38 +160,38 @@ def forward_mode_grads(params, xs, ys, o0=None):
     n_q = sizes["q"]
     grads = {}
     # U: tangents along every entry of U
-    g = np.zeros(U.size, dtype)
+    total = np.zeros(U.size, dtype)
     for t in range(1, T + 1):
-        g += np.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(x[t - 1], n_h) @ V.T, d_s[t - 1])
-    grads["U"] = g.reshape(U.shape)
+        total += np.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(x[t - 1], n_h) @ V.T, d_s[t - 1])
+    grads["U"] = total.reshape(U.shape)
     # R: tangents along every entry of R
-    g = np.zeros(R.size, dtype)
+    total = np.zeros(R.size, dtype)
     for t in range(1, T + 1):
-        g += np.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(o[t - 1], n_h) @ V.T, d_s[t - 1])
-    grads["R"] = g.reshape(R.shape)
+        total += np.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(o[t - 1], n_h) @ V.T, d_s[t - 1])
+    grads["R"] = total.reshape(R.shape)
     # V: tangents along every entry of V
-    g = np.zeros(V.size, dtype)
+    total = np.zeros(V.size, dtype)
     for t in range(1, T + 1):
-        g += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-    grads["V"] = g.reshape(V.shape)
+        total += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
+    grads["V"] = total.reshape(V.shape)
     # b: tangents along every entry of b
-    g = np.zeros(b.size, dtype)
+    total = np.zeros(b.size, dtype)
     for t in range(1, T + 1):
-        g += np.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(np.ones((B, 1), dtype), n_h) @ V.T, d_s[t - 1])
-    grads["b"] = g.reshape(b.shape)
+        total += np.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(np.ones((B, 1), dtype), n_h) @ V.T, d_s[t - 1])
+    grads["b"] = total.reshape(b.shape)
     # c: tangents along every entry of c
-    g = np.zeros(c.size, dtype)
+    total = np.zeros(c.size, dtype)
     for t in range(1, T + 1):
-        g += np.einsum("pbk,bk->p", _directions(np.ones((B, 1), dtype), n_q), d_s[t - 1])
-    grads["c"] = g.reshape(c.shape)
+        total += np.einsum("pbk,bk->p", _directions(np.ones((B, 1), dtype), n_q), d_s[t - 1])
+    grads["c"] = total.reshape(c.shape)
     # o0: tangents along every entry of o0, for each sample
     first = _directions(np.ones((B, 1), dtype), n_q)
     zero = np.zeros_like(first)
-    g = np.zeros((B, n_q), dtype)
+    total = np.zeros((B, n_q), dtype)
     for t in range(1, T + 1):
         dot_o = first if t == 1 else zero  # odot_0 enters step 1 only
-        g += np.einsum("pbk,bk->bp", (1 - h[t] ** 2) * (dot_o @ R.T) @ V.T, d_s[t - 1])
-    grads["o0"] = g
+        total += np.einsum("pbk,bk->bp", (1 - h[t] ** 2) * (dot_o @ R.T) @ V.T, d_s[t - 1])
+    grads["o0"] = total
     return loss, grads
 
 
