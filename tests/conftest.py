@@ -55,10 +55,10 @@ class Problem:
         return env
 
 
-def make_problem(name, steps, seed, sizes=SIZES):
+def make_problem(name, steps, seed):
     model = load(name)
     rng = random.Random(seed)
-    size_of = dict(zip(model.sizes, sizes, strict=True))
+    size_of = dict(zip(model.sizes, SIZES, strict=True))
     env = {symbol: sp.Integer(n) for symbol, n in size_of.items()}
     entries = {}
 
