@@ -31,9 +31,6 @@ class ForwardMode:
     carried: dict  # live state Seq -> terms linear in the tangents at t-1
     outputs: dict  # output Seq -> terms of o_dot_t, linear in Tangent(theta) or Tangent(state at t)
 
-    def state_tangent(self, seq):
-        return matrix_sum(self.local[seq] + self.carried[seq], seq.rows)
-
     def jacobian(self, seq):
         """c_t = dh_t/dh_{t-1} of a single-state cell, as a matrix."""
         return linear_coefficient(matrix_sum(self.carried[seq], seq.rows), Tangent(seq(t - 1)))
