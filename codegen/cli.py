@@ -6,10 +6,12 @@ import pathlib
 import sys
 
 import generated
+from derive.adjoint import NoRule
 from derive.model import ModelError
 from derive.models import ZOO, load, names
 
 from . import check as checking
+from .numpy_printer import PrintError
 from .render import document, module_filename, module_source, write_atomic
 
 GENERATED = pathlib.Path(generated.__file__).parent
@@ -179,7 +181,7 @@ def main(argv=None):
     args = parser().parse_args(argv)
     try:
         return args.run(args)
-    except UsageError as error:
+    except (UsageError, NoRule, PrintError) as error:  # bad input, or a model the tool cannot handle
         print(f"bptt {args.command}: error: {error}", file=sys.stderr)
         return 2
     except Exception as error:  # a bug or an unreadable file: one line, unless debugging

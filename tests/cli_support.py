@@ -84,6 +84,11 @@ READS_INPUT_AT_T_MINUS_1 = textwrap.dedent(
     """
 )
 
+# A model with an elementwise function that has no derivative rule.
+UNKNOWN_FUNCTION = READS_INPUT_AT_T_MINUS_1.replace("GenericLoss, t", "Apply, GenericLoss, t").replace(
+    "W_hx * x(t - 1) + W_hh * hidden(t - 1)", 'Apply("relu", W_hx * x() + W_hh * hidden(t - 1))'
+)
+
 
 def clean_env(**extra):
     env = {k: v for k, v in os.environ.items() if k != "BPTT_DEBUG"}  # BPTT_DEBUG turns errors into tracebacks

@@ -7,6 +7,7 @@ import pytest
 from cli_support import (
     READS_INPUT_AT_T_MINUS_1,
     ROWS,
+    UNKNOWN_FUNCTION,
     assert_all_rows_ok,
     assert_ok,
     assert_user_error,
@@ -136,6 +137,7 @@ MALFORMED = {
     "not a model": ("def f():\n    return 42\n", "f", "Model"),
     "raises": ("def f():\n    raise RuntimeError('boom')\n", "f", "boom"),
     "non-state at t-1": (READS_INPUT_AT_T_MINUS_1, "f", "t-1"),
+    "no rule": (UNKNOWN_FUNCTION, "f", "relu"),
 }
 
 
