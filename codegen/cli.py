@@ -181,6 +181,9 @@ def main(argv=None):
     args = parser().parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:  # the reader stopped early (`bptt latex elman | head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (UsageError, NoRule, PrintError) as error:  # bad input, or a model the tool cannot handle
         print(f"bptt {args.command}: error: {error}", file=sys.stderr)
         return 2
