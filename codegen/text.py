@@ -3,7 +3,7 @@
 import sympy as sp
 from sympy.printing.str import StrPrinter
 
-from derive.latex import term_order, time_index
+from derive.latex import term_order
 
 
 class TextPrinter(StrPrinter):
@@ -11,11 +11,7 @@ class TextPrinter(StrPrinter):
         return f"dL/d{self._print(expr.of)}"
 
     def _print_Tangent(self, expr):
-        of = expr.of
-        if hasattr(of, "time"):
-            index = time_index(of.time)
-            return f"{of.name}dot_{index}" if len(index) == 1 else f"{of.name}dot_{{{index}}}"
-        return f"{of.name}dot"
+        return f"dot({self._print(expr.of)})"
 
     def _print_MatrixSymbol(self, expr):
         return expr.name

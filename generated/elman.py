@@ -164,14 +164,14 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = np.zeros((U.size, B, n_h), dtype)
     total = np.zeros(U.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(x[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Udot x_t + W hdot_{t-1})
+        dot_h = (1 - h[t] ** 2) * (_directions(x[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(U) x_t + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["U"] = total.reshape(U.shape)
     # W: tangents along every entry of W
     dot_h = np.zeros((W.size, B, n_h), dtype)
     total = np.zeros(W.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(h[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Wdot h_{t-1} + W hdot_{t-1})
+        dot_h = (1 - h[t] ** 2) * (_directions(h[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(W) h_{t-1} + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["W"] = total.reshape(W.shape)
     # V: tangents along every entry of V
@@ -183,7 +183,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = np.zeros((b.size, B, n_h), dtype)
     total = np.zeros(b.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(np.ones((B, 1), dtype), n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (bdot + W hdot_{t-1})
+        dot_h = (1 - h[t] ** 2) * (_directions(np.ones((B, 1), dtype), n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(b) + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b"] = total.reshape(b.shape)
     # c: tangents along every entry of c
@@ -195,7 +195,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = _directions(np.ones((B, 1), dtype), n_h)
     total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) W hdot_{t-1}
+        dot_h = (1 - h[t] ** 2) * (dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) W dot(h_{t-1})
         total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
     grads["h0"] = total
     return loss, grads

@@ -181,21 +181,21 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     dot_h = np.zeros((U.size, B, n_h), dtype)
     total = np.zeros(U.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(x[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Udot x_t + W hdot_{t-1})
+        dot_h = (1 - h[t] ** 2) * (_directions(x[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(U) x_t + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["U"] = total.reshape(U.shape)
     # W: tangents along every entry of W
     dot_h = np.zeros((W.size, B, n_h), dtype)
     total = np.zeros(W.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(h[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Wdot h_{t-1} + W hdot_{t-1})
+        dot_h = (1 - h[t] ** 2) * (_directions(h[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(W) h_{t-1} + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["W"] = total.reshape(W.shape)
     # R: tangents along every entry of R
     dot_h = np.zeros((R.size, B, n_h), dtype)
     total = np.zeros(R.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(o[t - 1], n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (Rdot o_{t-1} + W hdot_{t-1})
+        dot_h = (1 - h[t] ** 2) * (_directions(o[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(R) o_{t-1} + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["R"] = total.reshape(R.shape)
     # V: tangents along every entry of V
@@ -207,7 +207,7 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     dot_h = np.zeros((b.size, B, n_h), dtype)
     total = np.zeros(b.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(np.ones((B, 1), dtype), n_h) + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (bdot + W hdot_{t-1})
+        dot_h = (1 - h[t] ** 2) * (_directions(np.ones((B, 1), dtype), n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(b) + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b"] = total.reshape(b.shape)
     # c: tangents along every entry of c
@@ -219,7 +219,7 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     dot_h = _directions(np.ones((B, 1), dtype), n_h)
     total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) W hdot_{t-1}
+        dot_h = (1 - h[t] ** 2) * (dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) W dot(h_{t-1})
         total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
     grads["h0"] = total
     # o0: tangents along every entry of o0, for each sample
@@ -228,8 +228,8 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     zero = np.zeros_like(first)
     total = np.zeros((B, n_q), dtype)
     for t in range(1, T + 1):
-        dot_o = first if t == 1 else zero  # odot_0 enters step 1 only
-        dot_h = (1 - h[t] ** 2) * (dot_o @ R.T + dot_h @ W.T)  # hdot_t = diag(1 - h_t^2) (R odot_{t-1} + W hdot_{t-1})
+        dot_o = first if t == 1 else zero  # dot(o_0) enters step 1 only
+        dot_h = (1 - h[t] ** 2) * (dot_o @ R.T + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (R dot(o_{t-1}) + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
     grads["o0"] = total
     return loss, grads

@@ -152,14 +152,14 @@ def forward_mode_grads(params, xs, ys, s0=None):
     dot_s = np.zeros((U.size, B, n_h), dtype)
     total = np.zeros(U.size, dtype)
     for t in range(1, T + 1):
-        dot_s = (1 - s[t] ** 2) * (_directions(_onehot(x[t - 1], n_d, dtype), n_h) + dot_s @ W.T)  # sdot_t = diag(1 - s_t^2) (Udot onehot(x_t) + W sdot_{t-1})
+        dot_s = (1 - s[t] ** 2) * (_directions(_onehot(x[t - 1], n_d, dtype), n_h) + dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) (dot(U) onehot(x_t) + W dot(s_{t-1}))
         total += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
     grads["U"] = total.reshape(U.shape)
     # W: tangents along every entry of W
     dot_s = np.zeros((W.size, B, n_h), dtype)
     total = np.zeros(W.size, dtype)
     for t in range(1, T + 1):
-        dot_s = (1 - s[t] ** 2) * (_directions(s[t - 1], n_h) + dot_s @ W.T)  # sdot_t = diag(1 - s_t^2) (Wdot s_{t-1} + W sdot_{t-1})
+        dot_s = (1 - s[t] ** 2) * (_directions(s[t - 1], n_h) + dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) (dot(W) s_{t-1} + W dot(s_{t-1}))
         total += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
     grads["W"] = total.reshape(W.shape)
     # V: tangents along every entry of V
@@ -171,7 +171,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
     dot_s = _directions(np.ones((B, 1), dtype), n_h)
     total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
-        dot_s = (1 - s[t] ** 2) * (dot_s @ W.T)  # sdot_t = diag(1 - s_t^2) W sdot_{t-1}
+        dot_s = (1 - s[t] ** 2) * (dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) W dot(s_{t-1})
         total += np.einsum("pbk,bk->bp", dot_s @ V.T, d_z[t - 1])
     grads["s0"] = total
     return loss, grads

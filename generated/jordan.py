@@ -189,7 +189,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
     zero = np.zeros_like(first)
     total = np.zeros((B, n_q), dtype)
     for t in range(1, T + 1):
-        dot_o = first if t == 1 else zero  # odot_0 enters step 1 only
+        dot_o = first if t == 1 else zero  # dot(o_0) enters step 1 only
         total += np.einsum("pbk,bk->bp", (1 - h[t] ** 2) * (dot_o @ R.T) @ V.T, d_s[t - 1])
     grads["o0"] = total
     return loss, grads

@@ -151,14 +151,14 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = np.zeros((W_hx.size, B, n_h), dtype)
     total = np.zeros(W_hx.size, dtype)
     for t in range(1, T + 1):
-        dot_h = _directions(x[t - 1], n_h) + dot_h @ W_hh.T  # hdot_t = W_hxdot x_t + W_hh hdot_{t-1}
+        dot_h = _directions(x[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hx) x_t + W_hh dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
     grads["W_hx"] = total.reshape(W_hx.shape)
     # W_hh: tangents along every entry of W_hh
     dot_h = np.zeros((W_hh.size, B, n_h), dtype)
     total = np.zeros(W_hh.size, dtype)
     for t in range(1, T + 1):
-        dot_h = _directions(h[t - 1], n_h) + dot_h @ W_hh.T  # hdot_t = W_hhdot h_{t-1} + W_hh hdot_{t-1}
+        dot_h = _directions(h[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
     grads["W_hh"] = total.reshape(W_hh.shape)
     # W_qh: tangents along every entry of W_qh
@@ -170,7 +170,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = _directions(np.ones((B, 1), dtype), n_h)
     total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
-        dot_h = dot_h @ W_hh.T  # hdot_t = W_hh hdot_{t-1}
+        dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})
         total += np.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])
     grads["h0"] = total
     return loss, grads
