@@ -125,7 +125,7 @@ def _forcing_section(model, derivation):
     equations = []
     for seq, replacement in model.teacher_forcing:
         cut = [c for c in derivation.forced[seq] if c.when == NEXT]
-        free = _total_latex(c.value for c in derivation.forced[seq])
+        free = latex(matrix_sum(c.value for c in derivation.forced[seq]))
         equations.append(
             Equation(
                 latex(Adj(seq())),
@@ -151,11 +151,6 @@ def _forcing_section(model, derivation):
             "no gradient flows back through time, and each gradient below is a plain sum over $t$ of per-step terms."
         )
     return Section("Teacher forcing", text, tuple(equations))
-
-
-def _total_latex(values):
-    values = list(values)
-    return latex(matrix_sum(values))
 
 
 def _closed_form_sections(model, derivation):

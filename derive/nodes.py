@@ -71,15 +71,6 @@ class Diag(MatrixExpr):
     def _eval_transpose(self):
         return self
 
-    def _entry(self, i, j, **kwargs):
-        return self.vector[i, 0] if i == j else sp.S.Zero
-
-    def doit(self, **hints):
-        v = self.vector.doit(**hints)
-        if isinstance(v, sp.MatrixBase):
-            return sp.ImmutableMatrix(sp.diag(*v))
-        return Diag(v)
-
 
 class Apply(MatrixExpr):
     """An elementwise function of a vector: tanh(a), sigmoid(a), relu(a)."""
@@ -90,15 +81,6 @@ class Apply(MatrixExpr):
     function = property(lambda self: self.args[0].name)
     arg = property(lambda self: self.args[1])
     shape = property(lambda self: self.args[1].shape)
-
-    def _entry(self, i, j, **kwargs):
-        return SCALAR_FUNCTIONS[self.function](self.arg[i, j])
-
-    def doit(self, **hints):
-        arg = self.arg.doit(**hints)
-        if isinstance(arg, sp.MatrixBase):
-            return sp.ImmutableMatrix(arg.applyfunc(SCALAR_FUNCTIONS[self.function]))
-        return Apply(self.function, arg)
 
 
 SCALAR_FUNCTIONS = {
@@ -124,17 +106,6 @@ class Softmax(MatrixExpr):
     arg = property(lambda self: self.args[0])
     shape = property(lambda self: self.args[0].shape)
 
-    def _entry(self, i, j, **kwargs):
-        rows = range(int(self.shape[0]))
-        return sp.exp(self.arg[i, 0]) / sp.Add(*(sp.exp(self.arg[k, 0]) for k in rows))
-
-    def doit(self, **hints):
-        s = self.arg.doit(**hints)
-        if isinstance(s, sp.MatrixBase):
-            e = s.applyfunc(sp.exp)
-            return sp.ImmutableMatrix(e / sum(e))
-        return Softmax(s)
-
 
 class OneHot(MatrixExpr):
     """The one-hot column vector of an integer label, with `classes` rows."""
@@ -144,9 +115,6 @@ class OneHot(MatrixExpr):
 
     label = property(lambda self: self.args[0])
     shape = property(lambda self: (self.args[1], sp.S.One))
-
-    def _entry(self, i, j, **kwargs):
-        return sp.S.One if i == self.label else sp.S.Zero
 
 
 class Loss(sp.Expr):
