@@ -20,8 +20,7 @@ for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-from derive.models import names  # noqa: E402
+from bptt.derive.models import names  # noqa: E402
 
 T, B = 100, 32
 SIZES = {"d": 64, "h": 128, "q": 64}  # sizes of other names default to 64
@@ -30,7 +29,7 @@ SIZES = {"d": 64, "h": 128, "q": 64}  # sizes of other names default to 64
 def module_of(name):
     """generated/<name>.py, or None if the zoo model has not been generated."""
     try:
-        return importlib.import_module("generated." + name.replace("-", "_"))
+        return importlib.import_module("bptt.generated." + name.replace("-", "_"))
     except ModuleNotFoundError:
         return None
 

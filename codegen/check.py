@@ -28,7 +28,7 @@ def load_module(model, from_zoo):
     name = module_filename(model)[:-3]
     if from_zoo:
         try:
-            return importlib.import_module(f"generated.{name}")
+            return importlib.import_module(f"bptt.generated.{name}")
         except ModuleNotFoundError as error:
             raise FileNotFoundError(f"generated/{name}.py does not exist; run `bptt codegen {model.name}`") from error
     module = types.ModuleType(name)

@@ -5,10 +5,10 @@ import os
 import pathlib
 import sys
 
-import generated
-from derive.adjoint import NoRule
-from derive.model import ModelError
-from derive.models import ZOO, load, names
+import bptt.generated as generated
+from bptt.derive.adjoint import NoRule
+from bptt.derive.model import ModelError
+from bptt.derive.models import ZOO, load, names
 
 from . import check as checking
 from .numpy_printer import PrintError

@@ -1,4 +1,4 @@
-"""Statements of the generated forward-mode (RTRL) gradient, from derive.rtrl.
+"""Statements of the generated forward-mode (RTRL) gradient, from bptt.derive.rtrl.
 
 Tangents are carried for every direction of one parameter at once: an array
 (P, B, n) for P = the parameter's size. A direction M_dot = E_ij applied to a
@@ -8,10 +8,9 @@ vector v is `_directions(v, rows)`.
 from dataclasses import dataclass
 
 import sympy as sp
-
-from derive.nodes import SeqAt
-from derive.rtrl import factored, forward_mode, live_states, reads_parameter
-from derive.tangent import Tangent
+from bptt.derive.nodes import SeqAt
+from bptt.derive.rtrl import factored, forward_mode, live_states, reads_parameter
+from bptt.derive.tangent import Tangent
 
 from .numpy_printer import PrintError, RowPrinter, scalar, size_name
 from .text import text

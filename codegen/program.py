@@ -9,9 +9,8 @@ import re
 from dataclasses import dataclass
 
 import sympy as sp
-
-from derive.bptt import derive
-from derive.nodes import Adj, SeqAt, matrix_sum, t
+from bptt.derive.bptt import derive
+from bptt.derive.nodes import Adj, SeqAt, matrix_sum, t
 
 from .forward_mode import blocks
 from .numpy_printer import RowPrinter, param_gradient, per_step_loss, size_name

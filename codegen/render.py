@@ -5,8 +5,7 @@ import pathlib
 import tempfile
 
 import jinja2
-
-from derive.document import sections
+from bptt.derive.document import sections
 
 from .program import context
 

@@ -8,9 +8,8 @@ reads a recurrent adjoint. Only those loop, last step first.
 """
 
 import sympy as sp
-
-from derive.bptt import NEXT
-from derive.nodes import Adj, SeqAt, t
+from bptt.derive.bptt import NEXT
+from bptt.derive.nodes import Adj, SeqAt, t
 
 
 def _reads(expr, at):

@@ -9,11 +9,10 @@ Try:  bptt latex examples/gated_rnn.py:gated_rnn
       bptt check examples/gated_rnn.py:gated_rnn
 """
 
+from bptt.derive.model import Model, matrix, sequence, sizes
+from bptt.derive.nodes import SquaredError, sigmoid, t, tanh
 from sympy import HadamardProduct
 from sympy.matrices.expressions.special import OneMatrix
-
-from derive.model import Model, matrix, sequence, sizes
-from derive.nodes import SquaredError, sigmoid, t, tanh
 
 
 def gated_rnn():

@@ -12,10 +12,9 @@ Try:  bptt latex examples/lstm.py:lstm --format md
       bptt check examples/lstm.py:lstm
 """
 
+from bptt.derive.model import Model, matrix, sequence, sizes, vector
+from bptt.derive.nodes import SquaredError, sigmoid, t, tanh
 from sympy import HadamardProduct
-
-from derive.model import Model, matrix, sequence, sizes, vector
-from derive.nodes import SquaredError, sigmoid, t, tanh
 
 
 def lstm():

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import textwrap
 
-from derive.models import names
+from bptt.derive.models import names
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GENERATED = REPO / "generated"
@@ -21,8 +21,8 @@ USER_MODELS = textwrap.dedent(
     '''
     """Models a user writes outside the zoo."""
 
-    from derive.model import Model, labels, matrix, sequence, sizes, vector
-    from derive.nodes import Softmax, SoftmaxCrossEntropy, sigmoid, t
+    from bptt.derive.model import Model, labels, matrix, sequence, sizes, vector
+    from bptt.derive.nodes import Softmax, SoftmaxCrossEntropy, sigmoid, t
 
 
     def make(name):
@@ -61,8 +61,8 @@ USER_MODELS = textwrap.dedent(
 # A model reading the input x at t-1: only states may be read at t-1.
 READS_INPUT_AT_T_MINUS_1 = textwrap.dedent(
     """
-    from derive.model import Model, matrix, sequence, sizes
-    from derive.nodes import GenericLoss, t
+    from bptt.derive.model import Model, matrix, sequence, sizes
+    from bptt.derive.nodes import GenericLoss, t
 
 
     def f():
@@ -97,9 +97,9 @@ def clean_env(**extra):
 
 
 def bptt(*args, cwd=REPO, env=None):
-    """Run `python -m codegen ARGS`."""
+    """Run `python -m bptt ARGS`."""
     return subprocess.run(
-        [sys.executable, "-m", "codegen", *map(str, args)],
+        [sys.executable, "-m", "bptt", *map(str, args)],
         cwd=cwd,
         env=env or clean_env(),
         capture_output=True,

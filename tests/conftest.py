@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 import sympy as sp
-
-from derive.models import load
-from derive.nodes import t
+from bptt.derive.models import load
+from bptt.derive.nodes import t
 
 # d, h, q: distinct, so a transposed or misplaced factor cannot go unnoticed.
 SIZES = (2, 3, 4)

@@ -8,7 +8,7 @@ import pytest
 def module_of(name):
     """generated/<name>.py; a zoo model that has none fails the test that asks for it."""
     try:
-        return importlib.import_module("generated." + name.replace("-", "_"))
+        return importlib.import_module("bptt.generated." + name.replace("-", "_"))
     except ModuleNotFoundError as error:
         pytest.fail(f"zoo model {name!r} has no generated module ({error}); run `bptt codegen {name}`")
 

@@ -5,10 +5,9 @@ gradient summed once too often) that a loose tolerance could hide."""
 
 import numpy as np
 import pytest
+from bptt.codegen.check import STENCIL
+from bptt.derive.models import names
 from support import forward, module_of
-
-from codegen.check import STENCIL
-from derive.models import names
 
 NAMES = names()
 SEEDS = (0, 1, 2)

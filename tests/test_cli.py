@@ -38,7 +38,7 @@ def test_models_lists_the_zoo():
 
 
 def test_console_script_matches_python_m():
-    """The installed `bptt` script is the same program as `python -m codegen`."""
+    """The installed `bptt` script is the same program as `python -m bptt`."""
     script = shutil.which("bptt")
     assert script, "the `bptt` console script is not on PATH: run pip install -e '.[test]'"
     result = subprocess.run([script, "models"], cwd=REPO, env=clean_env(), capture_output=True, text=True, timeout=300)
@@ -240,7 +240,7 @@ def test_check_function_flags_a_corrupted_gradient(tmp_path):
     script = textwrap.dedent(
         f"""
         import importlib.util, json
-        from codegen.check import check
+        from bptt.codegen.check import check
         spec = importlib.util.spec_from_file_location("corrupted_linear", {str(tmp_path / "linear.py")!r})
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -6,13 +6,12 @@ import dataclasses
 import mpmath
 import pytest
 import sympy as sp
-
-from derive.bptt import derive
-from derive.closed_form import closed_form, recursion_residual
-from derive.explicit import backward, evaluate, expand_over_time, unroll
-from derive.latex import latex
-from derive.models import load
-from derive.nodes import Adj, T, TimeSum, t
+from bptt.derive.bptt import derive
+from bptt.derive.closed_form import closed_form, recursion_residual
+from bptt.derive.explicit import backward, evaluate, expand_over_time, unroll
+from bptt.derive.latex import latex
+from bptt.derive.models import load
+from bptt.derive.nodes import Adj, T, TimeSum, t
 
 STEPS = 4
 DIGITS = 60

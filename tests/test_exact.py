@@ -12,10 +12,9 @@ import dataclasses
 import mpmath
 import pytest
 import sympy as sp
-
-from derive.bptt import NEXT, derive
-from derive.explicit import backward, unroll
-from derive.nodes import Adj, LossGrad, t
+from bptt.derive.bptt import NEXT, derive
+from bptt.derive.explicit import backward, unroll
+from bptt.derive.nodes import Adj, LossGrad, t
 
 STEPS = 3
 DIGITS = 60  # working precision of the elman comparison

@@ -3,12 +3,11 @@
 import numpy as np
 import pytest
 import sympy as sp
+from bptt.derive.explicit import expand_over_time, explicit
+from bptt.derive.models import load, names
+from bptt.derive.nodes import DescendingTimeProduct, TimeProduct, t
+from bptt.derive.rtrl import forward_mode, lemma, lemma_induction, live_states
 from support import module_of
-
-from derive.explicit import expand_over_time, explicit
-from derive.models import load, names
-from derive.nodes import DescendingTimeProduct, TimeProduct, t
-from derive.rtrl import forward_mode, lemma, lemma_induction, live_states
 
 
 @pytest.mark.parametrize("name", names())
@@ -83,8 +82,8 @@ def test_lemma_check_can_fail():
 @pytest.mark.parametrize("name", ["linear", "elman", "elman-onehot"])
 def test_jacobian_is_the_transposed_backward_one(name):
     """c_t of the forward tangents is A_t^T of the backward recursion (same cell, two directions)."""
-    from derive.bptt import derive
-    from derive.closed_form import closed_form, k
+    from bptt.derive.bptt import derive
+    from bptt.derive.closed_form import closed_form, k
 
     model = load(name)
     (seq,) = live_states(model)

@@ -10,8 +10,7 @@ import sys
 import textwrap
 
 import pytest
-
-from derive.models import names
+from bptt.derive.models import names
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ZOO = tuple(names())
@@ -71,8 +70,8 @@ def test_zoo_derivation_compiles(model, documents):
 # A user's model whose title or source is plain text with characters TeX treats specially.
 USER_MODEL = textwrap.dedent(
     """
-    from derive.model import Model, matrix, sequence, sizes
-    from derive.nodes import GenericLoss, t
+    from bptt.derive.model import Model, matrix, sequence, sizes
+    from bptt.derive.nodes import GenericLoss, t
 
 
     def make(title="Linear RNN", source="a test"):

@@ -4,13 +4,12 @@ node without an adjoint rule fails with NoRule naming it."""
 import re
 
 import pytest
+from bptt.derive.adjoint import NoRule, backprop
+from bptt.derive.bptt import derive
+from bptt.derive.model import Model, ModelError, matrix, sequence, sizes
+from bptt.derive.models import load, names
+from bptt.derive.nodes import Apply, SquaredError, t
 from sympy.matrices.expressions.matexpr import MatrixExpr
-
-from derive.adjoint import NoRule, backprop
-from derive.bptt import derive
-from derive.model import Model, ModelError, matrix, sequence, sizes
-from derive.models import load, names
-from derive.nodes import Apply, SquaredError, t
 
 d, h, q = sizes("d h q")
 W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q, h)
@@ -108,7 +107,7 @@ def write(tmp_path, text):
 
 def test_model_file_is_loaded(tmp_path):
     """Positive control: a file whose function returns a Model loads."""
-    path = write(tmp_path, "from derive.models.linear import linear\n\ndef make():\n    return linear()\n")
+    path = write(tmp_path, "from bptt.derive.models.linear import linear\n\ndef make():\n    return linear()\n")
     assert load(f"{path}:make").name == "linear"
 
 
@@ -145,8 +144,8 @@ def test_model_file_with_a_bad_description(tmp_path):
     """A ModelError raised while building the model reaches the user unchanged."""
     path = write(
         tmp_path,
-        "from derive.model import Model, matrix, sequence, sizes\n"
-        "from derive.nodes import SquaredError\n\n"
+        "from bptt.derive.model import Model, matrix, sequence, sizes\n"
+        "from bptt.derive.nodes import SquaredError\n\n"
         "def make():\n"
         "    n = sizes('n')\n"
         "    x, o, y = sequence('x', n, 'input'), sequence('o', n, 'output'), sequence('y', n, 'target')\n"

@@ -4,9 +4,8 @@ import pathlib
 import re
 
 import pytest
-
-from codegen.render import document
-from derive.models import load
+from bptt.codegen.render import document
+from bptt.derive.models import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -5,25 +5,22 @@ import inspect
 
 import numpy as np
 import pytest
-
-import generated.elman_jordan
-import generated.elman_onehot
-import generated.jordan
-from codegen.render import document
-from derive.bptt import derive
-from derive.models import load
+from bptt.codegen.render import document
+from bptt.derive.bptt import derive
+from bptt.derive.models import load
+from bptt.generated import elman_jordan, elman_onehot, jordan
 
 
 def test_onehot_inputs_are_looked_up_and_scattered_never_densified():
     """U onehot(x_t) is a column lookup and dL/dU a scatter-add: no (T, B, vocabulary) one-hot of the inputs."""
-    forward = inspect.getsource(generated.elman_onehot.forward)
-    backward = inspect.getsource(generated.elman_onehot.backward)
+    forward = inspect.getsource(elman_onehot.forward)
+    backward = inspect.getsource(elman_onehot.backward)
     assert "U.T[x]" in forward and "_onehot(x" not in forward
     assert "_scatter_columns(" in backward and "_onehot(x" not in backward
 
 
 def test_onehot_gradient_of_u_lands_in_the_looked_up_columns_only():
-    module = generated.elman_onehot
+    module = elman_onehot
     rng = np.random.default_rng(0)
     sizes = {"d": 50, "h": 4, "q": 6}
     params = module.init_params(rng, **sizes)
@@ -35,7 +32,7 @@ def test_onehot_gradient_of_u_lands_in_the_looked_up_columns_only():
 
 
 def test_word_index_outside_the_vocabulary_is_a_clear_error():
-    module = generated.elman_onehot
+    module = elman_onehot
     rng = np.random.default_rng(0)
     params = module.init_params(rng, d=5, h=3, q=4)
     ys = np.zeros((2, 1), dtype=int)
@@ -55,7 +52,7 @@ def test_jordan_under_teacher_forcing_has_no_recursion():
     text = document(model, "md")
     assert "no gradient flows back through time" in text
     assert "the term is cut" in text
-    assert "for t in range" not in inspect.getsource(generated.jordan.backward)
+    assert "for t in range" not in inspect.getsource(jordan.backward)
 
 
 def test_elman_jordan_backpropagates_through_the_hidden_path_only():
@@ -68,7 +65,7 @@ def test_elman_jordan_backpropagates_through_the_hidden_path_only():
 
 def test_teacher_forcing_feeds_the_true_previous_label():
     """The output at t depends on y_{t-1} (forced in) but not on the model's own earlier outputs."""
-    module = generated.elman_jordan
+    module = elman_jordan
     rng = np.random.default_rng(1)
     params = module.init_params(rng, d=2, h=3, q=4)
     xs, ys = module.random_inputs(rng, 4, 2, d=2, h=3, q=4)

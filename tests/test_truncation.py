@@ -4,10 +4,9 @@ truncated loss; randomized truncation is unbiased."""
 
 import numpy as np
 import pytest
+from bptt.codegen.check import numeric_gradient, problem, relative_error
+from bptt.derive.models import names
 from support import module_of
-
-from codegen.check import numeric_gradient, problem, relative_error
-from derive.models import names
 
 T, B = 5, 2
 RECURRENT = [name for name in names() if name not in ("jordan",)]  # jordan has no recurrence to truncate

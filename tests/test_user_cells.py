@@ -5,10 +5,9 @@ import pathlib
 
 import numpy as np
 import pytest
-
-from codegen.check import check, load_module
-from derive.model import ModelError
-from derive.models import load
+from bptt.codegen.check import check, load_module
+from bptt.derive.model import ModelError
+from bptt.derive.models import load
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 CELLS = [f"{EXAMPLES / 'gated_rnn.py'}:gated_rnn", f"{EXAMPLES / 'lstm.py'}:lstm"]
