@@ -8,14 +8,13 @@ expression serves a single step (`h[t]`) or all steps at once (`h[1:]`).
 
 import sympy as sp
 from bptt.derive.latex import term_order
-from bptt.derive.nodes import Adj, Apply, Diag, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError, t
+from bptt.derive.elementwise import Apply, lookup
+from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError, t
 from sympy.matrices.expressions.special import OneMatrix
 
 # Arrays of states and intermediates hold steps 0..T (index = time);
 # inputs, outputs and targets hold steps 1..T (index = time - 1).
 ALIGNED = ("state", "intermediate")
-
-ELEMENTWISE = {"tanh": "np.tanh", "sigmoid": "_sigmoid"}
 
 
 class PrintError(ValueError):
@@ -73,7 +72,8 @@ class RowPrinter:
         if isinstance(expr, sp.HadamardPower):
             return f"{self.operand(expr.base)} ** {expr.exp}"
         if isinstance(expr, Apply):
-            return f"{ELEMENTWISE[expr.function]}({self.vector(expr.arg)})"
+            code = lookup(expr.function).code["numpy"]
+            return code.format(arg=self.vector(expr.arg), operand=self.operand(expr.arg))
         if isinstance(expr, Softmax):
             return f"_softmax({self.vector(expr.arg)})"
         if isinstance(expr, OneHot):

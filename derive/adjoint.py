@@ -7,8 +7,8 @@ of its arguments, written like the maths (for h = tanh(a): a_bar = diag(1 - h^2)
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
+from .elementwise import Apply, UnknownFunction, derivative
 from .nodes import (
-    Apply,
     Diag,
     GenericLoss,
     LossGrad,
@@ -51,21 +51,12 @@ def _hadamard(node, g, out):
     return grads
 
 
-def _one_minus_square(y):
-    return OneMatrix(*y.shape) - sp.HadamardPower(y, 2)
-
-
-# f'(a) written in terms of the output y = f(a), as textbooks do.
-ELEMENTWISE_DERIVATIVES = {
-    "tanh": _one_minus_square,
-    "sigmoid": lambda y: sp.HadamardProduct(y, OneMatrix(*y.shape) - y),
-}
-
-
 def _apply(node, g, out):
-    if node.function not in ELEMENTWISE_DERIVATIVES:
-        raise NoRule(f"no derivative for the elementwise function {node.function!r}")
-    return [(node.arg, Diag(ELEMENTWISE_DERIVATIVES[node.function](out)) * g)]
+    try:
+        slope = derivative(node, out)
+    except UnknownFunction as error:
+        raise NoRule(str(error)) from error
+    return [(node.arg, Diag(slope) * g)]
 
 
 def _squared_error(node, g, out):

@@ -9,10 +9,9 @@ import functools
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
+from .elementwise import Apply, lookup
 from .nodes import (
-    SCALAR_FUNCTIONS,
     Adj,
-    Apply,
     Diag,
     OneHot,
     Softmax,
@@ -104,7 +103,7 @@ EXPLICIT = {
     sp.ZeroMatrix: lambda n: sp.ImmutableMatrix(sp.zeros(*(int(k) for k in n.shape))),
     sp.Identity: lambda n: sp.ImmutableMatrix(sp.eye(int(n.shape[0]))),
     Diag: lambda n: sp.ImmutableMatrix(sp.diag(*explicit(n.vector))),
-    Apply: lambda n: explicit(n.arg).applyfunc(SCALAR_FUNCTIONS[n.function]),
+    Apply: lambda n: explicit(n.arg).applyfunc(lookup(n.function).scalar),
     Softmax: _softmax,
     OneHot: _onehot,
     SquaredError: _squared_error,

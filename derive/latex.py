@@ -4,6 +4,7 @@
 import sympy as sp
 from sympy.printing.latex import LatexPrinter
 
+from .elementwise import lookup
 from .nodes import Adj, SeqAt
 
 # Order of symbols inside a time index: T + t - i, not -i + t + T.
@@ -98,7 +99,7 @@ class BPTTLatexPrinter(LatexPrinter):
         return rf"\operatorname{{diag}}\left({self._print(expr.vector)}\right)"
 
     def _print_Apply(self, expr):
-        name = {"tanh": r"\tanh", "sigmoid": r"\sigma"}.get(expr.function, rf"\operatorname{{{expr.function}}}")
+        name = lookup(expr.function).latex
         return rf"{name}\left({self._print(expr.arg)}\right)"
 
     def _print_Softmax(self, expr):

@@ -10,6 +10,8 @@ import sympy as sp
 from sympy.core.symbol import Str
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
+from .elementwise import Apply, exp, leaky_relu, relu, sigmoid, softplus, tanh  # noqa: F401 (the model API)
+
 t = sp.Symbol("t", integer=True)  # the generic time step
 T = sp.Symbol("T", integer=True, positive=True)  # the sequence length
 
@@ -70,31 +72,6 @@ class Diag(MatrixExpr):
 
     def _eval_transpose(self):
         return self
-
-
-class Apply(MatrixExpr):
-    """An elementwise function of a vector: tanh(a), sigmoid(a), relu(a)."""
-
-    def __new__(cls, func, arg):
-        return MatrixExpr.__new__(cls, _str(func), arg)
-
-    function = property(lambda self: self.args[0].name)
-    arg = property(lambda self: self.args[1])
-    shape = property(lambda self: self.args[1].shape)
-
-
-SCALAR_FUNCTIONS = {
-    "tanh": sp.tanh,
-    "sigmoid": lambda z: 1 / (1 + sp.exp(-z)),
-}
-
-
-def tanh(a):
-    return Apply("tanh", a)
-
-
-def sigmoid(a):
-    return Apply("sigmoid", a)
 
 
 class Softmax(MatrixExpr):

@@ -8,8 +8,9 @@ that the part linear in h_dot_{t-1} (the Jacobian) separates from the rest.
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
-from .adjoint import CONSTANTS, ELEMENTWISE_DERIVATIVES, NoRule
-from .nodes import Apply, Diag, SeqAt
+from .adjoint import CONSTANTS, NoRule
+from .elementwise import Apply, UnknownFunction, derivative
+from .nodes import Diag, SeqAt
 
 
 class Tangent(MatrixExpr):
@@ -41,9 +42,10 @@ def _hadamard(node, tangent):
 
 
 def _apply(node, tangent, out):
-    if node.function not in ELEMENTWISE_DERIVATIVES:
-        raise NoRule(f"no derivative for the elementwise function {node.function!r}")
-    slope = Diag(ELEMENTWISE_DERIVATIVES[node.function](out))
+    try:
+        slope = Diag(derivative(node, out))
+    except UnknownFunction as error:
+        raise NoRule(str(error)) from error
     return [slope * term for term in tangent(node.arg)]
 
 

@@ -86,7 +86,7 @@ READS_INPUT_AT_T_MINUS_1 = textwrap.dedent(
 
 # A model with an elementwise function that has no derivative rule.
 UNKNOWN_FUNCTION = READS_INPUT_AT_T_MINUS_1.replace("GenericLoss, t", "Apply, GenericLoss, t").replace(
-    "W_hx * x(t - 1) + W_hh * hidden(t - 1)", 'Apply("relu", W_hx * x() + W_hh * hidden(t - 1))'
+    "W_hx * x(t - 1) + W_hh * hidden(t - 1)", 'Apply("swish", W_hx * x() + W_hh * hidden(t - 1))'
 )
 
 

@@ -137,7 +137,7 @@ MALFORMED = {
     "not a model": ("def f():\n    return 42\n", "f", "Model"),
     "raises": ("def f():\n    raise RuntimeError('boom')\n", "f", "boom"),
     "non-state at t-1": (READS_INPUT_AT_T_MINUS_1, "f", "t-1"),
-    "no rule": (UNKNOWN_FUNCTION, "f", "relu"),
+    "no rule": (UNKNOWN_FUNCTION, "f", "swish"),
 }
 
 

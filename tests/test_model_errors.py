@@ -176,5 +176,5 @@ def test_no_rule_reaches_derive():
 
 
 def test_no_rule_for_an_unknown_elementwise_function():
-    with pytest.raises(NoRule, match="'relu'"):
-        backprop(Apply("relu", W_hh * hidden(t - 1)), hidden())
+    with pytest.raises(NoRule, match="'swish'"):
+        backprop(Apply("swish", W_hh * hidden(t - 1)), hidden())

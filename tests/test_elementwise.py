@@ -1,0 +1,126 @@
+"""Every elementwise function in the registry: its derivative against sympy.diff of
+its scalar form, its NumPy code against the scalar form, and cells built with each
+(and with a function a user registers) checked end to end."""
+
+import random
+import textwrap
+
+import numpy as np
+import pytest
+import sympy as sp
+from bptt.codegen.check import check, load_module
+from bptt.derive.elementwise import FUNCTIONS, Apply, derivative
+from bptt.derive.explicit import explicit
+from bptt.derive.latex import latex
+from bptt.derive.models import load
+from support import module_of
+
+ENTRIES = sorted(FUNCTIONS)
+
+
+def _points(seed, n=6):
+    """Random nonzero rationals, away from the kinks of relu and friends."""
+    rng = random.Random(seed)
+    return [sp.Rational(rng.choice([-1, 1]) * rng.randint(1, 40), rng.randint(1, 9)) for _ in range(n)]
+
+
+@pytest.mark.parametrize("name", ENTRIES)
+def test_derivative_equals_sympy_diff_of_the_scalar_function(name):
+    entry = FUNCTIONS[name]
+    z = sp.Symbol("z", real=True)
+    exact = sp.diff(entry.scalar(z), z)
+    values = _points(seed=len(name))
+    x = sp.MatrixSymbol("x", len(values), 1)
+    y = sp.MatrixSymbol("y", len(values), 1)
+    column = sp.ImmutableMatrix(values)
+    env = {x: column, y: column.applyfunc(entry.scalar)}
+    derived = explicit(derivative(Apply(name, x), y).xreplace(env))
+    for value, got in zip(values, derived, strict=True):
+        want = exact.subs(z, value)
+        assert abs(sp.N(got - want, 40)) < sp.Float(10) ** -30, (name, value, got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ENTRIES)
+def test_numpy_code_computes_the_function_and_keeps_the_dtype(name, dtype):
+    entry = FUNCTIONS[name]
+    values = np.array([float(v) for v in _points(seed=7)], dtype)
+    names = dict(vars(module_of("elman")))  # a generated module: np and the helpers its code may call
+    names["a"] = values
+    got = eval(entry.code["numpy"].format(arg="a", operand="a"), names)
+    want = np.array([float(entry.scalar(sp.Float(float(v), 30))) for v in values])
+    assert got.dtype == dtype, name
+    eps = np.finfo(dtype).eps  # relative, and absolute for outputs near 0 (sigmoid goes through tanh)
+    assert np.allclose(got, want, rtol=4 * eps, atol=4 * eps), (name, got, want)
+
+
+def test_latex_names_the_functions():
+    a = sp.MatrixSymbol("a", 3, 1)
+    assert latex(Apply("relu", a)) == r"\operatorname{ReLU}\left(\mathbf{a}\right)"
+    assert latex(Apply("sigmoid", a)) == r"\sigma\left(\mathbf{a}\right)"
+
+
+CELL = textwrap.dedent(
+    '''
+    import sympy as sp
+    from bptt.derive.elementwise import Elementwise, register
+    from bptt.derive.model import Model, matrix, sequence, sizes, vector
+    from bptt.derive.nodes import Apply, SquaredError, t
+
+    # A function of the user's own: f(x) = x^3 / 3 + x, f'(x) = x^2 + 1.
+    cube = register(
+        Elementwise(
+            name="cubic",
+            scalar=lambda z: z**3 / 3 + z,
+            derivative=lambda x, y: sp.HadamardPower(x, 2) + sp.OneMatrix(*x.shape),
+            latex=r"\\operatorname{cubic}",
+            code={"numpy": "{operand} ** 3 / 3 + {operand}"},
+        )
+    )
+
+
+    def cell(function):
+        d, h, q = sizes("d h q")
+        W, U, V, b = matrix("W", h, h), matrix("U", h, d), matrix("V", q, h), vector("b", h)
+        x, a, hidden = sequence("x", d, "input"), sequence("a", h, "intermediate"), sequence("h", h, "state")
+        o, y = sequence("o", q, "output"), sequence("y", q, "target")
+        # the activation reads a compound argument, so its code must bind correctly
+        return Model(
+            name=f"{function}-rnn",
+            title=f"An RNN with {function}",
+            source="a test",
+            sizes=(d, h, q),
+            params=(W, U, V, b),
+            inputs=(x,),
+            steps=((a, W * hidden(t - 1) + U * x()), (hidden, Apply(function, 0.5 * a() + b))),
+            outputs=((o, V * hidden()),),
+            loss=SquaredError(o(), y()),
+        )
+    '''
+)
+
+CELL_FUNCTIONS = ["relu", "leaky_relu", "softplus", "exp", "cubic"]
+
+
+@pytest.fixture(scope="module")
+def cell_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cells") / "cells.py"
+    body = "".join(f"\n\ndef {name}_rnn():\n    return cell({name!r})\n" for name in CELL_FUNCTIONS)
+    path.write_text(CELL + body, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("function", CELL_FUNCTIONS)
+def test_a_cell_with_the_function_derives_generates_and_checks(cell_file, function):
+    module = load_module(load(f"{cell_file}:{function}_rnn"), from_zoo=False)
+    rows = check(module, steps=6, batch=2, seed=3)
+    assert {row.name for row in rows} == set(module.PARAMS) | set(module.STATES)
+    assert all(row.ok for row in rows), [(row.name, row.error) for row in rows]
+    rng = np.random.default_rng(1)
+    sizes = {"d": 3, "h": 4, "q": 2}
+    params = module.init_params(rng, **sizes)
+    xs, ys = module.random_inputs(rng, 5, 2, **sizes)
+    _, grads = module.loss_and_grads(params, xs, ys)
+    _, forward = module.forward_mode_grads(params, xs, ys)
+    for key, value in grads.items():
+        assert np.abs(forward[key] - value).max() <= 1e-10 * np.abs(value).max(), key
