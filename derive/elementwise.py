@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 from sympy.core.symbol import Str
-from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import OneMatrix
+
+from .column import Column
 
 
 class UnknownFunction(ValueError):
@@ -43,11 +44,11 @@ class Elementwise:
     helpers: dict = field(default_factory=dict)
 
 
-class Apply(MatrixExpr):
+class Apply(Column):
     """An elementwise function of a vector: tanh(a), sigmoid(a), relu(a)."""
 
     def __new__(cls, func, arg):
-        return MatrixExpr.__new__(cls, func if isinstance(func, Str) else Str(func), arg)
+        return Column.__new__(cls, func if isinstance(func, Str) else Str(func), arg)
 
     function = property(lambda self: self.args[0].name)
     arg = property(lambda self: self.args[1])

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from .elementwise import FUNCTIONS
 from .nodes import Loss, SeqAt, t
 
 ROLES = ("input", "state", "intermediate", "output", "target", "label")
@@ -140,6 +141,7 @@ def validate(model):
         expected = "output" if (seq, rhs) in model.outputs else ("state", "intermediate")
         if seq.role not in expected:
             raise ModelError(f"{where}: {seq.name} is assigned in the wrong place for role {seq.role!r}")
+        _check_elementwise(where, seq, rhs)
         _check_inner_shapes(where, seq, rhs)
         if rhs.shape != (seq.rows, 1):
             raise ModelError(f"{where}: {seq.name}_t has {seq.rows} rows but its right-hand side has shape {rhs.shape}")
@@ -172,6 +174,20 @@ def _check_name(where, name):
             f"{where}: the name {name!r} is reserved by the generated code "
             f"(as are {', '.join(sorted(RESERVED))}, prefixes d_ dot_ n_ _ and the suffix _in)"
         )
+
+
+def _check_elementwise(where, seq, rhs):
+    """SymPy's own functions (exp, tanh, Max) are scalar: on a vector they build nonsense."""
+    for node in sp.preorder_traversal(rhs):
+        scalar_of_matrix = isinstance(node, sp.Function) and any(isinstance(arg, sp.MatrixExpr) for arg in node.args)
+        if scalar_of_matrix or isinstance(node, (sp.Adjoint, sp.MatPow)) and not node.args[-1].is_Integer:
+            name = type(node).__name__ if scalar_of_matrix else "Abs or sqrt"
+            raise ModelError(
+                f"{where}: in the equation of {seq.name}_t, SymPy's {name}() is a scalar function; for an "
+                f"elementwise function of a vector use bptt.derive.elementwise ({', '.join(sorted(FUNCTIONS))})"
+            )
+    if not isinstance(rhs, sp.MatrixExpr):
+        raise ModelError(f"{where}: the equation of {seq.name}_t must be a column vector, got {rhs} ({type(rhs).__name__})")
 
 
 def _check_inner_shapes(where, seq, rhs):

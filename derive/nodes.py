@@ -10,6 +10,7 @@ import sympy as sp
 from sympy.core.symbol import Str
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
+from .column import Column
 from .elementwise import Apply, exp, leaky_relu, relu, sigmoid, softplus, tanh  # noqa: F401 (the model API)
 
 t = sp.Symbol("t", integer=True)  # the generic time step
@@ -28,7 +29,7 @@ def _str(name):
     return name if isinstance(name, Str) else Str(name)
 
 
-class SeqAt(MatrixExpr):
+class SeqAt(Column):
     """A sequence's value at one time step: `h_t`, `x_{t-1}`, a label `y_t`.
 
     role is "state", "input", "intermediate", "output", "target" or "label".

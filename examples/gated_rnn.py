@@ -12,7 +12,6 @@ Try:  bptt latex examples/gated_rnn.py:gated_rnn
 from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.nodes import SquaredError, sigmoid, t, tanh
 from sympy import HadamardProduct
-from sympy.matrices.expressions.special import OneMatrix
 
 
 def gated_rnn():
@@ -23,7 +22,7 @@ def gated_rnn():
     x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
     z, g = sequence("z", h, "intermediate"), sequence("g", h, "intermediate")
     o, y = sequence("o", q, "output"), sequence("y", q, "target")
-    keep = OneMatrix(h, 1) - z()
+    keep = 1 - z()  # a scalar in a sum means that scalar times the ones vector
     return Model(
         name="gated-rnn",
         title="A gated RNN (user example)",

@@ -9,7 +9,9 @@ from bptt.derive.bptt import derive
 from bptt.derive.model import Model, ModelError, matrix, sequence, sizes
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Apply, SquaredError, t
+import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
+from sympy.matrices.expressions.special import OneMatrix
 
 d, h, q = sizes("d h q")
 W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q, h)
@@ -178,3 +180,22 @@ def test_no_rule_reaches_derive():
 def test_no_rule_for_an_unknown_elementwise_function():
     with pytest.raises(NoRule, match="'swish'"):
         backprop(Apply("swish", W_hh * hidden(t - 1)), hidden())
+
+
+@pytest.mark.parametrize(
+    "rhs, named",
+    [(lambda: sp.exp(W_hh * hidden(t - 1)), "exp()"), (lambda: sp.Abs(W_hh * hidden(t - 1)), "Abs or sqrt()")],
+    ids=["exp", "Abs"],
+)
+def test_sympy_scalar_functions_of_vectors_are_refused_with_the_registry_named(rhs, named):
+    with raises(f"SymPy's {named} is a scalar function") as caught:
+        tiny(steps=((hidden, rhs()),))
+    assert "bptt.derive.elementwise" in str(caught.value) and "relu" in str(caught.value)
+
+
+def test_a_scalar_in_a_sum_with_a_sequence_value_or_a_function_is_that_scalar_times_ones():
+    """`1 - z_t` and `tanh(a_t) + 1` read as the maths does (a bare W h_{t-1} is SymPy's MatMul: not covered)."""
+    ones = OneMatrix(h, 1)
+    model = tiny(steps=((a, W_hh * hidden(t - 1)), (hidden, 1 - Apply("tanh", a()))))
+    assert model.steps[1][1] == ones - Apply("tanh", a())
+    assert (1 - a()) == ones - a() and (a() + 1) == a() + ones and (a() - 2) == a() - 2 * ones
