@@ -43,10 +43,27 @@ def _time_offset(expr):
     return max(offsets) if offsets else None
 
 
+def _mathbf(letters):
+    return rf"\mathbf{{{letters}}}"
+
+
+def layer(name, style=_mathbf):
+    """A name in a style, its trailing digits a layer superscript: `h2` -> `{\\mathbf{h}^{(2)}}`."""
+    digits = len(name) - len(name.rstrip("0123456789"))
+    if digits == 0 or digits == len(name):
+        return style(name)
+    # braced, so that a subscript, ^\top or a power can follow
+    return rf"{{{style(name[:-digits])}^{{({name[-digits:]})}}}}"
+
+
+def _dotted(letters):
+    return rf"\dot{{\mathbf{{{letters}}}}}"
+
+
 def bold(name):
-    """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`."""
+    """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`, `W1` -> `\\mathbf{W}^{(1)}`."""
     base, _, sub = name.partition("_")
-    return rf"\mathbf{{{base}}}" + (rf"_\textrm{{{sub}}}" if sub else "")
+    return layer(base) + (rf"_\textrm{{{sub}}}" if sub else "")
 
 
 class BPTTLatexPrinter(LatexPrinter):
@@ -56,18 +73,18 @@ class BPTTLatexPrinter(LatexPrinter):
         return bold(expr.name)
 
     def _print_SeqAt(self, expr):
-        base = expr.name if expr.role == "label" else rf"\mathbf{{{expr.name}}}"
+        base = layer(expr.name, str if expr.role == "label" else _mathbf)
         return f"{base}_{{{time_index(expr.time)}}}"
 
     def _print_MatAt(self, expr):
-        return rf"\mathbf{{{expr.name}}}_{{{time_index(expr.time)}}}"
+        return rf"{layer(expr.name)}_{{{time_index(expr.time)}}}"
 
     def _print_Tangent(self, expr):
         of = expr.of
         if isinstance(of, SeqAt):
-            return rf"\dot{{\mathbf{{{of.name}}}}}_{{{time_index(of.time)}}}"
+            return rf"{layer(of.name, _dotted)}_{{{time_index(of.time)}}}"
         base, _, sub = of.name.partition("_")
-        return rf"\dot{{\mathbf{{{base}}}}}" + (rf"_\textrm{{{sub}}}" if sub else "")
+        return layer(base, _dotted) + (rf"_\textrm{{{sub}}}" if sub else "")
 
     def _print_Adj(self, expr):
         return rf"\frac{{\partial L}}{{\partial {self._print(expr.of)}}}"

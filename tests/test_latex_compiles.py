@@ -18,7 +18,7 @@ ZOO = tuple(names())
 
 def bptt(*args):
     result = subprocess.run(
-        [sys.executable, "-m", "codegen", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "bptt", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, f"bptt {' '.join(map(str, args))} exited {result.returncode}:\n{result.stderr}"
     return result.stdout
@@ -155,3 +155,41 @@ def test_markdown_blocks_hold_one_equation_each(model, documents):
         assert top_level_equals(equation) >= 1, f"no top-level '=': {equation}"
         assert "\\\\" not in equation and "&" not in equation, f"a multi-line display: {equation}"
     assert [block[0].strip() for block in blocks] == tex_equations(tex.read_text(encoding="utf-8"))
+
+
+TWO_LAYERS = textwrap.dedent(
+    """
+    from bptt.derive.model import Model, matrix, sequence, sizes
+    from bptt.derive.nodes import SquaredError, t, tanh
+
+
+    def two_layers():
+        d, h, q = sizes("d h q")
+        W1, U1, W2, U2, V = (matrix(n, h, k) for n, k in (("W1", h), ("U1", d), ("W2", h), ("U2", h), ("V", h)))
+        x, h1, h2 = sequence("x", d, "input"), sequence("h1", h, "state"), sequence("h2", h, "state")
+        o, y = sequence("o", q, "output"), sequence("y", q, "target")
+        return Model(
+            name="two-layers",
+            title="Two stacked Elman layers",
+            source="a test",
+            sizes=(d, h, q),
+            params=(W1, U1, W2, U2, matrix("V", q, h)),
+            inputs=(x,),
+            steps=((h1, tanh(W1 * h1(t - 1) + U1 * x())), (h2, tanh(W2 * h2(t - 1) + U2 * h1()))),
+            outputs=((o, matrix("V", q, h) * h2()),),
+            loss=SquaredError(o(), y()),
+        )
+    """
+)
+
+
+def test_layer_numbers_print_as_superscripts_and_compile(tmp_path):
+    """h1, W2: a layer's number is a superscript (h^(1)_t), never part of the letter (h1_t)."""
+    models = tmp_path / "layers.py"
+    models.write_text(TWO_LAYERS, encoding="utf-8")
+    tex = tmp_path / "layers.tex"
+    assert bptt("latex", f"{models}:two_layers", "-o", tex) == ""
+    text = tex.read_text(encoding="utf-8")
+    assert r"{\mathbf{h}^{(1)}}_{t}" in text and r"{\mathbf{W}^{(2)}}^\top" in text
+    assert r"\mathbf{h1}" not in text and r"\mathbf{W2}" not in text
+    pdflatex(tex)
