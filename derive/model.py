@@ -132,8 +132,9 @@ def validate(model):
     if len(model.inputs) != 1:
         raise ModelError(f"{where}: expected one input sequence, got {len(model.inputs)}")
     names = [s.name for s, _ in model.assignments] + [s.name for s in model.inputs] + [p.name for p in model.params]
+    assigned = {s.name for s, _ in model.steps}
     for name in names + [a.name for a in model.loss.atoms(SeqAt)]:
-        _check_name(where, name)
+        _check_name(where, name, assigned)
     params = set(model.params)
     known_now = {s.name for s in model.inputs}
     states = {s.name for s in model.states}
@@ -166,13 +167,13 @@ RESERVED |= {"ages", "window", "mode", "value", "first", "zero", "rng", "truncat
 RESERVED_PREFIXES = ("d_", "dot_", "n_", "_")
 
 
-def _check_name(where, name):
+def _check_name(where, name, assigned):
     if not name.isidentifier() or keyword.iskeyword(name):
         raise ModelError(f"{where}: {name!r} is not a Python identifier; names become variables of the generated code")
-    if name in RESERVED or name.startswith(RESERVED_PREFIXES) or name.endswith("_in"):
+    if name in RESERVED or name.startswith(RESERVED_PREFIXES) or name.removesuffix("_in") in assigned - {name}:
         raise ModelError(
-            f"{where}: the name {name!r} is reserved by the generated code "
-            f"(as are {', '.join(sorted(RESERVED))}, prefixes d_ dot_ n_ _ and the suffix _in)"
+            f"{where}: the name {name!r} is reserved by the generated code (as are {', '.join(sorted(RESERVED))}, "
+            "prefixes d_ dot_ n_ _, and X_in where X is a step's sequence: its input projection)"
         )
 
 

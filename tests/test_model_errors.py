@@ -199,3 +199,13 @@ def test_a_scalar_in_a_sum_with_a_sequence_value_or_a_function_is_that_scalar_ti
     model = tiny(steps=((a, W_hh * hidden(t - 1)), (hidden, 1 - Apply("tanh", a()))))
     assert model.steps[1][1] == ones - Apply("tanh", a())
     assert (1 - a()) == ones - a() and (a() + 1) == a() + ones and (a() - 2) == a() - 2 * ones
+
+
+def test_torch_parameter_names_are_accepted_and_only_real_clashes_refused():
+    """torch's GRU calls its weights W_in, b_in: usable. `a_in` is refused only beside a step named a."""
+    W_in, b_in = matrix("W_in", h, d), matrix("b_in", h, 1)
+    model = tiny(params=(W_in, b_in, W_hh, W_qh), steps=((hidden, W_in * x() + b_in + W_hh * hidden(t - 1)),))
+    assert [p.name for p in model.params] == ["W_in", "b_in", "W_hh", "W_qh"]
+    a_in = matrix("a_in", h, d)
+    with raises("the name 'a_in' is reserved"):
+        tiny(params=(a_in, W_hh, W_qh), steps=((a, a_in * x()), (hidden, a() + W_hh * hidden(t - 1))))
