@@ -2,6 +2,7 @@
 its scalar form, its NumPy code against the scalar form, and cells built with each
 (and with a function a user registers) checked end to end."""
 
+import pathlib
 import random
 import textwrap
 
@@ -26,6 +27,10 @@ def _points(seed, n=6):
 
 @pytest.mark.parametrize("name", ENTRIES)
 def test_derivative_equals_sympy_diff_of_the_scalar_function(name):
+    assert_derivative_is_exact(name)
+
+
+def assert_derivative_is_exact(name):
     entry = FUNCTIONS[name]
     z = sp.Symbol("z", real=True)
     exact = sp.diff(entry.scalar(z), z)
@@ -40,18 +45,23 @@ def test_derivative_equals_sympy_diff_of_the_scalar_function(name):
         assert abs(sp.N(got - want, 40)) < sp.Float(10) ** -30, (name, value, got, want)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name", ENTRIES)
-def test_numpy_code_computes_the_function_and_keeps_the_dtype(name, dtype):
+def assert_code_computes_the_function(name, dtype):
     entry = FUNCTIONS[name]
     values = np.array([float(v) for v in _points(seed=7)], dtype)
     names = dict(vars(module_of("elman")))  # a generated module: np and the helpers its code may call
     names["a"] = values
-    got = eval(entry.code["numpy"].format(arg="a", operand="a"), names)
+    # a compound argument, so that {arg} used beside an operator would compute something else
+    got = eval(entry.code["numpy"].format(arg="2 * a - a", operand="(2 * a - a)"), names)
     want = np.array([float(entry.scalar(sp.Float(float(v), 30))) for v in values])
     assert got.dtype == dtype, name
     eps = np.finfo(dtype).eps  # relative, and absolute for outputs near 0 (sigmoid goes through tanh)
     assert np.allclose(got, want, rtol=4 * eps, atol=4 * eps), (name, got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ENTRIES)
+def test_numpy_code_computes_the_function_and_keeps_the_dtype(name, dtype):
+    assert_code_computes_the_function(name, dtype)
 
 
 def test_latex_names_the_functions():
@@ -105,7 +115,7 @@ CELL_FUNCTIONS = ["relu", "leaky_relu", "softplus", "exp", "cubic"]
 @pytest.fixture(scope="module")
 def cell_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("cells") / "cells.py"
-    body = "".join(f"\n\ndef {name}_rnn():\n    return cell({name!r})\n" for name in CELL_FUNCTIONS)
+    body = "".join(f"\n\ndef {name}_rnn():\n    return cell({name!r})\n" for name in CELL_FUNCTIONS + ["silu"])
     path.write_text(CELL + body, encoding="utf-8")
     return path
 
@@ -124,3 +134,17 @@ def test_a_cell_with_the_function_derives_generates_and_checks(cell_file, functi
     _, forward = module.forward_mode_grads(params, xs, ys)
     for key, value in grads.items():
         assert np.abs(forward[key] - value).max() <= 1e-10 * np.abs(value).max(), key
+
+
+def test_the_readme_example_registers_a_function_that_every_layer_knows(cell_file, monkeypatch):
+    """The README's SiLU, registered as the README says: exact derivative, right code, a cell that checks."""
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Elementwise functions") :]
+    example = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))]
+    monkeypatch.setitem(FUNCTIONS, "silu", None)  # removed again after the test
+    exec(compile(example, "README.md", "exec"), {})
+    assert_derivative_is_exact("silu")
+    for dtype in (np.float32, np.float64):
+        assert_code_computes_the_function("silu", dtype)
+    module = load_module(load(f"{cell_file}:silu_rnn"), from_zoo=False)
+    assert all(row.ok for row in check(module, steps=6, batch=2, seed=5))
