@@ -3,6 +3,7 @@
 import argparse
 import os
 import pathlib
+import shlex
 import sys
 
 import bptt.generated as generated
@@ -12,13 +13,30 @@ from bptt.derive.models import ZOO, load, names
 
 from . import check as checking
 from .numpy_printer import PrintError
-from .render import document, module_filename, module_source, write_atomic
+from .render import OutputError, document, module_filename, module_source, output_target, write_atomic
 
 GENERATED = pathlib.Path(generated.__file__).parent
+# A checkout holds pyproject.toml beside generated/; an installed bptt (site-packages) has none.
+CHECKOUT = GENERATED.parent if (GENERATED.parent / "pyproject.toml").is_file() else None
+
+EXIT_STATUS = """exit status:
+  0  done; every check passed
+  1  a check failed: a gradient disagrees (check), a module is missing, stale or unexpected (codegen --check)
+  2  usage error: bad arguments, an unknown or malformed model, an output that is not a regular file
+  3  operating-system or internal error: a file that cannot be read or written, out of memory, a bug
+  4  check: the forward pass is not finite (it overflowed), so no gradient can be compared
+"""
 
 
 class UsageError(Exception):
     """Bad input from the user: reported in one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line, `bptt check: error: ...`, exit status 2 (subcommands included)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
 
 
 def _model(spec):
@@ -38,11 +56,10 @@ def cmd_models(args):
 def cmd_latex(args):
     model = _model(args.model)
     fmt = args.format or ("md" if args.output and args.output.endswith(".md") else "tex")
+    if args.output:
+        output_target(args.output)  # a device, FIFO or folder is refused before any work
     text = document(model, fmt)
     if args.output:
-        folder = pathlib.Path(args.output).resolve().parent
-        if not folder.is_dir():
-            raise UsageError(f"-o {args.output}: the folder {str(folder)!r} does not exist")
         write_atomic(args.output, text)
     else:
         sys.stdout.write(text)
@@ -50,23 +67,62 @@ def cmd_latex(args):
 
 
 def cmd_codegen(args):
-    models = [_model(spec) for spec in (args.models or names())]
-    out = pathlib.Path(args.out) if args.out else GENERATED
-    if not out.is_dir():
-        raise UsageError(f"output folder {str(out)!r} does not exist")
-    sources = {out / module_filename(model): module_source(model) for model in models}
-    blocked = [str(path) for path in sources if path.exists() and not path.is_file()]
-    if blocked:
-        raise UsageError(f"cannot write {', '.join(blocked)}: not a regular file (nothing was written)")
+    sources = {}
+    for spec in dict.fromkeys(args.models or names()):
+        model = _model(spec)
+        path = _folder(args, from_zoo=spec in ZOO) / module_filename(model)
+        if path in sources:
+            raise UsageError(f"two models would write {path} (nothing was written)")
+        sources[path] = module_source(model)
+    for path in sources:
+        output_target(path)  # refuses folders, devices, FIFOs before anything is written
     if args.check:
-        stale = [p for p, text in sources.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
-        for path in stale:
-            print(f"stale: {path} (run `bptt codegen` to regenerate)")
-        return 1 if stale else 0
+        return _report(args, sources)
     for path, text in sources.items():
         write_atomic(path, text)
         print(f"wrote {path}")
     return 0
+
+
+def _folder(args, from_zoo):
+    """Where a module goes: --out; else the checkout's generated/ for a zoo model, the current folder for a user's.
+
+    Installed without a checkout, only --check may use the installed generated/ (reading it); writing needs --out."""
+    if args.out:
+        folder = pathlib.Path(args.out)
+    elif not from_zoo:
+        folder = pathlib.Path()
+    elif CHECKOUT or args.check:
+        folder = GENERATED
+    else:
+        raise UsageError(
+            f"bptt is installed without its source checkout, and codegen never writes into {GENERATED}: "
+            "give --out DIR to regenerate the zoo there"
+        )
+    if not folder.is_dir():
+        raise UsageError(f"output folder {str(folder)!r} does not exist")
+    return folder
+
+
+def _report(args, sources):
+    """codegen --check: name every missing, stale and (for the whole zoo) unexpected module; 1 if any."""
+    outdated = [path for path, text in sources.items() if not path.exists() or path.read_bytes() != text.encode()]
+    for path in outdated:
+        print(f"{'stale' if path.exists() else 'missing'}: {path}")
+    if outdated:
+        command = ["bptt", "codegen", *args.models, *(["--out", args.out] if args.out else [])]
+        print(f"run `{shlex.join(command)}` to regenerate")
+    unexpected = [] if args.models else _unexpected(sources)
+    for path in unexpected:
+        print(f"unexpected: {path} (no zoo model writes it: delete it, or move it out of this folder)")
+    return 1 if outdated or unexpected else 0
+
+
+def _unexpected(sources):
+    """The *.py files (but __init__.py) in the output folders that no module in sources is written to."""
+    folders = {path.parent for path in sources}
+    found = {path for folder in folders for path in folder.glob("*.py") if path.name != "__init__.py"}
+    return sorted(found - set(sources))
 
 
 def _sizes(text, module):
@@ -88,17 +144,20 @@ def cmd_check(args):
     model = _model(args.model)
     module = checking.load_module(model, from_zoo=args.model in ZOO)
     sizes = _sizes(args.sizes, module)
-    rows = checking.check(module, args.steps, args.batch, args.seed, args.dtype, sizes, args.truncate)
+    try:  # checking.NonFiniteForward (the forward pass overflowed) is left to main
+        rows = checking.check(module, args.steps, args.batch, args.seed, args.dtype, sizes, args.truncate)
+    except checking.TooManyPatterns as error:
+        raise UsageError(f"--steps {args.steps} with --truncate random:{args.truncate[1]}: {error}") from error
     shown = " ".join(f"{k}={v}" for k, v in sizes.items())
     mode = "full BPTT" if args.truncate is None else "truncate={}:{}".format(*args.truncate)
     print(f"{model.name}: {mode} T={args.steps} B={args.batch} seed={args.seed} dtype={args.dtype} {shown}")
     randomized = args.truncate is not None and args.truncate[0] == "random"
-    print(checking.table(rows, "|bias| / 5 s.e." if randomized else "max rel. error"))
+    print(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))
     failed = [row.name for row in rows if not row.ok]
     if failed:
         print(f"FAILED: {', '.join(failed)}")
     elif randomized:
-        print(f"the mean of {checking.RANDOM_SAMPLES} randomized estimates agrees with full BPTT")
+        print(f"the expectation over all {2**args.steps} keep patterns equals full BPTT")
     else:
         print(
             "all gradients agree with finite differences" + ("" if args.truncate is None else " of the truncated loss")
@@ -137,30 +196,41 @@ def _seed(text):
 
 
 def parser():
-    top = argparse.ArgumentParser(
+    documented = dict(epilog=EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = Parser(
         prog="bptt",
-        description="Derive backpropagation through time symbolically, print it as LaTeX, "
+        description="Derive backpropagation through time symbolically, print it as LaTeX,\n"
         "generate NumPy code for it and check that code against finite differences.",
+        **documented,
     )
     commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub = commands.add_parser("models", help="list the models known, a line each")
+    sub = commands.add_parser("models", help="list the models known, a line each", **documented)
     sub.set_defaults(run=cmd_models)
 
     model_help = "a model name (see `bptt models`) or a user's model as path/to/file.py:function"
-    sub = commands.add_parser("latex", help="print a model's BPTT derivation as LaTeX or Markdown")
+    sub = commands.add_parser("latex", help="print a model's BPTT derivation as LaTeX or Markdown", **documented)
     sub.add_argument("model", help=model_help)
-    sub.add_argument("-o", "--output", help="write to FILE instead of standard output")
+    sub.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     sub.add_argument("--format", choices=("tex", "md"), help="a standalone LaTeX document (default) or Markdown")
     sub.set_defaults(run=cmd_latex)
 
-    sub = commands.add_parser("codegen", help="regenerate generated/<model>.py")
+    sub = commands.add_parser("codegen", help="regenerate generated/<model>.py", **documented)
     sub.add_argument("models", nargs="*", metavar="MODEL", help=f"{model_help} (default: every zoo model)")
-    sub.add_argument("--check", action="store_true", help="change nothing; exit 1 naming every stale file")
-    sub.add_argument("--out", help="write into this folder instead of generated/")
+    sub.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 naming every missing or stale module (and, checking the whole zoo, "
+        "every unexpected *.py in the folder)",
+    )
+    sub.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write into DIR (default: the checkout's generated/ for a zoo model, the current folder for a user's)",
+    )
     sub.set_defaults(run=cmd_codegen)
 
-    sub = commands.add_parser("check", help="check a generated module against central finite differences")
+    sub = commands.add_parser("check", help="check a generated module against central finite differences", **documented)
     sub.add_argument("model", help=model_help)
     sub.add_argument("--steps", type=_positive, default=5, metavar="T", help="sequence length (default 5)")
     sub.add_argument("--batch", type=_positive, default=3, metavar="B", help="batch size (default 3)")
@@ -181,17 +251,33 @@ def main(argv=None):
     args = parser().parse_args(argv)
     try:
         return args.run(args)
+    except KeyboardInterrupt:  # Ctrl-C: stop quietly, with the shell's status for SIGINT
+        return 130
     except BrokenPipeError:  # the reader stopped early (`bptt latex elman | head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (UsageError, NoRule, PrintError) as error:  # bad input, or a model the tool cannot handle
-        print(f"bptt {args.command}: error: {error}", file=sys.stderr)
-        return 2
-    except Exception as error:  # a bug or an unreadable file: one line, unless debugging
+    except (UsageError, OutputError, NoRule, PrintError) as error:  # bad input, or a model the tool cannot handle
+        return _failed(args, error, 2)
+    except checking.NonFiniteForward as error:  # check: the forward pass overflowed
+        return _failed(args, error, 4)
+    except Exception as error:  # an OS error or a bug: one line, unless debugging
         if os.environ.get("BPTT_DEBUG"):
             raise
-        print(f"bptt {args.command}: error: {type(error).__name__}: {error}", file=sys.stderr)
-        return 1
+        return _failed(args, _describe(error), 3)
+
+
+def _describe(error):
+    """An OS or internal error in words: `path: Permission denied`, or `internal error: MemoryError: ...`."""
+    if isinstance(error, OSError) and error.strerror and error.filename:
+        return f"{error.filename}: {error.strerror}"
+    named = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return named if isinstance(error, OSError) else f"internal error: {named} (BPTT_DEBUG=1 shows the traceback)"
+
+
+def _failed(args, error, status):
+    """Report error on one line of stderr; the exit status."""
+    print(f"bptt {args.command}: error: {' '.join(str(error).split())}", file=sys.stderr)
+    return status
 
 
 def run():

@@ -27,10 +27,15 @@ TEACHER_FORCED = ()  # states that take their values from ys in training
 STATES = {  # initial state: its size
     "h0": "h",
 }
+CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+    "x": ("T", "B", "d"),
+    "h": ("T+1", "B", "h"),
+}
 
 
 def init_params(rng, dtype=np.float64, **sizes):
     """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01)."""
+    dtype = _check_dtype(dtype)
     sizes = _check_sizes(sizes)
     params = {}
     for name, dims in SHAPES.items():
@@ -42,6 +47,7 @@ def init_params(rng, dtype=np.float64, **sizes):
 
 def random_inputs(rng, T, B, dtype=np.float64, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes."""
+    dtype = _check_dtype(dtype)
     sizes = _check_sizes(sizes)
     xs = rng.standard_normal((T, B, sizes["d"])).astype(dtype)
     ys = rng.standard_normal((T, B, sizes["q"])).astype(dtype)
@@ -69,7 +75,7 @@ def forward(params, xs, h0=None):
     return o, cache
 
 
-def backward(params, cache, d_outputs, truncate=None, rng=None):
+def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True):
     """Gradients of every parameter and of the initial state, given
     d_outputs = dL/do_t of shape (T, B, q) for any loss L.
 
@@ -77,19 +83,21 @@ def backward(params, cache, d_outputs, truncate=None, rng=None):
     at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
+    check_finite=False accepts nan and inf in d_outputs (loss_and_grads computes them itself:
+    a forward pass that overflows gives a nan loss and gradients, not an error).
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
+    _check_cache(cache, sizes, dtype)
     W_hh = params["W_hh"]
     W_qh = params["W_qh"]
     x = cache["x"]
     h = cache["h"]
-    T, B = cache["x"].shape[0], cache["x"].shape[1]
-    sizes.update(T=T, B=B)
+    T, B = sizes["T"], sizes["B"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    d_o = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype)
+    d_o = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
     window = mode == "window"
     ages = value + 1 if window else 1  # how many steps back a gradient may have flowed
     keep = _keep_weights(mode, value, T, rng, dtype)  # weight of the flow from step t+1 into step t
@@ -114,7 +122,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None):
 def losses(outputs, ys):
     """The loss l_t = 1/2 ||o_t - y_t||^2 of every step and sample, shape (T, B)."""
     sizes = {}
-    o = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None))
+    o = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None), finite=False)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, o.dtype)
     return 0.5 * ((o - y) ** 2).sum(axis=-1)
 
@@ -123,7 +131,7 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
     truncate and rng as for backward."""
     loss, d_outputs, cache = _loss_and_output_gradient(params, xs, ys, h0)
-    return loss, backward(params, cache, d_outputs, truncate, rng)
+    return loss, backward(params, cache, d_outputs, truncate, rng, check_finite=False)
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
@@ -203,10 +211,11 @@ def _truncation(truncate, rng):
     if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
         raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
     mode, value = truncate
-    if mode != "random" and not (isinstance(value, (int, np.integer)) and value >= 1):
+    if mode != "random" and not _is_count(value):
         raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
     if mode == "random":
-        if not (isinstance(value, (int, float, np.floating)) and 0 < value <= 1):
+        number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+        if not (number and 0 < value <= 1):
             raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
         if not isinstance(rng, np.random.Generator):
             raise ValueError(f"truncate=('random', pi) needs rng=np.random.default_rng(seed), got rng={rng!r}")
@@ -269,13 +278,29 @@ def _scatter_columns(values, labels, columns):
     return out.T
 
 
+def _is_count(value):
+    """An integer >= 1 (a bool is not a count)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
+
+
+def _check_dtype(dtype):
+    """dtype as a NumPy dtype: float32 or float64, the dtypes the modules compute in."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    return dtype
+
+
 def _check_sizes(sizes):
     missing = [name for name in SIZES if name not in sizes]
     unknown = sorted(set(sizes) - set(SIZES))
     if missing or unknown:
         raise ValueError(f"sizes must be exactly {', '.join(SIZES)}; missing {missing}, unknown {unknown}")
     for name, value in sizes.items():
-        if not isinstance(value, (int, np.integer)) or value < 1:
+        if not _is_count(value):
             raise ValueError(f"size {name} must be a positive integer, got {value!r}")
     return sizes
 
@@ -289,6 +314,9 @@ def _check_params(params):
     missing = [name for name in PARAMS if name not in params]
     if missing:
         raise ValueError(f"params is missing {', '.join(missing)} (expected keys {', '.join(PARAMS)})")
+    unknown = [repr(key) for key in params if key not in PARAMS]
+    if unknown:
+        raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(PARAMS)})")
     dtype = np.asarray(params[PARAMS[0]]).dtype
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
@@ -297,27 +325,52 @@ def _check_params(params):
     order = list(PARAMS)
     for odd in PARAMS:
         rest = [name for name in PARAMS if name != odd]
-        if _sizes_if_consistent(params, rest) is not None:
+        if _bind_sizes(params, rest)[1] is None:
             order = rest + [odd]  # the others agree: check them first, then blame the odd one
             break
-    sizes = {}
-    for name in order:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], sizes, dtype)
+    sizes, clash = _bind_sizes(params, order)
+    if clash:
+        name, dim, other = clash
+        expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
+        raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
     return sizes, dtype
 
 
-def _sizes_if_consistent(params, names):
-    """The sizes the named parameters imply, or None if they disagree."""
-    sizes = {}
+def _bind_sizes(params, names):
+    """(sizes, None) if the named parameters' shapes agree; else (the sizes bound before the first
+    parameter that disagrees, (that parameter, the size it disagrees on, the parameter that set it))."""
+    sizes, setter = {}, {}
     for name in names:
+        before = dict(sizes)
         for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
             if sizes.setdefault(dim, n) != n:
-                return None
-    return sizes
+                return before, (name, dim, setter[dim])
+            setter.setdefault(dim, name)
+    return sizes, None
 
 
-def _check_array(name, array, dims, sizes, dtype):
-    """array with the named dims (binding sizes not yet known) and the given dtype."""
+def _check_cache(cache, sizes, dtype, classes=None):
+    """Check that cache is what forward returns for this model and these sizes: its keys,
+    its arrays' shapes and dtypes; bind T, B and T+1. classes: the size of one-hot inputs,
+    which the cache keeps as integer labels."""
+    if not isinstance(cache, dict):
+        raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
+    if set(cache) != set(CACHE):
+        got = ", ".join(map(repr, cache))
+        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+    first, *rest = CACHE
+    if classes is None:
+        _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)
+    else:
+        _check_labels(f"cache['{first}']", cache[first], sizes, classes)
+    sizes["T+1"] = sizes["T"] + 1
+    for name in rest:
+        _check_array(f"cache['{name}']", cache[name], CACHE[name], sizes, dtype, finite=False)
+
+
+def _check_array(name, array, dims, sizes, dtype, finite=True):
+    """array with the named dims (binding sizes not yet known) and the given dtype;
+    if finite, a float array must hold no nan or inf."""
     if not isinstance(array, np.ndarray):
         raise ValueError(f"{name} must be a NumPy array, got {type(array).__name__}")
     if array.ndim != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, array.shape, strict=True)):
@@ -327,6 +380,9 @@ def _check_array(name, array, dims, sizes, dtype):
         raise ValueError(f"{name} has shape {array.shape}; every dimension must be at least 1")
     if array.dtype != dtype:
         raise ValueError(f"{name} has dtype {array.dtype}; expected {np.dtype(dtype)} like the parameters")
+    if finite and array.dtype.kind == "f" and not np.isfinite(array).all():
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
     sizes.update(zip(dims, array.shape, strict=True))
     return array
 

@@ -4,6 +4,8 @@ import concurrent.futures
 import functools
 import os
 import pathlib
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -96,7 +98,7 @@ def clean_env(**extra):
     return env
 
 
-def bptt(*args, cwd=REPO, env=None):
+def bptt(*args, cwd=REPO, env=None, timeout=300):
     """Run `python -m bptt ARGS`."""
     return subprocess.run(
         [sys.executable, "-m", "bptt", *map(str, args)],
@@ -104,7 +106,7 @@ def bptt(*args, cwd=REPO, env=None):
         env=env or clean_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
     )
 
 
@@ -134,16 +136,37 @@ def assert_ok(result):
     assert "Traceback" not in result.stderr
 
 
-def assert_user_error(result, *fragments, one_line=False):
-    """Exit 2, a readable message on stderr naming the fragments, nothing on stdout, no traceback."""
-    assert result.returncode == 2, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+def assert_error(result, status, *fragments):
+    """Exit `status` with one line on stderr, `bptt ...: error: ...`, naming the fragments; no traceback."""
+    assert result.returncode == status, f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
     assert "Traceback" not in result.stderr, result.stderr
-    assert result.stdout == ""
-    assert "error" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.endswith("\n"), f"not one line: {result.stderr!r}"
+    assert re.match(r"bptt( \w+)?: error: ", result.stderr), result.stderr
     for fragment in fragments:
         assert fragment in result.stderr, f"{fragment!r} not in {result.stderr!r}"
-    if one_line:
-        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def assert_user_error(result, *fragments):
+    """Exit 2, one readable line on stderr naming the fragments, nothing on stdout, no traceback."""
+    assert_error(result, 2, *fragments)
+    assert result.stdout == ""
+
+
+def shadow_package(root):
+    """root/bptt: the repository's package with a copy of generated/ of its own, imported with PYTHONPATH=root.
+
+    derive/ and codegen/ are symlinks into the repository; like an installed bptt, it has no pyproject.toml."""
+    package = root / "bptt"
+    package.mkdir(parents=True)
+    for name in ("__init__.py", "__main__.py", "derive", "codegen"):
+        (package / name).symlink_to(REPO / name)
+    shutil.copytree(GENERATED, package / "generated", ignore=shutil.ignore_patterns("__pycache__"))
+    return package
+
+
+def pythonpath(*folders):
+    """An environment whose PYTHONPATH puts folders first."""
+    return clean_env(PYTHONPATH=os.pathsep.join(filter(None, [*map(str, folders), os.environ.get("PYTHONPATH")])))
 
 
 def table_rows(stdout):

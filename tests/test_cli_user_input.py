@@ -33,7 +33,10 @@ USAGE_ERRORS = [
     (("check", "linear", "--sizes", "d=3,h=4,q=5,z=6"), ("--sizes", "z=6")),
     (("check", "linear", "--sizes", "d=3,h=four,q=5"), ("--sizes", "four")),
     (("latex", "linear", "--format", "pdf"), ("--format", "pdf")),
-    ((), ("usage: bptt",)),
+    ((), ("COMMAND", "bptt --help")),
+    (("check",), ("model", "bptt check --help")),
+    (("check", "linear", "--nosuch"), ("--nosuch",)),
+    (("nosuch",), ("nosuch", "COMMAND")),
     (("codegen", "--out", "/nonexistent"), ("/nonexistent",)),
 ]
 
@@ -47,7 +50,7 @@ def usage_errors():
     "args, fragments", USAGE_ERRORS, ids=[" ".join(args) or "no command" for args, _ in USAGE_ERRORS]
 )
 def test_usage_error(args, fragments, usage_errors):
-    """Bad input exits 2 with a message saying what is wrong, and no traceback."""
+    """Bad input exits 2 with one line saying what is wrong (argparse's usage block is not printed)."""
     assert_user_error(usage_errors[args], *fragments)
 
 
@@ -164,7 +167,7 @@ def malformed(tmp_path_factory):
 def test_malformed_user_file_in_codegen(case, malformed):
     """`codegen linear BAD --out DIR`: exit 2, one line, and DIR stays empty (linear.py is not written either)."""
     result, out = malformed[case]
-    assert_user_error(result, MALFORMED[case][2], one_line=True)
+    assert_user_error(result, MALFORMED[case][2])
     assert list(out.iterdir()) == []
 
 
@@ -172,4 +175,4 @@ def test_malformed_user_file_in_codegen(case, malformed):
 def test_malformed_user_file_in_latex_and_check(command, malformed):
     """latex and check report a bad user model the same way: exit 2, one line, no traceback."""
     result, _ = malformed[command, "non-state at t-1"]
-    assert_user_error(result, "t-1", one_line=True)
+    assert_user_error(result, "t-1")

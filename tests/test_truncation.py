@@ -1,10 +1,20 @@
 """Truncated BPTT in the generated modules: window and chunk equal full BPTT
 when k >= T, and agree with finite differences of the correspondingly
-truncated loss; randomized truncation is unbiased."""
+truncated loss; randomized truncation is unbiased, proved exactly by
+enumerating every keep pattern with its probability."""
+
+import types
 
 import numpy as np
 import pytest
-from bptt.codegen.check import numeric_gradient, problem, relative_error
+from bptt.codegen.check import (
+    TOLERANCE,
+    PatternRng,
+    check_unbiased,
+    compare,
+    numeric_gradient,
+    problem,
+)
 from bptt.derive.models import names
 from support import module_of
 
@@ -12,11 +22,11 @@ T, B = 5, 2
 RECURRENT = [name for name in names() if name not in ("jordan",)]  # jordan has no recurrence to truncate
 
 
-def setup(name, seed=0):
+def setup(name, seed=0, steps=T):
     """A random instance of a zoo model's generated module (codegen.check.Problem)."""
     module = module_of(name)
     sizes = {size: 3 + i for i, size in enumerate(module.SIZES)}
-    return problem(module, T, B, seed, sizes)
+    return problem(module, steps, B, seed, sizes)
 
 
 @pytest.mark.parametrize("name", RECURRENT)
@@ -40,10 +50,10 @@ def test_truncation_matches_finite_differences_of_truncated_loss(name, mode, k):
     differs = False
     for key, array in {**instance.params, **instance.initial}.items():
         entries = list(np.ndindex(array.shape))
-        numeric = numeric_gradient(lambda: instance.loss((mode, k)), array, entries)
+        numeric, estimates = numeric_gradient(lambda: instance.loss((mode, k)), array, entries)
         analytic = np.array([grads[key][i] for i in entries])
-        error = relative_error(analytic, numeric)
-        assert error <= 1e-7, f"{name} {mode} k={k} {key}: error {error:.1e}\nanalytic {analytic}\nnumeric {numeric}"
+        row = compare(key, analytic, numeric, estimates, TOLERANCE["float64"], np.abs(grads[key]).max())
+        assert row.ok, f"{name} {mode} k={k} {row}\nanalytic {analytic}\nnumeric {numeric}"
         differs = differs or not np.allclose(grads[key], full[key])
     assert differs, "the truncated gradient should differ from full BPTT here"
 
@@ -54,25 +64,57 @@ def test_truncated_loss_reference_differs_from_full_loss_gradient():
     full = instance.grads()
     array = instance.params["W"]
     entries = list(np.ndindex(array.shape))
-    numeric = numeric_gradient(lambda: instance.loss(("window", 1)), array, entries)
-    assert relative_error(np.array([full["W"][i] for i in entries]), numeric) > 1e-3
+    numeric, estimates = numeric_gradient(lambda: instance.loss(("window", 1)), array, entries)
+    row = compare("W", np.array([full["W"][i] for i in entries]), numeric, estimates, TOLERANCE["float64"], 1.0)
+    assert not row.ok and row.error > 1e-3, row
+
+
+@pytest.mark.parametrize("pi", [0.1, 0.5])
+@pytest.mark.parametrize("steps", [1, 5, 8])
+@pytest.mark.parametrize("name", names())
+def test_randomized_truncation_is_unbiased_exactly(name, steps, pi):
+    """The expectation over all 2**T keep patterns, each gradient weighted by its probability
+    pi**kept (1 - pi)**dropped, equals full BPTT to 1e-12 of each array's largest entry."""
+    instance = setup(name, seed=2, steps=steps)
+    rows = check_unbiased(instance, pi)
+    assert all(row.ok and row.error <= 1e-12 for row in rows), rows
+    if name in RECURRENT and steps > 1:  # the patterns differ, so the proof is not an identity
+        kept = [True] * steps
+        one = instance.grads(truncate=("random", pi), rng=PatternRng(kept))
+        assert any(not np.allclose(one[key], value) for key, value in instance.grads().items())
+
+
+def test_pattern_rng_gives_the_keep_weights_asked_for():
+    """PatternRng feeds backward the pattern it holds: all kept with pi = 1 is full BPTT,
+    and at pi = 0.5 the all-kept pattern doubles every flow through a step (so it differs)."""
+    instance = setup("linear", seed=3)
+    full = instance.grads()
+    same = instance.grads(truncate=("random", 1.0), rng=PatternRng([True] * T))
+    doubled = instance.grads(truncate=("random", 0.5), rng=PatternRng([True] * T))
+    dropped = instance.grads(truncate=("random", 0.5), rng=PatternRng([False] * T))
+    np.testing.assert_allclose(same["W_hh"], full["W_hh"], rtol=1e-14)
+    assert not np.allclose(doubled["W_hh"], full["W_hh"])
+    np.testing.assert_allclose(dropped["W_qh"], full["W_qh"], rtol=1e-14)  # the output layer has no flow in time
+    assert np.all(dropped["h0"] == 0)  # no flow at all reaches h0
 
 
 @pytest.mark.parametrize("name", RECURRENT)
-def test_randomized_truncation_is_unbiased(name):
-    """The mean of many estimates is within 5 standard errors (from the samples' spread) of full BPTT."""
-    instance = setup(name, seed=2)
-    full = instance.grads()
-    samples = 3000
-    estimates = [instance.grads(truncate=("random", 0.5), rng=np.random.default_rng(s)) for s in range(samples)]
-    spread = False
-    for key in full:
-        values = np.array([e[key] for e in estimates])
-        mean, stderr = values.mean(axis=0), values.std(axis=0, ddof=1) / np.sqrt(samples)
-        bound = 5 * stderr + 1e-12 * np.abs(full[key]).max()
-        assert np.all(np.abs(mean - full[key]) <= bound), f"{key}: mean {mean} vs full {full[key]} (bound {bound})"
-        spread = spread or stderr.max() > 0
-    assert spread, "randomized estimates should vary from seed to seed"
+def test_enumeration_catches_a_biased_estimator(name):
+    """Control: a module that weights kept steps by 1/(1.001 pi) instead of 1/pi fails the exact check."""
+    module = module_of(name)
+    biased = types.ModuleType(f"biased_{module.__name__}")
+    biased.__dict__.update(module.__dict__)
+
+    def loss_and_grads(*args, truncate=None, **kwargs):
+        if truncate is not None and truncate[0] == "random":
+            truncate = ("random", truncate[1] * 1.001)
+        return module.loss_and_grads(*args, truncate=truncate, **kwargs)
+
+    biased.loss_and_grads = loss_and_grads
+    instance = problem(biased, T, B, 2, {size: 3 + i for i, size in enumerate(module.SIZES)})
+    rows = check_unbiased(instance, 0.5)
+    assert not all(row.ok for row in rows), rows
+    assert max(row.error for row in rows) > 1e-5
 
 
 @pytest.mark.parametrize("name", RECURRENT)

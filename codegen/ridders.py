@@ -1,0 +1,89 @@
+"""Ridders' method: a derivative by finite differences whose step follows the function,
+with an estimate of its own error (Numerical Recipes, section 5.7, dfridr)."""
+
+import numpy as np
+
+# Ridders' method: the first step and how it shrinks; at most STEPS steps and ORDERS orders of
+# extrapolation; a growing error (rounding taking over) stops it once above SAFE times the best.
+START, SHRINK, STEPS, ORDERS, SAFE = 0.1, 2.0, 16, 4, 2.0
+ROUNDING = 8  # a floor on a central difference's rounding noise: 8 eps |loss| / step
+
+
+def ridders(loss, array, index, enough=0.0):
+    """(derivative, error estimate) of loss() along array[index] (restored afterwards).
+
+    Central differences at steps h, h/SHRINK, ..., h = START * max(|entry|, rms of the array),
+    are extrapolated to a zero step in a Neville tableau (Numerical Recipes' dfridr); an
+    extrapolation's error estimate is its distance from the two values it came from. The tableau
+    starts once the differences converge (_converging); the best estimate is kept, and the ladder
+    stops once it is below `enough` or the error grows. If they never converge, the last
+    difference is returned with the spread of all of them as its error.
+    A difference of losses is taken first, so an entry the loss does not read gets exactly 0."""
+    saved = float(array[index])
+    step = START * (max(abs(saved), float(np.sqrt(np.mean(np.square(array))))) or 1.0)
+    best, error, tableau, differences, noise, growing = np.nan, np.inf, None, [], [], 0
+    try:
+        for _ in range(STEPS):
+            difference, rounding = _central(loss, array, index, saved, step)
+            step /= SHRINK
+            if not np.isfinite(difference):  # far too large a step: start again
+                differences, noise, tableau = [], [], None
+                continue
+            differences.append(difference)
+            noise.append(rounding)
+            if tableau is None and not _converging(differences, np.maximum(noise, enough)):
+                continue
+            if tableau is None:  # the tableau starts with the steps that showed convergence
+                tableau, new = [], zip(differences[-4:], noise[-4:], strict=True)
+            else:
+                new = [(difference, rounding)]
+            for pair in new:
+                tableau, value, estimate = _extrapolate(tableau, *pair)
+                if estimate <= error:
+                    best, error = value, estimate
+                growing = growing + 1 if estimate > SAFE * error else 0
+            if growing >= 2 or error <= enough:  # rounding has taken over, or the error is small enough
+                break
+    finally:
+        array[index] = saved
+    if error < np.inf:
+        return best, error
+    return (differences[-1], float(np.ptp(differences))) if len(differences) > 1 else (np.nan, np.inf)
+
+
+def _central(loss, array, index, saved, step):
+    """(loss(+step) - loss(-step)) / (2 step) along array[index], and its rounding noise."""
+    array[index] = up = saved + step
+    rise = loss()
+    array[index] = down = saved - step
+    fall = loss()
+    return (rise - fall) / (up - down), ROUNDING * np.finfo(float).eps * max(abs(rise), abs(fall)) / (up - down)
+
+
+def _extrapolate(previous, difference, rounding):
+    """The next row of the Neville tableau (extrapolations to a zero step of the differences
+    so far), its best value and that value's error estimate (inf on the first row), at least
+    the difference's rounding noise."""
+    row, value, error = [difference], difference, np.inf
+    for order, last in enumerate(previous[:ORDERS], start=1):
+        row.append(row[-1] + (row[-1] - last) / (SHRINK ** (2 * order) - 1))
+        estimate = max(abs(row[order] - row[order - 1]), abs(row[order] - last), rounding)
+        if estimate < error:
+            value, error = row[order], estimate
+    return row, value, error
+
+
+def _converging(differences, small):
+    """Whether the central differences have reached the regime where Richardson extrapolation
+    holds: their last three changes shrink about SHRINK^2-fold each (the h^2 term dominates), or
+    the last two are small (within rounding noise or what is enough: the loss is a quadratic
+    along the entry, as far as differences can tell)."""
+    changes = np.abs(np.diff(differences[-4:]))
+    if len(changes) < 2:
+        return False
+    if changes[-1] <= small[-1] and changes[-2] <= small[-2]:
+        return True
+    low, high = 0.8 * SHRINK**2, 1.25 * SHRINK**2
+    return len(changes) == 3 and all(
+        low * new <= old <= high * new for old, new in zip(changes[:-1], changes[1:], strict=True)
+    )

@@ -1,0 +1,128 @@
+"""The gradient check itself (codegen.check, codegen.ridders): Ridders' derivatives are
+right and know their error, cases that the old fixed-step differences failed pass, an
+overflowing forward pass is reported as such, and randomized truncation at a T too long
+to enumerate is refused."""
+
+import numpy as np
+import pytest
+from bptt.codegen.check import MARGIN, MAX_ENTRIES, NonFiniteForward, TooManyPatterns, check, problem, table
+from bptt.codegen.ridders import ridders
+from cli_support import assert_error, bptt, table_rows
+from support import module_of
+
+POINT = np.array([0.3, -1.2, 0.05, 2.0, 0.7])
+
+
+def wavy(a):
+    """A smooth function of a[:-1] (a[-1] is not read) and its exact gradient."""
+    x = a[:-1]
+    value = np.sum(np.exp(np.sin(3 * x)) * x**2)
+    grad = np.exp(np.sin(3 * x)) * (3 * np.cos(3 * x) * x**2 + 2 * x)
+    return value, np.append(grad, 0.0)
+
+
+@pytest.mark.parametrize("function", ["wavy", "steep", "quadratic"])
+def test_ridders_is_within_its_own_error_estimate(function):
+    """On functions with known derivatives, each entry's error is within the MARGIN times the
+    estimate that the verdict allows, and the estimate below 1e-9 relative: a smooth function,
+    one that needs far smaller steps than the first (exp(400 a)), and a quadratic (differences
+    exact up to rounding)."""
+    losses = {
+        "wavy": lambda a: wavy(a)[0],
+        "steep": lambda a: np.sum(np.exp(400 * a[:-1] - 400)),
+        "quadratic": lambda a: np.sum((a[:-1] - 0.5) ** 2 * 3.7),
+    }
+    exact = {
+        "wavy": lambda a: wavy(a)[1],
+        "steep": lambda a: np.append(400 * np.exp(400 * a[:-1] - 400), 0.0),
+        "quadratic": lambda a: np.append(7.4 * (a[:-1] - 0.5), 0.0),
+    }
+    array = POINT.copy()
+    truth = exact[function](array)
+    for index in range(len(array)):
+        value, estimate = ridders(lambda: losses[function](array), array, (index,))
+        assert np.array_equal(array, POINT), "the entry is restored"
+        error = abs(value - truth[index])
+        assert error <= MARGIN * estimate, f"{index}: {value!r} vs {truth[index]!r} (estimate {estimate})"
+        assert estimate <= 1e-9 * max(abs(truth).max(), 1e-300), f"{index}: estimate {estimate} for {truth[index]}"
+    assert ridders(lambda: losses[function](array), array, (len(array) - 1,))[0] == 0.0, "an unread entry gets 0"
+
+
+def test_ridders_stops_early_when_enough():
+    """With `enough` set, the ladder stops as soon as the estimate is below it: fewer loss
+    evaluations than without, and an estimate still below `enough`."""
+    array, calls = POINT.copy(), []
+
+    def loss():
+        calls.append(1)
+        return wavy(array)[0]
+
+    ridders(loss, array, (1,))
+    full = len(calls)
+    calls.clear()
+    value, estimate = ridders(loss, array, (1,), enough=1e-7)
+    assert estimate <= 1e-7 and len(calls) < full, (estimate, len(calls), full)
+    assert abs(value - wavy(array)[1][1]) <= MARGIN * estimate
+
+
+@pytest.mark.parametrize(
+    "name, steps, seed",
+    [("elman", 20, 29), ("linear", 200, 0), ("elman-onehot", 5, 50), ("elman", 50, 3), ("linear", 50, 0)],
+)
+def test_cases_the_fixed_step_failed_now_pass(name, steps, seed):
+    """Correct gradients that 1e-3-step fourth-order differences reported as FAIL (issue 6),
+    every entry of every array: each passes, with a finite-difference estimate far below 1e-7."""
+    rows = check(module_of(name), steps, 3, seed, max_entries=MAX_ENTRIES)
+    assert all(row.ok for row in rows), table(rows)
+    assert max(row.estimate for row in rows) < 1e-8, table(rows)
+
+
+def first_nonfinite_state(module, steps, dtype):
+    """(state, t): the first step at which a state of the forward pass in dtype is not finite."""
+    params, xs, _, initial = problem(module, steps, 3, 0).cast(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        cache = module.forward(params, xs, **initial)[1]
+    found = [(int(np.argmax(~np.isfinite(cache[k[:-1]]).reshape(steps + 1, -1).all(axis=1))), k[:-1]) for k in initial]
+    return min((t, state) for t, state in found if t > 0)[::-1]
+
+
+def test_an_overflowing_forward_pass_is_reported_where_it_overflows():
+    """linear at T=2000 in float32: NonFiniteForward, one line naming the state, the first
+    step where it is not finite, T and the dtype (no table of nan)."""
+    module = module_of("linear")
+    state, step = first_nonfinite_state(module, 2000, "float32")
+    with pytest.raises(NonFiniteForward) as caught:
+        check(module, 2000, dtype="float32")
+    message = str(caught.value)
+    assert "\n" not in message
+    for fragment in ("float32", f"{state} is not finite", f"t={step} ", "T=2000"):
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+def test_cli_reports_an_overflow_with_exit_4():
+    result = bptt("check", "linear", "--steps", "2000", "--dtype", "float32")
+    assert_error(result, 4, "float32", "t=", "T=2000")
+    assert "nan" not in result.stdout
+
+
+def test_randomized_truncation_beyond_enumeration_is_refused():
+    """T=13 has 8192 keep patterns: check() raises before any work, the CLI exits 2 in one line."""
+    with pytest.raises(TooManyPatterns, match=r"T=13 has 8192"):
+        check(module_of("linear"), 13, truncate=("random", 0.5))
+    assert_error(bptt("check", "linear", "--steps", "13", "--truncate", "random:0.5"), 2, "2**T", "T=13")
+
+
+def test_cli_randomized_truncation_is_enumerated():
+    """`check --truncate random:0.1` at T=6 says it enumerated all 64 patterns; every row is ok."""
+    result = bptt("check", "elman", "--steps", "6", "--truncate", "random:0.1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all 64 keep patterns" in result.stdout
+    rows = table_rows(result.stdout)
+    assert all(" ok" in rows[name] for name in ("U", "W", "V", "b", "c", "h0")), result.stdout
+
+
+def test_table_shows_the_error_estimate():
+    rows = check(module_of("linear"))
+    lines = table(rows).splitlines()
+    assert "FD error est." in lines[0] and len(lines) == 1 + len(rows)
+    assert all(f"{row.estimate:.2e}" in line for row, line in zip(rows, lines[1:], strict=True))
