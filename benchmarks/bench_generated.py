@@ -20,6 +20,7 @@ for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
+
 from bptt.derive.models import names  # noqa: E402
 
 T, B = 100, 32

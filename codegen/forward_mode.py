@@ -8,6 +8,7 @@ vector v is `_directions(v, rows)`.
 from dataclasses import dataclass
 
 import sympy as sp
+
 from bptt.derive.nodes import SeqAt
 from bptt.derive.rtrl import factored, forward_mode, live_states, reads_parameter
 from bptt.derive.tangent import Tangent

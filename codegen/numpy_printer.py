@@ -7,10 +7,11 @@ expression serves a single step (`h[t]`) or all steps at once (`h[1:]`).
 """
 
 import sympy as sp
-from bptt.derive.latex import term_order
-from bptt.derive.elementwise import Apply, lookup
-from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError, t
 from sympy.matrices.expressions.special import OneMatrix
+
+from bptt.derive.elementwise import Apply, lookup
+from bptt.derive.latex import term_order
+from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError, t
 
 # Arrays of states and intermediates hold steps 0..T (index = time);
 # inputs, outputs and targets hold steps 1..T (index = time - 1).

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 import sympy as sp
+
 from bptt.derive.bptt import derive
 from bptt.derive.nodes import Adj, SeqAt, matrix_sum, t
 

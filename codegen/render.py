@@ -7,6 +7,7 @@ import stat
 import tempfile
 
 import jinja2
+
 from bptt.derive.document import sections
 
 from .program import context

@@ -8,6 +8,7 @@ reads a recurrent adjoint. Only those loop, last step first.
 """
 
 import sympy as sp
+
 from bptt.derive.bptt import NEXT
 from bptt.derive.nodes import Adj, SeqAt, t
 

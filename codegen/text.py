@@ -1,8 +1,9 @@
 """Plain-text maths for comments in generated code: `dL/dh_t = W_hh^T dL/dh_{t+1} + ...`."""
 
 import sympy as sp
-from bptt.derive.latex import term_order
 from sympy.printing.str import StrPrinter
+
+from bptt.derive.latex import term_order
 
 
 class TextPrinter(StrPrinter):

@@ -9,9 +9,10 @@ Try:  bptt latex examples/gated_rnn.py:gated_rnn
       bptt check examples/gated_rnn.py:gated_rnn
 """
 
+from sympy import HadamardProduct
+
 from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.nodes import SquaredError, sigmoid, t, tanh
-from sympy import HadamardProduct
 
 
 def gated_rnn():

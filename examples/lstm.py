@@ -12,9 +12,10 @@ Try:  bptt latex examples/lstm.py:lstm --format md
       bptt check examples/lstm.py:lstm
 """
 
+from sympy import HadamardProduct
+
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
 from bptt.derive.nodes import SquaredError, sigmoid, t, tanh
-from sympy import HadamardProduct
 
 
 def lstm():

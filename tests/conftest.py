@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 import sympy as sp
+
 from bptt.derive.models import load
 from bptt.derive.nodes import t
 

@@ -5,8 +5,9 @@ import re
 
 import numpy as np
 import pytest
-from bptt.derive.models import load, names
 from support import forward, module_of
+
+from bptt.derive.models import load, names
 
 NAMES = names()
 T, B = 3, 2

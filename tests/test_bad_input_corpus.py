@@ -4,12 +4,13 @@ and names the array or argument that was wrong."""
 
 import numpy as np
 import pytest
-from bptt.codegen.check import problem
-from bptt.derive.models import names
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from support import forward, module_of
 from test_properties import DETERMINISTIC, instances
+
+from bptt.codegen.check import problem
+from bptt.derive.models import names
 
 NAMES = names()
 

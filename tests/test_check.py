@@ -5,10 +5,11 @@ to enumerate is refused."""
 
 import numpy as np
 import pytest
-from bptt.codegen.check import MARGIN, MAX_ENTRIES, NonFiniteForward, TooManyPatterns, check, problem, table
-from bptt.codegen.ridders import ridders
 from cli_support import assert_error, bptt, table_rows
 from support import module_of
+
+from bptt.codegen.check import MARGIN, MAX_ENTRIES, NonFiniteForward, TooManyPatterns, check, problem, table
+from bptt.codegen.ridders import ridders
 
 POINT = np.array([0.3, -1.2, 0.05, 2.0, 0.7])
 

@@ -9,9 +9,10 @@ import types
 
 import numpy as np
 import pytest
+from support import module_of
+
 from bptt.codegen.check import MAX_ENTRIES, NonFiniteForward, check, problem, table
 from bptt.derive.models import names
-from support import module_of
 
 SEEDS = range(200)
 SWEEP = [(name, steps) for name in names() for steps in (5, 20, 50, 200)] + [("linear", 2000)]

@@ -5,8 +5,9 @@ import errno
 import os
 
 import pytest
-from bptt.codegen import cli, render
 from cli_support import assert_error, assert_ok, cached, run_all
+
+from bptt.codegen import cli, render
 
 UNWRITABLE = "/sys/kernel/bptt-test.tex"  # sysfs refuses new files, even to root
 

@@ -6,6 +6,7 @@ import dataclasses
 import mpmath
 import pytest
 import sympy as sp
+
 from bptt.derive.bptt import derive
 from bptt.derive.closed_form import closed_form, recursion_residual
 from bptt.derive.explicit import backward, evaluate, expand_over_time, unroll

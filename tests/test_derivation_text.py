@@ -5,11 +5,12 @@ hand in that notation; structural tests below do not depend on printing."""
 
 import pytest
 import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
+
 from bptt.derive.bptt import derive
 from bptt.derive.document import sections
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, Diag, OneHot, Softmax, T, TimeSum, t
-from sympy.matrices.expressions.special import OneMatrix
 
 DL = r"\frac{\partial L}{\partial "  # followed by the variable and "}"
 

@@ -9,12 +9,13 @@ import textwrap
 import numpy as np
 import pytest
 import sympy as sp
+from support import module_of
+
 from bptt.codegen.check import check, load_module
 from bptt.derive.elementwise import FUNCTIONS, Apply, derivative
 from bptt.derive.explicit import explicit
 from bptt.derive.latex import latex
 from bptt.derive.models import load
-from support import module_of
 
 ENTRIES = sorted(FUNCTIONS)
 

@@ -12,6 +12,7 @@ import dataclasses
 import mpmath
 import pytest
 import sympy as sp
+
 from bptt.derive.bptt import NEXT, derive
 from bptt.derive.explicit import backward, unroll
 from bptt.derive.nodes import Adj, LossGrad, t

@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+
 from bptt.derive.models import names
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

@@ -4,14 +4,15 @@ node without an adjoint rule fails with NoRule naming it."""
 import re
 
 import pytest
+import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixExpr
+from sympy.matrices.expressions.special import OneMatrix
+
 from bptt.derive.adjoint import NoRule, backprop
 from bptt.derive.bptt import derive
 from bptt.derive.model import Model, ModelError, matrix, sequence, sizes
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Apply, SquaredError, t
-import sympy as sp
-from sympy.matrices.expressions.matexpr import MatrixExpr
-from sympy.matrices.expressions.special import OneMatrix
 
 d, h, q = sizes("d h q")
 W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q, h)

@@ -7,11 +7,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-from bptt.codegen.check import PatternRng, Problem, check, check_gradients, problem, table
-from bptt.derive.models import names
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import module_of
+
+from bptt.codegen.check import PatternRng, Problem, check, check_gradients, problem, table
+from bptt.derive.models import names
 
 NAMES = names()
 ENTRIES = 3  # finite differences on this many entries of each array per example

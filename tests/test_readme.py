@@ -4,6 +4,7 @@ import pathlib
 import re
 
 import pytest
+
 from bptt.codegen.render import document
 from bptt.derive.models import load
 

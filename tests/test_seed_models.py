@@ -5,6 +5,7 @@ import inspect
 
 import numpy as np
 import pytest
+
 from bptt.codegen.render import document
 from bptt.derive.bptt import derive
 from bptt.derive.models import load

@@ -7,6 +7,8 @@ import types
 
 import numpy as np
 import pytest
+from support import module_of
+
 from bptt.codegen.check import (
     TOLERANCE,
     PatternRng,
@@ -16,7 +18,6 @@ from bptt.codegen.check import (
     problem,
 )
 from bptt.derive.models import names
-from support import module_of
 
 T, B = 5, 2
 RECURRENT = [name for name in names() if name not in ("jordan",)]  # jordan has no recurrence to truncate

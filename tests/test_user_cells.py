@@ -5,6 +5,7 @@ import pathlib
 
 import numpy as np
 import pytest
+
 from bptt.codegen.check import check, load_module
 from bptt.derive.model import ModelError
 from bptt.derive.models import load
