@@ -241,7 +241,7 @@ def parser():
         "--truncate",
         type=_truncate,
         metavar="MODE:K",
-        help="check truncated BPTT: window:K, chunk:K (against the truncated loss) or random:PI (unbiasedness)",
+        help="check truncated BPTT: window:K, chunk:K (against the truncated loss) or random:PI (exact expectation over all 2^T keep patterns, T <= 12)",
     )
     sub.set_defaults(run=cmd_check)
     return top

@@ -57,7 +57,7 @@ def fourth_order(loss, array, eps=1e-3):
     """dL/d array by (8 (L(+e) - L(-e)) - (L(+2e) - L(-2e))) / 12e on every entry (array restored).
 
     Differences are taken first so that an entry the loss does not depend on gets exactly 0
-    (codegen.check.numeric_gradient sums weighted losses and leaves ~1e-13 there)."""
+    (a weighted sum of the four losses would leave ~1e-13 there)."""
     out = np.zeros(array.shape)
     for index in np.ndindex(array.shape):
         saved = array[index]
