@@ -160,7 +160,7 @@ def used(names, lines):
 
 def context(model):
     """Everything the module template needs."""
-    derivation = derive(model, staged=True, loss=model.concrete_loss())
+    derivation = derive(model, named="all", loss=model.concrete_loss())
     forward_before, forward_loop, forward_after = forward_lines(model)
     forward_before = allocations(model.intermediates) + forward_before
     backward_before, backward_loop, recurrent = backward_lines(derivation)

@@ -3,9 +3,11 @@
 Every use of a value is a consumer: an assignment of the same step, or (for a
 state read at t-1) an assignment of the next step. The adjoint of a value is
 the sum over its consumers of the vector-Jacobian product of that consumer's
-equation. States and outputs keep named adjoints (dL/dh_t, dL/do_t);
-intermediate adjoints (dL/da_t) are inlined, or kept named when `staged`
-(the generated code computes them once and reuses them).
+equation. States and outputs keep named adjoints (dL/dh_t, dL/do_t). An
+intermediate's adjoint (dL/da_t) is kept named or substituted into its uses:
+`named="all"` names every one (the generated code computes each once),
+`"none"` substitutes every one (the closed forms need that), and `"textbook"`
+follows the rule of `textbook_names`.
 """
 
 from dataclasses import dataclass
@@ -14,7 +16,7 @@ import sympy as sp
 
 from .adjoint import backprop
 from .model import references
-from .nodes import Adj, SeqAt, T, TimeSum, matrix_sum, t
+from .nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
 
 NEXT, SAME = "next", "same"
 
@@ -32,11 +34,11 @@ class Contribution:
 @dataclass(frozen=True)
 class Derivation:
     model: object
-    staged: bool
+    named: frozenset  # the intermediate Seqs whose adjoints stay named
     output_adjoints: dict  # output Seq -> dL/do_t
     states: dict  # state Seq -> [Contribution] making up dL/dh_t for t < T
     forced: dict  # teacher-forced state Seq -> [Contribution] that teacher forcing cuts
-    intermediates: dict  # intermediate Seq -> [Contribution] (used when staged)
+    intermediates: dict  # intermediate Seq -> [Contribution] making up its adjoint
     params: dict  # parameter -> [Contribution] of one step t, summed over t
 
     def recursion(self, seq):
@@ -70,24 +72,48 @@ def _total_values(values, seq):
     return matrix_sum(values, seq.rows)
 
 
-def derive(model, staged=False, loss=None):
-    """The Derivation of BPTT for a model; `loss` overrides the model's loss node."""
+def derive(model, named="none", loss=None):
+    """The Derivation of BPTT for a model; named is "none", "all" or "textbook";
+    `loss` overrides the model's loss node."""
     loss = model.loss if loss is None else loss
     weight = 1 / T if model.mean else sp.S.One
     loss_grads = backprop(loss, weight)
     outputs = {seq: loss_grads.get(seq(t), sp.ZeroMatrix(seq.rows, 1)) for seq, _ in model.outputs}
-    builder = _Builder(model, staged)
+    names = {"none": frozenset(), "all": frozenset(model.intermediates)}
+    builder = _Builder(model, names[named] if named in names else textbook_names(model))
     states = {seq: builder.contributions(seq) for seq in model.states if seq not in model.forced}
     forced = {seq: builder.contributions(seq) for seq in model.forced}
     intermediates = {seq: builder.contributions(seq) for seq in model.intermediates}
     params = {p: builder.param_contributions(p) for p in model.params}
-    return Derivation(model, staged, outputs, states, forced, intermediates, params)
+    return Derivation(model, builder.named, outputs, states, forced, intermediates, params)
+
+
+def textbook_names(model):
+    """The intermediates whose adjoints a textbook names, by one rule for every model:
+    an intermediate's adjoint is substituted into its uses when it is a single term
+    with at most one diag factor (dL/da_t = diag(1 - h_t^2) dL/dh_t, the activation's
+    slope times a named adjoint), and named otherwise (a gate's pre-activation:
+    dL/di_t = diag(sigma'(i_t)) diag(g_t) dL/dc_t; or an intermediate read twice).
+    Intermediates are read only later in their own step, so deciding them last
+    first sees every use already decided."""
+    named = set()
+    for seq in reversed(model.intermediates):
+        adjoint = _total(_Builder(model, frozenset(named)).contributions(seq))
+        terms = adjoint.args if isinstance(adjoint, sp.MatAdd) else (adjoint,)
+        if len(terms) > 1 or any(_diag_factors(term) > 1 for term in terms):
+            named.add(seq)
+    return frozenset(named)
+
+
+def _diag_factors(term):
+    factors = term.as_coeff_matrices()[1] if isinstance(term, sp.MatMul) else [term]
+    return sum(isinstance(factor, Diag) for factor in factors)
 
 
 class _Builder:
-    def __init__(self, model, staged):
+    def __init__(self, model, named):
         self.model = model
-        self.staged = staged
+        self.named = named
         self.rhs = {seq.name: rhs for seq, rhs in model.assignments}
         self.seqs = {seq.name: seq for seq, _ in model.assignments}
 
@@ -96,7 +122,7 @@ class _Builder:
         None for a teacher-forced state (its value is data, nothing flows into it)."""
         if seq in self.model.forced:
             return None
-        if seq.role == "intermediate" and not self.staged:
+        if seq.role == "intermediate" and seq not in self.named:
             return _total(self.contributions(seq))
         return Adj(seq(t))
 

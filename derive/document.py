@@ -47,18 +47,18 @@ def model_section(model):
 
 def sections(model):
     """Every section of the derivation of BPTT for a model."""
-    derivation = derive(model)
+    derivation = derive(model, named="textbook")
     out = [model_section(model), _output_section(model, derivation)]
     if model.intermediates:
-        out.append(_intermediate_section(model))
+        out.append(_intermediate_section(model, derivation))
     if model.teacher_forcing:
         out.append(_forcing_section(model, derivation))
     if derivation.states:
         out.append(_state_section(model, derivation))
-    forms = _closed_form_sections(model, derivation)
-    out.extend(forms)
+    substituted = derive(model)  # closed forms need every intermediate substituted
+    out.extend(_closed_form_sections(model, substituted))
     if derivation.states:
-        out.append(_truncation_section(model, derivation))
+        out.append(_truncation_section(model, derivation, substituted))
     out.append(_param_section(model, derivation))
     out.extend(forward_mode_sections(model))
     return out
@@ -77,17 +77,21 @@ def _output_section(model, derivation):
     return Section("Gradient of the loss with respect to the outputs", "", equations)
 
 
-def _intermediate_section(model):
-    staged = derive(model, staged=True)
+def _intermediate_section(model, derivation):
     equations = tuple(
         Equation(
             latex(Adj(seq())),
-            latex(staged.intermediate(seq)),
-            f"Chain rule through {_through(staged.intermediates[seq])}.",
+            latex(derivation.intermediate(seq)),
+            f"Chain rule through {_through(derivation.intermediates[seq])}."
+            + ("" if seq in derivation.named else " Substituted into the results below."),
         )
         for seq in reversed(model.intermediates)
     )
-    return Section("Intermediate adjoints", "These are substituted into the results below.", equations)
+    text = (
+        "An intermediate adjoint that is a single term with at most one diagonal factor is substituted where it is used; "
+        "any other (a gate's, or one read twice) keeps its name, and the results below use it."
+    )
+    return Section("Intermediate adjoints", text, equations)
 
 
 def _state_section(model, derivation):
@@ -174,7 +178,7 @@ def _closed_form_sections(model, derivation):
     return out
 
 
-def _truncation_section(model, derivation):
+def _truncation_section(model, derivation, substituted):
     equations = []
     for seq in derivation.states:
         lhs = latex(Adj(seq()))
@@ -193,7 +197,7 @@ def _truncation_section(model, derivation):
             )
         )
         try:
-            form = closed_form(derivation, seq)
+            form = closed_form(substituted, seq)
         except NoClosedForm:
             continue
         equations.append(

@@ -142,7 +142,7 @@ def backward(derivation, steps, env):
                 continue
             if seq.role == "state":
                 formula = derivation.terminal(seq) if k == steps else derivation.recursion(seq).subs(t, k)
-            elif derivation.staged:
+            elif seq in derivation.named:
                 formula = derivation.intermediate(seq).subs(t, k)
             else:
                 continue

@@ -100,22 +100,22 @@ def squared_error_gradients(derivation, env, steps):
                 env[at] = sp.ImmutableMatrix([sp.diff(loss, zn) for zn in z]).xreplace(dict(zip(z, o, strict=True)))
 
 
-@pytest.mark.parametrize("staged", [False, True], ids=["inlined", "staged"])
-def test_linear_squared_error_is_exact(linear, staged):
+@pytest.mark.parametrize("named", ["none", "all", "textbook"])
+def test_linear_squared_error_is_exact(linear, named):
     """With l = 1/2||o - y||^2, every derived entry equals sympy.diff exactly."""
     case, brute = linear
-    derivation = derive(case.model, staged=staged, loss=case.model.concrete_loss())
+    derivation = derive(case.model, named=named, loss=case.model.concrete_loss())
     derived = backward(derivation, case.steps, linear_values(case))
     bad = disagreements(derived, brute, case, exactly_equal)
     assert not bad, report(bad)
 
 
-@pytest.mark.parametrize("staged", [False, True], ids=["inlined", "staged"])
-def test_linear_generic_loss_is_exact(linear, staged):
+@pytest.mark.parametrize("named", ["none", "all", "textbook"])
+def test_linear_generic_loss_is_exact(linear, named):
     """d2l's derivation for an unspecified l(o_t, y_t), with dl/do_t supplied for
     the squared error, equals sympy.diff exactly."""
     case, brute = linear
-    derivation = derive(case.model, staged=staged)
+    derivation = derive(case.model, named=named)
     nodes = [n for value in derivation.output_adjoints.values() for n in value.atoms(LossGrad)]
     assert nodes, "the generic-loss derivation should keep dl/do_t unevaluated"
     env = linear_values(case)
@@ -125,15 +125,15 @@ def test_linear_generic_loss_is_exact(linear, staged):
     assert not bad, report(bad)
 
 
-@pytest.mark.parametrize("staged", [False, True], ids=["inlined", "staged"])
-def test_elman_agrees_to_30_digits(elman, staged):
+@pytest.mark.parametrize("named", ["none", "all", "textbook"])
+def test_elman_agrees_to_30_digits(elman, named):
     """tanh, softmax and cross-entropy: agreement to 30 significant digits at 60-digit precision."""
     case, brute = elman
     labels = [v for k, v in case.symbolic_env.items() if getattr(k, "role", None) == "label"]
     assert len(labels) == case.steps and all(v.is_Integer for v in labels)
     env = case.values_env(DIGITS)
     unroll(case.model, case.steps, env)
-    derived = backward(derive(case.model, staged=staged), case.steps, env)
+    derived = backward(derive(case.model, named=named), case.steps, env)
     bad = disagreements(derived, brute, case, agree_to_30_digits)
     assert not bad, report(bad)
 
@@ -178,7 +178,7 @@ def test_seed_models_agree_to_30_digits(name, concrete_problem):
     brute = numeric_gradients(case)
     env = case.values_env(DIGITS)
     unroll(case.model, case.steps, env)
-    for staged in (False, True):
-        derived = backward(derive(case.model, staged=staged), case.steps, env)
+    for named in ("none", "all", "textbook"):
+        derived = backward(derive(case.model, named=named), case.steps, env)
         bad = disagreements(derived, brute, case, agree_to_30_digits)
         assert not bad, report(bad)
