@@ -48,7 +48,10 @@ def _mathbf(letters):
 
 
 def layer(name, style=_mathbf):
-    """A name in a style, its trailing digits a layer superscript: `h2` -> `{\\mathbf{h}^{(2)}}`."""
+    """A name in a style, its trailing digits a layer superscript: `h2` -> `{\\mathbf{h}^{(2)}}`;
+    a `_bar` suffix a bar, as for pre-activations: `i_bar` -> `\\bar{\\mathbf{i}}`."""
+    if name.endswith("_bar") and len(name) > 4:
+        return rf"\bar{{{layer(name[:-4], style)}}}"
     digits = len(name) - len(name.rstrip("0123456789"))
     if digits == 0 or digits == len(name):
         return style(name)

@@ -132,9 +132,10 @@ def validate(model):
     if len(model.inputs) != 1:
         raise ModelError(f"{where}: expected one input sequence, got {len(model.inputs)}")
     names = [s.name for s, _ in model.assignments] + [s.name for s in model.inputs] + [p.name for p in model.params]
-    assigned = {s.name for s, _ in model.steps}
-    for name in names + [a.name for a in model.loss.atoms(SeqAt)]:
-        _check_name(where, name, assigned)
+    names += [a.name for a in model.loss.atoms(SeqAt)]
+    made = _generated_names(model, names)
+    for name in names:
+        _check_name(where, name, made)
     params = set(model.params)
     known_now = {s.name for s in model.inputs}
     states = {s.name for s in model.states}
@@ -164,16 +165,22 @@ def validate(model):
 # Names the generated code uses for itself; a model's sequences and parameters must not take them.
 RESERVED = {"B", "T", "t", "np", "xs", "ys", "dtype", "sizes", "params", "cache", "grads", "loss", "total", "keep"}
 RESERVED |= {"ages", "window", "mode", "value", "first", "zero", "rng", "truncate", "outputs", "d_outputs"}
-RESERVED_PREFIXES = ("d_", "dot_", "n_", "_")
 
 
-def _check_name(where, name, assigned):
+def _generated_names(model, names):
+    """The names the generated code makes from the model's: d_X and dot_X (adjoints and
+    tangents of X), X_in (a step's input projection), n_s (size s)."""
+    made = {f"{prefix}{name}" for name in names for prefix in ("d_", "dot_")}
+    return made | {f"{seq.name}_in" for seq, _ in model.steps} | {f"n_{size}" for size in model.sizes}
+
+
+def _check_name(where, name, made):
     if not name.isidentifier() or keyword.iskeyword(name):
         raise ModelError(f"{where}: {name!r} is not a Python identifier; names become variables of the generated code")
-    if name in RESERVED or name.startswith(RESERVED_PREFIXES) or name.removesuffix("_in") in assigned - {name}:
+    if name in RESERVED or name.startswith("_") or name in made:
         raise ModelError(
             f"{where}: the name {name!r} is reserved by the generated code (as are {', '.join(sorted(RESERVED))}, "
-            "prefixes d_ dot_ n_ _, and X_in where X is a step's sequence: its input projection)"
+            "names starting with _, and d_X, dot_X, X_in, n_S for a sequence or parameter X and a size S)"
         )
 
 

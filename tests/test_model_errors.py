@@ -96,8 +96,8 @@ def test_unknown_role():
 
 
 def test_unknown_zoo_name_lists_the_zoo():
-    with pytest.raises(ModelError, match="unknown model 'lstm'") as error:
-        load("lstm")
+    with pytest.raises(ModelError, match="unknown model 'lsmt'") as error:
+        load("lsmt")
     for name in names():
         assert name in str(error.value)
 

@@ -6,6 +6,7 @@ import pathlib
 from ..model import Model, ModelError
 from .elman import elman
 from .elman_onehot import elman_onehot
+from .gated import gru, lstm, lstm_peephole
 from .jordan import elman_jordan, jordan
 from .linear import linear
 
@@ -13,8 +14,11 @@ ZOO = {
     "elman": elman,
     "elman-jordan": elman_jordan,
     "elman-onehot": elman_onehot,
+    "gru": gru,
     "jordan": jordan,
     "linear": linear,
+    "lstm": lstm,
+    "lstm-peephole": lstm_peephole,
 }
 
 
