@@ -76,71 +76,136 @@ def lookup(name):
 
 def derivative(node, out):
     """f'(x) of an Apply node as a column vector; `out` names its value y = f(x)."""
-    return lookup(node.function).derivative(node.arg, out)
+    entry = lookup(node.function)
+    if entry.derivative is None:
+        raise UnknownFunction(f"{node.function!r} has no derivative registered (it is the slope of another function)")
+    return entry.derivative(node.arg, out)
 
 
 def _ones(v):
     return OneMatrix(*v.shape)
 
 
+def register_slope(name, scalar, latex, code):
+    """Register f' of the function `name` as an elementwise function of its own, `name'`, for an f'
+    with no short form in x and y; its constructor, for the derivative of f's entry."""
+    return register(Elementwise(f"{name}'", scalar, None, latex, code))
+
+
 step = register(
     Elementwise(
-        name="step",
-        scalar=lambda z: sp.Heaviside(z, 0),
-        derivative=lambda x, y: sp.ZeroMatrix(*x.shape),
-        latex=r"\mathbb{1}_{>0}",
-        code={"numpy": "np.heaviside({arg}, 0)"},
+        "step",
+        lambda z: sp.Heaviside(z, 0),  # 0 at 0, as torch's relu' is
+        lambda x, y: sp.ZeroMatrix(*x.shape),
+        r"\operatorname{step}",
+        {"numpy": "np.heaviside({arg}, 0)"},
         slope_bound=0,
     )
 )
+identity = register(
+    Elementwise("identity", lambda z: z, lambda x, y: _ones(x), r"\operatorname{id}", {"numpy": "{arg}"}, 1)
+)
 tanh = register(
     Elementwise(
-        name="tanh",
-        scalar=sp.tanh,
-        derivative=lambda x, y: _ones(y) - sp.HadamardPower(y, 2),
-        latex=r"\tanh",
-        code={"numpy": "np.tanh({arg})"},
-        slope_bound=1,
+        "tanh", sp.tanh, lambda x, y: _ones(y) - sp.HadamardPower(y, 2), r"\tanh", {"numpy": "np.tanh({arg})"}, 1
     )
 )
 sigmoid = register(
     Elementwise(
-        name="sigmoid",
-        scalar=lambda z: 1 / (1 + sp.exp(-z)),
-        derivative=lambda x, y: sp.HadamardProduct(y, _ones(y) - y),
-        latex=r"\sigma",
-        code={"numpy": "_sigmoid({arg})"},
-        slope_bound=sp.Rational(1, 4),
+        "sigmoid",
+        lambda z: 1 / (1 + sp.exp(-z)),
+        lambda x, y: sp.HadamardProduct(y, _ones(y) - y),
+        r"\sigma",
+        {"numpy": "_sigmoid({arg})"},
+        sp.Rational(1, 4),
         helpers={"numpy": ("_sigmoid",)},
     )
 )
 relu = register(
     Elementwise(
-        name="relu",
-        scalar=lambda z: sp.Max(z, 0),
-        derivative=lambda x, y: step(y),
-        latex=r"\operatorname{ReLU}",
-        code={"numpy": "np.maximum({arg}, 0)"},
-        slope_bound=1,
+        "relu", lambda z: sp.Max(z, 0), lambda x, y: step(y), r"\operatorname{ReLU}", {"numpy": "np.maximum({arg}, 0)"}, 1
     )
 )
 softplus = register(
     Elementwise(
-        name="softplus",
-        scalar=lambda z: sp.log(1 + sp.exp(z)),
-        derivative=lambda x, y: sigmoid(x),
-        latex=r"\operatorname{softplus}",
-        code={"numpy": "np.logaddexp(0, {arg})"},
-        slope_bound=1,
+        "softplus",
+        lambda z: sp.log(1 + sp.exp(z)),
+        lambda x, y: sigmoid(x),
+        r"\operatorname{softplus}",
+        {"numpy": "np.logaddexp(0, {arg})"},
+        1,
     )
 )
-exp = register(
+exp = register(Elementwise("exp", sp.exp, lambda x, y: y, r"\exp", {"numpy": "np.exp({arg})"}))
+log = register(
+    Elementwise("log", sp.log, lambda x, y: sp.HadamardPower(x, -1), r"\log", {"numpy": "np.log({arg})"})
+)
+_elu_slope = register_slope(
+    "elu",
+    lambda z: sp.Piecewise((1, z > 0), (sp.exp(z), True)),
+    r"\operatorname{ELU}'",
+    {"numpy": "np.where({operand} > 0, 1, np.exp(np.minimum({arg}, 0)))"},
+)
+elu = register(
     Elementwise(
-        name="exp",
-        scalar=sp.exp,
-        derivative=lambda x, y: y,
-        latex=r"\exp",
-        code={"numpy": "np.exp({arg})"},
+        "elu",
+        lambda z: sp.Piecewise((z, z > 0), (sp.exp(z) - 1, True)),
+        lambda x, y: _elu_slope(x),
+        r"\operatorname{ELU}",
+        {"numpy": "np.where({operand} > 0, {arg}, np.expm1(np.minimum({arg}, 0)))"},
+        1,
+    )
+)
+_softsign_slope = register_slope(
+    "softsign", lambda z: 1 / (1 + sp.Abs(z)) ** 2, r"\operatorname{softsign}'", {"numpy": "1 / (1 + np.abs({arg})) ** 2"}
+)
+softsign = register(
+    Elementwise(
+        "softsign",
+        lambda z: z / (1 + sp.Abs(z)),
+        lambda x, y: _softsign_slope(x),
+        r"\operatorname{softsign}",
+        {"numpy": "{operand} / (1 + np.abs({arg}))"},
+        1,
+    )
+)
+silu = register(
+    Elementwise(
+        "silu",
+        lambda z: z / (1 + sp.exp(-z)),
+        lambda x, y: sp.HadamardProduct(sigmoid(x), _ones(x) + sp.HadamardProduct(x, _ones(x) - sigmoid(x))),
+        r"\operatorname{SiLU}",
+        {"numpy": "{operand} * _sigmoid({arg})"},
+        sp.Rational(11, 10),
+        helpers={"numpy": ("_sigmoid",)},
+    )
+)
+
+
+def _gelu(z):
+    """GELU, tanh approximation: z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))."""
+    return z / 2 * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (z + sp.Rational(44715, 10**6) * z**3)))
+
+
+_Z = sp.Symbol("z", real=True)
+_GELU_INNER = "0.7978845608028654 * ({operand} + 0.044715 * {operand} ** 3)"  # sqrt(2/pi) (z + 0.044715 z^3)
+_gelu_slope = register_slope(
+    "gelu",
+    lambda z: sp.diff(_gelu(_Z), _Z).subs(_Z, z),
+    r"\operatorname{GELU}'",
+    {
+        "numpy": f"0.5 * (1 + np.tanh({_GELU_INNER})) + 0.5 * {{operand}} * (1 - np.tanh({_GELU_INNER}) ** 2)"
+        " * 0.7978845608028654 * (1 + 0.134145 * {operand} ** 2)"
+    },
+)
+gelu = register(
+    Elementwise(
+        "gelu",
+        _gelu,
+        lambda x, y: _gelu_slope(x),
+        r"\operatorname{GELU}",
+        {"numpy": f"0.5 * {{operand}} * (1 + np.tanh({_GELU_INNER}))"},
+        sp.Rational(113, 100),
     )
 )
 
@@ -150,24 +215,20 @@ def register_leaky_relu(slope=0.01, name="leaky_relu"):
     and its derivative LeakyReLU'(x): 1 where x > 0, slope elsewhere."""
     slope = sp.nsimplify(slope)
     gap = 1 - slope
-    slope_of = register(
-        Elementwise(
-            name=f"{name}'",
-            scalar=lambda z: slope + gap * sp.Heaviside(z, 0),
-            derivative=lambda x, y: sp.ZeroMatrix(*x.shape),
-            latex=r"\operatorname{LeakyReLU}'",
-            code={"numpy": f"{float(slope)!r} + {float(gap)!r} * np.heaviside({{arg}}, 0)"},
-            slope_bound=0,
-        )
+    slope_of = register_slope(
+        name,
+        lambda z: slope + gap * sp.Heaviside(z, 0),
+        r"\operatorname{LeakyReLU}'",
+        {"numpy": f"{float(slope)!r} + {float(gap)!r} * np.heaviside({{arg}}, 0)"},
     )
     return register(
         Elementwise(
-            name=name,
-            scalar=lambda z: sp.Max(z, slope * z),
-            derivative=lambda x, y: slope_of(x),
-            latex=r"\operatorname{LeakyReLU}",
-            code={"numpy": f"np.maximum({{arg}}, {float(slope)!r} * {{operand}})"},
-            slope_bound=1,
+            name,
+            lambda z: sp.Max(z, slope * z),
+            lambda x, y: slope_of(x),
+            r"\operatorname{LeakyReLU}",
+            {"numpy": f"np.maximum({{arg}}, {float(slope)!r} * {{operand}})"},
+            1,
         )
     )
 

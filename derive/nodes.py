@@ -11,7 +11,21 @@ from sympy.core.symbol import Str
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from .column import Column
-from .elementwise import Apply, exp, leaky_relu, relu, sigmoid, softplus, tanh  # noqa: F401 (the model API)
+from .elementwise import (  # noqa: F401 (the model API)
+    Apply,
+    elu,
+    exp,
+    gelu,
+    identity,
+    leaky_relu,
+    log,
+    relu,
+    sigmoid,
+    silu,
+    softplus,
+    softsign,
+    tanh,
+)
 
 t = sp.Symbol("t", integer=True)  # the generic time step
 T = sp.Symbol("T", integer=True, positive=True)  # the sequence length

@@ -7,6 +7,7 @@ that the part linear in h_dot_{t-1} (the Jacobian) separates from the rest.
 
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
+from sympy.matrices.expressions.special import OneMatrix
 
 from .adjoint import CONSTANTS, NoRule
 from .elementwise import Apply, UnknownFunction, derivative
@@ -43,10 +44,12 @@ def _hadamard(node, tangent):
 
 def _apply(node, tangent, out):
     try:
-        slope = Diag(derivative(node, out))
+        slope = derivative(node, out)
     except UnknownFunction as error:
         raise NoRule(str(error)) from error
-    return [slope * term for term in tangent(node.arg)]
+    if isinstance(slope, OneMatrix):  # identity
+        return tangent(node.arg)
+    return [Diag(slope) * term for term in tangent(node.arg)]
 
 
 def tangent_terms(expr, leaf, out=None):

@@ -18,15 +18,26 @@ from bptt.derive.latex import latex
 from bptt.derive.models import load
 
 ENTRIES = sorted(FUNCTIONS)
+DIFFERENTIABLE = [name for name in ENTRIES if FUNCTIONS[name].derivative is not None]  # slopes have none
+SHIPPED = ["elu", "exp", "gelu", "identity", "leaky_relu", "log", "relu", "sigmoid", "silu", "softplus", "softsign", "tanh"]
 
 
-def _points(seed, n=6):
-    """Random nonzero rationals, away from the kinks of relu and friends."""
+def _points(seed, n=6, positive=False):
+    """Random nonzero rationals, away from the kinks of relu and friends (positive for log)."""
     rng = random.Random(seed)
-    return [sp.Rational(rng.choice([-1, 1]) * rng.randint(1, 40), rng.randint(1, 9)) for _ in range(n)]
+    sign = (lambda: 1) if positive else (lambda: rng.choice([-1, 1]))
+    return [sp.Rational(sign() * rng.randint(1, 40), rng.randint(1, 9)) for _ in range(n)]
 
 
-@pytest.mark.parametrize("name", ENTRIES)
+def test_the_issue_s_activations_are_shipped_and_importable_from_nodes():
+    import bptt.derive.nodes as nodes
+
+    assert set(SHIPPED) <= set(FUNCTIONS)
+    for name in SHIPPED:
+        assert getattr(nodes, name)(sp.MatrixSymbol("a", 2, 1)) == Apply(name, sp.MatrixSymbol("a", 2, 1))
+
+
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
 def test_derivative_equals_sympy_diff_of_the_scalar_function(name):
     assert_derivative_is_exact(name)
 
@@ -35,7 +46,7 @@ def assert_derivative_is_exact(name):
     entry = FUNCTIONS[name]
     z = sp.Symbol("z", real=True)
     exact = sp.diff(entry.scalar(z), z)
-    values = _points(seed=len(name))
+    values = _points(seed=len(name), positive=name == "log")
     x = sp.MatrixSymbol("x", len(values), 1)
     y = sp.MatrixSymbol("y", len(values), 1)
     column = sp.ImmutableMatrix(values)
@@ -48,7 +59,7 @@ def assert_derivative_is_exact(name):
 
 def assert_code_computes_the_function(name, dtype):
     entry = FUNCTIONS[name]
-    values = np.array([float(v) for v in _points(seed=7)], dtype)
+    values = np.array([float(v) for v in _points(seed=7, positive=name == "log")], dtype)
     names = dict(vars(module_of("elman")))  # a generated module: np and the helpers its code may call
     names["a"] = values
     # a compound argument, so that {arg} used beside an operator would compute something else
@@ -110,13 +121,13 @@ CELL = textwrap.dedent(
     '''
 )
 
-CELL_FUNCTIONS = ["relu", "leaky_relu", "softplus", "exp", "cubic"]
+CELL_FUNCTIONS = ["relu", "leaky_relu", "elu", "softplus", "softsign", "silu", "gelu", "exp", "identity", "cubic"]
 
 
 @pytest.fixture(scope="module")
 def cell_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("cells") / "cells.py"
-    body = "".join(f"\n\ndef {name}_rnn():\n    return cell({name!r})\n" for name in CELL_FUNCTIONS + ["silu"])
+    body = "".join(f"\n\ndef {name}_rnn():\n    return cell({name!r})\n" for name in CELL_FUNCTIONS + ["mish"])
     path.write_text(CELL + body, encoding="utf-8")
     return path
 
@@ -138,14 +149,26 @@ def test_a_cell_with_the_function_derives_generates_and_checks(cell_file, functi
 
 
 def test_the_readme_example_registers_a_function_that_every_layer_knows(cell_file, monkeypatch):
-    """The README's SiLU, registered as the README says: exact derivative, right code, a cell that checks."""
+    """The README's mish, registered as the README says: exact derivative, right code, a cell that checks."""
     readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("### Elementwise functions") :]
     example = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))]
-    monkeypatch.setitem(FUNCTIONS, "silu", None)  # removed again after the test
+    for name in ("mish", "mish'"):
+        monkeypatch.setitem(FUNCTIONS, name, None)  # removed again after the test
     exec(compile(example, "README.md", "exec"), {})
-    assert_derivative_is_exact("silu")
+    assert_derivative_is_exact("mish")
     for dtype in (np.float32, np.float64):
-        assert_code_computes_the_function("silu", dtype)
-    module = load_module(load(f"{cell_file}:silu_rnn"), from_zoo=False)
+        assert_code_computes_the_function("mish", dtype)
+        assert_code_computes_the_function("mish'", dtype)
+    module = load_module(load(f"{cell_file}:mish_rnn"), from_zoo=False)
     assert all(row.ok for row in check(module, steps=6, batch=2, seed=5))
+
+
+@pytest.mark.parametrize("name", [n for n in DIFFERENTIABLE if FUNCTIONS[n].slope_bound is not None])
+def test_slope_bound_bounds_the_derivative(name):
+    """sup |f'| <= slope_bound on a fine grid (the bound of the gradient-flow analysis)."""
+    z = sp.Symbol("z", real=True)
+    dirac_away_from_0 = {"DiracDelta": lambda v: 0.0}  # the grid skips 0, where step and relu have kinks
+    slope = sp.lambdify(z, sp.diff(FUNCTIONS[name].scalar(z), z), [dirac_away_from_0, "mpmath"])
+    grid = [k / 50 for k in range(-500, 501) if k]
+    assert max(abs(float(slope(v))) for v in grid) <= float(FUNCTIONS[name].slope_bound) + 1e-12

@@ -210,3 +210,16 @@ def test_torch_parameter_names_are_accepted_and_only_real_clashes_refused():
     a_in = matrix("a_in", h, d)
     with raises("the name 'a_in' is reserved"):
         tiny(params=(a_in, W_hh, W_qh), steps=((a, a_in * x()), (hidden, a() + W_hh * hidden(t - 1))))
+
+
+def test_sympy_max_of_a_vector_in_a_model_file_names_relu(tmp_path):
+    path = write(
+        tmp_path,
+        "import sympy as sp\n"
+        "from bptt.derive.model import matrix, sequence, sizes\n\n"
+        "def make():\n"
+        "    d, h = sizes('d h')\n"
+        "    return sp.Max(matrix('W', h, d) * sequence('x', d, 'input')(), 0)\n",
+    )
+    with raises("use relu from bptt.derive.nodes"):
+        load(f"{path}:make")

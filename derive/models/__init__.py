@@ -53,7 +53,10 @@ def _load_file(path, attr):
     except ModelError:
         raise
     except Exception as error:
-        raise ModelError(f"{path}:{attr}() failed: {type(error).__name__}: {error}") from error
+        hint = ""
+        if isinstance(error, ValueError) and "is not comparable" in str(error):  # SymPy's Max/Min of a matrix
+            hint = " (SymPy's Max and Min are scalar; for max(x, 0) of a vector use relu from bptt.derive.nodes)"
+        raise ModelError(f"{path}:{attr}() failed: {type(error).__name__}: {error}{hint}") from error
     if not isinstance(model, Model):
         raise ModelError(f"{path}:{attr}() returned {type(model).__name__}, expected a derive.model.Model")
     return model
