@@ -11,19 +11,19 @@ def lemma_section():
     a, b, c, solution = lemma()
     proved = all(x == y for x, y in lemma_induction(solution, b, c))
     check = (
-        " Proved by induction (checked symbolically): the solution at $t = 1$ is $\\mathbf{b}_1$; at $t + 1$, "
-        "splitting the newest factor $\\mathbf{c}_{t+1}$ off every product turns the $i = t$ term into "
-        "$\\mathbf{c}_{t+1} \\mathbf{b}_t$ and the rest into $\\mathbf{c}_{t+1}$ times the sum at $t$."
+        " Proved by induction (checked symbolically): the solution at $t = 1$ is $\\boldsymbol{\\beta}_1$; at $t + 1$, "
+        "splitting the newest factor $\\boldsymbol{\\Gamma}_{t+1}$ off every product turns the $i = t$ term into "
+        "$\\boldsymbol{\\Gamma}_{t+1} \\boldsymbol{\\beta}_t$ and the rest into $\\boldsymbol{\\Gamma}_{t+1}$ times the sum at $t$."
     )
     equations = (
-        Equation(latex(a), f"{latex(b)} + {latex(c)} {latex(a.subs(t, t - 1))}", "With $\\mathbf{a}_0 = 0$."),
+        Equation(latex(a), f"{latex(b)} + {latex(c)} {latex(a.subs(t, t - 1))}", "With $\\boldsymbol{\\alpha}_0 = 0$."),
         Equation(
             latex(a), latex(solution), "Products run from the newest factor on the left." + (check if proved else "")
         ),
     )
     text = (
-        "Any recursion $\\mathbf{a}_t = \\mathbf{b}_t + \\mathbf{c}_t \\mathbf{a}_{t-1}$ unrolls into a sum "
-        "(Dive into Deep Learning, 9.7). The forward tangents above obey it with $\\mathbf{c}_t$ the step's Jacobian; "
+        "Any recursion $\\boldsymbol{\\alpha}_t = \\boldsymbol{\\beta}_t + \\boldsymbol{\\Gamma}_t \\boldsymbol{\\alpha}_{t-1}$ unrolls into a sum "
+        "(Dive into Deep Learning, 9.7). The forward tangents above obey it with $\\boldsymbol{\\Gamma}_t$ the step's Jacobian; "
         "the closed form of the backward recursion is the same lemma run from $t = T$ down."
     )
     return Section("The recurrence lemma", text, equations)
@@ -52,10 +52,10 @@ def forward_mode_sections(model):
         jacobian = forward_mode(model, model.params[0]).jacobian(seq)
         equations.append(
             Equation(
-                rf"\mathbf{{c}}_t = \frac{{\partial {latex(seq())}}}{{\partial {latex(seq(t - 1))}}}",
+                rf"\boldsymbol{{\Gamma}}_t = \frac{{\partial {latex(seq())}}}{{\partial {latex(seq(t - 1))}}}",
                 latex(jacobian),
                 "The same Jacobian for every parameter: each tangent obeys the recurrence lemma with this "
-                "$\\mathbf{c}_t$ and $\\mathbf{b}_t$ its other terms. It is the transpose of $A_t$ of the backward recursion.",
+                "$\\boldsymbol{\\Gamma}_t$ and $\\boldsymbol{\\beta}_t$ its other terms. It is the transpose of $A_t$ of the backward recursion.",
             )
         )
     outputs = []
@@ -71,7 +71,7 @@ def forward_mode_sections(model):
             )
         )
     text = (
-        "Real-time recurrent learning (seed 004's $\\partial s_t / \\partial W$): carry the derivative of the state "
+        "Real-time recurrent learning (the WildML tutorial's $\\partial s_t / \\partial W$): carry the derivative of the state "
         "with respect to a parameter forward in time, alongside the forward pass. "
         + ("" if live else "No state links the steps here, so no tangent is carried from one step to the next.")
     )

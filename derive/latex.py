@@ -2,7 +2,7 @@
 `^\\top`, `\\odot`, `\\frac{\\partial L}{\\partial \\mathbf{h}_t}`."""
 
 import sympy as sp
-from sympy.printing.latex import LatexPrinter
+from sympy.printing.latex import LatexPrinter, greek_letters_set
 
 from .elementwise import lookup
 from .nodes import Adj, SeqAt
@@ -44,6 +44,9 @@ def _time_offset(expr):
 
 
 def _mathbf(letters):
+    """Bold upright letters; a Greek letter's name (alpha, Gamma) bold Greek."""
+    if letters in greek_letters_set or letters.lower() in greek_letters_set:
+        return rf"\boldsymbol{{\{letters}}}"
     return rf"\mathbf{{{letters}}}"
 
 
@@ -146,7 +149,7 @@ class BPTTLatexPrinter(LatexPrinter):
         return rf"\xi_{{{time_index(expr.args[0])}}}"
 
     def _print_Kept(self, expr):
-        return rf"\mathbb{{1}}[{self._print(expr.args[1])} \nmid {time_index(expr.args[0])}]"
+        return rf"\left[{self._print(expr.args[1])} \nmid {time_index(expr.args[0])}\right]"  # Iverson bracket: 1 if true
 
     def _print_Min(self, expr):
         return r"\min(" + ", ".join(time_index(a) for a in sorted(expr.args, key=str)) + ")"

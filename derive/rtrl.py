@@ -94,8 +94,9 @@ def lemma(n=n_lemma):
     a_t = b_t + sum_{i=1}^{t-1} (c_t c_{t-1} ... c_{i+1}) b_i.
 
     Returns (a, b, c, solution at t) with a, b vectors and c square matrices of size n."""
-    a, b = SeqAt("a", t, n, "state"), SeqAt("b", t, n, "input")
-    c = MatAt("c", t, n)
+    # Greek letters, which no model's names clash with (the zoo has a_t, b, c and c_t)
+    a, b = SeqAt("alpha", t, n, "state"), SeqAt("beta", t, n, "input")
+    c = MatAt("Gamma", t, n)
     product = DescendingTimeProduct(c.subs(t, j_lemma), j_lemma, i_lemma + 1, t)
     solution = b + TimeSum(product * b.subs(t, i_lemma), i_lemma, 1, t - 1)
     return a, b, c, solution

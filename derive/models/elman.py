@@ -1,4 +1,4 @@
-"""The Elman RNN with softmax outputs and cross-entropy (seed 001, section 2.1)."""
+"""The Elman RNN with softmax outputs and cross-entropy (Goodfellow et al., 10.2.2)."""
 
 from ..model import Model, labels, matrix, sequence, sizes, vector
 from ..nodes import Softmax, SoftmaxCrossEntropy, t, tanh
@@ -13,7 +13,7 @@ def elman():
     return Model(
         name="elman",
         title="Elman RNN with softmax cross-entropy (Goodfellow et al., 10.2.2)",
-        source="Deep Learning (Goodfellow, Bengio, Courville), section 10.2.2; seed 001, section 2.1",
+        source="Deep Learning (Goodfellow, Bengio, Courville), section 10.2.2",
         sizes=(d, h, q),
         params=(U, W, V, b, c),
         inputs=(x,),

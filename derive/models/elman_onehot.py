@@ -1,4 +1,4 @@
-"""The Elman RNN of WildML's tutorial with one-hot word inputs (seed 004)."""
+"""The Elman RNN of WildML's tutorial with one-hot word inputs (WildML RNN tutorial, part 3)."""
 
 from ..model import Model, labels, matrix, sequence, sizes
 from ..nodes import OneHot, SoftmaxCrossEntropy, t, tanh
@@ -12,7 +12,7 @@ def elman_onehot():
     return Model(
         name="elman-onehot",
         title="Elman RNN with one-hot word inputs (WildML RNN tutorial, part 3)",
-        source="Denny Britz, Recurrent Neural Networks Tutorial part 3; seed 004",
+        source="Denny Britz, Recurrent Neural Networks Tutorial, part 3 (WildML)",
         sizes=(d, h, q),
         params=(U, W, V),
         inputs=(x,),

@@ -1,4 +1,4 @@
-"""Output-to-hidden recurrence trained with teacher forcing (seed 001, section 2.2).
+"""Output-to-hidden recurrence trained with teacher forcing (Goodfellow et al., 10.2.1).
 
 The Jordan network feeds its previous output distribution o_{t-1} back into the
 hidden layer. Under teacher forcing the true previous label onehot(y_{t-1})
@@ -25,7 +25,7 @@ def jordan_model(name, title, recurrent_hidden):
     return Model(
         name=name,
         title=title,
-        source="Deep Learning (Goodfellow, Bengio, Courville), section 10.2.1; seed 001, section 2.2",
+        source="Deep Learning (Goodfellow, Bengio, Courville), section 10.2.1",
         sizes=(d, h, q),
         params=(U, W, R, V, b, c) if recurrent_hidden else (U, R, V, b, c),
         inputs=(x,),
