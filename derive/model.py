@@ -87,9 +87,15 @@ class Model:
     names: tuple = ()
     teacher_forcing: tuple = ()
     notes: tuple = field(default=())
+    spec: str = ""  # how a user's file names it, `path.py:function` (set by models.load); "" for the zoo
 
     def __post_init__(self):
         validate(self)
+
+    @property
+    def command_name(self):
+        """What `bptt latex` and `bptt codegen` take to reproduce this model."""
+        return self.spec or self.name
 
     @property
     def states(self):

@@ -133,7 +133,7 @@ def test_model_file_lacks_the_function(tmp_path):
 
 def test_model_file_returns_something_else(tmp_path):
     path = write(tmp_path, "def make():\n    return {'name': 'linear'}\n")
-    with raises("make() returned dict, expected a derive.model.Model"):
+    with raises("make() returned dict, expected a bptt.derive.model.Model"):
         load(f"{path}:make")
 
 
@@ -223,3 +223,10 @@ def test_sympy_max_of_a_vector_in_a_model_file_names_relu(tmp_path):
     )
     with raises("use relu from bptt.derive.nodes"):
         load(f"{path}:make")
+
+
+def test_a_user_model_remembers_the_spec_that_reproduces_it(tmp_path):
+    """Headers of generated files give the command that regenerates them: path.py:function for a user's file."""
+    path = write(tmp_path, "from bptt.derive.models.linear import linear\n\ndef make():\n    return linear()\n")
+    assert load(f"{path}:make").command_name == f"{path}:make"
+    assert load("linear").command_name == "linear"

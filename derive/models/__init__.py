@@ -1,5 +1,6 @@
 """The model zoo, and loading a user's model from `file.py:name`."""
 
+import dataclasses
 import importlib.util
 import pathlib
 
@@ -58,5 +59,5 @@ def _load_file(path, attr):
             hint = " (SymPy's Max and Min are scalar; for max(x, 0) of a vector use relu from bptt.derive.nodes)"
         raise ModelError(f"{path}:{attr}() failed: {type(error).__name__}: {error}{hint}") from error
     if not isinstance(model, Model):
-        raise ModelError(f"{path}:{attr}() returned {type(model).__name__}, expected a derive.model.Model")
-    return model
+        raise ModelError(f"{path}:{attr}() returned {type(model).__name__}, expected a bptt.derive.model.Model")
+    return dataclasses.replace(model, spec=f"{path}:{attr}")
