@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .bptt import NEXT, SAME
-from .nodes import Adj, T, TimeProduct, TimeSum, matrix_sum, t
+from .nodes import Adj, MatAt, SeqAt, T, TimeProduct, TimeSum, matrix_sum, t
 
 j = sp.Symbol("j", integer=True)
 k = sp.Symbol("k", integer=True)
@@ -125,3 +125,74 @@ def _merge_products(expr):
         return matmul
 
     return expr.replace(lambda e: isinstance(e, sp.MatMul), merge)
+
+
+@dataclass(frozen=True)
+class BlockClosedForm:
+    """The closed form over the stacked adjoint of several states, delta_t = (dL/dh_t; dL/dc_t; ...):
+    delta_t = sum_{j=t}^{T} (A_{t+1} ... A_j) beta_j, A_k the block transposed Jacobian."""
+
+    states: tuple  # the state Seqs, in the order they are stacked
+    blocks: dict  # (row state, column state) -> block A_k^{row,col}: d(row)_{k-1} / d(col)_k, transposed
+    local: dict  # state -> its local term beta_j (output adjoints only)
+    expr: object  # TimeSum over j of TimeProduct of A_k times beta_j, with A_k and beta_j as symbols
+    jacobian: object  # A_k, a MatAt standing for the block matrix of blocks
+    stacked_local: object  # beta_j, a SeqAt standing for the stacked local terms
+
+    def block_matrix(self):
+        """A_k as a BlockMatrix of its named blocks."""
+        return sp.BlockMatrix([[block_name(r, c) for c in self.states] for r in self.states])
+
+
+def block_name(row, col):
+    """The symbol of block (row, col) of A_k, e.g. A_k^{hc}."""
+    return MatAt(f"A^{row.name}{col.name}", k, row.rows, col.rows)
+
+
+def block_closed_form(derivation):
+    """The BlockClosedForm of a derivation with every intermediate substituted and several states."""
+    states = tuple(derivation.states)
+    if len(states) < 2:
+        raise NoClosedForm("a block closed form is for cells with several states")
+    recursion = _without_same_step_states({s: derivation.recursion(s) for s in states}, states)
+    blocks, local = {}, {}
+    for row in states:
+        terms = sp.Add.make_args(recursion[row]) if not isinstance(recursion[row], sp.MatAdd) else recursion[row].args
+        by_next = {col: [] for col in states}
+        rest = []
+        for term in terms:
+            last = _trailing(term)
+            if isinstance(last, Adj) and last.of.role == "state" and last.of.time == t + 1:
+                by_next[next(s for s in states if s.name == last.of.name)].append(term)
+            else:
+                rest.append(term)
+        if any(a.of.role != "output" for term in rest for a in term.atoms(Adj)):
+            raise NoClosedForm("the local term must depend on output adjoints only")
+        for col in states:
+            coefficient = linear_coefficient(matrix_sum(by_next[col]), Adj(col(t + 1))) if by_next[col] else None
+            blocks[(row, col)] = (
+                sp.ZeroMatrix(row.rows, col.rows) if coefficient is None else coefficient.subs(t, k - 1)
+            )
+        local[row] = matrix_sum(rest, row.rows).subs(t, j)
+    size = sum(s.rows for s in states)
+    jacobian = MatAt("A", k, size)
+    beta = SeqAt("beta", j, size, "intermediate")
+    expr = TimeSum(TimeProduct(jacobian, k, t + 1, j) * beta, j, t, T)
+    return BlockClosedForm(states, blocks, local, expr, jacobian, beta)
+
+
+def _trailing(term):
+    return term.as_coeff_matrices()[1][-1] if isinstance(term, sp.MatMul) else term
+
+
+def _without_same_step_states(recursion, states):
+    """Substitute dL/ds_t of another state read in the same step (c_t's recursion reads dL/dh_t)
+    until every state adjoint left is at t+1; the step is ordered, so this ends."""
+    same = {Adj(s(t)): recursion[s] for s in states}
+    out = {}
+    for s in states:
+        expr = recursion[s]
+        for _ in states:
+            expr = expr.xreplace({a: v for a, v in same.items() if a != Adj(s(t))}).expand()
+        out[s] = expr
+    return out

@@ -83,7 +83,8 @@ class BPTTLatexPrinter(LatexPrinter):
         return f"{base}_{{{time_index(expr.time)}}}"
 
     def _print_MatAt(self, expr):
-        return rf"{layer(expr.name)}_{{{time_index(expr.time)}}}"
+        base, _, block = expr.name.partition("^")  # A^hc: block (h, c) of A
+        return layer(base) + (rf"^{{{block}}}" if block else "") + f"_{{{time_index(expr.time)}}}"
 
     def _print_Tangent(self, expr):
         of = expr.of

@@ -202,11 +202,12 @@ class DescendingTimeProduct(TimeProduct):
 
 
 class MatAt(MatrixExpr):
-    """A square matrix sequence's value at one time step, e.g. the Jacobian c_t."""
+    """A matrix sequence's value at one time step, e.g. the Jacobian c_t (square unless cols is given)."""
 
-    def __new__(cls, name, time, rows):
-        return MatrixExpr.__new__(cls, _str(name), sp.sympify(time), sp.sympify(rows))
+    def __new__(cls, name, time, rows, cols=None):
+        cols = rows if cols is None else cols
+        return MatrixExpr.__new__(cls, _str(name), sp.sympify(time), sp.sympify(rows), sp.sympify(cols))
 
     name = property(lambda self: self.args[0].name)
     time = property(lambda self: self.args[1])
-    shape = property(lambda self: (self.args[2], self.args[2]))
+    shape = property(lambda self: (self.args[2], self.args[3]))
