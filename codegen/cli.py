@@ -73,6 +73,11 @@ def cmd_codegen(args):
         path = _folder(args, from_zoo=spec in ZOO) / module_filename(model)
         if path in sources:
             raise UsageError(f"two models would write {path} (nothing was written)")
+        if model.spec and path.resolve() == pathlib.Path(model.spec.rpartition(":")[0]).resolve():
+            raise UsageError(
+                f"the module for {spec} would replace the model file itself, {path}: "
+                "rename the file or the model, or give --out (nothing was written)"
+            )
         sources[path] = module_source(model)
     for path in sources:
         output_target(path)  # refuses folders, devices, FIFOs before anything is written
