@@ -1,14 +1,18 @@
 """A derivation as a document: sections of equations, each with the sentence
-that says where it comes from. Equations are LaTeX strings; codegen renders
-them into a .tex or .md file."""
+that says where it comes from. Equations are LaTeX, long ones broken into lines
+that fit the page; codegen renders them into a .tex or .md file."""
+
+from dataclasses import replace
 
 from .bptt import NEXT, derive
-from .closed_form import NoClosedForm, closed_form, recursion_residual
-from .equation import Equation, Section
+from .closed_form import NoClosedForm, closed_form, k, recursion_residual
+from .equation import Equation, Section, equation
 from .forward_document import forward_mode_sections
 from .latex import latex
-from .nodes import Adj, SeqAt, T, matrix_sum, t
+from .linebreak import PAGE
+from .nodes import Adj, MatAt, SeqAt, T, matrix_sum, t
 from .truncation import chunked, randomized, randomized_closed, windowed
+from .width import width
 
 
 def _named(model, expr):
@@ -31,17 +35,22 @@ def _shift_of(definition, expr):
 
 
 def _through(contributions, time=t):
-    """The consumer equations of some contributions, at the given time step."""
-    consumers = [f"${latex(c.through.subs(t, time))} = {latex(c.rhs.subs(t, time))}$" for c in contributions]
-    return "; ".join(dict.fromkeys(consumers))
+    """The consumer equations of some contributions at the given time step: written out when together
+    they take at most a line of text, otherwise named ("the equations of ...") to keep the sentence short."""
+    consumers = dict.fromkeys((latex(c.through.subs(t, time)), latex(c.rhs.subs(t, time))) for c in contributions)
+    if sum(width(f"{lhs} = {rhs}") for lhs, rhs in consumers) <= PAGE:
+        return "; ".join(f"${lhs} = {rhs}$" for lhs, rhs in consumers)
+    names = [f"${lhs}$" for lhs, _ in consumers]
+    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    return f"the equation{'s' if len(names) > 1 else ''} of {listed}"
 
 
 def model_section(model):
     weight = r"\frac{1}{T} " if model.mean else ""
-    equations = [Equation(latex(seq()), latex(rhs), "") for seq, rhs in model.assignments]
+    equations = [equation(latex(seq()), rhs) for seq, rhs in model.assignments]
     equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {latex(model.loss)}", ""))
     for seq, definition in model.names:
-        equations.append(Equation(latex(seq()), latex(definition), "a name used below"))
+        equations.append(equation(latex(seq()), definition, "a name used below"))
     return Section("The model", "One step of the cell at time $t$.", tuple(equations))
 
 
@@ -67,9 +76,9 @@ def sections(model):
 def _output_section(model, derivation):
     weight = r"$\frac{1}{T}$ times " if model.mean else ""
     equations = tuple(
-        Equation(
+        equation(
             latex(Adj(seq())),
-            latex(_named(model, value)),
+            _named(model, value),
             f"Only the step-$t$ loss reads ${latex(seq())}$: {weight}the derivative of ${latex(model.loss)}$ (rule for {type(model.loss).__name__}).",
         )
         for seq, value in derivation.output_adjoints.items()
@@ -79,9 +88,9 @@ def _output_section(model, derivation):
 
 def _intermediate_section(model, derivation):
     equations = tuple(
-        Equation(
+        equation(
             latex(Adj(seq())),
-            latex(derivation.intermediate(seq)),
+            derivation.intermediate(seq),
             f"Chain rule through {_through(derivation.intermediates[seq])}."
             + ("" if seq in derivation.named else " Substituted into the results below."),
         )
@@ -100,23 +109,23 @@ def _state_section(model, derivation):
         same = [c for c in derivation.states[seq] if c.when != NEXT]
         nxt = [c for c in derivation.states[seq] if c.when == NEXT]
         equations.append(
-            Equation(
+            equation(
                 latex(Adj(seq(T))),
-                latex(derivation.terminal(seq)),
+                derivation.terminal(seq),
                 f"At the last step only {_through(same, T) or 'nothing'} reads ${latex(seq(T))}$.",
             )
         )
         equations.append(
-            Equation(
+            equation(
                 latex(Adj(seq())),
-                latex(derivation.recursion(seq)),
+                derivation.recursion(seq),
                 f"For $t < T$, chain rule through {_through(derivation.states[seq])}.",
             )
         )
         equations.append(
-            Equation(
+            equation(
                 latex(Adj(seq(0))),
-                latex(derivation.initial(seq)),
+                derivation.initial(seq),
                 f"The initial state is read by step 1 only: {_through(nxt, 0)}.",
             )
         )
@@ -129,9 +138,9 @@ def _forcing_section(model, derivation):
     equations = []
     for seq, replacement in model.teacher_forcing:
         cut = [c for c in derivation.forced[seq] if c.when == NEXT]
-        free = latex(matrix_sum(c.value for c in derivation.forced[seq]))
+        free = matrix_sum(c.value for c in derivation.forced[seq])
         equations.append(
-            Equation(
+            equation(
                 latex(Adj(seq())),
                 free,
                 f"Free-running, {_through(cut)} reads ${latex(seq())}$, and this term would carry the gradient back "
@@ -140,9 +149,9 @@ def _forcing_section(model, derivation):
             )
         )
         equations.append(
-            Equation(
+            equation(
                 latex(Adj(seq(0))),
-                latex(derivation.initial(seq)),
+                derivation.initial(seq),
                 f"The given ${latex(seq(0))}$ is still read by step 1: {_through(cut, 0)}.",
             )
         )
@@ -157,6 +166,14 @@ def _forcing_section(model, derivation):
     return Section("Teacher forcing", text, tuple(equations))
 
 
+def _jacobian_named(form):
+    """The closed form with its ordered product written with the name A_k (a constant A's power stays written out)."""
+    if form.is_power:
+        return form
+    name = MatAt("A", k, form.jacobian.shape[0])
+    return replace(form, jacobian=name, expr=form.expr.xreplace({form.jacobian: name}))
+
+
 def _closed_form_sections(model, derivation):
     out = []
     for seq in derivation.states:
@@ -166,15 +183,30 @@ def _closed_form_sections(model, derivation):
             continue
         proved = all(a == b for a, b in recursion_residual(form))
         check = (
-            " It satisfies the recursion: its $j = t$ term is the local term and the rest is $A_{t+1}$ times the sum at $t+1$ (checked symbolically)."
+            " It satisfies the recursion: its $j = t$ term is the local term and the rest is $\\mathbf{A}_{t+1}$ "
+            "times the sum at $t+1$ (checked symbolically)."
             if proved
             else ""
         )
-        equations = [Equation(latex(Adj(seq())), latex(form.expr), "Unrolling the recursion from $t = T$." + check)]
+        named = _jacobian_named(form)
+        jacobian = rf"\left(\partial {latex(seq(k))} / \partial {latex(seq(k - 1))}\right)^\top"
+        order = (
+            "the same at every step, so the product of $j - t$ of them is a power."
+            if form.is_power
+            else "the product runs from $k = t+1$ on the left to $k = j$ on the right, the identity when $j = t$."
+        )
+        lhs = latex(Adj(seq()))
+        equations = [
+            equation(
+                latex(MatAt("A", k, form.jacobian.shape[0])),
+                form.jacobian,
+                f"The transposed Jacobian ${jacobian}$ of step $k$; {order}",
+            ),
+            equation(lhs, named.expr, "Unrolling the recursion from $t = T$." + check),
+        ]
         if form.is_power:
-            equations.append(Equation(latex(Adj(seq())), latex(form.reindexed()), "The same sum with $i = T + t - j$."))
-        text = f"With $A_k = {latex(form.jacobian)}$, the transposed Jacobian of step $k$."
-        out.append(Section("Closed form", text, tuple(equations)))
+            equations.append(equation(lhs, form.reindexed(), "The same sum with $i = T + t - j$."))
+        out.append(Section("Closed form", "", tuple(equations)))
     return out
 
 
@@ -183,34 +215,34 @@ def _truncation_section(model, derivation, substituted):
     for seq in derivation.states:
         lhs = latex(Adj(seq()))
         equations.append(
-            Equation(
+            equation(
                 lhs,
-                latex(chunked(derivation, seq)),
+                chunked(derivation, seq),
                 "Chunks of $\\tau$ steps: the state entering a chunk is detached, so the next step's term is dropped where $\\tau$ divides $t$.",
             )
         )
         equations.append(
-            Equation(
+            equation(
                 lhs,
-                latex(randomized(derivation, seq)),
+                randomized(derivation, seq),
                 "Randomized (Tallec and Ollivier, 2017): $P(\\xi_t = 0) = 1 - \\pi$, $P(\\xi_t = 1/\\pi) = \\pi$, independent, so $E[\\xi_t] = 1$.",
             )
         )
         try:
-            form = closed_form(substituted, seq)
+            form = _jacobian_named(closed_form(substituted, seq))
         except NoClosedForm:
             continue
         equations.append(
-            Equation(
+            equation(
                 lhs,
-                latex(windowed(form)),
+                windowed(form),
                 "Window of $\\tau$ steps: the loss at step $j$ backpropagates to $t \\ge j - \\tau$ only; the closed form's sum stops early.",
             )
         )
         equations.append(
-            Equation(
+            equation(
                 lhs,
-                latex(randomized_closed(form)),
+                randomized_closed(form),
                 "The randomized recursion unrolled: every path from step $j$ back to $t$ carries a product of independent $\\xi_k$ with mean 1, so its expectation is the full closed form: the estimate is unbiased.",
             )
         )
@@ -220,9 +252,9 @@ def _truncation_section(model, derivation, substituted):
 
 def _param_section(model, derivation):
     equations = tuple(
-        Equation(
+        equation(
             rf"\frac{{\partial L}}{{\partial {latex(p)}}}",
-            latex(derivation.param_gradient(p)),
+            derivation.param_gradient(p),
             f"${latex(p)}$ is shared by every step: sum over $t$ of the chain rule through {_through(derivation.params[p])}.",
         )
         for p in model.params

@@ -1,6 +1,6 @@
 """The forward-mode (RTRL) part of a derivation, and the recurrence lemma it rests on."""
 
-from .equation import Equation, Section
+from .equation import Equation, Section, equation
 from .latex import latex
 from .nodes import Adj, T, TimeSum, t
 from .rtrl import factored, forward_mode, lemma, lemma_induction, live_states, reads_parameter
@@ -40,9 +40,9 @@ def forward_mode_sections(model):
         for seq in live:
             terms = mode.local[seq] + mode.carried[seq]
             equations.append(
-                Equation(
+                equation(
                     latex(Tangent(seq())),
-                    latex(factored(terms)),
+                    factored(terms),
                     f"Along a direction ${latex(Tangent(param))}$ of ${latex(param)}$: the chain rule forward "
                     f"through the step, with ${latex(Tangent(seq(0)))} = 0$.",
                 )
@@ -51,9 +51,9 @@ def forward_mode_sections(model):
         seq = live[0]
         jacobian = forward_mode(model, model.params[0]).jacobian(seq)
         equations.append(
-            Equation(
+            equation(
                 rf"\boldsymbol{{\Gamma}}_t = \frac{{\partial {latex(seq())}}}{{\partial {latex(seq(t - 1))}}}",
-                latex(jacobian),
+                jacobian,
                 "The same Jacobian for every parameter: each tangent obeys the recurrence lemma with this "
                 "$\\boldsymbol{\\Gamma}_t$ and $\\boldsymbol{\\beta}_t$ its other terms. It is the transpose of $A_t$ of the backward recursion.",
             )

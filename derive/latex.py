@@ -156,13 +156,19 @@ class BPTTLatexPrinter(LatexPrinter):
         return r"\min(" + ", ".join(time_index(a) for a in sorted(expr.args, key=str)) + ")"
 
     def _print_TimeSum(self, expr):
+        return rf"{self.sum_sign(expr)} {self._wrap_sum(expr.body)}"
+
+    def sum_sign(self, expr):
+        """`\\sum_{t=1}^{T}`: a TimeSum's sign with its bounds."""
         end = self._print(expr.end) if isinstance(expr.end, sp.Min) else time_index(expr.end)
-        bounds = rf"_{{{expr.index}={time_index(expr.start)}}}^{{{end}}}"
-        return rf"\sum{bounds} {self._wrap_sum(expr.body)}"
+        return rf"\sum_{{{expr.index}={time_index(expr.start)}}}^{{{end}}}"
 
     def _print_TimeProduct(self, expr):
-        bounds = rf"_{{{expr.index}={time_index(expr.start)}}}^{{{time_index(expr.end)}}}"
-        return rf"\left(\prod{bounds} {self._wrap_sum(expr.body)}\right)"
+        return rf"\left({self.product_sign(expr)} {self._wrap_sum(expr.body)}\right)"
+
+    def product_sign(self, expr):
+        """`\\prod_{k=t+1}^{j}`: a TimeProduct's sign with its bounds."""
+        return rf"\prod_{{{expr.index}={time_index(expr.start)}}}^{{{time_index(expr.end)}}}"
 
     def _print_MatAdd(self, expr):
         terms = sorted(expr.args, key=term_order)
@@ -186,13 +192,16 @@ class BPTTLatexPrinter(LatexPrinter):
 
     def _wrap(self, expr):
         text = self._print(expr)
-        if isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) or (isinstance(expr, sp.MatMul) and expr.args[0] == -1):
-            return rf"\left({text}\right)"
-        return text
+        return rf"\left({text}\right)" if parenthesized(expr) else text
 
     def _wrap_sum(self, expr):
         text = self._print(expr)
         return rf"\left({text}\right)" if isinstance(expr, sp.MatAdd) else text
+
+
+def parenthesized(expr):
+    """Whether a factor prints in parentheses: a sum, a Hadamard product, a negated product."""
+    return isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) or (isinstance(expr, sp.MatMul) and expr.args[0] == -1)
 
 
 def term_order(term):

@@ -1,7 +1,10 @@
 """The derivations reproduce the textbook formulas of the seeds, in the printer's
 notation: bold vectors and matrices, \\textrm subscripts, ^\\top, \\odot 2,
 \\operatorname{diag}. The expected strings are the seeds' formulas written by
-hand in that notation; structural tests below do not depend on printing."""
+hand in that notation; structural tests below do not depend on printing. Long
+equations are broken into lines from their structure: tests at the end."""
+
+import functools
 
 import pytest
 import sympy as sp
@@ -9,8 +12,12 @@ from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.bptt import derive
 from bptt.derive.document import sections
-from bptt.derive.models import load
-from bptt.derive.nodes import Adj, Diag, OneHot, Softmax, T, TimeSum, t
+from bptt.derive.latex import latex
+from bptt.derive.linebreak import BUDGET, lines, pieces
+from bptt.derive.models import load, names
+from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, T, TimeSum, t
+from bptt.derive.truncation import Xi, chunked, randomized
+from bptt.derive.width import width
 
 DL = r"\frac{\partial L}{\partial "  # followed by the variable and "}"
 
@@ -159,3 +166,111 @@ def test_seed_erratum_order_is_not_a_matrix_product():
     assert derived.shape == (sizes[h.rows], 1)
     with pytest.raises(sp.ShapeError):
         sp.MatMul(W.T, adjoint, diag).xreplace(sizes).doit()
+
+
+ZOO = tuple(names())
+
+
+@functools.cache
+def displayed(name):
+    """Every Equation of a zoo model's derivation document."""
+    return [e for section in sections(load(name)) for e in section.equations]
+
+
+def printed_expressions(name):
+    """The expressions a derivation document prints from the derivation."""
+    model = load(name)
+    derivation = derive(model, named="textbook")
+    out = [derivation.param_gradient(p) for p in model.params]
+    out += [derivation.intermediate(seq) for seq in model.intermediates]
+    for seq in derivation.states:
+        out += [derivation.recursion(seq), derivation.terminal(seq), derivation.initial(seq)]
+        out += [chunked(derivation, seq), randomized(derivation, seq)]
+    return out
+
+
+def undecorated(line):
+    """A broken line without what the break adds: the \\left. and \\right. that pair its parentheses, the {}
+    that keeps a leading operator binary."""
+    return line.replace(r"\left. ", "").replace(r" \right.", "").replace("{}", "")
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_pieces_join_to_the_one_line_print(name):
+    """Cutting an expression into pieces changes nothing: joined with their glue they are its LaTeX."""
+    for expr in printed_expressions(name):
+        assert "".join(piece.glue + piece.text for piece in pieces(expr)) == latex(expr)
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_an_equation_breaks_only_when_it_does_not_fit(name):
+    """An equation is one line when its estimated width fits the budget; broken, each of its lines fits,
+    beside the left-hand side, and the lines joined are the one-line right-hand side."""
+    for equation in displayed(name):
+        one_line = width(f"{equation.lhs} = {equation.rhs}")
+        assert bool(equation.lines) == (one_line > BUDGET), f"{one_line:.0f}pt: {equation.rhs}"
+        for row in equation.rows if equation.lines else ():
+            assert width(undecorated(row).replace("&", "")) <= BUDGET + width(equation.lhs) * row.startswith("&"), row
+        assert " ".join(undecorated(line) for line in equation.lines) in ("", equation.rhs)
+
+
+def test_a_long_sum_breaks_between_its_terms():
+    """The GRU's transposed Jacobian A_k, four terms, breaks before a '+' or '-', outside any parentheses."""
+    [jacobian] = [e for e in displayed("gru") if e.lhs == r"\mathbf{A}_{k}"]
+    first, *rest = jacobian.lines
+    assert rest, "A_k of the GRU fits one line: nothing tested"
+    assert all(line.startswith(("{}+ ", "{}- ")) for line in rest), rest
+    assert r"\right." not in "".join(jacobian.lines)
+
+
+def test_a_long_product_breaks_between_its_factors():
+    """A product too long for a line, a chain of diag factors, breaks between two factors, never inside one."""
+    factors = [Diag(SeqAt(name, t, sp.Symbol("n"), "intermediate")) for name in "abcdefghijklmnopqrstuvw"]
+    product = sp.MatMul(*factors, SeqAt("x", t, sp.Symbol("n"), "input"))
+    broken = lines(product, "y")
+    assert len(broken) > 1
+    shown = [latex(factor) for factor in [*factors, SeqAt("x", t, sp.Symbol("n"), "input")]]
+    assert " ".join(broken) == " ".join(shown) == latex(product)
+    assert all(line.startswith(r"\operatorname{diag}") for line in broken)
+
+
+def test_a_sum_in_parentheses_breaks_inside_them():
+    """xi_{t+1} (a sum too long for a line) + a term: the line breaks inside the parentheses, closes them
+    with \\right. and the next line reopens them with \\left., so that every line pairs its \\left and \\right."""
+    n = sp.Symbol("n")
+    h = SeqAt("h", t + 1, n, "state")
+    inner = sp.MatAdd(
+        *(
+            sp.MatrixSymbol(f"W_{gate}", n, n).T * Diag(SeqAt(gate, t + 1, n, "intermediate")) * Adj(h)
+            for gate in "ifgoabc"
+        )
+    )
+    expr = sp.MatAdd(Xi(t + 1) * inner, sp.MatrixSymbol("V", n, n).T * Adj(SeqAt("s", t, n, "output")))
+    broken = lines(expr, latex(Adj(h.subs(t, t - 1))))
+    assert len(broken) > 1
+    assert broken[0].endswith(r" \right.") and broken[1].startswith(r"\left. {}+ ")
+    assert all(line.count(r"\left") == line.count(r"\right") for line in broken), broken
+    assert " ".join(undecorated(line) for line in broken) == latex(expr)
+
+
+def test_the_closed_form_uses_the_named_jacobian():
+    """The Jacobian A_k is displayed, and the closed form's ordered product is written with its name."""
+    shown = equations("elman")
+    assert (
+        r"\mathbf{A}_{k}",
+        r"\mathbf{W}^\top \operatorname{diag}\left(\mathbf{1} - \mathbf{h}_{k}^{\odot 2}\right)",
+    ) in shown
+    closed = (
+        DL + r"\mathbf{h}_{t}}",
+        (r"\sum_{j=t}^{T} \left(\prod_{k=t+1}^{j} \mathbf{A}_{k}\right) \mathbf{V}^\top " + DL + r"\mathbf{s}_{j}}"),
+    )
+    assert closed in shown
+
+
+def test_long_lists_of_equations_are_named_in_the_text():
+    """A sentence names the consumer equations when written out they would take more than a line of text."""
+    [recursion] = [e for e in displayed("gru") if e.why.startswith("For $t < T$")]
+    assert recursion.why.startswith(r"For $t < T$, chain rule through the equations of $\bar{\mathbf{r}}_{t+1}$, ")
+    assert " = " not in recursion.why
+    [short] = [e for e in displayed("elman") if e.why.startswith("For $t < T$")]
+    assert r"$\mathbf{s}_{t} = \mathbf{c} + \mathbf{V} \mathbf{h}_{t}$" in short.why

@@ -1,4 +1,5 @@
-"""Every derivation compiles with pdflatex, and its Markdown has one equation per $$ block."""
+"""Every derivation compiles with pdflatex with no overfull line, and its Markdown has one equation per $$ block,
+in the macros GitHub's MathJax has."""
 
 import concurrent.futures
 import os
@@ -11,10 +12,14 @@ import textwrap
 
 import pytest
 
+from bptt.derive.linebreak import PAGE
 from bptt.derive.models import names
+from bptt.derive.width import width
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ZOO = tuple(names())
+EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm")
+DOCUMENTS = ZOO + EXAMPLES
 
 
 def bptt(*args):
@@ -25,15 +30,33 @@ def bptt(*args):
     return result.stdout
 
 
+def side_by_side(function, items):
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+        return list(pool.map(function, items))
+
+
+def file_stem(model):
+    """examples/lstm.py:lstm -> examples_lstm_py_lstm: a file name for a model's document."""
+    return re.sub(r"[^\w-]", "_", model)
+
+
 @pytest.fixture(scope="module")
 def documents(tmp_path_factory):
-    """{model: (MODEL.tex written by `bptt latex MODEL -o`, `bptt latex MODEL --format md`)}, run side by side."""
+    """{model: (its .tex written by `bptt latex MODEL -o`, `bptt latex MODEL --format md`)}, run side by side."""
     folder = tmp_path_factory.mktemp("documents")
-    runs = [(model, ("-o", folder / f"{model}.tex")) for model in ZOO] + [(model, ("--format", "md")) for model in ZOO]
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        outputs = list(pool.map(lambda run: bptt("latex", run[0], *run[1]), runs))
-    assert outputs[: len(ZOO)] == [""] * len(ZOO), "latex -o printed something"
-    return {model: (folder / f"{model}.tex", md) for model, md in zip(ZOO, outputs[len(ZOO) :], strict=True)}
+    runs = [(model, ("-o", folder / f"{file_stem(model)}.tex")) for model in DOCUMENTS]
+    runs += [(model, ("--format", "md")) for model in DOCUMENTS]
+    outputs = side_by_side(lambda run: bptt("latex", run[0], *run[1]), runs)
+    assert outputs[: len(DOCUMENTS)] == [""] * len(DOCUMENTS), "latex -o printed something"
+    markdown = outputs[len(DOCUMENTS) :]
+    return {model: (folder / f"{file_stem(model)}.tex", md) for model, md in zip(DOCUMENTS, markdown, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def compiled(documents):
+    """{model: the pdflatex log of its document}, compiled side by side."""
+    logs = side_by_side(lambda model: pdflatex(documents[model][0]).with_suffix(".log"), DOCUMENTS)
+    return {model: log.read_text(encoding="latin-1") for model, log in zip(DOCUMENTS, logs, strict=True)}
 
 
 def pdflatex(tex):
@@ -60,12 +83,92 @@ def pdflatex(tex):
     return pdf
 
 
-@pytest.mark.parametrize("model", ZOO)
-def test_zoo_derivation_compiles(model, documents):
-    """`bptt latex MODEL -o MODEL.tex` is a document pdflatex turns into a PDF."""
+def overfull_lines(log, tex):
+    """Each `Overfull \\hbox` pdflatex reported, with how much too wide and the source it came from
+    (a paragraph's lines, or a display from its \\begin to the line it was detected at)."""
+    source = tex.read_text(encoding="utf-8").splitlines()
+    found = []
+    for match in re.finditer(
+        r"Overfull \\hbox \(([\d.]+)pt too wide\) (in paragraph at lines|detected at line) (\d+)(?:--(\d+))?", log
+    ):
+        last = int(match[4] or match[3])
+        first = int(match[3])
+        if match[2].startswith("detected"):
+            first = max(n for n in range(1, last + 1) if source[n - 1].startswith("\\begin{equation*}"))
+        found.append(f"{match[1]}pt too wide: " + " / ".join(source[first - 1 : last])[:300])
+    return found
+
+
+@pytest.mark.parametrize("model", DOCUMENTS)
+def test_derivation_compiles(model, documents, compiled):
+    """`bptt latex MODEL -o FILE` is a document pdflatex turns into a PDF, for the zoo and the examples."""
     tex, _ = documents[model]
     assert tex.read_text(encoding="utf-8").startswith("\\documentclass")
-    pdflatex(tex)
+    assert tex.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
+
+
+@pytest.mark.parametrize("model", DOCUMENTS)
+def test_every_line_fits_the_page(model, documents, compiled):
+    """No equation and no sentence runs into the margin: pdflatex reports no overfull line."""
+    overfull = overfull_lines(compiled[model], documents[model][0])
+    assert not overfull, f"{len(overfull)} overfull lines:\n" + "\n".join(overfull)
+
+
+def test_an_overfull_line_is_caught(tmp_path):
+    """The check above reads pdflatex's log right: a display and a sentence made too wide are both reported."""
+    long_sum = " + ".join(
+        rf"\mathbf{{W}}_\textrm{{{n}}}^\top \frac{{\partial L}}{{\partial \mathbf{{h}}_{{t+1}}}}" for n in range(12)
+    )
+    glued = r"\left(" + long_sum + r"\right)"
+    tex = tmp_path / "wide.tex"
+    tex.write_text(
+        "\\documentclass[11pt]{article}\\usepackage[a4paper,margin=2cm]{geometry}\\usepackage{amsmath}"
+        f"\\begin{{document}}\n\\begin{{equation*}}\nx = {long_sum}\n\\end{{equation*}}\n"
+        f"Some words and then ${glued}$ in a sentence.\n\\end{{document}}\n",
+        encoding="utf-8",
+    )
+    overfull = overfull_lines(pdflatex(tex).with_suffix(".log").read_text(encoding="latin-1"), tex)
+    assert len(overfull) == 2, overfull
+    assert "x = " in overfull[0] and "Some words" in overfull[1]
+
+
+def display_rows(text):
+    """The rows of every display of a .tex document: one `lhs = rhs`, or the rows of its split."""
+    out = []
+    for body in re.findall(r"\\begin\{equation\*\}\n(.*?)\n\\end\{equation\*\}", text, re.S):
+        lines = body.splitlines()
+        if lines[0] == r"\begin{split}":
+            assert lines[-1] == r"\end{split}", body
+            lines = lines[1:-1]
+        out.append([line.removesuffix(r" \\") for line in lines])
+    return out
+
+
+def test_width_estimate_errs_wide_by_at_most_fifteen_percent(documents, tmp_path):
+    """The printer packs lines with an estimate of their width. On every row of every document it is at least
+    90% of pdflatex's width, which the margin between the packing budget and the page allows for, and at
+    most 115%, so that lines are not broken much earlier than they need to be."""
+    texts = [documents[model][0].read_text(encoding="utf-8") for model in DOCUMENTS]
+    rows = sorted({row.replace("&", "") for text in texts for display in display_rows(text) for row in display})
+    measures = "\n".join(
+        rf"\settowidth{{\w}}{{$\displaystyle {row}$}}\typeout{{ROW {n}: \the\w}}" for n, row in enumerate(rows)
+    )
+    tex = tmp_path / "widths.tex"
+    tex.write_text(
+        "\\documentclass[11pt]{article}\\usepackage{amsmath,amssymb}\\newlength{\\w}\\begin{document}\n"
+        f"{measures}\nx\n\\end{{document}}\n",
+        encoding="utf-8",
+    )
+    log = pdflatex(tex).with_suffix(".log").read_text(encoding="latin-1")
+    real = {int(n): float(points) for n, points in re.findall(r"ROW (\d+): ([\d.]+)pt", log)}
+    assert len(real) == len(rows) > 100
+    off = [
+        (round(width(row) / real[n], 3), row)
+        for n, row in enumerate(rows)
+        if real[n] > 30 and not 0.9 <= width(row) / real[n] <= 1.15
+    ]
+    assert not off, f"estimate / pdflatex out of [0.9, 1.15]: {off[:5]}"
+    assert max(real.values()) < PAGE
 
 
 # A user's model whose title or source is plain text with characters TeX treats specially.
@@ -140,22 +243,50 @@ def markdown_blocks(text):
     return blocks
 
 
-def tex_equations(text):
-    return [body.strip() for body in re.findall(r"\\begin\{equation\*\}(.*?)\\end\{equation\*\}", text, re.S)]
+def equation_rows(block):
+    """The rows of the equation in a $$ block: its one line, or the rows of its aligned environment."""
+    if len(block) == 1:
+        assert "\\\\" not in block[0] and "&" not in block[0], f"a one-line equation with rows or columns: {block[0]}"
+        return block
+    assert block[0] == r"\begin{aligned}" and block[-1] == r"\end{aligned}", f"not one aligned environment: {block}"
+    rows = block[1:-1]
+    assert all(row.endswith(r" \\") for row in rows[:-1]), f"a row not ended by \\\\ and a new line: {rows}"
+    assert not rows[-1].endswith("\\\\"), f"an empty last row: {rows}"
+    rows = [row.removesuffix(r" \\") for row in rows]
+    assert all(row.count("&") == 1 for row in rows), f"not one alignment point a row: {rows}"
+    assert "&= " in rows[0] and all(row.startswith("&") for row in rows[1:]), f"not aligned on the '=': {rows}"
+    return rows
 
 
-@pytest.mark.parametrize("model", ZOO)
+@pytest.mark.parametrize("model", DOCUMENTS)
 def test_markdown_blocks_hold_one_equation_each(model, documents):
-    """$$ blocks are balanced, each holds one equation (one line, a top-level '='), the same as the LaTeX's."""
+    """$$ blocks are balanced; each holds one equation with a top-level '=': one line, or an aligned environment
+    a row a line, aligned on its '=', every row's \\left and \\right paired; the same rows as the LaTeX's displays."""
     tex, md = documents[model]
     blocks = markdown_blocks(md)
     assert blocks, "no $$ block"
-    for block in blocks:
-        assert len(block) == 1 and block[0].strip(), f"not one equation on one line: {block}"
-        equation = block[0]
-        assert top_level_equals(equation) >= 1, f"no top-level '=': {equation}"
-        assert "\\\\" not in equation and "&" not in equation, f"a multi-line display: {equation}"
-    assert [block[0].strip() for block in blocks] == tex_equations(tex.read_text(encoding="utf-8"))
+    equations = [equation_rows(block) for block in blocks]
+    for rows in equations:
+        assert top_level_equals(rows[0].replace("&", "")) >= 1, f"no top-level '=': {rows[0]}"
+        for row in rows:
+            assert row.count(r"\left") == row.count(r"\right"), f"\\left and \\right unpaired in a row: {row}"
+    assert equations == display_rows(tex.read_text(encoding="utf-8"))
+
+
+# The control words the documents' Markdown uses, each one GitHub's MathJax has (TeX input, base and AMS).
+MATHJAX = set(
+    "Gamma alpha bar begin beta boldsymbol dot end frac ge log mathbf min nmid odot operatorname partial pi prod "
+    "quad right left sigma sum tanh tau textrm tfrac theta top xi".split()
+)
+
+
+@pytest.mark.parametrize("model", DOCUMENTS)
+def test_markdown_uses_only_what_mathjax_has(model, documents):
+    """No macro GitHub's MathJax lacks, and no environment but aligned (multline and split are unreliable there)."""
+    _, md = documents[model]
+    used = set(re.findall(r"\\([A-Za-z]+)", md))
+    assert used <= MATHJAX, f"macros not known to render on GitHub: {sorted(used - MATHJAX)}"
+    assert set(re.findall(r"\\begin\{([^}]*)\}", md)) <= {"aligned"}
 
 
 TWO_LAYERS = textwrap.dedent(
