@@ -4,6 +4,7 @@ that fit the page; codegen renders them into a .tex or .md file."""
 
 from dataclasses import replace
 
+from .block_document import block_section, block_window
 from .bptt import NEXT, derive
 from .closed_form import NoClosedForm, closed_form, k, recursion_residual
 from .equation import Equation, Section, equation
@@ -50,8 +51,9 @@ def model_section(model):
     equations = [equation(latex(seq()), rhs) for seq, rhs in model.assignments]
     equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {latex(model.loss)}", ""))
     for seq, definition in model.names:
-        equations.append(equation(latex(seq()), definition, "a name used below"))
-    return Section("The model", "One step of the cell at time $t$.", tuple(equations))
+        equations.append(equation(latex(seq()), definition, f"This names ${latex(definition)}$ in what follows."))
+    text = " ".join(("One step of the cell at time $t$.", *model.notes))
+    return Section("The model", text, tuple(equations))
 
 
 def sections(model):
@@ -79,7 +81,7 @@ def _output_section(model, derivation):
         equation(
             latex(Adj(seq())),
             _named(model, value),
-            f"Only the step-$t$ loss reads ${latex(seq())}$: {weight}the derivative of ${latex(model.loss)}$ (rule for {type(model.loss).__name__}).",
+            f"Only the step-$t$ loss reads ${latex(seq())}$: {weight}the derivative of ${latex(model.loss)}$, {model.loss.derivative_in_words}.",
         )
         for seq, value in derivation.output_adjoints.items()
     )
@@ -175,11 +177,14 @@ def _jacobian_named(form):
 
 
 def _closed_form_sections(model, derivation):
+    if len(derivation.states) > 1:
+        return [block_section(derivation)]
     out = []
     for seq in derivation.states:
         try:
             form = closed_form(derivation, seq)
-        except NoClosedForm:
+        except NoClosedForm as why:
+            out.append(Section("Closed form", f"No closed form is shown: {why}.", ()))
             continue
         proved = all(a == b for a, b in recursion_residual(form))
         check = (
@@ -246,6 +251,7 @@ def _truncation_section(model, derivation, substituted):
                 "The randomized recursion unrolled: every path from step $j$ back to $t$ carries a product of independent $\\xi_k$ with mean 1, so its expectation is the full closed form: the estimate is unbiased.",
             )
         )
+    equations += block_window(substituted)
     text = "Each variant changes only the next step's term of the recursion; with $\\tau \\ge T$ (or $\\pi = 1$) it is full BPTT. The parameter gradients keep their form, with these adjoints."
     return Section("Truncated backpropagation through time", text, tuple(equations))
 

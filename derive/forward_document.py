@@ -55,7 +55,7 @@ def forward_mode_sections(model):
                 rf"\boldsymbol{{\Gamma}}_t = \frac{{\partial {latex(seq())}}}{{\partial {latex(seq(t - 1))}}}",
                 jacobian,
                 "The same Jacobian for every parameter: each tangent obeys the recurrence lemma with this "
-                "$\\boldsymbol{\\Gamma}_t$ and $\\boldsymbol{\\beta}_t$ its other terms. It is the transpose of $A_t$ of the backward recursion.",
+                "$\\boldsymbol{\\Gamma}_t$ and $\\boldsymbol{\\beta}_t$ its other terms. It is the transpose of $\\mathbf{A}_t$ of the backward recursion.",
             )
         )
     outputs = []

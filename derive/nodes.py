@@ -122,13 +122,19 @@ class Loss(sp.Expr):
 class GenericLoss(Loss):
     """An unspecified loss l(o_t, y_t), as in d2l's derivation."""
 
+    derivative_in_words = "left as it is, since the loss is not specified"
+
 
 class SquaredError(Loss):
     """l(o, y) = 1/2 ||o - y||^2."""
 
+    derivative_in_words = "which is the prediction minus the target"
+
 
 class SoftmaxCrossEntropy(Loss):
     """l(s, y) = -log softmax(s)[y] for an integer label y."""
+
+    derivative_in_words = "which is the softmax of the scores minus the one-hot vector of the label"
 
 
 class LossGrad(MatrixExpr):

@@ -48,3 +48,15 @@ def test_the_blocks_are_named_and_a_single_state_has_none():
     assert latex(form.block_matrix()).count(r"\mathbf{A}^{") == 4
     with pytest.raises(NoClosedForm):
         block_closed_form(derive(load("gru")))
+
+
+@pytest.mark.parametrize("name", ["lstm", "lstm-peephole"])
+def test_documents_of_several_states_show_the_block_closed_form_and_window(name):
+    from bptt.derive.document import sections
+
+    by_title = {section.title: section for section in sections(load(name))}
+    block = by_title["Closed form over the stacked states"]
+    assert any("checked symbolically" in eq.why for eq in block.equations)
+    assert sum(eq.lhs.startswith(r"\mathbf{A}^{") for eq in block.equations) == 4
+    window = by_title["Truncated backpropagation through time"].equations
+    assert any("over the stacked states" in eq.why and r"\min" in eq.rhs for eq in window)
