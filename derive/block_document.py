@@ -1,9 +1,7 @@
 """The closed form of a cell with several states, over the stacked adjoint, as a document section."""
 
-import sympy as sp
-
 from .closed_form import ClosedForm, NoClosedForm, block_closed_form, block_name, k, recursion_residual
-from .equation import Section, equation
+from .equation import Equation, Section, equation
 from .latex import latex
 from .nodes import Adj, MatAt, SeqAt, t
 from .truncation import windowed
@@ -15,8 +13,10 @@ def _stacked(form, time=t):
     return SeqAt(DELTA, time, sum(s.rows for s in form.states), "intermediate")
 
 
-def _column(items):
-    return sp.BlockMatrix([[item] for item in items])
+def _blocks(rows):
+    """A block matrix written inline, rows separated by `;` and blocks by `,` (no matrix
+    environment, so it reads the same in LaTeX and in Markdown's MathJax)."""
+    return r"\left[" + r" ;\; ".join(", ".join(latex(item) for item in row) for row in rows) + r"\right]"
 
 
 def block_section(derivation):
@@ -30,10 +30,10 @@ def block_section(derivation):
     stacked = ClosedForm(None, form.jacobian, form.stacked_local, form.expr)  # one recursion over delta_t
     proved = all(a == b for a, b in recursion_residual(stacked))
     equations = [
-        equation(latex(_stacked(form)), _column([Adj(s()) for s in states]), f"The adjoints of {names}, stacked."),
-        equation(
+        Equation(latex(_stacked(form)), _blocks([[Adj(s())] for s in states]), f"The adjoints of {names}, stacked."),
+        Equation(
             latex(form.jacobian),
-            form.block_matrix(),
+            _blocks([[block_name(r, c) for c in states] for r in states]),
             "The block transposed Jacobian of step $k$: the block in the row of a state $u$ and the column of "
             r"a state $v$ is $\left(\partial v_{k} / \partial u_{k-1}\right)^\top$.",
         ),
@@ -48,9 +48,9 @@ def block_section(derivation):
         )
     local_names = [MatAt(f"beta^{s.name}", form.expr.index, s.rows, 1) for s in states]
     equations.append(
-        equation(
+        Equation(
             latex(form.stacked_local),
-            _column(local_names),
+            _blocks([[name] for name in local_names]),
             "The local terms: what each state's adjoint receives from the outputs of its own step.",
         )
     )

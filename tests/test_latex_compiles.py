@@ -275,7 +275,7 @@ def test_markdown_blocks_hold_one_equation_each(model, documents):
 
 # The control words the documents' Markdown uses, each one GitHub's MathJax has (TeX input, base and AMS).
 MATHJAX = set(
-    "Gamma alpha bar begin beta boldsymbol dot end frac ge log mathbf min nmid odot operatorname partial pi prod "
+    "Gamma alpha bar begin beta boldsymbol delta dot end frac ge log mathbf min nmid odot operatorname partial pi prod "
     "quad right left sigma sum tanh tau textrm tfrac theta top xi".split()
 )
 
