@@ -11,7 +11,9 @@ from bptt.derive.adjoint import NoRule
 from bptt.derive.model import ModelError
 from bptt.derive.models import ZOO, load, names
 
+from . import analyze as analysis
 from . import check as checking
+from . import plots
 from .numpy_printer import PrintError
 from .render import OutputError, document, module_filename, module_source, output_target, write_atomic
 
@@ -170,6 +172,31 @@ def cmd_check(args):
     return 1 if failed else 0
 
 
+def cmd_analyze(args):
+    model = _model(args.model)
+    if args.output and not pathlib.Path(args.output).is_dir():
+        raise UsageError(f"-o: output folder {args.output!r} does not exist or is not a folder")
+    try:
+        if args.output:
+            plots.require()  # before the measurements, not after
+        bar = plots.ProgressBar(f"bptt analyze {model.name}", sys.stderr) if sys.stderr.isatty() else None
+        result = analysis.analyze(model, args.steps, args.seed, args.radius, progress=bar)
+    except (plots.MissingMatplotlib, analysis.NoFlow) as error:
+        raise UsageError(str(error)) from error
+    if args.csv:
+        print("\n".join(f"# {table.name}: {table.title}\n{table.csv()}" for table in result.tables), end="")
+    else:
+        shown = ",".join(f"{r:g}" for r in result.radii)
+        print(
+            f"{model.name}: T={args.steps} seed={args.seed} radii={shown}, one random sequence, every size {analysis.SIZE}"
+        )
+        print("\n\n".join(table.text() for table in result.tables))
+    for path in plots.write(result, args.output) if args.output else ():
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+
 def _positive(text):
     try:
         value = int(text)
@@ -198,6 +225,16 @@ def _seed(text):
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return int(text)
+
+
+def _radii(text):
+    try:
+        radii = tuple(float(item) for item in text.split(","))
+    except ValueError:
+        radii = ()
+    if not radii or not all(0 < r < float("inf") for r in radii):
+        raise argparse.ArgumentTypeError(f"expected positive numbers separated by commas, e.g. 0.5,1,1.5; got {text!r}")
+    return radii
 
 
 def parser():
@@ -249,6 +286,29 @@ def parser():
         help="check truncated BPTT: window:K, chunk:K (against the truncated loss) or random:PI (exact expectation over all 2^T keep patterns, T <= 12)",
     )
     sub.set_defaults(run=cmd_check)
+
+    sub = commands.add_parser("analyze", help="measure and plot gradient flow through time", **documented)
+    sub.add_argument("model", help=model_help)
+    sub.add_argument(
+        "--steps",
+        type=_positive,
+        default=analysis.STEPS,
+        metavar="T",
+        help=f"sequence length (default {analysis.STEPS})",
+    )
+    sub.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
+    sub.add_argument(
+        "--radius",
+        type=_radii,
+        default=analysis.RADII,
+        metavar="r1,r2,...",
+        help="spectral radii to scale the recurrent weights to (default {})".format(",".join(map(str, analysis.RADII))),
+    )
+    sub.add_argument(
+        "-o", "--output", metavar="DIR", help="write a PNG plot and a CSV file per table into DIR (needs bptt[plots])"
+    )
+    sub.add_argument("--csv", action="store_true", help="print the tables as CSV, each after a line '# name: title'")
+    sub.set_defaults(run=cmd_analyze)
     return top
 
 

@@ -8,6 +8,7 @@ from .block_document import block_section, block_window
 from .bptt import NEXT, derive
 from .closed_form import NoClosedForm, closed_form, k, recursion_residual
 from .equation import Equation, Section, equation
+from .flow_document import flow_section
 from .forward_document import forward_mode_sections
 from .latex import latex
 from .linebreak import PAGE
@@ -71,6 +72,7 @@ def sections(model):
     if derivation.states:
         out.append(_truncation_section(model, derivation, substituted))
     out.append(_param_section(model, derivation))
+    out.append(flow_section(model))
     out.extend(forward_mode_sections(model))
     return out
 

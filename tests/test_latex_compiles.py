@@ -275,7 +275,8 @@ def test_markdown_blocks_hold_one_equation_each(model, documents):
 
 # The control words the documents' Markdown uses, each one GitHub's MathJax has (TeX input, base and AMS).
 MATHJAX = set(
-    "Gamma alpha bar begin beta boldsymbol delta dot end frac ge log mathbf min nmid odot operatorname partial pi prod "
+    "Gamma Lambda alpha bar begin beta boldsymbol cdot cdots cos delta dot end frac gamma ge lambda ldots le log max "
+    "mathbf min ne nmid odot operatorname partial pi prod rho sup to "
     "quad right left sigma sum tanh tau textrm tfrac theta top xi".split()
 )
 

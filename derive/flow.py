@@ -1,0 +1,183 @@
+"""Gradient flow through time, derived from a model's own step Jacobian.
+
+The closed form writes dL/dh_t with A_k, the transposed Jacobian of step k. Its
+transpose J_k = dh_k/dh_{k-1} is the step's Jacobian, and the chain rule through
+the steps between t and T gives dh_T/dh_t = J_T J_{T-1} ... J_{t+1}, the newest
+step on the left. Where J_k factors into diag(phi'(.)) and weight matrices, the
+product is bounded by (gamma sigma_max(W))^(T-t), gamma = sup|phi'| (Pascanu,
+Mikolov and Bengio, 2013). A constant J (the linear cell) gives powers W^(T-t),
+whose eigenvalues are lambda^(T-t). A state whose own equation reads it through a
+diagonal, c_t = f_t * c_{t-1} + ..., carries the gradient along that path through
+diagonal factors only: the LSTM's constant error carousel, dc_t/dc_{t-1} = diag(f_t).
+"""
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from .adjoint import backprop
+from .bptt import NEXT, SAME, derive
+from .closed_form import NoClosedForm, block_closed_form, closed_form, k, linear_coefficient
+from .elementwise import Apply, derivative, lookup
+from .nodes import Adj, Diag, SeqAt, matrix_sum, t
+
+
+@dataclass(frozen=True)
+class Bound:
+    """||J_k||_2 <= gamma * prod sigma_max(W) for J_k a product of diag(phi'(.)) factors and matrices W."""
+
+    gamma: object  # the product of the diagonal factors' slope bounds sup|phi'|
+    slopes: tuple  # the registry names of those functions, in the order of the factors
+    matrices: tuple  # the MatrixSymbols W of the product
+
+
+@dataclass(frozen=True)
+class Carousel:
+    """A state read by its own equation through a diagonal: ds_k/ds_{k-1} along that path is `direct`."""
+
+    state: object  # the Seq
+    direct: object  # a Diag at step k, e.g. diag(f_k)
+    partial: object  # ds_k/ds_{k-1} with the other states at k-1 held fixed (diag(f_k) for torch's LSTM)
+
+
+@dataclass(frozen=True)
+class Flow:
+    """How the gradient flows back through a model's states.
+
+    states:     the states the gradient flows through (none when teacher forcing makes every state data)
+    jacobian:   J_k = dh_k/dh_{k-1} for a single state, else None
+    blocks:     {(row, col): (A^{col,row}_k)^T} for several states: the closed form's blocks, transposed; a state's
+                adjoint there carries the paths through the states computed from it in the same step
+    couplings:  {(row, col): d row_k / d col_k} within one step (the LSTM's h_k = o_k * tanh(c_k) reads c_k)
+    bound:      a Bound of ||J_k||_2, or None when J_k is not a single product of diagonals and matrices
+    carousels:  the states with a direct diagonal path from step to step
+    recurrent:  the parameters that multiply a state read at t-1
+    """
+
+    model: object
+    states: tuple
+    jacobian: object
+    blocks: dict
+    couplings: dict
+    bound: Bound | None
+    carousels: tuple
+    recurrent: tuple
+
+    @property
+    def is_power(self):
+        """A constant Jacobian: the product is a matrix power."""
+        return self.jacobian is not None and k not in self.jacobian.free_symbols
+
+
+def gradient_flow(model):
+    """The Flow of a model, from the derivation with every intermediate substituted."""
+    derivation = derive(model)
+    states = tuple(derivation.states)
+    jacobian, blocks = None, {}
+    if len(states) == 1:
+        jacobian = closed_form(derivation, states[0]).jacobian.T
+    elif states:
+        form = block_closed_form(derivation)
+        blocks = {(row, col): form.blocks[(col, row)].T for row in form.states for col in form.states}
+        states = form.states
+    bound = jacobian_bound(model, jacobian) if jacobian is not None else None
+    carousels = tuple(c for c in (carousel(model, derivation, s) for s in states) if c is not None)
+    coupled = couplings(derivation, states)
+    return Flow(model, states, jacobian, blocks, coupled, bound, carousels, recurrent_params(model, states))
+
+
+def couplings(derivation, states):
+    """{(row, col): d row_k / d col_k} for a state `row` computed from the state `col` in the same step,
+    from col's adjoint: its same-step terms that end in dL/d row_t."""
+    out = {}
+    for col in states:
+        for row in states:
+            terms = [
+                c.value
+                for c in derivation.states[col]
+                if c.when == SAME and row != col and Adj(row(t)) in c.value.atoms(Adj)
+            ]
+            if terms:
+                out[(row, col)] = linear_coefficient(matrix_sum(terms), Adj(row(t))).T.subs(t, k)
+    return out
+
+
+def slope_entries(model):
+    """{phi'(.) at step k, as the derivation writes it: registry entry} for every elementwise function of the steps."""
+    found = {}
+    for seq, rhs in model.steps:
+        for node in sp.preorder_traversal(rhs):
+            if isinstance(node, Apply):
+                out = seq(t) if node == rhs else node
+                found[derivative(node, out).subs(t, k).doit()] = lookup(node.function)  # doit: canonical order
+    return found
+
+
+def jacobian_bound(model, jacobian):
+    """The Bound of J_k if it is one product of diagonal slopes with a slope bound and of parameters; else None."""
+    coeff, factors = jacobian.as_coeff_matrices() if isinstance(jacobian, sp.MatMul) else (sp.S.One, [jacobian])
+    slopes, gamma, matrices = slope_entries(model), abs(coeff), []
+    names = []
+    for factor in factors:
+        base = factor.arg if isinstance(factor, sp.Transpose) else factor
+        if isinstance(base, sp.MatrixSymbol) and base in model.params:
+            matrices.append(base)
+        elif isinstance(factor, Diag) and getattr(slopes.get(factor.vector.doit()), "slope_bound", None) is not None:
+            entry = slopes[factor.vector.doit()]
+            gamma *= entry.slope_bound
+            names.append(entry.name)
+        else:
+            return None
+    return Bound(sp.nsimplify(gamma), tuple(names), tuple(matrices)) if matrices else None
+
+
+def carousel(model, derivation, state):
+    """The Carousel of a state whose own equation reads it at t-1 through a diagonal, else None."""
+    rhs = dict(model.steps)[state]
+    grads = backprop(rhs, Adj(state(t)), out=state(t))
+    if state(t - 1) not in grads:
+        return None
+    try:
+        direct = linear_coefficient(grads[state(t - 1)], Adj(state(t))).T
+    except NoClosedForm:  # not a left multiple of the adjoint: no diagonal path to show
+        return None
+    if not isinstance(direct, Diag):
+        return None
+    nxt = Adj(state(t + 1))
+    own = [c.value for c in derivation.states[state] if c.when == NEXT and nxt in c.value.atoms(Adj)]
+    partial = linear_coefficient(matrix_sum(own), nxt).T.subs(t, k - 1)
+    return Carousel(state, direct.subs(t, k), partial)
+
+
+def recurrent_params(model, states):
+    """The parameters that multiply one of the states at t-1 (W_hh, W, the LSTM's W_h*), in model order."""
+    names = {s.name for s in states}
+    found = set()
+    for _, rhs in model.steps:
+        for node in sp.preorder_traversal(rhs):
+            if not isinstance(node, sp.MatMul):
+                continue
+            factors = node.as_coeff_matrices()[1]
+            for left, right in zip(factors, factors[1:], strict=False):
+                if isinstance(right, SeqAt) and right.name in names and right.time == t - 1:
+                    found.add(left)
+    return tuple(p for p in model.params if p in found)
+
+
+def eigen_power_step():
+    """(Q Lambda^n Q^-1)(Q Lambda Q^-1) and Q Lambda^(n+1) Q^-1: equal, the induction step of
+    W^n = Q Lambda^n Q^-1 for W = Q Lambda Q^-1 (the middle Q^-1 Q cancels)."""
+    size = sp.Symbol("m", integer=True, positive=True)
+    n = sp.Symbol("n", integer=True, nonnegative=True)
+    Q, Lam = sp.MatrixSymbol("Q", size, size), sp.MatrixSymbol("Lambda", size, size)
+    return (Q * Lam**n * Q.I) * (Q * Lam * Q.I), Q * Lam ** (n + 1) * Q.I
+
+
+def power_eigenvalues(matrix, power):
+    """The eigenvalues of matrix**power, and the powers of matrix's eigenvalues, as {value: multiplicity}, exactly."""
+    powered = {}
+    for value, multiplicity in sp.Matrix(matrix).eigenvals().items():
+        key = sp.nsimplify(sp.expand(value**power))
+        powered[key] = powered.get(key, 0) + multiplicity
+    of_power = {sp.nsimplify(sp.expand(v)): m for v, m in (sp.Matrix(matrix) ** power).eigenvals().items()}
+    return of_power, powered

@@ -1,0 +1,89 @@
+"""Derivations and gradient-flow analyses that display themselves in Jupyter.
+
+    from bptt.notebook import analyze, derive
+
+    derive("elman")                    # the derivation: Markdown with LaTeX, or LaTeX alone
+    analyze("lstm", steps=60)          # the four plots in one PNG, the tables as Markdown
+    analyze("examples/gated_rnn.py:gated_rnn", radii=(0.5, 1.0, 1.5)).save("plots/")
+
+A model is a zoo name, a user's "path/to/file.py:function", or a Model. Jupyter calls the
+_repr_markdown_, _repr_latex_ and _repr_png_ methods; anything else can call them too.
+"""
+
+from bptt.codegen import analyze as _analysis
+from bptt.codegen import plots as _plots
+from bptt.codegen.render import document
+from bptt.derive.document import sections
+from bptt.derive.models import load
+
+
+def _model(model):
+    return load(model) if isinstance(model, str) else model
+
+
+class Derivation:
+    """A model's derivation of BPTT: `.sections` hold its equations, each with the sentence behind it."""
+
+    def __init__(self, model):
+        self.model = _model(model)
+        self.sections = sections(self.model)
+
+    def _repr_markdown_(self):
+        """The document `bptt latex MODEL --format md` prints."""
+        return document(self.model, "md")
+
+    def _repr_latex_(self):
+        """Every equation in one display, aligned on its '=', a section's title before its equations."""
+        rows = []
+        for section in self.sections:
+            rows.append(rf"&\textrm{{{section.title}}}")
+            for eq in section.equations:
+                rows += [f"{eq.lhs} &= {eq.rhs}"] if len(eq.rows) < 2 else list(eq.rows)
+        return "$$\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}$$"
+
+    def __repr__(self):
+        return f"<derivation of {self.model.name}: {len(self.sections)} sections>"
+
+
+def derive(model):
+    """The Derivation of a model, for display."""
+    return Derivation(model)
+
+
+class Analysis:
+    """A gradient-flow analysis: `.tables` hold the numbers behind its plots (see bptt.codegen.analyze)."""
+
+    def __init__(self, analysis):
+        self.analysis = analysis
+        self.tables = analysis.tables
+
+    def table(self, name):
+        return self.analysis.table(name)
+
+    def figures(self):
+        """{table name: a matplotlib Figure}; needs bptt[plots]."""
+        return _plots.figures(self.analysis)
+
+    def save(self, folder):
+        """Write a PNG and a CSV per table into an existing folder; the paths. Needs bptt[plots]."""
+        return _plots.write(self.analysis, folder)
+
+    def _repr_png_(self):
+        """The four plots in one PNG; None (nothing to show) without matplotlib."""
+        try:
+            return _plots.png(_plots.overview(self.analysis))
+        except _plots.MissingMatplotlib:
+            return None
+
+    def _repr_markdown_(self):
+        a = self.analysis
+        head = f"Gradient flow of **{a.model}**: T = {a.steps}, seed {a.seed}, one random sequence."
+        return "\n\n".join([head, *(table.markdown() for table in a.tables)]) + "\n"
+
+    def __repr__(self):
+        return f"<gradient-flow analysis of {self.analysis.model}: {', '.join(t.name for t in self.tables)}>"
+
+
+def analyze(model, steps=_analysis.STEPS, seed=0, radii=_analysis.RADII, theta=_analysis.THETA):
+    """Measure gradient flow through a model (bptt.codegen.analyze.analyze), for display."""
+    return Analysis(_analysis.analyze(_model(model), steps, seed, tuple(radii), theta))
