@@ -4,7 +4,8 @@ against a naive per-step, per-sample BPTT loop written here, and forward mode
 
     python benchmarks/bench_generated.py [--repeats N]
 
-Not a test (pytest collects tests/ only): it prints a table of median and best times.
+Not a test (pytest collects tests/ only): it prints a table of median and best times. For the
+generated code against hand-written NumPy, PyTorch and JAX, see `bptt bench` and benchmarks/table.py.
 BLAS runs on one thread unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say otherwise: the
 per-step products are small (B rows), and on a shared machine extra threads mostly add noise.
 """

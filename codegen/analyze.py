@@ -22,6 +22,7 @@ from bptt.derive.models import ZOO
 from bptt.derive.nodes import t
 
 from .check import load_module
+from .helpers import namespace
 from .numpy_printer import RowPrinter
 from .plots import Table
 
@@ -86,7 +87,7 @@ def step_values(flow, module, params, xs, cache, sizes):
     """What the printed Jacobians read: the parameters, the module's helpers and sizes, the states of the module's
     forward cache, and every intermediate recomputed from its equation (zero at step 0: the initial states are
     given, not computed), so that nothing depends on which intermediates the module keeps."""
-    space = {**vars(module), **params, "dtype": np.float64, **{f"n_{name}": n for name, n in sizes.items()}}
+    space = {**namespace(), **vars(module), **params, "dtype": np.float64, **{f"n_{name}": n for name, n in sizes.items()}}
     space.update({seq.name: xs for seq in flow.model.inputs})
     states = {seq.name for seq in flow.model.states}
     space.update({name: cache[name] for name in states})

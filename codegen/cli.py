@@ -12,6 +12,7 @@ from bptt.derive.model import ModelError
 from bptt.derive.models import ZOO, load, names
 
 from . import analyze as analysis
+from . import bench as benchmark
 from . import check as checking
 from . import plots
 from .numpy_printer import PrintError
@@ -196,6 +197,27 @@ def cmd_analyze(args):
     return 0
 
 
+def cmd_bench(args):
+    model = _model(args.model)
+    module = checking.load_module(model, from_zoo=args.model in ZOO)
+    sizes = _sizes(args.sizes, module) if args.sizes else {name: 32 for name in module.SIZES}
+    spec = dict(model=args.model, sizes=sizes, steps=args.steps, batch=args.batch, dtypes=args.dtype)
+    return benchmark.launch(dict(spec, repeats=args.repeats, peers=args.peers))
+
+
+def _choices(allowed, what):
+    """An argparse type: a comma-separated list of some of `allowed`."""
+
+    def parse(text):
+        items = [item for item in text.split(",") if item]
+        if not items or any(item not in allowed for item in items):
+            raise argparse.ArgumentTypeError(
+                f"expected {what} from {', '.join(allowed)} separated by commas; got {text!r}"
+            )
+        return list(dict.fromkeys(items))
+
+    return parse
+
 
 def _positive(text):
     try:
@@ -309,6 +331,26 @@ def parser():
     )
     sub.add_argument("--csv", action="store_true", help="print the tables as CSV, each after a line '# name: title'")
     sub.set_defaults(run=cmd_analyze)
+    sub = commands.add_parser(
+        "bench", help="time the generated module against NumPy, PyTorch and JAX peers on one core", **documented
+    )
+    sub.add_argument("model", help=model_help)
+    sub.add_argument("--sizes", metavar="d=28,h=32,...", help="model sizes (default 32 each)")
+    sub.add_argument("--steps", type=_positive, default=35, metavar="T", help="sequence length (default 35)")
+    sub.add_argument("--batch", type=_positive, default=32, metavar="B", help="batch size (default 32)")
+    sub.add_argument(
+        "--dtype",
+        type=_choices(("float64", "float32"), "dtypes"),
+        default=["float64", "float32"],
+        help="dtypes (default both)",
+    )
+    sub.add_argument(
+        "--repeats", type=_positive, default=7, metavar="R", help="timed rounds, median reported (default 7)"
+    )
+    sub.add_argument(
+        "--peers", type=_choices(benchmark.PEERS, "peers"), default=list(benchmark.PEERS), help="peers (default all)"
+    )
+    sub.set_defaults(run=cmd_bench)
     return top
 
 

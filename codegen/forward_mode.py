@@ -1,4 +1,4 @@
-"""Statements of the generated forward-mode (RTRL) gradient, from bptt.derive.rtrl.
+"""The generated forward-mode (RTRL) gradient, from bptt.derive.rtrl: typed blocks, then NumPy lines.
 
 Tangents are carried for every direction of one parameter at once: an array
 (P, B, n) for P = the parameter's size. A direction M_dot = E_ij applied to a
@@ -13,7 +13,7 @@ from bptt.derive.nodes import SeqAt
 from bptt.derive.rtrl import factored, forward_mode, live_states, reads_parameter
 from bptt.derive.tangent import Tangent
 
-from .numpy_printer import PrintError, RowPrinter, scalar, size_name
+from .numpy_printer import PRODUCT, Code, PrintError, RowPrinter
 from .text import text
 
 
@@ -22,65 +22,15 @@ class Block:
     """One parameter's (or initial state's) forward-mode loop."""
 
     key: str  # the gradient's key
-    size: str  # code for the number of directions
-    setup: tuple  # statements before the loop
-    step: tuple  # statements at step t, updating the tangents
-    outputs: str  # code for the outputs' tangents at step t
-    per_sample: bool  # an initial state: one gradient per sample
+    wrt: object  # the parameter (MatrixSymbol), or the state Seq of an initial state
+    zero: tuple  # live state Seqs whose tangents start at zero
+    updates: tuple  # ((state Seq, tangent at step t), ...), updated together
+    outputs: object  # the outputs' tangent at step t
+    forced: bool = False  # an initial state that is data after step 1: its tangent enters step 1 only
 
-
-class TangentPrinter(RowPrinter):
-    """Row form with a leading axis of directions for tangents."""
-
-    def __init__(self):
-        super().__init__(stacked=False)
-
-    def vector(self, expr):
-        if isinstance(expr, Tangent):
-            return self.tangent(expr, None)
-        return super().vector(expr)
-
-    def tangent(self, node, operand):
-        """Code for node (a Tangent) times operand (a vector expression, or None)."""
-        of = node.of
-        if isinstance(of, SeqAt):
-            return f"dot_{of.name}"
-        rows, cols = of.shape
-        if cols == 1:
-            return f"_directions(np.ones((B, 1), dtype), {size_name(rows)})"
-        if operand is None:
-            raise PrintError(f"the tangent of {of.name} must multiply a vector")
-        return f"_directions({self.vector(operand)}, {size_name(rows)})"
-
-    def matmul(self, expr):
-        coeff, factors = expr.as_coeff_matrices()
-        at = next((i for i, f in enumerate(factors) if isinstance(f, Tangent)), None)
-        if at is None:
-            return super().matmul(expr)
-        rest = factors[at + 1 :]
-        operand = (sp.MatMul(*rest).doit(deep=False) if len(rest) > 1 else rest[0]) if rest else None
-        acc = self.tangent(factors[at], operand)
-        for factor in reversed(factors[:at]):
-            acc = self.apply(factor, acc, expr)
-        return acc if coeff == 1 else f"{scalar(coeff)} * ({acc})"
-
-
-PRINT = TangentPrinter()
-
-
-def _sum(terms):
-    return PRINT(factored(terms))
-
-
-def _updates(model, mode, live):
-    """Statements updating the live states' tangents at step t, all at once."""
-    targets = [s for s in live if mode.local[s] or mode.carried[s]]
-    if not targets:
-        return []
-    codes = [_sum(mode.local[s] + mode.carried[s]) for s in targets]
-    comment = "; ".join(f"{text(Tangent(s()))} = {text(factored(mode.local[s] + mode.carried[s]))}" for s in targets)
-    names = ", ".join(f"dot_{s.name}" for s in targets)
-    return [f"{names} = {', '.join(codes)}  # {comment}"]
+    @property
+    def per_sample(self):
+        return not isinstance(self.wrt, sp.MatrixSymbol)
 
 
 def blocks(model):
@@ -90,31 +40,107 @@ def blocks(model):
     for param in model.params:
         mode = forward_mode(model, param)
         carried = reads_parameter(model, param)
-        setup = (
-            [f"dot_{s.name} = np.zeros(({param.name}.size, B, {size_name(s.rows)}), dtype)" for s in live]
-            if carried
-            else []
-        )
-        step = _updates(model, mode, live) if carried else []
         terms = [term for seq in mode.outputs for term in mode.outputs[seq] if carried or not _reads_state(term)]
-        out.append(Block(param.name, f"{param.name}.size", tuple(setup), tuple(step), _sum(terms), False))
+        updates = _updates(mode, live) if carried else ()
+        out.append(Block(param.name, param, tuple(live) if carried else (), updates, factored(terms)))
     for seq in model.states:
         mode = forward_mode(model, seq)
-        first = f"_directions(np.ones((B, 1), dtype), {size_name(seq.rows)})"
-        setup = [
-            f"dot_{s.name} = np.zeros(({size_name(seq.rows)}, B, {size_name(s.rows)}), dtype)" for s in live if s != seq
-        ]
-        step = []
-        if seq in model.forced:  # data after step 1: its tangent is nonzero at t = 1 only
-            setup += [f"first = {first}", "zero = np.zeros_like(first)"]
-            step = [f"dot_{seq.name} = first if t == 1 else zero  # {text(Tangent(seq(0)))} enters step 1 only"]
-        else:
-            setup.append(f"dot_{seq.name} = {first}")
-        step += _updates(model, mode, live)
         terms = [term for s in mode.outputs for term in mode.outputs[s]]
-        out.append(Block(f"{seq.name}0", size_name(seq.rows), tuple(setup), tuple(step), _sum(terms), True))
+        zero = tuple(s for s in live if s != seq)
+        out.append(Block(f"{seq.name}0", seq, zero, _updates(mode, live), factored(terms), seq in model.forced))
     return out
+
+
+def _updates(mode, live):
+    return tuple((s, factored(mode.local[s] + mode.carried[s])) for s in live if mode.local[s] or mode.carried[s])
 
 
 def _reads_state(term):
     return any(isinstance(d.of, SeqAt) for d in term.atoms(Tangent))
+
+
+class TangentPrinter(RowPrinter):
+    """Row form with a leading axis of directions for tangents."""
+
+    def _print_Tangent(self, expr):
+        return self.tangent(expr, None)
+
+    def tangent(self, node, operand):
+        """Code for node (a Tangent) times operand (a vector expression, or None)."""
+        of = node.of
+        if isinstance(of, SeqAt):
+            return Code(f"dot_{of.name}")
+        rows, cols = of.shape
+        if cols == 1:
+            return self.directions(rows)
+        if operand is None:
+            raise PrintError(f"the tangent of {of.name} must multiply a vector")
+        return Code(f"{self.helper('_directions')}({self(operand)}, {self(rows)})")
+
+    def directions(self, rows):
+        return Code(f"{self.helper('_directions')}(np.ones((B, 1), dtype), {self(rows)})")
+
+    def _print_MatMul(self, expr):
+        coeff, factors = expr.as_coeff_matrices()
+        at = next((i for i, f in enumerate(factors) if isinstance(f, Tangent)), None)
+        if at is None:
+            return super()._print_MatMul(expr)
+        rest = factors[at + 1 :]
+        operand = (sp.MatMul(*rest).doit(deep=False) if len(rest) > 1 else rest[0]) if rest else None
+        acc = self.tangent(factors[at], operand)
+        for factor in reversed(factors[:at]):
+            acc = self.apply(factor, acc, expr)
+        return acc if coeff == 1 else Code(f"{self.operand(coeff, PRODUCT)} * ({acc})", PRODUCT)
+
+
+@dataclass(frozen=True)
+class Printed:
+    lines: tuple
+    helpers: frozenset
+    params: frozenset
+    arrays: frozenset
+    sizes: frozenset
+
+
+def lines(model, output="d_s"):
+    """The body of forward_mode_grads after its checks: every block's loop, as NumPy lines."""
+    printer = TangentPrinter(stacked=False)
+    out = []
+    for block in blocks(model):
+        out += _block_lines(printer, block, output)
+    used = printer.used
+    return Printed(
+        tuple(out),
+        frozenset(used["helpers"]),
+        frozenset(used["params"]),
+        frozenset(used["arrays"]),
+        frozenset(used["sizes"]),
+    )
+
+
+def _block_lines(printer, block, output):
+    size = printer(block.wrt.rows) if block.per_sample else f"{printer(block.wrt)}.size"
+    out = [
+        f"# {block.key}: tangents along every entry of {block.key}" + (", for each sample" if block.per_sample else "")
+    ]
+    out += [f"dot_{s.name} = np.zeros(({size}, B, {printer(s.rows)}), dtype)" for s in block.zero]
+    step = []
+    if block.per_sample and block.forced:
+        out += [f"first = {printer.directions(block.wrt.rows)}", "zero = np.zeros_like(first)"]
+        step.append(
+            f"dot_{block.wrt.name} = first if t == 1 else zero  # {text(Tangent(block.wrt(0)))} enters step 1 only"
+        )
+    elif block.per_sample:
+        out.append(f"dot_{block.wrt.name} = {printer.directions(block.wrt.rows)}")
+    if block.updates:
+        names = ", ".join(f"dot_{s.name}" for s, _ in block.updates)
+        codes = ", ".join(str(printer(value)) for _, value in block.updates)
+        comment = "; ".join(f"{text(Tangent(s()))} = {text(value)}" for s, value in block.updates)
+        step.append(f"{names} = {codes}  # {comment}")
+    out.append(f"total = np.zeros({f'(B, {size})' if block.per_sample else size}, dtype)")
+    out.append("for t in range(1, T + 1):")
+    out += [f"    {line}" for line in step]
+    contract = "bp" if block.per_sample else "p"
+    out.append(f'    total += np.einsum("pbk,bk->{contract}", {printer(block.outputs)}, {output}[t - 1])')
+    out.append(f'grads["{block.key}"] = total' + ("" if block.per_sample else f".reshape({block.key}.shape)"))
+    return out

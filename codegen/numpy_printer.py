@@ -1,178 +1,298 @@
-"""Print derived matrix expressions as batched NumPy code.
+"""Print derived matrix expressions as batched NumPy code (the NumPy backend's expressions).
 
 A column vector v of the maths is an array whose last axis holds v and whose
 leading axes are the batch (and, when stacked, time): "row form". So W v
 prints as `v @ W.T`, W^T v as `v @ W`, diag(u) v as `u * v`, and one printed
 expression serves a single step (`h[t]`) or all steps at once (`h[1:]`).
+Parentheses follow from the precedence of the node printed, never from its text.
 """
 
+import ast
+
 import sympy as sp
-from sympy.matrices.expressions.special import OneMatrix
+from sympy.printing.printer import Printer
 
-from bptt.derive.elementwise import Apply, lookup
+from bptt.derive.elementwise import lookup
 from bptt.derive.latex import term_order
-from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError, t
+from bptt.derive.nodes import Adj, Diag, OneHot, t
 
+from .helpers import helpers
+from .ir import Array, adjoint_array
+
+SUM, PRODUCT, UNARY, POWER, ATOM = 1, 2, 3, 4, 5
 # Arrays of states and intermediates hold steps 0..T (index = time);
 # inputs, outputs and targets hold steps 1..T (index = time - 1).
 ALIGNED = ("state", "intermediate")
+ONES = "_ones"  # the work array of T*B ones that sums over all steps and samples
 
 
 class PrintError(ValueError):
     """An expression the NumPy printer cannot turn into code."""
 
 
-def array_name(node):
-    """The array holding a sequence value or its adjoint: `h`, `d_h`."""
-    if isinstance(node, Adj):
-        return f"d_{node.of.name}"
-    return node.name
+class Code(str):
+    """Printed code that knows how tightly it binds (ATOM > POWER > UNARY > PRODUCT > SUM)."""
+
+    def __new__(cls, text, level=ATOM):
+        code = str.__new__(cls, text)
+        code.level = level
+        return code
 
 
 def size_name(symbol):
     return f"n_{symbol}"
 
 
-class RowPrinter:
-    """Prints expressions at one step (`stacked=False`, time variable `t`)
-    or for all steps t = 1..T at once (`stacked=True`)."""
+def array_name(node):
+    """The array holding a sequence value or its adjoint: `h`, `d_h` (`_d_x` for an internal `_x`)."""
+    if isinstance(node, Adj):
+        return adjoint_array(node.of.name)
+    return node.name
 
-    def __init__(self, stacked):
+
+def default_array(node):
+    seq = node.of if isinstance(node, Adj) else node
+    return Array(array_name(node), seq.rows, "T+1" if seq.role in ALIGNED else "T")
+
+
+def template_level(code):
+    """How tightly a registry code template binds, from its syntax tree."""
+    tree = ast.parse(code.format(arg="_a", operand="_a"), mode="eval").body
+    if isinstance(tree, ast.BinOp):
+        return {ast.Add: SUM, ast.Sub: SUM, ast.Pow: POWER}.get(type(tree.op), PRODUCT)
+    return UNARY if isinstance(tree, ast.UnaryOp) else ATOM
+
+
+class RowPrinter(Printer):
+    """Prints expressions at one step (`stacked=False`, time variable `t`) or for all steps
+    t = 1..T at once (`stacked=True`). `arrays` says where each sequence lives (ir.Array
+    by array name); it records the parameters, sizes, arrays and helpers it prints."""
+
+    printmethod = None
+
+    def __init__(self, stacked=False, arrays=None):
+        super().__init__()
         self.stacked = stacked
+        self.arrays = dict(arrays or {})
+        self.used = {"params": set(), "sizes": set(), "arrays": set(), "helpers": set()}
 
     def __call__(self, expr):
-        return self.vector(expr)
+        return str(self._print(expr))
+
+    def at(self, stacked):
+        """The same printer, stacked or at one step."""
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.stacked = stacked
+        return other
+
+    def operand(self, expr, level):
+        code = self._print(expr)
+        return code if code.level >= level else Code(f"({code})")
+
+    def helper(self, name):
+        self.used["helpers"].add(name)
+        return name
+
+    def array(self, node):
+        name = array_name(node)
+        self.used["arrays"].add(name)
+        return self.arrays.get(name) or default_array(node)
+
+    # sequences and names
+
+    def _print_SeqAt(self, node):
+        return self.sequence(node)
+
+    def _print_Adj(self, node):
+        return self.sequence(node)
 
     def sequence(self, node):
         seq = node.of if isinstance(node, Adj) else node
-        name = array_name(node)
-        offset = sp.S.Zero if seq.role in ALIGNED else sp.S.One
-        if not self.stacked:
-            return f"{name}[{_index(seq.time - offset)}]"
+        array = self.array(node)
+        if array.steps == "":
+            if self.stacked:
+                raise PrintError(f"{array.name} holds one step; it cannot be read for all steps at once")
+            return Code(array.name)
+        offset = sp.S.One if array.steps == "T" else sp.S.Zero
+        if not self.stacked or not seq.time.has(t):
+            return Code(f"{array.name}[{_index(seq.time - offset)}]")
         shift = sp.simplify(seq.time - t)
         if shift == 0:
-            return f"{name}[1:]" if seq.role in ALIGNED else name
-        if shift == -1 and seq.role in ALIGNED:
-            return f"{name}[:-1]"
-        raise PrintError(f"cannot stack {name} at time {seq.time} over t = 1..T")
-
-    def vector(self, expr):
-        """Row form of a column-vector expression."""
-        if isinstance(expr, (SeqAt, Adj)):
-            return self.sequence(expr)
-        if isinstance(expr, sp.MatrixSymbol):
-            return expr.name
-        if isinstance(expr, OneMatrix):
-            return "1"
-        if isinstance(expr, sp.MatAdd):
-            return self.matadd(expr)
-        if isinstance(expr, sp.MatMul):
-            return self.matmul(expr)
-        if isinstance(expr, sp.HadamardProduct):
-            return " * ".join(self.operand(arg) for arg in expr.args)
-        if isinstance(expr, sp.HadamardPower):
-            return f"{self.operand(expr.base)} ** {expr.exp}"
-        if isinstance(expr, Apply):
-            code = lookup(expr.function).code["numpy"]
-            return code.format(arg=self.vector(expr.arg), operand=self.operand(expr.arg))
-        if isinstance(expr, Softmax):
-            return f"_softmax({self.vector(expr.arg)})"
-        if isinstance(expr, OneHot):
-            return f"_onehot({self.label(expr.label)}, {size_name(expr.shape[0])}, dtype)"
-        raise PrintError(f"no NumPy form for {type(expr).__name__}: {expr}")
+            return Code(f"{array.name}[1:]" if array.steps == "T+1" else array.name)
+        if shift == -1 and array.steps == "T+1":
+            return Code(f"{array.name}[:-1]")
+        raise PrintError(f"cannot stack {array.name} at time {seq.time} over t = 1..T")
 
     def label(self, node):
-        return self.sequence(node)
+        return self._print(node)
 
-    def operand(self, expr):
-        """Row form, parenthesised where * or ** would bind wrongly."""
-        return _paren(self.vector(expr))
+    def _print_MatrixSymbol(self, expr):
+        self.used["params"].add(expr.name)
+        return Code(expr.name)
+
+    def _print_Symbol(self, expr):
+        if expr.name in ("T", "B"):
+            self.used["sizes"].add(expr.name)
+        if expr.name in ("t", "T", "B"):
+            return Code(expr.name)
+        self.used["sizes"].add(expr.name)
+        return Code(size_name(expr))
+
+    def _print_Integer(self, expr):
+        return Code(str(expr), ATOM if expr >= 0 else UNARY)
+
+    def _print_Float(self, expr):
+        return Code(repr(float(expr)), ATOM if expr >= 0 else UNARY)
+
+    def _print_Rational(self, expr):
+        return self.fraction(expr)
+
+    def _print_Mul(self, expr):
+        return self.fraction(expr)
+
+    def _print_Pow(self, expr):
+        return self.fraction(expr)
+
+    def fraction(self, expr):
+        """A scalar: 1 / T, -1 / T, 2 * n_h."""
+        if expr.is_Rational and expr.q & (expr.q - 1) == 0:  # a power of two below: exact as a float
+            return Code(repr(float(expr)), ATOM if expr > 0 else UNARY)
+        numerator, denominator = sp.fraction(expr)
+        if denominator == 1:
+            coeff, rest = numerator.as_coeff_Mul()
+            return Code(f"{coeff} * {self.operand(rest, POWER)}", PRODUCT)
+        return Code(f"{self.operand(numerator, POWER)} / {self.operand(denominator, POWER)}", PRODUCT)
+
+    def _print_Add(self, expr):
+        return Code(_index(expr), SUM)
+
+    def _print_OneMatrix(self, expr):
+        return Code("1")
+
+    def _print_Rows(self, expr):
+        start, stop = expr.start, expr.start + expr.count
+        first = "" if start == 0 else self._print(start)
+        return Code(f"{self._print(expr.matrix)}[{first}:{self._print(stop)}]")
+
+    # the algebra, in row form
+
+    def _print_MatAdd(self, expr):
+        out = ""
+        for term in sorted(expr.args, key=term_order):
+            negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
+            if negative:
+                code = self.operand(-term, PRODUCT) if out else self.operand(-term, POWER)
+                out += f" - {code}" if out else f"-{code}"
+            else:
+                out += f" + {self._print(term)}" if out else str(self._print(term))
+        return Code(out, SUM)
+
+    def _print_HadamardProduct(self, expr):
+        return Code(" * ".join(self.operand(arg, POWER) for arg in expr.args), PRODUCT)
+
+    def _print_HadamardPower(self, expr):
+        return Code(f"{self.operand(expr.base, ATOM)} ** {expr.exp}", POWER)
+
+    def _print_Apply(self, expr):
+        code = self.elementwise(expr.function)
+        arg = self._print(expr.arg)
+        operand = arg if arg.level == ATOM else f"({arg})"
+        return Code(code.format(arg=arg, operand=operand), template_level(code))
+
+    def elementwise(self, function):
+        """An elementwise function's NumPy code template, the helpers it calls recorded: those its registry
+        entry names, and any other it calls (found in the template's syntax tree)."""
+        entry = lookup(function)
+        code = entry.code["numpy"]
+        tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
+        called = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in helpers("numpy").definitions}
+        for name in sorted(called | set(entry.helpers.get("numpy", ()))):
+            self.helper(name)
+        return code
+
+    def _print_Softmax(self, expr):
+        return Code(f"{self.helper('_softmax')}({self._print(expr.arg)})")
+
+    def _print_OneHot(self, expr):
+        classes = self._print(expr.shape[0])
+        return Code(f"{self.helper('_onehot')}({self.label(expr.label)}, {classes}, dtype)")
+
+    def _print_MatMul(self, expr):
+        coeff, factors = expr.as_coeff_matrices()
+        if isinstance(factors[-1], OneHot):  # P onehot(x) is a lookup of column x of P
+            acc, factors = self.lookup(factors[-2], factors[-1]), factors[:-2]
+        else:
+            acc, factors = self._print(factors[-1]), factors[:-1]
+        for factor in reversed(factors):
+            acc = self.apply(factor, acc, expr)
+        if coeff == 1:
+            return acc
+        if coeff == -1:
+            return Code(f"-{acc if acc.level >= POWER else f'({acc})'}", UNARY)
+        scalar = self.operand(coeff, POWER)
+        return Code(f"{scalar} * {acc if acc.level >= POWER else f'({acc})'}", PRODUCT)
 
     def lookup(self, matrix, onehot):
         label = self.label(onehot.label)
         if isinstance(matrix, sp.Transpose) and isinstance(matrix.arg, sp.MatrixSymbol):
-            return f"{matrix.arg.name}[{label}]"
+            return Code(f"{self._print(matrix.arg)}[{label}]")
         if isinstance(matrix, sp.MatrixSymbol):
-            return f"{matrix.name}.T[{label}]"
+            return Code(f"{self._print(matrix)}.T[{label}]")
         raise PrintError(f"a one-hot vector must be multiplied by a parameter, not {matrix}")
-
-    def matadd(self, expr):
-        out = ""
-        for term in sorted(expr.args, key=term_order):
-            negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
-            text = self.vector(-term if negative else term)
-            if negative:
-                out += f" - {_paren(text) if ' + ' in text or ' - ' in text else text}" if out else f"-{_paren(text)}"
-            else:
-                out += f" + {text}" if out else text
-        return out
-
-    def matmul(self, expr):
-        coeff, factors = expr.as_coeff_matrices()
-        if isinstance(factors[-1], OneHot):  # P onehot(x) is a lookup of column x of P
-            acc, factors = self.lookup(factors[-2], factors[-1]), factors[:-1]
-        else:
-            acc = self.vector(factors[-1])
-        for factor in reversed(factors[:-1]):
-            acc = self.apply(factor, acc, expr)
-        return acc if coeff == 1 else f"{scalar(coeff)} * {_paren(acc)}"
 
     def apply(self, factor, acc, expr):
         """factor times the vector whose row form is acc."""
         if isinstance(factor, Diag):
-            return f"{self.operand(factor.vector)} * {_paren(acc)}"
+            right = acc if acc.level >= POWER else f"({acc})"
+            return Code(f"{self.operand(factor.vector, POWER)} * {right}", PRODUCT)
+        left = acc if acc.level >= PRODUCT else f"({acc})"
         if isinstance(factor, sp.Transpose) and isinstance(factor.arg, sp.MatrixSymbol):
-            return f"{acc} @ {factor.arg.name}"
+            return Code(f"{left} @ {self._print(factor.arg)}", PRODUCT)
         if isinstance(factor, sp.MatrixSymbol):
-            return f"{acc} @ {factor.name}.T"
+            return Code(f"{left} @ {self._print(factor)}.T", PRODUCT)
         raise PrintError(f"no NumPy form for the factor {factor} in {expr}")
 
+    # parameter gradients and losses, for all steps
 
-def scalar(expr):
-    """A scalar coefficient: -1, 1/T."""
-    if expr == -1:
-        return "-1"
-    return str(expr) if expr.is_Integer else "(" + str(expr).replace("/", " / ") + ")"
+    def _print_TimeSum(self, expr):
+        terms = expr.body.args if isinstance(expr.body, sp.MatAdd) else (expr.body,)
+        stacked = self.at(True)
+        return Code(" + ".join(stacked.gradient_term(term) for term in terms), SUM if len(terms) > 1 else PRODUCT)
 
+    def gradient_term(self, term):
+        """Code for one term of sum_t (...) of a parameter gradient: a sum over the T*B rows as
+        a product with ones, an outer product as one (T*B)-long product (transposed: BLAS is faster so)."""
+        rows = self._print(term.shape[0])
+        if term.shape[1] == 1:
+            self.used["arrays"].add(ONES)
+            return f"{ONES} @ {self.operand(term, ATOM)}.reshape(-1, {rows})"
+        coeff, factors = term.as_coeff_matrices()
+        last = factors[-1]
+        if not isinstance(last, sp.Transpose) or last.arg.shape[1] != 1:
+            raise PrintError(f"a matrix gradient term must end in a transposed vector: {term}")
+        left = self.operand(sp.MatMul(coeff, *factors[:-1]).doit(deep=False), ATOM)
+        if isinstance(last.arg, OneHot):  # sum_t g_t onehot(x_t)^T adds g_t into column x_t
+            columns = self._print(last.arg.shape[0])
+            return f"{self.helper('_scatter_columns')}({left}, {self.label(last.arg.label)}, {columns})"
+        right = self.operand(last.arg, ATOM)
+        return f"({right}.reshape(-1, {self._print(last.arg.shape[0])}).T @ {left}.reshape(-1, {rows})).T"
 
-def _paren(text):
-    """Parenthesise unless text is one name, call or subscript."""
-    depth, top_level = 0, []
-    for char in text:
-        depth += char in "(["
-        depth -= char in ")]"
-        if depth == 0:
-            top_level.append(char)
-    return f"({text})" if " " in "".join(top_level) else text
+    def _print_SquaredError(self, loss):
+        difference = f"{self._print(loss.prediction)} - {self._print(loss.target)}"
+        return Code(f"0.5 * (({difference}) ** 2).sum(axis=-1)", PRODUCT)
+
+    def _print_SoftmaxCrossEntropy(self, loss):
+        logits, labels = self._print(loss.prediction), self._print(loss.target)
+        picked = f"np.take_along_axis({logits}, {labels}[..., None], axis=-1)[..., 0]"
+        return Code(f"{self.helper('_logsumexp')}({logits}) - {picked}", SUM)
+
+    def _print_GenericLoss(self, loss):
+        raise PrintError(f"no NumPy form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+
+    def emptyPrinter(self, expr):
+        raise PrintError(f"no NumPy form for {type(expr).__name__}: {expr}")
 
 
 def _index(expr):
-    return str(sp.expand(expr))
-
-
-def param_gradient(term, printer):
-    """Stacked code for one term of sum_t (...) of a parameter gradient."""
-    rows = term.shape[0]
-    if term.shape[1] == 1:
-        return f"{_paren(printer(term))}.reshape(-1, {size_name(rows)}).sum(axis=0)"
-    coeff, factors = term.as_coeff_matrices()
-    last = factors[-1]
-    if not isinstance(last, sp.Transpose) or last.arg.shape[1] != 1:
-        raise PrintError(f"a matrix gradient term must end in a transposed vector: {term}")
-    left = sp.MatMul(coeff, *factors[:-1]).doit(deep=False)
-    left_code = printer(left)
-    if isinstance(last.arg, OneHot):  # sum_t g_t onehot(x_t)^T adds g_t into column x_t
-        return f"_scatter_columns({left_code}, {printer.label(last.arg.label)}, {size_name(last.arg.shape[0])})"
-    right_code = printer(last.arg)
-    cols = last.arg.shape[0]
-    return f"{_paren(left_code)}.reshape(-1, {size_name(rows)}).T @ {_paren(right_code)}.reshape(-1, {size_name(cols)})"
-
-
-def per_step_loss(loss, printer):
-    """Code for the per-step, per-sample loss values, shape (T, B)."""
-    prediction, target = printer(loss.prediction), printer(loss.target)
-    if isinstance(loss, SquaredError):
-        return f"0.5 * (({prediction} - {target}) ** 2).sum(axis=-1)"
-    if isinstance(loss, SoftmaxCrossEntropy):
-        return f"_logsumexp({prediction}) - np.take_along_axis({prediction}, {target}[..., None], axis=-1)[..., 0]"
-    raise PrintError(f"no NumPy form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+    return Code(str(sp.expand(expr)), SUM)

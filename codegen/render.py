@@ -10,7 +10,7 @@ import jinja2
 
 from bptt.derive.document import sections
 
-from .program import context
+from .numpy_layout import layout
 
 TEMPLATES = pathlib.Path(__file__).parent / "templates"
 
@@ -40,7 +40,7 @@ _env.filters["pytuple"] = lambda items: (
 
 def module_source(model):
     """The source of generated/<model>.py."""
-    return _env.get_template("module.py.j2").render(context(model))
+    return _env.get_template("module.py.j2").render(m=layout(model))
 
 
 def document(model, fmt="tex"):

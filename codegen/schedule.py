@@ -13,28 +13,28 @@ from bptt.derive.bptt import NEXT
 from bptt.derive.nodes import Adj, SeqAt, t
 
 
-def _reads(expr, at):
+def reads(expr, at):
     """Names read at time t + at."""
     return {r.name for r in expr.atoms(SeqAt) if sp.simplify(r.time - t) == at}
 
 
-def forward_schedule(model):
-    """(before, loop, after): step assignments (Seq, rhs) in evaluation order."""
-    steps = [(seq, rhs) for seq, rhs in model.steps if seq not in model.forced]
-    live_states = {s.name for s in model.states if s not in model.forced}
+def forward_schedule(steps, live_states):
+    """(before, loop, after): the step assignments (Seq, rhs), in evaluation order.
+
+    steps: the assignments of one step (outputs last); live_states: names of states not teacher-forced."""
     recurrent = set()
     for seq, rhs in steps:
-        if _reads(rhs, -1) & live_states or _reads(rhs, 0) & recurrent:
+        if reads(rhs, -1) & live_states or reads(rhs, 0) & recurrent:
             recurrent.add(seq.name)
     needed = set()
     for _, rhs in steps:
-        needed |= _reads(rhs, -1) & live_states & recurrent
+        needed |= reads(rhs, -1) & live_states & recurrent
     for seq, rhs in reversed(steps):
         if seq.name in needed:
-            needed |= _reads(rhs, 0) & recurrent
+            needed |= reads(rhs, 0) & recurrent
     before = [(seq, rhs) for seq, rhs in steps if seq.name not in recurrent]
     loop = [(seq, rhs) for seq, rhs in steps if seq.name in needed]
-    after = [(seq, rhs) for seq, rhs in steps if seq.name in recurrent - needed] + list(model.outputs)
+    after = [(seq, rhs) for seq, rhs in steps if seq.name in recurrent - needed]
     return before, loop, after
 
 

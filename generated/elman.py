@@ -12,7 +12,15 @@ One step at time t:
 
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B) integer labels in range(q).
 Parameters keep the shapes of the maths: U (h, d), W (h, h), V (q, h), b (h), c (q).
+
+Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
+_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
+them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
+has its own, so calls from several threads are safe; free_workspace() releases the calling
+thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
 """
+
+import threading
 
 import numpy as np
 
@@ -33,7 +41,6 @@ STATES = {  # initial state: its size
 CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
     "x": ("T", "B", "d"),
     "h": ("T+1", "B", "h"),
-    "a": ("T+1", "B", "h"),
 }
 
 
@@ -62,23 +69,15 @@ def forward(params, xs, h0=None):
     """Run the model over all steps.
 
     Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs.
+    cache holds what backward needs. Both are fresh arrays.
     """
     sizes, dtype = _check_params(params)
-    U, W, V, b, c = (params[name] for name in PARAMS)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     T, B = x.shape[0], x.shape[1]
-    n_h = sizes["h"]
-    h = np.empty((T + 1, B, n_h), dtype)
-    h[0] = 0 if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    a = np.zeros((T + 1, B, n_h), dtype)
-    a_in = b + x @ U.T  # b + U x_t, all steps at once
-    for t in range(1, T + 1):
-        a[t] = a_in[t - 1] + h[t - 1] @ W.T  # a_t = b + U x_t + W h_{t-1}
-        h[t] = np.tanh(a[t])  # h_t = tanh(a_t)
-    s = c + h[1:] @ V.T  # s_t = c + V h_t
-    cache = {"x": x, "h": h, "a": a}
-    return s, cache
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    work = _forward_arrays(T, B, sizes, dtype)
+    _forward(params, sizes, x, h0, work)
+    return work["s"], {"x": x, "h": work["h"]}
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True):
@@ -89,44 +88,39 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs (loss_and_grads computes them itself:
-    a forward pass that overflows gives a nan loss and gradients, not an error).
+    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them
+    (loss_and_grads has scanned them, and computes d_outputs itself: a forward pass that overflows
+    gives a nan loss and gradients, not an error).
     """
     mode, value = _truncation(truncate, rng)
-    sizes, dtype = _check_params(params)
+    sizes, dtype = _check_params(params, check_finite)
     _check_cache(cache, sizes, dtype)
-    W = params["W"]
-    V = params["V"]
+    T, B = sizes["T"], sizes["B"]
+    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
+    work = _workspace(_backward_arrays, T, B, sizes, dtype)
+    if mode == "window":
+        d_h0 = _window_adjoints(value, params, sizes, cache, d_s, work)
+    else:
+        keep = None if mode == "full" else _keep_weights(mode, value, T, rng, dtype)
+        d_h0 = _adjoints(keep, params, sizes, cache, d_s, work)
     x = cache["x"]
     h = cache["h"]
-    T, B = sizes["T"], sizes["B"]
+    _ones = work["_ones"]
+    d_a = work["d_a"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    window = mode == "window"
-    ages = value + 1 if window else 1  # how many steps back a gradient may have flowed
-    keep = _keep_weights(mode, value, T, rng, dtype)  # weight of the flow from step t+1 into step t
-    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_a = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
-    for t in range(T, 0, -1):
-        if t < T:
-            d_h[t] += _age(keep[t] * (d_a[t + 1] @ W), window)  # dL/dh_t += W^T dL/da_{t+1}
-        d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
-    d_h0 = _age(keep[0] * (d_a[1] @ W), window).sum(axis=0)  # dL/dh_0 = W^T dL/da_1
-    d_a = d_a.sum(axis=1)  # all ages together
     return {
         # dL/dU = sum_t dL/da_t x_t^T
-        "U": d_a[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,
         # dL/dW = sum_t dL/da_t h_{t-1}^T
-        "W": d_a[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "W": (h[:-1].reshape(-1, n_h).T @ d_a[1:].reshape(-1, n_h)).T,
         # dL/dV = sum_t dL/ds_t h_t^T
-        "V": d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h),
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
         # dL/db = sum_t dL/da_t
-        "b": d_a[1:].reshape(-1, n_h).sum(axis=0),
+        "b": _ones @ d_a[1:].reshape(-1, n_h),
         # dL/dc = sum_t dL/ds_t
-        "c": d_s.reshape(-1, n_q).sum(axis=0),
+        "c": _ones @ d_s.reshape(-1, n_q),
         "h0": d_h0,
     }
 
@@ -141,9 +135,16 @@ def losses(outputs, ys):
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
-    truncate and rng as for backward."""
-    loss, d_outputs, cache = _loss_and_output_gradient(params, xs, ys, h0)
-    return loss, backward(params, cache, d_outputs, truncate, rng, check_finite=False)
+    truncate and rng as for backward. The forward pass runs in this thread's workspace."""
+    sizes, dtype = _check_params(params)
+    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
+    T, B = x.shape[0], x.shape[1]
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    y = _check_labels("ys", ys, sizes, "q")
+    work = _workspace(_forward_arrays, T, B, sizes, dtype)
+    _forward(params, sizes, x, h0, work)
+    loss = _softmax_cross_entropy(work["s"], y, B)  # the outputs become dL/ds_t
+    return loss, backward(params, {"x": x, "h": work["h"]}, work["s"], truncate, rng, check_finite=False)
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
@@ -165,9 +166,9 @@ def forward_mode_grads(params, xs, ys, h0=None):
     c = params["c"]
     x = cache["x"]
     h = cache["h"]
-    T, B = d_s.shape[0], d_s.shape[1]
     n_h = sizes["h"]
     n_q = sizes["q"]
+    T, B = d_s.shape[0], d_s.shape[1]
     grads = {}
     # U: tangents along every entry of U
     dot_h = np.zeros((U.size, B, n_h), dtype)
@@ -211,15 +212,146 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 
 def _loss_and_output_gradient(params, xs, ys, h0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache."""
+    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
     s, cache = forward(params, xs, h0)
     B = s.shape[1]
-    loss = losses(s, ys).sum() / B
-    y = ys
-    n_q = s.shape[2]
-    dtype = s.dtype
-    d_s = (_softmax(s) - _onehot(y, n_q, dtype)) / B  # dL/ds_t = softmax(s_t) - onehot(y_t), averaged over the batch
-    return loss, d_s, cache
+    y = _check_labels("ys", ys, dict(zip(("T", "B", "q"), s.shape, strict=True)), "q")
+    loss = _softmax_cross_entropy(s, y, B)  # s becomes dL/ds_t
+    return loss, s, cache
+
+
+def _forward(params, sizes, x, h0, work):
+    """The forward pass, into the arrays of work."""
+    U = params["U"]
+    W = params["W"]
+    V = params["V"]
+    b = params["b"]
+    c = params["c"]
+    h = work["h"]
+    s = work["s"]
+    _W_T = work["_W_T"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = x.shape[0]
+    h[0] = 0 if h0 is None else h0
+    np.copyto(_W_T, W.T)
+    # b + U x_t, all steps at once
+    np.matmul(x.reshape(-1, n_d), U.T, out=h[1:].reshape(-1, n_h))
+    np.add(h[1:], b, out=h[1:])
+    for t in range(1, T + 1):
+        h_t, h_prev = h[t], h[t - 1]
+        # a_t = b + U x_t + W h_{t-1}; h_t = tanh(a_t)
+        np.matmul(h_prev, _W_T, out=_step_h)
+        np.add(h_t, _step_h, out=h_t)
+        np.tanh(h_t, out=h_t)
+    # s_t = c + V h_t
+    np.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
+    np.add(s, c, out=s)
+
+
+def _adjoints(keep, params, sizes, cache, d_s, work):
+    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
+    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of h0."""
+    W = params["W"]
+    V = params["V"]
+    h = cache["h"]
+    _k1 = work["_k1"]
+    _step_h = work["_step_h"]
+    d_a = work["d_a"]
+    d_h = work["d_h"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = d_s.shape[0]
+    # dL/dh_t = V^T dL/ds_t + ...
+    np.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # 1 - h_t^2, all steps at once
+    np.square(h[1:], out=_k1[1:])
+    np.subtract(1, _k1[1:], out=_k1[1:])
+    for t in range(T, 0, -1):
+        d_h_t, d_a_t, _k1_t = d_h[t], d_a[t], _k1[t]
+        if t < T:
+            # dL/dh_t += W^T dL/da_{t+1}
+            np.matmul(d_a[t + 1], W, out=_step_h)
+            if keep is not None:
+                _step_h *= keep[t]
+            np.add(d_h_t, _step_h, out=d_h_t)
+        # dL/da_t = diag(1 - h_t^2) dL/dh_t
+        np.multiply(_k1_t, d_h_t, out=d_a_t)
+    d_h0 = d_a[1] @ W  # dL/dh_0 = W^T dL/da_1
+    if keep is not None:
+        d_h0 *= keep[0]
+    return d_h0
+
+
+def _window_adjoints(k, params, sizes, cache, d_s, work):
+    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
+    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped."""
+    W = params["W"]
+    V = params["V"]
+    h = cache["h"]
+    n_h = sizes["h"]
+    T, B = d_s.shape[0], d_s.shape[1]
+    dtype = d_s.dtype
+    ages = k + 1  # how many steps back a gradient may have flowed
+    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_a = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
+    for t in range(T, 0, -1):
+        if t < T:
+            d_h[t] += _age(d_a[t + 1] @ W)  # dL/dh_t += W^T dL/da_{t+1}
+        d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
+    d_h0 = _age(d_a[1] @ W).sum(axis=0)  # dL/dh_0 = W^T dL/da_1
+    np.sum(d_a, axis=1, out=work["d_a"])
+    return d_h0
+
+
+def _forward_arrays(T, B, sizes, dtype):
+    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "h": np.empty((T + 1, B, n_h), dtype),
+        "s": np.empty((T, B, n_q), dtype),
+        "_W_T": np.empty((n_h, n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+    }
+    work["h"][0] = 0
+    return work
+
+
+def _backward_arrays(T, B, sizes, dtype):
+    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "d_h": np.empty((T + 1, B, n_h), dtype),
+        "_k1": np.empty((T + 1, B, n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+        "_ones": np.ones(T * B, dtype),
+    }
+    work["d_a"] = work["d_h"][..., :n_h]
+    return work
+
+
+_THREAD = threading.local()  # each thread's work arrays
+
+
+def _workspace(make, T, B, sizes, dtype):
+    """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
+    calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
+    key = (T, B, tuple(sizes[name] for name in SIZES), np.dtype(dtype))
+    held = _THREAD.__dict__.get(make.__name__)
+    if held is None or held[0] != key:
+        _THREAD.__dict__.pop(make.__name__, None)  # the old arrays go before the new ones are made
+        held = _THREAD.__dict__[make.__name__] = (key, make(T, B, sizes, dtype))
+    return held[1]
+
+
+def free_workspace():
+    """Release the work arrays that loss_and_grads and backward keep for the calling thread
+    (they are made again on the next call). Other threads' arrays go when their threads end."""
+    _THREAD.__dict__.clear()
 
 
 def clip_grads(grads, theta):
@@ -260,10 +392,8 @@ def _keep_weights(mode, value, T, rng, dtype):
     return keep
 
 
-def _age(flow, window):
-    """The flow from step t+1 arrives one step older; a window drops the oldest age."""
-    if not window:
-        return flow
+def _age(flow):
+    """The flow from step t+1 arrives one step older; the window drops the oldest age."""
     older = np.zeros_like(flow)
     older[1:] = flow[:-1]
     return older
@@ -279,31 +409,24 @@ def _directions(v, rows):
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
-def _sigmoid(z):
-    return 0.5 * (1 + np.tanh(0.5 * z))
-
-
 def _logsumexp(z):
     top = z.max(axis=-1, keepdims=True)
     return (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))[..., 0]
 
 
-def _softmax(z):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _onehot(labels, classes, dtype):
-    out = np.zeros(labels.shape + (classes,), dtype)
-    np.put_along_axis(out, labels[..., None], 1, axis=-1)
-    return out
-
-
-def _scatter_columns(values, labels, columns):
-    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
-    out = np.zeros((columns, values.shape[-1]), values.dtype)
-    np.add.at(out, labels.reshape(-1), values.reshape(-1, values.shape[-1]))
-    return out.T
+def _softmax_cross_entropy(s, y, count):
+    """sum_t -log softmax(s_t)[y_t] / count, and s replaced by its gradient (softmax(s_t) - onehot(y_t)) / count:
+    one exp of the logits, in place, on the (T*B, classes) rows."""
+    rows = s.reshape(-1, s.shape[-1])
+    picks = np.arange(rows.shape[0]) * rows.shape[1] + y.reshape(-1)  # the labels' places in s.flat
+    np.subtract(rows, rows.max(axis=1, keepdims=True), out=rows)
+    picked = rows.reshape(-1)[picks]
+    np.exp(rows, out=rows)
+    total = rows.sum(axis=1, keepdims=True)
+    loss = (np.log(total[:, 0]) - picked).sum() / count
+    np.multiply(rows, 1 / (total * count), out=rows)
+    rows.reshape(-1)[picks] -= 1 / count
+    return loss
 
 
 def _is_count(value):
@@ -333,8 +456,8 @@ def _check_sizes(sizes):
     return sizes
 
 
-def _check_params(params):
-    """The sizes implied by the parameters' shapes, and their common dtype.
+def _check_params(params, finite=True):
+    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
 
     If one parameter disagrees with all the others, the error names it."""
     if not isinstance(params, dict):
@@ -349,15 +472,19 @@ def _check_params(params):
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
     for name in PARAMS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)
-    order = list(PARAMS)
-    for odd in PARAMS:
-        rest = [name for name in PARAMS if name != odd]
-        if _bind_sizes(params, rest)[1] is None:
-            order = rest + [odd]  # the others agree: check them first, then blame the odd one
-            break
-    sizes, clash = _bind_sizes(params, order)
+        array = params[name]
+        good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
+        if not (good and array.size and (not finite or np.isfinite(array).all())):
+            _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
+    sizes, clash = _bind_sizes(params, PARAMS)
     if clash:
+        order = list(PARAMS)
+        for odd in PARAMS:
+            rest = [name for name in PARAMS if name != odd]
+            if _bind_sizes(params, rest)[1] is None:
+                order = rest + [odd]  # the others agree: check them first, then blame the odd one
+                break
+        sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
@@ -420,9 +547,8 @@ def _check_labels(name, labels, sizes, classes):
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
-    bad = (labels < 0) | (labels >= sizes[classes])
-    if bad.any():
+    if labels.min() < 0 or labels.max() >= sizes[classes]:
+        bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
     return labels
-

@@ -18,7 +18,15 @@ One step at time t:
 
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_ir (h, d), b_ir (h), W_hr (h, h), b_hr (h), W_iz (h, d), b_iz (h), W_hz (h, h), b_hz (h), W_in (h, d), b_in (h), W_hn (h, h), b_hn (h), V (q, h).
+
+Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
+_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
+them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
+has its own, so calls from several threads are safe; free_workspace() releases the calling
+thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
 """
+
+import threading
 
 import numpy as np
 
@@ -47,12 +55,9 @@ STATES = {  # initial state: its size
 CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
     "x": ("T", "B", "d"),
     "h": ("T+1", "B", "h"),
-    "r_bar": ("T+1", "B", "h"),
     "r": ("T+1", "B", "h"),
-    "z_bar": ("T+1", "B", "h"),
     "z": ("T+1", "B", "h"),
     "m": ("T+1", "B", "h"),
-    "n_bar": ("T+1", "B", "h"),
     "n": ("T+1", "B", "h"),
 }
 
@@ -82,37 +87,15 @@ def forward(params, xs, h0=None):
     """Run the model over all steps.
 
     Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs.
+    cache holds what backward needs. Both are fresh arrays.
     """
     sizes, dtype = _check_params(params)
-    W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     T, B = x.shape[0], x.shape[1]
-    n_h = sizes["h"]
-    h = np.empty((T + 1, B, n_h), dtype)
-    h[0] = 0 if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    r_bar = np.zeros((T + 1, B, n_h), dtype)
-    r = np.zeros((T + 1, B, n_h), dtype)
-    z_bar = np.zeros((T + 1, B, n_h), dtype)
-    z = np.zeros((T + 1, B, n_h), dtype)
-    m = np.zeros((T + 1, B, n_h), dtype)
-    n_bar = np.zeros((T + 1, B, n_h), dtype)
-    n = np.zeros((T + 1, B, n_h), dtype)
-    r_bar_in = b_hr + b_ir + x @ W_ir.T  # b_hr + b_ir + W_ir x_t, all steps at once
-    z_bar_in = b_hz + b_iz + x @ W_iz.T  # b_hz + b_iz + W_iz x_t, all steps at once
-    n_bar_in = b_in + x @ W_in.T  # b_in + W_in x_t, all steps at once
-    for t in range(1, T + 1):
-        r_bar[t] = r_bar_in[t - 1] + h[t - 1] @ W_hr.T  # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}
-        r[t] = _sigmoid(r_bar[t])  # r_t = sigmoid(r_bar_t)
-        z_bar[t] = z_bar_in[t - 1] + h[t - 1] @ W_hz.T  # z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}
-        z[t] = _sigmoid(z_bar[t])  # z_t = sigmoid(z_bar_t)
-        m[t] = b_hn + h[t - 1] @ W_hn.T  # m_t = b_hn + W_hn h_{t-1}
-        n_bar[t] = n_bar_in[t - 1] + m[t] * r[t]  # n_bar_t = b_in + W_in x_t + m_t * r_t
-        n[t] = np.tanh(n_bar[t])  # n_t = tanh(n_bar_t)
-        h[t] = (1 - z[t]) * n[t] + h[t - 1] * z[t]  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
-    s = h[1:] @ V.T  # s_t = V h_t
-    cache = {"x": x, "h": h, "r_bar": r_bar, "r": r, "z_bar": z_bar, "z": z, "m": m, "n_bar": n_bar, "n": n}
-    return s, cache
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    work = _forward_arrays(T, B, sizes, dtype)
+    _forward(params, sizes, x, h0, work)
+    return work["s"], {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True):
@@ -123,81 +106,60 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs (loss_and_grads computes them itself:
-    a forward pass that overflows gives a nan loss and gradients, not an error).
+    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them
+    (loss_and_grads has scanned them, and computes d_outputs itself: a forward pass that overflows
+    gives a nan loss and gradients, not an error).
     """
     mode, value = _truncation(truncate, rng)
-    sizes, dtype = _check_params(params)
+    sizes, dtype = _check_params(params, check_finite)
     _check_cache(cache, sizes, dtype)
-    W_hr = params["W_hr"]
-    W_hz = params["W_hz"]
-    W_hn = params["W_hn"]
-    V = params["V"]
+    T, B = sizes["T"], sizes["B"]
+    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
+    work = _workspace(_backward_arrays, T, B, sizes, dtype)
+    if mode == "window":
+        d_h0 = _window_adjoints(value, params, sizes, cache, d_s, work)
+    else:
+        keep = None if mode == "full" else _keep_weights(mode, value, T, rng, dtype)
+        d_h0 = _adjoints(keep, params, sizes, cache, d_s, work)
     x = cache["x"]
     h = cache["h"]
-    r = cache["r"]
-    z = cache["z"]
-    m = cache["m"]
-    n = cache["n"]
-    T, B = sizes["T"], sizes["B"]
+    _d_r_bar_z_bar = work["_d_r_bar_z_bar"]
+    _d_r_bar_z_bar_m = work["_d_r_bar_z_bar_m"]
+    _ones = work["_ones"]
+    d_n_bar = work["d_n_bar"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    window = mode == "window"
-    ages = value + 1 if window else 1  # how many steps back a gradient may have flowed
-    keep = _keep_weights(mode, value, T, rng, dtype)  # weight of the flow from step t+1 into step t
-    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_r_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_r = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_z_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_z = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_m = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_n_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_n = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
-    for t in range(T, 0, -1):
-        if t < T:
-            d_h[t] += _age(keep[t] * (z[t + 1] * d_h[t + 1] + d_m[t + 1] @ W_hn + d_r_bar[t + 1] @ W_hr + d_z_bar[t + 1] @ W_hz), window)  # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
-        d_n[t] = (1 - z[t]) * d_h[t]  # dL/dn_t = diag(1 - z_t) dL/dh_t
-        d_n_bar[t] = (1 - n[t] ** 2) * d_n[t]  # dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t
-        d_m[t] = r[t] * d_n_bar[t]  # dL/dm_t = diag(r_t) dL/dn_bar_t
-        d_z[t] = (-n[t] + h[t - 1]) * d_h[t]  # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t
-        d_z_bar[t] = ((1 - z[t]) * z[t]) * d_z[t]  # dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
-        d_r[t] = m[t] * d_n_bar[t]  # dL/dr_t = diag(m_t) dL/dn_bar_t
-        d_r_bar[t] = ((1 - r[t]) * r[t]) * d_r[t]  # dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t
-    d_h0 = _age(keep[0] * (z[1] * d_h[1] + d_m[1] @ W_hn + d_r_bar[1] @ W_hr + d_z_bar[1] @ W_hz), window).sum(axis=0)  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
-    d_m = d_m.sum(axis=1)  # all ages together
-    d_n_bar = d_n_bar.sum(axis=1)  # all ages together
-    d_r_bar = d_r_bar.sum(axis=1)  # all ages together
-    d_z_bar = d_z_bar.sum(axis=1)  # all ages together
+    _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar[1:].reshape(-1, 2 * n_h)).T  # the gradients of W_ir, W_iz at once
+    _d_b_ir_b_iz_b_hn = _ones @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)  # the gradients of b_ir, b_iz, b_hn at once
+    _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)).T  # the gradients of W_hr, W_hz, W_hn at once
     return {
         # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
-        "W_ir": d_r_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_ir": _d_W_ir_W_iz[:n_h],
         # dL/db_ir = sum_t dL/dr_bar_t
-        "b_ir": d_r_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_ir": _d_b_ir_b_iz_b_hn[:n_h],
         # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
-        "W_hr": d_r_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "W_hr": _d_W_hr_W_hz_W_hn[:n_h],
         # dL/db_hr = sum_t dL/dr_bar_t
-        "b_hr": d_r_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_hr": _d_b_ir_b_iz_b_hn[:n_h],
         # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
-        "W_iz": d_z_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_iz": _d_W_ir_W_iz[n_h:2 * n_h],
         # dL/db_iz = sum_t dL/dz_bar_t
-        "b_iz": d_z_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_iz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h],
         # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
-        "W_hz": d_z_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h],
         # dL/db_hz = sum_t dL/dz_bar_t
-        "b_hz": d_z_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h],
         # dL/dW_in = sum_t dL/dn_bar_t x_t^T
-        "W_in": d_n_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_in": (x.reshape(-1, n_d).T @ d_n_bar[1:].reshape(-1, n_h)).T,
         # dL/db_in = sum_t dL/dn_bar_t
-        "b_in": d_n_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_in": _ones @ d_n_bar[1:].reshape(-1, n_h),
         # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
-        "W_hn": d_m[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h],
         # dL/db_hn = sum_t dL/dm_t
-        "b_hn": d_m[1:].reshape(-1, n_h).sum(axis=0),
+        "b_hn": _d_b_ir_b_iz_b_hn[2 * n_h:3 * n_h],
         # dL/dV = sum_t dL/ds_t h_t^T
-        "V": d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h),
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
         "h0": d_h0,
     }
 
@@ -212,9 +174,16 @@ def losses(outputs, ys):
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
-    truncate and rng as for backward."""
-    loss, d_outputs, cache = _loss_and_output_gradient(params, xs, ys, h0)
-    return loss, backward(params, cache, d_outputs, truncate, rng, check_finite=False)
+    truncate and rng as for backward. The forward pass runs in this thread's workspace."""
+    sizes, dtype = _check_params(params)
+    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
+    T, B = x.shape[0], x.shape[1]
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
+    work = _workspace(_forward_arrays, T, B, sizes, dtype)
+    _forward(params, sizes, x, h0, work)
+    loss = _squared_error(work["s"], y, B)  # the outputs become dL/ds_t
+    return loss, backward(params, {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}, work["s"], truncate, rng, check_finite=False)
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
@@ -248,92 +217,92 @@ def forward_mode_grads(params, xs, ys, h0=None):
     z = cache["z"]
     m = cache["m"]
     n = cache["n"]
-    T, B = d_s.shape[0], d_s.shape[1]
     n_h = sizes["h"]
     n_q = sizes["q"]
+    T, B = d_s.shape[0], d_s.shape[1]
     grads = {}
     # W_ir: tangents along every entry of W_ir
     dot_h = np.zeros((W_ir.size, B, n_h), dtype)
     total = np.zeros(W_ir.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(x[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(x[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["W_ir"] = total.reshape(W_ir.shape)
     # b_ir: tangents along every entry of b_ir
     dot_h = np.zeros((b_ir.size, B, n_h), dtype)
     total = np.zeros(b_ir.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(np.ones((B, 1), dtype), n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(np.ones((B, 1), dtype), n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_ir"] = total.reshape(b_ir.shape)
     # W_hr: tangents along every entry of W_hr
     dot_h = np.zeros((W_hr.size, B, n_h), dtype)
     total = np.zeros(W_hr.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(h[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(h[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["W_hr"] = total.reshape(W_hr.shape)
     # b_hr: tangents along every entry of b_hr
     dot_h = np.zeros((b_hr.size, B, n_h), dtype)
     total = np.zeros(b_hr.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(np.ones((B, 1), dtype), n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(np.ones((B, 1), dtype), n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_hr"] = total.reshape(b_hr.shape)
     # W_iz: tangents along every entry of W_iz
     dot_h = np.zeros((W_iz.size, B, n_h), dtype)
     total = np.zeros(W_iz.size, dtype)
     for t in range(1, T + 1):
-        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(x[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * _directions(x[t - 1], n_h))) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(W_iz) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(W_iz) x_t - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(x[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(x[t - 1], n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(W_iz) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(W_iz) x_t - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["W_iz"] = total.reshape(W_iz.shape)
     # b_iz: tangents along every entry of b_iz
     dot_h = np.zeros((b_iz.size, B, n_h), dtype)
     total = np.zeros(b_iz.size, dtype)
     for t in range(1, T + 1):
-        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h))) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_iz"] = total.reshape(b_iz.shape)
     # W_hz: tangents along every entry of W_hz
     dot_h = np.zeros((W_hz.size, B, n_h), dtype)
     total = np.zeros(W_hz.size, dtype)
     for t in range(1, T + 1):
-        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(h[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * _directions(h[t - 1], n_h))) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(W_hz) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(W_hz) h_{t-1} - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(h[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(h[t - 1], n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(W_hz) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(W_hz) h_{t-1} - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["W_hz"] = total.reshape(W_hz.shape)
     # b_hz: tangents along every entry of b_hz
     dot_h = np.zeros((b_hz.size, B, n_h), dtype)
     total = np.zeros(b_hz.size, dtype)
     for t in range(1, T + 1):
-        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h))) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_hz"] = total.reshape(b_hz.shape)
     # W_in: tangents along every entry of W_in
     dot_h = np.zeros((W_in.size, B, n_h), dtype)
     total = np.zeros(W_in.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(x[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(x[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["W_in"] = total.reshape(W_in.shape)
     # b_in: tangents along every entry of b_in
     dot_h = np.zeros((b_in.size, B, n_h), dtype)
     total = np.zeros(b_in.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(np.ones((B, 1), dtype), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(np.ones((B, 1), dtype), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_in"] = total.reshape(b_in.shape)
     # W_hn: tangents along every entry of W_hn
     dot_h = np.zeros((W_hn.size, B, n_h), dtype)
     total = np.zeros(W_hn.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(h[t - 1], n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(h[t - 1], n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["W_hn"] = total.reshape(W_hn.shape)
     # b_hn: tangents along every entry of b_hn
     dot_h = np.zeros((b_hn.size, B, n_h), dtype)
     total = np.zeros(b_hn.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(np.ones((B, 1), dtype), n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(np.ones((B, 1), dtype), n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_hn"] = total.reshape(b_hn.shape)
     # V: tangents along every entry of V
@@ -345,20 +314,268 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = _directions(np.ones((B, 1), dtype), n_h)
     total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - (n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
     grads["h0"] = total
     return loss, grads
 
 
 def _loss_and_output_gradient(params, xs, ys, h0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache."""
+    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
     s, cache = forward(params, xs, h0)
     B = s.shape[1]
-    loss = losses(s, ys).sum() / B
-    y = ys
-    d_s = (s - y) / B  # dL/ds_t = s_t - y_t, averaged over the batch
-    return loss, d_s, cache
+    dtype = s.dtype
+    y = _check_array("ys", ys, ("T", "B", "q"), dict(zip(("T", "B", "q"), s.shape, strict=True)), dtype)
+    loss = _squared_error(s, y, B)  # s becomes dL/ds_t
+    return loss, s, cache
+
+
+def _forward(params, sizes, x, h0, work):
+    """The forward pass, into the arrays of work."""
+    W_ir = params["W_ir"]
+    b_ir = params["b_ir"]
+    W_hr = params["W_hr"]
+    b_hr = params["b_hr"]
+    W_iz = params["W_iz"]
+    b_iz = params["b_iz"]
+    W_hz = params["W_hz"]
+    b_hz = params["b_hz"]
+    W_in = params["W_in"]
+    b_in = params["b_in"]
+    W_hn = params["W_hn"]
+    b_hn = params["b_hn"]
+    V = params["V"]
+    _r_z_m = work["_r_z_m"]
+    r = work["r"]
+    z = work["z"]
+    m = work["m"]
+    _r_z = work["_r_z"]
+    n = work["n"]
+    h = work["h"]
+    s = work["s"]
+    _b_hr_b_ir_b_hz_b_iz_halved = work["_b_hr_b_ir_b_hz_b_iz_halved"]
+    _W_ir_W_iz_halved = work["_W_ir_W_iz_halved"]
+    _W_hr_W_hz_W_hn_halved_T = work["_W_hr_W_hz_W_hn_halved_T"]
+    _step_3h = work["_step_3h"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = x.shape[0]
+    h[0] = 0 if h0 is None else h0
+    np.concatenate((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz), out=_b_hr_b_ir_b_hz_b_iz_halved)
+    np.concatenate((0.5 * W_ir, 0.5 * W_iz), out=_W_ir_W_iz_halved)
+    np.concatenate(((0.5 * W_hr).T, (0.5 * W_hz).T, W_hn.T), axis=1, out=_W_hr_W_hz_W_hn_halved_T)
+    # b_in + W_in x_t, all steps at once
+    np.matmul(x.reshape(-1, n_d), W_in.T, out=n[1:].reshape(-1, n_h))
+    np.add(n[1:], b_in, out=n[1:])
+    # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
+    np.matmul(x.reshape(-1, n_d), _W_ir_W_iz_halved.T, out=_r_z[1:].reshape(-1, 2 * n_h))
+    np.add(_r_z[1:], _b_hr_b_ir_b_hz_b_iz_halved, out=_r_z[1:])
+    # b_hn, all steps at once
+    np.copyto(m[1:], b_hn)
+    for t in range(1, T + 1):
+        _r_z_m_t, h_prev, _r_z_t, n_t, m_t, r_t, h_t, z_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t], r[t], h[t], z[t]
+        # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
+        np.matmul(h_prev, _W_hr_W_hz_W_hn_halved_T, out=_step_3h)
+        np.add(_r_z_m_t, _step_3h, out=_r_z_m_t)
+        # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
+        np.tanh(_r_z_t, out=_r_z_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        np.multiply(_r_z_t, 0.5, out=_r_z_t)
+        np.add(_r_z_t, 0.5, out=_r_z_t)
+        # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
+        np.multiply(m_t, r_t, out=_step_h)
+        np.add(n_t, _step_h, out=n_t)
+        np.tanh(n_t, out=n_t)
+        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
+        np.subtract(1, z_t, out=h_t)
+        np.multiply(h_t, n_t, out=h_t)
+        np.multiply(h_prev, z_t, out=_step_h)
+        np.add(h_t, _step_h, out=h_t)
+    # s_t = V h_t
+    np.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
+
+
+def _adjoints(keep, params, sizes, cache, d_s, work):
+    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
+    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of h0."""
+    W_hr = params["W_hr"]
+    W_hz = params["W_hz"]
+    W_hn = params["W_hn"]
+    V = params["V"]
+    h = cache["h"]
+    r = cache["r"]
+    z = cache["z"]
+    m = cache["m"]
+    n = cache["n"]
+    _W_hr_W_hz_W_hn = work["_W_hr_W_hz_W_hn"]
+    _all_h = work["_all_h"]
+    _d_r_bar_z_bar_m = work["_d_r_bar_z_bar_m"]
+    _k1 = work["_k1"]
+    _k2 = work["_k2"]
+    _k3 = work["_k3"]
+    _step_h = work["_step_h"]
+    _step_h_2 = work["_step_h_2"]
+    d_h = work["d_h"]
+    d_m = work["d_m"]
+    d_n_bar = work["d_n_bar"]
+    d_r_bar = work["d_r_bar"]
+    d_z_bar = work["d_z_bar"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = d_s.shape[0]
+    np.concatenate((W_hr, W_hz, W_hn), out=_W_hr_W_hz_W_hn)
+    # dL/dh_t = V^T dL/ds_t + ...
+    np.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # (1 - n_t^2) * (1 - z_t), all steps at once
+    np.square(n[1:], out=_k1[1:])
+    np.subtract(1, _k1[1:], out=_k1[1:])
+    np.subtract(1, z[1:], out=_all_h)
+    np.multiply(_k1[1:], _all_h, out=_k1[1:])
+    # (1 - z_t) * (-n_t + h_{t-1}) * z_t, all steps at once
+    np.subtract(1, z[1:], out=_k2[1:])
+    np.multiply(_k2[1:], z[1:], out=_k2[1:])
+    np.subtract(h[:-1], n[1:], out=_all_h)
+    np.multiply(_k2[1:], _all_h, out=_k2[1:])
+    # (1 - r_t) * m_t * r_t, all steps at once
+    np.subtract(1, r[1:], out=_k3[1:])
+    np.multiply(_k3[1:], m[1:], out=_k3[1:])
+    np.multiply(_k3[1:], r[1:], out=_k3[1:])
+    for t in range(T, 0, -1):
+        d_h_t, d_n_bar_t, _k1_t, d_m_t, r_t, d_z_bar_t, _k2_t, d_r_bar_t, _k3_t = d_h[t], d_n_bar[t], _k1[t], d_m[t], r[t], d_z_bar[t], _k2[t], d_r_bar[t], _k3[t]
+        if t < T:
+            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
+            np.matmul(_d_r_bar_z_bar_m[t + 1], _W_hr_W_hz_W_hn, out=_step_h)
+            np.multiply(z[t + 1], d_h[t + 1], out=_step_h_2)
+            np.add(_step_h, _step_h_2, out=_step_h)
+            if keep is not None:
+                _step_h *= keep[t]
+            np.add(d_h_t, _step_h, out=d_h_t)
+        # dL/dn_t = diag(1 - z_t) dL/dh_t; dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t
+        np.multiply(_k1_t, d_h_t, out=d_n_bar_t)
+        # dL/dm_t = diag(r_t) dL/dn_bar_t
+        np.multiply(r_t, d_n_bar_t, out=d_m_t)
+        # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t; dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
+        np.multiply(_k2_t, d_h_t, out=d_z_bar_t)
+        # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t
+        np.multiply(_k3_t, d_n_bar_t, out=d_r_bar_t)
+    d_h0 = z[1] * d_h[1] + _d_r_bar_z_bar_m[1] @ _W_hr_W_hz_W_hn  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
+    if keep is not None:
+        d_h0 *= keep[0]
+    return d_h0
+
+
+def _window_adjoints(k, params, sizes, cache, d_s, work):
+    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
+    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped."""
+    W_hr = params["W_hr"]
+    W_hz = params["W_hz"]
+    W_hn = params["W_hn"]
+    V = params["V"]
+    h = cache["h"]
+    r = cache["r"]
+    z = cache["z"]
+    m = cache["m"]
+    n = cache["n"]
+    n_h = sizes["h"]
+    T, B = d_s.shape[0], d_s.shape[1]
+    dtype = d_s.dtype
+    ages = k + 1  # how many steps back a gradient may have flowed
+    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_n = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_n_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_m = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_z = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_z_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_r = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_r_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
+    for t in range(T, 0, -1):
+        if t < T:
+            d_h[t] += _age(z[t + 1] * d_h[t + 1] + d_m[t + 1] @ W_hn + d_r_bar[t + 1] @ W_hr + d_z_bar[t + 1] @ W_hz)  # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
+        d_n[t] = (1 - z[t]) * d_h[t]  # dL/dn_t = diag(1 - z_t) dL/dh_t
+        d_n_bar[t] = (1 - n[t] ** 2) * d_n[t]  # dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t
+        d_m[t] = r[t] * d_n_bar[t]  # dL/dm_t = diag(r_t) dL/dn_bar_t
+        d_z[t] = (-n[t] + h[t - 1]) * d_h[t]  # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t
+        d_z_bar[t] = ((1 - z[t]) * z[t]) * d_z[t]  # dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
+        d_r[t] = m[t] * d_n_bar[t]  # dL/dr_t = diag(m_t) dL/dn_bar_t
+        d_r_bar[t] = ((1 - r[t]) * r[t]) * d_r[t]  # dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t
+    d_h0 = _age(z[1] * d_h[1] + d_m[1] @ W_hn + d_r_bar[1] @ W_hr + d_z_bar[1] @ W_hz).sum(axis=0)  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
+    np.sum(d_n_bar, axis=1, out=work["d_n_bar"])
+    np.sum(d_m, axis=1, out=work["d_m"])
+    np.sum(d_z_bar, axis=1, out=work["d_z_bar"])
+    np.sum(d_r_bar, axis=1, out=work["d_r_bar"])
+    return d_h0
+
+
+def _forward_arrays(T, B, sizes, dtype):
+    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "_r_z_m": np.empty((T + 1, B, 3 * n_h), dtype),
+        "n": np.empty((T + 1, B, n_h), dtype),
+        "h": np.empty((T + 1, B, n_h), dtype),
+        "s": np.empty((T, B, n_q), dtype),
+        "_b_hr_b_ir_b_hz_b_iz_halved": np.empty((2 * n_h,), dtype),
+        "_W_ir_W_iz_halved": np.empty((2 * n_h, n_d), dtype),
+        "_W_hr_W_hz_W_hn_halved_T": np.empty((n_h, 3 * n_h), dtype),
+        "_step_3h": np.empty((B, 3 * n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+    }
+    work["_r_z_m"][0] = 0
+    work["r"] = work["_r_z_m"][..., :n_h]
+    work["z"] = work["_r_z_m"][..., n_h:2 * n_h]
+    work["m"] = work["_r_z_m"][..., 2 * n_h:3 * n_h]
+    work["_r_z"] = work["_r_z_m"][..., :2 * n_h]
+    work["n"][0] = 0
+    work["h"][0] = 0
+    return work
+
+
+def _backward_arrays(T, B, sizes, dtype):
+    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "_d_r_bar_z_bar_m": np.empty((T + 1, B, 3 * n_h), dtype),
+        "d_h": np.empty((T + 1, B, n_h), dtype),
+        "d_n_bar": np.empty((T + 1, B, n_h), dtype),
+        "_k1": np.empty((T + 1, B, n_h), dtype),
+        "_k2": np.empty((T + 1, B, n_h), dtype),
+        "_k3": np.empty((T + 1, B, n_h), dtype),
+        "_W_hr_W_hz_W_hn": np.empty((3 * n_h, n_h), dtype),
+        "_all_h": np.empty((T, B, n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+        "_step_h_2": np.empty((B, n_h), dtype),
+        "_ones": np.ones(T * B, dtype),
+    }
+    work["d_r_bar"] = work["_d_r_bar_z_bar_m"][..., :n_h]
+    work["d_z_bar"] = work["_d_r_bar_z_bar_m"][..., n_h:2 * n_h]
+    work["d_m"] = work["_d_r_bar_z_bar_m"][..., 2 * n_h:3 * n_h]
+    work["_d_r_bar_z_bar"] = work["_d_r_bar_z_bar_m"][..., :2 * n_h]
+    return work
+
+
+_THREAD = threading.local()  # each thread's work arrays
+
+
+def _workspace(make, T, B, sizes, dtype):
+    """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
+    calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
+    key = (T, B, tuple(sizes[name] for name in SIZES), np.dtype(dtype))
+    held = _THREAD.__dict__.get(make.__name__)
+    if held is None or held[0] != key:
+        _THREAD.__dict__.pop(make.__name__, None)  # the old arrays go before the new ones are made
+        held = _THREAD.__dict__[make.__name__] = (key, make(T, B, sizes, dtype))
+    return held[1]
+
+
+def free_workspace():
+    """Release the work arrays that loss_and_grads and backward keep for the calling thread
+    (they are made again on the next call). Other threads' arrays go when their threads end."""
+    _THREAD.__dict__.clear()
 
 
 def clip_grads(grads, theta):
@@ -399,10 +616,8 @@ def _keep_weights(mode, value, T, rng, dtype):
     return keep
 
 
-def _age(flow, window):
-    """The flow from step t+1 arrives one step older; a window drops the oldest age."""
-    if not window:
-        return flow
+def _age(flow):
+    """The flow from step t+1 arrives one step older; the window drops the oldest age."""
     older = np.zeros_like(flow)
     older[1:] = flow[:-1]
     return older
@@ -418,31 +633,12 @@ def _directions(v, rows):
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
-def _sigmoid(z):
-    return 0.5 * (1 + np.tanh(0.5 * z))
-
-
-def _logsumexp(z):
-    top = z.max(axis=-1, keepdims=True)
-    return (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))[..., 0]
-
-
-def _softmax(z):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _onehot(labels, classes, dtype):
-    out = np.zeros(labels.shape + (classes,), dtype)
-    np.put_along_axis(out, labels[..., None], 1, axis=-1)
-    return out
-
-
-def _scatter_columns(values, labels, columns):
-    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
-    out = np.zeros((columns, values.shape[-1]), values.dtype)
-    np.add.at(out, labels.reshape(-1), values.reshape(-1, values.shape[-1]))
-    return out.T
+def _squared_error(s, y, count):
+    """sum_t 1/2 ||s_t - y_t||^2 / count, and s replaced by its gradient (s_t - y_t) / count, in place."""
+    np.subtract(s, y, out=s)
+    loss = (0.5 * np.square(s).sum(axis=-1)).sum() / count  # l_t first: its rounding is that of losses()
+    np.divide(s, count, out=s)
+    return loss
 
 
 def _is_count(value):
@@ -472,8 +668,8 @@ def _check_sizes(sizes):
     return sizes
 
 
-def _check_params(params):
-    """The sizes implied by the parameters' shapes, and their common dtype.
+def _check_params(params, finite=True):
+    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
 
     If one parameter disagrees with all the others, the error names it."""
     if not isinstance(params, dict):
@@ -488,15 +684,19 @@ def _check_params(params):
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
     for name in PARAMS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)
-    order = list(PARAMS)
-    for odd in PARAMS:
-        rest = [name for name in PARAMS if name != odd]
-        if _bind_sizes(params, rest)[1] is None:
-            order = rest + [odd]  # the others agree: check them first, then blame the odd one
-            break
-    sizes, clash = _bind_sizes(params, order)
+        array = params[name]
+        good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
+        if not (good and array.size and (not finite or np.isfinite(array).all())):
+            _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
+    sizes, clash = _bind_sizes(params, PARAMS)
     if clash:
+        order = list(PARAMS)
+        for odd in PARAMS:
+            rest = [name for name in PARAMS if name != odd]
+            if _bind_sizes(params, rest)[1] is None:
+                order = rest + [odd]  # the others agree: check them first, then blame the odd one
+                break
+        sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
@@ -559,9 +759,8 @@ def _check_labels(name, labels, sizes, classes):
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
-    bad = (labels < 0) | (labels >= sizes[classes])
-    if bad.any():
+    if labels.min() < 0 or labels.max() >= sizes[classes]:
+        bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
     return labels
-

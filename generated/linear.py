@@ -11,7 +11,15 @@ One step at time t:
 
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_hx (h, d), W_hh (h, h), W_qh (q, h).
+
+Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
+_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
+them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
+has its own, so calls from several threads are safe; free_workspace() releases the calling
+thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
 """
+
+import threading
 
 import numpy as np
 
@@ -58,21 +66,15 @@ def forward(params, xs, h0=None):
     """Run the model over all steps.
 
     Returns (outputs, cache): outputs are o_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs.
+    cache holds what backward needs. Both are fresh arrays.
     """
     sizes, dtype = _check_params(params)
-    W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     T, B = x.shape[0], x.shape[1]
-    n_h = sizes["h"]
-    h = np.empty((T + 1, B, n_h), dtype)
-    h[0] = 0 if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    h_in = x @ W_hx.T  # W_hx x_t, all steps at once
-    for t in range(1, T + 1):
-        h[t] = h_in[t - 1] + h[t - 1] @ W_hh.T  # h_t = W_hx x_t + W_hh h_{t-1}
-    o = h[1:] @ W_qh.T  # o_t = W_qh h_t
-    cache = {"x": x, "h": h}
-    return o, cache
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    work = _forward_arrays(T, B, sizes, dtype)
+    _forward(params, sizes, x, h0, work)
+    return work["o"], {"x": x, "h": work["h"]}
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True):
@@ -83,38 +85,34 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs (loss_and_grads computes them itself:
-    a forward pass that overflows gives a nan loss and gradients, not an error).
+    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them
+    (loss_and_grads has scanned them, and computes d_outputs itself: a forward pass that overflows
+    gives a nan loss and gradients, not an error).
     """
     mode, value = _truncation(truncate, rng)
-    sizes, dtype = _check_params(params)
+    sizes, dtype = _check_params(params, check_finite)
     _check_cache(cache, sizes, dtype)
-    W_hh = params["W_hh"]
-    W_qh = params["W_qh"]
+    T, B = sizes["T"], sizes["B"]
+    d_o = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
+    work = _workspace(_backward_arrays, T, B, sizes, dtype)
+    if mode == "window":
+        d_h0 = _window_adjoints(value, params, sizes, cache, d_o, work)
+    else:
+        keep = None if mode == "full" else _keep_weights(mode, value, T, rng, dtype)
+        d_h0 = _adjoints(keep, params, sizes, cache, d_o, work)
     x = cache["x"]
     h = cache["h"]
-    T, B = sizes["T"], sizes["B"]
+    d_h = work["d_h"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    d_o = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    window = mode == "window"
-    ages = value + 1 if window else 1  # how many steps back a gradient may have flowed
-    keep = _keep_weights(mode, value, T, rng, dtype)  # weight of the flow from step t+1 into step t
-    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_h[1:, 0] = d_o @ W_qh  # dL/dh_t = W_qh^T dL/do_t + ...
-    for t in range(T, 0, -1):
-        if t < T:
-            d_h[t] += _age(keep[t] * (d_h[t + 1] @ W_hh), window)  # dL/dh_t += W_hh^T dL/dh_{t+1}
-    d_h0 = _age(keep[0] * (d_h[1] @ W_hh), window).sum(axis=0)  # dL/dh_0 = W_hh^T dL/dh_1
-    d_h = d_h.sum(axis=1)  # all ages together
     return {
         # dL/dW_hx = sum_t dL/dh_t x_t^T
-        "W_hx": d_h[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_hx": (x.reshape(-1, n_d).T @ d_h[1:].reshape(-1, n_h)).T,
         # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
-        "W_hh": d_h[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "W_hh": (h[:-1].reshape(-1, n_h).T @ d_h[1:].reshape(-1, n_h)).T,
         # dL/dW_qh = sum_t dL/do_t h_t^T
-        "W_qh": d_o.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h),
+        "W_qh": (h[1:].reshape(-1, n_h).T @ d_o.reshape(-1, n_q)).T,
         "h0": d_h0,
     }
 
@@ -129,9 +127,16 @@ def losses(outputs, ys):
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
-    truncate and rng as for backward."""
-    loss, d_outputs, cache = _loss_and_output_gradient(params, xs, ys, h0)
-    return loss, backward(params, cache, d_outputs, truncate, rng, check_finite=False)
+    truncate and rng as for backward. The forward pass runs in this thread's workspace."""
+    sizes, dtype = _check_params(params)
+    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
+    T, B = x.shape[0], x.shape[1]
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
+    work = _workspace(_forward_arrays, T, B, sizes, dtype)
+    _forward(params, sizes, x, h0, work)
+    loss = _squared_error(work["o"], y, T * B)  # the outputs become dL/do_t
+    return loss, backward(params, {"x": x, "h": work["h"]}, work["o"], truncate, rng, check_finite=False)
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
@@ -151,9 +156,9 @@ def forward_mode_grads(params, xs, ys, h0=None):
     W_qh = params["W_qh"]
     x = cache["x"]
     h = cache["h"]
-    T, B = d_o.shape[0], d_o.shape[1]
     n_h = sizes["h"]
     n_q = sizes["q"]
+    T, B = d_o.shape[0], d_o.shape[1]
     grads = {}
     # W_hx: tangents along every entry of W_hx
     dot_h = np.zeros((W_hx.size, B, n_h), dtype)
@@ -185,13 +190,128 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 
 def _loss_and_output_gradient(params, xs, ys, h0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache."""
+    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
     o, cache = forward(params, xs, h0)
     T, B = o.shape[0], o.shape[1]
-    loss = losses(o, ys).sum() / (T * B)
-    y = ys
-    d_o = ((1 / T) * (o - y)) / B  # dL/do_t = 1/T (o_t - y_t), averaged over the batch
-    return loss, d_o, cache
+    dtype = o.dtype
+    y = _check_array("ys", ys, ("T", "B", "q"), dict(zip(("T", "B", "q"), o.shape, strict=True)), dtype)
+    loss = _squared_error(o, y, T * B)  # o becomes dL/do_t
+    return loss, o, cache
+
+
+def _forward(params, sizes, x, h0, work):
+    """The forward pass, into the arrays of work."""
+    W_hx = params["W_hx"]
+    W_hh = params["W_hh"]
+    W_qh = params["W_qh"]
+    h = work["h"]
+    o = work["o"]
+    _W_hh_T = work["_W_hh_T"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = x.shape[0]
+    h[0] = 0 if h0 is None else h0
+    np.copyto(_W_hh_T, W_hh.T)
+    # W_hx x_t, all steps at once
+    np.matmul(x.reshape(-1, n_d), W_hx.T, out=h[1:].reshape(-1, n_h))
+    for t in range(1, T + 1):
+        h_t, h_prev = h[t], h[t - 1]
+        # h_t = W_hx x_t + W_hh h_{t-1}
+        np.matmul(h_prev, _W_hh_T, out=_step_h)
+        np.add(h_t, _step_h, out=h_t)
+    # o_t = W_qh h_t
+    np.matmul(h[1:].reshape(-1, n_h), W_qh.T, out=o.reshape(-1, n_q))
+
+
+def _adjoints(keep, params, sizes, cache, d_o, work):
+    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
+    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of h0."""
+    W_hh = params["W_hh"]
+    W_qh = params["W_qh"]
+    _step_h = work["_step_h"]
+    d_h = work["d_h"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = d_o.shape[0]
+    # dL/dh_t = W_qh^T dL/do_t + ...
+    np.matmul(d_o.reshape(-1, n_q), W_qh, out=d_h[1:].reshape(-1, n_h))
+    for t in range(T, 0, -1):
+        d_h_t = d_h[t]
+        if t < T:
+            # dL/dh_t += W_hh^T dL/dh_{t+1}
+            np.matmul(d_h[t + 1], W_hh, out=_step_h)
+            if keep is not None:
+                _step_h *= keep[t]
+            np.add(d_h_t, _step_h, out=d_h_t)
+    d_h0 = d_h[1] @ W_hh  # dL/dh_0 = W_hh^T dL/dh_1
+    if keep is not None:
+        d_h0 *= keep[0]
+    return d_h0
+
+
+def _window_adjoints(k, params, sizes, cache, d_o, work):
+    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
+    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped."""
+    W_hh = params["W_hh"]
+    W_qh = params["W_qh"]
+    n_h = sizes["h"]
+    T, B = d_o.shape[0], d_o.shape[1]
+    dtype = d_o.dtype
+    ages = k + 1  # how many steps back a gradient may have flowed
+    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_h[1:, 0] = d_o @ W_qh  # dL/dh_t = W_qh^T dL/do_t + ...
+    for t in range(T, 0, -1):
+        if t < T:
+            d_h[t] += _age(d_h[t + 1] @ W_hh)  # dL/dh_t += W_hh^T dL/dh_{t+1}
+    d_h0 = _age(d_h[1] @ W_hh).sum(axis=0)  # dL/dh_0 = W_hh^T dL/dh_1
+    np.sum(d_h, axis=1, out=work["d_h"])
+    return d_h0
+
+
+def _forward_arrays(T, B, sizes, dtype):
+    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "h": np.empty((T + 1, B, n_h), dtype),
+        "o": np.empty((T, B, n_q), dtype),
+        "_W_hh_T": np.empty((n_h, n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+    }
+    work["h"][0] = 0
+    return work
+
+
+def _backward_arrays(T, B, sizes, dtype):
+    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "d_h": np.empty((T + 1, B, n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+    }
+    return work
+
+
+_THREAD = threading.local()  # each thread's work arrays
+
+
+def _workspace(make, T, B, sizes, dtype):
+    """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
+    calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
+    key = (T, B, tuple(sizes[name] for name in SIZES), np.dtype(dtype))
+    held = _THREAD.__dict__.get(make.__name__)
+    if held is None or held[0] != key:
+        _THREAD.__dict__.pop(make.__name__, None)  # the old arrays go before the new ones are made
+        held = _THREAD.__dict__[make.__name__] = (key, make(T, B, sizes, dtype))
+    return held[1]
+
+
+def free_workspace():
+    """Release the work arrays that loss_and_grads and backward keep for the calling thread
+    (they are made again on the next call). Other threads' arrays go when their threads end."""
+    _THREAD.__dict__.clear()
 
 
 def clip_grads(grads, theta):
@@ -232,10 +352,8 @@ def _keep_weights(mode, value, T, rng, dtype):
     return keep
 
 
-def _age(flow, window):
-    """The flow from step t+1 arrives one step older; a window drops the oldest age."""
-    if not window:
-        return flow
+def _age(flow):
+    """The flow from step t+1 arrives one step older; the window drops the oldest age."""
     older = np.zeros_like(flow)
     older[1:] = flow[:-1]
     return older
@@ -251,31 +369,12 @@ def _directions(v, rows):
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
-def _sigmoid(z):
-    return 0.5 * (1 + np.tanh(0.5 * z))
-
-
-def _logsumexp(z):
-    top = z.max(axis=-1, keepdims=True)
-    return (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))[..., 0]
-
-
-def _softmax(z):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _onehot(labels, classes, dtype):
-    out = np.zeros(labels.shape + (classes,), dtype)
-    np.put_along_axis(out, labels[..., None], 1, axis=-1)
-    return out
-
-
-def _scatter_columns(values, labels, columns):
-    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
-    out = np.zeros((columns, values.shape[-1]), values.dtype)
-    np.add.at(out, labels.reshape(-1), values.reshape(-1, values.shape[-1]))
-    return out.T
+def _squared_error(s, y, count):
+    """sum_t 1/2 ||s_t - y_t||^2 / count, and s replaced by its gradient (s_t - y_t) / count, in place."""
+    np.subtract(s, y, out=s)
+    loss = (0.5 * np.square(s).sum(axis=-1)).sum() / count  # l_t first: its rounding is that of losses()
+    np.divide(s, count, out=s)
+    return loss
 
 
 def _is_count(value):
@@ -305,8 +404,8 @@ def _check_sizes(sizes):
     return sizes
 
 
-def _check_params(params):
-    """The sizes implied by the parameters' shapes, and their common dtype.
+def _check_params(params, finite=True):
+    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
 
     If one parameter disagrees with all the others, the error names it."""
     if not isinstance(params, dict):
@@ -321,15 +420,19 @@ def _check_params(params):
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
     for name in PARAMS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)
-    order = list(PARAMS)
-    for odd in PARAMS:
-        rest = [name for name in PARAMS if name != odd]
-        if _bind_sizes(params, rest)[1] is None:
-            order = rest + [odd]  # the others agree: check them first, then blame the odd one
-            break
-    sizes, clash = _bind_sizes(params, order)
+        array = params[name]
+        good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
+        if not (good and array.size and (not finite or np.isfinite(array).all())):
+            _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
+    sizes, clash = _bind_sizes(params, PARAMS)
     if clash:
+        order = list(PARAMS)
+        for odd in PARAMS:
+            rest = [name for name in PARAMS if name != odd]
+            if _bind_sizes(params, rest)[1] is None:
+                order = rest + [odd]  # the others agree: check them first, then blame the odd one
+                break
+        sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
@@ -392,9 +495,8 @@ def _check_labels(name, labels, sizes, classes):
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
-    bad = (labels < 0) | (labels >= sizes[classes])
-    if bad.any():
+    if labels.min() < 0 or labels.max() >= sizes[classes]:
+        bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
     return labels
-

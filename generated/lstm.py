@@ -20,7 +20,15 @@ One step at time t:
 
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_ii (h, d), b_ii (h), W_hi (h, h), b_hi (h), W_if (h, d), b_if (h), W_hf (h, h), b_hf (h), W_ig (h, d), b_ig (h), W_hg (h, h), b_hg (h), W_io (h, d), b_io (h), W_ho (h, h), b_ho (h), V (q, h).
+
+Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
+_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
+them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
+has its own, so calls from several threads are safe; free_workspace() releases the calling
+thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
 """
+
+import threading
 
 import numpy as np
 
@@ -55,13 +63,9 @@ CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps:
     "x": ("T", "B", "d"),
     "c": ("T+1", "B", "h"),
     "h": ("T+1", "B", "h"),
-    "i_bar": ("T+1", "B", "h"),
     "i": ("T+1", "B", "h"),
-    "f_bar": ("T+1", "B", "h"),
     "f": ("T+1", "B", "h"),
-    "g_bar": ("T+1", "B", "h"),
     "g": ("T+1", "B", "h"),
-    "o_bar": ("T+1", "B", "h"),
     "o": ("T+1", "B", "h"),
 }
 
@@ -91,43 +95,16 @@ def forward(params, xs, c0=None, h0=None):
     """Run the model over all steps.
 
     Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs.
+    cache holds what backward needs. Both are fresh arrays.
     """
     sizes, dtype = _check_params(params)
-    W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (params[name] for name in PARAMS)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     T, B = x.shape[0], x.shape[1]
-    n_h = sizes["h"]
-    c = np.empty((T + 1, B, n_h), dtype)
-    c[0] = 0 if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
-    h = np.empty((T + 1, B, n_h), dtype)
-    h[0] = 0 if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    i_bar = np.zeros((T + 1, B, n_h), dtype)
-    i = np.zeros((T + 1, B, n_h), dtype)
-    f_bar = np.zeros((T + 1, B, n_h), dtype)
-    f = np.zeros((T + 1, B, n_h), dtype)
-    g_bar = np.zeros((T + 1, B, n_h), dtype)
-    g = np.zeros((T + 1, B, n_h), dtype)
-    o_bar = np.zeros((T + 1, B, n_h), dtype)
-    o = np.zeros((T + 1, B, n_h), dtype)
-    i_bar_in = b_hi + b_ii + x @ W_ii.T  # b_hi + b_ii + W_ii x_t, all steps at once
-    f_bar_in = b_hf + b_if + x @ W_if.T  # b_hf + b_if + W_if x_t, all steps at once
-    g_bar_in = b_hg + b_ig + x @ W_ig.T  # b_hg + b_ig + W_ig x_t, all steps at once
-    o_bar_in = b_ho + b_io + x @ W_io.T  # b_ho + b_io + W_io x_t, all steps at once
-    for t in range(1, T + 1):
-        i_bar[t] = i_bar_in[t - 1] + h[t - 1] @ W_hi.T  # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}
-        i[t] = _sigmoid(i_bar[t])  # i_t = sigmoid(i_bar_t)
-        f_bar[t] = f_bar_in[t - 1] + h[t - 1] @ W_hf.T  # f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}
-        f[t] = _sigmoid(f_bar[t])  # f_t = sigmoid(f_bar_t)
-        g_bar[t] = g_bar_in[t - 1] + h[t - 1] @ W_hg.T  # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}
-        g[t] = np.tanh(g_bar[t])  # g_t = tanh(g_bar_t)
-        o_bar[t] = o_bar_in[t - 1] + h[t - 1] @ W_ho.T  # o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}
-        o[t] = _sigmoid(o_bar[t])  # o_t = sigmoid(o_bar_t)
-        c[t] = c[t - 1] * f[t] + g[t] * i[t]  # c_t = c_{t-1} * f_t + g_t * i_t
-        h[t] = o[t] * np.tanh(c[t])  # h_t = o_t * tanh(c_t)
-    s = h[1:] @ V.T  # s_t = V h_t
-    cache = {"x": x, "c": c, "h": h, "i_bar": i_bar, "i": i, "f_bar": f_bar, "f": f, "g_bar": g_bar, "g": g, "o_bar": o_bar, "o": o}
-    return s, cache
+    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    work = _forward_arrays(T, B, sizes, dtype)
+    _forward(params, sizes, x, c0, h0, work)
+    return work["s"], {"x": x, "c": work["c"], "h": work["h"], "i": work["i"], "f": work["f"], "g": work["g"], "o": work["o"]}
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True):
@@ -138,98 +115,66 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs (loss_and_grads computes them itself:
-    a forward pass that overflows gives a nan loss and gradients, not an error).
+    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them
+    (loss_and_grads has scanned them, and computes d_outputs itself: a forward pass that overflows
+    gives a nan loss and gradients, not an error).
     """
     mode, value = _truncation(truncate, rng)
-    sizes, dtype = _check_params(params)
+    sizes, dtype = _check_params(params, check_finite)
     _check_cache(cache, sizes, dtype)
-    W_hi = params["W_hi"]
-    W_hf = params["W_hf"]
-    W_hg = params["W_hg"]
-    W_ho = params["W_ho"]
-    V = params["V"]
-    x = cache["x"]
-    c = cache["c"]
-    h = cache["h"]
-    i = cache["i"]
-    f = cache["f"]
-    g = cache["g"]
-    o = cache["o"]
     T, B = sizes["T"], sizes["B"]
+    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
+    work = _workspace(_backward_arrays, T, B, sizes, dtype)
+    if mode == "window":
+        d_c0, d_h0 = _window_adjoints(value, params, sizes, cache, d_s, work)
+    else:
+        keep = None if mode == "full" else _keep_weights(mode, value, T, rng, dtype)
+        d_c0, d_h0 = _adjoints(keep, params, sizes, cache, d_s, work)
+    x = cache["x"]
+    h = cache["h"]
+    _d_i_bar_f_bar_o_bar_g_bar = work["_d_i_bar_f_bar_o_bar_g_bar"]
+    _ones = work["_ones"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    window = mode == "window"
-    ages = value + 1 if window else 1  # how many steps back a gradient may have flowed
-    keep = _keep_weights(mode, value, T, rng, dtype)  # weight of the flow from step t+1 into step t
-    d_c = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_i_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_i = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_f_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_f = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_g_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_g = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_o_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_o = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
-    for t in range(T, 0, -1):
-        if t < T:
-            d_h[t] += _age(keep[t] * (d_f_bar[t + 1] @ W_hf + d_g_bar[t + 1] @ W_hg + d_i_bar[t + 1] @ W_hi + d_o_bar[t + 1] @ W_ho), window)  # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
-        d_c[t] = (1 - np.tanh(c[t]) ** 2) * (o[t] * d_h[t])  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
-        if t < T:
-            d_c[t] += _age(keep[t] * (f[t + 1] * d_c[t + 1]), window)  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
-        d_o[t] = np.tanh(c[t]) * d_h[t]  # dL/do_t = diag(tanh(c_t)) dL/dh_t
-        d_o_bar[t] = ((1 - o[t]) * o[t]) * d_o[t]  # dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
-        d_g[t] = i[t] * d_c[t]  # dL/dg_t = diag(i_t) dL/dc_t
-        d_g_bar[t] = (1 - g[t] ** 2) * d_g[t]  # dL/dg_bar_t = diag(1 - g_t^2) dL/dg_t
-        d_f[t] = c[t - 1] * d_c[t]  # dL/df_t = diag(c_{t-1}) dL/dc_t
-        d_f_bar[t] = ((1 - f[t]) * f[t]) * d_f[t]  # dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
-        d_i[t] = g[t] * d_c[t]  # dL/di_t = diag(g_t) dL/dc_t
-        d_i_bar[t] = ((1 - i[t]) * i[t]) * d_i[t]  # dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
-    d_c0 = _age(keep[0] * (f[1] * d_c[1]), window).sum(axis=0)  # dL/dc_0 = diag(f_1) dL/dc_1
-    d_h0 = _age(keep[0] * (d_f_bar[1] @ W_hf + d_g_bar[1] @ W_hg + d_i_bar[1] @ W_hi + d_o_bar[1] @ W_ho), window).sum(axis=0)  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
-    d_f_bar = d_f_bar.sum(axis=1)  # all ages together
-    d_g_bar = d_g_bar.sum(axis=1)  # all ages together
-    d_i_bar = d_i_bar.sum(axis=1)  # all ages together
-    d_o_bar = d_o_bar.sum(axis=1)  # all ages together
+    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_f_bar_o_bar_g_bar[1:].reshape(-1, 4 * n_h)).T  # the gradients of W_ii, W_if, W_io, W_ig at once
+    _d_b_ii_b_if_b_io_b_ig = _ones @ _d_i_bar_f_bar_o_bar_g_bar[1:].reshape(-1, 4 * n_h)  # the gradients of b_ii, b_if, b_io, b_ig at once
+    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_f_bar_o_bar_g_bar[1:].reshape(-1, 4 * n_h)).T  # the gradients of W_hi, W_hf, W_ho, W_hg at once
     return {
         # dL/dW_ii = sum_t dL/di_bar_t x_t^T
-        "W_ii": d_i_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h],
         # dL/db_ii = sum_t dL/di_bar_t
-        "b_ii": d_i_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h],
         # dL/dW_hi = sum_t dL/di_bar_t h_{t-1}^T
-        "W_hi": d_i_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "W_hi": _d_W_hi_W_hf_W_ho_W_hg[:n_h],
         # dL/db_hi = sum_t dL/di_bar_t
-        "b_hi": d_i_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_hi": _d_b_ii_b_if_b_io_b_ig[:n_h],
         # dL/dW_if = sum_t dL/df_bar_t x_t^T
-        "W_if": d_f_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_if": _d_W_ii_W_if_W_io_W_ig[n_h:2 * n_h],
         # dL/db_if = sum_t dL/df_bar_t
-        "b_if": d_f_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_if": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h],
         # dL/dW_hf = sum_t dL/df_bar_t h_{t-1}^T
-        "W_hf": d_f_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "W_hf": _d_W_hi_W_hf_W_ho_W_hg[n_h:2 * n_h],
         # dL/db_hf = sum_t dL/df_bar_t
-        "b_hf": d_f_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_hf": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h],
         # dL/dW_ig = sum_t dL/dg_bar_t x_t^T
-        "W_ig": d_g_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_ig": _d_W_ii_W_if_W_io_W_ig[3 * n_h:4 * n_h],
         # dL/db_ig = sum_t dL/dg_bar_t
-        "b_ig": d_g_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_ig": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h],
         # dL/dW_hg = sum_t dL/dg_bar_t h_{t-1}^T
-        "W_hg": d_g_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "W_hg": _d_W_hi_W_hf_W_ho_W_hg[3 * n_h:4 * n_h],
         # dL/db_hg = sum_t dL/dg_bar_t
-        "b_hg": d_g_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_hg": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h],
         # dL/dW_io = sum_t dL/do_bar_t x_t^T
-        "W_io": d_o_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_io": _d_W_ii_W_if_W_io_W_ig[2 * n_h:3 * n_h],
         # dL/db_io = sum_t dL/do_bar_t
-        "b_io": d_o_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_io": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h],
         # dL/dW_ho = sum_t dL/do_bar_t h_{t-1}^T
-        "W_ho": d_o_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "W_ho": _d_W_hi_W_hf_W_ho_W_hg[2 * n_h:3 * n_h],
         # dL/db_ho = sum_t dL/do_bar_t
-        "b_ho": d_o_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_ho": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h],
         # dL/dV = sum_t dL/ds_t h_t^T
-        "V": d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h),
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
         "c0": d_c0,
         "h0": d_h0,
     }
@@ -245,9 +190,17 @@ def losses(outputs, ys):
 
 def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "c0", "h0");
-    truncate and rng as for backward."""
-    loss, d_outputs, cache = _loss_and_output_gradient(params, xs, ys, c0, h0)
-    return loss, backward(params, cache, d_outputs, truncate, rng, check_finite=False)
+    truncate and rng as for backward. The forward pass runs in this thread's workspace."""
+    sizes, dtype = _check_params(params)
+    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
+    T, B = x.shape[0], x.shape[1]
+    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
+    work = _workspace(_forward_arrays, T, B, sizes, dtype)
+    _forward(params, sizes, x, c0, h0, work)
+    loss = _squared_error(work["s"], y, B)  # the outputs become dL/ds_t
+    return loss, backward(params, {"x": x, "c": work["c"], "h": work["h"], "i": work["i"], "f": work["f"], "g": work["g"], "o": work["o"]}, work["s"], truncate, rng, check_finite=False)
 
 
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):
@@ -286,9 +239,9 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     f = cache["f"]
     g = cache["g"]
     o = cache["o"]
-    T, B = d_s.shape[0], d_s.shape[1]
     n_h = sizes["h"]
     n_q = sizes["q"]
+    T, B = d_s.shape[0], d_s.shape[1]
     grads = {}
     # W_ii: tangents along every entry of W_ii
     dot_c = np.zeros((W_ii.size, B, n_h), dtype)
@@ -443,13 +396,290 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 
 
 def _loss_and_output_gradient(params, xs, ys, c0, h0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache."""
+    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
     s, cache = forward(params, xs, c0, h0)
     B = s.shape[1]
-    loss = losses(s, ys).sum() / B
-    y = ys
-    d_s = (s - y) / B  # dL/ds_t = s_t - y_t, averaged over the batch
-    return loss, d_s, cache
+    dtype = s.dtype
+    y = _check_array("ys", ys, ("T", "B", "q"), dict(zip(("T", "B", "q"), s.shape, strict=True)), dtype)
+    loss = _squared_error(s, y, B)  # s becomes dL/ds_t
+    return loss, s, cache
+
+
+def _forward(params, sizes, x, c0, h0, work):
+    """The forward pass, into the arrays of work."""
+    W_ii = params["W_ii"]
+    b_ii = params["b_ii"]
+    W_hi = params["W_hi"]
+    b_hi = params["b_hi"]
+    W_if = params["W_if"]
+    b_if = params["b_if"]
+    W_hf = params["W_hf"]
+    b_hf = params["b_hf"]
+    W_ig = params["W_ig"]
+    b_ig = params["b_ig"]
+    W_hg = params["W_hg"]
+    b_hg = params["b_hg"]
+    W_io = params["W_io"]
+    b_io = params["b_io"]
+    W_ho = params["W_ho"]
+    b_ho = params["b_ho"]
+    V = params["V"]
+    _i_f_o_g = work["_i_f_o_g"]
+    i = work["i"]
+    f = work["f"]
+    o = work["o"]
+    g = work["g"]
+    _i_f_o = work["_i_f_o"]
+    c = work["c"]
+    h = work["h"]
+    s = work["s"]
+    _b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved = work["_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved"]
+    _W_ii_W_if_W_io_W_ig_halved = work["_W_ii_W_if_W_io_W_ig_halved"]
+    _W_hi_W_hf_W_ho_W_hg_halved_T = work["_W_hi_W_hf_W_ho_W_hg_halved_T"]
+    _step_4h = work["_step_4h"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = x.shape[0]
+    c[0] = 0 if c0 is None else c0
+    h[0] = 0 if h0 is None else h0
+    np.concatenate((0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig), out=_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved)
+    np.concatenate((0.5 * W_ii, 0.5 * W_if, 0.5 * W_io, W_ig), out=_W_ii_W_if_W_io_W_ig_halved)
+    np.concatenate(((0.5 * W_hi).T, (0.5 * W_hf).T, (0.5 * W_ho).T, W_hg.T), axis=1, out=_W_hi_W_hf_W_ho_W_hg_halved_T)
+    # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all steps at once; b_hg + b_ig + W_ig x_t, all steps at once
+    np.matmul(x.reshape(-1, n_d), _W_ii_W_if_W_io_W_ig_halved.T, out=_i_f_o_g[1:].reshape(-1, 4 * n_h))
+    np.add(_i_f_o_g[1:], _b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved, out=_i_f_o_g[1:])
+    for t in range(1, T + 1):
+        _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev, f_t, g_t, i_t, h_t, o_t = _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1], f[t], g[t], i[t], h[t], o[t]
+        # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
+        np.matmul(h_prev, _W_hi_W_hf_W_ho_W_hg_halved_T, out=_step_4h)
+        np.add(_i_f_o_g_t, _step_4h, out=_i_f_o_g_t)
+        # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t); g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+        np.tanh(_i_f_o_g_t, out=_i_f_o_g_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        np.multiply(_i_f_o_t, 0.5, out=_i_f_o_t)
+        np.add(_i_f_o_t, 0.5, out=_i_f_o_t)
+        # c_t = c_{t-1} * f_t + g_t * i_t
+        np.multiply(c_prev, f_t, out=c_t)
+        np.multiply(g_t, i_t, out=_step_h)
+        np.add(c_t, _step_h, out=c_t)
+        # h_t = o_t * tanh(c_t)
+        np.tanh(c_t, out=h_t)
+        np.multiply(h_t, o_t, out=h_t)
+    # s_t = V h_t
+    np.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
+
+
+def _adjoints(keep, params, sizes, cache, d_s, work):
+    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
+    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of c0, h0."""
+    W_hi = params["W_hi"]
+    W_hf = params["W_hf"]
+    W_hg = params["W_hg"]
+    W_ho = params["W_ho"]
+    V = params["V"]
+    c = cache["c"]
+    i = cache["i"]
+    f = cache["f"]
+    g = cache["g"]
+    o = cache["o"]
+    _W_hi_W_hf_W_ho_W_hg = work["_W_hi_W_hf_W_ho_W_hg"]
+    _d_i_bar_f_bar_o_bar_g_bar = work["_d_i_bar_f_bar_o_bar_g_bar"]
+    _f1 = work["_f1"]
+    _k1 = work["_k1"]
+    _k2 = work["_k2"]
+    _k3 = work["_k3"]
+    _k4 = work["_k4"]
+    _k5 = work["_k5"]
+    _step_h = work["_step_h"]
+    d_c = work["d_c"]
+    d_f_bar = work["d_f_bar"]
+    d_g_bar = work["d_g_bar"]
+    d_h = work["d_h"]
+    d_i_bar = work["d_i_bar"]
+    d_o_bar = work["d_o_bar"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = d_s.shape[0]
+    np.concatenate((W_hi, W_hf, W_ho, W_hg), out=_W_hi_W_hf_W_ho_W_hg)
+    # dL/dh_t = V^T dL/ds_t + ...
+    np.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # tanh(c_t), all steps at once
+    np.tanh(c[1:], out=_f1[1:])
+    # (1 - tanh(c_t)^2) * o_t, all steps at once
+    np.square(_f1[1:], out=_k1[1:])
+    np.subtract(1, _k1[1:], out=_k1[1:])
+    np.multiply(_k1[1:], o[1:], out=_k1[1:])
+    # (1 - o_t) * tanh(c_t) * o_t, all steps at once
+    np.subtract(1, o[1:], out=_k2[1:])
+    np.multiply(_k2[1:], _f1[1:], out=_k2[1:])
+    np.multiply(_k2[1:], o[1:], out=_k2[1:])
+    # (1 - g_t^2) * i_t, all steps at once
+    np.square(g[1:], out=_k3[1:])
+    np.subtract(1, _k3[1:], out=_k3[1:])
+    np.multiply(_k3[1:], i[1:], out=_k3[1:])
+    # (1 - f_t) * c_{t-1} * f_t, all steps at once
+    np.subtract(1, f[1:], out=_k4[1:])
+    np.multiply(_k4[1:], c[:-1], out=_k4[1:])
+    np.multiply(_k4[1:], f[1:], out=_k4[1:])
+    # (1 - i_t) * g_t * i_t, all steps at once
+    np.subtract(1, i[1:], out=_k5[1:])
+    np.multiply(_k5[1:], g[1:], out=_k5[1:])
+    np.multiply(_k5[1:], i[1:], out=_k5[1:])
+    for t in range(T, 0, -1):
+        d_h_t, d_c_t, _k1_t, d_o_bar_t, _k2_t, d_g_bar_t, _k3_t, d_f_bar_t, _k4_t, d_i_bar_t, _k5_t = d_h[t], d_c[t], _k1[t], d_o_bar[t], _k2[t], d_g_bar[t], _k3[t], d_f_bar[t], _k4[t], d_i_bar[t], _k5[t]
+        if t < T:
+            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+            np.matmul(_d_i_bar_f_bar_o_bar_g_bar[t + 1], _W_hi_W_hf_W_ho_W_hg, out=_step_h)
+            if keep is not None:
+                _step_h *= keep[t]
+            np.add(d_h_t, _step_h, out=d_h_t)
+        # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
+        np.multiply(_k1_t, d_h_t, out=d_c_t)
+        if t < T:
+            # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            np.multiply(f[t + 1], d_c[t + 1], out=_step_h)
+            if keep is not None:
+                _step_h *= keep[t]
+            np.add(d_c_t, _step_h, out=d_c_t)
+        # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
+        np.multiply(_k2_t, d_h_t, out=d_o_bar_t)
+        # dL/dg_t = diag(i_t) dL/dc_t; dL/dg_bar_t = diag(1 - g_t^2) dL/dg_t
+        np.multiply(_k3_t, d_c_t, out=d_g_bar_t)
+        # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
+        np.multiply(_k4_t, d_c_t, out=d_f_bar_t)
+        # dL/di_t = diag(g_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
+        np.multiply(_k5_t, d_c_t, out=d_i_bar_t)
+    d_c0 = f[1] * d_c[1]  # dL/dc_0 = diag(f_1) dL/dc_1
+    if keep is not None:
+        d_c0 *= keep[0]
+    d_h0 = _d_i_bar_f_bar_o_bar_g_bar[1] @ _W_hi_W_hf_W_ho_W_hg  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
+    if keep is not None:
+        d_h0 *= keep[0]
+    return d_c0, d_h0
+
+
+def _window_adjoints(k, params, sizes, cache, d_s, work):
+    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
+    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped."""
+    W_hi = params["W_hi"]
+    W_hf = params["W_hf"]
+    W_hg = params["W_hg"]
+    W_ho = params["W_ho"]
+    V = params["V"]
+    c = cache["c"]
+    i = cache["i"]
+    f = cache["f"]
+    g = cache["g"]
+    o = cache["o"]
+    n_h = sizes["h"]
+    T, B = d_s.shape[0], d_s.shape[1]
+    dtype = d_s.dtype
+    ages = k + 1  # how many steps back a gradient may have flowed
+    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_c = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_o = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_o_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_g = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_g_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_f = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_f_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_i = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_i_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
+    for t in range(T, 0, -1):
+        if t < T:
+            d_h[t] += _age(d_f_bar[t + 1] @ W_hf + d_g_bar[t + 1] @ W_hg + d_i_bar[t + 1] @ W_hi + d_o_bar[t + 1] @ W_ho)  # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+        d_c[t] = (1 - np.tanh(c[t]) ** 2) * (o[t] * d_h[t])  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
+        if t < T:
+            d_c[t] += _age(f[t + 1] * d_c[t + 1])  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+        d_o[t] = np.tanh(c[t]) * d_h[t]  # dL/do_t = diag(tanh(c_t)) dL/dh_t
+        d_o_bar[t] = ((1 - o[t]) * o[t]) * d_o[t]  # dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
+        d_g[t] = i[t] * d_c[t]  # dL/dg_t = diag(i_t) dL/dc_t
+        d_g_bar[t] = (1 - g[t] ** 2) * d_g[t]  # dL/dg_bar_t = diag(1 - g_t^2) dL/dg_t
+        d_f[t] = c[t - 1] * d_c[t]  # dL/df_t = diag(c_{t-1}) dL/dc_t
+        d_f_bar[t] = ((1 - f[t]) * f[t]) * d_f[t]  # dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
+        d_i[t] = g[t] * d_c[t]  # dL/di_t = diag(g_t) dL/dc_t
+        d_i_bar[t] = ((1 - i[t]) * i[t]) * d_i[t]  # dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
+    d_c0 = _age(f[1] * d_c[1]).sum(axis=0)  # dL/dc_0 = diag(f_1) dL/dc_1
+    d_h0 = _age(d_f_bar[1] @ W_hf + d_g_bar[1] @ W_hg + d_i_bar[1] @ W_hi + d_o_bar[1] @ W_ho).sum(axis=0)  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
+    np.sum(d_o_bar, axis=1, out=work["d_o_bar"])
+    np.sum(d_g_bar, axis=1, out=work["d_g_bar"])
+    np.sum(d_f_bar, axis=1, out=work["d_f_bar"])
+    np.sum(d_i_bar, axis=1, out=work["d_i_bar"])
+    return d_c0, d_h0
+
+
+def _forward_arrays(T, B, sizes, dtype):
+    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "_i_f_o_g": np.empty((T + 1, B, 4 * n_h), dtype),
+        "c": np.empty((T + 1, B, n_h), dtype),
+        "h": np.empty((T + 1, B, n_h), dtype),
+        "s": np.empty((T, B, n_q), dtype),
+        "_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved": np.empty((4 * n_h,), dtype),
+        "_W_ii_W_if_W_io_W_ig_halved": np.empty((4 * n_h, n_d), dtype),
+        "_W_hi_W_hf_W_ho_W_hg_halved_T": np.empty((n_h, 4 * n_h), dtype),
+        "_step_4h": np.empty((B, 4 * n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+    }
+    work["_i_f_o_g"][0] = 0
+    work["i"] = work["_i_f_o_g"][..., :n_h]
+    work["f"] = work["_i_f_o_g"][..., n_h:2 * n_h]
+    work["o"] = work["_i_f_o_g"][..., 2 * n_h:3 * n_h]
+    work["g"] = work["_i_f_o_g"][..., 3 * n_h:4 * n_h]
+    work["_i_f_o"] = work["_i_f_o_g"][..., :3 * n_h]
+    work["c"][0] = 0
+    work["h"][0] = 0
+    return work
+
+
+def _backward_arrays(T, B, sizes, dtype):
+    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "_d_i_bar_f_bar_o_bar_g_bar": np.empty((T + 1, B, 4 * n_h), dtype),
+        "d_h": np.empty((T + 1, B, n_h), dtype),
+        "d_c": np.empty((T + 1, B, n_h), dtype),
+        "_f1": np.empty((T + 1, B, n_h), dtype),
+        "_k1": np.empty((T + 1, B, n_h), dtype),
+        "_k2": np.empty((T + 1, B, n_h), dtype),
+        "_k3": np.empty((T + 1, B, n_h), dtype),
+        "_k4": np.empty((T + 1, B, n_h), dtype),
+        "_k5": np.empty((T + 1, B, n_h), dtype),
+        "_W_hi_W_hf_W_ho_W_hg": np.empty((4 * n_h, n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+        "_ones": np.ones(T * B, dtype),
+    }
+    work["d_i_bar"] = work["_d_i_bar_f_bar_o_bar_g_bar"][..., :n_h]
+    work["d_f_bar"] = work["_d_i_bar_f_bar_o_bar_g_bar"][..., n_h:2 * n_h]
+    work["d_o_bar"] = work["_d_i_bar_f_bar_o_bar_g_bar"][..., 2 * n_h:3 * n_h]
+    work["d_g_bar"] = work["_d_i_bar_f_bar_o_bar_g_bar"][..., 3 * n_h:4 * n_h]
+    return work
+
+
+_THREAD = threading.local()  # each thread's work arrays
+
+
+def _workspace(make, T, B, sizes, dtype):
+    """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
+    calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
+    key = (T, B, tuple(sizes[name] for name in SIZES), np.dtype(dtype))
+    held = _THREAD.__dict__.get(make.__name__)
+    if held is None or held[0] != key:
+        _THREAD.__dict__.pop(make.__name__, None)  # the old arrays go before the new ones are made
+        held = _THREAD.__dict__[make.__name__] = (key, make(T, B, sizes, dtype))
+    return held[1]
+
+
+def free_workspace():
+    """Release the work arrays that loss_and_grads and backward keep for the calling thread
+    (they are made again on the next call). Other threads' arrays go when their threads end."""
+    _THREAD.__dict__.clear()
 
 
 def clip_grads(grads, theta):
@@ -490,10 +720,8 @@ def _keep_weights(mode, value, T, rng, dtype):
     return keep
 
 
-def _age(flow, window):
-    """The flow from step t+1 arrives one step older; a window drops the oldest age."""
-    if not window:
-        return flow
+def _age(flow):
+    """The flow from step t+1 arrives one step older; the window drops the oldest age."""
     older = np.zeros_like(flow)
     older[1:] = flow[:-1]
     return older
@@ -509,31 +737,12 @@ def _directions(v, rows):
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
-def _sigmoid(z):
-    return 0.5 * (1 + np.tanh(0.5 * z))
-
-
-def _logsumexp(z):
-    top = z.max(axis=-1, keepdims=True)
-    return (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))[..., 0]
-
-
-def _softmax(z):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _onehot(labels, classes, dtype):
-    out = np.zeros(labels.shape + (classes,), dtype)
-    np.put_along_axis(out, labels[..., None], 1, axis=-1)
-    return out
-
-
-def _scatter_columns(values, labels, columns):
-    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
-    out = np.zeros((columns, values.shape[-1]), values.dtype)
-    np.add.at(out, labels.reshape(-1), values.reshape(-1, values.shape[-1]))
-    return out.T
+def _squared_error(s, y, count):
+    """sum_t 1/2 ||s_t - y_t||^2 / count, and s replaced by its gradient (s_t - y_t) / count, in place."""
+    np.subtract(s, y, out=s)
+    loss = (0.5 * np.square(s).sum(axis=-1)).sum() / count  # l_t first: its rounding is that of losses()
+    np.divide(s, count, out=s)
+    return loss
 
 
 def _is_count(value):
@@ -563,8 +772,8 @@ def _check_sizes(sizes):
     return sizes
 
 
-def _check_params(params):
-    """The sizes implied by the parameters' shapes, and their common dtype.
+def _check_params(params, finite=True):
+    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
 
     If one parameter disagrees with all the others, the error names it."""
     if not isinstance(params, dict):
@@ -579,15 +788,19 @@ def _check_params(params):
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
     for name in PARAMS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)
-    order = list(PARAMS)
-    for odd in PARAMS:
-        rest = [name for name in PARAMS if name != odd]
-        if _bind_sizes(params, rest)[1] is None:
-            order = rest + [odd]  # the others agree: check them first, then blame the odd one
-            break
-    sizes, clash = _bind_sizes(params, order)
+        array = params[name]
+        good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
+        if not (good and array.size and (not finite or np.isfinite(array).all())):
+            _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
+    sizes, clash = _bind_sizes(params, PARAMS)
     if clash:
+        order = list(PARAMS)
+        for odd in PARAMS:
+            rest = [name for name in PARAMS if name != odd]
+            if _bind_sizes(params, rest)[1] is None:
+                order = rest + [odd]  # the others agree: check them first, then blame the odd one
+                break
+        sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
@@ -650,9 +863,8 @@ def _check_labels(name, labels, sizes, classes):
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
-    bad = (labels < 0) | (labels >= sizes[classes])
-    if bad.any():
+    if labels.min() < 0 or labels.max() >= sizes[classes]:
+        bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
     return labels
-

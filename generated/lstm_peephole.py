@@ -20,7 +20,15 @@ One step at time t:
 
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_z (h, d), R_z (h, h), b_z (h), W_i (h, d), R_i (h, h), b_i (h), W_f (h, d), R_f (h, h), b_f (h), W_o (h, d), R_o (h, h), b_o (h), p_i (h), p_f (h), p_o (h), V (q, h).
+
+Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
+_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
+them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
+has its own, so calls from several threads are safe; free_workspace() releases the calling
+thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
 """
+
+import threading
 
 import numpy as np
 
@@ -54,13 +62,9 @@ CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps:
     "x": ("T", "B", "d"),
     "c": ("T+1", "B", "h"),
     "h": ("T+1", "B", "h"),
-    "z_bar": ("T+1", "B", "h"),
     "z": ("T+1", "B", "h"),
-    "i_bar": ("T+1", "B", "h"),
     "i": ("T+1", "B", "h"),
-    "f_bar": ("T+1", "B", "h"),
     "f": ("T+1", "B", "h"),
-    "o_bar": ("T+1", "B", "h"),
     "o": ("T+1", "B", "h"),
 }
 
@@ -90,43 +94,16 @@ def forward(params, xs, c0=None, h0=None):
     """Run the model over all steps.
 
     Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs.
+    cache holds what backward needs. Both are fresh arrays.
     """
     sizes, dtype = _check_params(params)
-    W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     T, B = x.shape[0], x.shape[1]
-    n_h = sizes["h"]
-    c = np.empty((T + 1, B, n_h), dtype)
-    c[0] = 0 if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
-    h = np.empty((T + 1, B, n_h), dtype)
-    h[0] = 0 if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    z_bar = np.zeros((T + 1, B, n_h), dtype)
-    z = np.zeros((T + 1, B, n_h), dtype)
-    i_bar = np.zeros((T + 1, B, n_h), dtype)
-    i = np.zeros((T + 1, B, n_h), dtype)
-    f_bar = np.zeros((T + 1, B, n_h), dtype)
-    f = np.zeros((T + 1, B, n_h), dtype)
-    o_bar = np.zeros((T + 1, B, n_h), dtype)
-    o = np.zeros((T + 1, B, n_h), dtype)
-    z_bar_in = b_z + x @ W_z.T  # b_z + W_z x_t, all steps at once
-    i_bar_in = b_i + x @ W_i.T  # b_i + W_i x_t, all steps at once
-    f_bar_in = b_f + x @ W_f.T  # b_f + W_f x_t, all steps at once
-    o_bar_in = b_o + x @ W_o.T  # b_o + W_o x_t, all steps at once
-    for t in range(1, T + 1):
-        z_bar[t] = z_bar_in[t - 1] + h[t - 1] @ R_z.T  # z_bar_t = b_z + W_z x_t + R_z h_{t-1}
-        z[t] = np.tanh(z_bar[t])  # z_t = tanh(z_bar_t)
-        i_bar[t] = i_bar_in[t - 1] + h[t - 1] @ R_i.T + p_i * c[t - 1]  # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}
-        i[t] = _sigmoid(i_bar[t])  # i_t = sigmoid(i_bar_t)
-        f_bar[t] = f_bar_in[t - 1] + h[t - 1] @ R_f.T + p_f * c[t - 1]  # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}
-        f[t] = _sigmoid(f_bar[t])  # f_t = sigmoid(f_bar_t)
-        c[t] = c[t - 1] * f[t] + i[t] * z[t]  # c_t = c_{t-1} * f_t + i_t * z_t
-        o_bar[t] = o_bar_in[t - 1] + p_o * c[t] + h[t - 1] @ R_o.T  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}
-        o[t] = _sigmoid(o_bar[t])  # o_t = sigmoid(o_bar_t)
-        h[t] = np.tanh(c[t]) * o[t]  # h_t = tanh(c_t) * o_t
-    s = h[1:] @ V.T  # s_t = V h_t
-    cache = {"x": x, "c": c, "h": h, "z_bar": z_bar, "z": z, "i_bar": i_bar, "i": i, "f_bar": f_bar, "f": f, "o_bar": o_bar, "o": o}
-    return s, cache
+    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    work = _forward_arrays(T, B, sizes, dtype)
+    _forward(params, sizes, x, c0, h0, work)
+    return work["s"], {"x": x, "c": work["c"], "h": work["h"], "z": work["z"], "i": work["i"], "f": work["f"], "o": work["o"]}
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True):
@@ -137,99 +114,68 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs (loss_and_grads computes them itself:
-    a forward pass that overflows gives a nan loss and gradients, not an error).
+    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them
+    (loss_and_grads has scanned them, and computes d_outputs itself: a forward pass that overflows
+    gives a nan loss and gradients, not an error).
     """
     mode, value = _truncation(truncate, rng)
-    sizes, dtype = _check_params(params)
+    sizes, dtype = _check_params(params, check_finite)
     _check_cache(cache, sizes, dtype)
-    R_z = params["R_z"]
-    R_i = params["R_i"]
-    R_f = params["R_f"]
-    R_o = params["R_o"]
-    p_i = params["p_i"]
-    p_f = params["p_f"]
-    p_o = params["p_o"]
-    V = params["V"]
+    T, B = sizes["T"], sizes["B"]
+    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
+    work = _workspace(_backward_arrays, T, B, sizes, dtype)
+    if mode == "window":
+        d_c0, d_h0 = _window_adjoints(value, params, sizes, cache, d_s, work)
+    else:
+        keep = None if mode == "full" else _keep_weights(mode, value, T, rng, dtype)
+        d_c0, d_h0 = _adjoints(keep, params, sizes, cache, d_s, work)
     x = cache["x"]
     c = cache["c"]
     h = cache["h"]
-    z = cache["z"]
-    i = cache["i"]
-    f = cache["f"]
-    o = cache["o"]
-    T, B = sizes["T"], sizes["B"]
+    _d_z_bar_i_bar_f_bar_o_bar = work["_d_z_bar_i_bar_f_bar_o_bar"]
+    _ones = work["_ones"]
+    d_f_bar = work["d_f_bar"]
+    d_i_bar = work["d_i_bar"]
+    d_o_bar = work["d_o_bar"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    window = mode == "window"
-    ages = value + 1 if window else 1  # how many steps back a gradient may have flowed
-    keep = _keep_weights(mode, value, T, rng, dtype)  # weight of the flow from step t+1 into step t
-    d_c = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_z_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_z = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_i_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_i = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_f_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_f = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_o_bar = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_o = np.zeros((T + 1, ages, B, n_h), dtype)
-    d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
-    for t in range(T, 0, -1):
-        if t < T:
-            d_h[t] += _age(keep[t] * (d_f_bar[t + 1] @ R_f + d_i_bar[t + 1] @ R_i + d_o_bar[t + 1] @ R_o + d_z_bar[t + 1] @ R_z), window)  # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
-        d_o[t] = np.tanh(c[t]) * d_h[t]  # dL/do_t = diag(tanh(c_t)) dL/dh_t
-        d_o_bar[t] = ((1 - o[t]) * o[t]) * d_o[t]  # dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
-        d_c[t] = p_o * d_o_bar[t] + (1 - np.tanh(c[t]) ** 2) * (o[t] * d_h[t])  # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
-        if t < T:
-            d_c[t] += _age(keep[t] * (p_f * d_f_bar[t + 1] + p_i * d_i_bar[t + 1] + f[t + 1] * d_c[t + 1]), window)  # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
-        d_f[t] = c[t - 1] * d_c[t]  # dL/df_t = diag(c_{t-1}) dL/dc_t
-        d_f_bar[t] = ((1 - f[t]) * f[t]) * d_f[t]  # dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
-        d_i[t] = z[t] * d_c[t]  # dL/di_t = diag(z_t) dL/dc_t
-        d_i_bar[t] = ((1 - i[t]) * i[t]) * d_i[t]  # dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
-        d_z[t] = i[t] * d_c[t]  # dL/dz_t = diag(i_t) dL/dc_t
-        d_z_bar[t] = (1 - z[t] ** 2) * d_z[t]  # dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t
-    d_c0 = _age(keep[0] * (p_f * d_f_bar[1] + p_i * d_i_bar[1] + f[1] * d_c[1]), window).sum(axis=0)  # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
-    d_h0 = _age(keep[0] * (d_f_bar[1] @ R_f + d_i_bar[1] @ R_i + d_o_bar[1] @ R_o + d_z_bar[1] @ R_z), window).sum(axis=0)  # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
-    d_f_bar = d_f_bar.sum(axis=1)  # all ages together
-    d_i_bar = d_i_bar.sum(axis=1)  # all ages together
-    d_o_bar = d_o_bar.sum(axis=1)  # all ages together
-    d_z_bar = d_z_bar.sum(axis=1)  # all ages together
+    _d_W_z_W_i_W_f_W_o = (x.reshape(-1, n_d).T @ _d_z_bar_i_bar_f_bar_o_bar[1:].reshape(-1, 4 * n_h)).T  # the gradients of W_z, W_i, W_f, W_o at once
+    _d_R_z_R_i_R_f_R_o = (h[:-1].reshape(-1, n_h).T @ _d_z_bar_i_bar_f_bar_o_bar[1:].reshape(-1, 4 * n_h)).T  # the gradients of R_z, R_i, R_f, R_o at once
+    _d_b_z_b_i_b_f_b_o = _ones @ _d_z_bar_i_bar_f_bar_o_bar[1:].reshape(-1, 4 * n_h)  # the gradients of b_z, b_i, b_f, b_o at once
     return {
         # dL/dW_z = sum_t dL/dz_bar_t x_t^T
-        "W_z": d_z_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_z": _d_W_z_W_i_W_f_W_o[:n_h],
         # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
-        "R_z": d_z_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "R_z": _d_R_z_R_i_R_f_R_o[:n_h],
         # dL/db_z = sum_t dL/dz_bar_t
-        "b_z": d_z_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_z": _d_b_z_b_i_b_f_b_o[:n_h],
         # dL/dW_i = sum_t dL/di_bar_t x_t^T
-        "W_i": d_i_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h],
         # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
-        "R_i": d_i_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h],
         # dL/db_i = sum_t dL/di_bar_t
-        "b_i": d_i_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h],
         # dL/dW_f = sum_t dL/df_bar_t x_t^T
-        "W_f": d_f_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h],
         # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
-        "R_f": d_f_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h],
         # dL/db_f = sum_t dL/df_bar_t
-        "b_f": d_f_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h],
         # dL/dW_o = sum_t dL/do_bar_t x_t^T
-        "W_o": d_o_bar[1:].reshape(-1, n_h).T @ x.reshape(-1, n_d),
+        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h],
         # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
-        "R_o": d_o_bar[1:].reshape(-1, n_h).T @ h[:-1].reshape(-1, n_h),
+        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h],
         # dL/db_o = sum_t dL/do_bar_t
-        "b_o": d_o_bar[1:].reshape(-1, n_h).sum(axis=0),
+        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h],
         # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
-        "p_i": (c[:-1] * d_i_bar[1:]).reshape(-1, n_h).sum(axis=0),
+        "p_i": _ones @ (c[:-1] * d_i_bar[1:]).reshape(-1, n_h),
         # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
-        "p_f": (c[:-1] * d_f_bar[1:]).reshape(-1, n_h).sum(axis=0),
+        "p_f": _ones @ (c[:-1] * d_f_bar[1:]).reshape(-1, n_h),
         # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
-        "p_o": (c[1:] * d_o_bar[1:]).reshape(-1, n_h).sum(axis=0),
+        "p_o": _ones @ (c[1:] * d_o_bar[1:]).reshape(-1, n_h),
         # dL/dV = sum_t dL/ds_t h_t^T
-        "V": d_s.reshape(-1, n_q).T @ h[1:].reshape(-1, n_h),
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
         "c0": d_c0,
         "h0": d_h0,
     }
@@ -245,9 +191,17 @@ def losses(outputs, ys):
 
 def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "c0", "h0");
-    truncate and rng as for backward."""
-    loss, d_outputs, cache = _loss_and_output_gradient(params, xs, ys, c0, h0)
-    return loss, backward(params, cache, d_outputs, truncate, rng, check_finite=False)
+    truncate and rng as for backward. The forward pass runs in this thread's workspace."""
+    sizes, dtype = _check_params(params)
+    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
+    T, B = x.shape[0], x.shape[1]
+    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
+    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
+    work = _workspace(_forward_arrays, T, B, sizes, dtype)
+    _forward(params, sizes, x, c0, h0, work)
+    loss = _squared_error(work["s"], y, B)  # the outputs become dL/ds_t
+    return loss, backward(params, {"x": x, "c": work["c"], "h": work["h"], "z": work["z"], "i": work["i"], "f": work["f"], "o": work["o"]}, work["s"], truncate, rng, check_finite=False)
 
 
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):
@@ -285,9 +239,9 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     i = cache["i"]
     f = cache["f"]
     o = cache["o"]
-    T, B = d_s.shape[0], d_s.shape[1]
     n_h = sizes["h"]
     n_q = sizes["q"]
+    T, B = d_s.shape[0], d_s.shape[1]
     grads = {}
     # W_z: tangents along every entry of W_z
     dot_c = np.zeros((W_z.size, B, n_h), dtype)
@@ -434,13 +388,312 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 
 
 def _loss_and_output_gradient(params, xs, ys, c0, h0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache."""
+    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
     s, cache = forward(params, xs, c0, h0)
     B = s.shape[1]
-    loss = losses(s, ys).sum() / B
-    y = ys
-    d_s = (s - y) / B  # dL/ds_t = s_t - y_t, averaged over the batch
-    return loss, d_s, cache
+    dtype = s.dtype
+    y = _check_array("ys", ys, ("T", "B", "q"), dict(zip(("T", "B", "q"), s.shape, strict=True)), dtype)
+    loss = _squared_error(s, y, B)  # s becomes dL/ds_t
+    return loss, s, cache
+
+
+def _forward(params, sizes, x, c0, h0, work):
+    """The forward pass, into the arrays of work."""
+    W_z = params["W_z"]
+    R_z = params["R_z"]
+    b_z = params["b_z"]
+    W_i = params["W_i"]
+    R_i = params["R_i"]
+    b_i = params["b_i"]
+    W_f = params["W_f"]
+    R_f = params["R_f"]
+    b_f = params["b_f"]
+    W_o = params["W_o"]
+    R_o = params["R_o"]
+    b_o = params["b_o"]
+    p_i = params["p_i"]
+    p_f = params["p_f"]
+    p_o = params["p_o"]
+    V = params["V"]
+    _z_i_f_o = work["_z_i_f_o"]
+    z = work["z"]
+    i = work["i"]
+    f = work["f"]
+    o = work["o"]
+    c = work["c"]
+    h = work["h"]
+    s = work["s"]
+    _b_z_b_i_b_f_b_o = work["_b_z_b_i_b_f_b_o"]
+    _W_z_W_i_W_f_W_o = work["_W_z_W_i_W_f_W_o"]
+    _R_z_R_i_R_f_R_o_T = work["_R_z_R_i_R_f_R_o_T"]
+    _step_4h = work["_step_4h"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = x.shape[0]
+    c[0] = 0 if c0 is None else c0
+    h[0] = 0 if h0 is None else h0
+    np.concatenate((b_z, b_i, b_f, b_o), out=_b_z_b_i_b_f_b_o)
+    np.concatenate((W_z, W_i, W_f, W_o), out=_W_z_W_i_W_f_W_o)
+    np.concatenate((R_z.T, R_i.T, R_f.T, R_o.T), axis=1, out=_R_z_R_i_R_f_R_o_T)
+    # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o x_t, all steps at once
+    np.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
+    np.add(_z_i_f_o[1:], _b_z_b_i_b_f_b_o, out=_z_i_f_o[1:])
+    for t in range(1, T + 1):
+        _z_i_f_o_t, h_prev, z_t, i_t, c_prev, f_t, c_t, o_t, h_t = _z_i_f_o[t], h[t - 1], z[t], i[t], c[t - 1], f[t], c[t], o[t], h[t]
+        # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
+        np.matmul(h_prev, _R_z_R_i_R_f_R_o_T, out=_step_4h)
+        np.add(_z_i_f_o_t, _step_4h, out=_z_i_f_o_t)
+        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
+        np.tanh(z_t, out=z_t)
+        # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
+        np.multiply(p_i, c_prev, out=_step_h)
+        np.add(i_t, _step_h, out=i_t)
+        _sigmoid(i_t, out=i_t)
+        # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        np.multiply(p_f, c_prev, out=_step_h)
+        np.add(f_t, _step_h, out=f_t)
+        _sigmoid(f_t, out=f_t)
+        # c_t = c_{t-1} * f_t + i_t * z_t
+        np.multiply(c_prev, f_t, out=c_t)
+        np.multiply(i_t, z_t, out=_step_h)
+        np.add(c_t, _step_h, out=c_t)
+        # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+        np.multiply(p_o, c_t, out=_step_h)
+        np.add(o_t, _step_h, out=o_t)
+        _sigmoid(o_t, out=o_t)
+        # h_t = tanh(c_t) * o_t
+        np.tanh(c_t, out=h_t)
+        np.multiply(h_t, o_t, out=h_t)
+    # s_t = V h_t
+    np.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
+
+
+def _adjoints(keep, params, sizes, cache, d_s, work):
+    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
+    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of c0, h0."""
+    R_z = params["R_z"]
+    R_i = params["R_i"]
+    R_f = params["R_f"]
+    R_o = params["R_o"]
+    p_i = params["p_i"]
+    p_f = params["p_f"]
+    p_o = params["p_o"]
+    V = params["V"]
+    c = cache["c"]
+    z = cache["z"]
+    i = cache["i"]
+    f = cache["f"]
+    o = cache["o"]
+    _R_z_R_i_R_f_R_o = work["_R_z_R_i_R_f_R_o"]
+    _d_z_bar_i_bar_f_bar_o_bar = work["_d_z_bar_i_bar_f_bar_o_bar"]
+    _f1 = work["_f1"]
+    _k1 = work["_k1"]
+    _k2 = work["_k2"]
+    _k3 = work["_k3"]
+    _k4 = work["_k4"]
+    _k5 = work["_k5"]
+    _step_h = work["_step_h"]
+    _step_h_2 = work["_step_h_2"]
+    _step_h_3 = work["_step_h_3"]
+    d_c = work["d_c"]
+    d_f_bar = work["d_f_bar"]
+    d_h = work["d_h"]
+    d_i_bar = work["d_i_bar"]
+    d_o_bar = work["d_o_bar"]
+    d_z_bar = work["d_z_bar"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    T = d_s.shape[0]
+    np.concatenate((R_z, R_i, R_f, R_o), out=_R_z_R_i_R_f_R_o)
+    # dL/dh_t = V^T dL/ds_t + ...
+    np.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # tanh(c_t), all steps at once
+    np.tanh(c[1:], out=_f1[1:])
+    # (1 - o_t) * tanh(c_t) * o_t, all steps at once
+    np.subtract(1, o[1:], out=_k1[1:])
+    np.multiply(_k1[1:], _f1[1:], out=_k1[1:])
+    np.multiply(_k1[1:], o[1:], out=_k1[1:])
+    # (1 - tanh(c_t)^2) * o_t, all steps at once
+    np.square(_f1[1:], out=_k2[1:])
+    np.subtract(1, _k2[1:], out=_k2[1:])
+    np.multiply(_k2[1:], o[1:], out=_k2[1:])
+    # (1 - f_t) * c_{t-1} * f_t, all steps at once
+    np.subtract(1, f[1:], out=_k3[1:])
+    np.multiply(_k3[1:], c[:-1], out=_k3[1:])
+    np.multiply(_k3[1:], f[1:], out=_k3[1:])
+    # (1 - i_t) * i_t * z_t, all steps at once
+    np.subtract(1, i[1:], out=_k4[1:])
+    np.multiply(_k4[1:], i[1:], out=_k4[1:])
+    np.multiply(_k4[1:], z[1:], out=_k4[1:])
+    # (1 - z_t^2) * i_t, all steps at once
+    np.square(z[1:], out=_k5[1:])
+    np.subtract(1, _k5[1:], out=_k5[1:])
+    np.multiply(_k5[1:], i[1:], out=_k5[1:])
+    for t in range(T, 0, -1):
+        d_h_t, d_o_bar_t, _k1_t, d_c_t, _k2_t, d_f_bar_t, _k3_t, d_i_bar_t, _k4_t, d_z_bar_t, _k5_t = d_h[t], d_o_bar[t], _k1[t], d_c[t], _k2[t], d_f_bar[t], _k3[t], d_i_bar[t], _k4[t], d_z_bar[t], _k5[t]
+        if t < T:
+            # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
+            np.matmul(_d_z_bar_i_bar_f_bar_o_bar[t + 1], _R_z_R_i_R_f_R_o, out=_step_h)
+            if keep is not None:
+                _step_h *= keep[t]
+            np.add(d_h_t, _step_h, out=d_h_t)
+        # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
+        np.multiply(_k1_t, d_h_t, out=d_o_bar_t)
+        # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
+        np.multiply(p_o, d_o_bar_t, out=d_c_t)
+        np.multiply(_k2_t, d_h_t, out=_step_h)
+        np.add(d_c_t, _step_h, out=d_c_t)
+        if t < T:
+            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
+            np.multiply(p_f, d_f_bar[t + 1], out=_step_h)
+            np.multiply(p_i, d_i_bar[t + 1], out=_step_h_2)
+            np.add(_step_h, _step_h_2, out=_step_h)
+            np.multiply(f[t + 1], d_c[t + 1], out=_step_h_3)
+            np.add(_step_h, _step_h_3, out=_step_h)
+            if keep is not None:
+                _step_h *= keep[t]
+            np.add(d_c_t, _step_h, out=d_c_t)
+        # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
+        np.multiply(_k3_t, d_c_t, out=d_f_bar_t)
+        # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
+        np.multiply(_k4_t, d_c_t, out=d_i_bar_t)
+        # dL/dz_t = diag(i_t) dL/dc_t; dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t
+        np.multiply(_k5_t, d_c_t, out=d_z_bar_t)
+    d_c0 = p_f * d_f_bar[1] + p_i * d_i_bar[1] + f[1] * d_c[1]  # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
+    if keep is not None:
+        d_c0 *= keep[0]
+    d_h0 = _d_z_bar_i_bar_f_bar_o_bar[1] @ _R_z_R_i_R_f_R_o  # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
+    if keep is not None:
+        d_h0 *= keep[0]
+    return d_c0, d_h0
+
+
+def _window_adjoints(k, params, sizes, cache, d_s, work):
+    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
+    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped."""
+    R_z = params["R_z"]
+    R_i = params["R_i"]
+    R_f = params["R_f"]
+    R_o = params["R_o"]
+    p_i = params["p_i"]
+    p_f = params["p_f"]
+    p_o = params["p_o"]
+    V = params["V"]
+    c = cache["c"]
+    z = cache["z"]
+    i = cache["i"]
+    f = cache["f"]
+    o = cache["o"]
+    n_h = sizes["h"]
+    T, B = d_s.shape[0], d_s.shape[1]
+    dtype = d_s.dtype
+    ages = k + 1  # how many steps back a gradient may have flowed
+    d_h = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_o = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_o_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_c = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_f = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_f_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_i = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_i_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_z = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_z_bar = np.zeros((T + 1, ages, B, n_h), dtype)
+    d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
+    for t in range(T, 0, -1):
+        if t < T:
+            d_h[t] += _age(d_f_bar[t + 1] @ R_f + d_i_bar[t + 1] @ R_i + d_o_bar[t + 1] @ R_o + d_z_bar[t + 1] @ R_z)  # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
+        d_o[t] = np.tanh(c[t]) * d_h[t]  # dL/do_t = diag(tanh(c_t)) dL/dh_t
+        d_o_bar[t] = ((1 - o[t]) * o[t]) * d_o[t]  # dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
+        d_c[t] = p_o * d_o_bar[t] + (1 - np.tanh(c[t]) ** 2) * (o[t] * d_h[t])  # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
+        if t < T:
+            d_c[t] += _age(p_f * d_f_bar[t + 1] + p_i * d_i_bar[t + 1] + f[t + 1] * d_c[t + 1])  # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
+        d_f[t] = c[t - 1] * d_c[t]  # dL/df_t = diag(c_{t-1}) dL/dc_t
+        d_f_bar[t] = ((1 - f[t]) * f[t]) * d_f[t]  # dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
+        d_i[t] = z[t] * d_c[t]  # dL/di_t = diag(z_t) dL/dc_t
+        d_i_bar[t] = ((1 - i[t]) * i[t]) * d_i[t]  # dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
+        d_z[t] = i[t] * d_c[t]  # dL/dz_t = diag(i_t) dL/dc_t
+        d_z_bar[t] = (1 - z[t] ** 2) * d_z[t]  # dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t
+    d_c0 = _age(p_f * d_f_bar[1] + p_i * d_i_bar[1] + f[1] * d_c[1]).sum(axis=0)  # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
+    d_h0 = _age(d_f_bar[1] @ R_f + d_i_bar[1] @ R_i + d_o_bar[1] @ R_o + d_z_bar[1] @ R_z).sum(axis=0)  # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
+    np.sum(d_o_bar, axis=1, out=work["d_o_bar"])
+    np.sum(d_f_bar, axis=1, out=work["d_f_bar"])
+    np.sum(d_i_bar, axis=1, out=work["d_i_bar"])
+    np.sum(d_z_bar, axis=1, out=work["d_z_bar"])
+    return d_c0, d_h0
+
+
+def _forward_arrays(T, B, sizes, dtype):
+    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "_z_i_f_o": np.empty((T + 1, B, 4 * n_h), dtype),
+        "c": np.empty((T + 1, B, n_h), dtype),
+        "h": np.empty((T + 1, B, n_h), dtype),
+        "s": np.empty((T, B, n_q), dtype),
+        "_b_z_b_i_b_f_b_o": np.empty((4 * n_h,), dtype),
+        "_W_z_W_i_W_f_W_o": np.empty((4 * n_h, n_d), dtype),
+        "_R_z_R_i_R_f_R_o_T": np.empty((n_h, 4 * n_h), dtype),
+        "_step_4h": np.empty((B, 4 * n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+    }
+    work["_z_i_f_o"][0] = 0
+    work["z"] = work["_z_i_f_o"][..., :n_h]
+    work["i"] = work["_z_i_f_o"][..., n_h:2 * n_h]
+    work["f"] = work["_z_i_f_o"][..., 2 * n_h:3 * n_h]
+    work["o"] = work["_z_i_f_o"][..., 3 * n_h:4 * n_h]
+    work["c"][0] = 0
+    work["h"][0] = 0
+    return work
+
+
+def _backward_arrays(T, B, sizes, dtype):
+    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "_d_z_bar_i_bar_f_bar_o_bar": np.empty((T + 1, B, 4 * n_h), dtype),
+        "d_h": np.empty((T + 1, B, n_h), dtype),
+        "d_c": np.empty((T + 1, B, n_h), dtype),
+        "_f1": np.empty((T + 1, B, n_h), dtype),
+        "_k1": np.empty((T + 1, B, n_h), dtype),
+        "_k2": np.empty((T + 1, B, n_h), dtype),
+        "_k3": np.empty((T + 1, B, n_h), dtype),
+        "_k4": np.empty((T + 1, B, n_h), dtype),
+        "_k5": np.empty((T + 1, B, n_h), dtype),
+        "_R_z_R_i_R_f_R_o": np.empty((4 * n_h, n_h), dtype),
+        "_step_h": np.empty((B, n_h), dtype),
+        "_step_h_2": np.empty((B, n_h), dtype),
+        "_step_h_3": np.empty((B, n_h), dtype),
+        "_ones": np.ones(T * B, dtype),
+    }
+    work["d_z_bar"] = work["_d_z_bar_i_bar_f_bar_o_bar"][..., :n_h]
+    work["d_i_bar"] = work["_d_z_bar_i_bar_f_bar_o_bar"][..., n_h:2 * n_h]
+    work["d_f_bar"] = work["_d_z_bar_i_bar_f_bar_o_bar"][..., 2 * n_h:3 * n_h]
+    work["d_o_bar"] = work["_d_z_bar_i_bar_f_bar_o_bar"][..., 3 * n_h:4 * n_h]
+    return work
+
+
+_THREAD = threading.local()  # each thread's work arrays
+
+
+def _workspace(make, T, B, sizes, dtype):
+    """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
+    calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
+    key = (T, B, tuple(sizes[name] for name in SIZES), np.dtype(dtype))
+    held = _THREAD.__dict__.get(make.__name__)
+    if held is None or held[0] != key:
+        _THREAD.__dict__.pop(make.__name__, None)  # the old arrays go before the new ones are made
+        held = _THREAD.__dict__[make.__name__] = (key, make(T, B, sizes, dtype))
+    return held[1]
+
+
+def free_workspace():
+    """Release the work arrays that loss_and_grads and backward keep for the calling thread
+    (they are made again on the next call). Other threads' arrays go when their threads end."""
+    _THREAD.__dict__.clear()
 
 
 def clip_grads(grads, theta):
@@ -481,10 +734,8 @@ def _keep_weights(mode, value, T, rng, dtype):
     return keep
 
 
-def _age(flow, window):
-    """The flow from step t+1 arrives one step older; a window drops the oldest age."""
-    if not window:
-        return flow
+def _age(flow):
+    """The flow from step t+1 arrives one step older; the window drops the oldest age."""
     older = np.zeros_like(flow)
     older[1:] = flow[:-1]
     return older
@@ -500,31 +751,21 @@ def _directions(v, rows):
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
-def _sigmoid(z):
-    return 0.5 * (1 + np.tanh(0.5 * z))
-
-
-def _logsumexp(z):
-    top = z.max(axis=-1, keepdims=True)
-    return (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))[..., 0]
-
-
-def _softmax(z):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
-
-
-def _onehot(labels, classes, dtype):
-    out = np.zeros(labels.shape + (classes,), dtype)
-    np.put_along_axis(out, labels[..., None], 1, axis=-1)
+def _sigmoid(z, out=None):
+    """1 / (1 + exp(-z)) as (1 + tanh(z / 2)) / 2, which never overflows; into out if given."""
+    out = np.multiply(z, 0.5, out=out)
+    np.tanh(out, out=out)
+    out *= 0.5
+    out += 0.5
     return out
 
 
-def _scatter_columns(values, labels, columns):
-    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
-    out = np.zeros((columns, values.shape[-1]), values.dtype)
-    np.add.at(out, labels.reshape(-1), values.reshape(-1, values.shape[-1]))
-    return out.T
+def _squared_error(s, y, count):
+    """sum_t 1/2 ||s_t - y_t||^2 / count, and s replaced by its gradient (s_t - y_t) / count, in place."""
+    np.subtract(s, y, out=s)
+    loss = (0.5 * np.square(s).sum(axis=-1)).sum() / count  # l_t first: its rounding is that of losses()
+    np.divide(s, count, out=s)
+    return loss
 
 
 def _is_count(value):
@@ -554,8 +795,8 @@ def _check_sizes(sizes):
     return sizes
 
 
-def _check_params(params):
-    """The sizes implied by the parameters' shapes, and their common dtype.
+def _check_params(params, finite=True):
+    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
 
     If one parameter disagrees with all the others, the error names it."""
     if not isinstance(params, dict):
@@ -570,15 +811,19 @@ def _check_params(params):
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
     for name in PARAMS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)
-    order = list(PARAMS)
-    for odd in PARAMS:
-        rest = [name for name in PARAMS if name != odd]
-        if _bind_sizes(params, rest)[1] is None:
-            order = rest + [odd]  # the others agree: check them first, then blame the odd one
-            break
-    sizes, clash = _bind_sizes(params, order)
+        array = params[name]
+        good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
+        if not (good and array.size and (not finite or np.isfinite(array).all())):
+            _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
+    sizes, clash = _bind_sizes(params, PARAMS)
     if clash:
+        order = list(PARAMS)
+        for odd in PARAMS:
+            rest = [name for name in PARAMS if name != odd]
+            if _bind_sizes(params, rest)[1] is None:
+                order = rest + [odd]  # the others agree: check them first, then blame the odd one
+                break
+        sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
@@ -641,9 +886,8 @@ def _check_labels(name, labels, sizes, classes):
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
-    bad = (labels < 0) | (labels >= sizes[classes])
-    if bad.any():
+    if labels.min() < 0 or labels.max() >= sizes[classes]:
+        bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
     return labels
-

@@ -9,9 +9,9 @@ import textwrap
 import numpy as np
 import pytest
 import sympy as sp
-from support import module_of
 
 from bptt.codegen.check import check, load_module
+from bptt.codegen.helpers import namespace
 from bptt.derive.elementwise import FUNCTIONS, Apply, derivative
 from bptt.derive.explicit import explicit
 from bptt.derive.latex import latex
@@ -60,7 +60,7 @@ def assert_derivative_is_exact(name):
 def assert_code_computes_the_function(name, dtype):
     entry = FUNCTIONS[name]
     values = np.array([float(v) for v in _points(seed=7, positive=name == "log")], dtype)
-    names = dict(vars(module_of("elman")))  # a generated module: np and the helpers its code may call
+    names = namespace()  # numpy and every helper a generated module may call
     names["a"] = values
     # a compound argument, so that {arg} used beside an operator would compute something else
     got = eval(entry.code["numpy"].format(arg="2 * a - a", operand="(2 * a - a)"), names)

@@ -1,0 +1,67 @@
+"""The benchmark table of the README (issue 8's configurations): the generated module against
+hand-optimised NumPy, PyTorch and JAX, on one pinned core with BLAS on one thread.
+
+    python benchmarks/table.py [--repeats 7] [--configs small,medium,...]
+
+Each configuration runs `bptt bench`'s measurement (codegen/bench.py): every implementation's
+gradients are checked against the generated module's first, then all are timed round-robin in
+the same run. A cell is generated time / peer time (below 1: the generated module is faster);
+"GEMMs only" is the time of the same matrix products with nothing else.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+CONFIGS = {  # name: (model, T, B, sizes)
+    "small": ("elman", 35, 32, {"d": 28, "h": 32, "q": 28}),
+    "medium": ("elman", 35, 32, {"d": 28, "h": 256, "q": 28}),
+    "large": ("elman", 100, 64, {"d": 256, "h": 512, "q": 256}),
+    "one-hot": ("elman-onehot", 20, 1, {"d": 8000, "h": 100, "q": 8000}),
+    "gru": ("gru", 50, 16, {"d": 32, "h": 64, "q": 32}),
+    "lstm": ("lstm", 50, 16, {"d": 32, "h": 64, "q": 32}),
+}
+PEERS = ("hand", "torch", "jax")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--configs", default=",".join(CONFIGS))
+    args = parser.parse_args()
+    from bptt.codegen import bench
+
+    if any(os.environ.get(key) != value for key, value in bench.THREADS.items()):
+        env = {**os.environ, **bench.THREADS}  # the thread settings must come before NumPy loads BLAS
+        sys.exit(subprocess.run([sys.executable, *sys.argv], env=env, check=False).returncode)
+    core = bench.pin()
+    import numpy as np
+
+    from bptt.codegen.check import load_module
+    from bptt.derive.models import load
+
+    print(f"one core ({core}), BLAS on one thread, median of {args.repeats} after 2 warm-up rounds, round-robin")
+    print("| config (T, B, sizes) | dtype | generated ms | vs hand NumPy | vs torch | vs JAX | vs GEMMs only |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.configs.split(","):
+        model_name, steps, batch, sizes = CONFIGS[name]
+        model = load(model_name)
+        module = load_module(model, from_zoo=True)
+        for dtype in ("float64", "float32"):
+            rows, _ = bench.run(model, module, sizes, steps, batch, np.dtype(dtype), args.repeats, PEERS)
+            by_name = {row.name: row for row in rows}
+            cells = [_ratio(by_name.get(peer)) for peer in (*PEERS, "GEMMs only")]
+            shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+            generated = by_name["generated"].median_ms
+            print(f"| {name} ({model_name}: T={steps}, B={batch}, {shown}) | {dtype} | {generated:.2f} | " + " | ".join(cells) + " |")
+
+
+def _ratio(row):
+    if row is None or row.ratio != row.ratio:
+        return "-" if row is None else row.note
+    return f"{row.ratio:.2f}"
+
+
+if __name__ == "__main__":
+    main()

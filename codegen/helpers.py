@@ -1,0 +1,80 @@
+"""A backend's helpers file, split into its top-level definitions by Python's own parser:
+a generated module carries the definitions its code calls and those they call, nothing else."""
+
+import ast
+import functools
+import pathlib
+from dataclasses import dataclass
+
+TEMPLATES = pathlib.Path(__file__).parent / "templates"
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    source: str
+    reads: frozenset  # every name its code reads
+    takes_out: bool  # a function with an `out` parameter
+
+
+class Helpers:
+    """The definitions and imports of one helpers file, e.g. templates/numpy_helpers.py.j2."""
+
+    def __init__(self, text):
+        tree = ast.parse(text)
+        lines = text.splitlines()
+        self.imports = {}  # bound name -> import line
+        self.definitions = {}
+        for node in tree.body:
+            source = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    self.imports[alias.asname or alias.name] = source
+            elif isinstance(node, (ast.FunctionDef, ast.Assign)):
+                name = node.name if isinstance(node, ast.FunctionDef) else node.targets[0].id
+                takes_out = isinstance(node, ast.FunctionDef) and any(a.arg == "out" for a in node.args.args)
+                reads = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+                self.definitions[name] = Definition(name, source, reads, takes_out)
+
+    def closure(self, names):
+        """The named definitions and every definition they read, in the file's order."""
+        wanted, todo = set(), list(names)
+        while todo:
+            name = todo.pop()
+            if name in wanted:
+                continue
+            if name not in self.definitions:
+                raise KeyError(f"the helpers file has no definition {name!r}")
+            wanted.add(name)
+            todo += [read for read in self.definitions[name].reads if read in self.definitions]
+        return [d for d in self.definitions.values() if d.name in wanted]
+
+    def source(self, names):
+        """(import lines, the definitions' source) for a module whose code calls `names`."""
+        chosen = self.closure(names)
+        reads = set().union(*(d.reads for d in chosen)) | {"np"}
+        imports = sorted({line for name, line in self.imports.items() if name in reads}, key=_import_order)
+        return imports, "\n\n\n".join(d.source for d in chosen)
+
+    @property
+    def accepts_out(self):
+        return frozenset(name for name, d in self.definitions.items() if d.takes_out)
+
+
+def _import_order(line):
+    return (line.startswith("import numpy"), line)
+
+
+def namespace(names=None, backend="numpy"):
+    """A scope to evaluate printed code in: the backend's imports and the named helpers (all if None),
+    with those they call. (A generated module carries only the helpers its own code calls.)"""
+    chosen = helpers(backend)
+    imports, source = chosen.source(list(chosen.definitions) if names is None else names)
+    scope = {}
+    exec(compile("\n".join(imports) + "\n\n" + source, f"<{backend} helpers>", "exec"), scope)
+    return scope
+
+
+@functools.cache
+def helpers(backend="numpy"):
+    return Helpers((TEMPLATES / f"{backend}_helpers.py.j2").read_text(encoding="utf-8"))

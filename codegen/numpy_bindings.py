@@ -1,0 +1,42 @@
+"""Names a printed NumPy body reads, bound at its top: parameters from params, arrays from the cache or
+the workspace, sizes from sizes, T and B from an array's shape."""
+
+from .numpy_printer import size_name
+
+
+def quoted(name):
+    return f'"{name}"'
+
+
+def sized(used, model):
+    return [f'{size_name(s)} = sizes["{s}"]' for s in model.sizes if str(s) in used]
+
+
+def output_adjoint(model):
+    return f"d_{model.outputs[0][0].name}"
+
+
+def time_and_batch(used, array):
+    """T and B from an array's shape, those of them a body uses."""
+    wanted = [(name, axis) for axis, name in enumerate(("T", "B")) if name in used]
+    if not wanted:
+        return []
+    return [", ".join(n for n, _ in wanted) + " = " + ", ".join(f"{array}.shape[{axis}]" for _, axis in wanted)]
+
+
+def initial_keys(model):
+    return [(f"{seq.name}0", seq) for seq in model.states]
+
+
+def bound(used, model, work, cache):
+    """Bindings of the params, cache arrays, work arrays and sizes a body used (not its arguments)."""
+    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used["params"]]
+    head += [f"{name} = cache[{quoted(name)}]" for name in sorted(used["arrays"] & cache, key=order(model))]
+    head += [f"{name} = work[{quoted(name)}]" for name in sorted(used["arrays"] & work - cache)]
+    head += sized(used["sizes"], model)
+    return head
+
+
+def order(model):
+    names = [s.name for s in model.inputs + model.states + model.intermediates]
+    return lambda name: names.index(name) if name in names else len(names)

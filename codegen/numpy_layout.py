@@ -1,0 +1,260 @@
+"""What templates/module.py.j2 lays out for one model: the NumPy backend's printed bodies and the facts
+the fixed parts need. Each body is printed first, then the names it read are bound at its top."""
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from bptt.derive.nodes import SoftmaxCrossEntropy, SquaredError
+
+from . import forward_mode
+from .helpers import helpers
+from .ir import Array, adjoint_array
+from .numpy_bindings import bound, initial_keys, output_adjoint, quoted, sized, time_and_batch
+from .numpy_printer import ONES, PrintError, RowPrinter, size_name
+from .numpy_statements import NumPyPrinter
+from .numpy_window import window_body
+from .program import build, shape_of
+from .text import equation, text
+
+SCAFFOLD = (  # the helpers the template's fixed parts call
+    "free_workspace",
+    "clip_grads",
+    "_workspace",
+    "_truncation",
+    "_keep_weights",
+    "_check_dtype",
+    "_check_sizes",
+    "_check_params",
+    "_check_cache",
+    "_check_array",
+)
+LOSSES = {SoftmaxCrossEntropy: "_softmax_cross_entropy", SquaredError: "_squared_error"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Everything module.py.j2 needs, typed; the *_lines fields are printed function bodies."""
+
+    model: object
+    equations: tuple
+    loss_text: str
+    params: tuple  # (name, shape as size names)
+    sizes: tuple
+    states: tuple  # (name, size name)
+    forced: tuple
+    cache: tuple  # (name, dims)
+    input: object  # the input Seq
+    output: object  # the output Seq
+    target: object  # the target Seq (or labels)
+    loss_helper: str
+    losses: str  # the per-step loss, code over all steps
+    forward_arrays_lines: tuple
+    backward_arrays_lines: tuple
+    forward_lines: tuple
+    adjoints_lines: tuple
+    window_lines: tuple
+    gradients_lines: tuple
+    returns: tuple  # (key, code, comment)
+    rtrl_lines: tuple
+    imports: tuple
+    helpers: str
+
+    @property
+    def teacher(self):
+        return bool(self.forced)
+
+    @property
+    def state_names(self):
+        return tuple(f"{name}0" for name, _ in self.states)
+
+    @property
+    def adjoint_names(self):
+        """What _adjoints returns: `d_c0, d_h0`."""
+        return ", ".join(f"d_{name}" for name in self.state_names)
+
+
+def layout(model):
+    program = build(model)
+    loss = model.concrete_loss()
+    if type(loss) not in LOSSES:
+        raise PrintError(f"no NumPy form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+    forward_arrays, forward_lines, forward_used = forward_body(program)
+    backward = backward_bodies(program)
+    rtrl = rtrl_body(program)
+    used = forward_used | backward.helpers | rtrl.helpers | set(SCAFFOLD) | {LOSSES[type(loss)]}
+    losses = RowPrinter(stacked=True)
+    losses_code = str(losses(loss))
+    used |= losses.used["helpers"]
+    if model.inputs[0].role == "label" or loss.target.role == "label" or model.teacher_forcing:
+        used.add("_check_labels")
+    imports, source = helpers("numpy").source(sorted(used))
+    return Layout(
+        model=model,
+        equations=tuple(equation(seq(), rhs) for seq, rhs in model.assignments),
+        loss_text=text(loss),
+        params=tuple((p.name, shape_of(p)) for p in model.params),
+        sizes=tuple(str(s) for s in model.sizes),
+        states=tuple((seq.name, str(seq.rows)) for seq in model.states),
+        forced=tuple(seq.name for seq in model.forced),
+        cache=cache_dims(model, program.cache),
+        input=model.inputs[0],
+        output=model.outputs[0][0],
+        target=loss.target,
+        loss_helper=LOSSES[type(loss)],
+        losses=losses_code,
+        forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True)),
+        backward_arrays_lines=tuple(allocation(backward.arrays)),
+        forward_lines=tuple(forward_lines),
+        adjoints_lines=tuple(backward.adjoints),
+        window_lines=tuple(backward.window),
+        gradients_lines=tuple(backward.gradients),
+        returns=tuple(backward.returns),
+        rtrl_lines=tuple(rtrl.lines),
+        imports=tuple(imports),
+        helpers=source,
+    )
+
+
+@dataclass(frozen=True)
+class Body:
+    lines: tuple
+    helpers: frozenset
+
+
+def rtrl_body(program):
+    """The body of forward_mode_grads after its checks."""
+    model = program.model
+    printed = forward_mode.lines(model, output_adjoint(model))
+    used = {"params": printed.params, "arrays": printed.arrays, "sizes": printed.sizes}
+    head = bound(used, model, set(), set(program.cache))
+    first = output_adjoint(model)
+    head += [f"T, B = {first}.shape[0], {first}.shape[1]", "grads = {}"]
+    return Body(tuple(head) + printed.lines, printed.helpers)
+
+
+def model_names(model):
+    """Every name the model's sequences, adjoints, tangents, parameters and sizes take in the code."""
+    seqs = (
+        [seq.name for seq, _ in model.assignments]
+        + [seq.name for seq in model.inputs]
+        + [str(model.concrete_loss().target)]
+    )
+    names = set(seqs) | {p.name for p in model.params} | {size_name(s) for s in model.sizes}
+    return names | {adjoint_array(name) for name in seqs} | {f"dot_{name}" for name in seqs}
+
+
+def cache_dims(model, names):
+    seqs = {seq.name: seq for seq in model.inputs + model.states + model.intermediates}
+    first = model.inputs[0]
+    dims = [(first.name, ("T", "B") if first.role == "label" else ("T", "B", str(first.rows)))]
+    return tuple(dims + [(name, ("T+1", "B", str(seqs[name].rows))) for name in names[1:]])
+
+
+def forward_body(program):
+    """(arrays, lines of _forward, helpers used)."""
+    model, forward = program.model, program.forward
+    printer = NumPyPrinter(forward.arrays, helpers("numpy").accepts_out, forward.stacks, model_names(model))
+    lines = printer.lines(forward.statements)
+    lines = [line for line, _ in printer.prepared.values()] + lines
+    arrays = list(forward.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
+    used = printer.used
+    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used["params"]]
+    head += [f"{a.name} = work[{quoted(a.name)}]" for a in _named(arrays) if a.name in used["arrays"]]
+    head += sized(used["sizes"], model)
+    first = model.inputs[0].name
+    head += time_and_batch(used["sizes"], first)
+    for seq in model.states:
+        head.append(f"{seq.name}[0] = 0 if {seq.name}0 is None else {seq.name}0")
+    return arrays, head + lines, used["helpers"]
+
+
+@dataclass(frozen=True)
+class Backward:
+    arrays: tuple
+    adjoints: tuple
+    window: tuple
+    gradients: tuple
+    returns: tuple
+    helpers: set
+
+
+def backward_bodies(program):
+    model, adjoints = program.model, program.adjoints
+    printer = NumPyPrinter(adjoints.arrays, helpers("numpy").accepts_out, adjoints.stacks, model_names(model))
+    lines = printer.lines(adjoints.statements)
+    initial = []
+    for item in program.initial:
+        code = printer.at(False)(item.value)
+        initial.append(f"d_{item.key} = {code}  # {item.comment}")
+        if item.weighted:
+            initial += ["if keep is not None:", f"    d_{item.key} *= keep[0]"]
+    lines = [line for line, _ in printer.prepared.values()] + lines
+    arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
+    work = {a.name for a in _named(arrays)}
+    cache = set(program.cache)
+    body = bound(printer.used, model, work, cache)
+    body += time_and_batch(printer.used["sizes"], output_adjoint(model)) + lines + initial
+    body.append("return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model)))
+    gradient = NumPyPrinter(adjoints.arrays)
+    gradient_lines = [
+        f"{statement.target.name} = {gradient(statement.value)}  # {statement.comment}"
+        for statement in program.gradients.statements
+    ]
+    returns = [(key, str(gradient(value)), comment) for key, value, comment in program.returns]
+    if ONES in gradient.used["arrays"]:
+        arrays.append(Array(ONES, None, "ones"))
+        work.add(ONES)
+    gradient_lines = bound(gradient.used, model, work, cache) + gradient_lines
+    window = window_body(program, gradient.used["arrays"], arrays)
+    helpers_used = printer.used["helpers"] | gradient.used["helpers"] | window[1]
+    return Backward(tuple(arrays), tuple(body), tuple(window[0]), tuple(gradient_lines), tuple(returns), helpers_used)
+
+
+def _named(arrays):
+    """Every array by name, a group's members and spans as well (views of it)."""
+    out = []
+    for array in arrays:
+        out.append(array)
+        out += [Array(name, rows, array.steps) for name, rows in array.members]
+        out += [Array(name, None, array.steps) for name, _, _ in array.spans]
+    return out
+
+
+def allocation(arrays, first_steps=False):
+    """The body of _forward_arrays or _backward_arrays: empty arrays, then the views of groups.
+    first_steps: step 0 of the arrays of steps 0..T is zero (what the cache holds before the first step)."""
+    printer = RowPrinter()
+    entries, views = [], []
+    for array in arrays:
+        if array.steps == "ones":
+            entries.append(f"    {quoted(array.name)}: np.ones(T * B, dtype),")
+            continue
+        entries.append(f"    {quoted(array.name)}: np.empty({_shape(printer, array)}, dtype),")
+        if first_steps and array.steps == "T+1":
+            views.append(f"work[{quoted(array.name)}][0] = 0")
+        starts, offset = {}, sp.S.Zero
+        for name, rows in array.members:
+            starts[name] = (offset, offset + rows)
+            views.append(
+                f"work[{quoted(name)}] = work[{quoted(array.name)}][..., {_slice(printer, offset, offset + rows)}]"
+            )
+            offset += rows
+        for name, first, count in array.spans:
+            names = [m for m, _ in array.members[first : first + count]]
+            start, stop = starts[names[0]][0], starts[names[-1]][1]
+            views.append(f"work[{quoted(name)}] = work[{quoted(array.name)}][..., {_slice(printer, start, stop)}]")
+    head = [f'{size_name(s)} = sizes["{s}"]' for s in sorted(printer.used["sizes"])]
+    return head + ["work = {"] + entries + ["}"] + views + ["return work"]
+
+
+def _shape(printer, array):
+    if isinstance(array.steps, tuple):
+        cols = array.steps[1]
+        return f"({printer(array.rows)},)" if cols == 1 else f"({printer(array.rows)}, {printer(cols)})"
+    steps = {"T+1": "T + 1, B, ", "T": "T, B, ", "": "B, "}[array.steps]
+    return f"({steps}{printer(array.rows)})"
+
+
+def _slice(printer, start, stop):
+    return f"{'' if start == 0 else printer(start)}:{printer(stop)}"

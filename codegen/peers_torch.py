@@ -1,0 +1,107 @@
+"""PyTorch peers for `bptt bench`: the zoo's Elman RNNs on torch.nn.RNN, its GRU on torch.nn.GRU and
+its LSTM on torch.nn.LSTM (gate order and biases as torch has them, which the zoo models follow),
+with the same head and loss. Present only where torch is installed; one thread."""
+
+import importlib.util
+
+import numpy as np
+
+GATES = {"gru": "rzn", "lstm": "ifgo"}
+
+
+def available():
+    return importlib.util.find_spec("torch") is not None
+
+
+def supports(model):
+    return model.name in ("elman", "elman-onehot", "gru", "lstm")
+
+
+def prepare(model, params, xs, ys, initial):
+    """(run, collect): run() does one forward and backward pass; collect(run()) -> (loss, {key: gradient})."""
+    import torch
+
+    torch.set_num_threads(1)
+    dtype = torch.float64 if next(iter(params.values())).dtype == np.float64 else torch.float32
+    T, B = xs.shape[0], xs.shape[1]
+    leaf = {k: torch.tensor(v, requires_grad=True) for k, v in params.items()}
+    states = {k: torch.tensor(v[None], requires_grad=True) for k, v in initial.items()}
+    x = torch.from_numpy(xs)
+    y = torch.from_numpy(ys)
+    if model.name in GATES:
+        return _gated(model.name, torch, leaf, states, x, y, dtype, B)
+    return _elman(model.name == "elman-onehot", torch, leaf, states, x, y, dtype, T, B)
+
+
+def _elman(onehot, torch, leaf, states, x, y, dtype, T, B):
+    F = torch.nn.functional
+    h = leaf["W"].shape[0]
+    rnn = torch.nn.RNN(h if onehot else leaf["U"].shape[1], h, bias=not onehot).to(dtype)
+    with torch.no_grad():
+        rnn.weight_hh_l0.copy_(leaf["W"])
+        if onehot:
+            rnn.weight_ih_l0.copy_(torch.eye(h, dtype=dtype))  # the lookup U[:, x_t] is the input
+            rnn.weight_ih_l0.requires_grad_(False)
+        else:
+            rnn.weight_ih_l0.copy_(leaf["U"])
+            rnn.bias_ih_l0.copy_(leaf["b"])
+            rnn.bias_hh_l0.zero_()
+            rnn.bias_hh_l0.requires_grad_(False)
+    key = "s0" if onehot else "h0"
+    h0 = states.get(key, torch.zeros(1, B, h, dtype=dtype, requires_grad=True))
+    labels = y.reshape(-1)
+    U, V = leaf["U"], leaf["V"]
+
+    def run():
+        for tensor in [*rnn.parameters(), U, V, leaf.get("c", V), h0]:
+            tensor.grad = None
+        inputs = F.embedding(x, U.t()) if onehot else x
+        out, _ = rnn(inputs, h0)
+        s = F.linear(out, V, None if onehot else leaf["c"])
+        loss = F.cross_entropy(s.reshape(-1, s.shape[-1]), labels, reduction="sum") / B
+        loss.backward()
+        return loss
+
+    def collect(loss):
+        grads = {"W": rnn.weight_hh_l0.grad, "V": V.grad, key: h0.grad[0]}
+        grads["U"] = U.grad if onehot else rnn.weight_ih_l0.grad
+        if not onehot:
+            grads.update(b=rnn.bias_ih_l0.grad, c=leaf["c"].grad)
+        return float(loss.detach()), {k: v.detach().numpy() for k, v in grads.items()}
+
+    return run, collect
+
+
+def _gated(name, torch, leaf, states, x, y, dtype, B):
+    F = torch.nn.functional
+    gates = GATES[name]
+    h, d = leaf["W_h" + gates[0]].shape[0], leaf["W_i" + gates[0]].shape[1]
+    net = (torch.nn.GRU if name == "gru" else torch.nn.LSTM)(d, h).to(dtype)
+    with torch.no_grad():
+        for kind in "ih":
+            getattr(net, f"weight_{kind}h_l0").copy_(torch.cat([leaf[f"W_{kind}{g}"] for g in gates]))
+            getattr(net, f"bias_{kind}h_l0").copy_(torch.cat([leaf[f"b_{kind}{g}"] for g in gates]))
+    zero = torch.zeros(1, B, h, dtype=dtype)
+    h0 = states.get("h0", zero.clone().requires_grad_(True))
+    c0 = states.get("c0", zero.clone().requires_grad_(True))
+    V = leaf["V"]
+
+    def run():
+        for tensor in [*net.parameters(), V, h0, c0]:
+            tensor.grad = None
+        out, _ = net(x, h0) if name == "gru" else net(x, (h0, c0))
+        loss = 0.5 * (F.linear(out, V) - y).square().sum() / B
+        loss.backward()
+        return loss
+
+    def collect(loss):
+        grads = {"V": V.grad, "h0": h0.grad[0]}
+        if name == "lstm":
+            grads["c0"] = c0.grad[0]
+        for kind in "ih":
+            for label, value in (("W", f"weight_{kind}h_l0"), ("b", f"bias_{kind}h_l0")):
+                parts = getattr(net, value).grad.chunk(len(gates))
+                grads.update({f"{label}_{kind}{g}": part for g, part in zip(gates, parts, strict=True)})
+        return float(loss.detach()), {k: v.detach().numpy() for k, v in grads.items()}
+
+    return run, collect
