@@ -1,0 +1,74 @@
+"""The brute-force side of the exact proof: the model unrolled with explicit matrices of
+symbols (derive.explicit.unroll) and differentiated by SymPy. Nothing here reads derive.bptt.
+
+Two ways to differentiate the unrolled loss L with respect to every entry symbol:
+- sympy.diff of L as one expression (`exact_gradients`, `numeric_gradients`): the plainest,
+  but the expression grows with every step, and for a gated cell at T=3 it takes minutes;
+- the chain rule over the unrolled computation as SymPy records it (`recorded_gradients`):
+  every entry of every value the forward pass computes is given a name, so L is a graph of
+  small scalar expressions; each is differentiated by sympy.diff, and the partial derivatives
+  are accumulated last operation first (reverse mode on the scalar graph, no matrix rule).
+  test_exact.py shows that both give the same numbers.
+"""
+
+from collections import defaultdict
+
+import mpmath
+import sympy as sp
+
+from bptt.derive.explicit import unroll
+
+DIGITS = 60  # working precision of the numeric comparisons
+
+
+def exact_gradients(problem):
+    """{entry symbol: dL/d symbol} at the point, by sympy.diff of L, in exact rationals."""
+    loss = unroll(problem.model, problem.steps, dict(problem.symbolic_env))
+    return {x: sp.diff(loss, x).xreplace(problem.point) for x in problem.symbols}
+
+
+def numeric_gradients(problem):
+    """{entry symbol: dL/d symbol} at the point, by sympy.diff of L, in DIGITS-digit mpmath."""
+    loss = unroll(problem.model, problem.steps, dict(problem.symbolic_env))
+    symbols = problem.symbols
+    gradient = sp.lambdify(symbols, [sp.diff(loss, x) for x in symbols], "mpmath", cse=True)
+    with mpmath.workdps(DIGITS):
+        values = gradient(*(mpmath.mpf(problem.point[x].p) / problem.point[x].q for x in symbols))
+    return dict(zip(symbols, values, strict=True))
+
+
+class Recorder(dict):
+    """An env for unroll that names each entry of every matrix put into it (a value of the
+    forward pass): `definitions` lists (name, scalar expression) in the order computed."""
+
+    def __init__(self, env):
+        super().__init__(env)
+        self.definitions = []
+
+    def __setitem__(self, key, value):
+        if isinstance(value, sp.MatrixBase):
+            value = sp.ImmutableMatrix(value.rows, value.cols, [self.name(entry) for entry in value])
+        super().__setitem__(key, value)
+
+    def name(self, expr):
+        if expr.is_Atom:
+            return expr
+        symbol = sp.Dummy(f"v{len(self.definitions)}")
+        self.definitions.append((symbol, expr))
+        return symbol
+
+
+def recorded_gradients(problem, digits=DIGITS):
+    """{entry symbol: dL/d symbol} at the point by the chain rule over the recorded unrolled
+    computation: exact rationals if digits is None, else digits-digit SymPy Floats."""
+    recorder = Recorder(problem.symbolic_env)
+    total, loss = unroll(problem.model, problem.steps, recorder), sp.Dummy("L")
+    definitions = [*recorder.definitions, (loss, total)]
+    values = {x: v if digits is None else sp.Float(v, digits) for x, v in problem.point.items()}
+    for symbol, expr in definitions:
+        values[symbol] = expr.xreplace(values)
+    adjoint = defaultdict(lambda: sp.S.Zero, {loss: sp.S.One})
+    for symbol, expr in reversed(definitions):
+        for operand in expr.free_symbols:
+            adjoint[operand] += adjoint[symbol] * sp.diff(expr, operand).xreplace(values)
+    return {x: adjoint[x] for x in problem.symbols}
