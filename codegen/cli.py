@@ -1,6 +1,7 @@
 """The `bptt` command: LaTeX derivations, code generation and gradient checks."""
 
 import argparse
+import itertools
 import os
 import pathlib
 import shlex
@@ -15,8 +16,9 @@ from . import analyze as analysis
 from . import bench as benchmark
 from . import check as checking
 from . import plots
+from .backends import BACKENDS
 from .numpy_printer import PrintError
-from .render import OutputError, document, module_filename, module_source, output_target, write_atomic
+from .render import OutputError, document, module_filename, output_target, write_atomic
 
 GENERATED = pathlib.Path(generated.__file__).parent
 # A checkout holds pyproject.toml beside generated/; an installed bptt (site-packages) has none.
@@ -71,9 +73,10 @@ def cmd_latex(args):
 
 def cmd_codegen(args):
     sources = {}
-    for spec in dict.fromkeys(args.models or names()):
+    backends = list(BACKENDS) if args.backend == "all" else [args.backend]
+    for spec, backend in itertools.product(dict.fromkeys(args.models or names()), backends):
         model = _model(spec)
-        path = _folder(args, from_zoo=spec in ZOO) / module_filename(model)
+        path = _folder(args, from_zoo=spec in ZOO) / module_filename(model, backend)
         if path in sources:
             raise UsageError(f"two models would write {path} (nothing was written)")
         if model.spec and path.resolve() == pathlib.Path(model.spec.rpartition(":")[0]).resolve():
@@ -81,7 +84,7 @@ def cmd_codegen(args):
                 f"the module for {spec} would replace the model file itself, {path}: "
                 "rename the file or the model, or give --out (nothing was written)"
             )
-        sources[path] = module_source(model)
+        sources[path] = BACKENDS[backend].module_source(model)
     for path in sources:
         output_target(path)  # refuses folders, devices, FIFOs before anything is written
     if args.check:
@@ -118,7 +121,8 @@ def _report(args, sources):
     for path in outdated:
         print(f"{'stale' if path.exists() else 'missing'}: {path}")
     if outdated:
-        command = ["bptt", "codegen", *args.models, *(["--out", args.out] if args.out else [])]
+        backend = [] if args.backend == "numpy" else ["--backend", args.backend]
+        command = ["bptt", "codegen", *args.models, *backend, *(["--out", args.out] if args.out else [])]
         print(f"run `{shlex.join(command)}` to regenerate")
     unexpected = [] if args.models else _unexpected(sources)
     for path in unexpected:
@@ -127,10 +131,12 @@ def _report(args, sources):
 
 
 def _unexpected(sources):
-    """The *.py files (but __init__.py) in the output folders that no module in sources is written to."""
+    """The *.py files (but __init__.py) in the output folders that no zoo model writes, in any backend."""
     folders = {path.parent for path in sources}
+    written = {ZOO[name]().name for name in names()}
+    expected = {folder / b.filename(name) for folder in folders for name in written for b in BACKENDS.values()}
     found = {path for folder in folders for path in folder.glob("*.py") if path.name != "__init__.py"}
-    return sorted(found - set(sources))
+    return sorted(found - expected)
 
 
 def _sizes(text, module):
@@ -291,6 +297,13 @@ def parser():
         "--out",
         metavar="DIR",
         help="write into DIR (default: the checkout's generated/ for a zoo model, the current folder for a user's)",
+    )
+    sub.add_argument(
+        "--backend",
+        choices=(*BACKENDS, "all"),
+        default="numpy",
+        help="the framework the module runs on: <model>.py for numpy (default), <model>_torch.py, <model>_jax.py; "
+        "all: every one",
     )
     sub.set_defaults(run=cmd_codegen)
 

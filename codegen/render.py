@@ -10,6 +10,7 @@ import jinja2
 
 from bptt.derive.document import sections
 
+from .backends import BACKENDS
 from .numpy_layout import layout
 
 TEMPLATES = pathlib.Path(__file__).parent / "templates"
@@ -48,8 +49,9 @@ def document(model, fmt="tex"):
     return _env.get_template(f"derivation.{fmt}.j2").render(model=model, sections=sections(model))
 
 
-def module_filename(model):
-    return model.name.replace("-", "_") + ".py"
+def module_filename(model, backend="numpy"):
+    """generated/<model>.py, or <model>_<backend>.py for a framework's backend."""
+    return BACKENDS[backend].filename(model.name)
 
 
 def _default_mode():

@@ -98,16 +98,32 @@ step = register(
         lambda z: sp.Heaviside(z, 0),  # 0 at 0, as torch's relu' is
         lambda x, y: sp.ZeroMatrix(*x.shape),
         r"\operatorname{step}",
-        {"numpy": "np.heaviside({arg}, 0)"},
+        {
+            "numpy": "np.heaviside({arg}, 0)",
+            "torch": "({operand} > 0).to({operand}.dtype)",
+            "jax": "jnp.heaviside({arg}, 0)",
+        },
         slope_bound=0,
     )
 )
 identity = register(
-    Elementwise("identity", lambda z: z, lambda x, y: _ones(x), r"\operatorname{id}", {"numpy": "{arg}"}, 1)
+    Elementwise(
+        "identity",
+        lambda z: z,
+        lambda x, y: _ones(x),
+        r"\operatorname{id}",
+        {"numpy": "{arg}", "torch": "{arg}", "jax": "{arg}"},
+        1,
+    )
 )
 tanh = register(
     Elementwise(
-        "tanh", sp.tanh, lambda x, y: _ones(y) - sp.HadamardPower(y, 2), r"\tanh", {"numpy": "np.tanh({arg})"}, 1
+        "tanh",
+        sp.tanh,
+        lambda x, y: _ones(y) - sp.HadamardPower(y, 2),
+        r"\tanh",
+        {"numpy": "np.tanh({arg})", "torch": "torch.tanh({arg})", "jax": "jnp.tanh({arg})"},
+        1,
     )
 )
 sigmoid = register(
@@ -116,14 +132,19 @@ sigmoid = register(
         lambda z: 1 / (1 + sp.exp(-z)),
         lambda x, y: sp.HadamardProduct(y, _ones(y) - y),
         r"\sigma",
-        {"numpy": "_sigmoid({arg})"},
+        {"numpy": "_sigmoid({arg})", "torch": "torch.sigmoid({arg})", "jax": "jax.nn.sigmoid({arg})"},
         sp.Rational(1, 4),
         helpers={"numpy": ("_sigmoid",)},
     )
 )
 relu = register(
     Elementwise(
-        "relu", lambda z: sp.Max(z, 0), lambda x, y: step(y), r"\operatorname{ReLU}", {"numpy": "np.maximum({arg}, 0)"}, 1
+        "relu",
+        lambda z: sp.Max(z, 0),
+        lambda x, y: step(y),
+        r"\operatorname{ReLU}",
+        {"numpy": "np.maximum({arg}, 0)", "torch": "torch.relu({arg})", "jax": "jnp.maximum({arg}, 0)"},
+        1,
     )
 )
 softplus = register(
@@ -132,19 +153,41 @@ softplus = register(
         lambda z: sp.log(1 + sp.exp(z)),
         lambda x, y: sigmoid(x),
         r"\operatorname{softplus}",
-        {"numpy": "np.logaddexp(0, {arg})"},
+        {
+            "numpy": "np.logaddexp(0, {arg})",
+            "torch": "torch.logaddexp({operand}, torch.zeros_like({arg}))",
+            "jax": "jnp.logaddexp(0, {arg})",
+        },
         1,
     )
 )
-exp = register(Elementwise("exp", sp.exp, lambda x, y: y, r"\exp", {"numpy": "np.exp({arg})"}))
+exp = register(
+    Elementwise(
+        "exp",
+        sp.exp,
+        lambda x, y: y,
+        r"\exp",
+        {"numpy": "np.exp({arg})", "torch": "torch.exp({arg})", "jax": "jnp.exp({arg})"},
+    )
+)
 log = register(
-    Elementwise("log", sp.log, lambda x, y: sp.HadamardPower(x, -1), r"\log", {"numpy": "np.log({arg})"})
+    Elementwise(
+        "log",
+        sp.log,
+        lambda x, y: sp.HadamardPower(x, -1),
+        r"\log",
+        {"numpy": "np.log({arg})", "torch": "torch.log({arg})", "jax": "jnp.log({arg})"},
+    )
 )
 _elu_slope = register_slope(
     "elu",
     lambda z: sp.Piecewise((1, z > 0), (sp.exp(z), True)),
     r"\operatorname{ELU}'",
-    {"numpy": "np.where({operand} > 0, 1, np.exp(np.minimum({arg}, 0)))"},
+    {
+        "numpy": "np.where({operand} > 0, 1, np.exp(np.minimum({arg}, 0)))",
+        "torch": "torch.where({operand} > 0, 1, torch.exp(torch.clamp({arg}, max=0)))",
+        "jax": "jnp.where({operand} > 0, 1, jnp.exp(jnp.minimum({arg}, 0)))",
+    },
 )
 elu = register(
     Elementwise(
@@ -152,12 +195,23 @@ elu = register(
         lambda z: sp.Piecewise((z, z > 0), (sp.exp(z) - 1, True)),
         lambda x, y: _elu_slope(x),
         r"\operatorname{ELU}",
-        {"numpy": "np.where({operand} > 0, {arg}, np.expm1(np.minimum({arg}, 0)))"},
+        {
+            "numpy": "np.where({operand} > 0, {arg}, np.expm1(np.minimum({arg}, 0)))",
+            "torch": "torch.where({operand} > 0, {arg}, torch.expm1(torch.clamp({arg}, max=0)))",
+            "jax": "jnp.where({operand} > 0, {arg}, jnp.expm1(jnp.minimum({arg}, 0)))",
+        },
         1,
     )
 )
 _softsign_slope = register_slope(
-    "softsign", lambda z: 1 / (1 + sp.Abs(z)) ** 2, r"\operatorname{softsign}'", {"numpy": "1 / (1 + np.abs({arg})) ** 2"}
+    "softsign",
+    lambda z: 1 / (1 + sp.Abs(z)) ** 2,
+    r"\operatorname{softsign}'",
+    {
+        "numpy": "1 / (1 + np.abs({arg})) ** 2",
+        "torch": "1 / (1 + torch.abs({arg})) ** 2",
+        "jax": "1 / (1 + jnp.abs({arg})) ** 2",
+    },
 )
 softsign = register(
     Elementwise(
@@ -165,7 +219,11 @@ softsign = register(
         lambda z: z / (1 + sp.Abs(z)),
         lambda x, y: _softsign_slope(x),
         r"\operatorname{softsign}",
-        {"numpy": "{operand} / (1 + np.abs({arg}))"},
+        {
+            "numpy": "{operand} / (1 + np.abs({arg}))",
+            "torch": "{operand} / (1 + torch.abs({arg}))",
+            "jax": "{operand} / (1 + jnp.abs({arg}))",
+        },
         1,
     )
 )
@@ -175,7 +233,11 @@ silu = register(
         lambda z: z / (1 + sp.exp(-z)),
         lambda x, y: sp.HadamardProduct(sigmoid(x), _ones(x) + sp.HadamardProduct(x, _ones(x) - sigmoid(x))),
         r"\operatorname{SiLU}",
-        {"numpy": "{operand} * _sigmoid({arg})"},
+        {
+            "numpy": "{operand} * _sigmoid({arg})",
+            "torch": "{operand} * torch.sigmoid({arg})",
+            "jax": "{operand} * jax.nn.sigmoid({arg})",
+        },
         sp.Rational(11, 10),
         helpers={"numpy": ("_sigmoid",)},
     )
@@ -189,14 +251,21 @@ def _gelu(z):
 
 _Z = sp.Symbol("z", real=True)
 _GELU_INNER = "0.7978845608028654 * ({operand} + 0.044715 * {operand} ** 3)"  # sqrt(2/pi) (z + 0.044715 z^3)
+_TANH = {"numpy": "np.tanh", "torch": "torch.tanh", "jax": "jnp.tanh"}  # each backend's tanh
+
+
+def _gelu_slope_code(tanh):
+    return (
+        f"0.5 * (1 + {tanh}({_GELU_INNER})) + 0.5 * {{operand}} * (1 - {tanh}({_GELU_INNER}) ** 2)"
+        " * 0.7978845608028654 * (1 + 0.134145 * {operand} ** 2)"
+    )
+
+
 _gelu_slope = register_slope(
     "gelu",
     lambda z: sp.diff(_gelu(_Z), _Z).subs(_Z, z),
     r"\operatorname{GELU}'",
-    {
-        "numpy": f"0.5 * (1 + np.tanh({_GELU_INNER})) + 0.5 * {{operand}} * (1 - np.tanh({_GELU_INNER}) ** 2)"
-        " * 0.7978845608028654 * (1 + 0.134145 * {operand} ** 2)"
-    },
+    {backend: _gelu_slope_code(tanh) for backend, tanh in _TANH.items()},
 )
 gelu = register(
     Elementwise(
@@ -204,7 +273,7 @@ gelu = register(
         _gelu,
         lambda x, y: _gelu_slope(x),
         r"\operatorname{GELU}",
-        {"numpy": f"0.5 * {{operand}} * (1 + np.tanh({_GELU_INNER}))"},
+        {backend: f"0.5 * {{operand}} * (1 + {tanh}({_GELU_INNER}))" for backend, tanh in _TANH.items()},
         sp.Rational(113, 100),
     )
 )
@@ -219,7 +288,11 @@ def register_leaky_relu(slope=0.01, name="leaky_relu"):
         name,
         lambda z: slope + gap * sp.Heaviside(z, 0),
         r"\operatorname{LeakyReLU}'",
-        {"numpy": f"{float(slope)!r} + {float(gap)!r} * np.heaviside({{arg}}, 0)"},
+        {
+            "numpy": f"{float(slope)!r} + {float(gap)!r} * np.heaviside({{arg}}, 0)",
+            "torch": f"{float(slope)!r} + {float(gap)!r} * ({{operand}} > 0).to({{operand}}.dtype)",
+            "jax": f"{float(slope)!r} + {float(gap)!r} * jnp.heaviside({{arg}}, 0)",
+        },
     )
     return register(
         Elementwise(
@@ -227,7 +300,11 @@ def register_leaky_relu(slope=0.01, name="leaky_relu"):
             lambda z: sp.Max(z, slope * z),
             lambda x, y: slope_of(x),
             r"\operatorname{LeakyReLU}",
-            {"numpy": f"np.maximum({{arg}}, {float(slope)!r} * {{operand}})"},
+            {
+                "numpy": f"np.maximum({{arg}}, {float(slope)!r} * {{operand}})",
+                "torch": f"torch.maximum({{arg}}, {float(slope)!r} * {{operand}})",
+                "jax": f"jnp.maximum({{arg}}, {float(slope)!r} * {{operand}})",
+            },
             1,
         )
     )

@@ -1,0 +1,47 @@
+"""The backends a model's module can be generated for: one entry each, read by the CLI, the renderer and the tests.
+
+A backend is a printer of the statement IR and a helpers file; `renderer` names the codegen module whose
+`module_source(model)` lays out its module. Codegen never imports the framework itself: only the generated
+module does, so `bptt codegen --backend torch` works without torch installed.
+"""
+
+import importlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    suffix: str  # generated/<model><suffix>.py
+    framework: str  # what the generated module imports
+    extra: str  # pip install 'bptt[extra]' brings the framework ("" for numpy, a dependency)
+    renderer: str  # bptt.codegen.<renderer>.module_source(model)
+
+    def module_source(self, model):
+        return importlib.import_module(f"bptt.codegen.{self.renderer}").module_source(model)
+
+    def filename(self, model_name):
+        return model_name.replace("-", "_") + self.suffix + ".py"
+
+
+BACKENDS = {
+    "numpy": Backend("numpy", "", "numpy", "", "render"),
+    "torch": Backend("torch", "_torch", "torch", "torch", "torch_render"),
+    "jax": Backend("jax", "_jax", "jax", "jax", "jax_render"),
+}
+
+
+class MissingFramework(ImportError):
+    """A backend's framework is not installed: a one-line error naming the extra that brings it."""
+
+
+def require(backend):
+    """Import a backend's framework, or raise MissingFramework naming the extra."""
+    entry = BACKENDS[backend]
+    try:
+        return importlib.import_module(entry.framework)
+    except ImportError as error:
+        raise MissingFramework(
+            f"the {backend} backend needs {entry.framework}, which is not installed: "
+            f"pip install 'bptt[{entry.extra}]'"
+        ) from error
