@@ -65,8 +65,19 @@ class TangentPrinter(RowPrinter):
     def _print_Tangent(self, expr):
         return self.tangent(expr, None)
 
+    def _print_MatrixSlice(self, expr):
+        if isinstance(expr.parent, Tangent):
+            return self.tangent(expr, None)
+        return super()._print_MatrixSlice(expr)
+
     def tangent(self, node, operand):
-        """Code for node (a Tangent) times operand (a vector expression, or None)."""
+        """Code for node (a Tangent, or a block of one) times operand (a vector expression, or None)."""
+        if isinstance(node, sp.MatrixSlice):  # the block's rows of every direction of the whole parameter
+            columns = node.parent.shape[1]
+            if columns != 1 and not (node.colslice[0] == 0 and sp.simplify(node.colslice[1] - columns) == 0):
+                raise PrintError(f"forward mode takes blocks of whole columns only, not {node}")
+            rows = self.span(*node.rowslice[:2], size=node.parent.shape[0])
+            return Code(f"{self.tangent(node.parent, operand)}[..., {rows}]")
         of = node.of
         if isinstance(of, SeqAt):
             return Code(f"dot_{of.name}")
@@ -82,7 +93,7 @@ class TangentPrinter(RowPrinter):
 
     def _print_MatMul(self, expr):
         coeff, factors = expr.as_coeff_matrices()
-        at = next((i for i, f in enumerate(factors) if isinstance(f, Tangent)), None)
+        at = next((i for i, f in enumerate(factors) if isinstance(_tangent_of(f), Tangent)), None)
         if at is None:
             return super()._print_MatMul(expr)
         rest = factors[at + 1 :]
@@ -91,6 +102,11 @@ class TangentPrinter(RowPrinter):
         for factor in reversed(factors[:at]):
             acc = self.apply(factor, acc, expr)
         return acc if coeff == 1 else Code(f"{self.operand(coeff, PRODUCT)} * ({acc})", PRODUCT)
+
+
+def _tangent_of(factor):
+    """The Tangent a factor is, or a block of."""
+    return factor.parent if isinstance(factor, sp.MatrixSlice) else factor
 
 
 @dataclass(frozen=True)

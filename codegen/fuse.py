@@ -13,7 +13,7 @@ import sympy as sp
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
 
-from .ir import Accumulate, Array, Assign, Stack
+from .ir import PARAMETER, Accumulate, Array, Assign, Stack, code_name
 from .text import text
 
 
@@ -32,7 +32,7 @@ def product(term):
         coeff, factors = term.as_coeff_matrices()
         if coeff == 1 and len(factors) == 2:
             matrix, operand = factors
-            if isinstance(matrix, sp.MatrixSymbol) and matrix.shape[1] != 1 and isinstance(operand, SeqAt):
+            if isinstance(matrix, PARAMETER) and matrix.shape[1] != 1 and isinstance(operand, SeqAt):
                 return matrix, operand
     return None, None
 
@@ -97,13 +97,13 @@ def products(statements, loop_names):
         taken |= {i for i, _, _ in items}
         members = tuple((statements[i].target.name, statements[i].target.rows) for i, _, _ in items)
         group = Array(internal(name for name, _ in members), total_rows(members), "T+1", members)
-        stack = Stack(internal(m.name for _, _, m in items), tuple(m for _, _, m in items))
+        stack = Stack(internal(code_name(m) for _, _, m in items), tuple(m for _, _, m in items))
         for index, term, _ in items:
             rebuild, terms = sum_terms(statements[index].value)
             rest = matrix_sum([x for x in terms if x != term], statements[index].target.rows)
             statements[index] = Assign(statements[index].target, rebuild(rest), statements[index].comment)
         weights = sp.MatrixSymbol(stack.name, group.rows, operand.rows)
-        shown = "; ".join(m.name for _, _, m in items)
+        shown = "; ".join(text(m) for _, _, m in items)
         comment = f"[{shown}] {text(operand)}: the products of every gate at once"
         fused[min(i for i, _, _ in items)] = Accumulate(
             SeqAt(group.name, t, group.rows, "intermediate"), weights * operand, comment
@@ -198,7 +198,7 @@ def _form(statement, where):
         matrix, operand = product(term)
         if matrix is not None and operand not in operands:
             operands[operand] = matrix
-        elif isinstance(term, sp.MatrixSymbol) and term.shape[1] == 1:
+        elif isinstance(term, PARAMETER) and term.shape[1] == 1:
             biases.append(term)
         else:
             return None
@@ -220,10 +220,10 @@ def _merge(run, groups, stacks):
     terms = []
     for operand in sorted(run[0][1][2], key=sp.default_sort_key):
         matrices = tuple(form[2][operand] for _, form in run)
-        stacks.append(Stack(internal(m.name for m in matrices), matrices))
+        stacks.append(Stack(internal(code_name(m) for m in matrices), matrices))
         terms.append(sp.MatrixSymbol(stacks[-1].name, span.rows, operand.rows) * operand)
     if run[0][1][3]:
         parts = tuple(matrix_sum(form[3]) for _, form in run)
-        stacks.append(Stack(internal(b.name for _, form in run for b in form[3]), parts))
+        stacks.append(Stack(internal(code_name(b) for _, form in run for b in form[3]), parts))
         terms.append(sp.MatrixSymbol(stacks[-1].name, span.rows, 1))
     return Assign(span, matrix_sum(terms), "; ".join(statement.comment for statement, _ in run))

@@ -10,10 +10,11 @@ gradient its rows of it.
 
 import sympy as sp
 
+from bptt.derive.blocks import split
 from bptt.derive.nodes import Adj, SeqAt, T, TimeSum, matrix_sum, t
 
 from .fuse import internal, total_rows
-from .ir import Array, Assign, Guard, Loop, Rows, adjoint_array
+from .ir import PARAMETER, Array, Assign, Guard, Loop, Rows, adjoint_array
 
 
 def _transposed_product(term):
@@ -21,7 +22,7 @@ def _transposed_product(term):
     if isinstance(term, sp.MatMul):
         coeff, factors = term.as_coeff_matrices()
         if coeff == 1 and len(factors) == 2 and isinstance(factors[1], Adj):
-            if isinstance(factors[0], sp.Transpose) and isinstance(factors[0].arg, sp.MatrixSymbol):
+            if isinstance(factors[0], sp.Transpose) and isinstance(factors[0].arg, PARAMETER):
                 return factors[0].arg, factors[1]
     return None, None
 
@@ -90,10 +91,11 @@ def gradients(returns, groups):
     where = {name: (key, k) for key, group in groups.items() for k, (name, _) in enumerate(group.members)}
     keyed = {}
     for index, (_, value, _) in enumerate(returns):
-        found = _member_term(value.body, where)
-        if found:
-            (key, k), operand = found
-            keyed.setdefault((key, operand), {}).setdefault(k, []).append(index)
+        for total in _time_sums(value):
+            found = _member_term(total.body, where)
+            if found:
+                (key, k), operand = found
+                keyed.setdefault((key, operand), {}).setdefault(k, []).append((index, total))
     statements, returns, groups = [], list(returns), dict(groups)
     for (key, operand), members in keyed.items():
         for first, count in _runs(sorted(members)):
@@ -111,16 +113,22 @@ def gradients(returns, groups):
                 )
             adjoint = Adj(SeqAt(internal(names), t, rows, "intermediate"))
             body = adjoint if operand is None else adjoint * operand
-            keys = [returns[members[k][0]][0] for k in range(first, first + count)]
+            keys = list(dict.fromkeys(returns[members[k][0][0]][0] for k in range(first, first + count)))
             symbol = sp.MatrixSymbol(f"_d{internal(keys)}", rows, 1 if operand is None else operand.shape[1])
             statements.append(Assign(symbol, TimeSum(body, t, 1, T), f"the gradients of {', '.join(keys)} at once"))
             offset = sp.S.Zero
             for k in range(first, first + count):
-                for index in members[k]:
+                for index, total in members[k]:
                     key_name, value, comment = returns[index]
-                    returns[index] = (key_name, Rows(symbol, offset, group.members[k][1]), comment)
+                    returns[index] = (key_name, value.xreplace({total: Rows(symbol, offset, group.members[k][1])}), comment)
                 offset += group.members[k][1]
     return statements, returns, list(groups.values())
+
+
+def _time_sums(value):
+    """The sums over time a gradient is made of: itself, or each block's of a sliced parameter."""
+    whole, placed = split(value)
+    return [term for term in whole + [p.value for p in placed] if isinstance(term, TimeSum)]
 
 
 def _member_term(body, where):

@@ -11,6 +11,16 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+PARAMETER = (sp.MatrixSymbol, sp.MatrixSlice)  # a parameter, or a block of one (W_ih[h:2h, :])
+
+
+def code_name(matrix):
+    """A parameter's name in code; a block's, its parameter's and first row's: W_ih[2h:3h, :] -> W_ih_2h."""
+    if isinstance(matrix, sp.MatrixSlice):
+        start = "".join(char for char in str(matrix.rowslice[0]) if char.isalnum())
+        return f"{matrix.parent.name}_{start}"
+    return matrix.name
+
 
 @dataclass(frozen=True)
 class Statement:

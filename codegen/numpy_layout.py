@@ -18,6 +18,7 @@ from .program import build, shape_of
 from .text import equation, text
 
 SCAFFOLD = (  # the helpers the template's fixed parts call
+    "_extent",
     "free_workspace",
     "clip_grads",
     "_workspace",

@@ -12,12 +12,13 @@ import ast
 import sympy as sp
 from sympy.printing.printer import Printer
 
+from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.latex import term_order
-from bptt.derive.nodes import Adj, Diag, OneHot, t
+from bptt.derive.nodes import Adj, Diag, OneHot, matrix_sum, t
 
 from .helpers import helpers
-from .ir import Array, adjoint_array
+from .ir import PARAMETER, Array, adjoint_array
 
 SUM, PRODUCT, UNARY, POWER, ATOM = 1, 2, 3, 4, 5
 # Arrays of states and intermediates hold steps 0..T (index = time);
@@ -171,13 +172,43 @@ class RowPrinter(Printer):
         return Code("1")
 
     def _print_Rows(self, expr):
-        start, stop = expr.start, expr.start + expr.count
+        return Code(f"{self._print(expr.matrix)}[{self.span(expr.start, expr.start + expr.count)}]")
+
+    def _print_MatrixSlice(self, expr):
+        """A block of a parameter: a view, W_ih[n_h:2 * n_h]."""
+        return Code(f"{self._print(expr.parent)}[{self.block_index(expr)}]")
+
+    def block_index(self, block):
+        """The index of a block in its parameter: a vector's rows, a matrix's rows and columns (`n_h:2 * n_h`)."""
+        rows, columns = block.parent.shape
+        spans = [self.span(*block.rowslice[:2], size=rows)]
+        if columns != 1 and not (block.colslice[0] == 0 and sp.simplify(block.colslice[1] - columns) == 0):
+            spans.append(self.span(*block.colslice[:2], size=columns))
+        return ", ".join(spans)
+
+    def span(self, start, stop, size=None):
+        """`a:b`, the ends left out where they are the array's."""
         first = "" if start == 0 else self._print(start)
-        return Code(f"{self._print(expr.matrix)}[{first}:{self._print(stop)}]")
+        last = "" if size is not None and sp.simplify(stop - size) == 0 else self._print(stop)
+        return f"{first}:{last}"
 
     # the algebra, in row form
 
+    def _print_Placed(self, expr):
+        return self.placed([], [expr])
+
+    def placed(self, whole, placed):
+        """A sliced parameter's gradient: each block's value written into its rows and columns, the rest zero."""
+        parameter = placed[0].block.parent
+        blocks = [("np.s_[:]", matrix_sum(whole))] if whole else []
+        blocks += [(f"np.s_[{self.block_index(p.block)}]", p.value) for p in placed]
+        listed = ", ".join(f"({index}, {self._print(value)})" for index, value in blocks)
+        return Code(f"{self.helper('_placed')}({self._print(parameter)}, {listed})")
+
     def _print_MatAdd(self, expr):
+        whole, placed = split(expr)
+        if placed:
+            return self.placed(whole, placed)
         out = ""
         for term in sorted(expr.args, key=term_order):
             negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
@@ -247,9 +278,9 @@ class RowPrinter(Printer):
             right = acc if acc.level >= POWER else f"({acc})"
             return Code(f"{self.operand(factor.vector, POWER)} * {right}", PRODUCT)
         left = acc if acc.level >= PRODUCT else f"({acc})"
-        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, sp.MatrixSymbol):
+        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, PARAMETER):
             return Code(f"{left} @ {self._print(factor.arg)}", PRODUCT)
-        if isinstance(factor, sp.MatrixSymbol):
+        if isinstance(factor, PARAMETER):
             return Code(f"{left} @ {self._print(factor)}.T", PRODUCT)
         raise PrintError(f"no NumPy form for the factor {factor} in {expr}")
 

@@ -11,7 +11,7 @@ import sympy as sp
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
 
-from .ir import Array
+from .ir import PARAMETER, Array
 from .numpy_printer import ATOM, Code, PrintError, RowPrinter
 from .numpy_terms import Scratch, constant, first_term, in_place, negated
 from .numpy_window import Statements
@@ -113,7 +113,7 @@ class NumPyPrinter(Statements, RowPrinter):
 
     def ref(self, expr):
         """The code of expr if it is stored as it is (a sequence value, an adjoint, a parameter)."""
-        if isinstance(expr, (SeqAt, Adj, sp.MatrixSymbol)):
+        if isinstance(expr, (SeqAt, Adj, *PARAMETER)):
             return self(expr)
         return None
 
@@ -223,11 +223,11 @@ class NumPyPrinter(Statements, RowPrinter):
 
     def gemm(self, factor, acc, acc_rows, dest, rows):
         """dest = factor times the vectors in acc (row form: acc @ factor^T)."""
-        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, sp.MatrixSymbol):
+        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, PARAMETER):
             matrix = self(factor.arg)
         elif isinstance(factor, sp.MatrixSymbol) and not self.stacked:  # the transpose pays off over T steps
             matrix = self.prepare(factor, transposed=True)
-        elif isinstance(factor, sp.MatrixSymbol):
+        elif isinstance(factor, PARAMETER):
             matrix = f"{self(factor)}.T"
         else:
             raise PrintError(f"no NumPy form for the factor {factor}")

@@ -16,6 +16,9 @@ class TextPrinter(StrPrinter):
     def _print_MatrixSymbol(self, expr):
         return expr.name
 
+    def _print_Placed(self, expr):
+        return f"[{self._print(expr.block)}: {self._print(expr.value)}]"
+
     def _print_Transpose(self, expr):
         return f"{self._wrap(expr.arg)}^T"
 

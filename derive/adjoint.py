@@ -7,6 +7,7 @@ of its arguments, written like the maths (for h = tanh(a): a_bar = diag(1 - h^2)
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
+from .blocks import Placed, SliceError, check_block
 from .elementwise import Apply, UnknownFunction, derivative
 from .nodes import (
     Diag,
@@ -59,6 +60,15 @@ def _apply(node, g, out):
     return [(node.arg, g if isinstance(slope, OneMatrix) else Diag(slope) * g)]  # identity: slope 1
 
 
+def _slice(node, g, out):
+    """A slice of a parameter: its adjoint lands in its block of the parameter's gradient."""
+    try:
+        check_block(node)
+    except SliceError as error:
+        raise NoRule(str(error)) from error
+    return [(node.parent, Placed(g, node))]
+
+
 def _squared_error(node, g, out):
     return [(node.prediction, g * (node.prediction - node.target))]
 
@@ -78,6 +88,7 @@ RULES = {
     sp.Transpose: _transpose,
     sp.HadamardProduct: _hadamard,
     Apply: _apply,
+    sp.MatrixSlice: _slice,
     SquaredError: _squared_error,
     SoftmaxCrossEntropy: _softmax_cross_entropy,
     GenericLoss: _generic_loss,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from .adjoint import backprop
+from .blocks import sum_over_time
 from .model import references
 from .nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
 
@@ -57,8 +58,8 @@ class Derivation:
         return _total_values(nxt, seq).subs(t, 0)
 
     def param_gradient(self, param):
-        """dL/dtheta = sum_{t=1}^T of the per-step contributions."""
-        return TimeSum(_total(self.params[param]), t, 1, T)
+        """dL/dtheta = sum_{t=1}^T of the per-step contributions (inside each block of a sliced parameter)."""
+        return sum_over_time(_total(self.params[param]), t, 1, T, TimeSum)
 
     def intermediate(self, seq):
         return _total(self.intermediates[seq])

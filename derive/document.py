@@ -5,6 +5,7 @@ that fit the page; codegen renders them into a .tex or .md file."""
 from dataclasses import replace
 
 from .block_document import block_section, block_window
+from .blocks import split
 from .bptt import NEXT, derive
 from .closed_form import NoClosedForm, closed_form, k, recursion_residual
 from .equation import Equation, Section, equation
@@ -259,12 +260,21 @@ def _truncation_section(model, derivation, substituted):
 
 
 def _param_section(model, derivation):
-    equations = tuple(
-        equation(
-            rf"\frac{{\partial L}}{{\partial {latex(p)}}}",
-            derivation.param_gradient(p),
-            f"${latex(p)}$ is shared by every step: sum over $t$ of the chain rule through {_through(derivation.params[p])}.",
-        )
-        for p in model.params
-    )
-    return Section("Parameter gradients", "", equations)
+    equations = []
+    for p in model.params:
+        shared = f"${latex(p)}$ is shared by every step: sum over $t$ of the chain rule through "
+        whole, placed = split(derivation.param_gradient(p))
+        if whole:
+            rest = ", plus its blocks below" if placed else ""
+            lhs = rf"\frac{{\partial L}}{{\partial {latex(p)}}}"
+            equations.append(equation(lhs, matrix_sum(whole), shared + _through(derivation.params[p]) + rest + "."))
+        for block in placed:
+            lhs = rf"\frac{{\partial L}}{{\partial {latex(block.block)}}}"
+            comment = (
+                f"The steps read ${latex(p)}$ by blocks, so its gradient is theirs, each in its rows and columns "
+                "(counted from 1, both ends included), zero where no step reads it."
+                if block is placed[0]
+                else ""
+            )
+            equations.append(equation(lhs, block.value, comment))
+    return Section("Parameter gradients", "", tuple(equations))

@@ -9,6 +9,7 @@ import functools
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
+from .blocks import Placed
 from .elementwise import Apply, lookup
 from .nodes import (
     Adj,
@@ -90,6 +91,18 @@ def _softmax_cross_entropy(node):
     return -logits[int(node.target)] + sp.log(sum(sp.exp(e) for e in logits))
 
 
+def _block(node):
+    rows, columns = (slice(int(bounds[0]), int(bounds[1])) for bounds in (node.rowslice, node.colslice))
+    return explicit(node.parent)[rows, columns]
+
+
+def _placed(node):
+    whole = sp.zeros(*(int(n) for n in node.shape))
+    rows, columns = (int(bounds[0]) for bounds in (node.block.rowslice, node.block.colslice))
+    whole[rows : rows + int(node.value.shape[0]), columns : columns + int(node.value.shape[1])] = explicit(node.value)
+    return sp.ImmutableMatrix(whole)
+
+
 EXPLICIT = {
     sp.MatAdd: lambda n: sp.ImmutableMatrix(sum((explicit(a) for a in n.args[1:]), explicit(n.args[0]))),
     sp.MatMul: _matmul,
@@ -104,6 +117,8 @@ EXPLICIT = {
     sp.Identity: lambda n: sp.ImmutableMatrix(sp.eye(int(n.shape[0]))),
     Diag: lambda n: sp.ImmutableMatrix(sp.diag(*explicit(n.vector))),
     Apply: lambda n: explicit(n.arg).applyfunc(lookup(n.function).scalar),
+    sp.MatrixSlice: _block,
+    Placed: _placed,
     Softmax: _softmax,
     OneHot: _onehot,
     SquaredError: _squared_error,

@@ -29,6 +29,12 @@ def time_index(expr):
     return out
 
 
+def _span(bounds, size):
+    """`:` for a whole dimension, else `first:last` counted from 1."""
+    start, stop = bounds[0], bounds[1]
+    return ":" if start == 0 and sp.simplify(stop - size) == 0 else f"{time_index(start + 1)}{{:}}{time_index(stop)}"
+
+
 def _time_term_key(term):
     coeff, rest = term.as_coeff_Mul()
     if rest == 1:
@@ -95,6 +101,14 @@ class BPTTLatexPrinter(LatexPrinter):
 
     def _print_Adj(self, expr):
         return rf"\frac{{\partial L}}{{\partial {self._print(expr.of)}}}"
+
+    def _print_MatrixSlice(self, expr):
+        """A block of a parameter, its rows and columns counted from 1 as textbooks do: W[h+1:2h, :]."""
+        rows, columns = expr.parent.shape
+        span = _span(expr.rowslice, rows)
+        if columns != 1:
+            span += rf",\, {_span(expr.colslice, columns)}"
+        return rf"{self._print(expr.parent)}[{span}]"
 
     def _print_Transpose(self, expr):
         if isinstance(expr.arg, Adj):

@@ -72,6 +72,8 @@ def tangent_terms(expr, leaf, out=None):
             return _hadamard(node, tangent)
         if isinstance(node, Apply):
             return _apply(node, tangent, name if name is not None else node)
+        if isinstance(node, sp.MatrixSlice):  # the same block of the parameter's tangent
+            return [sp.MatrixSlice(term, node.rowslice, node.colslice) for term in tangent(node.parent)]
         raise NoRule(f"no tangent rule for {type(node).__name__} node: {node}")
 
     return tangent(expr, out)

@@ -54,7 +54,7 @@ def init_params(rng, dtype=np.float64, **sizes):
     sizes = _check_sizes(sizes)
     params = {}
     for name, dims in SHAPES.items():
-        shape = tuple(sizes[dim] for dim in dims)
+        shape = tuple(_extent(dim, sizes) for dim in dims)
         scale = 0.1 if len(shape) == 1 else 1 / np.sqrt(shape[1])
         params[name] = (scale * rng.standard_normal(shape)).astype(dtype)
     return params
@@ -541,7 +541,7 @@ def _check_params(params, finite=True):
                 break
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
-        expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
+        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
     return sizes, dtype
 
@@ -553,10 +553,18 @@ def _bind_sizes(params, names):
     for name in names:
         before = dict(sizes)
         for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
-            if sizes.setdefault(dim, n) != n:
-                return before, (name, dim, setter[dim])
-            setter.setdefault(dim, name)
+            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
+            count = int(count or 1)
+            if n % count or sizes.setdefault(size, n // count) != n // count:
+                return before, (name, size, setter.get(size, name))
+            setter.setdefault(size, name)
     return sizes, None
+
+
+def _extent(dim, sizes):
+    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
+    count, _, size = dim.rpartition("*")
+    return int(count or 1) * sizes[size]
 
 
 def _check_cache(cache, sizes, dtype, classes=None):

@@ -18,7 +18,7 @@ from bptt.derive.width import width
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ZOO = tuple(names())
-EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm")
+EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm", "examples/torch_lstm.py:lstm")
 DOCUMENTS = ZOO + EXAMPLES
 
 

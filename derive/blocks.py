@@ -1,0 +1,62 @@
+"""Blocks of a parameter: a model may read a slice W[a:b, c:d] of a parameter, as torch stacks
+its gates' weights in one matrix (W_ih holds W_ii, W_if, W_ig, W_io, each h rows).
+
+The adjoint rule of a slice: its adjoint lands in its block of the parameter's gradient, zero
+elsewhere (`Placed`). A parameter's gradient is then its whole uses' sum over time plus, per block,
+the sum over time of that block's adjoint: `whole + Placed(sum_t g_1, block_1) + ...`.
+"""
+
+import sympy as sp
+from sympy.matrices.expressions.matexpr import MatrixExpr
+
+
+class SliceError(ValueError):
+    """A slice the tool has no rule for."""
+
+
+def is_block(node):
+    """A slice of a parameter with unit steps: W[a:b, c:d]."""
+    return isinstance(node, sp.MatrixSlice) and isinstance(node.parent, sp.MatrixSymbol)
+
+
+def check_block(node):
+    if not isinstance(node.parent, sp.MatrixSymbol):
+        raise SliceError(f"no adjoint rule for {node}: only a slice of a parameter has one (slice the parameter)")
+    if node.rowslice[2] != 1 or node.colslice[2] != 1:
+        raise SliceError(f"no adjoint rule for {node}: a slice of a parameter takes consecutive rows and columns")
+
+
+class Placed(MatrixExpr):
+    """The matrix of the parameter's shape that is `value` in the rows and columns of `block` and zero elsewhere."""
+
+    def __new__(cls, value, block):
+        return MatrixExpr.__new__(cls, value, block)
+
+    value, block = (property(lambda self, i=i: self.args[i]) for i in range(2))
+    shape = property(lambda self: self.args[1].parent.shape)
+
+
+def split(gradient):
+    """(whole, [Placed]) of a gradient: the terms that are not placed, and one Placed per block
+    (terms of the same block merged), in the order of their first row and column."""
+    terms = gradient.args if isinstance(gradient, sp.MatAdd) else (gradient,)
+    whole, blocks = [], {}
+    for term in terms:
+        if isinstance(term, Placed):
+            blocks.setdefault(term.block, []).append(term.value)
+        else:
+            whole.append(term)
+    placed = [Placed(_sum(values), block) for block, values in blocks.items()]
+    return whole, sorted(placed, key=lambda p: sp.default_sort_key((p.block.rowslice, p.block.colslice)))
+
+
+def sum_over_time(gradient, index, start, end, time_sum):
+    """sum_t of a per-step gradient, the sum taken inside each Placed block: sum_t whole + Placed(sum_t g, block)."""
+    whole, placed = split(gradient)
+    terms = [time_sum(_sum(whole), index, start, end)] if whole else []
+    terms += [Placed(time_sum(p.value, index, start, end), p.block) for p in placed]
+    return _sum(terms)
+
+
+def _sum(terms):
+    return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
