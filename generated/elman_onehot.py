@@ -85,15 +85,19 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them
-    (loss_and_grads has scanned them, and computes d_outputs itself: a forward pass that overflows
-    gives a nan loss and gradients, not an error).
+    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params, check_finite)
     _check_cache(cache, sizes, dtype, "d")
-    T, B = sizes["T"], sizes["B"]
     d_z = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
+    return _backward(mode, value, rng, params, sizes, dtype, cache, d_z)
+
+
+def _backward(mode, value, rng, params, sizes, dtype, cache, d_z):
+    """backward, its arguments checked (loss_and_grads checks its own: a forward pass that
+    overflows gives a nan loss and gradients there, not an error)."""
+    T, B = sizes["T"], sizes["B"]
     work = _workspace(_backward_arrays, T, B, sizes, dtype)
     if mode == "window":
         d_s0 = _window_adjoints(value, params, sizes, cache, d_z, work)
@@ -128,6 +132,7 @@ def losses(outputs, ys):
 def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "s0");
     truncate and rng as for backward. The forward pass runs in this thread's workspace."""
+    mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
     x = _check_labels("xs", xs, sizes, "d")
     T, B = x.shape[0], x.shape[1]
@@ -136,7 +141,8 @@ def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None):
     work = _workspace(_forward_arrays, T, B, sizes, dtype)
     _forward(params, sizes, x, s0, work)
     loss = _softmax_cross_entropy(work["z"], y, B)  # the outputs become dL/dz_t
-    return loss, backward(params, {"x": x, "s": work["s"]}, work["z"], truncate, rng, check_finite=False)
+    sizes.update(T=T, B=B)
+    return loss, _backward(mode, value, rng, params, sizes, dtype, {"x": x, "s": work["s"]}, work["z"])
 
 
 def forward_mode_grads(params, xs, ys, s0=None):

@@ -92,15 +92,19 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them
-    (loss_and_grads has scanned them, and computes d_outputs itself: a forward pass that overflows
-    gives a nan loss and gradients, not an error).
+    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params, check_finite)
     _check_cache(cache, sizes, dtype)
-    T, B = sizes["T"], sizes["B"]
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
+    return _backward(mode, value, rng, params, sizes, dtype, cache, d_s)
+
+
+def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
+    """backward, its arguments checked (loss_and_grads checks its own: a forward pass that
+    overflows gives a nan loss and gradients there, not an error)."""
+    T, B = sizes["T"], sizes["B"]
     work = _workspace(_backward_arrays, T, B, sizes, dtype)
     if mode == "window":
         d_o0 = _window_adjoints(value, params, sizes, cache, d_s, work)
@@ -141,6 +145,7 @@ def losses(outputs, ys):
 def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "o0");
     truncate and rng as for backward. The forward pass runs in this thread's workspace."""
+    mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     T, B = x.shape[0], x.shape[1]
@@ -149,7 +154,8 @@ def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None):
     work = _workspace(_forward_arrays, T, B, sizes, dtype)
     _forward(params, sizes, x, y, o0, work)
     loss = _softmax_cross_entropy(work["s"], y, B)  # the outputs become dL/ds_t
-    return loss, backward(params, {"x": x, "o": work["o"], "h": work["h"]}, work["s"], truncate, rng, check_finite=False)
+    sizes.update(T=T, B=B)
+    return loss, _backward(mode, value, rng, params, sizes, dtype, {"x": x, "o": work["o"], "h": work["h"]}, work["s"])
 
 
 def forward_mode_grads(params, xs, ys, o0=None):
