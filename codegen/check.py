@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .render import module_filename, module_source
+from .backends import BACKENDS
+from .render import module_filename
 from .ridders import ridders
 
 TOLERANCE = {"float64": 1e-7, "float32": 1e-3}
@@ -59,16 +60,21 @@ class Row:
         return self.ratio <= 1
 
 
-def load_module(model, from_zoo):
-    """generated/<model>.py for a zoo model, or the module rendered in memory for a user's model."""
-    name = module_filename(model)[:-3]
+def load_module(model, from_zoo, backend="numpy"):
+    """generated/<model>.py (or <model>_<backend>.py) for a zoo model, or the module rendered in memory for a
+    user's model."""
+    name = module_filename(model, backend)[:-3]
     if from_zoo:
         try:
             return importlib.import_module(f"bptt.generated.{name}")
         except ModuleNotFoundError as error:
-            raise FileNotFoundError(f"generated/{name}.py does not exist; run `bptt codegen {model.name}`") from error
+            if error.name != f"bptt.generated.{name}":
+                raise  # the module is there, its framework is not
+            flag = "" if backend == "numpy" else f" --backend {backend}"
+            raise FileNotFoundError(f"generated/{name}.py does not exist; run `bptt codegen {model.name}{flag}`") from None
     module = types.ModuleType(name)
-    exec(compile(module_source(model), f"<bptt {model.name}>", "exec"), module.__dict__)
+    source = BACKENDS[backend].module_source(model)
+    exec(compile(source, f"<bptt {model.name} {backend}>", "exec"), module.__dict__)
     return module
 
 

@@ -1,0 +1,148 @@
+"""Print derived matrix expressions and plain statements as PyTorch code (the torch backend's printer).
+
+The algebra is NumPy's row form (numpy_printer.RowPrinter): `W v` prints `v @ W.T`, and `.T` only
+ever meets a 2-D parameter or a 2-D `(T*B, k)` view, so it means the same in torch. What differs is
+printed here: elementwise functions from the registry's torch code, sums over all steps and samples,
+the one-hot lookups and scatters, the losses, and the backward statements (no `out=`: plain
+expressions written into the adjoint tensors, which run under torch.no_grad()).
+"""
+
+import ast
+
+import sympy as sp
+
+from bptt.derive.elementwise import lookup
+from bptt.derive.nodes import Diag, matrix_sum
+
+from .helpers import helpers
+from .ir import PARAMETER
+from .numpy_printer import ATOM, PRODUCT, SUM, Code, PrintError, RowPrinter, template_level
+from .numpy_window import WindowPrinter
+
+
+class TorchPrinter(RowPrinter):
+    """Row form in torch: one step (`stacked=False`) or all steps t = 1..T at once."""
+
+    def elementwise(self, function):
+        """The registry entry's torch template, the helpers it calls recorded."""
+        entry = lookup(function)
+        code = entry.code["torch"]
+        tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
+        known = helpers("torch").definitions
+        called = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in known}
+        for name in sorted(called | set(entry.helpers.get("torch", ()))):
+            self.helper(name)
+        return code
+
+    def _print_Apply(self, expr):
+        code = self.elementwise(expr.function)
+        arg = self._print(expr.arg)
+        operand = arg if arg.level == ATOM else f"({arg})"
+        return Code(code.format(arg=arg, operand=operand), template_level(code))
+
+    def placed(self, whole, placed):
+        """A sliced parameter's gradient: each block's value written into its rows (and columns), the rest zero."""
+        parameter = placed[0].block.parent
+        blocks = [("(slice(None),)", matrix_sum(whole))] if whole else []
+        blocks += [(self.slices(p.block), p.value) for p in placed]
+        listed = ", ".join(f"({index}, {self._print(value)})" for index, value in blocks)
+        return Code(f"{self.helper('_placed')}({self._print(parameter)}, {listed})")
+
+    def slices(self, block):
+        """A block's index in its parameter as a tuple of slices: `(slice(n_h, 2 * n_h),)`."""
+        rows, columns = block.parent.shape
+        ends = [block.rowslice[:2] + (rows,)]
+        if columns != 1 and not (block.colslice[0] == 0 and sp.simplify(block.colslice[1] - columns) == 0):
+            ends.append(block.colslice[:2] + (columns,))
+        parts = []
+        for start, stop, size in ends:
+            first = "None" if start == 0 else self._print(start)
+            last = "None" if sp.simplify(stop - size) == 0 else self._print(stop)
+            parts.append(f"slice({first}, {last})")
+        return "(" + ", ".join(parts) + ",)"
+
+    def _print_Softmax(self, expr):
+        return Code(f"torch.softmax({self._print(expr.arg)}, dim=-1)")
+
+    def gradient_term(self, term):
+        """One term of sum_t (...): a vector summed over the T*B rows, or an outer product as one
+        (T*B)-long product of 2-D views."""
+        rows = self._print(term.shape[0])
+        if term.shape[1] == 1:
+            return f"{self.operand(term, ATOM)}.reshape(-1, {rows}).sum(0)"
+        return super().gradient_term(term)
+
+    def _print_SquaredError(self, loss):
+        difference = f"{self._print(loss.prediction)} - {self._print(loss.target)}"
+        return Code(f"0.5 * (({difference}) ** 2).sum(-1)", PRODUCT)
+
+    def _print_SoftmaxCrossEntropy(self, loss):
+        logits, labels = self._print(loss.prediction), self._print(loss.target)
+        picked = f"torch.gather({logits}, -1, {labels}[..., None])[..., 0]"
+        return Code(f"torch.logsumexp({logits}, -1) - {picked}", SUM)
+
+    def _print_GenericLoss(self, loss):
+        raise PrintError(f"no torch form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+
+    def emptyPrinter(self, expr):
+        raise PrintError(f"no torch form for {type(expr).__name__}: {expr}")
+
+
+class AdjointPrinter(WindowPrinter, TorchPrinter):
+    """The plain backward statements (ir.Assign, Accumulate, Flow, Loop, Guard) as torch lines that write
+    into zero-initialised adjoint tensors. window=False: full BPTT, each flow from step t+1 weighted by
+    keep[t] when truncating; window=True: the recurrent adjoints carry an age axis (numpy_window.py)."""
+
+    def __init__(self, aged, window):
+        super().__init__(aged if window else ())
+        self.window = window
+
+    def target(self, node):
+        return super().target(node) if self.window else str(self(node))
+
+    def _print_Flow(self, statement):
+        if self.window:
+            return super()._print_Flow(statement)
+        flow = f"{self.helper('_weighted')}(keep, t, {self(statement.value)})"
+        return [f"{self.target(statement.target)}.add_({flow})  # {statement.comment}"]
+
+    def _print_Accumulate(self, statement):
+        if self.window or self.stacked:
+            return super()._print_Accumulate(statement)
+        return [f"{self.target(statement.target)}.add_({self(statement.value)})  # {statement.comment}"]
+
+    def _print_Assign(self, statement):
+        """In the loop, a product of two factors is written straight into its step of the adjoint (out=),
+        unless it reads that step itself (what it holds already)."""
+        reads_itself = statement.target in statement.value.atoms(type(statement.target))
+        call = None if self.window or self.stacked or reads_itself else self.into(statement.value)
+        if call is None:
+            return super()._print_Assign(statement)
+        return [f"{call[:-1]}, out={self.target(statement.target)})  # {statement.comment}"]
+
+    def into(self, value):
+        """`torch.mul(a, b)` for diag(a) b or a * b, `torch.matmul(b, P)` for P^T b, else None."""
+        if isinstance(value, sp.HadamardProduct) and len(value.args) == 2:
+            return f"torch.mul({self(value.args[0])}, {self(value.args[1])})"
+        if isinstance(value, sp.MatMul):
+            coeff, factors = value.as_coeff_matrices()
+            if coeff == 1 and len(factors) == 2 and factors[1].shape[1] == 1:
+                first, vector = factors
+                if isinstance(first, Diag):
+                    return f"torch.mul({self(first.vector)}, {self(vector)})"
+                if isinstance(first, sp.Transpose) and isinstance(first.arg, PARAMETER):
+                    return f"torch.matmul({self(vector)}, {self(first.arg)})"
+        return None
+
+    def initial(self, initial, aged_reads):
+        if self.window:
+            return super().initial(initial, aged_reads)
+        code = str(self.at(False)(initial.value))
+        if initial.weighted:
+            code = f"{self.helper('_weighted')}(keep, 0, {code})"
+        return f"d_{initial.key} = {code}  # {initial.comment}"
+
+
+def substitute(expr, old, new):
+    """expr with the sequence value old (a SeqAt) replaced by new."""
+    return expr.xreplace({old: new}) if isinstance(expr, sp.Basic) else expr

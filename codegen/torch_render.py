@@ -1,0 +1,100 @@
+"""The torch backend: what templates/torch_module.py.j2 lays out for one model (generated/<model>_torch.py).
+
+The module computes what the NumPy module computes, from the same statements (program.build), printed
+by torch_printer.py: the forward pass plain and differentiable, the backward pass the derived BPTT,
+and around them a torch.autograd.Function and an nn.Module that train with any torch optimiser."""
+
+from .helpers import helpers
+from .numpy_bindings import order, output_adjoint, quoted, sized
+from .numpy_layout import LOSSES, Layout, cache_dims
+from .numpy_printer import PrintError
+from .program import build, shape_of
+from .text import equation, text
+from .torch_backward import fast_adjoints_body, gradients_body, window_body
+from .torch_forward import forward_body
+from .torch_printer import TorchPrinter
+from .torch_rtrl import rtrl_body
+
+SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
+SCAFFOLD += ("_check_cache", "_check_array", "_extent")
+
+
+def module_source(model):
+    """The source of generated/<model>_torch.py."""
+    from .render import _env
+
+    return _env.get_template("torch_module.py.j2").render(m=layout(model))
+
+
+def layout(model):
+    """The NumPy module's Layout, its bodies printed for torch."""
+    program = build(model)
+    loss = model.concrete_loss()
+    if type(loss) not in LOSSES:
+        raise PrintError(f"no torch form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+    forward = forward_body(model, program.cache[1:])
+    gradients, returns, reads = gradients_body(program)
+    full, window = fast_adjoints_body(program, reads), window_body(program, reads)
+    dy = output_adjoint(model)
+    rtrl = rtrl_body(program)
+    losses = TorchPrinter(stacked=True)
+    losses_code = str(losses(loss))
+    used = set(SCAFFOLD) | {LOSSES[type(loss)]} | losses.used["helpers"] | rtrl.helpers
+    for body in (forward, full, window, gradients):
+        used |= body.helpers
+    if model.inputs[0].role == "label" or loss.target.role == "label" or model.teacher_forcing:
+        used.add("_check_labels")
+    imports, source = helpers("torch").source(sorted(used))
+    cache = set(program.cache)
+    first = model.inputs[0].name
+    return Layout(
+        model=model,
+        equations=tuple(equation(seq(), rhs) for seq, rhs in model.assignments),
+        loss_text=text(loss),
+        params=tuple((p.name, shape_of(p)) for p in model.params),
+        sizes=tuple(str(s) for s in model.sizes),
+        states=tuple((seq.name, str(seq.rows)) for seq in model.states),
+        forced=tuple(seq.name for seq in model.forced),
+        cache=cache_dims(model, program.cache),
+        input=model.inputs[0],
+        output=model.outputs[0][0],
+        target=loss.target,
+        loss_helper=LOSSES[type(loss)],
+        losses=losses_code,
+        forward_arrays_lines=(),  # torch allocates as it goes: no workspace
+        backward_arrays_lines=(),
+        forward_lines=tuple(bind(model, forward, {}, first) + list(forward.lines)),
+        adjoints_lines=adjoints_lines(model, full, cache),
+        window_lines=adjoints_lines(model, window, cache),
+        gradients_lines=tuple(
+            bind(model, gradients, sources(gradients, cache) | dict.fromkeys(reads, "adjoints"), dy) + list(gradients.lines)
+        ),
+        returns=returns,
+        rtrl_lines=rtrl.lines,
+        imports=tuple(sorted(set(imports) | {"import torch"})),
+        helpers=source,
+    )
+
+
+def bind(model, body, sources, shaped):
+    """The lines that bind what a body reads: parameters, arrays from their dicts, sizes, T and B from
+    the shape of the array `shaped`."""
+    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in body.params]
+    for name in sorted(sources, key=lambda n: (order(model)(n), n)):
+        head.append(f"{name} = {sources[name]}[{quoted(name)}]")
+    head += sized(body.sizes, model)
+    wanted = [(name, axis) for axis, name in enumerate(("T", "B")) if name in body.sizes]
+    if wanted:
+        names = ", ".join(n for n, _ in wanted)
+        head.append(f"{names} = " + ", ".join(f"{shaped}.shape[{axis}]" for _, axis in wanted))
+    return head
+
+
+def sources(body, cache):
+    return {name: "cache" for name in body.arrays & cache}
+
+
+def adjoints_lines(model, body, cache):
+    """The body of _adjoints or _window_adjoints: bindings, the adjoint tensors' dtype and device, the statements."""
+    dy = output_adjoint(model)
+    return tuple(bind(model, body, sources(body, cache), dy) + [f"dtype, device = {dy}.dtype, {dy}.device"] + list(body.lines))
