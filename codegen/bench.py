@@ -31,6 +31,7 @@ THREADS = {
 TOLERANCE = {"float64": 1e-9, "float32": 2e-3}  # largest relative difference of a gradient array
 WARMUP = 2
 PEERS = ("naive", "hand", "torch", "jax")
+BACKEND_PEERS = {"numpy": PEERS, "torch": ("numpy", "torch"), "jax": ("numpy", "jax")}  # the default peers
 NUMPY = ("generated", "naive", "hand", "GEMMs only")  # whose allocations tracemalloc sees
 
 
@@ -46,13 +47,20 @@ class Row:
     note: str = ""
 
 
-def implementations(model, module, problem, peers):
-    """{name: (run, collect)}: the generated module first, then every peer that has this model."""
+def implementations(model, module, problem, peers, backend="numpy", numpy_module=None):
+    """{name: (run, collect)}: the generated module first, then every peer that has this model. With a
+    framework's backend, `module` is its generated module and `numpy_module` the NumPy one (peer "numpy")."""
     from . import peers as numpy_peers
     from . import peers_jax, peers_torch
+    from .bench_backends import generated_call
 
     params, xs, ys, initial = problem
-    out = {"generated": (lambda: module.loss_and_grads(params, xs, ys, **initial), lambda r: r)}
+    if backend == "numpy":
+        out = {"generated": (lambda: module.loss_and_grads(params, xs, ys, **initial), lambda r: r)}
+    else:
+        out = {"generated": generated_call(backend, module, problem)}
+        if "numpy" in peers:
+            out["numpy"] = (lambda: numpy_module.loss_and_grads(params, xs, ys, **initial), lambda r: r)
     notes = {}
     for name, peer in numpy_peers.numpy_peers(model).items():
         if name in peers or (name == "GEMMs only" and "hand" in peers):
@@ -133,15 +141,17 @@ def workspace_mib(module):
     return sum(a.nbytes for a in arrays) / 2**20
 
 
-def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=0):
-    """Rows for the generated module and every peer, and the workspace size in MiB."""
+def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=0, backend="numpy", numpy_module=None):
+    """Rows for the generated module and every peer, and the workspace size in MiB (NumPy's module).
+    With a framework's backend, numpy_module (the NumPy module) makes the problem."""
     import numpy as np
 
+    maker = module if backend == "numpy" else numpy_module
     rng = np.random.default_rng(seed)
-    params = module.init_params(rng, dtype, **sizes)
-    xs, ys = module.random_inputs(rng, steps, batch, dtype, **sizes)
+    params = maker.init_params(rng, dtype, **sizes)
+    xs, ys = maker.random_inputs(rng, steps, batch, dtype, **sizes)
     problem = (params, xs, ys, {})
-    found, notes = implementations(model, module, problem, peers)
+    found, notes = implementations(model, module, problem, peers, backend, numpy_module)
     expected = found["generated"][1](found["generated"][0]())
     rows, calls = {}, {}
     for name, (call, collect) in found.items():
@@ -165,8 +175,8 @@ def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=
     return list(rows.values()), workspace_mib(module)
 
 
-def table(rows):
-    """The rows as an aligned text table."""
+def table(rows, numpy_names=NUMPY):
+    """The rows as an aligned text table; allocations shown for the NumPy implementations only."""
     head = (
         "implementation",
         "median ms",
@@ -187,7 +197,7 @@ def table(rows):
                 row.name,
                 f"{row.median_ms:.3f}",
                 f"{row.ratio:.2f}",
-                f"{row.allocated_mib:.2f}" if row.name in NUMPY else "-",
+                f"{row.allocated_mib:.2f}" if row.name in numpy_names else "-",
                 f"{row.peak_mib:.2f}",
                 f"{row.faults:.0f}",
                 f"{row.error:.1e}",
@@ -226,18 +236,30 @@ def main(argv=None):
     from .check import load_module
 
     model = load(spec["model"])
-    module = load_module(model, from_zoo=spec["model"] in ZOO)
+    backend = spec.get("backend", "numpy")
+    numpy_module = load_module(model, from_zoo=spec["model"] in ZOO)
+    module = load_module(model, from_zoo=spec["model"] in ZOO, backend=backend)
     failed = False
     for dtype in spec["dtypes"]:
         rows, held = run(
-            model, module, spec["sizes"], spec["steps"], spec["batch"], np.dtype(dtype), spec["repeats"], spec["peers"]
+            model,
+            module,
+            spec["sizes"],
+            spec["steps"],
+            spec["batch"],
+            np.dtype(dtype),
+            spec["repeats"],
+            spec["peers"],
+            backend=backend,
+            numpy_module=numpy_module,
         )
         shown = ", ".join(f"{k}={v}" for k, v in spec["sizes"].items())
         print(
-            f"{model.name} {dtype}: T={spec['steps']} B={spec['batch']} {shown}; core {core}, BLAS on one thread, median of {spec['repeats']} (round-robin, after {WARMUP} warm-up rounds)"
+            f"{model.name} {dtype}{'' if backend == 'numpy' else f', generated for {backend}'}: T={spec['steps']} B={spec['batch']} {shown}; core {core}, one thread, median of {spec['repeats']} (round-robin, after {WARMUP} warm-up rounds)"
         )
-        print(table(rows))
-        print(f"generated workspace: {held:.2f} MiB kept between calls\n")
+        print(table(rows, NUMPY if backend == "numpy" else ("numpy",)))
+        if backend == "numpy":
+            print(f"generated workspace: {held:.2f} MiB kept between calls\n")
         failed = failed or any(row.note.startswith("gradients differ") for row in rows)
     return 1 if failed else 0
 

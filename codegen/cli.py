@@ -16,7 +16,7 @@ from . import analyze as analysis
 from . import bench as benchmark
 from . import check as checking
 from . import plots
-from .backends import BACKENDS
+from .backends import BACKENDS, MissingFramework, require
 from .numpy_printer import PrintError
 from .render import OutputError, document, module_filename, output_target, write_atomic
 
@@ -207,8 +207,12 @@ def cmd_bench(args):
     model = _model(args.model)
     module = checking.load_module(model, from_zoo=args.model in ZOO)
     sizes = _sizes(args.sizes, module) if args.sizes else {name: 32 for name in module.SIZES}
+    if args.backend != "numpy":
+        require(args.backend)
+        checking.load_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line, here
+    peers = args.peers or list(benchmark.BACKEND_PEERS[args.backend])
     spec = dict(model=args.model, sizes=sizes, steps=args.steps, batch=args.batch, dtypes=args.dtype)
-    return benchmark.launch(dict(spec, repeats=args.repeats, peers=args.peers))
+    return benchmark.launch(dict(spec, repeats=args.repeats, peers=peers, backend=args.backend))
 
 
 def _choices(allowed, what):
@@ -361,7 +365,15 @@ def parser():
         "--repeats", type=_positive, default=7, metavar="R", help="timed rounds, median reported (default 7)"
     )
     sub.add_argument(
-        "--peers", type=_choices(benchmark.PEERS, "peers"), default=list(benchmark.PEERS), help="peers (default all)"
+        "--peers",
+        type=_choices(("numpy", *benchmark.PEERS), "peers"),
+        help="peers (default: naive, hand, torch, jax; with --backend torch: numpy, torch; jax: numpy, jax)",
+    )
+    sub.add_argument(
+        "--backend",
+        choices=tuple(BACKENDS),
+        default="numpy",
+        help="time the module generated for this framework (default numpy) against that framework's own",
     )
     sub.set_defaults(run=cmd_bench)
     return top
@@ -376,7 +388,13 @@ def main(argv=None):
     except BrokenPipeError:  # the reader stopped early (`bptt latex elman | head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except (UsageError, OutputError, NoRule, PrintError) as error:  # bad input, or a model the tool cannot handle
+    except (
+        UsageError,
+        OutputError,
+        NoRule,
+        PrintError,
+        MissingFramework,
+    ) as error:  # bad input, or a model the tool cannot handle
         return _failed(args, error, 2)
     except checking.NonFiniteForward as error:  # check: the forward pass overflowed
         return _failed(args, error, 4)

@@ -102,6 +102,19 @@ def test_bench_command_prints_the_table():
     assert "generated workspace" in result.stdout
 
 
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_bench_times_a_framework_s_module_against_its_own(backend):
+    """--backend torch (jax): the generated torch (JAX) module against the NumPy module and torch.nn.LSTM
+    (jax.grad of a scan), every gradient agreeing before the timing."""
+    result = bptt("bench", "lstm", "--backend", backend, "--sizes", "d=2,h=3,q=4", "--steps", "3", "--batch", "2",
+                  "--repeats", "1", "--dtype", "float64")  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"lstm float64, generated for {backend}: T=3 B=2" in result.stdout
+    rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("generated ", "numpy ", backend))]
+    assert [row[0] for row in rows] == ["generated", "numpy", backend]
+    assert all(float(row[-1]) <= 1e-12 for row in rows)
+
+
 def test_bench_usage_errors_are_one_line():
     for args, words in (
         (("bench", "elman", "--peers", "numba"), "peers"),
