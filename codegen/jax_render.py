@@ -1,0 +1,233 @@
+"""The JAX backend: what templates/jax_module.py.j2 lays out for one model, printed from the statements
+of codegen/program.py (the plain backward statements and the fast parameter gradients) and from a
+plain forward schedule, with the recursions as `jax.lax.scan`."""
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from bptt.derive.nodes import Adj, SoftmaxCrossEntropy, SquaredError
+
+from . import jax_forward_mode, optimize
+from .helpers import helpers
+from .ir import Array, Assign, Loop, adjoint_array, walk
+from .jax_printer import JaxPrinter
+from .jax_statements import backward_scan, forward_scan, initial_code, tupled
+from .numpy_layout import cache_dims
+from .numpy_printer import PrintError, size_name
+from .program import build, shape_of
+from .render import _env
+from .schedule import forward_schedule
+from .text import equation, text
+
+SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
+SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_following")
+LOSSES = {SoftmaxCrossEntropy: "_softmax_cross_entropy", SquaredError: "_squared_error"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Everything jax_module.py.j2 needs; the *_lines fields are printed function bodies."""
+
+    model: object
+    equations: tuple
+    loss_text: str
+    params: tuple  # (name, shape as size names)
+    sizes: tuple
+    states: tuple  # (name, size name)
+    forced: tuple
+    cache: tuple  # (name, dims)
+    input: object
+    output: object
+    target: object
+    loss_helper: str
+    losses: str
+    forward_lines: tuple
+    gradient_lines: tuple
+    rtrl_lines: tuple
+    helpers: str
+
+    @property
+    def teacher(self):
+        return bool(self.forced)
+
+    @property
+    def state_names(self):
+        return tuple(f"{name}0" for name, _ in self.states)
+
+
+def module_source(model):
+    """The source of generated/<model>_jax.py."""
+    return _env.get_template("jax_module.py.j2").render(m=layout(model))
+
+
+def layout(model):
+    program = build(model)
+    loss = model.concrete_loss()
+    if type(loss) not in LOSSES:
+        raise PrintError(f"no JAX form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+    forward, forward_used = forward_body(program)
+    gradients, gradients_used = gradient_body(program)
+    rtrl, rtrl_used = rtrl_body(program)
+    losses = JaxPrinter(stacked=True)
+    losses_code = str(losses(loss))
+    used = forward_used | gradients_used | rtrl_used | losses.used["helpers"] | set(SCAFFOLD) | {LOSSES[type(loss)]}
+    if model.inputs[0].role == "label" or loss.target.role == "label" or model.teacher_forcing:
+        used.add("_check_labels")
+    _, source = helpers("jax").source(sorted(used))
+    return Layout(
+        model=model,
+        equations=tuple(equation(seq(), rhs) for seq, rhs in model.assignments),
+        loss_text=text(loss),
+        params=tuple((p.name, shape_of(p)) for p in model.params),
+        sizes=tuple(str(s) for s in model.sizes),
+        states=tuple((seq.name, str(seq.rows)) for seq in model.states),
+        forced=tuple(seq.name for seq in model.forced),
+        cache=cache_dims(model, program.cache),
+        input=model.inputs[0],
+        output=model.outputs[0][0],
+        target=loss.target,
+        loss_helper=LOSSES[type(loss)],
+        losses=losses_code,
+        forward_lines=tuple(forward),
+        gradient_lines=tuple(gradients),
+        rtrl_lines=tuple(rtrl),
+        helpers=source,
+    )
+
+
+def forward_statements(model, cached):
+    """(stacked before the loop, hoisted terms of loop values, the loop's step, stacked after it):
+    teacher forcing first, then the plain forward schedule with loop-invariant terms hoisted."""
+    steps = [(seq, rhs, equation(seq(), rhs)) for seq, rhs in model.steps + model.outputs if seq not in model.forced]
+    steps = optimize.inline_values(steps, cached)
+    comments = {seq.name: comment for seq, _, comment in steps}
+    live = {seq.name for seq in model.states if seq not in model.forced}
+    before, loop, after = forward_schedule([(seq, rhs) for seq, rhs, _ in steps], live)
+
+    def assign(pairs):
+        return [Assign(seq(), rhs, comments[seq.name]) for seq, rhs in pairs]
+
+    hoisted, inside = optimize.hoist(assign(loop), {seq.name for seq, _ in loop} | live, set())
+    forced = [Assign(seq(), value, equation(seq(), value)) for seq, value in model.teacher_forcing]
+    return forced + assign(before), hoisted, inside, assign(after)
+
+
+def forward_body(program):
+    """(lines of _forward, helpers used)."""
+    model = program.model
+    states = {seq.name for seq in model.states}
+    before, hoisted, inside, after = forward_statements(model, program.cache[1:])
+    printer = JaxPrinter(stacked=True)
+    lines = []
+    for statement in before:
+        lines.append(stacked(printer, statement, states))
+    for statement in hoisted:
+        lines.append(f"_{statement.target.name}_in = {printer(statement.value)}  # {statement.comment}")
+    if inside:
+        scan = forward_scan(printer, inside, {s.target.name for s in hoisted}, states)
+        first = [f"{name[: -len('_prev')]}0" for name, _ in scan.carry]
+        lines += scan.lines("One step t of the recursion: the states at t-1 in, the values at t out.", first)
+        roles = {s.target.name: s.target.role for s in inside}
+        for name, _ in scan.outputs:
+            if roles[name] != "output":
+                start = f"{name}0" if name in states else "None"
+                lines.append(f"{name} = {printer.helper('_steps')}({start}, {name})  # steps 0..T")
+    for statement in after:
+        lines.append(stacked(printer, statement, states))
+    cache = ", ".join(f'"{name}": {name}' for name in program.cache)
+    lines.append(f"return {model.outputs[0][0].name}, {{{cache}}}")
+    used = printer.used
+    head = bindings(model, used, model.inputs[0].name)
+    return head + lines, used["helpers"]
+
+
+def stacked(printer, statement, states):
+    """A statement for all steps: an output's (T, B, n) array, or a state's or intermediate's steps 0..T."""
+    target = statement.target
+    value = printer(statement.value)
+    if target.role == "output":
+        return f"{target.name} = {value}  # {statement.comment}"
+    start = f"{target.name}0" if target.name in states else "None"
+    return f"{target.name} = {printer.helper('_steps')}({start}, {value})  # {statement.comment}"
+
+
+def bindings(model, used, first, cache=()):
+    """Lines binding the parameters, cache arrays, sizes, T, B and dtype a body reads (from the arrays' shapes)."""
+    head = [f'{p.name} = params["{p.name}"]' for p in model.params if p.name in used["params"]]
+    head += [f'{name} = cache["{name}"]' for name in cache if name in used["arrays"]]
+    for size in model.sizes:
+        if str(size) in used["sizes"]:
+            param, axis = next((p, k) for p in model.params for k, dim in enumerate(p.shape) if dim == size)
+            head.append(f'{size_name(size)} = params["{param.name}"].shape[{axis}]')
+    wanted = [(name, axis) for axis, name in enumerate(("T", "B")) if name in used["sizes"]]
+    if wanted:
+        names, axes = ", ".join(n for n, _ in wanted), ", ".join(f"{first}.shape[{axis}]" for _, axis in wanted)
+        head.append(f"{names} = {axes}")
+    if "dtype" in used["sizes"]:
+        head.append(f'dtype = params["{model.params[0].name}"].dtype')
+    return head
+
+
+def gradient_body(program):
+    """(lines of _gradients after keep and ages are set, helpers used): the adjoints (the recursion as a
+    reversed scan), dL/dS_0, then the parameter gradients as the NumPy module stacks them."""
+    model = program.model
+    statements = program.window.statements
+    targets = {s.target.of.name: s.target.of for s in walk(statements) if isinstance(getattr(s, "target", None), Adj)}
+    arrays = {adjoint_array(name): Array(adjoint_array(name), seq.rows, "T") for name, seq in targets.items()}
+    groups = [a for a in program.adjoints.arrays if a.members]
+    for group in groups:  # the gates' adjoints side by side, for one product per gradient
+        arrays.update({name: Array(name, None, "T") for name in [group.name] + [span[0] for span in group.spans]})
+    gradient = JaxPrinter(stacked=True, arrays=arrays)
+    gradient_lines = [f"{s.target.name} = {gradient(s.value)}  # {s.comment}" for s in program.gradients.statements]
+    returns = [f'"{key}": {gradient(value)},  # {comment}' for key, value, comment in program.returns]
+    read = gradient.used["arrays"]
+    joined = []
+    for group in groups:
+        for name, first, count in ((group.name, 0, len(group.members)), *group.spans):
+            if name in read:
+                parts = ", ".join(member for member, _ in group.members[first : first + count])
+                joined.append(f"{name} = jnp.concatenate(({parts}), axis=-1)  # the gates' adjoints side by side")
+                read |= {member for member, _ in group.members[first : first + count]}
+    printer = JaxPrinter(stacked=True, arrays=arrays)
+    lines, local = [], set()
+    for statement in statements:
+        if isinstance(statement, Loop):
+            continue
+        if not isinstance(statement.value, sp.ZeroMatrix):
+            local.add(statement.target.of.name)
+            lines.append(f"{adjoint_array(statement.target.of.name)} = {printer(statement.value)}  # {statement.comment}")
+    loop = next((s for s in statements if isinstance(s, Loop)), None)
+    initial_reads = {a.of.name for i in program.window_initial for a in i.value.atoms(Adj)}
+    carried = []
+    if loop is not None:
+        built = backward_scan(printer, loop, read, initial_reads, local)
+        carried = built.carried
+        lines.append(f"keep_next = {printer.helper('_following')}(keep)  # keep[t], t = 1..T")
+        rows = sorted({size_name(targets[n].rows) for n in carried})
+        lines += [f"zero_{r} = {printer.helper('_fresh')}(jnp.zeros((B, {r}), dtype), ages)  # nothing after step T" for r in rows]
+        first = [f"zero_{size_name(targets[n].rows)}" for n in carried]
+        doc = "One step t, last first: the adjoints at t+1 in, those at t out."
+        lines += built.scan.lines(doc, first, reverse=True, last="carry")
+        lines.append(f"{tupled([name for name, _ in built.scan.carry])} = carry  # the adjoints at step 1")
+        printer.used["sizes"] |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
+    if any(item.weighted for item in program.window_initial):
+        lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
+    initial = JaxPrinter(stacked=False, arrays=arrays, carried=carried)
+    initial.used = printer.used
+    lines += [initial_code(initial, item, carried) for item in program.window_initial]
+    used = {key: printer.used[key] | gradient.used[key] for key in printer.used}
+    head = bindings(model, used, f"d_{model.outputs[0][0].name}", program.cache)
+    body = head + lines + joined + gradient_lines + ["return {"] + ["    " + r for r in returns]
+    body += [f'    "{key}": d_{key},' for key in (f"{seq.name}0" for seq in model.states)] + ["}"]
+    return body, used["helpers"]
+
+
+def rtrl_body(program):
+    """(lines of _forward_mode after the loss, helpers used): real-time recurrent learning."""
+    model = program.model
+    output = f"d_{model.outputs[0][0].name}"
+    lines, printer = jax_forward_mode.lines(model, output)
+    head = bindings(model, printer.used, output, program.cache[1:])  # the input is an argument
+    return head + ["grads = {}"] + lines + ["return loss, grads"], printer.used["helpers"]
