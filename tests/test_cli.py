@@ -24,6 +24,8 @@ from cli_support import (
     table_rows,
 )
 
+from bptt.codegen.backends import BACKENDS
+
 # ---------------------------------------------------------------- models and --help
 
 
@@ -124,13 +126,14 @@ def committed_modules():
 
 
 def test_codegen_is_byte_identical_to_the_committed_modules(tmp_path):
-    """Regenerating every zoo model reproduces generated/<model>.py byte for byte, twice."""
+    """Regenerating every zoo model for every backend reproduces generated/<model>[_<backend>].py byte for
+    byte, twice."""
     committed = committed_modules()
-    assert sorted(committed) == sorted(name.replace("-", "_") + ".py" for name in ZOO)
+    assert sorted(committed) == sorted(b.filename(name) for name in ZOO for b in BACKENDS.values())
     for run in ("first", "second"):
         out = tmp_path / run
         out.mkdir()
-        result = bptt("codegen", "--out", out)
+        result = bptt("codegen", "--backend", "all", "--out", out)
         assert_ok(result)
         written = {p.name: p.read_bytes() for p in out.iterdir()}
         assert sorted(written) == sorted(committed), "unexpected or temporary files in --out"
@@ -225,9 +228,9 @@ def test_check_takes_every_option():
 
 
 def corrupt(path, name="W_hh", factor="1.01"):
-    """Multiply the gradient of `name` returned by backward() by `factor` in a generated module's source."""
+    """Multiply the gradient of `name` that _backward() returns by `factor` in a generated module's source."""
     source = path.read_text(encoding="utf-8")
-    start = source.index("\ndef backward(")
+    start = source.index("\ndef _backward(")
     end = source.index("\ndef ", start + 1)
     body, count = re.subn(rf'^(\s*"{name}": )(.*),$', rf"\g<1>{factor} * (\g<2>),", source[start:end], flags=re.M)
     assert count == 1, f"no single gradient line for {name} in backward() of {path}"
