@@ -123,7 +123,7 @@ def lines(model, output="d_s"):
     printer = TangentPrinter(stacked=False)
     out = []
     for block in blocks(model):
-        out += _block_lines(printer, block, output)
+        out += block_lines(printer, block, output)
     used = printer.used
     return Printed(
         tuple(out),
@@ -134,15 +134,29 @@ def lines(model, output="d_s"):
     )
 
 
-def _block_lines(printer, block, output):
-    size = printer(block.wrt.rows) if block.per_sample else f"{printer(block.wrt)}.size"
+@dataclass(frozen=True)
+class Arrays:
+    """How a backend's code makes the arrays of the forward-mode loops."""
+
+    zeros: str  # a format string of {shape}
+    zeros_like: str
+    einsum: str
+    size: str  # what follows an array for its number of entries
+
+
+NUMPY_ARRAYS = Arrays("np.zeros({shape}, dtype)", "np.zeros_like", "np.einsum", ".size")
+
+
+def block_lines(printer, block, output, arrays=NUMPY_ARRAYS):
+    """One block's loop: the tangents along every entry of a parameter (or initial state), summed into its gradient."""
+    size = printer(block.wrt.rows) if block.per_sample else f"{printer(block.wrt)}{arrays.size}"
     out = [
         f"# {block.key}: tangents along every entry of {block.key}" + (", for each sample" if block.per_sample else "")
     ]
-    out += [f"dot_{s.name} = np.zeros(({size}, B, {printer(s.rows)}), dtype)" for s in block.zero]
+    out += [f"dot_{s.name} = {arrays.zeros.format(shape=f'({size}, B, {printer(s.rows)})')}" for s in block.zero]
     step = []
     if block.per_sample and block.forced:
-        out += [f"first = {printer.directions(block.wrt.rows)}", "zero = np.zeros_like(first)"]
+        out += [f"first = {printer.directions(block.wrt.rows)}", f"zero = {arrays.zeros_like}(first)"]
         step.append(
             f"dot_{block.wrt.name} = first if t == 1 else zero  # {text(Tangent(block.wrt(0)))} enters step 1 only"
         )
@@ -153,10 +167,10 @@ def _block_lines(printer, block, output):
         codes = ", ".join(str(printer(value)) for _, value in block.updates)
         comment = "; ".join(f"{text(Tangent(s()))} = {text(value)}" for s, value in block.updates)
         step.append(f"{names} = {codes}  # {comment}")
-    out.append(f"total = np.zeros({f'(B, {size})' if block.per_sample else size}, dtype)")
+    out.append(f"total = {arrays.zeros.format(shape=f'(B, {size})' if block.per_sample else size)}")
     out.append("for t in range(1, T + 1):")
     out += [f"    {line}" for line in step]
     contract = "bp" if block.per_sample else "p"
-    out.append(f'    total += np.einsum("pbk,bk->{contract}", {printer(block.outputs)}, {output}[t - 1])')
+    out.append(f'    total += {arrays.einsum}("pbk,bk->{contract}", {printer(block.outputs)}, {output}[t - 1])')
     out.append(f'grads["{block.key}"] = total' + ("" if block.per_sample else f".reshape({block.key}.shape)"))
     return out

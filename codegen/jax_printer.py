@@ -7,14 +7,10 @@ t: a value at step t is the local `h_t`, at t-1 `h_prev` (the carry or a stacked
 `d_a_next`; jax_statements.py decides where each comes from.
 """
 
-import ast
-
 import sympy as sp
 
-from bptt.derive.elementwise import lookup
-from bptt.derive.nodes import Adj, matrix_sum, t
+from bptt.derive.nodes import Adj, t
 
-from .helpers import helpers
 from .numpy_printer import PRODUCT, SUM, Code, PrintError, RowPrinter, array_name
 
 SUFFIX = {-1: "prev", 0: "t", 1: "next"}
@@ -29,6 +25,8 @@ class JaxPrinter(RowPrinter):
     """Row form for JAX. At one step (stacked=False) every read of a time-t sequence becomes a local
     name and is recorded in `reads` (name -> (node, shift)) unless `assigned` holds it already.
     carried: the adjoints whose value at step 1 is the scan's final carry (`d_a_next`)."""
+
+    backend, form, blocks = "jax", "JAX", "jnp.s_"
 
     def __init__(self, stacked=False, arrays=None, carried=()):
         super().__init__(stacked=stacked, arrays=arrays)
@@ -53,25 +51,6 @@ class JaxPrinter(RowPrinter):
             self.reads.setdefault(name, (node, shift))
         return Code(name)
 
-    def elementwise(self, function):
-        """An elementwise function's JAX code template, the helpers it calls recorded."""
-        entry = lookup(function)
-        code = entry.code["jax"]
-        tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
-        known = helpers("jax").definitions
-        called = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in known}
-        for name in sorted(called | set(entry.helpers.get("jax", ()))):
-            self.helper(name)
-        return code
-
-    def placed(self, whole, placed):
-        """A sliced parameter's gradient: each block's value added at its rows and columns, the rest zero."""
-        parameter = placed[0].block.parent
-        blocks = [("jnp.s_[:]", matrix_sum(whole))] if whole else []
-        blocks += [(f"jnp.s_[{self.block_index(p.block)}]", p.value) for p in placed]
-        listed = ", ".join(f"({index}, {self._print(value)})" for index, value in blocks)
-        return Code(f"{self.helper('_placed')}({self._print(parameter)}, {listed})")
-
     def _print_Softmax(self, expr):
         return Code(f"jax.nn.softmax({self._print(expr.arg)}, axis=-1)")
 
@@ -95,9 +74,3 @@ class JaxPrinter(RowPrinter):
     def _print_SquaredError(self, loss):
         difference = f"{self._print(loss.prediction)} - {self._print(loss.target)}"
         return Code(f"0.5 * jnp.square({difference}).sum(axis=-1)", PRODUCT)
-
-    def _print_GenericLoss(self, loss):
-        raise PrintError(f"no JAX form for the loss {type(loss).__name__}; give the model a concrete code_loss")
-
-    def emptyPrinter(self, expr):
-        raise PrintError(f"no JAX form for {type(expr).__name__}: {expr}")

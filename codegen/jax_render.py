@@ -6,54 +6,33 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.derive.nodes import Adj, SoftmaxCrossEntropy, SquaredError
+from bptt.derive.nodes import Adj
 
 from . import jax_forward_mode, optimize
+from .facts import Facts, fixed_helpers, model_facts
 from .helpers import helpers
 from .ir import Array, Assign, Loop, adjoint_array, walk
 from .jax_printer import JaxPrinter
 from .jax_statements import backward_scan, forward_scan, initial_code, tupled
-from .numpy_layout import cache_dims
-from .numpy_printer import PrintError, size_name
-from .program import build, shape_of
+from .numpy_printer import size_name
+from .program import build
 from .render import _env
 from .schedule import forward_schedule
-from .text import equation, text
+from .text import equation
 
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
 SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_following")
-LOSSES = {SoftmaxCrossEntropy: "_softmax_cross_entropy", SquaredError: "_squared_error"}
 
 
 @dataclass(frozen=True)
-class Layout:
+class Layout(Facts):
     """Everything jax_module.py.j2 needs; the *_lines fields are printed function bodies."""
 
-    model: object
-    equations: tuple
-    loss_text: str
-    params: tuple  # (name, shape as size names)
-    sizes: tuple
-    states: tuple  # (name, size name)
-    forced: tuple
-    cache: tuple  # (name, dims)
-    input: object
-    output: object
-    target: object
-    loss_helper: str
     losses: str
     forward_lines: tuple
     gradient_lines: tuple
     rtrl_lines: tuple
     helpers: str
-
-    @property
-    def teacher(self):
-        return bool(self.forced)
-
-    @property
-    def state_names(self):
-        return tuple(f"{name}0" for name, _ in self.states)
 
 
 def module_source(model):
@@ -63,31 +42,16 @@ def module_source(model):
 
 def layout(model):
     program = build(model)
-    loss = model.concrete_loss()
-    if type(loss) not in LOSSES:
-        raise PrintError(f"no JAX form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+    facts = model_facts(model, program, "JAX")
     forward, forward_used = forward_body(program)
     gradients, gradients_used = gradient_body(program)
     rtrl, rtrl_used = rtrl_body(program)
     losses = JaxPrinter(stacked=True)
-    losses_code = str(losses(loss))
-    used = forward_used | gradients_used | rtrl_used | losses.used["helpers"] | set(SCAFFOLD) | {LOSSES[type(loss)]}
-    if model.inputs[0].role == "label" or loss.target.role == "label" or model.teacher_forcing:
-        used.add("_check_labels")
+    losses_code = str(losses(model.concrete_loss()))
+    used = forward_used | gradients_used | rtrl_used | losses.used["helpers"] | fixed_helpers(model, SCAFFOLD)
     _, source = helpers("jax").source(sorted(used))
     return Layout(
-        model=model,
-        equations=tuple(equation(seq(), rhs) for seq, rhs in model.assignments),
-        loss_text=text(loss),
-        params=tuple((p.name, shape_of(p)) for p in model.params),
-        sizes=tuple(str(s) for s in model.sizes),
-        states=tuple((seq.name, str(seq.rows)) for seq in model.states),
-        forced=tuple(seq.name for seq in model.forced),
-        cache=cache_dims(model, program.cache),
-        input=model.inputs[0],
-        output=model.outputs[0][0],
-        target=loss.target,
-        loss_helper=LOSSES[type(loss)],
+        **facts,
         losses=losses_code,
         forward_lines=tuple(forward),
         gradient_lines=tuple(gradients),
@@ -197,7 +161,9 @@ def gradient_body(program):
             continue
         if not isinstance(statement.value, sp.ZeroMatrix):
             local.add(statement.target.of.name)
-            lines.append(f"{adjoint_array(statement.target.of.name)} = {printer(statement.value)}  # {statement.comment}")
+            lines.append(
+                f"{adjoint_array(statement.target.of.name)} = {printer(statement.value)}  # {statement.comment}"
+            )
     loop = next((s for s in statements if isinstance(s, Loop)), None)
     initial_reads = {a.of.name for i in program.window_initial for a in i.value.atoms(Adj)}
     carried = []
@@ -206,7 +172,10 @@ def gradient_body(program):
         carried = built.carried
         lines.append(f"keep_next = {printer.helper('_following')}(keep)  # keep[t], t = 1..T")
         rows = sorted({size_name(targets[n].rows) for n in carried})
-        lines += [f"zero_{r} = {printer.helper('_fresh')}(jnp.zeros((B, {r}), dtype), ages)  # nothing after step T" for r in rows]
+        lines += [
+            f"zero_{r} = {printer.helper('_fresh')}(jnp.zeros((B, {r}), dtype), ages)  # nothing after step T"
+            for r in rows
+        ]
         first = [f"zero_{size_name(targets[n].rows)}" for n in carried]
         doc = "One step t, last first: the adjoints at t+1 in, those at t out."
         lines += built.scan.lines(doc, first, reverse=True, last="carry")

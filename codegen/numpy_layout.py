@@ -5,17 +5,15 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.derive.nodes import SoftmaxCrossEntropy, SquaredError
-
 from . import forward_mode
+from .facts import Facts, fixed_helpers, model_facts
 from .helpers import helpers
 from .ir import Array, adjoint_array
 from .numpy_bindings import bound, initial_keys, output_adjoint, quoted, sized, time_and_batch
-from .numpy_printer import ONES, PrintError, RowPrinter, size_name
+from .numpy_printer import ONES, RowPrinter, size_name
 from .numpy_statements import NumPyPrinter
 from .numpy_window import window_body
-from .program import build, shape_of
-from .text import equation, text
+from .program import build
 
 SCAFFOLD = (  # the helpers the template's fixed parts call
     "_extent",
@@ -30,25 +28,12 @@ SCAFFOLD = (  # the helpers the template's fixed parts call
     "_check_cache",
     "_check_array",
 )
-LOSSES = {SoftmaxCrossEntropy: "_softmax_cross_entropy", SquaredError: "_squared_error"}
 
 
 @dataclass(frozen=True)
-class Layout:
+class Layout(Facts):
     """Everything module.py.j2 needs, typed; the *_lines fields are printed function bodies."""
 
-    model: object
-    equations: tuple
-    loss_text: str
-    params: tuple  # (name, shape as size names)
-    sizes: tuple
-    states: tuple  # (name, size name)
-    forced: tuple
-    cache: tuple  # (name, dims)
-    input: object  # the input Seq
-    output: object  # the output Seq
-    target: object  # the target Seq (or labels)
-    loss_helper: str
     losses: str  # the per-step loss, code over all steps
     forward_arrays_lines: tuple
     backward_arrays_lines: tuple
@@ -62,14 +47,6 @@ class Layout:
     helpers: str
 
     @property
-    def teacher(self):
-        return bool(self.forced)
-
-    @property
-    def state_names(self):
-        return tuple(f"{name}0" for name, _ in self.states)
-
-    @property
     def adjoint_names(self):
         """What _adjoints returns: `d_c0, d_h0`."""
         return ", ".join(f"d_{name}" for name in self.state_names)
@@ -77,32 +54,16 @@ class Layout:
 
 def layout(model):
     program = build(model)
-    loss = model.concrete_loss()
-    if type(loss) not in LOSSES:
-        raise PrintError(f"no NumPy form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+    facts = model_facts(model, program, "NumPy")
     forward_arrays, forward_lines, forward_used = forward_body(program)
     backward = backward_bodies(program)
     rtrl = rtrl_body(program)
-    used = forward_used | backward.helpers | rtrl.helpers | set(SCAFFOLD) | {LOSSES[type(loss)]}
     losses = RowPrinter(stacked=True)
-    losses_code = str(losses(loss))
-    used |= losses.used["helpers"]
-    if model.inputs[0].role == "label" or loss.target.role == "label" or model.teacher_forcing:
-        used.add("_check_labels")
+    losses_code = str(losses(model.concrete_loss()))
+    used = forward_used | backward.helpers | rtrl.helpers | losses.used["helpers"] | fixed_helpers(model, SCAFFOLD)
     imports, source = helpers("numpy").source(sorted(used))
     return Layout(
-        model=model,
-        equations=tuple(equation(seq(), rhs) for seq, rhs in model.assignments),
-        loss_text=text(loss),
-        params=tuple((p.name, shape_of(p)) for p in model.params),
-        sizes=tuple(str(s) for s in model.sizes),
-        states=tuple((seq.name, str(seq.rows)) for seq in model.states),
-        forced=tuple(seq.name for seq in model.forced),
-        cache=cache_dims(model, program.cache),
-        input=model.inputs[0],
-        output=model.outputs[0][0],
-        target=loss.target,
-        loss_helper=LOSSES[type(loss)],
+        **facts,
         losses=losses_code,
         forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True)),
         backward_arrays_lines=tuple(allocation(backward.arrays)),
@@ -143,13 +104,6 @@ def model_names(model):
     )
     names = set(seqs) | {p.name for p in model.params} | {size_name(s) for s in model.sizes}
     return names | {adjoint_array(name) for name in seqs} | {f"dot_{name}" for name in seqs}
-
-
-def cache_dims(model, names):
-    seqs = {seq.name: seq for seq in model.inputs + model.states + model.intermediates}
-    first = model.inputs[0]
-    dims = [(first.name, ("T", "B") if first.role == "label" else ("T", "B", str(first.rows)))]
-    return tuple(dims + [(name, ("T+1", "B", str(seqs[name].rows))) for name in names[1:]])
 
 
 def forward_body(program):

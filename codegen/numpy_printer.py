@@ -70,6 +70,9 @@ class RowPrinter(Printer):
     by array name); it records the parameters, sizes, arrays and helpers it prints."""
 
     printmethod = None
+    backend = "numpy"  # the key of the registry's code and of the helpers file
+    form = "NumPy"  # the backend's name in errors
+    blocks = "np.s_"  # what indexes a block of a parameter
 
     def __init__(self, stacked=False, arrays=None):
         super().__init__()
@@ -200,10 +203,14 @@ class RowPrinter(Printer):
     def placed(self, whole, placed):
         """A sliced parameter's gradient: each block's value written into its rows and columns, the rest zero."""
         parameter = placed[0].block.parent
-        blocks = [("np.s_[:]", matrix_sum(whole))] if whole else []
-        blocks += [(f"np.s_[{self.block_index(p.block)}]", p.value) for p in placed]
+        blocks = [(self.index_of(None), matrix_sum(whole))] if whole else []
+        blocks += [(self.index_of(p.block), p.value) for p in placed]
         listed = ", ".join(f"({index}, {self._print(value)})" for index, value in blocks)
         return Code(f"{self.helper('_placed')}({self._print(parameter)}, {listed})")
+
+    def index_of(self, block):
+        """What indexes a block in its parameter, np.s_[n_h:2 * n_h]; the whole parameter for None."""
+        return f"{self.blocks}[{':' if block is None else self.block_index(block)}]"
 
     def _print_MatAdd(self, expr):
         whole, placed = split(expr)
@@ -232,13 +239,18 @@ class RowPrinter(Printer):
         return Code(code.format(arg=arg, operand=operand), template_level(code))
 
     def elementwise(self, function):
-        """An elementwise function's NumPy code template, the helpers it calls recorded: those its registry
-        entry names, and any other it calls (found in the template's syntax tree)."""
+        """An elementwise function's code template for this backend, the helpers it calls recorded: those its
+        registry entry names, and any other it calls (found in the template's syntax tree)."""
         entry = lookup(function)
-        code = entry.code["numpy"]
+        if self.backend not in entry.code:
+            raise PrintError(
+                f"the elementwise function {function!r} has no {self.form} code; give its entry code[{self.backend!r}]"
+            )
+        code = entry.code[self.backend]
         tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
-        called = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in helpers("numpy").definitions}
-        for name in sorted(called | set(entry.helpers.get("numpy", ()))):
+        known = helpers(self.backend).definitions
+        called = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in known}
+        for name in sorted(called | set(entry.helpers.get(self.backend, ()))):
             self.helper(name)
         return code
 
@@ -319,10 +331,10 @@ class RowPrinter(Printer):
         return Code(f"{self.helper('_logsumexp')}({logits}) - {picked}", SUM)
 
     def _print_GenericLoss(self, loss):
-        raise PrintError(f"no NumPy form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+        raise PrintError(f"no {self.form} form for the loss {type(loss).__name__}; give the model a concrete code_loss")
 
     def emptyPrinter(self, expr):
-        raise PrintError(f"no NumPy form for {type(expr).__name__}: {expr}")
+        raise PrintError(f"no {self.form} form for {type(expr).__name__}: {expr}")
 
 
 def _index(expr):

@@ -7,49 +7,24 @@ the one-hot lookups and scatters, the losses, and the backward statements (no `o
 expressions written into the adjoint tensors, which run under torch.no_grad()).
 """
 
-import ast
-
 import sympy as sp
 
-from bptt.derive.elementwise import lookup
-from bptt.derive.nodes import Diag, matrix_sum
+from bptt.derive.nodes import Diag
 
-from .helpers import helpers
 from .ir import PARAMETER
-from .numpy_printer import ATOM, PRODUCT, SUM, Code, PrintError, RowPrinter, template_level
+from .numpy_printer import ATOM, PRODUCT, SUM, Code, RowPrinter
 from .numpy_window import WindowPrinter
 
 
 class TorchPrinter(RowPrinter):
     """Row form in torch: one step (`stacked=False`) or all steps t = 1..T at once."""
 
-    def elementwise(self, function):
-        """The registry entry's torch template, the helpers it calls recorded."""
-        entry = lookup(function)
-        code = entry.code["torch"]
-        tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
-        known = helpers("torch").definitions
-        called = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in known}
-        for name in sorted(called | set(entry.helpers.get("torch", ()))):
-            self.helper(name)
-        return code
+    backend, form = "torch", "torch"
 
-    def _print_Apply(self, expr):
-        code = self.elementwise(expr.function)
-        arg = self._print(expr.arg)
-        operand = arg if arg.level == ATOM else f"({arg})"
-        return Code(code.format(arg=arg, operand=operand), template_level(code))
-
-    def placed(self, whole, placed):
-        """A sliced parameter's gradient: each block's value written into its rows (and columns), the rest zero."""
-        parameter = placed[0].block.parent
-        blocks = [("(slice(None),)", matrix_sum(whole))] if whole else []
-        blocks += [(self.slices(p.block), p.value) for p in placed]
-        listed = ", ".join(f"({index}, {self._print(value)})" for index, value in blocks)
-        return Code(f"{self.helper('_placed')}({self._print(parameter)}, {listed})")
-
-    def slices(self, block):
-        """A block's index in its parameter as a tuple of slices: `(slice(n_h, 2 * n_h),)`."""
+    def index_of(self, block):
+        """A block's index in its parameter as a tuple of slices: `(slice(n_h, 2 * n_h),)`; all for None."""
+        if block is None:
+            return "(slice(None),)"
         rows, columns = block.parent.shape
         ends = [block.rowslice[:2] + (rows,)]
         if columns != 1 and not (block.colslice[0] == 0 and sp.simplify(block.colslice[1] - columns) == 0):
@@ -80,12 +55,6 @@ class TorchPrinter(RowPrinter):
         logits, labels = self._print(loss.prediction), self._print(loss.target)
         picked = f"torch.gather({logits}, -1, {labels}[..., None])[..., 0]"
         return Code(f"torch.logsumexp({logits}, -1) - {picked}", SUM)
-
-    def _print_GenericLoss(self, loss):
-        raise PrintError(f"no torch form for the loss {type(loss).__name__}; give the model a concrete code_loss")
-
-    def emptyPrinter(self, expr):
-        raise PrintError(f"no torch form for {type(expr).__name__}: {expr}")
 
 
 class AdjointPrinter(WindowPrinter, TorchPrinter):

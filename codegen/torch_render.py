@@ -4,12 +4,11 @@ The module computes what the NumPy module computes, from the same statements (pr
 by torch_printer.py: the forward pass plain and differentiable, the backward pass the derived BPTT,
 and around them a torch.autograd.Function and an nn.Module that train with any torch optimiser."""
 
+from .facts import fixed_helpers, model_facts
 from .helpers import helpers
 from .numpy_bindings import order, output_adjoint, quoted, sized
-from .numpy_layout import LOSSES, Layout, cache_dims
-from .numpy_printer import PrintError
-from .program import build, shape_of
-from .text import equation, text
+from .numpy_layout import Layout
+from .program import build
 from .torch_backward import fast_adjoints_body, gradients_body, window_body
 from .torch_forward import forward_body
 from .torch_printer import TorchPrinter
@@ -29,37 +28,22 @@ def module_source(model):
 def layout(model):
     """The NumPy module's Layout, its bodies printed for torch."""
     program = build(model)
-    loss = model.concrete_loss()
-    if type(loss) not in LOSSES:
-        raise PrintError(f"no torch form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+    facts = model_facts(model, program, "torch")
     forward = forward_body(model, program.cache[1:])
     gradients, returns, reads = gradients_body(program)
     full, window = fast_adjoints_body(program, reads), window_body(program, reads)
     dy = output_adjoint(model)
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
-    losses_code = str(losses(loss))
-    used = set(SCAFFOLD) | {LOSSES[type(loss)]} | losses.used["helpers"] | rtrl.helpers
+    losses_code = str(losses(model.concrete_loss()))
+    used = fixed_helpers(model, SCAFFOLD) | losses.used["helpers"] | rtrl.helpers
     for body in (forward, full, window, gradients):
         used |= body.helpers
-    if model.inputs[0].role == "label" or loss.target.role == "label" or model.teacher_forcing:
-        used.add("_check_labels")
     imports, source = helpers("torch").source(sorted(used))
     cache = set(program.cache)
     first = model.inputs[0].name
     return Layout(
-        model=model,
-        equations=tuple(equation(seq(), rhs) for seq, rhs in model.assignments),
-        loss_text=text(loss),
-        params=tuple((p.name, shape_of(p)) for p in model.params),
-        sizes=tuple(str(s) for s in model.sizes),
-        states=tuple((seq.name, str(seq.rows)) for seq in model.states),
-        forced=tuple(seq.name for seq in model.forced),
-        cache=cache_dims(model, program.cache),
-        input=model.inputs[0],
-        output=model.outputs[0][0],
-        target=loss.target,
-        loss_helper=LOSSES[type(loss)],
+        **facts,
         losses=losses_code,
         forward_arrays_lines=(),  # torch allocates as it goes: no workspace
         backward_arrays_lines=(),
