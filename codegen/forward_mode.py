@@ -5,6 +5,7 @@ Tangents are carried for every direction of one parameter at once: an array
 vector v is `_directions(v, rows)`.
 """
 
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
@@ -33,6 +34,7 @@ class Block:
         return not isinstance(self.wrt, sp.MatrixSymbol)
 
 
+@functools.cache  # every backend prints the same blocks of a model
 def blocks(model):
     """A Block per parameter and per initial state, in the order of the gradients' keys."""
     live = live_states(model)
@@ -48,7 +50,7 @@ def blocks(model):
         terms = [term for s in mode.outputs for term in mode.outputs[s]]
         zero = tuple(s for s in live if s != seq)
         out.append(Block(f"{seq.name}0", seq, zero, _updates(mode, live), factored(terms), seq in model.forced))
-    return out
+    return tuple(out)
 
 
 def _updates(mode, live):

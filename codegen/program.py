@@ -7,6 +7,7 @@ what backward never reads is not stored, loop-invariant factors leave the loop,
 gate products that share an operand become one product.
 """
 
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
@@ -58,6 +59,7 @@ class Program:
     recurrent: tuple  # adjoints that flow back through time (an age axis in the window pass)
 
 
+@functools.cache  # every backend prints the same statements of a model
 def build(model):
     derivation = derive(model, named="all", loss=model.concrete_loss())
     statements, recurrent = backward_statements(derivation)

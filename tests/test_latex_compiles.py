@@ -40,16 +40,37 @@ def file_stem(model):
     return re.sub(r"[^\w-]", "_", model)
 
 
+RENDER = """
+import pathlib, sys
+from bptt.codegen.render import document
+from bptt.derive.models import load
+folder = pathlib.Path(sys.argv[1])
+for model, stem in zip(sys.argv[2::2], sys.argv[3::2]):
+    loaded = load(model)
+    (folder / (stem + ".tex")).write_text(document(loaded, "tex"), encoding="utf-8")
+    (folder / (stem + ".md")).write_text(document(loaded, "md"), encoding="utf-8")
+"""
+
+
 @pytest.fixture(scope="module")
 def documents(tmp_path_factory):
-    """{model: (its .tex written by `bptt latex MODEL -o`, `bptt latex MODEL --format md`)}, run side by side."""
+    """{model: (its .tex, its Markdown)}, as `bptt latex MODEL` and `--format md` make them (test_cli.py runs the
+    command itself): rendered by one process per core, each for its share of the models."""
     folder = tmp_path_factory.mktemp("documents")
-    runs = [(model, ("-o", folder / f"{file_stem(model)}.tex")) for model in DOCUMENTS]
-    runs += [(model, ("--format", "md")) for model in DOCUMENTS]
-    outputs = side_by_side(lambda run: bptt("latex", run[0], *run[1]), runs)
-    assert outputs[: len(DOCUMENTS)] == [""] * len(DOCUMENTS), "latex -o printed something"
-    markdown = outputs[len(DOCUMENTS) :]
-    return {model: (folder / f"{file_stem(model)}.tex", md) for model, md in zip(DOCUMENTS, markdown, strict=True)}
+    cores = os.cpu_count() or 2
+    shares = [DOCUMENTS[k::cores] for k in range(cores)]
+    commands = [
+        [sys.executable, "-c", RENDER, str(folder), *(x for m in share for x in (m, file_stem(m)))] for share in shares
+    ]
+    runs = side_by_side(
+        lambda command: subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600), commands
+    )
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    return {
+        model: (folder / f"{file_stem(model)}.tex", (folder / f"{file_stem(model)}.md").read_text(encoding="utf-8"))
+        for model in DOCUMENTS
+    }
 
 
 @pytest.fixture(scope="module")
