@@ -14,6 +14,7 @@ from bptt.derive.nodes import SeqAt
 from bptt.derive.rtrl import factored, forward_mode, live_states, reads_parameter
 from bptt.derive.tangent import Tangent
 
+from .numpy_bindings import Printed
 from .numpy_printer import PRODUCT, Code, PrintError, RowPrinter
 from .text import text
 
@@ -111,29 +112,13 @@ def _tangent_of(factor):
     return factor.parent if isinstance(factor, sp.MatrixSlice) else factor
 
 
-@dataclass(frozen=True)
-class Printed:
-    lines: tuple
-    helpers: frozenset
-    params: frozenset
-    arrays: frozenset
-    sizes: frozenset
-
-
 def lines(model, output="d_s"):
     """The body of forward_mode_grads after its checks: every block's loop, as NumPy lines."""
     printer = TangentPrinter(stacked=False)
     out = []
     for block in blocks(model):
         out += block_lines(printer, block, output)
-    used = printer.used
-    return Printed(
-        tuple(out),
-        frozenset(used["helpers"]),
-        frozenset(used["params"]),
-        frozenset(used["arrays"]),
-        frozenset(used["sizes"]),
-    )
+    return Printed.of(out, printer.used)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from bptt.derive.tangent import Tangent
 
 from .forward_mode import TangentPrinter, blocks
 from .jax_printer import JaxPrinter
-from .jax_statements import Scan, scanned_input
+from .jax_statements import Carried, Scan, scanned_input
 from .numpy_printer import Code
 from .text import text
 
@@ -53,7 +53,7 @@ def block_lines(printer, block, output):
     contract = "bp" if block.per_sample else "p"
     share = f'jnp.einsum("pbk,bk->{contract}", {printer(block.outputs)}, {output}_t)'
     scan = Scan(body)
-    scan.carry = [(f"dot_{s.name}", f"dot_{s.name}") for s in updated]
+    scan.carry = [Carried(f"dot_{s.name}", f"dot_{s.name}", s) for s in updated]
     scan.inputs = [(local, scanned_input(printer, node, shift)) for local, (node, shift) in printer.reads.items()]
     scan.inputs.append((f"{output}_t", output))
     if block.per_sample and block.forced:

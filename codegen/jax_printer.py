@@ -21,16 +21,23 @@ def step_name(node, shift):
     return f"{array_name(node)}_{SUFFIX[shift]}"
 
 
+def first_step_name(node):
+    """The local name of an adjoint at step 1 (`d_a_1`), bound from a backward scan's final carry."""
+    return f"{array_name(node)}_1"
+
+
 class JaxPrinter(RowPrinter):
     """Row form for JAX. At one step (stacked=False) every read of a time-t sequence becomes a local
     name and is recorded in `reads` (name -> (node, shift)) unless `assigned` holds it already.
-    carried: the adjoints whose value at step 1 is the scan's final carry (`d_a_next`)."""
+    carried: the adjoints whose value at step 1 is the scan's final carry (`d_a_1`); hoisted: the values whose
+    terms that read no loop value were computed before the loop, read at t before their step assigns them
+    (`_a_in_t`)."""
 
     backend, form, blocks = "jax", "JAX", "jnp.s_"
 
-    def __init__(self, stacked=False, arrays=None, carried=()):
+    def __init__(self, stacked=False, arrays=None, carried=(), hoisted=()):
         super().__init__(stacked=stacked, arrays=arrays)
-        self.carried = frozenset(carried)
+        self.carried, self.hoisted = frozenset(carried), frozenset(hoisted)
         self.reads = {}
         self.assigned = set()
 
@@ -38,7 +45,7 @@ class JaxPrinter(RowPrinter):
         seq = node.of if isinstance(node, Adj) else node
         if not seq.time.has(t):
             if isinstance(node, Adj) and seq.name in self.carried and seq.time == 1:
-                return Code(step_name(node, 1))
+                return Code(first_step_name(node))
             return super().sequence(node)
         if self.stacked:
             return super().sequence(node)
@@ -46,6 +53,8 @@ class JaxPrinter(RowPrinter):
         if shift not in SUFFIX:
             raise PrintError(f"a step reads {seq.name} at time {seq.time}; only t-1, t and t+1 can be scanned")
         name = step_name(node, shift)
+        if shift == 0 and name not in self.assigned and seq.name in self.hoisted and not isinstance(node, Adj):
+            name = f"_{seq.name}_in_t"
         self.used["arrays"].add(array_name(node))
         if name not in self.assigned:
             self.reads.setdefault(name, (node, shift))

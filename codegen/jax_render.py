@@ -11,14 +11,13 @@ from bptt.derive.nodes import Adj
 from . import jax_forward_mode, optimize
 from .facts import Facts, fixed_helpers, model_facts
 from .helpers import helpers
-from .ir import Array, Assign, Loop, adjoint_array, walk
-from .jax_printer import JaxPrinter
+from .ir import Array, Loop, adjoint_array, walk
+from .jax_printer import JaxPrinter, first_step_name
 from .jax_statements import backward_scan, forward_scan, initial_code, tupled
+from .numpy_bindings import params_bound, time_and_batch
 from .numpy_printer import size_name
-from .program import build
+from .program import build, forward_steps
 from .render import _env
-from .schedule import forward_schedule
-from .text import equation
 
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
 SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_following")
@@ -63,18 +62,9 @@ def layout(model):
 def forward_statements(model, cached):
     """(stacked before the loop, hoisted terms of loop values, the loop's step, stacked after it):
     teacher forcing first, then the plain forward schedule with loop-invariant terms hoisted."""
-    steps = [(seq, rhs, equation(seq(), rhs)) for seq, rhs in model.steps + model.outputs if seq not in model.forced]
-    steps = optimize.inline_values(steps, cached)
-    comments = {seq.name: comment for seq, _, comment in steps}
-    live = {seq.name for seq in model.states if seq not in model.forced}
-    before, loop, after = forward_schedule([(seq, rhs) for seq, rhs, _ in steps], live)
-
-    def assign(pairs):
-        return [Assign(seq(), rhs, comments[seq.name]) for seq, rhs in pairs]
-
-    hoisted, inside = optimize.hoist(assign(loop), {seq.name for seq, _ in loop} | live, set())
-    forced = [Assign(seq(), value, equation(seq(), value)) for seq, value in model.teacher_forcing]
-    return forced + assign(before), hoisted, inside, assign(after)
+    steps = forward_steps(model, cached)
+    hoisted, inside = optimize.hoist(steps.loop, steps.loop_names, set())
+    return steps.forced + steps.before, hoisted, inside, steps.after
 
 
 def forward_body(program):
@@ -90,7 +80,7 @@ def forward_body(program):
         lines.append(f"_{statement.target.name}_in = {printer(statement.value)}  # {statement.comment}")
     if inside:
         scan = forward_scan(printer, inside, {s.target.name for s in hoisted}, states)
-        first = [f"{name[: -len('_prev')]}0" for name, _ in scan.carry]
+        first = [f"{carried.node.name}0" for carried in scan.carry]
         lines += scan.lines("One step t of the recursion: the states at t-1 in, the values at t out.", first)
         roles = {s.target.name: s.target.role for s in inside}
         for name, _ in scan.outputs:
@@ -118,16 +108,13 @@ def stacked(printer, statement, states):
 
 def bindings(model, used, first, cache=()):
     """Lines binding the parameters, cache arrays, sizes, T, B and dtype a body reads (from the arrays' shapes)."""
-    head = [f'{p.name} = params["{p.name}"]' for p in model.params if p.name in used["params"]]
+    head = params_bound(used["params"], model)
     head += [f'{name} = cache["{name}"]' for name in cache if name in used["arrays"]]
     for size in model.sizes:
         if str(size) in used["sizes"]:
             param, axis = next((p, k) for p in model.params for k, dim in enumerate(p.shape) if dim == size)
             head.append(f'{size_name(size)} = params["{param.name}"].shape[{axis}]')
-    wanted = [(name, axis) for axis, name in enumerate(("T", "B")) if name in used["sizes"]]
-    if wanted:
-        names, axes = ", ".join(n for n, _ in wanted), ", ".join(f"{first}.shape[{axis}]" for _, axis in wanted)
-        head.append(f"{names} = {axes}")
+    head += time_and_batch(used["sizes"], first)
     if "dtype" in used["sizes"]:
         head.append(f'dtype = params["{model.params[0].name}"].dtype')
     return head
@@ -179,7 +166,7 @@ def gradient_body(program):
         first = [f"zero_{size_name(targets[n].rows)}" for n in carried]
         doc = "One step t, last first: the adjoints at t+1 in, those at t out."
         lines += built.scan.lines(doc, first, reverse=True, last="carry")
-        lines.append(f"{tupled([name for name, _ in built.scan.carry])} = carry  # the adjoints at step 1")
+        lines.append(f"{tupled([first_step_name(c.node) for c in built.scan.carry])} = carry  # the adjoints at step 1")
         printer.used["sizes"] |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
     if any(item.weighted for item in program.window_initial):
         lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
@@ -189,7 +176,8 @@ def gradient_body(program):
     used = {key: printer.used[key] | gradient.used[key] for key in printer.used}
     head = bindings(model, used, f"d_{model.outputs[0][0].name}", program.cache)
     body = head + lines + joined + gradient_lines + ["return {"] + ["    " + r for r in returns]
-    body += [f'    "{key}": d_{key},' for key in (f"{seq.name}0" for seq in model.states)] + ["}"]
+    comments = {item.key: item.comment for item in program.window_initial}
+    body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)] + ["}"]
     return body, used["helpers"]
 
 

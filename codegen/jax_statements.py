@@ -5,6 +5,7 @@ from the scan's stacked inputs, the previous step's values from the carry.
 """
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from bptt.derive.nodes import Adj, t
 
@@ -13,12 +14,21 @@ from .jax_printer import JaxPrinter, step_name
 from .numpy_printer import PrintError
 
 
+class Carried(NamedTuple):
+    """One value a scan carries: its name read at step t, its code after the step, and what it is (the
+    state or adjoint node it holds)."""
+
+    name: str
+    code: str
+    node: object
+
+
 @dataclass
 class Scan:
-    """A step function's parts: its body lines, the names it carries and reads, what it returns.
+    """A step function's parts: its body lines, the values it carries and reads, what it returns.
 
-    carry: [(name read at step t, its value after the step)]; inputs: [(local name, stacked code)];
-    outputs: [(array name after the scan, the code the step returns)]."""
+    carry: [Carried]; inputs: [(local name, stacked code)]; outputs: [(array name after the scan, the code
+    the step returns)]."""
 
     body: list
     carry: list = field(default_factory=list)
@@ -30,9 +40,9 @@ class Scan:
         `last` the name of the final carry; blank: a blank line before the step function."""
         head = [""] * blank + ["def _step(carry, inputs):", f'    """{doc}"""']
         if self.carry:
-            head.append(f"    {tupled([name for name, _ in self.carry])} = carry")
+            head.append(f"    {tupled([carried.name for carried in self.carry])} = carry")
         head.append(f"    {tupled([name for name, _ in self.inputs])} = inputs")
-        back = f"({tupled([code for _, code in self.carry])}, {tupled([code for _, code in self.outputs])})"
+        back = f"({tupled([carried.code for carried in self.carry])}, {tupled([code for _, code in self.outputs])})"
         body = head + ["    " + line for line in self.body] + [f"    return {back}"]
         stacked = tupled([code for _, code in self.inputs])
         options = ", reverse=True" if reverse else ""
@@ -59,7 +69,7 @@ def scanned_input(printer, node, shift):
 def forward_scan(printer, statements, hoisted, states):
     """The forward recursion as a Scan. hoisted: names whose terms that read no loop value were
     computed before the loop (into `_X_in`); states: the model's state names."""
-    step = JaxPrinter(stacked=False, arrays=printer.arrays)
+    step = JaxPrinter(stacked=False, arrays=printer.arrays, hoisted=hoisted)
     step.used = printer.used
     body, targets = [], []
     for statement in statements:
@@ -72,13 +82,13 @@ def forward_scan(printer, statements, hoisted, states):
     scan = Scan(body)
     for local, (node, shift) in step.reads.items():
         if shift == -1 and node.name in names:
-            scan.carry.append((local, step_name(node, 0)))
+            scan.carry.append(Carried(local, step_name(node, 0), node))
         elif shift == 0 and node.name in hoisted:
             scan.inputs.append((local, f"_{node.name}_in"))
         else:
             scan.inputs.append((local, scanned_input(step, node, shift)))
     scan.outputs = [(target.name, step_name(target, 0)) for target in targets]
-    missing = [name for name, _ in scan.carry if name[: -len("_prev")] not in states]
+    missing = [carried.node.name for carried in scan.carry if carried.node.name not in states]
     if missing:
         raise PrintError(f"the forward loop carries {missing}, which are not states")
     return scan
@@ -88,7 +98,6 @@ def forward_scan(printer, statements, hoisted, states):
 class BackwardScan:
     scan: Scan
     carried: list  # adjoint names whose step-1 value the final carry holds
-    zero: list  # (local name, rows): adjoints that start each step at zero
 
 
 def backward_scan(printer, loop, wanted, initial_reads, local):
@@ -127,13 +136,13 @@ def backward_scan(printer, loop, wanted, initial_reads, local):
     carried = []
     for local, (node, shift) in step.reads.items():
         if shift == 1 and isinstance(node, Adj) and node.of.name in targets:
-            scan.carry.append((local, step_name(node, 0)))
+            scan.carry.append(Carried(local, step_name(node, 0), node))
             carried.append(node.of.name)
         else:
             scan.inputs.append((local, scanned_input(step, node, shift)))
     for name in initial_reads:
         if name in targets and name not in carried:
-            scan.carry.append((step_name(targets[name], 1), step_name(targets[name], 0)))
+            scan.carry.append(Carried(step_name(targets[name], 1), step_name(targets[name], 0), targets[name]))
             carried.append(name)
     scan.inputs.append(("keep_t", "keep_next"))
     total = step.helper("_total")
@@ -142,7 +151,7 @@ def backward_scan(printer, loop, wanted, initial_reads, local):
         for name, target in targets.items()
         if adjoint_array(name) in wanted
     ]
-    return BackwardScan(scan, carried, zero)
+    return BackwardScan(scan, carried)
 
 
 def _flatten(statements):

@@ -1,7 +1,26 @@
 """Names a printed NumPy body reads, bound at its top: parameters from params, arrays from the cache or
 the workspace, sizes from sizes, T and B from an array's shape."""
 
+from dataclasses import dataclass
+
 from .numpy_printer import size_name
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A printed body: its lines, and the helpers it calls, the parameters, arrays and sizes it reads."""
+
+    lines: tuple
+    helpers: frozenset
+    params: frozenset
+    arrays: frozenset
+    sizes: frozenset
+
+    @classmethod
+    def of(cls, lines, used, arrays=None):
+        """The body of lines from a printer that recorded `used`; arrays: those it reads if not all it used."""
+        arrays = used["arrays"] if arrays is None else arrays
+        return cls(tuple(lines), *(frozenset(names) for names in (used["helpers"], used["params"], arrays, used["sizes"])))
 
 
 def quoted(name):
@@ -28,9 +47,14 @@ def initial_keys(model):
     return [(f"{seq.name}0", seq) for seq in model.states]
 
 
+def params_bound(names, model):
+    """Bindings of the named parameters from params, in the model's order."""
+    return [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in names]
+
+
 def bound(used, model, work, cache):
     """Bindings of the params, cache arrays, work arrays and sizes a body used (not its arguments)."""
-    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used["params"]]
+    head = params_bound(used["params"], model)
     head += [f"{name} = cache[{quoted(name)}]" for name in sorted(used["arrays"] & cache, key=order(model))]
     head += [f"{name} = work[{quoted(name)}]" for name in sorted(used["arrays"] & work - cache)]
     head += sized(used["sizes"], model)

@@ -72,8 +72,8 @@ def window_body(program, read_by_gradients, fast_arrays):
     model = program.model
     printer = WindowPrinter(program.recurrent)
     lines = printer.lines(program.window.statements)
-    initial = [printer.initial(i, bool(_reads_aged(i.value, program.recurrent))) for i in program.window_initial]
-    targets = [s for s in _adjoint_seqs(program.window.statements)]
+    initial = [printer.initial(i, bool(reads_aged(i.value, program.recurrent))) for i in program.window_initial]
+    targets = [s for s in adjoint_seqs(program.window.statements)]
     allocate = []
     for seq in targets:
         ages = "ages, " if seq.name in program.recurrent else ""
@@ -99,11 +99,11 @@ def window_body(program, read_by_gradients, fast_arrays):
     return head + allocate + lines + initial + write + [ret], used["helpers"]
 
 
-def _reads_aged(expr, recurrent):
+def reads_aged(expr, recurrent):
     return {a.of.name for a in expr.atoms(Adj)} & set(recurrent)
 
 
-def _adjoint_seqs(statements):
+def adjoint_seqs(statements):
     seen = {}
     for statement in walk(statements):
         target = getattr(statement, "target", None)

@@ -115,8 +115,20 @@ def values_read(expr):
     return set().union(*(values_read(arg) for arg in expr.args))
 
 
-def forward_pass(model, cached):
-    """The forward statements: teacher forcing and non-recurrent values stacked, the recursion in a loop."""
+@dataclass(frozen=True)
+class ForwardSteps:
+    """The forward pass scheduled, as every backend starts from it (each hoists and fuses the loop its way)."""
+
+    forced: list  # Assigns of the teacher-forced values, all steps at once
+    before: list  # Assigns stacked before the loop (they read no state of the previous step)
+    loop: list  # Assigns of the recursion, in order
+    after: list  # Assigns stacked after the loop
+    loop_names: set  # the names the loop assigns, and the live states
+    computed: tuple  # the Seqs computed (not teacher-forced), in the model's order, values inlined
+
+
+def forward_steps(model, cached):
+    """The model's steps and outputs with the uncached values inlined, scheduled before, in and after the loop."""
     steps = [(seq, rhs, equation(seq(), rhs)) for seq, rhs in model.steps + model.outputs if seq not in model.forced]
     steps = optimize.inline_values(steps, cached)
     comments = {seq.name: comment for seq, _, comment in steps}
@@ -126,16 +138,23 @@ def forward_pass(model, cached):
     def assign(pairs):
         return [Assign(seq(), rhs, comments[seq.name]) for seq, rhs in pairs]
 
+    forced = [Assign(seq(), value, equation(seq(), value)) for seq, value in model.teacher_forcing]
     loop_names = {seq.name for seq, _ in loop} | live
-    inside, stacks, groups = fuse.products(assign(loop), loop_names)
+    return ForwardSteps(forced, assign(before), assign(loop), assign(after), loop_names, tuple(s for s, _, _ in steps))
+
+
+def forward_pass(model, cached):
+    """The forward statements: teacher forcing and non-recurrent values stacked, the recursion in a loop."""
+    steps = forward_steps(model, cached)
+    inside, stacks, groups = fuse.products(steps.loop, steps.loop_names)
     members = {name for group in groups for name, _ in group.members}
-    hoisted, inside = optimize.hoist(inside, loop_names, members)
+    hoisted, inside = optimize.hoist(inside, steps.loop_names, members)
     inside, groups = fuse.activations(inside, groups)
     hoisted, more, groups = fuse.stacked(hoisted, groups)
     inside, hoisted, stacks = halve_sigmoids(inside, hoisted, stacks + more, groups)
-    forced = [Assign(seq(), value, equation(seq(), value)) for seq, value in model.teacher_forcing]
-    statements = forced + assign(before) + hoisted + ([Loop(tuple(inside))] if inside else []) + assign(after)
-    seqs = [seq for seq, _ in model.teacher_forcing] + [seq for seq, _, _ in steps]
+    loop = [Loop(tuple(inside))] if inside else []
+    statements = steps.forced + steps.before + hoisted + loop + steps.after
+    seqs = [seq for seq, _ in model.teacher_forcing] + list(steps.computed)
     arrays = [
         Array(seq.name, seq.rows, "T" if seq.role == "output" else "T+1") for seq in seqs if seq.name not in members
     ]

@@ -2,25 +2,15 @@
 with keep weights when truncating; the plain ones with an age axis for window truncation), then the
 parameter gradients as derived, one product over all steps each."""
 
-from dataclasses import dataclass
 
 from bptt.derive.nodes import SeqAt
 
 from .ir import Array, adjoint_array, walk
-from .numpy_bindings import output_adjoint
+from .numpy_bindings import Printed, output_adjoint
 from .numpy_printer import PrintError, size_name
-from .numpy_window import _adjoint_seqs, _reads_aged
+from .numpy_window import adjoint_seqs, reads_aged
 from .text import text
 from .torch_printer import AdjointPrinter, TorchPrinter
-
-
-@dataclass(frozen=True)
-class Body:
-    lines: tuple
-    params: frozenset
-    arrays: frozenset  # cache arrays it reads
-    sizes: frozenset
-    helpers: frozenset
 
 
 def window_body(program, reads):
@@ -30,8 +20,8 @@ def window_body(program, reads):
     printer = AdjointPrinter(program.recurrent, window=True)
     statements = program.window.statements
     body = printer.lines(statements)
-    initial = [printer.initial(i, bool(_reads_aged(i.value, program.recurrent))) for i in program.window_initial]
-    seqs = _adjoint_seqs(statements)
+    initial = [printer.initial(i, bool(reads_aged(i.value, program.recurrent))) for i in program.window_initial]
+    seqs = adjoint_seqs(statements)
     aged = {seq.name for seq in seqs if seq.name in program.recurrent}
     zeros = []
     for seq in seqs:
@@ -45,18 +35,12 @@ def window_body(program, reads):
     tail = [f"return {{{names}}}, ({keys})"]
     used = printer.used
     arrays = frozenset(used["arrays"]) - {adjoint_array(seq.name) for seq in seqs} - {output_adjoint(program.model)}
-    return Body(
-        tuple(head + zeros + body + initial + tail),
-        frozenset(used["params"]),
-        arrays,
-        frozenset(used["sizes"]),
-        frozenset(used["helpers"]),
-    )
+    return Printed.of(head + zeros + body + initial + tail, used, arrays)
 
 
 def gradients_body(program):
     """The parameter gradients from the adjoints (program.gradients and returns: the gates' gradients as one
-    product over all steps, each parameter's its rows of it). Returns (Body whose lines are the products,
+    product over all steps, each parameter's its rows of it). Returns (Printed whose lines are the products,
     (key, code, comment) per gradient, the adjoint arrays read)."""
     printer = TorchPrinter(stacked=True)
     lines = [f"{s.target.name} = {printer(s.value)}  # {s.comment}" for s in program.gradients.statements]
@@ -66,7 +50,7 @@ def gradients_body(program):
         adjoints |= {array.name} | {name for name, _ in array.members} | {name for name, _, _ in array.spans}
     used = printer.used
     read = frozenset(used["arrays"])
-    body = Body(tuple(lines), frozenset(used["params"]), read, frozenset(used["sizes"]), frozenset(used["helpers"]))
+    body = Printed.of(lines, used, read)
     return body, returns, sorted(read & adjoints)
 
 
@@ -124,7 +108,7 @@ def fast_adjoints_body(program, reads):
     lines = stacks + zeros + views + body + initial + [f"return {{{names}}}, ({keys})"]
     used = printer.used
     arrays = frozenset(used["arrays"]) - set(table) - {output_adjoint(program.model)}
-    return Body(tuple(lines), frozenset(used["params"]), arrays, frozenset(used["sizes"]), frozenset(used["helpers"]))
+    return Printed.of(lines, used, arrays)
 
 
 def stack_line(printer, stack):

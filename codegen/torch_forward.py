@@ -12,43 +12,30 @@ from dataclasses import dataclass
 from bptt.derive.nodes import SeqAt, matrix_sum, t
 
 from . import fuse, optimize
-from .ir import Array, Assign
+from .ir import Array
+from .numpy_bindings import Printed
 from .numpy_printer import ALIGNED, size_name
-from .schedule import forward_schedule
-from .text import equation, text
+from .program import forward_steps
+from .text import text
 from .torch_printer import TorchPrinter, substitute
-
-
-@dataclass(frozen=True)
-class Forward:
-    lines: tuple  # the body of _forward, after its bindings
-    params: frozenset  # parameters it reads
-    sizes: frozenset
-    helpers: frozenset
 
 
 def forward_body(model, cached):
     """The statements of _forward(params, sizes, x[, y], h0..., dtype): the cache's sequences and the outputs."""
-    steps = [(seq, rhs, equation(seq(), rhs)) for seq, rhs in model.steps + model.outputs if seq not in model.forced]
-    steps = optimize.inline_values(steps, cached)
-    comments = {seq.name: comment for seq, _, comment in steps}
-    live = {seq.name for seq in model.states if seq not in model.forced}
-    before, loop, after = forward_schedule([(seq, rhs) for seq, rhs, _ in steps], live)
-    loop_names = {seq.name for seq, _ in loop} | live
-    hoisted, inside = optimize.hoist([Assign(seq(), rhs, comments[seq.name]) for seq, rhs in loop], loop_names, set())
+    steps = forward_steps(model, cached)
+    hoisted, inside = optimize.hoist(steps.loop, steps.loop_names, set())
     printer = TorchPrinter(stacked=True)
-    lines = [stacked_line(printer, seq, value, equation(seq(), value)) for seq, value in model.teacher_forcing]
-    lines += [stacked_line(printer, seq, rhs, comments[seq.name]) for seq, rhs in before]
+    lines = [stacked_line(printer, s.target, s.value, s.comment) for s in steps.forced + steps.before]
     inputs = {}
     for statement in hoisted:
         seq = statement.target
         inputs[seq.name] = SeqAt(f"_{seq.name}_in", t, seq.rows, "input")
         lines.append(f"{inputs[seq.name].name} = {printer(statement.value)}  # {statement.comment}")
-    if loop:
-        lines += loop_lines(printer, [seq for seq, _ in loop], inside, inputs)
-    lines += [stacked_line(printer, seq, rhs, comments[seq.name]) for seq, rhs in after]
+    if steps.loop:
+        lines += loop_lines(printer, [s.target for s in steps.loop], inside, inputs)
+    lines += [stacked_line(printer, s.target, s.value, s.comment) for s in steps.after]
     used = printer.used
-    return Forward(tuple(lines), frozenset(used["params"]), frozenset(used["sizes"]), frozenset(used["helpers"]))
+    return Printed.of(lines, used)
 
 
 def stacked_line(printer, seq, value, comment):

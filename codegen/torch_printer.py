@@ -87,20 +87,22 @@ class AdjointPrinter(WindowPrinter, TorchPrinter):
         call = None if self.window or self.stacked or reads_itself else self.into(statement.value)
         if call is None:
             return super()._print_Assign(statement)
-        return [f"{call[:-1]}, out={self.target(statement.target)})  # {statement.comment}"]
+        function, args = call
+        arguments = ", ".join([*map(self, args), f"out={self.target(statement.target)}"])
+        return [f"{function}({arguments})  # {statement.comment}"]
 
     def into(self, value):
-        """`torch.mul(a, b)` for diag(a) b or a * b, `torch.matmul(b, P)` for P^T b, else None."""
+        """(torch.mul, (a, b)) for diag(a) b or a * b, (torch.matmul, (b, P)) for P^T b, else None."""
         if isinstance(value, sp.HadamardProduct) and len(value.args) == 2:
-            return f"torch.mul({self(value.args[0])}, {self(value.args[1])})"
+            return "torch.mul", value.args
         if isinstance(value, sp.MatMul):
             coeff, factors = value.as_coeff_matrices()
             if coeff == 1 and len(factors) == 2 and factors[1].shape[1] == 1:
                 first, vector = factors
                 if isinstance(first, Diag):
-                    return f"torch.mul({self(first.vector)}, {self(vector)})"
+                    return "torch.mul", (first.vector, vector)
                 if isinstance(first, sp.Transpose) and isinstance(first.arg, PARAMETER):
-                    return f"torch.matmul({self(vector)}, {self(first.arg)})"
+                    return "torch.matmul", (vector, first.arg)
         return None
 
     def initial(self, initial, aged_reads):

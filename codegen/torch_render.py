@@ -6,7 +6,7 @@ and around them a torch.autograd.Function and an nn.Module that train with any t
 
 from .facts import fixed_helpers, model_facts
 from .helpers import helpers
-from .numpy_bindings import order, output_adjoint, quoted, sized
+from .numpy_bindings import order, output_adjoint, params_bound, quoted, sized, time_and_batch
 from .numpy_layout import Layout
 from .program import build
 from .torch_backward import fast_adjoints_body, gradients_body, window_body
@@ -63,15 +63,10 @@ def layout(model):
 def bind(model, body, sources, shaped):
     """The lines that bind what a body reads: parameters, arrays from their dicts, sizes, T and B from
     the shape of the array `shaped`."""
-    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in body.params]
+    head = params_bound(body.params, model)
     for name in sorted(sources, key=lambda n: (order(model)(n), n)):
         head.append(f"{name} = {sources[name]}[{quoted(name)}]")
-    head += sized(body.sizes, model)
-    wanted = [(name, axis) for axis, name in enumerate(("T", "B")) if name in body.sizes]
-    if wanted:
-        names = ", ".join(n for n, _ in wanted)
-        head.append(f"{names} = " + ", ".join(f"{shaped}.shape[{axis}]" for _, axis in wanted))
-    return head
+    return head + sized(body.sizes, model) + time_and_batch(body.sizes, shaped)
 
 
 def sources(body, cache):

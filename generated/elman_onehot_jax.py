@@ -53,7 +53,7 @@ def init_params(rng, dtype=jnp.float32, **sizes):
     sizes = _check_sizes(sizes)
     params = {}
     for key, (name, dims) in zip(jax.random.split(rng, len(SHAPES)), SHAPES.items(), strict=True):
-        shape = tuple(sizes[dim] for dim in dims)
+        shape = tuple(_extent(dim, sizes) for dim in dims)
         scale = 0.1 if len(shape) == 1 else 1 / shape[1] ** 0.5
         params[name] = scale * jax.random.normal(key, shape, dtype)
     return params
@@ -129,7 +129,10 @@ def apply(params, xs, s0=None, truncate=None, rng=None):
     (truncate static) and jax.vmap: vmap over a leading axis of sequences, e.g.
     jax.vmap(apply, in_axes=(None, 0)) for xs of shape (N, T, B, d); the parameters' gradients
     are then summed over the N sequences, and the same rng draws the same truncation for every one.
-    xs are data: they get no gradient (zero) through apply.
+    The derived BPTT gives gradients for the parameters and initial states only, not for xs: their
+    cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and for
+    anything computed before them (a layer in front of the model would not learn). apply cannot refuse
+    such inputs (under tracing every array looks alike): put trainable layers only after it.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
@@ -259,8 +262,8 @@ def _forward(params, x, s0):
     def _step(carry, inputs):
         """One step t of the recursion: the states at t-1 in, the values at t out."""
         (s_prev,) = carry
-        (s_t,) = inputs
-        s_t = jnp.tanh(s_t + s_prev @ W.T)  # s_t = tanh(U onehot(x_t) + W s_{t-1})
+        (_s_in_t,) = inputs
+        s_t = jnp.tanh(_s_in_t + s_prev @ W.T)  # s_t = tanh(U onehot(x_t) + W s_{t-1})
         return ((s_t,), (s_t,))
 
     _, (s,) = jax.lax.scan(_step, (s0,), (_s_in,))  # t = 1..T
@@ -296,14 +299,14 @@ def _gradients(ages, params, cache, d_z, keep):
         return ((d_s_t,), (_total(d_s_t, ages),))
 
     carry, (d_s,) = jax.lax.scan(_step, (zero_n_h,), (_following(s[1:]), d_s, keep_next), reverse=True)  # t = T..1
-    (d_s_next,) = carry  # the adjoints at step 1
+    (d_s_1,) = carry  # the adjoints at step 1
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
-    d_s0 = _total(_flow((1 - s[1] ** 2) * d_s_next @ W, keep_0, ages), ages)  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
+    d_s0 = _total(_flow((1 - s[1] ** 2) * d_s_1 @ W, keep_0, ages), ages)  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
     return {
         "U": _scatter_columns(((1 - s[1:] ** 2) * d_s), x, n_d),  # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T
         "W": (s[:-1].reshape(-1, n_h).T @ ((1 - s[1:] ** 2) * d_s).reshape(-1, n_h)).T,  # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
         "V": (s[1:].reshape(-1, n_h).T @ d_z.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/dz_t s_t^T
-        "s0": d_s0,
+        "s0": d_s0,  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
     }
 
 
@@ -482,7 +485,7 @@ def _check_params(params, finite=True):
                 break
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
-        expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
+        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
     return sizes, dtype
 
@@ -494,10 +497,18 @@ def _bind_sizes(params, names):
     for name in names:
         before = dict(sizes)
         for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
-            if sizes.setdefault(dim, n) != n:
-                return before, (name, dim, setter[dim])
-            setter.setdefault(dim, name)
+            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
+            count = int(count or 1)
+            if n % count or sizes.setdefault(size, n // count) != n // count:
+                return before, (name, size, setter.get(size, name))
+            setter.setdefault(size, name)
     return sizes, None
+
+
+def _extent(dim, sizes):
+    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
+    count, _, size = dim.rpartition("*")
+    return int(count or 1) * sizes[size]
 
 
 def _check_cache(cache, sizes, dtype, classes=None):

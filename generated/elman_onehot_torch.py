@@ -106,8 +106,8 @@ def losses(outputs, ys):
 def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "s0");
     truncate and rng as for backward."""
-    loss, d_z, cache, sizes = _loss_and_output_gradient(params, xs, ys, s0)
     mode, value = _truncation(truncate, rng)
+    loss, d_z, cache, sizes = _loss_and_output_gradient(params, xs, ys, s0)
     with torch.no_grad():
         return loss, _backward(mode, value, rng, params, sizes, cache, d_z)
 
@@ -131,6 +131,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
         n_q = sizes["q"]
         T, B = d_z.shape[0], d_z.shape[1]
         dtype, device = d_z.dtype, d_z.device
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         grads = {}
         # U: tangents along every entry of U
         dot_s = torch.zeros((U.numel(), B, n_h), dtype=dtype, device=device)
@@ -152,7 +153,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
             total += torch.einsum("pbk,bk->p", _directions(s[t], n_q), d_z[t - 1])
         grads["V"] = total.reshape(V.shape)
         # s0: tangents along every entry of s0, for each sample
-        dot_s = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)
+        dot_s = units_n_h
         total = torch.zeros((B, n_h), dtype=dtype, device=device)
         for t in range(1, T + 1):
             dot_s = (1 - s[t] ** 2) * (dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) W dot(s_{t-1})
@@ -161,16 +162,25 @@ def forward_mode_grads(params, xs, ys, s0=None):
     return loss, grads
 
 
+XS_REQUIRES_GRAD = (
+    "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"
+    " detach xs (layers in front of the model would get no gradient)"
+)
+
+
 class BPTT(torch.autograd.Function):
     """The model's outputs as a torch.autograd.Function whose backward is the derived BPTT.
 
     BPTT.apply(truncate, rng, xs, s0, *params) with params in PARAMS order and
     truncate, rng as for backward (None, None: full BPTT). The initial states get gradients when given
-    (None: zero); xs get none (the derivation is with respect to parameters and states).
+    (None: zero); xs get none (the derivation is with respect to parameters and states), so xs
+    that requires grad (a layer in front of the model) is refused rather than left without a gradient.
     """
 
     @staticmethod
     def forward(ctx, truncate, rng, xs, s0, *params):
+        if getattr(xs, "requires_grad", False):
+            raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(named, PARAMS)[0]
         z, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, s0)
@@ -208,6 +218,8 @@ class Model(torch.nn.Module):
     def forward(self, xs, s0=None):
         """The outputs z_t, shape (T, B, q); shapes, dtype and device are checked (not finiteness)."""
         params = self.params()
+        if getattr(xs, "requires_grad", False):
+            raise ValueError(XS_REQUIRES_GRAD)
         sizes, dtype = _check_params(params, finite=False)
         device = params["U"].device
         x = _check_labels("xs", xs, sizes, "d", device)

@@ -74,7 +74,7 @@ def init_params(rng, dtype=jnp.float32, **sizes):
     sizes = _check_sizes(sizes)
     params = {}
     for key, (name, dims) in zip(jax.random.split(rng, len(SHAPES)), SHAPES.items(), strict=True):
-        shape = tuple(sizes[dim] for dim in dims)
+        shape = tuple(_extent(dim, sizes) for dim in dims)
         scale = 0.1 if len(shape) == 1 else 1 / shape[1] ** 0.5
         params[name] = scale * jax.random.normal(key, shape, dtype)
     return params
@@ -150,7 +150,10 @@ def apply(params, xs, h0=None, truncate=None, rng=None):
     (truncate static) and jax.vmap: vmap over a leading axis of sequences, e.g.
     jax.vmap(apply, in_axes=(None, 0)) for xs of shape (N, T, B, d); the parameters' gradients
     are then summed over the N sequences, and the same rng draws the same truncation for every one.
-    xs are data: they get no gradient (zero) through apply.
+    The derived BPTT gives gradients for the parameters and initial states only, not for xs: their
+    cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and for
+    anything computed before them (a layer in front of the model would not learn). apply cannot refuse
+    such inputs (under tracing every array looks alike): put trainable layers only after it.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
@@ -415,11 +418,11 @@ def _forward(params, x, h0):
     def _step(carry, inputs):
         """One step t of the recursion: the states at t-1 in, the values at t out."""
         (h_prev,) = carry
-        (r_t, z_t, n_t) = inputs
-        r_t = jax.nn.sigmoid(r_t + h_prev @ W_hr.T)  # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t)
-        z_t = jax.nn.sigmoid(z_t + h_prev @ W_hz.T)  # z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
+        (_r_in_t, _z_in_t, _n_in_t) = inputs
+        r_t = jax.nn.sigmoid(_r_in_t + h_prev @ W_hr.T)  # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t)
+        z_t = jax.nn.sigmoid(_z_in_t + h_prev @ W_hz.T)  # z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
         m_t = b_hn + h_prev @ W_hn.T  # m_t = b_hn + W_hn h_{t-1}
-        n_t = jnp.tanh(m_t * r_t + n_t)  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
+        n_t = jnp.tanh(m_t * r_t + _n_in_t)  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
         h_t = (1 - z_t) * n_t + h_prev * z_t  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
         return ((h_t,), (r_t, z_t, m_t, n_t, h_t))
 
@@ -473,9 +476,9 @@ def _gradients(ages, params, cache, d_s, keep):
         return ((d_h_t, d_m_t, d_r_bar_t, d_z_bar_t), (_total(d_n_bar_t, ages), _total(d_m_t, ages), _total(d_z_bar_t, ages), _total(d_r_bar_t, ages)))
 
     carry, (d_n_bar, d_m, d_z_bar, d_r_bar) = jax.lax.scan(_step, (zero_n_h, zero_n_h, zero_n_h, zero_n_h), (_following(z[1:]), d_h, z[1:], n[1:], r[1:], h[:-1], m[1:], keep_next), reverse=True)  # t = T..1
-    (d_h_next, d_m_next, d_r_bar_next, d_z_bar_next) = carry  # the adjoints at step 1
+    (d_h_1, d_m_1, d_r_bar_1, d_z_bar_1) = carry  # the adjoints at step 1
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
-    d_h0 = _total(_flow(z[1] * d_h_next + d_m_next @ W_hn + d_r_bar_next @ W_hr + d_z_bar_next @ W_hz, keep_0, ages), ages)  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
+    d_h0 = _total(_flow(z[1] * d_h_1 + d_m_1 @ W_hn + d_r_bar_1 @ W_hr + d_z_bar_1 @ W_hz, keep_0, ages), ages)  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
     _d_r_bar_z_bar_m = jnp.concatenate((d_r_bar, d_z_bar, d_m), axis=-1)  # the gates' adjoints side by side
     _d_r_bar_z_bar = jnp.concatenate((d_r_bar, d_z_bar), axis=-1)  # the gates' adjoints side by side
     _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar.reshape(-1, 2 * n_h)).T  # the gradients of W_ir, W_iz at once
@@ -495,7 +498,7 @@ def _gradients(ages, params, cache, d_s, keep):
         "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h],  # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
         "b_hn": _d_b_ir_b_iz_b_hn[2 * n_h:3 * n_h],  # dL/db_hn = sum_t dL/dm_t
         "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
-        "h0": d_h0,
+        "h0": d_h0,  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
     }
 
 
@@ -667,7 +670,7 @@ def _check_params(params, finite=True):
                 break
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
-        expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
+        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
     return sizes, dtype
 
@@ -679,10 +682,18 @@ def _bind_sizes(params, names):
     for name in names:
         before = dict(sizes)
         for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
-            if sizes.setdefault(dim, n) != n:
-                return before, (name, dim, setter[dim])
-            setter.setdefault(dim, name)
+            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
+            count = int(count or 1)
+            if n % count or sizes.setdefault(size, n // count) != n // count:
+                return before, (name, size, setter.get(size, name))
+            setter.setdefault(size, name)
     return sizes, None
+
+
+def _extent(dim, sizes):
+    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
+    count, _, size = dim.rpartition("*")
+    return int(count or 1) * sizes[size]
 
 
 def _check_cache(cache, sizes, dtype, classes=None):

@@ -127,8 +127,8 @@ def losses(outputs, ys):
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "h0");
     truncate and rng as for backward."""
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0)
     mode, value = _truncation(truncate, rng)
+    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0)
     with torch.no_grad():
         return loss, _backward(mode, value, rng, params, sizes, cache, d_s)
 
@@ -165,6 +165,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
         dtype, device = d_s.dtype, d_s.device
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         grads = {}
         # W_ir: tangents along every entry of W_ir
         dot_h = torch.zeros((W_ir.numel(), B, n_h), dtype=dtype, device=device)
@@ -177,7 +178,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         dot_h = torch.zeros((b_ir.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_ir.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_ir"] = total.reshape(b_ir.shape)
         # W_hr: tangents along every entry of W_hr
@@ -191,7 +192,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         dot_h = torch.zeros((b_hr.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_hr.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_hr"] = total.reshape(b_hr.shape)
         # W_iz: tangents along every entry of W_iz
@@ -205,7 +206,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         dot_h = torch.zeros((b_iz.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_iz.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * units_n_h) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_iz"] = total.reshape(b_iz.shape)
         # W_hz: tangents along every entry of W_hz
@@ -219,7 +220,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         dot_h = torch.zeros((b_hz.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_hz.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * units_n_h) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_hz"] = total.reshape(b_hz.shape)
         # W_in: tangents along every entry of W_in
@@ -233,7 +234,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         dot_h = torch.zeros((b_in.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_in.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_in"] = total.reshape(b_in.shape)
         # W_hn: tangents along every entry of W_hn
@@ -247,7 +248,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         dot_h = torch.zeros((b_hn.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_hn.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * units_n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_hn"] = total.reshape(b_hn.shape)
         # V: tangents along every entry of V
@@ -256,7 +257,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
             total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
         grads["V"] = total.reshape(V.shape)
         # h0: tangents along every entry of h0, for each sample
-        dot_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)
+        dot_h = units_n_h
         total = torch.zeros((B, n_h), dtype=dtype, device=device)
         for t in range(1, T + 1):
             dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
@@ -265,16 +266,25 @@ def forward_mode_grads(params, xs, ys, h0=None):
     return loss, grads
 
 
+XS_REQUIRES_GRAD = (
+    "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"
+    " detach xs (layers in front of the model would get no gradient)"
+)
+
+
 class BPTT(torch.autograd.Function):
     """The model's outputs as a torch.autograd.Function whose backward is the derived BPTT.
 
     BPTT.apply(truncate, rng, xs, h0, *params) with params in PARAMS order and
     truncate, rng as for backward (None, None: full BPTT). The initial states get gradients when given
-    (None: zero); xs get none (the derivation is with respect to parameters and states).
+    (None: zero); xs get none (the derivation is with respect to parameters and states), so xs
+    that requires grad (a layer in front of the model) is refused rather than left without a gradient.
     """
 
     @staticmethod
     def forward(ctx, truncate, rng, xs, h0, *params):
+        if getattr(xs, "requires_grad", False):
+            raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(named, PARAMS)[0]
         s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, h0)
@@ -312,6 +322,8 @@ class Model(torch.nn.Module):
     def forward(self, xs, h0=None):
         """The outputs s_t, shape (T, B, q); shapes, dtype and device are checked (not finiteness)."""
         params = self.params()
+        if getattr(xs, "requires_grad", False):
+            raise ValueError(XS_REQUIRES_GRAD)
         sizes, dtype = _check_params(params, finite=False)
         device = params["W_ir"].device
         x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, False, device)

@@ -113,8 +113,8 @@ def losses(outputs, ys):
 def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "o0");
     truncate and rng as for backward."""
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, o0)
     mode, value = _truncation(truncate, rng)
+    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, o0)
     with torch.no_grad():
         return loss, _backward(mode, value, rng, params, sizes, cache, d_s)
 
@@ -140,6 +140,8 @@ def forward_mode_grads(params, xs, ys, o0=None):
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
         dtype, device = d_s.dtype, d_s.device
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
+        units_n_q = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)  # every direction of a vector of q entries
         grads = {}
         # U: tangents along every entry of U
         total = torch.zeros(U.numel(), dtype=dtype, device=device)
@@ -159,15 +161,15 @@ def forward_mode_grads(params, xs, ys, o0=None):
         # b: tangents along every entry of b
         total = torch.zeros(b.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h) @ V.T, d_s[t - 1])
+            total += torch.einsum("pbk,bk->p", (1 - h[t] ** 2) * units_n_h @ V.T, d_s[t - 1])
         grads["b"] = total.reshape(b.shape)
         # c: tangents along every entry of c
         total = torch.zeros(c.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q), d_s[t - 1])
+            total += torch.einsum("pbk,bk->p", units_n_q, d_s[t - 1])
         grads["c"] = total.reshape(c.shape)
         # o0: tangents along every entry of o0, for each sample
-        first = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)
+        first = units_n_q
         zero = torch.zeros_like(first)
         total = torch.zeros((B, n_q), dtype=dtype, device=device)
         for t in range(1, T + 1):
@@ -177,16 +179,25 @@ def forward_mode_grads(params, xs, ys, o0=None):
     return loss, grads
 
 
+XS_REQUIRES_GRAD = (
+    "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"
+    " detach xs (layers in front of the model would get no gradient)"
+)
+
+
 class BPTT(torch.autograd.Function):
     """The model's outputs as a torch.autograd.Function whose backward is the derived BPTT.
 
     BPTT.apply(truncate, rng, xs, ys, o0, *params) with params in PARAMS order and
     truncate, rng as for backward (None, None: full BPTT). The initial states get gradients when given
-    (None: zero); xs, ys get none (the derivation is with respect to parameters and states).
+    (None: zero); xs, ys get none (the derivation is with respect to parameters and states), so xs
+    that requires grad (a layer in front of the model) is refused rather than left without a gradient.
     """
 
     @staticmethod
     def forward(ctx, truncate, rng, xs, ys, o0, *params):
+        if getattr(xs, "requires_grad", False):
+            raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(named, PARAMS)[0]
         s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, ys, o0)
@@ -224,6 +235,8 @@ class Model(torch.nn.Module):
     def forward(self, xs, ys, o0=None):
         """The outputs s_t, shape (T, B, q); shapes, dtype and device are checked (not finiteness)."""
         params = self.params()
+        if getattr(xs, "requires_grad", False):
+            raise ValueError(XS_REQUIRES_GRAD)
         sizes, dtype = _check_params(params, finite=False)
         device = params["U"].device
         x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, False, device)

@@ -106,8 +106,8 @@ def losses(outputs, ys):
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "h0");
     truncate and rng as for backward."""
-    loss, d_o, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0)
     mode, value = _truncation(truncate, rng)
+    loss, d_o, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0)
     with torch.no_grad():
         return loss, _backward(mode, value, rng, params, sizes, cache, d_o)
 
@@ -130,6 +130,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         n_q = sizes["q"]
         T, B = d_o.shape[0], d_o.shape[1]
         dtype, device = d_o.dtype, d_o.device
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         grads = {}
         # W_hx: tangents along every entry of W_hx
         dot_h = torch.zeros((W_hx.numel(), B, n_h), dtype=dtype, device=device)
@@ -151,7 +152,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
             total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_o[t - 1])
         grads["W_qh"] = total.reshape(W_qh.shape)
         # h0: tangents along every entry of h0, for each sample
-        dot_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)
+        dot_h = units_n_h
         total = torch.zeros((B, n_h), dtype=dtype, device=device)
         for t in range(1, T + 1):
             dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})
@@ -160,16 +161,25 @@ def forward_mode_grads(params, xs, ys, h0=None):
     return loss, grads
 
 
+XS_REQUIRES_GRAD = (
+    "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"
+    " detach xs (layers in front of the model would get no gradient)"
+)
+
+
 class BPTT(torch.autograd.Function):
     """The model's outputs as a torch.autograd.Function whose backward is the derived BPTT.
 
     BPTT.apply(truncate, rng, xs, h0, *params) with params in PARAMS order and
     truncate, rng as for backward (None, None: full BPTT). The initial states get gradients when given
-    (None: zero); xs get none (the derivation is with respect to parameters and states).
+    (None: zero); xs get none (the derivation is with respect to parameters and states), so xs
+    that requires grad (a layer in front of the model) is refused rather than left without a gradient.
     """
 
     @staticmethod
     def forward(ctx, truncate, rng, xs, h0, *params):
+        if getattr(xs, "requires_grad", False):
+            raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(named, PARAMS)[0]
         o, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, h0)
@@ -207,6 +217,8 @@ class Model(torch.nn.Module):
     def forward(self, xs, h0=None):
         """The outputs o_t, shape (T, B, q); shapes, dtype and device are checked (not finiteness)."""
         params = self.params()
+        if getattr(xs, "requires_grad", False):
+            raise ValueError(XS_REQUIRES_GRAD)
         sizes, dtype = _check_params(params, finite=False)
         device = params["W_hx"].device
         x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, False, device)

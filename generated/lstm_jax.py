@@ -82,7 +82,7 @@ def init_params(rng, dtype=jnp.float32, **sizes):
     sizes = _check_sizes(sizes)
     params = {}
     for key, (name, dims) in zip(jax.random.split(rng, len(SHAPES)), SHAPES.items(), strict=True):
-        shape = tuple(sizes[dim] for dim in dims)
+        shape = tuple(_extent(dim, sizes) for dim in dims)
         scale = 0.1 if len(shape) == 1 else 1 / shape[1] ** 0.5
         params[name] = scale * jax.random.normal(key, shape, dtype)
     return params
@@ -160,7 +160,10 @@ def apply(params, xs, c0=None, h0=None, truncate=None, rng=None):
     (truncate static) and jax.vmap: vmap over a leading axis of sequences, e.g.
     jax.vmap(apply, in_axes=(None, 0)) for xs of shape (N, T, B, d); the parameters' gradients
     are then summed over the N sequences, and the same rng draws the same truncation for every one.
-    xs are data: they get no gradient (zero) through apply.
+    The derived BPTT gives gradients for the parameters and initial states only, not for xs: their
+    cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and for
+    anything computed before them (a layer in front of the model would not learn). apply cannot refuse
+    such inputs (under tracing every array looks alike): put trainable layers only after it.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
@@ -492,11 +495,11 @@ def _forward(params, x, c0, h0):
     def _step(carry, inputs):
         """One step t of the recursion: the states at t-1 in, the values at t out."""
         (h_prev, c_prev) = carry
-        (i_t, f_t, g_t, o_t) = inputs
-        i_t = jax.nn.sigmoid(i_t + h_prev @ W_hi.T)  # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t)
-        f_t = jax.nn.sigmoid(f_t + h_prev @ W_hf.T)  # f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t)
-        g_t = jnp.tanh(g_t + h_prev @ W_hg.T)  # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
-        o_t = jax.nn.sigmoid(o_t + h_prev @ W_ho.T)  # o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t)
+        (_i_in_t, _f_in_t, _g_in_t, _o_in_t) = inputs
+        i_t = jax.nn.sigmoid(_i_in_t + h_prev @ W_hi.T)  # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t)
+        f_t = jax.nn.sigmoid(_f_in_t + h_prev @ W_hf.T)  # f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t)
+        g_t = jnp.tanh(_g_in_t + h_prev @ W_hg.T)  # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+        o_t = jax.nn.sigmoid(_o_in_t + h_prev @ W_ho.T)  # o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t)
         c_t = c_prev * f_t + g_t * i_t  # c_t = c_{t-1} * f_t + g_t * i_t
         h_t = o_t * jnp.tanh(c_t)  # h_t = o_t * tanh(c_t)
         return ((h_t, c_t), (i_t, f_t, g_t, o_t, c_t, h_t))
@@ -557,10 +560,10 @@ def _gradients(ages, params, cache, d_s, keep):
         return ((d_f_bar_t, d_g_bar_t, d_i_bar_t, d_o_bar_t, d_c_t), (_total(d_o_bar_t, ages), _total(d_g_bar_t, ages), _total(d_f_bar_t, ages), _total(d_i_bar_t, ages)))
 
     carry, (d_o_bar, d_g_bar, d_f_bar, d_i_bar) = jax.lax.scan(_step, (zero_n_h, zero_n_h, zero_n_h, zero_n_h, zero_n_h), (d_h, o[1:], c[1:], _following(f[1:]), i[1:], g[1:], c[:-1], f[1:], keep_next), reverse=True)  # t = T..1
-    (d_f_bar_next, d_g_bar_next, d_i_bar_next, d_o_bar_next, d_c_next) = carry  # the adjoints at step 1
+    (d_f_bar_1, d_g_bar_1, d_i_bar_1, d_o_bar_1, d_c_1) = carry  # the adjoints at step 1
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
-    d_c0 = _total(_flow(f[1] * d_c_next, keep_0, ages), ages)  # dL/dc_0 = diag(f_1) dL/dc_1
-    d_h0 = _total(_flow(d_f_bar_next @ W_hf + d_g_bar_next @ W_hg + d_i_bar_next @ W_hi + d_o_bar_next @ W_ho, keep_0, ages), ages)  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
+    d_c0 = _total(_flow(f[1] * d_c_1, keep_0, ages), ages)  # dL/dc_0 = diag(f_1) dL/dc_1
+    d_h0 = _total(_flow(d_f_bar_1 @ W_hf + d_g_bar_1 @ W_hg + d_i_bar_1 @ W_hi + d_o_bar_1 @ W_ho, keep_0, ages), ages)  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
     _d_i_bar_f_bar_o_bar_g_bar = jnp.concatenate((d_i_bar, d_f_bar, d_o_bar, d_g_bar), axis=-1)  # the gates' adjoints side by side
     _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_f_bar_o_bar_g_bar.reshape(-1, 4 * n_h)).T  # the gradients of W_ii, W_if, W_io, W_ig at once
     _d_b_ii_b_if_b_io_b_ig = _d_i_bar_f_bar_o_bar_g_bar.reshape(-1, 4 * n_h).sum(axis=0)  # the gradients of b_ii, b_if, b_io, b_ig at once
@@ -583,8 +586,8 @@ def _gradients(ages, params, cache, d_s, keep):
         "W_ho": _d_W_hi_W_hf_W_ho_W_hg[2 * n_h:3 * n_h],  # dL/dW_ho = sum_t dL/do_bar_t h_{t-1}^T
         "b_ho": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h],  # dL/db_ho = sum_t dL/do_bar_t
         "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
-        "c0": d_c0,
-        "h0": d_h0,
+        "c0": d_c0,  # dL/dc_0 = diag(f_1) dL/dc_1
+        "h0": d_h0,  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
     }
 
 
@@ -756,7 +759,7 @@ def _check_params(params, finite=True):
                 break
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
-        expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
+        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
     return sizes, dtype
 
@@ -768,10 +771,18 @@ def _bind_sizes(params, names):
     for name in names:
         before = dict(sizes)
         for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
-            if sizes.setdefault(dim, n) != n:
-                return before, (name, dim, setter[dim])
-            setter.setdefault(dim, name)
+            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
+            count = int(count or 1)
+            if n % count or sizes.setdefault(size, n // count) != n // count:
+                return before, (name, size, setter.get(size, name))
+            setter.setdefault(size, name)
     return sizes, None
+
+
+def _extent(dim, sizes):
+    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
+    count, _, size = dim.rpartition("*")
+    return int(count or 1) * sizes[size]
 
 
 def _check_cache(cache, sizes, dtype, classes=None):

@@ -81,7 +81,7 @@ def init_params(rng, dtype=jnp.float32, **sizes):
     sizes = _check_sizes(sizes)
     params = {}
     for key, (name, dims) in zip(jax.random.split(rng, len(SHAPES)), SHAPES.items(), strict=True):
-        shape = tuple(sizes[dim] for dim in dims)
+        shape = tuple(_extent(dim, sizes) for dim in dims)
         scale = 0.1 if len(shape) == 1 else 1 / shape[1] ** 0.5
         params[name] = scale * jax.random.normal(key, shape, dtype)
     return params
@@ -159,7 +159,10 @@ def apply(params, xs, c0=None, h0=None, truncate=None, rng=None):
     (truncate static) and jax.vmap: vmap over a leading axis of sequences, e.g.
     jax.vmap(apply, in_axes=(None, 0)) for xs of shape (N, T, B, d); the parameters' gradients
     are then summed over the N sequences, and the same rng draws the same truncation for every one.
-    xs are data: they get no gradient (zero) through apply.
+    The derived BPTT gives gradients for the parameters and initial states only, not for xs: their
+    cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and for
+    anything computed before them (a layer in front of the model would not learn). apply cannot refuse
+    such inputs (under tracing every array looks alike): put trainable layers only after it.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
@@ -478,12 +481,12 @@ def _forward(params, x, c0, h0):
     def _step(carry, inputs):
         """One step t of the recursion: the states at t-1 in, the values at t out."""
         (h_prev, c_prev) = carry
-        (z_t, i_t, f_t, o_t) = inputs
-        z_t = jnp.tanh(z_t + h_prev @ R_z.T)  # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
-        i_t = jax.nn.sigmoid(i_t + h_prev @ R_i.T + p_i * c_prev)  # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
-        f_t = jax.nn.sigmoid(f_t + h_prev @ R_f.T + p_f * c_prev)  # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        (_z_in_t, _i_in_t, _f_in_t, _o_in_t) = inputs
+        z_t = jnp.tanh(_z_in_t + h_prev @ R_z.T)  # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
+        i_t = jax.nn.sigmoid(_i_in_t + h_prev @ R_i.T + p_i * c_prev)  # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
+        f_t = jax.nn.sigmoid(_f_in_t + h_prev @ R_f.T + p_f * c_prev)  # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
         c_t = c_prev * f_t + i_t * z_t  # c_t = c_{t-1} * f_t + i_t * z_t
-        o_t = jax.nn.sigmoid(p_o * c_t + o_t + h_prev @ R_o.T)  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+        o_t = jax.nn.sigmoid(p_o * c_t + _o_in_t + h_prev @ R_o.T)  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
         h_t = jnp.tanh(c_t) * o_t  # h_t = tanh(c_t) * o_t
         return ((h_t, c_t), (z_t, i_t, f_t, c_t, o_t, h_t))
 
@@ -546,10 +549,10 @@ def _gradients(ages, params, cache, d_s, keep):
         return ((d_f_bar_t, d_i_bar_t, d_o_bar_t, d_z_bar_t, d_c_t), (_total(d_o_bar_t, ages), _total(d_f_bar_t, ages), _total(d_i_bar_t, ages), _total(d_z_bar_t, ages)))
 
     carry, (d_o_bar, d_f_bar, d_i_bar, d_z_bar) = jax.lax.scan(_step, (zero_n_h, zero_n_h, zero_n_h, zero_n_h, zero_n_h), (d_h, c[1:], o[1:], _following(f[1:]), c[:-1], f[1:], z[1:], i[1:], keep_next), reverse=True)  # t = T..1
-    (d_f_bar_next, d_i_bar_next, d_o_bar_next, d_z_bar_next, d_c_next) = carry  # the adjoints at step 1
+    (d_f_bar_1, d_i_bar_1, d_o_bar_1, d_z_bar_1, d_c_1) = carry  # the adjoints at step 1
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
-    d_c0 = _total(_flow(p_f * d_f_bar_next + p_i * d_i_bar_next + f[1] * d_c_next, keep_0, ages), ages)  # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
-    d_h0 = _total(_flow(d_f_bar_next @ R_f + d_i_bar_next @ R_i + d_o_bar_next @ R_o + d_z_bar_next @ R_z, keep_0, ages), ages)  # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
+    d_c0 = _total(_flow(p_f * d_f_bar_1 + p_i * d_i_bar_1 + f[1] * d_c_1, keep_0, ages), ages)  # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
+    d_h0 = _total(_flow(d_f_bar_1 @ R_f + d_i_bar_1 @ R_i + d_o_bar_1 @ R_o + d_z_bar_1 @ R_z, keep_0, ages), ages)  # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
     _d_z_bar_i_bar_f_bar_o_bar = jnp.concatenate((d_z_bar, d_i_bar, d_f_bar, d_o_bar), axis=-1)  # the gates' adjoints side by side
     _d_W_z_W_i_W_f_W_o = (x.reshape(-1, n_d).T @ _d_z_bar_i_bar_f_bar_o_bar.reshape(-1, 4 * n_h)).T  # the gradients of W_z, W_i, W_f, W_o at once
     _d_R_z_R_i_R_f_R_o = (h[:-1].reshape(-1, n_h).T @ _d_z_bar_i_bar_f_bar_o_bar.reshape(-1, 4 * n_h)).T  # the gradients of R_z, R_i, R_f, R_o at once
@@ -571,8 +574,8 @@ def _gradients(ages, params, cache, d_s, keep):
         "p_f": (c[:-1] * d_f_bar).reshape(-1, n_h).sum(axis=0),  # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
         "p_o": (c[1:] * d_o_bar).reshape(-1, n_h).sum(axis=0),  # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
         "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
-        "c0": d_c0,
-        "h0": d_h0,
+        "c0": d_c0,  # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
+        "h0": d_h0,  # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
     }
 
 
@@ -744,7 +747,7 @@ def _check_params(params, finite=True):
                 break
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
-        expected = ", ".join(f"{d}={sizes[d]}" if d in sizes else d for d in SHAPES[name])
+        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
         raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
     return sizes, dtype
 
@@ -756,10 +759,18 @@ def _bind_sizes(params, names):
     for name in names:
         before = dict(sizes)
         for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
-            if sizes.setdefault(dim, n) != n:
-                return before, (name, dim, setter[dim])
-            setter.setdefault(dim, name)
+            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
+            count = int(count or 1)
+            if n % count or sizes.setdefault(size, n // count) != n // count:
+                return before, (name, size, setter.get(size, name))
+            setter.setdefault(size, name)
     return sizes, None
+
+
+def _extent(dim, sizes):
+    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
+    count, _, size = dim.rpartition("*")
+    return int(count or 1) * sizes[size]
 
 
 def _check_cache(cache, sizes, dtype, classes=None):

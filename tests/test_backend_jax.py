@@ -7,7 +7,6 @@ jitted gradient of a vmapped loss per kind (apply, plain forward), on tiny sizes
 
 import functools
 import importlib
-import importlib.util
 import os
 import pathlib
 import subprocess
@@ -25,6 +24,7 @@ import numpy as np
 import pytest
 
 from bptt.codegen.backends import BACKENDS
+from bptt.codegen.check import load_module
 from bptt.derive.models import load, names
 
 jax.config.update("jax_enable_x64", True)
@@ -312,22 +312,52 @@ def test_clip_grads_and_checks_under_jit():
     assert str(jax_error.value) == str(numpy_error.value)
 
 
-def test_a_users_cell_with_sliced_weights(tmp_path):
-    """A user's cell (examples/torch_lstm.py: torch's stacked W_ih, read by slices) generates a JAX module whose
-    gradients are the NumPy module's for the same cell."""
+@functools.cache
+def users_lstm():
+    """The NumPy and JAX modules of a user's cell (examples/torch_lstm.py: torch's stacked W_ih, read by
+    slices), rendered in memory."""
     model = load(str(GENERATED.parent / "examples" / "torch_lstm.py") + ":lstm")
-    made = {}
-    for backend in ("numpy", "jax"):
-        path = tmp_path / BACKENDS[backend].filename("user_" + model.name)
-        path.write_text(BACKENDS[backend].module_source(model), encoding="utf-8")
-        spec = importlib.util.spec_from_file_location(path.stem, path)
-        made[backend] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(made[backend])
+    return load_module(model, from_zoo=False), load_module(model, from_zoo=False, backend="jax")
+
+
+def test_a_users_cell_with_sliced_weights():
+    """A user's cell with stacked weights generates a JAX module whose gradients are the NumPy module's."""
+    numpy_module, jax_module = users_lstm()
     rng = np.random.default_rng(2)
-    sizes = {size: 2 + k for k, size in enumerate(made["numpy"].SIZES)}
-    params = made["numpy"].init_params(rng, **sizes)
-    xs, ys = made["numpy"].random_inputs(rng, T, B, **sizes)
-    expected_loss, expected = made["numpy"].loss_and_grads(params, xs, ys)
-    loss, grads = made["jax"].loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(ys))
+    sizes = {size: 2 + k for k, size in enumerate(numpy_module.SIZES)}
+    params = numpy_module.init_params(rng, **sizes)
+    xs, ys = numpy_module.random_inputs(rng, T, B, **sizes)
+    expected_loss, expected = numpy_module.loss_and_grads(params, xs, ys)
+    loss, grads = jax_module.loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(ys))
     assert abs(float(loss) - expected_loss) <= 1e-12 * abs(expected_loss)
     assert_close(grads, expected, 1e-12, "a user's torch-style LSTM")
+
+
+def test_stacked_weights_are_built_and_checked():
+    """init_params builds the stacked weights (4h rows), and a stacked weight of the wrong height is refused
+    with the NumPy module's one-line message."""
+    numpy_module, jax_module = users_lstm()
+    sizes = {"d": 2, "h": 3, "q": 4}
+    params = jax_module.init_params(jax.random.key(0), jnp.float64, **sizes)
+    expected = numpy_module.init_params(np.random.default_rng(0), **sizes)
+    assert {k: v.shape for k, v in params.items()} == {k: v.shape for k, v in expected.items()}
+    xs, ys = numpy_module.random_inputs(np.random.default_rng(1), T, B, **sizes)
+    expected["W_ih"] = expected["W_ih"][:11]
+    with pytest.raises(ValueError) as numpy_error:
+        numpy_module.loss_and_grads(expected, xs, ys)
+    params["W_ih"] = params["W_ih"][:11]
+    with pytest.raises(ValueError) as jax_error:
+        jax_module.loss_and_grads(params, jnp.asarray(xs), jnp.asarray(ys))
+    assert "W_ih" in str(numpy_error.value) and str(jax_error.value) == str(numpy_error.value)
+
+
+def test_apply_gives_the_inputs_a_zero_gradient():
+    """As apply's docstring says: the derived BPTT gives xs a zero cotangent (not its true gradient, which
+    jax.grad of the plain forward pass gives)."""
+    numpy_module, module = modules("elman")
+    sizes = {size: 2 + k for k, size in enumerate(numpy_module.SIZES)}
+    params = module.init_params(jax.random.key(0), jnp.float64, **sizes)
+    xs, _ = module.random_inputs(jax.random.key(1), T, B, jnp.float64, **sizes)
+    through_apply = jax.grad(lambda x: module.apply(params, x).sum())(xs)
+    through_forward = jax.grad(lambda x: module.forward(params, x)[0].sum())(xs)
+    assert not jnp.any(through_apply) and jnp.any(through_forward)

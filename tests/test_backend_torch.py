@@ -192,8 +192,9 @@ def bad_inputs():
         "params shape": lambda m, p, xs, ys: m.loss_and_grads({**p, "W": p["W"][:1]}, xs, ys),
         "label range": lambda m, p, xs, ys: m.loss_and_grads(p, xs, ys + 10),
         "nan input": lambda m, p, xs, ys: m.loss_and_grads(p, xs * float("nan"), ys),
-        "xs dtype": lambda m, p, xs, ys: m.loss_and_grads(p, xs[..., :].astype(np.float32) if isinstance(xs, np.ndarray) else xs.float(), ys),
+        "xs dtype": lambda m, p, xs, ys: m.loss_and_grads(p, xs.astype(np.float32) if isinstance(xs, np.ndarray) else xs.float(), ys),
         "window k": lambda m, p, xs, ys: m.loss_and_grads(p, xs, ys, truncate=("window", 0)),
+        "truncate before xs": lambda m, p, xs, ys: m.loss_and_grads(p, xs[..., :1], ys, truncate=("window", 0)),
         "truncate mode": lambda m, p, xs, ys: m.loss_and_grads(p, xs, ys, truncate=("sometimes", 2)),
         "random pi": lambda m, p, xs, ys: m.loss_and_grads(p, xs, ys, truncate=("random", 1.5)),
     }

@@ -95,4 +95,19 @@ def test_clip_grads_scales_to_the_norm():
     grads = {"a": torch.tensor([3.0, 0.0], dtype=torch.float64), "b": torch.tensor([[4.0]], dtype=torch.float64)}
     clipped = torch_module.clip_grads(grads, 1.0)
     assert torch.allclose(clipped["a"], torch.tensor([0.6, 0.0], dtype=torch.float64))
+    assert torch.allclose(clipped["b"], torch.tensor([[0.8]], dtype=torch.float64))
     assert torch.equal(torch_module.clip_grads(grads, 10.0)["b"], grads["b"])
+
+
+def test_inputs_that_require_grad_are_refused():
+    """A layer in front of the model would get no gradient from the derived BPTT: Model and BPTT.apply refuse
+    xs that requires grad with one line, and take it detached."""
+    torch_module, model, xs, ys = zoo_lstm()
+    front = torch.nn.Linear(SIZES["d"], SIZES["d"], dtype=torch.float64)
+    upstream = front(xs)
+    for run in (lambda: model(upstream), lambda: torch_module.BPTT.apply(None, None, upstream, None, None, *model.parameters())):
+        with pytest.raises(ValueError, match=r"^xs requires grad: .*detach xs") as error:
+            run()
+        assert "\n" not in str(error.value)
+    model.loss(model(upstream.detach()), ys).backward()
+    assert all(parameter.grad is not None for parameter in model.parameters())
