@@ -1,5 +1,6 @@
-"""A backend's helpers file, split into its top-level definitions by Python's own parser:
-a generated module carries the definitions its code calls and those they call, nothing else."""
+"""A backend's helpers file and the framework-free definitions all backends share, split into their
+top-level definitions by Python's own parser: a generated module carries the definitions its code calls
+and those they call, nothing else."""
 
 import ast
 import functools
@@ -18,33 +19,27 @@ class Definition:
 
 
 class Helpers:
-    """The definitions and imports of one helpers file, e.g. templates/numpy_helpers.py.j2."""
+    """The definitions and imports of helpers files, e.g. templates/numpy_helpers.py.j2 then
+    templates/common_helpers.py.j2: a name's first definition wins, and the order is the files'."""
 
-    def __init__(self, text):
-        tree = ast.parse(text)
-        lines = text.splitlines()
+    def __init__(self, *texts):
         self.imports = {}  # bound name -> import line
         self.definitions = {}
-        for node in tree.body:
-            source = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                for alias in node.names:
-                    self.imports[alias.asname or alias.name] = source
-            elif isinstance(node, (ast.FunctionDef, ast.Assign)):
-                name = node.name if isinstance(node, ast.FunctionDef) else node.targets[0].id
-                takes_out = isinstance(node, ast.FunctionDef) and any(a.arg == "out" for a in node.args.args)
-                reads = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-                self.definitions[name] = Definition(name, source, reads, takes_out)
+        for text in texts:
+            imports, definitions = _read(text)
+            self.imports.update(imports)
+            for name, definition in definitions.items():
+                self.definitions.setdefault(name, definition)
 
     def closure(self, names):
-        """The named definitions and every definition they read, in the file's order."""
+        """The named definitions and every definition they read, in the files' order."""
         wanted, todo = set(), list(names)
         while todo:
             name = todo.pop()
             if name in wanted:
                 continue
             if name not in self.definitions:
-                raise KeyError(f"the helpers file has no definition {name!r}")
+                raise KeyError(f"the helpers files have no definition {name!r}")
             wanted.add(name)
             todo += [read for read in self.definitions[name].reads if read in self.definitions]
         return [d for d in self.definitions.values() if d.name in wanted]
@@ -59,6 +54,24 @@ class Helpers:
     @property
     def accepts_out(self):
         return frozenset(name for name, d in self.definitions.items() if d.takes_out)
+
+
+def _read(text):
+    """The imports (bound name -> import line) and top-level definitions (by name) of one helpers file."""
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    imports, definitions = {}, {}
+    for node in tree.body:
+        source = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                imports[alias.asname or alias.name] = source
+        elif isinstance(node, (ast.FunctionDef, ast.Assign)):
+            name = node.name if isinstance(node, ast.FunctionDef) else node.targets[0].id
+            takes_out = isinstance(node, ast.FunctionDef) and any(a.arg == "out" for a in node.args.args)
+            reads = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+            definitions[name] = Definition(name, source, reads, takes_out)
+    return imports, definitions
 
 
 def _import_order(line):
@@ -77,4 +90,6 @@ def namespace(names=None, backend="numpy"):
 
 @functools.cache
 def helpers(backend="numpy"):
-    return Helpers((TEMPLATES / f"{backend}_helpers.py.j2").read_text(encoding="utf-8"))
+    """The backend's own helpers file, then the shared one for the names the backend does not define."""
+    own, common = (TEMPLATES / f"{name}_helpers.py.j2" for name in (backend, "common"))
+    return Helpers(own.read_text(encoding="utf-8"), common.read_text(encoding="utf-8"))

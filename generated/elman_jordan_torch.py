@@ -406,22 +406,10 @@ def clip_grads(grads, theta):
     return {name: g * scale.to(g.dtype) for name, g in grads.items()}
 
 
-def _truncation(truncate, rng):
-    """(mode, value) of a truncate argument, or ValueError saying what is allowed."""
-    if truncate is None:
-        return "full", None
-    modes = ("window", "chunk", "random")
-    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
-        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
-    mode, value = truncate
-    if mode != "random" and not _is_count(value):
-        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
-    if mode == "random":
-        if not (isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 1):
-            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
-        if not isinstance(rng, torch.Generator):
-            raise ValueError(f"truncate=('random', pi) needs rng=torch.Generator().manual_seed(seed), got rng={rng!r}")
-    return mode, value
+def _check_rng(rng):
+    """rng for random truncation: a torch Generator, else ValueError."""
+    if not isinstance(rng, torch.Generator):
+        raise ValueError(f"truncate=('random', pi) needs rng=torch.Generator().manual_seed(seed), got rng={rng!r}")
 
 
 def _keep_weights(mode, value, T, rng, like):
@@ -473,11 +461,6 @@ def _softmax_cross_entropy(s, y, count):
     return loss, grad / count
 
 
-def _is_count(value):
-    """An integer >= 1 (a bool is not a count)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
 def _dtype_name(dtype):
     """float64, as NumPy and the NumPy module's messages name it."""
     return str(dtype).removeprefix("torch.")
@@ -490,29 +473,11 @@ def _check_dtype(dtype):
     return dtype
 
 
-def _check_sizes(sizes):
-    missing = [name for name in SIZES if name not in sizes]
-    unknown = sorted(set(sizes) - set(SIZES))
-    if missing or unknown:
-        raise ValueError(f"sizes must be exactly {', '.join(SIZES)}; missing {missing}, unknown {unknown}")
-    for name, value in sizes.items():
-        if not _is_count(value):
-            raise ValueError(f"size {name} must be a positive integer, got {value!r}")
-    return sizes
-
-
 def _check_params(params, finite=True):
     """The sizes implied by the parameters' shapes, their common dtype and device; finite: no nan or inf.
 
     If one parameter disagrees with all the others, the error names it."""
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict of arrays with keys {', '.join(PARAMS)}, got {type(params).__name__}")
-    missing = [name for name in PARAMS if name not in params]
-    if missing:
-        raise ValueError(f"params is missing {', '.join(missing)} (expected keys {', '.join(PARAMS)})")
-    unknown = [repr(key) for key in params if key not in PARAMS]
-    if unknown:
-        raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(PARAMS)})")
+    _check_param_keys(params)
     first = params[PARAMS[0]]
     if not isinstance(first, torch.Tensor):
         raise ValueError(f"params['{PARAMS[0]}'] must be a torch tensor, got {type(first).__name__}")
@@ -521,40 +486,7 @@ def _check_params(params, finite=True):
         raise ValueError(f"params['{PARAMS[0]}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
     for name in PARAMS:
         _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite, device)
-    sizes, clash = _bind_sizes(params, PARAMS)
-    if clash:
-        order = list(PARAMS)
-        for odd in PARAMS:
-            rest = [name for name in PARAMS if name != odd]
-            if _bind_sizes(params, rest)[1] is None:
-                order = rest + [odd]  # the others agree: check them first, then blame the odd one
-                break
-        sizes, clash = _bind_sizes(params, order)
-        name, dim, other = clash
-        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
-    return sizes, dtype
-
-
-def _bind_sizes(params, names):
-    """(sizes, None) if the named parameters' shapes agree; else (the sizes bound before the first
-    parameter that disagrees, (that parameter, the size it disagrees on, the parameter that set it))."""
-    sizes, setter = {}, {}
-    for name in names:
-        before = dict(sizes)
-        for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
-            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
-            count = int(count or 1)
-            if n % count or sizes.setdefault(size, n // count) != n // count:
-                return before, (name, size, setter.get(size, name))
-            setter.setdefault(size, name)
-    return sizes, None
-
-
-def _extent(dim, sizes):
-    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
-    count, _, size = dim.rpartition("*")
-    return int(count or 1) * sizes[size]
+    return _param_sizes(params), dtype
 
 
 def _check_cache(cache, sizes, dtype, device, classes=None):
@@ -582,11 +514,7 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
     if not isinstance(array, torch.Tensor):
         raise ValueError(f"{name} must be a torch tensor, got {type(array).__name__}")
     shape = tuple(array.shape)
-    if array.ndim != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, shape, strict=True)):
-        expected = ", ".join(f"{dim}={sizes[dim]}" if dim in sizes else dim for dim in dims)
-        raise ValueError(f"{name} has shape {shape}; expected ({expected})")
-    if 0 in shape:
-        raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")
+    _check_shape(name, shape, dims, sizes)
     if array.dtype != dtype:
         raise ValueError(f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters")
     if device is not None and array.device != device:
@@ -609,3 +537,101 @@ def _check_labels(name, labels, sizes, classes, device=None):
         value = labels[bad][0].item()
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
     return labels.long()
+
+
+def _truncation(truncate, rng):
+    """(mode, value) of a truncate argument, or ValueError saying what is allowed."""
+    if truncate is None:
+        return "full", None
+    modes = ("window", "chunk", "random")
+    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
+        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
+    mode, value = truncate
+    if mode != "random" and not _is_count(value):
+        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
+    if mode == "random":
+        if not (_is_number(value) and 0 < value <= 1):
+            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
+        _check_rng(rng)
+    return mode, value
+
+
+def _is_number(value):
+    """A Python int or float (a bool is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_count(value):
+    """An integer >= 1 (a bool is not a count)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _check_sizes(sizes):
+    missing = [name for name in SIZES if name not in sizes]
+    unknown = sorted(set(sizes) - set(SIZES))
+    if missing or unknown:
+        raise ValueError(f"sizes must be exactly {', '.join(SIZES)}; missing {missing}, unknown {unknown}")
+    for name, value in sizes.items():
+        if not _is_count(value):
+            raise ValueError(f"size {name} must be a positive integer, got {value!r}")
+    return sizes
+
+
+def _check_param_keys(params):
+    """params is a dict with exactly the keys PARAMS, else ValueError saying what is missing or unknown."""
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a dict of arrays with keys {', '.join(PARAMS)}, got {type(params).__name__}")
+    missing = [name for name in PARAMS if name not in params]
+    if missing:
+        raise ValueError(f"params is missing {', '.join(missing)} (expected keys {', '.join(PARAMS)})")
+    unknown = [repr(key) for key in params if key not in PARAMS]
+    if unknown:
+        raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(PARAMS)})")
+
+
+def _param_sizes(params):
+    """The sizes the parameters' shapes bind; if they disagree, ValueError naming the parameter that
+    disagrees with all the others if one does, else the first that disagrees with those before it."""
+    sizes, clash = _bind_sizes(params, PARAMS)
+    if clash:
+        order = list(PARAMS)
+        for odd in PARAMS:
+            rest = [name for name in PARAMS if name != odd]
+            if _bind_sizes(params, rest)[1] is None:
+                order = rest + [odd]  # the others agree: check them first, then blame the odd one
+                break
+        sizes, clash = _bind_sizes(params, order)
+        name, dim, other = clash
+        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
+        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+    return sizes
+
+
+def _bind_sizes(params, names):
+    """(sizes, None) if the named parameters' shapes agree; else (the sizes bound before the first
+    parameter that disagrees, (that parameter, the size it disagrees on, the parameter that set it))."""
+    sizes, setter = {}, {}
+    for name in names:
+        before = dict(sizes)
+        for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
+            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
+            count = int(count or 1)
+            if n % count or sizes.setdefault(size, n // count) != n // count:
+                return before, (name, size, setter.get(size, name))
+            setter.setdefault(size, name)
+    return sizes, None
+
+
+def _extent(dim, sizes):
+    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
+    count, _, size = dim.rpartition("*")
+    return int(count or 1) * sizes[size]
+
+
+def _check_shape(name, shape, dims, sizes):
+    """shape (a tuple) has the named dims, those in sizes of their known lengths, and no zero."""
+    if len(shape) != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, shape, strict=True)):
+        expected = ", ".join(f"{dim}={sizes[dim]}" if dim in sizes else dim for dim in dims)
+        raise ValueError(f"{name} has shape {shape}; expected ({expected})")
+    if 0 in shape:
+        raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")

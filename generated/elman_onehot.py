@@ -339,23 +339,10 @@ def clip_grads(grads, theta):
     return {name: g * np.asarray(scale, dtype=g.dtype) for name, g in grads.items()}
 
 
-def _truncation(truncate, rng):
-    """(mode, value) of a truncate argument, or ValueError saying what is allowed."""
-    if truncate is None:
-        return "full", None
-    modes = ("window", "chunk", "random")
-    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
-        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
-    mode, value = truncate
-    if mode != "random" and not _is_count(value):
-        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
-    if mode == "random":
-        number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-        if not (number and 0 < value <= 1):
-            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"truncate=('random', pi) needs rng=np.random.default_rng(seed), got rng={rng!r}")
-    return mode, value
+def _check_rng(rng):
+    """rng for random truncation: a NumPy Generator, else ValueError."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"truncate=('random', pi) needs rng=np.random.default_rng(seed), got rng={rng!r}")
 
 
 def _keep_weights(mode, value, T, rng, dtype):
@@ -421,8 +408,13 @@ def _scatter_columns(values, labels, columns):
     return out.T
 
 
+def _is_number(value):
+    """A Python or NumPy int or float (a bool is not a number here)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
 def _is_count(value):
-    """An integer >= 1 (a bool is not a count)."""
+    """A Python or NumPy integer >= 1 (a bool is not a count)."""
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
 
 
@@ -437,6 +429,66 @@ def _check_dtype(dtype):
     return dtype
 
 
+def _check_params(params, finite=True):
+    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
+
+    If one parameter disagrees with all the others, the error names it."""
+    _check_param_keys(params)
+    dtype = np.asarray(params[PARAMS[0]]).dtype
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
+    for name in PARAMS:
+        array = params[name]
+        good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
+        if not (good and array.size and (not finite or np.isfinite(array).all())):
+            _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
+    return _param_sizes(params), dtype
+
+
+def _check_array(name, array, dims, sizes, dtype, finite=True):
+    """array with the named dims (binding sizes not yet known) and the given dtype;
+    if finite, a float array must hold no nan or inf."""
+    if not isinstance(array, np.ndarray):
+        raise ValueError(f"{name} must be a NumPy array, got {type(array).__name__}")
+    _check_shape(name, array.shape, dims, sizes)
+    if array.dtype != dtype:
+        raise ValueError(f"{name} has dtype {array.dtype}; expected {np.dtype(dtype)} like the parameters")
+    if finite and array.dtype.kind == "f" and not np.isfinite(array).all():
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
+    sizes.update(zip(dims, array.shape, strict=True))
+    return array
+
+
+def _check_labels(name, labels, sizes, classes):
+    """Integer labels of shape (T, B), each in range(sizes[classes])."""
+    if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+    _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
+    if labels.min() < 0 or labels.max() >= sizes[classes]:
+        bad = (labels < 0) | (labels >= sizes[classes])
+        value = labels[bad].flat[0]
+        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+    return labels
+
+
+def _truncation(truncate, rng):
+    """(mode, value) of a truncate argument, or ValueError saying what is allowed."""
+    if truncate is None:
+        return "full", None
+    modes = ("window", "chunk", "random")
+    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
+        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
+    mode, value = truncate
+    if mode != "random" and not _is_count(value):
+        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
+    if mode == "random":
+        if not (_is_number(value) and 0 < value <= 1):
+            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
+        _check_rng(rng)
+    return mode, value
+
+
 def _check_sizes(sizes):
     missing = [name for name in SIZES if name not in sizes]
     unknown = sorted(set(sizes) - set(SIZES))
@@ -448,10 +500,8 @@ def _check_sizes(sizes):
     return sizes
 
 
-def _check_params(params, finite=True):
-    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
-
-    If one parameter disagrees with all the others, the error names it."""
+def _check_param_keys(params):
+    """params is a dict with exactly the keys PARAMS, else ValueError saying what is missing or unknown."""
     if not isinstance(params, dict):
         raise ValueError(f"params must be a dict of arrays with keys {', '.join(PARAMS)}, got {type(params).__name__}")
     missing = [name for name in PARAMS if name not in params]
@@ -460,14 +510,11 @@ def _check_params(params, finite=True):
     unknown = [repr(key) for key in params if key not in PARAMS]
     if unknown:
         raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(PARAMS)})")
-    dtype = np.asarray(params[PARAMS[0]]).dtype
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
-    for name in PARAMS:
-        array = params[name]
-        good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
-        if not (good and array.size and (not finite or np.isfinite(array).all())):
-            _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
+
+
+def _param_sizes(params):
+    """The sizes the parameters' shapes bind; if they disagree, ValueError naming the parameter that
+    disagrees with all the others if one does, else the first that disagrees with those before it."""
     sizes, clash = _bind_sizes(params, PARAMS)
     if clash:
         order = list(PARAMS)
@@ -479,8 +526,8 @@ def _check_params(params, finite=True):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
-    return sizes, dtype
+        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+    return sizes
 
 
 def _bind_sizes(params, names):
@@ -523,32 +570,10 @@ def _check_cache(cache, sizes, dtype, classes=None):
         _check_array(f"cache['{name}']", cache[name], CACHE[name], sizes, dtype, finite=False)
 
 
-def _check_array(name, array, dims, sizes, dtype, finite=True):
-    """array with the named dims (binding sizes not yet known) and the given dtype;
-    if finite, a float array must hold no nan or inf."""
-    if not isinstance(array, np.ndarray):
-        raise ValueError(f"{name} must be a NumPy array, got {type(array).__name__}")
-    if array.ndim != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, array.shape, strict=True)):
+def _check_shape(name, shape, dims, sizes):
+    """shape (a tuple) has the named dims, those in sizes of their known lengths, and no zero."""
+    if len(shape) != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, shape, strict=True)):
         expected = ", ".join(f"{dim}={sizes[dim]}" if dim in sizes else dim for dim in dims)
-        raise ValueError(f"{name} has shape {array.shape}; expected ({expected})")
-    if 0 in array.shape:
-        raise ValueError(f"{name} has shape {array.shape}; every dimension must be at least 1")
-    if array.dtype != dtype:
-        raise ValueError(f"{name} has dtype {array.dtype}; expected {np.dtype(dtype)} like the parameters")
-    if finite and array.dtype.kind == "f" and not np.isfinite(array).all():
-        index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
-        raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
-    sizes.update(zip(dims, array.shape, strict=True))
-    return array
-
-
-def _check_labels(name, labels, sizes, classes):
-    """Integer labels of shape (T, B), each in range(sizes[classes])."""
-    if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
-    _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
-    if labels.min() < 0 or labels.max() >= sizes[classes]:
-        bad = (labels < 0) | (labels >= sizes[classes])
-        value = labels[bad].flat[0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
-    return labels
+        raise ValueError(f"{name} has shape {shape}; expected ({expected})")
+    if 0 in shape:
+        raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")

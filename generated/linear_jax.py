@@ -318,24 +318,10 @@ def clip_grads(grads, theta):
     return {name: g * scale.astype(g.dtype) for name, g in grads.items()}
 
 
-def _truncation(truncate, rng):
-    """(mode, value) of a truncate argument, or ValueError saying what is allowed. Static: mode and k
-    are Python values; pi may be a traced number under jit."""
-    if truncate is None:
-        return "full", None
-    modes = ("window", "chunk", "random")
-    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
-        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
-    mode, value = truncate
-    if mode != "random" and not _is_count(value):
-        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
-    if mode == "random":
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not (number and 0 < value <= 1):
-            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
-        if not _is_key(rng):
-            raise ValueError(f"truncate=('random', pi) needs rng=jax.random.key(seed), got rng={rng!r}")
-    return mode, value
+def _check_rng(rng):
+    """rng for random truncation: a JAX PRNG key, else ValueError."""
+    if not _is_key(rng):
+        raise ValueError(f"truncate=('random', pi) needs rng=jax.random.key(seed), got rng={rng!r}")
 
 
 def _is_key(rng):
@@ -418,11 +404,6 @@ def _squared_error(s, y, count):
     return (0.5 * jnp.square(difference).sum(axis=-1)).sum() / count, difference / count
 
 
-def _is_count(value):
-    """An integer >= 1 (a bool is not a count)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
 def _check_dtype(dtype):
     """dtype as a JAX dtype: float32 or float64 (float64 needs jax.config.update("jax_enable_x64", True))."""
     try:
@@ -436,6 +417,89 @@ def _check_dtype(dtype):
     return dtype
 
 
+def _check_params(params, finite=True):
+    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them
+    (concrete arrays only: under jit the values are not known). If one parameter disagrees with all the
+    others, the error names it."""
+    _check_param_keys(params)
+    dtype = getattr(params[PARAMS[0]], "dtype", None)
+    if dtype not in (jnp.float32, jnp.float64):
+        raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
+    for name in PARAMS:
+        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)
+    if finite and not _all_finite([params[name] for name in PARAMS]):
+        for name in PARAMS:
+            _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)  # names the first bad entry
+    return _param_sizes(params), dtype
+
+
+def _check_array(name, array, dims, sizes, dtype, finite=True):
+    """array with the named dims (binding sizes not yet known) and the given dtype; if finite, a
+    concrete float array must hold no nan or inf (a traced one is not known until it runs)."""
+    if not isinstance(array, jax.Array):
+        raise ValueError(f"{name} must be a JAX array, got {type(array).__name__}")
+    _check_shape(name, array.shape, dims, sizes)
+    if array.dtype != dtype:
+        raise ValueError(f"{name} has dtype {array.dtype}; expected {jnp.dtype(dtype)} like the parameters")
+    if finite and jnp.issubdtype(array.dtype, jnp.floating) and not _all_finite([array]):
+        index = tuple(int(i) for i in jnp.argwhere(~jnp.isfinite(array))[0])
+        raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
+    sizes.update(zip(dims, array.shape, strict=True))
+    return array
+
+
+def _all_finite(arrays):
+    """No nan or inf in any of the arrays (True while tracing: the values are not known)."""
+    finite = _finite(arrays)
+    return isinstance(finite, jax.core.Tracer) or bool(finite)
+
+
+_finite = jax.jit(lambda arrays: jnp.array([jnp.isfinite(array).all() for array in arrays]).all())
+
+
+_label_range = jax.jit(lambda labels: (labels.min(), labels.max()))
+
+
+def _check_labels(name, labels, sizes, classes):
+    """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays)."""
+    if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
+        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+    _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
+    low, high = _label_range(labels)
+    if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
+        bad = (labels < 0) | (labels >= sizes[classes])
+        value = labels[bad][0]
+        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+    return labels
+
+
+def _truncation(truncate, rng):
+    """(mode, value) of a truncate argument, or ValueError saying what is allowed."""
+    if truncate is None:
+        return "full", None
+    modes = ("window", "chunk", "random")
+    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
+        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
+    mode, value = truncate
+    if mode != "random" and not _is_count(value):
+        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
+    if mode == "random":
+        if not (_is_number(value) and 0 < value <= 1):
+            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
+        _check_rng(rng)
+    return mode, value
+
+
+def _is_number(value):
+    """A Python int or float (a bool is not a number here)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_count(value):
+    """An integer >= 1 (a bool is not a count)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
 def _check_sizes(sizes):
     missing = [name for name in SIZES if name not in sizes]
     unknown = sorted(set(sizes) - set(SIZES))
@@ -447,10 +511,8 @@ def _check_sizes(sizes):
     return sizes
 
 
-def _check_params(params, finite=True):
-    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them
-    (concrete arrays only: under jit the values are not known). If one parameter disagrees with all the
-    others, the error names it."""
+def _check_param_keys(params):
+    """params is a dict with exactly the keys PARAMS, else ValueError saying what is missing or unknown."""
     if not isinstance(params, dict):
         raise ValueError(f"params must be a dict of arrays with keys {', '.join(PARAMS)}, got {type(params).__name__}")
     missing = [name for name in PARAMS if name not in params]
@@ -459,14 +521,11 @@ def _check_params(params, finite=True):
     unknown = [repr(key) for key in params if key not in PARAMS]
     if unknown:
         raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(PARAMS)})")
-    dtype = getattr(params[PARAMS[0]], "dtype", None)
-    if dtype not in (jnp.float32, jnp.float64):
-        raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
-    for name in PARAMS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)
-    if finite and not _all_finite([params[name] for name in PARAMS]):
-        for name in PARAMS:
-            _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)  # names the first bad entry
+
+
+def _param_sizes(params):
+    """The sizes the parameters' shapes bind; if they disagree, ValueError naming the parameter that
+    disagrees with all the others if one does, else the first that disagrees with those before it."""
     sizes, clash = _bind_sizes(params, PARAMS)
     if clash:
         order = list(PARAMS)
@@ -478,8 +537,8 @@ def _check_params(params, finite=True):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {params[name].shape}; expected ({expected}), {dim} as in params['{other}']")
-    return sizes, dtype
+        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+    return sizes
 
 
 def _bind_sizes(params, names):
@@ -522,45 +581,10 @@ def _check_cache(cache, sizes, dtype, classes=None):
         _check_array(f"cache['{name}']", cache[name], CACHE[name], sizes, dtype, finite=False)
 
 
-def _check_array(name, array, dims, sizes, dtype, finite=True):
-    """array with the named dims (binding sizes not yet known) and the given dtype; if finite, a
-    concrete float array must hold no nan or inf (a traced one is not known until it runs)."""
-    if not isinstance(array, jax.Array):
-        raise ValueError(f"{name} must be a JAX array, got {type(array).__name__}")
-    if array.ndim != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, array.shape, strict=True)):
+def _check_shape(name, shape, dims, sizes):
+    """shape (a tuple) has the named dims, those in sizes of their known lengths, and no zero."""
+    if len(shape) != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, shape, strict=True)):
         expected = ", ".join(f"{dim}={sizes[dim]}" if dim in sizes else dim for dim in dims)
-        raise ValueError(f"{name} has shape {array.shape}; expected ({expected})")
-    if 0 in array.shape:
-        raise ValueError(f"{name} has shape {array.shape}; every dimension must be at least 1")
-    if array.dtype != dtype:
-        raise ValueError(f"{name} has dtype {array.dtype}; expected {jnp.dtype(dtype)} like the parameters")
-    if finite and jnp.issubdtype(array.dtype, jnp.floating) and not _all_finite([array]):
-        index = tuple(int(i) for i in jnp.argwhere(~jnp.isfinite(array))[0])
-        raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
-    sizes.update(zip(dims, array.shape, strict=True))
-    return array
-
-
-def _all_finite(arrays):
-    """No nan or inf in any of the arrays (True while tracing: the values are not known)."""
-    finite = _finite(arrays)
-    return isinstance(finite, jax.core.Tracer) or bool(finite)
-
-
-_finite = jax.jit(lambda arrays: jnp.array([jnp.isfinite(array).all() for array in arrays]).all())
-
-
-_label_range = jax.jit(lambda labels: (labels.min(), labels.max()))
-
-
-def _check_labels(name, labels, sizes, classes):
-    """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays)."""
-    if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
-        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
-    _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
-    low, high = _label_range(labels)
-    if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
-        bad = (labels < 0) | (labels >= sizes[classes])
-        value = labels[bad][0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
-    return labels
+        raise ValueError(f"{name} has shape {shape}; expected ({expected})")
+    if 0 in shape:
+        raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")
