@@ -12,7 +12,7 @@ import sympy as sp
 from bptt.derive.nodes import Diag
 
 from .ir import PARAMETER
-from .numpy_printer import ATOM, PRODUCT, SUM, Code, RowPrinter
+from .numpy_printer import ATOM, SUM, Code, RowPrinter
 from .numpy_window import WindowPrinter
 
 
@@ -46,10 +46,6 @@ class TorchPrinter(RowPrinter):
         if term.shape[1] == 1:
             return f"{self.operand(term, ATOM)}.reshape(-1, {rows}).sum(0)"
         return super().gradient_term(term)
-
-    def _print_SquaredError(self, loss):
-        difference = f"{self._print(loss.prediction)} - {self._print(loss.target)}"
-        return Code(f"0.5 * (({difference}) ** 2).sum(-1)", PRODUCT)
 
     def _print_SoftmaxCrossEntropy(self, loss):
         logits, labels = self._print(loss.prediction), self._print(loss.target)

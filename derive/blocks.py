@@ -14,11 +14,6 @@ class SliceError(ValueError):
     """A slice the tool has no rule for."""
 
 
-def is_block(node):
-    """A slice of a parameter with unit steps: W[a:b, c:d]."""
-    return isinstance(node, sp.MatrixSlice) and isinstance(node.parent, sp.MatrixSymbol)
-
-
 def check_block(node):
     if not isinstance(node.parent, sp.MatrixSymbol):
         raise SliceError(f"no adjoint rule for {node}: only a slice of a parameter has one (slice the parameter)")

@@ -100,7 +100,7 @@ def losses(outputs, ys):
     sizes = {}
     o = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None), False)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, o.dtype, True, o.device)
-    return 0.5 * ((o - y) ** 2).sum(-1)
+    return 0.5 * ((o - y) ** 2).sum(axis=-1)
 
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):

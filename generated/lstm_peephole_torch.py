@@ -129,7 +129,7 @@ def losses(outputs, ys):
     sizes = {}
     s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None), False)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, s.dtype, True, s.device)
-    return 0.5 * ((s - y) ** 2).sum(-1)
+    return 0.5 * ((s - y) ** 2).sum(axis=-1)
 
 
 def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None):
