@@ -1,163 +1,95 @@
-"""The generated forward-mode (RTRL) gradient, from bptt.derive.rtrl: typed blocks, then NumPy lines.
+"""The forward-mode (RTRL) gradient as IR statements (ir.TangentLoop and its parts), from bptt.derive.rtrl.
 
-Tangents are carried for every direction of one parameter at once: an array
-(P, B, n) for P = the parameter's size. A direction M_dot = E_ij applied to a
-vector v is `_directions(v, rows)`.
+One loop per parameter and per initial state, in the order of the gradients' keys. Tangents are
+carried for every direction of one parameter at once: an array (P, B, n) for P = the parameter's
+size. Every backend prints these statements (tangent_printer.py, torch_rtrl.py, jax_forward_mode.py).
 """
-
-import functools
-from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.derive.nodes import SeqAt
+from bptt.derive.nodes import Adj, SeqAt
 from bptt.derive.rtrl import factored, forward_mode, live_states, reads_parameter
 from bptt.derive.tangent import Tangent
 
-from .numpy_bindings import Printed
-from .numpy_printer import PRODUCT, Code, PrintError, RowPrinter
+from .ir import Assign, Contract, EntersStepOne, TangentArray, TangentLoop, Together, Units, walk
 from .text import text
 
 
-@dataclass(frozen=True)
-class Block:
-    """One parameter's (or initial state's) forward-mode loop."""
-
-    key: str  # the gradient's key
-    wrt: object  # the parameter (MatrixSymbol), or the state Seq of an initial state
-    zero: tuple  # live state Seqs whose tangents start at zero
-    updates: tuple  # ((state Seq, tangent at step t), ...), updated together
-    outputs: object  # the outputs' tangent at step t
-    forced: bool = False  # an initial state that is data after step 1: its tangent enters step 1 only
-
-    @property
-    def per_sample(self):
-        return not isinstance(self.wrt, sp.MatrixSymbol)
+def statements(model):
+    """Units for every vector whose directions the loops read, then a TangentLoop per gradient."""
+    loops = tuple(parameter_loop(model, param) for param in model.params)
+    loops += tuple(initial_state_loop(model, seq) for seq in model.states)
+    return tuple(Units(rows) for rows in units_read(loops)) + loops
 
 
-@functools.cache  # every backend prints the same blocks of a model
-def blocks(model):
-    """A Block per parameter and per initial state, in the order of the gradients' keys."""
+def parameter_loop(model, param):
+    """dL/dparam: the states' tangents along every entry of param, if a state update reads it."""
+    mode = forward_mode(model, param)
+    carried = reads_parameter(model, param)
+    terms = [term for seq in mode.outputs for term in mode.outputs[seq] if carried or not _reads_state(term)]
     live = live_states(model)
-    out = []
-    for param in model.params:
-        mode = forward_mode(model, param)
-        carried = reads_parameter(model, param)
-        terms = [term for seq in mode.outputs for term in mode.outputs[seq] if carried or not _reads_state(term)]
-        updates = _updates(mode, live) if carried else ()
-        out.append(Block(param.name, param, tuple(live) if carried else (), updates, factored(terms)))
-    for seq in model.states:
-        mode = forward_mode(model, seq)
-        terms = [term for s in mode.outputs for term in mode.outputs[s]]
-        zero = tuple(s for s in live if s != seq)
-        out.append(Block(f"{seq.name}0", seq, zero, _updates(mode, live), factored(terms), seq in model.forced))
-    return tuple(out)
+    arrays = tuple(TangentArray(seq) for seq in live) if carried else ()
+    body = _together(mode, live) if carried else ()
+    return _loop(model, param, arrays, body, terms)
 
 
-def _updates(mode, live):
-    return tuple((s, factored(mode.local[s] + mode.carried[s])) for s in live if mode.local[s] or mode.carried[s])
+def initial_state_loop(model, seq):
+    """dL/dseq_0 per sample: seq's tangent starts as every direction of seq_0, the others at zero;
+    a teacher-forced seq_0 enters step 1 only."""
+    mode = forward_mode(model, seq)
+    live = live_states(model)
+    forced = seq in model.forced
+    arrays = tuple(TangentArray(s) for s in live if s != seq)
+    arrays += () if forced else (TangentArray(seq, units=True),)
+    body = (EntersStepOne(seq, f"{text(Tangent(seq(0)))} enters step 1 only"),) if forced else ()
+    body += _together(mode, live)
+    return _loop(model, seq, arrays, body, [term for s in mode.outputs for term in mode.outputs[s]])
+
+
+def _loop(model, wrt, arrays, body, output_terms):
+    key = wrt.name if isinstance(wrt, sp.MatrixSymbol) else f"{wrt.name}0"
+    per_sample = not isinstance(wrt, sp.MatrixSymbol)
+    output = model.outputs[0][0]
+    contract = Contract(factored(output_terms), Adj(output()), per_sample)
+    comment = f"{key}: tangents along every entry of {key}" + (", for each sample" if per_sample else "")
+    return TangentLoop(key, wrt, arrays, body + (contract,), comment)
+
+
+def _together(mode, live):
+    """(Together,): the live states' tangents at t, updated together from those at t - 1; () if none has terms."""
+    assigns = []
+    for seq in live:
+        terms = mode.local[seq] + mode.carried[seq]
+        if terms:
+            value = factored(terms)
+            assigns.append(Assign(Tangent(seq()), value, f"{text(Tangent(seq()))} = {text(value)}"))
+    return (Together(tuple(assigns)),) if assigns else ()
 
 
 def _reads_state(term):
     return any(isinstance(d.of, SeqAt) for d in term.atoms(Tangent))
 
 
-class TangentPrinter(RowPrinter):
-    """Row form with a leading axis of directions for tangents."""
-
-    def _print_Tangent(self, expr):
-        return self.tangent(expr, None)
-
-    def _print_MatrixSlice(self, expr):
-        if isinstance(expr.parent, Tangent):
-            return self.tangent(expr, None)
-        return super()._print_MatrixSlice(expr)
-
-    def tangent(self, node, operand):
-        """Code for node (a Tangent, or a block of one) times operand (a vector expression, or None)."""
-        if isinstance(node, sp.MatrixSlice):  # the block's rows of every direction of the whole parameter
-            columns = node.parent.shape[1]
-            if columns != 1 and not (node.colslice[0] == 0 and sp.simplify(node.colslice[1] - columns) == 0):
-                raise PrintError(f"forward mode takes blocks of whole columns only, not {node}")
-            rows = self.span(*node.rowslice[:2], size=node.parent.shape[0])
-            return Code(f"{self.tangent(node.parent, operand)}[..., {rows}]")
-        of = node.of
-        if isinstance(of, SeqAt):
-            return Code(f"dot_{of.name}")
-        rows, cols = of.shape
-        if cols == 1:
-            return self.directions(rows)
-        if operand is None:
-            raise PrintError(f"the tangent of {of.name} must multiply a vector")
-        return Code(f"{self.helper('_directions')}({self(operand)}, {self(rows)})")
-
-    def directions(self, rows):
-        return Code(f"{self.helper('_directions')}(np.ones((B, 1), dtype), {self(rows)})")
-
-    def _print_MatMul(self, expr):
-        coeff, factors = expr.as_coeff_matrices()
-        at = next((i for i, f in enumerate(factors) if isinstance(_tangent_of(f), Tangent)), None)
-        if at is None:
-            return super()._print_MatMul(expr)
-        rest = factors[at + 1 :]
-        operand = (sp.MatMul(*rest).doit(deep=False) if len(rest) > 1 else rest[0]) if rest else None
-        acc = self.tangent(factors[at], operand)
-        for factor in reversed(factors[:at]):
-            acc = self.apply(factor, acc, expr)
-        return acc if coeff == 1 else Code(f"{self.operand(coeff, PRODUCT)} * ({acc})", PRODUCT)
+def units_read(loops):
+    """The rows of every vector whose directions the loops read, in the order they are first read:
+    the tangent of a vector parameter, and of an initial state."""
+    rows = []
+    for loop in loops:
+        if loop.per_sample:
+            rows.append(loop.wrt.rows)
+        for statement in walk(loop.body):
+            for expr in _expressions(statement):
+                rows += [d.of.rows for d in sorted(expr.atoms(Tangent), key=str) if _is_vector_parameter(d.of)]
+    return list(dict.fromkeys(rows))
 
 
-def _tangent_of(factor):
-    """The Tangent a factor is, or a block of."""
-    return factor.parent if isinstance(factor, sp.MatrixSlice) else factor
+def _expressions(statement):
+    if isinstance(statement, Together):
+        return [assign.value for assign in statement.body]
+    if isinstance(statement, Contract):
+        return [statement.tangent]
+    return []
 
 
-def lines(model, output="d_s"):
-    """The body of forward_mode_grads after its checks: every block's loop, as NumPy lines."""
-    printer = TangentPrinter(stacked=False)
-    out = []
-    for block in blocks(model):
-        out += block_lines(printer, block, output)
-    return Printed.of(out, printer.used)
-
-
-@dataclass(frozen=True)
-class Arrays:
-    """How a backend's code makes the arrays of the forward-mode loops."""
-
-    zeros: str  # a format string of {shape}
-    zeros_like: str
-    einsum: str
-    size: str  # what follows an array for its number of entries
-
-
-NUMPY_ARRAYS = Arrays("np.zeros({shape}, dtype)", "np.zeros_like", "np.einsum", ".size")
-
-
-def block_lines(printer, block, output, arrays=NUMPY_ARRAYS):
-    """One block's loop: the tangents along every entry of a parameter (or initial state), summed into its gradient."""
-    size = printer(block.wrt.rows) if block.per_sample else f"{printer(block.wrt)}{arrays.size}"
-    out = [
-        f"# {block.key}: tangents along every entry of {block.key}" + (", for each sample" if block.per_sample else "")
-    ]
-    out += [f"dot_{s.name} = {arrays.zeros.format(shape=f'({size}, B, {printer(s.rows)})')}" for s in block.zero]
-    step = []
-    if block.per_sample and block.forced:
-        out += [f"first = {printer.directions(block.wrt.rows)}", f"zero = {arrays.zeros_like}(first)"]
-        step.append(
-            f"dot_{block.wrt.name} = first if t == 1 else zero  # {text(Tangent(block.wrt(0)))} enters step 1 only"
-        )
-    elif block.per_sample:
-        out.append(f"dot_{block.wrt.name} = {printer.directions(block.wrt.rows)}")
-    if block.updates:
-        names = ", ".join(f"dot_{s.name}" for s, _ in block.updates)
-        codes = ", ".join(str(printer(value)) for _, value in block.updates)
-        comment = "; ".join(f"{text(Tangent(s()))} = {text(value)}" for s, value in block.updates)
-        step.append(f"{names} = {codes}  # {comment}")
-    out.append(f"total = {arrays.zeros.format(shape=f'(B, {size})' if block.per_sample else size)}")
-    out.append("for t in range(1, T + 1):")
-    out += [f"    {line}" for line in step]
-    contract = "bp" if block.per_sample else "p"
-    out.append(f'    total += {arrays.einsum}("pbk,bk->{contract}", {printer(block.outputs)}, {output}[t - 1])')
-    out.append(f'grads["{block.key}"] = total' + ("" if block.per_sample else f".reshape({block.key}.shape)"))
-    return out
+def _is_vector_parameter(node):
+    return isinstance(node, sp.MatrixSymbol) and node.shape[1] == 1

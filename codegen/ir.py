@@ -1,7 +1,7 @@
 """The statements between a model's derivation and a backend's printer.
 
-program.py builds them from the derivation and optimize.py rewrites them;
-a printer per backend (numpy_printer.py, numpy_lower.py) turns them into code,
+program.py builds them from the derivation (forward_mode.py the forward-mode loops) and optimize.py
+rewrites them; a printer per backend (numpy_statements.py, torch_*, jax_*) turns them into code,
 and the templates only lay the module out. Right-hand sides are SymPy
 expressions of the derivation: SeqAt and Adj at a time, parameters, Apply...
 Inside a Loop a statement is one step t; outside, it holds for every step at once.
@@ -108,3 +108,79 @@ class Rows(sp.MatrixExpr):
 
     matrix, start, count = (property(lambda self, i=i: self.args[i]) for i in range(3))
     shape = property(lambda self: (self.args[2], self.args[0].shape[1]))
+
+
+# Forward mode (RTRL): the tangents along every direction of one parameter (or initial state) at once.
+# A tangent array has a leading axis of directions, (P, B, rows) for P the entries of what it is along;
+# in an expression Tangent(h_t) is that array at step t, Tangent(W) x_t every direction of W applied to x_t.
+
+
+def units_name(rows):
+    """The array of every direction of a vector of `rows` entries: `units_n_h`, `units_4h` for 4*h."""
+    if isinstance(rows, sp.Symbol):
+        return f"units_n_{rows.name}"
+    return "units_" + "".join(char for char in str(rows) if char.isalnum())
+
+
+def tangent_array(seq):
+    """The array of a state's tangents: `dot_h`."""
+    return f"dot_{seq.name}"
+
+
+@dataclass(frozen=True)
+class Units:
+    """units_<rows> = every direction of a vector of `rows` entries, (rows, B, rows): bound once per pass."""
+
+    rows: object
+
+
+@dataclass(frozen=True)
+class TangentArray:
+    """A state's tangents before step 1, along every direction: zero, or (units) the directions of the
+    initial state itself, when the pass is along that initial state."""
+
+    state: object  # the state Seq
+    units: bool = False
+
+
+@dataclass(frozen=True)
+class Together:
+    """Assigns of tangents at step t whose values all read the tangents at t - 1: one simultaneous update."""
+
+    body: tuple  # Assign(Tangent(S_t), value, comment), one per state
+
+
+@dataclass(frozen=True)
+class EntersStepOne:
+    """The tangent of a teacher-forced state at t - 1 along its initial value: every direction at step 1,
+    zero after (from step 1 on the state is data)."""
+
+    state: object
+    comment: str
+
+
+@dataclass(frozen=True)
+class Contract:
+    """The gradient's share of step t: the outputs' tangent o_dot_t (P, B, q) against dL/do_t (B, q),
+    summed over the batch for a parameter, per sample (B, P) for an initial state."""
+
+    tangent: object  # o_dot_t, linear in Tangent nodes
+    adjoint: object  # Adj(o_t)
+    per_sample: bool
+
+
+@dataclass(frozen=True)
+class TangentLoop:
+    """One gradient by forward mode: the tangents along every entry of `wrt` carried through t = 1..T,
+    each step's share contracted into grads[key]."""
+
+    key: str  # the gradient's key
+    wrt: object  # the parameter, or the state Seq of an initial state
+    arrays: tuple  # TangentArray per state whose tangent the loop starts before step 1
+    body: tuple  # the statements of step t: EntersStepOne, Together, then Contract
+    comment: str
+
+    @property
+    def per_sample(self):
+        """Along an initial state: one gradient per sample, P = the state's rows."""
+        return not isinstance(self.wrt, sp.MatrixSymbol)

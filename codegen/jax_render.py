@@ -182,9 +182,9 @@ def gradient_body(program):
 
 
 def rtrl_body(program):
-    """(lines of _forward_mode after the loss, helpers used): real-time recurrent learning."""
+    """(lines of _forward_mode after the loss, helpers used): the Program's forward-mode statements as scans."""
     model = program.model
+    lines, printer = jax_forward_mode.rtrl_lines(program)
     output = f"d_{model.outputs[0][0].name}"
-    lines, printer = jax_forward_mode.lines(model, output)
     head = bindings(model, printer.used, output, program.cache[1:])  # the input is an argument
     return head + ["grads = {}"] + lines + ["return loss, grads"], printer.used["helpers"]

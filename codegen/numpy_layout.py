@@ -5,7 +5,6 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from . import forward_mode
 from .facts import Facts, fixed_helpers, model_facts
 from .helpers import helpers
 from .ir import Array, adjoint_array
@@ -14,6 +13,7 @@ from .numpy_printer import ONES, RowPrinter, size_name
 from .numpy_statements import NumPyPrinter
 from .numpy_window import window_body
 from .program import build
+from .tangent_printer import TangentPrinter
 
 SCAFFOLD = (  # the helpers the template's fixed parts call
     "_extent",
@@ -85,14 +85,14 @@ class Body:
 
 
 def rtrl_body(program):
-    """The body of forward_mode_grads after its checks."""
+    """The body of forward_mode_grads after its checks: the Program's forward-mode statements."""
     model = program.model
-    printed = forward_mode.lines(model, output_adjoint(model))
-    used = {"params": printed.params, "arrays": printed.arrays, "sizes": printed.sizes}
-    head = bound(used, model, set(), set(program.cache))
+    printer = TangentPrinter(stacked=False)
+    lines = printer.lines(program.forward_mode.statements)
+    head = bound(printer.used, model, set(), set(program.cache))
     first = output_adjoint(model)
     head += [f"T, B = {first}.shape[0], {first}.shape[1]", "grads = {}"]
-    return Body(tuple(head) + printed.lines, printed.helpers)
+    return Body(tuple(head + lines), frozenset(printer.used["helpers"]))
 
 
 def model_names(model):

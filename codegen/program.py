@@ -15,7 +15,7 @@ import sympy as sp
 from bptt.derive.bptt import derive
 from bptt.derive.nodes import Adj, SeqAt, matrix_sum
 
-from . import fuse, optimize
+from . import forward_mode, fuse, optimize
 from .halve import halve_sigmoids
 from .ir import Accumulate, Array, Assign, Flow, Guard, Loop, walk
 from .schedule import backward_schedule, forward_schedule
@@ -57,6 +57,7 @@ class Program:
     gradients: Pass  # stacked parameter-gradient products, before the return
     returns: tuple  # (key, value, comment): the gradients backward returns
     recurrent: tuple  # adjoints that flow back through time (an age axis in the window pass)
+    forward_mode: Pass  # the gradients by forward mode (RTRL): ir.Units, then an ir.TangentLoop per gradient
 
 
 @functools.cache  # every backend prints the same statements of a model
@@ -87,6 +88,7 @@ def build(model):
         gradients=gradients,
         returns=tuple(fast_returns),
         recurrent=tuple(sorted(recurrent)),
+        forward_mode=Pass(forward_mode.statements(model)),
     )
 
 

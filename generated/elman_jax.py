@@ -179,6 +179,8 @@ def _forward_mode(params, x, y, h0):
     B = d_s.shape[1]
     dtype = params["U"].dtype
     grads = {}
+    units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    units_n_q = _directions(jnp.ones((B, 1), dtype), n_q)  # every direction of a vector of q entries
 
     # U: tangents along every entry of U
     def _step(carry, inputs):
@@ -216,7 +218,7 @@ def _forward_mode(params, x, y, h0):
         """The tangents at t from those at t-1, and step t's share of the gradient of b."""
         (dot_h,) = carry
         (h_t, d_s_t) = inputs
-        dot_h = (1 - h_t ** 2) * (_directions(jnp.ones((B, 1), dtype), n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(b) + W dot(h_{t-1}))
+        dot_h = (1 - h_t ** 2) * (units_n_h + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(b) + W dot(h_{t-1}))
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b.size, B, n_h), dtype),), (h[1:], d_s))  # t = 1..T
@@ -226,7 +228,7 @@ def _forward_mode(params, x, y, h0):
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of c."""
         (d_s_t,) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(jnp.ones((B, 1), dtype), n_q), d_s_t),))
+        return ((), (jnp.einsum("pbk,bk->p", units_n_q, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (), (d_s,))  # t = 1..T
     grads["c"] = shares.sum(axis=0).reshape(c.shape)
@@ -239,7 +241,7 @@ def _forward_mode(params, x, y, h0):
         dot_h = (1 - h_t ** 2) * (dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) W dot(h_{t-1})
         return ((dot_h,), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (_directions(jnp.ones((B, 1), dtype), n_h),), (h[1:], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (h[1:], d_s))  # t = 1..T
     grads["h0"] = shares.sum(axis=0)
     return loss, grads
 

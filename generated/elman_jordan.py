@@ -190,6 +190,8 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
     grads = {}
+    units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    units_n_q = _directions(np.ones((B, 1), dtype), n_q)  # every direction of a vector of q entries
     # U: tangents along every entry of U
     dot_h = np.zeros((U.size, B, n_h), dtype)
     total = np.zeros(U.size, dtype)
@@ -220,16 +222,16 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     dot_h = np.zeros((b.size, B, n_h), dtype)
     total = np.zeros(b.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(np.ones((B, 1), dtype), n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(b) + W dot(h_{t-1}))
+        dot_h = (1 - h[t] ** 2) * (units_n_h + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(b) + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b"] = total.reshape(b.shape)
     # c: tangents along every entry of c
     total = np.zeros(c.size, dtype)
     for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", _directions(np.ones((B, 1), dtype), n_q), d_s[t - 1])
+        total += np.einsum("pbk,bk->p", units_n_q, d_s[t - 1])
     grads["c"] = total.reshape(c.shape)
     # h0: tangents along every entry of h0, for each sample
-    dot_h = _directions(np.ones((B, 1), dtype), n_h)
+    dot_h = units_n_h
     total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
         dot_h = (1 - h[t] ** 2) * (dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) W dot(h_{t-1})
@@ -237,11 +239,10 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     grads["h0"] = total
     # o0: tangents along every entry of o0, for each sample
     dot_h = np.zeros((n_q, B, n_h), dtype)
-    first = _directions(np.ones((B, 1), dtype), n_q)
-    zero = np.zeros_like(first)
+    zero = np.zeros_like(units_n_q)
     total = np.zeros((B, n_q), dtype)
     for t in range(1, T + 1):
-        dot_o = first if t == 1 else zero  # dot(o_0) enters step 1 only
+        dot_o = units_n_q if t == 1 else zero  # dot(o_0) enters step 1 only
         dot_h = (1 - h[t] ** 2) * (dot_o @ R.T + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (R dot(o_{t-1}) + W dot(h_{t-1}))
         total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
     grads["o0"] = total

@@ -144,9 +144,9 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
         dtype, device = d_s.dtype, d_s.device
+        grads = {}
         units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         units_n_q = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)  # every direction of a vector of q entries
-        grads = {}
         # U: tangents along every entry of U
         dot_h = torch.zeros((U.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(U.numel(), dtype=dtype, device=device)
@@ -194,11 +194,10 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
         grads["h0"] = total
         # o0: tangents along every entry of o0, for each sample
         dot_h = torch.zeros((n_q, B, n_h), dtype=dtype, device=device)
-        first = units_n_q
-        zero = torch.zeros_like(first)
+        zero = torch.zeros_like(units_n_q)
         total = torch.zeros((B, n_q), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_o = first if t == 1 else zero  # dot(o_0) enters step 1 only
+            dot_o = units_n_q if t == 1 else zero  # dot(o_0) enters step 1 only
             dot_h = (1 - h[t] ** 2) * (dot_o @ R.T + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (R dot(o_{t-1}) + W dot(h_{t-1}))
             total += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
         grads["o0"] = total

@@ -167,6 +167,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
     n_q = sizes["q"]
     T, B = d_z.shape[0], d_z.shape[1]
     grads = {}
+    units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
     # U: tangents along every entry of U
     dot_s = np.zeros((U.size, B, n_h), dtype)
     total = np.zeros(U.size, dtype)
@@ -187,7 +188,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
         total += np.einsum("pbk,bk->p", _directions(s[t], n_q), d_z[t - 1])
     grads["V"] = total.reshape(V.shape)
     # s0: tangents along every entry of s0, for each sample
-    dot_s = _directions(np.ones((B, 1), dtype), n_h)
+    dot_s = units_n_h
     total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
         dot_s = (1 - s[t] ** 2) * (dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) W dot(s_{t-1})

@@ -175,6 +175,7 @@ def _forward_mode(params, x, y, s0):
     B = d_z.shape[1]
     dtype = params["U"].dtype
     grads = {}
+    units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
 
     # U: tangents along every entry of U
     def _step(carry, inputs):
@@ -215,7 +216,7 @@ def _forward_mode(params, x, y, s0):
         dot_s = (1 - s_t ** 2) * (dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) W dot(s_{t-1})
         return ((dot_s,), (jnp.einsum("pbk,bk->bp", dot_s @ V.T, d_z_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (_directions(jnp.ones((B, 1), dtype), n_h),), (s[1:], d_z))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (s[1:], d_z))  # t = 1..T
     grads["s0"] = shares.sum(axis=0)
     return loss, grads
 

@@ -131,8 +131,8 @@ def forward_mode_grads(params, xs, ys, s0=None):
         n_q = sizes["q"]
         T, B = d_z.shape[0], d_z.shape[1]
         dtype, device = d_z.dtype, d_z.device
-        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         grads = {}
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         # U: tangents along every entry of U
         dot_s = torch.zeros((U.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(U.numel(), dtype=dtype, device=device)

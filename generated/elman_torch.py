@@ -135,9 +135,9 @@ def forward_mode_grads(params, xs, ys, h0=None):
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
         dtype, device = d_s.dtype, d_s.device
+        grads = {}
         units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         units_n_q = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)  # every direction of a vector of q entries
-        grads = {}
         # U: tangents along every entry of U
         dot_h = torch.zeros((U.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(U.numel(), dtype=dtype, device=device)

@@ -227,6 +227,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
     grads = {}
+    units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
     # W_ir: tangents along every entry of W_ir
     dot_h = np.zeros((W_ir.size, B, n_h), dtype)
     total = np.zeros(W_ir.size, dtype)
@@ -238,7 +239,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = np.zeros((b_ir.size, B, n_h), dtype)
     total = np.zeros(b_ir.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(np.ones((B, 1), dtype), n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_ir"] = total.reshape(b_ir.shape)
     # W_hr: tangents along every entry of W_hr
@@ -252,7 +253,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = np.zeros((b_hr.size, B, n_h), dtype)
     total = np.zeros(b_hr.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(np.ones((B, 1), dtype), n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_hr"] = total.reshape(b_hr.shape)
     # W_iz: tangents along every entry of W_iz
@@ -266,7 +267,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = np.zeros((b_iz.size, B, n_h), dtype)
     total = np.zeros(b_iz.size, dtype)
     for t in range(1, T + 1):
-        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * units_n_h) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_iz"] = total.reshape(b_iz.shape)
     # W_hz: tangents along every entry of W_hz
@@ -280,7 +281,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = np.zeros((b_hz.size, B, n_h), dtype)
     total = np.zeros(b_hz.size, dtype)
     for t in range(1, T + 1):
-        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(np.ones((B, 1), dtype), n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * units_n_h) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_hz"] = total.reshape(b_hz.shape)
     # W_in: tangents along every entry of W_in
@@ -294,7 +295,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = np.zeros((b_in.size, B, n_h), dtype)
     total = np.zeros(b_in.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(np.ones((B, 1), dtype), n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_in"] = total.reshape(b_in.shape)
     # W_hn: tangents along every entry of W_hn
@@ -308,7 +309,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     dot_h = np.zeros((b_hn.size, B, n_h), dtype)
     total = np.zeros(b_hn.size, dtype)
     for t in range(1, T + 1):
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(np.ones((B, 1), dtype), n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * units_n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
     grads["b_hn"] = total.reshape(b_hn.shape)
     # V: tangents along every entry of V
@@ -317,7 +318,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         total += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
     grads["V"] = total.reshape(V.shape)
     # h0: tangents along every entry of h0, for each sample
-    dot_h = _directions(np.ones((B, 1), dtype), n_h)
+    dot_h = units_n_h
     total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
         dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})

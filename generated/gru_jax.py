@@ -209,6 +209,7 @@ def _forward_mode(params, x, y, h0):
     B = d_s.shape[1]
     dtype = params["W_ir"].dtype
     grads = {}
+    units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
 
     # W_ir: tangents along every entry of W_ir
     def _step(carry, inputs):
@@ -226,7 +227,7 @@ def _forward_mode(params, x, y, h0):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_ir."""
         (dot_h,) = carry
         (r_t, m_t, n_t, z_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(jnp.ones((B, 1), dtype), n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ir.size, B, n_h), dtype),), (r[1:], m[1:], n[1:], z[1:], h[:-1], d_s))  # t = 1..T
@@ -248,7 +249,7 @@ def _forward_mode(params, x, y, h0):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_hr."""
         (dot_h,) = carry
         (r_t, m_t, n_t, z_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(jnp.ones((B, 1), dtype), n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hr.size, B, n_h), dtype),), (r[1:], m[1:], n[1:], z[1:], h[:-1], d_s))  # t = 1..T
@@ -270,7 +271,7 @@ def _forward_mode(params, x, y, h0):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_iz."""
         (dot_h,) = carry
         (z_t, h_prev, r_t, n_t, m_t, d_s_t) = inputs
-        dot_h = h_prev * (((1 - z_t) * z_t) * _directions(jnp.ones((B, 1), dtype), n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * _directions(jnp.ones((B, 1), dtype), n_h)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = h_prev * (((1 - z_t) * z_t) * units_n_h) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * units_n_h) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_iz.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], n[1:], m[1:], d_s))  # t = 1..T
@@ -292,7 +293,7 @@ def _forward_mode(params, x, y, h0):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_hz."""
         (dot_h,) = carry
         (z_t, h_prev, r_t, n_t, m_t, d_s_t) = inputs
-        dot_h = h_prev * (((1 - z_t) * z_t) * _directions(jnp.ones((B, 1), dtype), n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * _directions(jnp.ones((B, 1), dtype), n_h)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = h_prev * (((1 - z_t) * z_t) * units_n_h) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * units_n_h) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hz.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], n[1:], m[1:], d_s))  # t = 1..T
@@ -314,7 +315,7 @@ def _forward_mode(params, x, y, h0):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_in."""
         (dot_h,) = carry
         (n_t, z_t, r_t, m_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * _directions(jnp.ones((B, 1), dtype), n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * units_n_h) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_in.size, B, n_h), dtype),), (n[1:], z[1:], r[1:], m[1:], h[:-1], d_s))  # t = 1..T
@@ -336,7 +337,7 @@ def _forward_mode(params, x, y, h0):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_hn."""
         (dot_h,) = carry
         (r_t, n_t, z_t, m_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * _directions(jnp.ones((B, 1), dtype), n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * units_n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hn.size, B, n_h), dtype),), (r[1:], n[1:], z[1:], m[1:], h[:-1], d_s))  # t = 1..T
@@ -359,7 +360,7 @@ def _forward_mode(params, x, y, h0):
         dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
         return ((dot_h,), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (_directions(jnp.ones((B, 1), dtype), n_h),), (r[1:], n[1:], z[1:], m[1:], h[:-1], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (r[1:], n[1:], z[1:], m[1:], h[:-1], d_s))  # t = 1..T
     grads["h0"] = shares.sum(axis=0)
     return loss, grads
 

@@ -182,6 +182,8 @@ def forward_mode_grads(params, xs, ys, o0=None):
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
     grads = {}
+    units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    units_n_q = _directions(np.ones((B, 1), dtype), n_q)  # every direction of a vector of q entries
     # U: tangents along every entry of U
     total = np.zeros(U.size, dtype)
     for t in range(1, T + 1):
@@ -200,19 +202,18 @@ def forward_mode_grads(params, xs, ys, o0=None):
     # b: tangents along every entry of b
     total = np.zeros(b.size, dtype)
     for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(np.ones((B, 1), dtype), n_h) @ V.T, d_s[t - 1])
+        total += np.einsum("pbk,bk->p", (1 - h[t] ** 2) * units_n_h @ V.T, d_s[t - 1])
     grads["b"] = total.reshape(b.shape)
     # c: tangents along every entry of c
     total = np.zeros(c.size, dtype)
     for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", _directions(np.ones((B, 1), dtype), n_q), d_s[t - 1])
+        total += np.einsum("pbk,bk->p", units_n_q, d_s[t - 1])
     grads["c"] = total.reshape(c.shape)
     # o0: tangents along every entry of o0, for each sample
-    first = _directions(np.ones((B, 1), dtype), n_q)
-    zero = np.zeros_like(first)
+    zero = np.zeros_like(units_n_q)
     total = np.zeros((B, n_q), dtype)
     for t in range(1, T + 1):
-        dot_o = first if t == 1 else zero  # dot(o_0) enters step 1 only
+        dot_o = units_n_q if t == 1 else zero  # dot(o_0) enters step 1 only
         total += np.einsum("pbk,bk->bp", (1 - h[t] ** 2) * (dot_o @ R.T) @ V.T, d_s[t - 1])
     grads["o0"] = total
     return loss, grads

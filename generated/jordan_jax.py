@@ -185,6 +185,8 @@ def _forward_mode(params, x, y, o0):
     T, B = d_s.shape[0], d_s.shape[1]
     dtype = params["U"].dtype
     grads = {}
+    units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    units_n_q = _directions(jnp.ones((B, 1), dtype), n_q)  # every direction of a vector of q entries
 
     # U: tangents along every entry of U
     def _step(carry, inputs):
@@ -217,7 +219,7 @@ def _forward_mode(params, x, y, o0):
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of b."""
         (h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", (1 - h_t ** 2) * _directions(jnp.ones((B, 1), dtype), n_h) @ V.T, d_s_t),))
+        return ((), (jnp.einsum("pbk,bk->p", (1 - h_t ** 2) * units_n_h @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s))  # t = 1..T
     grads["b"] = shares.sum(axis=0).reshape(b.shape)
@@ -226,17 +228,16 @@ def _forward_mode(params, x, y, o0):
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of c."""
         (d_s_t,) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(jnp.ones((B, 1), dtype), n_q), d_s_t),))
+        return ((), (jnp.einsum("pbk,bk->p", units_n_q, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (), (d_s,))  # t = 1..T
     grads["c"] = shares.sum(axis=0).reshape(c.shape)
 
     # o0: tangents along every entry of o0, for each sample
-    first = _directions(jnp.ones((B, 1), dtype), n_q)
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of o0."""
         (h_t, d_s_t, t) = inputs
-        dot_o = jnp.where(t == 1, first, 0)  # dot(o_0) enters step 1 only
+        dot_o = jnp.where(t == 1, units_n_q, 0)  # dot(o_0) enters step 1 only
         return ((), (jnp.einsum("pbk,bk->bp", (1 - h_t ** 2) * (dot_o @ R.T) @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s, jnp.arange(1, T + 1)))  # t = 1..T

@@ -140,9 +140,9 @@ def forward_mode_grads(params, xs, ys, o0=None):
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
         dtype, device = d_s.dtype, d_s.device
+        grads = {}
         units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         units_n_q = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)  # every direction of a vector of q entries
-        grads = {}
         # U: tangents along every entry of U
         total = torch.zeros(U.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
@@ -169,11 +169,10 @@ def forward_mode_grads(params, xs, ys, o0=None):
             total += torch.einsum("pbk,bk->p", units_n_q, d_s[t - 1])
         grads["c"] = total.reshape(c.shape)
         # o0: tangents along every entry of o0, for each sample
-        first = units_n_q
-        zero = torch.zeros_like(first)
+        zero = torch.zeros_like(units_n_q)
         total = torch.zeros((B, n_q), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_o = first if t == 1 else zero  # dot(o_0) enters step 1 only
+            dot_o = units_n_q if t == 1 else zero  # dot(o_0) enters step 1 only
             total += torch.einsum("pbk,bk->bp", (1 - h[t] ** 2) * (dot_o @ R.T) @ V.T, d_s[t - 1])
         grads["o0"] = total
     return loss, grads

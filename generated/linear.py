@@ -166,6 +166,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     n_q = sizes["q"]
     T, B = d_o.shape[0], d_o.shape[1]
     grads = {}
+    units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
     # W_hx: tangents along every entry of W_hx
     dot_h = np.zeros((W_hx.size, B, n_h), dtype)
     total = np.zeros(W_hx.size, dtype)
@@ -186,7 +187,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
         total += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_o[t - 1])
     grads["W_qh"] = total.reshape(W_qh.shape)
     # h0: tangents along every entry of h0, for each sample
-    dot_h = _directions(np.ones((B, 1), dtype), n_h)
+    dot_h = units_n_h
     total = np.zeros((B, n_h), dtype)
     for t in range(1, T + 1):
         dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})

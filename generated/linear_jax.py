@@ -174,6 +174,7 @@ def _forward_mode(params, x, y, h0):
     B = d_o.shape[1]
     dtype = params["W_hx"].dtype
     grads = {}
+    units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
 
     # W_hx: tangents along every entry of W_hx
     def _step(carry, inputs):
@@ -214,7 +215,7 @@ def _forward_mode(params, x, y, h0):
         dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})
         return ((dot_h,), (jnp.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (_directions(jnp.ones((B, 1), dtype), n_h),), (d_o,))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (d_o,))  # t = 1..T
     grads["h0"] = shares.sum(axis=0)
     return loss, grads
 

@@ -130,8 +130,8 @@ def forward_mode_grads(params, xs, ys, h0=None):
         n_q = sizes["q"]
         T, B = d_o.shape[0], d_o.shape[1]
         dtype, device = d_o.dtype, d_o.device
-        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         grads = {}
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         # W_hx: tangents along every entry of W_hx
         dot_h = torch.zeros((W_hx.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(W_hx.numel(), dtype=dtype, device=device)

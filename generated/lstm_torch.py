@@ -179,8 +179,8 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
         dtype, device = d_s.dtype, d_s.device
-        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         grads = {}
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         # W_ii: tangents along every entry of W_ii
         dot_c = torch.zeros((W_ii.numel(), B, n_h), dtype=dtype, device=device)
         dot_h = torch.zeros((W_ii.numel(), B, n_h), dtype=dtype, device=device)
