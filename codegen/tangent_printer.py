@@ -57,7 +57,8 @@ class TangentPrinter(RowPrinter):
         size = self.directions(loop)
         out = [f"# {loop.comment}"]
         out += [f"{tangent_array(array.state)} = {self.start(array, size)}" for array in loop.arrays]
-        out += [f"zero = {self.zeros_like(units_name(s.state.rows))}" for s in loop.body if isinstance(s, EntersStepOne)]
+        entering = [s for s in loop.body if isinstance(s, EntersStepOne)]
+        out += [f"zero = {self.zeros_like(units_name(s.state.rows))}" for s in entering]
         out.append(f"total = {self.zeros(f'(B, {size})' if loop.per_sample else size)}")
         out.append("for t in range(1, T + 1):")
         out += ["    " + line for line in self.lines(loop.body)]

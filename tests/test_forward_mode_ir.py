@@ -1,0 +1,137 @@
+"""Forward mode (RTRL) is IR: codegen/forward_mode.py builds statements (ir.Units, ir.TangentLoop) into the
+Program once, and every backend prints the Program's statements. A planted change in those statements
+shows up in every backend's generated forward_mode_grads, so a backend that printed its own forward mode
+again would fail here. And the users' cells of examples/ give BPTT's gradients by forward mode in every
+backend, to 1e-12."""
+
+import ast
+import dataclasses
+import os
+import pathlib
+import types
+
+# as in test_backend_jax.py: XLA compiles tiny arrays about twice as fast without its expensive passes
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+).strip()
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+
+from bptt.codegen import forward_mode, ir, jax_render, numpy_layout, torch_render
+from bptt.codegen.backends import BACKENDS
+from bptt.codegen.check import load_module
+from bptt.codegen.program import Pass, build
+from bptt.derive.models import load, names
+
+jax.config.update("jax_enable_x64", True)
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+EXAMPLES = [f"{ROOT / 'examples' / 'gated_rnn.py'}:gated_rnn", f"{ROOT / 'examples' / 'lstm.py'}:lstm"]
+EXAMPLES.append(f"{ROOT / 'examples' / 'torch_lstm.py'}:lstm")
+STEP_STATEMENTS = (ir.EntersStepOne, ir.Together, ir.Contract)
+
+
+def problem(module, seed=5, steps=4, batch=3):
+    """Parameters, inputs, targets and non-zero initial states of distinct small sizes (2, 3, 4, ...)."""
+    rng = np.random.default_rng(seed)
+    sizes = {size: 2 + k for k, size in enumerate(module.SIZES)}
+    params = module.init_params(rng, **sizes)
+    xs, ys = module.random_inputs(rng, steps, batch, **sizes)
+    initial = {key: 0.5 * rng.standard_normal((batch, sizes[size])) for key, size in module.STATES.items()}
+    return params, xs, ys, initial
+
+
+def run_forward_mode(module, backend, arrays):
+    """module.forward_mode_grads on the backend's arrays, as (loss, {key: NumPy array})."""
+    params, xs, ys, initial = arrays
+    convert = {"numpy": np.asarray, "torch": torch.from_numpy, "jax": jnp.asarray}[backend]
+    to = lambda tree: {key: convert(value) for key, value in tree.items()}  # noqa: E731
+    loss, grads = module.forward_mode_grads(to(params), convert(xs), convert(ys), **to(initial))
+    return float(loss), {key: np.asarray(value) for key, value in grads.items()}
+
+
+def relative(got, expected):
+    return float(np.abs(got - expected).max() / max(np.abs(expected).max(), 1e-300))
+
+
+@pytest.mark.parametrize("name", names())
+def test_forward_mode_is_statements_in_the_program(name):
+    """The Program holds forward mode as typed statements holding SymPy expressions: Units, then one
+    TangentLoop per gradient in the order of loss_and_grads' keys; no code in them, only comments."""
+    model = load(name)
+    statements = build(model).forward_mode.statements
+    units = [s for s in statements if isinstance(s, ir.Units)]
+    loops = statements[len(units) :]
+    assert units and all(isinstance(loop, ir.TangentLoop) for loop in loops)
+    assert [loop.key for loop in loops] == [p.name for p in model.params] + [f"{s.name}0" for s in model.states]
+    for loop in loops:
+        assert all(isinstance(s, STEP_STATEMENTS) for s in loop.body), loop.key
+        assert isinstance(loop.body[-1], ir.Contract) and isinstance(loop.body[-1].tangent, sp.MatrixExpr)
+        for together in (s for s in loop.body if isinstance(s, ir.Together)):
+            assert all(isinstance(a, ir.Assign) and isinstance(a.value, sp.MatrixExpr) for a in together.body)
+            assert all("=" in a.comment and "np." not in a.comment for a in together.body)
+
+
+def test_forward_mode_module_prints_nothing():
+    """codegen/forward_mode.py builds the statements the Program holds: it imports the derivation, the IR
+    and the text of comments, no printer."""
+    model = load("elman")
+    assert forward_mode.statements(model) == build(model).forward_mode.statements
+    tree = ast.parse((ROOT / "codegen" / "forward_mode.py").read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert imported <= {"bptt.derive.nodes", "bptt.derive.rtrl", "bptt.derive.tangent", "ir", "text"}, imported
+
+
+def planted(program):
+    """The program with the forward-mode loop of `c` changed: its comment marked, its contraction doubled."""
+
+    def plant(statement):
+        if not isinstance(statement, ir.TangentLoop) or statement.key != "c":
+            return statement
+        contract = statement.body[-1]
+        doubled = dataclasses.replace(contract, tangent=2 * contract.tangent)
+        return dataclasses.replace(statement, body=statement.body[:-1] + (doubled,), comment="c: PLANTED, doubled")
+
+    statements = tuple(plant(s) for s in program.forward_mode.statements)
+    return dataclasses.replace(program, forward_mode=Pass(statements))
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_every_backend_prints_the_programs_forward_mode(backend, monkeypatch):
+    """Each backend's layout takes the Program's forward-mode statements: with the loop of c planted (its
+    contraction doubled), the generated forward_mode_grads doubles dL/dc and keeps every other gradient."""
+    model = load("elman")
+    changed = planted(build(model))
+    for layout in (numpy_layout, torch_render, jax_render):
+        monkeypatch.setattr(layout, "build", lambda _model: changed)
+    source = BACKENDS[backend].module_source(model)
+    assert "# c: PLANTED, doubled" in source
+    module = types.ModuleType(f"planted_{backend}")
+    exec(compile(source, f"<planted {backend}>", "exec"), module.__dict__)
+    numpy_module = load_module(model, from_zoo=True)
+    arrays = problem(numpy_module)
+    _, grads = run_forward_mode(module, backend, arrays)
+    _, expected = numpy_module.loss_and_grads(*arrays[:3], **arrays[3])
+    assert relative(grads["c"], 2 * expected["c"]) <= 1e-12
+    assert all(relative(grads[key], expected[key]) <= 1e-12 for key in expected if key != "c")
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("example", EXAMPLES, ids=["gated", "lstm", "torch-lstm"])
+def test_examples_forward_mode_equals_bptt(example, backend):
+    """A user's cell (a sigmoid gate; two states; stacked weights read by blocks): forward_mode_grads of
+    the backend's module gives the NumPy module's BPTT loss and gradients, every key, to 1e-12."""
+    model = load(example)
+    numpy_module = load_module(model, from_zoo=False)
+    arrays = problem(numpy_module)
+    expected_loss, expected = numpy_module.loss_and_grads(*arrays[:3], **arrays[3])
+    loss, grads = run_forward_mode(load_module(model, from_zoo=False, backend=backend), backend, arrays)
+    assert abs(loss - expected_loss) <= 1e-12 * abs(expected_loss)
+    assert set(grads) == set(expected)  # (JAX's jit returns a dict's keys sorted)
+    errors = {key: relative(grads[key], expected[key]) for key in expected}
+    assert max(errors.values()) <= 1e-12, errors
