@@ -183,7 +183,7 @@ def _bind(sizes, dims, shape, what):
         free = dim.free_symbols
         if len(free) == 1 and (dim / next(iter(free))).is_Integer:
             sizes.setdefault(next(iter(free)), n // int(dim / next(iter(free))))
-        expected.append(dim.subs(sizes) if dim.free_symbols else dim)
+        expected.append(sp.sympify(dim.xreplace(sizes)))
     if len(shape) != len(dims) or any(e.is_Integer and e != n for e, n in zip(expected, shape, strict=False)):
         raise OracleError(f"{what} has shape {tuple(shape)}; expected {tuple(expected)}")
 

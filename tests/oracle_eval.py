@@ -48,7 +48,7 @@ def evaluate(node, scope):
 
 def size_of(expr, sizes):
     """The integer value of a size expression (h, 4*h) under the bound sizes."""
-    return int(sp.sympify(expr).subs(sizes))
+    return int(sp.sympify(expr).xreplace(sizes))
 
 
 def _sequence(node, scope):
