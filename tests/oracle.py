@@ -175,14 +175,15 @@ def _sequence_data(seq, array, sizes, what):
 
 
 def _bind(sizes, dims, shape, what):
-    """Bind the size symbols of dims (h, 4*h, 1, or a name) to shape's extents; OracleError on a clash."""
+    """Bind the size symbols of dims (h, 4*h, 1, STEPS) to shape's extents; OracleError if they clash.
+    A vector parameter (rows, 1) comes as a 1-D array."""
     dims = tuple(dims[:1]) if len(shape) == 1 and len(dims) == 2 and dims[1] == 1 else tuple(dims)
     expected = []
     for dim, n in zip(dims, shape, strict=False):
         dim = sp.sympify(dim)
-        free = dim.free_symbols
-        if len(free) == 1 and (dim / next(iter(free))).is_Integer:
-            sizes.setdefault(next(iter(free)), n // int(dim / next(iter(free))))
+        (size, *others) = dim.free_symbols or {None}
+        if size is not None and not others and (dim / size).is_Integer:  # h or 4*h
+            sizes.setdefault(size, n // int(dim / size))
         expected.append(sp.sympify(dim.xreplace(sizes)))
     if len(shape) != len(dims) or any(e.is_Integer and e != n for e, n in zip(expected, shape, strict=False)):
         raise OracleError(f"{what} has shape {tuple(shape)}; expected {tuple(expected)}")
