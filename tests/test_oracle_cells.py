@@ -67,7 +67,8 @@ def test_user_cell_agrees_with_the_oracle(cell):
             except Exception as error:
                 failures.append(f"{backend} {mode}: {type(error).__name__}: {error}")
     checks = len(BACKENDS) * len(TRUNCATIONS)
-    assert not failures, f"{cell}: {len(failures)} of {checks} checks fail:\n" + "\n".join(failures)
+    if failures:
+        raise AssertionError(f"{cell}: {len(failures)} of {checks} checks fail:\n" + "\n".join(failures))
 
 
 @pytest.mark.parametrize("truncate", TRUNCATIONS.values(), ids=TRUNCATIONS)
