@@ -31,7 +31,10 @@ def gru_unnamed():
     weights = {}
     for gate in "rzn":
         weights[gate] = (
-            matrix(f"W_i{gate}", h, d), vector(f"b_i{gate}", h), matrix(f"W_h{gate}", h, h), vector(f"b_h{gate}", h)
+            matrix(f"W_i{gate}", h, d),
+            vector(f"b_i{gate}", h),
+            matrix(f"W_h{gate}", h, h),
+            vector(f"b_h{gate}", h),
         )
     r, z, n = (sequence(gate, h, "intermediate") for gate in "rzn")
 
@@ -47,8 +50,9 @@ def gru_unnamed():
         (hidden, odot(1 - z(), n()) + odot(z(), hidden(t - 1))),
     )
     params = [p for name in "rzn" for p in weights[name]]
-    return _cell("gru-unnamed", "torch.nn.GRU, no pre-activation named", "torch.nn.GRU", (d, h, q), params, x, hidden,
-                 steps)
+    return _cell(
+        "gru-unnamed", "torch.nn.GRU, no pre-activation named", "torch.nn.GRU", (d, h, q), params, x, hidden, steps
+    )
 
 
 def mgu():
@@ -63,8 +67,9 @@ def mgu():
         (candidate, tanh(W_h * x() + U_h * odot(f(), hidden(t - 1)) + b_h)),
         (hidden, odot(1 - f(), hidden(t - 1)) + odot(f(), candidate())),
     )
-    return _cell("mgu", "Minimal Gated Unit", "Zhou et al. (2016)", (d, h, q), (W_f, U_f, b_f, W_h, U_h, b_h), x,
-                 hidden, steps)
+    return _cell(
+        "mgu", "Minimal Gated Unit", "Zhou et al. (2016)", (d, h, q), (W_f, U_f, b_f, W_h, U_h, b_h), x, hidden, steps
+    )
 
 
 def gru_cho():
@@ -80,8 +85,16 @@ def gru_cho():
         (candidate, tanh(W * x() + U * odot(r(), hidden(t - 1)))),
         (hidden, odot(z(), hidden(t - 1)) + odot(1 - z(), candidate())),
     )
-    return _cell("gru-cho", "GRU of Cho et al. (2014)", "Cho et al. (2014)", (d, h, q), (W_r, U_r, W_z, U_z, W, U),
-                 x, hidden, steps)
+    return _cell(
+        "gru-cho",
+        "GRU of Cho et al. (2014)",
+        "Cho et al. (2014)",
+        (d, h, q),
+        (W_r, U_r, W_z, U_z, W, U),
+        x,
+        hidden,
+        steps,
+    )
 
 
 def plus_one():
