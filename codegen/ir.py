@@ -108,3 +108,14 @@ class Rows(sp.MatrixExpr):
 
     matrix, start, count = (property(lambda self, i=i: self.args[i]) for i in range(3))
     shape = property(lambda self: (self.args[2], self.args[0].shape[1]))
+
+
+class Copy(sp.MatrixExpr):
+    """A fresh copy of value: a returned gradient that would otherwise be a view of an array that
+    another returned gradient, the workspace, the cache or the caller holds (fresh.py)."""
+
+    def __new__(cls, value):
+        return sp.MatrixExpr.__new__(cls, value)
+
+    value = property(lambda self: self.args[0])
+    shape = property(lambda self: self.args[0].shape)

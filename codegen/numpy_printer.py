@@ -226,6 +226,9 @@ class RowPrinter(Printer):
                 out += f" + {self._print(term)}" if out else str(self._print(term))
         return Code(out, SUM)
 
+    def _print_Copy(self, expr):
+        return Code(f"{self.operand(expr.value, ATOM)}.copy()")
+
     def _print_HadamardProduct(self, expr):
         return Code(" * ".join(self.operand(arg, POWER) for arg in expr.args), PRODUCT)
 
