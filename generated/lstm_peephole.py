@@ -149,29 +149,29 @@ def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
     _d_b_z_b_i_b_f_b_o = _ones @ _d_z_bar_i_bar_f_bar_o_bar[1:].reshape(-1, 4 * n_h)  # the gradients of b_z, b_i, b_f, b_o at once
     return {
         # dL/dW_z = sum_t dL/dz_bar_t x_t^T
-        "W_z": _d_W_z_W_i_W_f_W_o[:n_h].copy(),
+        "W_z": _d_W_z_W_i_W_f_W_o[:n_h],
         # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
-        "R_z": _d_R_z_R_i_R_f_R_o[:n_h].copy(),
+        "R_z": _d_R_z_R_i_R_f_R_o[:n_h],
         # dL/db_z = sum_t dL/dz_bar_t
-        "b_z": _d_b_z_b_i_b_f_b_o[:n_h].copy(),
+        "b_z": _d_b_z_b_i_b_f_b_o[:n_h],
         # dL/dW_i = sum_t dL/di_bar_t x_t^T
-        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h].copy(),
+        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h],
         # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
-        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h].copy(),
+        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h],
         # dL/db_i = sum_t dL/di_bar_t
-        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h].copy(),
+        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h],
         # dL/dW_f = sum_t dL/df_bar_t x_t^T
-        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h].copy(),
+        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h],
         # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
-        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h].copy(),
+        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h],
         # dL/db_f = sum_t dL/df_bar_t
-        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h].copy(),
+        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h],
         # dL/dW_o = sum_t dL/do_bar_t x_t^T
-        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h].copy(),
+        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h],
         # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
-        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h].copy(),
+        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h],
         # dL/db_o = sum_t dL/do_bar_t
-        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h].copy(),
+        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h],
         # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
         "p_i": _ones @ (c[:-1] * d_i_bar[1:]).reshape(-1, n_h),
         # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t

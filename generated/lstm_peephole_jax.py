@@ -558,18 +558,18 @@ def _gradients(ages, params, cache, d_s, keep):
     _d_R_z_R_i_R_f_R_o = (h[:-1].reshape(-1, n_h).T @ _d_z_bar_i_bar_f_bar_o_bar.reshape(-1, 4 * n_h)).T  # the gradients of R_z, R_i, R_f, R_o at once
     _d_b_z_b_i_b_f_b_o = _d_z_bar_i_bar_f_bar_o_bar.reshape(-1, 4 * n_h).sum(axis=0)  # the gradients of b_z, b_i, b_f, b_o at once
     return {
-        "W_z": jnp.copy(_d_W_z_W_i_W_f_W_o[:n_h]),  # dL/dW_z = sum_t dL/dz_bar_t x_t^T
-        "R_z": jnp.copy(_d_R_z_R_i_R_f_R_o[:n_h]),  # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
-        "b_z": jnp.copy(_d_b_z_b_i_b_f_b_o[:n_h]),  # dL/db_z = sum_t dL/dz_bar_t
-        "W_i": jnp.copy(_d_W_z_W_i_W_f_W_o[n_h:2 * n_h]),  # dL/dW_i = sum_t dL/di_bar_t x_t^T
-        "R_i": jnp.copy(_d_R_z_R_i_R_f_R_o[n_h:2 * n_h]),  # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
-        "b_i": jnp.copy(_d_b_z_b_i_b_f_b_o[n_h:2 * n_h]),  # dL/db_i = sum_t dL/di_bar_t
-        "W_f": jnp.copy(_d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h]),  # dL/dW_f = sum_t dL/df_bar_t x_t^T
-        "R_f": jnp.copy(_d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h]),  # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
-        "b_f": jnp.copy(_d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h]),  # dL/db_f = sum_t dL/df_bar_t
-        "W_o": jnp.copy(_d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h]),  # dL/dW_o = sum_t dL/do_bar_t x_t^T
-        "R_o": jnp.copy(_d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h]),  # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
-        "b_o": jnp.copy(_d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h]),  # dL/db_o = sum_t dL/do_bar_t
+        "W_z": _d_W_z_W_i_W_f_W_o[:n_h],  # dL/dW_z = sum_t dL/dz_bar_t x_t^T
+        "R_z": _d_R_z_R_i_R_f_R_o[:n_h],  # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
+        "b_z": _d_b_z_b_i_b_f_b_o[:n_h],  # dL/db_z = sum_t dL/dz_bar_t
+        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h],  # dL/dW_i = sum_t dL/di_bar_t x_t^T
+        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h],  # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
+        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h],  # dL/db_i = sum_t dL/di_bar_t
+        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h],  # dL/dW_f = sum_t dL/df_bar_t x_t^T
+        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h],  # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
+        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h],  # dL/db_f = sum_t dL/df_bar_t
+        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h],  # dL/dW_o = sum_t dL/do_bar_t x_t^T
+        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h],  # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
+        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h],  # dL/db_o = sum_t dL/do_bar_t
         "p_i": (c[:-1] * d_i_bar).reshape(-1, n_h).sum(axis=0),  # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
         "p_f": (c[:-1] * d_f_bar).reshape(-1, n_h).sum(axis=0),  # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
         "p_o": (c[1:] * d_o_bar).reshape(-1, n_h).sum(axis=0),  # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
