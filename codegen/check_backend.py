@@ -100,7 +100,10 @@ def against_numpy(framework, instance, dtype, truncate, seed):
     loss, grads = framework.loss_and_grads(params, xs, ys, truncate=truncate, rng=rng, **initial)
     expected_loss, expected = reference.loss_and_grads(params, xs, ys, truncate=truncate, rng=replayed, **initial)
     data = (xs, ys) if framework.TEACHER_FORCED else (xs,)
-    outputs, expected_outputs = framework.forward(params, *data, **initial)[0], reference.forward(params, *data, **initial)[0]
+    outputs, expected_outputs = (
+        framework.forward(params, *data, **initial)[0],
+        reference.forward(params, *data, **initial)[0],
+    )
     pairs = {"loss": (loss, expected_loss), "outputs": (outputs, expected_outputs)}
     pairs |= {name: (grads[name], value) for name, value in expected.items()}
     tolerance = AGREEMENT[dtype]
@@ -130,17 +133,17 @@ def report(model, backend, module, reference, options):
     generated module (the NumPy one for numpy); reference: the NumPy module."""
     o = options
     randomized = o.truncate is not None and o.truncate[0] == "random"
-    checked = reference if backend == "numpy" or randomized else Framework(backend, module, reference)
+    framework = None if backend == "numpy" else Framework(backend, module, reference)
+    checked = reference if framework is None or randomized else framework
     rows = checking.check(checked, o.steps, o.batch, o.seed, o.dtype, o.sizes, o.truncate)
     shown = " ".join(f"{k}={v}" for k, v in o.sizes.items())
     mode = "full BPTT" if o.truncate is None else "truncate={}:{}".format(*o.truncate)
-    which = "" if backend == "numpy" else f" ({backend} module)"
+    which = "" if framework is None else f" ({backend} module)"
     lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch} seed={o.seed} dtype={o.dtype} {shown}"]
-    if randomized and backend != "numpy":
+    if randomized and framework is not None:
         lines.append(f"the NumPy module's expectation over all {2**o.steps} keep patterns, against full BPTT:")
     lines.append(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))
-    if backend != "numpy":
-        framework = checked if isinstance(checked, Framework) else Framework(backend, module, reference)
+    if framework is not None:
         instance = checking.problem(reference, o.steps, o.batch, o.seed, o.sizes)
         agreement = against_numpy(framework, instance, o.dtype, o.truncate, o.seed)
         draws = f", {backend}'s draws (seed {o.seed}) replayed into it" if randomized else ""

@@ -158,7 +158,7 @@ def _sizes(text, module):
 def cmd_check(args):
     model = _model(args.model)
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
-    for backend in backends[1:] if backends[0] == "numpy" else backends:
+    for backend in backends:
         require(backend)  # a missing framework: one line, before any work
     from_zoo = args.model in ZOO
     reference = checking.load_module(model, from_zoo)

@@ -37,7 +37,7 @@ def name_slopes(statements, initial, returns):
         body = [_renamed(s, rename) for s in body]
         comment = f"dL/d(pre-activation of {seq.name})_t = {text(Diag(slope) * target)}"
         # a slope named before may have renamed this statement's value: find it by its target
-        at = next(k for k, s in enumerate(body) if isinstance(s, Assign) and s.target == target)
+        at = next(k for k, item in enumerate(body) if isinstance(item, Assign) and item.target == target)
         body.insert(at + 1, Assign(Adj(named), Diag(slope) * target, comment))
         statements = [Loop(tuple(body), True) if s is loop else _renamed(s, rename) for s in statements]
         loop = next(s for s in statements if isinstance(s, Loop))
