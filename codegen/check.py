@@ -284,9 +284,9 @@ def check_unbiased(instance, pi, dtype="float64"):
     return rows
 
 
-def table(rows, measure="max rel. error", estimate="FD error est."):
+def table(rows, measure="max rel. error", estimate="FD error est.", label="parameter"):
     """The rows as text; estimate=None leaves the error-estimate column out."""
-    lines = [f"{'parameter':<12}{measure:>16}{estimate or '':>16}  verdict"]
+    lines = [f"{label:<12}{measure:>16}{estimate or '':>16}  verdict"]
     for row in rows:
         shown = f"{row.estimate:>16.2e}" if estimate else f"{'':>16}"
         verdict = "ok" if row.ok else "FAIL"

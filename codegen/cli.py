@@ -17,6 +17,7 @@ from . import bench as benchmark
 from . import check as checking
 from . import plots
 from .backends import BACKENDS, MissingFramework, require
+from .check_backend import Options, report
 from .numpy_printer import PrintError
 from .render import OutputError, document, module_filename, output_target, write_atomic
 
@@ -156,27 +157,22 @@ def _sizes(text, module):
 
 def cmd_check(args):
     model = _model(args.model)
-    module = checking.load_module(model, from_zoo=args.model in ZOO)
-    sizes = _sizes(args.sizes, module)
-    try:  # checking.NonFiniteForward (the forward pass overflowed) is left to main
-        rows = checking.check(module, args.steps, args.batch, args.seed, args.dtype, sizes, args.truncate)
-    except checking.TooManyPatterns as error:
-        raise UsageError(f"--steps {args.steps} with --truncate random:{args.truncate[1]}: {error}") from error
-    shown = " ".join(f"{k}={v}" for k, v in sizes.items())
-    mode = "full BPTT" if args.truncate is None else "truncate={}:{}".format(*args.truncate)
-    print(f"{model.name}: {mode} T={args.steps} B={args.batch} seed={args.seed} dtype={args.dtype} {shown}")
-    randomized = args.truncate is not None and args.truncate[0] == "random"
-    print(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))
-    failed = [row.name for row in rows if not row.ok]
-    if failed:
-        print(f"FAILED: {', '.join(failed)}")
-    elif randomized:
-        print(f"the expectation over all {2**args.steps} keep patterns equals full BPTT")
-    else:
-        print(
-            "all gradients agree with finite differences" + ("" if args.truncate is None else " of the truncated loss")
-        )
-    return 1 if failed else 0
+    backends = list(BACKENDS) if args.backend == "all" else [args.backend]
+    for backend in backends:
+        require(backend)  # a missing framework: one line, before any work
+    from_zoo = args.model in ZOO
+    reference = checking.load_module(model, from_zoo)
+    options = Options(args.steps, args.batch, args.seed, args.dtype, _sizes(args.sizes, reference), args.truncate)
+    passed = True
+    for backend in backends:
+        module = reference if backend == "numpy" else checking.load_module(model, from_zoo, backend)
+        try:  # checking.NonFiniteForward (the forward pass overflowed) is left to main
+            lines, ok = report(model, backend, module, reference, options)
+        except checking.TooManyPatterns as error:
+            raise UsageError(f"--steps {args.steps} with --truncate random:{args.truncate[1]}: {error}") from error
+        print("\n".join(lines) + ("\n" if backend != backends[-1] else ""))
+        passed = passed and ok
+    return 0 if passed else 1
 
 
 def cmd_analyze(args):
@@ -323,6 +319,12 @@ def parser():
         type=_truncate,
         metavar="MODE:K",
         help="check truncated BPTT: window:K, chunk:K (against the truncated loss) or random:PI (exact expectation over all 2^T keep patterns, T <= 12)",
+    )
+    sub.add_argument(
+        "--backend",
+        choices=(*BACKENDS, "all"),
+        default="numpy",
+        help="the module checked (default numpy); torch and jax are also compared with the NumPy module; all: each",
     )
     sub.set_defaults(run=cmd_check)
 

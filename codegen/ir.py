@@ -184,3 +184,14 @@ class TangentLoop:
     def per_sample(self):
         """Along an initial state: one gradient per sample, P = the state's rows."""
         return not isinstance(self.wrt, sp.MatrixSymbol)
+
+
+class Copy(sp.MatrixExpr):
+    """A fresh copy of value: a returned gradient that would otherwise be a view of an array that
+    another returned gradient, the workspace, the cache or the caller holds (fresh.py)."""
+
+    def __new__(cls, value):
+        return sp.MatrixExpr.__new__(cls, value)
+
+    value = property(lambda self: self.args[0])
+    shape = property(lambda self: self.args[0].shape)

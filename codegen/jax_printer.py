@@ -60,6 +60,9 @@ class JaxPrinter(RowPrinter):
             self.reads.setdefault(name, (node, shift))
         return Code(name)
 
+    def _print_Copy(self, expr):
+        return Code(f"jnp.copy({self._print(expr.value)})")
+
     def _print_Softmax(self, expr):
         return Code(f"jax.nn.softmax({self._print(expr.arg)}, axis=-1)")
 

@@ -226,6 +226,9 @@ class RowPrinter(Printer):
                 out += f" + {self._print(term)}" if out else str(self._print(term))
         return Code(out, SUM)
 
+    def _print_Copy(self, expr):
+        return Code(f"{self.operand(expr.value, ATOM)}.copy()")
+
     def _print_HadamardProduct(self, expr):
         return Code(" * ".join(self.operand(arg, POWER) for arg in expr.args), PRODUCT)
 
@@ -310,16 +313,13 @@ class RowPrinter(Printer):
         if term.shape[1] == 1:
             self.used["arrays"].add(ONES)
             return f"{ONES} @ {self.operand(term, ATOM)}.reshape(-1, {rows})"
-        coeff, factors = term.as_coeff_matrices()
-        last = factors[-1]
-        if not isinstance(last, sp.Transpose) or last.arg.shape[1] != 1:
-            raise PrintError(f"a matrix gradient term must end in a transposed vector: {term}")
-        left = self.operand(sp.MatMul(coeff, *factors[:-1]).doit(deep=False), ATOM)
-        if isinstance(last.arg, OneHot):  # sum_t g_t onehot(x_t)^T adds g_t into column x_t
-            columns = self._print(last.arg.shape[0])
-            return f"{self.helper('_scatter_columns')}({left}, {self.label(last.arg.label)}, {columns})"
-        right = self.operand(last.arg, ATOM)
-        return f"({right}.reshape(-1, {self._print(last.arg.shape[0])}).T @ {left}.reshape(-1, {rows})).T"
+        column, vector = outer_factors(term)
+        left = self.operand(column, ATOM)
+        if isinstance(vector, OneHot):  # sum_t g_t onehot(x_t)^T adds g_t into column x_t
+            columns = self._print(vector.shape[0])
+            return f"{self.helper('_scatter_columns')}({left}, {self.label(vector.label)}, {columns})"
+        right = self.operand(vector, ATOM)
+        return f"({right}.reshape(-1, {self._print(vector.shape[0])}).T @ {left}.reshape(-1, {rows})).T"
 
     def _print_SquaredError(self, loss):
         difference = f"{self._print(loss.prediction)} - {self._print(loss.target)}"
@@ -335,6 +335,18 @@ class RowPrinter(Printer):
 
     def emptyPrinter(self, expr):
         raise PrintError(f"no {self.form} form for {type(expr).__name__}: {expr}")
+
+
+def outer_factors(term):
+    """(u, v) for a gradient term u v^T: the product of the factors up to the first column vector, and the
+    transpose of the rest, which may be any vector-valued expression ((r_t ⊙ h_{t-1})^T, x_t^T W^T)."""
+    coeff, factors = term.as_coeff_matrices()
+    split = next((k + 1 for k, factor in enumerate(factors) if factor.shape[1] == 1), None)
+    if split is None or split == len(factors):
+        raise PrintError(f"a matrix gradient term must be a column vector times a row vector: {term}")
+    column = sp.MatMul(coeff, *factors[:split]).doit(deep=False)
+    row = sp.MatMul(*factors[split:]).doit(deep=False) if len(factors) > split + 1 else factors[split]
+    return column, sp.transpose(row)
 
 
 def _index(expr):

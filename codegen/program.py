@@ -16,6 +16,7 @@ from bptt.derive.bptt import derive
 from bptt.derive.nodes import Adj, SeqAt, matrix_sum
 
 from . import forward_mode, fuse, optimize
+from .fresh import fresh_returns
 from .halve import halve_sigmoids
 from .ir import Accumulate, Array, Assign, Flow, Guard, Loop, walk
 from .schedule import backward_schedule, forward_schedule
@@ -77,6 +78,8 @@ def build(model):
     cached = tuple(seq.name for seq in model.states + model.intermediates if seq.name in read)
     forward = forward_pass(model, cached)
     adjoints, fast_initial, gradients, fast_returns = optimize.backward(statements, initial, returns, forward.stacks)
+    products = {statement.target.name for statement in gradients.statements}
+    fast_returns, fast_initial, initial = fresh_returns(fast_returns, fast_initial, initial, products)
     return Program(
         model=model,
         cache=(model.inputs[0].name, *cached),

@@ -36,7 +36,9 @@ def name_slopes(statements, initial, returns):
         values = [rename(value) for value in values]
         body = [_renamed(s, rename) for s in body]
         comment = f"dL/d(pre-activation of {seq.name})_t = {text(Diag(slope) * target)}"
-        body.insert(body.index(_renamed(statement, rename)) + 1, Assign(Adj(named), Diag(slope) * target, comment))
+        # a slope named before may have renamed this statement's value: find it by its target
+        at = next(k for k, item in enumerate(body) if isinstance(item, Assign) and item.target == target)
+        body.insert(at + 1, Assign(Adj(named), Diag(slope) * target, comment))
         statements = [Loop(tuple(body), True) if s is loop else _renamed(s, rename) for s in statements]
         loop = next(s for s in statements if isinstance(s, Loop))
         initial = [type(i)(i.key, rename(i.value), i.weighted, i.comment) for i in initial]

@@ -5,6 +5,7 @@ parameter gradients as derived, one product over all steps each."""
 
 from bptt.derive.nodes import SeqAt
 
+from .fresh import shared_rows
 from .ir import Array, adjoint_array, walk
 from .numpy_bindings import Printed, output_adjoint
 from .numpy_printer import PrintError, size_name
@@ -44,7 +45,8 @@ def gradients_body(program):
     (key, code, comment) per gradient, the adjoint arrays read)."""
     printer = TorchPrinter(stacked=True)
     lines = [f"{s.target.name} = {printer(s.value)}  # {s.comment}" for s in program.gradients.statements]
-    returns = tuple((key, str(printer(value)), comment) for key, value, comment in program.returns)
+    # a gate's rows of a gradient product would share the product's storage with the other gates' rows
+    returns = tuple((key, str(printer(shared_rows(value))), comment) for key, value, comment in program.returns)
     adjoints = set()
     for array in program.adjoints.arrays:
         adjoints |= {array.name} | {name for name, _ in array.members} | {name for name, _, _ in array.spans}

@@ -36,6 +36,9 @@ class TorchPrinter(RowPrinter):
             parts.append(f"slice({first}, {last})")
         return "(" + ", ".join(parts) + ",)"
 
+    def _print_Copy(self, expr):
+        return Code(f"{self.operand(expr.value, ATOM)}.clone()")
+
     def _print_Softmax(self, expr):
         return Code(f"torch.softmax({self._print(expr.arg)}, dim=-1)")
 

@@ -25,12 +25,17 @@ class NoRule(ValueError):
     """An expression node for which no adjoint rule exists."""
 
 
+def _transposed(factor):
+    """factor^T; a Hadamard product or a sum stays whole, (r ⊙ h)^T, as the maths writes it."""
+    return sp.Transpose(factor) if isinstance(factor, (sp.HadamardProduct, sp.MatAdd)) else factor.T
+
+
 def _matmul(node, g, out):
     scalar, factors = node.as_coeff_matrices()
     grads = []
     for i, factor in enumerate(factors):
-        left = [f.T for f in reversed(factors[:i])]
-        right = [f.T for f in reversed(factors[i + 1 :])]
+        left = [_transposed(f) for f in reversed(factors[:i])]
+        right = [_transposed(f) for f in reversed(factors[i + 1 :])]
         grads.append((factor, sp.MatMul(scalar, *left, g, *right).doit(deep=False)))
     return grads
 

@@ -1,26 +1,49 @@
-"""Column-vector nodes that take scalars in sums, as the maths writes them:
-`1 - z_t` means the vector 1 - z_t (SymPy alone refuses a scalar plus a matrix)."""
+"""Scalars in sums of column vectors, as the maths writes them: `1 - z_t` and `W x_t + U h_{t-1} + 1`
+mean the scalar times the ones vector.
+
+SymPy refuses a scalar plus a matrix (`TypeError: Mix of Matrix and Scalar symbols`), and a sum such as
+`W x_t + U h_{t-1}` is SymPy's own MatAdd, built before the model sees it. So SymPy's matrix operators
+`+` and `-` read a scalar operand as c times the ones vector when the matrix side is a column vector that
+holds a node of the model language (a Column: a sequence value, an elementwise function). Every other
+expression behaves as SymPy's own.
+"""
+
+import functools
 
 import sympy as sp
+from sympy.core.sympify import SympifyError
+from sympy.matrices import MatrixBase
 from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import OneMatrix
 
 
 class Column(MatrixExpr):
-    """A MatrixExpr of shape (n, 1) whose sums with a scalar c read c as c times the ones vector."""
+    """A node of the model language of shape (n, 1): a scalar in a sum with it means that scalar times ones."""
 
-    def _column(self, other):
-        other = sp.sympify(other)
-        return other if isinstance(other, MatrixExpr) else other * OneMatrix(*self.shape)
 
-    def __add__(self, other):
-        return MatrixExpr.__add__(self, self._column(other))
+def scalar_as_column(expr, other):
+    """other as other * 1 (the ones vector of expr's shape) if it is a scalar and expr a column vector
+    holding a Column node; else other unchanged."""
+    if isinstance(other, (MatrixExpr, MatrixBase)) or expr.shape[1] != 1:
+        return other
+    try:
+        scalar = sp.sympify(other, strict=True)
+    except SympifyError:
+        return other
+    if not isinstance(scalar, sp.Expr) or not scalar.is_commutative:
+        return other
+    if not any(isinstance(node, Column) for node in sp.preorder_traversal(expr)):
+        return other
+    return scalar * OneMatrix(*expr.shape)
 
-    def __radd__(self, other):
-        return MatrixExpr.__radd__(self, self._column(other))
 
-    def __sub__(self, other):
-        return MatrixExpr.__sub__(self, self._column(other))
+def _reading_scalars(method):
+    @functools.wraps(method)
+    def operator(self, other):
+        return method(self, scalar_as_column(self, other))
 
-    def __rsub__(self, other):
-        return MatrixExpr.__rsub__(self, self._column(other))
+    return operator
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__"):
+    setattr(MatrixExpr, _name, _reading_scalars(getattr(MatrixExpr, _name)))

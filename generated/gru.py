@@ -145,7 +145,7 @@ def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
         # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
         "W_hr": _d_W_hr_W_hz_W_hn[:n_h],
         # dL/db_hr = sum_t dL/dr_bar_t
-        "b_hr": _d_b_ir_b_iz_b_hn[:n_h],
+        "b_hr": _d_b_ir_b_iz_b_hn[:n_h].copy(),
         # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
         "W_iz": _d_W_ir_W_iz[n_h:2 * n_h],
         # dL/db_iz = sum_t dL/dz_bar_t
@@ -153,7 +153,7 @@ def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
         # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
         "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h],
         # dL/db_hz = sum_t dL/dz_bar_t
-        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h],
+        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].copy(),
         # dL/dW_in = sum_t dL/dn_bar_t x_t^T
         "W_in": (x.reshape(-1, n_d).T @ d_n_bar[1:].reshape(-1, n_h)).T,
         # dL/db_in = sum_t dL/dn_bar_t

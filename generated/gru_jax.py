@@ -489,11 +489,11 @@ def _gradients(ages, params, cache, d_s, keep):
         "W_ir": _d_W_ir_W_iz[:n_h],  # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
         "b_ir": _d_b_ir_b_iz_b_hn[:n_h],  # dL/db_ir = sum_t dL/dr_bar_t
         "W_hr": _d_W_hr_W_hz_W_hn[:n_h],  # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
-        "b_hr": _d_b_ir_b_iz_b_hn[:n_h],  # dL/db_hr = sum_t dL/dr_bar_t
+        "b_hr": jnp.copy(_d_b_ir_b_iz_b_hn[:n_h]),  # dL/db_hr = sum_t dL/dr_bar_t
         "W_iz": _d_W_ir_W_iz[n_h:2 * n_h],  # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
         "b_iz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h],  # dL/db_iz = sum_t dL/dz_bar_t
         "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h],  # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
-        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h],  # dL/db_hz = sum_t dL/dz_bar_t
+        "b_hz": jnp.copy(_d_b_ir_b_iz_b_hn[n_h:2 * n_h]),  # dL/db_hz = sum_t dL/dz_bar_t
         "W_in": (x.reshape(-1, n_d).T @ d_n_bar.reshape(-1, n_h)).T,  # dL/dW_in = sum_t dL/dn_bar_t x_t^T
         "b_in": d_n_bar.reshape(-1, n_h).sum(axis=0),  # dL/db_in = sum_t dL/dn_bar_t
         "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h],  # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T

@@ -57,6 +57,11 @@ def _load_file(path, attr):
         hint = ""
         if isinstance(error, ValueError) and "is not comparable" in str(error):  # SymPy's Max/Min of a matrix
             hint = " (SymPy's Max and Min are scalar; for max(x, 0) of a vector use relu from bptt.derive.nodes)"
+        if isinstance(error, TypeError) and "Mix of Matrix and Scalar" in str(error):  # c + W, or c + b alone
+            hint = (
+                " (a scalar c in a sum means c times the ones vector in a column vector's sum that reads a sequence"
+                " value, as in W * x() + b + 1; elsewhere write c * OneMatrix(rows, 1), from sympy)"
+            )
         raise ModelError(f"{path}:{attr}() failed: {type(error).__name__}: {error}{hint}") from error
     if not isinstance(model, Model):
         raise ModelError(f"{path}:{attr}() returned {type(model).__name__}, expected a bptt.derive.model.Model")

@@ -1,0 +1,106 @@
+"""Cells users write from their papers, outside the zoo, as Model functions (`tests/paper_cells.py:mgu`); proved by tests/test_paper_cells.py."""
+
+from sympy import HadamardProduct as odot
+
+from bptt.derive.model import Model, matrix, sequence, sizes, vector
+from bptt.derive.nodes import SquaredError, sigmoid, t, tanh
+
+
+def _cell(name, title, source, sizes_, params, x, hidden, steps):
+    """A cell with the linear head s_t = V h_t and a squared error."""
+    d, h, q = sizes_
+    V = matrix("V", q, h)
+    s, y = sequence("s", q, "output"), sequence("y", q, "target")
+    return Model(
+        name=name,
+        title=title,
+        source=source,
+        sizes=sizes_,
+        params=(*params, V),
+        inputs=(x,),
+        steps=tuple(steps),
+        outputs=((s, V * hidden()),),
+        loss=SquaredError(s(), y()),
+    )
+
+
+def gru_unnamed():
+    """torch.nn.GRU's equations, no pre-activation named."""
+    d, h, q = sizes("d h q")
+    x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
+    weights = {}
+    for gate in "rzn":
+        weights[gate] = (
+            matrix(f"W_i{gate}", h, d),
+            vector(f"b_i{gate}", h),
+            matrix(f"W_h{gate}", h, h),
+            vector(f"b_h{gate}", h),
+        )
+    r, z, n = (sequence(gate, h, "intermediate") for gate in "rzn")
+
+    def gate(name):
+        W_x, b_x, W_h, b_h = weights[name]
+        return W_x * x() + b_x + W_h * hidden(t - 1) + b_h
+
+    W_in, b_in, W_hn, b_hn = weights["n"]
+    steps = (
+        (r, sigmoid(gate("r"))),
+        (z, sigmoid(gate("z"))),
+        (n, tanh(W_in * x() + b_in + odot(r(), W_hn * hidden(t - 1) + b_hn))),
+        (hidden, odot(1 - z(), n()) + odot(z(), hidden(t - 1))),
+    )
+    params = [p for name in "rzn" for p in weights[name]]
+    return _cell(
+        "gru-unnamed", "torch.nn.GRU, no pre-activation named", "torch.nn.GRU", (d, h, q), params, x, hidden, steps
+    )
+
+
+def mgu():
+    """The Minimal Gated Unit (Zhou, Wu, Zhang and Zhou, 2016)."""
+    d, h, q = sizes("d h q")
+    x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
+    W_f, U_f, b_f = matrix("W_f", h, d), matrix("U_f", h, h), vector("b_f", h)
+    W_h, U_h, b_h = matrix("W_h", h, d), matrix("U_h", h, h), vector("b_h", h)
+    f, candidate = sequence("f", h, "intermediate"), sequence("g", h, "intermediate")
+    steps = (
+        (f, sigmoid(W_f * x() + U_f * hidden(t - 1) + b_f)),
+        (candidate, tanh(W_h * x() + U_h * odot(f(), hidden(t - 1)) + b_h)),
+        (hidden, odot(1 - f(), hidden(t - 1)) + odot(f(), candidate())),
+    )
+    return _cell(
+        "mgu", "Minimal Gated Unit", "Zhou et al. (2016)", (d, h, q), (W_f, U_f, b_f, W_h, U_h, b_h), x, hidden, steps
+    )
+
+
+def gru_cho():
+    """Cho et al. (2014)'s GRU: the reset gate applied to h_{t-1} before U."""
+    d, h, q = sizes("d h q")
+    x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
+    W_r, U_r, W_z, U_z = matrix("W_r", h, d), matrix("U_r", h, h), matrix("W_z", h, d), matrix("U_z", h, h)
+    W, U = matrix("W", h, d), matrix("U", h, h)
+    r, z, candidate = (sequence(name, h, "intermediate") for name in ("r", "z", "g"))
+    steps = (
+        (r, sigmoid(W_r * x() + U_r * hidden(t - 1))),
+        (z, sigmoid(W_z * x() + U_z * hidden(t - 1))),
+        (candidate, tanh(W * x() + U * odot(r(), hidden(t - 1)))),
+        (hidden, odot(z(), hidden(t - 1)) + odot(1 - z(), candidate())),
+    )
+    return _cell(
+        "gru-cho",
+        "GRU of Cho et al. (2014)",
+        "Cho et al. (2014)",
+        (d, h, q),
+        (W_r, U_r, W_z, U_z, W, U),
+        x,
+        hidden,
+        steps,
+    )
+
+
+def plus_one():
+    """An Elman cell whose pre-activation adds the scalar 1: tanh(W x_t + U h_{t-1} + 1)."""
+    d, h, q = sizes("d h q")
+    x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
+    W, U = matrix("W", h, d), matrix("U", h, h)
+    steps = ((hidden, tanh(W * x() + U * hidden(t - 1) + 1)),)
+    return _cell("plus-one", "Elman cell with a scalar in its sum", "a user", (d, h, q), (W, U), x, hidden, steps)
