@@ -390,6 +390,7 @@ def main(argv=None):
         return 0
     except (
         UsageError,
+        ModelError,
         OutputError,
         NoRule,
         PrintError,
