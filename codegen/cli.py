@@ -30,6 +30,7 @@ EXIT_STATUS = """exit status:
   2  usage error: bad arguments, an unknown or malformed model, an output that is not a regular file
   3  operating-system or internal error: a file that cannot be read or written, out of memory, a bug
   4  check: the forward pass is not finite (it overflowed), so no gradient can be compared
+130  interrupted (Ctrl-C), quietly
 """
 
 

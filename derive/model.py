@@ -186,24 +186,31 @@ def _check_names(where, model):
             _check_identifier(where, name)
             if count > 1:
                 raise ModelError(f"{where}: the {kind} {name!r} is listed {count} times; list each {kind} once")
-    sequences = {}
-    for seq in _sequences(model):
-        _check_identifier(where, seq.name)
-        sequences.setdefault(seq.name, {})[(seq.role, seq.rows)] = seq
-        if len(sequences[seq.name]) > 1:
-            found = " and ".join(f"{role} of {rows} rows" for role, rows in sequences[seq.name])
-            raise ModelError(f"{where}: two sequences are named {seq.name!r} ({found}); give each its own name")
-    for name, count in Counter(seq.name for seq, _ in model.assignments).items():
-        if count > 1:
-            raise ModelError(f"{where}: the sequence {name!r} is assigned {count} times; assign each sequence once")
+    sequences = _check_sequences(where, model)
     for param in model.params:
         if param.name in sequences:
             raise ModelError(f"{where}: {param.name!r} names a parameter and a sequence; give each its own name")
-    for name, dims in [(p.name, p.shape if p.shape[1] != 1 else p.shape[:1]) for p in model.params] + [
-        (name, (rows,)) for name, ((_, rows),) in sequences.items()
-    ]:
-        for dim in dims:
-            _check_dimension(where, name, dim, model.sizes)
+        for dim in param.shape if param.shape[1] != 1 else param.shape[:1]:  # a vector's columns: 1
+            _check_dimension(where, param.name, dim, model.sizes)
+    for name, seq in sequences.items():
+        _check_dimension(where, name, seq.rows, model.sizes)
+
+
+def _check_sequences(where, model):
+    """{name: Seq}: one sequence per name, each assigned at most once."""
+    sequences = {}
+    for seq in _sequences(model):
+        _check_identifier(where, seq.name)
+        if sequences.setdefault(seq.name, seq) != seq:
+            first = sequences[seq.name]
+            raise ModelError(
+                f"{where}: two sequences are named {seq.name!r} ({first.role} of {first.rows} rows and {seq.role} of "
+                f"{seq.rows} rows); give each its own name"
+            )
+    for name, count in Counter(seq.name for seq, _ in model.assignments).items():
+        if count > 1:
+            raise ModelError(f"{where}: the sequence {name!r} is assigned {count} times; assign each sequence once")
+    return sequences
 
 
 def _sequences(model):
