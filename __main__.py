@@ -1,7 +1,5 @@
 """`python -m bptt` is the `bptt` command."""
 
-import sys
+from bptt.codegen.start import run
 
-from bptt.codegen.cli import main
-
-sys.exit(main())
+run()

@@ -10,15 +10,42 @@ A model is a zoo name, a user's "path/to/file.py:function", or a Model. Jupyter 
 _repr_markdown_, _repr_latex_ and _repr_png_ methods; anything else can call them too.
 """
 
+import math
+import numbers
+
 from bptt.codegen import analyze as _analysis
 from bptt.codegen import plots as _plots
 from bptt.codegen.render import document
 from bptt.derive.document import sections
+from bptt.derive.model import Model
 from bptt.derive.models import load
 
 
 def _model(model):
-    return load(model) if isinstance(model, str) else model
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, str):
+        return load(model)
+    raise TypeError(f"model must be a zoo name, 'path/to/file.py:function' or a Model, got {type(model).__name__}")
+
+
+def _integer(name, value, least):
+    """value, an integer (Python's or NumPy's, not a bool) >= least, else ValueError naming it."""
+    if not (isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= least):
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    return int(value)
+
+
+def _positive(value):
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 < value < math.inf
+
+
+def _radii(radii):
+    """radii as a tuple of floats: one or more positive finite numbers, else ValueError."""
+    found = () if isinstance(radii, (str, bytes)) or not hasattr(radii, "__iter__") else tuple(radii)
+    if not found or not all(map(_positive, found)):
+        raise ValueError(f"radii must be one or more positive numbers, e.g. (0.5, 1, 1.5); got {radii!r}")
+    return tuple(float(r) for r in found)
 
 
 class Derivation:
@@ -85,5 +112,9 @@ class Analysis:
 
 
 def analyze(model, steps=_analysis.STEPS, seed=0, radii=_analysis.RADII, theta=_analysis.THETA):
-    """Measure gradient flow through a model (bptt.codegen.analyze.analyze), for display."""
-    return Analysis(_analysis.analyze(_model(model), steps, seed, tuple(radii), theta))
+    """Measure gradient flow through a model (bptt.codegen.analyze.analyze), for display: steps a positive
+    integer, seed a non-negative one, radii one or more positive numbers, theta a positive number."""
+    steps, seed, radii = _integer("steps", steps, 1), _integer("seed", seed, 0), _radii(radii)
+    if not _positive(theta):
+        raise ValueError(f"theta must be a positive number, got {theta!r}")
+    return Analysis(_analysis.analyze(_model(model), steps, seed, radii, float(theta)))

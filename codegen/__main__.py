@@ -1,5 +1,3 @@
-import sys
+from .start import run
 
-from .cli import main
-
-sys.exit(main())
+run()

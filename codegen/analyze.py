@@ -32,6 +32,7 @@ STEPS = 40
 THETA = 1.0  # the clipping threshold
 STEP = RowPrinter(stacked=False)
 ALIGN, CLIP = ("k", "cos", "tan", "bound"), ("radius", "norm", "clipped", "theta")
+TABLES = ("gradient_norms", "eigenvalues", "alignment", "clipping")  # the tables of an Analysis, in order
 
 
 class NoFlow(ValueError):
@@ -48,7 +49,11 @@ class Analysis:
     tables: tuple
 
     def table(self, name):
-        return next(table for table in self.tables if table.name == name)
+        """The table called name, one of TABLES; ValueError naming them otherwise."""
+        found = [table for table in self.tables if table.name == name]
+        if not found:
+            raise ValueError(f"no table {name!r}; the tables are {', '.join(table.name for table in self.tables)}")
+        return found[0]
 
 
 class Blocks:

@@ -8,6 +8,8 @@ module does, so `bptt codegen --backend torch` works without torch installed.
 import importlib
 from dataclasses import dataclass
 
+from . import names
+
 
 @dataclass(frozen=True)
 class Backend:
@@ -18,6 +20,8 @@ class Backend:
     renderer: str  # bptt.codegen.<renderer>.module_source(model)
 
     def module_source(self, model):
+        """The module's source; ModelError if a name of the model is one the generated code uses itself."""
+        names.check(model)
         return importlib.import_module(f"bptt.codegen.{self.renderer}").module_source(model)
 
     def filename(self, model_name):

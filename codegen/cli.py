@@ -31,6 +31,7 @@ EXIT_STATUS = """exit status:
   2  usage error: bad arguments, an unknown or malformed model, an output that is not a regular file
   3  operating-system or internal error: a file that cannot be read or written, out of memory, a bug
   4  check: the forward pass is not finite (it overflowed), so no gradient can be compared
+130  interrupted (Ctrl-C), quietly
 """
 
 
@@ -62,10 +63,10 @@ def cmd_models(args):
 def cmd_latex(args):
     model = _model(args.model)
     fmt = args.format or ("md" if args.output and args.output.endswith(".md") else "tex")
-    if args.output:
-        output_target(args.output)  # a device, FIFO or folder is refused before any work
+    if args.output is not None:
+        output_target(args.output)  # an empty name, a device, FIFO or folder is refused before any work
     text = document(model, fmt)
-    if args.output:
+    if args.output is not None:
         write_atomic(args.output, text)
     else:
         sys.stdout.write(text)
@@ -100,6 +101,8 @@ def _folder(args, from_zoo):
     """Where a module goes: --out; else the checkout's generated/ for a zoo model, the current folder for a user's.
 
     Installed without a checkout, only --check may use the installed generated/ (reading it); writing needs --out."""
+    if args.out == "":
+        raise UsageError("--out: the folder name is empty")
     if args.out:
         folder = pathlib.Path(args.out)
     elif not from_zoo:
@@ -148,6 +151,8 @@ def _sizes(text, module):
         name, _, value = item.partition("=")
         if name not in module.SIZES or not value.isdigit() or int(value) < 1:
             raise UsageError(f"--sizes: expected NAME=N for {', '.join(module.SIZES)} with N >= 1, got {item!r}")
+        if name in sizes:
+            raise UsageError(f"--sizes: {name} is given twice ({name}={sizes[name]} and {item}); give each size once")
         sizes[name] = int(value)
     missing = [name for name in module.SIZES if name not in sizes]
     if missing:
@@ -177,10 +182,14 @@ def cmd_check(args):
 
 def cmd_analyze(args):
     model = _model(args.model)
-    if args.output and not pathlib.Path(args.output).is_dir():
-        raise UsageError(f"-o: output folder {args.output!r} does not exist or is not a folder")
+    if args.output is not None:
+        if not args.output:
+            raise UsageError("-o: the output folder name is empty")
+        if not pathlib.Path(args.output).is_dir():
+            raise UsageError(f"-o: output folder {args.output!r} does not exist or is not a folder")
+        plots.targets(args.output, analysis.TABLES)  # the files it would replace: regular files, or none
     try:
-        if args.output:
+        if args.output is not None:
             plots.require()  # before the measurements, not after
         bar = plots.ProgressBar(f"bptt analyze {model.name}", sys.stderr) if sys.stderr.isatty() else None
         result = analysis.analyze(model, args.steps, args.seed, args.radius, progress=bar)
@@ -194,7 +203,7 @@ def cmd_analyze(args):
             f"{model.name}: T={args.steps} seed={args.seed} radii={shown}, one random sequence, every size {analysis.SIZE}"
         )
         print("\n\n".join(table.text() for table in result.tables))
-    for path in plots.write(result, args.output) if args.output else ():
+    for path in plots.write(result, args.output) if args.output is not None else ():
         print(f"wrote {path}", file=sys.stderr)
     return 0
 
@@ -382,7 +391,10 @@ def parser():
 
 
 def main(argv=None):
-    args = parser().parse_args(argv)
+    try:
+        args = parser().parse_args(argv)
+    except KeyboardInterrupt:
+        return 130
     try:
         return args.run(args)
     except KeyboardInterrupt:  # Ctrl-C: stop quietly, with the shell's status for SIGINT
@@ -392,6 +404,7 @@ def main(argv=None):
         return 0
     except (
         UsageError,
+        ModelError,
         OutputError,
         NoRule,
         PrintError,
@@ -421,5 +434,5 @@ def _failed(args, error, status):
 
 
 def run():
-    """Console-script entry point."""
+    """The console scripts of earlier installs call this (now: start.run, which also covers loading this module)."""
     sys.exit(main())

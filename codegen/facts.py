@@ -59,11 +59,14 @@ def model_facts(model, program, backend):
     )
 
 
+SHARED = ("_check_lengths", "_float_dtype")  # what every backend's template calls (random_inputs, losses)
+
+
 def fixed_helpers(model, scaffold):
     """The helpers the template's fixed parts call: its scaffold, the loss's, and the label check if any."""
     loss = model.concrete_loss()
     labels = model.inputs[0].role == "label" or loss.target.role == "label" or model.teacher_forcing
-    return set(scaffold) | {LOSSES[type(loss)]} | ({"_check_labels"} if labels else set())
+    return set(scaffold) | set(SHARED) | {LOSSES[type(loss)]} | ({"_check_labels"} if labels else set())
 
 
 def cache_dims(model, names):

@@ -5,6 +5,7 @@ and those they call, nothing else."""
 import ast
 import functools
 import pathlib
+import sys
 from dataclasses import dataclass
 
 TEMPLATES = pathlib.Path(__file__).parent / "templates"
@@ -45,11 +46,14 @@ class Helpers:
         return [d for d in self.definitions.values() if d.name in wanted]
 
     def source(self, names):
-        """(import lines, the definitions' source) for a module whose code calls `names`."""
+        """(import blocks, the definitions' source) for a module whose code calls `names`: the standard
+        library's import lines, then the others', each block one string of sorted lines."""
         chosen = self.closure(names)
         reads = set().union(*(d.reads for d in chosen)) | {"np"}
-        imports = sorted({line for name, line in self.imports.items() if name in reads}, key=_import_order)
-        return imports, "\n\n\n".join(d.source for d in chosen)
+        lines = sorted({line for name, line in self.imports.items() if name in reads})
+        standard = [line for line in lines if line.split()[1].partition(".")[0] in sys.stdlib_module_names]
+        blocks = (standard, [line for line in lines if line not in standard])
+        return ["\n".join(block) for block in blocks if block], "\n\n\n".join(d.source for d in chosen)
 
     @property
     def accepts_out(self):
@@ -72,10 +76,6 @@ def _read(text):
             reads = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
             definitions[name] = Definition(name, source, reads, takes_out)
     return imports, definitions
-
-
-def _import_order(line):
-    return (line.startswith("import numpy"), line)
 
 
 def namespace(names=None, backend="numpy"):

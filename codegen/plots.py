@@ -7,13 +7,11 @@ so that the data behind a plot can be read back and compared with the printed ta
 """
 
 import io
-import os
 import pathlib
-import tempfile
 import time
 from dataclasses import dataclass
 
-from .render import _default_mode
+from .render import output_target, write_atomic
 
 MISSING = "the plots need matplotlib, which is not installed: pip install 'bptt[plots]'"
 SIZE, DPI = (6.4, 4.8), 100  # one plot: 640 x 480 pixels
@@ -226,25 +224,21 @@ def png(figure):
     return buffer.getvalue()
 
 
+def targets(folder, names):
+    """The files <name>.png and <name>.csv in folder: each a regular file (through its symlinks) or none
+    yet, else OutputError naming it (render.output_target), before anything is written."""
+    return [output_target(pathlib.Path(folder) / f"{name}{suffix}") for name in names for suffix in (".png", ".csv")]
+
+
 def write(analysis, folder):
-    """Write <table>.png and <table>.csv for every table into folder, each file whole or not at all; the paths."""
+    """Write <table>.png and <table>.csv for every table into folder, each file whole or not at all (as
+    `bptt latex -o` writes: through symlinks, never over a folder, FIFO or device); the paths."""
     folder = pathlib.Path(folder)
+    targets(folder, [table.name for table in analysis.tables])
     images = {name: png(figure) for name, figure in figures(analysis).items()}
     written = []
     for table in analysis.tables:
         for suffix, data in ((".png", images[table.name]), (".csv", table.csv().encode())):
-            written.append(_write_bytes(folder / f"{table.name}{suffix}", data))
+            write_atomic(folder / f"{table.name}{suffix}", data)
+            written.append(folder / f"{table.name}{suffix}")
     return written
-
-
-def _write_bytes(path, data):
-    handle, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-        os.chmod(tmp, _default_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return path

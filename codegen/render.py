@@ -80,6 +80,8 @@ def output_target(path):
 
     A missing file (or the missing target of a dangling symlink) is created if its folder exists.
     Anything else raises OutputError naming `path` as given; nothing is touched."""
+    if str(path) == "":
+        raise OutputError("the output file name is empty")
     if str(path).endswith(os.sep):
         raise OutputError(f"{path} names a folder, not a file")
     try:
@@ -99,18 +101,19 @@ def output_target(path):
     return target
 
 
-def write_atomic(path, text):
-    """Write text to path, through its symlinks, so that readers see the old file or the new one, never half.
-
-    The new file is made beside the final target and renamed over it; an OSError names `path` as given."""
+def write_atomic(path, data):
+    """Write data (text, or bytes) to path, through its symlinks, so that readers see the old file or the new
+    one, never half. The new file is made beside the final target and renamed over it; an OSError names
+    `path` as given."""
     target = output_target(path)
     try:
         handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     except OSError as error:
         raise _naming(error, path) from None
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
+        binary = isinstance(data, bytes)
+        with os.fdopen(handle, "wb") if binary else os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+            out.write(data)
         os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else _default_mode())
         os.replace(tmp, target)
     except BaseException as error:

@@ -9,6 +9,8 @@ sequence appears at t only. Several states (LSTM's h and c) need nothing more.
 
 import keyword
 import re
+import unicodedata
+from collections import Counter
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -115,6 +117,13 @@ class Model:
         """States replaced by data under teacher forcing: {Seq: replacement}."""
         return dict(self.teacher_forcing)
 
+    def sequences(self):
+        """Every sequence the model reads or assigns, once each, in the order it first names them."""
+        first = {}
+        for seq in _sequences(self):
+            first.setdefault(seq.name, seq)
+        return tuple(first.values())
+
     def concrete_loss(self):
         return self.code_loss if self.code_loss is not None else self.loss
 
@@ -137,11 +146,7 @@ def validate(model):
         raise ModelError(f"{where}: loss must be a loss node such as GenericLoss(o(t), y(t)), got {model.loss!r}")
     if len(model.inputs) != 1:
         raise ModelError(f"{where}: expected one input sequence, got {len(model.inputs)}")
-    names = [s.name for s, _ in model.assignments] + [s.name for s in model.inputs] + [p.name for p in model.params]
-    names += [a.name for a in model.loss.atoms(SeqAt)]
-    made = _generated_names(model, names)
-    for name in names:
-        _check_name(where, name, made)
+    _check_names(where, model)
     params = set(model.params)
     known_now = {s.name for s in model.inputs}
     states = {s.name for s in model.states}
@@ -168,25 +173,74 @@ def validate(model):
             raise ModelError(f"{where}: teacher forcing must replace {seq.name}_t by data of shape ({seq.rows}, 1)")
 
 
-# Names the generated code uses for itself; a model's sequences and parameters must not take them.
-RESERVED = {"B", "T", "t", "np", "xs", "ys", "dtype", "sizes", "params", "cache", "grads", "loss", "total", "keep"}
-RESERVED |= {"ages", "window", "mode", "value", "first", "zero", "rng", "truncate", "outputs", "d_outputs"}
+def _check_names(where, model):
+    """Each size, parameter and sequence is named once, by a name Python reads as written; every dimension
+    is a size (or a multiple of one, as 4*h). The names the generated code itself uses are codegen's to
+    refuse (bptt.codegen.names), as it writes the code."""
+    if not isinstance(model.sizes, tuple) or not all(isinstance(s, sp.Symbol) for s in model.sizes):
+        raise ModelError(f"{where}: sizes must be a tuple of size symbols, e.g. sizes('d h q'), got {model.sizes!r}")
+    if not isinstance(model.params, tuple) or not all(isinstance(p, sp.MatrixSymbol) for p in model.params):
+        raise ModelError(f"{where}: params must be a tuple of matrix(...) and vector(...), got {model.params!r}")
+    for kind, things in (("size", model.sizes), ("parameter", model.params)):
+        for name, count in Counter(thing.name for thing in things).items():
+            _check_identifier(where, name)
+            if count > 1:
+                raise ModelError(f"{where}: the {kind} {name!r} is listed {count} times; list each {kind} once")
+    sequences = _check_sequences(where, model)
+    for param in model.params:
+        if param.name in sequences:
+            raise ModelError(f"{where}: {param.name!r} names a parameter and a sequence; give each its own name")
+        for dim in param.shape if param.shape[1] != 1 else param.shape[:1]:  # a vector's columns: 1
+            _check_dimension(where, param.name, dim, model.sizes)
+    for name, seq in sequences.items():
+        _check_dimension(where, name, seq.rows, model.sizes)
 
 
-def _generated_names(model, names):
-    """The names the generated code makes from the model's: d_X and dot_X (adjoints and
-    tangents of X), X_in (a step's input projection), n_s (size s)."""
-    made = {f"{prefix}{name}" for name in names for prefix in ("d_", "dot_")}
-    return made | {f"{seq.name}_in" for seq, _ in model.steps} | {f"n_{size}" for size in model.sizes}
+def _check_sequences(where, model):
+    """{name: Seq}: one sequence per name, each assigned at most once."""
+    sequences = {}
+    for seq in _sequences(model):
+        _check_identifier(where, seq.name)
+        if sequences.setdefault(seq.name, seq) != seq:
+            first = sequences[seq.name]
+            raise ModelError(
+                f"{where}: two sequences are named {seq.name!r} ({first.role} of {first.rows} rows and {seq.role} of "
+                f"{seq.rows} rows); give each its own name"
+            )
+    for name, count in Counter(seq.name for seq, _ in model.assignments).items():
+        if count > 1:
+            raise ModelError(f"{where}: the sequence {name!r} is assigned {count} times; assign each sequence once")
+    return sequences
 
 
-def _check_name(where, name, made):
-    if not name.isidentifier() or keyword.iskeyword(name):
+def _sequences(model):
+    """Every sequence the model reads or assigns, as declared (duplicates included)."""
+    found = [seq for seq, _ in model.assignments] + list(model.inputs)
+    for expr in [model.loss] + [rhs for _, rhs in model.assignments + model.teacher_forcing]:
+        if isinstance(expr, sp.Basic):
+            found += [Seq(ref.name, ref.rows, ref.role) for ref in references(expr)]
+    return found
+
+
+def _check_identifier(where, name):
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         raise ModelError(f"{where}: {name!r} is not a Python identifier; names become variables of the generated code")
-    if name in RESERVED or name.startswith("_") or name in made:
+    if unicodedata.normalize("NFKC", name) != name:
         raise ModelError(
-            f"{where}: the name {name!r} is reserved by the generated code (as are {', '.join(sorted(RESERVED))}, "
-            "names starting with _, and d_X, dot_X, X_in, n_S for a sequence or parameter X and a size S)"
+            f"{where}: Python reads the name {name!r} as {unicodedata.normalize('NFKC', name)!r} (identifiers are "
+            "NFKC-normalised), so it would be the same variable as that name; write it so"
+        )
+    if name.startswith("_"):
+        raise ModelError(f"{where}: the name {name!r} starts with _, which the generated code keeps for its own names")
+
+
+def _check_dimension(where, name, dim, sizes):
+    """A dimension is a size, or a positive multiple of one (4*h: four stacked blocks of h rows)."""
+    count, size = sp.sympify(dim).as_coeff_Mul()
+    if not (size in sizes and count.is_Integer and count >= 1):
+        shown = ", ".join(map(str, sizes))
+        raise ModelError(
+            f"{where}: {name} has a dimension {dim}; expected one of its sizes ({shown}) or a multiple of one such as 4*h"
         )
 
 

@@ -25,6 +25,7 @@ derived BPTT (with any truncation): use it inside any loss under jax.grad, jax.j
 """
 
 import functools
+import numbers
 
 import jax
 import jax.numpy as jnp
@@ -63,6 +64,7 @@ def random_inputs(rng, T, B, dtype=jnp.float32, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes, from the key rng."""
     dtype = _check_dtype(dtype)
     sizes = _check_sizes(sizes)
+    _check_lengths(T, B)
     x_key, y_key = jax.random.split(rng)
     xs = jax.random.randint(x_key, (T, B), 0, sizes["d"])
     ys = jax.random.randint(y_key, (T, B), 0, sizes["q"])
@@ -104,7 +106,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
 def losses(outputs, ys):
     """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B)."""
     sizes = {}
-    z = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None), finite=False)
+    z = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), finite=False)
     y = _check_labels("ys", ys, sizes, "q")
     return jax.nn.logsumexp(z, axis=-1) - jnp.take_along_axis(z, y[..., None], axis=-1)[..., 0]
 
@@ -311,10 +313,14 @@ def _gradients(ages, params, cache, d_z, keep):
     }
 
 
+_FLOATS = (jnp.float32, jnp.float64)  # the dtypes the modules compute in
+
+
 def clip_grads(grads, theta):
-    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all arrays (jit-compatible)."""
-    if not isinstance(theta, jax.core.Tracer) and not theta > 0:
-        raise ValueError(f"theta must be > 0, got {theta!r}")
+    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all arrays (jit-compatible: a
+    traced theta is not checked)."""
+    if not isinstance(theta, jax.core.Tracer):
+        theta = _check_theta(theta)
     norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in grads.values()))
     scale = jnp.where(norm > 0, jnp.minimum(1.0, theta / jnp.where(norm > 0, norm, 1.0)), 1.0)
     return {name: g * scale.astype(g.dtype) for name, g in grads.items()}
@@ -431,9 +437,7 @@ def _check_params(params, finite=True):
     (concrete arrays only: under jit the values are not known). If one parameter disagrees with all the
     others, the error names it."""
     _check_param_keys(params)
-    dtype = getattr(params[PARAMS[0]], "dtype", None)
-    if dtype not in (jnp.float32, jnp.float64):
-        raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
+    dtype = _params_dtype(params)
     for name in PARAMS:
         _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)
     if finite and not _all_finite([params[name] for name in PARAMS]):
@@ -470,7 +474,8 @@ _label_range = jax.jit(lambda labels: (labels.min(), labels.max()))
 
 
 def _check_labels(name, labels, sizes, classes):
-    """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays)."""
+    """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays), of any
+    integer dtype; returned as int64 (int32 without x64), so that every label dtype runs the same code."""
     if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
         raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
@@ -479,7 +484,7 @@ def _check_labels(name, labels, sizes, classes):
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad][0]
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
-    return labels
+    return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
 
 
 def _truncation(truncate, rng):
@@ -496,17 +501,58 @@ def _truncation(truncate, rng):
         if not (_is_number(value) and 0 < value <= 1):
             raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
         _check_rng(rng)
-    return mode, value
+        return mode, float(value)
+    return mode, int(value)  # a NumPy integer too, as a Python int
 
 
 def _is_number(value):
-    """A Python int or float (a bool is not a number here)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A real number: a Python or NumPy int or float (a bool is not a number here)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _is_count(value):
-    """An integer >= 1 (a bool is not a count)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    """An integer >= 1, Python's or NumPy's (a bool is not a count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+def _check_theta(theta):
+    """clip_grads' threshold as a float: a positive number, else ValueError."""
+    if not (_is_number(theta) and theta > 0):
+        raise ValueError(f"theta must be a positive number, got {theta!r}")
+    return float(theta)
+
+
+def _check_lengths(T, B):
+    """random_inputs' T and B: positive integers, else ValueError naming the one that is not."""
+    for name, value in (("T", T), ("B", B)):
+        if not _is_count(value):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _dtype_name(dtype):
+    """A dtype as the messages name it: float64."""
+    return str(dtype)
+
+
+def _params_dtype(params):
+    """The dtype most parameters have (the first one's if tied), so that a parameter whose dtype differs
+    from the others' is the one an error names; ValueError naming a parameter if it is no float dtype."""
+    dtypes = [getattr(params[name], "dtype", None) for name in PARAMS]
+    dtype = max(dtypes, key=dtypes.count)
+    name = PARAMS[dtypes.index(dtype)]
+    if dtype not in _FLOATS:
+        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)  # not an array?
+        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
+
+
+def _float_dtype(name, array):
+    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
+    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and dtype not in _FLOATS:
+        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
 
 
 def _check_sizes(sizes):

@@ -18,6 +18,8 @@ is the derived one, and Model an nn.Module holding the parameters: loss.backward
 work, under DistributedDataParallel too.
 """
 
+import numbers
+
 import torch
 
 PARAMS = ("U", "W", "V")
@@ -55,6 +57,7 @@ def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes; rng a torch.Generator (or None)."""
     dtype = _check_dtype(dtype)
     sizes = _check_sizes(sizes)
+    _check_lengths(T, B)
     where = None if rng is None else rng.device
     xs = torch.randint(0, sizes["d"], (T, B), generator=rng, device=where)
     ys = torch.randint(0, sizes["q"], (T, B), generator=rng, device=where)
@@ -98,7 +101,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
 def losses(outputs, ys):
     """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B) (differentiable)."""
     sizes = {}
-    z = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None), False)
+    z = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), False)
     y = _check_labels("ys", ys, sizes, "q", z.device)
     return torch.logsumexp(z, -1) - torch.gather(z, -1, y[..., None])[..., 0]
 
@@ -331,10 +334,12 @@ def _gradients(params, sizes, cache, adjoints, d_z):
     }
 
 
+_FLOATS = (torch.float32, torch.float64)  # the dtypes the modules compute in
+
+
 def clip_grads(grads, theta):
     """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all tensors (no host sync)."""
-    if not theta > 0:
-        raise ValueError(f"theta must be > 0, got {theta!r}")
+    theta = _check_theta(theta)
     norm = torch.sqrt(sum(g.double().square().sum() for g in grads.values()))
     scale = torch.clamp(theta / norm, max=1.0)  # theta / 0 = inf: scale 1
     return {name: g * scale.to(g.dtype) for name, g in grads.items()}
@@ -414,12 +419,8 @@ def _check_params(params, finite=True):
 
     If one parameter disagrees with all the others, the error names it."""
     _check_param_keys(params)
-    first = params[PARAMS[0]]
-    if not isinstance(first, torch.Tensor):
-        raise ValueError(f"params['{PARAMS[0]}'] must be a torch tensor, got {type(first).__name__}")
-    dtype, device = first.dtype, first.device
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"params['{PARAMS[0]}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    dtype = _params_dtype(params)
+    device = next(params[name].device for name in PARAMS if getattr(params[name], "dtype", None) == dtype)
     for name in PARAMS:
         _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite, device)
     return _param_sizes(params), dtype
@@ -463,16 +464,20 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
 
 
 def _check_labels(name, labels, sizes, classes, device=None):
-    """Integer labels of shape (T, B), each in range(sizes[classes]); returned as int64 (what indexing takes)."""
+    """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as int64
+    (what indexing takes, and comparisons: torch has none for uint16, uint32, uint64)."""
     if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
         raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
-    bad = (labels < 0) | (labels >= sizes[classes])
+    wide = labels.long()  # a uint64 label of 2**63 or more wraps below 0: out of range either way
+    bad = (wide < 0) | (wide >= sizes[classes])
     if bad.any():
-        value = labels[bad][0].item()
+        value = wide[bad][0].item()
+        if labels.dtype == torch.uint64 and value < 0:
+            value += 2**64  # the label as given, before .long() wrapped it
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
-    return labels.long()
+    return wide
 
 
 def _truncation(truncate, rng):
@@ -489,17 +494,53 @@ def _truncation(truncate, rng):
         if not (_is_number(value) and 0 < value <= 1):
             raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
         _check_rng(rng)
-    return mode, value
+        return mode, float(value)
+    return mode, int(value)  # a NumPy integer too, as a Python int
 
 
 def _is_number(value):
-    """A Python int or float (a bool is not a number here)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """A real number: a Python or NumPy int or float (a bool is not a number here)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def _is_count(value):
-    """An integer >= 1 (a bool is not a count)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+    """An integer >= 1, Python's or NumPy's (a bool is not a count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+def _check_theta(theta):
+    """clip_grads' threshold as a float: a positive number, else ValueError."""
+    if not (_is_number(theta) and theta > 0):
+        raise ValueError(f"theta must be a positive number, got {theta!r}")
+    return float(theta)
+
+
+def _check_lengths(T, B):
+    """random_inputs' T and B: positive integers, else ValueError naming the one that is not."""
+    for name, value in (("T", T), ("B", B)):
+        if not _is_count(value):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _params_dtype(params):
+    """The dtype most parameters have (the first one's if tied), so that a parameter whose dtype differs
+    from the others' is the one an error names; ValueError naming a parameter if it is no float dtype."""
+    dtypes = [getattr(params[name], "dtype", None) for name in PARAMS]
+    dtype = max(dtypes, key=dtypes.count)
+    name = PARAMS[dtypes.index(dtype)]
+    if dtype not in _FLOATS:
+        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)  # not an array?
+        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
+
+
+def _float_dtype(name, array):
+    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
+    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and dtype not in _FLOATS:
+        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
 
 
 def _check_sizes(sizes):

@@ -28,6 +28,7 @@ has its own, so calls from several threads are safe; free_workspace() releases t
 thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
 """
 
+import numbers
 import threading
 
 import numpy as np
@@ -85,6 +86,7 @@ def random_inputs(rng, T, B, dtype=np.float64, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes."""
     dtype = _check_dtype(dtype)
     sizes = _check_sizes(sizes)
+    _check_lengths(T, B)
     xs = rng.standard_normal((T, B, sizes["d"])).astype(dtype)
     ys = rng.standard_normal((T, B, sizes["q"])).astype(dtype)
     return xs, ys
@@ -188,7 +190,7 @@ def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
 def losses(outputs, ys):
     """The loss l_t = 1/2 ||s_t - y_t||^2 of every step and sample, shape (T, B)."""
     sizes = {}
-    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, getattr(outputs, "dtype", None), finite=False)
+    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), finite=False)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, s.dtype)
     return 0.5 * ((s - y) ** 2).sum(axis=-1)
 
@@ -686,6 +688,9 @@ def _backward_arrays(T, B, sizes, dtype):
 _THREAD = threading.local()  # each thread's work arrays
 
 
+_FLOATS = (np.float32, np.float64)  # the dtypes the modules compute in
+
+
 def _workspace(make, T, B, sizes, dtype):
     """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
     calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
@@ -705,8 +710,7 @@ def free_workspace():
 
 def clip_grads(grads, theta):
     """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all arrays."""
-    if not theta > 0:
-        raise ValueError(f"theta must be > 0, got {theta!r}")
+    theta = _check_theta(theta)
     norm = np.sqrt(sum(float(np.sum(np.square(g))) for g in grads.values()))
     scale = min(1.0, theta / norm) if norm > 0 else 1.0
     return {name: g * np.asarray(scale, dtype=g.dtype) for name, g in grads.items()}
@@ -762,16 +766,6 @@ def _squared_error(s, y, count):
     return loss
 
 
-def _is_number(value):
-    """A Python or NumPy int or float (a bool is not a number here)."""
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-
-
-def _is_count(value):
-    """A Python or NumPy integer >= 1 (a bool is not a count)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1
-
-
 def _check_dtype(dtype):
     """dtype as a NumPy dtype: float32 or float64, the dtypes the modules compute in."""
     try:
@@ -788,9 +782,7 @@ def _check_params(params, finite=True):
 
     If one parameter disagrees with all the others, the error names it."""
     _check_param_keys(params)
-    dtype = np.asarray(params[PARAMS[0]]).dtype
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"params['{PARAMS[0]}'] has dtype {dtype}; expected float32 or float64")
+    dtype = _params_dtype(params)
     for name in PARAMS:
         array = params[name]
         good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
@@ -815,7 +807,8 @@ def _check_array(name, array, dims, sizes, dtype, finite=True):
 
 
 def _check_labels(name, labels, sizes, classes):
-    """Integer labels of shape (T, B), each in range(sizes[classes])."""
+    """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as intp
+    (what indexing takes: a uint64 index array is refused)."""
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
@@ -823,7 +816,7 @@ def _check_labels(name, labels, sizes, classes):
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
-    return labels
+    return labels.astype(np.intp, copy=False)
 
 
 def _truncation(truncate, rng):
@@ -840,7 +833,58 @@ def _truncation(truncate, rng):
         if not (_is_number(value) and 0 < value <= 1):
             raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
         _check_rng(rng)
-    return mode, value
+        return mode, float(value)
+    return mode, int(value)  # a NumPy integer too, as a Python int
+
+
+def _is_number(value):
+    """A real number: a Python or NumPy int or float (a bool is not a number here)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_count(value):
+    """An integer >= 1, Python's or NumPy's (a bool is not a count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+def _check_theta(theta):
+    """clip_grads' threshold as a float: a positive number, else ValueError."""
+    if not (_is_number(theta) and theta > 0):
+        raise ValueError(f"theta must be a positive number, got {theta!r}")
+    return float(theta)
+
+
+def _check_lengths(T, B):
+    """random_inputs' T and B: positive integers, else ValueError naming the one that is not."""
+    for name, value in (("T", T), ("B", B)):
+        if not _is_count(value):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _dtype_name(dtype):
+    """A dtype as the messages name it: float64."""
+    return str(dtype)
+
+
+def _params_dtype(params):
+    """The dtype most parameters have (the first one's if tied), so that a parameter whose dtype differs
+    from the others' is the one an error names; ValueError naming a parameter if it is no float dtype."""
+    dtypes = [getattr(params[name], "dtype", None) for name in PARAMS]
+    dtype = max(dtypes, key=dtypes.count)
+    name = PARAMS[dtypes.index(dtype)]
+    if dtype not in _FLOATS:
+        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)  # not an array?
+        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
+
+
+def _float_dtype(name, array):
+    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
+    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and dtype not in _FLOATS:
+        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
 
 
 def _check_sizes(sizes):

@@ -109,4 +109,4 @@ def test_help_lists_the_exit_statuses(command, capsys):
         cli.main([command, "--help"] if command else ["--help"])
     assert exited.value.code == 0
     epilog = capsys.readouterr().out.split("exit status:\n")[1]
-    assert [line.split()[0] for line in epilog.splitlines()] == ["0", "1", "2", "3", "4"]
+    assert [line.split()[0] for line in epilog.splitlines()] == ["0", "1", "2", "3", "4", "130"]

@@ -44,6 +44,8 @@ def _load_file(path, attr):
     module = importlib.util.module_from_spec(module_spec)
     try:
         module_spec.loader.exec_module(module)
+    except SystemExit as error:
+        raise ModelError(f"model file {str(path)!r} called sys.exit({error.code!r}) while loading") from None
     except Exception as error:
         raise ModelError(f"model file {str(path)!r} failed to load: {type(error).__name__}: {error}") from error
     factory = getattr(module, attr, None)
@@ -53,6 +55,8 @@ def _load_file(path, attr):
         model = factory()
     except ModelError:
         raise
+    except SystemExit as error:
+        raise ModelError(f"model file {str(path)!r}: {attr}() called sys.exit({error.code!r})") from None
     except Exception as error:
         hint = ""
         if isinstance(error, ValueError) and "is not comparable" in str(error):  # SymPy's Max/Min of a matrix
