@@ -48,7 +48,7 @@ MADE = {
     "parameter": ("d_{}", "dot_{}"),
     "size": ("n_{}", "units_n_{}", "zero_n_{}"),
 }
-NUMBERED = ("units_",)  # units_0, units_1, ...: torch's forward mode, for a block of a size that is not a symbol
+PREFIXES = ("units_",)  # units_n_h, units_4h, ...: forward mode's directions of a vector of any row count (ir.units_name)
 
 
 def _named(model):
@@ -88,8 +88,11 @@ def check(model):
                 f"{where}: the parameter {param.name!r} would hide the attribute {param.name!r} of the torch "
                 "backend's Model (an nn.Module); rename the parameter"
             )
+    for what, name, itself, _ in _named(model):
+        if itself and name.startswith(PREFIXES):
+            raise ModelError(f"{where}: {what} {name!r} {_taken(name)}")
     for name, meanings in code_names(model).items():
-        if name in RESERVED or any(name.startswith(p) and name[len(p) :].isdigit() for p in NUMBERED):
+        if name in RESERVED:
             raise ModelError(f"{where}: {meanings[0]} {_taken(name)}")
         if len(meanings) > 1:
             raise ModelError(f"{where}: {' and '.join(meanings)} would be the same variable; rename one")

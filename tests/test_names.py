@@ -231,7 +231,7 @@ def test_every_name_a_generated_module_binds_is_reserved_or_made_from_the_models
     source = path.read_text(encoding="utf-8") if name in ZOO else BACKENDS[backend].module_source(model)
     bound_names, builtin_reads = module_names(source, backend)
     made = set(names.code_names(model)) | {size.name for size in model.sizes}
-    numbered = {n for n in bound_names if any(n.startswith(p) and n[len(p) :].isdigit() for p in names.NUMBERED)}
+    numbered = {n for n in bound_names if n.startswith(names.PREFIXES)}
     stray = sorted(n for n in bound_names - made - names.RESERVED - numbered if not n.startswith("_"))
     assert not stray, f"{path.name} binds names codegen/names.py does not reserve: {stray}"
     assert builtin_reads <= names.BUILTINS, f"builtins not in names.BUILTINS: {sorted(builtin_reads - names.BUILTINS)}"
