@@ -53,8 +53,8 @@ class Layout(Facts):
         return ", ".join(f"d_{name}" for name in self.state_names)
 
 
-def layout(model):
-    program = build(model)
+def layout(model, program=None):
+    program = program or build(model)
     facts = model_facts(model, program, "NumPy")
     forward_arrays, forward_lines, forward_used = forward_body(program)
     backward = backward_bodies(program)
