@@ -131,11 +131,42 @@ def test_every_zoo_model_agrees(name):
     assert_backends_agree(modules, problem(modules["numpy"]), name)
 
 
+def torch_two_layer_lstm(params, xs, ys, initial):
+    """The loss and gradients of torch.nn.LSTM(num_layers=2) with the head s_t = V h2_t and the squared error,
+    by torch autograd: an oracle for examples/lstm_2layer.py:lstm that shares nothing with codegen."""
+    d, h = params["W_ih1"].shape[1], params["W_hh1"].shape[1]
+    lstm = torch.nn.LSTM(d, h, num_layers=2, dtype=torch.float64)
+    names = {"W_ih": "weight_ih", "W_hh": "weight_hh", "b_ih": "bias_ih", "b_hh": "bias_hh"}
+    with torch.no_grad():
+        for ours, theirs in names.items():
+            for layer in (1, 2):
+                getattr(lstm, f"{theirs}_l{layer - 1}").copy_(torch.from_numpy(params[f"{ours}{layer}"]))
+    V = torch.tensor(params["V"], requires_grad=True)
+    states = {key: torch.tensor(np.stack([initial[f"{key}10"], initial[f"{key}20"]]), requires_grad=True) for key in "hc"}
+    hidden, _ = lstm(torch.from_numpy(xs), (states["h"], states["c"]))
+    loss = 0.5 * ((hidden @ V.T - torch.from_numpy(ys)) ** 2).sum() / xs.shape[1]
+    loss.backward()
+    grads = {f"{ours}{layer}": getattr(lstm, f"{theirs}_l{layer - 1}").grad for ours, theirs in names.items() for layer in (1, 2)}
+    grads |= {f"{key}{layer}0": states[key].grad[layer - 1] for key in "hc" for layer in (1, 2)}
+    return float(loss), grads | {"V": V.grad}
+
+
+ORACLES = {"lstm_2layer.py:lstm": torch_two_layer_lstm}
+
+
 @pytest.mark.background
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_example_agrees(example):
+    """Every backend agrees on each example cell; where the cell is a framework's own module (ORACLES), the
+    NumPy module's loss and gradients are that module's autograd's."""
     modules = rendered(load(f"{ROOT / 'examples'}/{example}"))
-    assert_backends_agree(modules, problem(modules["numpy"]), example)
+    arrays = problem(modules["numpy"])
+    assert_backends_agree(modules, arrays, example)
+    if example in ORACLES:
+        loss, grads = call("numpy", modules["numpy"].loss_and_grads, *arrays)
+        expected_loss, expected = ORACLES[example](*arrays)
+        assert abs(loss - expected_loss) <= 1e-12 * abs(expected_loss)
+        assert_equal(grads, expected, f"{example} against its framework's autograd")
 
 
 def doubled(forward_pass, model):
