@@ -101,6 +101,8 @@ class PassPrinter(JaxPrinter):
                 raise PrintError(f"the forward loop reads {seq.name} at t before it assigns it")
             return self.view(f"{seq.name}_t", local, place)
         local = f"{place.home}_prev"
+        if self.homes[place.home].steps != "T+1":
+            raise PrintError(f"the forward loop reads {seq.name} at t-1, which holds steps 1..T only")
         if place.home in self.loop_writes:
             self.carried[place.home] = local
         else:
@@ -155,28 +157,28 @@ class PassPrinter(JaxPrinter):
         return self.write(statement, "add")
 
     def write(self, statement, how):
-        """`home = home.at[index].set(value)` (or .add); a whole array assigned is `home = value`."""
+        """`home = home.at[index].set(value)` (or .add); a whole array assigned, `home = value`; at one
+        step a whole local accumulated, `home_t = home_t + value`."""
         self.pending = []
         value = str(self(statement.value))
         place = self.places.get(statement.target.name)
         if place is None:
             raise PrintError(f"the forward pass writes {statement.target.name}, which is not one of its arrays")
-        home, array = place.home, self.homes[place.home]
-        name = home if self.stacked else f"{home}_t"
-        steps = ("1:" if array.steps == "T+1" else ":") if self.stacked else ""
-        rows = "" if place.whole else f"..., {self.rows(place)}"
-        index = ", ".join(part for part in (steps, rows) if part)
+        array = self.homes[place.home]
         if place.whole and how == "set" and (not self.stacked or array.steps == "T"):
             code = value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
         elif place.whole and how == "add" and not self.stacked:
             code = f"{self.current(array)} + {value}"
         else:
+            steps = ("1:" if array.steps == "T+1" else ":") if self.stacked else ""
+            rows = "" if place.whole else f"..., {self.rows(place)}"
+            index = ", ".join(part for part in (steps, rows) if part)
             code = f"{self.current(array)}.at[{index}].{how}({value})"
-        self.written.add(home)
-        self.bound -= {local for local, other in self.places.items() if other.home == home and not other.whole}
-        self.bound -= {f"{local}_t" for local, other in self.places.items() if other.home == home}
+        self.written.add(array.name)
+        suffix = "" if self.stacked else "_t"
+        self.bound -= {f"{name}{suffix}" for name, other in self.places.items() if other.home == array.name}
         comment = f"  # {statement.comment}" if statement.comment else ""
-        return self.pending + [f"{name} = {code}{comment}"]
+        return self.pending + [f"{array.name}{suffix} = {code}{comment}"]
 
     def broadcast(self, value, array):
         """A value that reads no sequence (a bias), as an array of every step's rows."""
@@ -187,11 +189,10 @@ class PassPrinter(JaxPrinter):
     def current(self, array):
         """The value a partial write (or an Accumulate) updates: the array's, or at one step its local;
         zeros if nothing wrote it yet (as every array of steps 0..T starts)."""
-        value = array.name if self.stacked else self.local(array.name)
         if self.stacked and (array.steps == "T+1" or array.name in self.written):
-            return value
-        if value is not None and not self.stacked:
-            return value
+            return array.name
+        if not self.stacked and self.local(array.name) is not None:
+            return self.local(array.name)
         self.used["sizes"] |= {"T", "B", "dtype"}
         return f"jnp.zeros(({'T, B' if self.stacked else 'B'}, {self(array.rows)}), dtype)"
 
