@@ -5,8 +5,9 @@ Pass; none derives, fuses or rebuilds one of its own.
 (a) The torch and JAX modules equal the NumPy module to 1e-12: outputs, cache, loss and every gradient,
 full BPTT and window and chunk truncation, for every zoo model and every cell of examples/*.py,
 torch.nn.LSTM(num_layers=2) as a user's cell among them (layer 2 reads h1_t at the same step: the
-product a fusion of the gates alone would drop). The examples are rendered in memory, slowly (their
-forward mode is most of it), so they run in background workers.
+product a fusion of the gates alone would drop), whose NumPy module is also proved against
+torch.nn.LSTM itself, by autograd. The examples are rendered in memory, slowly (their forward mode is
+most of it), so they run in background workers.
 (b) Structurally: each backend prints the Program it is given (a changed forward Pass changes every
 backend's outputs alike), only the IR passes build statements or call the fusion passes, and the
 Pass is the same bytes whatever the hash seed.
@@ -148,10 +149,27 @@ def torch_two_layer_lstm(params, xs, ys, initial):
     loss.backward()
     grads = {f"{ours}{layer}": getattr(lstm, f"{theirs}_l{layer - 1}").grad for ours, theirs in names.items() for layer in (1, 2)}
     grads |= {f"{key}{layer}0": states[key].grad[layer - 1] for key in "hc" for layer in (1, 2)}
-    return float(loss), grads | {"V": V.grad}
+    return float(loss.detach()), grads | {"V": V.grad}
 
 
-ORACLES = {"lstm_2layer.py:lstm": torch_two_layer_lstm}
+def torch_two_layer_lstm_by_gate(params, xs, ys, initial):
+    """The same for examples/lstm_2layer.py:separate: its per-gate weights stacked in torch's order i, f, g, o,
+    each gradient its rows of torch's."""
+    kinds = {"W_ih": "W_i", "W_hh": "W_h", "b_ih": "b_i", "b_hh": "b_h"}
+    per_gate, parts = {}, {}  # a gate's parameter -> (torch's stacked parameter, the gate's block)
+    for whole, kind in kinds.items():
+        for layer in (1, 2):
+            for k, gate in enumerate("ifgo"):
+                per_gate[f"{kind}{gate}{layer}"] = (f"{whole}{layer}", k)
+                parts.setdefault(f"{whole}{layer}", []).append(params[f"{kind}{gate}{layer}"])
+    stacked = {whole: np.concatenate(blocks) for whole, blocks in parts.items()}
+    loss, grads = torch_two_layer_lstm({**stacked, "V": params["V"]}, xs, ys, initial)
+    h = params["W_hi1"].shape[0]
+    split = {gate: grads[whole][k * h : (k + 1) * h] for gate, (whole, k) in per_gate.items()}
+    return loss, split | {key: grads[key] for key in grads if key not in stacked}
+
+
+ORACLES = {"lstm_2layer.py:lstm": torch_two_layer_lstm, "lstm_2layer.py:separate": torch_two_layer_lstm_by_gate}
 
 
 @pytest.mark.background
