@@ -19,10 +19,11 @@ class Backend:
     extra: str  # pip install 'bptt[extra]' brings the framework ("" for numpy, a dependency)
     renderer: str  # bptt.codegen.<renderer>.module_source(model)
 
-    def module_source(self, model):
-        """The module's source; ModelError if a name of the model is one the generated code uses itself."""
+    def module_source(self, model, program=None):
+        """The module's source; program: the model's statements to print (program.build(model)'s if None).
+        ModelError if a name of the model is one the generated code uses itself."""
         names.check(model)
-        return importlib.import_module(f"bptt.codegen.{self.renderer}").module_source(model)
+        return importlib.import_module(f"bptt.codegen.{self.renderer}").module_source(model, program)
 
     def filename(self, model_name):
         return model_name.replace("-", "_") + self.suffix + ".py"

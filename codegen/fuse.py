@@ -86,34 +86,39 @@ def products(statements, loop_names):
     """Fuse the loop's products P_k v that two or more statements share.
 
     Returns (statements, stacks, groups). The fused product is accumulated into the group before
-    its first member; members are ordered by their elementwise function (the sigmoids together)."""
-    statements, stacks, groups, taken, fused = list(statements), [], [], set(), {}
+    its first member; members are ordered by their elementwise function (the sigmoids together).
+    Products of another operand that the same members share (a second layer's W_ih2 h1_t and
+    W_hh2 h2_{t-1}) are a second product into the same group."""
+    statements, stacks, groups, fused = list(statements), [], [], {}
+    owner = {}  # statement index -> (its group, the group's statement indices in member order)
     for operand, items in sorted(_shared(statements, loop_names).items(), key=lambda kv: sp.default_sort_key(kv[0])):
-        items = [item for item in items if item[0] not in taken]
-        if len(items) < 2:
+        free = [item for item in items if item[0] not in owner]
+        mine = {owner[i][0].name for i, _, _ in items if i in owner}
+        if not free and len(mine) == 1 and len(items) == len(owner[items[0][0]][1]):
+            order = owner[items[0][0]][1]
+            group, items = owner[items[0][0]][0], sorted(items, key=lambda item: order.index(item[0]))
+        elif len(free) >= 2:
+            functions = list(dict.fromkeys(_function(statements[i]) for i, _, _ in free))
+            items = sorted(free, key=lambda item: functions.index(_function(statements[item[0]])))
+            members = tuple((statements[i].target.name, statements[i].target.rows) for i, _, _ in items)
+            group = Array(internal(name for name, _ in members), total_rows(members), "T+1", members)
+            owner.update({i: (group, [j for j, _, _ in items]) for i, _, _ in items})
+            groups.append(group)
+        else:
             continue
-        functions = list(dict.fromkeys(_function(statements[i]) for i, _, _ in items))
-        items.sort(key=lambda item: functions.index(_function(statements[item[0]])))
-        taken |= {i for i, _, _ in items}
-        members = tuple((statements[i].target.name, statements[i].target.rows) for i, _, _ in items)
-        group = Array(internal(name for name, _ in members), total_rows(members), "T+1", members)
-        stack = Stack(internal(code_name(m) for _, _, m in items), tuple(m for _, _, m in items))
+        stacks.append(Stack(internal(code_name(m) for _, _, m in items), tuple(m for _, _, m in items)))
         for index, term, _ in items:
             rebuild, terms = sum_terms(statements[index].value)
             rest = matrix_sum([x for x in terms if x != term], statements[index].target.rows)
             statements[index] = Assign(statements[index].target, rebuild(rest), statements[index].comment)
-        weights = sp.MatrixSymbol(stack.name, group.rows, operand.rows)
+        weights = sp.MatrixSymbol(stacks[-1].name, group.rows, operand.rows)
         shown = "; ".join(text(m) for _, _, m in items)
         comment = f"[{shown}] {text(operand)}: the products of every gate at once"
-        fused[min(i for i, _, _ in items)] = Accumulate(
-            SeqAt(group.name, t, group.rows, "intermediate"), weights * operand, comment
-        )
-        stacks.append(stack)
-        groups.append(group)
+        product = Accumulate(SeqAt(group.name, t, group.rows, "intermediate"), weights * operand, comment)
+        fused.setdefault(min(owner[items[0][0]][1]), []).append(product)
     out = []
     for index, statement in enumerate(statements):
-        out += [fused[index]] if index in fused else []
-        out.append(statement)
+        out += fused.get(index, []) + [statement]
     return out, stacks, groups
 
 

@@ -97,7 +97,7 @@ def _halve_inputs(inside, hoisted, stacks, groups, halved):
         if count == 1:
             return type(statement)(statement.target, sp.Rational(1, 2) * statement.value, statement.comment)
         swap = {}
-        for symbol in statement.value.atoms(sp.MatrixSymbol):
+        for symbol in sorted(statement.value.atoms(sp.MatrixSymbol), key=sp.default_sort_key):
             if symbol.name in by_name:
                 stack = more.setdefault(symbol.name, _halved_stack(by_name[symbol.name], rows))
                 swap[symbol] = sp.MatrixSymbol(stack.name, *symbol.shape)

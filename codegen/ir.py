@@ -1,7 +1,8 @@
 """The statements between a model's derivation and a backend's printer.
 
 program.py builds them from the derivation (forward_mode.py the forward-mode loops) and optimize.py
-rewrites them; a printer per backend (numpy_statements.py, torch_*, jax_*) turns them into code,
+rewrites them; a printer per backend (numpy_statements.py, with torch's calls for torch; jax_pass.py;
+the tangent printers for forward mode) turns them into code,
 and the templates only lay the module out. Right-hand sides are SymPy
 expressions of the derivation: SeqAt and Adj at a time, parameters, Apply...
 Inside a Loop a statement is one step t; outside, it holds for every step at once.

@@ -29,15 +29,13 @@ def first_step_name(node):
 class JaxPrinter(RowPrinter):
     """Row form for JAX. At one step (stacked=False) every read of a time-t sequence becomes a local
     name and is recorded in `reads` (name -> (node, shift)) unless `assigned` holds it already.
-    carried: the adjoints whose value at step 1 is the scan's final carry (`d_a_1`); hoisted: the values whose
-    terms that read no loop value were computed before the loop, read at t before their step assigns them
-    (`_a_in_t`)."""
+    carried: the adjoints whose value at step 1 is the scan's final carry (`d_a_1`)."""
 
     backend, form, blocks = "jax", "JAX", "jnp.s_"
 
-    def __init__(self, stacked=False, arrays=None, carried=(), hoisted=()):
+    def __init__(self, stacked=False, arrays=None, carried=()):
         super().__init__(stacked=stacked, arrays=arrays)
-        self.carried, self.hoisted = frozenset(carried), frozenset(hoisted)
+        self.carried = frozenset(carried)
         self.reads = {}
         self.assigned = set()
 
@@ -53,8 +51,6 @@ class JaxPrinter(RowPrinter):
         if shift not in SUFFIX:
             raise PrintError(f"a step reads {seq.name} at time {seq.time}; only t-1, t and t+1 can be scanned")
         name = step_name(node, shift)
-        if shift == 0 and name not in self.assigned and seq.name in self.hoisted and not isinstance(node, Adj):
-            name = f"_{seq.name}_in_t"
         self.used["arrays"].add(array_name(node))
         if name not in self.assigned:
             self.reads.setdefault(name, (node, shift))

@@ -1,6 +1,7 @@
 """The JAX backend: what templates/jax_module.py.j2 lays out for one model, printed from the statements
-of codegen/program.py (the plain backward statements and the fast parameter gradients) and from a
-plain forward schedule, with the recursions as `jax.lax.scan`."""
+of codegen/program.py: the forward pass (program.forward, as the NumPy module computes it, written
+functionally), the plain backward statements and the fast parameter gradients, with the recursions as
+`jax.lax.scan`."""
 
 from dataclasses import dataclass
 
@@ -8,15 +9,16 @@ import sympy as sp
 
 from bptt.derive.nodes import Adj
 
-from . import jax_forward_mode, optimize
+from . import jax_forward_mode
 from .facts import Facts, fixed_helpers, model_facts
 from .helpers import helpers
 from .ir import Array, Loop, adjoint_array, walk
+from .jax_pass import forward_lines
 from .jax_printer import JaxPrinter, first_step_name
-from .jax_statements import backward_scan, forward_scan, initial_code, tupled
+from .jax_statements import backward_scan, initial_code, tupled
 from .numpy_bindings import params_bound, time_and_batch
 from .numpy_printer import size_name
-from .program import build, forward_steps
+from .program import build
 from .render import _env
 
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
@@ -34,13 +36,13 @@ class Layout(Facts):
     helpers: str
 
 
-def module_source(model):
-    """The source of generated/<model>_jax.py."""
-    return _env.get_template("jax_module.py.j2").render(m=layout(model))
+def module_source(model, program=None):
+    """The source of generated/<model>_jax.py; program: the model's statements (program.build's if None)."""
+    return _env.get_template("jax_module.py.j2").render(m=layout(model, program))
 
 
-def layout(model):
-    program = build(model)
+def layout(model, program=None):
+    program = program or build(model)
     facts = model_facts(model, program, "JAX")
     forward, forward_used = forward_body(program)
     gradients, gradients_used = gradient_body(program)
@@ -59,51 +61,10 @@ def layout(model):
     )
 
 
-def forward_statements(model, cached):
-    """(stacked before the loop, hoisted terms of loop values, the loop's step, stacked after it):
-    teacher forcing first, then the plain forward schedule with loop-invariant terms hoisted."""
-    steps = forward_steps(model, cached)
-    hoisted, inside = optimize.hoist(steps.loop, steps.loop_names, set())
-    return steps.forced + steps.before, hoisted, inside, steps.after
-
-
 def forward_body(program):
-    """(lines of _forward, helpers used)."""
-    model = program.model
-    states = {seq.name for seq in model.states}
-    before, hoisted, inside, after = forward_statements(model, program.cache[1:])
-    printer = JaxPrinter(stacked=True)
-    lines = []
-    for statement in before:
-        lines.append(stacked(printer, statement, states))
-    for statement in hoisted:
-        lines.append(f"_{statement.target.name}_in = {printer(statement.value)}  # {statement.comment}")
-    if inside:
-        scan = forward_scan(printer, inside, {s.target.name for s in hoisted}, states)
-        first = [f"{carried.node.name}0" for carried in scan.carry]
-        lines += scan.lines("One step t of the recursion: the states at t-1 in, the values at t out.", first)
-        roles = {s.target.name: s.target.role for s in inside}
-        for name, _ in scan.outputs:
-            if roles[name] != "output":
-                start = f"{name}0" if name in states else "None"
-                lines.append(f"{name} = {printer.helper('_steps')}({start}, {name})  # steps 0..T")
-    for statement in after:
-        lines.append(stacked(printer, statement, states))
-    cache = ", ".join(f'"{name}": {name}' for name in program.cache)
-    lines.append(f"return {model.outputs[0][0].name}, {{{cache}}}")
-    used = printer.used
-    head = bindings(model, used, model.inputs[0].name)
-    return head + lines, used["helpers"]
-
-
-def stacked(printer, statement, states):
-    """A statement for all steps: an output's (T, B, n) array, or a state's or intermediate's steps 0..T."""
-    target = statement.target
-    value = printer(statement.value)
-    if target.role == "output":
-        return f"{target.name} = {value}  # {statement.comment}"
-    start = f"{target.name}0" if target.name in states else "None"
-    return f"{target.name} = {printer.helper('_steps')}({start}, {value})  # {statement.comment}"
+    """(lines of _forward, helpers used): program.forward printed functionally (jax_pass.py)."""
+    lines, printer = forward_lines(program)
+    return bindings(program.model, printer.used, program.model.inputs[0].name) + lines, printer.used["helpers"]
 
 
 def bindings(model, used, first, cache=()):

@@ -1,7 +1,8 @@
-"""Print a pass's statements as JAX code: stacked statements as one expression over all steps, the
-loop as the step function of a `jax.lax.scan`. JAX is functional, so a sequence is never written
-in place: a stacked statement binds a whole array, and a step reads its inputs at t (and t-1, t+1)
-from the scan's stacked inputs, the previous step's values from the carry.
+"""Print the backward pass's statements as JAX code (jax_pass.py prints the forward pass): stacked
+statements as one expression over all steps, the loop as the step function of a `jax.lax.scan`. JAX
+is functional, so a sequence is never written in place: a stacked statement binds a whole array, and
+a step reads its inputs at t (and t-1, t+1) from the scan's stacked inputs, the previous step's values
+from the carry.
 """
 
 from dataclasses import dataclass, field
@@ -11,7 +12,6 @@ from bptt.derive.nodes import Adj, t
 
 from .ir import Accumulate, Assign, Flow, Guard, Loop, adjoint_array
 from .jax_printer import JaxPrinter, step_name
-from .numpy_printer import PrintError
 
 
 class Carried(NamedTuple):
@@ -35,9 +35,10 @@ class Scan:
     inputs: list = field(default_factory=list)
     outputs: list = field(default_factory=list)
 
-    def lines(self, doc, carry_init, reverse=False, last="_", blank=True):
+    def lines(self, doc, carry_init, reverse=False, last="_", blank=True, length=None):
         """The step function and the scan: `carry_init` the first carry, codes in carry order;
-        `last` the name of the final carry; blank: a blank line before the step function."""
+        `last` the name of the final carry; blank: a blank line before the step function;
+        length: the number of steps, when the step reads no input."""
         head = [""] * blank + ["def _step(carry, inputs):", f'    """{doc}"""']
         if self.carry:
             head.append(f"    {tupled([carried.name for carried in self.carry])} = carry")
@@ -45,7 +46,7 @@ class Scan:
         back = f"({tupled([carried.code for carried in self.carry])}, {tupled([code for _, code in self.outputs])})"
         body = head + ["    " + line for line in self.body] + [f"    return {back}"]
         stacked = tupled([code for _, code in self.inputs])
-        options = ", reverse=True" if reverse else ""
+        options = (", reverse=True" if reverse else "") + (f", length={length}" if length else "")
         call = f"jax.lax.scan(_step, {tupled(carry_init)}, {stacked}{options})"
         steps = "t = T..1" if reverse else "t = 1..T"
         return body + ["", f"{last}, {tupled([name for name, _ in self.outputs])} = {call}  # {steps}"]
@@ -64,34 +65,6 @@ def scanned_input(printer, node, shift):
     if shift == 1:
         return f"{printer.helper('_following')}({printer.at(True)(node.subs(t, t - 1))})"
     return str(printer.at(True)(node))
-
-
-def forward_scan(printer, statements, hoisted, states):
-    """The forward recursion as a Scan. hoisted: names whose terms that read no loop value were
-    computed before the loop (into `_X_in`); states: the model's state names."""
-    step = JaxPrinter(stacked=False, arrays=printer.arrays, hoisted=hoisted)
-    step.used = printer.used
-    body, targets = [], []
-    for statement in statements:
-        code = step(statement.value)
-        name = step_name(statement.target, 0)
-        body.append(f"{name} = {code}  # {statement.comment}")
-        step.assigned.add(name)
-        targets.append(statement.target)
-    names = {target.name for target in targets}
-    scan = Scan(body)
-    for local, (node, shift) in step.reads.items():
-        if shift == -1 and node.name in names:
-            scan.carry.append(Carried(local, step_name(node, 0), node))
-        elif shift == 0 and node.name in hoisted:
-            scan.inputs.append((local, f"_{node.name}_in"))
-        else:
-            scan.inputs.append((local, scanned_input(step, node, shift)))
-    scan.outputs = [(target.name, step_name(target, 0)) for target in targets]
-    missing = [carried.node.name for carried in scan.carry if carried.node.name not in states]
-    if missing:
-        raise PrintError(f"the forward loop carries {missing}, which are not states")
-    return scan
 
 
 @dataclass

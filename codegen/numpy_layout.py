@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from .array_calls import NUMPY
 from .facts import Facts, fixed_helpers, model_facts
 from .helpers import helpers
 from .ir import Array, adjoint_array
@@ -52,8 +53,8 @@ class Layout(Facts):
         return ", ".join(f"d_{name}" for name in self.state_names)
 
 
-def layout(model):
-    program = build(model)
+def layout(model, program=None):
+    program = program or build(model)
     facts = model_facts(model, program, "NumPy")
     forward_arrays, forward_lines, forward_used = forward_body(program)
     backward = backward_bodies(program)
@@ -106,10 +107,12 @@ def model_names(model):
     return names | {adjoint_array(name) for name in seqs} | {f"dot_{name}" for name in seqs}
 
 
-def forward_body(program):
-    """(arrays, lines of _forward, helpers used)."""
+def forward_body(program, printer_type=NumPyPrinter):
+    """(arrays, lines of _forward, helpers used): program.forward printed in place by printer_type, the
+    NumPy printer or that printer with another library's calls (torch_printer.TorchStatements)."""
     model, forward = program.model, program.forward
-    printer = NumPyPrinter(forward.arrays, helpers("numpy").accepts_out, forward.stacks, model_names(model))
+    accepts_out = helpers(printer_type.backend).accepts_out
+    printer = printer_type(forward.arrays, accepts_out, forward.stacks, model_names(model))
     lines = printer.lines(forward.statements)
     lines = [line for line, _ in printer.prepared.values()] + lines
     arrays = list(forward.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
@@ -176,16 +179,16 @@ def _named(arrays):
     return out
 
 
-def allocation(arrays, first_steps=False):
-    """The body of _forward_arrays or _backward_arrays: empty arrays, then the views of groups.
-    first_steps: step 0 of the arrays of steps 0..T is zero (what the cache holds before the first step)."""
+def allocation(arrays, first_steps=False, calls=NUMPY):
+    """The body of _forward_arrays or _backward_arrays: empty arrays (calls: the library's), then the views
+    of groups. first_steps: step 0 of the arrays of steps 0..T is zero (what the cache holds before the first step)."""
     printer = RowPrinter()
     entries, views = [], []
     for array in arrays:
         if array.steps == "ones":
-            entries.append(f"    {quoted(array.name)}: np.ones(T * B, dtype),")
+            entries.append(f"    {quoted(array.name)}: {calls.line('ones', shape='T * B')},")
             continue
-        entries.append(f"    {quoted(array.name)}: np.empty({_shape(printer, array)}, dtype),")
+        entries.append(f"    {quoted(array.name)}: {calls.line('empty', shape=_shape(printer, array))},")
         if first_steps and array.steps == "T+1":
             views.append(f"work[{quoted(array.name)}][0] = 0")
         starts, offset = {}, sp.S.Zero

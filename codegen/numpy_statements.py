@@ -1,9 +1,10 @@
-"""Print ir statements as NumPy code that works in place (the NumPy backend's statements).
+"""Print ir statements as code that works in place: NumPy's, or torch's under torch.no_grad().
 
 Every value is computed into an array that already exists: `np.matmul(a, b, out=c)`,
 `np.tanh(c, out=c)`, `np.add(c, d, out=c)`; intermediate results go to scratch arrays
 of one step (or, outside a loop, of all steps) that the workspace keeps. Products over
-all steps run on 2-D `(T*B, k)` views. Nothing is allocated in the loop.
+all steps run on 2-D `(T*B, k)` views. Nothing is allocated in the loop. The library's
+calls come from its table (array_calls.py): torch's printer is this one with torch's table.
 """
 
 import sympy as sp
@@ -11,6 +12,7 @@ import sympy as sp
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
 
+from .array_calls import NUMPY
 from .ir import PARAMETER, Array
 from .numpy_printer import ATOM, Code, PrintError, RowPrinter
 from .numpy_terms import Scratch, constant, first_term, in_place, negated
@@ -21,7 +23,9 @@ class NumPyPrinter(Statements, RowPrinter):
     """Statements (`_print_Assign`, `_print_Loop`, ...) as lines of NumPy code, in place.
 
     arrays: the ir.Arrays the statements work in (groups bring their members and spans);
-    accepts_out: names of helpers that take an `out=` array."""
+    accepts_out: names of helpers that take an `out=` array. `calls`: the library's table."""
+
+    calls = NUMPY
 
     def __init__(self, arrays=(), accepts_out=frozenset(), stacks=(), taken=frozenset()):
         self.stacks = {stack.name: stack for stack in stacks}
@@ -77,7 +81,7 @@ class NumPyPrinter(Statements, RowPrinter):
         out, rows = self(statement.target), statement.target.rows
         flow = self.scratch.take(rows, self.stacked)
         lines = self.emit(statement.value, flow, rows)
-        lines += ["if keep is not None:", f"    {flow} *= keep[t]", f"np.add({out}, {flow}, out={out})"]
+        lines += ["if keep is not None:", f"    {flow} *= keep[t]", self.calls.line("add", a=out, b=flow, out=out)]
         self.used["sizes"].add("T")  # the flow only exists for t < T
         return self.commented(statement, lines)
 
@@ -94,12 +98,12 @@ class NumPyPrinter(Statements, RowPrinter):
         if name not in self.prepared:
             rows, cols = matrix.shape
             if stack is None:
-                line = f"np.copyto({name}, {super()._print_MatrixSymbol(matrix)}.T)"
+                line = self.calls.line("copy", out=name, x=f"{super()._print_MatrixSymbol(matrix)}.T")
             else:
                 parts = ", ".join(
                     f"{self.operand(part, ATOM)}.T" if transposed else str(self(part)) for part in stack.parts
                 )
-                line = f"np.concatenate(({parts}){', axis=1' if transposed else ''}, out={name})"
+                line = self.calls.line("concatenate_columns" if transposed else "concatenate", parts=parts, out=name)
             shape = (cols, rows) if transposed else (rows, cols)
             self.prepared[name] = (line, Array(name, shape[0], ("param", shape[1])))
         self.used["arrays"].add(name)
@@ -127,9 +131,9 @@ class NumPyPrinter(Statements, RowPrinter):
             return []
         code = self.ref(expr)
         if code is not None:
-            return [f"np.copyto({out}, {code})"]
+            return [self.calls.line("copy", out=out, x=code)]
         if isinstance(expr, sp.ZeroMatrix):
-            return [f"{out}.fill(0)"]
+            return [self.calls.line("zero", out=out)]
         if isinstance(expr, sp.MatAdd):
             return self.emit_sum(list(expr.args), out, rows, self_ref)
         if isinstance(expr, sp.MatMul):
@@ -138,7 +142,8 @@ class NumPyPrinter(Statements, RowPrinter):
             return self.emit_hadamard(list(expr.args), out, rows)
         if isinstance(expr, sp.HadamardPower):
             base, lines = self.operand_into(expr.base, out, rows)
-            call = f"np.square({base}, out={out})" if expr.exp == 2 else f"np.power({base}, {expr.exp}, out={out})"
+            square = expr.exp == 2
+            call = self.calls.line("square", x=base, out=out) if square else self.calls.line("power", x=base, p=expr.exp, out=out)
             return lines + [call]
         if isinstance(expr, Apply):
             return self.emit_apply(expr, out, rows, self_ref)
@@ -165,7 +170,7 @@ class NumPyPrinter(Statements, RowPrinter):
         if code is None:
             code = self.scratch.take(rows, self.stacked)
             lines = self.emit(expr, code, rows)
-        return lines + [f"np.{sign}({out}, {code}, out={out})"]
+        return lines + [self.calls.line(sign, a=out, b=code, out=out)]
 
     def emit_sum(self, terms, out, rows, self_ref):
         first = first_term(terms, self_ref)
@@ -177,14 +182,14 @@ class NumPyPrinter(Statements, RowPrinter):
             first, rest = computed, [term for term in terms if term is not computed]  # no copy: add the stored one
         if self.ref(first) is not None and first != self_ref and second is not None:  # a + b (or a - b) in one call
             sign = "subtract" if negated(second) is not None else "add"
-            lines = [f"np.{sign}({self.ref(first)}, {self.ref(negated(second) or second)}, out={out})"]
+            lines = [self.calls.line(sign, a=self.ref(first), b=self.ref(negated(second) or second), out=out)]
             rest.remove(second)
         elif negated(first) is not None and scalar is not None:
             value, lines = self.operand_into(negated(first), out, rows)
-            lines = lines + [f"np.subtract({self(constant(scalar))}, {value}, out={out})"]
+            lines = lines + [line.format(c=self(constant(scalar)), x=value, out=out) for line in self.calls.minus_from]
             rest.remove(scalar)
         elif negated(first) is not None:
-            lines = self.emit(negated(first), out, rows, self_ref) + [f"np.negative({out}, out={out})"]
+            lines = self.emit(negated(first), out, rows, self_ref) + [self.calls.line("negative", x=out, out=out)]
         else:
             lines = self.emit(first, out, rows, self_ref)
         for term in rest:
@@ -209,16 +214,16 @@ class NumPyPrinter(Statements, RowPrinter):
                 if vector is None:
                     vector = self.scratch.take(factor.shape[0], self.stacked)
                     lines += self.emit(factor.vector, vector, factor.shape[0])
-                lines.append(f"np.multiply({vector}, {acc}, out={dest})")
+                lines.append(self.calls.line("multiply", a=vector, b=acc, out=dest))
             else:
                 if acc == dest:
                     dest = self.scratch.take(factor.shape[0], self.stacked)
                 lines.append(self.gemm(factor, acc, acc_rows, dest, factor.shape[0]))
             acc, acc_rows = dest, factor.shape[0]
         if acc != out:
-            lines.append(f"np.copyto({out}, {acc})")
+            lines.append(self.calls.line("copy", out=out, x=acc))
         if coeff != 1:
-            lines.append(f"np.multiply({out}, {self(coeff)}, out={out})")
+            lines.append(self.calls.line("multiply", a=out, b=self(coeff), out=out))
         return lines
 
     def gemm(self, factor, acc, acc_rows, dest, rows):
@@ -231,11 +236,11 @@ class NumPyPrinter(Statements, RowPrinter):
             matrix = f"{self(factor)}.T"
         else:
             raise PrintError(f"no NumPy form for the factor {factor}")
-        return f"np.matmul({self.rows2d(acc, acc_rows)}, {matrix}, out={self.rows2d(dest, rows)})"
+        return self.calls.line("matmul", a=self.rows2d(acc, acc_rows), b=matrix, out=self.rows2d(dest, rows))
 
     def take_columns(self, matrix, onehot, out):
         """P onehot(x): column x of P, looked up (never a one-hot vector; np.take would copy P.T whole)."""
-        return f"np.copyto({out}, {self.lookup(matrix, onehot)})"
+        return self.calls.line("copy", out=out, x=self.lookup(matrix, onehot))
 
     def emit_hadamard(self, args, out, rows):
         stored = [self.ref(arg) for arg in args if self.ref(arg) is not None]
@@ -245,9 +250,9 @@ class NumPyPrinter(Statements, RowPrinter):
             lines = self.emit(computed[0], out, rows)
             left = out
         else:
-            lines, left, stored = [f"np.multiply({stored[0]}, {stored[1]}, out={out})"], out, stored[2:]
+            lines, left, stored = [self.calls.line("multiply", a=stored[0], b=stored[1], out=out)], out, stored[2:]
         for code in stored:
-            lines.append(f"np.multiply({left}, {code}, out={out})")
+            lines.append(self.calls.line("multiply", a=left, b=code, out=out))
         for arg in computed[1:]:
             lines += self.add_into(out, arg, rows, "multiply")
         return lines
@@ -258,7 +263,7 @@ class NumPyPrinter(Statements, RowPrinter):
         if arg is None:
             lines, arg = self.emit(expr.arg, out, rows, self_ref), out
         template = self.elementwise(expr.function)
-        call = in_place(template, self.accepts_out)
+        call = in_place(template, self.accepts_out, self.calls)
         if call is not None:
             return lines + [call.format(arg=arg, out=out)]
         value = template.format(arg=arg, operand=arg if getattr(arg, "level", ATOM) == ATOM else f"({arg})")

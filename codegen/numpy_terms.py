@@ -3,12 +3,12 @@ and the shapes of a sum's terms (a constant, a negated term, the term to compute
 
 import ast
 
-import numpy as np
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.nodes import Diag
 
+from .array_calls import NUMPY
 from .ir import Array
 from .numpy_printer import PrintError
 
@@ -38,20 +38,20 @@ class Scratch:
         self.busy.clear()
 
 
-def in_place(template, accepts_out):
+def in_place(template, accepts_out, calls=NUMPY):
     """The registry template as a call writing into `{out}` (np.tanh({arg}) -> np.tanh({arg}, out={out})),
-    or None when it is not one call of a NumPy ufunc or of a helper that takes out=."""
+    or None when it is not one call of the library's (calls.takes_out) or of a helper that takes out=."""
     tree = ast.parse(template.format(arg="_arg_", operand="_arg_"), mode="eval").body
     if not isinstance(tree, ast.Call) or tree.keywords:
         return None
     func = tree.func
-    is_ufunc = (
+    is_library = (
         isinstance(func, ast.Attribute)
         and isinstance(func.value, ast.Name)
-        and func.value.id == "np"
-        and isinstance(getattr(np, func.attr, None), np.ufunc)
+        and func.value.id == calls.module
+        and calls.takes_out(func.attr)
     )
-    if not (is_ufunc or (isinstance(func, ast.Name) and func.id in accepts_out)):
+    if not (is_library or (isinstance(func, ast.Name) and func.id in accepts_out)):
         return None
     if not tree.args or not (isinstance(tree.args[0], ast.Name) and tree.args[0].id == "_arg_"):
         return None

@@ -122,7 +122,7 @@ def values_read(expr):
 
 @dataclass(frozen=True)
 class ForwardSteps:
-    """The forward pass scheduled, as every backend starts from it (each hoists and fuses the loop its way)."""
+    """The forward pass scheduled, before forward_pass hoists and fuses its loop (backends print the result)."""
 
     forced: list  # Assigns of the teacher-forced values, all steps at once
     before: list  # Assigns stacked before the loop (they read no state of the previous step)

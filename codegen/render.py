@@ -39,9 +39,9 @@ _env.filters["pytuple"] = lambda items: (
 )
 
 
-def module_source(model):
-    """The source of generated/<model>.py."""
-    return _env.get_template("module.py.j2").render(m=layout(model))
+def module_source(model, program=None):
+    """The source of generated/<model>.py; program: the model's statements (program.build's if None)."""
+    return _env.get_template("module.py.j2").render(m=layout(model, program))
 
 
 def document(model, fmt="tex"):

@@ -1,18 +1,21 @@
-"""Print derived matrix expressions and plain statements as PyTorch code (the torch backend's printer).
+"""Print derived matrix expressions and statements as PyTorch code (the torch backend's printers).
 
 The algebra is NumPy's row form (numpy_printer.RowPrinter): `W v` prints `v @ W.T`, and `.T` only
 ever meets a 2-D parameter or a 2-D `(T*B, k)` view, so it means the same in torch. What differs is
 printed here: elementwise functions from the registry's torch code, sums over all steps and samples,
-the one-hot lookups and scatters, the losses, and the backward statements (no `out=`: plain
-expressions written into the adjoint tensors, which run under torch.no_grad()).
+the one-hot lookups and scatters, the losses. The forward pass is the NumPy backend's in-place
+printer with torch's table of calls (TorchStatements); the backward statements are plain
+expressions written into the adjoint tensors (AdjointPrinter). Both run under torch.no_grad().
 """
 
 import sympy as sp
 
 from bptt.derive.nodes import Diag
 
+from .array_calls import TORCH
 from .ir import PARAMETER
 from .numpy_printer import ATOM, SUM, Code, RowPrinter
+from .numpy_statements import NumPyPrinter
 from .numpy_window import WindowPrinter
 
 
@@ -54,6 +57,13 @@ class TorchPrinter(RowPrinter):
         logits, labels = self._print(loss.prediction), self._print(loss.target)
         picked = f"torch.gather({logits}, -1, {labels}[..., None])[..., 0]"
         return Code(f"torch.logsumexp({logits}, -1) - {picked}", SUM)
+
+
+class TorchStatements(NumPyPrinter, TorchPrinter):
+    """The in-place statement printer with torch's calls: out= into preallocated tensors, 2-D GEMMs
+    over (T*B, k) views, stacked gate weights, as the NumPy module computes them."""
+
+    calls = TORCH
 
 
 class AdjointPrinter(WindowPrinter, TorchPrinter):
@@ -111,8 +121,3 @@ class AdjointPrinter(WindowPrinter, TorchPrinter):
         if initial.weighted:
             code = f"{self.helper('_weighted')}(keep, 0, {code})"
         return f"d_{initial.key} = {code}  # {initial.comment}"
-
-
-def substitute(expr, old, new):
-    """expr with the sequence value old (a SeqAt) replaced by new."""
-    return expr.xreplace({old: new}) if isinstance(expr, sp.Basic) else expr

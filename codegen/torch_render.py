@@ -1,53 +1,53 @@
 """The torch backend: what templates/torch_module.py.j2 lays out for one model (generated/<model>_torch.py).
 
 The module computes what the NumPy module computes, from the same statements (program.build), printed
-by torch_printer.py: the forward pass plain and differentiable, the backward pass the derived BPTT,
-and around them a torch.autograd.Function and an nn.Module that train with any torch optimiser."""
+by torch_printer.py: the forward pass (program.forward) in place as the NumPy module computes it, under
+torch.no_grad(), the backward pass the derived BPTT, and around them a torch.autograd.Function and an
+nn.Module that train with any torch optimiser."""
 
+from .array_calls import TORCH
 from .facts import fixed_helpers, model_facts
 from .helpers import helpers
 from .numpy_bindings import order, output_adjoint, params_bound, quoted, sized, time_and_batch
-from .numpy_layout import Layout
+from .numpy_layout import Layout, allocation, forward_body
 from .program import build
 from .torch_backward import fast_adjoints_body, gradients_body, window_body
-from .torch_forward import forward_body
-from .torch_printer import TorchPrinter
+from .torch_printer import TorchPrinter, TorchStatements
 from .torch_rtrl import rtrl_body
 
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
 SCAFFOLD += ("_check_cache", "_check_array", "_extent")
 
 
-def module_source(model):
-    """The source of generated/<model>_torch.py."""
+def module_source(model, program=None):
+    """The source of generated/<model>_torch.py; program: the model's statements (program.build's if None)."""
     from .render import _env
 
-    return _env.get_template("torch_module.py.j2").render(m=layout(model))
+    return _env.get_template("torch_module.py.j2").render(m=layout(model, program))
 
 
-def layout(model):
+def layout(model, program=None):
     """The NumPy module's Layout, its bodies printed for torch."""
-    program = build(model)
+    program = program or build(model)
     facts = model_facts(model, program, "torch")
-    forward = forward_body(model, program.cache[1:])
+    forward_arrays, forward_lines, forward_helpers = forward_body(program, TorchStatements)
     gradients, returns, reads = gradients_body(program)
     full, window = fast_adjoints_body(program, reads), window_body(program, reads)
     dy = output_adjoint(model)
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
-    used = fixed_helpers(model, SCAFFOLD) | losses.used["helpers"] | rtrl.helpers
-    for body in (forward, full, window, gradients):
+    used = fixed_helpers(model, SCAFFOLD) | losses.used["helpers"] | rtrl.helpers | forward_helpers
+    for body in (full, window, gradients):
         used |= body.helpers
     imports, source = helpers("torch").source(sorted(used))
     cache = set(program.cache)
-    first = model.inputs[0].name
     return Layout(
         **facts,
         losses=losses_code,
-        forward_arrays_lines=(),  # torch allocates as it goes: no workspace
-        backward_arrays_lines=(),
-        forward_lines=tuple(bind(model, forward, {}, first) + list(forward.lines)),
+        forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True, calls=TORCH)),
+        backward_arrays_lines=(),  # backward allocates as it goes
+        forward_lines=tuple(forward_lines),
         adjoints_lines=adjoints_lines(model, full, cache),
         window_lines=adjoints_lines(model, window, cache),
         gradients_lines=tuple(

@@ -324,20 +324,26 @@ def _forward(params, x, y, h0, o0):
     V = params["V"]
     b = params["b"]
     c = params["c"]
+    n_h = params["U"].shape[0]
     n_q = params["R"].shape[1]
+    T, B = x.shape[0], x.shape[1]
     dtype = params["U"].dtype
-    o = _steps(o0, jax.nn.one_hot(y, n_q, dtype=dtype))  # o_t = onehot(y_t)
-    _h_in = b + x @ U.T + o[:-1] @ R.T  # b + U x_t + R o_{t-1}, all steps at once
+    o = jnp.zeros((T + 1, B, n_q), dtype)
+    h = jnp.zeros((T + 1, B, n_h), dtype)
+    h = h.at[0].set(h0)
+    o = o.at[0].set(o0)
+    o = o.at[1:].set(jax.nn.one_hot(y, n_q, dtype=dtype))  # o_t = onehot(y_t)
+    h = h.at[1:].set(b + x @ U.T + o[:-1] @ R.T)  # b + U x_t + R o_{t-1}, all steps at once
 
     def _step(carry, inputs):
-        """One step t of the recursion: the states at t-1 in, the values at t out."""
+        """One step t of the recursion: the values at t-1 in, those at t out."""
         (h_prev,) = carry
-        (_h_in_t,) = inputs
-        h_t = jnp.tanh(_h_in_t + h_prev @ W.T)  # a_t = b + U x_t + R o_{t-1} + W h_{t-1}; h_t = tanh(a_t)
+        (h_t,) = inputs
+        h_t = jnp.tanh(h_t + h_prev @ W.T)  # a_t = b + U x_t + R o_{t-1} + W h_{t-1}; h_t = tanh(a_t)
         return ((h_t,), (h_t,))
 
-    _, (h,) = jax.lax.scan(_step, (h0,), (_h_in,))  # t = 1..T
-    h = _steps(h0, h)  # steps 0..T
+    _, (h_steps,) = jax.lax.scan(_step, (h[0],), (h[1:],))  # t = 1..T
+    h = h.at[1:].set(h_steps)  # steps 1..T
     s = c + h[1:] @ V.T  # s_t = c + V h_t
     return s, {"x": x, "h": h, "o": o}
 
@@ -440,12 +446,6 @@ _truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 2, 4))
 def _ages(mode, value):
     """k + 1 ages (0..k steps flowed) for a window of k steps, else None (no age axis)."""
     return value + 1 if mode == "window" else None
-
-
-def _steps(first, rest):
-    """The array of steps 0..T: first (or zeros) at step 0, then rest."""
-    first = jnp.zeros_like(rest[0]) if first is None else first
-    return jnp.concatenate([first[None], rest])
 
 
 def _following(values):

@@ -260,17 +260,22 @@ def _forward(params, x, s0):
     U = params["U"]
     W = params["W"]
     V = params["V"]
-    _s_in = U.T[x]  # U onehot(x_t), all steps at once
+    n_h = params["U"].shape[0]
+    T, B = x.shape[0], x.shape[1]
+    dtype = params["U"].dtype
+    s = jnp.zeros((T + 1, B, n_h), dtype)
+    s = s.at[0].set(s0)
+    s = s.at[1:].set(U.T[x])  # U onehot(x_t), all steps at once
 
     def _step(carry, inputs):
-        """One step t of the recursion: the states at t-1 in, the values at t out."""
+        """One step t of the recursion: the values at t-1 in, those at t out."""
         (s_prev,) = carry
-        (_s_in_t,) = inputs
-        s_t = jnp.tanh(_s_in_t + s_prev @ W.T)  # s_t = tanh(U onehot(x_t) + W s_{t-1})
+        (s_t,) = inputs
+        s_t = jnp.tanh(s_t + s_prev @ W.T)  # s_t = tanh(U onehot(x_t) + W s_{t-1})
         return ((s_t,), (s_t,))
 
-    _, (s,) = jax.lax.scan(_step, (s0,), (_s_in,))  # t = 1..T
-    s = _steps(s0, s)  # steps 0..T
+    _, (s_steps,) = jax.lax.scan(_step, (s[0],), (s[1:],))  # t = 1..T
+    s = s.at[1:].set(s_steps)  # steps 1..T
     z = s[1:] @ V.T  # z_t = V s_t
     return z, {"x": x, "s": s}
 
@@ -365,12 +370,6 @@ _truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 2, 4))
 def _ages(mode, value):
     """k + 1 ages (0..k steps flowed) for a window of k steps, else None (no age axis)."""
     return value + 1 if mode == "window" else None
-
-
-def _steps(first, rest):
-    """The array of steps 0..T: first (or zeros) at step 0, then rest."""
-    first = jnp.zeros_like(rest[0]) if first is None else first
-    return jnp.concatenate([first[None], rest])
 
 
 def _following(values):

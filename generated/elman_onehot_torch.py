@@ -249,21 +249,47 @@ def _loss_and_output_gradient(params, xs, ys, s0):
     return loss, d_z, cache, sizes
 
 
+@torch.no_grad()
 def _forward(params, sizes, dtype, device, x, s0):
-    """The forward pass in plain, differentiable torch operations: (outputs, cache). Torch autograd of it
-    is the reference the derived backward is tested against."""
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     U = params["U"]
     W = params["W"]
     V = params["V"]
+    s = work["s"]
+    z = work["z"]
+    _W_T = work["_W_T"]
+    _step_h = work["_step_h"]
     n_h = sizes["h"]
-    T, B = x.shape[0], x.shape[1]
-    _s_in = U.T[x]  # U onehot(x_t), all steps at once
-    s = [torch.zeros((B, n_h), dtype=dtype, device=device) if s0 is None else s0]
+    n_q = sizes["q"]
+    T = x.shape[0]
+    s[0] = 0 if s0 is None else s0
+    _W_T.copy_(W.T)
+    # U onehot(x_t), all steps at once
+    s[1:].copy_(U.T[x])
     for t in range(1, T + 1):
-        s.append(torch.tanh(_s_in[t - 1] + s[t - 1] @ W.T))  # s_t = tanh(U onehot(x_t) + W s_{t-1})
-    s = torch.stack(s)
-    z = s[1:] @ V.T  # z_t = V s_t
-    return z, {"x": x, "s": s}
+        s_t, s_prev = s[t], s[t - 1]
+        # s_t = tanh(U onehot(x_t) + W s_{t-1})
+        torch.matmul(s_prev, _W_T, out=_step_h)
+        torch.add(s_t, _step_h, out=s_t)
+        torch.tanh(s_t, out=s_t)
+    # z_t = V s_t
+    torch.matmul(s[1:].reshape(-1, n_h), V.T, out=z.reshape(-1, n_q))
+    return work["z"], {"x": x, "s": work["s"]}
+
+
+def _forward_arrays(T, B, sizes, dtype, device):
+    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "s": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "z": torch.empty((T, B, n_q), dtype=dtype, device=device),
+        "_W_T": torch.empty((n_h, n_h), dtype=dtype, device=device),
+        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
+    }
+    work["s"][0] = 0
+    return work
 
 
 def _backward(mode, value, rng, params, sizes, cache, d_z):
@@ -382,8 +408,10 @@ def _directions(v, rows):
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
-def _onehot(labels, classes, dtype):
-    return torch.nn.functional.one_hot(labels, classes).to(dtype)
+def _onehot(labels, classes, dtype, out=None):
+    """One-hot rows of the labels, into out if given."""
+    onehot = torch.nn.functional.one_hot(labels, classes).to(dtype)
+    return onehot if out is None else out.copy_(onehot)
 
 
 def _softmax_cross_entropy(s, y, count):

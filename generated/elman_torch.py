@@ -266,23 +266,52 @@ def _loss_and_output_gradient(params, xs, ys, h0):
     return loss, d_s, cache, sizes
 
 
+@torch.no_grad()
 def _forward(params, sizes, dtype, device, x, h0):
-    """The forward pass in plain, differentiable torch operations: (outputs, cache). Torch autograd of it
-    is the reference the derived backward is tested against."""
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     U = params["U"]
     W = params["W"]
     V = params["V"]
     b = params["b"]
     c = params["c"]
+    h = work["h"]
+    s = work["s"]
+    _W_T = work["_W_T"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
     n_h = sizes["h"]
-    T, B = x.shape[0], x.shape[1]
-    _h_in = b + x @ U.T  # b + U x_t, all steps at once
-    h = [torch.zeros((B, n_h), dtype=dtype, device=device) if h0 is None else h0]
+    n_q = sizes["q"]
+    T = x.shape[0]
+    h[0] = 0 if h0 is None else h0
+    _W_T.copy_(W.T)
+    # b + U x_t, all steps at once
+    torch.matmul(x.reshape(-1, n_d), U.T, out=h[1:].reshape(-1, n_h))
+    torch.add(h[1:], b, out=h[1:])
     for t in range(1, T + 1):
-        h.append(torch.tanh(_h_in[t - 1] + h[t - 1] @ W.T))  # a_t = b + U x_t + W h_{t-1}; h_t = tanh(a_t)
-    h = torch.stack(h)
-    s = c + h[1:] @ V.T  # s_t = c + V h_t
-    return s, {"x": x, "h": h}
+        h_t, h_prev = h[t], h[t - 1]
+        # a_t = b + U x_t + W h_{t-1}; h_t = tanh(a_t)
+        torch.matmul(h_prev, _W_T, out=_step_h)
+        torch.add(h_t, _step_h, out=h_t)
+        torch.tanh(h_t, out=h_t)
+    # s_t = c + V h_t
+    torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
+    torch.add(s, c, out=s)
+    return work["s"], {"x": x, "h": work["h"]}
+
+
+def _forward_arrays(T, B, sizes, dtype, device):
+    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
+        "_W_T": torch.empty((n_h, n_h), dtype=dtype, device=device),
+        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
+    }
+    work["h"][0] = 0
+    return work
 
 
 def _backward(mode, value, rng, params, sizes, cache, d_s):

@@ -414,28 +414,44 @@ def _forward(params, x, h0):
     W_hn = params["W_hn"]
     b_hn = params["b_hn"]
     V = params["V"]
-    _r_in = b_hr + b_ir + x @ W_ir.T  # b_hr + b_ir + W_ir x_t, all steps at once
-    _z_in = b_hz + b_iz + x @ W_iz.T  # b_hz + b_iz + W_iz x_t, all steps at once
-    _n_in = b_in + x @ W_in.T  # b_in + W_in x_t, all steps at once
+    n_h = params["W_ir"].shape[0]
+    T, B = x.shape[0], x.shape[1]
+    dtype = params["W_ir"].dtype
+    _W_hr_W_hz_W_hn_halved = jnp.concatenate((0.5 * W_hr, 0.5 * W_hz, W_hn))  # stacked once per call
+    _W_ir_W_iz_halved = jnp.concatenate((0.5 * W_ir, 0.5 * W_iz))  # stacked once per call
+    _b_hr_b_ir_b_hz_b_iz_halved = jnp.concatenate((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz))  # stacked once per call
+    _r_z_m = jnp.zeros((T + 1, B, 3 * n_h), dtype)
+    n = jnp.zeros((T + 1, B, n_h), dtype)
+    h = jnp.zeros((T + 1, B, n_h), dtype)
+    h = h.at[0].set(h0)
+    n = n.at[1:].set(b_in + x @ W_in.T)  # b_in + W_in x_t, all steps at once
+    _r_z_m = _r_z_m.at[1:, ..., :2 * n_h].set(_b_hr_b_ir_b_hz_b_iz_halved + x @ _W_ir_W_iz_halved.T)  # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
+    _r_z_m = _r_z_m.at[1:, ..., 2 * n_h:].set(b_hn)  # b_hn, all steps at once
 
     def _step(carry, inputs):
-        """One step t of the recursion: the states at t-1 in, the values at t out."""
+        """One step t of the recursion: the values at t-1 in, those at t out."""
         (h_prev,) = carry
-        (_r_in_t, _z_in_t, _n_in_t) = inputs
-        r_t = jax.nn.sigmoid(_r_in_t + h_prev @ W_hr.T)  # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t)
-        z_t = jax.nn.sigmoid(_z_in_t + h_prev @ W_hz.T)  # z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
-        m_t = b_hn + h_prev @ W_hn.T  # m_t = b_hn + W_hn h_{t-1}
-        n_t = jnp.tanh(m_t * r_t + _n_in_t)  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
+        (_r_z_m_t, n_t) = inputs
+        _r_z_m_t = _r_z_m_t + h_prev @ _W_hr_W_hz_W_hn_halved.T  # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
+        _r_z_t = _r_z_m_t[..., :2 * n_h]
+        _r_z_m_t = _r_z_m_t.at[..., :2 * n_h].set(jnp.tanh(_r_z_t))  # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
+        _r_z_t = _r_z_m_t[..., :2 * n_h]
+        _r_z_m_t = _r_z_m_t.at[..., :2 * n_h].set(0.5 + 0.5 * _r_z_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+        m_t = _r_z_m_t[..., 2 * n_h:]
+        r_t = _r_z_m_t[..., :n_h]
+        n_t = jnp.tanh(m_t * r_t + n_t)  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
+        z_t = _r_z_m_t[..., n_h:2 * n_h]
         h_t = (1 - z_t) * n_t + h_prev * z_t  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
-        return ((h_t,), (r_t, z_t, m_t, n_t, h_t))
+        return ((h_t,), (_r_z_m_t, n_t, h_t))
 
-    _, (r, z, m, n, h) = jax.lax.scan(_step, (h0,), (_r_in, _z_in, _n_in))  # t = 1..T
-    r = _steps(None, r)  # steps 0..T
-    z = _steps(None, z)  # steps 0..T
-    m = _steps(None, m)  # steps 0..T
-    n = _steps(None, n)  # steps 0..T
-    h = _steps(h0, h)  # steps 0..T
+    _, (_r_z_m_steps, n_steps, h_steps) = jax.lax.scan(_step, (h[0],), (_r_z_m[1:], n[1:]))  # t = 1..T
+    _r_z_m = _r_z_m.at[1:].set(_r_z_m_steps)  # steps 1..T
+    n = n.at[1:].set(n_steps)  # steps 1..T
+    h = h.at[1:].set(h_steps)  # steps 1..T
     s = h[1:] @ V.T  # s_t = V h_t
+    r = _r_z_m[..., :n_h]
+    z = _r_z_m[..., n_h:2 * n_h]
+    m = _r_z_m[..., 2 * n_h:]
     return s, {"x": x, "h": h, "r": r, "z": z, "m": m, "n": n}
 
 
@@ -557,12 +573,6 @@ _truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 2, 4))
 def _ages(mode, value):
     """k + 1 ages (0..k steps flowed) for a window of k steps, else None (no age axis)."""
     return value + 1 if mode == "window" else None
-
-
-def _steps(first, rest):
-    """The array of steps 0..T: first (or zeros) at step 0, then rest."""
-    first = jnp.zeros_like(rest[0]) if first is None else first
-    return jnp.concatenate([first[None], rest])
 
 
 def _following(values):

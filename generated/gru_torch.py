@@ -353,9 +353,10 @@ def _loss_and_output_gradient(params, xs, ys, h0):
     return loss, d_s, cache, sizes
 
 
+@torch.no_grad()
 def _forward(params, sizes, dtype, device, x, h0):
-    """The forward pass in plain, differentiable torch operations: (outputs, cache). Torch autograd of it
-    is the reference the derived backward is tested against."""
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     W_ir = params["W_ir"]
     b_ir = params["b_ir"]
     W_hr = params["W_hr"]
@@ -369,32 +370,84 @@ def _forward(params, sizes, dtype, device, x, h0):
     W_hn = params["W_hn"]
     b_hn = params["b_hn"]
     V = params["V"]
+    _r_z_m = work["_r_z_m"]
+    r = work["r"]
+    z = work["z"]
+    m = work["m"]
+    _r_z = work["_r_z"]
+    n = work["n"]
+    h = work["h"]
+    s = work["s"]
+    _b_hr_b_ir_b_hz_b_iz_halved = work["_b_hr_b_ir_b_hz_b_iz_halved"]
+    _W_ir_W_iz_halved = work["_W_ir_W_iz_halved"]
+    _W_hr_W_hz_W_hn_halved_T = work["_W_hr_W_hz_W_hn_halved_T"]
+    _step_3h = work["_step_3h"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
     n_h = sizes["h"]
-    T, B = x.shape[0], x.shape[1]
-    _r_in = b_hr + b_ir + x @ W_ir.T  # b_hr + b_ir + W_ir x_t, all steps at once
-    _z_in = b_hz + b_iz + x @ W_iz.T  # b_hz + b_iz + W_iz x_t, all steps at once
-    _n_in = b_in + x @ W_in.T  # b_in + W_in x_t, all steps at once
-    r = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    z = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    m = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    n = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    h = [torch.zeros((B, n_h), dtype=dtype, device=device) if h0 is None else h0]
-    _r_z_m_weights = torch.cat((W_hr, W_hz, W_hn))  # [W_hr; W_hz; W_hn], stacked once
-    _r_z_m_in = torch.cat(torch.broadcast_tensors(_r_in, _z_in, b_hn), -1)  # their inputs, all steps
+    n_q = sizes["q"]
+    T = x.shape[0]
+    h[0] = 0 if h0 is None else h0
+    torch.cat((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz), out=_b_hr_b_ir_b_hz_b_iz_halved)
+    torch.cat((0.5 * W_ir, 0.5 * W_iz), out=_W_ir_W_iz_halved)
+    torch.cat(((0.5 * W_hr).T, (0.5 * W_hz).T, W_hn.T), dim=1, out=_W_hr_W_hz_W_hn_halved_T)
+    # b_in + W_in x_t, all steps at once
+    torch.matmul(x.reshape(-1, n_d), W_in.T, out=n[1:].reshape(-1, n_h))
+    torch.add(n[1:], b_in, out=n[1:])
+    # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
+    torch.matmul(x.reshape(-1, n_d), _W_ir_W_iz_halved.T, out=_r_z[1:].reshape(-1, 2 * n_h))
+    torch.add(_r_z[1:], _b_hr_b_ir_b_hz_b_iz_halved, out=_r_z[1:])
+    # b_hn, all steps at once
+    m[1:].copy_(b_hn)
     for t in range(1, T + 1):
-        _r_t, _z_t, _m_t = torch.addmm(_r_z_m_in[t - 1], h[t - 1], _r_z_m_weights.T).split((n_h, n_h, n_h), -1)  # [W_hr; W_hz; W_hn] h_{t-1}: every gate at once
-        r.append(torch.sigmoid(_r_t))  # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t)
-        z.append(torch.sigmoid(_z_t))  # z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
-        m.append(_m_t)  # m_t = b_hn + W_hn h_{t-1}
-        n.append(torch.tanh(m[t] * r[t] + _n_in[t - 1]))  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
-        h.append((1 - z[t]) * n[t] + h[t - 1] * z[t])  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
-    r = torch.stack(r)
-    z = torch.stack(z)
-    m = torch.stack(m)
-    n = torch.stack(n)
-    h = torch.stack(h)
-    s = h[1:] @ V.T  # s_t = V h_t
-    return s, {"x": x, "h": h, "r": r, "z": z, "m": m, "n": n}
+        _r_z_m_t, h_prev, _r_z_t, n_t, m_t, r_t, h_t, z_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t], r[t], h[t], z[t]
+        # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
+        torch.matmul(h_prev, _W_hr_W_hz_W_hn_halved_T, out=_step_3h)
+        torch.add(_r_z_m_t, _step_3h, out=_r_z_m_t)
+        # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
+        torch.tanh(_r_z_t, out=_r_z_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        torch.mul(_r_z_t, 0.5, out=_r_z_t)
+        torch.add(_r_z_t, 0.5, out=_r_z_t)
+        # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
+        torch.mul(m_t, r_t, out=_step_h)
+        torch.add(n_t, _step_h, out=n_t)
+        torch.tanh(n_t, out=n_t)
+        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
+        torch.neg(z_t, out=h_t)
+        h_t.add_(1)
+        torch.mul(h_t, n_t, out=h_t)
+        torch.mul(h_prev, z_t, out=_step_h)
+        torch.add(h_t, _step_h, out=h_t)
+    # s_t = V h_t
+    torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
+    return work["s"], {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}
+
+
+def _forward_arrays(T, B, sizes, dtype, device):
+    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "_r_z_m": torch.empty((T + 1, B, 3 * n_h), dtype=dtype, device=device),
+        "n": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
+        "_b_hr_b_ir_b_hz_b_iz_halved": torch.empty((2 * n_h,), dtype=dtype, device=device),
+        "_W_ir_W_iz_halved": torch.empty((2 * n_h, n_d), dtype=dtype, device=device),
+        "_W_hr_W_hz_W_hn_halved_T": torch.empty((n_h, 3 * n_h), dtype=dtype, device=device),
+        "_step_3h": torch.empty((B, 3 * n_h), dtype=dtype, device=device),
+        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
+    }
+    work["_r_z_m"][0] = 0
+    work["r"] = work["_r_z_m"][..., :n_h]
+    work["z"] = work["_r_z_m"][..., n_h:2 * n_h]
+    work["m"] = work["_r_z_m"][..., 2 * n_h:3 * n_h]
+    work["_r_z"] = work["_r_z_m"][..., :2 * n_h]
+    work["n"][0] = 0
+    work["h"][0] = 0
+    return work
 
 
 def _backward(mode, value, rng, params, sizes, cache, d_s):

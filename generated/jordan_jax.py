@@ -286,10 +286,15 @@ def _forward(params, x, y, o0):
     V = params["V"]
     b = params["b"]
     c = params["c"]
+    n_h = params["U"].shape[0]
     n_q = params["R"].shape[1]
+    T, B = x.shape[0], x.shape[1]
     dtype = params["U"].dtype
-    o = _steps(o0, jax.nn.one_hot(y, n_q, dtype=dtype))  # o_t = onehot(y_t)
-    h = _steps(None, jnp.tanh(b + x @ U.T + o[:-1] @ R.T))  # a_t = b + U x_t + R o_{t-1}; h_t = tanh(a_t)
+    o = jnp.zeros((T + 1, B, n_q), dtype)
+    h = jnp.zeros((T + 1, B, n_h), dtype)
+    o = o.at[0].set(o0)
+    o = o.at[1:].set(jax.nn.one_hot(y, n_q, dtype=dtype))  # o_t = onehot(y_t)
+    h = h.at[1:].set(jnp.tanh(b + x @ U.T + o[:-1] @ R.T))  # a_t = b + U x_t + R o_{t-1}; h_t = tanh(a_t)
     s = c + h[1:] @ V.T  # s_t = c + V h_t
     return s, {"x": x, "o": o, "h": h}
 
@@ -372,12 +377,6 @@ _truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 2, 4))
 def _ages(mode, value):
     """k + 1 ages (0..k steps flowed) for a window of k steps, else None (no age axis)."""
     return value + 1 if mode == "window" else None
-
-
-def _steps(first, rest):
-    """The array of steps 0..T: first (or zeros) at step 0, then rest."""
-    first = jnp.zeros_like(rest[0]) if first is None else first
-    return jnp.concatenate([first[None], rest])
 
 
 def _following(values):

@@ -266,19 +266,50 @@ def _loss_and_output_gradient(params, xs, ys, o0):
     return loss, d_s, cache, sizes
 
 
+@torch.no_grad()
 def _forward(params, sizes, dtype, device, x, y, o0):
-    """The forward pass in plain, differentiable torch operations: (outputs, cache). Torch autograd of it
-    is the reference the derived backward is tested against."""
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     U = params["U"]
     R = params["R"]
     V = params["V"]
     b = params["b"]
     c = params["c"]
+    o = work["o"]
+    h = work["h"]
+    s = work["s"]
+    _all_h = work["_all_h"]
+    n_d = sizes["d"]
+    n_h = sizes["h"]
     n_q = sizes["q"]
-    o = _prepend(o0, _onehot(y, n_q, dtype))  # o_t = onehot(y_t)
-    h = _prepend(None, torch.tanh(b + x @ U.T + o[:-1] @ R.T))  # a_t = b + U x_t + R o_{t-1}; h_t = tanh(a_t)
-    s = c + h[1:] @ V.T  # s_t = c + V h_t
-    return s, {"x": x, "o": o, "h": h}
+    o[0] = 0 if o0 is None else o0
+    # o_t = onehot(y_t)
+    _onehot(y, n_q, o[1:].dtype, out=o[1:])
+    # a_t = b + U x_t + R o_{t-1}; h_t = tanh(a_t)
+    torch.matmul(o[:-1].reshape(-1, n_q), R.T, out=h[1:].reshape(-1, n_h))
+    torch.matmul(x.reshape(-1, n_d), U.T, out=_all_h.reshape(-1, n_h))
+    torch.add(h[1:], _all_h, out=h[1:])
+    torch.add(h[1:], b, out=h[1:])
+    torch.tanh(h[1:], out=h[1:])
+    # s_t = c + V h_t
+    torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
+    torch.add(s, c, out=s)
+    return work["s"], {"x": x, "o": work["o"], "h": work["h"]}
+
+
+def _forward_arrays(T, B, sizes, dtype, device):
+    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "o": torch.empty((T + 1, B, n_q), dtype=dtype, device=device),
+        "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
+        "_all_h": torch.empty((T, B, n_h), dtype=dtype, device=device),
+    }
+    work["o"][0] = 0
+    work["h"][0] = 0
+    return work
 
 
 def _backward(mode, value, rng, params, sizes, cache, d_s):
@@ -379,12 +410,6 @@ def _keep_weights(mode, value, T, rng, like):
     return keep
 
 
-def _prepend(first, steps):
-    """Steps 0..T of a sequence from its steps 1..T: step 0 is first (an initial state), or zero if None."""
-    first = steps.new_zeros(steps.shape[1:]) if first is None else first
-    return torch.cat((first[None], steps))
-
-
 def _directions(v, rows):
     """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
     shape (rows * cols, B, rows) for v of shape (B, cols)."""
@@ -394,8 +419,10 @@ def _directions(v, rows):
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
-def _onehot(labels, classes, dtype):
-    return torch.nn.functional.one_hot(labels, classes).to(dtype)
+def _onehot(labels, classes, dtype, out=None):
+    """One-hot rows of the labels, into out if given."""
+    onehot = torch.nn.functional.one_hot(labels, classes).to(dtype)
+    return onehot if out is None else out.copy_(onehot)
 
 
 def _softmax_cross_entropy(s, y, count):

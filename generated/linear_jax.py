@@ -259,17 +259,22 @@ def _forward(params, x, h0):
     W_hx = params["W_hx"]
     W_hh = params["W_hh"]
     W_qh = params["W_qh"]
-    _h_in = x @ W_hx.T  # W_hx x_t, all steps at once
+    n_h = params["W_hx"].shape[0]
+    T, B = x.shape[0], x.shape[1]
+    dtype = params["W_hx"].dtype
+    h = jnp.zeros((T + 1, B, n_h), dtype)
+    h = h.at[0].set(h0)
+    h = h.at[1:].set(x @ W_hx.T)  # W_hx x_t, all steps at once
 
     def _step(carry, inputs):
-        """One step t of the recursion: the states at t-1 in, the values at t out."""
+        """One step t of the recursion: the values at t-1 in, those at t out."""
         (h_prev,) = carry
-        (_h_in_t,) = inputs
-        h_t = _h_in_t + h_prev @ W_hh.T  # h_t = W_hx x_t + W_hh h_{t-1}
+        (h_t,) = inputs
+        h_t = h_t + h_prev @ W_hh.T  # h_t = W_hx x_t + W_hh h_{t-1}
         return ((h_t,), (h_t,))
 
-    _, (h,) = jax.lax.scan(_step, (h0,), (_h_in,))  # t = 1..T
-    h = _steps(h0, h)  # steps 0..T
+    _, (h_steps,) = jax.lax.scan(_step, (h[0],), (h[1:],))  # t = 1..T
+    h = h.at[1:].set(h_steps)  # steps 1..T
     o = h[1:] @ W_qh.T  # o_t = W_qh h_t
     return o, {"x": x, "h": h}
 
@@ -364,12 +369,6 @@ _truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 2, 4))
 def _ages(mode, value):
     """k + 1 ages (0..k steps flowed) for a window of k steps, else None (no age axis)."""
     return value + 1 if mode == "window" else None
-
-
-def _steps(first, rest):
-    """The array of steps 0..T: first (or zeros) at step 0, then rest."""
-    first = jnp.zeros_like(rest[0]) if first is None else first
-    return jnp.concatenate([first[None], rest])
 
 
 def _following(values):

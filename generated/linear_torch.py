@@ -248,21 +248,47 @@ def _loss_and_output_gradient(params, xs, ys, h0):
     return loss, d_o, cache, sizes
 
 
+@torch.no_grad()
 def _forward(params, sizes, dtype, device, x, h0):
-    """The forward pass in plain, differentiable torch operations: (outputs, cache). Torch autograd of it
-    is the reference the derived backward is tested against."""
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     W_hx = params["W_hx"]
     W_hh = params["W_hh"]
     W_qh = params["W_qh"]
+    h = work["h"]
+    o = work["o"]
+    _W_hh_T = work["_W_hh_T"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
     n_h = sizes["h"]
-    T, B = x.shape[0], x.shape[1]
-    _h_in = x @ W_hx.T  # W_hx x_t, all steps at once
-    h = [torch.zeros((B, n_h), dtype=dtype, device=device) if h0 is None else h0]
+    n_q = sizes["q"]
+    T = x.shape[0]
+    h[0] = 0 if h0 is None else h0
+    _W_hh_T.copy_(W_hh.T)
+    # W_hx x_t, all steps at once
+    torch.matmul(x.reshape(-1, n_d), W_hx.T, out=h[1:].reshape(-1, n_h))
     for t in range(1, T + 1):
-        h.append(_h_in[t - 1] + h[t - 1] @ W_hh.T)  # h_t = W_hx x_t + W_hh h_{t-1}
-    h = torch.stack(h)
-    o = h[1:] @ W_qh.T  # o_t = W_qh h_t
-    return o, {"x": x, "h": h}
+        h_t, h_prev = h[t], h[t - 1]
+        # h_t = W_hx x_t + W_hh h_{t-1}
+        torch.matmul(h_prev, _W_hh_T, out=_step_h)
+        torch.add(h_t, _step_h, out=h_t)
+    # o_t = W_qh h_t
+    torch.matmul(h[1:].reshape(-1, n_h), W_qh.T, out=o.reshape(-1, n_q))
+    return work["o"], {"x": x, "h": work["h"]}
+
+
+def _forward_arrays(T, B, sizes, dtype, device):
+    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "o": torch.empty((T, B, n_q), dtype=dtype, device=device),
+        "_W_hh_T": torch.empty((n_h, n_h), dtype=dtype, device=device),
+        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
+    }
+    work["h"][0] = 0
+    return work
 
 
 def _backward(mode, value, rng, params, sizes, cache, d_o):

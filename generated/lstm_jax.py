@@ -490,31 +490,44 @@ def _forward(params, x, c0, h0):
     W_ho = params["W_ho"]
     b_ho = params["b_ho"]
     V = params["V"]
-    _i_in = b_hi + b_ii + x @ W_ii.T  # b_hi + b_ii + W_ii x_t, all steps at once
-    _f_in = b_hf + b_if + x @ W_if.T  # b_hf + b_if + W_if x_t, all steps at once
-    _g_in = b_hg + b_ig + x @ W_ig.T  # b_hg + b_ig + W_ig x_t, all steps at once
-    _o_in = b_ho + b_io + x @ W_io.T  # b_ho + b_io + W_io x_t, all steps at once
+    n_h = params["W_ii"].shape[0]
+    T, B = x.shape[0], x.shape[1]
+    dtype = params["W_ii"].dtype
+    _W_hi_W_hf_W_ho_W_hg_halved = jnp.concatenate((0.5 * W_hi, 0.5 * W_hf, 0.5 * W_ho, W_hg))  # stacked once per call
+    _W_ii_W_if_W_io_W_ig_halved = jnp.concatenate((0.5 * W_ii, 0.5 * W_if, 0.5 * W_io, W_ig))  # stacked once per call
+    _b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved = jnp.concatenate((0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig))  # stacked once per call
+    _i_f_o_g = jnp.zeros((T + 1, B, 4 * n_h), dtype)
+    c = jnp.zeros((T + 1, B, n_h), dtype)
+    h = jnp.zeros((T + 1, B, n_h), dtype)
+    c = c.at[0].set(c0)
+    h = h.at[0].set(h0)
+    _i_f_o_g = _i_f_o_g.at[1:].set(_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved + x @ _W_ii_W_if_W_io_W_ig_halved.T)  # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all steps at once; b_hg + b_ig + W_ig x_t, all steps at once
 
     def _step(carry, inputs):
-        """One step t of the recursion: the states at t-1 in, the values at t out."""
-        (h_prev, c_prev) = carry
-        (_i_in_t, _f_in_t, _g_in_t, _o_in_t) = inputs
-        i_t = jax.nn.sigmoid(_i_in_t + h_prev @ W_hi.T)  # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t)
-        f_t = jax.nn.sigmoid(_f_in_t + h_prev @ W_hf.T)  # f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t)
-        g_t = jnp.tanh(_g_in_t + h_prev @ W_hg.T)  # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
-        o_t = jax.nn.sigmoid(_o_in_t + h_prev @ W_ho.T)  # o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t)
+        """One step t of the recursion: the values at t-1 in, those at t out."""
+        (c_prev, h_prev) = carry
+        (_i_f_o_g_t,) = inputs
+        _i_f_o_g_t = _i_f_o_g_t + h_prev @ _W_hi_W_hf_W_ho_W_hg_halved.T  # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
+        _i_f_o_g_t = jnp.tanh(_i_f_o_g_t)  # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t); g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+        _i_f_o_t = _i_f_o_g_t[..., :3 * n_h]
+        _i_f_o_g_t = _i_f_o_g_t.at[..., :3 * n_h].set(0.5 + 0.5 * _i_f_o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+        f_t = _i_f_o_g_t[..., n_h:2 * n_h]
+        g_t = _i_f_o_g_t[..., 3 * n_h:]
+        i_t = _i_f_o_g_t[..., :n_h]
         c_t = c_prev * f_t + g_t * i_t  # c_t = c_{t-1} * f_t + g_t * i_t
+        o_t = _i_f_o_g_t[..., 2 * n_h:3 * n_h]
         h_t = o_t * jnp.tanh(c_t)  # h_t = o_t * tanh(c_t)
-        return ((h_t, c_t), (i_t, f_t, g_t, o_t, c_t, h_t))
+        return ((c_t, h_t), (_i_f_o_g_t, c_t, h_t))
 
-    _, (i, f, g, o, c, h) = jax.lax.scan(_step, (h0, c0), (_i_in, _f_in, _g_in, _o_in))  # t = 1..T
-    i = _steps(None, i)  # steps 0..T
-    f = _steps(None, f)  # steps 0..T
-    g = _steps(None, g)  # steps 0..T
-    o = _steps(None, o)  # steps 0..T
-    c = _steps(c0, c)  # steps 0..T
-    h = _steps(h0, h)  # steps 0..T
+    _, (_i_f_o_g_steps, c_steps, h_steps) = jax.lax.scan(_step, (c[0], h[0]), (_i_f_o_g[1:],))  # t = 1..T
+    _i_f_o_g = _i_f_o_g.at[1:].set(_i_f_o_g_steps)  # steps 1..T
+    c = c.at[1:].set(c_steps)  # steps 1..T
+    h = h.at[1:].set(h_steps)  # steps 1..T
     s = h[1:] @ V.T  # s_t = V h_t
+    i = _i_f_o_g[..., :n_h]
+    f = _i_f_o_g[..., n_h:2 * n_h]
+    g = _i_f_o_g[..., 3 * n_h:]
+    o = _i_f_o_g[..., 2 * n_h:3 * n_h]
     return s, {"x": x, "c": c, "h": h, "i": i, "f": f, "g": g, "o": o}
 
 
@@ -646,12 +659,6 @@ _truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 2, 4))
 def _ages(mode, value):
     """k + 1 ages (0..k steps flowed) for a window of k steps, else None (no age axis)."""
     return value + 1 if mode == "window" else None
-
-
-def _steps(first, rest):
-    """The array of steps 0..T: first (or zeros) at step 0, then rest."""
-    first = jnp.zeros_like(rest[0]) if first is None else first
-    return jnp.concatenate([first[None], rest])
 
 
 def _following(values):

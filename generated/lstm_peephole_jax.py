@@ -476,31 +476,49 @@ def _forward(params, x, c0, h0):
     p_f = params["p_f"]
     p_o = params["p_o"]
     V = params["V"]
-    _z_in = b_z + x @ W_z.T  # b_z + W_z x_t, all steps at once
-    _i_in = b_i + x @ W_i.T  # b_i + W_i x_t, all steps at once
-    _f_in = b_f + x @ W_f.T  # b_f + W_f x_t, all steps at once
-    _o_in = b_o + x @ W_o.T  # b_o + W_o x_t, all steps at once
+    n_h = params["W_z"].shape[0]
+    T, B = x.shape[0], x.shape[1]
+    dtype = params["W_z"].dtype
+    _R_z_R_i_R_f_R_o = jnp.concatenate((R_z, R_i, R_f, R_o))  # stacked once per call
+    _W_z_W_i_W_f_W_o = jnp.concatenate((W_z, W_i, W_f, W_o))  # stacked once per call
+    _b_z_b_i_b_f_b_o = jnp.concatenate((b_z, b_i, b_f, b_o))  # stacked once per call
+    _z_i_f_o = jnp.zeros((T + 1, B, 4 * n_h), dtype)
+    c = jnp.zeros((T + 1, B, n_h), dtype)
+    h = jnp.zeros((T + 1, B, n_h), dtype)
+    c = c.at[0].set(c0)
+    h = h.at[0].set(h0)
+    _z_i_f_o = _z_i_f_o.at[1:].set(_b_z_b_i_b_f_b_o + x @ _W_z_W_i_W_f_W_o.T)  # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o x_t, all steps at once
 
     def _step(carry, inputs):
-        """One step t of the recursion: the states at t-1 in, the values at t out."""
-        (h_prev, c_prev) = carry
-        (_z_in_t, _i_in_t, _f_in_t, _o_in_t) = inputs
-        z_t = jnp.tanh(_z_in_t + h_prev @ R_z.T)  # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
-        i_t = jax.nn.sigmoid(_i_in_t + h_prev @ R_i.T + p_i * c_prev)  # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
-        f_t = jax.nn.sigmoid(_f_in_t + h_prev @ R_f.T + p_f * c_prev)  # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        """One step t of the recursion: the values at t-1 in, those at t out."""
+        (c_prev, h_prev) = carry
+        (_z_i_f_o_t,) = inputs
+        _z_i_f_o_t = _z_i_f_o_t + h_prev @ _R_z_R_i_R_f_R_o.T  # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
+        z_t = _z_i_f_o_t[..., :n_h]
+        _z_i_f_o_t = _z_i_f_o_t.at[..., :n_h].set(jnp.tanh(z_t))  # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
+        i_t = _z_i_f_o_t[..., n_h:2 * n_h]
+        _z_i_f_o_t = _z_i_f_o_t.at[..., n_h:2 * n_h].set(jax.nn.sigmoid(i_t + p_i * c_prev))  # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
+        f_t = _z_i_f_o_t[..., 2 * n_h:3 * n_h]
+        _z_i_f_o_t = _z_i_f_o_t.at[..., 2 * n_h:3 * n_h].set(jax.nn.sigmoid(f_t + p_f * c_prev))  # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        f_t = _z_i_f_o_t[..., 2 * n_h:3 * n_h]
+        i_t = _z_i_f_o_t[..., n_h:2 * n_h]
+        z_t = _z_i_f_o_t[..., :n_h]
         c_t = c_prev * f_t + i_t * z_t  # c_t = c_{t-1} * f_t + i_t * z_t
-        o_t = jax.nn.sigmoid(p_o * c_t + _o_in_t + h_prev @ R_o.T)  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+        o_t = _z_i_f_o_t[..., 3 * n_h:]
+        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].set(jax.nn.sigmoid(p_o * c_t + o_t))  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+        o_t = _z_i_f_o_t[..., 3 * n_h:]
         h_t = jnp.tanh(c_t) * o_t  # h_t = tanh(c_t) * o_t
-        return ((h_t, c_t), (z_t, i_t, f_t, c_t, o_t, h_t))
+        return ((c_t, h_t), (_z_i_f_o_t, c_t, h_t))
 
-    _, (z, i, f, c, o, h) = jax.lax.scan(_step, (h0, c0), (_z_in, _i_in, _f_in, _o_in))  # t = 1..T
-    z = _steps(None, z)  # steps 0..T
-    i = _steps(None, i)  # steps 0..T
-    f = _steps(None, f)  # steps 0..T
-    c = _steps(c0, c)  # steps 0..T
-    o = _steps(None, o)  # steps 0..T
-    h = _steps(h0, h)  # steps 0..T
+    _, (_z_i_f_o_steps, c_steps, h_steps) = jax.lax.scan(_step, (c[0], h[0]), (_z_i_f_o[1:],))  # t = 1..T
+    _z_i_f_o = _z_i_f_o.at[1:].set(_z_i_f_o_steps)  # steps 1..T
+    c = c.at[1:].set(c_steps)  # steps 1..T
+    h = h.at[1:].set(h_steps)  # steps 1..T
     s = h[1:] @ V.T  # s_t = V h_t
+    z = _z_i_f_o[..., :n_h]
+    i = _z_i_f_o[..., n_h:2 * n_h]
+    f = _z_i_f_o[..., 2 * n_h:3 * n_h]
+    o = _z_i_f_o[..., 3 * n_h:]
     return s, {"x": x, "c": c, "h": h, "z": z, "i": i, "f": f, "o": o}
 
 
@@ -634,12 +652,6 @@ _truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 2, 4))
 def _ages(mode, value):
     """k + 1 ages (0..k steps flowed) for a window of k steps, else None (no age axis)."""
     return value + 1 if mode == "window" else None
-
-
-def _steps(first, rest):
-    """The array of steps 0..T: first (or zeros) at step 0, then rest."""
-    first = jnp.zeros_like(rest[0]) if first is None else first
-    return jnp.concatenate([first[None], rest])
 
 
 def _following(values):

@@ -412,9 +412,10 @@ def _loss_and_output_gradient(params, xs, ys, c0, h0):
     return loss, d_s, cache, sizes
 
 
+@torch.no_grad()
 def _forward(params, sizes, dtype, device, x, c0, h0):
-    """The forward pass in plain, differentiable torch operations: (outputs, cache). Torch autograd of it
-    is the reference the derived backward is tested against."""
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     W_z = params["W_z"]
     R_z = params["R_z"]
     b_z = params["b_z"]
@@ -431,36 +432,86 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     p_f = params["p_f"]
     p_o = params["p_o"]
     V = params["V"]
+    _z_i_f_o = work["_z_i_f_o"]
+    z = work["z"]
+    i = work["i"]
+    f = work["f"]
+    o = work["o"]
+    c = work["c"]
+    h = work["h"]
+    s = work["s"]
+    _b_z_b_i_b_f_b_o = work["_b_z_b_i_b_f_b_o"]
+    _W_z_W_i_W_f_W_o = work["_W_z_W_i_W_f_W_o"]
+    _R_z_R_i_R_f_R_o_T = work["_R_z_R_i_R_f_R_o_T"]
+    _step_4h = work["_step_4h"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
     n_h = sizes["h"]
-    T, B = x.shape[0], x.shape[1]
-    _z_in = b_z + x @ W_z.T  # b_z + W_z x_t, all steps at once
-    _i_in = b_i + x @ W_i.T  # b_i + W_i x_t, all steps at once
-    _f_in = b_f + x @ W_f.T  # b_f + W_f x_t, all steps at once
-    _o_in = b_o + x @ W_o.T  # b_o + W_o x_t, all steps at once
-    z = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    i = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    f = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    c = [torch.zeros((B, n_h), dtype=dtype, device=device) if c0 is None else c0]
-    o = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    h = [torch.zeros((B, n_h), dtype=dtype, device=device) if h0 is None else h0]
-    _z_i_f_o_weights = torch.cat((R_z, R_i, R_f, R_o))  # [R_z; R_i; R_f; R_o], stacked once
-    _z_i_f_o_in = torch.cat(torch.broadcast_tensors(_z_in, _i_in, _f_in, _o_in), -1)  # their inputs, all steps
+    n_q = sizes["q"]
+    T = x.shape[0]
+    c[0] = 0 if c0 is None else c0
+    h[0] = 0 if h0 is None else h0
+    torch.cat((b_z, b_i, b_f, b_o), out=_b_z_b_i_b_f_b_o)
+    torch.cat((W_z, W_i, W_f, W_o), out=_W_z_W_i_W_f_W_o)
+    torch.cat((R_z.T, R_i.T, R_f.T, R_o.T), dim=1, out=_R_z_R_i_R_f_R_o_T)
+    # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o x_t, all steps at once
+    torch.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
+    torch.add(_z_i_f_o[1:], _b_z_b_i_b_f_b_o, out=_z_i_f_o[1:])
     for t in range(1, T + 1):
-        _z_t, _i_t, _f_t, _o_t = torch.addmm(_z_i_f_o_in[t - 1], h[t - 1], _z_i_f_o_weights.T).split((n_h, n_h, n_h, n_h), -1)  # [R_z; R_i; R_f; R_o] h_{t-1}: every gate at once
-        z.append(torch.tanh(_z_t))  # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
-        i.append(torch.sigmoid(_i_t + p_i * c[t - 1]))  # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
-        f.append(torch.sigmoid(_f_t + p_f * c[t - 1]))  # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
-        c.append(c[t - 1] * f[t] + i[t] * z[t])  # c_t = c_{t-1} * f_t + i_t * z_t
-        o.append(torch.sigmoid(p_o * c[t] + _o_t))  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
-        h.append(torch.tanh(c[t]) * o[t])  # h_t = tanh(c_t) * o_t
-    z = torch.stack(z)
-    i = torch.stack(i)
-    f = torch.stack(f)
-    c = torch.stack(c)
-    o = torch.stack(o)
-    h = torch.stack(h)
-    s = h[1:] @ V.T  # s_t = V h_t
-    return s, {"x": x, "c": c, "h": h, "z": z, "i": i, "f": f, "o": o}
+        _z_i_f_o_t, h_prev, z_t, i_t, c_prev, f_t, c_t, o_t, h_t = _z_i_f_o[t], h[t - 1], z[t], i[t], c[t - 1], f[t], c[t], o[t], h[t]
+        # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
+        torch.matmul(h_prev, _R_z_R_i_R_f_R_o_T, out=_step_4h)
+        torch.add(_z_i_f_o_t, _step_4h, out=_z_i_f_o_t)
+        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
+        torch.tanh(z_t, out=z_t)
+        # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
+        torch.mul(p_i, c_prev, out=_step_h)
+        torch.add(i_t, _step_h, out=i_t)
+        torch.sigmoid(i_t, out=i_t)
+        # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        torch.mul(p_f, c_prev, out=_step_h)
+        torch.add(f_t, _step_h, out=f_t)
+        torch.sigmoid(f_t, out=f_t)
+        # c_t = c_{t-1} * f_t + i_t * z_t
+        torch.mul(c_prev, f_t, out=c_t)
+        torch.mul(i_t, z_t, out=_step_h)
+        torch.add(c_t, _step_h, out=c_t)
+        # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+        torch.mul(p_o, c_t, out=_step_h)
+        torch.add(o_t, _step_h, out=o_t)
+        torch.sigmoid(o_t, out=o_t)
+        # h_t = tanh(c_t) * o_t
+        torch.tanh(c_t, out=h_t)
+        torch.mul(h_t, o_t, out=h_t)
+    # s_t = V h_t
+    torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
+    return work["s"], {"x": x, "c": work["c"], "h": work["h"], "z": work["z"], "i": work["i"], "f": work["f"], "o": work["o"]}
+
+
+def _forward_arrays(T, B, sizes, dtype, device):
+    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "_z_i_f_o": torch.empty((T + 1, B, 4 * n_h), dtype=dtype, device=device),
+        "c": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
+        "_b_z_b_i_b_f_b_o": torch.empty((4 * n_h,), dtype=dtype, device=device),
+        "_W_z_W_i_W_f_W_o": torch.empty((4 * n_h, n_d), dtype=dtype, device=device),
+        "_R_z_R_i_R_f_R_o_T": torch.empty((n_h, 4 * n_h), dtype=dtype, device=device),
+        "_step_4h": torch.empty((B, 4 * n_h), dtype=dtype, device=device),
+        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
+    }
+    work["_z_i_f_o"][0] = 0
+    work["z"] = work["_z_i_f_o"][..., :n_h]
+    work["i"] = work["_z_i_f_o"][..., n_h:2 * n_h]
+    work["f"] = work["_z_i_f_o"][..., 2 * n_h:3 * n_h]
+    work["o"] = work["_z_i_f_o"][..., 3 * n_h:4 * n_h]
+    work["c"][0] = 0
+    work["h"][0] = 0
+    return work
 
 
 def _backward(mode, value, rng, params, sizes, cache, d_s):

@@ -422,9 +422,10 @@ def _loss_and_output_gradient(params, xs, ys, c0, h0):
     return loss, d_s, cache, sizes
 
 
+@torch.no_grad()
 def _forward(params, sizes, dtype, device, x, c0, h0):
-    """The forward pass in plain, differentiable torch operations: (outputs, cache). Torch autograd of it
-    is the reference the derived backward is tested against."""
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     W_ii = params["W_ii"]
     b_ii = params["b_ii"]
     W_hi = params["W_hi"]
@@ -442,36 +443,79 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     W_ho = params["W_ho"]
     b_ho = params["b_ho"]
     V = params["V"]
+    _i_f_o_g = work["_i_f_o_g"]
+    i = work["i"]
+    f = work["f"]
+    o = work["o"]
+    g = work["g"]
+    _i_f_o = work["_i_f_o"]
+    c = work["c"]
+    h = work["h"]
+    s = work["s"]
+    _b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved = work["_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved"]
+    _W_ii_W_if_W_io_W_ig_halved = work["_W_ii_W_if_W_io_W_ig_halved"]
+    _W_hi_W_hf_W_ho_W_hg_halved_T = work["_W_hi_W_hf_W_ho_W_hg_halved_T"]
+    _step_4h = work["_step_4h"]
+    _step_h = work["_step_h"]
+    n_d = sizes["d"]
     n_h = sizes["h"]
-    T, B = x.shape[0], x.shape[1]
-    _i_in = b_hi + b_ii + x @ W_ii.T  # b_hi + b_ii + W_ii x_t, all steps at once
-    _f_in = b_hf + b_if + x @ W_if.T  # b_hf + b_if + W_if x_t, all steps at once
-    _g_in = b_hg + b_ig + x @ W_ig.T  # b_hg + b_ig + W_ig x_t, all steps at once
-    _o_in = b_ho + b_io + x @ W_io.T  # b_ho + b_io + W_io x_t, all steps at once
-    i = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    f = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    g = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    o = [torch.zeros((B, n_h), dtype=dtype, device=device)]
-    c = [torch.zeros((B, n_h), dtype=dtype, device=device) if c0 is None else c0]
-    h = [torch.zeros((B, n_h), dtype=dtype, device=device) if h0 is None else h0]
-    _i_f_g_o_weights = torch.cat((W_hi, W_hf, W_hg, W_ho))  # [W_hi; W_hf; W_hg; W_ho], stacked once
-    _i_f_g_o_in = torch.cat(torch.broadcast_tensors(_i_in, _f_in, _g_in, _o_in), -1)  # their inputs, all steps
+    n_q = sizes["q"]
+    T = x.shape[0]
+    c[0] = 0 if c0 is None else c0
+    h[0] = 0 if h0 is None else h0
+    torch.cat((0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig), out=_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved)
+    torch.cat((0.5 * W_ii, 0.5 * W_if, 0.5 * W_io, W_ig), out=_W_ii_W_if_W_io_W_ig_halved)
+    torch.cat(((0.5 * W_hi).T, (0.5 * W_hf).T, (0.5 * W_ho).T, W_hg.T), dim=1, out=_W_hi_W_hf_W_ho_W_hg_halved_T)
+    # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all steps at once; b_hg + b_ig + W_ig x_t, all steps at once
+    torch.matmul(x.reshape(-1, n_d), _W_ii_W_if_W_io_W_ig_halved.T, out=_i_f_o_g[1:].reshape(-1, 4 * n_h))
+    torch.add(_i_f_o_g[1:], _b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved, out=_i_f_o_g[1:])
     for t in range(1, T + 1):
-        _i_t, _f_t, _g_t, _o_t = torch.addmm(_i_f_g_o_in[t - 1], h[t - 1], _i_f_g_o_weights.T).split((n_h, n_h, n_h, n_h), -1)  # [W_hi; W_hf; W_hg; W_ho] h_{t-1}: every gate at once
-        i.append(torch.sigmoid(_i_t))  # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t)
-        f.append(torch.sigmoid(_f_t))  # f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t)
-        g.append(torch.tanh(_g_t))  # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
-        o.append(torch.sigmoid(_o_t))  # o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t)
-        c.append(c[t - 1] * f[t] + g[t] * i[t])  # c_t = c_{t-1} * f_t + g_t * i_t
-        h.append(o[t] * torch.tanh(c[t]))  # h_t = o_t * tanh(c_t)
-    i = torch.stack(i)
-    f = torch.stack(f)
-    g = torch.stack(g)
-    o = torch.stack(o)
-    c = torch.stack(c)
-    h = torch.stack(h)
-    s = h[1:] @ V.T  # s_t = V h_t
-    return s, {"x": x, "c": c, "h": h, "i": i, "f": f, "g": g, "o": o}
+        _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev, f_t, g_t, i_t, h_t, o_t = _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1], f[t], g[t], i[t], h[t], o[t]
+        # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
+        torch.matmul(h_prev, _W_hi_W_hf_W_ho_W_hg_halved_T, out=_step_4h)
+        torch.add(_i_f_o_g_t, _step_4h, out=_i_f_o_g_t)
+        # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t); g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+        torch.tanh(_i_f_o_g_t, out=_i_f_o_g_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        torch.mul(_i_f_o_t, 0.5, out=_i_f_o_t)
+        torch.add(_i_f_o_t, 0.5, out=_i_f_o_t)
+        # c_t = c_{t-1} * f_t + g_t * i_t
+        torch.mul(c_prev, f_t, out=c_t)
+        torch.mul(g_t, i_t, out=_step_h)
+        torch.add(c_t, _step_h, out=c_t)
+        # h_t = o_t * tanh(c_t)
+        torch.tanh(c_t, out=h_t)
+        torch.mul(h_t, o_t, out=h_t)
+    # s_t = V h_t
+    torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
+    return work["s"], {"x": x, "c": work["c"], "h": work["h"], "i": work["i"], "f": work["f"], "g": work["g"], "o": work["o"]}
+
+
+def _forward_arrays(T, B, sizes, dtype, device):
+    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+    n_d = sizes["d"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    work = {
+        "_i_f_o_g": torch.empty((T + 1, B, 4 * n_h), dtype=dtype, device=device),
+        "c": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
+        "_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved": torch.empty((4 * n_h,), dtype=dtype, device=device),
+        "_W_ii_W_if_W_io_W_ig_halved": torch.empty((4 * n_h, n_d), dtype=dtype, device=device),
+        "_W_hi_W_hf_W_ho_W_hg_halved_T": torch.empty((n_h, 4 * n_h), dtype=dtype, device=device),
+        "_step_4h": torch.empty((B, 4 * n_h), dtype=dtype, device=device),
+        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
+    }
+    work["_i_f_o_g"][0] = 0
+    work["i"] = work["_i_f_o_g"][..., :n_h]
+    work["f"] = work["_i_f_o_g"][..., n_h:2 * n_h]
+    work["o"] = work["_i_f_o_g"][..., 2 * n_h:3 * n_h]
+    work["g"] = work["_i_f_o_g"][..., 3 * n_h:4 * n_h]
+    work["_i_f_o"] = work["_i_f_o_g"][..., :3 * n_h]
+    work["c"][0] = 0
+    work["h"][0] = 0
+    return work
 
 
 def _backward(mode, value, rng, params, sizes, cache, d_s):
