@@ -43,7 +43,7 @@ class ForwardMode:
     def jacobian(self, seq):
         """c_t = dh_t/dh_{t-1} of a single-state cell, as a matrix: every intermediate inlined."""
         inlined = forward_mode(self.model, seq, named=(seq,))
-        return linear_coefficient(matrix_sum(inlined.tangents[seq], seq.rows), Tangent(seq(t - 1)))
+        return linear_coefficient(matrix_sum(inlined.tangents.get(seq, []), seq.rows), Tangent(seq(t - 1)))
 
 
 def live_states(model):
@@ -69,7 +69,7 @@ def forward_mode(model, wrt, named=None):
     named: the Seqs whose tangents stay named (tangent_names by default)."""
     names = {seq.name for seq in (tangent_names(model) if named is None else named)}
     carried = _carried(model, wrt)
-    tangents, outputs = _one_pass(model, wrt, names, carried)
+    tangents, outputs = _step_tangents(model, wrt, names, carried)
     return ForwardMode(model, wrt, tangents, outputs, tuple(s for s in live_states(model) if s.name in carried))
 
 
@@ -102,7 +102,7 @@ def _reads_tangent(value, wrt, carried, now):
     return False
 
 
-def _one_pass(model, wrt, names, carried):
+def _step_tangents(model, wrt, names, carried):
     """The tangents of one step, in order, with the states in `carried` non-zero at t-1."""
     forced = {seq.name for seq in model.forced}
     computed = {seq.name for seq, _ in model.steps} - forced
