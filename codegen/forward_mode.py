@@ -2,16 +2,17 @@
 
 One loop per parameter and per initial state, in the order of the gradients' keys. Tangents are
 carried for every direction of one parameter at once: an array (P, B, n) for P = the parameter's
-size. Every backend prints these statements (tangent_printer.py, torch_rtrl.py, jax_forward_mode.py).
+size. A step assigns its named tangents in the step's order, each written through those before it.
+Every backend prints these statements (tangent_printer.py, torch_rtrl.py, jax_forward_mode.py).
 """
 
 import sympy as sp
 
-from bptt.derive.nodes import Adj, SeqAt
-from bptt.derive.rtrl import factored, forward_mode, live_states, reads_parameter
+from bptt.derive.nodes import Adj, SeqAt, t
+from bptt.derive.rtrl import factored, forward_mode
 from bptt.derive.tangent import Tangent
 
-from .ir import Assign, Contract, EntersStepOne, TangentArray, TangentLoop, Together, Units, walk
+from .ir import Assign, Contract, EntersStepOne, Previous, TangentArray, TangentLoop, Units, walk
 from .text import text
 
 
@@ -23,51 +24,52 @@ def statements(model):
 
 
 def parameter_loop(model, param):
-    """dL/dparam: the states' tangents along every entry of param, if a state update reads it."""
+    """dL/dparam: the tangents along every entry of param of the states that depend on it."""
     mode = forward_mode(model, param)
-    carried = reads_parameter(model, param)
-    terms = [term for seq in mode.outputs for term in mode.outputs[seq] if carried or not _reads_state(term)]
-    live = live_states(model)
-    arrays = tuple(TangentArray(seq) for seq in live) if carried else ()
-    body = _together(mode, live) if carried else ()
-    return _loop(model, param, arrays, body, terms)
+    arrays = tuple(TangentArray(seq) for seq in mode.carried)
+    return _loop(model, param, arrays, (), mode)
 
 
 def initial_state_loop(model, seq):
-    """dL/dseq_0 per sample: seq's tangent starts as every direction of seq_0, the others at zero;
-    a teacher-forced seq_0 enters step 1 only."""
+    """dL/dseq_0 per sample: seq's tangent starts as every direction of seq_0, the others at zero.
+    A seq_0 that no step's tangent carries on (teacher-forced, say) enters step 1 only."""
     mode = forward_mode(model, seq)
-    live = live_states(model)
-    forced = seq in model.forced
-    arrays = tuple(TangentArray(s) for s in live if s != seq)
-    arrays += () if forced else (TangentArray(seq, units=True),)
-    body = (EntersStepOne(seq, f"{text(Tangent(seq(0)))} enters step 1 only"),) if forced else ()
-    body += _together(mode, live)
-    return _loop(model, seq, arrays, body, [term for s in mode.outputs for term in mode.outputs[s]])
+    enters = seq not in mode.tangents
+    arrays = tuple(TangentArray(s, units=s == seq) for s in mode.carried if not (enters and s == seq))
+    head = (EntersStepOne(seq, f"{text(Tangent(seq(0)))} enters step 1 only"),) if enters else ()
+    return _loop(model, seq, arrays, head, mode)
 
 
-def _loop(model, wrt, arrays, body, output_terms):
+def _loop(model, wrt, arrays, head, mode):
     key = wrt.name if isinstance(wrt, sp.MatrixSymbol) else f"{wrt.name}0"
     per_sample = not isinstance(wrt, sp.MatrixSymbol)
     output = model.outputs[0][0]
+    output_terms = [term for seq in mode.outputs for term in mode.outputs[seq]]
     contract = Contract(factored(output_terms), Adj(output()), per_sample)
+    steps = tuple(_assign(seq, terms) for seq, terms in mode.tangents.items())
+    previous = tuple(Previous(s, f"{text(Tangent(s(t - 1)))}, read after {text(Tangent(s()))}") for s in _reread(mode))
     comment = f"{key}: tangents along every entry of {key}" + (", for each sample" if per_sample else "")
-    return TangentLoop(key, wrt, arrays, body + (contract,), comment)
+    return TangentLoop(key, wrt, arrays, previous + head + steps + (contract,), comment)
 
 
-def _together(mode, live):
-    """(Together,): the live states' tangents at t, updated together from those at t - 1; () if none has terms."""
-    assigns = []
-    for seq in live:
-        terms = mode.local[seq] + mode.carried[seq]
-        if terms:
-            value = factored(terms)
-            assigns.append(Assign(Tangent(seq()), value, f"{text(Tangent(seq()))} = {text(value)}"))
-    return (Together(tuple(assigns)),) if assigns else ()
+def _assign(seq, terms):
+    value = factored(terms)
+    return Assign(Tangent(seq()), value, f"{text(Tangent(seq()))} = {text(value)}")
 
 
-def _reads_state(term):
-    return any(isinstance(d.of, SeqAt) for d in term.atoms(Tangent))
+def _reread(mode):
+    """The states whose tangent at t - 1 the step reads after assigning theirs at t, in the step's order."""
+    assigned, reread = [], []
+    readers = list(mode.tangents.items()) + [(None, terms) for terms in mode.outputs.values()]
+    for seq, terms in readers:
+        reads = {d.of.name for term in terms for d in term.atoms(Tangent) if _at_previous_step(d.of)}
+        reread += [state for state in assigned if state.name in reads and state not in reread]
+        assigned += [seq] if seq in mode.carried else []
+    return reread
+
+
+def _at_previous_step(node):
+    return isinstance(node, SeqAt) and sp.simplify(node.time - t) == -1
 
 
 def units_read(loops):
@@ -84,8 +86,8 @@ def units_read(loops):
 
 
 def _expressions(statement):
-    if isinstance(statement, Together):
-        return [assign.value for assign in statement.body]
+    if isinstance(statement, Assign):
+        return [statement.value]
     if isinstance(statement, Contract):
         return [statement.tangent]
     return []

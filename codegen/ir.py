@@ -114,6 +114,7 @@ class Rows(sp.MatrixExpr):
 # Forward mode (RTRL): the tangents along every direction of one parameter (or initial state) at once.
 # A tangent array has a leading axis of directions, (P, B, rows) for P the entries of what it is along;
 # in an expression Tangent(h_t) is that array at step t, Tangent(W) x_t every direction of W applied to x_t.
+# A step assigns its tangents in order, each reading those assigned before it (`dot_c` in `dot_h`).
 
 
 def units_name(rows):
@@ -124,7 +125,7 @@ def units_name(rows):
 
 
 def tangent_array(seq):
-    """The array of a state's tangents: `dot_h`."""
+    """The array of a state's tangents, or of a named intermediate's at t: `dot_h`."""
     return f"dot_{seq.name}"
 
 
@@ -144,17 +145,24 @@ class TangentArray:
     units: bool = False
 
 
-@dataclass(frozen=True)
-class Together:
-    """Assigns of tangents at step t whose values all read the tangents at t - 1: one simultaneous update."""
+def previous_tangent_array(seq):
+    """The array of a state's tangents at t - 1, once the step has assigned those at t: `dot_h_prev`."""
+    return f"dot_{seq.name}_prev"
 
-    body: tuple  # Assign(Tangent(S_t), value, comment), one per state
+
+@dataclass(frozen=True)
+class Previous:
+    """dot_S_prev = dot_S at the top of step t: the step reads S's tangent at t - 1 after assigning the one
+    at t; in the loop every tangent of S at t - 1 is read from dot_S_prev."""
+
+    state: object
+    comment: str
 
 
 @dataclass(frozen=True)
 class EntersStepOne:
-    """The tangent of a teacher-forced state at t - 1 along its initial value: every direction at step 1,
-    zero after (from step 1 on the state is data)."""
+    """The tangent of a state at t - 1 along its initial value, when no step assigns it (a teacher-forced
+    state is data from step 1 on): every direction at step 1, zero after."""
 
     state: object
     comment: str
@@ -178,7 +186,8 @@ class TangentLoop:
     key: str  # the gradient's key
     wrt: object  # the parameter, or the state Seq of an initial state
     arrays: tuple  # TangentArray per state whose tangent the loop starts before step 1
-    body: tuple  # the statements of step t: EntersStepOne, Together, then Contract
+    body: tuple  # the statements of step t: Previous and EntersStepOne, then in the step's order an
+    #              Assign(Tangent(X_t), value, comment) per named tangent not zero along wrt, then Contract
     comment: str
 
     @property

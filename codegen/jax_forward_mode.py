@@ -4,7 +4,7 @@ as a `jax.lax.scan` whose carry holds the tangents and whose outputs are each st
 Tangents are carried for every direction of one parameter at once, an array (P, B, n) for P the
 parameter's size, as in the NumPy module."""
 
-from .ir import Contract, EntersStepOne, Together, tangent_array, units_name
+from .ir import Assign, Contract, EntersStepOne, tangent_array, units_name
 from .jax_printer import JaxPrinter
 from .jax_statements import Carried, Scan, scanned_input
 from .tangent_printer import TangentPrinter
@@ -27,8 +27,10 @@ class JaxTangentPrinter(TangentPrinter, JaxPrinter):
     def _print_TangentLoop(self, loop):
         """The loop as a scan: the tangents a step updates in the carry, the others bound before it."""
         self.reads, self.assigned = {}, set()
+        self.begin(loop)
         size = self.directions(loop)
-        updated = {a.target.of.name: a.target for s in loop.body if isinstance(s, Together) for a in s.body}
+        states = {a.state.name for a in loop.arrays}
+        updated = {s.target.of.name: s.target for s in loop.body if isinstance(s, Assign) and s.target.of.name in states}
         out = ["", f"# {loop.comment}"]
         out += [f"{tangent_array(a.state)} = {self.start(a, size)}" for a in loop.arrays if a.state.name not in updated]
         scan = Scan([])

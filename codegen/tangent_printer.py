@@ -8,15 +8,17 @@ parameter is every direction of a vector, an array bound once (`units_n_h`).
 
 import sympy as sp
 
-from bptt.derive.nodes import SeqAt
+from bptt.derive.nodes import SeqAt, t
 from bptt.derive.tangent import Tangent
 
-from .ir import EntersStepOne, tangent_array, units_name
+from .ir import EntersStepOne, Previous, previous_tangent_array, tangent_array, units_name
 from .numpy_printer import PRODUCT, Code, PrintError, RowPrinter
 
 
 class TangentPrinter(RowPrinter):
     """Row form with a leading axis of directions for tangents; forward-mode statements as for-loops."""
+
+    previous = frozenset()  # the states whose tangents at t - 1 the loop being printed reads from dot_S_prev
 
     # the arrays a backend makes (torch_rtrl.py and jax_forward_mode.py override them)
 
@@ -53,7 +55,12 @@ class TangentPrinter(RowPrinter):
         """A tangent before step 1: every direction of the initial state, or zero."""
         return units_name(array.state.rows) if array.units else self.zeros(f"({size}, B, {self(array.state.rows)})")
 
+    def begin(self, loop):
+        """Before printing a loop's body: the states whose tangents at t - 1 it reads from dot_S_prev."""
+        self.previous = {s.state.name for s in loop.body if isinstance(s, Previous)}
+
     def _print_TangentLoop(self, loop):
+        self.begin(loop)
         size = self.directions(loop)
         out = [f"# {loop.comment}"]
         out += [f"{tangent_array(array.state)} = {self.start(array, size)}" for array in loop.arrays]
@@ -68,10 +75,12 @@ class TangentPrinter(RowPrinter):
         units = units_name(statement.state.rows)
         return [f"{tangent_array(statement.state)} = {units} if t == 1 else zero  # {statement.comment}"]
 
-    def _print_Together(self, together):
-        names = ", ".join(tangent_array(assign.target.of) for assign in together.body)
-        codes = ", ".join(self(assign.value) for assign in together.body)
-        return [f"{names} = {codes}  # {'; '.join(assign.comment for assign in together.body)}"]
+    def _print_Previous(self, statement):
+        state = statement.state
+        return [f"{previous_tangent_array(state)} = {tangent_array(state)}  # {statement.comment}"]
+
+    def _print_Assign(self, assign):
+        return [f"{tangent_array(assign.target.of)} = {self(assign.value)}  # {assign.comment}"]
 
     def _print_Contract(self, contract):
         return [f"total += {self.contraction(contract)}"]
@@ -101,7 +110,8 @@ class TangentPrinter(RowPrinter):
             return Code(f"{self.tangent(node.parent, operand)}[..., {rows}]")
         of = node.of
         if isinstance(of, SeqAt):
-            return Code(tangent_array(of))
+            reread = of.name in self.previous and sp.simplify(of.time - t) == -1
+            return Code(previous_tangent_array(of) if reread else tangent_array(of))
         rows, cols = of.shape
         if cols == 1:
             return Code(units_name(rows))

@@ -3,8 +3,13 @@
 from .equation import Equation, Section, equation
 from .latex import latex
 from .nodes import Adj, T, TimeSum, t
-from .rtrl import factored, forward_mode, lemma, lemma_induction, live_states, reads_parameter
+from .rtrl import factored, forward_mode, lemma, lemma_induction, live_states, tangent_names
 from .tangent import Tangent
+
+THROUGH = (
+    "Each tangent is written through the tangents computed before it in the same step, as the adjoints are; "
+    "a tangent not shown is zero along that direction. "
+)
 
 
 def lemma_section():
@@ -34,17 +39,15 @@ def forward_mode_sections(model):
     live = live_states(model)
     equations = []
     for param in model.params:
-        if not reads_parameter(model, param):
-            continue
         mode = forward_mode(model, param)
-        for seq in live:
-            terms = mode.local[seq] + mode.carried[seq]
+        for seq, terms in mode.tangents.items():
+            start = f", with ${latex(Tangent(seq(0)))} = 0$" if seq in live else ""
             equations.append(
                 equation(
                     latex(Tangent(seq())),
                     factored(terms),
                     f"Along a direction ${latex(Tangent(param))}$ of ${latex(param)}$: the chain rule forward "
-                    f"through the step, with ${latex(Tangent(seq(0)))} = 0$.",
+                    f"through the step{start}.",
                 )
             )
     if len(live) == 1:
@@ -73,6 +76,7 @@ def forward_mode_sections(model):
     text = (
         "Real-time recurrent learning (the WildML tutorial's $\\partial s_t / \\partial W$): carry the derivative of the state "
         "with respect to a parameter forward in time, alongside the forward pass. "
+        + (THROUGH if len(tangent_names(model)) > 1 else "")
         + ("" if live else "No state links the steps here, so no tangent is carried from one step to the next.")
     )
     return [Section("Forward mode: real-time recurrent learning", text, tuple(equations + outputs)), lemma_section()]

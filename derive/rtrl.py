@@ -6,8 +6,13 @@ with b_t = df/dW [W_dot] (the step's own dependence) and c_t = dh_t/dh_{t-1}
 (the Jacobian). The recurrence lemma solves it; the gradient follows from
 the outputs' tangents: dL/dW [W_dot] = sum_t (dL/do_t)^T o_dot_t.
 For the initial state h_0 the direction is h_dot_0 itself and b_t = 0.
+
+With several states and intermediates a step's tangents are computed in the step's order, each
+written through the named tangents before it (c_dot_t in h_dot_t, h1_dot_t in layer 2's gates), as
+BPTT names the adjoints; so no tangent is longer than its own equation.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 
 import sympy as sp
@@ -23,54 +28,116 @@ n_lemma = sp.Symbol("n", integer=True, positive=True)
 
 @dataclass(frozen=True)
 class ForwardMode:
-    """Tangents along a direction of `wrt` (a parameter, or a state Seq for its initial value)."""
+    """Tangents along a direction of `wrt` (a parameter, or a state Seq for its initial value).
+
+    Each named tangent (tangent_names) is written through the tangents of the step before it, so its
+    terms are those of its own equation. A tangent that is zero along wrt has no entry."""
 
     model: object
     wrt: object
-    local: dict  # live state Seq -> terms of b_t (no tangent of the past)
-    carried: dict  # live state Seq -> terms linear in the tangents at t-1
-    outputs: dict  # output Seq -> terms of o_dot_t, linear in Tangent(theta) or Tangent(state at t)
+    tangents: dict  # named Seq -> terms of its tangent at t, in the step's order; each term linear in one
+    #                 Tangent: of wrt, of a carried state at t-1, or of a named Seq assigned before it
+    outputs: dict  # output Seq -> terms of o_dot_t
+    carried: tuple  # the live states whose tangents at t-1 the step reads (not zero along wrt)
 
     def jacobian(self, seq):
-        """c_t = dh_t/dh_{t-1} of a single-state cell, as a matrix."""
-        return linear_coefficient(matrix_sum(self.carried[seq], seq.rows), Tangent(seq(t - 1)))
+        """c_t = dh_t/dh_{t-1} of a single-state cell, as a matrix: every intermediate inlined."""
+        inlined = forward_mode(self.model, seq, named=(seq,))
+        return linear_coefficient(matrix_sum(inlined.tangents.get(seq, []), seq.rows), Tangent(seq(t - 1)))
 
 
 def live_states(model):
     return [seq for seq in model.states if seq not in model.forced]
 
 
-def forward_mode(model, wrt):
-    """The ForwardMode of a model along a parameter (MatrixSymbol) or an initial state (Seq)."""
-    rhs = {seq.name: (seq, value) for seq, value in model.assignments}
-    live = {seq.name for seq in live_states(model)}
-    cache = {}
+def tangent_names(model):
+    """The Seqs whose tangents are named quantities: every live state, and every intermediate read more
+    than once in the step (inlining it would write its tangent twice). An intermediate read once is
+    inlined into its reader, so a tangent is as long as its own equation (with its gate's activation)."""
+    computed = [value for seq, value in model.assignments if seq not in model.forced]  # forced: data
+    reads = Counter(
+        node.name for value in computed for node in sp.preorder_traversal(value) if isinstance(node, SeqAt) and node.time == t
+    )
+    live = live_states(model)
+    return tuple(
+        seq for seq, _ in model.steps if seq in live or (seq.role == "intermediate" and reads[seq.name] > 1)
+    )
 
-    def leaf(node, named_states):
+
+def forward_mode(model, wrt, named=None):
+    """The ForwardMode of a model along a parameter (MatrixSymbol) or an initial state (Seq);
+    named: the Seqs whose tangents stay named (tangent_names by default)."""
+    names = {seq.name for seq in (tangent_names(model) if named is None else named)}
+    carried = _carried(model, wrt)
+    tangents, outputs = _step_tangents(model, wrt, names, carried)
+    return ForwardMode(model, wrt, tangents, outputs, tuple(s for s in live_states(model) if s.name in carried))
+
+
+def _carried(model, wrt):
+    """The names of the live states whose tangents along wrt are not zero at t - 1: a fixed point, from
+    wrt's own state, adding every state whose equation reads wrt or a tangent not zero, until none is added."""
+    forced = {seq.name for seq in model.forced}
+    live = {seq.name for seq in live_states(model)}
+    carried = {wrt.name} & live if isinstance(wrt, Seq) else set()
+    while True:
+        now = set()  # the sequences of step t whose tangents are not zero
+        for seq, value in model.steps:
+            if seq.name not in forced and _reads_tangent(value, wrt, carried, now):
+                now.add(seq.name)
+        if now & live <= carried:
+            return carried
+        carried |= now & live
+
+
+def _reads_tangent(value, wrt, carried, now):
+    """True if value reads wrt, or a value whose tangent is not zero: one of `now` at t, of `carried` at
+    t - 1, or wrt's own initial state (teacher-forced too, its initial value is not data)."""
+    if isinstance(wrt, sp.MatrixSymbol) and wrt in value.atoms(sp.MatrixSymbol):
+        return True
+    own = wrt.name if isinstance(wrt, Seq) else None
+    for node in value.atoms(SeqAt):
+        offset = node.time - t
+        if (offset == 0 and node.name in now) or (offset == -1 and node.name in carried | {own}):
+            return True
+    return False
+
+
+def _step_tangents(model, wrt, names, carried):
+    """The tangents of one step, in order, with the states in `carried` non-zero at t-1."""
+    forced = {seq.name for seq in model.forced}
+    computed = {seq.name for seq, _ in model.steps} - forced
+    terms_at_t = {}  # every non-forced sequence of the step so far -> its tangent's terms
+
+    def leaf(node):
         if isinstance(node, sp.MatrixSymbol):
             return [Tangent(node)] if node == wrt else []
         offset = sp.simplify(node.time - t)
-        if node.name in live and (offset == -1 or (offset == 0 and named_states)):
-            return [Tangent(node)]
-        if isinstance(wrt, Seq) and node.name == wrt.name and offset == -1:
-            return [Tangent(node)]  # a teacher-forced initial state: read (as data) by step 1 only
-        if offset == 0 and node.name in rhs and node.name not in {s.name for s in model.forced}:
-            if node.name not in cache:  # an earlier value of the same step: inline its tangent
-                seq, value = rhs[node.name]
-                cache[node.name] = tangent_terms(value, lambda n: leaf(n, False), out=seq(t))
-            return cache[node.name]
-        return []  # inputs, labels, targets, teacher-forced data
+        if offset == -1:  # a teacher-forced initial state is read (as data) by step 1 only
+            along_wrt = isinstance(wrt, Seq) and node.name == wrt.name
+            return [Tangent(node)] if node.name in carried or along_wrt else []
+        if offset == 0 and terms_at_t.get(node.name):
+            return [Tangent(node)] if node.name in names else terms_at_t[node.name]
+        return []  # inputs, labels, targets, teacher-forced data, tangents that are zero
 
-    local, carried = {}, {}
-    for seq in live_states(model):
-        terms = tangent_terms(rhs[seq.name][1], lambda n: leaf(n, False), out=seq(t))
-        past = [
-            term for term in terms if any(d.of.name in live for d in term.atoms(Tangent) if isinstance(d.of, SeqAt))
-        ]
-        carried[seq] = past
-        local[seq] = [term for term in terms if term not in past]
-    outputs = {seq: tangent_terms(value, lambda n: leaf(n, True), out=seq(t)) for seq, value in model.outputs}
-    return ForwardMode(model, wrt, local, carried, outputs)
+    tangents = {}
+    for seq, value in model.steps:
+        if seq.name in forced:
+            continue
+        terms_at_t[seq.name] = tangent_terms(value, leaf, out=seq(t))
+        if seq.name in names and terms_at_t[seq.name]:
+            tangents[seq] = _local_first(terms_at_t[seq.name], computed)
+    outputs = {seq: tangent_terms(value, leaf, out=seq(t)) for seq, value in model.outputs}
+    return tangents, outputs
+
+
+def _local_first(terms, computed):
+    """The terms along wrt itself (b_t) before those through the tangents the step computes, each group
+    in its order; computed: the names of those sequences."""
+
+    def through_computed(term):
+        return any(isinstance(d.of, SeqAt) and d.of.name in computed for d in term.atoms(Tangent))
+
+    return [term for term in terms if not through_computed(term)] + [term for term in terms if through_computed(term)]
 
 
 def factored(terms):
@@ -81,12 +148,6 @@ def factored(terms):
             rests = [sp.MatMul(*term.args[1:]).doit(deep=False) for term in terms]
             return sp.MatMul(first, sp.MatAdd(*rests)) if len(rests) > 1 else first * rests[0]
     return sp.MatAdd(*terms) if len(terms) > 1 else terms[0]
-
-
-def reads_parameter(model, param):
-    """True if some state update reads param (directly or through an intermediate); the
-    equations of teacher-forced states do not count, their values being data in training."""
-    return any(param in value.atoms(sp.MatrixSymbol) for seq, value in model.steps if seq not in model.forced)
 
 
 def lemma(n=n_lemma):

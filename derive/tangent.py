@@ -5,12 +5,14 @@ For h = tanh(a): h_dot = diag(1 - h^2) a_dot. Terms are kept distributed, so
 that the part linear in h_dot_{t-1} (the Jacobian) separates from the rest.
 """
 
+from functools import lru_cache
+
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import OneMatrix
 
 from .adjoint import CONSTANTS, NoRule
-from .elementwise import Apply, UnknownFunction, derivative
+from .elementwise import Apply, UnknownFunction, derivative, lookup
 from .nodes import Diag, SeqAt
 
 
@@ -33,23 +35,41 @@ def _matmul(node, tangent):
     return terms
 
 
+def _scaled(vector, term):
+    """diag(vector) term in canonical form: vector's own doit, the product flattened (term is built already,
+    so it is not walked again)."""
+    return sp.MatMul(Diag(vector.doit()), term).doit(deep=False)
+
+
 def _hadamard(node, tangent):
     terms = []
     for i, factor in enumerate(node.args):
         others = node.args[:i] + node.args[i + 1 :]
         other = others[0] if len(others) == 1 else sp.HadamardProduct(*others)
-        terms += [Diag(other) * term for term in tangent(factor)]
+        terms += [_scaled(other, term) for term in tangent(factor)]
     return terms
 
 
-def _apply(node, tangent, out):
+def _slope(node, out):
+    """f'(x) of an Apply node: the same along every direction, so derived once per function."""
     try:
-        slope = derivative(node, out)
+        return _derived(node, out, lookup(node.function).derivative)
     except UnknownFunction as error:
         raise NoRule(str(error)) from error
+
+
+@lru_cache(maxsize=4096)
+def _derived(node, out, rule):
+    """derivative(node, out); `rule` (the registry's derivative) is in the key, so that a function
+    registered again is derived again."""
+    return derivative(node, out)
+
+
+def _apply(node, tangent, out):
+    slope = _slope(node, out)
     if isinstance(slope, OneMatrix):  # identity
         return tangent(node.arg)
-    return [Diag(slope) * term for term in tangent(node.arg)]
+    return [_scaled(slope, term) for term in tangent(node.arg)]
 
 
 def tangent_terms(expr, leaf, out=None):

@@ -217,66 +217,72 @@ def _forward_mode(params, x, y, h0):
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of W_ir."""
         (dot_h,) = carry
-        (x_t, r_t, m_t, n_t, z_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(x_t, n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, x_t, r_t, m_t, n_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(x_t, n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ir.size, B, n_h), dtype),), (x, r[1:], m[1:], n[1:], z[1:], h[:-1], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ir.size, B, n_h), dtype),), (z[1:], x, r[1:], m[1:], n[1:], h[:-1], d_s))  # t = 1..T
     grads["W_ir"] = shares.sum(axis=0).reshape(W_ir.shape)
 
     # b_ir: tangents along every entry of b_ir
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_ir."""
         (dot_h,) = carry
-        (r_t, m_t, n_t, z_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, r_t, m_t, n_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ir.size, B, n_h), dtype),), (r[1:], m[1:], n[1:], z[1:], h[:-1], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ir.size, B, n_h), dtype),), (z[1:], r[1:], m[1:], n[1:], h[:-1], d_s))  # t = 1..T
     grads["b_ir"] = shares.sum(axis=0).reshape(b_ir.shape)
 
     # W_hr: tangents along every entry of W_hr
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of W_hr."""
         (dot_h,) = carry
-        (h_prev, r_t, m_t, n_t, z_t, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(h_prev, n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, h_prev, r_t, m_t, n_t, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(h_prev, n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hr.size, B, n_h), dtype),), (h[:-1], r[1:], m[1:], n[1:], z[1:], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hr.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], m[1:], n[1:], d_s))  # t = 1..T
     grads["W_hr"] = shares.sum(axis=0).reshape(W_hr.shape)
 
     # b_hr: tangents along every entry of b_hr
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_hr."""
         (dot_h,) = carry
-        (r_t, m_t, n_t, z_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, r_t, m_t, n_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hr.size, B, n_h), dtype),), (r[1:], m[1:], n[1:], z[1:], h[:-1], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hr.size, B, n_h), dtype),), (z[1:], r[1:], m[1:], n[1:], h[:-1], d_s))  # t = 1..T
     grads["b_hr"] = shares.sum(axis=0).reshape(b_hr.shape)
 
     # W_iz: tangents along every entry of W_iz
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of W_iz."""
         (dot_h,) = carry
-        (x_t, z_t, h_prev, r_t, n_t, m_t, d_s_t) = inputs
-        dot_h = h_prev * (((1 - z_t) * z_t) * _directions(x_t, n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * _directions(x_t, n_h)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(W_iz) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(W_iz) x_t - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (x_t, z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (_directions(x_t, n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_iz) x_t + W_hz dot(h_{t-1}))
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_iz.size, B, n_h), dtype),), (x, z[1:], h[:-1], r[1:], n[1:], m[1:], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_iz.size, B, n_h), dtype),), (x, z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
     grads["W_iz"] = shares.sum(axis=0).reshape(W_iz.shape)
 
     # b_iz: tangents along every entry of b_iz
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_iz."""
         (dot_h,) = carry
-        (z_t, h_prev, r_t, n_t, m_t, d_s_t) = inputs
-        dot_h = h_prev * (((1 - z_t) * z_t) * units_n_h) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * units_n_h) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_iz) + W_hz dot(h_{t-1}))
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_iz.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], n[1:], m[1:], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_iz.size, B, n_h), dtype),), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
     grads["b_iz"] = shares.sum(axis=0).reshape(b_iz.shape)
 
     # W_hz: tangents along every entry of W_hz
@@ -284,7 +290,8 @@ def _forward_mode(params, x, y, h0):
         """The tangents at t from those at t-1, and step t's share of the gradient of W_hz."""
         (dot_h,) = carry
         (h_prev, z_t, r_t, n_t, m_t, d_s_t) = inputs
-        dot_h = h_prev * (((1 - z_t) * z_t) * _directions(h_prev, n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * _directions(h_prev, n_h)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(W_hz) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(W_hz) h_{t-1} - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_z = ((1 - z_t) * z_t) * (_directions(h_prev, n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_hz) h_{t-1} + W_hz dot(h_{t-1}))
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
     _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hz.size, B, n_h), dtype),), (h[:-1], z[1:], r[1:], n[1:], m[1:], d_s))  # t = 1..T
@@ -294,55 +301,60 @@ def _forward_mode(params, x, y, h0):
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_hz."""
         (dot_h,) = carry
-        (z_t, h_prev, r_t, n_t, m_t, d_s_t) = inputs
-        dot_h = h_prev * (((1 - z_t) * z_t) * units_n_h) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * units_n_h) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_hz) + W_hz dot(h_{t-1}))
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hz.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], n[1:], m[1:], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hz.size, B, n_h), dtype),), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
     grads["b_hz"] = shares.sum(axis=0).reshape(b_hz.shape)
 
     # W_in: tangents along every entry of W_in
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of W_in."""
         (dot_h,) = carry
-        (x_t, n_t, z_t, r_t, m_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * _directions(x_t, n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, x_t, n_t, r_t, m_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * _directions(x_t, n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_in.size, B, n_h), dtype),), (x, n[1:], z[1:], r[1:], m[1:], h[:-1], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_in.size, B, n_h), dtype),), (z[1:], x, n[1:], r[1:], m[1:], h[:-1], d_s))  # t = 1..T
     grads["W_in"] = shares.sum(axis=0).reshape(W_in.shape)
 
     # b_in: tangents along every entry of b_in
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_in."""
         (dot_h,) = carry
-        (n_t, z_t, r_t, m_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * units_n_h) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, n_t, r_t, m_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * units_n_h) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_in.size, B, n_h), dtype),), (n[1:], z[1:], r[1:], m[1:], h[:-1], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_in.size, B, n_h), dtype),), (z[1:], n[1:], r[1:], m[1:], h[:-1], d_s))  # t = 1..T
     grads["b_in"] = shares.sum(axis=0).reshape(b_in.shape)
 
     # W_hn: tangents along every entry of W_hn
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of W_hn."""
         (dot_h,) = carry
-        (h_prev, r_t, n_t, z_t, m_t, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * _directions(h_prev, n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, h_prev, r_t, n_t, m_t, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * _directions(h_prev, n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hn.size, B, n_h), dtype),), (h[:-1], r[1:], n[1:], z[1:], m[1:], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hn.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], n[1:], m[1:], d_s))  # t = 1..T
     grads["W_hn"] = shares.sum(axis=0).reshape(W_hn.shape)
 
     # b_hn: tangents along every entry of b_hn
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of b_hn."""
         (dot_h,) = carry
-        (r_t, n_t, z_t, m_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * units_n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * units_n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hn.size, B, n_h), dtype),), (r[1:], n[1:], z[1:], m[1:], h[:-1], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hn.size, B, n_h), dtype),), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
     grads["b_hn"] = shares.sum(axis=0).reshape(b_hn.shape)
 
     # V: tangents along every entry of V
@@ -358,11 +370,12 @@ def _forward_mode(params, x, y, h0):
     def _step(carry, inputs):
         """The tangents at t from those at t-1, and step t's share of the gradient of h0."""
         (dot_h,) = carry
-        (r_t, n_t, z_t, m_t, h_prev, d_s_t) = inputs
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * (((1 - z_t) * z_t) * (dot_h @ W_hz.T)) - n_t * (((1 - z_t) * z_t) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
+        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
         return ((dot_h,), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
 
-    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (r[1:], n[1:], z[1:], m[1:], h[:-1], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
     grads["h0"] = shares.sum(axis=0)
     return loss, grads
 

@@ -174,84 +174,96 @@ def forward_mode_grads(params, xs, ys, h0=None):
         dot_h = torch.zeros((W_ir.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(W_ir.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(x[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(x[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["W_ir"] = total.reshape(W_ir.shape)
         # b_ir: tangents along every entry of b_ir
         dot_h = torch.zeros((b_ir.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_ir.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_ir"] = total.reshape(b_ir.shape)
         # W_hr: tangents along every entry of W_hr
         dot_h = torch.zeros((W_hr.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(W_hr.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(h[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(h[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["W_hr"] = total.reshape(W_hr.shape)
         # b_hr: tangents along every entry of b_hr
         dot_h = torch.zeros((b_hr.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_hr.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_hr"] = total.reshape(b_hr.shape)
         # W_iz: tangents along every entry of W_iz
         dot_h = torch.zeros((W_iz.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(W_iz.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(x[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(x[t - 1], n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(W_iz) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(W_iz) x_t - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (_directions(x[t - 1], n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_iz) x_t + W_hz dot(h_{t-1}))
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["W_iz"] = total.reshape(W_iz.shape)
         # b_iz: tangents along every entry of b_iz
         dot_h = torch.zeros((b_iz.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_iz.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * units_n_h) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_iz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_iz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_iz) + W_hz dot(h_{t-1}))
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_iz"] = total.reshape(b_iz.shape)
         # W_hz: tangents along every entry of W_hz
         dot_h = torch.zeros((W_hz.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(W_hz.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * _directions(h[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * _directions(h[t - 1], n_h)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(W_hz) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(W_hz) h_{t-1} - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (_directions(h[t - 1], n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_hz) h_{t-1} + W_hz dot(h_{t-1}))
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["W_hz"] = total.reshape(W_hz.shape)
         # b_hz: tangents along every entry of b_hz
         dot_h = torch.zeros((b_hz.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_hz.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = h[t - 1] * (((1 - z[t]) * z[t]) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * units_n_h) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(h_{t-1}) diag((1 - z_t) * z_t) dot(b_hz) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) dot(b_hz) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_hz) + W_hz dot(h_{t-1}))
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_hz"] = total.reshape(b_hz.shape)
         # W_in: tangents along every entry of W_in
         dot_h = torch.zeros((W_in.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(W_in.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(x[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(x[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["W_in"] = total.reshape(W_in.shape)
         # b_in: tangents along every entry of b_in
         dot_h = torch.zeros((b_in.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_in.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_in"] = total.reshape(b_in.shape)
         # W_hn: tangents along every entry of W_hn
         dot_h = torch.zeros((W_hn.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(W_hn.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(h[t - 1], n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(h[t - 1], n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["W_hn"] = total.reshape(W_hn.shape)
         # b_hn: tangents along every entry of b_hn
         dot_h = torch.zeros((b_hn.numel(), B, n_h), dtype=dtype, device=device)
         total = torch.zeros(b_hn.numel(), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * units_n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * units_n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
         grads["b_hn"] = total.reshape(b_hn.shape)
         # V: tangents along every entry of V
@@ -263,7 +275,8 @@ def forward_mode_grads(params, xs, ys, h0=None):
         dot_h = units_n_h
         total = torch.zeros((B, n_h), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)) - n[t] * (((1 - z[t]) * z[t]) * (dot_h @ W_hz.T))  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) diag((1 - z_t) * z_t) W_hz dot(h_{t-1}) - diag(n_t) diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
+            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
             total += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
         grads["h0"] = total
     return loss, grads

@@ -27,13 +27,14 @@ from bptt.codegen.backends import BACKENDS
 from bptt.codegen.check import load_module
 from bptt.codegen.program import Pass, build
 from bptt.derive.models import load, names
+from bptt.derive.tangent import Tangent
 
 jax.config.update("jax_enable_x64", True)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = [f"{ROOT / 'examples' / 'gated_rnn.py'}:gated_rnn", f"{ROOT / 'examples' / 'lstm.py'}:lstm"]
 EXAMPLES.append(f"{ROOT / 'examples' / 'torch_lstm.py'}:lstm")
-STEP_STATEMENTS = (ir.EntersStepOne, ir.Together, ir.Contract)
+STEP_STATEMENTS = (ir.Previous, ir.EntersStepOne, ir.Assign, ir.Contract)
 
 
 def problem(module, seed=5, steps=4, batch=3):
@@ -72,9 +73,9 @@ def test_forward_mode_is_statements_in_the_program(name):
     for loop in loops:
         assert all(isinstance(s, STEP_STATEMENTS) for s in loop.body), loop.key
         assert isinstance(loop.body[-1], ir.Contract) and isinstance(loop.body[-1].tangent, sp.MatrixExpr)
-        for together in (s for s in loop.body if isinstance(s, ir.Together)):
-            assert all(isinstance(a, ir.Assign) and isinstance(a.value, sp.MatrixExpr) for a in together.body)
-            assert all("=" in a.comment and "np." not in a.comment for a in together.body)
+        for assign in (s for s in loop.body if isinstance(s, ir.Assign)):
+            assert isinstance(assign.value, sp.MatrixExpr) and isinstance(assign.target, Tangent)
+            assert "=" in assign.comment and "np." not in assign.comment
 
 
 def test_forward_mode_module_prints_nothing():

@@ -1,0 +1,202 @@
+"""Forward mode's tangents are named quantities of the step, as BPTT's adjoints are: each is assigned in
+the step's order and written through the tangents assigned before it (dot_c_t in dot_h_t, layer 1's
+dot_h1_t in layer 2's gates), so none is longer than its own equation; a tangent that is zero along a
+direction is not computed. Cells that exercise the order: a state's tangent at t - 1 read after its own at
+t (ir.Previous), and a state no step carries on along its initial value (ir.EntersStepOne)."""
+
+import os
+
+# as in test_backend_jax.py: XLA compiles tiny arrays about twice as fast without its expensive passes
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+).strip()
+
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import sympy as sp
+import torch
+from test_forward_mode_ir import problem, relative, run_forward_mode
+
+from bptt.codegen import ir
+from bptt.codegen.backends import BACKENDS
+from bptt.codegen.check import load_module
+from bptt.codegen.program import build
+from bptt.derive.forward_document import forward_mode_sections
+from bptt.derive.latex import latex
+from bptt.derive.model import Model, matrix, sequence, sizes
+from bptt.derive.models import load, names
+from bptt.derive.nodes import SeqAt, SquaredError, t, tanh
+from bptt.derive.tangent import Tangent
+
+jax.config.update("jax_enable_x64", True)
+
+CELLS = pathlib.Path(__file__).with_name("user_cells.py")
+EVERY_BACKEND = tuple(sorted(BACKENDS))
+
+
+def loops(model):
+    return {s.key: s for s in build(model).forward_mode.statements if isinstance(s, ir.TangentLoop)}
+
+
+def read(expr):
+    """What the tangents in expr are of: 'W' for a parameter (or a block of it), ('h', -1) for h_{t-1}."""
+    return {
+        (d.of.name, int(d.of.time - t)) if isinstance(d.of, SeqAt) else d.of.name for d in expr.atoms(Tangent)
+    }
+
+
+def assigned(loop):
+    return [s.target.of.name for s in loop.body if isinstance(s, ir.Assign)]
+
+
+def value_of(loop, name):
+    return next(s.value for s in loop.body if isinstance(s, ir.Assign) and s.target.of.name == name)
+
+
+@pytest.mark.parametrize("name", [*names(), f"{CELLS}:lstm2_stacked"])
+def test_a_tangent_reads_only_tangents_already_there(name):
+    """In every loop each tangent read is along the loop's own direction, a carried state's at t - 1, or
+    one assigned earlier in the same step."""
+    for loop in loops(load(name)).values():
+        before = {(a.state.name, -1) for a in loop.arrays}
+        before |= {(s.state.name, -1) for s in loop.body if isinstance(s, ir.EntersStepOne)}
+        own = set() if loop.per_sample else {loop.wrt.name}
+        for statement in loop.body:
+            if isinstance(statement, (ir.Assign, ir.Contract)):
+                value = statement.value if isinstance(statement, ir.Assign) else statement.tangent
+                assert read(value) <= before | own, (loop.key, statement)
+            if isinstance(statement, ir.Assign):
+                before.add((statement.target.of.name, 0))
+
+
+def test_a_two_layer_lstm_writes_layer_two_through_layer_one():
+    """Along W_ih1 layer 2's tangents read h1's tangent at t, not its terms; h2's reads c2's. Along a layer-2
+    weight layer 1's tangents are zero: not carried, not computed."""
+    by_key = loops(load(f"{CELLS}:lstm2_stacked"))
+    first = by_key["W_ih1"]
+    assert assigned(first) == ["c1", "h1", "c2", "h2"]
+    assert read(value_of(first, "c2")) == {("c2", -1), ("h1", 0), ("h2", -1)}
+    assert read(value_of(first, "h2")) == {("c2", 0), ("h1", 0), ("h2", -1)}  # c2_t, and o2_t's inputs
+    assert read(value_of(first, "h1")) == {("c1", 0), ("h1", -1), "W_ih1"}
+    for key in ("W_ih2", "W_hh2", "b_ih2", "b_hh2", "c20", "h20"):
+        assert [a.state.name for a in by_key[key].arrays] == ["c2", "h2"], key
+        assert assigned(by_key[key]) == ["c2", "h2"], key
+
+
+def test_the_generated_forward_mode_stays_small():
+    """The NumPy module of the two-layer LSTM: no line of forward_mode_grads is longer than a few of its
+    equations (fully expanded, layer 2's tangents ran to 25,000 characters)."""
+    source = BACKENDS["numpy"].module_source(load(f"{CELLS}:lstm2_stacked"))
+    body = source[source.index("def forward_mode_grads") :]
+    assert max(len(line) for line in body.splitlines()) < 1200
+
+
+def test_the_document_writes_h_dot_through_c_dot():
+    """lstm-peephole's forward-mode section: h_dot_t is written through c_dot_t, not along W_z itself."""
+    model = load("lstm-peephole")
+    c, h = model.states
+    W_z = model.params[0]
+    section = forward_mode_sections(model)[0]
+    h_dots = [e.rhs for e in section.equations if e.lhs == latex(Tangent(h()))]
+    assert h_dots and all(latex(Tangent(c())) in rhs for rhs in h_dots)
+    assert latex(Tangent(W_z)) not in h_dots[0]
+
+
+def _cell(name, steps, params, x, state, dims):
+    d, h, q = dims
+    V, s, y = matrix("V", q, h), sequence("s", q, "output"), sequence("y", q, "target")
+    return Model(
+        name=name,
+        title=name,
+        source="a test's cell",
+        sizes=dims,
+        params=(*params, V),
+        inputs=(x,),
+        steps=tuple(steps),
+        outputs=((s, V * state()),),
+        loss=SquaredError(s(), y()),
+    )
+
+
+def reread():
+    """h_t reads c_t and c_{t-1}: c's tangent at t - 1 is still needed after c's at t is assigned."""
+    d, h, q = sizes("d h q")
+    x, c, hidden = sequence("x", d, "input"), sequence("c", h, "state"), sequence("h", h, "state")
+    W, U, R, S = matrix("W", h, d), matrix("U", h, h), matrix("R", h, h), matrix("S", h, h)
+    steps = [(c, tanh(W * x() + U * hidden(t - 1))), (hidden, tanh(R * c() + S * c(t - 1)))]
+    return _cell("reread", steps, [W, U, R, S], x, hidden, (d, h, q))
+
+
+def fresh():
+    """m_t = tanh(W x_t) reads no past, but h_t reads m_{t-1}: m_0's direction enters step 1 only."""
+    d, h, q = sizes("d h q")
+    x, m, hidden = sequence("x", d, "input"), sequence("m", h, "state"), sequence("h", h, "state")
+    W, U, R = matrix("W", h, d), matrix("U", h, h), matrix("R", h, h)
+    steps = [(hidden, tanh(U * hidden(t - 1) + R * m(t - 1))), (m, tanh(W * x()))]
+    return _cell("fresh", steps, [W, U, R], x, hidden, (d, h, q))
+
+
+def test_the_order_cells_have_their_statements():
+    """reread keeps c's tangent at t - 1 (ir.Previous) in every loop that carries c; fresh's m_0 enters step 1."""
+    for loop in loops(reread()).values():
+        kept = [s.state.name for s in loop.body if isinstance(s, ir.Previous)]
+        assert kept == (["c"] if "c" in assigned(loop) else []), loop.key
+        assert all(not isinstance(s, ir.Previous) for s in loop.body[len(kept) :])
+    m0 = loops(fresh())["m0"]
+    assert [s.state.name for s in m0.body if isinstance(s, ir.EntersStepOne)] == ["m"]
+    assert [a.state.name for a in m0.arrays] == ["h"] and assigned(m0) == ["h"]
+
+
+def own_bptt(module, backend, arrays):
+    """The backend module's own loss_and_grads, as (loss, {key: NumPy array})."""
+    params, xs, ys, initial = arrays
+    convert = {"numpy": np.asarray, "torch": torch.from_numpy, "jax": jnp.asarray}[backend]
+    to = lambda tree: {key: convert(value) for key, value in tree.items()}  # noqa: E731
+    loss, grads = module.loss_and_grads(to(params), convert(xs), convert(ys), **to(initial))
+    return float(loss), {key: np.asarray(value) for key, value in grads.items()}
+
+
+def forward_mode_errors(model, backends=EVERY_BACKEND, steps=4, batch=3):
+    """{backend: the largest relative error of forward_mode_grads against that module's own BPTT}."""
+    arrays = problem(load_module(model, from_zoo=False), steps=steps, batch=batch)
+    errors = {}
+    for backend in backends:
+        module = load_module(model, from_zoo=False, backend=backend)
+        expected_loss, expected = own_bptt(module, backend, arrays)
+        loss, grads = run_forward_mode(module, backend, arrays)
+        assert set(grads) == set(expected), backend
+        errors[backend] = max([relative(grads[k], expected[k]) for k in expected] + [relative(loss, expected_loss)])
+    return errors
+
+
+@pytest.mark.parametrize("cell", [reread, fresh])
+def test_the_order_cells_forward_mode_equals_bptt(cell):
+    """Control for both cells: forward mode gives BPTT's loss and gradients in every backend, to 1e-12
+    (before the tangents were named, fresh's m_0 direction stayed in every step: errors of order 1)."""
+    errors = forward_mode_errors(cell())
+    assert max(errors.values()) <= 1e-12, errors
+
+
+@pytest.mark.background
+@pytest.mark.parametrize(
+    "cell, backends", [("lstm2_stacked", EVERY_BACKEND), ("lstm2_gates", ("numpy", "torch"))]
+)
+def test_two_layer_lstm_forward_mode_equals_bptt(cell, backends):
+    """The two-layer LSTMs of tests/user_cells.py: forward mode equals each backend's own BPTT to 1e-12
+    (whether that backend's forward pass is right is test_oracle_cells.py's question). JAX compiles a scan
+    per gradient: the stacked cell's 13, not the per-gate cell's 37."""
+    errors = forward_mode_errors(load(f"{CELLS}:{cell}"), backends, steps=3, batch=2)
+    assert max(errors.values()) <= 1e-12, errors
+
+
+def test_read_names_what_a_tangent_is_of():
+    """The helper these tests rest on: a parameter's name, a sequence's (name, offset)."""
+    model = load("elman")
+    (h,) = model.states
+    W = next(p for p in model.params if p.name == "W")
+    expr = sp.MatAdd(Tangent(W) * h(t - 1), W * Tangent(h(t - 1)))
+    assert read(expr) == {"W", ("h", -1)}
