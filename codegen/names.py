@@ -42,9 +42,9 @@ MODULE_ATTRIBUTES = frozenset(
 
 # What the code makes of a model's names: for each kind of name, the patterns ({} the name).
 MADE = {
-    "sequence": ("d_{}", "dot_{}", "{}_t", "{}_prev", "{}_next", "d_{}_t", "d_{}_prev", "d_{}_next", "d_{}_1"),
+    "sequence": ("d_{}", "dot_{}", "{}_t", "{}_prev", "{}_next", "{}_steps", "d_{}_t", "d_{}_prev", "d_{}_next", "d_{}_1"),
     "step": ("{}_in",),  # a sequence assigned by a step: its input projection
-    "state": ("{}0", "d_{}0"),  # the initial state, and its gradient
+    "state": ("{}0", "d_{}0", "dot_{}_prev"),  # the initial state, its gradient, its tangent saved a step (ir.Previous)
     "parameter": ("d_{}", "dot_{}"),
     "size": ("n_{}", "units_n_{}", "zero_n_{}"),
 }
