@@ -222,7 +222,9 @@ def _hoisted(term, factors):
     for factor in merged:
         vector = factor.vector if isinstance(factor, Diag) else None
         if vector is not None and not isinstance(vector, SeqAt) and vector.atoms(SeqAt) and not vector.atoms(Adj):
-            shift = max(sp.simplify(r.time - t) for r in factor.vector.atoms(SeqAt))
+            # Stored at the latest step it reads, so that 1 - r_{t+1} and 1 - r_t are one array; a factor
+            # that reads only t-1 stays at t: the arrays hold steps 1..T, and step 0 is never computed.
+            shift = max(0, *(sp.simplify(r.time - t) for r in factor.vector.atoms(SeqAt)))
             value = factor.vector.subs(t, t - shift)
             if value not in factors:
                 factors[value] = _Factor(f"_k{len(factors) + 1}", value.shape[0])
