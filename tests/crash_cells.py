@@ -1,9 +1,8 @@
 """Small users' cells that crashed codegen (found by random cells): a gate that nothing reads, a state
-read only through a flat function (step), a hoisted part that is zero, a state with no recurrence.
+read only through a flat function (step), a hoisted part that is zero, a state with no recurrence
+(the JAX module once failed: a scan with nothing to scan over).
 Each is a Model function; test_crash_cells.py sends every one through every backend against the oracle.
 ZERO: the gradients that are zero in each cell, exactly."""
-
-from sympy import HadamardProduct as odot
 
 from bptt.derive.elementwise import step
 from bptt.derive.model import Model, matrix, sequence, sizes
@@ -32,23 +31,9 @@ def input_only_in_unread_gate():
     return _cell([(z, sigmoid(W * x())), (hid, tanh(U * hid(t - 1)))], (W, U))
 
 
-def unread_gate_chain():
-    """z_t feeds r_t, which nothing reads: neither gate's parameters reach the loss."""
-    W_z, M = matrix("W_z", h, d), matrix("M", h, h)
-    z, r = sequence("z", h, "intermediate"), sequence("r", h, "intermediate")
-    steps = [(z, sigmoid(W_z * x())), (r, tanh(M * z())), (hid, tanh(W * x() + U * hid(t - 1)))]
-    return _cell(steps, (W_z, M, W, U))
-
-
 def step_state():
     """h_t = step(W x_t + U h_{t-1}): the step's slope is 0, so only V has a gradient."""
     return _cell([(hid, step(W * x() + U * hid(t - 1)))], (W, U))
-
-
-def gate_through_step():
-    """h_t = tanh(U h_{t-1} + step(z_t)) with z_t = sigmoid(W x_t): z is read, but only through step."""
-    z = sequence("z", h, "intermediate")
-    return _cell([(z, sigmoid(W * x())), (hid, tanh(U * hid(t - 1) + step(z())))], (W, U))
 
 
 def fused_recurrent_drops_same_step_term():
@@ -58,32 +43,20 @@ def fused_recurrent_drops_same_step_term():
     return _cell([(z, sigmoid(W * x() + U_z * hid(t - 1))), (hid, tanh(M * z() + U * hid(t - 1)))], (W, U_z, M, U))
 
 
-def no_recurrence():
-    """h_t = tanh(W x_t): nothing reads h_0."""
-    return _cell([(hid, tanh(W * x()))], (W,))
-
-
-def no_recurrence_unread_gate():
-    """h_t = tanh(W x_t) beside a gate z_t = sigmoid(W_z x_t) that nothing reads."""
-    W_z, z = matrix("W_z", h, d), sequence("z", h, "intermediate")
-    return _cell([(z, sigmoid(W_z * x())), (hid, tanh(W * x()))], (W_z, W))
-
-
-def gated_without_recurrence():
-    """h_t = z_t * tanh(W x_t), z_t = sigmoid(W_z x_t): gated, but no step reads h_{t-1}."""
-    W_z, z = matrix("W_z", h, d), sequence("z", h, "intermediate")
-    return _cell([(z, sigmoid(W_z * x())), (hid, odot(z(), tanh(W * x())))], (W_z, W))
+def unread_and_flat_gates():
+    """No recurrence (nothing reads h_0); z_t feeds r_t, which nothing reads; g_t is read only through step:
+    of the gates' parameters none reaches the loss."""
+    W_z, M, W_g = matrix("W_z", h, d), matrix("M", h, h), matrix("W_g", h, d)
+    z, r, g = (sequence(name, h, "intermediate") for name in ("z", "r", "g"))
+    steps = [(z, sigmoid(W_z * x())), (r, tanh(M * z())), (g, sigmoid(W_g * x())), (hid, tanh(W * x() + step(g())))]
+    return _cell(steps, (W_z, M, W_g, W))
 
 
 ZERO = {
     "unread_gate": ("W_z",),
     "input_only_in_unread_gate": ("W",),
-    "unread_gate_chain": ("W_z", "M"),
     "step_state": ("W", "U", "h0"),
-    "gate_through_step": ("W",),
     "fused_recurrent_drops_same_step_term": (),
-    "no_recurrence": ("h0",),
-    "no_recurrence_unread_gate": ("W_z", "h0"),
-    "gated_without_recurrence": ("h0",),
+    "unread_and_flat_gates": ("W_z", "M", "W_g", "h0"),
 }
 CELLS = tuple(ZERO)
