@@ -12,6 +12,8 @@ from test_oracle import random_problem
 from test_oracle_cells import TRUNCATIONS, generate
 
 from bptt.codegen.backends import BACKENDS
+from bptt.codegen.render import document
+from bptt.derive.latex import latex
 
 
 def _forward_mode_failures(module, model, params, xs, ys, initial):
@@ -63,3 +65,16 @@ def test_crash_cell_agrees_with_the_oracle(cell):
                 failures.append(f"{backend} {check.__name__}: {type(error).__name__}: {error}")
     if failures:
         raise AssertionError(f"{cell}: {len(failures)} checks fail:\n" + "\n".join(failures))
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_crash_cell_has_a_document(cell):
+    """The derivation renders; a zero gradient and a zero Jacobian are shown as zero (bold 0)."""
+    model = getattr(crash_cells, cell)()
+    text = document(model)
+    zero = [key for key in ZERO[cell] if not key.endswith("0")]
+    for key in zero:
+        name = latex(next(p for p in model.params if p.name == key))
+        assert rf"\frac{{\partial L}}{{\partial {name}}} = \mathbf{{0}}" in text, key
+    if cell in ("step_state", "unread_and_flat_gates"):  # no step reads h_{t-1} but through step
+        assert "no gradient flows back through time" in text
