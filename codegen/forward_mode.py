@@ -12,12 +12,13 @@ from bptt.derive.nodes import Adj, SeqAt, t
 from bptt.derive.rtrl import factored, forward_mode
 from bptt.derive.tangent import Tangent
 
-from .ir import Assign, Contract, EntersStepOne, Previous, TangentArray, TangentLoop, Units, walk
+from .ir import Assign, Contract, EntersStepOne, Previous, TangentArray, TangentLoop, Units, ZeroGradient, walk
 from .text import text
 
 
 def statements(model):
-    """Units for every vector whose directions the loops read, then a TangentLoop per gradient."""
+    """Units for every vector whose directions the loops read, then a TangentLoop per gradient (a
+    ZeroGradient for one that no output depends on)."""
     loops = tuple(parameter_loop(model, param) for param in model.params)
     loops += tuple(initial_state_loop(model, seq) for seq in model.states)
     return tuple(Units(rows) for rows in units_read(loops)) + loops
@@ -45,6 +46,8 @@ def _loop(model, wrt, arrays, head, mode):
     per_sample = not isinstance(wrt, sp.MatrixSymbol)
     output = model.outputs[0][0]
     output_terms = [term for seq in mode.outputs for term in mode.outputs[seq]]
+    if not output_terms:
+        return ZeroGradient(key, wrt, f"{key}: zero, no output's tangent depends on {key}")
     contract = Contract(factored(output_terms), Adj(output()), per_sample)
     steps = tuple(_assign(seq, terms) for seq, terms in mode.tangents.items())
     previous = tuple(Previous(s, f"{text(Tangent(s(t - 1)))}, read after {text(Tangent(s()))}") for s in _reread(mode))
@@ -77,6 +80,8 @@ def units_read(loops):
     the tangent of a vector parameter, and of an initial state."""
     rows = []
     for loop in loops:
+        if isinstance(loop, ZeroGradient):
+            continue
         if loop.per_sample:
             rows.append(loop.wrt.rows)
         for statement in walk(loop.body):

@@ -196,6 +196,18 @@ class TangentLoop:
         return not isinstance(self.wrt, sp.MatrixSymbol)
 
 
+@dataclass(frozen=True)
+class ZeroGradient:
+    """A gradient by forward mode that is zero: no output's tangent depends on `wrt` (a gate that
+    nothing reads, say), so there is nothing to carry through time."""
+
+    key: str
+    wrt: object
+    comment: str
+
+    per_sample = TangentLoop.per_sample
+
+
 class Copy(sp.MatrixExpr):
     """A fresh copy of value: a returned gradient that would otherwise be a view of an array that
     another returned gradient, the workspace, the cache or the caller holds (fresh.py)."""
@@ -204,4 +216,15 @@ class Copy(sp.MatrixExpr):
         return sp.MatrixExpr.__new__(cls, value)
 
     value = property(lambda self: self.args[0])
+    shape = property(lambda self: self.args[0].shape)
+
+
+class ZerosLike(sp.MatrixExpr):
+    """Zeros with the array of `like` as template (its shape, dtype, device): a returned gradient that is
+    zero, because nothing the loss reads depends on what it is the gradient of."""
+
+    def __new__(cls, like):
+        return sp.MatrixExpr.__new__(cls, like)
+
+    like = property(lambda self: self.args[0])
     shape = property(lambda self: self.args[0].shape)

@@ -82,7 +82,7 @@ class PassPrinter(JaxPrinter):
             self.inputs.setdefault(local, scanned_input(self, node, shift))
             return Code(local)
         if self.stacked:
-            self.view(seq.name, seq.name)
+            self.view(seq.name, self.places[seq.name].home)
             return RowPrinter.sequence(self, node)
         return Code(self.step_value(seq, self.shift(seq)))
 
@@ -160,13 +160,14 @@ class PassPrinter(JaxPrinter):
         """`home = home.at[index].set(value)` (or .add); a whole array assigned, `home = value`; at one
         step a whole local accumulated, `home_t = home_t + value`."""
         self.pending = []
-        value = str(self(statement.value))
+        zero = isinstance(statement.value, sp.ZeroMatrix)  # a hoisted part whose every term reads the loop
+        value = "0" if zero else str(self(statement.value))
         place = self.places.get(statement.target.name)
         if place is None:
             raise PrintError(f"the forward pass writes {statement.target.name}, which is not one of its arrays")
         array = self.homes[place.home]
         if place.whole and how == "set" and (not self.stacked or array.steps == "T"):
-            code = value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
+            code = self.zeros(array) if zero else value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
         elif place.whole and how == "add" and not self.stacked:
             code = f"{self.current(array)} + {value}"
         else:
@@ -193,6 +194,10 @@ class PassPrinter(JaxPrinter):
             return array.name
         if not self.stacked and self.local(array.name) is not None:
             return self.local(array.name)
+        return self.zeros(array)
+
+    def zeros(self, array):
+        """Zeros of an array's rows, for every step (T, B, rows), or at one step (B, rows)."""
         self.used["sizes"] |= {"T", "B", "dtype"}
         return f"jnp.zeros(({'T, B' if self.stacked else 'B'}, {self(array.rows)}), dtype)"
 

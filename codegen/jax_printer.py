@@ -59,6 +59,9 @@ class JaxPrinter(RowPrinter):
     def _print_Copy(self, expr):
         return Code(f"jnp.copy({self._print(expr.value)})")
 
+    def _print_ZerosLike(self, expr):
+        return Code(f"jnp.zeros_like({self._print(expr.like)})")
+
     def _print_Softmax(self, expr):
         return Code(f"jax.nn.softmax({self._print(expr.arg)}, axis=-1)")
 

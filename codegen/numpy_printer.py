@@ -229,6 +229,9 @@ class RowPrinter(Printer):
     def _print_Copy(self, expr):
         return Code(f"{self.operand(expr.value, ATOM)}.copy()")
 
+    def _print_ZerosLike(self, expr):
+        return Code(f"np.zeros_like({self._print(expr.like)})")
+
     def _print_HadamardProduct(self, expr):
         return Code(" * ".join(self.operand(arg, POWER) for arg in expr.args), PRODUCT)
 

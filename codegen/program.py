@@ -18,7 +18,7 @@ from bptt.derive.nodes import Adj, SeqAt, matrix_sum
 from . import forward_mode, fuse, optimize
 from .fresh import fresh_returns
 from .halve import halve_sigmoids
-from .ir import Accumulate, Array, Assign, Flow, Guard, Loop, walk
+from .ir import Accumulate, Array, Assign, Flow, Guard, Loop, ZerosLike, walk
 from .schedule import backward_schedule, forward_schedule
 from .slopes import name_slopes
 from .text import equation, text
@@ -67,7 +67,7 @@ def build(model):
     statements, recurrent = backward_statements(derivation)
     initial = initial_gradients(derivation, recurrent)
     returns = [
-        (p.name, derivation.param_gradient(p), f"dL/d{p.name} = {text(derivation.param_gradient(p))}")
+        (p.name, _zeros_like(derivation.param_gradient(p), p), f"dL/d{p.name} = {text(derivation.param_gradient(p))}")
         for p in model.params
     ]
     statements, initial, returns = name_slopes(statements, initial, returns)
@@ -93,6 +93,11 @@ def build(model):
         recurrent=tuple(sorted(recurrent)),
         forward_mode=Pass(forward_mode.statements(model)),
     )
+
+
+def _zeros_like(value, like):
+    """A zero gradient as zeros shaped like the parameter or initial state (ir.ZerosLike); others as they are."""
+    return ZerosLike(like) if isinstance(value, sp.ZeroMatrix) else value
 
 
 def _recurrent(statements, recurrent):
@@ -196,7 +201,7 @@ def initial_gradients(derivation, recurrent):
     model = derivation.model
     out = []
     for seq in model.states:
-        value = derivation.initial(seq)
+        value = _zeros_like(derivation.initial(seq), seq(0))
         flows = bool({a.of.name for a in value.atoms(Adj)} & set(recurrent))
         out.append(
             Initial(f"{seq.name}0", value, flows and seq not in model.forced, f"dL/d{seq.name}_0 = {text(value)}")

@@ -71,6 +71,10 @@ class TangentPrinter(RowPrinter):
         out += ["    " + line for line in self.lines(loop.body)]
         return out + [f'grads["{loop.key}"] = total' + ("" if loop.per_sample else f".reshape({loop.key}.shape)")]
 
+    def _print_ZeroGradient(self, zero):
+        shape = f"(B, {self.directions(zero)})" if zero.per_sample else f"{self(zero.wrt)}.shape"
+        return [f"# {zero.comment}", f'grads["{zero.key}"] = {self.zeros(shape)}']
+
     def _print_EntersStepOne(self, statement):
         units = units_name(statement.state.rows)
         return [f"{tangent_array(statement.state)} = {units} if t == 1 else zero  # {statement.comment}"]

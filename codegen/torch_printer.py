@@ -42,6 +42,9 @@ class TorchPrinter(RowPrinter):
     def _print_Copy(self, expr):
         return Code(f"{self.operand(expr.value, ATOM)}.clone()")
 
+    def _print_ZerosLike(self, expr):
+        return Code(f"torch.zeros_like({self._print(expr.like)})")
+
     def _print_Softmax(self, expr):
         return Code(f"torch.softmax({self._print(expr.arg)}, dim=-1)")
 

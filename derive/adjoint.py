@@ -62,6 +62,8 @@ def _apply(node, g, out):
         slope = derivative(node, out)
     except UnknownFunction as error:
         raise NoRule(str(error)) from error
+    if isinstance(slope, sp.ZeroMatrix):  # a flat function (step): nothing flows into its argument
+        return []
     return [(node.arg, g if isinstance(slope, OneMatrix) else Diag(slope) * g)]  # identity: slope 1
 
 

@@ -58,7 +58,10 @@ class Derivation:
         return _total_values(nxt, seq).subs(t, 0)
 
     def param_gradient(self, param):
-        """dL/dtheta = sum_{t=1}^T of the per-step contributions (inside each block of a sliced parameter)."""
+        """dL/dtheta = sum_{t=1}^T of the per-step contributions (inside each block of a sliced parameter);
+        a zero matrix when nothing that the loss reads depends on theta."""
+        if not self.params[param]:
+            return sp.ZeroMatrix(*param.shape)
         return sum_over_time(_total(self.params[param]), t, 1, T, TimeSum)
 
     def intermediate(self, seq):
@@ -119,9 +122,12 @@ class _Builder:
         self.seqs = {seq.name: seq for seq, _ in model.assignments}
 
     def adjoint(self, seq):
-        """dL/dv_t of an assigned sequence: named, inlined for intermediates,
-        None for a teacher-forced state (its value is data, nothing flows into it)."""
+        """dL/dv_t of an assigned sequence: named, inlined for intermediates, None when nothing flows
+        into it: a teacher-forced state (its value is data), an intermediate that no consumer reads
+        (a gate computed and never used, or read only through a flat function such as step)."""
         if seq in self.model.forced:
+            return None
+        if seq.role == "intermediate" and not self.contributions(seq):
             return None
         if seq.role == "intermediate" and seq not in self.named:
             return _total(self.contributions(seq))

@@ -43,6 +43,8 @@ def linear_coefficient(expr, adjoint):
     """M such that expr == M * adjoint, for expr linear in adjoint on the right."""
     if expr == adjoint:
         return sp.Identity(adjoint.shape[0])
+    if isinstance(expr, sp.ZeroMatrix):  # no term reads the adjoint
+        return sp.ZeroMatrix(expr.shape[0], adjoint.shape[0])
     if isinstance(expr, sp.MatAdd):
         return sp.MatAdd(*(linear_coefficient(term, adjoint) for term in expr.args)).doit(deep=False)
     if isinstance(expr, sp.MatMul) and expr.args[-1] == adjoint:

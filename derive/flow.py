@@ -73,6 +73,8 @@ def gradient_flow(model):
     """The Flow of a model, from the derivation with every intermediate substituted."""
     derivation = derive(model)
     states = tuple(derivation.states)
+    if not any(c.when == NEXT for contributions in derivation.states.values() for c in contributions):
+        states = ()  # no step reads an earlier state (or reads it through a flat function): nothing flows back
     jacobian, blocks = None, {}
     if len(states) == 1:
         jacobian = closed_form(derivation, states[0]).jacobian.T

@@ -31,8 +31,9 @@ def flow_section(model):
     flow = gradient_flow(model)
     if not flow.states:
         text = (
-            "Teacher forcing makes every read of the past data: the Jacobian between steps is zero, no gradient "
-            "flows back through time, and nothing can vanish or explode. Clipping still caps a step's size."
+            "No step reads the past but as data (teacher forcing) or through a flat function: the Jacobian between "
+            "steps is zero, no gradient flows back through time, and nothing can vanish or explode. Clipping still "
+            "caps a step's size."
         )
         return Section("Gradient flow through time", text, _clipping())
     text = (

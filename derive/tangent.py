@@ -67,6 +67,8 @@ def _derived(node, out, rule):
 
 def _apply(node, tangent, out):
     slope = _slope(node, out)
+    if isinstance(slope, sp.ZeroMatrix):  # a flat function (step): its value has no tangent
+        return []
     if isinstance(slope, OneMatrix):  # identity
         return tangent(node.arg)
     return [_scaled(slope, term) for term in tangent(node.arg)]

@@ -32,8 +32,8 @@ class Kept(sp.Function):
 
 def _parts(derivation, seq):
     contributions = derivation.states[seq]
-    local = matrix_sum(c.value for c in contributions if c.when == SAME)
-    nxt = matrix_sum(c.value for c in contributions if c.when == NEXT)
+    local = matrix_sum((c.value for c in contributions if c.when == SAME), seq.rows)
+    nxt = matrix_sum((c.value for c in contributions if c.when == NEXT), seq.rows)  # zero without recurrence
     return local, nxt
 
 
