@@ -15,7 +15,7 @@ from sympy.printing.printer import Printer
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.latex import term_order
-from bptt.derive.nodes import Adj, Diag, OneHot, matrix_sum, t
+from bptt.derive.nodes import Adj, Diag, OneHot, equal, matrix_sum, t
 
 from .helpers import helpers
 from .ir import PARAMETER, Array, adjoint_array
@@ -185,14 +185,14 @@ class RowPrinter(Printer):
         """The index of a block in its parameter: a vector's rows, a matrix's rows and columns (`n_h:2 * n_h`)."""
         rows, columns = block.parent.shape
         spans = [self.span(*block.rowslice[:2], size=rows)]
-        if columns != 1 and not (block.colslice[0] == 0 and sp.simplify(block.colslice[1] - columns) == 0):
+        if columns != 1 and not (block.colslice[0] == 0 and equal(block.colslice[1], columns)):
             spans.append(self.span(*block.colslice[:2], size=columns))
         return ", ".join(spans)
 
     def span(self, start, stop, size=None):
         """`a:b`, the ends left out where they are the array's."""
         first = "" if start == 0 else self._print(start)
-        last = "" if size is not None and sp.simplify(stop - size) == 0 else self._print(stop)
+        last = "" if size is not None and equal(stop, size) else self._print(stop)
         return f"{first}:{last}"
 
     # the algebra, in row form

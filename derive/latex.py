@@ -5,7 +5,7 @@ import sympy as sp
 from sympy.printing.latex import LatexPrinter, greek_letters_set
 
 from .elementwise import lookup
-from .nodes import Adj, SeqAt
+from .nodes import Adj, SeqAt, equal
 
 # Order of symbols inside a time index: T + t - i, not -i + t + T.
 _TIME_ORDER = {"T": 0, "t": 1, "j": 2, "k": 3, "i": 4, "tau": 5}
@@ -32,7 +32,7 @@ def time_index(expr):
 def _span(bounds, size):
     """`:` for a whole dimension, else `first:last` counted from 1."""
     start, stop = bounds[0], bounds[1]
-    return ":" if start == 0 and sp.simplify(stop - size) == 0 else f"{time_index(start + 1)}{{:}}{time_index(stop)}"
+    return ":" if start == 0 and equal(stop, size) else f"{time_index(start + 1)}{{:}}{time_index(stop)}"
 
 
 def _time_term_key(term):

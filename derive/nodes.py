@@ -6,6 +6,8 @@ Every node keeps the time index as a real SymPy argument, so `subs(t, t + 1)`
 shifts time and `subs(t, 3)` picks a step.
 """
 
+import functools
+
 import sympy as sp
 from sympy.core.symbol import Str
 from sympy.matrices.expressions.matexpr import MatrixExpr
@@ -37,6 +39,12 @@ def matrix_sum(terms, rows=None):
     if not terms:
         return sp.ZeroMatrix(rows, 1)
     return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
+
+
+@functools.lru_cache(maxsize=4096)  # simplify takes milliseconds, and printers ask about the same few sizes again and again
+def equal(a, b):
+    """Whether two sizes or time indices are the same expression however written (2*n and n + n)."""
+    return sp.simplify(a - b) == 0
 
 
 def _str(name):
