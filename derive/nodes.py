@@ -96,6 +96,15 @@ class Diag(MatrixExpr):
     def _eval_transpose(self):
         return self
 
+    def __mul__(self, other):
+        # MatrixExpr's product rebuilds both operands' whole trees (a deep doit): forward mode multiplies
+        # its tangent terms by one diag after another, so the cost grew with the square of their size.
+        # The other operand is canonical already (built by products like this one); the diag's vector,
+        # a slope written as the registry writes it (y * (1 - y)), is made canonical here.
+        if isinstance(other, MatrixExpr):
+            return sp.MatMul(Diag(self.vector.doit()), other).doit(deep=False)
+        return super().__mul__(other)
+
 
 class Softmax(MatrixExpr):
     """softmax(s) of a column vector."""
