@@ -102,8 +102,13 @@ class Diag(MatrixExpr):
         # The other operand is canonical already (built by products like this one); the diag's vector,
         # a slope written as the registry writes it (y * (1 - y)), is made canonical here.
         if isinstance(other, MatrixExpr):
-            return sp.MatMul(Diag(self.vector.doit()), other).doit(deep=False)
+            return _diag_product(self, other)
         return super().__mul__(other)
+
+
+@functools.lru_cache(maxsize=16384)  # forward mode makes the same products for every parameter's direction
+def _diag_product(diag, other):
+    return sp.MatMul(Diag(diag.vector.doit()), other).doit(deep=False)
 
 
 class Softmax(MatrixExpr):
