@@ -8,6 +8,7 @@ Parentheses follow from the precedence of the node printed, never from its text.
 """
 
 import ast
+import functools
 
 import sympy as sp
 from sympy.printing.printer import Printer
@@ -15,7 +16,7 @@ from sympy.printing.printer import Printer
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.latex import term_order
-from bptt.derive.nodes import Adj, Diag, OneHot, matrix_sum, t
+from bptt.derive.nodes import Adj, Diag, OneHot, equal, matrix_sum, t
 
 from .helpers import helpers
 from .ir import PARAMETER, Array, adjoint_array
@@ -185,14 +186,14 @@ class RowPrinter(Printer):
         """The index of a block in its parameter: a vector's rows, a matrix's rows and columns (`n_h:2 * n_h`)."""
         rows, columns = block.parent.shape
         spans = [self.span(*block.rowslice[:2], size=rows)]
-        if columns != 1 and not (block.colslice[0] == 0 and sp.simplify(block.colslice[1] - columns) == 0):
+        if columns != 1 and not (block.colslice[0] == 0 and equal(block.colslice[1], columns)):
             spans.append(self.span(*block.colslice[:2], size=columns))
         return ", ".join(spans)
 
     def span(self, start, stop, size=None):
         """`a:b`, the ends left out where they are the array's."""
         first = "" if start == 0 else self._print(start)
-        last = "" if size is not None and sp.simplify(stop - size) == 0 else self._print(stop)
+        last = "" if size is not None and equal(stop, size) else self._print(stop)
         return f"{first}:{last}"
 
     # the algebra, in row form
@@ -220,7 +221,7 @@ class RowPrinter(Printer):
         for term in sorted(expr.args, key=term_order):
             negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
             if negative:
-                code = self.operand(-term, PRODUCT) if out else self.operand(-term, POWER)
+                code = self.operand(negated(term), PRODUCT if out else POWER)
                 out += f" - {code}" if out else f"-{code}"
             else:
                 out += f" + {self._print(term)}" if out else str(self._print(term))
@@ -350,6 +351,11 @@ def outer_factors(term):
     column = sp.MatMul(coeff, *factors[:split]).doit(deep=False)
     row = sp.MatMul(*factors[split:]).doit(deep=False) if len(factors) > split + 1 else factors[split]
     return column, sp.transpose(row)
+
+
+@functools.lru_cache(maxsize=8192)  # -term rebuilds the whole term (a deep doit), and every backend prints the same terms
+def negated(term):
+    return -term
 
 
 def _index(expr):

@@ -10,7 +10,7 @@ expressions written into the adjoint tensors (AdjointPrinter). Both run under to
 
 import sympy as sp
 
-from bptt.derive.nodes import Diag
+from bptt.derive.nodes import Diag, equal
 
 from .array_calls import TORCH
 from .ir import PARAMETER
@@ -30,12 +30,12 @@ class TorchPrinter(RowPrinter):
             return "(slice(None),)"
         rows, columns = block.parent.shape
         ends = [block.rowslice[:2] + (rows,)]
-        if columns != 1 and not (block.colslice[0] == 0 and sp.simplify(block.colslice[1] - columns) == 0):
+        if columns != 1 and not (block.colslice[0] == 0 and equal(block.colslice[1], columns)):
             ends.append(block.colslice[:2] + (columns,))
         parts = []
         for start, stop, size in ends:
             first = "None" if start == 0 else self._print(start)
-            last = "None" if sp.simplify(stop - size) == 0 else self._print(stop)
+            last = "None" if equal(stop, size) else self._print(stop)
             parts.append(f"slice({first}, {last})")
         return "(" + ", ".join(parts) + ",)"
 

@@ -1,11 +1,13 @@
 """Textbook LaTeX for derivations: bold vectors and matrices, time subscripts,
 `^\\top`, `\\odot`, `\\frac{\\partial L}{\\partial \\mathbf{h}_t}`."""
 
+import functools
+
 import sympy as sp
 from sympy.printing.latex import LatexPrinter, greek_letters_set
 
 from .elementwise import lookup
-from .nodes import Adj, SeqAt
+from .nodes import Adj, SeqAt, equal
 
 # Order of symbols inside a time index: T + t - i, not -i + t + T.
 _TIME_ORDER = {"T": 0, "t": 1, "j": 2, "k": 3, "i": 4, "tau": 5}
@@ -32,7 +34,7 @@ def time_index(expr):
 def _span(bounds, size):
     """`:` for a whole dimension, else `first:last` counted from 1."""
     start, stop = bounds[0], bounds[1]
-    return ":" if start == 0 and sp.simplify(stop - size) == 0 else f"{time_index(start + 1)}{{:}}{time_index(stop)}"
+    return ":" if start == 0 and equal(stop, size) else f"{time_index(start + 1)}{{:}}{time_index(stop)}"
 
 
 def _time_term_key(term):
@@ -40,13 +42,6 @@ def _time_term_key(term):
     if rest == 1:
         return (2, 0, "")
     return (0 if coeff > 0 else 1, _TIME_ORDER.get(str(rest), 9), str(rest))
-
-
-def _time_offset(expr):
-    """The latest constant offset among an expression's time indices (t+1 -> 1, h_0 -> 0)."""
-    times = [a.time for a in expr.atoms(SeqAt)] + [a.of.time for a in expr.atoms(Adj)]
-    offsets = [sp.sympify(time).as_coeff_Add()[0] for time in times]
-    return max(offsets) if offsets else None
 
 
 def _mathbf(letters):
@@ -218,13 +213,16 @@ def parenthesized(expr):
     return isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) or (isinstance(expr, sp.MatMul) and expr.args[0] == -1)
 
 
+@functools.lru_cache(maxsize=8192)  # every printer sorts the same terms, each a walk of its whole tree
 def term_order(term):
     """Constants first, then later time steps first (h_{t+1} before o_t before
     h_{t-1}), then positive terms before negative ones."""
     negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
-    if not term.atoms(SeqAt, Adj):
+    indexed = term.atoms(SeqAt, Adj)
+    if not indexed:
         return (0, 0, negative)
-    offset = _time_offset(term)
+    times = [a.time if isinstance(a, SeqAt) else a.of.time for a in indexed]
+    offset = max(sp.sympify(time).as_coeff_Add()[0] for time in times)  # the latest: t+1 -> 1, h_0 -> 0
     return (1, -int(offset), negative)
 
 

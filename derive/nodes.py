@@ -6,6 +6,8 @@ Every node keeps the time index as a real SymPy argument, so `subs(t, t + 1)`
 shifts time and `subs(t, 3)` picks a step.
 """
 
+import functools
+
 import sympy as sp
 from sympy.core.symbol import Str
 from sympy.matrices.expressions.matexpr import MatrixExpr
@@ -37,6 +39,12 @@ def matrix_sum(terms, rows=None):
     if not terms:
         return sp.ZeroMatrix(rows, 1)
     return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
+
+
+@functools.lru_cache(maxsize=4096)  # simplify takes milliseconds, and printers ask about the same few sizes again and again
+def equal(a, b):
+    """Whether two sizes or time indices are the same expression however written (2*n and n + n)."""
+    return sp.simplify(a - b) == 0
 
 
 def _str(name):
@@ -87,6 +95,20 @@ class Diag(MatrixExpr):
 
     def _eval_transpose(self):
         return self
+
+    def __mul__(self, other):
+        # MatrixExpr's product rebuilds both operands' whole trees (a deep doit): forward mode multiplies
+        # its tangent terms by one diag after another, so the cost grew with the square of their size.
+        # The other operand is canonical already (built by products like this one); the diag's vector,
+        # a slope written as the registry writes it (y * (1 - y)), is made canonical here.
+        if isinstance(other, MatrixExpr):
+            return _diag_product(self, other)
+        return super().__mul__(other)
+
+
+@functools.lru_cache(maxsize=8192)  # forward mode makes the same products for every parameter's direction
+def _diag_product(diag, other):
+    return sp.MatMul(Diag(diag.vector.doit()), other).doit(deep=False)
 
 
 class Softmax(MatrixExpr):
