@@ -8,6 +8,7 @@ Parentheses follow from the precedence of the node printed, never from its text.
 """
 
 import ast
+import functools
 
 import sympy as sp
 from sympy.printing.printer import Printer
@@ -220,7 +221,7 @@ class RowPrinter(Printer):
         for term in sorted(expr.args, key=term_order):
             negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
             if negative:
-                code = self.operand(-term, PRODUCT) if out else self.operand(-term, POWER)
+                code = self.operand(negated(term), PRODUCT if out else POWER)
                 out += f" - {code}" if out else f"-{code}"
             else:
                 out += f" + {self._print(term)}" if out else str(self._print(term))
@@ -347,6 +348,11 @@ def outer_factors(term):
     column = sp.MatMul(coeff, *factors[:split]).doit(deep=False)
     row = sp.MatMul(*factors[split:]).doit(deep=False) if len(factors) > split + 1 else factors[split]
     return column, sp.transpose(row)
+
+
+@functools.lru_cache(maxsize=8192)  # -term rebuilds the whole term (a deep doit), and every backend prints the same terms
+def negated(term):
+    return -term
 
 
 def _index(expr):

@@ -213,7 +213,7 @@ def parenthesized(expr):
     return isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) or (isinstance(expr, sp.MatMul) and expr.args[0] == -1)
 
 
-@functools.lru_cache(maxsize=65536)  # every printer sorts the same terms, each a walk of its whole tree
+@functools.lru_cache(maxsize=8192)  # every printer sorts the same terms, each a walk of its whole tree
 def term_order(term):
     """Constants first, then later time steps first (h_{t+1} before o_t before
     h_{t-1}), then positive terms before negative ones."""

@@ -106,7 +106,7 @@ class Diag(MatrixExpr):
         return super().__mul__(other)
 
 
-@functools.lru_cache(maxsize=16384)  # forward mode makes the same products for every parameter's direction
+@functools.lru_cache(maxsize=8192)  # forward mode makes the same products for every parameter's direction
 def _diag_product(diag, other):
     return sp.MatMul(Diag(diag.vector.doit()), other).doit(deep=False)
 
