@@ -57,6 +57,7 @@ def default_array(node):
     return Array(array_name(node), seq.rows, "T+1" if seq.role in ALIGNED else "T")
 
 
+@functools.cache  # one parse per registry template, not one per call printed
 def template_level(code):
     """How tightly a registry code template binds, from its syntax tree."""
     tree = ast.parse(code.format(arg="_a", operand="_a"), mode="eval").body
@@ -254,9 +255,7 @@ class RowPrinter(Printer):
                 f"the elementwise function {function!r} has no {self.form} code; give its entry code[{self.backend!r}]"
             )
         code = entry.code[self.backend]
-        tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
-        known = helpers(self.backend).definitions
-        called = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id in known}
+        called = names_read(code) & helpers(self.backend).definitions.keys()
         for name in sorted(called | set(entry.helpers.get(self.backend, ()))):
             self.helper(name)
         return code
@@ -341,6 +340,13 @@ class RowPrinter(Printer):
         raise PrintError(f"no {self.form} form for {type(expr).__name__}: {expr}")
 
 
+@functools.cache  # one parse per registry template, not one per call printed
+def names_read(code):
+    """The names a registry code template reads."""
+    tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+
+
 def outer_factors(term):
     """(u, v) for a gradient term u v^T: the product of the factors up to the first column vector, and the
     transpose of the rest, which may be any vector-valued expression ((r_t ⊙ h_{t-1})^T, x_t^T W^T)."""
@@ -358,5 +364,6 @@ def negated(term):
     return -term
 
 
+@functools.lru_cache(maxsize=8192)  # printing a time index (expand, then str) is slow; the same few recur
 def _index(expr):
     return Code(str(sp.expand(expr)), SUM)

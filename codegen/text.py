@@ -1,5 +1,7 @@
 """Plain-text maths for comments in generated code: `dL/dh_t = W_hh^T dL/dh_{t+1} + ...`."""
 
+import functools
+
 import sympy as sp
 from sympy.printing.str import StrPrinter
 
@@ -80,6 +82,7 @@ class TextPrinter(StrPrinter):
         return f"({text})" if isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) else text
 
 
+@functools.lru_cache(maxsize=8192)  # comments print the same expressions (and their terms) again and again
 def text(expr):
     return TextPrinter().doprint(expr)
 

@@ -120,6 +120,7 @@ class _Builder:
         self.named = named
         self.rhs = {seq.name: rhs for seq, rhs in model.assignments}
         self.seqs = {seq.name: seq for seq, _ in model.assignments}
+        self.backpropagated = {}  # assigned Seq -> its equation's leaf adjoints (None if forced)
 
     def adjoint(self, seq):
         """dL/dv_t of an assigned sequence: named, inlined for intermediates, None when nothing flows
@@ -138,9 +139,16 @@ class _Builder:
         for seq, rhs in self.model.assignments:
             if name not in reads(rhs):
                 continue
+            grads = self.backprop(seq, rhs)
+            if grads is not None:
+                yield seq, rhs, grads
+
+    def backprop(self, seq, rhs):
+        """The leaf adjoints of seq's equation; once per builder, though each name the equation reads asks."""
+        if seq not in self.backpropagated:
             adjoint = self.adjoint(seq)
-            if adjoint is not None:
-                yield seq, rhs, backprop(rhs, adjoint, out=seq(t))
+            self.backpropagated[seq] = None if adjoint is None else backprop(rhs, adjoint, out=seq(t))
+        return self.backpropagated[seq]
 
     def contributions(self, target):
         """Every consumer's share of dL/d target_t, in a deterministic order."""
