@@ -1,0 +1,234 @@
+"""An oracle for the generated modules that shares no code with bptt.codegen or bptt.generated.
+
+run() interprets a Model's step equations in torch (float64), one step at a time, with the
+evaluator of oracle_eval.py, and takes the gradients from torch.autograd; compare() checks a
+generated NumPy, torch or JAX module against it.
+
+    run(model, params, xs, ys, initial=None, truncate=None) -> Result
+    compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12)
+
+Layout as the generated modules': time-major xs (T, B, d), or (T, B) integer labels; ys (T, B, q)
+or (T, B) labels; parameters in the maths' shapes (vectors 1-D); initial states (B, rows), keyed by
+the state's name (or by its gradient key, h0), zeros if not given; gradient keys: the parameters'
+names and <state>0 for every state.
+
+Truncation (derive/truncation.py; as the generated modules do it):
+  ("chunk", k):  the states entering step s + 1 are detached when k divides s (s >= 1);
+  ("window", k): output j's gradient reaches the states of step s only if j - s <= k: steps
+                 j-k..j are rerun from the detached states of step j-k-1 (from the initial
+                 states when j <= k), and the per-output gradients summed.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+import torch
+from oracle_eval import DTYPE, OracleError, Scope, evaluate, size_of
+
+from bptt.derive.nodes import SeqAt
+
+STEPS, BATCH = sp.Dummy("T"), sp.Dummy("B")  # the leading dimensions of xs, ys and the states
+
+
+@dataclass
+class Result:
+    outputs: dict  # output name -> (T, B, rows)
+    loss: float  # summed over steps (divided by T if model.mean), averaged over the batch
+    grads: dict  # parameter name or <state>0 -> array of its shape
+
+
+@dataclass
+class Problem:
+    """A model and one batch, as tensors: parameters and initial states are autograd leaves."""
+
+    model: object
+    sizes: dict
+    params: dict  # name -> leaf (rows, cols)
+    initial: dict  # state name -> leaf (B, rows, 1)
+    data: dict  # sequence name -> (T, B, rows, 1), or (T, B) labels
+    T: int
+    B: int
+
+
+@dataclass
+class Record:
+    """One step's values: its states, outputs and per-sample loss (B,)."""
+
+    states: dict
+    outputs: dict
+    loss: torch.Tensor
+
+
+def run(model, params, xs, ys, initial=None, truncate=None):
+    """The outputs, loss and gradients of model on one batch (see the module's docstring);
+    truncate: None, ("window", k) or ("chunk", k)."""
+    mode, k = _truncation(truncate)
+    problem = _problem(model, params, xs, ys, initial or {})
+    records = _steps(problem, 1, problem.T, problem.initial, cut=k if mode == "chunk" else None)
+    loss = _total(problem, [record.loss for record in records])
+    if mode == "window":
+        target = _total(problem, [_window_loss(problem, records, j, k) for j in range(1, problem.T + 1)])
+    else:
+        target = loss
+    leaves = {**problem.params, **{f"{name}0": leaf for name, leaf in problem.initial.items()}}
+    found = torch.autograd.grad(target, list(leaves.values()), allow_unused=True)
+    grads = {}
+    for (key, leaf), grad in zip(leaves.items(), found, strict=True):
+        grad = torch.zeros_like(leaf) if grad is None else grad
+        shape = np.shape(params[key]) if key in problem.params else leaf.shape[:-1]
+        grads[key] = grad.detach().reshape(shape).numpy()
+    outputs = {
+        name: torch.stack([r.outputs[name][..., 0] for r in records]).detach().numpy() for name in records[0].outputs
+    }
+    return Result(outputs, float(loss.detach()), grads)
+
+
+def _steps(problem, first, last, entering, cut=None):
+    """Steps first..last from the states `entering` (at step first - 1); with cut k, the states
+    that enter step s + 1 are detached when k divides s (chunked truncation)."""
+    model, states, records = problem.model, dict(entering), []
+    forced = {seq.name: value for seq, value in model.teacher_forcing}
+    for step in range(first, last + 1):
+        now = {name: values[step - 1] for name, values in problem.data.items()}
+        scope = Scope(problem.sizes, problem.params, now, states)
+        for seq, rhs in model.assignments:
+            scope.now[seq.name] = evaluate(forced.get(seq.name, rhs), scope)
+        states = {seq.name: scope.now[seq.name] for seq in model.states}
+        outputs = {seq.name: scope.now[seq.name] for seq, _ in model.outputs}
+        records.append(Record(states, outputs, evaluate(model.concrete_loss(), scope)))
+        if cut and step % cut == 0:
+            states = {name: value.detach() for name, value in states.items()}
+    return records
+
+
+def _window_loss(problem, records, j, k):
+    """l_j with its gradient flowing back at most k steps: steps j-k..j rerun from the states
+    before them, detached; from the initial states when j <= k."""
+    if j <= k:
+        return _steps(problem, 1, j, problem.initial)[-1].loss
+    before = problem.initial if j - k == 1 else records[j - k - 2].states
+    entering = {name: value.detach() for name, value in before.items()}
+    return _steps(problem, j - k, j, entering)[-1].loss
+
+
+def _total(problem, losses):
+    """L = sum_t l_t (over T for a mean), averaged over the batch."""
+    total = sum(loss.sum() for loss in losses) / problem.B
+    return total / problem.T if problem.model.mean else total
+
+
+def _truncation(truncate):
+    if truncate is None:
+        return "full", None
+    if isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in ("window", "chunk"):
+        if isinstance(truncate[1], int) and truncate[1] >= 1:
+            return truncate
+    raise OracleError(f"truncate must be None, ('window', k) or ('chunk', k) with k >= 1; got {truncate!r}")
+
+
+def _problem(model, params, xs, ys, initial):
+    """The batch as tensors, the sizes bound from the parameters' shapes, every shape checked."""
+    names = [p.name for p in model.params]
+    if sorted(params) != sorted(names):
+        raise OracleError(f"params has keys {sorted(params)}; expected {sorted(names)}")
+    sizes = {}
+    for symbol in model.params:
+        _bind(sizes, symbol.shape, np.shape(params[symbol.name]), f"params[{symbol.name!r}]")
+    leaves = {}
+    for symbol in model.params:
+        array = np.asarray(params[symbol.name], dtype=np.float64)
+        leaves[symbol.name] = torch.tensor(array.reshape(array.shape[0], -1), requires_grad=True)
+    (source,) = model.inputs
+    data = {source.name: _sequence_data(source, xs, sizes, "xs")}
+    for ref in _data_references(model):
+        if ref.name != source.name:
+            data[ref.name] = _sequence_data(ref, ys, sizes, "ys")
+    T, B = np.shape(xs)[:2]
+    states = {}
+    for seq in model.states:
+        value = initial.get(seq.name, initial.get(f"{seq.name}0"))
+        value = np.zeros((B, size_of(seq.rows, sizes))) if value is None else np.asarray(value, np.float64)
+        _bind(sizes, (BATCH, seq.rows), value.shape, f"the initial {seq.name}")
+        states[seq.name] = torch.tensor(value[..., None], requires_grad=True)
+    known = {seq.name for seq in model.states} | {f"{seq.name}0" for seq in model.states}
+    if set(initial) - known:
+        raise OracleError(f"initial has unknown keys {sorted(set(initial) - known)}; expected state names")
+    return Problem(model, sizes, leaves, states, data, T, B)
+
+
+def _data_references(model):
+    """The targets and labels the loss and teacher forcing read (ys), sorted."""
+    exprs = [model.concrete_loss(), *(value for _, value in model.teacher_forcing)]
+    refs = {ref for expr in exprs for ref in expr.atoms(SeqAt) if ref.role in ("target", "label")}
+    return sorted(refs, key=lambda ref: ref.name)
+
+
+def _sequence_data(seq, array, sizes, what):
+    """xs or ys as tensors: (T, B, rows, 1) of float64, or (T, B) int64 labels."""
+    array = np.asarray(array)
+    if seq.role == "label":
+        _bind(sizes, (STEPS, BATCH), array.shape, what)
+        return torch.tensor(array, dtype=torch.int64)
+    _bind(sizes, (STEPS, BATCH, seq.rows), array.shape, what)
+    return torch.tensor(array, dtype=DTYPE)[..., None]
+
+
+def _bind(sizes, dims, shape, what):
+    """Bind the size symbols of dims (h, 4*h, 1, or a name) to shape's extents; OracleError on a clash."""
+    dims = tuple(dims[:1]) if len(shape) == 1 and len(dims) == 2 and dims[1] == 1 else tuple(dims)
+    expected = []
+    for dim, n in zip(dims, shape, strict=False):
+        dim = sp.sympify(dim)
+        free = dim.free_symbols
+        if len(free) == 1 and (dim / next(iter(free))).is_Integer:
+            sizes.setdefault(next(iter(free)), n // int(dim / next(iter(free))))
+        expected.append(sp.sympify(dim.xreplace(sizes)))
+    if len(shape) != len(dims) or any(e.is_Integer and e != n for e, n in zip(expected, shape, strict=False)):
+        raise OracleError(f"{what} has shape {tuple(shape)}; expected {tuple(expected)}")
+
+
+def compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12):
+    """Run a generated module's forward and loss_and_grads (NumPy, torch or JAX) and the oracle on the
+    same batch; AssertionError naming the first output, loss or gradient that differs by more than tol,
+    measured as max|a - b| / max(1, max|b|) with b the oracle's."""
+    expected = run(model, params, xs, ys, initial, truncate)
+    to_framework, to_numpy = _framework(module)
+    initial = initial or {}
+    states = {f"{seq.name}0": initial.get(seq.name, initial.get(f"{seq.name}0")) for seq in model.states}
+    states = {key: to_framework(value) for key, value in states.items() if value is not None}
+    theirs = {name: to_framework(array) for name, array in params.items()}
+    data = (to_framework(xs), to_framework(ys))
+    outputs, _ = module.forward(theirs, *data[: 2 if model.teacher_forcing else 1], **states)
+    loss, grads = module.loss_and_grads(theirs, *data, **states, truncate=truncate)
+    name = model.outputs[0][0].name
+    _agree(f"output {name}", to_numpy(outputs), expected.outputs[name], tol)
+    _agree("loss", to_numpy(loss), expected.loss, tol)
+    if set(grads) != set(expected.grads):
+        raise AssertionError(f"gradient keys {sorted(grads)}; the oracle's are {sorted(expected.grads)}")
+    for key, value in expected.grads.items():
+        _agree(f"gradient {key}", to_numpy(grads[key]), value, tol)
+
+
+def _framework(module):
+    """(to the module's arrays, back to NumPy) for a NumPy, torch or JAX module."""
+    if "jax" in vars(module):
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        return jax.numpy.asarray, np.asarray
+    if "torch" in vars(module):
+        return lambda array: torch.tensor(np.asarray(array)), lambda value: value.detach().cpu().numpy()
+    return lambda array: np.array(array), np.asarray
+
+
+def _agree(what, got, expected, tol):
+    got, expected = np.asarray(got, np.float64), np.asarray(expected, np.float64)
+    if got.shape != expected.shape:
+        raise AssertionError(f"{what}: shape {got.shape} from the module, {expected.shape} from the oracle")
+    error = np.abs(got - expected).max(initial=0) / max(1.0, np.abs(expected).max(initial=0))
+    if not error <= tol:
+        raise AssertionError(
+            f"{what} differs from the oracle by {error:.3e} (tol {tol:g}, relative to max(1, max|oracle|))\n"
+            f"module: {np.array2string(got, precision=17)}\noracle: {np.array2string(expected, precision=17)}"
+        )
