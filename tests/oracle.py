@@ -17,6 +17,9 @@ Truncation (derive/truncation.py; as the generated modules do it):
   ("window", k): output j's gradient reaches the states of step s only if j - s <= k: steps
                  j-k..j are rerun from the detached states of step j-k-1 (from the initial
                  states when j <= k), and the per-output gradients summed.
+A teacher-forced state is data entering the next step, like an input, and is never detached
+(codegen/check.py's truncated losses say the same): its initial value o_0 feeds step 1, so
+its gradient comes from every output whose window holds step 1 (j <= k + 1), not only j <= k.
 """
 
 from dataclasses import dataclass
@@ -104,11 +107,13 @@ def _steps(problem, first, last, entering, cut=None):
 
 def _window_loss(problem, records, j, k):
     """l_j with its gradient flowing back at most k steps: steps j-k..j rerun from the states
-    before them, detached; from the initial states when j <= k."""
+    before them, detached; from the initial states when j <= k. Teacher-forced states are data
+    entering a step, like inputs: never detached."""
     if j <= k:
         return _steps(problem, 1, j, problem.initial)[-1].loss
     before = problem.initial if j - k == 1 else records[j - k - 2].states
-    entering = {name: value.detach() for name, value in before.items()}
+    forced = {seq.name for seq, _ in problem.model.teacher_forcing}
+    entering = {name: value if name in forced else value.detach() for name, value in before.items()}
     return _steps(problem, j - k, j, entering)[-1].loss
 
 
@@ -175,14 +180,15 @@ def _sequence_data(seq, array, sizes, what):
 
 
 def _bind(sizes, dims, shape, what):
-    """Bind the size symbols of dims (h, 4*h, 1, or a name) to shape's extents; OracleError on a clash."""
+    """Bind the size symbols of dims (h, 4*h, 1, STEPS) to shape's extents; OracleError if they clash.
+    A vector parameter (rows, 1) comes as a 1-D array."""
     dims = tuple(dims[:1]) if len(shape) == 1 and len(dims) == 2 and dims[1] == 1 else tuple(dims)
     expected = []
     for dim, n in zip(dims, shape, strict=False):
         dim = sp.sympify(dim)
-        free = dim.free_symbols
-        if len(free) == 1 and (dim / next(iter(free))).is_Integer:
-            sizes.setdefault(next(iter(free)), n // int(dim / next(iter(free))))
+        (size, *others) = dim.free_symbols or {None}
+        if size is not None and not others and (dim / size).is_Integer:  # h or 4*h
+            sizes.setdefault(size, n // int(dim / size))
         expected.append(sp.sympify(dim.xreplace(sizes)))
     if len(shape) != len(dims) or any(e.is_Integer and e != n for e, n in zip(expected, shape, strict=False)):
         raise OracleError(f"{what} has shape {tuple(shape)}; expected {tuple(expected)}")

@@ -114,6 +114,17 @@ def test_window_of_one_step_cuts_the_initial_state_off_later_outputs():
     assert np.abs(windowed.grads["h0"] - one_step.grads["h0"]).max() < 1e-15
 
 
+def test_window_treats_a_teacher_forced_state_as_data():
+    """Window 1 on elman-jordan: h_0 (a state before step 1) hears output 1 only; o_0 (teacher-forced,
+    data entering step 1 like x_1) hears every output whose window holds step 1: outputs 1 and 2."""
+    model = load("elman-jordan")
+    params, xs, ys, initial = random_problem(model, seed=5)
+    windowed = run(model, params, xs, ys, initial, ("window", 1))
+    for key, steps in (("h0", 1), ("o0", 2)):
+        prefix = run(model, params, xs[:steps], ys[:steps], initial)
+        assert np.abs(windowed.grads[key] - prefix.grads[key]).max() < 1e-15, key
+
+
 # Each registry function's reference in torch (slopes f': autograd of f's reference).
 REFERENCE = {
     "identity": lambda x: x,
