@@ -32,7 +32,9 @@ def terms(draw, states, gates, forced=()):
     if chosen == [Term("bias")]:
         chosen.insert(draw(st.integers(0, 1)), Term("input"))
     if draw(st.integers(0, 9)) == 4:  # (Hypothesis favours the ends of a range)
-        chosen.insert(draw(st.integers(0, len(chosen))), Term("one"))
+        # where the partial sum reads a sequence value: the README refuses b + 1 before any
+        first = next(i for i, term in enumerate(chosen) if term.kind != "bias")
+        chosen.insert(draw(st.sampled_from([0] * (first == 0) + list(range(first + 1, len(chosen) + 1)))), Term("one"))
     return tuple(chosen)
 
 
