@@ -1,0 +1,126 @@
+"""Hypothesis strategies for random recurrent cells composed from the model language:
+`cells()` draws a Model, `plans()` the Plan it is built from (tests/cell_plans.py).
+
+What they cover: 1-3 states (a layer's h, an LSTM-like c, a teacher-forced output state p),
+1-3 layers (layer l+1 reads layer l's state at the same step t), gates feeding gates with and
+without named pre-activations, stacked weights read by blocks, a matrix times an elementwise
+product U (r_t * h_{t-1}), scalars (1 - z_t, + 1), every built-in elementwise function, both
+losses summed or averaged, and teacher forcing.
+"""
+
+from dataclasses import replace
+
+from cell_plans import ACTIVATIONS, MAX_STATES, Gate, Layer, Plan, Term, Update, build, sums
+from hypothesis import strategies as st
+
+
+def activations():
+    return st.sampled_from(ACTIVATIONS)
+
+
+@st.composite
+def terms(draw, states, gates, forced=()):
+    """1-3 distinct terms of a pre-activation, at least one of which reads a value, and now and
+    then a + 1 among them; the layer's states (h rows) may be read by any term, a teacher-forced state
+    (q rows) by a recurrent one only."""
+    options = [Term("input"), Term("bias")]
+    options += [Term("recurrent", source=s) for s in (*states, *forced)]
+    for g in gates:
+        options.append(Term("gate", gate=g))
+        options += [Term(kind, source=s, gate=g) for kind in ("product", "reset") for s in states]
+    chosen = draw(st.lists(st.sampled_from(options), min_size=1, max_size=3, unique=True))
+    if chosen == [Term("bias")]:
+        chosen.insert(draw(st.integers(0, 1)), Term("input"))
+    if draw(st.integers(0, 9)) == 4:  # (Hypothesis favours the ends of a range)
+        # where the partial sum reads a sequence value: the README refuses b + 1 before any
+        first = next(i for i, term in enumerate(chosen) if term.kind != "bias")
+        chosen.insert(draw(st.sampled_from([0] * (first == 0) + list(range(first + 1, len(chosen) + 1)))), Term("one"))
+    return tuple(chosen)
+
+
+@st.composite
+def gates(draw, layer, states, forced, most):
+    """0..most gates of a layer, each reading the layer's states and the gates before it."""
+    made = []
+    for name in "zrfiog"[: draw(st.integers(0, most))]:
+        gate_terms = draw(terms(states, [g.name for g in made], forced))
+        made.append(Gate(f"{name}{layer}", draw(activations()), gate_terms, draw(st.booleans())))
+    return tuple(made)
+
+
+@st.composite
+def update(draw, state, gate_names, states, forced, read_now=None):
+    """A state's equation, drawn among the forms its layer's gates allow. read_now is the layer's
+    other state, already computed at t (an LSTM's c), which this equation then reads."""
+    if read_now is None:
+        forms = ["activation"] + ["interpolate", "cell"] * (len(gate_names) >= 2)
+    else:
+        forms = ["activation"] + ["output"] * bool(gate_names)
+    form = draw(st.sampled_from(forms))
+    if form == "interpolate":
+        return Update(state, form, distinct(draw, gate_names, 2), swapped=draw(st.booleans()))
+    if form == "cell":
+        return Update(state, form, distinct(draw, gate_names, draw(st.integers(2, min(3, len(gate_names))))))
+    if form == "output":
+        return Update(state, form, distinct(draw, gate_names, 1), activation=draw(activations()))
+    state_terms = draw(terms(states, gate_names, forced))
+    if Term("recurrent", source=state) not in state_terms:
+        state_terms += (Term("recurrent", source=state),)  # every state reads itself at t-1
+    if read_now is not None:
+        state_terms += (Term("now", source=read_now),)  # h_t reads the layer's c_t
+    return Update(state, form, activation=draw(activations()), terms=state_terms)
+
+
+def distinct(draw, names, count):
+    return tuple(draw(st.permutations(names))[:count])
+
+
+@st.composite
+def layers(draw, index, states_left, forcing):
+    """Layer `index`: one state h, or two (c, then h reading c_t) when the budget allows."""
+    two = states_left >= 2 and draw(st.booleans())
+    names = (f"c{index}", f"h{index}") if two else (f"h{index}",)
+    forced = ("p",) if forcing and index == 1 else ()
+    layer_gates = draw(gates(index, names, forced, most=2 if two else 3))
+    gate_names = [g.name for g in layer_gates]
+    updates = [draw(update(names[0], gate_names, names, forced))]
+    if two:
+        updates.append(draw(update(names[1], gate_names, names, forced, read_now=names[0])))
+    layer = Layer(index, names, draw(st.booleans()), layer_gates, tuple(updates))
+    layer = read_somewhere(layer, Term("input"))  # x_t, or the layer below at t
+    return read_somewhere(layer, Term("recurrent", source="p")) if forced else layer
+
+
+def read_somewhere(layer, term):
+    """The layer with `term` added to its first sum, unless one of its sums has it."""
+    if any(term in terms for terms in sums(layer)):
+        return layer
+    if layer.gates:
+        first = layer.gates[0]
+        first = replace(first, terms=first.terms + (term,))
+        return replace(layer, gates=(first, *layer.gates[1:]))
+    first = layer.updates[0]  # no gates: the first state's form is "activation"
+    return replace(layer, updates=(replace(first, terms=first.terms + (term,)), *layer.updates[1:]))
+
+
+@st.composite
+def plans(draw):
+    loss = draw(st.sampled_from(("squared", "softmax")))
+    forcing = loss == "softmax" and draw(st.booleans())
+    budget = MAX_STATES - forcing
+    drawn = []
+    while budget > 0 and (not drawn or draw(st.booleans())):
+        layer = draw(layers(len(drawn) + 1, budget, forcing))
+        drawn.append(layer)
+        budget -= len(layer.states)
+    return Plan(tuple(drawn), loss, draw(st.booleans()), forcing, draw(st.booleans()))
+
+
+def cells():
+    """Random Models: random Plans, built."""
+    return plans().map(build)
+
+
+def truncations(steps):
+    """("window", k) or ("chunk", k), k = 1..T."""
+    return st.tuples(st.sampled_from(("window", "chunk")), st.integers(1, steps))
