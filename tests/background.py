@@ -15,6 +15,7 @@ import inspect
 import io
 import multiprocessing
 import os
+import sys
 
 import pytest
 
@@ -40,6 +41,9 @@ def arguments(item):
 
 def start(items):
     """Run the items' functions in worker processes, in the items' order."""
+    xla = sys.modules.get("jax._src.xla_bridge")
+    if xla is not None and xla._backends:  # XLA's threads do not survive the fork: a worker compiling would hang
+        raise pytest.UsageError("JAX was started while the tests were collected; start it inside a test, not at import")
     _tests.update((item.nodeid, (item.obj, arguments(item))) for item in items)
     context = multiprocessing.get_context("fork")  # the workers inherit _tests
     executor = concurrent.futures.ProcessPoolExecutor(os.cpu_count() or 2, mp_context=context, initializer=_nice)

@@ -178,11 +178,12 @@ def test_ctrl_c_early_in_a_real_process_exits_130_quietly():
     assert (child.returncode, out, err) == (130, b"", b"")
 
 
-# The generated modules, the same cases in every backend: (module, array maker, an rng for random truncation).
+# The generated modules, the same cases in every backend: (module, array maker, a maker of an rng). Nothing here
+# may start JAX while the suite is collected: background workers fork after collection, and XLA does not survive a fork.
 BACKENDS = {
-    "numpy": (lambda name: importlib.import_module(f"bptt.generated.{name}"), np.asarray, np.random.default_rng(0)),
-    "torch": (lambda name: importlib.import_module(f"bptt.generated.{name}_torch"), torch.as_tensor, None),
-    "jax": (lambda name: importlib.import_module(f"bptt.generated.{name}_jax"), jnp.asarray, jax.random.key(0)),
+    "numpy": (lambda name: importlib.import_module(f"bptt.generated.{name}"), np.asarray, lambda: np.random.default_rng(0)),
+    "torch": (lambda name: importlib.import_module(f"bptt.generated.{name}_torch"), torch.as_tensor, lambda: None),
+    "jax": (lambda name: importlib.import_module(f"bptt.generated.{name}_jax"), jnp.asarray, lambda: jax.random.key(0)),
 }
 SIZES = {"d": 2, "h": 3, "q": 4}
 
@@ -218,7 +219,8 @@ def test_a_parameter_of_another_dtype_is_the_one_named(backend, odd):
     "T, B, named", [(0, 2, "T"), (-1, 2, "T"), (1.5, 2, "T"), (True, 2, "T"), (2, 0, "B"), (2, "2", "B")]
 )
 def test_random_inputs_refuses_a_length_that_is_no_positive_integer(backend, T, B, named):
-    module, _, rng = BACKENDS[backend]
+    module, _, make_rng = BACKENDS[backend]
+    rng = make_rng()
     value_error(lambda: module("elman").random_inputs(rng, T, B, **SIZES), f"{named} must be a positive integer")
     value_error(lambda: module("elman").random_inputs(rng, 2, 2, **{**SIZES, "h": 0}), "size h must be a positive")
     xs, ys = module("elman").random_inputs(rng, np.int64(2), 3, **SIZES)  # a NumPy integer is a length
