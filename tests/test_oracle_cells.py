@@ -4,7 +4,7 @@ the oracle: outputs, loss and every gradient to 1e-12, full BPTT and truncated.
 Each cell's module is generated as `bptt codegen FILE:FUNC --backend all --out DIR` would (the model
 loaded by its file spec, each backend's module source written to a folder) and imported from there,
 once per backend. The data come from the model's description (test_oracle.random_problem).
-Generating a two-layer LSTM's modules takes a few seconds and checking them more, so each cell
+Generating a two-layer LSTM's modules takes 3-5 s (its forward-mode code most of it), so each cell
 is one test that runs in the background (background.py) while the rest of the suite runs, and says
 which backends and truncations fail. The oracle itself is checked on the cells that no backend
 can check: against finite differences, and the unnamed GRU against the zoo GRU's modules."""
