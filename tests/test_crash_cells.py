@@ -7,11 +7,10 @@ import crash_cells
 import numpy as np
 import pytest
 from crash_cells import CELLS, ZERO
-from oracle import _framework, compare, run
+from oracle import _framework, run
 from test_oracle import random_problem
-from test_oracle_cells import TRUNCATIONS, generate
+from test_oracle_cells import backend_failures
 
-from bptt.codegen.backends import BACKENDS
 from bptt.codegen.render import document
 from bptt.derive.latex import latex
 
@@ -45,24 +44,8 @@ def test_crash_cell_agrees_with_the_oracle(cell):
     model = getattr(crash_cells, cell)()
     params, xs, ys, initial = random_problem(model, seed=3)
     assert all(np.any(array != 0) for array in params.values())
-    failures = []
-    for backend in BACKENDS:
-        try:
-            module = generate(model, backend)
-        except Exception as error:
-            failures.append(f"{backend}: codegen failed: {type(error).__name__}: {error}")
-            continue
-        problem = (module, model, params, xs, ys, initial)
-        for mode, truncate in TRUNCATIONS.items():
-            try:
-                compare(*problem, truncate=truncate)
-            except Exception as error:
-                failures.append(f"{backend} {mode}: {type(error).__name__}: {error}")
-        for check in (_forward_mode_failures, lambda *p: _zero_failures(*p, ZERO[cell])):
-            try:
-                failures += [f"{backend}: {failure}" for failure in check(*problem)]
-            except Exception as error:
-                failures.append(f"{backend} {check.__name__}: {type(error).__name__}: {error}")
+    zeros = lambda *problem: _zero_failures(*problem, ZERO[cell])  # noqa: E731
+    failures = backend_failures(model, (params, xs, ys, initial), (_forward_mode_failures, zeros))
     if failures:
         raise AssertionError(f"{cell}: {len(failures)} checks fail:\n" + "\n".join(failures))
 

@@ -48,12 +48,9 @@ def generate(model, backend):
     return module
 
 
-@pytest.mark.background
-@pytest.mark.parametrize("cell", CELLS)
-def test_user_cell_agrees_with_the_oracle(cell):
-    """Every backend x {full, window 2, chunk 2}; the message lists each that fails, with its error."""
-    model = load(f"{CELLS_FILE}:{cell}")
-    problem = random_problem(model, seed=len(model.name))
+def backend_failures(model, problem, checks=()):
+    """Every backend's module against the oracle in each truncation, then each of checks(module, model, *problem)
+    (a list of failure lines): the failures, each naming its backend."""
     failures = []
     for backend in BACKENDS:
         try:
@@ -66,6 +63,21 @@ def test_user_cell_agrees_with_the_oracle(cell):
                 compare(module, model, *problem, truncate=truncate)
             except Exception as error:
                 failures.append(f"{backend} {mode}: {type(error).__name__}: {error}")
+        for check in checks:
+            try:
+                failures += [f"{backend}: {failure}" for failure in check(module, model, *problem)]
+            except Exception as error:
+                failures.append(f"{backend} {check.__name__}: {type(error).__name__}: {error}")
+    return failures
+
+
+@pytest.mark.background
+@pytest.mark.parametrize("cell", CELLS)
+def test_user_cell_agrees_with_the_oracle(cell):
+    """Every backend x {full, window 2, chunk 2}; the message lists each that fails, with its error."""
+    model = load(f"{CELLS_FILE}:{cell}")
+    problem = random_problem(model, seed=len(model.name))
+    failures = backend_failures(model, problem)
     checks = len(BACKENDS) * len(TRUNCATIONS)
     if failures:
         raise AssertionError(f"{cell}: {len(failures)} of {checks} checks fail:\n" + "\n".join(failures))
