@@ -1,7 +1,5 @@
-"""Fixtures shared by the tests, and the hooks that run tests marked `background` in
-worker processes while the rest of the suite runs (background.py)."""
+"""Fixtures shared by the tests, and the order in which pytest-xdist hands them out."""
 
-import background
 import pytest
 from problems import make_problem
 
@@ -23,29 +21,10 @@ def user_file(tmp_path):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "background: run in a worker process while the suite runs (background.py)")
+    config.addinivalue_line("markers", "slow: a long proof, scheduled first so that the workers finish together")
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """Background tests run last: their work runs meanwhile."""
-    items.sort(key=background.is_background)
-
-
-def pytest_collection_finish(session):
-    """Start the selected background tests in worker processes once collection is done."""
-    selected = [item for item in session.items if background.is_background(item)]
-    if selected and not session.config.option.collectonly:
-        background.start(selected)
-
-
-def pytest_pyfunc_call(pyfuncitem):
-    """A background test's call waits for its worker."""
-    if background.started(pyfuncitem):
-        print(background.outcome(pyfuncitem), end="")
-        return True
-    return None
-
-
-def pytest_sessionfinish(session):
-    background.stop()
+    """Slow tests first: pytest-xdist hands them out before the short ones fill the gaps."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

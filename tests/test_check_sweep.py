@@ -1,6 +1,6 @@
 """The gradient check in both directions, over the whole zoo: it never cries wolf on the
 generated (correct) gradients, and it catches an error of one part in a million planted in
-one entry of one gradient. Both run in worker processes while the suite runs (background.py)."""
+one entry of one gradient. Both are marked slow, so pytest-xdist hands them out first."""
 
 import types
 
@@ -41,7 +41,7 @@ def sweep(name, steps, seeds):
     return results
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, steps, seeds", sweep_configs(), ids=[f"{name}-T{steps}" for name, steps, _ in sweep_configs()]
 )
@@ -96,7 +96,7 @@ PLANTED_RUNS = [(5, range(8)), (20, [11]), (50, [12]), (200, [13, 14])]
 GATED_RUNS = [(5, range(8)), (20, [11]), (50, [12]), (200, [13])]  # one long run: 17-19 arrays, every entry
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, steps, seeds",
     [(name, steps, seeds) for name in names() for steps, seeds in (GATED_RUNS if name in GATED else PLANTED_RUNS)],

@@ -1,7 +1,7 @@
 """The cells of crash_cells.py (each crashed codegen once) through every backend against the oracle:
 outputs, loss and every gradient to 1e-12, full BPTT, window 2 and chunk 2, and forward mode (full);
 the gradients that are zero come out exactly zero. XLA's compile time dominates (a few seconds a cell),
-so each cell is one test that runs in the background (background.py)."""
+so each cell is one test that is marked slow (handed out first)."""
 
 import crash_cells
 import numpy as np
@@ -38,7 +38,7 @@ def _zero_failures(module, model, params, xs, ys, initial, zero):
     return [f"gradient {key} is not exactly zero" for key in zero if np.any(to_numpy(grads[key]) != 0)]
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", CELLS)
 def test_crash_cell_agrees_with_the_oracle(cell):
     model = getattr(crash_cells, cell)()

@@ -205,7 +205,7 @@ def test_negative_control_for_the_gated_cells(gated):
     assert_dropped_term_is_caught(case, brute, derive(case.model), forward_values(case, DIGITS), agree_to_30_digits)
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["elman-jordan", "elman-onehot", "jordan"])
 def test_seed_models_agree_to_30_digits(name):
     """One-hot word inputs (a column lookup) and teacher forcing (onehot(y_{t-1}) read

@@ -181,7 +181,7 @@ def test_the_order_cells_forward_mode_equals_bptt(cell):
     assert max(errors.values()) <= 1e-12, errors
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "cell, backends", [("lstm2_stacked", EVERY_BACKEND), ("lstm2_gates", ("numpy", "torch"))]
 )

@@ -76,7 +76,7 @@ def worst(analytic, numeric, floor=1e-6):
     return f"worst entry {tuple(int(i) for i in k)}: analytic {analytic[k]!r}, numeric {numeric[k]!r}"
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("T, B, which", CASES)
 @pytest.mark.parametrize("name", NAMES)

@@ -5,7 +5,7 @@ Each cell's module is generated as `bptt codegen FILE:FUNC --backend all --out D
 loaded by its file spec, each backend's module source written to a folder) and imported from there,
 once per backend. The data come from the model's description (test_oracle.random_problem).
 Generating a two-layer LSTM's modules takes 3-5 s (its forward-mode code most of it), so each cell
-is one test that runs in the background (background.py) while the rest of the suite runs, and says
+is one test that is marked slow (handed out first), and says
 which backends and truncations fail. The oracle itself is checked on the cells that no backend
 can check: against finite differences, and the unnamed GRU against the zoo GRU's modules."""
 
@@ -71,7 +71,7 @@ def backend_failures(model, problem, checks=()):
     return failures
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @pytest.mark.parametrize("cell", CELLS)
 def test_user_cell_agrees_with_the_oracle(cell):
     """Every backend x {full, window 2, chunk 2}; the message lists each that fails, with its error."""

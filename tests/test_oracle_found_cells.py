@@ -1,6 +1,6 @@
 """The cells the oracle found wrong in the fast backward pass (tests/oracle_found_cells.py), through
 codegen and every backend, against the oracle: outputs, loss and every gradient to 1e-12, full BPTT,
-window 2 and chunk 2 (JAX in the background). Before the fix, NumPy and torch were wrong by 4e-2 to 1.3 in full and chunk."""
+window 2 and chunk 2 (JAX's marked slow). Before the fix, NumPy and torch were wrong by 4e-2 to 1.3 in full and chunk."""
 
 import pathlib
 
@@ -28,10 +28,10 @@ CELLS = [
 
 
 def _cases():
-    """(cell, backend) pairs; JAX's compile takes seconds per cell, so its checks run in the background."""
+    """(cell, backend) pairs; JAX's compile takes seconds per cell, so its checks are marked slow."""
     for cell in CELLS:
         for backend in BACKENDS:
-            marks = [pytest.mark.background] if backend == "jax" else []
+            marks = [pytest.mark.slow] if backend == "jax" else []
             yield pytest.param(cell, backend, marks=marks, id=f"{cell}-{backend}")
 
 

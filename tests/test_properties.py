@@ -14,7 +14,7 @@ from support import module_of
 from bptt.codegen.check import PatternRng, Problem, check, check_gradients, problem, table
 from bptt.derive.models import names
 
-pytestmark = pytest.mark.background  # each runs in a worker process while the suite runs
+pytestmark = pytest.mark.slow  # each runs in a worker process while the suite runs
 NAMES = names()
 ENTRIES = 3  # finite differences on this many entries of each array per example
 DETERMINISTIC = {

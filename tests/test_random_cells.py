@@ -99,8 +99,8 @@ def check_random_cell(data):
             compare(backend, module, model, values, mode)
 
 
-# 240 examples, 208 distinct cells (Hypothesis draws some again), as two tests of 120 that run in the
-# two background workers at once (tests with other names draw other cells). No shrinking: every example generates three modules, and the plan of a
+# 240 examples, 208 distinct cells (Hypothesis draws some again), as two tests of 120 that the
+# two pytest-xdist workers run at once (tests with other names draw other cells). No shrinking: every example generates three modules, and the plan of a
 # failing one is printed whole (tests/cell_plans.py builds it).
 CELLS = settings(
     max_examples=120,
@@ -110,14 +110,14 @@ CELLS = settings(
 )
 
 
-@pytest.mark.background  # runs in a worker process while the suite runs (background.py)
+@pytest.mark.slow
 @CELLS
 @given(data=st.data())
 def test_random_cells_agree_with_the_oracle_in_every_backend(data):
     check_random_cell(data)
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @CELLS
 @given(data=st.data())
 def test_more_random_cells_agree_with_the_oracle_in_every_backend(data):

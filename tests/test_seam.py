@@ -7,7 +7,7 @@ full BPTT and window and chunk truncation, for every zoo model and every cell of
 torch.nn.LSTM(num_layers=2) as a user's cell among them (layer 2 reads h1_t at the same step: the
 product a fusion of the gates alone would drop), whose NumPy module is also proved against
 torch.nn.LSTM itself, by autograd. The examples are rendered in memory, slowly (their forward mode is
-most of it), so they run in background workers.
+most of it), so they are marked slow.
 (b) Structurally: each backend prints the Program it is given (a changed forward Pass changes every
 backend's outputs alike), only the IR passes build statements or call the fusion passes, and the
 Pass is the same bytes whatever the hash seed.
@@ -172,7 +172,7 @@ def torch_two_layer_lstm_by_gate(params, xs, ys, initial):
 ORACLES = {"lstm_2layer.py:lstm": torch_two_layer_lstm, "lstm_2layer.py:separate": torch_two_layer_lstm_by_gate}
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_every_example_agrees(example):
     """Every backend agrees on each example cell; where the cell is a framework's own module (ORACLES), the

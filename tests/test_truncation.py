@@ -41,7 +41,7 @@ def test_long_truncation_is_full_bptt(name, mode):
             np.testing.assert_allclose(grads[key], full[key], rtol=1e-12, atol=1e-14, err_msg=f"{mode} k={k} {key}")
 
 
-@pytest.mark.background
+@pytest.mark.slow
 @pytest.mark.parametrize("name", RECURRENT)
 @pytest.mark.parametrize("mode, k", [("window", 1), ("window", 2), ("chunk", 2), ("chunk", 3)])
 def test_truncation_matches_finite_differences_of_truncated_loss(name, mode, k):
