@@ -2,6 +2,8 @@
 generated as NumPy code and proven.
 
 Installed, the repository's folders are the subpackages `bptt.derive` (the
-maths), `bptt.codegen` (printers, templates, the CLI) and `bptt.generated`
-(the zoo's NumPy modules).
+maths), `bptt.documents` (the derivation as LaTeX and Markdown), `bptt.codegen`
+(the statement IR, its passes and one printer per backend), `bptt.app` (the CLI,
+checks, analysis, plots, benchmark) and `bptt.generated` (the zoo's modules).
+
 """

@@ -1,5 +1,5 @@
 """`python -m bptt` is the `bptt` command."""
 
-from bptt.codegen.start import run
+from bptt.app.start import run
 
 run()

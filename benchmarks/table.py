@@ -3,7 +3,7 @@ hand-optimised NumPy, PyTorch and JAX, on one pinned core with BLAS on one threa
 
     python benchmarks/table.py [--repeats 7] [--configs small,medium,...]
 
-Each configuration runs `bptt bench`'s measurement (codegen/bench.py): every implementation's
+Each configuration runs `bptt bench`'s measurement (app/bench/bench.py): every implementation's
 gradients are checked against the generated module's first, then all are timed round-robin in
 the same run. A cell is generated time / peer time (below 1: the generated module is faster);
 "GEMMs only" is the time of the same matrix products with nothing else.
@@ -30,7 +30,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--configs", default=",".join(CONFIGS))
     args = parser.parse_args()
-    from bptt.codegen import bench
+    from bptt.app.bench import bench
 
     if any(os.environ.get(key) != value for key, value in bench.THREADS.items()):
         env = {**os.environ, **bench.THREADS}  # the thread settings must come before NumPy loads BLAS
@@ -38,7 +38,7 @@ def main():
     core = bench.pin()
     import numpy as np
 
-    from bptt.codegen.check import load_module
+    from bptt.app.check import load_module
     from bptt.derive.models import load
 
     print(f"one core ({core}), BLAS on one thread, median of {args.repeats} after 2 warm-up rounds, round-robin")

@@ -1,14 +1,14 @@
 """The backends a model's module can be generated for: one entry each, read by the CLI, the renderer and the tests.
 
-A backend is a printer of the statement IR and a helpers file; `renderer` names the codegen module whose
-`module_source(model)` lays out its module. Codegen never imports the framework itself: only the generated
+A backend is a printer of the statement IR and a helpers file; `renderer` names the codegen sub-package whose
+render module's `module_source(model)` lays out its module. Codegen never imports the framework itself: only the generated
 module does, so `bptt codegen --backend torch` works without torch installed.
 """
 
 import importlib
 from dataclasses import dataclass
 
-from . import names
+from bptt.codegen import names
 
 
 @dataclass(frozen=True)
@@ -17,23 +17,28 @@ class Backend:
     suffix: str  # generated/<model><suffix>.py
     framework: str  # what the generated module imports
     extra: str  # pip install 'bptt[extra]' brings the framework ("" for numpy, a dependency)
-    renderer: str  # bptt.codegen.<renderer>.module_source(model)
+    renderer: str  # bptt.codegen.<renderer>.module_source(model): the backend's folder
 
     def module_source(self, model, program=None):
         """The module's source; program: the model's statements to print (program.build(model)'s if None).
         ModelError if a name of the model is one the generated code uses itself."""
         names.check(model)
-        return importlib.import_module(f"bptt.codegen.{self.renderer}").module_source(model, program)
+        return importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source(model, program)
 
     def filename(self, model_name):
         return model_name.replace("-", "_") + self.suffix + ".py"
 
 
 BACKENDS = {
-    "numpy": Backend("numpy", "", "numpy", "", "render"),
-    "torch": Backend("torch", "_torch", "torch", "torch", "torch_render"),
-    "jax": Backend("jax", "_jax", "jax", "jax", "jax_render"),
+    "numpy": Backend("numpy", "", "numpy", "", "numpy"),
+    "torch": Backend("torch", "_torch", "torch", "torch", "torch"),
+    "jax": Backend("jax", "_jax", "jax", "jax", "jax"),
 }
+
+
+def module_filename(model, backend="numpy"):
+    """generated/<model>.py, or <model>_<backend>.py for a framework's backend."""
+    return BACKENDS[backend].filename(model.name)
 
 
 class MissingFramework(ImportError):

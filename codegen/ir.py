@@ -1,7 +1,7 @@
 """The statements between a model's derivation and a backend's printer.
 
 program.py builds them from the derivation (forward_mode.py the forward-mode loops) and optimize.py
-rewrites them; a printer per backend (numpy_statements.py, with torch's calls for torch; jax_pass.py;
+rewrites them; a printer per backend (printing/statements.py, with torch's calls for torch; jax/scan.py;
 the tangent printers for forward mode) turns them into code,
 and the templates only lay the module out. Right-hand sides are SymPy
 expressions of the derivation: SeqAt and Adj at a time, parameters, Apply...
@@ -228,3 +228,23 @@ class ZerosLike(sp.MatrixExpr):
 
     like = property(lambda self: self.args[0])
     shape = property(lambda self: self.args[0].shape)
+
+
+@dataclass(frozen=True)
+class Initial:
+    """dL/dS_0 = value (read at step 1); `weighted`: it flows back through time, so truncation weights it."""
+
+    key: str
+    value: object
+    weighted: bool
+    comment: str
+
+
+@dataclass(frozen=True)
+class Pass:
+    """The statements of one generated function, the arrays they work in, and the
+    parameters they stack once per call (ir.Stack)."""
+
+    statements: tuple
+    arrays: tuple = ()
+    stacks: tuple = ()

@@ -12,36 +12,15 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, ZerosLike, walk
+from bptt.codegen.passes import forward_mode, fuse, optimize
+from bptt.codegen.passes.fresh import fresh_returns
+from bptt.codegen.passes.halve import halve_sigmoids
+from bptt.codegen.passes.loops import backward_schedule, forward_schedule
+from bptt.codegen.passes.slopes import name_slopes
+from bptt.codegen.text import equation, text
 from bptt.derive.bptt import derive
 from bptt.derive.nodes import Adj, SeqAt, matrix_sum
-
-from . import forward_mode, fuse, optimize
-from .fresh import fresh_returns
-from .halve import halve_sigmoids
-from .ir import Accumulate, Array, Assign, Flow, Guard, Loop, ZerosLike, walk
-from .schedule import backward_schedule, forward_schedule
-from .slopes import name_slopes
-from .text import equation, text
-
-
-@dataclass(frozen=True)
-class Initial:
-    """dL/dS_0 = value (read at step 1); `weighted`: it flows back through time, so truncation weights it."""
-
-    key: str
-    value: object
-    weighted: bool
-    comment: str
-
-
-@dataclass(frozen=True)
-class Pass:
-    """The statements of one generated function, the arrays they work in, and the
-    parameters they stack once per call (ir.Stack)."""
-
-    statements: tuple
-    arrays: tuple = ()
-    stacks: tuple = ()
 
 
 @dataclass(frozen=True)

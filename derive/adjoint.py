@@ -7,18 +7,9 @@ of its arguments, written like the maths (for h = tanh(a): a_bar = diag(1 - h^2)
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
-from .blocks import Placed, SliceError, check_block
-from .elementwise import Apply, UnknownFunction, derivative
-from .nodes import (
-    Diag,
-    GenericLoss,
-    LossGrad,
-    OneHot,
-    SeqAt,
-    Softmax,
-    SoftmaxCrossEntropy,
-    SquaredError,
-)
+from bptt.derive.blocks import Placed, SliceError, check_block
+from bptt.derive.elementwise import Apply, UnknownFunction, derivative
+from bptt.derive.nodes import Diag, GenericLoss, LossGrad, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError
 
 
 class NoRule(ValueError):

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .adjoint import backprop
-from .blocks import sum_over_time
-from .model import references
-from .nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
+from bptt.derive.adjoint import backprop
+from bptt.derive.blocks import sum_over_time
+from bptt.derive.model import references
+from bptt.derive.nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
 
 NEXT, SAME = "next", "same"
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .bptt import NEXT, SAME
-from .nodes import Adj, MatAt, SeqAt, T, TimeProduct, TimeSum, matrix_sum, t
+from bptt.derive.bptt import NEXT, SAME
+from bptt.derive.nodes import Adj, MatAt, SeqAt, T, TimeProduct, TimeSum, matrix_sum, t
 
 j = sp.Symbol("j", integer=True)
 k = sp.Symbol("k", integer=True)

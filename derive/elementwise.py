@@ -14,7 +14,7 @@ import sympy as sp
 from sympy.core.symbol import Str
 from sympy.matrices.expressions.special import OneMatrix
 
-from .column import Column
+from bptt.derive.column import Column
 
 
 class UnknownFunction(ValueError):

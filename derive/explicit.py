@@ -9,20 +9,9 @@ import functools
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
-from .blocks import Placed
-from .elementwise import Apply, lookup
-from .nodes import (
-    Adj,
-    Diag,
-    OneHot,
-    Softmax,
-    SoftmaxCrossEntropy,
-    SquaredError,
-    T,
-    TimeProduct,
-    TimeSum,
-    t,
-)
+from bptt.derive.blocks import Placed
+from bptt.derive.elementwise import Apply, lookup
+from bptt.derive.nodes import Adj, Diag, OneHot, Softmax, SoftmaxCrossEntropy, SquaredError, T, TimeProduct, TimeSum, t
 
 
 def evaluate(expr, env, steps):

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .adjoint import backprop
-from .bptt import NEXT, SAME, derive
-from .closed_form import NoClosedForm, block_closed_form, closed_form, k, linear_coefficient
-from .elementwise import Apply, derivative, lookup
-from .nodes import Adj, Diag, SeqAt, matrix_sum, t
+from bptt.derive.adjoint import backprop
+from bptt.derive.bptt import NEXT, SAME, derive
+from bptt.derive.closed_form import NoClosedForm, block_closed_form, closed_form, k, linear_coefficient
+from bptt.derive.elementwise import Apply, derivative, lookup
+from bptt.derive.nodes import Adj, Diag, SeqAt, matrix_sum, t
 
 
 @dataclass(frozen=True)

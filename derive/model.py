@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from .elementwise import FUNCTIONS
-from .nodes import Loss, SeqAt, t
+from bptt.derive.elementwise import FUNCTIONS
+from bptt.derive.nodes import Loss, SeqAt, t
 
 ROLES = ("input", "state", "intermediate", "output", "target", "label")
 

@@ -12,8 +12,8 @@ import sympy as sp
 from sympy.core.symbol import Str
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
-from .column import Column
-from .elementwise import (  # noqa: F401 (the model API)
+from bptt.derive.column import Column
+from bptt.derive.elementwise import (  # noqa: F401 (the model API)
     Apply,
     elu,
     exp,

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .closed_form import linear_coefficient
-from .model import Seq
-from .nodes import DescendingTimeProduct, MatAt, SeqAt, TimeSum, matrix_sum, t
-from .tangent import Tangent, tangent_terms
+from bptt.derive.closed_form import linear_coefficient
+from bptt.derive.model import Seq
+from bptt.derive.nodes import DescendingTimeProduct, MatAt, SeqAt, TimeSum, matrix_sum, t
+from bptt.derive.tangent import Tangent, tangent_terms
 
 i_lemma, j_lemma = sp.Symbol("i", integer=True), sp.Symbol("j", integer=True)
 n_lemma = sp.Symbol("n", integer=True, positive=True)

@@ -11,9 +11,9 @@ import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import OneMatrix
 
-from .adjoint import CONSTANTS, NoRule
-from .elementwise import Apply, UnknownFunction, derivative, lookup
-from .nodes import Diag, SeqAt
+from bptt.derive.adjoint import CONSTANTS, NoRule
+from bptt.derive.elementwise import Apply, UnknownFunction, derivative, lookup
+from bptt.derive.nodes import Diag, SeqAt
 
 
 class Tangent(MatrixExpr):

@@ -11,9 +11,9 @@ random pi: the flow into step t is weighted by xi_{t+1}, 0 with probability
 
 import sympy as sp
 
-from .bptt import NEXT, SAME
-from .closed_form import j, k
-from .nodes import T, TimeProduct, TimeSum, matrix_sum, t
+from bptt.derive.bptt import NEXT, SAME
+from bptt.derive.closed_form import j, k
+from bptt.derive.nodes import T, TimeProduct, TimeSum, matrix_sum, t
 
 tau = sp.Symbol("tau", integer=True, positive=True)
 

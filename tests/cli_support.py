@@ -155,10 +155,10 @@ def assert_user_error(result, *fragments):
 def shadow_package(root):
     """root/bptt: the repository's package with a copy of generated/ of its own, imported with PYTHONPATH=root.
 
-    derive/ and codegen/ are symlinks into the repository; like an installed bptt, it has no pyproject.toml."""
+    Its code folders are symlinks into the repository; like an installed bptt, it has no pyproject.toml."""
     package = root / "bptt"
     package.mkdir(parents=True)
-    for name in ("__init__.py", "__main__.py", "derive", "codegen"):
+    for name in ("__init__.py", "__main__.py", "notebook.py", "derive", "documents", "codegen", "app"):
         (package / name).symlink_to(REPO / name)
     shutil.copytree(GENERATED, package / "generated", ignore=shutil.ignore_patterns("__pycache__"))
     return package

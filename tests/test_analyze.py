@@ -15,12 +15,12 @@ import sys
 import numpy as np
 import pytest
 
-import bptt.codegen.analyze as analysis
-from bptt.codegen import cli, plots
-from bptt.codegen.render import document
+import bptt.app.analyze as analysis
+from bptt.app import cli, plots
+from bptt.app.notebook import analyze as analyze_for_notebook
+from bptt.app.notebook import derive as derive_for_notebook
 from bptt.derive.models import load, names
-from bptt.notebook import analyze as analyze_for_notebook
-from bptt.notebook import derive as derive_for_notebook
+from bptt.documents.render import document
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 USER_CELL = "examples/gated_rnn.py:gated_rnn"

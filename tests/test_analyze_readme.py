@@ -8,7 +8,7 @@ import struct
 
 import pytest
 
-from bptt.codegen.analyze import analyze
+from bptt.app.analyze import analyze
 from bptt.derive.models import load
 
 FOLDER = pathlib.Path(__file__).resolve().parents[1] / "docs" / "gradient-flow"

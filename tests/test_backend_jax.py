@@ -23,8 +23,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bptt.app.check import load_module
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.check import load_module
 from bptt.derive.models import load, names
 
 jax.config.update("jax_enable_x64", True)

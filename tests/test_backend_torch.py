@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from bptt.codegen import torch_render
+from bptt.codegen.torch import render as torch_render
 from bptt.derive.models import load, names
 
 NAMES = names()
@@ -224,7 +224,7 @@ def test_bad_input_names_torch_where_the_backends_differ():
 
 def in_memory(model):
     """The NumPy and torch modules of a user's model, rendered and run in memory."""
-    from bptt.codegen.render import module_source
+    from bptt.codegen.numpy.render import module_source
 
     numpy_module, torch_module = types.ModuleType("user_numpy"), types.ModuleType("user_torch")
     exec(compile(module_source(model), "<numpy>", "exec"), numpy_module.__dict__)

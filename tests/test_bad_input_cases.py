@@ -22,10 +22,9 @@ import pytest
 import torch
 from cli_support import REPO, clean_env
 
-from bptt import notebook
-from bptt.codegen import plots, render, start
-from bptt.codegen.analyze import TABLES
-from bptt.codegen.cli import main
+from bptt.app import files, notebook, plots, start
+from bptt.app.analyze import TABLES
+from bptt.app.cli import main
 from bptt.derive.models import load
 
 jax.config.update("jax_enable_x64", True)
@@ -108,7 +107,7 @@ def test_analyze_refuses_what_is_not_a_regular_file_before_measuring(capsys, tmp
         blocked.mkdir()
     before = written(tmp_path)
     measured = []
-    monkeypatch.setattr("bptt.codegen.analyze.analyze", lambda *args, **kwargs: measured.append(args))
+    monkeypatch.setattr("bptt.app.analyze.analyze", lambda *args, **kwargs: measured.append(args))
     kind = {"fifo": "a FIFO", "device": "a character device", "folder": "a folder"}[blocker]
     assert_usage_error(run(capsys, "analyze", "linear", "-o", tmp_path), f"{blocked} is {kind}")
     assert measured == [] and written(tmp_path) == before
@@ -118,7 +117,7 @@ def test_analyze_names_the_users_file_when_writing_fails(capsys, tmp_path, monke
     """An OSError while replacing a file (here: no space left) names the file, not the temporary one beside it."""
 
     class Full:
-        """os for render.py, but a file's replacement fails as on a full disk."""
+        """os for files.py, but a file's replacement fails as on a full disk."""
 
         def __getattr__(self, name):
             return getattr(os, name)
@@ -127,7 +126,7 @@ def test_analyze_names_the_users_file_when_writing_fails(capsys, tmp_path, monke
         def replace(source, target):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), source)
 
-    monkeypatch.setattr(render, "os", Full())
+    monkeypatch.setattr(files, "os", Full())
     monkeypatch.setattr(plots, "figures", lambda analysis: dict.fromkeys(TABLES))  # no drawing: not the point here
     monkeypatch.setattr(plots, "png", lambda figure: b"PNG")
     status, _, err = run(capsys, "analyze", "linear", "--steps", "2", "--radius", "1", "-o", tmp_path)
@@ -140,10 +139,10 @@ def test_ctrl_c_while_the_cli_loads_exits_130_quietly(monkeypatch, capsys):
 
     class Interrupted(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
-            if name == "bptt.codegen.cli":
+            if name == "bptt.app.cli":
                 raise KeyboardInterrupt
 
-    monkeypatch.delitem(sys.modules, "bptt.codegen.cli")
+    monkeypatch.delitem(sys.modules, "bptt.app.cli")
     monkeypatch.setattr(sys, "meta_path", [Interrupted(), *sys.meta_path])
     with pytest.raises(SystemExit) as exit:
         start.run()

@@ -10,7 +10,7 @@ import pytest
 from cli_support import bptt
 from support import module_of
 
-from bptt.codegen import bench, peers, peers_jax, peers_torch
+from bptt.app.bench import bench, peers, peers_jax, peers_torch
 from bptt.derive.models import load, names
 
 SIZES = (2, 3, 4)

@@ -7,9 +7,9 @@ import sympy as sp
 from bptt.derive.bptt import derive
 from bptt.derive.closed_form import NoClosedForm, block_closed_form, k
 from bptt.derive.explicit import backward, evaluate, unroll
-from bptt.derive.latex import latex
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj
+from bptt.documents.latex import latex
 
 STEPS = 3
 
@@ -52,7 +52,7 @@ def test_the_blocks_are_named_and_a_single_state_has_none():
 
 @pytest.mark.parametrize("name", ["lstm", "lstm-peephole"])
 def test_documents_of_several_states_show_the_block_closed_form_and_window(name):
-    from bptt.derive.document import sections
+    from bptt.documents.document import sections
 
     by_title = {section.title: section for section in sections(load(name))}
     block = by_title["Closed form over the stacked states"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from support import module_of
 
-from bptt.codegen.check import MAX_ENTRIES, NonFiniteForward, check, problem, table
+from bptt.app.check import MAX_ENTRIES, NonFiniteForward, check, problem, table
 from bptt.derive.models import names
 
 SEEDS = range(200)

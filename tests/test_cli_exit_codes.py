@@ -7,7 +7,7 @@ import os
 import pytest
 from cli_support import assert_error, assert_ok, cached, run_all
 
-from bptt.codegen import cli, render
+from bptt.app import cli, files
 
 UNWRITABLE = "/sys/kernel/bptt-test.tex"  # sysfs refuses new files, even to root
 
@@ -63,7 +63,7 @@ def test_a_permission_error_names_the_users_path_not_the_temporary_file(tmp_path
     def refused(dir, prefix, suffix):
         raise PermissionError(errno.EACCES, "Permission denied", os.path.join(dir, f"{prefix}x1y2{suffix}"))
 
-    monkeypatch.setattr(render.tempfile, "mkstemp", refused)
+    monkeypatch.setattr(files.tempfile, "mkstemp", refused)
     assert cli.main(["latex", "linear", "-o", str(tmp_path / "out.tex")]) == 3
     err = capsys.readouterr().err
     assert err == f"bptt latex: error: {tmp_path / 'out.tex'}: Permission denied\n"
@@ -78,7 +78,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     def disk_full(source, target):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), source)
 
-    monkeypatch.setattr(render.os, "replace", disk_full)
+    monkeypatch.setattr(files.os, "replace", disk_full)
     assert cli.main(["latex", "linear", "-o", str(path)]) == 3
     assert capsys.readouterr().err == f"bptt latex: error: {path}: {os.strerror(errno.ENOSPC)}\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.tex"]

@@ -10,9 +10,9 @@ import sympy as sp
 from bptt.derive.bptt import derive
 from bptt.derive.closed_form import closed_form, recursion_residual
 from bptt.derive.explicit import backward, evaluate, expand_over_time, unroll
-from bptt.derive.latex import latex
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, T, TimeSum, t
+from bptt.documents.latex import latex
 
 STEPS = 4
 DIGITS = 60

@@ -11,8 +11,8 @@ from oracle import _framework, run
 from test_oracle import random_problem
 from test_oracle_cells import backend_failures
 
-from bptt.codegen.render import document
-from bptt.derive.latex import latex
+from bptt.documents.latex import latex
+from bptt.documents.render import document
 
 
 def _forward_mode_failures(module, model, params, xs, ys, initial):

@@ -11,13 +11,13 @@ import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.bptt import derive
-from bptt.derive.document import sections
-from bptt.derive.latex import latex
-from bptt.derive.linebreak import BUDGET, lines, pieces
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, T, TimeSum, t
 from bptt.derive.truncation import Xi, chunked, randomized
-from bptt.derive.width import width
+from bptt.documents.document import sections
+from bptt.documents.latex import latex
+from bptt.documents.linebreak import BUDGET, lines, pieces
+from bptt.documents.width import width
 
 DL = r"\frac{\partial L}{\partial "  # followed by the variable and "}"
 

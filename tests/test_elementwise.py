@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from bptt.codegen.check import check, load_module
-from bptt.codegen.helpers import namespace
+from bptt.app.check import check, load_module
+from bptt.codegen.printing.helpers import namespace
 from bptt.derive.elementwise import FUNCTIONS, Apply, derivative
 from bptt.derive.explicit import explicit
-from bptt.derive.latex import latex
 from bptt.derive.models import load
+from bptt.documents.latex import latex
 
 ENTRIES = sorted(FUNCTIONS)
 DIFFERENTIABLE = [name for name in ENTRIES if FUNCTIONS[name].derivative is not None]  # slopes have none

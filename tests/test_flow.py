@@ -14,11 +14,11 @@ from bptt.derive.bptt import derive
 from bptt.derive.closed_form import block_closed_form, closed_form, k
 from bptt.derive.flow import eigen_power_step, power_eigenvalues
 from bptt.derive.flow import gradient_flow as derive_flow
-from bptt.derive.flow_document import flow_section
 from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, SquaredError, sigmoid, t
-from bptt.derive.width import width
+from bptt.documents.flow_document import flow_section
+from bptt.documents.width import width
 
 EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm")
 

@@ -5,16 +5,8 @@ import numpy as np
 import pytest
 from test_flow import gradient_flow, sigmoid_cell
 
-from bptt.codegen.analyze import (
-    alignment,
-    analyze,
-    scaled,
-    state_gradients,
-    state_products,
-    step_jacobians,
-    step_values,
-)
-from bptt.codegen.check import load_module
+from bptt.app.analyze import alignment, analyze, scaled, state_gradients, state_products, step_jacobians, step_values
+from bptt.app.check import load_module
 from bptt.derive.models import load
 
 MODELS = (

@@ -22,10 +22,15 @@ import pytest
 import sympy as sp
 import torch
 
-from bptt.codegen import forward_mode, ir, jax_render, numpy_layout, torch_render
+from bptt.app.check import load_module
+from bptt.codegen import ir
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.check import load_module
-from bptt.codegen.program import Pass, build
+from bptt.codegen.ir import Pass
+from bptt.codegen.jax import render as jax_render
+from bptt.codegen.passes import forward_mode
+from bptt.codegen.printing import layout as numpy_layout
+from bptt.codegen.program import build
+from bptt.codegen.torch import render as torch_render
 from bptt.derive.models import load, names
 from bptt.derive.tangent import Tangent
 
@@ -83,7 +88,7 @@ def test_forward_mode_module_prints_nothing():
     and the text of comments, no printer."""
     model = load("elman")
     assert forward_mode.statements(model) == build(model).forward_mode.statements
-    tree = ast.parse((ROOT / "codegen" / "forward_mode.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "codegen" / "passes" / "forward_mode.py").read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported <= {"bptt.derive.nodes", "bptt.derive.rtrl", "bptt.derive.tangent", "ir", "text"}, imported
 

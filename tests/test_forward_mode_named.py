@@ -21,16 +21,16 @@ import sympy as sp
 import torch
 from test_forward_mode_ir import problem, relative, run_forward_mode
 
+from bptt.app.check import load_module
 from bptt.codegen import ir
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.check import load_module
 from bptt.codegen.program import build
-from bptt.derive.forward_document import forward_mode_sections
-from bptt.derive.latex import latex
 from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.models import load, names
 from bptt.derive.nodes import SeqAt, SquaredError, t, tanh
 from bptt.derive.tangent import Tangent
+from bptt.documents.forward_document import forward_mode_sections
+from bptt.documents.latex import latex
 
 jax.config.update("jax_enable_x64", True)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from bptt.codegen.check import problem
+from bptt.app.check import problem
 from bptt.derive.models import names
 
 jax.config.update("jax_enable_x64", True)

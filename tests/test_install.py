@@ -43,8 +43,10 @@ def test_only_bptt_is_installed_at_the_top_level(installed):
     top = {p.name for p in installed.iterdir() if not p.name.endswith(".dist-info") and p.name != "bin"}
     assert top == {"bptt"}
     package = installed / "bptt"
-    assert {"derive", "codegen", "generated", "__main__.py"} <= {p.name for p in package.iterdir()}
-    assert any(package.glob("codegen/templates/*.j2")), "the templates are not installed"
+    assert {"derive", "documents", "codegen", "app", "generated", "__main__.py"} <= {p.name for p in package.iterdir()}
+    for backend in ("numpy", "torch", "jax"):
+        assert (package / "codegen" / backend / "module.py.j2").is_file(), f"the {backend} template is not installed"
+    assert any(package.glob("documents/templates/*.j2")), "the document templates are not installed"
 
 
 def test_the_installed_cli_runs_from_elsewhere(installed, tmp_path):

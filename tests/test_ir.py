@@ -11,9 +11,9 @@ import pytest
 import sympy as sp
 from support import module_of
 
-from bptt.codegen.helpers import helpers
-from bptt.codegen.numpy_printer import RowPrinter
-from bptt.codegen.numpy_terms import in_place
+from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.printing.printer import RowPrinter
+from bptt.codegen.printing.terms import in_place
 from bptt.codegen.program import build
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, SeqAt, t, tanh

@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
-from bptt.derive.linebreak import PAGE
 from bptt.derive.models import names
-from bptt.derive.width import width
+from bptt.documents.linebreak import PAGE
+from bptt.documents.width import width
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ZOO = tuple(names())
@@ -42,7 +42,7 @@ def file_stem(model):
 
 RENDER = """
 import pathlib, sys
-from bptt.codegen.render import document
+from bptt.documents.render import document
 from bptt.derive.models import load
 folder = pathlib.Path(sys.argv[1])
 for model, stem in zip(sys.argv[2::2], sys.argv[3::2]):

@@ -25,10 +25,10 @@ import numpy as np
 import pytest
 import torch
 
+from bptt.app.cli import main
 from bptt.codegen import names
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.cli import main
-from bptt.codegen.helpers import helpers
+from bptt.codegen.printing.helpers import helpers
 from bptt.derive.models import ZOO, load
 
 jax.config.update("jax_enable_x64", True)

@@ -25,8 +25,7 @@ import pytest
 from oracle import compare, run
 from test_oracle import central_differences, random_problem
 
-from bptt.codegen.backends import BACKENDS
-from bptt.codegen.render import module_filename
+from bptt.codegen.backends import BACKENDS, module_filename
 from bptt.derive.models import load
 
 CELLS_FILE = pathlib.Path(__file__).with_name("user_cells.py")

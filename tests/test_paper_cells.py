@@ -15,15 +15,15 @@ import sympy as sp
 from brute_force import DIGITS, recorded_gradients
 from problems import make_problem
 
-from bptt.codegen import peers_torch
-from bptt.codegen.check import check, load_module, problem
-from bptt.codegen.numpy_printer import RowPrinter
-from bptt.codegen.render import document
+from bptt.app.bench import peers_torch
+from bptt.app.check import check, load_module, problem
+from bptt.codegen.printing.printer import RowPrinter
 from bptt.derive.bptt import derive
 from bptt.derive.explicit import backward, unroll
 from bptt.derive.model import ModelError, matrix, sequence, sizes
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, SeqAt, t
+from bptt.documents.render import document
 
 CELLS = pathlib.Path(__file__).with_name("paper_cells.py")
 NAMES = ("gru_unnamed", "mgu", "gru_cho", "plus_one")

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.numpy_printer import PrintError
+from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.bptt import derive
 from bptt.derive.model import ModelError

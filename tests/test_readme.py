@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from bptt.codegen.render import document
 from bptt.derive.models import load
+from bptt.documents.render import document
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -6,9 +6,9 @@ import inspect
 import numpy as np
 import pytest
 
-from bptt.codegen.render import document
 from bptt.derive.bptt import derive
 from bptt.derive.models import load
+from bptt.documents.render import document
 from bptt.generated import elman_jordan, elman_onehot, jordan
 
 

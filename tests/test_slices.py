@@ -12,14 +12,14 @@ from problems import make_problem
 from support import module_of
 from test_exact import assert_every_derivation_agrees, forward_values
 
-from bptt.codegen.check import check, load_module
+from bptt.app.check import check, load_module
 from bptt.derive.adjoint import NoRule
 from bptt.derive.blocks import Placed, split
 from bptt.derive.bptt import derive
-from bptt.derive.latex import latex
 from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, SquaredError, T, TimeSum, t, tanh
+from bptt.documents.latex import latex
 
 EXAMPLE = str(pathlib.Path(__file__).parents[1] / "examples" / "torch_lstm.py") + ":lstm"
 GATES = "ifgo"  # torch's order of the stacked blocks

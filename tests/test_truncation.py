@@ -9,14 +9,7 @@ import numpy as np
 import pytest
 from support import module_of
 
-from bptt.codegen.check import (
-    TOLERANCE,
-    PatternRng,
-    check_unbiased,
-    compare,
-    numeric_gradient,
-    problem,
-)
+from bptt.app.check import TOLERANCE, PatternRng, check_unbiased, compare, numeric_gradient, problem
 from bptt.derive.models import names
 
 T, B = 5, 2

@@ -4,12 +4,12 @@ import dataclasses
 import importlib.util
 import pathlib
 
-from ..model import Model, ModelError
-from .elman import elman
-from .elman_onehot import elman_onehot
-from .gated import gru, lstm, lstm_peephole
-from .jordan import elman_jordan, jordan
-from .linear import linear
+from bptt.derive.model import Model, ModelError
+from bptt.derive.models.elman import elman
+from bptt.derive.models.elman_onehot import elman_onehot
+from bptt.derive.models.gated import gru, lstm, lstm_peephole
+from bptt.derive.models.jordan import elman_jordan, jordan
+from bptt.derive.models.linear import linear
 
 ZOO = {
     "elman": elman,

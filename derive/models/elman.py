@@ -1,7 +1,7 @@
 """The Elman RNN with softmax outputs and cross-entropy (Goodfellow et al., 10.2.2)."""
 
-from ..model import Model, labels, matrix, sequence, sizes, vector
-from ..nodes import Softmax, SoftmaxCrossEntropy, t, tanh
+from bptt.derive.model import Model, labels, matrix, sequence, sizes, vector
+from bptt.derive.nodes import Softmax, SoftmaxCrossEntropy, t, tanh
 
 
 def elman():

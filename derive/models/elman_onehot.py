@@ -1,7 +1,7 @@
 """The Elman RNN of WildML's tutorial with one-hot word inputs (WildML RNN tutorial, part 3)."""
 
-from ..model import Model, labels, matrix, sequence, sizes
-from ..nodes import OneHot, SoftmaxCrossEntropy, t, tanh
+from bptt.derive.model import Model, labels, matrix, sequence, sizes
+from bptt.derive.nodes import OneHot, SoftmaxCrossEntropy, t, tanh
 
 
 def elman_onehot():

@@ -8,8 +8,8 @@ A linear head s_t = V h_t with a squared error stands in for the layers above.
 
 from sympy import HadamardProduct
 
-from ..model import Model, matrix, sequence, sizes, vector
-from ..nodes import SquaredError, sigmoid, t, tanh
+from bptt.derive.model import Model, matrix, sequence, sizes, vector
+from bptt.derive.nodes import SquaredError, sigmoid, t, tanh
 
 TORCH = "PyTorch documentation, torch.nn.{}"
 GREFF = (

@@ -6,8 +6,8 @@ takes its place, so no step reads a value computed by an earlier step: the
 time steps decouple and BPTT reduces to a sum of per-step gradients.
 """
 
-from ..model import Model, labels, matrix, sequence, sizes, vector
-from ..nodes import OneHot, Softmax, SoftmaxCrossEntropy, t, tanh
+from bptt.derive.model import Model, labels, matrix, sequence, sizes, vector
+from bptt.derive.nodes import OneHot, Softmax, SoftmaxCrossEntropy, t, tanh
 
 
 def jordan_model(name, title, recurrent_hidden):

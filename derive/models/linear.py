@@ -1,7 +1,7 @@
 """d2l's RNN without biases and with the identity activation (seeds 000, 003)."""
 
-from ..model import Model, matrix, sequence, sizes
-from ..nodes import GenericLoss, SquaredError, t
+from bptt.derive.model import Model, matrix, sequence, sizes
+from bptt.derive.nodes import GenericLoss, SquaredError, t
 
 
 def linear():

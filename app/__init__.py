@@ -1,0 +1,1 @@
+"""The application: the CLI, output files, checks, analysis, plots, the notebook API."""

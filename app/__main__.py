@@ -1,0 +1,3 @@
+from bptt.app.start import run
+
+run()

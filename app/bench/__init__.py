@@ -1,0 +1,1 @@
+"""The benchmark and the peers it times the generated modules against."""

@@ -1,0 +1,275 @@
+"""`bptt bench`: the generated module against its peers, on one pinned core with BLAS on one thread.
+
+The CLI starts this module as a child process, so that the thread settings (THREADS) come before
+NumPy, PyTorch and JAX load their libraries; the child pins itself to one core. It builds one
+problem, and checks every implementation's loss and gradients against the generated module's: a
+peer that disagrees is reported and not timed. Then every repeat calls each implementation once,
+in turn (round-robin, so that a slow moment of the machine hits all of them alike, each round
+starting one implementation later); after two
+warm-up rounds the median over repeats is reported, with the ratio generated / peer of the same
+run. Memory comes last, one implementation at a time: what one call allocates at its peak (NumPy's
+arrays, as tracemalloc sees them; not PyTorch's or JAX's), what it adds to the resident memory at
+its peak (the high-water mark reset through /proc/self/clear_refs), and the minor page faults per
+call. The generated module's work arrays, kept between calls, are counted apart ("workspace").
+"""
+
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from dataclasses import dataclass
+
+THREADS = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+}
+TOLERANCE = {"float64": 1e-9, "float32": 2e-3}  # largest relative difference of a gradient array
+WARMUP = 2
+PEERS = ("naive", "hand", "torch", "jax")
+BACKEND_PEERS = {"numpy": PEERS, "torch": ("numpy", "torch"), "jax": ("numpy", "jax")}  # the default peers
+NUMPY = ("generated", "naive", "hand", "GEMMs only")  # whose allocations tracemalloc sees
+
+
+@dataclass
+class Row:
+    name: str
+    median_ms: float = float("nan")
+    ratio: float = float("nan")  # generated time / this time, from the same run
+    allocated_mib: float = float("nan")  # what one call allocates at its peak (NumPy arrays; tracemalloc)
+    peak_mib: float = float("nan")  # what one call adds to the resident memory at its peak
+    faults: float = float("nan")  # minor page faults per call
+    error: float = 0.0  # largest relative difference of a gradient from the generated module's
+    note: str = ""
+
+
+def implementations(model, module, problem, peers, backend="numpy", numpy_module=None):
+    """{name: (run, collect)}: the generated module first, then every peer that has this model. With a
+    framework's backend, `module` is its generated module and `numpy_module` the NumPy one (peer "numpy")."""
+    from bptt.app.bench import peers as numpy_peers
+    from bptt.app.bench import peers_jax, peers_torch
+    from bptt.app.bench.backends import generated_call
+
+    params, xs, ys, initial = problem
+    if backend == "numpy":
+        out = {"generated": (lambda: module.loss_and_grads(params, xs, ys, **initial), lambda r: r)}
+    else:
+        out = {"generated": generated_call(backend, module, problem)}
+        if "numpy" in peers:
+            out["numpy"] = (lambda: numpy_module.loss_and_grads(params, xs, ys, **initial), lambda r: r)
+    notes = {}
+    for name, peer in numpy_peers.numpy_peers(model).items():
+        if name in peers or (name == "GEMMs only" and "hand" in peers):
+            out[name] = (lambda peer=peer: peer(params, xs, ys, initial), lambda r: r)
+    for name, library in (("torch", peers_torch), ("jax", peers_jax)):
+        if name not in peers:
+            continue
+        if not library.available():
+            notes[name] = "not installed"
+        elif not library.supports(model):
+            notes[name] = "has no such model"
+        else:
+            out[name] = library.prepare(model, params, xs, ys, initial)
+    notes.update({name: "has no such model" for name in peers if name not in out and name not in notes})
+    return out, notes
+
+
+def disagreement(expected, got):
+    """The largest relative difference between two (loss, gradients) results."""
+    (loss, grads), (other_loss, other) = expected, got
+    if set(grads) != set(other):
+        return float("inf")
+    worst = abs(loss - other_loss) / max(abs(loss), 1e-300)
+    for key, value in grads.items():
+        scale = max(float(abs(value).max()), 1e-300)
+        worst = max(worst, float(abs(value - other[key]).max()) / scale)
+    return worst
+
+
+def rounds(calls, repeats):
+    """{name: median seconds} over `repeats` round-robin rounds after the warm-up. Each round starts one
+    implementation later than the one before, so that none always follows the same other one (a library
+    whose threads keep spinning after a call slows whatever runs next)."""
+    times = {name: [] for name in calls}
+    names = list(calls)
+    for round_ in range(WARMUP + repeats):
+        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
+            start = time.perf_counter()
+            calls[name]()
+            if round_ >= WARMUP:
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in times.items()}
+
+
+def memory(call, calls=3):
+    """(peak MiB of the arrays one call allocates, as tracemalloc sees NumPy's; the MiB it adds to the
+    resident memory at its peak; minor page faults per call)."""
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        call()
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / calls
+    tracemalloc.start()
+    call()
+    allocated = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")  # resets the peak (VmHWM) to the current resident size
+    except OSError:
+        return allocated, float("nan"), faults
+    before = _status("VmRSS")
+    call()
+    return allocated, (_status("VmHWM") - before) / 1024, faults
+
+
+def _status(field):
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])  # KiB
+    return 0
+
+
+def workspace_mib(module):
+    """The work arrays the generated module keeps for this thread, in MiB (views not counted)."""
+    held = getattr(module, "_THREAD", None)
+    arrays = [a for _, work in (held.__dict__.values() if held else ()) for a in work.values() if a.base is None]
+    return sum(a.nbytes for a in arrays) / 2**20
+
+
+def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=0, backend="numpy", numpy_module=None):
+    """Rows for the generated module and every peer, and the workspace size in MiB (NumPy's module).
+    With a framework's backend, numpy_module (the NumPy module) makes the problem."""
+    import numpy as np
+
+    maker = module if backend == "numpy" else numpy_module
+    rng = np.random.default_rng(seed)
+    params = maker.init_params(rng, dtype, **sizes)
+    xs, ys = maker.random_inputs(rng, steps, batch, dtype, **sizes)
+    problem = (params, xs, ys, {})
+    found, notes = implementations(model, module, problem, peers, backend, numpy_module)
+    expected = found["generated"][1](found["generated"][0]())
+    rows, calls = {}, {}
+    for name, (call, collect) in found.items():
+        result = collect(call())
+        if result is None:  # a timing reference, no gradients
+            rows[name], calls[name] = Row(name, note="the same matrix products, nothing else"), call
+            continue
+        error = disagreement(expected, result)
+        rows[name] = Row(name, error=error)
+        if error <= TOLERANCE[np.dtype(dtype).name]:
+            calls[name] = call
+        else:
+            rows[name].note = f"gradients differ by {error:.1e}: not timed"
+    medians = rounds(calls, repeats)
+    for name, seconds in medians.items():
+        rows[name].median_ms = seconds * 1e3
+        rows[name].ratio = medians["generated"] / seconds
+    for name, call in calls.items():
+        rows[name].allocated_mib, rows[name].peak_mib, rows[name].faults = memory(call)
+    rows.update({name: Row(name, note=note) for name, note in notes.items()})
+    return list(rows.values()), workspace_mib(module)
+
+
+def table(rows, numpy_names=NUMPY):
+    """The rows as an aligned text table; allocations shown for the NumPy implementations only."""
+    head = (
+        "implementation",
+        "median ms",
+        "generated/peer",
+        "alloc MiB",
+        "RSS+ MiB",
+        "faults/call",
+        "max rel. diff",
+        "",
+    )
+    cells = [head]
+    for row in rows:
+        if row.median_ms != row.median_ms:  # nan: not timed
+            cells.append((row.name, "-", "-", "-", "-", "-", f"{row.error:.1e}" if row.error else "-", row.note))
+            continue
+        cells.append(
+            (
+                row.name,
+                f"{row.median_ms:.3f}",
+                f"{row.ratio:.2f}",
+                f"{row.allocated_mib:.2f}" if row.name in numpy_names else "-",
+                f"{row.peak_mib:.2f}",
+                f"{row.faults:.0f}",
+                f"{row.error:.1e}",
+                row.note,
+            )
+        )
+    widths = [max(len(str(c[k])) for c in cells) for k in range(len(head))]
+    lines = [
+        "  ".join(str(c[k]).ljust(widths[k]) if k == 0 else str(c[k]).rjust(widths[k]) for k in range(len(head)))
+        for c in cells
+    ]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def child_command(spec):
+    """The command line of the child process that measures spec (a JSON-able dict)."""
+    return [sys.executable, "-m", "bptt.app.bench.bench", json.dumps(spec, sort_keys=True)]
+
+
+def pin(cpu=None):
+    """Pin this process to one core (the last one it may run on, unless cpu is given); that core."""
+    allowed = sorted(os.sched_getaffinity(0))
+    core = allowed[-1] if cpu is None else cpu
+    os.sched_setaffinity(0, {core})
+    return core
+
+
+def main(argv=None):
+    """The child: measure the model spec in argv[0] (JSON) and print the tables; 1 if a peer disagreed."""
+    spec = json.loads((argv or sys.argv[1:])[0])
+    core = pin(spec.get("cpu"))
+    import numpy as np
+
+    from bptt.app.check import load_module
+    from bptt.derive.models import ZOO, load
+
+    model = load(spec["model"])
+    backend = spec.get("backend", "numpy")
+    numpy_module = load_module(model, from_zoo=spec["model"] in ZOO)
+    module = load_module(model, from_zoo=spec["model"] in ZOO, backend=backend)
+    failed = False
+    for dtype in spec["dtypes"]:
+        rows, held = run(
+            model,
+            module,
+            spec["sizes"],
+            spec["steps"],
+            spec["batch"],
+            np.dtype(dtype),
+            spec["repeats"],
+            spec["peers"],
+            backend=backend,
+            numpy_module=numpy_module,
+        )
+        shown = ", ".join(f"{k}={v}" for k, v in spec["sizes"].items())
+        print(
+            f"{model.name} {dtype}{'' if backend == 'numpy' else f', generated for {backend}'}: T={spec['steps']} B={spec['batch']} {shown}; core {core}, one thread, median of {spec['repeats']} (round-robin, after {WARMUP} warm-up rounds)"
+        )
+        print(table(rows, NUMPY if backend == "numpy" else ("numpy",)))
+        if backend == "numpy":
+            print(f"generated workspace: {held:.2f} MiB kept between calls\n")
+        failed = failed or any(row.note.startswith("gradients differ") for row in rows)
+    return 1 if failed else 0
+
+
+def launch(spec):
+    """Run the child with one thread for every library; its exit status."""
+    import subprocess
+
+    env = {**os.environ, **THREADS}
+    return subprocess.run(child_command(spec), env=env, check=False).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

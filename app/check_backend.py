@@ -1,0 +1,168 @@
+"""`bptt check --backend`: a module checked against finite differences of its own loss (check.py), and a
+framework's module (torch, JAX) also against the NumPy module's loss, outputs and gradients.
+
+check.py reads a module through NumPy arrays; Framework shows a framework's module so: NumPy arrays in,
+converted to the framework's (dtype kept), and its results converted back. Its problems are drawn by the
+NumPy module's init_params and random_inputs, so both modules see the same numbers. JAX runs its functions
+under jax.jit (eagerly, a forward pass takes a tenth of a second), with float64 enabled.
+
+Randomized truncation draws its keep pattern from the framework's generator, which cannot be given one:
+the exact expectation over every pattern is the NumPy module's, and the framework's gradient for its own
+draws equals the NumPy module's for the same uniforms (Replay)."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bptt.app import check as checking
+from bptt.codegen.backends import require
+
+AGREEMENT = {"float64": 1e-12, "float32": 1e-5}  # max |framework - NumPy| / max |NumPy|
+
+
+class Replay(np.random.Generator):
+    """A NumPy generator whose random(n) gives the uniforms a framework's generator drew."""
+
+    def __init__(self, uniforms):
+        super().__init__(np.random.PCG64(0))
+        self.uniforms = np.asarray(uniforms, dtype=np.float64)
+
+    def random(self, size=None, dtype=np.float64, out=None):
+        return self.uniforms[:size]
+
+
+class Framework:
+    """A torch or JAX generated module as check.py reads the NumPy one."""
+
+    def __init__(self, backend, module, reference):
+        self.backend, self.module, self.reference = backend, module, reference
+        for name in ("PARAMS", "SIZES", "STATES", "TEACHER_FORCED", "MEAN"):
+            setattr(self, name, getattr(module, name))
+        self.init_params, self.random_inputs = reference.init_params, reference.random_inputs
+        self.framework = require(backend)
+        if backend == "jax":
+            import jax
+
+            jax.config.update("jax_enable_x64", True)
+            self._forward, self._losses = jax.jit(module.forward), jax.jit(module.losses)
+            self._loss_and_grads = jax.jit(module.loss_and_grads, static_argnames="truncate")
+        else:
+            self._forward, self._losses, self._loss_and_grads = module.forward, module.losses, module.loss_and_grads
+
+    def to(self, value):
+        """NumPy arrays (in dicts) as the framework's, dtype kept."""
+        if isinstance(value, dict):
+            return {key: self.to(item) for key, item in value.items()}
+        if self.backend == "torch":
+            return self.framework.from_numpy(np.ascontiguousarray(value))
+        return self.framework.numpy.asarray(value)
+
+    def back(self, value):
+        """The framework's arrays (in dicts) as NumPy arrays."""
+        if isinstance(value, dict):
+            return {key: self.back(item) for key, item in value.items()}
+        return value.detach().cpu().numpy() if self.backend == "torch" else np.asarray(value)
+
+    def forward(self, params, *data, **initial):
+        outputs, cache = self._forward(self.to(params), *map(self.to, data), **self.to(initial))
+        return self.back(outputs), self.back(cache)
+
+    def losses(self, outputs, ys):
+        return self.back(self._losses(self.to(outputs), self.to(ys)))
+
+    def loss_and_grads(self, params, xs, ys, truncate=None, rng=None, **initial):
+        loss, grads = self._loss_and_grads(
+            self.to(params), self.to(xs), self.to(ys), **self.to(initial), truncate=truncate, rng=rng
+        )
+        return float(loss), self.back(grads)
+
+    def draws(self, seed, steps):
+        """(the framework's generator seeded with seed, the steps uniforms its module draws from it)."""
+        if self.backend == "torch":
+            torch = self.framework
+            uniforms = torch.rand(steps, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+            return torch.Generator().manual_seed(seed), uniforms.numpy()
+        import jax
+
+        key = jax.random.key(seed)
+        return key, np.asarray(jax.random.uniform(key, (steps,), dtype=jax.numpy.float64))
+
+
+def against_numpy(framework, instance, dtype, truncate, seed):
+    """Rows of max |framework - NumPy| / max |NumPy| (tolerance AGREEMENT[dtype]) for the loss, the outputs
+    and every gradient, both modules computing in dtype; random truncation with the framework's draws."""
+    params, xs, ys, initial = instance.cast(dtype)
+    rng, replayed = None, None
+    if truncate is not None and truncate[0] == "random":
+        rng, uniforms = framework.draws(seed, len(xs))
+        replayed = Replay(uniforms)
+    reference = framework.reference
+    loss, grads = framework.loss_and_grads(params, xs, ys, truncate=truncate, rng=rng, **initial)
+    expected_loss, expected = reference.loss_and_grads(params, xs, ys, truncate=truncate, rng=replayed, **initial)
+    data = (xs, ys) if framework.TEACHER_FORCED else (xs,)
+    outputs, expected_outputs = (
+        framework.forward(params, *data, **initial)[0],
+        reference.forward(params, *data, **initial)[0],
+    )
+    pairs = {"loss": (loss, expected_loss), "outputs": (outputs, expected_outputs)}
+    pairs |= {name: (grads[name], value) for name, value in expected.items()}
+    tolerance = AGREEMENT[dtype]
+    rows = []
+    for name, (got, want) in pairs.items():
+        got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+        scale = max(float(np.abs(want).max()), np.finfo(float).tiny)
+        error = float(np.abs(got - want).max() / scale) if got.shape == want.shape else float("inf")
+        rows.append(checking.Row(name, error, 0.0, tolerance, error / tolerance))
+    return rows
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `bptt check` was asked for."""
+
+    steps: int
+    batch: int
+    seed: int
+    dtype: str
+    sizes: dict
+    truncate: tuple | None
+
+
+def report(model, backend, module, reference, options):
+    """(the lines `bptt check` prints for one backend, whether every row passed). module: the backend's
+    generated module (the NumPy one for numpy); reference: the NumPy module."""
+    o = options
+    randomized = o.truncate is not None and o.truncate[0] == "random"
+    framework = None if backend == "numpy" else Framework(backend, module, reference)
+    checked = reference if framework is None or randomized else framework
+    rows = checking.check(checked, o.steps, o.batch, o.seed, o.dtype, o.sizes, o.truncate)
+    shown = " ".join(f"{k}={v}" for k, v in o.sizes.items())
+    mode = "full BPTT" if o.truncate is None else "truncate={}:{}".format(*o.truncate)
+    which = "" if framework is None else f" ({backend} module)"
+    lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch} seed={o.seed} dtype={o.dtype} {shown}"]
+    if randomized and framework is not None:
+        lines.append(f"the NumPy module's expectation over all {2**o.steps} keep patterns, against full BPTT:")
+    lines.append(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))
+    if framework is not None:
+        instance = checking.problem(reference, o.steps, o.batch, o.seed, o.sizes)
+        agreement = against_numpy(framework, instance, o.dtype, o.truncate, o.seed)
+        draws = f", {backend}'s draws (seed {o.seed}) replayed into it" if randomized else ""
+        lines.append(f"against the NumPy module{draws}:")
+        lines.append(checking.table(agreement, "max rel. diff.", None, label="quantity"))
+        rows = rows + agreement
+    failed = [row.name for row in rows if not row.ok]
+    if failed:
+        lines.append(f"FAILED: {', '.join(dict.fromkeys(failed))}")
+    else:
+        lines.append(_verdict(backend, o.truncate, o.steps))
+    return lines, not failed
+
+
+def _verdict(backend, truncate, steps):
+    if truncate is not None and truncate[0] == "random":
+        verdict = f"the expectation over all {2**steps} keep patterns equals full BPTT"
+    else:
+        verdict = "all gradients agree with finite differences" + ("" if truncate is None else " of the truncated loss")
+    if backend != "numpy":
+        verdict += f", and the {backend} module's loss, outputs and gradients with the NumPy module's"
+    return verdict

@@ -1,0 +1,81 @@
+"""Output files: the checks on a path the tool will write, and writing it atomically."""
+
+import errno
+import os
+import pathlib
+import stat
+import tempfile
+
+
+def _default_mode():
+    """The permissions a new file gets under the current umask (0o644 for umask 022)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+class OutputError(Exception):
+    """An output path the tool will not write (a device, a FIFO, a folder...): a usage error."""
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_BAD_PATH = (errno.ELOOP, errno.ENOTDIR, errno.ENAMETOOLONG)
+
+
+def output_target(path):
+    """The regular file that writing `path` replaces: path itself, or the final target of its symlinks.
+
+    A missing file (or the missing target of a dangling symlink) is created if its folder exists.
+    Anything else raises OutputError naming `path` as given; nothing is touched."""
+    if str(path) == "":
+        raise OutputError("the output file name is empty")
+    if str(path).endswith(os.sep):
+        raise OutputError(f"{path} names a folder, not a file")
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as error:
+        if error.errno in _BAD_PATH:
+            raise OutputError(f"{path}: {error.strerror}") from None
+        raise
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = next((name for is_kind, name in _KINDS if is_kind(mode)), "a special file")
+        raise OutputError(f"{path} is {kind}, not a regular file: refusing to replace it")
+    target = pathlib.Path(os.path.realpath(path))
+    if not target.parent.is_dir():
+        raise OutputError(f"{path}: the folder {str(target.parent)!r} does not exist")
+    return target
+
+
+def write_atomic(path, data):
+    """Write data (text, or bytes) to path, through its symlinks, so that readers see the old file or the new
+    one, never half. The new file is made beside the final target and renamed over it; an OSError names
+    `path` as given."""
+    target = output_target(path)
+    try:
+        handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as error:
+        raise _naming(error, path) from None
+    try:
+        binary = isinstance(data, bytes)
+        with os.fdopen(handle, "wb") if binary else os.fdopen(handle, "w", encoding="utf-8", newline="\n") as out:
+            out.write(data)
+        os.chmod(tmp, target.stat().st_mode & 0o777 if target.exists() else _default_mode())
+        os.replace(tmp, target)
+    except BaseException as error:
+        pathlib.Path(tmp).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise _naming(error, path) from None
+        raise
+
+
+def _naming(error, path):
+    """The same error about the user's path rather than a temporary file (OSError picks the subclass from errno)."""
+    return OSError(error.errno, error.strerror, str(path)) if error.errno else error

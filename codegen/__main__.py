@@ -1,3 +1,0 @@
-from .start import run
-
-run()

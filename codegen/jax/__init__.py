@@ -1,0 +1,1 @@
+"""The JAX backend: its printer, scans, renderer, template and helpers."""

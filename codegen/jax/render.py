@@ -1,0 +1,152 @@
+"""The JAX backend: what jax/module.py.j2 lays out for one model, printed from the statements
+of codegen/program.py: the forward pass (program.forward, as the NumPy module computes it, written
+functionally), the plain backward statements and the fast parameter gradients, with the recursions as
+`jax.lax.scan`."""
+
+import pathlib
+from dataclasses import dataclass
+
+import sympy as sp
+
+from bptt.codegen.ir import Array, Loop, adjoint_array, walk
+from bptt.codegen.jax import forward_mode as jax_forward_mode
+from bptt.codegen.jax.printer import JaxPrinter, first_step_name
+from bptt.codegen.jax.scan import forward_lines
+from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
+from bptt.codegen.printing.bindings import params_bound, time_and_batch
+from bptt.codegen.printing.facts import Facts, fixed_helpers, model_facts
+from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.printing.printer import size_name
+from bptt.codegen.printing.templates import environment
+from bptt.codegen.program import build
+from bptt.derive.nodes import Adj
+
+_env = environment(pathlib.Path(__file__).parent)
+SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
+SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_following")
+
+
+@dataclass(frozen=True)
+class Layout(Facts):
+    """Everything jax_module.py.j2 needs; the *_lines fields are printed function bodies."""
+
+    losses: str
+    forward_lines: tuple
+    gradient_lines: tuple
+    rtrl_lines: tuple
+    helpers: str
+
+
+def module_source(model, program=None):
+    """The source of generated/<model>_jax.py; program: the model's statements (program.build's if None)."""
+    return _env.get_template("module.py.j2").render(m=layout(model, program))
+
+
+def layout(model, program=None):
+    program = program or build(model)
+    facts = model_facts(model, program, "JAX")
+    forward, forward_used = forward_body(program)
+    gradients, gradients_used = gradient_body(program)
+    rtrl, rtrl_used = rtrl_body(program)
+    losses = JaxPrinter(stacked=True)
+    losses_code = str(losses(model.concrete_loss()))
+    used = forward_used | gradients_used | rtrl_used | losses.used["helpers"] | fixed_helpers(model, SCAFFOLD)
+    _, source = helpers("jax").source(sorted(used))
+    return Layout(
+        **facts,
+        losses=losses_code,
+        forward_lines=tuple(forward),
+        gradient_lines=tuple(gradients),
+        rtrl_lines=tuple(rtrl),
+        helpers=source,
+    )
+
+
+def forward_body(program):
+    """(lines of _forward, helpers used): program.forward printed functionally (jax/scan.py)."""
+    lines, printer = forward_lines(program)
+    return bindings(program.model, printer.used, program.model.inputs[0].name) + lines, printer.used["helpers"]
+
+
+def bindings(model, used, first, cache=()):
+    """Lines binding the parameters, cache arrays, sizes, T, B and dtype a body reads (from the arrays' shapes)."""
+    head = params_bound(used["params"], model)
+    head += [f'{name} = cache["{name}"]' for name in cache if name in used["arrays"]]
+    for size in model.sizes:
+        if str(size) in used["sizes"]:
+            param, axis = next((p, k) for p in model.params for k, dim in enumerate(p.shape) if dim == size)
+            head.append(f'{size_name(size)} = params["{param.name}"].shape[{axis}]')
+    head += time_and_batch(used["sizes"], first)
+    if "dtype" in used["sizes"]:
+        head.append(f'dtype = params["{model.params[0].name}"].dtype')
+    return head
+
+
+def gradient_body(program):
+    """(lines of _gradients after keep and ages are set, helpers used): the adjoints (the recursion as a
+    reversed scan), dL/dS_0, then the parameter gradients as the NumPy module stacks them."""
+    model = program.model
+    statements = program.window.statements
+    targets = {s.target.of.name: s.target.of for s in walk(statements) if isinstance(getattr(s, "target", None), Adj)}
+    arrays = {adjoint_array(name): Array(adjoint_array(name), seq.rows, "T") for name, seq in targets.items()}
+    groups = [a for a in program.adjoints.arrays if a.members]
+    for group in groups:  # the gates' adjoints side by side, for one product per gradient
+        arrays.update({name: Array(name, None, "T") for name in [group.name] + [span[0] for span in group.spans]})
+    gradient = JaxPrinter(stacked=True, arrays=arrays)
+    gradient_lines = [f"{s.target.name} = {gradient(s.value)}  # {s.comment}" for s in program.gradients.statements]
+    returns = [f'"{key}": {gradient(value)},  # {comment}' for key, value, comment in program.returns]
+    read = gradient.used["arrays"]
+    joined = []
+    for group in groups:
+        for name, first, count in ((group.name, 0, len(group.members)), *group.spans):
+            if name in read:
+                parts = ", ".join(member for member, _ in group.members[first : first + count])
+                joined.append(f"{name} = jnp.concatenate(({parts}), axis=-1)  # the gates' adjoints side by side")
+                read |= {member for member, _ in group.members[first : first + count]}
+    printer = JaxPrinter(stacked=True, arrays=arrays)
+    lines, local = [], set()
+    for statement in statements:
+        if isinstance(statement, Loop):
+            continue
+        if not isinstance(statement.value, sp.ZeroMatrix):
+            local.add(statement.target.of.name)
+            lines.append(
+                f"{adjoint_array(statement.target.of.name)} = {printer(statement.value)}  # {statement.comment}"
+            )
+    loop = next((s for s in statements if isinstance(s, Loop)), None)
+    initial_reads = {a.of.name for i in program.window_initial for a in i.value.atoms(Adj)}
+    carried = []
+    if loop is not None:
+        built = backward_scan(printer, loop, read, initial_reads, local)
+        carried = built.carried
+        lines.append(f"keep_next = {printer.helper('_following')}(keep)  # keep[t], t = 1..T")
+        rows = sorted({size_name(targets[n].rows) for n in carried})
+        lines += [
+            f"zero_{r} = {printer.helper('_fresh')}(jnp.zeros((B, {r}), dtype), ages)  # nothing after step T"
+            for r in rows
+        ]
+        first = [f"zero_{size_name(targets[n].rows)}" for n in carried]
+        doc = "One step t, last first: the adjoints at t+1 in, those at t out."
+        lines += built.scan.lines(doc, first, reverse=True, last="carry")
+        lines.append(f"{tupled([first_step_name(c.node) for c in built.scan.carry])} = carry  # the adjoints at step 1")
+        printer.used["sizes"] |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
+    if any(item.weighted for item in program.window_initial):
+        lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
+    initial = JaxPrinter(stacked=False, arrays=arrays, carried=carried)
+    initial.used = printer.used
+    lines += [initial_code(initial, item, carried) for item in program.window_initial]
+    used = {key: printer.used[key] | gradient.used[key] for key in printer.used}
+    head = bindings(model, used, f"d_{model.outputs[0][0].name}", program.cache)
+    body = head + lines + joined + gradient_lines + ["return {"] + ["    " + r for r in returns]
+    comments = {item.key: item.comment for item in program.window_initial}
+    body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)] + ["}"]
+    return body, used["helpers"]
+
+
+def rtrl_body(program):
+    """(lines of _forward_mode after the loss, helpers used): the Program's forward-mode statements as scans."""
+    model = program.model
+    lines, printer = jax_forward_mode.rtrl_lines(program)
+    output = f"d_{model.outputs[0][0].name}"
+    head = bindings(model, printer.used, output, program.cache[1:])  # the input is an argument
+    return head + ["grads = {}"] + lines + ["return loss, grads"], printer.used["helpers"]

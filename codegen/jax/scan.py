@@ -1,0 +1,264 @@
+"""Print a pass of ir statements (program.forward) functionally, as JAX code: the NumPy module's
+statements, arrays and stacks, without writing in place (JAX arrays are immutable).
+
+Each array of the pass is one variable: an array of steps 0..T starts as zeros, and a statement for all
+steps becomes `h = h.at[1:].set(...)`; one on a group's member or span `g = g.at[1:, ..., a:b].set(...)`;
+an Accumulate `.add(...)`. A member is read through a view of its group (`f = _i_f_o_g[..., n_h:2 * n_h]`),
+bound where it is read and again after its group changes. The Loop is a `jax.lax.scan`: at step t each
+array it writes is a local (`_i_f_o_g_t`: the scanned steps 1..T of what was written before the loop,
+then rewritten), the carry holds those the next step reads at t-1 (`h_prev`), and the scan's outputs are
+written back into steps 1..T of their arrays.
+"""
+
+from dataclasses import dataclass
+
+import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
+
+from bptt.codegen.jax.printer import JaxPrinter
+from bptt.codegen.jax.statements import Carried, Scan, scanned_input
+from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
+from bptt.derive.nodes import SeqAt, t
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a sequence lives: rows first .. first + rows - 1 of the array `home` (all of it if whole)."""
+
+    home: str
+    first: object
+    rows: object
+    whole: bool
+
+
+def places(arrays):
+    """{name: Place} for every array of a pass, and each group's members and spans."""
+    out = {}
+    for array in arrays:
+        out[array.name] = Place(array.name, sp.S.Zero, array.rows, True)
+        offsets = array.offsets()
+        for name, _ in array.members:
+            out[name] = Place(array.name, *offsets[name], False)
+        for name, first, count in array.spans:
+            names = [member for member, _ in array.members[first : first + count]]
+            start = offsets[names[0]][0]
+            out[name] = Place(array.name, start, sum(offsets[n][1] for n in names), False)
+    return out
+
+
+class PassPrinter(JaxPrinter):
+    """The statements of a Pass as JAX lines (`lines`); at one step (stacked=False) inside a scan's step.
+
+    arrays: the pass's ir.Arrays; the printer records the views it binds and, at one step, what the step
+    reads from the scan's inputs (`inputs`) and carry (`carried`)."""
+
+    def __init__(self, arrays, stacked=True):
+        table = {}
+        for array in arrays:
+            table[array.name] = array
+            table.update({name: type(array)(name, rows, array.steps) for name, rows in array.members})
+            table.update({name: type(array)(name, None, array.steps) for name, _, _ in array.spans})
+        super().__init__(stacked=stacked, arrays=table)
+        self.homes = {array.name: array for array in arrays}
+        self.places = places(arrays)
+        self.bound = set()  # the views valid now (a group's member or span, by local name)
+        self.pending = []  # view bindings the statement being printed needs first
+        self.written = set()  # the arrays written so far (at one step: this step's locals)
+        self.before = set()  # at one step: the arrays written before the loop (their steps are scanned in)
+        self.loop_writes = set()  # at one step: the arrays the loop writes
+        self.inputs = {}  # at one step: local name -> stacked code scanned in
+        self.carried = {}  # at one step: home -> the local read at t-1
+
+    # reading
+
+    def sequence(self, node):
+        seq = node
+        if seq.name not in self.places:
+            if self.stacked:
+                return RowPrinter.sequence(self, node)
+            shift = self.shift(seq)
+            local = f"{seq.name}_{'t' if shift == 0 else 'prev'}"
+            self.inputs.setdefault(local, scanned_input(self, node, shift))
+            return Code(local)
+        if self.stacked:
+            self.view(seq.name, self.places[seq.name].home)
+            return RowPrinter.sequence(self, node)
+        return Code(self.step_value(seq, self.shift(seq)))
+
+    def shift(self, seq):
+        shift = sp.simplify(seq.time - t)
+        if shift not in (0, -1):
+            raise PrintError(f"the forward pass reads {seq.name} at time {seq.time}; only t and t-1 can be scanned")
+        return int(shift)
+
+    def step_value(self, seq, shift):
+        """The local holding seq at t (shift 0) or t-1 in a scan's step."""
+        place = self.places[seq.name]
+        if shift == 0:
+            local = self.local(place.home)
+            if local is None:
+                raise PrintError(f"the forward loop reads {seq.name} at t before it assigns it")
+            return self.view(f"{seq.name}_t", local, place)
+        local = f"{place.home}_prev"
+        if self.homes[place.home].steps != "T+1":
+            raise PrintError(f"the forward loop reads {seq.name} at t-1, which holds steps 1..T only")
+        if place.home in self.loop_writes:
+            self.carried[place.home] = local
+        else:
+            self.inputs.setdefault(local, self.steps_of(place.home, t - 1))
+        return self.view(f"{seq.name}_prev", local, place)
+
+    def local(self, home):
+        """An array's value at step t: what this step wrote, else its steps scanned in (those written
+        before the loop, or by no step of it); None if the step has yet to write it."""
+        local = f"{home}_t"
+        if home not in self.written and (home in self.before or home not in self.loop_writes):
+            self.inputs.setdefault(local, self.steps_of(home, t))
+        elif home not in self.written:
+            return None
+        return local
+
+    def steps_of(self, home, time):
+        """The code of an array's steps 1..T (time t) or 0..T-1 (time t-1), scanned into a step."""
+        return str(self.at(True)(SeqAt(home, time, self.homes[home].rows, "intermediate")))
+
+    def view(self, local, home_code, place=None):
+        """The name of a member's or span's view of its group's value home_code, bound if it is not yet."""
+        place = place or self.places[local]
+        if place.whole:
+            return home_code
+        if local not in self.bound:
+            self.pending.append(f"{local} = {home_code}[..., {self.rows(place)}]")
+            self.bound.add(local)
+        return local
+
+    def rows(self, place):
+        return self.span(place.first, place.first + place.rows, size=self.homes[place.home].rows)
+
+    def _print_MatMul(self, expr):
+        coeff, factors = expr.as_coeff_matrices()
+        if len(factors) == 1 and isinstance(factors[0], OneMatrix):
+            return self._print(coeff)  # c times the ones vector: the number, broadcast
+        return super()._print_MatMul(expr)
+
+    # writing
+
+    def lines(self, statements):
+        out = []
+        for statement in statements:
+            out += self._print(statement)
+        return out
+
+    def _print_Assign(self, statement):
+        return self.write(statement, "set")
+
+    def _print_Accumulate(self, statement):
+        return self.write(statement, "add")
+
+    def write(self, statement, how):
+        """`home = home.at[index].set(value)` (or .add); a whole array assigned, `home = value`; at one
+        step a whole local accumulated, `home_t = home_t + value`."""
+        self.pending = []
+        zero = isinstance(statement.value, sp.ZeroMatrix)  # a hoisted part whose every term reads the loop
+        value = "0" if zero else str(self(statement.value))
+        place = self.places.get(statement.target.name)
+        if place is None:
+            raise PrintError(f"the forward pass writes {statement.target.name}, which is not one of its arrays")
+        array = self.homes[place.home]
+        if place.whole and how == "set" and (not self.stacked or array.steps == "T"):
+            code = self.zeros(array) if zero else value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
+        elif place.whole and how == "add" and not self.stacked:
+            code = f"{self.current(array)} + {value}"
+        else:
+            steps = ("1:" if array.steps == "T+1" else ":") if self.stacked else ""
+            rows = "" if place.whole else f"..., {self.rows(place)}"
+            index = ", ".join(part for part in (steps, rows) if part)
+            code = f"{self.current(array)}.at[{index}].{how}({value})"
+        self.written.add(array.name)
+        suffix = "" if self.stacked else "_t"
+        self.bound -= {f"{name}{suffix}" for name, other in self.places.items() if other.home == array.name}
+        comment = f"  # {statement.comment}" if statement.comment else ""
+        return self.pending + [f"{array.name}{suffix} = {code}{comment}"]
+
+    def broadcast(self, value, array):
+        """A value that reads no sequence (a bias), as an array of every step's rows."""
+        shape = f"({'T, B' if self.stacked else 'B'}, {self(array.rows)})"
+        self.used["sizes"] |= {"T", "B"}
+        return f"jnp.broadcast_to({value}, {shape})"
+
+    def current(self, array):
+        """The value a partial write (or an Accumulate) updates: the array's, or at one step its local;
+        zeros if nothing wrote it yet (as every array of steps 0..T starts)."""
+        if self.stacked and (array.steps == "T+1" or array.name in self.written):
+            return array.name
+        if not self.stacked and self.local(array.name) is not None:
+            return self.local(array.name)
+        return self.zeros(array)
+
+    def zeros(self, array):
+        """Zeros of an array's rows, for every step (T, B, rows), or at one step (B, rows)."""
+        self.used["sizes"] |= {"T", "B", "dtype"}
+        return f"jnp.zeros(({'T, B' if self.stacked else 'B'}, {self(array.rows)}), dtype)"
+
+    def _print_Loop(self, loop):
+        """The loop as a step function and a jax.lax.scan; the arrays it writes take its steps 1..T."""
+        step = PassPrinter(self.homes.values(), stacked=False)
+        step.used = self.used
+        step.before = set(self.written)
+        step.loop_writes = {self.places[s.target.name].home for s in loop.body}
+        body = step.lines(loop.body)
+        order = list(dict.fromkeys(self.places[s.target.name].home for s in loop.body))
+        carry = [Carried(step.carried[home], f"{home}_t", None) for home in order if home in step.carried]
+        inputs = list(step.inputs.items())
+        outputs = [(f"{home}_steps", f"{home}_t") for home in order]
+        scan = Scan(body, carry, inputs, outputs)
+        first = [f"{home}[0]" for home in order if home in step.carried]
+        doc = "One step t of the recursion: the values at t-1 in, those at t out."
+        lines = scan.lines(doc, first, length=None if inputs else "T")
+        for home in order:
+            whole = f"{home}_steps" if self.homes[home].steps == "T" else f"{home}.at[1:].set({home}_steps)"
+            lines.append(f"{home} = {whole}  # steps 1..T")
+        self.written |= set(order)
+        self.bound -= {local for local, place in self.places.items() if place.home in order}
+        self.used["sizes"].add("T")
+        return lines
+
+
+def forward_lines(program):
+    """(lines of _forward after its bindings, the printer): the arrays of steps 0..T as zeros with the
+    initial states at step 0, the stacked weights, the statements, then the outputs and the cache."""
+    model, forward = program.model, program.forward
+    printer = PassPrinter(forward.arrays)
+    head = []
+    for array in forward.arrays:
+        if array.steps == "T+1":
+            head.append(f"{array.name} = jnp.zeros((T + 1, B, {printer(array.rows)}), dtype)")
+    printer.used["sizes"] |= {"T", "B", "dtype"}
+    for seq in model.states:
+        place = printer.places[seq.name]
+        index = "0" if place.whole else f"0, ..., {printer.rows(place)}"
+        head.append(f"{place.home} = {place.home}.at[{index}].set({seq.name}0)")
+    body = printer.lines(forward.statements)
+    printer.pending = []
+    output = printer.view(model.outputs[0][0].name, printer.places[model.outputs[0][0].name].home)
+    cache = ", ".join(f'"{name}": {cached(printer, name)}' for name in program.cache)
+    tail = printer.pending + [f"return {output}, {{{cache}}}"]
+    return stack_lines(printer, forward.stacks) + head + body + tail, printer
+
+
+def cached(printer, name):
+    """The code of a cached sequence's whole array (the input as it came)."""
+    if name not in printer.places:
+        return name
+    return printer.view(name, printer.places[name].home)
+
+
+def stack_lines(printer, stacks):
+    """name = the parts stacked along their rows (ir.Stack), for the stacks the statements read."""
+    lines = []
+    for stack in stacks:
+        if stack.name in printer.used["params"]:
+            parts = ", ".join(str(printer(part)) for part in stack.parts)
+            lines.append(f"{stack.name} = jnp.concatenate(({parts}))  # stacked once per call")
+    return lines
+

@@ -1,0 +1,145 @@
+"""Print the backward pass's statements as JAX code (jax/scan.py prints the forward pass): stacked
+statements as one expression over all steps, the loop as the step function of a `jax.lax.scan`. JAX
+is functional, so a sequence is never written in place: a stacked statement binds a whole array, and
+a step reads its inputs at t (and t-1, t+1) from the scan's stacked inputs, the previous step's values
+from the carry.
+"""
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from bptt.codegen.ir import Accumulate, Assign, Flow, Guard, Loop, adjoint_array
+from bptt.codegen.jax.printer import JaxPrinter, step_name
+from bptt.derive.nodes import Adj, t
+
+
+class Carried(NamedTuple):
+    """One value a scan carries: its name read at step t, its code after the step, and what it is (the
+    state or adjoint node it holds)."""
+
+    name: str
+    code: str
+    node: object
+
+
+@dataclass
+class Scan:
+    """A step function's parts: its body lines, the values it carries and reads, what it returns.
+
+    carry: [Carried]; inputs: [(local name, stacked code)]; outputs: [(array name after the scan, the code
+    the step returns)]."""
+
+    body: list
+    carry: list = field(default_factory=list)
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+
+    def lines(self, doc, carry_init, reverse=False, last="_", blank=True, length=None):
+        """The step function and the scan: `carry_init` the first carry, codes in carry order;
+        `last` the name of the final carry; blank: a blank line before the step function;
+        length: the number of steps, when the step reads no input."""
+        head = [""] * blank + ["def _step(carry, inputs):", f'    """{doc}"""']
+        if self.carry:
+            head.append(f"    {tupled([carried.name for carried in self.carry])} = carry")
+        head.append(f"    {tupled([name for name, _ in self.inputs])} = inputs")
+        back = f"({tupled([carried.code for carried in self.carry])}, {tupled([code for _, code in self.outputs])})"
+        body = head + ["    " + line for line in self.body] + [f"    return {back}"]
+        stacked = tupled([code for _, code in self.inputs])
+        options = (", reverse=True" if reverse else "") + (f", length={length}" if length else "")
+        call = f"jax.lax.scan(_step, {tupled(carry_init)}, {stacked}{options})"
+        steps = "t = T..1" if reverse else "t = 1..T"
+        return body + ["", f"{last}, {tupled([name for name, _ in self.outputs])} = {call}  # {steps}"]
+
+
+def tupled(items):
+    """A tuple's code: `(a,)`, `(a, b)`, `()`."""
+    items = list(items)
+    if not items:
+        return "()"
+    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+
+
+def scanned_input(printer, node, shift):
+    """The stacked code whose step t is `node` at t + shift."""
+    if shift == 1:
+        return f"{printer.helper('_following')}({printer.at(True)(node.subs(t, t - 1))})"
+    return str(printer.at(True)(node))
+
+
+@dataclass
+class BackwardScan:
+    scan: Scan
+    carried: list  # adjoint names whose step-1 value the final carry holds
+
+
+def backward_scan(printer, loop, wanted, initial_reads, local):
+    """The backward recursion as a Scan, last step first. wanted: adjoint arrays read after the loop;
+    initial_reads: names of the adjoints that dL/dS_0 reads at step 1; local: names of the adjoints
+    whose local terms were computed for all steps before the loop."""
+    step = JaxPrinter(stacked=False, arrays=printer.arrays)
+    step.used = printer.used
+    body, targets, zero = [], {}, []
+    for statement in _flatten(loop.body):
+        seq = statement.target.of
+        name = step_name(statement.target, 0)
+        code = step(statement.value)
+        if isinstance(statement, Assign):
+            body.append(f"{name} = {code}  # {statement.comment}")
+        elif isinstance(statement, Accumulate):
+            body.append(f"{name} = {step(statement.target)} + {code}  # {statement.comment}")
+        elif isinstance(statement, Flow):
+            if name not in step.assigned and seq.name not in local:
+                zero.append((name, seq.rows))
+                step.assigned.add(name)
+            flow = f"{step.helper('_flow')}({code}, keep_t, ages)"
+            body.append(f"{name} = {step(statement.target)} + {flow}  # {statement.comment}")
+        step.assigned.add(name)
+        targets.setdefault(seq.name, statement.target)
+    fresh = [
+        f"{local} = {step.helper('_fresh')}({local}, ages)  # the local terms, at age 0 in a window"
+        for local, (node, shift) in step.reads.items()
+        if isinstance(node, Adj) and shift == 0 and node.of.name in targets
+    ]
+    step.used["sizes"] |= {"B", "dtype"} if zero else set()
+    starts = [
+        f"{local} = {step.helper('_fresh')}(jnp.zeros((B, {step(rows)}), dtype), ages)" for local, rows in zero
+    ]
+    scan = Scan(fresh + starts + body)
+    carried = []
+    for local, (node, shift) in step.reads.items():
+        if shift == 1 and isinstance(node, Adj) and node.of.name in targets:
+            scan.carry.append(Carried(local, step_name(node, 0), node))
+            carried.append(node.of.name)
+        else:
+            scan.inputs.append((local, scanned_input(step, node, shift)))
+    for name in initial_reads:
+        if name in targets and name not in carried:
+            scan.carry.append(Carried(step_name(targets[name], 1), step_name(targets[name], 0), targets[name]))
+            carried.append(name)
+    scan.inputs.append(("keep_t", "keep_next"))
+    total = step.helper("_total")
+    scan.outputs = [
+        (adjoint_array(name), f"{total}({step_name(target, 0)}, ages)")
+        for name, target in targets.items()
+        if adjoint_array(name) in wanted
+    ]
+    return BackwardScan(scan, carried)
+
+
+def _flatten(statements):
+    for statement in statements:
+        if isinstance(statement, (Loop, Guard)):
+            yield from _flatten(statement.body)
+        else:
+            yield statement
+
+
+def initial_code(printer, item, carried):
+    """dL/dS_0 from the final carry: the flow from step 1 (weighted, one age older) summed over the ages."""
+    aged = {a.of.name for a in item.value.atoms(Adj)} & set(carried)
+    code = str(printer(item.value))
+    if item.weighted:
+        code = f"{printer.helper('_flow')}({code}, keep_0, {'ages' if aged else 'None'})"
+    if aged:
+        code = f"{printer.helper('_total')}({code}, ages)"
+    return f"d_{item.key} = {code}  # {item.comment}"

@@ -1,0 +1,1 @@
+"""The NumPy backend: its renderer, module template and helpers."""

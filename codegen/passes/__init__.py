@@ -1,0 +1,1 @@
+"""The passes over the statement IR: fusion, hoisting, halving, slopes, fresh returns, forward mode."""

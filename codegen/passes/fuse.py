@@ -1,0 +1,233 @@
+"""Gate products that share an operand become one product with the weights stacked.
+
+In a gated cell every gate reads W_k h_{t-1}. The gates' arrays become views of
+one stacked array (a group), the weights are stacked once per call, and one
+product per step fills every gate: `[W_i; W_f; ...] h_{t-1}`. Statements that
+do the same to neighbouring members (a sigmoid on i, f and o; their input
+projections) become one statement on a span of the group. fuse_backward.py
+does the same for the adjoints.
+"""
+
+import sympy as sp
+
+from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, code_name
+from bptt.codegen.text import text
+from bptt.derive.elementwise import Apply
+from bptt.derive.nodes import SeqAt, matrix_sum, t
+
+
+def sum_terms(value):
+    """(rebuild, terms): the terms of value's sum, or of the sum inside its elementwise function."""
+    if isinstance(value, Apply):
+        inner = value.arg
+        terms = list(inner.args) if isinstance(inner, sp.MatAdd) else [inner]
+        return (lambda total: Apply(value.function, total)), terms
+    return (lambda total: total), list(value.args) if isinstance(value, sp.MatAdd) else [value]
+
+
+def product(term):
+    """(P, v) if term is a parameter matrix P times a sequence value v, else (None, None)."""
+    if isinstance(term, sp.MatMul):
+        coeff, factors = term.as_coeff_matrices()
+        if coeff == 1 and len(factors) == 2:
+            matrix, operand = factors
+            if isinstance(matrix, PARAMETER) and matrix.shape[1] != 1 and isinstance(operand, SeqAt):
+                return matrix, operand
+    return None, None
+
+
+def internal(names):
+    """The code name of a group or a stack: its members' names joined, `_i_f_o_g` (`_pre_f_pre_i` for `_pre_f`, `_pre_i`)."""
+    return "_" + "_".join(name.lstrip("_") for name in names)
+
+
+def total_rows(members):
+    return sum((rows for _, rows in members), sp.S.Zero)
+
+
+def span_seq(group, first, count, at=t):
+    """The SeqAt of members first .. first + count - 1 of a group (the group itself if all)."""
+    members = group.members[first : first + count]
+    name = group.name if count == len(group.members) else internal(name for name, _ in members)
+    return SeqAt(name, at, total_rows(members), "intermediate")
+
+
+def with_span(group, first, count):
+    """The group with a view over members first .. first + count - 1."""
+    name = span_seq(group, first, count).name
+    if name == group.name or name in [span[0] for span in group.spans]:
+        return group
+    return Array(group.name, group.rows, group.steps, group.members, group.spans + ((name, first, count),))
+
+
+def _function(statement):
+    return statement.value.function if isinstance(statement.value, Apply) else ""
+
+
+def _shared(statements, loop_names):
+    """{operand: [(statement index, term, P)]}: products P v of a loop value v, one per statement."""
+    found = {}
+    for index, statement in enumerate(statements):
+        if not isinstance(statement, Assign) or not isinstance(statement.target, SeqAt):
+            continue
+        per_operand = {}
+        for term in sum_terms(statement.value)[1]:
+            matrix, operand = product(term)
+            if matrix is not None and operand.name in loop_names:
+                per_operand.setdefault(operand, []).append((index, term, matrix))
+        for operand, items in per_operand.items():
+            if len(items) == 1:
+                found.setdefault(operand, []).extend(items)
+    return found
+
+
+def products(statements, loop_names):
+    """Fuse the loop's products P_k v that two or more statements share.
+
+    Returns (statements, stacks, groups). The fused product is accumulated into the group before
+    its first member; members are ordered by their elementwise function (the sigmoids together).
+    Products of another operand that the same members share (a second layer's W_ih2 h1_t and
+    W_hh2 h2_{t-1}) are a second product into the same group."""
+    statements, stacks, groups, fused = list(statements), [], [], {}
+    owner = {}  # statement index -> (its group, the group's statement indices in member order)
+    for operand, items in sorted(_shared(statements, loop_names).items(), key=lambda kv: sp.default_sort_key(kv[0])):
+        free = [item for item in items if item[0] not in owner]
+        mine = {owner[i][0].name for i, _, _ in items if i in owner}
+        if not free and len(mine) == 1 and len(items) == len(owner[items[0][0]][1]):
+            order = owner[items[0][0]][1]
+            group, items = owner[items[0][0]][0], sorted(items, key=lambda item: order.index(item[0]))
+        elif len(free) >= 2:
+            functions = list(dict.fromkeys(_function(statements[i]) for i, _, _ in free))
+            items = sorted(free, key=lambda item: functions.index(_function(statements[item[0]])))
+            members = tuple((statements[i].target.name, statements[i].target.rows) for i, _, _ in items)
+            group = Array(internal(name for name, _ in members), total_rows(members), "T+1", members)
+            owner.update({i: (group, [j for j, _, _ in items]) for i, _, _ in items})
+            groups.append(group)
+        else:
+            continue
+        stacks.append(Stack(internal(code_name(m) for _, _, m in items), tuple(m for _, _, m in items)))
+        for index, term, _ in items:
+            rebuild, terms = sum_terms(statements[index].value)
+            rest = matrix_sum([x for x in terms if x != term], statements[index].target.rows)
+            statements[index] = Assign(statements[index].target, rebuild(rest), statements[index].comment)
+        weights = sp.MatrixSymbol(stacks[-1].name, group.rows, operand.rows)
+        shown = "; ".join(text(m) for _, _, m in items)
+        comment = f"[{shown}] {text(operand)}: the products of every gate at once"
+        product = Accumulate(SeqAt(group.name, t, group.rows, "intermediate"), weights * operand, comment)
+        fused.setdefault(min(owner[items[0][0]][1]), []).append(product)
+    out = []
+    for index, statement in enumerate(statements):
+        out += fused.get(index, []) + [statement]
+    return out, stacks, groups
+
+
+def activations(statements, groups):
+    """Consecutive X = f(X) on neighbouring members of a group, with the same f, become one statement on their span."""
+    where = {name: (group.name, k) for group in groups for k, (name, _) in enumerate(group.members)}
+    by_name = {group.name: group for group in groups}
+    runs = []
+    for statement in _members_in_order(statements, where):
+        place = _in_place(statement, where)
+        last = runs[-1] if runs else None
+        if place and last and last[0] and (last[0][0], last[0][1] + len(last[1]), last[0][2]) == place:
+            last[1].append(statement)
+        else:
+            runs.append((place, [statement]))
+    out = []
+    for place, run in runs:
+        if not place or len(run) < 2:
+            out += run
+            continue
+        group, first, function = place
+        by_name[group] = with_span(by_name[group], first, len(run))
+        span = span_seq(by_name[group], first, len(run))
+        out.append(Assign(span, Apply(function, span), "; ".join(s.comment for s in run)))
+    return out, list(by_name.values())
+
+
+def _members_in_order(statements, where):
+    """Each block of consecutive X = f(X) on group members (independent of each other) in member order."""
+    out, block = [], []
+    for statement in statements + [None]:
+        if statement is not None and _in_place(statement, where):
+            block.append(statement)
+            continue
+        out += sorted(block, key=lambda s: _in_place(s, where)[:2])
+        block = []
+        out += [statement] if statement is not None else []
+    return out
+
+
+def _in_place(statement, where):
+    """(group name, member index, f) if statement is X = f(X) for a member X of a group."""
+    value = getattr(statement, "value", None)
+    if isinstance(statement, Assign) and isinstance(value, Apply) and value.arg == statement.target:
+        if statement.target.name in where:
+            return (*where[statement.target.name], value.function)
+    return None
+
+
+def stacked(statements, groups):
+    """Hoisted statements of neighbouring members with the same form (P x_t + b + ...) become one:
+    the weights stacked per operand, each member's bias vectors summed and stacked.
+    Returns (statements, stacks, groups); members first, in group order (the statements are independent)."""
+    where = {name: (group.name, k) for group in groups for k, (name, _) in enumerate(group.members)}
+    by_name = {group.name: group for group in groups}
+    members = sorted(
+        (s for s in statements if getattr(s.target, "name", None) in where),
+        key=lambda s: ([g.name for g in groups].index(where[s.target.name][0]), where[s.target.name][1]),
+    )
+    out = [s for s in statements if s not in members]
+    stacks, run = [], []
+    for statement in members + [None]:
+        form = _form(statement, where) if statement is not None else None
+        if run and form and _follows(run[-1][1], form):
+            run.append((statement, form))
+            continue
+        if len(run) > 1:
+            out.append(_merge(run, by_name, stacks))
+        else:
+            out += [s for s, _ in run]
+        run = [(statement, form)] if statement is not None else []
+    return out, stacks, list(by_name.values())
+
+
+def _form(statement, where):
+    """(group name, member index, {operand: P}, [bias vectors]) of a statement P v + ... + b; None if other terms."""
+    group, index = where[statement.target.name]
+    operands, biases = {}, []
+    if isinstance(statement.value, Apply):
+        return None
+    for term in sum_terms(statement.value)[1]:
+        matrix, operand = product(term)
+        if matrix is not None and operand not in operands:
+            operands[operand] = matrix
+        elif isinstance(term, PARAMETER) and term.shape[1] == 1:
+            biases.append(term)
+        else:
+            return None
+    return group, index, operands, biases
+
+
+def _follows(previous, form):
+    if previous is None or form is None:
+        return False
+    same_operands = set(previous[2]) == set(form[2]) and bool(previous[3]) == bool(form[3])
+    return previous[0] == form[0] and previous[1] + 1 == form[1] and same_operands
+
+
+def _merge(run, groups, stacks):
+    """One statement on the span of the run's members."""
+    name, first = run[0][1][0], run[0][1][1]
+    groups[name] = with_span(groups[name], first, len(run))
+    span = span_seq(groups[name], first, len(run))
+    terms = []
+    for operand in sorted(run[0][1][2], key=sp.default_sort_key):
+        matrices = tuple(form[2][operand] for _, form in run)
+        stacks.append(Stack(internal(code_name(m) for m in matrices), matrices))
+        terms.append(sp.MatrixSymbol(stacks[-1].name, span.rows, operand.rows) * operand)
+    if run[0][1][3]:
+        parts = tuple(matrix_sum(form[3]) for _, form in run)
+        stacks.append(Stack(internal(code_name(b) for _, form in run for b in form[3]), parts))
+        terms.append(sp.MatrixSymbol(stacks[-1].name, span.rows, 1))
+    return Assign(span, matrix_sum(terms), "; ".join(statement.comment for statement, _ in run))

@@ -1,0 +1,1 @@
+"""The printing every backend shares: expressions, statements, bindings, layout, helpers."""

@@ -1,0 +1,77 @@
+"""The calls of an array library that the in-place statement printer writes (printing/statements.py),
+one table per library: NumPy's, and torch's for the torch module's forward pass (run under
+torch.no_grad(), so it may write into its tensors). Each entry is a format string of code.
+
+torch differs where a table entry differs: `torch.sub` takes no Python number first (c - x is
+-x + c), `out.copy_(x)` for np.copyto, `dim=` for `axis=`, and every tensor it allocates takes
+the dtype AND the device of the inputs.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ArrayCalls:
+    module: str  # the library's name in code: np, torch
+    add: str  # {a} + {b} into {out}
+    subtract: str
+    multiply: str
+    matmul: str
+    minus_from: tuple  # lines for {out} = {c} - {x}, {c} a number
+    negative: str
+    square: str
+    power: str  # {x} ** {p}
+    copy: str  # {out} = {x}, broadcast
+    zero: str
+    concatenate: str  # {parts} stacked along their rows into {out}
+    concatenate_columns: str
+    empty: str  # an uninitialised array of {shape}, in the inputs' dtype (and device)
+    ones: str
+    takes_out: Callable  # name -> whether `module.name(x, ...)` takes out=
+
+    def line(self, call, **values):
+        return getattr(self, call).format(**values)
+
+
+NUMPY = ArrayCalls(
+    module="np",
+    add="np.add({a}, {b}, out={out})",
+    subtract="np.subtract({a}, {b}, out={out})",
+    multiply="np.multiply({a}, {b}, out={out})",
+    matmul="np.matmul({a}, {b}, out={out})",
+    minus_from=("np.subtract({c}, {x}, out={out})",),
+    negative="np.negative({x}, out={out})",
+    square="np.square({x}, out={out})",
+    power="np.power({x}, {p}, out={out})",
+    copy="np.copyto({out}, {x})",
+    zero="{out}.fill(0)",
+    concatenate="np.concatenate(({parts}), out={out})",
+    concatenate_columns="np.concatenate(({parts}), axis=1, out={out})",
+    empty="np.empty({shape}, dtype)",
+    ones="np.ones({shape}, dtype)",
+    takes_out=lambda name: isinstance(getattr(np, name, None), np.ufunc),
+)
+
+TORCH_OUT = frozenset(("abs", "exp", "expm1", "log", "neg", "sigmoid", "sqrt", "square", "tanh"))
+
+TORCH = ArrayCalls(
+    module="torch",
+    add="torch.add({a}, {b}, out={out})",
+    subtract="torch.sub({a}, {b}, out={out})",
+    multiply="torch.mul({a}, {b}, out={out})",
+    matmul="torch.matmul({a}, {b}, out={out})",
+    minus_from=("torch.neg({x}, out={out})", "{out}.add_({c})"),
+    negative="torch.neg({x}, out={out})",
+    square="torch.square({x}, out={out})",
+    power="torch.pow({x}, {p}, out={out})",
+    copy="{out}.copy_({x})",
+    zero="{out}.zero_()",
+    concatenate="torch.cat(({parts}), out={out})",
+    concatenate_columns="torch.cat(({parts}), dim=1, out={out})",
+    empty="torch.empty({shape}, dtype=dtype, device=device)",
+    ones="torch.ones({shape}, dtype=dtype, device=device)",
+    takes_out=TORCH_OUT.__contains__,
+)

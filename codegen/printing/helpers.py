@@ -1,0 +1,95 @@
+"""A backend's helpers file and the framework-free definitions all backends share, split into their
+top-level definitions by Python's own parser: a generated module carries the definitions its code calls
+and those they call, nothing else."""
+
+import ast
+import functools
+import pathlib
+import sys
+from dataclasses import dataclass
+
+CODEGEN = pathlib.Path(__file__).parent.parent  # codegen/: a backend folder each, and printing/
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    source: str
+    reads: frozenset  # every name its code reads
+    takes_out: bool  # a function with an `out` parameter
+
+
+class Helpers:
+    """The definitions and imports of helpers files, e.g. numpy/helpers.py.j2 then
+    printing/common_helpers.py.j2: a name's first definition wins, and the order is the files'."""
+
+    def __init__(self, *texts):
+        self.imports = {}  # bound name -> import line
+        self.definitions = {}
+        for text in texts:
+            imports, definitions = _read(text)
+            self.imports.update(imports)
+            for name, definition in definitions.items():
+                self.definitions.setdefault(name, definition)
+
+    def closure(self, names):
+        """The named definitions and every definition they read, in the files' order."""
+        wanted, todo = set(), list(names)
+        while todo:
+            name = todo.pop()
+            if name in wanted:
+                continue
+            if name not in self.definitions:
+                raise KeyError(f"the helpers files have no definition {name!r}")
+            wanted.add(name)
+            todo += [read for read in self.definitions[name].reads if read in self.definitions]
+        return [d for d in self.definitions.values() if d.name in wanted]
+
+    def source(self, names):
+        """(import blocks, the definitions' source) for a module whose code calls `names`: the standard
+        library's import lines, then the others', each block one string of sorted lines."""
+        chosen = self.closure(names)
+        reads = set().union(*(d.reads for d in chosen)) | {"np"}
+        lines = sorted({line for name, line in self.imports.items() if name in reads})
+        standard = [line for line in lines if line.split()[1].partition(".")[0] in sys.stdlib_module_names]
+        blocks = (standard, [line for line in lines if line not in standard])
+        return ["\n".join(block) for block in blocks if block], "\n\n\n".join(d.source for d in chosen)
+
+    @property
+    def accepts_out(self):
+        return frozenset(name for name, d in self.definitions.items() if d.takes_out)
+
+
+def _read(text):
+    """The imports (bound name -> import line) and top-level definitions (by name) of one helpers file."""
+    tree = ast.parse(text)
+    lines = text.splitlines()
+    imports, definitions = {}, {}
+    for node in tree.body:
+        source = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                imports[alias.asname or alias.name] = source
+        elif isinstance(node, (ast.FunctionDef, ast.Assign)):
+            name = node.name if isinstance(node, ast.FunctionDef) else node.targets[0].id
+            takes_out = isinstance(node, ast.FunctionDef) and any(a.arg == "out" for a in node.args.args)
+            reads = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+            definitions[name] = Definition(name, source, reads, takes_out)
+    return imports, definitions
+
+
+def namespace(names=None, backend="numpy"):
+    """A scope to evaluate printed code in: the backend's imports and the named helpers (all if None),
+    with those they call. (A generated module carries only the helpers its own code calls.)"""
+    chosen = helpers(backend)
+    imports, source = chosen.source(list(chosen.definitions) if names is None else names)
+    scope = {}
+    exec(compile("\n".join(imports) + "\n\n" + source, f"<{backend} helpers>", "exec"), scope)
+    return scope
+
+
+@functools.cache
+def helpers(backend="numpy"):
+    """The backend's own helpers file, then the shared one for the names the backend does not define."""
+    own, common = CODEGEN / backend / "helpers.py.j2", CODEGEN / "printing" / "common_helpers.py.j2"
+    return Helpers(own.read_text(encoding="utf-8"), common.read_text(encoding="utf-8"))

@@ -1,0 +1,368 @@
+"""Print derived matrix expressions as batched NumPy code (the NumPy backend's expressions).
+
+A column vector v of the maths is an array whose last axis holds v and whose
+leading axes are the batch (and, when stacked, time): "row form". So W v
+prints as `v @ W.T`, W^T v as `v @ W`, diag(u) v as `u * v`, and one printed
+expression serves a single step (`h[t]`) or all steps at once (`h[1:]`).
+Parentheses follow from the precedence of the node printed, never from its text.
+"""
+
+import ast
+import functools
+
+import sympy as sp
+from sympy.printing.printer import Printer
+
+from bptt.codegen.ir import PARAMETER, Array, adjoint_array
+from bptt.codegen.printing.helpers import helpers
+from bptt.derive.blocks import split
+from bptt.derive.elementwise import lookup
+from bptt.derive.nodes import Adj, Diag, OneHot, equal, matrix_sum, t
+from bptt.documents.latex import term_order
+
+SUM, PRODUCT, UNARY, POWER, ATOM = 1, 2, 3, 4, 5
+# Arrays of states and intermediates hold steps 0..T (index = time);
+# inputs, outputs and targets hold steps 1..T (index = time - 1).
+ALIGNED = ("state", "intermediate")
+ONES = "_ones"  # the work array of T*B ones that sums over all steps and samples
+
+
+class PrintError(ValueError):
+    """An expression the NumPy printer cannot turn into code."""
+
+
+class Code(str):
+    """Printed code that knows how tightly it binds (ATOM > POWER > UNARY > PRODUCT > SUM)."""
+
+    def __new__(cls, text, level=ATOM):
+        code = str.__new__(cls, text)
+        code.level = level
+        return code
+
+
+def size_name(symbol):
+    return f"n_{symbol}"
+
+
+def array_name(node):
+    """The array holding a sequence value or its adjoint: `h`, `d_h` (`_d_x` for an internal `_x`)."""
+    if isinstance(node, Adj):
+        return adjoint_array(node.of.name)
+    return node.name
+
+
+def default_array(node):
+    seq = node.of if isinstance(node, Adj) else node
+    return Array(array_name(node), seq.rows, "T+1" if seq.role in ALIGNED else "T")
+
+
+@functools.cache  # one parse per registry template, not one per call printed
+def template_level(code):
+    """How tightly a registry code template binds, from its syntax tree."""
+    tree = ast.parse(code.format(arg="_a", operand="_a"), mode="eval").body
+    if isinstance(tree, ast.BinOp):
+        return {ast.Add: SUM, ast.Sub: SUM, ast.Pow: POWER}.get(type(tree.op), PRODUCT)
+    return UNARY if isinstance(tree, ast.UnaryOp) else ATOM
+
+
+class RowPrinter(Printer):
+    """Prints expressions at one step (`stacked=False`, time variable `t`) or for all steps
+    t = 1..T at once (`stacked=True`). `arrays` says where each sequence lives (ir.Array
+    by array name); it records the parameters, sizes, arrays and helpers it prints."""
+
+    printmethod = None
+    backend = "numpy"  # the key of the registry's code and of the helpers file
+    form = "NumPy"  # the backend's name in errors
+    blocks = "np.s_"  # what indexes a block of a parameter
+
+    def __init__(self, stacked=False, arrays=None):
+        super().__init__()
+        self.stacked = stacked
+        self.arrays = dict(arrays or {})
+        self.used = {"params": set(), "sizes": set(), "arrays": set(), "helpers": set()}
+
+    def __call__(self, expr):
+        return str(self._print(expr))
+
+    def at(self, stacked):
+        """The same printer, stacked or at one step."""
+        other = type(self).__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.stacked = stacked
+        return other
+
+    def operand(self, expr, level):
+        code = self._print(expr)
+        return code if code.level >= level else Code(f"({code})")
+
+    def helper(self, name):
+        self.used["helpers"].add(name)
+        return name
+
+    def array(self, node):
+        name = array_name(node)
+        self.used["arrays"].add(name)
+        return self.arrays.get(name) or default_array(node)
+
+    # sequences and names
+
+    def _print_SeqAt(self, node):
+        return self.sequence(node)
+
+    def _print_Adj(self, node):
+        return self.sequence(node)
+
+    def sequence(self, node):
+        seq = node.of if isinstance(node, Adj) else node
+        array = self.array(node)
+        if array.steps == "":
+            if self.stacked:
+                raise PrintError(f"{array.name} holds one step; it cannot be read for all steps at once")
+            return Code(array.name)
+        offset = sp.S.One if array.steps == "T" else sp.S.Zero
+        if not self.stacked or not seq.time.has(t):
+            return Code(f"{array.name}[{_index(seq.time - offset)}]")
+        shift = sp.simplify(seq.time - t)
+        if shift == 0:
+            return Code(f"{array.name}[1:]" if array.steps == "T+1" else array.name)
+        if shift == -1 and array.steps == "T+1":
+            return Code(f"{array.name}[:-1]")
+        raise PrintError(f"cannot stack {array.name} at time {seq.time} over t = 1..T")
+
+    def label(self, node):
+        return self._print(node)
+
+    def _print_MatrixSymbol(self, expr):
+        self.used["params"].add(expr.name)
+        return Code(expr.name)
+
+    def _print_Symbol(self, expr):
+        if expr.name in ("T", "B"):
+            self.used["sizes"].add(expr.name)
+        if expr.name in ("t", "T", "B"):
+            return Code(expr.name)
+        self.used["sizes"].add(expr.name)
+        return Code(size_name(expr))
+
+    def _print_Integer(self, expr):
+        return Code(str(expr), ATOM if expr >= 0 else UNARY)
+
+    def _print_Float(self, expr):
+        return Code(repr(float(expr)), ATOM if expr >= 0 else UNARY)
+
+    def _print_Rational(self, expr):
+        return self.fraction(expr)
+
+    def _print_Mul(self, expr):
+        return self.fraction(expr)
+
+    def _print_Pow(self, expr):
+        return self.fraction(expr)
+
+    def fraction(self, expr):
+        """A scalar: 1 / T, -1 / T, 2 * n_h."""
+        if expr.is_Rational and expr.q & (expr.q - 1) == 0:  # a power of two below: exact as a float
+            return Code(repr(float(expr)), ATOM if expr > 0 else UNARY)
+        numerator, denominator = sp.fraction(expr)
+        if denominator == 1:
+            coeff, rest = numerator.as_coeff_Mul()
+            return Code(f"{coeff} * {self.operand(rest, POWER)}", PRODUCT)
+        return Code(f"{self.operand(numerator, POWER)} / {self.operand(denominator, POWER)}", PRODUCT)
+
+    def _print_Add(self, expr):
+        return Code(_index(expr), SUM)
+
+    def _print_OneMatrix(self, expr):
+        return Code("1")
+
+    def _print_Rows(self, expr):
+        return Code(f"{self._print(expr.matrix)}[{self.span(expr.start, expr.start + expr.count)}]")
+
+    def _print_MatrixSlice(self, expr):
+        """A block of a parameter: a view, W_ih[n_h:2 * n_h]."""
+        return Code(f"{self._print(expr.parent)}[{self.block_index(expr)}]")
+
+    def block_index(self, block):
+        """The index of a block in its parameter: a vector's rows, a matrix's rows and columns (`n_h:2 * n_h`)."""
+        rows, columns = block.parent.shape
+        spans = [self.span(*block.rowslice[:2], size=rows)]
+        if columns != 1 and not (block.colslice[0] == 0 and equal(block.colslice[1], columns)):
+            spans.append(self.span(*block.colslice[:2], size=columns))
+        return ", ".join(spans)
+
+    def span(self, start, stop, size=None):
+        """`a:b`, the ends left out where they are the array's."""
+        first = "" if start == 0 else self._print(start)
+        last = "" if size is not None and equal(stop, size) else self._print(stop)
+        return f"{first}:{last}"
+
+    # the algebra, in row form
+
+    def _print_Placed(self, expr):
+        return self.placed([], [expr])
+
+    def placed(self, whole, placed):
+        """A sliced parameter's gradient: each block's value written into its rows and columns, the rest zero."""
+        parameter = placed[0].block.parent
+        blocks = [(self.index_of(None), matrix_sum(whole))] if whole else []
+        blocks += [(self.index_of(p.block), p.value) for p in placed]
+        listed = ", ".join(f"({index}, {self._print(value)})" for index, value in blocks)
+        return Code(f"{self.helper('_placed')}({self._print(parameter)}, {listed})")
+
+    def index_of(self, block):
+        """What indexes a block in its parameter, np.s_[n_h:2 * n_h]; the whole parameter for None."""
+        return f"{self.blocks}[{':' if block is None else self.block_index(block)}]"
+
+    def _print_MatAdd(self, expr):
+        whole, placed = split(expr)
+        if placed:
+            return self.placed(whole, placed)
+        out = ""
+        for term in sorted(expr.args, key=term_order):
+            negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
+            if negative:
+                code = self.operand(negated(term), PRODUCT if out else POWER)
+                out += f" - {code}" if out else f"-{code}"
+            else:
+                out += f" + {self._print(term)}" if out else str(self._print(term))
+        return Code(out, SUM)
+
+    def _print_Copy(self, expr):
+        return Code(f"{self.operand(expr.value, ATOM)}.copy()")
+
+    def _print_ZerosLike(self, expr):
+        return Code(f"np.zeros_like({self._print(expr.like)})")
+
+    def _print_HadamardProduct(self, expr):
+        return Code(" * ".join(self.operand(arg, POWER) for arg in expr.args), PRODUCT)
+
+    def _print_HadamardPower(self, expr):
+        return Code(f"{self.operand(expr.base, ATOM)} ** {expr.exp}", POWER)
+
+    def _print_Apply(self, expr):
+        code = self.elementwise(expr.function)
+        arg = self._print(expr.arg)
+        operand = arg if arg.level == ATOM else f"({arg})"
+        return Code(code.format(arg=arg, operand=operand), template_level(code))
+
+    def elementwise(self, function):
+        """An elementwise function's code template for this backend, the helpers it calls recorded: those its
+        registry entry names, and any other it calls (found in the template's syntax tree)."""
+        entry = lookup(function)
+        if self.backend not in entry.code:
+            raise PrintError(
+                f"the elementwise function {function!r} has no {self.form} code; give its entry code[{self.backend!r}]"
+            )
+        code = entry.code[self.backend]
+        called = names_read(code) & helpers(self.backend).definitions.keys()
+        for name in sorted(called | set(entry.helpers.get(self.backend, ()))):
+            self.helper(name)
+        return code
+
+    def _print_Softmax(self, expr):
+        return Code(f"{self.helper('_softmax')}({self._print(expr.arg)})")
+
+    def _print_OneHot(self, expr):
+        classes = self._print(expr.shape[0])
+        return Code(f"{self.helper('_onehot')}({self.label(expr.label)}, {classes}, dtype)")
+
+    def _print_MatMul(self, expr):
+        coeff, factors = expr.as_coeff_matrices()
+        if isinstance(factors[-1], OneHot):  # P onehot(x) is a lookup of column x of P
+            acc, factors = self.lookup(factors[-2], factors[-1]), factors[:-2]
+        else:
+            acc, factors = self._print(factors[-1]), factors[:-1]
+        for factor in reversed(factors):
+            acc = self.apply(factor, acc, expr)
+        if coeff == 1:
+            return acc
+        if coeff == -1:
+            return Code(f"-{acc if acc.level >= POWER else f'({acc})'}", UNARY)
+        scalar = self.operand(coeff, POWER)
+        return Code(f"{scalar} * {acc if acc.level >= POWER else f'({acc})'}", PRODUCT)
+
+    def lookup(self, matrix, onehot):
+        label = self.label(onehot.label)
+        if isinstance(matrix, sp.Transpose) and isinstance(matrix.arg, sp.MatrixSymbol):
+            return Code(f"{self._print(matrix.arg)}[{label}]")
+        if isinstance(matrix, sp.MatrixSymbol):
+            return Code(f"{self._print(matrix)}.T[{label}]")
+        raise PrintError(f"a one-hot vector must be multiplied by a parameter, not {matrix}")
+
+    def apply(self, factor, acc, expr):
+        """factor times the vector whose row form is acc."""
+        if isinstance(factor, Diag):
+            right = acc if acc.level >= POWER else f"({acc})"
+            return Code(f"{self.operand(factor.vector, POWER)} * {right}", PRODUCT)
+        left = acc if acc.level >= PRODUCT else f"({acc})"
+        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, PARAMETER):
+            return Code(f"{left} @ {self._print(factor.arg)}", PRODUCT)
+        if isinstance(factor, PARAMETER):
+            return Code(f"{left} @ {self._print(factor)}.T", PRODUCT)
+        raise PrintError(f"no NumPy form for the factor {factor} in {expr}")
+
+    # parameter gradients and losses, for all steps
+
+    def _print_TimeSum(self, expr):
+        terms = expr.body.args if isinstance(expr.body, sp.MatAdd) else (expr.body,)
+        stacked = self.at(True)
+        return Code(" + ".join(stacked.gradient_term(term) for term in terms), SUM if len(terms) > 1 else PRODUCT)
+
+    def gradient_term(self, term):
+        """Code for one term of sum_t (...) of a parameter gradient: a sum over the T*B rows as
+        a product with ones, an outer product as one (T*B)-long product (transposed: BLAS is faster so)."""
+        rows = self._print(term.shape[0])
+        if term.shape[1] == 1:
+            self.used["arrays"].add(ONES)
+            return f"{ONES} @ {self.operand(term, ATOM)}.reshape(-1, {rows})"
+        column, vector = outer_factors(term)
+        left = self.operand(column, ATOM)
+        if isinstance(vector, OneHot):  # sum_t g_t onehot(x_t)^T adds g_t into column x_t
+            columns = self._print(vector.shape[0])
+            return f"{self.helper('_scatter_columns')}({left}, {self.label(vector.label)}, {columns})"
+        right = self.operand(vector, ATOM)
+        return f"({right}.reshape(-1, {self._print(vector.shape[0])}).T @ {left}.reshape(-1, {rows})).T"
+
+    def _print_SquaredError(self, loss):
+        difference = f"{self._print(loss.prediction)} - {self._print(loss.target)}"
+        return Code(f"0.5 * (({difference}) ** 2).sum(axis=-1)", PRODUCT)
+
+    def _print_SoftmaxCrossEntropy(self, loss):
+        logits, labels = self._print(loss.prediction), self._print(loss.target)
+        picked = f"np.take_along_axis({logits}, {labels}[..., None], axis=-1)[..., 0]"
+        return Code(f"{self.helper('_logsumexp')}({logits}) - {picked}", SUM)
+
+    def _print_GenericLoss(self, loss):
+        raise PrintError(f"no {self.form} form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+
+    def emptyPrinter(self, expr):
+        raise PrintError(f"no {self.form} form for {type(expr).__name__}: {expr}")
+
+
+@functools.cache  # one parse per registry template, not one per call printed
+def names_read(code):
+    """The names a registry code template reads."""
+    tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
+    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+
+
+def outer_factors(term):
+    """(u, v) for a gradient term u v^T: the product of the factors up to the first column vector, and the
+    transpose of the rest, which may be any vector-valued expression ((r_t ⊙ h_{t-1})^T, x_t^T W^T)."""
+    coeff, factors = term.as_coeff_matrices()
+    split = next((k + 1 for k, factor in enumerate(factors) if factor.shape[1] == 1), None)
+    if split is None or split == len(factors):
+        raise PrintError(f"a matrix gradient term must be a column vector times a row vector: {term}")
+    column = sp.MatMul(coeff, *factors[:split]).doit(deep=False)
+    row = sp.MatMul(*factors[split:]).doit(deep=False) if len(factors) > split + 1 else factors[split]
+    return column, sp.transpose(row)
+
+
+@functools.lru_cache(maxsize=8192)  # -term rebuilds the whole term (a deep doit), and every backend prints the same terms
+def negated(term):
+    return -term
+
+
+@functools.lru_cache(maxsize=8192)  # printing a time index (expand, then str) is slow; the same few recur
+def _index(expr):
+    return Code(str(sp.expand(expr)), SUM)

@@ -1,0 +1,90 @@
+"""Pieces of the NumPy in-place printer: scratch arrays, the in-place form of a registry template,
+and the shapes of a sum's terms (a constant, a negated term, the term to compute first)."""
+
+import ast
+
+import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
+
+from bptt.codegen.ir import Array
+from bptt.codegen.printing.array_calls import NUMPY
+from bptt.codegen.printing.printer import PrintError
+from bptt.derive.nodes import Diag
+
+
+class Scratch:
+    """Scratch arrays by rows and kind (one step, or all steps), reused once a statement is done."""
+
+    def __init__(self, used):
+        self.arrays = {}  # name -> Array
+        self.busy = set()
+        self.used = used  # the printer's record of the arrays it reads
+
+    def take(self, rows, stacked):
+        kind = "T" if stacked else ""
+        label = str(rows).replace("*", "").replace(" ", "")
+        base = f"_{'all' if stacked else 'step'}_{label}"
+        for k in range(1, 100):
+            name = base if k == 1 else f"{base}_{k}"
+            if name not in self.busy:
+                self.busy.add(name)
+                self.used.add(name)
+                self.arrays.setdefault(name, Array(name, rows, kind))
+                return name
+        raise PrintError("too many scratch arrays in one statement")
+
+    def release(self):
+        self.busy.clear()
+
+
+def in_place(template, accepts_out, calls=NUMPY):
+    """The registry template as a call writing into `{out}` (np.tanh({arg}) -> np.tanh({arg}, out={out})),
+    or None when it is not one call of the library's (calls.takes_out) or of a helper that takes out=."""
+    tree = ast.parse(template.format(arg="_arg_", operand="_arg_"), mode="eval").body
+    if not isinstance(tree, ast.Call) or tree.keywords:
+        return None
+    func = tree.func
+    is_library = (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == calls.module
+        and calls.takes_out(func.attr)
+    )
+    if not (is_library or (isinstance(func, ast.Name) and func.id in accepts_out)):
+        return None
+    if not tree.args or not (isinstance(tree.args[0], ast.Name) and tree.args[0].id == "_arg_"):
+        return None
+    if any(not isinstance(arg, ast.Constant) for arg in tree.args[1:]):
+        return None
+    tree.keywords.append(ast.keyword("out", ast.Name("_out_")))
+    return ast.unparse(tree).replace("_arg_", "{arg}").replace("_out_", "{out}")
+
+
+def constant(term):
+    """c for a term c * 1 (the ones vector), else None."""
+    if isinstance(term, OneMatrix):
+        return sp.S.One
+    if isinstance(term, sp.MatMul):
+        coeff, factors = term.as_coeff_matrices()
+        if len(factors) == 1 and isinstance(factors[0], OneMatrix):
+            return coeff
+    return None
+
+
+def negated(term):
+    """x for a term -x, else None."""
+    if isinstance(term, sp.MatMul) and term.args[0] == -1:
+        return sp.MatMul(*term.args[1:]).doit(deep=False) if len(term.args) > 2 else term.args[1]
+    return None
+
+
+def first_term(terms, self_ref):
+    """The term computed straight into the target: what it holds already, else a matrix product, else a
+    term that is not negated, else any that is not a constant."""
+    if self_ref is not None and self_ref in terms:
+        return self_ref
+    plain = [term for term in terms if negated(term) is None and constant(term) is None]
+    for term in plain:
+        if isinstance(term, sp.MatMul) and not all(isinstance(f, Diag) for f in term.args[:-1]):
+            return term
+    return next(iter(plain), next((term for term in terms if constant(term) is None), terms[0]))

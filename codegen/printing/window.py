@@ -1,0 +1,120 @@
+"""Print the plain adjoint statements for window truncation: each output's gradient flows back at
+most k steps. The adjoints that flow back through time get an age axis (how many steps a gradient
+has flowed, 0..k): local terms enter at age 0, a flow from step t+1 arrives one age older, and
+the window drops what would be older than k. Allocating, and slower than the full pass; only
+`truncate=("window", k)` takes it."""
+
+import sympy as sp
+
+from bptt.codegen.ir import adjoint_array, walk
+from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, quoted
+from bptt.codegen.printing.printer import RowPrinter, array_name, size_name
+from bptt.derive.nodes import Adj
+
+
+class Statements:
+    """Loops and guards, shared by the NumPy statement printers."""
+
+    def lines(self, statements):
+        out = []
+        for statement in statements:
+            out += self._print(statement)
+        return out
+
+    def _print_Loop(self, loop):
+        self.used["sizes"].add("T")
+        inner = self.at(False)
+        head = "for t in range(T, 0, -1):" if loop.backward else "for t in range(1, T + 1):"
+        return [head] + ["    " + line for line in inner.lines(loop.body)]
+
+    def _print_Guard(self, guard):
+        return ["if t < T:"] + ["    " + line for line in self.lines(guard.body)]
+
+
+class WindowPrinter(Statements, RowPrinter):
+    """aged: the names of the sequences whose adjoints carry an age axis."""
+
+    def __init__(self, aged):
+        super().__init__(stacked=True)
+        self.aged = frozenset(aged)
+
+    def target(self, node):
+        if self.stacked and node.of.name in self.aged:
+            self.used["arrays"].add(array_name(node))
+            return f"{array_name(node)}[1:, 0]"
+        return str(self(node))
+
+    def _print_Assign(self, statement):
+        if isinstance(statement.value, sp.ZeroMatrix):
+            return []  # the aged arrays start at zero
+        return [f"{self.target(statement.target)} = {self(statement.value)}  # {statement.comment}"]
+
+    def _print_Accumulate(self, statement):
+        return [f"{self.target(statement.target)} += {self(statement.value)}  # {statement.comment}"]
+
+    def _print_Flow(self, statement):
+        flow = f"{self.helper('_age')}({self(statement.value)})"
+        return [f"{self.target(statement.target)} += {flow}  # {statement.comment}"]
+
+    def initial(self, initial, aged_reads):
+        """dL/dS_0: the flow from step 1, one age older (if it is not data), summed over the ages."""
+        code = str(self.at(False)(initial.value))
+        if aged_reads:
+            code = f"{self.helper('_age')}({code})" if initial.weighted else f"({code})"
+            code += ".sum(axis=0)"
+        return f"d_{initial.key} = {code}  # {initial.comment}"
+
+
+def window_body(program, read_by_gradients, fast_arrays):
+    """(lines of _window_adjoints, helpers used): aged arrays, the plain statements, then the
+    arrays the gradients read written into the workspace."""
+    model = program.model
+    printer = WindowPrinter(program.recurrent)
+    lines = printer.lines(program.window.statements)
+    initial = [printer.initial(i, bool(reads_aged(i.value, program.recurrent))) for i in program.window_initial]
+    targets = [s for s in adjoint_seqs(program.window.statements)]
+    allocate = []
+    for seq in targets:
+        ages = "ages, " if seq.name in program.recurrent else ""
+        allocate.append(f"{adjoint_array(seq.name)} = np.zeros((T + 1, {ages}B, {size_name(seq.rows)}), dtype)")
+    wanted = _members(read_by_gradients, fast_arrays)
+    write = []
+    for seq in targets:
+        name = adjoint_array(seq.name)
+        if name in wanted:
+            write.append(
+                f"np.sum({name}, axis=1, out=work[{quoted(name)}])"
+                if seq.name in program.recurrent
+                else f'work["{name}"][...] = {name}'
+            )
+    used = printer.used
+    used["sizes"] |= {str(seq.rows) for seq in targets}
+    head = bound(used, model, set(), set(program.cache))
+    first = output_adjoint(model)
+    head += [f"T, B = {first}.shape[0], {first}.shape[1]", f"dtype = {first}.dtype"]
+    if program.recurrent:
+        head.append("ages = k + 1  # how many steps back a gradient may have flowed")
+    ret = "return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model))
+    return head + allocate + lines + initial + write + [ret], used["helpers"]
+
+
+def reads_aged(expr, recurrent):
+    return {a.of.name for a in expr.atoms(Adj)} & set(recurrent)
+
+
+def adjoint_seqs(statements):
+    seen = {}
+    for statement in walk(statements):
+        target = getattr(statement, "target", None)
+        if isinstance(target, Adj):
+            seen.setdefault(target.of.name, target.of)
+    return list(seen.values())
+
+
+def _members(names, arrays):
+    """The names, with each group or span replaced by its members."""
+    out = set(names)
+    for array in arrays:
+        if array.name in names or any(span[0] in names for span in array.spans):
+            out |= {name for name, _ in array.members}
+    return out

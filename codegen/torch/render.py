@@ -1,0 +1,81 @@
+"""The torch backend: what torch/module.py.j2 lays out for one model (generated/<model>_torch.py).
+
+The module computes what the NumPy module computes, from the same statements (program.build), printed
+by torch/printer.py: the forward pass (program.forward) in place as the NumPy module computes it, under
+torch.no_grad(), the backward pass the derived BPTT, and around them a torch.autograd.Function and an
+nn.Module that train with any torch optimiser."""
+
+import pathlib
+
+from bptt.codegen.printing.array_calls import TORCH
+from bptt.codegen.printing.bindings import order, output_adjoint, params_bound, quoted, sized, time_and_batch
+from bptt.codegen.printing.facts import fixed_helpers, model_facts
+from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.printing.layout import Layout, allocation, forward_body
+from bptt.codegen.printing.templates import environment
+from bptt.codegen.program import build
+from bptt.codegen.torch.backward import fast_adjoints_body, gradients_body, window_body
+from bptt.codegen.torch.printer import TorchPrinter, TorchStatements
+from bptt.codegen.torch.rtrl import rtrl_body
+
+_env = environment(pathlib.Path(__file__).parent)
+SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
+SCAFFOLD += ("_check_cache", "_check_array", "_extent")
+
+
+def module_source(model, program=None):
+    """The source of generated/<model>_torch.py; program: the model's statements (program.build's if None)."""
+    return _env.get_template("module.py.j2").render(m=layout(model, program))
+
+
+def layout(model, program=None):
+    """The NumPy module's Layout, its bodies printed for torch."""
+    program = program or build(model)
+    facts = model_facts(model, program, "torch")
+    forward_arrays, forward_lines, forward_helpers = forward_body(program, TorchStatements)
+    gradients, returns, reads = gradients_body(program)
+    full, window = fast_adjoints_body(program, reads), window_body(program, reads)
+    dy = output_adjoint(model)
+    rtrl = rtrl_body(program)
+    losses = TorchPrinter(stacked=True)
+    losses_code = str(losses(model.concrete_loss()))
+    used = fixed_helpers(model, SCAFFOLD) | losses.used["helpers"] | rtrl.helpers | forward_helpers
+    for body in (full, window, gradients):
+        used |= body.helpers
+    imports, source = helpers("torch").source(sorted(used))
+    cache = set(program.cache)
+    return Layout(
+        **facts,
+        losses=losses_code,
+        forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True, calls=TORCH)),
+        backward_arrays_lines=(),  # backward allocates as it goes
+        forward_lines=tuple(forward_lines),
+        adjoints_lines=adjoints_lines(model, full, cache),
+        window_lines=adjoints_lines(model, window, cache),
+        gradients_lines=tuple(
+            bind(model, gradients, sources(gradients, cache) | dict.fromkeys(reads, "adjoints"), dy) + list(gradients.lines)
+        ),
+        returns=returns,
+        rtrl_lines=rtrl.lines,
+        imports=tuple(sorted(set(imports) | {"import torch"})),
+        helpers=source,
+    )
+
+
+def bind(model, body, sources, shaped):
+    """The lines that bind what a body reads: parameters, arrays from their dicts, sizes, T and B from
+    the shape of the array `shaped`."""
+    head = params_bound(body.params, model)
+    for name in sorted(sources, key=lambda n: (order(model)(n), n)):
+        head.append(f"{name} = {sources[name]}[{quoted(name)}]")
+    return head + sized(body.sizes, model) + time_and_batch(body.sizes, shaped)
+
+
+def sources(body, cache):
+    return {name: "cache" for name in body.arrays & cache}
+
+
+def adjoints_lines(model, body, cache):
+    """The body of _adjoints or _window_adjoints: bindings, the adjoint tensors' dtype and device, the statements."""
+    dy = output_adjoint(model)
+    return tuple(bind(model, body, sources(body, cache), dy) + [f"dtype, device = {dy}.dtype, {dy}.device"] + list(body.lines))

@@ -1,0 +1,37 @@
+"""The torch module's forward-mode (RTRL) gradient: the Program's forward-mode statements printed as the
+NumPy module's loops (printing/tangents.py) on tensors, one loop per parameter and initial state carrying
+the tangents along all of its entries at once (P, B, n)."""
+
+from bptt.codegen.printing.bindings import Printed, bound, output_adjoint
+from bptt.codegen.printing.tangents import TangentPrinter
+from bptt.codegen.torch.printer import TorchPrinter
+
+
+class TorchTangentPrinter(TangentPrinter, TorchPrinter):
+    """The forward-mode loops on tensors of the output gradient's dtype and device."""
+
+    def zeros(self, shape):
+        return f"torch.zeros({shape}, dtype=dtype, device=device)"
+
+    def ones(self, shape):
+        return f"torch.ones({shape}, dtype=dtype, device=device)"
+
+    def zeros_like(self, code):
+        return f"torch.zeros_like({code})"
+
+    def einsum(self, spec, *operands):
+        return f'torch.einsum("{spec}", {", ".join(operands)})'
+
+    def entries(self, code):
+        return f"{code}.numel()"
+
+
+def rtrl_body(program):
+    """The body of forward_mode_grads after the loss and dL/ds_t: bindings, then a loop per gradient."""
+    model = program.model
+    output = output_adjoint(model)
+    printer = TorchTangentPrinter(stacked=False)
+    lines = printer.lines(program.forward_mode.statements)
+    head = bound(printer.used, model, set(), set(program.cache))
+    head += [f"T, B = {output}.shape[0], {output}.shape[1]", f"dtype, device = {output}.dtype, {output}.device"]
+    return Printed.of(head + ["grads = {}"] + lines, printer.used)

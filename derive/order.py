@@ -1,0 +1,17 @@
+"""The order in which every printer, LaTeX or code, writes the terms of a sum."""
+
+import sympy as sp
+
+from bptt.derive.nodes import Adj, SeqAt
+
+
+def term_order(term):
+    """Constants first, then later time steps first (h_{t+1} before o_t before
+    h_{t-1}), then positive terms before negative ones."""
+    negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
+    indexed = term.atoms(SeqAt, Adj)
+    if not indexed:
+        return (0, 0, negative)
+    times = [a.time if isinstance(a, SeqAt) else a.of.time for a in indexed]
+    offset = max(sp.sympify(time).as_coeff_Add()[0] for time in times)  # the latest: t+1 -> 1, h_0 -> 0
+    return (1, -int(offset), negative)

@@ -1,0 +1,1 @@
+"""The documents: a derivation's sections, equations, LaTeX, line breaking, widths, templates."""

@@ -1,0 +1,219 @@
+"""Textbook LaTeX for derivations: bold vectors and matrices, time subscripts,
+`^\\top`, `\\odot`, `\\frac{\\partial L}{\\partial \\mathbf{h}_t}`."""
+
+import functools
+
+import sympy as sp
+from sympy.printing.latex import LatexPrinter, greek_letters_set
+
+from bptt.derive.elementwise import lookup
+from bptt.derive.nodes import Adj, SeqAt, equal
+from bptt.derive.order import term_order
+
+# Order of symbols inside a time index: T + t - i, not -i + t + T.
+_TIME_ORDER = {"T": 0, "t": 1, "j": 2, "k": 3, "i": 4, "tau": 5}
+_GREEK = {"tau": r"\tau"}
+
+
+def time_index(expr):
+    """`t+1`, `t-1`, `T+t-i`: a time index as textbooks write it."""
+    expr = sp.sympify(expr)
+    terms = sorted(sp.Add.make_args(expr), key=_time_term_key)
+    out = ""
+    for n, term in enumerate(terms):
+        coeff, rest = term.as_coeff_Mul()
+        sign = "-" if coeff < 0 else ("+" if n else "")
+        magnitude = abs(coeff)
+        if rest == 1:
+            body = str(magnitude)
+        else:
+            body = ("" if magnitude == 1 else str(magnitude)) + _GREEK.get(str(rest), str(rest))
+        out += sign + body
+    return out
+
+
+def _span(bounds, size):
+    """`:` for a whole dimension, else `first:last` counted from 1."""
+    start, stop = bounds[0], bounds[1]
+    return ":" if start == 0 and equal(stop, size) else f"{time_index(start + 1)}{{:}}{time_index(stop)}"
+
+
+def _time_term_key(term):
+    coeff, rest = term.as_coeff_Mul()
+    if rest == 1:
+        return (2, 0, "")
+    return (0 if coeff > 0 else 1, _TIME_ORDER.get(str(rest), 9), str(rest))
+
+
+def _mathbf(letters):
+    """Bold upright letters; a Greek letter's name (alpha, Gamma) bold Greek."""
+    if letters in greek_letters_set or letters.lower() in greek_letters_set:
+        return rf"\boldsymbol{{\{letters}}}"
+    return rf"\mathbf{{{letters}}}"
+
+
+def layer(name, style=_mathbf):
+    """A name in a style, its trailing digits a layer superscript: `h2` -> `{\\mathbf{h}^{(2)}}`;
+    a `_bar` suffix a bar, as for pre-activations: `i_bar` -> `\\bar{\\mathbf{i}}`."""
+    if name.endswith("_bar") and len(name) > 4:
+        return rf"\bar{{{layer(name[:-4], style)}}}"
+    digits = len(name) - len(name.rstrip("0123456789"))
+    if digits == 0 or digits == len(name):
+        return style(name)
+    # braced, so that a subscript, ^\top or a power can follow
+    return rf"{{{style(name[:-digits])}^{{({name[-digits:]})}}}}"
+
+
+def _dotted(letters):
+    return rf"\dot{{\mathbf{{{letters}}}}}"
+
+
+def bold(name):
+    """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`, `W1` -> `\\mathbf{W}^{(1)}`."""
+    base, _, sub = name.partition("_")
+    return layer(base) + (rf"_\textrm{{{sub}}}" if sub else "")
+
+
+class BPTTLatexPrinter(LatexPrinter):
+    """LaTeX for the nodes of derive.nodes, in textbook notation."""
+
+    def _print_MatrixSymbol(self, expr):
+        return bold(expr.name)
+
+    def _print_SeqAt(self, expr):
+        base = layer(expr.name, str if expr.role == "label" else _mathbf)
+        return f"{base}_{{{time_index(expr.time)}}}"
+
+    def _print_MatAt(self, expr):
+        base, _, block = expr.name.partition("^")  # A^hc: block (h, c) of A
+        return layer(base) + (rf"^{{{block}}}" if block else "") + f"_{{{time_index(expr.time)}}}"
+
+    def _print_Tangent(self, expr):
+        of = expr.of
+        if isinstance(of, SeqAt):
+            return rf"{layer(of.name, _dotted)}_{{{time_index(of.time)}}}"
+        base, _, sub = of.name.partition("_")
+        return layer(base, _dotted) + (rf"_\textrm{{{sub}}}" if sub else "")
+
+    def _print_Adj(self, expr):
+        return rf"\frac{{\partial L}}{{\partial {self._print(expr.of)}}}"
+
+    def _print_MatrixSlice(self, expr):
+        """A block of a parameter, its rows and columns counted from 1 as textbooks do: W[h+1:2h, :]."""
+        rows, columns = expr.parent.shape
+        span = _span(expr.rowslice, rows)
+        if columns != 1:
+            span += rf",\, {_span(expr.colslice, columns)}"
+        return rf"{self._print(expr.parent)}[{span}]"
+
+    def _print_Transpose(self, expr):
+        if isinstance(expr.arg, Adj):
+            return rf"\left({self._print(expr.arg)}\right)^\top"
+        return rf"{self._wrap(expr.arg)}^\top"
+
+    def _print_MatPow(self, expr):
+        return rf"\left({self._print(expr.base)}\right)^{{{time_index(expr.exp)}}}"
+
+    def _print_HadamardProduct(self, expr):
+        return r" \odot ".join(self._wrap(arg) for arg in expr.args)
+
+    def _print_HadamardPower(self, expr):
+        return rf"{self._wrap(expr.base)}^{{\odot {self._print(expr.exp)}}}"
+
+    def _print_OneMatrix(self, expr):
+        return r"\mathbf{1}"
+
+    def _print_ZeroMatrix(self, expr):
+        return r"\mathbf{0}"
+
+    def _print_Identity(self, expr):
+        return r"\mathbf{I}"
+
+    def _print_Diag(self, expr):
+        return rf"\operatorname{{diag}}\left({self._print(expr.vector)}\right)"
+
+    def _print_Apply(self, expr):
+        name = lookup(expr.function).latex
+        return rf"{name}\left({self._print(expr.arg)}\right)"
+
+    def _print_Softmax(self, expr):
+        return rf"\operatorname{{softmax}}\left({self._print(expr.arg)}\right)"
+
+    def _print_OneHot(self, expr):
+        return rf"\operatorname{{onehot}}\left({self._print(expr.label)}\right)"
+
+    def _print_GenericLoss(self, expr):
+        return rf"l\left({self._print(expr.prediction)}, {self._print(expr.target)}\right)"
+
+    def _print_SquaredError(self, expr):
+        diff = f"{self._print(expr.prediction)} - {self._print(expr.target)}"
+        return rf"\tfrac{{1}}{{2}}\left\|{diff}\right\|^2"
+
+    def _print_SoftmaxCrossEntropy(self, expr):
+        logits, label = self._print(expr.prediction), self._print(expr.target)
+        return rf"-\log \operatorname{{softmax}}\left({logits}\right)_{{{label}}}"
+
+    def _print_LossGrad(self, expr):
+        return rf"\frac{{\partial {self._print(expr.loss)}}}{{\partial {self._print(expr.loss.prediction)}}}"
+
+    def _print_Xi(self, expr):
+        return rf"\xi_{{{time_index(expr.args[0])}}}"
+
+    def _print_Kept(self, expr):
+        return rf"\left[{self._print(expr.args[1])} \nmid {time_index(expr.args[0])}\right]"  # Iverson bracket: 1 if true
+
+    def _print_Min(self, expr):
+        return r"\min(" + ", ".join(time_index(a) for a in sorted(expr.args, key=str)) + ")"
+
+    def _print_TimeSum(self, expr):
+        return rf"{self.sum_sign(expr)} {self._wrap_sum(expr.body)}"
+
+    def sum_sign(self, expr):
+        """`\\sum_{t=1}^{T}`: a TimeSum's sign with its bounds."""
+        end = self._print(expr.end) if isinstance(expr.end, sp.Min) else time_index(expr.end)
+        return rf"\sum_{{{expr.index}={time_index(expr.start)}}}^{{{end}}}"
+
+    def _print_TimeProduct(self, expr):
+        return rf"\left({self.product_sign(expr)} {self._wrap_sum(expr.body)}\right)"
+
+    def product_sign(self, expr):
+        """`\\prod_{k=t+1}^{j}`: a TimeProduct's sign with its bounds."""
+        return rf"\prod_{{{expr.index}={time_index(expr.start)}}}^{{{time_index(expr.end)}}}"
+
+    def _print_MatAdd(self, expr):
+        terms = sorted(expr.args, key=term_order)
+        out = ""
+        for n, term in enumerate(terms):
+            text = self._print(term)
+            if text.startswith("-"):
+                out += " - " + text[1:] if n else text
+            else:
+                out += " + " + text if n else text
+        return out
+
+    def _print_MatMul(self, expr):
+        coeff, factors = expr.as_coeff_matrices()
+        body = " ".join(self._wrap(f) for f in factors)
+        if coeff == 1:
+            return body
+        if coeff == -1:
+            return "-" + body
+        return f"{self._print(coeff)} {body}"
+
+    def _wrap(self, expr):
+        text = self._print(expr)
+        return rf"\left({text}\right)" if parenthesized(expr) else text
+
+    def _wrap_sum(self, expr):
+        text = self._print(expr)
+        return rf"\left({text}\right)" if isinstance(expr, sp.MatAdd) else text
+
+
+def parenthesized(expr):
+    """Whether a factor prints in parentheses: a sum, a Hadamard product, a negated product."""
+    return isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) or (isinstance(expr, sp.MatMul) and expr.args[0] == -1)
+
+
+@functools.lru_cache(maxsize=8192)  # every printer sorts the same terms, each a walk of its whole tree
+def latex(expr):
+    return BPTTLatexPrinter().doprint(expr)

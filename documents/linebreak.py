@@ -1,0 +1,151 @@
+"""Long equations broken into lines that fit the page, at places chosen from the expression.
+
+The printer's one-line LaTeX of an expression is cut into pieces at the places a line may break:
+before each term of a sum (and of a sum in parentheses, closed with `\\right.` at the line's end and
+reopened with `\\left.` on the next), before each factor of a product, before each `\\odot`. Pieces
+are packed greedily into lines under the page width (widths estimated by derive.width); when a
+piece overflows, the line breaks at its best place, a term before a factor and an outer place
+before an inner one, the latest such place on the line. The pieces joined are the one-line LaTeX.
+"""
+
+from dataclasses import dataclass, replace
+
+import sympy as sp
+
+from bptt.derive.nodes import TimeProduct, TimeSum
+from bptt.documents.latex import BPTTLatexPrinter, parenthesized, term_order
+from bptt.documents.width import width
+
+PAGE = 483.7  # the text width of a4 paper with 2 cm margins, in points
+BUDGET = 0.9 * PAGE  # what an equation may take, in estimated points: the estimate is within 10% of the real width
+INDENT = r"\quad"  # before a continuation line
+
+TERM, FACTOR = 0, 1  # kinds of break, best first
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Printed LaTeX with what may come before it: its glue on one line, or a break of a kind
+    (None: never) at `depth` open parentheses."""
+
+    text: str
+    glue: str = ""
+    kind: int | None = None
+    depth: int = 0
+
+
+class _Cutter:
+    """The pieces of an expression, following BPTTLatexPrinter's layout."""
+
+    def __init__(self):
+        self.printer = BPTTLatexPrinter()
+
+    def pieces(self, expr, depth):
+        if isinstance(expr, sp.MatAdd):
+            return self.sum_pieces(expr, depth)
+        if isinstance(expr, sp.MatMul):
+            return self.product_pieces(expr, depth)
+        if isinstance(expr, sp.HadamardProduct):
+            parts = [self.wrapped(arg, depth) for arg in expr.args]
+            return _joined(parts, r"\odot ", TERM)
+        if isinstance(expr, TimeSum):
+            return _prefixed(self.printer.sum_sign(expr), self.summed(expr.body, depth))
+        if isinstance(expr, TimeProduct):
+            inner = self.summed(expr.body, depth + 1)
+            return _enclosed(_prefixed(self.printer.product_sign(expr), inner), depth)
+        return [Piece(self.printer.doprint(expr), depth=depth)]
+
+    def sum_pieces(self, expr, depth):
+        out = []
+        for n, term in enumerate(sorted(expr.args, key=term_order)):
+            first, *rest = self.pieces(term, depth)
+            if n:
+                negative = first.text.startswith("-")
+                sign = "- " + first.text[1:] if negative else "+ " + first.text
+                first = replace(first, text=sign, glue=" ", kind=TERM)
+            out += [first, *rest]
+        return out
+
+    def product_pieces(self, expr, depth):
+        coeff, factors = expr.as_coeff_matrices()
+        parts = [self.wrapped(factor, depth) for factor in factors]
+        out = _joined(parts, "", FACTOR)
+        if coeff == -1:
+            return _prefixed("-", out, glue="")
+        if coeff != 1:
+            first = replace(out[0], glue=" ", kind=FACTOR)
+            return [Piece(self.printer.doprint(coeff), depth=depth), first, *out[1:]]
+        return out
+
+    def wrapped(self, expr, depth):
+        """The pieces of a factor, in parentheses where the printer puts them."""
+        if parenthesized(expr):
+            return _enclosed(self.pieces(expr, depth + 1), depth)
+        return self.pieces(expr, depth)
+
+    def summed(self, body, depth):
+        """The pieces of the body of a sum or product over time, in parentheses if it is a sum."""
+        if isinstance(body, sp.MatAdd):
+            return _enclosed(self.pieces(body, depth + 1), depth)
+        return self.pieces(body, depth)
+
+
+def _joined(parts, operator, kind):
+    """Lists of pieces, one after the other, each after the first starting with operator."""
+    out = list(parts[0])
+    for part in parts[1:]:
+        first, *rest = part
+        out += [replace(first, text=operator + first.text, glue=" ", kind=kind), *rest]
+    return out
+
+
+def _prefixed(head, pieces, glue=" "):
+    """Pieces with head (a sign, `\\sum_{t=1}^{T}`) before the first."""
+    first, *rest = pieces
+    return [replace(first, text=head + glue + first.text), *rest]
+
+
+def _enclosed(pieces, depth):
+    """Pieces in \\left( \\right): the first keeps its outer depth, the others are inside."""
+    first, *rest = pieces
+    out = [replace(first, text=r"\left(" + first.text, depth=depth), *rest]
+    return out[:-1] + [replace(out[-1], text=out[-1].text + r"\right)")]
+
+
+def pieces(expr):
+    """The pieces of an expression's LaTeX; joined with their glue they are latex(expr)."""
+    return _Cutter().pieces(expr, 0)
+
+
+def pack(items, first, rest):
+    """Lines of pieces: the first line at most `first` points wide, the others `rest`."""
+    lines, line = [], []
+    for piece in items:
+        line.append(piece)
+        while _width(line) > (rest if lines else first) and _breaks(line):
+            cut = min(_breaks(line), key=lambda n: (line[n].kind, line[n].depth, -n))
+            lines.append(line[:cut])
+            line = line[cut:]
+    return lines + [line]
+
+
+def _breaks(line):
+    return [n for n in range(1, len(line)) if line[n].kind is not None]
+
+
+def _width(line):
+    return sum(width(piece.text) for piece in line)
+
+
+def lines(expr, lhs):
+    """The right-hand side of `lhs = expr` as LaTeX lines that fit the page beside lhs."""
+    beside = width(lhs)
+    packed = pack(pieces(expr), BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
+    out = []
+    for n, line in enumerate(packed):
+        opened = line[0].depth if n else 0
+        closed = packed[n + 1][0].depth if n + 1 < len(packed) else 0
+        start = r"\left. " * opened + ("{}" if n and line[0].kind == TERM else "")
+        body = "".join(piece.glue + piece.text for piece in line[1:])
+        out.append(start + line[0].text + body + r" \right." * closed)
+    return tuple(out)
