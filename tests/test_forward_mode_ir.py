@@ -84,13 +84,13 @@ def test_forward_mode_is_statements_in_the_program(name):
 
 
 def test_forward_mode_module_prints_nothing():
-    """codegen/forward_mode.py builds the statements the Program holds: it imports the derivation, the IR
+    """codegen/passes/forward_mode.py builds the statements the Program holds: it imports the derivation, the IR
     and the text of comments, no printer."""
     model = load("elman")
     assert forward_mode.statements(model) == build(model).forward_mode.statements
     tree = ast.parse((ROOT / "codegen" / "passes" / "forward_mode.py").read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"bptt.derive.nodes", "bptt.derive.rtrl", "bptt.derive.tangent", "ir", "text"}, imported
+    assert imported <= {"bptt.derive.nodes", "bptt.derive.rtrl", "bptt.derive.tangent", "bptt.codegen.ir", "bptt.codegen.text"}, imported
 
 
 def planted(program):
