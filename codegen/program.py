@@ -14,7 +14,7 @@ import sympy as sp
 
 from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, ZerosLike, walk
 from bptt.codegen.passes import forward_mode, fuse, optimize
-from bptt.codegen.passes.fresh import fresh_returns
+from bptt.codegen.passes.fresh import fresh_returns, shared_rows
 from bptt.codegen.passes.halve import halve_sigmoids
 from bptt.codegen.passes.loops import backward_schedule, forward_schedule
 from bptt.codegen.passes.slopes import name_slopes
@@ -36,6 +36,7 @@ class Program:
     window_initial: tuple  # Initial per state, plain
     gradients: Pass  # stacked parameter-gradient products, before the return
     returns: tuple  # (key, value, comment): the gradients backward returns
+    owned_returns: tuple  # the same, every rows view copied: for tensors whose views keep a whole storage (torch)
     recurrent: tuple  # adjoints that flow back through time (an age axis in the window pass)
     forward_mode: Pass  # the gradients by forward mode (RTRL): ir.Units, then an ir.TangentLoop per gradient
 
@@ -69,6 +70,7 @@ def build(model):
         window_initial=tuple(initial),
         gradients=gradients,
         returns=tuple(fast_returns),
+        owned_returns=tuple((key, shared_rows(value), comment) for key, value, comment in fast_returns),
         recurrent=tuple(sorted(recurrent)),
         forward_mode=Pass(forward_mode.statements(model)),
     )

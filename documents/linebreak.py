@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 import sympy as sp
 
 from bptt.derive.nodes import TimeProduct, TimeSum
-from bptt.documents.latex import BPTTLatexPrinter, parenthesized, term_order
+from bptt.derive.order import term_order
+from bptt.documents.latex import BPTTLatexPrinter, parenthesized
 from bptt.documents.width import width
 
 PAGE = 483.7  # the text width of a4 paper with 2 cm margins, in points

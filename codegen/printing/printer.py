@@ -18,7 +18,7 @@ from bptt.codegen.printing.helpers import helpers
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, Diag, OneHot, equal, matrix_sum, t
-from bptt.documents.latex import term_order
+from bptt.derive.order import term_order
 
 SUM, PRODUCT, UNARY, POWER, ATOM = 1, 2, 3, 4, 5
 # Arrays of states and intermediates hold steps 0..T (index = time);

@@ -4,7 +4,6 @@ parameter gradients as derived, one product over all steps each."""
 
 
 from bptt.codegen.ir import Array, adjoint_array, walk
-from bptt.codegen.passes.fresh import shared_rows
 from bptt.codegen.printing.bindings import Printed, output_adjoint
 from bptt.codegen.printing.printer import PrintError, size_name
 from bptt.codegen.printing.window import adjoint_seqs, reads_aged
@@ -45,7 +44,7 @@ def gradients_body(program):
     printer = TorchPrinter(stacked=True)
     lines = [f"{s.target.name} = {printer(s.value)}  # {s.comment}" for s in program.gradients.statements]
     # a gate's rows of a gradient product would share the product's storage with the other gates' rows
-    returns = tuple((key, str(printer(shared_rows(value))), comment) for key, value, comment in program.returns)
+    returns = tuple((key, str(printer(value)), comment) for key, value, comment in program.owned_returns)
     adjoints = set()
     for array in program.adjoints.arrays:
         adjoints |= {array.name} | {name for name, _ in array.members} | {name for name, _, _ in array.spans}
