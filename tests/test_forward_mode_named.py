@@ -4,6 +4,11 @@ dot_h1_t in layer 2's gates), so none is longer than its own equation; a tangent
 direction is not computed. Cells that exercise the order: a state's tangent at t - 1 read after its own at
 t (ir.Previous), and a state no step carries on along its initial value (ir.EntersStepOne)."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
 import os
 
 # as in test_backend_jax.py: XLA compiles tiny arrays about twice as fast without its expensive passes
@@ -16,7 +21,6 @@ import pathlib
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 import sympy as sp
 import torch
 from test_forward_mode_ir import problem, relative, run_forward_mode

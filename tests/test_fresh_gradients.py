@@ -3,12 +3,16 @@ share memory, none shares memory with the parameters, the inputs or the initial 
 overwrites none. torch's Model then gives the right gradients under clip_grad_norm_ (which scales each
 .grad in place) and when several backward() calls accumulate into .grad without zero_grad()."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
 import importlib
 import itertools
 
 import jax
 import numpy as np
-import pytest
 import torch
 
 from bptt.app.check import problem

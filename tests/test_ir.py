@@ -169,8 +169,10 @@ def test_threads_computing_at_once_get_the_single_threaded_results():
         assert loss == want_loss and all(np.array_equal(grads[k], want[k]) for k in want)
 
 
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", ["linear", "elman-jordan", "gru"])
 def test_programs_are_deterministic(name):
-    """Building the statements twice gives equal statements (regeneration is byte-identical)."""
-    first, second = build(load(name)), build(load(name))
-    assert first.forward == second.forward and first.adjoints == second.adjoints and first.returns == second.returns
+    """Building the statements twice, past build's memo, gives equal Programs (regeneration is byte-identical;
+    test_seam.py builds them under other hash seeds too)."""
+    first, second = build.__wrapped__(load(name)), build.__wrapped__(load(name))
+    assert first is not second and first.forward is not second.forward
+    assert first == second

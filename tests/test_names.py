@@ -7,6 +7,11 @@ exits 2 with one line naming it, and nothing is written. And codegen/names.py ca
 the templates: every name a generated module binds is listed there or made from the model's names.
 """
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
 import ast
 import builtins
 import importlib.util
@@ -22,7 +27,6 @@ os.environ["XLA_FLAGS"] = (
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 import torch
 
 from bptt.app.cli import main

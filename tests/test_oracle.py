@@ -4,6 +4,10 @@ The oracle interprets the model's equations in torch and differentiates them wit
 no code with codegen, so a backend that computes the wrong forward pass cannot prove itself here. It is
 itself checked against central finite differences, and its evaluator against torch's own functions."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+
 import os
 
 # XLA's compile time dominates the JAX modules' checks (tiny arrays); see test_backend_jax.py.
@@ -14,7 +18,6 @@ os.environ["XLA_FLAGS"] = (
 import importlib
 
 import numpy as np
-import pytest
 import sympy as sp
 import torch
 from oracle import compare, run

@@ -9,6 +9,10 @@ is one test that is marked slow (handed out first), and says
 which backends and truncations fail. The oracle itself is checked on the cells that no backend
 can check: against finite differences, and the unnamed GRU against the zoo GRU's modules."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+
 import os
 
 # XLA's compile time dominates the JAX modules' checks (tiny arrays); see test_backend_jax.py.
@@ -21,7 +25,6 @@ import pathlib
 import tempfile
 
 import numpy as np
-import pytest
 from oracle import compare, run
 from test_oracle import central_differences, random_problem
 

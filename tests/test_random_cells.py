@@ -3,6 +3,11 @@ derived, generated for numpy, torch and JAX by the entry `bptt codegen --backend
 compared with the oracle (tests/oracle.py, which shares no code with codegen) in full BPTT and in a
 drawn window or chunk truncation. The generator is shown to write the shapes that broke users."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
 import functools
 import importlib.util
 import pathlib
@@ -12,7 +17,6 @@ import tempfile
 
 import jax
 import oracle
-import pytest
 from cell_plans import Gate, Layer, Plan, Term, Update, build, random_values
 from cell_shapes import SHAPES
 from cells import plans, truncations

@@ -1,5 +1,10 @@
 """The README's PyTorch and JAX examples run as written, and they train: the loss falls."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
 import pathlib
 import re
 

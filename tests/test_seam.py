@@ -13,6 +13,11 @@ backend's outputs alike), only the IR passes build statements or call the fusion
 Pass is the same bytes whatever the hash seed.
 """
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
 import ast
 import functools
 import importlib
@@ -30,7 +35,6 @@ os.environ["XLA_FLAGS"] = " ".join(
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 import torch
 
 from bptt.codegen.backends import BACKENDS

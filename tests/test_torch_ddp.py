@@ -3,6 +3,10 @@ CPU with the gloo backend each run half of the batch, and the gradients DDP aver
 one-process gradients on the whole batch (each rank's loss is its half's mean; the mean of the two
 equal halves' means is the whole batch's mean)."""
 
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+
 import socket
 import subprocess
 import sys

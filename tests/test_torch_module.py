@@ -3,6 +3,9 @@ the derived gradients through loss.backward(), truncation included; gradcheck pa
 optimiser trains it. (DDP: test_torch_ddp.py.)"""
 
 import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+
 import torch
 from test_backend_torch import NAMES, SIZES, TRUNCATIONS, B, T, assert_grads_equal, modules, run_torch, zoo_problem
 
