@@ -6,12 +6,13 @@ torch's two biases of a gate have one gradient, so both would view the same rows
 memory is scaled twice, and a second backward() adds into it twice. So a view of rows that an earlier
 return views already, and a view of anything but a gradient product of this call, becomes an ir.Copy,
 printed by each backend as its copy. Views of disjoint rows of one product share no memory (NumPy's
-np.shares_memory); a torch tensor's storage is the whole product, so torch copies those too (shared_rows).
+np.shares_memory); a torch tensor's storage is the whole product, so torch/backward.py copies those too.
 """
 
 import sympy as sp
 
-from bptt.codegen.ir import Copy, Rows, adjoint_array
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Copy, Rows
 from bptt.derive.nodes import Adj, SeqAt
 
 
@@ -35,11 +36,6 @@ def fresh_returns(returns, initial, window_initial, products):
     initial = [type(i)(i.key, fresh(i.value), i.weighted, i.comment) for i in initial]
     window_initial = [type(i)(i.key, fresh(i.value), i.weighted, i.comment) for i in window_initial]
     return returns, initial, window_initial
-
-
-def shared_rows(value):
-    """A Copy of value if it is rows of a gradient product (which another return's rows may share)."""
-    return Copy(value) if isinstance(value, Rows) else value
 
 
 def _view(value):
