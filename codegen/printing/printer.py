@@ -70,7 +70,7 @@ def template_level(code):
 class RowPrinter(Printer):
     """Prints expressions at one step (`stacked=False`, time variable `t`) or for all steps
     t = 1..T at once (`stacked=True`). `arrays` says where each sequence lives (ir.Array
-    by array name); it records the parameters, sizes, arrays and helpers it prints."""
+    by array name); it records the parameters, sizes, arrays and helpers it prints in `used` (a Used)."""
 
     printmethod = None
     backend = "numpy"  # the key of the registry's code and of the helpers file
