@@ -1,26 +1,44 @@
-"""The statements between a model's derivation and a backend's printer.
+"""The IR: the statements between a model's derivation and a backend's printer, and every node they are made of.
 
-program.py builds them from the derivation (forward_mode.py the forward-mode loops) and optimize.py
-rewrites them; a printer per backend (printing/statements.py, with torch's calls for torch; jax/scan.py;
-the tangent printers for forward mode) turns them into code,
-and the templates only lay the module out. Right-hand sides are SymPy
-expressions of the derivation: SeqAt and Adj at a time, parameters, Apply...
+codegen/program.py builds a Program from the derivation (codegen/passes/forward_mode.py the forward-mode
+loops); the passes in codegen/passes/ (optimize.py, fuse.py, fuse_backward.py, halve.py, slopes.py,
+fresh.py) rewrite its statements. Each backend prints them: codegen/printing/statements.py in place (NumPy,
+and torch with torch's calls), printing/window.py the window-truncated adjoints (torch/backward.py with
+torch's), jax/scan.py and jax/statements.py as JAX scans, and printing/tangents.py, torch/rtrl.py and
+jax/forward_mode.py the forward mode. The templates only lay the module out.
+
+Node tree (what each holds)::
+
+    Program                   model, cache, recurrent, returns (key, value, comment), and:
+    ├── Pass                  statements, arrays, stacks: forward, adjoints, window, gradients, forward_mode
+    │   ├── Statement         target, value, comment
+    │   │   ├── Assign        target = value
+    │   │   ├── Accumulate    target += value
+    │   │   └── Flow          target += keep[t] value
+    │   ├── Loop              body (statements at step t), backward
+    │   │   └── Guard         body (statements that run for t < T only)
+    │   ├── Units             rows: every direction of a vector, for forward mode
+    │   ├── TangentLoop       key, wrt, arrays (TangentArray), body, comment:
+    │   │   ├── Previous          state: dot_S_prev at the top of step t
+    │   │   ├── EntersStepOne     state: a teacher-forced state's tangent along its initial value
+    │   │   ├── Assign            Tangent(X_t) = value
+    │   │   └── Contract          tangent, adjoint, per_sample: the step's share of the gradient
+    │   ├── ZeroGradient      key, wrt, comment
+    │   ├── Array             name, rows, steps (Steps, or PerCall), members, spans
+    │   └── Stack             name, parts
+    └── Initial               key, value, weighted, comment: dL/dS_0 (Program.initial, .window_initial)
+
+Values are SymPy expressions of the derivation (SeqAt and Adj at a time, parameters, Apply...) and
+three matrix expressions of the IR's own: Rows(matrix, start, count), Copy(value), ZerosLike(like).
 Inside a Loop a statement is one step t; outside, it holds for every step at once.
 """
 
 from dataclasses import dataclass
+from enum import Enum
 
 import sympy as sp
 
 PARAMETER = (sp.MatrixSymbol, sp.MatrixSlice)  # a parameter, or a block of one (W_ih[h:2h, :])
-
-
-def code_name(matrix):
-    """A parameter's name in code; a block's, its parameter's and first row's: W_ih[2h:3h, :] -> W_ih_2h."""
-    if isinstance(matrix, sp.MatrixSlice):
-        start = "".join(char for char in str(matrix.rowslice[0]) if char.isalnum())
-        return f"{matrix.parent.name}_{start}"
-    return matrix.name
 
 
 @dataclass(frozen=True)
@@ -67,15 +85,31 @@ class Stack:
     parts: tuple
 
 
+class Steps(Enum):
+    """The steps an Array holds, and so its leading axes (before its rows)."""
+
+    FROM_ZERO = "0..T"  # (T + 1, B, rows), index = time: states and intermediates, step 0 the initial state
+    FROM_ONE = "1..T"  # (T, B, rows), index = time - 1: inputs, outputs, targets, scratch of all steps
+    ONE = "t"  # (B, rows): one step, scratch reused at every t
+    ONES = "ones"  # (T * B,): ones, that sum over all steps and samples as a product
+
+
+@dataclass(frozen=True)
+class PerCall:
+    """An Array of no steps, made once per call: a stacked or transposed weight, (rows, cols); (rows,) if cols is 1."""
+
+    cols: object
+
+
 @dataclass(frozen=True)
 class Array:
-    """An array a pass works in: `steps` is "T+1" (index = time), "T" (index = time - 1)
-    or "" (one step: scratch reused at every t). A group has members, views of consecutive
-    rows ((name, rows), ...), and spans, views of neighbouring members ((name, first, count), ...)."""
+    """An array a pass works in, holding `steps` (Steps, or PerCall for a weight). A group has members,
+    views of consecutive rows ((name, rows), ...), and spans, views of neighbouring members
+    ((name, first, count), ...)."""
 
     name: str
     rows: object
-    steps: str = "T+1"
+    steps: Steps | PerCall = Steps.FROM_ZERO
     members: tuple = ()
     spans: tuple = ()
 
@@ -88,45 +122,49 @@ class Array:
         return out
 
 
-def adjoint_array(name):
-    """The array of dL/dX for the sequence X named name: `d_h`, and `_d_x` for an internal `_x`."""
-    return f"_d{name}" if name.startswith("_") else f"d_{name}"
+@dataclass(frozen=True)
+class Pass:
+    """The statements of one generated function, the arrays they work in, and the
+    parameters they stack once per call (ir.Stack)."""
+
+    statements: tuple
+    arrays: tuple = ()
+    stacks: tuple = ()
 
 
-def walk(statements):
-    """Every statement, loops and guards opened, in order."""
-    for statement in statements:
-        yield statement
-        if isinstance(statement, (Loop, Guard)):
-            yield from walk(statement.body)
+@dataclass(frozen=True)
+class Initial:
+    """dL/dS_0 = value (read at step 1); `weighted`: it flows back through time, so truncation weights it."""
+
+    key: str
+    value: object
+    weighted: bool
+    comment: str
 
 
-class Rows(sp.MatrixExpr):
-    """Rows start .. start + count - 1 of a matrix: one parameter's share of a stacked gradient."""
+@dataclass(frozen=True)
+class Program:
+    """Everything a backend prints for one model (program.build makes it)."""
 
-    def __new__(cls, matrix, start, count):
-        return sp.MatrixExpr.__new__(cls, matrix, sp.sympify(start), sp.sympify(count))
-
-    matrix, start, count = (property(lambda self, i=i: self.args[i]) for i in range(3))
-    shape = property(lambda self: (self.args[2], self.args[0].shape[1]))
+    model: object
+    cache: tuple  # what forward keeps for backward: the input, then sequence names
+    forward: Pass  # states, cached intermediates and outputs, into work arrays
+    adjoints: Pass  # full BPTT; flows weighted by keep[t] when truncating
+    window: Pass  # the same, with an age axis (window truncation); plain statements
+    initial: tuple  # Initial per state, for the fast pass
+    window_initial: tuple  # Initial per state, plain
+    gradients: Pass  # stacked parameter-gradient products, before the return
+    returns: tuple  # (key, value, comment): the gradients backward returns
+    owned_returns: tuple  # the same, every rows view copied: for tensors whose views keep a whole storage (torch)
+    recurrent: tuple  # adjoints that flow back through time (an age axis in the window pass)
+    forward_mode: Pass  # the gradients by forward mode (RTRL): Units, then a TangentLoop per gradient
 
 
 # Forward mode (RTRL): the tangents along every direction of one parameter (or initial state) at once.
 # A tangent array has a leading axis of directions, (P, B, rows) for P the entries of what it is along;
 # in an expression Tangent(h_t) is that array at step t, Tangent(W) x_t every direction of W applied to x_t.
 # A step assigns its tangents in order, each reading those assigned before it (`dot_c` in `dot_h`).
-
-
-def units_name(rows):
-    """The array of every direction of a vector of `rows` entries: `units_n_h`, `units_4h` for 4*h."""
-    if isinstance(rows, sp.Symbol):
-        return f"units_n_{rows.name}"
-    return "units_" + "".join(char for char in str(rows) if char.isalnum())
-
-
-def tangent_array(seq):
-    """The array of a state's tangents, or of a named intermediate's at t: `dot_h`."""
-    return f"dot_{seq.name}"
+# Their arrays' names: array_names.py.
 
 
 @dataclass(frozen=True)
@@ -143,11 +181,6 @@ class TangentArray:
 
     state: object  # the state Seq
     units: bool = False
-
-
-def previous_tangent_array(seq):
-    """The array of a state's tangents at t - 1, once the step has assigned those at t: `dot_h_prev`."""
-    return f"dot_{seq.name}_prev"
 
 
 @dataclass(frozen=True)
@@ -208,9 +241,22 @@ class ZeroGradient:
     per_sample = TangentLoop.per_sample
 
 
+# Matrix expressions of the IR's own, inside statements' values.
+
+
+class Rows(sp.MatrixExpr):
+    """Rows start .. start + count - 1 of a matrix: one parameter's share of a stacked gradient."""
+
+    def __new__(cls, matrix, start, count):
+        return sp.MatrixExpr.__new__(cls, matrix, sp.sympify(start), sp.sympify(count))
+
+    matrix, start, count = (property(lambda self, i=i: self.args[i]) for i in range(3))
+    shape = property(lambda self: (self.args[2], self.args[0].shape[1]))
+
+
 class Copy(sp.MatrixExpr):
     """A fresh copy of value: a returned gradient that would otherwise be a view of an array that
-    another returned gradient, the workspace, the cache or the caller holds (fresh.py)."""
+    another returned gradient, the workspace, the cache or the caller holds (passes/fresh.py)."""
 
     def __new__(cls, value):
         return sp.MatrixExpr.__new__(cls, value)
@@ -230,21 +276,9 @@ class ZerosLike(sp.MatrixExpr):
     shape = property(lambda self: self.args[0].shape)
 
 
-@dataclass(frozen=True)
-class Initial:
-    """dL/dS_0 = value (read at step 1); `weighted`: it flows back through time, so truncation weights it."""
-
-    key: str
-    value: object
-    weighted: bool
-    comment: str
-
-
-@dataclass(frozen=True)
-class Pass:
-    """The statements of one generated function, the arrays they work in, and the
-    parameters they stack once per call (ir.Stack)."""
-
-    statements: tuple
-    arrays: tuple = ()
-    stacks: tuple = ()
+def walk(statements):
+    """Every statement, loops and guards opened, in order."""
+    for statement in statements:
+        yield statement
+        if isinstance(statement, (Loop, Guard)):
+            yield from walk(statement.body)

@@ -48,7 +48,7 @@ class Naive:
         self.initial = [(f"{seq.name}0", code(derivation.initial(seq))) for seq in model.states]
         self.losses = compile(str(RowPrinter(stacked=True)(loss)), "<naive loss>", "eval")
         self.mean = model.mean
-        self.helpers = sorted(step.used["helpers"] | {"_logsumexp", "_softmax", "_onehot"})
+        self.helpers = sorted(step.used.helpers | {"_logsumexp", "_softmax", "_onehot"})
 
     def __call__(self, params, xs, ys, initial):
         """(loss, gradients) of the batch-averaged loss."""

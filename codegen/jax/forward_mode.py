@@ -4,7 +4,8 @@ as a `jax.lax.scan` whose carry holds the tangents and whose outputs are each st
 Tangents are carried for every direction of one parameter at once, an array (P, B, n) for P the
 parameter's size, as in the NumPy module."""
 
-from bptt.codegen.ir import Assign, Contract, EntersStepOne, tangent_array, units_name
+from bptt.codegen.array_names import tangent_array, units_name
+from bptt.codegen.ir import Assign, Contract, EntersStepOne
 from bptt.codegen.jax.printer import JaxPrinter
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input
 from bptt.codegen.printing.tangents import TangentPrinter
@@ -14,11 +15,11 @@ class JaxTangentPrinter(TangentPrinter, JaxPrinter):
     """Tangents in row form with a leading axis of directions; values at t read as in a scan's step."""
 
     def zeros(self, shape):
-        self.used["sizes"] |= {"B", "dtype"}
+        self.used.sizes |= {"B", "dtype"}
         return f"jnp.zeros({shape}, dtype)"
 
     def ones(self, shape):
-        self.used["sizes"] |= {"B", "dtype"}
+        self.used.sizes |= {"B", "dtype"}
         return f"jnp.ones({shape}, dtype)"
 
     def einsum(self, spec, *operands):
@@ -42,7 +43,7 @@ class JaxTangentPrinter(TangentPrinter, JaxPrinter):
         scan.carry = [Carried(tangent_array(node.of), tangent_array(node.of), node) for node in updated.values()]
         scan.inputs = [(local, scanned_input(self, node, shift)) for local, (node, shift) in self.reads.items()]
         if any(isinstance(s, EntersStepOne) for s in loop.body):
-            self.used["sizes"].add("T")
+            self.used.sizes.add("T")
             scan.inputs.append(("t", "jnp.arange(1, T + 1)"))
         starts = {a.state.name: self.start(a, size) for a in loop.arrays}
         doc = f"The tangents at t from those at t-1, and step t's share of the gradient of {loop.key}."

@@ -50,7 +50,7 @@ class JaxPrinter(RowPrinter):
         if shift not in SUFFIX:
             raise PrintError(f"a step reads {seq.name} at time {seq.time}; only t-1, t and t+1 can be scanned")
         name = step_name(node, shift)
-        self.used["arrays"].add(array_name(node))
+        self.used.arrays.add(array_name(node))
         if name not in self.assigned:
             self.reads.setdefault(name, (node, shift))
         return Code(name)
@@ -65,7 +65,7 @@ class JaxPrinter(RowPrinter):
         return Code(f"jax.nn.softmax({self._print(expr.arg)}, axis=-1)")
 
     def _print_OneHot(self, expr):
-        self.used["sizes"].add("dtype")
+        self.used.sizes.add("dtype")
         return Code(f"jax.nn.one_hot({self.label(expr.label)}, {self._print(expr.shape[0])}, dtype=dtype)")
 
     def gradient_term(self, term):

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.codegen.ir import Array, Loop, adjoint_array, walk
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Array, Loop, Steps, walk
 from bptt.codegen.jax import forward_mode as jax_forward_mode
 from bptt.codegen.jax.printer import JaxPrinter, first_step_name
 from bptt.codegen.jax.scan import forward_lines
@@ -50,7 +51,7 @@ def layout(model, program=None):
     rtrl, rtrl_used = rtrl_body(program)
     losses = JaxPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
-    used = forward_used | gradients_used | rtrl_used | losses.used["helpers"] | fixed_helpers(model, SCAFFOLD)
+    used = forward_used | gradients_used | rtrl_used | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
     _, source = helpers("jax").source(sorted(used))
     return Layout(
         **facts,
@@ -65,19 +66,19 @@ def layout(model, program=None):
 def forward_body(program):
     """(lines of _forward, helpers used): program.forward printed functionally (jax/scan.py)."""
     lines, printer = forward_lines(program)
-    return bindings(program.model, printer.used, program.model.inputs[0].name) + lines, printer.used["helpers"]
+    return bindings(program.model, printer.used, program.model.inputs[0].name) + lines, printer.used.helpers
 
 
 def bindings(model, used, first, cache=()):
     """Lines binding the parameters, cache arrays, sizes, T, B and dtype a body reads (from the arrays' shapes)."""
-    head = params_bound(used["params"], model)
-    head += [f'{name} = cache["{name}"]' for name in cache if name in used["arrays"]]
+    head = params_bound(used.params, model)
+    head += [f'{name} = cache["{name}"]' for name in cache if name in used.arrays]
     for size in model.sizes:
-        if str(size) in used["sizes"]:
+        if str(size) in used.sizes:
             param, axis = next((p, k) for p in model.params for k, dim in enumerate(p.shape) if dim == size)
             head.append(f'{size_name(size)} = params["{param.name}"].shape[{axis}]')
-    head += time_and_batch(used["sizes"], first)
-    if "dtype" in used["sizes"]:
+    head += time_and_batch(used.sizes, first)
+    if "dtype" in used.sizes:
         head.append(f'dtype = params["{model.params[0].name}"].dtype')
     return head
 
@@ -88,14 +89,14 @@ def gradient_body(program):
     model = program.model
     statements = program.window.statements
     targets = {s.target.of.name: s.target.of for s in walk(statements) if isinstance(getattr(s, "target", None), Adj)}
-    arrays = {adjoint_array(name): Array(adjoint_array(name), seq.rows, "T") for name, seq in targets.items()}
+    arrays = {adjoint_array(name): Array(adjoint_array(name), seq.rows, Steps.FROM_ONE) for name, seq in targets.items()}
     groups = [a for a in program.adjoints.arrays if a.members]
     for group in groups:  # the gates' adjoints side by side, for one product per gradient
-        arrays.update({name: Array(name, None, "T") for name in [group.name] + [span[0] for span in group.spans]})
+        arrays.update({name: Array(name, None, Steps.FROM_ONE) for name in [group.name] + [span[0] for span in group.spans]})
     gradient = JaxPrinter(stacked=True, arrays=arrays)
     gradient_lines = [f"{s.target.name} = {gradient(s.value)}  # {s.comment}" for s in program.gradients.statements]
     returns = [f'"{key}": {gradient(value)},  # {comment}' for key, value, comment in program.returns]
-    read = gradient.used["arrays"]
+    read = gradient.used.arrays
     joined = []
     for group in groups:
         for name, first, count in ((group.name, 0, len(group.members)), *group.spans):
@@ -129,18 +130,18 @@ def gradient_body(program):
         doc = "One step t, last first: the adjoints at t+1 in, those at t out."
         lines += built.scan.lines(doc, first, reverse=True, last="carry")
         lines.append(f"{tupled([first_step_name(c.node) for c in built.scan.carry])} = carry  # the adjoints at step 1")
-        printer.used["sizes"] |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
+        printer.used.sizes |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
     if any(item.weighted for item in program.window_initial):
         lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
     initial = JaxPrinter(stacked=False, arrays=arrays, carried=carried)
     initial.used = printer.used
     lines += [initial_code(initial, item, carried) for item in program.window_initial]
-    used = {key: printer.used[key] | gradient.used[key] for key in printer.used}
+    used = printer.used | gradient.used
     head = bindings(model, used, f"d_{model.outputs[0][0].name}", program.cache)
     body = head + lines + joined + gradient_lines + ["return {"] + ["    " + r for r in returns]
     comments = {item.key: item.comment for item in program.window_initial}
     body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)] + ["}"]
-    return body, used["helpers"]
+    return body, used.helpers
 
 
 def rtrl_body(program):
@@ -149,4 +150,4 @@ def rtrl_body(program):
     lines, printer = jax_forward_mode.rtrl_lines(program)
     output = f"d_{model.outputs[0][0].name}"
     head = bindings(model, printer.used, output, program.cache[1:])  # the input is an argument
-    return head + ["grads = {}"] + lines + ["return loss, grads"], printer.used["helpers"]
+    return head + ["grads = {}"] + lines + ["return loss, grads"], printer.used.helpers

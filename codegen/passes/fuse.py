@@ -10,7 +10,8 @@ does the same for the adjoints.
 
 import sympy as sp
 
-from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, code_name
+from bptt.codegen.array_names import code_name
+from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, Steps
 from bptt.codegen.text import text
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
@@ -100,7 +101,7 @@ def products(statements, loop_names):
             functions = list(dict.fromkeys(_function(statements[i]) for i, _, _ in free))
             items = sorted(free, key=lambda item: functions.index(_function(statements[item[0]])))
             members = tuple((statements[i].target.name, statements[i].target.rows) for i, _, _ in items)
-            group = Array(internal(name for name, _ in members), total_rows(members), "T+1", members)
+            group = Array(internal(name for name, _ in members), total_rows(members), Steps.FROM_ZERO, members)
             owner.update({i: (group, [j for j, _, _ in items]) for i, _, _ in items})
             groups.append(group)
         else:

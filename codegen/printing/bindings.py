@@ -19,8 +19,8 @@ class Printed:
     @classmethod
     def of(cls, lines, used, arrays=None):
         """The body of lines from a printer that recorded `used`; arrays: those it reads if not all it used."""
-        arrays = used["arrays"] if arrays is None else arrays
-        return cls(tuple(lines), *(frozenset(names) for names in (used["helpers"], used["params"], arrays, used["sizes"])))
+        arrays = used.arrays if arrays is None else arrays
+        return cls(tuple(lines), *(frozenset(names) for names in (used.helpers, used.params, arrays, used.sizes)))
 
 
 def quoted(name):
@@ -54,10 +54,10 @@ def params_bound(names, model):
 
 def bound(used, model, work, cache):
     """Bindings of the params, cache arrays, work arrays and sizes a body used (not its arguments)."""
-    head = params_bound(used["params"], model)
-    head += [f"{name} = cache[{quoted(name)}]" for name in sorted(used["arrays"] & cache, key=order(model))]
-    head += [f"{name} = work[{quoted(name)}]" for name in sorted(used["arrays"] & work - cache)]
-    head += sized(used["sizes"], model)
+    head = params_bound(used.params, model)
+    head += [f"{name} = cache[{quoted(name)}]" for name in sorted(used.arrays & cache, key=order(model))]
+    head += [f"{name} = work[{quoted(name)}]" for name in sorted(used.arrays & work - cache)]
+    head += sized(used.sizes, model)
     return head
 
 

@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.codegen.ir import Array, adjoint_array
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Array, PerCall, Steps
 from bptt.codegen.printing.array_calls import NUMPY
 from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, quoted, sized, time_and_batch
 from bptt.codegen.printing.facts import Facts, fixed_helpers, model_facts
@@ -61,7 +62,7 @@ def layout(model, program=None):
     rtrl = rtrl_body(program)
     losses = RowPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
-    used = forward_used | backward.helpers | rtrl.helpers | losses.used["helpers"] | fixed_helpers(model, SCAFFOLD)
+    used = forward_used | backward.helpers | rtrl.helpers | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
     imports, source = helpers("numpy").source(sorted(used))
     return Layout(
         **facts,
@@ -93,7 +94,7 @@ def rtrl_body(program):
     head = bound(printer.used, model, set(), set(program.cache))
     first = output_adjoint(model)
     head += [f"T, B = {first}.shape[0], {first}.shape[1]", "grads = {}"]
-    return Body(tuple(head + lines), frozenset(printer.used["helpers"]))
+    return Body(tuple(head + lines), frozenset(printer.used.helpers))
 
 
 def model_names(model):
@@ -117,14 +118,14 @@ def forward_body(program, printer_type=NumPyPrinter):
     lines = [line for line, _ in printer.prepared.values()] + lines
     arrays = list(forward.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     used = printer.used
-    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used["params"]]
-    head += [f"{a.name} = work[{quoted(a.name)}]" for a in _named(arrays) if a.name in used["arrays"]]
-    head += sized(used["sizes"], model)
+    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used.params]
+    head += [f"{a.name} = work[{quoted(a.name)}]" for a in _named(arrays) if a.name in used.arrays]
+    head += sized(used.sizes, model)
     first = model.inputs[0].name
-    head += time_and_batch(used["sizes"], first)
+    head += time_and_batch(used.sizes, first)
     for seq in model.states:
         head.append(f"{seq.name}[0] = 0 if {seq.name}0 is None else {seq.name}0")
-    return arrays, head + lines, used["helpers"]
+    return arrays, head + lines, used.helpers
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def backward_bodies(program):
     work = {a.name for a in _named(arrays)}
     cache = set(program.cache)
     body = bound(printer.used, model, work, cache)
-    body += time_and_batch(printer.used["sizes"], output_adjoint(model)) + lines + initial
+    body += time_and_batch(printer.used.sizes, output_adjoint(model)) + lines + initial
     body.append("return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model)))
     gradient = NumPyPrinter(adjoints.arrays)
     gradient_lines = [
@@ -160,12 +161,12 @@ def backward_bodies(program):
         for statement in program.gradients.statements
     ]
     returns = [(key, str(gradient(value)), comment) for key, value, comment in program.returns]
-    if ONES in gradient.used["arrays"]:
-        arrays.append(Array(ONES, None, "ones"))
+    if ONES in gradient.used.arrays:
+        arrays.append(Array(ONES, None, Steps.ONES))
         work.add(ONES)
     gradient_lines = bound(gradient.used, model, work, cache) + gradient_lines
-    window = window_body(program, gradient.used["arrays"], arrays)
-    helpers_used = printer.used["helpers"] | gradient.used["helpers"] | window[1]
+    window = window_body(program, gradient.used.arrays, arrays)
+    helpers_used = printer.used.helpers | gradient.used.helpers | window[1]
     return Backward(tuple(arrays), tuple(body), tuple(window[0]), tuple(gradient_lines), tuple(returns), helpers_used)
 
 
@@ -185,11 +186,11 @@ def allocation(arrays, first_steps=False, calls=NUMPY):
     printer = RowPrinter()
     entries, views = [], []
     for array in arrays:
-        if array.steps == "ones":
+        if array.steps is Steps.ONES:
             entries.append(f"    {quoted(array.name)}: {calls.line('ones', shape='T * B')},")
             continue
         entries.append(f"    {quoted(array.name)}: {calls.line('empty', shape=_shape(printer, array))},")
-        if first_steps and array.steps == "T+1":
+        if first_steps and array.steps is Steps.FROM_ZERO:
             views.append(f"work[{quoted(array.name)}][0] = 0")
         starts, offset = {}, sp.S.Zero
         for name, rows in array.members:
@@ -202,15 +203,15 @@ def allocation(arrays, first_steps=False, calls=NUMPY):
             names = [m for m, _ in array.members[first : first + count]]
             start, stop = starts[names[0]][0], starts[names[-1]][1]
             views.append(f"work[{quoted(name)}] = work[{quoted(array.name)}][..., {_slice(printer, start, stop)}]")
-    head = [f'{size_name(s)} = sizes["{s}"]' for s in sorted(printer.used["sizes"])]
+    head = [f'{size_name(s)} = sizes["{s}"]' for s in sorted(printer.used.sizes)]
     return head + ["work = {"] + entries + ["}"] + views + ["return work"]
 
 
 def _shape(printer, array):
-    if isinstance(array.steps, tuple):
-        cols = array.steps[1]
+    if isinstance(array.steps, PerCall):
+        cols = array.steps.cols
         return f"({printer(array.rows)},)" if cols == 1 else f"({printer(array.rows)}, {printer(cols)})"
-    steps = {"T+1": "T + 1, B, ", "T": "T, B, ", "": "B, "}[array.steps]
+    steps = {Steps.FROM_ZERO: "T + 1, B, ", Steps.FROM_ONE: "T, B, ", Steps.ONE: "B, "}[array.steps]
     return f"({steps}{printer(array.rows)})"
 
 

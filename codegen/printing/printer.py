@@ -13,8 +13,10 @@ import functools
 import sympy as sp
 from sympy.printing.printer import Printer
 
-from bptt.codegen.ir import PARAMETER, Array, adjoint_array
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import PARAMETER, Array, Steps
 from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.printing.used import Used
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, Diag, OneHot, equal, matrix_sum, t
@@ -53,7 +55,7 @@ def array_name(node):
 
 def default_array(node):
     seq = node.of if isinstance(node, Adj) else node
-    return Array(array_name(node), seq.rows, "T+1" if seq.role in ALIGNED else "T")
+    return Array(array_name(node), seq.rows, Steps.FROM_ZERO if seq.role in ALIGNED else Steps.FROM_ONE)
 
 
 @functools.cache  # one parse per registry template, not one per call printed
@@ -68,7 +70,7 @@ def template_level(code):
 class RowPrinter(Printer):
     """Prints expressions at one step (`stacked=False`, time variable `t`) or for all steps
     t = 1..T at once (`stacked=True`). `arrays` says where each sequence lives (ir.Array
-    by array name); it records the parameters, sizes, arrays and helpers it prints."""
+    by array name); it records the parameters, sizes, arrays and helpers it prints in `used` (a Used)."""
 
     printmethod = None
     backend = "numpy"  # the key of the registry's code and of the helpers file
@@ -79,7 +81,7 @@ class RowPrinter(Printer):
         super().__init__()
         self.stacked = stacked
         self.arrays = dict(arrays or {})
-        self.used = {"params": set(), "sizes": set(), "arrays": set(), "helpers": set()}
+        self.used = Used()
 
     def __call__(self, expr):
         return str(self._print(expr))
@@ -96,12 +98,12 @@ class RowPrinter(Printer):
         return code if code.level >= level else Code(f"({code})")
 
     def helper(self, name):
-        self.used["helpers"].add(name)
+        self.used.helpers.add(name)
         return name
 
     def array(self, node):
         name = array_name(node)
-        self.used["arrays"].add(name)
+        self.used.arrays.add(name)
         return self.arrays.get(name) or default_array(node)
 
     # sequences and names
@@ -115,17 +117,17 @@ class RowPrinter(Printer):
     def sequence(self, node):
         seq = node.of if isinstance(node, Adj) else node
         array = self.array(node)
-        if array.steps == "":
+        if array.steps is Steps.ONE:
             if self.stacked:
                 raise PrintError(f"{array.name} holds one step; it cannot be read for all steps at once")
             return Code(array.name)
-        offset = sp.S.One if array.steps == "T" else sp.S.Zero
+        offset = sp.S.One if array.steps is Steps.FROM_ONE else sp.S.Zero
         if not self.stacked or not seq.time.has(t):
             return Code(f"{array.name}[{_index(seq.time - offset)}]")
         shift = sp.simplify(seq.time - t)
         if shift == 0:
-            return Code(f"{array.name}[1:]" if array.steps == "T+1" else array.name)
-        if shift == -1 and array.steps == "T+1":
+            return Code(f"{array.name}[1:]" if array.steps is Steps.FROM_ZERO else array.name)
+        if shift == -1 and array.steps is Steps.FROM_ZERO:
             return Code(f"{array.name}[:-1]")
         raise PrintError(f"cannot stack {array.name} at time {seq.time} over t = 1..T")
 
@@ -133,15 +135,15 @@ class RowPrinter(Printer):
         return self._print(node)
 
     def _print_MatrixSymbol(self, expr):
-        self.used["params"].add(expr.name)
+        self.used.params.add(expr.name)
         return Code(expr.name)
 
     def _print_Symbol(self, expr):
         if expr.name in ("T", "B"):
-            self.used["sizes"].add(expr.name)
+            self.used.sizes.add(expr.name)
         if expr.name in ("t", "T", "B"):
             return Code(expr.name)
-        self.used["sizes"].add(expr.name)
+        self.used.sizes.add(expr.name)
         return Code(size_name(expr))
 
     def _print_Integer(self, expr):
@@ -313,7 +315,7 @@ class RowPrinter(Printer):
         a product with ones, an outer product as one (T*B)-long product (transposed: BLAS is faster so)."""
         rows = self._print(term.shape[0])
         if term.shape[1] == 1:
-            self.used["arrays"].add(ONES)
+            self.used.arrays.add(ONES)
             return f"{ONES} @ {self.operand(term, ATOM)}.reshape(-1, {rows})"
         column, vector = outer_factors(term)
         left = self.operand(column, ATOM)

@@ -9,7 +9,7 @@ calls come from its table (array_calls.py): torch's printer is this one with tor
 
 import sympy as sp
 
-from bptt.codegen.ir import PARAMETER, Array
+from bptt.codegen.ir import PARAMETER, Array, PerCall
 from bptt.codegen.printing.array_calls import NUMPY
 from bptt.codegen.printing.printer import ATOM, Code, PrintError, RowPrinter
 from bptt.codegen.printing.terms import Scratch, constant, first_term, in_place, negated
@@ -38,13 +38,13 @@ class NumPyPrinter(Statements, RowPrinter):
             table.update({name: Array(name, None, array.steps) for name, _, _ in array.spans})
         super().__init__(stacked=True, arrays=table)
         self.accepts_out = accepts_out
-        self.scratch = Scratch(self.used["arrays"])
+        self.scratch = Scratch(self.used.arrays)
 
     # statements
 
     def _print_Loop(self, loop):
         """The loop, each step's views of the arrays (at t and t-1) taken once at its top."""
-        self.used["sizes"].add("T")
+        self.used.sizes.add("T")
         inner = self.at(False)
         inner.views = {}
         body = inner.lines(loop.body)
@@ -81,7 +81,7 @@ class NumPyPrinter(Statements, RowPrinter):
         flow = self.scratch.take(rows, self.stacked)
         lines = self.emit(statement.value, flow, rows)
         lines += ["if keep is not None:", f"    {flow} *= keep[t]", self.calls.line("add", a=out, b=flow, out=out)]
-        self.used["sizes"].add("T")  # the flow only exists for t < T
+        self.used.sizes.add("T")  # the flow only exists for t < T
         return self.commented(statement, lines)
 
     def _print_MatrixSymbol(self, expr):
@@ -104,8 +104,8 @@ class NumPyPrinter(Statements, RowPrinter):
                 )
                 line = self.calls.line("concatenate_columns" if transposed else "concatenate", parts=parts, out=name)
             shape = (cols, rows) if transposed else (rows, cols)
-            self.prepared[name] = (line, Array(name, shape[0], ("param", shape[1])))
-        self.used["arrays"].add(name)
+            self.prepared[name] = (line, Array(name, shape[0], PerCall(shape[1])))
+        self.used.arrays.add(name)
         return name
 
     def commented(self, statement, lines):

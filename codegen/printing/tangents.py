@@ -8,7 +8,8 @@ parameter is every direction of a vector, an array bound once (`units_n_h`).
 
 import sympy as sp
 
-from bptt.codegen.ir import EntersStepOne, Previous, previous_tangent_array, tangent_array, units_name
+from bptt.codegen.array_names import previous_tangent_array, tangent_array, units_name
+from bptt.codegen.ir import EntersStepOne, Previous
 from bptt.codegen.printing.printer import PRODUCT, Code, PrintError, RowPrinter
 from bptt.derive.nodes import SeqAt, t
 from bptt.derive.tangent import Tangent

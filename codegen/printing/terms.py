@@ -6,7 +6,7 @@ import ast
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
-from bptt.codegen.ir import Array
+from bptt.codegen.ir import Array, Steps
 from bptt.codegen.printing.array_calls import NUMPY
 from bptt.codegen.printing.printer import PrintError
 from bptt.derive.nodes import Diag
@@ -21,7 +21,6 @@ class Scratch:
         self.used = used  # the printer's record of the arrays it reads
 
     def take(self, rows, stacked):
-        kind = "T" if stacked else ""
         label = str(rows).replace("*", "").replace(" ", "")
         base = f"_{'all' if stacked else 'step'}_{label}"
         for k in range(1, 100):
@@ -29,7 +28,7 @@ class Scratch:
             if name not in self.busy:
                 self.busy.add(name)
                 self.used.add(name)
-                self.arrays.setdefault(name, Array(name, rows, kind))
+                self.arrays.setdefault(name, Array(name, rows, Steps.FROM_ONE if stacked else Steps.ONE))
                 return name
         raise PrintError("too many scratch arrays in one statement")
 

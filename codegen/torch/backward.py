@@ -3,7 +3,8 @@ with keep weights when truncating; the plain ones with an age axis for window tr
 parameter gradients as derived, one product over all steps each."""
 
 
-from bptt.codegen.ir import Array, adjoint_array, walk
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Array, Steps, walk
 from bptt.codegen.printing.bindings import Printed, output_adjoint
 from bptt.codegen.printing.printer import PrintError, size_name
 from bptt.codegen.printing.window import adjoint_seqs, reads_aged
@@ -24,7 +25,7 @@ def window_body(program, reads):
     aged = {seq.name for seq in seqs if seq.name in program.recurrent}
     zeros = []
     for seq in seqs:
-        printer.used["sizes"] |= {"T", "B", str(seq.rows)}
+        printer.used.sizes |= {"T", "B", str(seq.rows)}
         ages = "ages, " if seq.name in aged else ""
         shape = f"(T + 1, {ages}B, {size_name(seq.rows)})"
         zeros.append(f"{adjoint_array(seq.name)} = torch.zeros({shape}, dtype=dtype, device=device)")
@@ -33,7 +34,7 @@ def window_body(program, reads):
     keys = ", ".join(f"d_{i.key}" for i in program.window_initial) + ("," if len(program.window_initial) == 1 else "")
     tail = [f"return {{{names}}}, ({keys})"]
     used = printer.used
-    arrays = frozenset(used["arrays"]) - {adjoint_array(seq.name) for seq in seqs} - {output_adjoint(program.model)}
+    arrays = frozenset(used.arrays) - {adjoint_array(seq.name) for seq in seqs} - {output_adjoint(program.model)}
     return Printed.of(head + zeros + body + initial + tail, used, arrays)
 
 
@@ -49,7 +50,7 @@ def gradients_body(program):
     for array in program.adjoints.arrays:
         adjoints |= {array.name} | {name for name, _ in array.members} | {name for name, _, _ in array.spans}
     used = printer.used
-    read = frozenset(used["arrays"])
+    read = frozenset(used.arrays)
     body = Printed.of(lines, used, read)
     return body, returns, sorted(read & adjoints)
 
@@ -78,7 +79,7 @@ def fast_adjoints_body(program, reads):
     slopes = {s.target.name for s in walk(adjoints.statements) if isinstance(getattr(s, "target", None), SeqAt)}
     table = {}
     for array in adjoints.arrays:
-        steps = "T" if array.name in slopes else array.steps  # slopes hold steps 1..T
+        steps = Steps.FROM_ONE if array.name in slopes else array.steps  # slopes hold steps 1..T
         table[array.name] = Array(array.name, array.rows, steps)
         table.update({name: Array(name, rows, steps) for name, rows in array.members})
         table.update({name: Array(name, None, steps) for name, _, _ in array.spans})
@@ -89,12 +90,12 @@ def fast_adjoints_body(program, reads):
     printer.arrays = table
     body = printer.lines(adjoints.statements)
     initial = [printer.initial(i, False) for i in program.initial]
-    stacks = [stack_line(printer, stack) for stack in adjoints.stacks if stack.name in printer.used["params"]]
+    stacks = [stack_line(printer, stack) for stack in adjoints.stacks if stack.name in printer.used.params]
     zeros, views = [], []
     for array in adjoints.arrays:
         if array.name in slopes:
             continue
-        printer.used["sizes"] |= {"T", "B"}
+        printer.used.sizes |= {"T", "B"}
         zeros.append(f"{array.name} = torch.zeros((T + 1, B, {printer(array.rows)}), dtype=dtype, device=device)")
         starts = array.offsets()
         for name, _ in array.members:
@@ -107,7 +108,7 @@ def fast_adjoints_body(program, reads):
     keys = ", ".join(f"d_{i.key}" for i in program.initial) + ("," if len(program.initial) == 1 else "")
     lines = stacks + zeros + views + body + initial + [f"return {{{names}}}, ({keys})"]
     used = printer.used
-    arrays = frozenset(used["arrays"]) - set(table) - {output_adjoint(program.model)}
+    arrays = frozenset(used.arrays) - set(table) - {output_adjoint(program.model)}
     return Printed.of(lines, used, arrays)
 
 

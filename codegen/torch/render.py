@@ -39,7 +39,7 @@ def layout(model, program=None):
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
-    used = fixed_helpers(model, SCAFFOLD) | losses.used["helpers"] | rtrl.helpers | forward_helpers
+    used = fixed_helpers(model, SCAFFOLD) | losses.used.helpers | rtrl.helpers | forward_helpers
     for body in (full, window, gradients):
         used |= body.helpers
     imports, source = helpers("torch").source(sorted(used))
