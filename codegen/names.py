@@ -1,7 +1,7 @@
 """The names a generated module takes for itself, and those it makes from a model's: a model must leave
 them free, in every backend, or `bptt codegen` refuses it (ModelError, exit 2) naming the clash.
 
-tests/test_names.py parses the generated modules of every backend and checks that each name they bind
+tests/codegen/test_names.py parses the generated modules of every backend and checks that each name they bind
 (at module level or in a function body they print) is listed here or made from the model's names by
 a pattern below, so the lists cannot fall behind the templates. Names starting with `_` are the
 generated code's and never a model's (derive/model.py refuses them).

@@ -16,7 +16,7 @@ from bptt.derive.models import names
 from bptt.documents.linebreak import PAGE
 from bptt.documents.width import width
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 ZOO = tuple(names())
 EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm", "examples/torch_lstm.py:lstm")
 DOCUMENTS = ZOO + EXAMPLES

@@ -11,7 +11,7 @@ import pytest
 from bptt.app.analyze import analyze
 from bptt.derive.models import load
 
-FOLDER = pathlib.Path(__file__).resolve().parents[1] / "docs" / "gradient-flow"
+FOLDER = pathlib.Path(__file__).resolve().parents[2] / "docs" / "gradient-flow"
 COMMAND = "bptt analyze linear -o docs/gradient-flow"
 
 

@@ -11,7 +11,7 @@ from bptt.codegen.names import check as check_code_names
 from bptt.derive.model import ModelError
 from bptt.derive.models import load
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 CELLS = [f"{EXAMPLES / 'gated_rnn.py'}:gated_rnn", f"{EXAMPLES / 'lstm.py'}:lstm"]
 
 

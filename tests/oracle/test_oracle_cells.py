@@ -31,7 +31,7 @@ from test_oracle import central_differences, random_problem
 from bptt.codegen.backends import BACKENDS, module_filename
 from bptt.derive.models import load
 
-CELLS_FILE = pathlib.Path(__file__).with_name("user_cells.py")
+CELLS_FILE = pathlib.Path(__file__).parents[1] / "user_cells.py"
 CELLS = ["lstm2_stacked", "lstm2_gates", "gru_unnamed", "mgu", "gru_cho", "plus_one"]
 TRUNCATIONS = {"full": None, "window2": ("window", 2), "chunk2": ("chunk", 2)}
 

@@ -8,7 +8,7 @@ import pytest
 from bptt.derive.models import load
 from bptt.documents.render import document
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 EXCERPT = re.compile(r"<!-- begin excerpt: (.+?) -->\n(.*?)<!-- end excerpt -->", re.S)
 

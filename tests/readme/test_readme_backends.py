@@ -11,7 +11,7 @@ import re
 import jax
 import torch  # the examples need both frameworks: a missing one fails here
 
-README = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
 
 def example(name):

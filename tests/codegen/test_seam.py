@@ -44,7 +44,7 @@ from bptt.derive.models import load, names
 
 jax.config.update("jax_enable_x64", True)
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = (
     "gated_rnn.py:gated_rnn",
     "lstm.py:lstm",

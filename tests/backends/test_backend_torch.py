@@ -21,7 +21,7 @@ from bptt.codegen.torch import render as torch_render
 from bptt.derive.models import load, names
 
 NAMES = names()
-GENERATED = pathlib.Path(__file__).parent.parent / "generated"
+GENERATED = pathlib.Path(__file__).parents[2] / "generated"
 SIZES = {"d": 2, "h": 3, "q": 4}  # distinct: a transposition cannot hide
 T, B = 5, 3
 TRUNCATIONS = (None, ("window", 2), ("chunk", 2), ("random", 0.5))

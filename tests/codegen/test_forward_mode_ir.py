@@ -40,7 +40,7 @@ from bptt.derive.tangent import Tangent
 
 jax.config.update("jax_enable_x64", True)
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = [f"{ROOT / 'examples' / 'gated_rnn.py'}:gated_rnn", f"{ROOT / 'examples' / 'lstm.py'}:lstm"]
 EXAMPLES.append(f"{ROOT / 'examples' / 'torch_lstm.py'}:lstm")
 STEP_STATEMENTS = (ir.Previous, ir.EntersStepOne, ir.Assign, ir.Contract)

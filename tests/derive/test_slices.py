@@ -21,7 +21,7 @@ from bptt.derive.models import load
 from bptt.derive.nodes import Adj, SquaredError, T, TimeSum, t, tanh
 from bptt.documents.latex import latex
 
-EXAMPLE = str(pathlib.Path(__file__).parents[1] / "examples" / "torch_lstm.py") + ":lstm"
+EXAMPLE = str(pathlib.Path(__file__).parents[2] / "examples" / "torch_lstm.py") + ":lstm"
 GATES = "ifgo"  # torch's order of the stacked blocks
 
 

@@ -5,7 +5,7 @@ import pathlib
 import pytest
 
 pytest_plugins = ["pytester"]
-CONFTEST = pathlib.Path(__file__).with_name("conftest.py").read_text(encoding="utf-8")
+CONFTEST = (pathlib.Path(__file__).parents[1] / "conftest.py").read_text(encoding="utf-8")
 MODULE = """
 import pytest
 

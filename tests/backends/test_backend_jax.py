@@ -33,7 +33,7 @@ from bptt.derive.models import load, names
 jax.config.update("jax_enable_x64", True)
 
 NAMES = names()
-GENERATED = pathlib.Path(__file__).parent.parent / "generated"
+GENERATED = pathlib.Path(__file__).parents[2] / "generated"
 T, B = 5, 3
 MODES = (None, ("window", 2), ("chunk", 2), ("random", 0.5))
 

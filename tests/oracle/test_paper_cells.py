@@ -25,7 +25,7 @@ from bptt.derive.models import load
 from bptt.derive.nodes import Adj, SeqAt, t
 from bptt.documents.render import document
 
-CELLS = pathlib.Path(__file__).with_name("paper_cells.py")
+CELLS = pathlib.Path(__file__).parents[1] / "paper_cells.py"
 NAMES = ("gru_unnamed", "mgu", "gru_cho", "plus_one")
 
 

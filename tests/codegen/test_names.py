@@ -19,7 +19,7 @@ import os
 import pathlib
 import textwrap
 
-# XLA's compile time dominates the JAX runs (tiny arrays); as tests/test_backend_jax.py.
+# XLA's compile time dominates the JAX runs (tiny arrays); as tests/backends/test_backend_jax.py.
 os.environ["XLA_FLAGS"] = (
     os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 ).strip()
@@ -36,7 +36,7 @@ from bptt.codegen.printing.helpers import helpers
 from bptt.derive.models import ZOO, load
 
 jax.config.update("jax_enable_x64", True)
-GENERATED = pathlib.Path(__file__).resolve().parents[1] / "generated"
+GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
 
 CELL = textwrap.dedent(
     '''
@@ -56,7 +56,7 @@ CELL = textwrap.dedent(
         model = Model(
             name="cell",
             title="An Elman cell",
-            source="tests/test_names.py",
+            source="tests/codegen/test_names.py",
             sizes=(d, n, q),
             params=(U, W, V, b),
             inputs=(x,),

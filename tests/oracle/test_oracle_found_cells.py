@@ -18,7 +18,7 @@ from bptt.codegen.program import build
 from bptt.derive.models import load
 from bptt.derive.nodes import SeqAt, t
 
-CELLS_FILE = pathlib.Path(__file__).with_name("oracle_found_cells.py")
+CELLS_FILE = pathlib.Path(__file__).parents[1] / "oracle_found_cells.py"
 CELLS = [
     "unnamed_reset_gate",
     "unnamed_reset_gate_recurrent",

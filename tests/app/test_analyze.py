@@ -22,7 +22,7 @@ from bptt.app.notebook import derive as derive_for_notebook
 from bptt.derive.models import load, names
 from bptt.documents.render import document
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 USER_CELL = "examples/gated_rnn.py:gated_rnn"
 HIDE_MATPLOTLIB = "raise ImportError('No module named matplotlib (hidden by the test)')\n"
 

@@ -150,7 +150,7 @@ def test_a_cell_with_the_function_derives_generates_and_checks(cell_file, functi
 
 def test_the_readme_example_registers_a_function_that_every_layer_knows(cell_file, monkeypatch):
     """The README's mish, registered as the README says: exact derivative, right code, a cell that checks."""
-    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    readme = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("### Elementwise functions") :]
     example = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))]
     for name in ("mish", "mish'"):

@@ -6,7 +6,7 @@ import re
 
 from cli_support import assert_all_rows_ok, assert_ok, assert_user_error, bptt
 
-README = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+README = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
 
 def guide_cell():

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORE = ("derive", "codegen.ir", "codegen.array_names", "codegen.text", "codegen.names")
 PASSES = (*CORE, "codegen.passes")
 PROGRAM = (*PASSES, "codegen.program")
