@@ -231,7 +231,7 @@ def _norm_table(found, rows, radii):
     labels = ("radius", "$T-t$", label, *(rf"$\|\partial {symbol(n)}_T/\partial {symbol(n)}_t\|$" for n in names))
     title = f"Gradient norms against the distance T - t{_regime_note(found)}"
     if flow.bound:
-        columns += ("upper bound",)
+        columns += ("upper_bound",)
         weights = r"\,".join(rf"\sigma_{{\max}}({symbol(w.name)})" for w in flow.bound.matrices)
         labels += (rf"upper bound $(\gamma\,{weights})^{{T-t}}$, $\gamma = {flow.bound.gamma}$",)
         title += _looseness(found, radii)
@@ -254,7 +254,7 @@ def _alignment_table(name, ratio, rows):
     return Table(
         "alignment",
         f"|cos(M^k x, v1)| for M = ({name} + {name}^T)/2, |lambda2/lambda1| = {ratio:.4g}",
-        ("k", "cos", "tan", "upper bound"),
+        ("k", "cos", "tan", "upper_bound"),
         rows,
         (
             "$k$",
@@ -284,7 +284,7 @@ def _carousel_table(found, radius):
         CAROUSEL,
         f"The constant error carousel through {state}: the biases of {gate} summing to "
         f"{', '.join(f'{b:g}' for b in CAROUSEL_BIASES)}, at radius {radius:g}{_regime_note(found, gate=False)}",
-        ("gate bias", "T-t", f"prod {gate}_k", f"|d{state}_T/d{state}_t|"),
+        ("gate_bias", "T-t", f"prod {gate}_k", f"|d{state}_T/d{state}_t|"),
         rows,
         (
             f"$b_{{{gate}}}$",

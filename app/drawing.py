@@ -61,13 +61,13 @@ def _curves(ax, table, group, columns):
 
 def draw_norms(ax, table):
     """The gradient and the Jacobian products against T - t, a colour per radius, and the upper bound over them."""
-    measured = [c for c in table.columns if c not in ("radius", "T-t", "upper bound")]
+    measured = [c for c in table.columns if c not in ("radius", "T-t", "upper_bound")]
     colours, styles = _curves(ax, table, "radius", measured)
-    if "upper bound" in table.columns:
+    if "upper_bound" in table.columns:
         for n, radius in enumerate(_values(table, "radius")):
-            xs, ys = _series(table, _rows_where(table, "radius", radius), "T-t", "upper bound")
-            ax.plot(xs, ys, color=f"C{n}", gid=gid(table, "T-t", "upper bound", radius=radius), **BOUND)
-        styles.append(_handle(ax, table.label("upper bound"), color="black", **BOUND))
+            xs, ys = _series(table, _rows_where(table, "radius", radius), "T-t", "upper_bound")
+            ax.plot(xs, ys, color=f"C{n}", gid=gid(table, "T-t", "upper_bound", radius=radius), **BOUND)
+        styles.append(_handle(ax, table.label("upper_bound"), color="black", **BOUND))
         _loose(ax, table, measured[-1])
     ax.set(yscale="log", xlabel=table.label("T-t"), ylabel="norm", title="Gradient flow back from the last step")
     _two_legends(ax, colours, styles)
@@ -75,8 +75,8 @@ def draw_norms(ax, table):
 
 def _loose(ax, table, measured):
     """A note at the far end of the largest bound: how far above the measured norm it is."""
-    row = max(table.rows, key=lambda r: (r[table.columns.index("upper bound")], r[1]))
-    bound, found = row[table.columns.index("upper bound")], row[table.columns.index(measured)]
+    row = max(table.rows, key=lambda r: (r[table.columns.index("upper_bound")], r[1]))
+    bound, found = row[table.columns.index("upper_bound")], row[table.columns.index(measured)]
     if bound > 10 * found:
         ax.annotate(
             f"an upper bound, loose:\n{bound:.2g}, measured {found:.2g}",
@@ -124,7 +124,7 @@ def draw_alignment(ax, table):
     ax.set(ylim=(0, 1.05), xlabel=table.label("k"), ylabel=table.label("cos"))
     ax.set_title("Powers of a matrix turn a vector toward its top eigenvector")
     twin = ax.twinx()
-    for column, style in (("tan", dict(linestyle="--")), ("upper bound", BOUND)):
+    for column, style in (("tan", dict(linestyle="--")), ("upper_bound", BOUND)):
         xs, ys = _series(table, table.rows, "k", column)
         lines += twin.plot(xs, ys, color="C1", label=table.label(column), gid=gid(table, "k", column), **style)
     twin.set(yscale="log", ylabel=table.label("tan"))
@@ -154,8 +154,8 @@ def draw_clipping(ax, table):
 
 def draw_carousel(ax, table):
     """The carousel's own product and every path's Jacobian against T - t, a colour per gate bias."""
-    measured = [c for c in table.columns if c not in ("gate bias", "T-t")]
-    colours, styles = _curves(ax, table, "gate bias", measured)
+    measured = [c for c in table.columns if c not in ("gate_bias", "T-t")]
+    colours, styles = _curves(ax, table, "gate_bias", measured)
     ax.set(yscale="log", xlabel=table.label("T-t"), ylabel="norm", title="The constant error carousel")
     _two_legends(ax, colours, styles)
 
