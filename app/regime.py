@@ -58,16 +58,19 @@ def saturates(model):
 
 
 def unsaturated_scale(deviation, target=TARGET):
-    """A power of ten s <= 1 with deviation(s) <= target, deviation(s) the largest distance of a state from its
-    value at zero input with the scaled parameters times s: near zero the cell is linear, so deviation is then
-    proportional to s, and each step jumps to about half the target."""
+    """The largest power of ten s <= 1 with deviation(s) <= target, deviation(s) the largest distance of a state
+    from its value at zero input with the scaled parameters times s. Near zero the cell is linear and deviation
+    proportional to s: each step of the search jumps to about half the target, then s goes up while it may."""
     scale = 1.0
     for _ in range(12):
         found = deviation(scale)
         if found <= target or scale < 1e-300:
             break
         scale *= 0.5 * target / found
-    return 10.0 ** math.floor(math.log10(scale))
+    scale = 10.0 ** math.floor(math.log10(scale))
+    while scale < 1 and deviation(10 * scale) <= target:
+        scale *= 10
+    return scale
 
 
 def state_deviation(module, flow, xs, ys, runs):
