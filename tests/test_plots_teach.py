@@ -55,10 +55,11 @@ def test_every_colour_and_line_style_drawn_has_a_legend_entry(drawn):
             continue
         ax = figures[name].axes[0]
         entries = legend_entries(ax)
-        colours = {matplotlib.colors.to_hex(h.get_color()) for _, h in entries if h.get_linestyle() == "-"}
+        colours = {matplotlib.colors.to_hex(h.get_color()) for _, h in entries if h.get_color() != "black"}
         styles = {(h.get_linestyle(), h.get_marker()) for _, h in entries if h.get_color() == "black"}
         curves = [line for line in ax.get_lines() if line.get_gid()]
-        assert len(curves) >= 6 and len(colours) == len(analysis.radii if name == "gradient_norms" else colours) >= 3
+        groups = analysis.radii if name == "gradient_norms" else set(analysis.table(name).column("gate_bias"))
+        assert len(curves) >= 6 and len(colours) == len(groups) == 3
         for line in curves:
             assert matplotlib.colors.to_hex(line.get_color()) in colours, line.get_gid()
             assert (line.get_linestyle(), line.get_marker()) in styles, line.get_gid()
