@@ -13,7 +13,7 @@ from bptt.app import check as checking
 from bptt.app import plots
 from bptt.app.bench import bench as benchmark
 from bptt.app.check_backend import Options, report
-from bptt.app.files import OutputError, output_target, write_atomic
+from bptt.app.files import OutputError, output_folder, output_target, write_atomic
 from bptt.codegen.backends import BACKENDS, MissingFramework, module_filename, require
 from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
@@ -88,24 +88,25 @@ def cmd_codegen(args):
             )
         sources[path] = BACKENDS[backend].module_source(model)
     for path in sources:
-        output_target(path)  # refuses folders, devices, FIFOs before anything is written
+        if path.parent.is_dir():  # a folder still to be made holds nothing to refuse
+            output_target(path)  # refuses folders, devices, FIFOs before anything is written
     if args.check:
         return _report(args, sources)
     for path, text in sources.items():
+        path.parent.mkdir(exist_ok=True)  # --out DIR, made as mkdir makes it: its parent exists (_folder)
         write_atomic(path, text)
         print(f"wrote {path}")
     return 0
 
 
 def _folder(args, from_zoo):
-    """Where a module goes: --out; else the checkout's generated/ for a zoo model, the current folder for a user's.
+    """Where a module goes: --out (a folder, or one to make in an existing folder); else the checkout's generated/
+    for a zoo model, the current folder for a user's.
 
     Installed without a checkout, only --check may use the installed generated/ (reading it); writing needs --out."""
-    if args.out == "":
-        raise UsageError("--out: the folder name is empty")
-    if args.out:
-        folder = pathlib.Path(args.out)
-    elif not from_zoo:
+    if args.out is not None:
+        return output_folder(args.out, "--out")  # made when written (not by --check), if only its parent exists
+    if not from_zoo:
         folder = pathlib.Path()
     elif CHECKOUT or args.check:
         folder = GENERATED
@@ -114,8 +115,6 @@ def _folder(args, from_zoo):
             f"bptt is installed without its source checkout, and codegen never writes into {GENERATED}: "
             "give --out DIR to regenerate the zoo there"
         )
-    if not folder.is_dir():
-        raise UsageError(f"output folder {str(folder)!r} does not exist")
     return folder
 
 
@@ -182,25 +181,23 @@ def cmd_check(args):
 
 def cmd_analyze(args):
     model = _model(args.model)
-    if args.output is not None:
-        if not args.output:
-            raise UsageError("-o: the output folder name is empty")
-        if not pathlib.Path(args.output).is_dir():
-            raise UsageError(f"-o: output folder {args.output!r} does not exist or is not a folder")
-        plots.targets(args.output, analysis.TABLES)  # the files it would replace: regular files, or none
+    if args.output is not None and output_folder(args.output, "-o").is_dir():
+        plots.targets(args.output, analysis.table_names(model))  # the files it would replace: regular files, or none
     try:
         if args.output is not None:
             plots.require()  # before the measurements, not after
         bar = plots.ProgressBar(f"bptt analyze {model.name}", sys.stderr) if sys.stderr.isatty() else None
-        result = analysis.analyze(model, args.steps, args.seed, args.radius, progress=bar)
+        result = analysis.analyze(model, args.steps, args.seed, args.radius, scale=args.scale, progress=bar)
     except (plots.MissingMatplotlib, analysis.NoFlow) as error:
         raise UsageError(str(error)) from error
     if args.csv:
         print("\n".join(f"# {table.name}: {table.title}\n{table.csv()}" for table in result.tables), end="")
     else:
         shown = ",".join(f"{r:g}" for r in result.radii)
+        scaled = f", input weights and biases times {result.scale:g}" if result.scale != 1 else ""
         print(
-            f"{model.name}: T={args.steps} seed={args.seed} radii={shown}, one random sequence, every size {analysis.SIZE}"
+            f"{model.name}: T={args.steps} seed={args.seed} radii={shown}, one random sequence, "
+            f"every size {analysis.SIZE}{scaled}"
         )
         print("\n\n".join(table.text() for table in result.tables))
     for path in plots.write(result, args.output) if args.output is not None else ():
@@ -262,6 +259,16 @@ def _seed(text):
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return int(text)
+
+
+def _positive_number(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
 
 
 def _radii(text):
@@ -355,7 +362,18 @@ def parser():
         help="spectral radii to scale the recurrent weights to (default {})".format(",".join(map(str, analysis.RADII))),
     )
     sub.add_argument(
-        "-o", "--output", metavar="DIR", help="write a PNG plot and a CSV file per table into DIR (needs bptt[plots])"
+        "--scale",
+        type=_positive_number,
+        metavar="S",
+        help="multiply the cell's input weights and biases by S (default: a power of ten that keeps every state "
+        "within 0.01 of its value at zero input, where tanh and the sigmoid are nearly linear; 1: the module's "
+        "own initialisation, where they saturate)",
+    )
+    sub.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write a PNG plot and a CSV file per table into DIR, made if its parent exists (needs bptt[plots])",
     )
     sub.add_argument("--csv", action="store_true", help="print the tables as CSV, each after a line '# name: title'")
     sub.set_defaults(run=cmd_analyze)

@@ -183,3 +183,14 @@ def power_eigenvalues(matrix, power):
         powered[key] = powered.get(key, 0) + multiplicity
     of_power = {sp.nsimplify(sp.expand(v)): m for v, m in (sp.Matrix(matrix) ** power).eigenvals().items()}
     return of_power, powered
+
+
+def gate_biases(model, carousel):
+    """The bias vectors added into the pre-activation of the carousel's gate (b_if and b_hf for f_t of torch's LSTM),
+    in model order: the gate followed back through named intermediates and elementwise functions to a sum."""
+    rules = {seq.name: rhs for seq, rhs in model.steps}
+    node = carousel.direct.vector
+    while isinstance(node, Apply) or (isinstance(node, SeqAt) and node.role == "intermediate"):
+        node = node.arg if isinstance(node, Apply) else rules[node.name]
+    terms = set(node.args) if isinstance(node, sp.MatAdd) else {node}
+    return tuple(p for p in model.params if p in terms and p.shape[1] == 1)

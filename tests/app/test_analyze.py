@@ -2,9 +2,12 @@
 the plots (valid PNGs whose data is the printed table), the progress bar, and the notebook API."""
 
 import ast
+import base64
 import concurrent.futures
 import csv
 import functools
+import html
+import html.parser
 import io
 import pathlib
 import shutil
@@ -143,8 +146,11 @@ def run_main(argv, capsys):
 def test_every_model_with_a_recurrent_state_is_analyzed(name, capsys):
     code, out, err = run_main(["analyze", name, "--steps", "3", "--radius", "0.9"], capsys)
     assert code == 0 and err == "", err
-    for title in ("Gradient norms against", "Eigenvalues of the recurrent", "|cos(M^k x, v1)|", "clip_grads"):
-        assert title in out
+    titles = ["Gradient norms against", "Eigenvalues of the recurrent", "|cos(M^k x, v1)|", "Global gradient norm before"]
+    titles += ["The constant error carousel through"] if name in ("gru", "lstm", "lstm-peephole") else []
+    assert [line for line in out.splitlines() if line.startswith(tuple(titles))] == [
+        table.title for table in analysis.analyze(load(name), 3, 0, (0.9,)).tables
+    ]
 
 
 @pytest.mark.parametrize(
@@ -164,8 +170,10 @@ def test_every_model_with_a_recurrent_state_is_analyzed(name, capsys):
         (["analyze", "nosuch"], "unknown model 'nosuch'"),
         (["analyze", "examples/nosuch.py:f"], "does not exist"),
         (["analyze", "jordan"], "teacher forcing makes every state data"),
-        (["analyze", "elman", "-o", "no/such/folder"], "output folder 'no/such/folder' does not exist"),
-        (["analyze", "elman", "-o", "README.md"], "output folder 'README.md' does not exist or is not a folder"),
+        (["analyze", "elman", "-o", "no/such/folder"], "output folder 'no/such/folder' does not exist, nor does its parent 'no/such'"),
+        (["analyze", "elman", "-o", "README.md"], "-o: 'README.md' is not a folder"),
+        (["analyze", "elman", "--scale", "0"], "argument --scale: expected a positive number, got '0'"),
+        (["analyze", "elman", "--scale", "nan"], "argument --scale"),
     ],
 )
 def test_bad_arguments_are_one_line_usage_errors(argv, says, capsys, monkeypatch):
@@ -263,23 +271,38 @@ def test_the_data_behind_each_plot_is_its_table(name):
             else:
                 assert (xs, ys) == ([row[table.columns.index(x)] for row in rows], column), gid
             covered.add((y, tuple(sorted(conditions.items()))))
-        numeric = [c for c in table.columns if c not in ("radius", "T-t", "k", "matrix", "re", "abs")]
+        numeric = [c for c in table.columns if c not in ("radius", "T-t", "k", "matrix", "re", "abs", "gate_bias")]
         assert {c for c, _ in covered} >= set(numeric), table.name
         assert tuple(figures[table.name].get_size_inches() * figures[table.name].dpi) == (640, 480)
 
 
+def latex_rows(latex):
+    assert latex.startswith("$$\\begin{aligned}\n") and latex.endswith("\n\\end{aligned}$$")
+    return latex.removeprefix("$$\\begin{aligned}\n").removesuffix("\n\\end{aligned}$$").split(" \\\\\n")
+
+
 def test_notebook_derivation_shows_markdown_and_latex(tmp_path):
+    """Every section's title, then each equation's rows; an equation whose left-hand side another of its section
+    shares (the truncation variants of dL/dh_t) comes after a row with its own label, the head of its sentence."""
     view = derive_for_notebook("elman")
     assert view._repr_markdown_() == document(load("elman"), "md")
     latex = view._repr_latex_()
-    assert latex.startswith("$$\\begin{aligned}\n") and latex.endswith("\n\\end{aligned}$$")
-    rows = latex.removeprefix("$$\\begin{aligned}\n").removesuffix("\n\\end{aligned}$$").split(" \\\\\n")
-    expected = sum(1 + sum(max(1, len(eq.rows)) for eq in s.equations) for s in view.sections)
-    assert len(rows) == expected and all(row.count("&") == 1 for row in rows)
+    rows = iter(latex_rows(latex))
+    labelled = {}
     for section in view.sections:
-        assert f"&\\textrm{{{section.title}}}" in rows
+        assert next(rows) == f"&\\textrm{{{section.title}}}"
+        shared = [eq.lhs for eq in section.equations]
         for eq in section.equations:
-            assert any(row.startswith(f"{eq.lhs} &= ") for row in rows), eq.lhs
+            if shared.count(eq.lhs) > 1:
+                label = next(rows)
+                assert label.startswith("&\\quad\\text{") and label.endswith(":}") and label.count("$") % 2 == 0
+                labelled.setdefault((section.title, eq.lhs), []).append(label)
+                assert label.removeprefix("&\\quad\\text{").removesuffix(":}") in eq.why
+            found = [next(rows) for _ in range(max(1, len(eq.rows)))]
+            assert found[0].startswith(f"{eq.lhs} &= ") and all(row.count("&") == 1 for row in found), eq.lhs
+    assert next(rows, None) is None
+    truncated = [labels for (title, _), labels in labelled.items() if title.startswith("Truncated")]
+    assert truncated and all(len(labels) == len(set(labels)) >= 2 for labels in truncated), labelled
     program = shutil.which("pdflatex")
     if program is None:
         pytest.fail("pdflatex is not installed: apt-get install texlive-latex-base")
@@ -295,18 +318,54 @@ def test_notebook_derivation_shows_markdown_and_latex(tmp_path):
     assert derive_for_notebook(load("linear")).model.name == "linear"  # a Model works as well as a name
 
 
-def test_notebook_analysis_shows_a_png_and_markdown_tables(tmp_path, monkeypatch):
+class Cells(html.parser.HTMLParser):
+    """The text of every <td> and <th>, a list per <tr>; the src of every <img>."""
+
+    def __init__(self, text):
+        super().__init__()
+        self.rows, self.images, self.inside = [], [], False
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self.rows[-1].append("")
+            self.inside = True
+        elif tag == "img":
+            self.images.append(dict(attrs)["src"])
+
+    def handle_endtag(self, tag):
+        self.inside = self.inside and tag not in ("td", "th")
+
+    def handle_data(self, data):
+        if self.inside:
+            self.rows[-1][-1] += data
+
+
+def test_notebook_analysis_shows_its_plots_in_html_above_folded_tables(monkeypatch):
+    """Jupyter shows the richest of text/html, image/png, text/plain: the HTML embeds the PNG of every plot, then
+    each table folded under its title; no Markdown competes with it. A Table displays as an HTML table."""
     view = analyze_for_notebook("linear", steps=4, radii=(0.5, 1.5))
-    assert png_size(view._repr_png_()) == (880, 640)
-    markdown = view._repr_markdown_()
-    assert markdown.startswith("Gradient flow of **linear**: T = 4, seed 0")
+    assert not hasattr(view, "_repr_markdown_")
+    page = view._repr_html_()
+    assert page.startswith("<p>Gradient flow of <b>linear</b>: T = 4, seed 0")
+    parsed = Cells(page)
+    assert len(parsed.images) == 1 and parsed.images[0].startswith("data:image/png;base64,")
+    image = base64.b64decode(parsed.images[0].removeprefix("data:image/png;base64,"))
+    assert image == view._repr_png_() and png_size(image) == (880, 640)  # two rows of two plots
+    assert parsed.rows == [row for table in view.tables for row in [list(table.columns), *table.cells()]]
     for table in view.tables:
-        assert table.markdown() in markdown
-        assert table.markdown().count("\n| ") == len(table.rows) + 2  # the header, its rule, then a line a row
-    assert "| \\|dL_T/dh_t\\| |" in markdown  # a | in a name does not end its cell
+        assert f"<details><summary>{html.escape(table.title)} ({len(table.rows)} rows)</summary>" in page
+    clipping = view.table("clipping")
+    own = Cells(clipping._repr_html_())
+    assert own.rows == [list(clipping.columns), *clipping.cells()] and "<caption>" in clipping._repr_html_()
     for module in ("matplotlib", "matplotlib.figure"):
         monkeypatch.setitem(sys.modules, module, None)
-    assert view._repr_png_() is None and view._repr_markdown_() == markdown
+    bare = analyze_for_notebook("linear", steps=2, radii=(1.0,))
+    assert bare._repr_png_() is None and Cells(bare._repr_html_()).images == []
+    assert html.escape(plots.MISSING) in bare._repr_html_()
+    assert view._repr_png_() == image  # drawn once, kept
 
 
 NO_MATRIX = """

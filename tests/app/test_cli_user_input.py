@@ -37,7 +37,7 @@ USAGE_ERRORS = [
     (("check",), ("model", "bptt check --help")),
     (("check", "linear", "--nosuch"), ("--nosuch",)),
     (("nosuch",), ("nosuch", "COMMAND")),
-    (("codegen", "--out", "/nonexistent"), ("/nonexistent",)),
+    (("codegen", "--out", "/nonexistent/folder"), ("/nonexistent/folder", "/nonexistent")),
 ]
 
 
