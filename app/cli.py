@@ -1,6 +1,5 @@
 """The `bptt` command: LaTeX derivations, code generation and gradient checks."""
 
-import argparse
 import itertools
 import os
 import pathlib
@@ -11,6 +10,7 @@ import bptt.generated as generated
 from bptt.app import analyze as analysis
 from bptt.app import check as checking
 from bptt.app import plots
+from bptt.app.arguments import UsageError, parser
 from bptt.app.bench import bench as benchmark
 from bptt.app.check_backend import Options, report
 from bptt.app.files import OutputError, output_folder, output_target, write_atomic
@@ -24,27 +24,6 @@ from bptt.documents.render import document
 GENERATED = pathlib.Path(generated.__file__).parent
 # A checkout holds pyproject.toml beside generated/; an installed bptt (site-packages) has none.
 CHECKOUT = GENERATED.parent if (GENERATED.parent / "pyproject.toml").is_file() else None
-
-EXIT_STATUS = """exit status:
-  0  done; every check passed
-  1  a check failed: a gradient disagrees (check), a module is missing, stale or unexpected (codegen --check)
-  2  usage error: bad arguments, an unknown or malformed model, an output that is not a regular file
-  3  operating-system or internal error: a file that cannot be read or written, out of memory, a bug
-  4  check: the forward pass is not finite (it overflowed), so no gradient can be compared
-130  interrupted (Ctrl-C), quietly
-"""
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported in one line, exit status 2."""
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse whose errors are one line, `bptt check: error: ...`, exit status 2 (subcommands included)."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
-
 
 def _model(spec):
     try:
@@ -217,200 +196,19 @@ def cmd_bench(args):
     return benchmark.launch(dict(spec, repeats=args.repeats, peers=peers, backend=args.backend))
 
 
-def _choices(allowed, what):
-    """An argparse type: a comma-separated list of some of `allowed`."""
-
-    def parse(text):
-        items = [item for item in text.split(",") if item]
-        if not items or any(item not in allowed for item in items):
-            raise argparse.ArgumentTypeError(
-                f"expected {what} from {', '.join(allowed)} separated by commas; got {text!r}"
-            )
-        return list(dict.fromkeys(items))
-
-    return parse
-
-
-def _positive(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _truncate(text):
-    mode, _, value = text.partition(":")
-    try:
-        if mode in ("window", "chunk") and int(value) >= 1:
-            return mode, int(value)
-        if mode == "random" and 0 < float(value) <= 1:
-            return mode, float(value)
-    except ValueError:
-        pass
-    raise argparse.ArgumentTypeError(
-        f"expected window:K or chunk:K with K >= 1, or random:PI with 0 < PI <= 1; got {text!r}"
-    )
-
-
-def _seed(text):
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return int(text)
-
-
-def _positive_number(text):
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _radii(text):
-    try:
-        radii = tuple(float(item) for item in text.split(","))
-    except ValueError:
-        radii = ()
-    if not radii or not all(0 < r < float("inf") for r in radii):
-        raise argparse.ArgumentTypeError(f"expected positive numbers separated by commas, e.g. 0.5,1,1.5; got {text!r}")
-    return radii
-
-
-def parser():
-    documented = dict(epilog=EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter)
-    top = Parser(
-        prog="bptt",
-        description="Derive backpropagation through time symbolically, print it as LaTeX,\n"
-        "generate NumPy code for it and check that code against finite differences.",
-        **documented,
-    )
-    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    sub = commands.add_parser("models", help="list the models known, a line each", **documented)
-    sub.set_defaults(run=cmd_models)
-
-    model_help = "a model name (see `bptt models`) or a user's model as path/to/file.py:function"
-    sub = commands.add_parser("latex", help="print a model's BPTT derivation as LaTeX or Markdown", **documented)
-    sub.add_argument("model", help=model_help)
-    sub.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
-    sub.add_argument("--format", choices=("tex", "md"), help="a standalone LaTeX document (default) or Markdown")
-    sub.set_defaults(run=cmd_latex)
-
-    sub = commands.add_parser("codegen", help="regenerate generated/<model>.py", **documented)
-    sub.add_argument("models", nargs="*", metavar="MODEL", help=f"{model_help} (default: every zoo model)")
-    sub.add_argument(
-        "--check",
-        action="store_true",
-        help="change nothing; exit 1 naming every missing or stale module (and, checking the whole zoo, "
-        "every unexpected *.py in the folder)",
-    )
-    sub.add_argument(
-        "--out",
-        metavar="DIR",
-        help="write into DIR (default: the checkout's generated/ for a zoo model, the current folder for a user's)",
-    )
-    sub.add_argument(
-        "--backend",
-        choices=(*BACKENDS, "all"),
-        default="numpy",
-        help="the framework the module runs on: <model>.py for numpy (default), <model>_torch.py, <model>_jax.py; "
-        "all: every one",
-    )
-    sub.set_defaults(run=cmd_codegen)
-
-    sub = commands.add_parser("check", help="check a generated module against central finite differences", **documented)
-    sub.add_argument("model", help=model_help)
-    sub.add_argument("--steps", type=_positive, default=5, metavar="T", help="sequence length (default 5)")
-    sub.add_argument("--batch", type=_positive, default=3, metavar="B", help="batch size (default 3)")
-    sub.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
-    sub.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="dtype of the analytic pass")
-    sub.add_argument("--sizes", metavar="d=3,h=4,...", help="model sizes (default 3, 4, 5, ... in order)")
-    sub.add_argument(
-        "--truncate",
-        type=_truncate,
-        metavar="MODE:K",
-        help="check truncated BPTT: window:K, chunk:K (against the truncated loss) or random:PI (exact expectation over all 2^T keep patterns, T <= 12)",
-    )
-    sub.add_argument(
-        "--backend",
-        choices=(*BACKENDS, "all"),
-        default="numpy",
-        help="the module checked (default numpy); torch and jax are also compared with the NumPy module; all: each",
-    )
-    sub.set_defaults(run=cmd_check)
-
-    sub = commands.add_parser("analyze", help="measure and plot gradient flow through time", **documented)
-    sub.add_argument("model", help=model_help)
-    sub.add_argument(
-        "--steps",
-        type=_positive,
-        default=analysis.STEPS,
-        metavar="T",
-        help=f"sequence length (default {analysis.STEPS})",
-    )
-    sub.add_argument("--seed", type=_seed, default=0, metavar="S", help="random seed (default 0)")
-    sub.add_argument(
-        "--radius",
-        type=_radii,
-        default=analysis.RADII,
-        metavar="r1,r2,...",
-        help="spectral radii to scale the recurrent weights to (default {})".format(",".join(map(str, analysis.RADII))),
-    )
-    sub.add_argument(
-        "--scale",
-        type=_positive_number,
-        metavar="S",
-        help="multiply the cell's input weights and biases by S (default: a power of ten that keeps every state "
-        "within 0.01 of its value at zero input, where tanh and the sigmoid are nearly linear; 1: the module's "
-        "own initialisation, where they saturate)",
-    )
-    sub.add_argument(
-        "-o",
-        "--output",
-        metavar="DIR",
-        help="write a PNG plot and a CSV file per table into DIR, made if its parent exists (needs bptt[plots])",
-    )
-    sub.add_argument("--csv", action="store_true", help="print the tables as CSV, each after a line '# name: title'")
-    sub.set_defaults(run=cmd_analyze)
-    sub = commands.add_parser(
-        "bench", help="time the generated module against NumPy, PyTorch and JAX peers on one core", **documented
-    )
-    sub.add_argument("model", help=model_help)
-    sub.add_argument("--sizes", metavar="d=28,h=32,...", help="model sizes (default 32 each)")
-    sub.add_argument("--steps", type=_positive, default=35, metavar="T", help="sequence length (default 35)")
-    sub.add_argument("--batch", type=_positive, default=32, metavar="B", help="batch size (default 32)")
-    sub.add_argument(
-        "--dtype",
-        type=_choices(("float64", "float32"), "dtypes"),
-        default=["float64", "float32"],
-        help="dtypes (default both)",
-    )
-    sub.add_argument(
-        "--repeats", type=_positive, default=7, metavar="R", help="timed rounds, median reported (default 7)"
-    )
-    sub.add_argument(
-        "--peers",
-        type=_choices(("numpy", *benchmark.PEERS), "peers"),
-        help="peers (default: naive, hand, torch, jax; with --backend torch: numpy, torch; jax: numpy, jax)",
-    )
-    sub.add_argument(
-        "--backend",
-        choices=tuple(BACKENDS),
-        default="numpy",
-        help="time the module generated for this framework (default numpy) against that framework's own",
-    )
-    sub.set_defaults(run=cmd_bench)
-    return top
+COMMANDS = {
+    "models": cmd_models,
+    "latex": cmd_latex,
+    "codegen": cmd_codegen,
+    "check": cmd_check,
+    "analyze": cmd_analyze,
+    "bench": cmd_bench,
+}
 
 
 def main(argv=None):
     try:
-        args = parser().parse_args(argv)
+        args = parser(COMMANDS).parse_args(argv)
     except KeyboardInterrupt:
         return 130
     try:
