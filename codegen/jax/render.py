@@ -23,7 +23,7 @@ from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_following")
+SCAFFOLD += ("_ages", "_check_cache", "_check_array")
 
 
 @dataclass(frozen=True)
