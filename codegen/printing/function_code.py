@@ -13,6 +13,13 @@ from dataclasses import dataclass
 COMPARE, SUM, PRODUCT, UNARY, POWER, ATOM = 0, 1, 2, 3, 4, 5  # how tightly printed code binds
 
 
+def _operator(op, level, reflected=False):
+    """The method of a binary operator: Term op other, or other op Term when reflected (2 * x)."""
+    if reflected:
+        return lambda self, other: _binary(other, op, self, level)
+    return lambda self, other: _binary(self, op, other, level)
+
+
 class Term:
     """Code with how tightly it binds; a call keeps its callee and arguments. `function`: (module, name)
     of a library function (`("np", "tanh")`), or (None, name) of a helper the module carries."""
@@ -35,38 +42,17 @@ class Term:
             raise AttributeError(name)
         return Term(f"{_operand(self, ATOM)}.{name}", ATOM, helpers=self.helpers)
 
-    def __add__(self, other):
-        return _binary(self, "+", other, SUM)
-
-    def __radd__(self, other):
-        return _binary(other, "+", self, SUM)
-
-    def __sub__(self, other):
-        return _binary(self, "-", other, SUM)
-
-    def __rsub__(self, other):
-        return _binary(other, "-", self, SUM)
-
-    def __mul__(self, other):
-        return _binary(self, "*", other, PRODUCT)
-
-    def __rmul__(self, other):
-        return _binary(other, "*", self, PRODUCT)
-
-    def __truediv__(self, other):
-        return _binary(self, "/", other, PRODUCT)
-
-    def __rtruediv__(self, other):
-        return _binary(other, "/", self, PRODUCT)
+    __add__, __radd__ = _operator("+", SUM), _operator("+", SUM, reflected=True)
+    __sub__, __rsub__ = _operator("-", SUM), _operator("-", SUM, reflected=True)
+    __mul__, __rmul__ = _operator("*", PRODUCT), _operator("*", PRODUCT, reflected=True)
+    __truediv__, __rtruediv__ = _operator("/", PRODUCT), _operator("/", PRODUCT, reflected=True)
+    __gt__ = _operator(">", COMPARE)
 
     def __pow__(self, other):  # the base binds tighter than **, the exponent may be a unary minus
         return Term(f"{_operand(self, ATOM)} ** {_operand(other, UNARY)}", POWER, helpers=_helpers(self, other))
 
     def __neg__(self):
         return Term(f"-{_operand(self, UNARY)}", UNARY, helpers=self.helpers)
-
-    def __gt__(self, other):
-        return _binary(self, ">", other, COMPARE)
 
 
 def _binary(left, op, right, level):

@@ -48,12 +48,13 @@ class Helpers:
             todo += [read for read in self.definitions[name].reads if read in self.definitions]
         return [d for d in self.definitions.values() if d.name in wanted]
 
-    def source(self, names):
-        """(import blocks, the definitions' source) for a module whose code calls `names`: the standard
-        library's import lines, then the others', each block one string of sorted lines."""
+    def source(self, names, extra=()):
+        """(import blocks, the definitions' source) for a module whose code calls `names` (and needs the
+        `extra` import lines): the standard library's import lines, then the others', each block one string
+        of sorted lines."""
         chosen = self.closure(names)
         reads = set().union(*(d.reads for d in chosen)) | {"np"}
-        lines = sorted({line for name, line in self.imports.items() if name in reads})
+        lines = sorted({line for name, line in self.imports.items() if name in reads} | set(extra))
         standard = [line for line in lines if line.split()[1].partition(".")[0] in sys.stdlib_module_names]
         blocks = (standard, [line for line in lines if line not in standard])
         return ["\n".join(block) for block in blocks if block], "\n\n\n".join(d.source for d in chosen)
