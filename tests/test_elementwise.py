@@ -221,3 +221,14 @@ def test_slope_bound_bounds_the_derivative(name):
     slope = sp.lambdify(z, sp.diff(FUNCTIONS[name].scalar(z), z), [dirac_away_from_0, "mpmath"])
     grid = [k / 50 for k in range(-500, 501) if k]
     assert max(abs(float(slope(v))) for v in grid) <= float(FUNCTIONS[name].slope_bound) + 1e-12
+
+
+def test_a_function_without_a_backend_s_code_is_refused_in_one_line(cell_file, tmp_path, capsys):
+    """cubic has NumPy code but no torch code: the torch module is refused, naming the table to add it to,
+    and nothing is written."""
+    from bptt.app.cli import main
+
+    status = main(["codegen", f"{cell_file}:cubic_rnn", "--backend", "torch", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert status == 2 and list(tmp_path.iterdir()) == []
+    assert err.count("\n") == 1 and "'cubic' has no torch code" in err and "TORCH_FUNCTIONS.register('cubic'" in err
