@@ -99,6 +99,7 @@ def test_function_code_is_parenthesised_as_it_binds():
     a, difference = Term("a"), Term("b - c", SUM)
     assert (a - difference).text == "a - (b - c)" and (difference - a).text == "b - c - a"
     assert (-(a**2)).text == "-a ** 2" and ((-a) ** 2).text == "(-a) ** 2"
+    assert ((a > 0) > 0).text == "(a > 0) > 0" and (difference > 0).text == "b - c > 0"
 
 
 def loop_calls(function):

@@ -56,8 +56,9 @@ class Term:
 
 
 def _binary(left, op, right, level):
-    """left op right, left-associative: the right operand is parenthesised at the operator's own level."""
-    text = f"{_operand(left, level)} {op} {_operand(right, level + 1)}"
+    """left op right, left-associative: the right operand is parenthesised at the operator's own level, and
+    so is the left of a comparison (Python chains `a > b > c`)."""
+    text = f"{_operand(left, level + (level == COMPARE))} {op} {_operand(right, level + 1)}"
     return Term(text, level, helpers=_helpers(left, right))
 
 
