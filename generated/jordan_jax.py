@@ -379,11 +379,6 @@ def _ages(mode, value):
     return value + 1 if mode == "window" else None
 
 
-def _following(values):
-    """values at step t+1 for t = 1..T (zero at T: nothing follows the last step)."""
-    return jnp.concatenate([values[1:], jnp.zeros_like(values[:1])])
-
-
 def _directions(v, rows):
     """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
     shape (rows * cols, B, rows) for v of shape (B, cols)."""

@@ -15,8 +15,9 @@ from bptt.codegen.jax.printer import JaxPrinter, first_step_name
 from bptt.codegen.jax.scan import forward_lines
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
 from bptt.codegen.printing.bindings import params_bound, time_and_batch
-from bptt.codegen.printing.facts import Facts, fixed_helpers, model_facts
-from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.printing.checks import CheckStyle, checks, from_shape
+from bptt.codegen.printing.facts import fixed_helpers, model_facts
+from bptt.codegen.printing.layout import Layout, imported
 from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
@@ -24,18 +25,32 @@ from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_following")
+SCAFFOLD += ("_ages", "_check_cache", "_check_array")
+
+
+IMPORTS = ("import functools", "import jax", "import jax.numpy as jnp")  # what the template's own code calls
+
+STYLE = CheckStyle(
+    device=False,
+    batch=("B",),
+    no_state='jnp.zeros((B, sizes["{size}"]), dtype)',
+    draw_labels='{name} = jax.random.randint({key}, (T, B), 0, sizes["{rows}"])',
+    draw_floats='{name} = jax.random.normal({key}, (T, B, sizes["{rows}"]), dtype)',
+)
 
 
 @dataclass(frozen=True)
-class Layout(Facts):
-    """Everything jax_module.py.j2 needs; the *_lines fields are printed function bodies."""
+class JaxLayout(Layout):
+    """What jax/module.py.j2 places; the *_lines fields are printed function bodies."""
 
-    losses: str
-    forward_lines: tuple
-    gradient_lines: tuple
-    rtrl_lines: tuple
-    helpers: str
+    gradient_lines: tuple  # the body of _gradients
+    count_from_outputs: str  # binds the sizes the loss's count reads, from the outputs' shape
+    initial: str  # apply's initial states as a dict: '"h0": h0, "c0": c0'
+    initial_args: str  # the same passed on to _forward: ', initial["h0"], initial["c0"]'
+
+    in_framework = ", in JAX"
+    option = " --backend jax"
+    arrays_are = "Arrays are JAX arrays,"
 
 
 def module_source(model, program=None):
@@ -52,14 +67,19 @@ def layout(model, program=None):
     losses = JaxPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
     used = forward_used | gradients_used | rtrl_used | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
-    _, source = helpers("jax").source(sorted(used))
-    return Layout(
-        **facts,
+    imports, source = imported(used, "jax", IMPORTS)
+    return JaxLayout(
+        facts=facts,
+        checks=checks(facts, STYLE),
+        imports=imports,
+        helpers=source,
         losses=losses_code,
         forward_lines=tuple(forward),
-        gradient_lines=tuple(gradients),
         rtrl_lines=tuple(rtrl),
-        helpers=source,
+        gradient_lines=tuple(gradients),
+        count_from_outputs=from_shape(facts.count_sizes, facts.output.name),
+        initial=", ".join(f'"{name}": {name}' for name in facts.state_names),
+        initial_args="".join(f', initial["{name}"]' for name in facts.state_names),
     )
 
 

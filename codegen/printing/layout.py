@@ -1,7 +1,9 @@
-"""What a backend's module.py.j2 lays out for one model: the NumPy backend's printed bodies and the facts
-the fixed parts need. Each body is printed first, then the names it read are bound at its top."""
+"""What every backend's module.py.j2 lays out for one model: the base Layout, and the bodies the NumPy
+backend prints (torch's forward pass too). Each body is printed first, then the names it read are bound
+at its top."""
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import sympy as sp
 
@@ -9,75 +11,39 @@ from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, PerCall, Steps
 from bptt.codegen.printing.array_calls import NUMPY
 from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, quoted, sized, time_and_batch
-from bptt.codegen.printing.facts import Facts, fixed_helpers, model_facts
+from bptt.codegen.printing.checks import Checks
+from bptt.codegen.printing.facts import Facts
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import ONES, RowPrinter, size_name
 from bptt.codegen.printing.statements import NumPyPrinter
 from bptt.codegen.printing.tangents import TangentPrinter
 from bptt.codegen.printing.window import window_body
-from bptt.codegen.program import build
-
-SCAFFOLD = (  # the helpers the template's fixed parts call
-    "_extent",
-    "free_workspace",
-    "clip_grads",
-    "_workspace",
-    "_truncation",
-    "_keep_weights",
-    "_check_dtype",
-    "_check_sizes",
-    "_check_params",
-    "_check_cache",
-    "_check_array",
-)
 
 
 @dataclass(frozen=True)
-class Layout(Facts):
-    """Everything module.py.j2 needs, typed; the *_lines fields are printed function bodies."""
+class Layout:
+    """What every backend's module.py.j2 places: the model's Facts and its fixed parts' Checks, then what
+    the backend prints for it. A backend's Layout adds its own bodies; its class says how its text names it."""
 
+    facts: Facts
+    checks: Checks
+    imports: str  # the import blocks
+    helpers: str  # the definitions of the helpers the module calls
     losses: str  # the per-step loss, code over all steps
-    forward_arrays_lines: tuple
-    backward_arrays_lines: tuple
-    forward_lines: tuple
-    adjoints_lines: tuple
-    window_lines: tuple
-    gradients_lines: tuple
-    returns: tuple  # (key, code, comment)
-    rtrl_lines: tuple
-    imports: tuple
-    helpers: str
+    forward_lines: tuple  # the body of _forward
+    rtrl_lines: tuple  # the body of forward mode
 
-    @property
-    def adjoint_names(self):
-        """What _adjoints returns: `d_c0, d_h0`."""
-        return ", ".join(f"d_{name}" for name in self.state_names)
+    in_framework: ClassVar[str] = ""  # the title's ", in PyTorch"
+    option: ClassVar[str] = ""  # the command's " --backend torch"
+    arrays_are: ClassVar[str] = "Arrays are"  # the docstring's words for the arrays it takes
+    array: ClassVar[str] = "array"
 
 
-def layout(model, program=None):
-    program = program or build(model)
-    facts = model_facts(model, program, "NumPy")
-    forward_arrays, forward_lines, forward_used = forward_body(program)
-    backward = backward_bodies(program)
-    rtrl = rtrl_body(program)
-    losses = RowPrinter(stacked=True)
-    losses_code = str(losses(model.concrete_loss()))
-    used = forward_used | backward.helpers | rtrl.helpers | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
-    imports, source = helpers("numpy").source(sorted(used))
-    return Layout(
-        **facts,
-        losses=losses_code,
-        forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True)),
-        backward_arrays_lines=tuple(allocation(backward.arrays)),
-        forward_lines=tuple(forward_lines),
-        adjoints_lines=tuple(backward.adjoints),
-        window_lines=tuple(backward.window),
-        gradients_lines=tuple(backward.gradients),
-        returns=tuple(backward.returns),
-        rtrl_lines=tuple(rtrl.lines),
-        imports=tuple(imports),
-        helpers=source,
-    )
+def imported(helpers_used, backend, extra=()):
+    """(imports, helpers source) of a module whose code calls helpers_used, and whose template
+    needs the `extra` import lines: the import blocks, one string."""
+    blocks, source = helpers(backend).source(sorted(helpers_used), extra)
+    return "\n\n".join(blocks), source
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ expression serves a single step (`h[t]`) or all steps at once (`h[1:]`).
 Parentheses follow from the precedence of the node printed, never from its text.
 """
 
-import ast
 import functools
 
 import sympy as sp
@@ -15,14 +14,14 @@ from sympy.printing.printer import Printer
 
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import PARAMETER, Array, Steps
-from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.printing.function_code import ATOM, POWER, PRODUCT, SUM, UNARY, Term
+from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.used import Used
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, Diag, OneHot, equal, matrix_sum, t
 from bptt.derive.order import term_order
 
-SUM, PRODUCT, UNARY, POWER, ATOM = 1, 2, 3, 4, 5
 # Arrays of states and intermediates hold steps 0..T (index = time);
 # inputs, outputs and targets hold steps 1..T (index = time - 1).
 ALIGNED = ("state", "intermediate")
@@ -58,22 +57,14 @@ def default_array(node):
     return Array(array_name(node), seq.rows, Steps.FROM_ZERO if seq.role in ALIGNED else Steps.FROM_ONE)
 
 
-@functools.cache  # one parse per registry template, not one per call printed
-def template_level(code):
-    """How tightly a registry code template binds, from its syntax tree."""
-    tree = ast.parse(code.format(arg="_a", operand="_a"), mode="eval").body
-    if isinstance(tree, ast.BinOp):
-        return {ast.Add: SUM, ast.Sub: SUM, ast.Pow: POWER}.get(type(tree.op), PRODUCT)
-    return UNARY if isinstance(tree, ast.UnaryOp) else ATOM
-
-
 class RowPrinter(Printer):
     """Prints expressions at one step (`stacked=False`, time variable `t`) or for all steps
     t = 1..T at once (`stacked=True`). `arrays` says where each sequence lives (ir.Array
     by array name); it records the parameters, sizes, arrays and helpers it prints in `used` (a Used)."""
 
     printmethod = None
-    backend = "numpy"  # the key of the registry's code and of the helpers file
+    backend = "numpy"  # the key of the helpers file
+    functions = NUMPY_FUNCTIONS  # the code of the elementwise functions
     form = "NumPy"  # the backend's name in errors
     blocks = "np.s_"  # what indexes a block of a parameter
 
@@ -242,24 +233,23 @@ class RowPrinter(Printer):
         return Code(f"{self.operand(expr.base, ATOM)} ** {expr.exp}", POWER)
 
     def _print_Apply(self, expr):
-        code = self.elementwise(expr.function)
-        arg = self._print(expr.arg)
-        operand = arg if arg.level == ATOM else f"({arg})"
-        return Code(code.format(arg=arg, operand=operand), template_level(code))
+        _, code = self.elementwise(expr.function, self._print(expr.arg))
+        return Code(code.text, code.level)
 
-    def elementwise(self, function):
-        """An elementwise function's code template for this backend, the helpers it calls recorded: those its
-        registry entry names, and any other it calls (found in the template's syntax tree)."""
+    def elementwise(self, function, arg):
+        """(x, code): the printed argument `arg` as a Term x, and the code of the elementwise function of x from
+        this backend's table (printing/functions.py for NumPy), the helpers it calls recorded."""
         entry = lookup(function)
-        if self.backend not in entry.code:
+        if entry.kind not in self.functions:
             raise PrintError(
-                f"the elementwise function {function!r} has no {self.form} code; give its entry code[{self.backend!r}]"
+                f"the elementwise function {function!r} has no {self.form} code; "
+                f"add it with {self.functions.name}.register({entry.kind!r}, lambda xp, x: ...)"
             )
-        code = entry.code[self.backend]
-        called = names_read(code) & helpers(self.backend).definitions.keys()
-        for name in sorted(called | set(entry.helpers.get(self.backend, ()))):
+        x = Term(str(arg), getattr(arg, "level", ATOM))
+        code = self.functions.code(entry, x)
+        for name in sorted(code.helpers):
             self.helper(name)
-        return code
+        return x, code
 
     def _print_Softmax(self, expr):
         return Code(f"{self.helper('_softmax')}({self._print(expr.arg)})")
@@ -339,13 +329,6 @@ class RowPrinter(Printer):
 
     def emptyPrinter(self, expr):
         raise PrintError(f"no {self.form} form for {type(expr).__name__}: {expr}")
-
-
-@functools.cache  # one parse per registry template, not one per call printed
-def names_read(code):
-    """The names a registry code template reads."""
-    tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
-    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
 
 
 def outer_factors(term):

@@ -11,8 +11,9 @@ import sympy as sp
 
 from bptt.codegen.ir import PARAMETER, Array, PerCall
 from bptt.codegen.printing.array_calls import NUMPY
+from bptt.codegen.printing.function_code import in_place
 from bptt.codegen.printing.printer import ATOM, Code, PrintError, RowPrinter
-from bptt.codegen.printing.terms import Scratch, constant, first_term, in_place, negated
+from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
 from bptt.codegen.printing.window import Statements
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
@@ -261,9 +262,16 @@ class NumPyPrinter(Statements, RowPrinter):
         lines = []
         if arg is None:
             lines, arg = self.emit(expr.arg, out, rows, self_ref), out
-        template = self.elementwise(expr.function)
-        call = in_place(template, self.accepts_out, self.calls)
+        x, code = self.elementwise(expr.function, arg)
+        call = in_place(code, x, out, self.takes_out)
         if call is not None:
-            return lines + [call.format(arg=arg, out=out)]
-        value = template.format(arg=arg, operand=arg if getattr(arg, "level", ATOM) == ATOM else f"({arg})")
-        return lines + ([] if value == out else [f"{out}[...] = {value}"])
+            return lines + [call]
+        return lines + ([] if code.text == out else [f"{out}[...] = {code.text}"])
+
+    def takes_out(self, function):
+        """Whether a library function or helper, (module, name), takes out=: the library's table says, or
+        the helpers file (accepts_out)."""
+        module, name = function
+        if module is None:
+            return name in self.accepts_out
+        return module == self.calls.module and self.calls.takes_out(name)

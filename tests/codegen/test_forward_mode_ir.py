@@ -31,8 +31,8 @@ from bptt.codegen import ir
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.ir import Pass
 from bptt.codegen.jax import render as jax_render
+from bptt.codegen.numpy import render as numpy_render
 from bptt.codegen.passes import forward_mode
-from bptt.codegen.printing import layout as numpy_layout
 from bptt.codegen.program import build
 from bptt.codegen.torch import render as torch_render
 from bptt.derive.models import load, names
@@ -117,7 +117,7 @@ def test_every_backend_prints_the_programs_forward_mode(backend, monkeypatch):
     contraction doubled), the generated forward_mode_grads doubles dL/dc and keeps every other gradient."""
     model = load("elman")
     changed = planted(build(model))
-    for layout in (numpy_layout, torch_render, jax_render):
+    for layout in (numpy_render, torch_render, jax_render):
         monkeypatch.setattr(layout, "build", lambda _model: changed)
     source = BACKENDS[backend].module_source(model)
     assert "# c: PLANTED, doubled" in source

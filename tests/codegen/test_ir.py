@@ -11,10 +11,14 @@ import pytest
 import sympy as sp
 from support import module_of
 
+from bptt.codegen.printing.function_code import PRODUCT, SUM, Term, in_place
+from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import RowPrinter
-from bptt.codegen.printing.terms import in_place
+from bptt.codegen.printing.statements import NumPyPrinter
 from bptt.codegen.program import build
+from bptt.codegen.torch.functions import TORCH_FUNCTIONS
+from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, SeqAt, t, tanh
 
@@ -67,13 +71,35 @@ def test_parentheses_come_from_precedence():
     assert step(sp.HadamardPower(a + n, 2)) == "(a[t] + n[t]) ** 2"
 
 
-def test_registry_calls_become_in_place_calls():
-    takes_out = helpers("numpy").accepts_out
-    assert in_place("np.tanh({arg})", takes_out) == "np.tanh({arg}, out={out})"
-    assert in_place("np.maximum({arg}, 0)", takes_out) == "np.maximum({arg}, 0, out={out})"
-    assert in_place("_sigmoid({arg})", takes_out) == "_sigmoid({arg}, out={out})"
-    assert in_place("{operand} * _sigmoid({arg})", takes_out) is None  # not one call: computed, then copied
-    assert in_place("np.where({operand} > 0, {arg}, 1)", takes_out) is None
+def test_library_calls_become_in_place_calls():
+    """A function's code that is one call of a ufunc (or helper) taking out=, on the argument first and
+    numbers after, gets out= as a keyword of the call; any other code is computed, then copied."""
+    takes_out = NumPyPrinter(accepts_out=helpers("numpy").accepts_out).takes_out
+    x = Term("a")
+
+    def into_b(name):
+        return in_place(NUMPY_FUNCTIONS.code(FUNCTIONS[name], x), x, "b", takes_out)
+
+    assert into_b("tanh") == "np.tanh(a, out=b)"
+    assert into_b("relu") == "np.maximum(a, 0, out=b)"
+    assert into_b("sigmoid") == "_sigmoid(a, out=b)"
+    assert into_b("silu") is None  # a product, not one call
+    assert into_b("elu") is None  # np.where takes no out=
+    assert into_b("softplus") is None  # np.logaddexp(0, a): the argument is not first
+    assert into_b("leaky_relu") is None  # np.maximum(a, 0.01 * a): a computed second argument
+
+
+def test_function_code_is_parenthesised_as_it_binds():
+    """The tables' code of a compound argument: parentheses where Python's precedence needs them, no more."""
+    product = Term("2 * a", PRODUCT)
+    assert NUMPY_FUNCTIONS.code(FUNCTIONS["softsign"], product).text == "2 * a / (1 + np.abs(2 * a))"
+    assert NUMPY_FUNCTIONS.code(FUNCTIONS["softsign'"], product).text == "1 / (1 + np.abs(2 * a)) ** 2"
+    assert NUMPY_FUNCTIONS.code(FUNCTIONS["gelu"], product).text.startswith("0.5 * (2 * a) * (1 + np.tanh(")
+    assert TORCH_FUNCTIONS.code(FUNCTIONS["step"], product).text == "(2 * a > 0).to((2 * a).dtype)"
+    a, difference = Term("a"), Term("b - c", SUM)
+    assert (a - difference).text == "a - (b - c)" and (difference - a).text == "b - c - a"
+    assert (-(a**2)).text == "-a ** 2" and ((-a) ** 2).text == "(-a) ** 2"
+    assert ((a > 0) > 0).text == "(a > 0) > 0" and (difference > 0).text == "b - c > 0"
 
 
 def loop_calls(function):

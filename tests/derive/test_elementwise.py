@@ -1,9 +1,12 @@
 """Every elementwise function in the registry: its derivative against sympy.diff of
-its scalar form, its NumPy code against the scalar form, and cells built with each
+its scalar form, every backend's code of it against the scalar form, and cells built with each
 (and with a function a user registers) checked end to end."""
 
+import json
 import pathlib
 import random
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
@@ -11,7 +14,11 @@ import pytest
 import sympy as sp
 
 from bptt.app.check import check, load_module
+from bptt.codegen.jax.printer import JAX_FUNCTIONS
+from bptt.codegen.printing.function_code import SUM, Term
+from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.helpers import namespace
+from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.elementwise import FUNCTIONS, Apply, derivative
 from bptt.derive.explicit import explicit
 from bptt.derive.models import load
@@ -57,23 +64,62 @@ def assert_derivative_is_exact(name):
         assert abs(sp.N(got - want, 40)) < sp.Float(10) ** -30, (name, value, got, want)
 
 
-def assert_code_computes_the_function(name, dtype):
+TABLES = {"numpy": NUMPY_FUNCTIONS, "torch": TORCH_FUNCTIONS, "jax": JAX_FUNCTIONS}
+
+
+def test_every_registry_function_has_code_in_every_backend():
+    """The registry as the tool ships it (a fresh process: tests register functions of their own)."""
+    listed = "import json; from bptt.derive.elementwise import FUNCTIONS; print(json.dumps(sorted(FUNCTIONS)))"
+    names = json.loads(subprocess.run([sys.executable, "-c", listed], capture_output=True, check=True).stdout)
+    assert set(SHIPPED) <= set(names)
+    for backend, table in TABLES.items():
+        assert [name for name in names if FUNCTIONS[name].kind not in table] == [], backend
+
+
+def evaluated(name, backend, values):
+    """The backend's code of the function on values, read through a compound argument (2 * a - a),
+    so that an operand the code leaves unparenthesised computes something else."""
+    scope = namespace(backend=backend)  # the framework and every helper a generated module may call
+    scope["a"] = values
+    code = TABLES[backend].code(FUNCTIONS[name], Term("2 * a - a", SUM))
+    return eval(code.text, scope)
+
+
+def assert_code_computes_the_function(name, dtype, backend="numpy"):
     entry = FUNCTIONS[name]
-    values = np.array([float(v) for v in _points(seed=7, positive=name == "log")], dtype)
-    names = namespace()  # numpy and every helper a generated module may call
-    names["a"] = values
-    # a compound argument, so that {arg} used beside an operator would compute something else
-    got = eval(entry.code["numpy"].format(arg="2 * a - a", operand="(2 * a - a)"), names)
-    want = np.array([float(entry.scalar(sp.Float(float(v), 30))) for v in values])
-    assert got.dtype == dtype, name
+    points = np.array([float(v) for v in _points(seed=7, positive=name == "log")], dtype)
+    values = {"numpy": lambda: points, "torch": lambda: _torch().from_numpy(points), "jax": lambda: _jnp().asarray(points)}
+    got = np.asarray(evaluated(name, backend, values[backend]()))
+    want = np.array([float(entry.scalar(sp.Float(float(v), 30))) for v in points])
+    assert got.dtype == dtype, (name, backend)
     eps = np.finfo(dtype).eps  # relative, and absolute for outputs near 0 (sigmoid goes through tanh)
-    assert np.allclose(got, want, rtol=4 * eps, atol=4 * eps), (name, got, want)
+    assert np.allclose(got, want, rtol=4 * eps, atol=4 * eps), (name, backend, got, want)
+
+
+def _torch():
+    return pytest.importorskip("torch")
+
+
+def _jnp():
+    return pytest.importorskip("jax.numpy")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", ENTRIES)
 def test_numpy_code_computes_the_function_and_keeps_the_dtype(name, dtype):
     assert_code_computes_the_function(name, dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ENTRIES)
+def test_torch_code_computes_the_function_and_keeps_the_dtype(name, dtype):
+    assert_code_computes_the_function(name, dtype, "torch")
+
+
+@pytest.mark.parametrize("name", ENTRIES)
+def test_jax_code_computes_the_function_in_float32(name):
+    """float32 only: float64 needs jax_enable_x64, a setting this test leaves alone."""
+    assert_code_computes_the_function(name, np.float32, "jax")
 
 
 def test_latex_names_the_functions():
@@ -85,6 +131,7 @@ def test_latex_names_the_functions():
 CELL = textwrap.dedent(
     '''
     import sympy as sp
+    from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
     from bptt.derive.elementwise import Elementwise, register
     from bptt.derive.model import Model, matrix, sequence, sizes, vector
     from bptt.derive.nodes import Apply, SquaredError, t
@@ -96,9 +143,9 @@ CELL = textwrap.dedent(
             scalar=lambda z: z**3 / 3 + z,
             derivative=lambda x, y: sp.HadamardPower(x, 2) + sp.OneMatrix(*x.shape),
             latex=r"\\operatorname{cubic}",
-            code={"numpy": "{operand} ** 3 / 3 + {operand}"},
         )
     )
+    NUMPY_FUNCTIONS.register("cubic", lambda xp, x: x**3 / 3 + x)
 
 
     def cell(function):
@@ -155,11 +202,13 @@ def test_the_readme_example_registers_a_function_that_every_layer_knows(cell_fil
     example = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))]
     for name in ("mish", "mish'"):
         monkeypatch.setitem(FUNCTIONS, name, None)  # removed again after the test
+        monkeypatch.setitem(NUMPY_FUNCTIONS.entries, name, None)
     exec(compile(example, "README.md", "exec"), {})
     assert_derivative_is_exact("mish")
     for dtype in (np.float32, np.float64):
         assert_code_computes_the_function("mish", dtype)
         assert_code_computes_the_function("mish'", dtype)
+    assert_code_computes_the_function("mish", np.float32, "jax")  # NumPy's code, on jnp
     module = load_module(load(f"{cell_file}:mish_rnn"), from_zoo=False)
     assert all(row.ok for row in check(module, steps=6, batch=2, seed=5))
 
@@ -172,3 +221,14 @@ def test_slope_bound_bounds_the_derivative(name):
     slope = sp.lambdify(z, sp.diff(FUNCTIONS[name].scalar(z), z), [dirac_away_from_0, "mpmath"])
     grid = [k / 50 for k in range(-500, 501) if k]
     assert max(abs(float(slope(v))) for v in grid) <= float(FUNCTIONS[name].slope_bound) + 1e-12
+
+
+def test_a_function_without_a_backend_s_code_is_refused_in_one_line(cell_file, tmp_path, capsys):
+    """cubic has NumPy code but no torch code: the torch module is refused, naming the table to add it to,
+    and nothing is written."""
+    from bptt.app.cli import main
+
+    status = main(["codegen", f"{cell_file}:cubic_rnn", "--backend", "torch", "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert status == 2 and list(tmp_path.iterdir()) == []
+    assert err.count("\n") == 1 and "'cubic' has no torch code" in err and "TORCH_FUNCTIONS.register('cubic'" in err

@@ -1,9 +1,19 @@
-"""The JAX backend's helpers, with common_helpers.py.j2's for the names it does not define: codegen/helpers.py
-copies into each generated module the definitions its code calls (and those they call), nothing else.
-Plain Python, not a template."""
+"""The JAX backend's helpers. A generated module carries the definitions its code calls and those they
+call, from this file, then from printing/common_helpers.py for the names this file does not define;
+printing/helpers.py splits both by Python's parser (it never imports them, so codegen needs no JAX)."""
 
 import jax
 import jax.numpy as jnp
+
+from bptt.codegen.printing.common_helpers import (  # a generated module carries them itself
+    PARAMS,
+    SHAPES,
+    _check_param_keys,
+    _check_shape,
+    _check_theta,
+    _param_sizes,
+    _params_dtype,
+)
 
 _FLOATS = (jnp.float32, jnp.float64)  # the dtypes the modules compute in
 

@@ -1,9 +1,22 @@
-"""The helpers every backend shares, framework-free: codegen/helpers.py adds them to a backend's own
-helpers file (whose definition of a name wins) and copies into each generated module the definitions
-its code calls (and those they call), nothing else. Plain Python, not a template. They read the module's
-SIZES, PARAMS, SHAPES and CACHE, and backend helpers: _check_array, _check_labels, _check_rng, _FLOATS."""
+"""The helpers every backend shares, framework-free. A generated module carries the definitions its code
+calls and those they call, from its backend's helpers file first (a name defined there wins), then from
+this one; printing/helpers.py splits both by Python's parser (it never imports them).
+
+These read names each generated module defines for itself: module.py.j2's constants, and the backend's
+checks (_check_array, _check_labels, _check_rng, _FLOATS). The constants stand here empty, annotated so
+that the splitter never copies them; the checks are NumPy's for a linter (a module carries its own)."""
 
 import numbers
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the backend's own, in each generated module
+    from bptt.codegen.numpy.helpers import _FLOATS, _check_array, _check_labels, _check_rng
+
+# module.py.j2 writes each generated module's own; these stand-ins are never copied (see above)
+PARAMS: tuple = ()
+SIZES: tuple = ()
+SHAPES: dict = {}
+CACHE: dict = {}
 
 
 def _truncation(truncate, rng):
