@@ -13,7 +13,8 @@ A peer is a callable made once per problem: run() -> (loss, {key: gradient}).
 import numpy as np
 
 from bptt.codegen.printing.helpers import helpers
-from bptt.codegen.printing.printer import ONES, RowPrinter
+from bptt.codegen.printing.printer import RowPrinter
+from bptt.codegen.printing.products import ONES
 from bptt.derive.bptt import NEXT, derive
 from bptt.derive.nodes import SoftmaxCrossEntropy
 

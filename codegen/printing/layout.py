@@ -14,7 +14,8 @@ from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, 
 from bptt.codegen.printing.checks import Checks
 from bptt.codegen.printing.facts import Facts
 from bptt.codegen.printing.helpers import helpers
-from bptt.codegen.printing.printer import ONES, RowPrinter, size_name
+from bptt.codegen.printing.printer import RowPrinter, size_name
+from bptt.codegen.printing.products import ONES
 from bptt.codegen.printing.statements import NumPyPrinter
 from bptt.codegen.printing.tangents import TangentPrinter
 from bptt.codegen.printing.window import window_body
