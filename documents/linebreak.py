@@ -2,17 +2,18 @@
 
 The printer's one-line LaTeX of an expression is cut into pieces at the places a line may break:
 before each term of a sum (and of a sum in parentheses, closed with `\\right.` at the line's end and
-reopened with `\\left.` on the next), before each factor of a product, before each `\\odot`. Pieces
-are packed greedily into lines under the page width (widths estimated by derive.width); when a
-piece overflows, the line breaks at its best place, a term before a factor and an outer place
-before an inner one, the latest such place on the line. The pieces joined are the one-line LaTeX.
+reopened with `\\left.` on the next) and before each `\\odot`, so that every continuation line starts
+with its operator. A product of factors is never broken: its factors stay on one line. Pieces are
+packed greedily into lines under the page width (widths estimated by derive.width); when a piece
+overflows, the line breaks at its best place, an outer place before an inner one, the latest such
+place on the line. The pieces joined are the one-line LaTeX.
 """
 
 from dataclasses import dataclass, replace
 
 import sympy as sp
 
-from bptt.derive.nodes import TimeProduct, TimeSum
+from bptt.derive.nodes import TimeSum
 from bptt.documents.latex import BPTTLatexPrinter, parenthesized, term_order
 from bptt.documents.width import width
 
@@ -20,7 +21,7 @@ PAGE = 483.7  # the text width of a4 paper with 2 cm margins, in points
 BUDGET = 0.9 * PAGE  # what an equation may take, in estimated points: the estimate is within 10% of the real width
 INDENT = r"\quad"  # before a continuation line
 
-TERM, FACTOR = 0, 1  # kinds of break, best first
+TERM = 0  # the one kind of break: before a term's sign or an \\odot
 
 
 @dataclass(frozen=True)
@@ -50,9 +51,6 @@ class _Cutter:
             return _joined(parts, r"\odot ", TERM)
         if isinstance(expr, TimeSum):
             return _prefixed(self.printer.sum_sign(expr), self.summed(expr.body, depth))
-        if isinstance(expr, TimeProduct):
-            inner = self.summed(expr.body, depth + 1)
-            return _enclosed(_prefixed(self.printer.product_sign(expr), inner), depth)
         return [Piece(self.printer.doprint(expr), depth=depth)]
 
     def sum_pieces(self, expr, depth):
@@ -69,12 +67,11 @@ class _Cutter:
     def product_pieces(self, expr, depth):
         coeff, factors = expr.as_coeff_matrices()
         parts = [self.wrapped(factor, depth) for factor in factors]
-        out = _joined(parts, "", FACTOR)
+        out = _joined(parts, "", None)
         if coeff == -1:
             return _prefixed("-", out, glue="")
         if coeff != 1:
-            first = replace(out[0], glue=" ", kind=FACTOR)
-            return [Piece(self.printer.doprint(coeff), depth=depth), first, *out[1:]]
+            return _prefixed(self.printer.doprint(coeff), out)
         return out
 
     def wrapped(self, expr, depth):
@@ -91,11 +88,17 @@ class _Cutter:
 
 
 def _joined(parts, operator, kind):
-    """Lists of pieces, one after the other, each after the first starting with operator."""
+    """Lists of pieces, one after the other, each after the first starting with operator; a break of
+    `kind` before each (None: the parts are glued, each to the last piece of the one before)."""
     out = list(parts[0])
     for part in parts[1:]:
         first, *rest = part
-        out += [replace(first, text=operator + first.text, glue=" ", kind=kind), *rest]
+        if kind is None:
+            last = out.pop()
+            first = replace(last, text=last.text + " " + operator + first.text)
+            out += [first, *rest]
+        else:
+            out += [replace(first, text=operator + first.text, glue=" ", kind=kind), *rest]
     return out
 
 
@@ -137,9 +140,10 @@ def _width(line):
     return sum(width(piece.text) for piece in line)
 
 
-def lines(expr, lhs):
-    """The right-hand side of `lhs = expr` as LaTeX lines that fit the page beside lhs."""
-    beside = width(lhs)
+def lines(expr, lhs, beside=None):
+    """The right-hand side of `lhs = expr` as LaTeX lines that fit the page beside lhs (or beside a
+    left-hand side `beside` points wide, the widest of a display's equations)."""
+    beside = width(lhs) if beside is None else beside
     packed = pack(pieces(expr), BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
     out = []
     for n, line in enumerate(packed):
