@@ -4,7 +4,7 @@ equations that share a sentence, sections."""
 from dataclasses import dataclass, field, replace
 
 from bptt.documents.latex import latex
-from bptt.documents.linebreak import BUDGET, INDENT, lines
+from bptt.documents.linebreak import BUDGET, INDENT, lines, merged_diagonals, overflows
 from bptt.documents.width import width
 
 
@@ -33,10 +33,26 @@ class Equation:
         return (f"{self.lhs} &= {self.rhs}",) if len(rows) == 1 else rows
 
     def beside(self, lhs_width):
-        """The equation broken to fit beside a left-hand side lhs_width points wide (its own or wider)."""
+        """The equation broken to fit beside a left-hand side lhs_width points wide (its own or wider). A
+        product is never broken between its factors: where one is too long for a line, the runs of diagonal
+        factors of the products are merged (diag(a) diag(b) = diag(a odot b)), and then broken at an odot."""
         if self.expr is None or width(f"{self.lhs} = {self.rhs}") - width(self.lhs) + lhs_width <= BUDGET:
             return replace(self, lines=())
-        return replace(self, lines=lines(self.expr, self.lhs, lhs_width))
+        broken = lines(self.expr, self.lhs, lhs_width)
+        if not overflows(broken, lhs_width):
+            return replace(self, lines=broken)
+        merged = merged_diagonals(self.expr)
+        fitted = replace(self, rhs=latex(merged), expr=merged, lines=())
+        if width(f"{self.lhs} = {fitted.rhs}") - width(self.lhs) + lhs_width <= BUDGET:
+            return fitted
+        broken = lines(merged, self.lhs, lhs_width)
+        if overflows(broken, lhs_width):
+            broken = lines(merged, self.lhs, lhs_width, inside_diag=True)
+        return replace(fitted, lines=broken)
+
+    @property
+    def widest_row(self):
+        return max(width(row.replace("&", "")) for row in self.rows)
 
 
 def equation(lhs, rhs, why=""):

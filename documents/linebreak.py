@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 import sympy as sp
 
-from bptt.derive.nodes import TimeSum
+from bptt.derive.nodes import Diag, TimeSum
 from bptt.documents.latex import BPTTLatexPrinter, parenthesized, term_order
 from bptt.documents.width import width
 
@@ -38,8 +38,9 @@ class Piece:
 class _Cutter:
     """The pieces of an expression, following BPTTLatexPrinter's layout."""
 
-    def __init__(self):
+    def __init__(self, inside_diag=False):
         self.printer = BPTTLatexPrinter()
+        self.inside_diag = inside_diag  # break inside diag(...) too: the last resort for a product too long
 
     def pieces(self, expr, depth):
         if isinstance(expr, sp.MatAdd):
@@ -49,6 +50,9 @@ class _Cutter:
         if isinstance(expr, sp.HadamardProduct):
             parts = [self.wrapped(arg, depth) for arg in expr.args]
             return _joined(parts, r"\odot ", TERM)
+        if isinstance(expr, Diag) and self.inside_diag:
+            inner = _enclosed(self.pieces(expr.vector, depth + 1), depth)
+            return _prefixed(r"\operatorname{diag}", inner, glue="")
         if isinstance(expr, TimeSum):
             return _prefixed(self.printer.sum_sign(expr), self.summed(expr.body, depth))
         return [Piece(self.printer.doprint(expr), depth=depth)]
@@ -115,9 +119,9 @@ def _enclosed(pieces, depth):
     return out[:-1] + [replace(out[-1], text=out[-1].text + r"\right)")]
 
 
-def pieces(expr):
+def pieces(expr, inside_diag=False):
     """The pieces of an expression's LaTeX; joined with their glue they are latex(expr)."""
-    return _Cutter().pieces(expr, 0)
+    return _Cutter(inside_diag).pieces(expr, 0)
 
 
 def pack(items, first, rest):
@@ -140,11 +144,38 @@ def _width(line):
     return sum(width(piece.text) for piece in line)
 
 
-def lines(expr, lhs, beside=None):
+def merged_diagonals(expr):
+    """expr with every run of diagonal factors of a product written as one, diag(a) diag(b) = diag(a * b):
+    shorter, and breakable at its odot, for a product too long for a line (it is never broken between factors)."""
+
+    def merge(product):
+        coeff, factors = product.as_coeff_matrices()
+        out = []
+        for factor in factors:
+            if isinstance(factor, Diag) and out and isinstance(out[-1], Diag):
+                vectors = [v for d in (out.pop(), factor) for v in _hadamard_args(d.vector)]
+                factor = Diag(sp.HadamardProduct(*vectors))
+            out.append(factor)
+        return sp.MatMul(coeff, *out).doit(deep=False) if len(out) < len(factors) else product
+
+    return expr.replace(lambda e: isinstance(e, sp.MatMul), merge)
+
+
+def _hadamard_args(vector):
+    return vector.args if isinstance(vector, sp.HadamardProduct) else (vector,)
+
+
+def overflows(rows, beside):
+    """Whether a row of broken lines is wider than the budget beside a left-hand side `beside` points wide."""
+    return any(width(row) > BUDGET - beside - width(INDENT) for row in rows)
+
+
+def lines(expr, lhs, beside=None, inside_diag=False):
     """The right-hand side of `lhs = expr` as LaTeX lines that fit the page beside lhs (or beside a
-    left-hand side `beside` points wide, the widest of a display's equations)."""
+    left-hand side `beside` points wide, the widest of a display's equations); inside_diag: break inside
+    a diag(...) factor too, where a product does not fit a line."""
     beside = width(lhs) if beside is None else beside
-    packed = pack(pieces(expr), BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
+    packed = pack(pieces(expr, inside_diag), BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
     out = []
     for n, line in enumerate(packed):
         opened = line[0].depth if n else 0
