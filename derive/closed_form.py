@@ -22,6 +22,12 @@ class NoClosedForm(ValueError):
     """The recursion is not of the form A dL/dh_{t+1} + b_t for a single state."""
 
 
+class NotLeftMultiple(NoClosedForm):
+    """A sum that should be M times an adjoint has a term that is not; the message shows the expressions."""
+
+    in_words = "a term of the recursion is not a matrix times the adjoint it reads"
+
+
 @dataclass(frozen=True)
 class ClosedForm:
     seq: object
@@ -51,7 +57,7 @@ def linear_coefficient(expr, adjoint):
         return sp.MatMul(*expr.args[:-1]).doit(deep=False)
     if isinstance(expr, sp.MatMul) and isinstance(expr.args[-1], sp.MatAdd):
         return (sp.MatMul(*expr.args[:-1]) * linear_coefficient(expr.args[-1], adjoint)).doit(deep=False)
-    raise NoClosedForm(f"{expr} is not a left multiple of {adjoint}")
+    raise NotLeftMultiple(f"{expr} is not a left multiple of {adjoint}")
 
 
 def closed_form(derivation, seq):

@@ -148,7 +148,10 @@ def carousel(model, derivation, state):
         return None
     nxt = Adj(state(t + 1))
     own = [c.value for c in derivation.states[state] if c.when == NEXT and nxt in c.value.atoms(Adj)]
-    partial = linear_coefficient(matrix_sum(own), nxt).T.subs(t, k - 1)
+    try:
+        partial = linear_coefficient(matrix_sum(own), nxt).T.subs(t, k - 1)
+    except NoClosedForm:  # a term reads the state's adjoint and another's together: no partial to show
+        return None
     return Carousel(state, direct.subs(t, k), partial)
 
 

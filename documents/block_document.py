@@ -5,7 +5,7 @@ from bptt.derive.nodes import Adj, MatAt, SeqAt, t
 from bptt.derive.truncation import windowed
 from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
-from bptt.documents.prose import listed, maths
+from bptt.documents.prose import listed, maths, reason
 
 DELTA = "delta"  # the stacked adjoint's name
 
@@ -36,7 +36,7 @@ def block_section(facts):
     """The stacked adjoint, the block transposed Jacobian A_k, the local terms and the closed form."""
     form = facts.block
     if isinstance(form, NoClosedForm):
-        return Section("closed-form", "Closed form", f"No closed form is shown: {form}.", ())
+        return Section("closed-form", "Closed form", f"No closed form is shown: {reason(form)}.", ())
     states = form.states
     stacked = ClosedForm(None, form.jacobian, form.stacked_local, form.expr)  # one recursion over delta_t
     proved = all(a == b for a, b in recursion_residual(stacked))
@@ -49,7 +49,7 @@ def block_section(facts):
             r"of a state $\mathbf{v}$ is $\left(\partial \mathbf{v}_{k} / \partial \mathbf{u}_{k-1}\right)^\top$:",
         ),
     ]
-    couplings = tuple(facts.flow.couplings)
+    couplings = () if isinstance(facts.flow, NoClosedForm) else tuple(facts.flow.couplings)
     for (row, col), block in form.blocks.items():
         equations.append(equation(latex(block_name(row, col)), block, _reaches(row, col, couplings)))
     local_names = [MatAt(f"beta^{s.name}", form.expr.index, s.rows, 1) for s in states]

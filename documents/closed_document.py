@@ -12,6 +12,7 @@ from bptt.documents.block_document import block_window
 from bptt.documents.equation import Section, displays, equation
 from bptt.documents.graph_document import truncation_figure
 from bptt.documents.latex import latex
+from bptt.documents.prose import reason
 
 CHECK = (
     " It satisfies the recursion (checked symbolically): its $j = t$ term is the local term and the rest is "
@@ -31,7 +32,7 @@ def closed_form_sections(facts):
     out = []
     for seq, form in facts.closed.items():
         if isinstance(form, NoClosedForm):
-            out.append(Section("closed-form", "Closed form", f"No closed form is shown: {form}.", ()))
+            out.append(Section("closed-form", "Closed form", f"No closed form is shown: {reason(form)}.", ()))
             continue
         proved = all(a == b for a, b in recursion_residual(form))
         jacobian = rf"\left(\partial {latex(seq(k))} / \partial {latex(seq(k - 1))}\right)^\top"

@@ -16,7 +16,7 @@ class Derived:
     substituted: object  # Derivation, named="none": what the closed forms and the flow are read from
     closed: dict  # a single state's Seq -> its ClosedForm, or the NoClosedForm saying why there is none
     block: object  # for several states: their BlockClosedForm, or the NoClosedForm saying why; else None
-    flow: object  # the Flow
+    flow: object  # the Flow, or the NoClosedForm saying why the flow is not read off the derivation
 
     @property
     def states(self):
@@ -32,7 +32,7 @@ def derived(model):
     else:
         closed = {seq: _attempt(closed_form, substituted, seq) for seq in substituted.states}
     given = block if not isinstance(block, NoClosedForm) else None
-    flow = gradient_flow(model, substituted, given)
+    flow = _attempt(gradient_flow, model, substituted, given)
     return Derived(model, derive(model, named="textbook"), substituted, closed, block, flow)
 
 

@@ -4,8 +4,10 @@ equations that share a sentence, sections."""
 from dataclasses import dataclass, field, replace
 
 from bptt.documents.latex import latex
-from bptt.documents.linebreak import BUDGET, INDENT, lines, merged_diagonals, overflows
+from bptt.documents.linebreak import BUDGET, CALLS, FACTORS, INDENT, PLAIN, lines, merged_diagonals, overflows
 from bptt.documents.width import width
+
+LONG = 20  # rows of an equation more than a page may not hold beside the sentence before it
 
 
 @dataclass(frozen=True)
@@ -45,9 +47,10 @@ class Equation:
         fitted = replace(self, rhs=latex(merged), expr=merged, lines=())
         if width(f"{self.lhs} = {fitted.rhs}") - width(self.lhs) + lhs_width <= BUDGET:
             return fitted
-        broken = lines(merged, self.lhs, lhs_width)
-        if overflows(broken, lhs_width):
-            broken = lines(merged, self.lhs, lhs_width, inside_diag=True)
+        for reach in (PLAIN, CALLS, FACTORS):
+            broken = lines(merged, self.lhs, lhs_width, reach)
+            if not overflows(broken, lhs_width):
+                break
         return replace(fitted, lines=broken)
 
     @property
@@ -75,13 +78,15 @@ class Display:
 
     @property
     def breaks(self):
-        """After each row but the last: whether the page may break there. Only in a list of four equations
-        or more, between two of them, with at least two before and two after, so that the first stay with
-        the sentence and no equation is left alone."""
+        """After each row but the last: whether the page may break there. In a list of four equations or
+        more, between two of them, with at least two before and two after, so that the first stay with the
+        sentence and no equation is left alone; inside an equation of more rows than a page holds, between
+        its rows after the fourth and before the last three."""
         ends, count = [], len(self.equations)
         for n, eq in enumerate(self.equations):
             rows = len(eq.aligned_rows) if count > 1 else len(eq.rows)
-            ends += [False] * (rows - 1) + [count >= 4 and 1 <= n <= count - 3]
+            inside = [rows > LONG and 4 <= row < rows - 3 for row in range(1, rows)]
+            ends += inside + [count >= 4 and 1 <= n <= count - 3]
         return tuple(ends[:-1])
 
     @property

@@ -9,9 +9,10 @@ from bptt.derive.flow import eigen_power_step, gate, makeup
 from bptt.derive.nodes import T, matrix_sum, t
 from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
-from bptt.documents.prose import listed, maths
+from bptt.documents.prose import listed, maths, reason
 
 PASCANU = "Pascanu, Mikolov and Bengio, 2013"
+SHORT = 3  # the most lines of a Jacobian written out again
 NO_BOUND = (
     " No bound of the form $(\\gamma \\sigma_{\\max}(\\mathbf{W}))^{T-t}$ is read off a sum of products: "
     "the gates' values decide how much flows."
@@ -27,6 +28,9 @@ def _d(top, bottom):
 def flow_section(facts):
     """The Section on gradient flow through time of a model's derivation."""
     flow = facts.flow
+    if isinstance(flow, NoClosedForm):
+        text = f"The Jacobians between steps are not shown: {reason(flow)}."
+        return Section("flow", "Gradient flow through time", text, displays(_clipping(exploding=True)))
     if not flow.states:
         text = (
             "No step reads the past but as data (teacher forcing) or through a flat function: the Jacobian between "
@@ -53,10 +57,13 @@ def _single(flow):
     seq = flow.states[0]
     lhs = _d(seq(T), seq(t))
     out = [
-        equation(
-            rf"\mathbf{{J}}_k = {_d(seq(k), seq(k - 1))}",
-            flow.jacobian,
-            "The step's Jacobian, the transpose of the closed form's $\\mathbf{A}_k$:",
+        _written_once(
+            equation(
+                rf"\mathbf{{J}}_k = {_d(seq(k), seq(k - 1))}",
+                flow.jacobian,
+                "The step's Jacobian, the transpose of the closed form's $\\mathbf{A}_k$:",
+            ),
+            r"\mathbf{A}_k^\top",
         )
     ]
     why = (
@@ -78,6 +85,13 @@ def _single(flow):
         )
         out += _bound(flow, lhs, r"\left\|\mathbf{J}_T \cdots \mathbf{J}_{t+1}\right\|_2")
     return out
+
+
+def _written_once(eq, name):
+    """A Jacobian the closed form writes out already, named (`A_k^T`) where it takes more than three lines."""
+    if len(eq.rows) <= SHORT:
+        return eq
+    return Equation(eq.lhs, name, eq.why.removesuffix(":") + ", written out there:")
 
 
 def _bound(flow, lhs, norm):

@@ -10,6 +10,7 @@ from bptt.derive.nodes import Adj, Diag, T, TimeSum, t
 from bptt.derive.rtrl import direction_terms, factored, forward_mode, gate_names, lemma, lemma_induction, live_states
 from bptt.derive.tangent import Tangent
 from bptt.documents.equation import Equation, Section, Table, displays, equation
+from bptt.documents.flow_document import SHORT
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed, maths
 
@@ -122,15 +123,14 @@ def _jacobian(model, live):
         return []
     seq = live[0]
     jacobian = forward_mode(model, seq, named=(seq,)).jacobian(seq)
-    return [
-        equation(
-            rf"\boldsymbol{{\Gamma}}_t = \frac{{\partial {latex(seq())}}}{{\partial {latex(seq(t - 1))}}}",
-            jacobian,
-            "The same Jacobian for every direction: each tangent obeys the recurrence lemma with this "
-            "$\\boldsymbol{\\Gamma}_t$ and $\\boldsymbol{\\beta}_t$ its other terms, the transpose of the backward "
-            "recursion's $\\mathbf{A}_t$:",
-        )
-    ]
+    shown = equation(
+        rf"\boldsymbol{{\Gamma}}_t = \frac{{\partial {latex(seq())}}}{{\partial {latex(seq(t - 1))}}}",
+        jacobian,
+        "The same Jacobian for every direction: each tangent obeys the recurrence lemma with this "
+        "$\\boldsymbol{\\Gamma}_t$ and $\\boldsymbol{\\beta}_t$ its other terms, the transpose of the closed "
+        "form's $\\mathbf{A}_t$:",
+    )
+    return [shown if len(shown.rows) <= SHORT else Equation(shown.lhs, r"\mathbf{A}_t^\top", shown.why)]
 
 
 def _outputs(model):

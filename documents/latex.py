@@ -71,7 +71,13 @@ def _dotted(letters):
 def bold(name):
     """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`, `W1` -> `\\mathbf{W}^{(1)}`."""
     base, _, sub = name.partition("_")
-    return layer(base) + (rf"_\textrm{{{sub}}}" if sub else "")
+    return layer(base) + _subscript(sub)
+
+
+def _subscript(sub):
+    """A name's subscript in upright letters, `_\\textrm{hh}`; an underscore in it (W_h1_h1) escaped."""
+    escaped = sub.replace("_", r"\_")
+    return rf"_\textrm{{{escaped}}}" if sub else ""
 
 
 class BPTTLatexPrinter(LatexPrinter):
@@ -93,7 +99,7 @@ class BPTTLatexPrinter(LatexPrinter):
         if isinstance(of, SeqAt):
             return rf"{layer(of.name, _dotted)}_{{{time_index(of.time)}}}"
         base, _, sub = of.name.partition("_")
-        return layer(base, _dotted) + (rf"_\textrm{{{sub}}}" if sub else "")
+        return layer(base, _dotted) + _subscript(sub)
 
     def _print_Adj(self, expr):
         return rf"\frac{{\partial L}}{{\partial {self._print(expr.of)}}}"

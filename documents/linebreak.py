@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 
 import sympy as sp
 
-from bptt.derive.nodes import Diag, TimeSum
+from bptt.derive.elementwise import Apply, lookup
+from bptt.derive.nodes import Diag, Softmax, TimeSum
 from bptt.documents.latex import BPTTLatexPrinter, parenthesized, term_order
 from bptt.documents.width import width
 
@@ -21,7 +22,8 @@ PAGE = 483.7  # the text width of a4 paper with 2 cm margins, in points
 BUDGET = 0.9 * PAGE  # what an equation may take, in estimated points: the estimate is within 10% of the real width
 INDENT = r"\quad"  # before a continuation line
 
-TERM = 0  # the one kind of break: before a term's sign or an \\odot
+TERM, FACTOR = 0, 1  # kinds of break, best first: before a term's sign or an \\odot; between two factors
+PLAIN, CALLS, FACTORS = 0, 1, 2  # how far the cutter reaches: sums and odots; inside diag(...), tanh(...); factors
 
 
 @dataclass(frozen=True)
@@ -38,9 +40,9 @@ class Piece:
 class _Cutter:
     """The pieces of an expression, following BPTTLatexPrinter's layout."""
 
-    def __init__(self, inside_diag=False):
+    def __init__(self, reach=PLAIN):
         self.printer = BPTTLatexPrinter()
-        self.inside_diag = inside_diag  # break inside diag(...) too: the last resort for a product too long
+        self.reach = reach  # CALLS: break inside diag(...), tanh(...) too; FACTORS: between factors, the last resort
 
     def pieces(self, expr, depth):
         if isinstance(expr, sp.MatAdd):
@@ -50,12 +52,25 @@ class _Cutter:
         if isinstance(expr, sp.HadamardProduct):
             parts = [self.wrapped(arg, depth) for arg in expr.args]
             return _joined(parts, r"\odot ", TERM)
-        if isinstance(expr, Diag) and self.inside_diag:
-            inner = _enclosed(self.pieces(expr.vector, depth + 1), depth)
-            return _prefixed(r"\operatorname{diag}", inner, glue="")
+        if self.reach >= CALLS and isinstance(expr, (Diag, Apply, Softmax)):
+            return self.called(expr, depth)
+        if self.reach >= CALLS and isinstance(expr, sp.HadamardPower):
+            inside = self.wrapped(expr.base, depth)
+            power = rf"^{{\odot {self.printer.doprint(expr.exp)}}}"
+            return inside[:-1] + [replace(inside[-1], text=inside[-1].text + power)]
         if isinstance(expr, TimeSum):
             return _prefixed(self.printer.sum_sign(expr), self.summed(expr.body, depth))
         return [Piece(self.printer.doprint(expr), depth=depth)]
+
+    def called(self, expr, depth):
+        """diag(v), tanh(a), softmax(s): the function's name, then its argument's pieces in parentheses."""
+        if isinstance(expr, Diag):
+            head, arg = r"\operatorname{diag}", expr.vector
+        elif isinstance(expr, Softmax):
+            head, arg = r"\operatorname{softmax}", expr.arg
+        else:
+            head, arg = lookup(expr.function).latex, expr.arg
+        return _prefixed(head, _enclosed(self.pieces(arg, depth + 1), depth), glue="")
 
     def sum_pieces(self, expr, depth):
         out = []
@@ -71,7 +86,7 @@ class _Cutter:
     def product_pieces(self, expr, depth):
         coeff, factors = expr.as_coeff_matrices()
         parts = [self.wrapped(factor, depth) for factor in factors]
-        out = _joined(parts, "", None)
+        out = _joined(parts, "", FACTOR if self.reach >= FACTORS else None)
         if coeff == -1:
             return _prefixed("-", out, glue="")
         if coeff != 1:
@@ -119,9 +134,9 @@ def _enclosed(pieces, depth):
     return out[:-1] + [replace(out[-1], text=out[-1].text + r"\right)")]
 
 
-def pieces(expr, inside_diag=False):
+def pieces(expr, reach=PLAIN):
     """The pieces of an expression's LaTeX; joined with their glue they are latex(expr)."""
-    return _Cutter(inside_diag).pieces(expr, 0)
+    return _Cutter(reach).pieces(expr, 0)
 
 
 def pack(items, first, rest):
@@ -170,17 +185,18 @@ def overflows(rows, beside):
     return any(width(row) > BUDGET - beside - width(INDENT) for row in rows)
 
 
-def lines(expr, lhs, beside=None, inside_diag=False):
+def lines(expr, lhs, beside=None, reach=PLAIN):
     """The right-hand side of `lhs = expr` as LaTeX lines that fit the page beside lhs (or beside a
-    left-hand side `beside` points wide, the widest of a display's equations); inside_diag: break inside
-    a diag(...) factor too, where a product does not fit a line."""
+    left-hand side `beside` points wide, the widest of a display's equations). reach: CALLS to break
+    inside the parentheses of diag(...), tanh(...) and softmax(...) too, where a product does not fit a line;
+    FACTORS, the last resort, between two factors too, the line after starting with an explicit \\cdot."""
     beside = width(lhs) if beside is None else beside
-    packed = pack(pieces(expr, inside_diag), BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
+    packed = pack(pieces(expr, reach), BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
     out = []
     for n, line in enumerate(packed):
         opened = line[0].depth if n else 0
         closed = packed[n + 1][0].depth if n + 1 < len(packed) else 0
-        start = r"\left. " * opened + ("{}" if n and line[0].kind == TERM else "")
+        start = r"\left. " * opened + {TERM: "{}", FACTOR: r"\cdot "}.get(line[0].kind, "") * bool(n)
         body = "".join(piece.glue + piece.text for piece in line[1:])
         out.append(start + line[0].text + body + r" \right." * closed)
     return tuple(out)

@@ -5,7 +5,7 @@ from bptt.documents.latex import latex
 from bptt.documents.linebreak import PAGE
 from bptt.documents.width import width
 
-INLINE = 0.6 * PAGE  # the widest formula written inside a sentence: TeX cannot break inside its parentheses
+INLINE = 0.5 * PAGE  # the widest formula written inside a sentence: TeX cannot break inside its parentheses
 
 # Terms a section may use, defined in the first section of a document that uses them.
 DEFINITIONS = {
@@ -15,6 +15,11 @@ DEFINITIONS = {
         "the adjoints of the values that read it (the chain rule)."
     ),
 }
+
+
+def reason(error):
+    """Why a closed form or a flow is not shown, in words (the message of one that shows expressions is not)."""
+    return getattr(error, "in_words", str(error))
 
 
 def listed(items, word="and"):
