@@ -20,6 +20,7 @@ class Equation:
     why: str
     lines: tuple = ()
     expr: object = field(default=None, compare=False, repr=False)
+    fitted_beside: float | None = field(default=None, compare=False, repr=False)  # the lhs width lines fit
 
     @property
     def rows(self):
@@ -35,8 +36,13 @@ class Equation:
         return (f"{self.lhs} &= {self.rhs}",) if len(rows) == 1 else rows
 
     def beside(self, lhs_width):
-        """The equation broken to fit beside a left-hand side lhs_width points wide (its own or wider). A
-        product is never broken between its factors: where one is too long for a line, the runs of diagonal
+        """The equation broken to fit beside a left-hand side lhs_width points wide (its own or wider)."""
+        if self.fitted_beside == lhs_width:
+            return self
+        return replace(self._broken(lhs_width), fitted_beside=lhs_width)
+
+    def _broken(self, lhs_width):
+        """A product is never broken between its factors: where one is too long for a line, the runs of diagonal
         factors of the products are merged (diag(a) diag(b) = diag(a odot b)), and then broken at an odot."""
         if self.expr is None or width(f"{self.lhs} = {self.rhs}") - width(self.lhs) + lhs_width <= BUDGET:
             return replace(self, lines=())
@@ -52,10 +58,6 @@ class Equation:
             if not overflows(broken, lhs_width):
                 break
         return replace(fitted, lines=broken)
-
-    @property
-    def widest_row(self):
-        return max(width(row.replace("&", "")) for row in self.rows)
 
 
 def equation(lhs, rhs, why=""):

@@ -15,7 +15,7 @@ import sympy as sp
 
 from bptt.derive.elementwise import Apply, lookup
 from bptt.derive.nodes import Diag, Softmax, TimeSum
-from bptt.documents.latex import BPTTLatexPrinter, parenthesized, term_order
+from bptt.documents.latex import BPTTLatexPrinter, latex, parenthesized, term_order
 from bptt.documents.width import width
 
 PAGE = 483.7  # the text width of a4 paper with 2 cm margins, in points
@@ -60,7 +60,7 @@ class _Cutter:
             return inside[:-1] + [replace(inside[-1], text=inside[-1].text + power)]
         if isinstance(expr, TimeSum):
             return _prefixed(self.printer.sum_sign(expr), self.summed(expr.body, depth))
-        return [Piece(self.printer.doprint(expr), depth=depth)]
+        return [Piece(latex(expr), depth=depth)]
 
     def called(self, expr, depth):
         """diag(v), tanh(a), softmax(s): the function's name, then its argument's pieces in parentheses."""
