@@ -15,7 +15,7 @@ PASCANU = "Pascanu, Mikolov and Bengio, 2013"
 SHORT = 3  # the most lines of a Jacobian written out again
 NO_BOUND = (
     " No bound of the form $(\\gamma \\sigma_{\\max}(\\mathbf{W}))^{T-t}$ is read off a sum of products: "
-    "the gates' values decide how much flows."
+    "the values along each path decide how much flows."
 )
 
 
