@@ -85,8 +85,8 @@ def pdflatex(tex):
     program = shutil.which("pdflatex")
     if program is None:
         pytest.fail(
-            "pdflatex is not installed: install Debian's texlive-latex-base "
-            "(apt-get install texlive-latex-base; CI installs it)"
+            "pdflatex is not installed: install Debian's texlive-latex-base and texlive-pictures "
+            "(apt-get install texlive-latex-base texlive-pictures; CI installs them)"
         )
     result = subprocess.run(
         [program, "-interaction=nonstopmode", "-halt-on-error", tex.name],
