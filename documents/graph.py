@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from bptt.derive.bptt import NEXT
 from bptt.derive.model import references
 from bptt.derive.nodes import Adj, t
+from bptt.documents.layout import laid_out
 
 STEPS = 3  # the steps drawn
 LOSS = "loss"  # the name of each step's loss node
@@ -49,7 +50,7 @@ def unrolled(model, substituted):
     keys = {node.key for node in nodes}
     edges += [edge for edge in _backward(model, substituted) if edge.source in keys and edge.target in keys]
     edges = list(dict.fromkeys(edges))
-    return Graph(tuple(_laid_out(nodes, edges)), tuple(edges))
+    return Graph(tuple(laid_out(nodes, edges, LOSS)), tuple(edges))
 
 
 def _sources(model, ref, step):
@@ -98,32 +99,6 @@ def _backward(model, substituted):
     return out
 
 
-def _laid_out(nodes, edges, column=4.6, first=1.4, rise=0.8):
-    """Nodes placed: a column per step (step 0, the initial states, a narrow one), each value at the level
-    of the longest chain of same-step reads below it, the values of a level side by side."""
-    level = {}
-    forward = [e for e in edges if not e.backward]
-    for node in sorted(nodes, key=lambda n: n.step):
-        level.setdefault(node.key, 0)
-    for _ in nodes:  # longest path, relaxed until stable (the reads within a step form no cycle)
-        for edge in forward:
-            if edge.source[1] == edge.target[1]:
-                level[edge.target] = max(level[edge.target], level[edge.source] + 1)
-    for node in nodes:  # an initial state at the level of its later values, a label beside its loss
-        if node.step == 0:
-            level[node.key] = level.get((node.name, 1), 0)
-        if node.role in ("label", "target") and Edge(node.key, (LOSS, node.step)) in forward:
-            level[node.key] = level[(LOSS, node.step)]
-    placed = []
-    for node in nodes:
-        row = [n for n in nodes if n.step == node.step and level[n.key] == level[node.key]]
-        index, count = row.index(node), len(row)
-        spacing = min(1.15, (column - 0.5) / max(count, 1))
-        centre = 0.0 if node.step == 0 else first + (node.step - 0.5) * column
-        placed.append(replace(node, x=round(centre + (index - (count - 1) / 2) * spacing, 3), y=level[node.key] * rise))
-    return placed
-
-
 def skeleton(graph, kept=("state", "output", LOSS)):
     """The graph with only the nodes of the kept roles, a forward edge wherever a chain of dropped nodes
     linked two of them (a state reads the last one through its gates), backward edges as they are."""
@@ -145,7 +120,7 @@ def skeleton(graph, kept=("state", "output", LOSS)):
     edges = [Edge(source, key) for key in sorted(keep) for source in dict.fromkeys(kept_sources(key))]
     edges += [edge for edge in graph.edges if edge.backward and edge.source in keep and edge.target in keep]
     nodes = [node for node in graph.nodes if node.key in keep]
-    return Graph(tuple(_laid_out(nodes, edges)), tuple(edges))
+    return Graph(tuple(laid_out(nodes, edges, LOSS)), tuple(edges))
 
 
 def chunked(graph, tau=2):
