@@ -5,6 +5,7 @@ import argparse
 from bptt.app import analyze as analysis
 from bptt.app.bench import bench as benchmark
 from bptt.codegen.backends import BACKENDS
+from bptt.documents.document import NAMES as SECTIONS
 
 EXIT_STATUS = """exit status:
   0  done; every check passed
@@ -110,6 +111,12 @@ def parser(runs):
     sub.add_argument("model", help=model_help)
     sub.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
     sub.add_argument("--format", choices=("tex", "md"), help="a standalone LaTeX document (default) or Markdown")
+    sub.add_argument(
+        "--sections",
+        metavar="NAME,...",
+        help="only these sections, in the document's order (e.g. backward for the backward pass alone): "
+        + ", ".join(SECTIONS),
+    )
     sub.set_defaults(run=runs["latex"])
 
     sub = commands.add_parser("codegen", help="regenerate generated/<model>.py", **documented)

@@ -19,6 +19,7 @@ from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.model import ModelError
 from bptt.derive.models import ZOO, load, names
+from bptt.documents.document import UnknownSection
 from bptt.documents.render import document
 
 GENERATED = pathlib.Path(generated.__file__).parent
@@ -44,12 +45,28 @@ def cmd_latex(args):
     fmt = args.format or ("md" if args.output and args.output.endswith(".md") else "tex")
     if args.output is not None:
         output_target(args.output)  # an empty name, a device, FIFO or folder is refused before any work
-    text = document(model, fmt)
+    only = _section_names(args.sections)
+    try:
+        text = document(model, fmt, only)
+    except UnknownSection as error:
+        raise UsageError(f"--sections: {error}") from error
     if args.output is not None:
         write_atomic(args.output, text)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _section_names(text):
+    """--sections backward,parameters: the names, or None for the whole document."""
+    if text is None:
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise UsageError(
+            f"--sections: an empty section name in {text!r}; give names separated by commas, e.g. backward,parameters"
+        )
+    return names
 
 
 def cmd_codegen(args):

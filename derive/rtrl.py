@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from bptt.derive.closed_form import linear_coefficient
+from bptt.derive.elementwise import Apply
 from bptt.derive.model import Seq
 from bptt.derive.nodes import DescendingTimeProduct, MatAt, SeqAt, TimeSum, matrix_sum, t
 from bptt.derive.tangent import Tangent, tangent_terms
@@ -62,6 +63,49 @@ def tangent_names(model):
     return tuple(
         seq for seq, _ in model.steps if seq in live or (seq.role == "intermediate" and reads[seq.name] > 1)
     )
+
+
+def gate_names(model):
+    """The Seqs whose tangents a document names: every live state and every intermediate, but a
+    pre-activation (an intermediate read once, by an equation that is an elementwise function of it alone),
+    which is written inside its activation's tangent: one line per gate, z_dot_t = diag(1 - z_t^2) (W_dot x_t + ...)."""
+    computed = [value for seq, value in model.assignments if seq not in model.forced]
+    reads = Counter(
+        node.name for value in computed for node in sp.preorder_traversal(value) if isinstance(node, SeqAt) and node.time == t
+    )
+    activated = {value.arg.name for value in computed if isinstance(value, Apply) and isinstance(value.arg, SeqAt)}
+    live = live_states(model)
+    return tuple(
+        seq
+        for seq, _ in model.steps
+        if seq in live or (seq.role == "intermediate" and not (reads[seq.name] == 1 and seq.name in activated))
+    )
+
+
+def direction_terms(model, wrt, named):
+    """{Seq: terms} of the tangents along a direction of the parameter wrt alone that read that direction
+    itself (the beta_t of the recurrence lemma), for the named Seqs and the outputs: the term the direction adds
+    to the step's tangents. The Seqs not named are written inside their readers, as forward_mode writes them."""
+    names = {seq.name for seq in named}
+    forced = {seq.name for seq in model.forced}
+    inlined = {}  # a Seq not named -> the terms of its tangent along wrt itself
+
+    def leaf(node):
+        if isinstance(node, sp.MatrixSymbol):
+            return [Tangent(node)] if node == wrt else []
+        return inlined.get(node.name, []) if node.time == t and node.name not in names else []
+
+    found = {}
+    for seq, value in model.assignments:
+        if seq.name in forced:
+            continue
+        terms = tangent_terms(value, leaf, out=seq(t))
+        if seq.name in names or seq.role == "output":
+            if terms:
+                found[seq] = terms
+        else:
+            inlined[seq.name] = terms
+    return found
 
 
 def forward_mode(model, wrt, named=None):

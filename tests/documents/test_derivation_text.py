@@ -15,6 +15,7 @@ from bptt.derive.models import load, names
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, T, TimeSum, t
 from bptt.derive.truncation import Xi, chunked, randomized
 from bptt.documents.document import sections
+from bptt.documents.equation import equation as make_equation
 from bptt.documents.latex import latex
 from bptt.documents.linebreak import BUDGET, lines, pieces
 from bptt.documents.width import width
@@ -191,8 +192,8 @@ def printed_expressions(name):
 
 def undecorated(line):
     """A broken line without what the break adds: the \\left. and \\right. that pair its parentheses, the {}
-    that keeps a leading operator binary."""
-    return line.replace(r"\left. ", "").replace(r" \right.", "").replace("{}", "")
+    that keeps a leading operator binary (the \\cdot that starts a line broken between factors, the last resort)."""
+    return line.replace(r"\left. ", "").replace(r" \right.", "").replace("{}", "").removeprefix(r"\cdot ")
 
 
 @pytest.mark.parametrize("name", ZOO)
@@ -204,14 +205,25 @@ def test_pieces_join_to_the_one_line_print(name):
 
 @pytest.mark.parametrize("name", ZOO)
 def test_an_equation_breaks_only_when_it_does_not_fit(name):
-    """An equation is one line when its estimated width fits the budget; broken, each of its lines fits,
-    beside the left-hand side, and the lines joined are the one-line right-hand side."""
-    for equation in displayed(name):
-        one_line = width(f"{equation.lhs} = {equation.rhs}")
-        assert bool(equation.lines) == (one_line > BUDGET), f"{one_line:.0f}pt: {equation.rhs}"
-        for row in equation.rows if equation.lines else ():
-            assert width(undecorated(row).replace("&", "")) <= BUDGET + width(equation.lhs) * row.startswith("&"), row
-        assert " ".join(undecorated(line) for line in equation.lines) in ("", equation.rhs)
+    """An equation is one line when its estimated width fits the budget beside the widest left-hand side of
+    its display; broken, each of its lines fits there, and the lines joined are the one-line right-hand side."""
+    for display in (d for section in sections(load(name)) for d in section.displays):
+        beside = max(width(eq.lhs) for eq in display.equations)
+        for equation in display.equations:
+            one_line = width(f"{equation.lhs} = {equation.rhs}") - width(equation.lhs) + beside
+            assert bool(equation.lines) == (one_line > BUDGET), f"{one_line:.0f}pt: {equation.rhs}"
+            for line in equation.lines:
+                assert width(undecorated(line)) <= BUDGET - beside - width(r"\quad"), line
+            assert " ".join(undecorated(line) for line in equation.lines) in ("", equation.rhs)
+
+
+def test_a_line_never_breaks_inside_a_product_and_starts_with_its_operator():
+    """Every continuation line of every zoo document starts with the operator it continues: a sign, or an
+    odot inside a diag of merged factors; none starts with a factor of a product."""
+    for name in ZOO:
+        for equation in displayed(name):
+            for line in equation.lines[1:]:
+                assert undecorated(line).startswith(("+ ", "- ", r"\odot ")), (name, line)
 
 
 def test_a_long_sum_breaks_between_its_terms():
@@ -223,15 +235,21 @@ def test_a_long_sum_breaks_between_its_terms():
     assert r"\right." not in "".join(jacobian.lines)
 
 
-def test_a_long_product_breaks_between_its_factors():
-    """A product too long for a line, a chain of diag factors, breaks between two factors, never inside one."""
-    factors = [Diag(SeqAt(name, t, sp.Symbol("n"), "intermediate")) for name in "abcdefghijklmnopqrstuvw"]
-    product = sp.MatMul(*factors, SeqAt("x", t, sp.Symbol("n"), "input"))
-    broken = lines(product, "y")
-    assert len(broken) > 1
-    shown = [latex(factor) for factor in [*factors, SeqAt("x", t, sp.Symbol("n"), "input")]]
-    assert " ".join(broken) == " ".join(shown) == latex(product)
-    assert all(line.startswith(r"\operatorname{diag}") for line in broken)
+def test_a_long_product_is_never_broken_between_its_factors():
+    """A product too long for a line, a chain of diag factors: never broken between two factors. Its run of
+    diag factors is written as one diag of their odot product, diag(a) diag(b) = diag(a odot b), whose lines
+    break before an odot; the product is the same matrix."""
+    n = sp.Symbol("n")
+    vectors = [SeqAt(name, t, n, "intermediate") for name in "abcdefghijklmnopqrstuvw"]
+    x = SeqAt("x", t, n, "input")
+    product = sp.MatMul(*map(Diag, vectors), x)
+    assert lines(product, "y") == (latex(product),)  # no place to break: the factors stay on one line
+    equation_ = make_equation("y", product)
+    merged = sp.MatMul(Diag(sp.HadamardProduct(*vectors)), x)
+    assert equation_.expr == merged and equation_.rhs == latex(merged)
+    assert len(equation_.lines) > 1
+    assert all(undecorated(line).startswith(r"\odot ") for line in equation_.lines[1:]), equation_.lines
+    assert " ".join(undecorated(line) for line in equation_.lines) == latex(merged)
 
 
 def test_a_sum_in_parentheses_breaks_inside_them():
@@ -262,7 +280,11 @@ def test_the_closed_form_uses_the_named_jacobian():
     ) in shown
     closed = (
         DL + r"\mathbf{h}_{t}}",
-        (r"\sum_{j=t}^{T} \left(\prod_{k=t+1}^{j} \mathbf{A}_{k}\right) \mathbf{V}^\top " + DL + r"\mathbf{s}_{j}}"),
+        (
+            r"\sum_{j=t}^{T} \left(\mathbf{A}_{t+1} \mathbf{A}_{t+2} \cdots \mathbf{A}_{j}\right) \mathbf{V}^\top "
+            + DL
+            + r"\mathbf{s}_{j}}"
+        ),
     )
     assert closed in shown
 
@@ -270,7 +292,7 @@ def test_the_closed_form_uses_the_named_jacobian():
 def test_long_lists_of_equations_are_named_in_the_text():
     """A sentence names the consumer equations when written out they would take more than a line of text."""
     [recursion] = [e for e in displayed("gru") if e.why.startswith("For $t < T$")]
-    assert recursion.why.startswith(r"For $t < T$, chain rule through the equations of $\bar{\mathbf{r}}_{t+1}$, ")
+    assert recursion.why.startswith(r"For $t < T$, by the chain rule through the equations of $\bar{\mathbf{r}}_{t+1}$, ")
     assert " = " not in recursion.why
     [short] = [e for e in displayed("elman") if e.why.startswith("For $t < T$")]
     assert r"$\mathbf{s}_{t} = \mathbf{c} + \mathbf{V} \mathbf{h}_{t}$" in short.why

@@ -85,8 +85,8 @@ def pdflatex(tex):
     program = shutil.which("pdflatex")
     if program is None:
         pytest.fail(
-            "pdflatex is not installed: install Debian's texlive-latex-base "
-            "(apt-get install texlive-latex-base; CI installs it)"
+            "pdflatex is not installed: install Debian's texlive-latex-base and texlive-pictures "
+            "(apt-get install texlive-latex-base texlive-pictures; CI installs them)"
         )
     result = subprocess.run(
         [program, "-interaction=nonstopmode", "-halt-on-error", tex.name],
@@ -115,7 +115,7 @@ def overfull_lines(log, tex):
         last = int(match[4] or match[3])
         first = int(match[3])
         if match[2].startswith("detected"):
-            first = max(n for n in range(1, last + 1) if source[n - 1].startswith("\\begin{equation*}"))
+            first = max(n for n in range(1, last + 1) if source[n - 1].startswith(("\\begin{equation*}", "\\begin{align*}")))
         found.append(f"{match[1]}pt too wide: " + " / ".join(source[first - 1 : last])[:300])
     return found
 
@@ -154,14 +154,12 @@ def test_an_overfull_line_is_caught(tmp_path):
 
 
 def display_rows(text):
-    """The rows of every display of a .tex document: one `lhs = rhs`, or the rows of its split."""
+    """The rows of every display of a .tex document: one `lhs = rhs`, or the rows of its align*."""
     out = []
-    for body in re.findall(r"\\begin\{equation\*\}\n(.*?)\n\\end\{equation\*\}", text, re.S):
+    for kind, body in re.findall(r"\\begin\{(equation\*|align\*)\}\n(.*?)\n\\end\{\1\}", text, re.S):
         lines = body.splitlines()
-        if lines[0] == r"\begin{split}":
-            assert lines[-1] == r"\end{split}", body
-            lines = lines[1:-1]
-        out.append([line.removesuffix(r" \\") for line in lines])
+        assert (kind == "align*") == (len(lines) > 1), body
+        out.append([re.sub(r"(\\displaybreak\[0\])? \\\\$", "", line) for line in lines])
     return out
 
 
@@ -265,7 +263,8 @@ def markdown_blocks(text):
 
 
 def equation_rows(block):
-    """The rows of the equation in a $$ block: its one line, or the rows of its aligned environment."""
+    """The rows of the equations in a $$ block: its one line, or the rows of its aligned environment, each
+    equation's first row aligned on its '=', its continuation rows starting at the alignment point."""
     if len(block) == 1:
         assert "\\\\" not in block[0] and "&" not in block[0], f"a one-line equation with rows or columns: {block[0]}"
         return block
@@ -275,14 +274,15 @@ def equation_rows(block):
     assert not rows[-1].endswith("\\\\"), f"an empty last row: {rows}"
     rows = [row.removesuffix(r" \\") for row in rows]
     assert all(row.count("&") == 1 for row in rows), f"not one alignment point a row: {rows}"
-    assert "&= " in rows[0] and all(row.startswith("&") for row in rows[1:]), f"not aligned on the '=': {rows}"
+    assert "&= " in rows[0] and all(row.startswith("&") or "&= " in row for row in rows[1:]), f"not aligned: {rows}"
     return rows
 
 
 @pytest.mark.parametrize("model", DOCUMENTS)
 def test_markdown_blocks_hold_one_equation_each(model, documents):
-    """$$ blocks are balanced; each holds one equation with a top-level '=': one line, or an aligned environment
-    a row a line, aligned on its '=', every row's \\left and \\right paired; the same rows as the LaTeX's displays."""
+    """$$ blocks are balanced; each holds the equations of one display, each with a top-level '=': one line, or an
+    aligned environment a row a line, aligned on the '=', every row's \\left and \\right paired; the same rows
+    as the LaTeX's displays."""
     tex, md = documents[model]
     blocks = markdown_blocks(md)
     assert blocks, "no $$ block"
@@ -296,9 +296,9 @@ def test_markdown_blocks_hold_one_equation_each(model, documents):
 
 # The control words the documents' Markdown uses, each one GitHub's MathJax has (TeX input, base and AMS).
 MATHJAX = set(
-    "Gamma Lambda alpha bar begin beta boldsymbol cdot cdots cos delta dot end frac gamma ge lambda ldots le log max "
-    "mathbf min ne nmid odot operatorname partial pi prod rho sup to "
-    "quad right left sigma sum tanh tau textrm tfrac theta top xi".split()
+    "Gamma Lambda alpha bar begin beta boldsymbol cdot cdots cos delta dot ell end frac gamma ge hat lambda ldots le "
+    "log max mathbf min ne nmid nu odot operatorname partial pi rho sup to "
+    "quad right left sigma sum tanh tau textrm tfrac theta top varphi xi".split()
 )
 
 

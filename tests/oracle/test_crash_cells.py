@@ -57,7 +57,7 @@ def test_crash_cell_agrees_with_the_oracle(cell):
 def test_crash_cell_has_a_document(cell):
     """The derivation renders; a zero gradient and a zero Jacobian are shown as zero (bold 0)."""
     model = getattr(crash_cells, cell)()
-    text = document(model)
+    text = document(model).replace(" &= ", " = ")  # an equation of a display of several is aligned on its '='
     zero = [key for key in ZERO[cell] if not key.endswith("0")]
     for key in zero:
         name = latex(next(p for p in model.params if p.name == key))
