@@ -37,7 +37,7 @@ class Program:
     gradients: Pass  # stacked parameter-gradient products, before the return
     returns: tuple  # (key, value, comment): the gradients backward returns
     recurrent: tuple  # adjoints that flow back through time (an age axis in the window pass)
-    forward_mode: Pass  # the gradients by forward mode (RTRL): ir.Units, then an ir.TangentLoop per gradient
+    forward_mode: Pass  # the gradients by forward mode (RTRL): ir.Units, one ir.TangentLoop, a Gradient per key
 
 
 @functools.cache  # every backend prints the same statements of a model

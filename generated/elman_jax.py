@@ -183,68 +183,43 @@ def _forward_mode(params, x, y, h0):
     grads = {}
     units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
     units_n_q = _directions(jnp.ones((B, 1), dtype), n_q)  # every direction of a vector of q entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_U = slice(0, U.size)
+    along_W = slice(along_U.stop, along_U.stop + W.size)
+    along_b = slice(along_W.stop, along_W.stop + b.size)
+    along_h0 = slice(along_b.stop, along_b.stop + n_h)
+    along_V = slice(along_h0.stop, along_h0.stop + V.size)
+    along_c = slice(along_V.stop, along_V.stop + c.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_h = jnp.zeros((directions, B, n_h), dtype)
+    dot_h = dot_h.at[along_h0].set(units_n_h)
 
-    # U: tangents along every entry of U
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of U."""
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_h,) = carry
-        (x_t, h_t, d_s_t) = inputs
-        dot_h = (1 - h_t ** 2) * (_directions(x_t, n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(U) x_t + W dot(h_{t-1}))
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
+        (x_t, h_prev, h_t, d_s_t) = inputs
+        total = jnp.zeros((B, along_c.stop), dtype)
+        # dot(a_t) = dot(b) + dot(U) x_t + dot(W) h_{t-1} + W dot(h_{t-1})
+        dot_a = dot_h @ W.T
+        dot_a = dot_a.at[along_U].add(_directions(x_t, n_h))  # dot(U) x_t
+        dot_a = dot_a.at[along_W].add(_directions(h_prev, n_h))  # dot(W) h_{t-1}
+        dot_a = dot_a.at[along_b].add(units_n_h)  # dot(b)
+        # dot(h_t) = diag(1 - h_t^2) dot(a_t)
+        dot_h = (1 - h_t ** 2) * dot_a
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(c) + dot(V) h_t + V dot(h_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t))  # V dot(h_t)
+        total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
+        total = total.at[:, along_c].add(jnp.einsum("pbk,bk->bp", units_n_q, d_s_t))  # dot(c)
+        return ((dot_h,), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((U.size, B, n_h), dtype),), (x, h[1:], d_s))  # t = 1..T
-    grads["U"] = shares.sum(axis=0).reshape(U.shape)
-
-    # W: tangents along every entry of W
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W."""
-        (dot_h,) = carry
-        (h_prev, h_t, d_s_t) = inputs
-        dot_h = (1 - h_t ** 2) * (_directions(h_prev, n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(W) h_{t-1} + W dot(h_{t-1}))
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W.size, B, n_h), dtype),), (h[:-1], h[1:], d_s))  # t = 1..T
-    grads["W"] = shares.sum(axis=0).reshape(W.shape)
-
-    # V: tangents along every entry of V
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of V."""
-        (h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(h_t, n_q), d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s))  # t = 1..T
-    grads["V"] = shares.sum(axis=0).reshape(V.shape)
-
-    # b: tangents along every entry of b
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b."""
-        (dot_h,) = carry
-        (h_t, d_s_t) = inputs
-        dot_h = (1 - h_t ** 2) * (units_n_h + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(b) + W dot(h_{t-1}))
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b.size, B, n_h), dtype),), (h[1:], d_s))  # t = 1..T
-    grads["b"] = shares.sum(axis=0).reshape(b.shape)
-
-    # c: tangents along every entry of c
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of c."""
-        (d_s_t,) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", units_n_q, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (d_s,))  # t = 1..T
-    grads["c"] = shares.sum(axis=0).reshape(c.shape)
-
-    # h0: tangents along every entry of h0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of h0."""
-        (dot_h,) = carry
-        (h_t, d_s_t) = inputs
-        dot_h = (1 - h_t ** 2) * (dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) W dot(h_{t-1})
-        return ((dot_h,), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (h[1:], d_s))  # t = 1..T
-    grads["h0"] = shares.sum(axis=0)
+    _, (shares,) = jax.lax.scan(_step, (dot_h,), (x, h[:-1], h[1:], d_s))  # t = 1..T
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
+    grads["W"] = total[:, along_W].sum(axis=0).reshape(W.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["b"] = total[:, along_b].sum(axis=0).reshape(b.shape)
+    grads["c"] = total[:, along_c].sum(axis=0).reshape(c.shape)
+    grads["h0"] = total[:, along_h0]
     return loss, grads
 
 

@@ -178,48 +178,36 @@ def _forward_mode(params, x, y, s0):
     dtype = params["U"].dtype
     grads = {}
     units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_U = slice(0, U.size)
+    along_W = slice(along_U.stop, along_U.stop + W.size)
+    along_s0 = slice(along_W.stop, along_W.stop + n_h)
+    along_V = slice(along_s0.stop, along_s0.stop + V.size)
+    directions = along_s0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_s = jnp.zeros((directions, B, n_h), dtype)
+    dot_s = dot_s.at[along_s0].set(units_n_h)
 
-    # U: tangents along every entry of U
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of U."""
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_s,) = carry
-        (x_t, s_t, d_z_t) = inputs
-        dot_s = (1 - s_t ** 2) * (_directions(jax.nn.one_hot(x_t, n_d, dtype=dtype), n_h) + dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) (dot(U) onehot(x_t) + W dot(s_{t-1}))
-        return ((dot_s,), (jnp.einsum("pbk,bk->p", dot_s @ V.T, d_z_t),))
+        (x_t, s_prev, s_t, d_z_t) = inputs
+        total = jnp.zeros((B, along_V.stop), dtype)
+        # dot(s_t) = diag(1 - s_t^2) (dot(U) onehot(x_t) + dot(W) s_{t-1} + W dot(s_{t-1}))
+        dot_s = dot_s @ W.T
+        dot_s = dot_s.at[along_U].add(_directions(jax.nn.one_hot(x_t, n_d, dtype=dtype), n_h))  # dot(U) onehot(x_t)
+        dot_s = dot_s.at[along_W].add(_directions(s_prev, n_h))  # dot(W) s_{t-1}
+        dot_s = (1 - s_t ** 2) * dot_s
+        # every gradient += dL/dz_t^T dot(z_t), dot(z_t) = dot(V) s_t + V dot(s_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_s @ V.T, d_z_t))  # V dot(s_t)
+        total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(s_t, n_q), d_z_t))  # dot(V) s_t
+        return ((dot_s,), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((U.size, B, n_h), dtype),), (x, s[1:], d_z))  # t = 1..T
-    grads["U"] = shares.sum(axis=0).reshape(U.shape)
-
-    # W: tangents along every entry of W
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W."""
-        (dot_s,) = carry
-        (s_prev, s_t, d_z_t) = inputs
-        dot_s = (1 - s_t ** 2) * (_directions(s_prev, n_h) + dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) (dot(W) s_{t-1} + W dot(s_{t-1}))
-        return ((dot_s,), (jnp.einsum("pbk,bk->p", dot_s @ V.T, d_z_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W.size, B, n_h), dtype),), (s[:-1], s[1:], d_z))  # t = 1..T
-    grads["W"] = shares.sum(axis=0).reshape(W.shape)
-
-    # V: tangents along every entry of V
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of V."""
-        (s_t, d_z_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(s_t, n_q), d_z_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (s[1:], d_z))  # t = 1..T
-    grads["V"] = shares.sum(axis=0).reshape(V.shape)
-
-    # s0: tangents along every entry of s0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of s0."""
-        (dot_s,) = carry
-        (s_t, d_z_t) = inputs
-        dot_s = (1 - s_t ** 2) * (dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) W dot(s_{t-1})
-        return ((dot_s,), (jnp.einsum("pbk,bk->bp", dot_s @ V.T, d_z_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (s[1:], d_z))  # t = 1..T
-    grads["s0"] = shares.sum(axis=0)
+    _, (shares,) = jax.lax.scan(_step, (dot_s,), (x, s[:-1], s[1:], d_z))  # t = 1..T
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
+    grads["W"] = total[:, along_W].sum(axis=0).reshape(W.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["s0"] = total[:, along_s0]
     return loss, grads
 
 

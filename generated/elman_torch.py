@@ -141,44 +141,35 @@ def forward_mode_grads(params, xs, ys, h0=None):
         grads = {}
         units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
         units_n_q = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)  # every direction of a vector of q entries
-        # U: tangents along every entry of U
-        dot_h = torch.zeros((U.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(U.numel(), dtype=dtype, device=device)
+        # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+        along_U = slice(0, U.numel())
+        along_W = slice(along_U.stop, along_U.stop + W.numel())
+        along_b = slice(along_W.stop, along_W.stop + b.numel())
+        along_h0 = slice(along_b.stop, along_b.stop + n_h)
+        along_V = slice(along_h0.stop, along_h0.stop + V.numel())
+        along_c = slice(along_V.stop, along_V.stop + c.numel())
+        directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+        dot_h = torch.zeros((directions, B, n_h), dtype=dtype, device=device)
+        dot_h[along_h0] = units_n_h
+        total = torch.zeros((B, along_c.stop), dtype=dtype, device=device)  # every gradient, per sample: its rows along it
         for t in range(1, T + 1):
-            dot_h = (1 - h[t] ** 2) * (_directions(x[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(U) x_t + W dot(h_{t-1}))
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["U"] = total.reshape(U.shape)
-        # W: tangents along every entry of W
-        dot_h = torch.zeros((W.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_h = (1 - h[t] ** 2) * (_directions(h[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(W) h_{t-1} + W dot(h_{t-1}))
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W"] = total.reshape(W.shape)
-        # V: tangents along every entry of V
-        total = torch.zeros(V.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-        grads["V"] = total.reshape(V.shape)
-        # b: tangents along every entry of b
-        dot_h = torch.zeros((b.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_h = (1 - h[t] ** 2) * (units_n_h + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(b) + W dot(h_{t-1}))
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b"] = total.reshape(b.shape)
-        # c: tangents along every entry of c
-        total = torch.zeros(c.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", units_n_q, d_s[t - 1])
-        grads["c"] = total.reshape(c.shape)
-        # h0: tangents along every entry of h0, for each sample
-        dot_h = units_n_h
-        total = torch.zeros((B, n_h), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_h = (1 - h[t] ** 2) * (dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) W dot(h_{t-1})
-            total += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-        grads["h0"] = total
+            # dot(a_t) = dot(b) + dot(U) x_t + dot(W) h_{t-1} + W dot(h_{t-1})
+            dot_a = dot_h @ W.T
+            dot_a[along_U] += _directions(x[t - 1], n_h)  # dot(U) x_t
+            dot_a[along_W] += _directions(h[t - 1], n_h)  # dot(W) h_{t-1}
+            dot_a[along_b] += units_n_h  # dot(b)
+            # dot(h_t) = diag(1 - h_t^2) dot(a_t)
+            dot_h = (1 - h[t] ** 2) * dot_a
+            # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(c) + dot(V) h_t + V dot(h_t)
+            total[:, :directions] += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
+            total[:, along_V] += torch.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
+            total[:, along_c] += torch.einsum("pbk,bk->bp", units_n_q, d_s[t - 1])  # dot(c)
+        grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
+        grads["W"] = total[:, along_W].sum(axis=0).reshape(W.shape)
+        grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+        grads["b"] = total[:, along_b].sum(axis=0).reshape(b.shape)
+        grads["c"] = total[:, along_c].sum(axis=0).reshape(c.shape)
+        grads["h0"] = total[:, along_h0].clone()
     return loss, grads
 
 

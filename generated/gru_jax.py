@@ -212,171 +212,79 @@ def _forward_mode(params, x, y, h0):
     dtype = params["W_ir"].dtype
     grads = {}
     units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_ir = slice(0, W_ir.size)
+    along_b_ir = slice(along_W_ir.stop, along_W_ir.stop + b_ir.size)
+    along_W_hr = slice(along_b_ir.stop, along_b_ir.stop + W_hr.size)
+    along_b_hr = slice(along_W_hr.stop, along_W_hr.stop + b_hr.size)
+    along_W_iz = slice(along_b_hr.stop, along_b_hr.stop + W_iz.size)
+    along_b_iz = slice(along_W_iz.stop, along_W_iz.stop + b_iz.size)
+    along_W_hz = slice(along_b_iz.stop, along_b_iz.stop + W_hz.size)
+    along_b_hz = slice(along_W_hz.stop, along_W_hz.stop + b_hz.size)
+    along_W_in = slice(along_b_hz.stop, along_b_hz.stop + W_in.size)
+    along_b_in = slice(along_W_in.stop, along_W_in.stop + b_in.size)
+    along_W_hn = slice(along_b_in.stop, along_b_in.stop + W_hn.size)
+    along_b_hn = slice(along_W_hn.stop, along_W_hn.stop + b_hn.size)
+    along_h0 = slice(along_b_hn.stop, along_b_hn.stop + n_h)
+    along_V = slice(along_h0.stop, along_h0.stop + V.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_h = jnp.zeros((directions, B, n_h), dtype)
+    dot_h = dot_h.at[along_h0].set(units_n_h)
 
-    # W_ir: tangents along every entry of W_ir
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_ir."""
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_h,) = carry
-        (z_t, x_t, r_t, m_t, n_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(x_t, n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
+        (x_t, h_prev, r_t, z_t, m_t, n_t, d_s_t, h_t) = inputs
+        total = jnp.zeros((B, along_V.stop), dtype)
+        # dot(r_bar_t) = dot(b_hr) + dot(b_ir) + dot(W_ir) x_t + dot(W_hr) h_{t-1} + W_hr dot(h_{t-1})
+        dot_r_bar = dot_h @ W_hr.T
+        dot_r_bar = dot_r_bar.at[along_W_ir].add(_directions(x_t, n_h))  # dot(W_ir) x_t
+        dot_r_bar = dot_r_bar.at[along_b_ir].add(units_n_h)  # dot(b_ir)
+        dot_r_bar = dot_r_bar.at[along_W_hr].add(_directions(h_prev, n_h))  # dot(W_hr) h_{t-1}
+        dot_r_bar = dot_r_bar.at[along_b_hr].add(units_n_h)  # dot(b_hr)
+        # dot(r_t) = diag((1 - r_t) * r_t) dot(r_bar_t)
+        dot_r = ((1 - r_t) * r_t) * dot_r_bar
+        # dot(z_bar_t) = dot(b_hz) + dot(b_iz) + dot(W_iz) x_t + dot(W_hz) h_{t-1} + W_hz dot(h_{t-1})
+        dot_z_bar = dot_h @ W_hz.T
+        dot_z_bar = dot_z_bar.at[along_W_iz].add(_directions(x_t, n_h))  # dot(W_iz) x_t
+        dot_z_bar = dot_z_bar.at[along_b_iz].add(units_n_h)  # dot(b_iz)
+        dot_z_bar = dot_z_bar.at[along_W_hz].add(_directions(h_prev, n_h))  # dot(W_hz) h_{t-1}
+        dot_z_bar = dot_z_bar.at[along_b_hz].add(units_n_h)  # dot(b_hz)
+        # dot(z_t) = diag((1 - z_t) * z_t) dot(z_bar_t)
+        dot_z = ((1 - z_t) * z_t) * dot_z_bar
+        # dot(m_t) = dot(b_hn) + dot(W_hn) h_{t-1} + W_hn dot(h_{t-1})
+        dot_m = dot_h @ W_hn.T
+        dot_m = dot_m.at[along_W_hn].add(_directions(h_prev, n_h))  # dot(W_hn) h_{t-1}
+        dot_m = dot_m.at[along_b_hn].add(units_n_h)  # dot(b_hn)
+        # dot(n_bar_t) = dot(b_in) + dot(W_in) x_t + diag(r_t) dot(m_t) + diag(m_t) dot(r_t)
+        dot_n_bar = r_t * dot_m + m_t * dot_r
+        dot_n_bar = dot_n_bar.at[along_W_in].add(_directions(x_t, n_h))  # dot(W_in) x_t
+        dot_n_bar = dot_n_bar.at[along_b_in].add(units_n_h)  # dot(b_in)
+        # dot(n_t) = diag(1 - n_t^2) dot(n_bar_t)
+        dot_n = (1 - n_t ** 2) * dot_n_bar
+        # dot(h_t) = diag(1 - z_t) dot(n_t) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
+        dot_h = (1 - z_t) * dot_n + z_t * dot_h + h_prev * dot_z - n_t * dot_z
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t))  # V dot(h_t)
+        total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
+        return ((dot_h,), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ir.size, B, n_h), dtype),), (z[1:], x, r[1:], m[1:], n[1:], h[:-1], d_s))  # t = 1..T
-    grads["W_ir"] = shares.sum(axis=0).reshape(W_ir.shape)
-
-    # b_ir: tangents along every entry of b_ir
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_ir."""
-        (dot_h,) = carry
-        (z_t, r_t, m_t, n_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ir.size, B, n_h), dtype),), (z[1:], r[1:], m[1:], n[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_ir"] = shares.sum(axis=0).reshape(b_ir.shape)
-
-    # W_hr: tangents along every entry of W_hr
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hr."""
-        (dot_h,) = carry
-        (z_t, h_prev, r_t, m_t, n_t, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(h_prev, n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hr.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], m[1:], n[1:], d_s))  # t = 1..T
-    grads["W_hr"] = shares.sum(axis=0).reshape(W_hr.shape)
-
-    # b_hr: tangents along every entry of b_hr
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hr."""
-        (dot_h,) = carry
-        (z_t, r_t, m_t, n_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hr.size, B, n_h), dtype),), (z[1:], r[1:], m[1:], n[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_hr"] = shares.sum(axis=0).reshape(b_hr.shape)
-
-    # W_iz: tangents along every entry of W_iz
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_iz."""
-        (dot_h,) = carry
-        (x_t, z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (_directions(x_t, n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_iz) x_t + W_hz dot(h_{t-1}))
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_iz.size, B, n_h), dtype),), (x, z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["W_iz"] = shares.sum(axis=0).reshape(W_iz.shape)
-
-    # b_iz: tangents along every entry of b_iz
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_iz."""
-        (dot_h,) = carry
-        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_iz) + W_hz dot(h_{t-1}))
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_iz.size, B, n_h), dtype),), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_iz"] = shares.sum(axis=0).reshape(b_iz.shape)
-
-    # W_hz: tangents along every entry of W_hz
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hz."""
-        (dot_h,) = carry
-        (h_prev, z_t, r_t, n_t, m_t, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (_directions(h_prev, n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_hz) h_{t-1} + W_hz dot(h_{t-1}))
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hz.size, B, n_h), dtype),), (h[:-1], z[1:], r[1:], n[1:], m[1:], d_s))  # t = 1..T
-    grads["W_hz"] = shares.sum(axis=0).reshape(W_hz.shape)
-
-    # b_hz: tangents along every entry of b_hz
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hz."""
-        (dot_h,) = carry
-        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_hz) + W_hz dot(h_{t-1}))
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hz.size, B, n_h), dtype),), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_hz"] = shares.sum(axis=0).reshape(b_hz.shape)
-
-    # W_in: tangents along every entry of W_in
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_in."""
-        (dot_h,) = carry
-        (z_t, x_t, n_t, r_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * _directions(x_t, n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_in.size, B, n_h), dtype),), (z[1:], x, n[1:], r[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["W_in"] = shares.sum(axis=0).reshape(W_in.shape)
-
-    # b_in: tangents along every entry of b_in
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_in."""
-        (dot_h,) = carry
-        (z_t, n_t, r_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * units_n_h) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_in.size, B, n_h), dtype),), (z[1:], n[1:], r[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_in"] = shares.sum(axis=0).reshape(b_in.shape)
-
-    # W_hn: tangents along every entry of W_hn
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hn."""
-        (dot_h,) = carry
-        (z_t, h_prev, r_t, n_t, m_t, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * _directions(h_prev, n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hn.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], n[1:], m[1:], d_s))  # t = 1..T
-    grads["W_hn"] = shares.sum(axis=0).reshape(W_hn.shape)
-
-    # b_hn: tangents along every entry of b_hn
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hn."""
-        (dot_h,) = carry
-        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * units_n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hn.size, B, n_h), dtype),), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_hn"] = shares.sum(axis=0).reshape(b_hn.shape)
-
-    # V: tangents along every entry of V
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of V."""
-        (h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(h_t, n_q), d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s))  # t = 1..T
-    grads["V"] = shares.sum(axis=0).reshape(V.shape)
-
-    # h0: tangents along every entry of h0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of h0."""
-        (dot_h,) = carry
-        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["h0"] = shares.sum(axis=0)
+    _, (shares,) = jax.lax.scan(_step, (dot_h,), (x, h[:-1], r[1:], z[1:], m[1:], n[1:], d_s, h[1:]))  # t = 1..T
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["W_ir"] = total[:, along_W_ir].sum(axis=0).reshape(W_ir.shape)
+    grads["b_ir"] = total[:, along_b_ir].sum(axis=0).reshape(b_ir.shape)
+    grads["W_hr"] = total[:, along_W_hr].sum(axis=0).reshape(W_hr.shape)
+    grads["b_hr"] = total[:, along_b_hr].sum(axis=0).reshape(b_hr.shape)
+    grads["W_iz"] = total[:, along_W_iz].sum(axis=0).reshape(W_iz.shape)
+    grads["b_iz"] = total[:, along_b_iz].sum(axis=0).reshape(b_iz.shape)
+    grads["W_hz"] = total[:, along_W_hz].sum(axis=0).reshape(W_hz.shape)
+    grads["b_hz"] = total[:, along_b_hz].sum(axis=0).reshape(b_hz.shape)
+    grads["W_in"] = total[:, along_W_in].sum(axis=0).reshape(W_in.shape)
+    grads["b_in"] = total[:, along_b_in].sum(axis=0).reshape(b_in.shape)
+    grads["W_hn"] = total[:, along_W_hn].sum(axis=0).reshape(W_hn.shape)
+    grads["b_hn"] = total[:, along_b_hn].sum(axis=0).reshape(b_hn.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["h0"] = total[:, along_h0]
     return loss, grads
 
 

@@ -170,115 +170,71 @@ def forward_mode_grads(params, xs, ys, h0=None):
         dtype, device = d_s.dtype, d_s.device
         grads = {}
         units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
-        # W_ir: tangents along every entry of W_ir
-        dot_h = torch.zeros((W_ir.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_ir.numel(), dtype=dtype, device=device)
+        # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+        along_W_ir = slice(0, W_ir.numel())
+        along_b_ir = slice(along_W_ir.stop, along_W_ir.stop + b_ir.numel())
+        along_W_hr = slice(along_b_ir.stop, along_b_ir.stop + W_hr.numel())
+        along_b_hr = slice(along_W_hr.stop, along_W_hr.stop + b_hr.numel())
+        along_W_iz = slice(along_b_hr.stop, along_b_hr.stop + W_iz.numel())
+        along_b_iz = slice(along_W_iz.stop, along_W_iz.stop + b_iz.numel())
+        along_W_hz = slice(along_b_iz.stop, along_b_iz.stop + W_hz.numel())
+        along_b_hz = slice(along_W_hz.stop, along_W_hz.stop + b_hz.numel())
+        along_W_in = slice(along_b_hz.stop, along_b_hz.stop + W_in.numel())
+        along_b_in = slice(along_W_in.stop, along_W_in.stop + b_in.numel())
+        along_W_hn = slice(along_b_in.stop, along_b_in.stop + W_hn.numel())
+        along_b_hn = slice(along_W_hn.stop, along_W_hn.stop + b_hn.numel())
+        along_h0 = slice(along_b_hn.stop, along_b_hn.stop + n_h)
+        along_V = slice(along_h0.stop, along_h0.stop + V.numel())
+        directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+        dot_h = torch.zeros((directions, B, n_h), dtype=dtype, device=device)
+        dot_h[along_h0] = units_n_h
+        total = torch.zeros((B, along_V.stop), dtype=dtype, device=device)  # every gradient, per sample: its rows along it
         for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(x[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_ir"] = total.reshape(W_ir.shape)
-        # b_ir: tangents along every entry of b_ir
-        dot_h = torch.zeros((b_ir.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_ir.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_ir"] = total.reshape(b_ir.shape)
-        # W_hr: tangents along every entry of W_hr
-        dot_h = torch.zeros((W_hr.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hr.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(h[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_hr"] = total.reshape(W_hr.shape)
-        # b_hr: tangents along every entry of b_hr
-        dot_h = torch.zeros((b_hr.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_hr.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_hr"] = total.reshape(b_hr.shape)
-        # W_iz: tangents along every entry of W_iz
-        dot_h = torch.zeros((W_iz.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_iz.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (_directions(x[t - 1], n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_iz) x_t + W_hz dot(h_{t-1}))
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_iz"] = total.reshape(W_iz.shape)
-        # b_iz: tangents along every entry of b_iz
-        dot_h = torch.zeros((b_iz.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_iz.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_iz) + W_hz dot(h_{t-1}))
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_iz"] = total.reshape(b_iz.shape)
-        # W_hz: tangents along every entry of W_hz
-        dot_h = torch.zeros((W_hz.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hz.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (_directions(h[t - 1], n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_hz) h_{t-1} + W_hz dot(h_{t-1}))
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_hz"] = total.reshape(W_hz.shape)
-        # b_hz: tangents along every entry of b_hz
-        dot_h = torch.zeros((b_hz.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_hz.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_hz) + W_hz dot(h_{t-1}))
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_hz"] = total.reshape(b_hz.shape)
-        # W_in: tangents along every entry of W_in
-        dot_h = torch.zeros((W_in.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_in.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(x[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_in"] = total.reshape(W_in.shape)
-        # b_in: tangents along every entry of b_in
-        dot_h = torch.zeros((b_in.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_in.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_in"] = total.reshape(b_in.shape)
-        # W_hn: tangents along every entry of W_hn
-        dot_h = torch.zeros((W_hn.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hn.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(h[t - 1], n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_hn"] = total.reshape(W_hn.shape)
-        # b_hn: tangents along every entry of b_hn
-        dot_h = torch.zeros((b_hn.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_hn.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * units_n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_hn"] = total.reshape(b_hn.shape)
-        # V: tangents along every entry of V
-        total = torch.zeros(V.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-        grads["V"] = total.reshape(V.shape)
-        # h0: tangents along every entry of h0, for each sample
-        dot_h = units_n_h
-        total = torch.zeros((B, n_h), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-            dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-            total += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-        grads["h0"] = total
+            # dot(r_bar_t) = dot(b_hr) + dot(b_ir) + dot(W_ir) x_t + dot(W_hr) h_{t-1} + W_hr dot(h_{t-1})
+            dot_r_bar = dot_h @ W_hr.T
+            dot_r_bar[along_W_ir] += _directions(x[t - 1], n_h)  # dot(W_ir) x_t
+            dot_r_bar[along_b_ir] += units_n_h  # dot(b_ir)
+            dot_r_bar[along_W_hr] += _directions(h[t - 1], n_h)  # dot(W_hr) h_{t-1}
+            dot_r_bar[along_b_hr] += units_n_h  # dot(b_hr)
+            # dot(r_t) = diag((1 - r_t) * r_t) dot(r_bar_t)
+            dot_r = ((1 - r[t]) * r[t]) * dot_r_bar
+            # dot(z_bar_t) = dot(b_hz) + dot(b_iz) + dot(W_iz) x_t + dot(W_hz) h_{t-1} + W_hz dot(h_{t-1})
+            dot_z_bar = dot_h @ W_hz.T
+            dot_z_bar[along_W_iz] += _directions(x[t - 1], n_h)  # dot(W_iz) x_t
+            dot_z_bar[along_b_iz] += units_n_h  # dot(b_iz)
+            dot_z_bar[along_W_hz] += _directions(h[t - 1], n_h)  # dot(W_hz) h_{t-1}
+            dot_z_bar[along_b_hz] += units_n_h  # dot(b_hz)
+            # dot(z_t) = diag((1 - z_t) * z_t) dot(z_bar_t)
+            dot_z = ((1 - z[t]) * z[t]) * dot_z_bar
+            # dot(m_t) = dot(b_hn) + dot(W_hn) h_{t-1} + W_hn dot(h_{t-1})
+            dot_m = dot_h @ W_hn.T
+            dot_m[along_W_hn] += _directions(h[t - 1], n_h)  # dot(W_hn) h_{t-1}
+            dot_m[along_b_hn] += units_n_h  # dot(b_hn)
+            # dot(n_bar_t) = dot(b_in) + dot(W_in) x_t + diag(r_t) dot(m_t) + diag(m_t) dot(r_t)
+            dot_n_bar = r[t] * dot_m + m[t] * dot_r
+            dot_n_bar[along_W_in] += _directions(x[t - 1], n_h)  # dot(W_in) x_t
+            dot_n_bar[along_b_in] += units_n_h  # dot(b_in)
+            # dot(n_t) = diag(1 - n_t^2) dot(n_bar_t)
+            dot_n = (1 - n[t] ** 2) * dot_n_bar
+            # dot(h_t) = diag(1 - z_t) dot(n_t) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
+            dot_h = (1 - z[t]) * dot_n + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z
+            # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+            total[:, :directions] += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
+            total[:, along_V] += torch.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
+        grads["W_ir"] = total[:, along_W_ir].sum(axis=0).reshape(W_ir.shape)
+        grads["b_ir"] = total[:, along_b_ir].sum(axis=0).reshape(b_ir.shape)
+        grads["W_hr"] = total[:, along_W_hr].sum(axis=0).reshape(W_hr.shape)
+        grads["b_hr"] = total[:, along_b_hr].sum(axis=0).reshape(b_hr.shape)
+        grads["W_iz"] = total[:, along_W_iz].sum(axis=0).reshape(W_iz.shape)
+        grads["b_iz"] = total[:, along_b_iz].sum(axis=0).reshape(b_iz.shape)
+        grads["W_hz"] = total[:, along_W_hz].sum(axis=0).reshape(W_hz.shape)
+        grads["b_hz"] = total[:, along_b_hz].sum(axis=0).reshape(b_hz.shape)
+        grads["W_in"] = total[:, along_W_in].sum(axis=0).reshape(W_in.shape)
+        grads["b_in"] = total[:, along_b_in].sum(axis=0).reshape(b_in.shape)
+        grads["W_hn"] = total[:, along_W_hn].sum(axis=0).reshape(W_hn.shape)
+        grads["b_hn"] = total[:, along_b_hn].sum(axis=0).reshape(b_hn.shape)
+        grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+        grads["h0"] = total[:, along_h0].clone()
     return loss, grads
 
 

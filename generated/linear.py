@@ -169,32 +169,27 @@ def forward_mode_grads(params, xs, ys, h0=None):
     T, B = d_o.shape[0], d_o.shape[1]
     grads = {}
     units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
-    # W_hx: tangents along every entry of W_hx
-    dot_h = np.zeros((W_hx.size, B, n_h), dtype)
-    total = np.zeros(W_hx.size, dtype)
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_hx = slice(0, W_hx.size)
+    along_W_hh = slice(along_W_hx.stop, along_W_hx.stop + W_hh.size)
+    along_h0 = slice(along_W_hh.stop, along_W_hh.stop + n_h)
+    along_W_qh = slice(along_h0.stop, along_h0.stop + W_qh.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_h = np.zeros((directions, B, n_h), dtype)
+    dot_h[along_h0] = units_n_h
+    total = np.zeros((B, along_W_qh.stop), dtype)  # every gradient, per sample: its rows along it
     for t in range(1, T + 1):
-        dot_h = _directions(x[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hx) x_t + W_hh dot(h_{t-1})
-        total += np.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
-    grads["W_hx"] = total.reshape(W_hx.shape)
-    # W_hh: tangents along every entry of W_hh
-    dot_h = np.zeros((W_hh.size, B, n_h), dtype)
-    total = np.zeros(W_hh.size, dtype)
-    for t in range(1, T + 1):
-        dot_h = _directions(h[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
-        total += np.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
-    grads["W_hh"] = total.reshape(W_hh.shape)
-    # W_qh: tangents along every entry of W_qh
-    total = np.zeros(W_qh.size, dtype)
-    for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_o[t - 1])
-    grads["W_qh"] = total.reshape(W_qh.shape)
-    # h0: tangents along every entry of h0, for each sample
-    dot_h = units_n_h
-    total = np.zeros((B, n_h), dtype)
-    for t in range(1, T + 1):
-        dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})
-        total += np.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])
-    grads["h0"] = total
+        # dot(h_t) = dot(W_hx) x_t + dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
+        dot_h = dot_h @ W_hh.T
+        dot_h[along_W_hx] += _directions(x[t - 1], n_h)  # dot(W_hx) x_t
+        dot_h[along_W_hh] += _directions(h[t - 1], n_h)  # dot(W_hh) h_{t-1}
+        # every gradient += dL/do_t^T dot(o_t), dot(o_t) = dot(W_qh) h_t + W_qh dot(h_t)
+        total[:, :directions] += np.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])  # W_qh dot(h_t)
+        total[:, along_W_qh] += np.einsum("pbk,bk->bp", _directions(h[t], n_q), d_o[t - 1])  # dot(W_qh) h_t
+    grads["W_hx"] = total[:, along_W_hx].sum(axis=0).reshape(W_hx.shape)
+    grads["W_hh"] = total[:, along_W_hh].sum(axis=0).reshape(W_hh.shape)
+    grads["W_qh"] = total[:, along_W_qh].sum(axis=0).reshape(W_qh.shape)
+    grads["h0"] = total[:, along_h0].copy()
     return loss, grads
 
 

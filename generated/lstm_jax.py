@@ -229,231 +229,99 @@ def _forward_mode(params, x, y, c0, h0):
     dtype = params["W_ii"].dtype
     grads = {}
     units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_ii = slice(0, W_ii.size)
+    along_b_ii = slice(along_W_ii.stop, along_W_ii.stop + b_ii.size)
+    along_W_hi = slice(along_b_ii.stop, along_b_ii.stop + W_hi.size)
+    along_b_hi = slice(along_W_hi.stop, along_W_hi.stop + b_hi.size)
+    along_W_if = slice(along_b_hi.stop, along_b_hi.stop + W_if.size)
+    along_b_if = slice(along_W_if.stop, along_W_if.stop + b_if.size)
+    along_W_hf = slice(along_b_if.stop, along_b_if.stop + W_hf.size)
+    along_b_hf = slice(along_W_hf.stop, along_W_hf.stop + b_hf.size)
+    along_W_ig = slice(along_b_hf.stop, along_b_hf.stop + W_ig.size)
+    along_b_ig = slice(along_W_ig.stop, along_W_ig.stop + b_ig.size)
+    along_W_hg = slice(along_b_ig.stop, along_b_ig.stop + W_hg.size)
+    along_b_hg = slice(along_W_hg.stop, along_W_hg.stop + b_hg.size)
+    along_W_io = slice(along_b_hg.stop, along_b_hg.stop + W_io.size)
+    along_b_io = slice(along_W_io.stop, along_W_io.stop + b_io.size)
+    along_W_ho = slice(along_b_io.stop, along_b_io.stop + W_ho.size)
+    along_b_ho = slice(along_W_ho.stop, along_W_ho.stop + b_ho.size)
+    along_c0 = slice(along_b_ho.stop, along_b_ho.stop + n_h)
+    along_h0 = slice(along_c0.stop, along_c0.stop + n_h)
+    along_V = slice(along_h0.stop, along_h0.stop + V.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_c = jnp.zeros((directions, B, n_h), dtype)
+    dot_c = dot_c.at[along_c0].set(units_n_h)
+    dot_h = jnp.zeros((directions, B, n_h), dtype)
+    dot_h = dot_h.at[along_h0].set(units_n_h)
 
-    # W_ii: tangents along every entry of W_ii
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_ii."""
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_c, dot_h) = carry
-        (x_t, i_t, g_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = g_t * (((1 - i_t) * i_t) * _directions(x_t, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(W_ii) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
+        (x_t, h_prev, i_t, f_t, g_t, o_t, c_prev, c_t, d_s_t, h_t) = inputs
+        total = jnp.zeros((B, along_V.stop), dtype)
+        # dot(i_bar_t) = dot(b_hi) + dot(b_ii) + dot(W_ii) x_t + dot(W_hi) h_{t-1} + W_hi dot(h_{t-1})
+        dot_i_bar = dot_h @ W_hi.T
+        dot_i_bar = dot_i_bar.at[along_W_ii].add(_directions(x_t, n_h))  # dot(W_ii) x_t
+        dot_i_bar = dot_i_bar.at[along_b_ii].add(units_n_h)  # dot(b_ii)
+        dot_i_bar = dot_i_bar.at[along_W_hi].add(_directions(h_prev, n_h))  # dot(W_hi) h_{t-1}
+        dot_i_bar = dot_i_bar.at[along_b_hi].add(units_n_h)  # dot(b_hi)
+        # dot(i_t) = diag((1 - i_t) * i_t) dot(i_bar_t)
+        dot_i = ((1 - i_t) * i_t) * dot_i_bar
+        # dot(f_bar_t) = dot(b_hf) + dot(b_if) + dot(W_if) x_t + dot(W_hf) h_{t-1} + W_hf dot(h_{t-1})
+        dot_f_bar = dot_h @ W_hf.T
+        dot_f_bar = dot_f_bar.at[along_W_if].add(_directions(x_t, n_h))  # dot(W_if) x_t
+        dot_f_bar = dot_f_bar.at[along_b_if].add(units_n_h)  # dot(b_if)
+        dot_f_bar = dot_f_bar.at[along_W_hf].add(_directions(h_prev, n_h))  # dot(W_hf) h_{t-1}
+        dot_f_bar = dot_f_bar.at[along_b_hf].add(units_n_h)  # dot(b_hf)
+        # dot(f_t) = diag((1 - f_t) * f_t) dot(f_bar_t)
+        dot_f = ((1 - f_t) * f_t) * dot_f_bar
+        # dot(g_bar_t) = dot(b_hg) + dot(b_ig) + dot(W_ig) x_t + dot(W_hg) h_{t-1} + W_hg dot(h_{t-1})
+        dot_g_bar = dot_h @ W_hg.T
+        dot_g_bar = dot_g_bar.at[along_W_ig].add(_directions(x_t, n_h))  # dot(W_ig) x_t
+        dot_g_bar = dot_g_bar.at[along_b_ig].add(units_n_h)  # dot(b_ig)
+        dot_g_bar = dot_g_bar.at[along_W_hg].add(_directions(h_prev, n_h))  # dot(W_hg) h_{t-1}
+        dot_g_bar = dot_g_bar.at[along_b_hg].add(units_n_h)  # dot(b_hg)
+        # dot(g_t) = diag(1 - g_t^2) dot(g_bar_t)
+        dot_g = (1 - g_t ** 2) * dot_g_bar
+        # dot(o_bar_t) = dot(b_ho) + dot(b_io) + dot(W_io) x_t + dot(W_ho) h_{t-1} + W_ho dot(h_{t-1})
+        dot_o_bar = dot_h @ W_ho.T
+        dot_o_bar = dot_o_bar.at[along_W_io].add(_directions(x_t, n_h))  # dot(W_io) x_t
+        dot_o_bar = dot_o_bar.at[along_b_io].add(units_n_h)  # dot(b_io)
+        dot_o_bar = dot_o_bar.at[along_W_ho].add(_directions(h_prev, n_h))  # dot(W_ho) h_{t-1}
+        dot_o_bar = dot_o_bar.at[along_b_ho].add(units_n_h)  # dot(b_ho)
+        # dot(o_t) = diag((1 - o_t) * o_t) dot(o_bar_t)
+        dot_o = ((1 - o_t) * o_t) * dot_o_bar
+        # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) dot(f_t) + diag(i_t) dot(g_t) + diag(g_t) dot(i_t)
+        dot_c = f_t * dot_c + c_prev * dot_f + i_t * dot_g + g_t * dot_i
+        # dot(h_t) = diag(tanh(c_t)) dot(o_t) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
+        dot_h = jnp.tanh(c_t) * dot_o + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t))  # V dot(h_t)
+        total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
+        return ((dot_c, dot_h), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ii.size, B, n_h), dtype), jnp.zeros((W_ii.size, B, n_h), dtype)), (x, i[1:], g[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_ii"] = shares.sum(axis=0).reshape(W_ii.shape)
-
-    # b_ii: tangents along every entry of b_ii
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_ii."""
-        (dot_c, dot_h) = carry
-        (i_t, g_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = g_t * (((1 - i_t) * i_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(b_ii) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ii.size, B, n_h), dtype), jnp.zeros((b_ii.size, B, n_h), dtype)), (i[1:], g[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_ii"] = shares.sum(axis=0).reshape(b_ii.shape)
-
-    # W_hi: tangents along every entry of W_hi
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hi."""
-        (dot_c, dot_h) = carry
-        (h_prev, i_t, g_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = g_t * (((1 - i_t) * i_t) * _directions(h_prev, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(W_hi) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hi.size, B, n_h), dtype), jnp.zeros((W_hi.size, B, n_h), dtype)), (h[:-1], i[1:], g[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_hi"] = shares.sum(axis=0).reshape(W_hi.shape)
-
-    # b_hi: tangents along every entry of b_hi
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hi."""
-        (dot_c, dot_h) = carry
-        (i_t, g_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = g_t * (((1 - i_t) * i_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(b_hi) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hi.size, B, n_h), dtype), jnp.zeros((b_hi.size, B, n_h), dtype)), (i[1:], g[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_hi"] = shares.sum(axis=0).reshape(b_hi.shape)
-
-    # W_if: tangents along every entry of W_if
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_if."""
-        (dot_c, dot_h) = carry
-        (x_t, f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * _directions(x_t, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_if) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_if.size, B, n_h), dtype), jnp.zeros((W_if.size, B, n_h), dtype)), (x, f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_if"] = shares.sum(axis=0).reshape(W_if.shape)
-
-    # b_if: tangents along every entry of b_if
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_if."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_if) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_if.size, B, n_h), dtype), jnp.zeros((b_if.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_if"] = shares.sum(axis=0).reshape(b_if.shape)
-
-    # W_hf: tangents along every entry of W_hf
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hf."""
-        (dot_c, dot_h) = carry
-        (h_prev, f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * _directions(h_prev, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_hf) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hf.size, B, n_h), dtype), jnp.zeros((W_hf.size, B, n_h), dtype)), (h[:-1], f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_hf"] = shares.sum(axis=0).reshape(W_hf.shape)
-
-    # b_hf: tangents along every entry of b_hf
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hf."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_hf) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hf.size, B, n_h), dtype), jnp.zeros((b_hf.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_hf"] = shares.sum(axis=0).reshape(b_hf.shape)
-
-    # W_ig: tangents along every entry of W_ig
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_ig."""
-        (dot_c, dot_h) = carry
-        (x_t, g_t, i_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - g_t ** 2) * _directions(x_t, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(W_ig) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ig.size, B, n_h), dtype), jnp.zeros((W_ig.size, B, n_h), dtype)), (x, g[1:], i[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_ig"] = shares.sum(axis=0).reshape(W_ig.shape)
-
-    # b_ig: tangents along every entry of b_ig
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_ig."""
-        (dot_c, dot_h) = carry
-        (g_t, i_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - g_t ** 2) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(b_ig) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ig.size, B, n_h), dtype), jnp.zeros((b_ig.size, B, n_h), dtype)), (g[1:], i[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_ig"] = shares.sum(axis=0).reshape(b_ig.shape)
-
-    # W_hg: tangents along every entry of W_hg
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hg."""
-        (dot_c, dot_h) = carry
-        (h_prev, g_t, i_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - g_t ** 2) * _directions(h_prev, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(W_hg) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hg.size, B, n_h), dtype), jnp.zeros((W_hg.size, B, n_h), dtype)), (h[:-1], g[1:], i[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_hg"] = shares.sum(axis=0).reshape(W_hg.shape)
-
-    # b_hg: tangents along every entry of b_hg
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hg."""
-        (dot_c, dot_h) = carry
-        (g_t, i_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - g_t ** 2) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(b_hg) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hg.size, B, n_h), dtype), jnp.zeros((b_hg.size, B, n_h), dtype)), (g[1:], i[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_hg"] = shares.sum(axis=0).reshape(b_hg.shape)
-
-    # W_io: tangents along every entry of W_io
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_io."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, x_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * _directions(x_t, n_h)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_io) x_t + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_io.size, B, n_h), dtype), jnp.zeros((W_io.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], x, o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_io"] = shares.sum(axis=0).reshape(W_io.shape)
-
-    # b_io: tangents along every entry of b_io
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_io."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * units_n_h) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_io) + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_io.size, B, n_h), dtype), jnp.zeros((b_io.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_io"] = shares.sum(axis=0).reshape(b_io.shape)
-
-    # W_ho: tangents along every entry of W_ho
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_ho."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, h_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * _directions(h_prev, n_h)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_ho) h_{t-1} + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ho.size, B, n_h), dtype), jnp.zeros((W_ho.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], h[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_ho"] = shares.sum(axis=0).reshape(W_ho.shape)
-
-    # b_ho: tangents along every entry of b_ho
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_ho."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * units_n_h) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_ho) + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ho.size, B, n_h), dtype), jnp.zeros((b_ho.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_ho"] = shares.sum(axis=0).reshape(b_ho.shape)
-
-    # V: tangents along every entry of V
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of V."""
-        (h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(h_t, n_q), d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s))  # t = 1..T
-    grads["V"] = shares.sum(axis=0).reshape(V.shape)
-
-    # c0: tangents along every entry of c0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of c0."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (units_n_h, jnp.zeros((n_h, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["c0"] = shares.sum(axis=0)
-
-    # h0: tangents along every entry of h0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of h0."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((n_h, B, n_h), dtype), units_n_h), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["h0"] = shares.sum(axis=0)
+    _, (shares,) = jax.lax.scan(_step, (dot_c, dot_h), (x, h[:-1], i[1:], f[1:], g[1:], o[1:], c[:-1], c[1:], d_s, h[1:]))  # t = 1..T
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["W_ii"] = total[:, along_W_ii].sum(axis=0).reshape(W_ii.shape)
+    grads["b_ii"] = total[:, along_b_ii].sum(axis=0).reshape(b_ii.shape)
+    grads["W_hi"] = total[:, along_W_hi].sum(axis=0).reshape(W_hi.shape)
+    grads["b_hi"] = total[:, along_b_hi].sum(axis=0).reshape(b_hi.shape)
+    grads["W_if"] = total[:, along_W_if].sum(axis=0).reshape(W_if.shape)
+    grads["b_if"] = total[:, along_b_if].sum(axis=0).reshape(b_if.shape)
+    grads["W_hf"] = total[:, along_W_hf].sum(axis=0).reshape(W_hf.shape)
+    grads["b_hf"] = total[:, along_b_hf].sum(axis=0).reshape(b_hf.shape)
+    grads["W_ig"] = total[:, along_W_ig].sum(axis=0).reshape(W_ig.shape)
+    grads["b_ig"] = total[:, along_b_ig].sum(axis=0).reshape(b_ig.shape)
+    grads["W_hg"] = total[:, along_W_hg].sum(axis=0).reshape(W_hg.shape)
+    grads["b_hg"] = total[:, along_b_hg].sum(axis=0).reshape(b_hg.shape)
+    grads["W_io"] = total[:, along_W_io].sum(axis=0).reshape(W_io.shape)
+    grads["b_io"] = total[:, along_b_io].sum(axis=0).reshape(b_io.shape)
+    grads["W_ho"] = total[:, along_W_ho].sum(axis=0).reshape(W_ho.shape)
+    grads["b_ho"] = total[:, along_b_ho].sum(axis=0).reshape(b_ho.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["c0"] = total[:, along_c0]
+    grads["h0"] = total[:, along_h0]
     return loss, grads
 
 

@@ -252,164 +252,88 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     T, B = d_s.shape[0], d_s.shape[1]
     grads = {}
     units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
-    # W_z: tangents along every entry of W_z
-    dot_c = np.zeros((W_z.size, B, n_h), dtype)
-    dot_h = np.zeros((W_z.size, B, n_h), dtype)
-    total = np.zeros(W_z.size, dtype)
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_z = slice(0, W_z.size)
+    along_R_z = slice(along_W_z.stop, along_W_z.stop + R_z.size)
+    along_b_z = slice(along_R_z.stop, along_R_z.stop + b_z.size)
+    along_W_i = slice(along_b_z.stop, along_b_z.stop + W_i.size)
+    along_R_i = slice(along_W_i.stop, along_W_i.stop + R_i.size)
+    along_b_i = slice(along_R_i.stop, along_R_i.stop + b_i.size)
+    along_W_f = slice(along_b_i.stop, along_b_i.stop + W_f.size)
+    along_R_f = slice(along_W_f.stop, along_W_f.stop + R_f.size)
+    along_b_f = slice(along_R_f.stop, along_R_f.stop + b_f.size)
+    along_W_o = slice(along_b_f.stop, along_b_f.stop + W_o.size)
+    along_R_o = slice(along_W_o.stop, along_W_o.stop + R_o.size)
+    along_b_o = slice(along_R_o.stop, along_R_o.stop + b_o.size)
+    along_p_i = slice(along_b_o.stop, along_b_o.stop + p_i.size)
+    along_p_f = slice(along_p_i.stop, along_p_i.stop + p_f.size)
+    along_p_o = slice(along_p_f.stop, along_p_f.stop + p_o.size)
+    along_c0 = slice(along_p_o.stop, along_p_o.stop + n_h)
+    along_h0 = slice(along_c0.stop, along_c0.stop + n_h)
+    along_V = slice(along_h0.stop, along_h0.stop + V.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_c = np.zeros((directions, B, n_h), dtype)
+    dot_c[along_c0] = units_n_h
+    dot_h = np.zeros((directions, B, n_h), dtype)
+    dot_h[along_h0] = units_n_h
+    total = np.zeros((B, along_V.stop), dtype)  # every gradient, per sample: its rows along it
     for t in range(1, T + 1):
-        dot_c = i[t] * ((1 - z[t] ** 2) * _directions(x[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(i_t) diag(1 - z_t^2) dot(W_z) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_z"] = total.reshape(W_z.shape)
-    # R_z: tangents along every entry of R_z
-    dot_c = np.zeros((R_z.size, B, n_h), dtype)
-    dot_h = np.zeros((R_z.size, B, n_h), dtype)
-    total = np.zeros(R_z.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = i[t] * ((1 - z[t] ** 2) * _directions(h[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(i_t) diag(1 - z_t^2) dot(R_z) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["R_z"] = total.reshape(R_z.shape)
-    # b_z: tangents along every entry of b_z
-    dot_c = np.zeros((b_z.size, B, n_h), dtype)
-    dot_h = np.zeros((b_z.size, B, n_h), dtype)
-    total = np.zeros(b_z.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = i[t] * ((1 - z[t] ** 2) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(i_t) diag(1 - z_t^2) dot(b_z) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_z"] = total.reshape(b_z.shape)
-    # W_i: tangents along every entry of W_i
-    dot_c = np.zeros((W_i.size, B, n_h), dtype)
-    dot_h = np.zeros((W_i.size, B, n_h), dtype)
-    total = np.zeros(W_i.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = z[t] * (((1 - i[t]) * i[t]) * _directions(x[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(z_t) diag((1 - i_t) * i_t) dot(W_i) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_i"] = total.reshape(W_i.shape)
-    # R_i: tangents along every entry of R_i
-    dot_c = np.zeros((R_i.size, B, n_h), dtype)
-    dot_h = np.zeros((R_i.size, B, n_h), dtype)
-    total = np.zeros(R_i.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = z[t] * (((1 - i[t]) * i[t]) * _directions(h[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(z_t) diag((1 - i_t) * i_t) dot(R_i) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["R_i"] = total.reshape(R_i.shape)
-    # b_i: tangents along every entry of b_i
-    dot_c = np.zeros((b_i.size, B, n_h), dtype)
-    dot_h = np.zeros((b_i.size, B, n_h), dtype)
-    total = np.zeros(b_i.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = z[t] * (((1 - i[t]) * i[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(z_t) diag((1 - i_t) * i_t) dot(b_i) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_i"] = total.reshape(b_i.shape)
-    # W_f: tangents along every entry of W_f
-    dot_c = np.zeros((W_f.size, B, n_h), dtype)
-    dot_h = np.zeros((W_f.size, B, n_h), dtype)
-    total = np.zeros(W_f.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * _directions(x[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_f) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_f"] = total.reshape(W_f.shape)
-    # R_f: tangents along every entry of R_f
-    dot_c = np.zeros((R_f.size, B, n_h), dtype)
-    dot_h = np.zeros((R_f.size, B, n_h), dtype)
-    total = np.zeros(R_f.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * _directions(h[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(R_f) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["R_f"] = total.reshape(R_f.shape)
-    # b_f: tangents along every entry of b_f
-    dot_c = np.zeros((b_f.size, B, n_h), dtype)
-    dot_h = np.zeros((b_f.size, B, n_h), dtype)
-    total = np.zeros(b_f.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_f) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_f"] = total.reshape(b_f.shape)
-    # W_o: tangents along every entry of W_o
-    dot_c = np.zeros((W_o.size, B, n_h), dtype)
-    dot_h = np.zeros((W_o.size, B, n_h), dtype)
-    total = np.zeros(W_o.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = np.tanh(c[t]) * (((1 - o[t]) * o[t]) * _directions(x[t - 1], n_h)) + o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_o) x_t + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_o"] = total.reshape(W_o.shape)
-    # R_o: tangents along every entry of R_o
-    dot_c = np.zeros((R_o.size, B, n_h), dtype)
-    dot_h = np.zeros((R_o.size, B, n_h), dtype)
-    total = np.zeros(R_o.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = np.tanh(c[t]) * (((1 - o[t]) * o[t]) * _directions(h[t - 1], n_h)) + o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(R_o) h_{t-1} + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["R_o"] = total.reshape(R_o.shape)
-    # b_o: tangents along every entry of b_o
-    dot_c = np.zeros((b_o.size, B, n_h), dtype)
-    dot_h = np.zeros((b_o.size, B, n_h), dtype)
-    total = np.zeros(b_o.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = np.tanh(c[t]) * (((1 - o[t]) * o[t]) * units_n_h) + o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_o) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_o"] = total.reshape(b_o.shape)
-    # p_i: tangents along every entry of p_i
-    dot_c = np.zeros((p_i.size, B, n_h), dtype)
-    dot_h = np.zeros((p_i.size, B, n_h), dtype)
-    total = np.zeros(p_i.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = z[t] * (((1 - i[t]) * i[t]) * (c[t - 1] * units_n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(z_t) diag((1 - i_t) * i_t) diag(c_{t-1}) dot(p_i) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["p_i"] = total.reshape(p_i.shape)
-    # p_f: tangents along every entry of p_f
-    dot_c = np.zeros((p_f.size, B, n_h), dtype)
-    dot_h = np.zeros((p_f.size, B, n_h), dtype)
-    total = np.zeros(p_f.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * (c[t - 1] * units_n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) diag(c_{t-1}) dot(p_f) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["p_f"] = total.reshape(p_f.shape)
-    # p_o: tangents along every entry of p_o
-    dot_c = np.zeros((p_o.size, B, n_h), dtype)
-    dot_h = np.zeros((p_o.size, B, n_h), dtype)
-    total = np.zeros(p_o.size, dtype)
-    for t in range(1, T + 1):
-        dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (c[t] * units_n_h)) + o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(c_t) dot(p_o) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["p_o"] = total.reshape(p_o.shape)
-    # V: tangents along every entry of V
-    total = np.zeros(V.size, dtype)
-    for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-    grads["V"] = total.reshape(V.shape)
-    # c0: tangents along every entry of c0, for each sample
-    dot_c = units_n_h
-    dot_h = np.zeros((n_h, B, n_h), dtype)
-    total = np.zeros((B, n_h), dtype)
-    for t in range(1, T + 1):
-        dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-    grads["c0"] = total
-    # h0: tangents along every entry of h0, for each sample
-    dot_c = np.zeros((n_h, B, n_h), dtype)
-    dot_h = units_n_h
-    total = np.zeros((B, n_h), dtype)
-    for t in range(1, T + 1):
-        dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ R_f.T)) + c[t - 1] * (((1 - f[t]) * f[t]) * (p_f * dot_c)) + z[t] * (((1 - i[t]) * i[t]) * (dot_h @ R_i.T)) + z[t] * (((1 - i[t]) * i[t]) * (p_i * dot_c)) + i[t] * ((1 - z[t] ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ R_o.T)) + np.tanh(c[t]) * (((1 - o[t]) * o[t]) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-    grads["h0"] = total
+        # dot(z_bar_t) = dot(b_z) + dot(W_z) x_t + dot(R_z) h_{t-1} + R_z dot(h_{t-1})
+        dot_z_bar = dot_h @ R_z.T
+        dot_z_bar[along_W_z] += _directions(x[t - 1], n_h)  # dot(W_z) x_t
+        dot_z_bar[along_R_z] += _directions(h[t - 1], n_h)  # dot(R_z) h_{t-1}
+        dot_z_bar[along_b_z] += units_n_h  # dot(b_z)
+        # dot(z_t) = diag(1 - z_t^2) dot(z_bar_t)
+        dot_z = (1 - z[t] ** 2) * dot_z_bar
+        # dot(i_bar_t) = dot(b_i) + dot(W_i) x_t + dot(R_i) h_{t-1} + diag(c_{t-1}) dot(p_i) + R_i dot(h_{t-1}) + diag(p_i) dot(c_{t-1})
+        dot_i_bar = dot_h @ R_i.T + p_i * dot_c
+        dot_i_bar[along_W_i] += _directions(x[t - 1], n_h)  # dot(W_i) x_t
+        dot_i_bar[along_R_i] += _directions(h[t - 1], n_h)  # dot(R_i) h_{t-1}
+        dot_i_bar[along_b_i] += units_n_h  # dot(b_i)
+        dot_i_bar[along_p_i] += c[t - 1] * units_n_h  # diag(c_{t-1}) dot(p_i)
+        # dot(i_t) = diag((1 - i_t) * i_t) dot(i_bar_t)
+        dot_i = ((1 - i[t]) * i[t]) * dot_i_bar
+        # dot(f_bar_t) = dot(b_f) + dot(W_f) x_t + dot(R_f) h_{t-1} + diag(c_{t-1}) dot(p_f) + R_f dot(h_{t-1}) + diag(p_f) dot(c_{t-1})
+        dot_f_bar = dot_h @ R_f.T + p_f * dot_c
+        dot_f_bar[along_W_f] += _directions(x[t - 1], n_h)  # dot(W_f) x_t
+        dot_f_bar[along_R_f] += _directions(h[t - 1], n_h)  # dot(R_f) h_{t-1}
+        dot_f_bar[along_b_f] += units_n_h  # dot(b_f)
+        dot_f_bar[along_p_f] += c[t - 1] * units_n_h  # diag(c_{t-1}) dot(p_f)
+        # dot(f_t) = diag((1 - f_t) * f_t) dot(f_bar_t)
+        dot_f = ((1 - f[t]) * f[t]) * dot_f_bar
+        # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) dot(f_t) + diag(z_t) dot(i_t) + diag(i_t) dot(z_t)
+        dot_c = f[t] * dot_c + c[t - 1] * dot_f + z[t] * dot_i + i[t] * dot_z
+        # dot(o_bar_t) = dot(b_o) + dot(W_o) x_t + diag(c_t) dot(p_o) + diag(p_o) dot(c_t) + dot(R_o) h_{t-1} + R_o dot(h_{t-1})
+        dot_o_bar = p_o * dot_c + dot_h @ R_o.T
+        dot_o_bar[along_W_o] += _directions(x[t - 1], n_h)  # dot(W_o) x_t
+        dot_o_bar[along_R_o] += _directions(h[t - 1], n_h)  # dot(R_o) h_{t-1}
+        dot_o_bar[along_b_o] += units_n_h  # dot(b_o)
+        dot_o_bar[along_p_o] += c[t] * units_n_h  # diag(c_t) dot(p_o)
+        # dot(o_t) = diag((1 - o_t) * o_t) dot(o_bar_t)
+        dot_o = ((1 - o[t]) * o[t]) * dot_o_bar
+        # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) dot(o_t)
+        dot_h = o[t] * ((1 - np.tanh(c[t]) ** 2) * dot_c) + np.tanh(c[t]) * dot_o
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+        total[:, :directions] += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
+        total[:, along_V] += np.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
+    grads["W_z"] = total[:, along_W_z].sum(axis=0).reshape(W_z.shape)
+    grads["R_z"] = total[:, along_R_z].sum(axis=0).reshape(R_z.shape)
+    grads["b_z"] = total[:, along_b_z].sum(axis=0).reshape(b_z.shape)
+    grads["W_i"] = total[:, along_W_i].sum(axis=0).reshape(W_i.shape)
+    grads["R_i"] = total[:, along_R_i].sum(axis=0).reshape(R_i.shape)
+    grads["b_i"] = total[:, along_b_i].sum(axis=0).reshape(b_i.shape)
+    grads["W_f"] = total[:, along_W_f].sum(axis=0).reshape(W_f.shape)
+    grads["R_f"] = total[:, along_R_f].sum(axis=0).reshape(R_f.shape)
+    grads["b_f"] = total[:, along_b_f].sum(axis=0).reshape(b_f.shape)
+    grads["W_o"] = total[:, along_W_o].sum(axis=0).reshape(W_o.shape)
+    grads["R_o"] = total[:, along_R_o].sum(axis=0).reshape(R_o.shape)
+    grads["b_o"] = total[:, along_b_o].sum(axis=0).reshape(b_o.shape)
+    grads["p_i"] = total[:, along_p_i].sum(axis=0).reshape(p_i.shape)
+    grads["p_f"] = total[:, along_p_f].sum(axis=0).reshape(p_f.shape)
+    grads["p_o"] = total[:, along_p_o].sum(axis=0).reshape(p_o.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["c0"] = total[:, along_c0].copy()
+    grads["h0"] = total[:, along_h0].copy()
     return loss, grads
 
 

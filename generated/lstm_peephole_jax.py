@@ -227,219 +227,96 @@ def _forward_mode(params, x, y, c0, h0):
     dtype = params["W_z"].dtype
     grads = {}
     units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_z = slice(0, W_z.size)
+    along_R_z = slice(along_W_z.stop, along_W_z.stop + R_z.size)
+    along_b_z = slice(along_R_z.stop, along_R_z.stop + b_z.size)
+    along_W_i = slice(along_b_z.stop, along_b_z.stop + W_i.size)
+    along_R_i = slice(along_W_i.stop, along_W_i.stop + R_i.size)
+    along_b_i = slice(along_R_i.stop, along_R_i.stop + b_i.size)
+    along_W_f = slice(along_b_i.stop, along_b_i.stop + W_f.size)
+    along_R_f = slice(along_W_f.stop, along_W_f.stop + R_f.size)
+    along_b_f = slice(along_R_f.stop, along_R_f.stop + b_f.size)
+    along_W_o = slice(along_b_f.stop, along_b_f.stop + W_o.size)
+    along_R_o = slice(along_W_o.stop, along_W_o.stop + R_o.size)
+    along_b_o = slice(along_R_o.stop, along_R_o.stop + b_o.size)
+    along_p_i = slice(along_b_o.stop, along_b_o.stop + p_i.size)
+    along_p_f = slice(along_p_i.stop, along_p_i.stop + p_f.size)
+    along_p_o = slice(along_p_f.stop, along_p_f.stop + p_o.size)
+    along_c0 = slice(along_p_o.stop, along_p_o.stop + n_h)
+    along_h0 = slice(along_c0.stop, along_c0.stop + n_h)
+    along_V = slice(along_h0.stop, along_h0.stop + V.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_c = jnp.zeros((directions, B, n_h), dtype)
+    dot_c = dot_c.at[along_c0].set(units_n_h)
+    dot_h = jnp.zeros((directions, B, n_h), dtype)
+    dot_h = dot_h.at[along_h0].set(units_n_h)
 
-    # W_z: tangents along every entry of W_z
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_z."""
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_c, dot_h) = carry
-        (x_t, z_t, i_t, f_t, c_prev, c_t, o_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - z_t ** 2) * _directions(x_t, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(i_t) diag(1 - z_t^2) dot(W_z) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
+        (x_t, h_prev, z_t, c_prev, i_t, f_t, c_t, o_t, d_s_t, h_t) = inputs
+        total = jnp.zeros((B, along_V.stop), dtype)
+        # dot(z_bar_t) = dot(b_z) + dot(W_z) x_t + dot(R_z) h_{t-1} + R_z dot(h_{t-1})
+        dot_z_bar = dot_h @ R_z.T
+        dot_z_bar = dot_z_bar.at[along_W_z].add(_directions(x_t, n_h))  # dot(W_z) x_t
+        dot_z_bar = dot_z_bar.at[along_R_z].add(_directions(h_prev, n_h))  # dot(R_z) h_{t-1}
+        dot_z_bar = dot_z_bar.at[along_b_z].add(units_n_h)  # dot(b_z)
+        # dot(z_t) = diag(1 - z_t^2) dot(z_bar_t)
+        dot_z = (1 - z_t ** 2) * dot_z_bar
+        # dot(i_bar_t) = dot(b_i) + dot(W_i) x_t + dot(R_i) h_{t-1} + diag(c_{t-1}) dot(p_i) + R_i dot(h_{t-1}) + diag(p_i) dot(c_{t-1})
+        dot_i_bar = dot_h @ R_i.T + p_i * dot_c
+        dot_i_bar = dot_i_bar.at[along_W_i].add(_directions(x_t, n_h))  # dot(W_i) x_t
+        dot_i_bar = dot_i_bar.at[along_R_i].add(_directions(h_prev, n_h))  # dot(R_i) h_{t-1}
+        dot_i_bar = dot_i_bar.at[along_b_i].add(units_n_h)  # dot(b_i)
+        dot_i_bar = dot_i_bar.at[along_p_i].add(c_prev * units_n_h)  # diag(c_{t-1}) dot(p_i)
+        # dot(i_t) = diag((1 - i_t) * i_t) dot(i_bar_t)
+        dot_i = ((1 - i_t) * i_t) * dot_i_bar
+        # dot(f_bar_t) = dot(b_f) + dot(W_f) x_t + dot(R_f) h_{t-1} + diag(c_{t-1}) dot(p_f) + R_f dot(h_{t-1}) + diag(p_f) dot(c_{t-1})
+        dot_f_bar = dot_h @ R_f.T + p_f * dot_c
+        dot_f_bar = dot_f_bar.at[along_W_f].add(_directions(x_t, n_h))  # dot(W_f) x_t
+        dot_f_bar = dot_f_bar.at[along_R_f].add(_directions(h_prev, n_h))  # dot(R_f) h_{t-1}
+        dot_f_bar = dot_f_bar.at[along_b_f].add(units_n_h)  # dot(b_f)
+        dot_f_bar = dot_f_bar.at[along_p_f].add(c_prev * units_n_h)  # diag(c_{t-1}) dot(p_f)
+        # dot(f_t) = diag((1 - f_t) * f_t) dot(f_bar_t)
+        dot_f = ((1 - f_t) * f_t) * dot_f_bar
+        # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) dot(f_t) + diag(z_t) dot(i_t) + diag(i_t) dot(z_t)
+        dot_c = f_t * dot_c + c_prev * dot_f + z_t * dot_i + i_t * dot_z
+        # dot(o_bar_t) = dot(b_o) + dot(W_o) x_t + diag(c_t) dot(p_o) + diag(p_o) dot(c_t) + dot(R_o) h_{t-1} + R_o dot(h_{t-1})
+        dot_o_bar = p_o * dot_c + dot_h @ R_o.T
+        dot_o_bar = dot_o_bar.at[along_W_o].add(_directions(x_t, n_h))  # dot(W_o) x_t
+        dot_o_bar = dot_o_bar.at[along_R_o].add(_directions(h_prev, n_h))  # dot(R_o) h_{t-1}
+        dot_o_bar = dot_o_bar.at[along_b_o].add(units_n_h)  # dot(b_o)
+        dot_o_bar = dot_o_bar.at[along_p_o].add(c_t * units_n_h)  # diag(c_t) dot(p_o)
+        # dot(o_t) = diag((1 - o_t) * o_t) dot(o_bar_t)
+        dot_o = ((1 - o_t) * o_t) * dot_o_bar
+        # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) dot(o_t)
+        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * dot_o
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t))  # V dot(h_t)
+        total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
+        return ((dot_c, dot_h), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_z.size, B, n_h), dtype), jnp.zeros((W_z.size, B, n_h), dtype)), (x, z[1:], i[1:], f[1:], c[:-1], c[1:], o[1:], d_s))  # t = 1..T
-    grads["W_z"] = shares.sum(axis=0).reshape(W_z.shape)
-
-    # R_z: tangents along every entry of R_z
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of R_z."""
-        (dot_c, dot_h) = carry
-        (h_prev, z_t, i_t, f_t, c_prev, c_t, o_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - z_t ** 2) * _directions(h_prev, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(i_t) diag(1 - z_t^2) dot(R_z) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((R_z.size, B, n_h), dtype), jnp.zeros((R_z.size, B, n_h), dtype)), (h[:-1], z[1:], i[1:], f[1:], c[:-1], c[1:], o[1:], d_s))  # t = 1..T
-    grads["R_z"] = shares.sum(axis=0).reshape(R_z.shape)
-
-    # b_z: tangents along every entry of b_z
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_z."""
-        (dot_c, dot_h) = carry
-        (z_t, i_t, f_t, c_prev, c_t, o_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - z_t ** 2) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(i_t) diag(1 - z_t^2) dot(b_z) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_z.size, B, n_h), dtype), jnp.zeros((b_z.size, B, n_h), dtype)), (z[1:], i[1:], f[1:], c[:-1], c[1:], o[1:], d_s))  # t = 1..T
-    grads["b_z"] = shares.sum(axis=0).reshape(b_z.shape)
-
-    # W_i: tangents along every entry of W_i
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_i."""
-        (dot_c, dot_h) = carry
-        (x_t, i_t, z_t, f_t, c_prev, c_t, o_t, d_s_t) = inputs
-        dot_c = z_t * (((1 - i_t) * i_t) * _directions(x_t, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(z_t) diag((1 - i_t) * i_t) dot(W_i) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_i.size, B, n_h), dtype), jnp.zeros((W_i.size, B, n_h), dtype)), (x, i[1:], z[1:], f[1:], c[:-1], c[1:], o[1:], d_s))  # t = 1..T
-    grads["W_i"] = shares.sum(axis=0).reshape(W_i.shape)
-
-    # R_i: tangents along every entry of R_i
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of R_i."""
-        (dot_c, dot_h) = carry
-        (h_prev, i_t, z_t, f_t, c_prev, c_t, o_t, d_s_t) = inputs
-        dot_c = z_t * (((1 - i_t) * i_t) * _directions(h_prev, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(z_t) diag((1 - i_t) * i_t) dot(R_i) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((R_i.size, B, n_h), dtype), jnp.zeros((R_i.size, B, n_h), dtype)), (h[:-1], i[1:], z[1:], f[1:], c[:-1], c[1:], o[1:], d_s))  # t = 1..T
-    grads["R_i"] = shares.sum(axis=0).reshape(R_i.shape)
-
-    # b_i: tangents along every entry of b_i
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_i."""
-        (dot_c, dot_h) = carry
-        (i_t, z_t, f_t, c_prev, c_t, o_t, d_s_t) = inputs
-        dot_c = z_t * (((1 - i_t) * i_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(z_t) diag((1 - i_t) * i_t) dot(b_i) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_i.size, B, n_h), dtype), jnp.zeros((b_i.size, B, n_h), dtype)), (i[1:], z[1:], f[1:], c[:-1], c[1:], o[1:], d_s))  # t = 1..T
-    grads["b_i"] = shares.sum(axis=0).reshape(b_i.shape)
-
-    # W_f: tangents along every entry of W_f
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_f."""
-        (dot_c, dot_h) = carry
-        (x_t, f_t, c_prev, i_t, z_t, c_t, o_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * _directions(x_t, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_f) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_f.size, B, n_h), dtype), jnp.zeros((W_f.size, B, n_h), dtype)), (x, f[1:], c[:-1], i[1:], z[1:], c[1:], o[1:], d_s))  # t = 1..T
-    grads["W_f"] = shares.sum(axis=0).reshape(W_f.shape)
-
-    # R_f: tangents along every entry of R_f
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of R_f."""
-        (dot_c, dot_h) = carry
-        (h_prev, f_t, c_prev, i_t, z_t, c_t, o_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * _directions(h_prev, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(R_f) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((R_f.size, B, n_h), dtype), jnp.zeros((R_f.size, B, n_h), dtype)), (h[:-1], f[1:], c[:-1], i[1:], z[1:], c[1:], o[1:], d_s))  # t = 1..T
-    grads["R_f"] = shares.sum(axis=0).reshape(R_f.shape)
-
-    # b_f: tangents along every entry of b_f
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_f."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, i_t, z_t, c_t, o_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_f) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_f.size, B, n_h), dtype), jnp.zeros((b_f.size, B, n_h), dtype)), (f[1:], c[:-1], i[1:], z[1:], c[1:], o[1:], d_s))  # t = 1..T
-    grads["b_f"] = shares.sum(axis=0).reshape(b_f.shape)
-
-    # W_o: tangents along every entry of W_o
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_o."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, i_t, z_t, x_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * _directions(x_t, n_h)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_o) x_t + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_o.size, B, n_h), dtype), jnp.zeros((W_o.size, B, n_h), dtype)), (f[1:], c[:-1], i[1:], z[1:], x, o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_o"] = shares.sum(axis=0).reshape(W_o.shape)
-
-    # R_o: tangents along every entry of R_o
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of R_o."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, i_t, z_t, h_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * _directions(h_prev, n_h)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(R_o) h_{t-1} + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((R_o.size, B, n_h), dtype), jnp.zeros((R_o.size, B, n_h), dtype)), (f[1:], c[:-1], i[1:], z[1:], h[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["R_o"] = shares.sum(axis=0).reshape(R_o.shape)
-
-    # b_o: tangents along every entry of b_o
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_o."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, i_t, z_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * units_n_h) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_o) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_o.size, B, n_h), dtype), jnp.zeros((b_o.size, B, n_h), dtype)), (f[1:], c[:-1], i[1:], z[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_o"] = shares.sum(axis=0).reshape(b_o.shape)
-
-    # p_i: tangents along every entry of p_i
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of p_i."""
-        (dot_c, dot_h) = carry
-        (c_prev, i_t, z_t, f_t, c_t, o_t, d_s_t) = inputs
-        dot_c = z_t * (((1 - i_t) * i_t) * (c_prev * units_n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(z_t) diag((1 - i_t) * i_t) diag(c_{t-1}) dot(p_i) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((p_i.size, B, n_h), dtype), jnp.zeros((p_i.size, B, n_h), dtype)), (c[:-1], i[1:], z[1:], f[1:], c[1:], o[1:], d_s))  # t = 1..T
-    grads["p_i"] = shares.sum(axis=0).reshape(p_i.shape)
-
-    # p_f: tangents along every entry of p_f
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of p_f."""
-        (dot_c, dot_h) = carry
-        (c_prev, f_t, i_t, z_t, c_t, o_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * (c_prev * units_n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) diag(c_{t-1}) dot(p_f) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((p_f.size, B, n_h), dtype), jnp.zeros((p_f.size, B, n_h), dtype)), (c[:-1], f[1:], i[1:], z[1:], c[1:], o[1:], d_s))  # t = 1..T
-    grads["p_f"] = shares.sum(axis=0).reshape(p_f.shape)
-
-    # p_o: tangents along every entry of p_o
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of p_o."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, i_t, z_t, c_t, o_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (c_t * units_n_h)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(c_t) dot(p_o) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((p_o.size, B, n_h), dtype), jnp.zeros((p_o.size, B, n_h), dtype)), (f[1:], c[:-1], i[1:], z[1:], c[1:], o[1:], d_s))  # t = 1..T
-    grads["p_o"] = shares.sum(axis=0).reshape(p_o.shape)
-
-    # V: tangents along every entry of V
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of V."""
-        (h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(h_t, n_q), d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s))  # t = 1..T
-    grads["V"] = shares.sum(axis=0).reshape(V.shape)
-
-    # c0: tangents along every entry of c0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of c0."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, i_t, z_t, c_t, o_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (units_n_h, jnp.zeros((n_h, B, n_h), dtype)), (f[1:], c[:-1], i[1:], z[1:], c[1:], o[1:], d_s))  # t = 1..T
-    grads["c0"] = shares.sum(axis=0)
-
-    # h0: tangents along every entry of h0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of h0."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, i_t, z_t, c_t, o_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ R_f.T)) + c_prev * (((1 - f_t) * f_t) * (p_f * dot_c)) + z_t * (((1 - i_t) * i_t) * (dot_h @ R_i.T)) + z_t * (((1 - i_t) * i_t) * (p_i * dot_c)) + i_t * ((1 - z_t ** 2) * (dot_h @ R_z.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) R_f dot(h_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) diag(p_f) dot(c_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) R_i dot(h_{t-1}) + diag(z_t) diag((1 - i_t) * i_t) diag(p_i) dot(c_{t-1}) + diag(i_t) diag(1 - z_t^2) R_z dot(h_{t-1})
-        dot_h = o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ R_o.T)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (p_o * dot_c))  # dot(h_t) = diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t) + diag(tanh(c_t)) diag((1 - o_t) * o_t) R_o dot(h_{t-1}) + diag(tanh(c_t)) diag((1 - o_t) * o_t) diag(p_o) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((n_h, B, n_h), dtype), units_n_h), (f[1:], c[:-1], i[1:], z[1:], c[1:], o[1:], d_s))  # t = 1..T
-    grads["h0"] = shares.sum(axis=0)
+    _, (shares,) = jax.lax.scan(_step, (dot_c, dot_h), (x, h[:-1], z[1:], c[:-1], i[1:], f[1:], c[1:], o[1:], d_s, h[1:]))  # t = 1..T
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["W_z"] = total[:, along_W_z].sum(axis=0).reshape(W_z.shape)
+    grads["R_z"] = total[:, along_R_z].sum(axis=0).reshape(R_z.shape)
+    grads["b_z"] = total[:, along_b_z].sum(axis=0).reshape(b_z.shape)
+    grads["W_i"] = total[:, along_W_i].sum(axis=0).reshape(W_i.shape)
+    grads["R_i"] = total[:, along_R_i].sum(axis=0).reshape(R_i.shape)
+    grads["b_i"] = total[:, along_b_i].sum(axis=0).reshape(b_i.shape)
+    grads["W_f"] = total[:, along_W_f].sum(axis=0).reshape(W_f.shape)
+    grads["R_f"] = total[:, along_R_f].sum(axis=0).reshape(R_f.shape)
+    grads["b_f"] = total[:, along_b_f].sum(axis=0).reshape(b_f.shape)
+    grads["W_o"] = total[:, along_W_o].sum(axis=0).reshape(W_o.shape)
+    grads["R_o"] = total[:, along_R_o].sum(axis=0).reshape(R_o.shape)
+    grads["b_o"] = total[:, along_b_o].sum(axis=0).reshape(b_o.shape)
+    grads["p_i"] = total[:, along_p_i].sum(axis=0).reshape(p_i.shape)
+    grads["p_f"] = total[:, along_p_f].sum(axis=0).reshape(p_f.shape)
+    grads["p_o"] = total[:, along_p_o].sum(axis=0).reshape(p_o.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["c0"] = total[:, along_c0]
+    grads["h0"] = total[:, along_h0]
     return loss, grads
 
 

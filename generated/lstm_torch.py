@@ -184,173 +184,91 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
         dtype, device = d_s.dtype, d_s.device
         grads = {}
         units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
-        # W_ii: tangents along every entry of W_ii
-        dot_c = torch.zeros((W_ii.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_ii.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_ii.numel(), dtype=dtype, device=device)
+        # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+        along_W_ii = slice(0, W_ii.numel())
+        along_b_ii = slice(along_W_ii.stop, along_W_ii.stop + b_ii.numel())
+        along_W_hi = slice(along_b_ii.stop, along_b_ii.stop + W_hi.numel())
+        along_b_hi = slice(along_W_hi.stop, along_W_hi.stop + b_hi.numel())
+        along_W_if = slice(along_b_hi.stop, along_b_hi.stop + W_if.numel())
+        along_b_if = slice(along_W_if.stop, along_W_if.stop + b_if.numel())
+        along_W_hf = slice(along_b_if.stop, along_b_if.stop + W_hf.numel())
+        along_b_hf = slice(along_W_hf.stop, along_W_hf.stop + b_hf.numel())
+        along_W_ig = slice(along_b_hf.stop, along_b_hf.stop + W_ig.numel())
+        along_b_ig = slice(along_W_ig.stop, along_W_ig.stop + b_ig.numel())
+        along_W_hg = slice(along_b_ig.stop, along_b_ig.stop + W_hg.numel())
+        along_b_hg = slice(along_W_hg.stop, along_W_hg.stop + b_hg.numel())
+        along_W_io = slice(along_b_hg.stop, along_b_hg.stop + W_io.numel())
+        along_b_io = slice(along_W_io.stop, along_W_io.stop + b_io.numel())
+        along_W_ho = slice(along_b_io.stop, along_b_io.stop + W_ho.numel())
+        along_b_ho = slice(along_W_ho.stop, along_W_ho.stop + b_ho.numel())
+        along_c0 = slice(along_b_ho.stop, along_b_ho.stop + n_h)
+        along_h0 = slice(along_c0.stop, along_c0.stop + n_h)
+        along_V = slice(along_h0.stop, along_h0.stop + V.numel())
+        directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+        dot_c = torch.zeros((directions, B, n_h), dtype=dtype, device=device)
+        dot_c[along_c0] = units_n_h
+        dot_h = torch.zeros((directions, B, n_h), dtype=dtype, device=device)
+        dot_h[along_h0] = units_n_h
+        total = torch.zeros((B, along_V.stop), dtype=dtype, device=device)  # every gradient, per sample: its rows along it
         for t in range(1, T + 1):
-            dot_c = g[t] * (((1 - i[t]) * i[t]) * _directions(x[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(W_ii) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_ii"] = total.reshape(W_ii.shape)
-        # b_ii: tangents along every entry of b_ii
-        dot_c = torch.zeros((b_ii.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_ii.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_ii.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = g[t] * (((1 - i[t]) * i[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(b_ii) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_ii"] = total.reshape(b_ii.shape)
-        # W_hi: tangents along every entry of W_hi
-        dot_c = torch.zeros((W_hi.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_hi.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hi.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = g[t] * (((1 - i[t]) * i[t]) * _directions(h[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(W_hi) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_hi"] = total.reshape(W_hi.shape)
-        # b_hi: tangents along every entry of b_hi
-        dot_c = torch.zeros((b_hi.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_hi.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_hi.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = g[t] * (((1 - i[t]) * i[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(b_hi) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_hi"] = total.reshape(b_hi.shape)
-        # W_if: tangents along every entry of W_if
-        dot_c = torch.zeros((W_if.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_if.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_if.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * _directions(x[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_if) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_if"] = total.reshape(W_if.shape)
-        # b_if: tangents along every entry of b_if
-        dot_c = torch.zeros((b_if.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_if.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_if.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_if) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_if"] = total.reshape(b_if.shape)
-        # W_hf: tangents along every entry of W_hf
-        dot_c = torch.zeros((W_hf.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_hf.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hf.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * _directions(h[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_hf) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_hf"] = total.reshape(W_hf.shape)
-        # b_hf: tangents along every entry of b_hf
-        dot_c = torch.zeros((b_hf.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_hf.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_hf.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_hf) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_hf"] = total.reshape(b_hf.shape)
-        # W_ig: tangents along every entry of W_ig
-        dot_c = torch.zeros((W_ig.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_ig.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_ig.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = i[t] * ((1 - g[t] ** 2) * _directions(x[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(W_ig) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_ig"] = total.reshape(W_ig.shape)
-        # b_ig: tangents along every entry of b_ig
-        dot_c = torch.zeros((b_ig.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_ig.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_ig.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = i[t] * ((1 - g[t] ** 2) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(b_ig) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_ig"] = total.reshape(b_ig.shape)
-        # W_hg: tangents along every entry of W_hg
-        dot_c = torch.zeros((W_hg.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_hg.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hg.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = i[t] * ((1 - g[t] ** 2) * _directions(h[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(W_hg) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_hg"] = total.reshape(W_hg.shape)
-        # b_hg: tangents along every entry of b_hg
-        dot_c = torch.zeros((b_hg.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_hg.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_hg.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = i[t] * ((1 - g[t] ** 2) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(b_hg) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_hg"] = total.reshape(b_hg.shape)
-        # W_io: tangents along every entry of W_io
-        dot_c = torch.zeros((W_io.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_io.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_io.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * _directions(x[t - 1], n_h)) + torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_io) x_t + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_io"] = total.reshape(W_io.shape)
-        # b_io: tangents along every entry of b_io
-        dot_c = torch.zeros((b_io.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_io.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_io.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * units_n_h) + torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_io) + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_io"] = total.reshape(b_io.shape)
-        # W_ho: tangents along every entry of W_ho
-        dot_c = torch.zeros((W_ho.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_ho.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_ho.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * _directions(h[t - 1], n_h)) + torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_ho) h_{t-1} + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_ho"] = total.reshape(W_ho.shape)
-        # b_ho: tangents along every entry of b_ho
-        dot_c = torch.zeros((b_ho.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_ho.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_ho.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * units_n_h) + torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_ho) + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_ho"] = total.reshape(b_ho.shape)
-        # V: tangents along every entry of V
-        total = torch.zeros(V.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-        grads["V"] = total.reshape(V.shape)
-        # c0: tangents along every entry of c0, for each sample
-        dot_c = units_n_h
-        dot_h = torch.zeros((n_h, B, n_h), dtype=dtype, device=device)
-        total = torch.zeros((B, n_h), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-        grads["c0"] = total
-        # h0: tangents along every entry of h0, for each sample
-        dot_c = torch.zeros((n_h, B, n_h), dtype=dtype, device=device)
-        dot_h = units_n_h
-        total = torch.zeros((B, n_h), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-        grads["h0"] = total
+            # dot(i_bar_t) = dot(b_hi) + dot(b_ii) + dot(W_ii) x_t + dot(W_hi) h_{t-1} + W_hi dot(h_{t-1})
+            dot_i_bar = dot_h @ W_hi.T
+            dot_i_bar[along_W_ii] += _directions(x[t - 1], n_h)  # dot(W_ii) x_t
+            dot_i_bar[along_b_ii] += units_n_h  # dot(b_ii)
+            dot_i_bar[along_W_hi] += _directions(h[t - 1], n_h)  # dot(W_hi) h_{t-1}
+            dot_i_bar[along_b_hi] += units_n_h  # dot(b_hi)
+            # dot(i_t) = diag((1 - i_t) * i_t) dot(i_bar_t)
+            dot_i = ((1 - i[t]) * i[t]) * dot_i_bar
+            # dot(f_bar_t) = dot(b_hf) + dot(b_if) + dot(W_if) x_t + dot(W_hf) h_{t-1} + W_hf dot(h_{t-1})
+            dot_f_bar = dot_h @ W_hf.T
+            dot_f_bar[along_W_if] += _directions(x[t - 1], n_h)  # dot(W_if) x_t
+            dot_f_bar[along_b_if] += units_n_h  # dot(b_if)
+            dot_f_bar[along_W_hf] += _directions(h[t - 1], n_h)  # dot(W_hf) h_{t-1}
+            dot_f_bar[along_b_hf] += units_n_h  # dot(b_hf)
+            # dot(f_t) = diag((1 - f_t) * f_t) dot(f_bar_t)
+            dot_f = ((1 - f[t]) * f[t]) * dot_f_bar
+            # dot(g_bar_t) = dot(b_hg) + dot(b_ig) + dot(W_ig) x_t + dot(W_hg) h_{t-1} + W_hg dot(h_{t-1})
+            dot_g_bar = dot_h @ W_hg.T
+            dot_g_bar[along_W_ig] += _directions(x[t - 1], n_h)  # dot(W_ig) x_t
+            dot_g_bar[along_b_ig] += units_n_h  # dot(b_ig)
+            dot_g_bar[along_W_hg] += _directions(h[t - 1], n_h)  # dot(W_hg) h_{t-1}
+            dot_g_bar[along_b_hg] += units_n_h  # dot(b_hg)
+            # dot(g_t) = diag(1 - g_t^2) dot(g_bar_t)
+            dot_g = (1 - g[t] ** 2) * dot_g_bar
+            # dot(o_bar_t) = dot(b_ho) + dot(b_io) + dot(W_io) x_t + dot(W_ho) h_{t-1} + W_ho dot(h_{t-1})
+            dot_o_bar = dot_h @ W_ho.T
+            dot_o_bar[along_W_io] += _directions(x[t - 1], n_h)  # dot(W_io) x_t
+            dot_o_bar[along_b_io] += units_n_h  # dot(b_io)
+            dot_o_bar[along_W_ho] += _directions(h[t - 1], n_h)  # dot(W_ho) h_{t-1}
+            dot_o_bar[along_b_ho] += units_n_h  # dot(b_ho)
+            # dot(o_t) = diag((1 - o_t) * o_t) dot(o_bar_t)
+            dot_o = ((1 - o[t]) * o[t]) * dot_o_bar
+            # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) dot(f_t) + diag(i_t) dot(g_t) + diag(g_t) dot(i_t)
+            dot_c = f[t] * dot_c + c[t - 1] * dot_f + i[t] * dot_g + g[t] * dot_i
+            # dot(h_t) = diag(tanh(c_t)) dot(o_t) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
+            dot_h = torch.tanh(c[t]) * dot_o + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)
+            # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+            total[:, :directions] += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
+            total[:, along_V] += torch.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
+        grads["W_ii"] = total[:, along_W_ii].sum(axis=0).reshape(W_ii.shape)
+        grads["b_ii"] = total[:, along_b_ii].sum(axis=0).reshape(b_ii.shape)
+        grads["W_hi"] = total[:, along_W_hi].sum(axis=0).reshape(W_hi.shape)
+        grads["b_hi"] = total[:, along_b_hi].sum(axis=0).reshape(b_hi.shape)
+        grads["W_if"] = total[:, along_W_if].sum(axis=0).reshape(W_if.shape)
+        grads["b_if"] = total[:, along_b_if].sum(axis=0).reshape(b_if.shape)
+        grads["W_hf"] = total[:, along_W_hf].sum(axis=0).reshape(W_hf.shape)
+        grads["b_hf"] = total[:, along_b_hf].sum(axis=0).reshape(b_hf.shape)
+        grads["W_ig"] = total[:, along_W_ig].sum(axis=0).reshape(W_ig.shape)
+        grads["b_ig"] = total[:, along_b_ig].sum(axis=0).reshape(b_ig.shape)
+        grads["W_hg"] = total[:, along_W_hg].sum(axis=0).reshape(W_hg.shape)
+        grads["b_hg"] = total[:, along_b_hg].sum(axis=0).reshape(b_hg.shape)
+        grads["W_io"] = total[:, along_W_io].sum(axis=0).reshape(W_io.shape)
+        grads["b_io"] = total[:, along_b_io].sum(axis=0).reshape(b_io.shape)
+        grads["W_ho"] = total[:, along_W_ho].sum(axis=0).reshape(W_ho.shape)
+        grads["b_ho"] = total[:, along_b_ho].sum(axis=0).reshape(b_ho.shape)
+        grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+        grads["c0"] = total[:, along_c0].clone()
+        grads["h0"] = total[:, along_h0].clone()
     return loss, grads
 
 
