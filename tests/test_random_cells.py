@@ -70,13 +70,15 @@ def derive_and_generate(plan, folder):
 def compare(backend, module, model, values, truncate):
     """oracle.compare, naming the backend and the truncation; JAX runs its operations one by one
     (jax.disable_jit): compiling each random cell's module would take seconds, while the eager
-    operations of these small shapes compile once for all cells."""
+    operations of these small shapes compile once for all cells. In full BPTT the NumPy and torch
+    modules' forward_mode_grads too (JAX's, eager, would compile each of its many slices once per cell;
+    it prints the same statements, and test_oracle.py proves it on the zoo)."""
     try:
         if backend == "jax":
             with jax.disable_jit():
                 oracle.compare(module, model, *values, truncate)
         else:
-            oracle.compare(module, model, *values, truncate)
+            oracle.compare(module, model, *values, truncate, forward_mode=truncate is None)
     except AssertionError as error:
         error.add_note(f"backend {backend}, truncate={truncate}")
         raise

@@ -37,9 +37,10 @@ def statements(model):
     steps = step_tangents(model, named_tangents(model))
     directions = [Direction(p.name, p) for p in model.params] + [Direction(f"{s.name}0", s) for s in model.states]
     modes = {d.key: steps.along(d.wrt) for d in directions}
-    carried = [d for d in directions if _carried(modes[d.key])]
+    kept = _needed(steps, modes.values())
+    carried = [d for d in directions if _carried(modes[d.key], kept)]
     loose = [d for d in directions if d not in carried and any(modes[d.key].outputs.values())]
-    loop = _loop(model, steps, modes, carried, loose) if carried or loose else None
+    loop = _loop(model, steps, kept, carried + loose, len(carried)) if carried or loose else None
     grads = tuple(
         Gradient(d)
         if d in carried or d in loose
@@ -55,23 +56,38 @@ def named_tangents(model):
     return tuple(seq for seq, _ in model.steps if seq not in model.forced)
 
 
-def _carried(mode):
-    """Whether a direction's tangents are carried: some named tangent, or a state's at t - 1, is not zero along it."""
-    return bool(mode.tangents) or any(
-        isinstance(_read(term), SeqAt) for terms in mode.outputs.values() for term in terms
-    )
+def _needed(steps, modes):
+    """{Seq: the set of its terms not zero along some direction} for the outputs and the named tangents that
+    the outputs read, through the tangents they read (at t, and at t - 1 through the steps before)."""
+    terms = {seq: set() for seq in (*steps.tangents, *steps.outputs)}
+    for mode in modes:
+        for seq, along in (*mode.tangents.items(), *mode.outputs.items()):
+            terms[seq] |= set(along)
+    names = {seq.name: seq for seq in steps.tangents}
+    needed, todo = set(), list(steps.outputs)
+    while todo:
+        seq = todo.pop()
+        for term in terms[seq]:
+            read = _read(term)
+            if isinstance(read, SeqAt) and read.name in names and names[read.name] not in needed:
+                needed.add(names[read.name])
+                todo.append(names[read.name])
+    return {seq: along for seq, along in terms.items() if seq in needed or seq in steps.outputs}
 
 
-def _loop(model, steps, modes, carried, loose):
-    """The TangentLoop: the terms not zero along some carried direction, the local ones of each in its rows."""
-    kept = {seq: set() for seq in steps.tangents} | {seq: set() for seq in steps.outputs}
-    for d in carried + loose:
-        for seq, terms in list(modes[d.key].tangents.items()) + list(modes[d.key].outputs.items()):
-            kept[seq] |= set(terms)
-    by_key = {d.wrt: d for d in carried + loose}
+def _carried(mode, kept):
+    """Whether a direction's tangents are carried: a needed tangent, or a state's at t - 1, is not zero along it."""
+    if any(seq in kept for seq in mode.tangents):
+        return True
+    return any(isinstance(_read(term), SeqAt) for terms in mode.outputs.values() for term in terms)
+
+
+def _loop(model, steps, kept, directions, carried):
+    """The TangentLoop: the needed terms not zero along some direction, the local ones of each in its rows."""
+    by_key = {d.wrt: d for d in directions}
     body = []
     for seq, terms in steps.tangents.items():
-        along = [term for term in terms if term in kept[seq]]
+        along = [term for term in terms if term in kept.get(seq, ())]
         if along:
             body += _assign(seq, along, by_key)
     output = model.outputs[0][0]
@@ -85,13 +101,13 @@ def _loop(model, steps, modes, carried, loose):
         for s in states
         if s.name not in assigned
     ]
-    own = {d.wrt.name: d for d in carried if d.per_sample}
+    own = {d.wrt.name: d for d in directions[:carried] if d.per_sample}
     arrays = tuple(TangentArray(s, own.get(s.name)) for s in states)
     previous = tuple(
         Previous(s, f"{text(Tangent(s(t - 1)))}, read after {text(Tangent(s()))}") for s in _reread(body, states)
     )
     comment = "forward mode: the tangents along the directions of every gradient at once, stacked on a first axis"
-    return TangentLoop(tuple(carried + loose), len(carried), arrays, previous + tuple(body), comment)
+    return TangentLoop(directions, carried, arrays, previous + tuple(body), comment)
 
 
 def _assign(seq, terms, by_key):
