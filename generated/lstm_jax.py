@@ -19,7 +19,8 @@ One step at time t:
     L = sum_t 1/2 ||s_t - y_t||^2
 
 Arrays are JAX arrays, time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
-Parameters keep the shapes of the maths: W_ii (h, d), b_ii (h), W_hi (h, h), b_hi (h), W_if (h, d), b_if (h), W_hf (h, h), b_hf (h), W_ig (h, d), b_ig (h), W_hg (h, h), b_hg (h), W_io (h, d), b_io (h), W_ho (h, h), b_ho (h), V (q, h).
+Parameters keep the shapes of the maths: W_ii (h, d), b_ii (h), W_hi (h, h), b_hi (h), W_if (h, d), b_if (h), W_hf (h,
+h), b_hf (h), W_ig (h, d), b_ig (h), W_hg (h, h), b_hg (h), W_io (h, d), b_io (h), W_ho (h, h), b_ho (h), V (q, h).
 
 The recursions are `jax.lax.scan`s (the backward one last step first); everything else is one
 expression over all steps. forward, backward and loss_and_grads check their arguments (shapes,
@@ -39,7 +40,10 @@ import numbers
 import jax
 import jax.numpy as jnp
 
-PARAMS = ("W_ii", "b_ii", "W_hi", "b_hi", "W_if", "b_if", "W_hf", "b_hf", "W_ig", "b_ig", "W_hg", "b_hg", "W_io", "b_io", "W_ho", "b_ho", "V")
+PARAMS = (
+    "W_ii", "b_ii", "W_hi", "b_hi", "W_if", "b_if", "W_hf", "b_hf", "W_ig", "b_ig", "W_hg", "b_hg", "W_io", "b_io",
+    "W_ho", "b_ho", "V"
+)
 SIZES = ("d", "h", "q")
 SHAPES = {
     "W_ii": ("h", "d"),
@@ -183,7 +187,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 
     For every entry of every parameter the derivative of the state along it is
     carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}),
-    in a jax.lax.scan per parameter. That is |theta| tangents of B x h numbers, each
+    in one jax.lax.scan for every parameter. That is |theta| tangents of B x h numbers, each
     pushed through the step's Jacobian: O(B h^2 |theta|) work per step against
     O(B h^2) for backward, so it is practical only for small models.
     """
@@ -301,7 +305,10 @@ def _forward_mode(params, x, y, c0, h0):
         total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
         return ((dot_c, dot_h), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (dot_c, dot_h), (x, h[:-1], i[1:], f[1:], g[1:], o[1:], c[:-1], c[1:], d_s, h[1:]))  # t = 1..T
+    # t = 1..T
+    _, (shares,) = jax.lax.scan(
+        _step, (dot_c, dot_h), (x, h[:-1], i[1:], f[1:], g[1:], o[1:], c[:-1], c[1:], d_s, h[1:])
+    )
     total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
     grads["W_ii"] = total[:, along_W_ii].sum(axis=0).reshape(W_ii.shape)
     grads["b_ii"] = total[:, along_b_ii].sum(axis=0).reshape(b_ii.shape)
@@ -381,20 +388,29 @@ def _forward(params, x, c0, h0):
     dtype = params["W_ii"].dtype
     _W_hi_W_hf_W_ho_W_hg_halved = jnp.concatenate((0.5 * W_hi, 0.5 * W_hf, 0.5 * W_ho, W_hg))  # stacked once per call
     _W_ii_W_if_W_io_W_ig_halved = jnp.concatenate((0.5 * W_ii, 0.5 * W_if, 0.5 * W_io, W_ig))  # stacked once per call
-    _b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved = jnp.concatenate((0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig))  # stacked once per call
+    # stacked once per call
+    _b_i_f_o_g_halved = jnp.concatenate(
+        (0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig)
+    )
     _i_f_o_g = jnp.zeros((T + 1, B, 4 * n_h), dtype)
     c = jnp.zeros((T + 1, B, n_h), dtype)
     h = jnp.zeros((T + 1, B, n_h), dtype)
     c = c.at[0].set(c0)
     h = h.at[0].set(h0)
-    _i_f_o_g = _i_f_o_g.at[1:].set(_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved + x @ _W_ii_W_if_W_io_W_ig_halved.T)  # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all steps at once; b_hg + b_ig + W_ig x_t, all steps at once
+    # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all
+    # steps at once; b_hg + b_ig + W_ig x_t, all steps at once
+    _i_f_o_g = _i_f_o_g.at[1:].set(_b_i_f_o_g_halved + x @ _W_ii_W_if_W_io_W_ig_halved.T)
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
         (c_prev, h_prev) = carry
         (_i_f_o_g_t,) = inputs
-        _i_f_o_g_t = _i_f_o_g_t + h_prev @ _W_hi_W_hf_W_ho_W_hg_halved.T  # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
-        _i_f_o_g_t = jnp.tanh(_i_f_o_g_t)  # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t); g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+        # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
+        _i_f_o_g_t = _i_f_o_g_t + h_prev @ _W_hi_W_hf_W_ho_W_hg_halved.T
+        # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t +
+        # W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t);
+        # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+        _i_f_o_g_t = jnp.tanh(_i_f_o_g_t)
         _i_f_o_t = _i_f_o_g_t[..., :3 * n_h]
         _i_f_o_g_t = _i_f_o_g_t.at[..., :3 * n_h].set(0.5 + 0.5 * _i_f_o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
         f_t = _i_f_o_g_t[..., n_h:2 * n_h]
@@ -448,7 +464,11 @@ def _gradients(ages, params, cache, d_s, keep):
         (d_f_bar_next, d_g_bar_next, d_i_bar_next, d_o_bar_next, d_c_next) = carry
         (d_h_t, o_t, c_t, f_next, i_t, g_t, c_prev, f_t, keep_t) = inputs
         d_h_t = _fresh(d_h_t, ages)  # the local terms, at age 0 in a window
-        d_h_t = d_h_t + _flow(d_f_bar_next @ W_hf + d_g_bar_next @ W_hg + d_i_bar_next @ W_hi + d_o_bar_next @ W_ho, keep_t, ages)  # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+        # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+        d_h_t = (
+            d_h_t
+            + _flow(d_f_bar_next @ W_hf + d_g_bar_next @ W_hg + d_i_bar_next @ W_hi + d_o_bar_next @ W_ho, keep_t, ages)
+        )
         d_c_t = (1 - jnp.tanh(c_t) ** 2) * (o_t * d_h_t)  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
         d_c_t = d_c_t + _flow(f_next * d_c_next, keep_t, ages)  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
         d_o_t = jnp.tanh(c_t) * d_h_t  # dL/do_t = diag(tanh(c_t)) dL/dh_t
@@ -459,17 +479,29 @@ def _gradients(ages, params, cache, d_s, keep):
         d_f_bar_t = ((1 - f_t) * f_t) * d_f_t  # dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
         d_i_t = g_t * d_c_t  # dL/di_t = diag(g_t) dL/dc_t
         d_i_bar_t = ((1 - i_t) * i_t) * d_i_t  # dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
-        return ((d_f_bar_t, d_g_bar_t, d_i_bar_t, d_o_bar_t, d_c_t), (_total(d_o_bar_t, ages), _total(d_g_bar_t, ages), _total(d_f_bar_t, ages), _total(d_i_bar_t, ages)))
+        return (
+            (d_f_bar_t, d_g_bar_t, d_i_bar_t, d_o_bar_t, d_c_t),
+            (_total(d_o_bar_t, ages), _total(d_g_bar_t, ages), _total(d_f_bar_t, ages), _total(d_i_bar_t, ages))
+        )
 
-    carry, (d_o_bar, d_g_bar, d_f_bar, d_i_bar) = jax.lax.scan(_step, (zero_n_h, zero_n_h, zero_n_h, zero_n_h, zero_n_h), (d_h, o[1:], c[1:], _following(f[1:]), i[1:], g[1:], c[:-1], f[1:], keep_next), reverse=True)  # t = T..1
+    # t = T..1
+    carry, (d_o_bar, d_g_bar, d_f_bar, d_i_bar) = jax.lax.scan(
+        _step, (zero_n_h, zero_n_h, zero_n_h, zero_n_h, zero_n_h),
+        (d_h, o[1:], c[1:], _following(f[1:]), i[1:], g[1:], c[:-1], f[1:], keep_next), reverse=True
+    )
     (d_f_bar_1, d_g_bar_1, d_i_bar_1, d_o_bar_1, d_c_1) = carry  # the adjoints at step 1
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     d_c0 = _total(_flow(f[1] * d_c_1, keep_0, ages), ages)  # dL/dc_0 = diag(f_1) dL/dc_1
-    d_h0 = _total(_flow(d_f_bar_1 @ W_hf + d_g_bar_1 @ W_hg + d_i_bar_1 @ W_hi + d_o_bar_1 @ W_ho, keep_0, ages), ages)  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
-    _d_i_bar_f_bar_o_bar_g_bar = jnp.concatenate((d_i_bar, d_f_bar, d_o_bar, d_g_bar), axis=-1)  # the gates' adjoints side by side
-    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_f_bar_o_bar_g_bar.reshape(-1, 4 * n_h)).T  # the gradients of W_ii, W_if, W_io, W_ig at once
-    _d_b_ii_b_if_b_io_b_ig = _d_i_bar_f_bar_o_bar_g_bar.reshape(-1, 4 * n_h).sum(axis=0)  # the gradients of b_ii, b_if, b_io, b_ig at once
-    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_f_bar_o_bar_g_bar.reshape(-1, 4 * n_h)).T  # the gradients of W_hi, W_hf, W_ho, W_hg at once
+    # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
+    d_h0 = _total(_flow(d_f_bar_1 @ W_hf + d_g_bar_1 @ W_hg + d_i_bar_1 @ W_hi + d_o_bar_1 @ W_ho, keep_0, ages), ages)
+    # the gates' adjoints side by side
+    _d_i_bar_to_g_bar = jnp.concatenate((d_i_bar, d_f_bar, d_o_bar, d_g_bar), axis=-1)
+    # the gradients of W_ii, W_if, W_io, W_ig at once
+    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_to_g_bar.reshape(-1, 4 * n_h)).T
+    # the gradients of b_ii, b_if, b_io, b_ig at once
+    _d_b_ii_b_if_b_io_b_ig = _d_i_bar_to_g_bar.reshape(-1, 4 * n_h).sum(axis=0)
+    # the gradients of W_hi, W_hf, W_ho, W_hg at once
+    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_to_g_bar.reshape(-1, 4 * n_h)).T
     return {
         "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h],  # dL/dW_ii = sum_t dL/di_bar_t x_t^T
         "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h],  # dL/db_ii = sum_t dL/di_bar_t
@@ -644,13 +676,17 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays), of any
     integer dtype; returned as int64 (int32 without x64), so that every label dtype runs the same code."""
     if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
-        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     low, high = _label_range(labels)
     if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad][0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
 
 
@@ -759,7 +795,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -792,7 +829,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)
