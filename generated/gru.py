@@ -362,7 +362,8 @@ def _forward(params, sizes, x, h0, work):
     # b_hn, all steps at once
     np.copyto(m[1:], b_hn)
     for t in range(1, T + 1):
-        _r_z_m_t, h_prev, _r_z_t, n_t, m_t, r_t, h_t, z_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t], r[t], h[t], z[t]
+        _r_z_m_t, h_prev, _r_z_t, n_t, m_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t]
+        r_t, h_t, z_t = r[t], h[t], z[t]
         # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
         np.matmul(h_prev, _W_hr_W_hz_W_hn_halved_T, out=_step_3h)
         np.add(_r_z_m_t, _step_3h, out=_r_z_m_t)
@@ -431,9 +432,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
     np.multiply(_k3[1:], m[1:], out=_k3[1:])
     np.multiply(_k3[1:], r[1:], out=_k3[1:])
     for t in range(T, 0, -1):
-        d_h_t, d_n_bar_t, _k1_t, d_m_t, r_t, d_z_bar_t, _k2_t, d_r_bar_t, _k3_t = (
-            d_h[t], d_n_bar[t], _k1[t], d_m[t], r[t], d_z_bar[t], _k2[t], d_r_bar[t], _k3[t]
-        )
+        d_h_t, d_n_bar_t, _k1_t, d_m_t, r_t = d_h[t], d_n_bar[t], _k1[t], d_m[t], r[t]
+        d_z_bar_t, _k2_t, d_r_bar_t, _k3_t = d_z_bar[t], _k2[t], d_r_bar[t], _k3[t]
         if t < T:
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}

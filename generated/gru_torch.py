@@ -372,7 +372,8 @@ def _forward(params, sizes, dtype, device, x, h0):
     # b_hn, all steps at once
     m[1:].copy_(b_hn)
     for t in range(1, T + 1):
-        _r_z_m_t, h_prev, _r_z_t, n_t, m_t, r_t, h_t, z_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t], r[t], h[t], z[t]
+        _r_z_m_t, h_prev, _r_z_t, n_t, m_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t]
+        r_t, h_t, z_t = r[t], h[t], z[t]
         # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
         torch.matmul(h_prev, _W_hr_W_hz_W_hn_halved_T, out=_step_3h)
         torch.add(_r_z_m_t, _step_3h, out=_r_z_m_t)

@@ -416,9 +416,8 @@ def _forward(params, sizes, x, c0, h0, work):
     np.matmul(x.reshape(-1, n_d), _W_ii_W_if_W_io_W_ig_halved.T, out=_i_f_o_g[1:].reshape(-1, 4 * n_h))
     np.add(_i_f_o_g[1:], _b_i_f_o_g_halved, out=_i_f_o_g[1:])
     for t in range(1, T + 1):
-        _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev, f_t, g_t, i_t, h_t, o_t = (
-            _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1], f[t], g[t], i[t], h[t], o[t]
-        )
+        _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev = _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1]
+        f_t, g_t, i_t, h_t, o_t = f[t], g[t], i[t], h[t], o[t]
         # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
         np.matmul(h_prev, _W_hi_W_hf_W_ho_W_hg_halved_T, out=_step_4h)
         np.add(_i_f_o_g_t, _step_4h, out=_i_f_o_g_t)
@@ -497,9 +496,9 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
     np.multiply(_k5[1:], g[1:], out=_k5[1:])
     np.multiply(_k5[1:], i[1:], out=_k5[1:])
     for t in range(T, 0, -1):
-        d_h_t, d_c_t, _k1_t, d_o_bar_t, _k2_t, d_g_bar_t, _k3_t, d_f_bar_t, _k4_t, d_i_bar_t, _k5_t = (
-            d_h[t], d_c[t], _k1[t], d_o_bar[t], _k2[t], d_g_bar[t], _k3[t], d_f_bar[t], _k4[t], d_i_bar[t], _k5[t]
-        )
+        d_h_t, d_c_t, _k1_t, d_o_bar_t, _k2_t = d_h[t], d_c[t], _k1[t], d_o_bar[t], _k2[t]
+        d_g_bar_t, _k3_t, d_f_bar_t, _k4_t, d_i_bar_t = d_g_bar[t], _k3[t], d_f_bar[t], _k4[t], d_i_bar[t]
+        _k5_t = _k5[t]
         if t < T:
             # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
             # dL/do_bar_{t+1}

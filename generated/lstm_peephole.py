@@ -410,9 +410,8 @@ def _forward(params, sizes, x, c0, h0, work):
     np.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
     np.add(_z_i_f_o[1:], _b_z_i_f_o, out=_z_i_f_o[1:])
     for t in range(1, T + 1):
-        _z_i_f_o_t, h_prev, z_t, i_t, c_prev, f_t, c_t, o_t, h_t = (
-            _z_i_f_o[t], h[t - 1], z[t], i[t], c[t - 1], f[t], c[t], o[t], h[t]
-        )
+        _z_i_f_o_t, h_prev, z_t, i_t, c_prev = _z_i_f_o[t], h[t - 1], z[t], i[t], c[t - 1]
+        f_t, c_t, o_t, h_t = f[t], c[t], o[t], h[t]
         # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
         np.matmul(h_prev, _R_z_R_i_R_f_R_o_T, out=_step_4h)
         np.add(_z_i_f_o_t, _step_4h, out=_z_i_f_o_t)
@@ -503,9 +502,9 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
     np.subtract(1, _k5[1:], out=_k5[1:])
     np.multiply(_k5[1:], i[1:], out=_k5[1:])
     for t in range(T, 0, -1):
-        d_h_t, d_o_bar_t, _k1_t, d_c_t, _k2_t, d_f_bar_t, _k3_t, d_i_bar_t, _k4_t, d_z_bar_t, _k5_t = (
-            d_h[t], d_o_bar[t], _k1[t], d_c[t], _k2[t], d_f_bar[t], _k3[t], d_i_bar[t], _k4[t], d_z_bar[t], _k5[t]
-        )
+        d_h_t, d_o_bar_t, _k1_t, d_c_t, _k2_t = d_h[t], d_o_bar[t], _k1[t], d_c[t], _k2[t]
+        d_f_bar_t, _k3_t, d_i_bar_t, _k4_t, d_z_bar_t = d_f_bar[t], _k3[t], d_i_bar[t], _k4[t], d_z_bar[t]
+        _k5_t = _k5[t]
         if t < T:
             # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
             np.matmul(_d_z_bar_to_o_bar[t + 1], _R_z_R_i_R_f_R_o, out=_step_h)

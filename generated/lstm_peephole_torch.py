@@ -408,9 +408,8 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     torch.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
     torch.add(_z_i_f_o[1:], _b_z_i_f_o, out=_z_i_f_o[1:])
     for t in range(1, T + 1):
-        _z_i_f_o_t, h_prev, z_t, i_t, c_prev, f_t, c_t, o_t, h_t = (
-            _z_i_f_o[t], h[t - 1], z[t], i[t], c[t - 1], f[t], c[t], o[t], h[t]
-        )
+        _z_i_f_o_t, h_prev, z_t, i_t, c_prev = _z_i_f_o[t], h[t - 1], z[t], i[t], c[t - 1]
+        f_t, c_t, o_t, h_t = f[t], c[t], o[t], h[t]
         # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
         torch.matmul(h_prev, _R_z_R_i_R_f_R_o_T, out=_step_4h)
         torch.add(_z_i_f_o_t, _step_4h, out=_z_i_f_o_t)

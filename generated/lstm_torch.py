@@ -415,9 +415,8 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     torch.matmul(x.reshape(-1, n_d), _W_ii_W_if_W_io_W_ig_halved.T, out=_i_f_o_g[1:].reshape(-1, 4 * n_h))
     torch.add(_i_f_o_g[1:], _b_i_f_o_g_halved, out=_i_f_o_g[1:])
     for t in range(1, T + 1):
-        _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev, f_t, g_t, i_t, h_t, o_t = (
-            _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1], f[t], g[t], i[t], h[t], o[t]
-        )
+        _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev = _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1]
+        f_t, g_t, i_t, h_t, o_t = f[t], g[t], i[t], h[t], o[t]
         # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
         torch.matmul(h_prev, _W_hi_W_hf_W_ho_W_hg_halved_T, out=_step_4h)
         torch.add(_i_f_o_g_t, _step_4h, out=_i_f_o_g_t)

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from bptt.codegen.backends import BACKENDS
+from bptt.codegen.printing.columns import WIDTH
 from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.bptt import derive
@@ -33,11 +34,15 @@ REFUSALS = (ModelError, NoRule, PrintError)
 
 
 def generate(model, folder):
-    """{backend: module}: every backend's module of the model, written into folder and imported from there."""
+    """{backend: module}: every backend's module of the model, written into folder and imported from there;
+    each in 120 columns, as every generated module (tests/test_columns.py)."""
     modules = {}
     for name, backend in BACKENDS.items():
         path = pathlib.Path(folder) / backend.filename(model.name)
-        path.write_text(backend.module_source(model), encoding="utf-8")
+        source = backend.module_source(model)
+        long = [line for line in source.splitlines() if len(line) > WIDTH]
+        assert not long, f"{name}: {len(long)} lines over {WIDTH} columns, the first: {long[0]}"
+        path.write_text(source, encoding="utf-8")
         modules[name] = import_file(path, f"random_cell_{id(folder)}_{name}")
     return modules
 

@@ -7,8 +7,8 @@ makes long are laid out here, by Python's own tokenizer, never by editing code:
 - long code is broken inside its brackets: the right-hand side of an assignment (or a return) is put in
   parentheses and broken before its top-level + and -, or at its commas; a call or a display is opened
   after its last top-level bracket, one argument (or element) per line, each laid out again.
-Nothing else changes: `columns` checks that the module's syntax tree is the same, docstrings up to
-their whitespace.
+Nothing else changes: the syntax tree is the same, docstrings up to their whitespace (`same_code`,
+which the tests check on every generated module).
 """
 
 import ast
@@ -21,32 +21,41 @@ STEP = "    "
 ASSIGN = {"=", "+=", "-=", "*=", "/=", "@=", "**=", "//=", "%=", "|=", "&=", "^="}
 SPLITTING = (("+", "-"), ("*", "@", "/"))  # the binary operators a long expression is broken before, in turn
 OPEN, CLOSE = ("(", "[", "{"), (")", "]", "}")
+SHORT = 12  # the inside of a bracket shorter than this stays on its line when no single break fits
 
 
 def columns(source, width=WIDTH):
     """The source with every line laid out in `width` columns where it can be (a long string stays whole)."""
+    lines = source.splitlines()
+    if all(len(line) <= width for line in lines):
+        return source
     docstrings = _docstring_lines(source)
     out = []
-    for number, line in enumerate(source.splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if len(line) <= width:
             out.append(line)
         elif number in docstrings:
             out += _prose(line, width)
         else:
             out += _statement(line, width)
-    laid = "\n".join(out) + ("\n" if source.endswith("\n") else "")
-    if _tree(laid) != _tree(source):
-        raise AssertionError("laying the module out in columns changed its code")
-    return laid
+    return "\n".join(out) + ("\n" if source.endswith("\n") else "")
+
+
+def same_code(source, laid):
+    """Whether two sources have the same syntax tree, each docstring's whitespace collapsed (tests check
+    that `columns` changes nothing else)."""
+    return _tree(laid) == _tree(source)
 
 
 def _docstring_lines(source):
-    """The numbers of the lines inside a docstring (a string that is a statement of its own)."""
-    tree = ast.parse(source)
-    lines = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
-            lines |= set(range(node.lineno, node.end_lineno + 1))
+    """The numbers of the lines inside a docstring: the module's, a function's or a class's."""
+    lines, bodies = set(), [ast.parse(source)]
+    while bodies:
+        node = bodies.pop()
+        first = node.body[0] if node.body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            lines |= set(range(first.lineno, first.end_lineno + 1))
+        bodies += [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     return lines
 
 
@@ -115,11 +124,22 @@ def _code(code, indent, width):
     if not tokens:
         return [indent + code]
     depth = _depths(tokens)
-    head = _assigned_head(tokens, depth)
-    if head is not None:
-        rest = code[head:].strip()
-        if not _bracketed(rest) and (_top(rest, (",",)) or any(_top(rest, ops, binary=True) for ops in SPLITTING)):
-            return [f"{indent}{code[:head].rstrip()} ("] + _body(rest, indent + STEP, width) + [f"{indent})"]
+    if tokens[-1].string == "," and depth[-1] == 0:  # an element of a display or a call: its comma stays last
+        lines = _code(code[: tokens[-1].start[1]].rstrip(), indent, width - 1)
+        return lines[:-1] + [lines[-1] + ","]
+    head = _head(tokens, depth)
+    rest = code[head:].strip()
+    operators = _top(rest, (",",)) if head else []
+    if not operators:
+        operators = next((found for ops in SPLITTING if (found := _top(rest, ops, binary=True))), [])
+    if operators and not _bracketed(rest):
+        opened = f"{code[:head].rstrip()} (" if head else "("
+        return [indent + opened] + _body(rest, indent + STEP, width) + [f"{indent})"]
+    return _split_brackets(code, tokens, depth, indent, width)
+
+
+def _split_brackets(code, tokens, depth, indent, width):
+    """The line opened inside a top-level bracket: the last whose head and tail fit, else the longest."""
     splits = []  # (where the inside of a top-level bracket starts, where it ends)
     for close in (k for k, tok in enumerate(tokens) if tok.string in CLOSE and depth[k] == 0):
         first, last = tokens[_opening(tokens, depth, close)].end[1], tokens[close].start[1]
@@ -128,9 +148,13 @@ def _code(code, indent, width):
     if not splits:
         return [indent + code]
     fitting = [(a, b) for a, b in splits if len(indent) + max(a, len(code) - b) <= width]
-    first, last = fitting[-1] if fitting else max(splits, key=lambda split: split[1] - split[0])
-    inner = _body(code[first:last].strip(), indent + STEP, width)
-    return [indent + code[:first]] + inner + [indent + code[last:]]
+    chosen = fitting[-1:] or [(a, b) for a, b in splits if b - a >= SHORT] or splits
+    lines, end = [], 0
+    for first, last in chosen:  # `head(`, its inside, `)middle(`, ..., `)tail`
+        lines.append(indent + code[end:first].strip())
+        lines += _body(code[first:last].strip(), indent + STEP, width)
+        end = last
+    return lines + [indent + code[end:].strip()]
 
 
 def _body(code, indent, width):
@@ -151,9 +175,19 @@ def _body(code, indent, width):
         at = _top(code, operators, binary=True)
         if at:
             cuts = [0, *at, len(code)]
-            pieces = [code[a:b].strip() for a, b in zip(cuts, cuts[1:], strict=False)]
-            return [line for piece in pieces for line in _code(piece, indent, width)]
+            lines = _code(code[: at[0]].strip(), indent, width)
+            for start, stop in zip(cuts[1:], cuts[2:], strict=False):
+                operator, operand = _operator(code[start:stop].strip())
+                laid = _code(operand, indent, width - len(operator) - 1)
+                lines += [f"{indent}{operator} {laid[0].lstrip()}"] + laid[1:]
+            return lines
     return _code(code, indent, width)
+
+
+def _operator(piece):
+    """(the binary operator a piece of a broken expression starts with, the operand after it)."""
+    tokens = _tokens(piece)
+    return tokens[0].string, piece[tokens[0].end[1] :].strip()
 
 
 def _filled(pieces, indent, width):
@@ -202,14 +236,15 @@ def _depths(tokens):
     return out
 
 
-def _assigned_head(tokens, depth):
-    """The column after the first top-level assignment (or `return`) of a statement, or None."""
+def _head(tokens, depth):
+    """The column after what a statement's value follows, 0 if none: its first top-level assignment (a
+    keyword argument's `=` too), `return`, or a dict entry's `:`."""
     if tokens[0].string == "return" and len(tokens) > 1:
         return tokens[0].end[1]
     for k, tok in enumerate(tokens):
-        if tok.type == tokenize.OP and tok.string in ASSIGN and depth[k] == 0:
-            return tok.end[1]
-    return None
+        if tok.type == tokenize.OP and (tok.string in ASSIGN or tok.string == ":") and depth[k] == 0:
+            return tok.end[1] if k + 1 < len(tokens) else 0
+    return 0
 
 
 def _bracketed(code):
