@@ -17,7 +17,6 @@ from bptt.codegen.printing.window import Statements
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
 
-
 VIEWS_PER_LINE = 5  # a step's views are bound five to a line: `h_t, h_prev, ... = h[t], h[t - 1], ...`
 
 
