@@ -99,7 +99,7 @@ class StepTangents:
             for seq, terms in self.outputs.items()
         }
         computed = {seq.name for seq, _ in self.model.steps} - {seq.name for seq in self.model.forced}
-        tangents = {seq: _local_first(terms, computed) for seq, terms in kept.items()}
+        tangents = {seq: _local_first(terms, computed, self.reads) for seq, terms in kept.items()}
         return ForwardMode(
             self.model, wrt, tangents, outputs, tuple(s for s in live_states(self.model) if s.name in carried)
         )
@@ -169,12 +169,12 @@ def _offset(time):
     return sp.simplify(time - t)
 
 
-def _local_first(terms, computed):
+def _local_first(terms, computed, reads):
     """The terms along wrt itself (b_t) before those through the tangents the step computes, each group
-    in its order; computed: the names of those sequences."""
+    in its order; computed: the names of those sequences; reads: what each term's Tangent is of."""
 
     def through_computed(term):
-        return any(isinstance(d.of, SeqAt) and d.of.name in computed for d in term.atoms(Tangent))
+        return isinstance(reads[term], SeqAt) and reads[term].name in computed
 
     return [term for term in terms if not through_computed(term)] + [term for term in terms if through_computed(term)]
 

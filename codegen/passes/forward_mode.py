@@ -9,6 +9,7 @@ these statements (printing/tangents.py, torch/rtrl.py, jax/forward_mode.py).
 """
 
 import dataclasses
+import functools
 
 import sympy as sp
 
@@ -163,6 +164,7 @@ def _split(terms, by_key):
     return through, dict(sorted(local.items(), key=lambda item: rows.index(item[0])))
 
 
+@functools.lru_cache(maxsize=8192)  # every term is read several times (split, kept, reread)
 def _read(term):
     """What the one Tangent of a term is of: a parameter, or a sequence value."""
     (of,) = {d.of for d in term.atoms(Tangent)}

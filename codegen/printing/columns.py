@@ -29,7 +29,7 @@ def columns(source, width=WIDTH):
     lines = source.splitlines()
     if all(len(line) <= width for line in lines):
         return source
-    docstrings = _docstring_lines(source)
+    docstrings = _docstring_lines(lines)
     out = []
     for number, line in enumerate(lines, start=1):
         if len(line) <= width:
@@ -47,16 +47,16 @@ def same_code(source, laid):
     return _tree(laid) == _tree(source)
 
 
-def _docstring_lines(source):
-    """The numbers of the lines inside a docstring: the module's, a function's or a class's."""
-    lines, bodies = set(), [ast.parse(source)]
-    while bodies:
-        node = bodies.pop()
-        first = node.body[0] if node.body else None
-        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-            lines |= set(range(first.lineno, first.end_lineno + 1))
-        bodies += [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
-    return lines
+def _docstring_lines(lines):
+    """The numbers of the lines inside a triple-quoted string: the generated code's docstrings (its printed
+    code quotes strings with one quote)."""
+    inside, found = False, set()
+    for number, line in enumerate(lines, start=1):
+        quotes = line.count('"""')
+        if inside or quotes:
+            found.add(number)
+        inside ^= quotes % 2 == 1
+    return found
 
 
 def _prose(line, width):
@@ -73,11 +73,11 @@ def _statement(line, width):
     if tokens is None:
         return [line]
     comment = next((tok for tok in tokens if tok.type == tokenize.COMMENT), None)
-    code = line.strip()[: comment.start[1]].rstrip() if comment else line.strip()
     above = _comment(comment.string, indent, width) if comment else []
-    if not code:
+    code = Code(line.strip(), [tok for tok in tokens if tok.type != tokenize.COMMENT])
+    if not code.tokens:
         return above
-    return above + _code(code, indent, width)
+    return above + code.lines((0, len(code.tokens)), indent, width)
 
 
 def _comment(text, indent, width):
@@ -116,78 +116,131 @@ def _strings_whole(tokens):
     return out
 
 
-def _code(code, indent, width):
-    """Lines for one line of code (no comment) at an indentation."""
-    if len(indent) + len(code) <= width:
-        return [indent + code]
-    tokens = _tokens(code)
-    if not tokens:
-        return [indent + code]
-    depth = _depths(tokens)
-    if tokens[-1].string == "," and depth[-1] == 0:  # an element of a display or a call: its comma stays last
-        lines = _code(code[: tokens[-1].start[1]].rstrip(), indent, width - 1)
-        return lines[:-1] + [lines[-1] + ","]
-    head = _head(tokens, depth)
-    rest = code[head:].strip()
-    operators = _top(rest, (",",)) if head else []
-    if not operators:
-        operators = next((found for ops in SPLITTING if (found := _top(rest, ops, binary=True))), [])
-    if operators and not _bracketed(rest):
-        opened = f"{code[:head].rstrip()} (" if head else "("
-        return [indent + opened] + _body(rest, indent + STEP, width) + [f"{indent})"]
-    return _split_brackets(code, tokens, depth, indent, width)
+class Code:
+    """One line of code tokenized once; its parts are ranges (first, stop) of its tokens."""
 
+    def __init__(self, text, tokens):
+        self.text, self.tokens = text, tokens
+        self.depth, depth = [], 0  # the bracket depth of each token (a bracket at its outer depth)
+        for tok in tokens:
+            depth -= tok.string in CLOSE
+            self.depth.append(depth)
+            depth += tok.string in OPEN
 
-def _split_brackets(code, tokens, depth, indent, width):
-    """The line opened inside a top-level bracket: the last whose head and tail fit, else the longest."""
-    splits = []  # (where the inside of a top-level bracket starts, where it ends)
-    for close in (k for k, tok in enumerate(tokens) if tok.string in CLOSE and depth[k] == 0):
-        first, last = tokens[_opening(tokens, depth, close)].end[1], tokens[close].start[1]
-        if code[first:last].strip():
-            splits.append((first, last))
-    if not splits:
-        return [indent + code]
-    fitting = [(a, b) for a, b in splits if len(indent) + max(a, len(code) - b) <= width]
-    chosen = fitting[-1:] or [(a, b) for a, b in splits if b - a >= SHORT] or splits
-    lines, end = [], 0
-    for first, last in chosen:  # `head(`, its inside, `)middle(`, ..., `)tail`
-        lines.append(indent + code[end:first].strip())
-        lines += _body(code[first:last].strip(), indent + STEP, width)
-        end = last
-    return lines + [indent + code[end:].strip()]
+    def source(self, part):
+        first, stop = part
+        return self.text[self.tokens[first].start[1] : self.tokens[stop - 1].end[1]] if stop > first else ""
 
+    def top(self, part, operators, binary=False):
+        """The indices of the operators at the top level of a part: commas, or binary + and - (not a sign:
+        an operator after an operand)."""
+        first, stop = part
+        base = min(self.depth[first:stop])
+        found = []
+        for k in range(first, stop):
+            tok = self.tokens[k]
+            if tok.type == tokenize.OP and tok.string in operators and self.depth[k] == base:
+                if binary and (k == first or not _operand_end(self.tokens[k - 1])):
+                    continue
+                found.append(k)
+        return found
 
-def _body(code, indent, width):
-    """The inside of brackets: one line per element at its commas, or the operands of its top-level
-    + and - (else * and @) each on a line from the operator on; each laid out again."""
-    parts = _top(code, (",",))
-    if parts:
-        pieces, start = [], 0
-        for at in parts:
-            pieces.append(code[start : at + 1].strip())
-            start = at + 1
-        if code[start:].strip():
-            pieces.append(code[start:].strip())
-        if all(len(indent) + len(piece) <= width for piece in pieces):
-            return _filled(pieces, indent, width)
-        return [line for piece in pieces for line in _code(piece, indent, width)]
-    for operators in SPLITTING:
-        at = _top(code, operators, binary=True)
-        if at:
-            cuts = [0, *at, len(code)]
-            lines = _code(code[: at[0]].strip(), indent, width)
-            for start, stop in zip(cuts[1:], cuts[2:], strict=False):
-                operator, operand = _operator(code[start:stop].strip())
-                laid = _code(operand, indent, width - len(operator) - 1)
-                lines += [f"{indent}{operator} {laid[0].lstrip()}"] + laid[1:]
-            return lines
-    return _code(code, indent, width)
+    def lines(self, part, indent, width):
+        """Lines for a part of the line (no comment) at an indentation."""
+        text = self.source(part)
+        if len(indent) + len(text) <= width or part[1] <= part[0]:
+            return [indent + text]
+        first, stop = part
+        if self.tokens[stop - 1].string == "," and self.depth[stop - 1] == min(self.depth[first:stop]):
+            lines = self.lines((first, stop - 1), indent, width - 1)  # an element: its comma stays last
+            return lines[:-1] + [lines[-1] + ","]
+        head = self.head(part)
+        rest = (head, stop) if head is not None else part
+        operators = self.top(rest, (",",)) if head is not None else []
+        if not operators:
+            operators = next((found for ops in SPLITTING if (found := self.top(rest, ops, binary=True))), [])
+        if operators and not self.bracketed(rest):
+            opened = f"{self.source((first, head))} (" if head is not None else "("
+            return [indent + opened] + self.body(rest, indent + STEP, width) + [f"{indent})"]
+        return self.split_brackets(part, indent, width)
 
+    def head(self, part):
+        """The index after what a part's value follows, None if none: its first top-level assignment (a
+        keyword argument's `=` too), `return`, or a dict entry's `:`."""
+        first, stop = part
+        if self.tokens[first].string == "return" and stop > first + 1:
+            return first + 1
+        base = min(self.depth[first:stop])
+        for k in range(first, stop - 1):
+            tok = self.tokens[k]
+            if tok.type == tokenize.OP and (tok.string in ASSIGN or tok.string == ":") and self.depth[k] == base:
+                return k + 1
+        return None
 
-def _operator(piece):
-    """(the binary operator a piece of a broken expression starts with, the operand after it)."""
-    tokens = _tokens(piece)
-    return tokens[0].string, piece[tokens[0].end[1] :].strip()
+    def bracketed(self, part):
+        """Whether a part is one bracketed expression (so that its own brackets are where it breaks)."""
+        first, stop = part
+        if self.tokens[first].string not in OPEN or self.tokens[stop - 1].string not in CLOSE:
+            return False
+        return all(d > self.depth[first] for d in self.depth[first + 1 : stop - 1])
+
+    def split_brackets(self, part, indent, width):
+        """The part opened inside a top-level bracket: the last whose head and tail fit, else each long one."""
+        first, stop = part
+        base = min(self.depth[first:stop])
+        splits = []  # (opening bracket, closing bracket) with something inside
+        opened = []
+        for k in range(first, stop):
+            if self.depth[k] != base:
+                continue
+            if self.tokens[k].string in OPEN:
+                opened.append(k)
+            elif self.tokens[k].string in CLOSE and opened:
+                start = opened.pop()
+                if k > start + 1:
+                    splits.append((start, k))
+        if not splits:
+            return [indent + self.source(part)]
+        start_col, stop_col = self.tokens[first].start[1], self.tokens[stop - 1].end[1]
+
+        def fits(split):
+            a, b = split
+            head, tail = self.tokens[a].end[1] - start_col, stop_col - self.tokens[b].start[1]
+            return len(indent) + max(head, tail) <= width
+
+        def long(split):
+            return len(self.source((split[0] + 1, split[1]))) >= SHORT
+
+        chosen = [split for split in splits if fits(split)][-1:] or [s for s in splits if long(s)] or splits
+        lines, at = [], first
+        for a, b in chosen:  # `head(`, its inside, `)middle(`, ..., `)tail`
+            lines.append(indent + self.source((at, a + 1)))
+            lines += self.body((a + 1, b), indent + STEP, width)
+            at = b
+        return lines + [indent + self.source((at, stop))]
+
+    def body(self, part, indent, width):
+        """The inside of brackets: one line per element at its commas (short ones filled), or the operands of
+        its top-level + and - (else * and @) each on a line from the operator on; each laid out again."""
+        first, stop = part
+        commas = self.top(part, (",",))
+        if commas:
+            pieces = [(a, b + 1) for a, b in zip([first] + [c + 1 for c in commas[:-1]], commas, strict=True)]
+            pieces += [(commas[-1] + 1, stop)] if commas[-1] + 1 < stop else []
+            texts = [self.source(piece) for piece in pieces]
+            if all(len(indent) + len(text) <= width for text in texts):
+                return _filled(texts, indent, width)
+            return [line for piece in pieces for line in self.lines(piece, indent, width)]
+        for operators in SPLITTING:
+            cuts = self.top(part, operators, binary=True)
+            if cuts:
+                lines = self.lines((first, cuts[0]), indent, width)
+                for a, b in zip(cuts, cuts[1:] + [stop], strict=True):
+                    operator = self.tokens[a].string
+                    laid = self.lines((a + 1, b), indent, width - len(operator) - 1)
+                    lines += [f"{indent}{operator} {laid[0].lstrip()}"] + laid[1:]
+                return lines
+        return self.lines(part, indent, width)
 
 
 def _filled(pieces, indent, width):
@@ -201,63 +254,11 @@ def _filled(pieces, indent, width):
     return lines
 
 
-def _top(code, operators, binary=False):
-    """The columns of the operators (among `operators`) at the top level of code: commas, or binary + and -
-    (not a sign: an operator after an operand)."""
-    tokens = _tokens(code)
-    if not tokens:
-        return []
-    depth = _depths(tokens)
-    found = []
-    for k, tok in enumerate(tokens):
-        if tok.type == tokenize.OP and tok.string in operators and depth[k] == 0:
-            if binary and (k == 0 or not _operand_end(tokens[k - 1])):
-                continue
-            found.append(tok.start[1])
-    return found
-
-
 def _operand_end(tok):
     """Whether a token can end an operand (so that a + or - after it is binary)."""
     if tok.type in (tokenize.NAME, tokenize.NUMBER, tokenize.STRING):
         return tok.string not in ("and", "or", "not", "in", "is", "if", "else", "lambda", "return")
     return tok.string in CLOSE
-
-
-def _depths(tokens):
-    """The bracket depth each token sits at (an opening bracket at its outer depth)."""
-    depth, out = 0, []
-    for tok in tokens:
-        if tok.string in CLOSE:
-            depth -= 1
-        out.append(depth)
-        if tok.string in OPEN:
-            depth += 1
-    return out
-
-
-def _head(tokens, depth):
-    """The column after what a statement's value follows, 0 if none: its first top-level assignment (a
-    keyword argument's `=` too), `return`, or a dict entry's `:`."""
-    if tokens[0].string == "return" and len(tokens) > 1:
-        return tokens[0].end[1]
-    for k, tok in enumerate(tokens):
-        if tok.type == tokenize.OP and (tok.string in ASSIGN or tok.string == ":") and depth[k] == 0:
-            return tok.end[1] if k + 1 < len(tokens) else 0
-    return 0
-
-
-def _bracketed(code):
-    """Whether code is one bracketed expression (so that its own brackets are where it breaks)."""
-    tokens = _tokens(code)
-    if not tokens or tokens[0].string not in OPEN:
-        return False
-    depth = _depths(tokens)
-    return all(d > 0 for d in depth[1:-1]) and tokens[-1].string in CLOSE and depth[-1] == 0
-
-
-def _opening(tokens, depth, close):
-    return max(k for k in range(close) if depth[k] == depth[close] and tokens[k].string in OPEN)
 
 
 def _tree(source):

@@ -126,7 +126,8 @@ def forward_body(program, printer_type=NumPyPrinter):
     arrays = list(forward.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     used = printer.used
     head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used["params"]]
-    head += [work_bound(a.name, views(arrays)) for a in _named(arrays) if a.name in used["arrays"]]
+    viewed = views(arrays)
+    head += [work_bound(a.name, viewed) for a in _named(arrays) if a.name in used["arrays"]]
     head += sized(used["sizes"], model)
     first = model.inputs[0].name
     head += time_and_batch(used["sizes"], first)
@@ -159,7 +160,8 @@ def backward_bodies(program):
     arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     work = {a.name for a in _named(arrays)}
     cache = set(program.cache)
-    body = bound(printer.used, model, work, cache, views(arrays))
+    viewed = views(arrays)
+    body = bound(printer.used, model, work, cache, viewed)
     body += time_and_batch(printer.used["sizes"], output_adjoint(model)) + lines + initial
     body.append("return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model)))
     gradient = NumPyPrinter(adjoints.arrays)
@@ -171,7 +173,7 @@ def backward_bodies(program):
     if ONES in gradient.used["arrays"]:
         arrays.append(Array(ONES, None, "ones"))
         work.add(ONES)
-    gradient_lines = bound(gradient.used, model, work, cache, views(arrays)) + gradient_lines
+    gradient_lines = bound(gradient.used, model, work, cache, viewed) + gradient_lines
     window = window_body(program, gradient.used["arrays"], arrays)
     helpers_used = printer.used["helpers"] | gradient.used["helpers"] | window[1]
     return Backward(tuple(arrays), tuple(body), tuple(window[0]), tuple(gradient_lines), tuple(returns), helpers_used)
@@ -201,7 +203,7 @@ def views(arrays):
             names = [m for m, _ in array.members[first : first + count]]
             spans.append((name, starts[names[0]][0], starts[names[-1]][1]))
         for name, start, stop in spans:
-            whole = start == 0 and sp.simplify(stop - array.rows) == 0
+            whole = start == 0 and sp.expand(stop - array.rows) == 0
             out[name] = (
                 f"{array.name}'s array, reused (a view of all of it)"
                 if whole
