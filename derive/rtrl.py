@@ -10,6 +10,11 @@ For the initial state h_0 the direction is h_dot_0 itself and b_t = 0.
 With several states and intermediates a step's tangents are computed in the step's order, each
 written through the named tangents before it (c_dot_t in h_dot_t, h1_dot_t in layer 2's gates), as
 BPTT names the adjoints; so no tangent is longer than its own equation.
+
+The step is derived once along every direction at once (step_tangents): each term is linear in one
+Tangent, so c_t's part (the terms through the tangents of the states and of the named sequences) is
+shared by every parameter, and a parameter's b_t is its own terms. ForwardMode along one direction
+keeps the terms that are not zero along it.
 """
 
 import functools
