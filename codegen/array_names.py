@@ -31,3 +31,8 @@ def tangent_array(seq):
 def previous_tangent_array(seq):
     """The array of a state's tangents at t - 1, once the step has assigned those at t: `dot_h_prev`."""
     return f"dot_{seq.name}_prev"
+
+
+def along_name(key):
+    """The rows of a gradient's directions in the stack: `along_W`, `along_h0`."""
+    return f"along_{key}"

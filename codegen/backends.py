@@ -9,6 +9,7 @@ import importlib
 from dataclasses import dataclass
 
 from bptt.codegen import names
+from bptt.codegen.printing.columns import columns
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,8 @@ class Backend:
         """The module's source; program: the model's statements to print (program.build(model)'s if None).
         ModelError if a name of the model is one the generated code uses itself."""
         names.check(model)
-        return importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source(model, program)
+        source = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source(model, program)
+        return columns(source)
 
     def filename(self, model_name):
         return model_name.replace("-", "_") + self.suffix + ".py"

@@ -18,11 +18,12 @@ Node tree (what each holds)::
     │   ├── Loop              body (statements at step t), backward
     │   │   └── Guard         body (statements that run for t < T only)
     │   ├── Units             rows: every direction of a vector, for forward mode
-    │   ├── TangentLoop       key, wrt, arrays (TangentArray), body, comment:
+    │   ├── TangentLoop       directions (Direction: key, wrt), carried, arrays (TangentArray), body, comment:
     │   │   ├── Previous          state: dot_S_prev at the top of step t
-    │   │   ├── EntersStepOne     state: a teacher-forced state's tangent along its initial value
-    │   │   ├── Assign            Tangent(X_t) = value
-    │   │   └── Contract          tangent, adjoint, per_sample: the step's share of the gradient
+    │   │   ├── Assign            Tangent(X_t) = value, for every direction at once
+    │   │   ├── AddAlong          target, along (a Direction), value: a local term, into its rows only
+    │   │   └── Contract          tangent, adjoint, along: a share of step t of every gradient
+    │   ├── Gradient          direction: grads[key] from the loop's total
     │   ├── ZeroGradient      key, wrt, comment
     │   ├── Array             name, rows, steps (Steps, or PerCall), members, spans
     │   └── Stack             name, parts
@@ -160,11 +161,12 @@ class Program:
     forward_mode: Pass  # the gradients by forward mode (RTRL): Units, then a TangentLoop per gradient
 
 
-# Forward mode (RTRL): the tangents along every direction of one parameter (or initial state) at once.
-# A tangent array has a leading axis of directions, (P, B, rows) for P the entries of what it is along;
-# in an expression Tangent(h_t) is that array at step t, Tangent(W) x_t every direction of W applied to x_t.
-# A step assigns its tangents in order, each reading those assigned before it (`dot_c` in `dot_h`).
-# Their arrays' names: array_names.py.
+# Forward mode (RTRL): the tangents along every direction of every gradient at once, in one loop over time.
+# The directions of the gradients (a parameter's entries, an initial state's rows) are stacked on a first axis:
+# a tangent array is (P, B, rows), and rows along_U of it are the tangents along the entries of U. In an
+# expression Tangent(h_t) is that array at step t, Tangent(W) x_t every direction of W applied to x_t (its
+# local term: added into W's rows only, ir.AddAlong). A step assigns its tangents in order, each reading those
+# assigned before it (`dot_c` in `dot_h`). Their arrays' names: array_names.py.
 
 
 @dataclass(frozen=True)
@@ -175,12 +177,36 @@ class Units:
 
 
 @dataclass(frozen=True)
+class Direction:
+    """The directions of one gradient: the entries of a parameter, or the rows of an initial state (whose
+    gradient is per sample)."""
+
+    key: str  # the gradient's key: `W`, `h0`
+    wrt: object  # the parameter, or the state Seq
+
+    @property
+    def per_sample(self):
+        return not isinstance(self.wrt, sp.MatrixSymbol)
+
+
+@dataclass(frozen=True)
 class TangentArray:
-    """A state's tangents before step 1, along every direction: zero, or (units) the directions of the
-    initial state itself, when the pass is along that initial state."""
+    """A state's tangents before step 1: zero, and along its own initial value (`own`, when that is a
+    carried direction) every direction of it."""
 
     state: object  # the state Seq
-    units: bool = False
+    own: object = None  # the Direction of the state's initial value, or None
+
+
+@dataclass(frozen=True)
+class AddAlong:
+    """target[along] += value: a local term of a tangent (linear in the tangent of `along`'s parameter),
+    added into the rows of that parameter's directions only."""
+
+    target: object  # Tangent(X_t)
+    along: Direction
+    value: object
+    comment: str = ""
 
 
 @dataclass(frozen=True)
@@ -193,40 +219,36 @@ class Previous:
 
 
 @dataclass(frozen=True)
-class EntersStepOne:
-    """The tangent of a state at t - 1 along its initial value, when no step assigns it (a teacher-forced
-    state is data from step 1 on): every direction at step 1, zero after."""
-
-    state: object
-    comment: str
-
-
-@dataclass(frozen=True)
 class Contract:
-    """The gradient's share of step t: the outputs' tangent o_dot_t (P, B, q) against dL/do_t (B, q),
-    summed over the batch for a parameter, per sample (B, P) for an initial state."""
+    """A share of step t of every gradient, per sample: an output's tangent o_dot_t (P, B, q) against dL/do_t
+    (B, q), into the rows of `along` (a local term), or of every carried direction (along None)."""
 
-    tangent: object  # o_dot_t, linear in Tangent nodes
+    tangent: object  # o_dot_t, or one of its terms, linear in Tangent nodes
     adjoint: object  # Adj(o_t)
-    per_sample: bool
+    along: object = None  # a Direction, or None
+    comment: str = ""  # the term contracted
+    heading: str = ""  # a line above it: the output's tangent, for the first of its terms
 
 
 @dataclass(frozen=True)
 class TangentLoop:
-    """One gradient by forward mode: the tangents along every entry of `wrt` carried through t = 1..T,
-    each step's share contracted into grads[key]."""
+    """Forward mode in one loop over t = 1..T: the tangents along every carried direction, stacked, and each
+    step's share of every gradient contracted into `total` (B, rows of every direction), per sample."""
 
-    key: str  # the gradient's key
-    wrt: object  # the parameter, or the state Seq of an initial state
-    arrays: tuple  # TangentArray per state whose tangent the loop starts before step 1
-    body: tuple  # the statements of step t: Previous and EntersStepOne, then in the step's order an
-    #              Assign(Tangent(X_t), value, comment) per named tangent not zero along wrt, then Contract
+    directions: tuple  # Direction per gradient that is not zero, in the rows of total: the carried ones first
+    carried: int  # how many of them the tangents carry (the others are read by the outputs' local terms only)
+    arrays: tuple  # TangentArray per state whose tangent at t - 1 the step reads
+    body: tuple  # the statements of step t: Previous, then in the step's order Assign(Tangent(X_t), value) and
+    #              AddAlong per named tangent (an Assign of zero at the end for a state no step assigns), Contract
     comment: str
 
-    @property
-    def per_sample(self):
-        """Along an initial state: one gradient per sample, P = the state's rows."""
-        return not isinstance(self.wrt, sp.MatrixSymbol)
+
+@dataclass(frozen=True)
+class Gradient:
+    """grads[key] from the loop's total: a parameter's rows summed over the batch, an initial state's per sample."""
+
+    direction: Direction
+    comment: str = ""
 
 
 @dataclass(frozen=True)
@@ -238,7 +260,7 @@ class ZeroGradient:
     wrt: object
     comment: str
 
-    per_sample = TangentLoop.per_sample
+    per_sample = Direction.per_sample
 
 
 # Matrix expressions of the IR's own, inside statements' values.

@@ -9,7 +9,8 @@ One step at time t:
     z_t = V s_t
     L = sum_t -log softmax(z_t)[y_t]
 
-Arrays are time-major: xs is (T, B) integer indices in range(d), outputs (T, B, q), ys (T, B) integer labels in range(q).
+Arrays are time-major: xs is (T, B) integer indices in range(d), outputs (T, B, q), ys (T, B) integer labels in
+range(q).
 Parameters keep the shapes of the maths: U (h, d), W (h, h), V (q, h).
 
 Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
@@ -170,32 +171,28 @@ def forward_mode_grads(params, xs, ys, s0=None):
     T, B = d_z.shape[0], d_z.shape[1]
     grads = {}
     units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
-    # U: tangents along every entry of U
-    dot_s = np.zeros((U.size, B, n_h), dtype)
-    total = np.zeros(U.size, dtype)
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_U = slice(0, U.size)
+    along_W = slice(along_U.stop, along_U.stop + W.size)
+    along_s0 = slice(along_W.stop, along_W.stop + n_h)
+    along_V = slice(along_s0.stop, along_s0.stop + V.size)
+    directions = along_s0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_s = np.zeros((directions, B, n_h), dtype)
+    dot_s[along_s0] = units_n_h
+    total = np.zeros((B, along_V.stop), dtype)  # every gradient, per sample: its rows along it
     for t in range(1, T + 1):
-        dot_s = (1 - s[t] ** 2) * (_directions(_onehot(x[t - 1], n_d, dtype), n_h) + dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) (dot(U) onehot(x_t) + W dot(s_{t-1}))
-        total += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
-    grads["U"] = total.reshape(U.shape)
-    # W: tangents along every entry of W
-    dot_s = np.zeros((W.size, B, n_h), dtype)
-    total = np.zeros(W.size, dtype)
-    for t in range(1, T + 1):
-        dot_s = (1 - s[t] ** 2) * (_directions(s[t - 1], n_h) + dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) (dot(W) s_{t-1} + W dot(s_{t-1}))
-        total += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
-    grads["W"] = total.reshape(W.shape)
-    # V: tangents along every entry of V
-    total = np.zeros(V.size, dtype)
-    for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", _directions(s[t], n_q), d_z[t - 1])
-    grads["V"] = total.reshape(V.shape)
-    # s0: tangents along every entry of s0, for each sample
-    dot_s = units_n_h
-    total = np.zeros((B, n_h), dtype)
-    for t in range(1, T + 1):
-        dot_s = (1 - s[t] ** 2) * (dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) W dot(s_{t-1})
-        total += np.einsum("pbk,bk->bp", dot_s @ V.T, d_z[t - 1])
-    grads["s0"] = total
+        # dot(s_t) = diag(1 - s_t^2) (dot(U) onehot(x_t) + dot(W) s_{t-1} + W dot(s_{t-1}))
+        dot_s = dot_s @ W.T
+        dot_s[along_U] += _directions(_onehot(x[t - 1], n_d, dtype), n_h)  # dot(U) onehot(x_t)
+        dot_s[along_W] += _directions(s[t - 1], n_h)  # dot(W) s_{t-1}
+        dot_s = (1 - s[t] ** 2) * dot_s
+        # every gradient += dL/dz_t^T dot(z_t), dot(z_t) = dot(V) s_t + V dot(s_t)
+        total[:, :directions] += np.einsum("pbk,bk->bp", dot_s @ V.T, d_z[t - 1])  # V dot(s_t)
+        total[:, along_V] += np.einsum("pbk,bk->bp", _directions(s[t], n_q), d_z[t - 1])  # dot(V) s_t
+    grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
+    grads["W"] = total[:, along_W].sum(axis=0).reshape(W.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["s0"] = total[:, along_s0].copy()
     return loss, grads
 
 
@@ -457,12 +454,16 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as intp
     (what indexing takes: a uint64 index array is refused)."""
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     if labels.min() < 0 or labels.max() >= sizes[classes]:
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(np.intp, copy=False)
 
 
@@ -571,7 +572,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -604,7 +606,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)

@@ -17,7 +17,8 @@ One step at time t:
     L = sum_t 1/2 ||s_t - y_t||^2
 
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
-Parameters keep the shapes of the maths: W_ir (h, d), b_ir (h), W_hr (h, h), b_hr (h), W_iz (h, d), b_iz (h), W_hz (h, h), b_hz (h), W_in (h, d), b_in (h), W_hn (h, h), b_hn (h), V (q, h).
+Parameters keep the shapes of the maths: W_ir (h, d), b_ir (h), W_hr (h, h), b_hr (h), W_iz (h, d), b_iz (h), W_hz (h,
+h), b_hz (h), W_in (h, d), b_in (h), W_hn (h, h), b_hn (h), V (q, h).
 
 Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
 _backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
@@ -129,16 +130,18 @@ def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
         d_h0 = _adjoints(keep, params, sizes, cache, d_s, work)
     x = cache["x"]
     h = cache["h"]
-    _d_r_bar_z_bar = work["_d_r_bar_z_bar"]
+    _d_r_bar_z_bar = work["_d_r_bar_z_bar"]  # a view of _d_r_bar_z_bar_m[..., :2 * n_h]
     _d_r_bar_z_bar_m = work["_d_r_bar_z_bar_m"]
     _ones = work["_ones"]
     d_n_bar = work["d_n_bar"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar[1:].reshape(-1, 2 * n_h)).T  # the gradients of W_ir, W_iz at once
+    # the gradients of W_ir, W_iz at once
+    _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar[1:].reshape(-1, 2 * n_h)).T
     _d_b_ir_b_iz_b_hn = _ones @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)  # the gradients of b_ir, b_iz, b_hn at once
-    _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)).T  # the gradients of W_hr, W_hz, W_hn at once
+    # the gradients of W_hr, W_hz, W_hn at once
+    _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)).T
     return {
         # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
         "W_ir": _d_W_ir_W_iz[:n_h],
@@ -191,7 +194,13 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
     _forward(params, sizes, x, h0, work)
     loss = _squared_error(work["s"], y, B)  # the outputs become dL/ds_t
     sizes.update(T=T, B=B)
-    return loss, _backward(mode, value, rng, params, sizes, dtype, {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}, work["s"])
+    return (
+        loss,
+        _backward(
+            mode, value, rng, params, sizes, dtype,
+            {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}, work["s"]
+        )
+    )
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
@@ -230,115 +239,71 @@ def forward_mode_grads(params, xs, ys, h0=None):
     T, B = d_s.shape[0], d_s.shape[1]
     grads = {}
     units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
-    # W_ir: tangents along every entry of W_ir
-    dot_h = np.zeros((W_ir.size, B, n_h), dtype)
-    total = np.zeros(W_ir.size, dtype)
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_ir = slice(0, W_ir.size)
+    along_b_ir = slice(along_W_ir.stop, along_W_ir.stop + b_ir.size)
+    along_W_hr = slice(along_b_ir.stop, along_b_ir.stop + W_hr.size)
+    along_b_hr = slice(along_W_hr.stop, along_W_hr.stop + b_hr.size)
+    along_W_iz = slice(along_b_hr.stop, along_b_hr.stop + W_iz.size)
+    along_b_iz = slice(along_W_iz.stop, along_W_iz.stop + b_iz.size)
+    along_W_hz = slice(along_b_iz.stop, along_b_iz.stop + W_hz.size)
+    along_b_hz = slice(along_W_hz.stop, along_W_hz.stop + b_hz.size)
+    along_W_in = slice(along_b_hz.stop, along_b_hz.stop + W_in.size)
+    along_b_in = slice(along_W_in.stop, along_W_in.stop + b_in.size)
+    along_W_hn = slice(along_b_in.stop, along_b_in.stop + W_hn.size)
+    along_b_hn = slice(along_W_hn.stop, along_W_hn.stop + b_hn.size)
+    along_h0 = slice(along_b_hn.stop, along_b_hn.stop + n_h)
+    along_V = slice(along_h0.stop, along_h0.stop + V.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_h = np.zeros((directions, B, n_h), dtype)
+    dot_h[along_h0] = units_n_h
+    total = np.zeros((B, along_V.stop), dtype)  # every gradient, per sample: its rows along it
     for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(x[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_ir"] = total.reshape(W_ir.shape)
-    # b_ir: tangents along every entry of b_ir
-    dot_h = np.zeros((b_ir.size, B, n_h), dtype)
-    total = np.zeros(b_ir.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_ir"] = total.reshape(b_ir.shape)
-    # W_hr: tangents along every entry of W_hr
-    dot_h = np.zeros((W_hr.size, B, n_h), dtype)
-    total = np.zeros(W_hr.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * _directions(h[t - 1], n_h)))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_hr"] = total.reshape(W_hr.shape)
-    # b_hr: tangents along every entry of b_hr
-    dot_h = np.zeros((b_hr.size, B, n_h), dtype)
-    total = np.zeros(b_hr.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * units_n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_hr"] = total.reshape(b_hr.shape)
-    # W_iz: tangents along every entry of W_iz
-    dot_h = np.zeros((W_iz.size, B, n_h), dtype)
-    total = np.zeros(W_iz.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (_directions(x[t - 1], n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_iz) x_t + W_hz dot(h_{t-1}))
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_iz"] = total.reshape(W_iz.shape)
-    # b_iz: tangents along every entry of b_iz
-    dot_h = np.zeros((b_iz.size, B, n_h), dtype)
-    total = np.zeros(b_iz.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_iz) + W_hz dot(h_{t-1}))
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_iz"] = total.reshape(b_iz.shape)
-    # W_hz: tangents along every entry of W_hz
-    dot_h = np.zeros((W_hz.size, B, n_h), dtype)
-    total = np.zeros(W_hz.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (_directions(h[t - 1], n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_hz) h_{t-1} + W_hz dot(h_{t-1}))
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_hz"] = total.reshape(W_hz.shape)
-    # b_hz: tangents along every entry of b_hz
-    dot_h = np.zeros((b_hz.size, B, n_h), dtype)
-    total = np.zeros(b_hz.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_hz) + W_hz dot(h_{t-1}))
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_hz"] = total.reshape(b_hz.shape)
-    # W_in: tangents along every entry of W_in
-    dot_h = np.zeros((W_in.size, B, n_h), dtype)
-    total = np.zeros(W_in.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * _directions(x[t - 1], n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_in"] = total.reshape(W_in.shape)
-    # b_in: tangents along every entry of b_in
-    dot_h = np.zeros((b_in.size, B, n_h), dtype)
-    total = np.zeros(b_in.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * units_n_h) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_in"] = total.reshape(b_in.shape)
-    # W_hn: tangents along every entry of W_hn
-    dot_h = np.zeros((W_hn.size, B, n_h), dtype)
-    total = np.zeros(W_hn.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * _directions(h[t - 1], n_h))) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W_hn"] = total.reshape(W_hn.shape)
-    # b_hn: tangents along every entry of b_hn
-    dot_h = np.zeros((b_hn.size, B, n_h), dtype)
-    total = np.zeros(b_hn.size, dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * units_n_h)) + (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b_hn"] = total.reshape(b_hn.shape)
-    # V: tangents along every entry of V
-    total = np.zeros(V.size, dtype)
-    for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-    grads["V"] = total.reshape(V.shape)
-    # h0: tangents along every entry of h0, for each sample
-    dot_h = units_n_h
-    total = np.zeros((B, n_h), dtype)
-    for t in range(1, T + 1):
-        dot_z = ((1 - z[t]) * z[t]) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z[t]) * ((1 - n[t] ** 2) * (r[t] * (dot_h @ W_hn.T))) + (1 - z[t]) * ((1 - n[t] ** 2) * (m[t] * (((1 - r[t]) * r[t]) * (dot_h @ W_hr.T)))) + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-    grads["h0"] = total
+        # dot(r_bar_t) = dot(b_hr) + dot(b_ir) + dot(W_ir) x_t + dot(W_hr) h_{t-1} + W_hr dot(h_{t-1})
+        dot_r_bar = dot_h @ W_hr.T
+        dot_r_bar[along_W_ir] += _directions(x[t - 1], n_h)  # dot(W_ir) x_t
+        dot_r_bar[along_b_ir] += units_n_h  # dot(b_ir)
+        dot_r_bar[along_W_hr] += _directions(h[t - 1], n_h)  # dot(W_hr) h_{t-1}
+        dot_r_bar[along_b_hr] += units_n_h  # dot(b_hr)
+        # dot(r_t) = diag((1 - r_t) * r_t) dot(r_bar_t)
+        dot_r = ((1 - r[t]) * r[t]) * dot_r_bar
+        # dot(z_bar_t) = dot(b_hz) + dot(b_iz) + dot(W_iz) x_t + dot(W_hz) h_{t-1} + W_hz dot(h_{t-1})
+        dot_z_bar = dot_h @ W_hz.T
+        dot_z_bar[along_W_iz] += _directions(x[t - 1], n_h)  # dot(W_iz) x_t
+        dot_z_bar[along_b_iz] += units_n_h  # dot(b_iz)
+        dot_z_bar[along_W_hz] += _directions(h[t - 1], n_h)  # dot(W_hz) h_{t-1}
+        dot_z_bar[along_b_hz] += units_n_h  # dot(b_hz)
+        # dot(z_t) = diag((1 - z_t) * z_t) dot(z_bar_t)
+        dot_z = ((1 - z[t]) * z[t]) * dot_z_bar
+        # dot(m_t) = dot(b_hn) + dot(W_hn) h_{t-1} + W_hn dot(h_{t-1})
+        dot_m = dot_h @ W_hn.T
+        dot_m[along_W_hn] += _directions(h[t - 1], n_h)  # dot(W_hn) h_{t-1}
+        dot_m[along_b_hn] += units_n_h  # dot(b_hn)
+        # dot(n_bar_t) = dot(b_in) + dot(W_in) x_t + diag(r_t) dot(m_t) + diag(m_t) dot(r_t)
+        dot_n_bar = r[t] * dot_m + m[t] * dot_r
+        dot_n_bar[along_W_in] += _directions(x[t - 1], n_h)  # dot(W_in) x_t
+        dot_n_bar[along_b_in] += units_n_h  # dot(b_in)
+        # dot(n_t) = diag(1 - n_t^2) dot(n_bar_t)
+        dot_n = (1 - n[t] ** 2) * dot_n_bar
+        # dot(h_t) = diag(1 - z_t) dot(n_t) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
+        dot_h = (1 - z[t]) * dot_n + z[t] * dot_h + h[t - 1] * dot_z - n[t] * dot_z
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+        total[:, :directions] += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
+        total[:, along_V] += np.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
+    grads["W_ir"] = total[:, along_W_ir].sum(axis=0).reshape(W_ir.shape)
+    grads["b_ir"] = total[:, along_b_ir].sum(axis=0).reshape(b_ir.shape)
+    grads["W_hr"] = total[:, along_W_hr].sum(axis=0).reshape(W_hr.shape)
+    grads["b_hr"] = total[:, along_b_hr].sum(axis=0).reshape(b_hr.shape)
+    grads["W_iz"] = total[:, along_W_iz].sum(axis=0).reshape(W_iz.shape)
+    grads["b_iz"] = total[:, along_b_iz].sum(axis=0).reshape(b_iz.shape)
+    grads["W_hz"] = total[:, along_W_hz].sum(axis=0).reshape(W_hz.shape)
+    grads["b_hz"] = total[:, along_b_hz].sum(axis=0).reshape(b_hz.shape)
+    grads["W_in"] = total[:, along_W_in].sum(axis=0).reshape(W_in.shape)
+    grads["b_in"] = total[:, along_b_in].sum(axis=0).reshape(b_in.shape)
+    grads["W_hn"] = total[:, along_W_hn].sum(axis=0).reshape(W_hn.shape)
+    grads["b_hn"] = total[:, along_b_hn].sum(axis=0).reshape(b_hn.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["h0"] = total[:, along_h0].copy()
     return loss, grads
 
 
@@ -368,14 +333,14 @@ def _forward(params, sizes, x, h0, work):
     b_hn = params["b_hn"]
     V = params["V"]
     _r_z_m = work["_r_z_m"]
-    r = work["r"]
-    z = work["z"]
-    m = work["m"]
-    _r_z = work["_r_z"]
+    r = work["r"]  # a view of _r_z_m[..., :n_h]
+    z = work["z"]  # a view of _r_z_m[..., n_h:2 * n_h]
+    m = work["m"]  # a view of _r_z_m[..., 2 * n_h:3 * n_h]
+    _r_z = work["_r_z"]  # a view of _r_z_m[..., :2 * n_h]
     n = work["n"]
     h = work["h"]
     s = work["s"]
-    _b_hr_b_ir_b_hz_b_iz_halved = work["_b_hr_b_ir_b_hz_b_iz_halved"]
+    _b_r_z_halved = work["_b_r_z_halved"]
     _W_ir_W_iz_halved = work["_W_ir_W_iz_halved"]
     _W_hr_W_hz_W_hn_halved_T = work["_W_hr_W_hz_W_hn_halved_T"]
     _step_3h = work["_step_3h"]
@@ -385,7 +350,7 @@ def _forward(params, sizes, x, h0, work):
     n_q = sizes["q"]
     T = x.shape[0]
     h[0] = 0 if h0 is None else h0
-    np.concatenate((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz), out=_b_hr_b_ir_b_hz_b_iz_halved)
+    np.concatenate((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz), out=_b_r_z_halved)
     np.concatenate((0.5 * W_ir, 0.5 * W_iz), out=_W_ir_W_iz_halved)
     np.concatenate(((0.5 * W_hr).T, (0.5 * W_hz).T, W_hn.T), axis=1, out=_W_hr_W_hz_W_hn_halved_T)
     # b_in + W_in x_t, all steps at once
@@ -393,15 +358,17 @@ def _forward(params, sizes, x, h0, work):
     np.add(n[1:], b_in, out=n[1:])
     # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
     np.matmul(x.reshape(-1, n_d), _W_ir_W_iz_halved.T, out=_r_z[1:].reshape(-1, 2 * n_h))
-    np.add(_r_z[1:], _b_hr_b_ir_b_hz_b_iz_halved, out=_r_z[1:])
+    np.add(_r_z[1:], _b_r_z_halved, out=_r_z[1:])
     # b_hn, all steps at once
     np.copyto(m[1:], b_hn)
     for t in range(1, T + 1):
-        _r_z_m_t, h_prev, _r_z_t, n_t, m_t, r_t, h_t, z_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t], r[t], h[t], z[t]
+        _r_z_m_t, h_prev, _r_z_t, n_t, m_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t]
+        r_t, h_t, z_t = r[t], h[t], z[t]
         # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
         np.matmul(h_prev, _W_hr_W_hz_W_hn_halved_T, out=_step_3h)
         np.add(_r_z_m_t, _step_3h, out=_r_z_m_t)
-        # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
+        # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t +
+        # W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
         np.tanh(_r_z_t, out=_r_z_t)
         # (1 + tanh(z / 2)) / 2: the sigmoid
         np.multiply(_r_z_t, 0.5, out=_r_z_t)
@@ -440,10 +407,10 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
     _step_h = work["_step_h"]
     _step_h_2 = work["_step_h_2"]
     d_h = work["d_h"]
-    d_m = work["d_m"]
+    d_m = work["d_m"]  # a view of _d_r_bar_z_bar_m[..., 2 * n_h:3 * n_h]
     d_n_bar = work["d_n_bar"]
-    d_r_bar = work["d_r_bar"]
-    d_z_bar = work["d_z_bar"]
+    d_r_bar = work["d_r_bar"]  # a view of _d_r_bar_z_bar_m[..., :n_h]
+    d_z_bar = work["d_z_bar"]  # a view of _d_r_bar_z_bar_m[..., n_h:2 * n_h]
     n_h = sizes["h"]
     n_q = sizes["q"]
     T = d_s.shape[0]
@@ -465,9 +432,11 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
     np.multiply(_k3[1:], m[1:], out=_k3[1:])
     np.multiply(_k3[1:], r[1:], out=_k3[1:])
     for t in range(T, 0, -1):
-        d_h_t, d_n_bar_t, _k1_t, d_m_t, r_t, d_z_bar_t, _k2_t, d_r_bar_t, _k3_t = d_h[t], d_n_bar[t], _k1[t], d_m[t], r[t], d_z_bar[t], _k2[t], d_r_bar[t], _k3[t]
+        d_h_t, d_n_bar_t, _k1_t, d_m_t, r_t = d_h[t], d_n_bar[t], _k1[t], d_m[t], r[t]
+        d_z_bar_t, _k2_t, d_r_bar_t, _k3_t = d_z_bar[t], _k2[t], d_r_bar[t], _k3[t]
         if t < T:
-            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
+            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
+            # dL/dz_bar_{t+1}
             np.matmul(_d_r_bar_z_bar_m[t + 1], _W_hr_W_hz_W_hn, out=_step_h)
             np.multiply(z[t + 1], d_h[t + 1], out=_step_h_2)
             np.add(_step_h, _step_h_2, out=_step_h)
@@ -482,7 +451,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
         np.multiply(_k2_t, d_h_t, out=d_z_bar_t)
         # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t
         np.multiply(_k3_t, d_n_bar_t, out=d_r_bar_t)
-    d_h0 = z[1] * d_h[1] + _d_r_bar_z_bar_m[1] @ _W_hr_W_hz_W_hn  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
+    # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
+    d_h0 = z[1] * d_h[1] + _d_r_bar_z_bar_m[1] @ _W_hr_W_hz_W_hn
     if keep is not None:
         d_h0 *= keep[0]
     return d_h0
@@ -515,7 +485,9 @@ def _window_adjoints(k, params, sizes, cache, d_s, work):
     d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     for t in range(T, 0, -1):
         if t < T:
-            d_h[t] += _age(z[t + 1] * d_h[t + 1] + d_m[t + 1] @ W_hn + d_r_bar[t + 1] @ W_hr + d_z_bar[t + 1] @ W_hz)  # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
+            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
+            # dL/dz_bar_{t+1}
+            d_h[t] += _age(z[t + 1] * d_h[t + 1] + d_m[t + 1] @ W_hn + d_r_bar[t + 1] @ W_hr + d_z_bar[t + 1] @ W_hz)
         d_n[t] = (1 - z[t]) * d_h[t]  # dL/dn_t = diag(1 - z_t) dL/dh_t
         d_n_bar[t] = (1 - n[t] ** 2) * d_n[t]  # dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t
         d_m[t] = r[t] * d_n_bar[t]  # dL/dm_t = diag(r_t) dL/dn_bar_t
@@ -523,7 +495,8 @@ def _window_adjoints(k, params, sizes, cache, d_s, work):
         d_z_bar[t] = ((1 - z[t]) * z[t]) * d_z[t]  # dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
         d_r[t] = m[t] * d_n_bar[t]  # dL/dr_t = diag(m_t) dL/dn_bar_t
         d_r_bar[t] = ((1 - r[t]) * r[t]) * d_r[t]  # dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t
-    d_h0 = _age(z[1] * d_h[1] + d_m[1] @ W_hn + d_r_bar[1] @ W_hr + d_z_bar[1] @ W_hz).sum(axis=0)  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
+    # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
+    d_h0 = _age(z[1] * d_h[1] + d_m[1] @ W_hn + d_r_bar[1] @ W_hr + d_z_bar[1] @ W_hz).sum(axis=0)
     np.sum(d_n_bar, axis=1, out=work["d_n_bar"])
     np.sum(d_m, axis=1, out=work["d_m"])
     np.sum(d_z_bar, axis=1, out=work["d_z_bar"])
@@ -541,7 +514,7 @@ def _forward_arrays(T, B, sizes, dtype):
         "n": np.empty((T + 1, B, n_h), dtype),
         "h": np.empty((T + 1, B, n_h), dtype),
         "s": np.empty((T, B, n_q), dtype),
-        "_b_hr_b_ir_b_hz_b_iz_halved": np.empty((2 * n_h,), dtype),
+        "_b_r_z_halved": np.empty((2 * n_h,), dtype),
         "_W_ir_W_iz_halved": np.empty((2 * n_h, n_d), dtype),
         "_W_hr_W_hz_W_hn_halved_T": np.empty((n_h, 3 * n_h), dtype),
         "_step_3h": np.empty((B, 3 * n_h), dtype),
@@ -696,12 +669,16 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as intp
     (what indexing takes: a uint64 index array is refused)."""
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     if labels.min() < 0 or labels.max() >= sizes[classes]:
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(np.intp, copy=False)
 
 
@@ -810,7 +787,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -843,7 +821,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)

@@ -17,7 +17,8 @@ One step at time t:
     L = sum_t 1/2 ||s_t - y_t||^2
 
 Arrays are JAX arrays, time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
-Parameters keep the shapes of the maths: W_ir (h, d), b_ir (h), W_hr (h, h), b_hr (h), W_iz (h, d), b_iz (h), W_hz (h, h), b_hz (h), W_in (h, d), b_in (h), W_hn (h, h), b_hn (h), V (q, h).
+Parameters keep the shapes of the maths: W_ir (h, d), b_ir (h), W_hr (h, h), b_hr (h), W_iz (h, d), b_iz (h), W_hz (h,
+h), b_hz (h), W_in (h, d), b_in (h), W_hn (h, h), b_hn (h), V (q, h).
 
 The recursions are `jax.lax.scan`s (the backward one last step first); everything else is one
 expression over all steps. forward, backward and loss_and_grads check their arguments (shapes,
@@ -172,7 +173,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
     For every entry of every parameter the derivative of the state along it is
     carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}),
-    in a jax.lax.scan per parameter. That is |theta| tangents of B x h numbers, each
+    in one jax.lax.scan for every parameter. That is |theta| tangents of B x h numbers, each
     pushed through the step's Jacobian: O(B h^2 |theta|) work per step against
     O(B h^2) for backward, so it is practical only for small models.
     """
@@ -212,171 +213,79 @@ def _forward_mode(params, x, y, h0):
     dtype = params["W_ir"].dtype
     grads = {}
     units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_ir = slice(0, W_ir.size)
+    along_b_ir = slice(along_W_ir.stop, along_W_ir.stop + b_ir.size)
+    along_W_hr = slice(along_b_ir.stop, along_b_ir.stop + W_hr.size)
+    along_b_hr = slice(along_W_hr.stop, along_W_hr.stop + b_hr.size)
+    along_W_iz = slice(along_b_hr.stop, along_b_hr.stop + W_iz.size)
+    along_b_iz = slice(along_W_iz.stop, along_W_iz.stop + b_iz.size)
+    along_W_hz = slice(along_b_iz.stop, along_b_iz.stop + W_hz.size)
+    along_b_hz = slice(along_W_hz.stop, along_W_hz.stop + b_hz.size)
+    along_W_in = slice(along_b_hz.stop, along_b_hz.stop + W_in.size)
+    along_b_in = slice(along_W_in.stop, along_W_in.stop + b_in.size)
+    along_W_hn = slice(along_b_in.stop, along_b_in.stop + W_hn.size)
+    along_b_hn = slice(along_W_hn.stop, along_W_hn.stop + b_hn.size)
+    along_h0 = slice(along_b_hn.stop, along_b_hn.stop + n_h)
+    along_V = slice(along_h0.stop, along_h0.stop + V.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_h = jnp.zeros((directions, B, n_h), dtype)
+    dot_h = dot_h.at[along_h0].set(units_n_h)
 
-    # W_ir: tangents along every entry of W_ir
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_ir."""
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_h,) = carry
-        (z_t, x_t, r_t, m_t, n_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(x_t, n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_ir) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
+        (x_t, h_prev, r_t, z_t, m_t, n_t, d_s_t, h_t) = inputs
+        total = jnp.zeros((B, along_V.stop), dtype)
+        # dot(r_bar_t) = dot(b_hr) + dot(b_ir) + dot(W_ir) x_t + dot(W_hr) h_{t-1} + W_hr dot(h_{t-1})
+        dot_r_bar = dot_h @ W_hr.T
+        dot_r_bar = dot_r_bar.at[along_W_ir].add(_directions(x_t, n_h))  # dot(W_ir) x_t
+        dot_r_bar = dot_r_bar.at[along_b_ir].add(units_n_h)  # dot(b_ir)
+        dot_r_bar = dot_r_bar.at[along_W_hr].add(_directions(h_prev, n_h))  # dot(W_hr) h_{t-1}
+        dot_r_bar = dot_r_bar.at[along_b_hr].add(units_n_h)  # dot(b_hr)
+        # dot(r_t) = diag((1 - r_t) * r_t) dot(r_bar_t)
+        dot_r = ((1 - r_t) * r_t) * dot_r_bar
+        # dot(z_bar_t) = dot(b_hz) + dot(b_iz) + dot(W_iz) x_t + dot(W_hz) h_{t-1} + W_hz dot(h_{t-1})
+        dot_z_bar = dot_h @ W_hz.T
+        dot_z_bar = dot_z_bar.at[along_W_iz].add(_directions(x_t, n_h))  # dot(W_iz) x_t
+        dot_z_bar = dot_z_bar.at[along_b_iz].add(units_n_h)  # dot(b_iz)
+        dot_z_bar = dot_z_bar.at[along_W_hz].add(_directions(h_prev, n_h))  # dot(W_hz) h_{t-1}
+        dot_z_bar = dot_z_bar.at[along_b_hz].add(units_n_h)  # dot(b_hz)
+        # dot(z_t) = diag((1 - z_t) * z_t) dot(z_bar_t)
+        dot_z = ((1 - z_t) * z_t) * dot_z_bar
+        # dot(m_t) = dot(b_hn) + dot(W_hn) h_{t-1} + W_hn dot(h_{t-1})
+        dot_m = dot_h @ W_hn.T
+        dot_m = dot_m.at[along_W_hn].add(_directions(h_prev, n_h))  # dot(W_hn) h_{t-1}
+        dot_m = dot_m.at[along_b_hn].add(units_n_h)  # dot(b_hn)
+        # dot(n_bar_t) = dot(b_in) + dot(W_in) x_t + diag(r_t) dot(m_t) + diag(m_t) dot(r_t)
+        dot_n_bar = r_t * dot_m + m_t * dot_r
+        dot_n_bar = dot_n_bar.at[along_W_in].add(_directions(x_t, n_h))  # dot(W_in) x_t
+        dot_n_bar = dot_n_bar.at[along_b_in].add(units_n_h)  # dot(b_in)
+        # dot(n_t) = diag(1 - n_t^2) dot(n_bar_t)
+        dot_n = (1 - n_t ** 2) * dot_n_bar
+        # dot(h_t) = diag(1 - z_t) dot(n_t) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
+        dot_h = (1 - z_t) * dot_n + z_t * dot_h + h_prev * dot_z - n_t * dot_z
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t))  # V dot(h_t)
+        total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
+        return ((dot_h,), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ir.size, B, n_h), dtype),), (z[1:], x, r[1:], m[1:], n[1:], h[:-1], d_s))  # t = 1..T
-    grads["W_ir"] = shares.sum(axis=0).reshape(W_ir.shape)
-
-    # b_ir: tangents along every entry of b_ir
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_ir."""
-        (dot_h,) = carry
-        (z_t, r_t, m_t, n_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_ir) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ir.size, B, n_h), dtype),), (z[1:], r[1:], m[1:], n[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_ir"] = shares.sum(axis=0).reshape(b_ir.shape)
-
-    # W_hr: tangents along every entry of W_hr
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hr."""
-        (dot_h,) = carry
-        (z_t, h_prev, r_t, m_t, n_t, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * _directions(h_prev, n_h)))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(W_hr) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hr.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], m[1:], n[1:], d_s))  # t = 1..T
-    grads["W_hr"] = shares.sum(axis=0).reshape(W_hr.shape)
-
-    # b_hr: tangents along every entry of b_hr
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hr."""
-        (dot_h,) = carry
-        (z_t, r_t, m_t, n_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * units_n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) dot(b_hr) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hr.size, B, n_h), dtype),), (z[1:], r[1:], m[1:], n[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_hr"] = shares.sum(axis=0).reshape(b_hr.shape)
-
-    # W_iz: tangents along every entry of W_iz
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_iz."""
-        (dot_h,) = carry
-        (x_t, z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (_directions(x_t, n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_iz) x_t + W_hz dot(h_{t-1}))
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_iz.size, B, n_h), dtype),), (x, z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["W_iz"] = shares.sum(axis=0).reshape(W_iz.shape)
-
-    # b_iz: tangents along every entry of b_iz
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_iz."""
-        (dot_h,) = carry
-        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_iz) + W_hz dot(h_{t-1}))
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_iz.size, B, n_h), dtype),), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_iz"] = shares.sum(axis=0).reshape(b_iz.shape)
-
-    # W_hz: tangents along every entry of W_hz
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hz."""
-        (dot_h,) = carry
-        (h_prev, z_t, r_t, n_t, m_t, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (_directions(h_prev, n_h) + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(W_hz) h_{t-1} + W_hz dot(h_{t-1}))
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hz.size, B, n_h), dtype),), (h[:-1], z[1:], r[1:], n[1:], m[1:], d_s))  # t = 1..T
-    grads["W_hz"] = shares.sum(axis=0).reshape(W_hz.shape)
-
-    # b_hz: tangents along every entry of b_hz
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hz."""
-        (dot_h,) = carry
-        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (units_n_h + dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) (dot(b_hz) + W_hz dot(h_{t-1}))
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hz.size, B, n_h), dtype),), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_hz"] = shares.sum(axis=0).reshape(b_hz.shape)
-
-    # W_in: tangents along every entry of W_in
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_in."""
-        (dot_h,) = carry
-        (z_t, x_t, n_t, r_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * _directions(x_t, n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(W_in) x_t + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_in.size, B, n_h), dtype),), (z[1:], x, n[1:], r[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["W_in"] = shares.sum(axis=0).reshape(W_in.shape)
-
-    # b_in: tangents along every entry of b_in
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_in."""
-        (dot_h,) = carry
-        (z_t, n_t, r_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * units_n_h) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) dot(b_in) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_in.size, B, n_h), dtype),), (z[1:], n[1:], r[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_in"] = shares.sum(axis=0).reshape(b_in.shape)
-
-    # W_hn: tangents along every entry of W_hn
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hn."""
-        (dot_h,) = carry
-        (z_t, h_prev, r_t, n_t, m_t, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * _directions(h_prev, n_h))) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(W_hn) h_{t-1} + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hn.size, B, n_h), dtype),), (z[1:], h[:-1], r[1:], n[1:], m[1:], d_s))  # t = 1..T
-    grads["W_hn"] = shares.sum(axis=0).reshape(W_hn.shape)
-
-    # b_hn: tangents along every entry of b_hn
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hn."""
-        (dot_h,) = carry
-        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * units_n_h)) + (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) dot(b_hn) + diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hn.size, B, n_h), dtype),), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["b_hn"] = shares.sum(axis=0).reshape(b_hn.shape)
-
-    # V: tangents along every entry of V
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of V."""
-        (h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(h_t, n_q), d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s))  # t = 1..T
-    grads["V"] = shares.sum(axis=0).reshape(V.shape)
-
-    # h0: tangents along every entry of h0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of h0."""
-        (dot_h,) = carry
-        (z_t, r_t, n_t, m_t, h_prev, d_s_t) = inputs
-        dot_z = ((1 - z_t) * z_t) * (dot_h @ W_hz.T)  # dot(z_t) = diag((1 - z_t) * z_t) W_hz dot(h_{t-1})
-        dot_h = (1 - z_t) * ((1 - n_t ** 2) * (r_t * (dot_h @ W_hn.T))) + (1 - z_t) * ((1 - n_t ** 2) * (m_t * (((1 - r_t) * r_t) * (dot_h @ W_hr.T)))) + z_t * dot_h + h_prev * dot_z - n_t * dot_z  # dot(h_t) = diag(1 - z_t) diag(1 - n_t^2) diag(r_t) W_hn dot(h_{t-1}) + diag(1 - z_t) diag(1 - n_t^2) diag(m_t) diag((1 - r_t) * r_t) W_hr dot(h_{t-1}) + diag(z_t) dot(h_{t-1}) + diag(h_{t-1}) dot(z_t) - diag(n_t) dot(z_t)
-        return ((dot_h,), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (z[1:], r[1:], n[1:], m[1:], h[:-1], d_s))  # t = 1..T
-    grads["h0"] = shares.sum(axis=0)
+    _, (shares,) = jax.lax.scan(_step, (dot_h,), (x, h[:-1], r[1:], z[1:], m[1:], n[1:], d_s, h[1:]))  # t = 1..T
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["W_ir"] = total[:, along_W_ir].sum(axis=0).reshape(W_ir.shape)
+    grads["b_ir"] = total[:, along_b_ir].sum(axis=0).reshape(b_ir.shape)
+    grads["W_hr"] = total[:, along_W_hr].sum(axis=0).reshape(W_hr.shape)
+    grads["b_hr"] = total[:, along_b_hr].sum(axis=0).reshape(b_hr.shape)
+    grads["W_iz"] = total[:, along_W_iz].sum(axis=0).reshape(W_iz.shape)
+    grads["b_iz"] = total[:, along_b_iz].sum(axis=0).reshape(b_iz.shape)
+    grads["W_hz"] = total[:, along_W_hz].sum(axis=0).reshape(W_hz.shape)
+    grads["b_hz"] = total[:, along_b_hz].sum(axis=0).reshape(b_hz.shape)
+    grads["W_in"] = total[:, along_W_in].sum(axis=0).reshape(W_in.shape)
+    grads["b_in"] = total[:, along_b_in].sum(axis=0).reshape(b_in.shape)
+    grads["W_hn"] = total[:, along_W_hn].sum(axis=0).reshape(W_hn.shape)
+    grads["b_hn"] = total[:, along_b_hn].sum(axis=0).reshape(b_hn.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["h0"] = total[:, along_h0]
     return loss, grads
 
 
@@ -432,22 +341,26 @@ def _forward(params, x, h0):
     dtype = params["W_ir"].dtype
     _W_hr_W_hz_W_hn_halved = jnp.concatenate((0.5 * W_hr, 0.5 * W_hz, W_hn))  # stacked once per call
     _W_ir_W_iz_halved = jnp.concatenate((0.5 * W_ir, 0.5 * W_iz))  # stacked once per call
-    _b_hr_b_ir_b_hz_b_iz_halved = jnp.concatenate((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz))  # stacked once per call
+    _b_r_z_halved = jnp.concatenate((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz))  # stacked once per call
     _r_z_m = jnp.zeros((T + 1, B, 3 * n_h), dtype)
     n = jnp.zeros((T + 1, B, n_h), dtype)
     h = jnp.zeros((T + 1, B, n_h), dtype)
     h = h.at[0].set(h0)
     n = n.at[1:].set(b_in + x @ W_in.T)  # b_in + W_in x_t, all steps at once
-    _r_z_m = _r_z_m.at[1:, ..., :2 * n_h].set(_b_hr_b_ir_b_hz_b_iz_halved + x @ _W_ir_W_iz_halved.T)  # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
+    # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
+    _r_z_m = _r_z_m.at[1:, ..., :2 * n_h].set(_b_r_z_halved + x @ _W_ir_W_iz_halved.T)
     _r_z_m = _r_z_m.at[1:, ..., 2 * n_h:].set(b_hn)  # b_hn, all steps at once
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
         (h_prev,) = carry
         (_r_z_m_t, n_t) = inputs
-        _r_z_m_t = _r_z_m_t + h_prev @ _W_hr_W_hz_W_hn_halved.T  # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
+        # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
+        _r_z_m_t = _r_z_m_t + h_prev @ _W_hr_W_hz_W_hn_halved.T
         _r_z_t = _r_z_m_t[..., :2 * n_h]
-        _r_z_m_t = _r_z_m_t.at[..., :2 * n_h].set(jnp.tanh(_r_z_t))  # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
+        # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t +
+        # W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
+        _r_z_m_t = _r_z_m_t.at[..., :2 * n_h].set(jnp.tanh(_r_z_t))
         _r_z_t = _r_z_m_t[..., :2 * n_h]
         _r_z_m_t = _r_z_m_t.at[..., :2 * n_h].set(0.5 + 0.5 * _r_z_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
         m_t = _r_z_m_t[..., 2 * n_h:]
@@ -497,7 +410,11 @@ def _gradients(ages, params, cache, d_s, keep):
         (d_h_next, d_m_next, d_r_bar_next, d_z_bar_next) = carry
         (z_next, d_h_t, z_t, n_t, r_t, h_prev, m_t, keep_t) = inputs
         d_h_t = _fresh(d_h_t, ages)  # the local terms, at age 0 in a window
-        d_h_t = d_h_t + _flow(z_next * d_h_next + d_m_next @ W_hn + d_r_bar_next @ W_hr + d_z_bar_next @ W_hz, keep_t, ages)  # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
+        # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
+        d_h_t = (
+            d_h_t
+            + _flow(z_next * d_h_next + d_m_next @ W_hn + d_r_bar_next @ W_hr + d_z_bar_next @ W_hz, keep_t, ages)
+        )
         d_n_t = (1 - z_t) * d_h_t  # dL/dn_t = diag(1 - z_t) dL/dh_t
         d_n_bar_t = (1 - n_t ** 2) * d_n_t  # dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t
         d_m_t = r_t * d_n_bar_t  # dL/dm_t = diag(r_t) dL/dn_bar_t
@@ -505,17 +422,26 @@ def _gradients(ages, params, cache, d_s, keep):
         d_z_bar_t = ((1 - z_t) * z_t) * d_z_t  # dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
         d_r_t = m_t * d_n_bar_t  # dL/dr_t = diag(m_t) dL/dn_bar_t
         d_r_bar_t = ((1 - r_t) * r_t) * d_r_t  # dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t
-        return ((d_h_t, d_m_t, d_r_bar_t, d_z_bar_t), (_total(d_n_bar_t, ages), _total(d_m_t, ages), _total(d_z_bar_t, ages), _total(d_r_bar_t, ages)))
+        return (
+            (d_h_t, d_m_t, d_r_bar_t, d_z_bar_t),
+            (_total(d_n_bar_t, ages), _total(d_m_t, ages), _total(d_z_bar_t, ages), _total(d_r_bar_t, ages))
+        )
 
-    carry, (d_n_bar, d_m, d_z_bar, d_r_bar) = jax.lax.scan(_step, (zero_n_h, zero_n_h, zero_n_h, zero_n_h), (_following(z[1:]), d_h, z[1:], n[1:], r[1:], h[:-1], m[1:], keep_next), reverse=True)  # t = T..1
+    # t = T..1
+    carry, (d_n_bar, d_m, d_z_bar, d_r_bar) = jax.lax.scan(
+        _step, (zero_n_h, zero_n_h, zero_n_h, zero_n_h),
+        (_following(z[1:]), d_h, z[1:], n[1:], r[1:], h[:-1], m[1:], keep_next), reverse=True
+    )
     (d_h_1, d_m_1, d_r_bar_1, d_z_bar_1) = carry  # the adjoints at step 1
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
-    d_h0 = _total(_flow(z[1] * d_h_1 + d_m_1 @ W_hn + d_r_bar_1 @ W_hr + d_z_bar_1 @ W_hz, keep_0, ages), ages)  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
+    # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
+    d_h0 = _total(_flow(z[1] * d_h_1 + d_m_1 @ W_hn + d_r_bar_1 @ W_hr + d_z_bar_1 @ W_hz, keep_0, ages), ages)
     _d_r_bar_z_bar_m = jnp.concatenate((d_r_bar, d_z_bar, d_m), axis=-1)  # the gates' adjoints side by side
     _d_r_bar_z_bar = jnp.concatenate((d_r_bar, d_z_bar), axis=-1)  # the gates' adjoints side by side
     _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar.reshape(-1, 2 * n_h)).T  # the gradients of W_ir, W_iz at once
     _d_b_ir_b_iz_b_hn = _d_r_bar_z_bar_m.reshape(-1, 3 * n_h).sum(axis=0)  # the gradients of b_ir, b_iz, b_hn at once
-    _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m.reshape(-1, 3 * n_h)).T  # the gradients of W_hr, W_hz, W_hn at once
+    # the gradients of W_hr, W_hz, W_hn at once
+    _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m.reshape(-1, 3 * n_h)).T
     return {
         "W_ir": _d_W_ir_W_iz[:n_h],  # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
         "b_ir": _d_b_ir_b_iz_b_hn[:n_h],  # dL/db_ir = sum_t dL/dr_bar_t
@@ -685,13 +611,17 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays), of any
     integer dtype; returned as int64 (int32 without x64), so that every label dtype runs the same code."""
     if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
-        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     low, high = _label_range(labels)
     if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad][0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
 
 
@@ -800,7 +730,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -833,7 +764,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)

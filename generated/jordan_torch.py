@@ -144,40 +144,42 @@ def forward_mode_grads(params, xs, ys, o0=None):
         T, B = d_s.shape[0], d_s.shape[1]
         dtype, device = d_s.dtype, d_s.device
         grads = {}
-        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
-        units_n_q = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)  # every direction of a vector of q entries
-        # U: tangents along every entry of U
-        total = torch.zeros(U.numel(), dtype=dtype, device=device)
+        # every direction of a vector of q entries
+        units_n_q = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)
+        # every direction of a vector of h entries
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)
+        # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+        along_U = slice(0, U.numel())
+        along_R = slice(along_U.stop, along_U.stop + R.numel())
+        along_b = slice(along_R.stop, along_R.stop + b.numel())
+        along_o0 = slice(along_b.stop, along_b.stop + n_q)
+        along_V = slice(along_o0.stop, along_o0.stop + V.numel())
+        along_c = slice(along_V.stop, along_V.stop + c.numel())
+        directions = along_o0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+        dot_o = torch.zeros((directions, B, n_q), dtype=dtype, device=device)
+        dot_o[along_o0] = units_n_q
+        # every gradient, per sample: its rows along it
+        total = torch.zeros((B, along_c.stop), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(x[t - 1], n_h) @ V.T, d_s[t - 1])
-        grads["U"] = total.reshape(U.shape)
-        # R: tangents along every entry of R
-        total = torch.zeros(R.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(o[t - 1], n_h) @ V.T, d_s[t - 1])
-        grads["R"] = total.reshape(R.shape)
-        # V: tangents along every entry of V
-        total = torch.zeros(V.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-        grads["V"] = total.reshape(V.shape)
-        # b: tangents along every entry of b
-        total = torch.zeros(b.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", (1 - h[t] ** 2) * units_n_h @ V.T, d_s[t - 1])
-        grads["b"] = total.reshape(b.shape)
-        # c: tangents along every entry of c
-        total = torch.zeros(c.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", units_n_q, d_s[t - 1])
-        grads["c"] = total.reshape(c.shape)
-        # o0: tangents along every entry of o0, for each sample
-        zero = torch.zeros_like(units_n_q)
-        total = torch.zeros((B, n_q), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_o = units_n_q if t == 1 else zero  # dot(o_0) enters step 1 only
-            total += torch.einsum("pbk,bk->bp", (1 - h[t] ** 2) * (dot_o @ R.T) @ V.T, d_s[t - 1])
-        grads["o0"] = total
+            # dot(a_t) = dot(b) + dot(U) x_t + dot(R) o_{t-1} + R dot(o_{t-1})
+            dot_a = dot_o @ R.T
+            dot_a[along_U] += _directions(x[t - 1], n_h)  # dot(U) x_t
+            dot_a[along_R] += _directions(o[t - 1], n_h)  # dot(R) o_{t-1}
+            dot_a[along_b] += units_n_h  # dot(b)
+            # dot(h_t) = diag(1 - h_t^2) dot(a_t)
+            dot_h = (1 - h[t] ** 2) * dot_a
+            # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(c) + dot(V) h_t + V dot(h_t)
+            total[:, :directions] += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
+            total[:, along_V] += torch.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
+            total[:, along_c] += torch.einsum("pbk,bk->bp", units_n_q, d_s[t - 1])  # dot(c)
+            # dot(o_t) = 0: o_t is data
+            dot_o = torch.zeros((directions, B, n_q), dtype=dtype, device=device)
+        grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
+        grads["R"] = total[:, along_R].sum(axis=0).reshape(R.shape)
+        grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+        grads["b"] = total[:, along_b].sum(axis=0).reshape(b.shape)
+        grads["c"] = total[:, along_c].sum(axis=0).reshape(c.shape)
+        grads["o0"] = total[:, along_o0].clone()
     return loss, grads
 
 
@@ -465,7 +467,9 @@ def _check_cache(cache, sizes, dtype, device, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, False, device)
@@ -484,7 +488,9 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
     shape = tuple(array.shape)
     _check_shape(name, shape, dims, sizes)
     if array.dtype != dtype:
-        raise ValueError(f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters")
+        raise ValueError(
+            f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters"
+        )
     if device is not None and array.device != device:
         raise ValueError(f"{name} is on device {array.device}; expected {device} like the parameters")
     if finite and array.is_floating_point() and not torch.isfinite(array).all():
@@ -497,7 +503,9 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
 def _check_labels(name, labels, sizes, classes, device=None):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as int64
     (what indexing takes, and comparisons: torch has none for uint16, uint32, uint64)."""
-    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+    if not isinstance(
+        labels, torch.Tensor
+    ) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
         raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
@@ -507,7 +515,9 @@ def _check_labels(name, labels, sizes, classes, device=None):
         value = wide[bad][0].item()
         if labels.dtype == torch.uint64 and value < 0:
             value += 2**64  # the label as given, before .long() wrapped it
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return wide
 
 
@@ -611,7 +621,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 

@@ -151,7 +151,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
     For every entry of every parameter the derivative of the state along it is
     carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}),
-    in a jax.lax.scan per parameter. That is |theta| tangents of B x h numbers, each
+    in one jax.lax.scan for every parameter. That is |theta| tangents of B x h numbers, each
     pushed through the step's Jacobian: O(B h^2 |theta|) work per step against
     O(B h^2) for backward, so it is practical only for small models.
     """
@@ -177,48 +177,35 @@ def _forward_mode(params, x, y, h0):
     dtype = params["W_hx"].dtype
     grads = {}
     units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_hx = slice(0, W_hx.size)
+    along_W_hh = slice(along_W_hx.stop, along_W_hx.stop + W_hh.size)
+    along_h0 = slice(along_W_hh.stop, along_W_hh.stop + n_h)
+    along_W_qh = slice(along_h0.stop, along_h0.stop + W_qh.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_h = jnp.zeros((directions, B, n_h), dtype)
+    dot_h = dot_h.at[along_h0].set(units_n_h)
 
-    # W_hx: tangents along every entry of W_hx
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hx."""
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_h,) = carry
-        (x_t, d_o_t) = inputs
-        dot_h = _directions(x_t, n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hx) x_t + W_hh dot(h_{t-1})
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o_t),))
+        (x_t, h_prev, d_o_t, h_t) = inputs
+        total = jnp.zeros((B, along_W_qh.stop), dtype)
+        # dot(h_t) = dot(W_hx) x_t + dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
+        dot_h = dot_h @ W_hh.T
+        dot_h = dot_h.at[along_W_hx].add(_directions(x_t, n_h))  # dot(W_hx) x_t
+        dot_h = dot_h.at[along_W_hh].add(_directions(h_prev, n_h))  # dot(W_hh) h_{t-1}
+        # every gradient += dL/do_t^T dot(o_t), dot(o_t) = dot(W_qh) h_t + W_qh dot(h_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o_t))  # W_qh dot(h_t)
+        total = total.at[:, along_W_qh].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_o_t))  # dot(W_qh) h_t
+        return ((dot_h,), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hx.size, B, n_h), dtype),), (x, d_o))  # t = 1..T
-    grads["W_hx"] = shares.sum(axis=0).reshape(W_hx.shape)
-
-    # W_hh: tangents along every entry of W_hh
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hh."""
-        (dot_h,) = carry
-        (h_prev, d_o_t) = inputs
-        dot_h = _directions(h_prev, n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hh.size, B, n_h), dtype),), (h[:-1], d_o))  # t = 1..T
-    grads["W_hh"] = shares.sum(axis=0).reshape(W_hh.shape)
-
-    # W_qh: tangents along every entry of W_qh
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_qh."""
-        (h_t, d_o_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(h_t, n_q), d_o_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_o))  # t = 1..T
-    grads["W_qh"] = shares.sum(axis=0).reshape(W_qh.shape)
-
-    # h0: tangents along every entry of h0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of h0."""
-        (dot_h,) = carry
-        (d_o_t,) = inputs
-        dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})
-        return ((dot_h,), (jnp.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (d_o,))  # t = 1..T
-    grads["h0"] = shares.sum(axis=0)
+    _, (shares,) = jax.lax.scan(_step, (dot_h,), (x, h[:-1], d_o, h[1:]))  # t = 1..T
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["W_hx"] = total[:, along_W_hx].sum(axis=0).reshape(W_hx.shape)
+    grads["W_hh"] = total[:, along_W_hh].sum(axis=0).reshape(W_hh.shape)
+    grads["W_qh"] = total[:, along_W_qh].sum(axis=0).reshape(W_qh.shape)
+    grads["h0"] = total[:, along_h0]
     return loss, grads
 
 
@@ -468,13 +455,17 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays), of any
     integer dtype; returned as int64 (int32 without x64), so that every label dtype runs the same code."""
     if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
-        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     low, high = _label_range(labels)
     if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad][0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
 
 
@@ -583,7 +574,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -616,7 +608,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)

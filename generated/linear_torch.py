@@ -134,33 +134,30 @@ def forward_mode_grads(params, xs, ys, h0=None):
         T, B = d_o.shape[0], d_o.shape[1]
         dtype, device = d_o.dtype, d_o.device
         grads = {}
-        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
-        # W_hx: tangents along every entry of W_hx
-        dot_h = torch.zeros((W_hx.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hx.numel(), dtype=dtype, device=device)
+        # every direction of a vector of h entries
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)
+        # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+        along_W_hx = slice(0, W_hx.numel())
+        along_W_hh = slice(along_W_hx.stop, along_W_hx.stop + W_hh.numel())
+        along_h0 = slice(along_W_hh.stop, along_W_hh.stop + n_h)
+        along_W_qh = slice(along_h0.stop, along_h0.stop + W_qh.numel())
+        directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+        dot_h = torch.zeros((directions, B, n_h), dtype=dtype, device=device)
+        dot_h[along_h0] = units_n_h
+        # every gradient, per sample: its rows along it
+        total = torch.zeros((B, along_W_qh.stop), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = _directions(x[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hx) x_t + W_hh dot(h_{t-1})
-            total += torch.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
-        grads["W_hx"] = total.reshape(W_hx.shape)
-        # W_hh: tangents along every entry of W_hh
-        dot_h = torch.zeros((W_hh.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hh.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_h = _directions(h[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
-            total += torch.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
-        grads["W_hh"] = total.reshape(W_hh.shape)
-        # W_qh: tangents along every entry of W_qh
-        total = torch.zeros(W_qh.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_o[t - 1])
-        grads["W_qh"] = total.reshape(W_qh.shape)
-        # h0: tangents along every entry of h0, for each sample
-        dot_h = units_n_h
-        total = torch.zeros((B, n_h), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})
-            total += torch.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])
-        grads["h0"] = total
+            # dot(h_t) = dot(W_hx) x_t + dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
+            dot_h = dot_h @ W_hh.T
+            dot_h[along_W_hx] += _directions(x[t - 1], n_h)  # dot(W_hx) x_t
+            dot_h[along_W_hh] += _directions(h[t - 1], n_h)  # dot(W_hh) h_{t-1}
+            # every gradient += dL/do_t^T dot(o_t), dot(o_t) = dot(W_qh) h_t + W_qh dot(h_t)
+            total[:, :directions] += torch.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])  # W_qh dot(h_t)
+            total[:, along_W_qh] += torch.einsum("pbk,bk->bp", _directions(h[t], n_q), d_o[t - 1])  # dot(W_qh) h_t
+        grads["W_hx"] = total[:, along_W_hx].sum(axis=0).reshape(W_hx.shape)
+        grads["W_hh"] = total[:, along_W_hh].sum(axis=0).reshape(W_hh.shape)
+        grads["W_qh"] = total[:, along_W_qh].sum(axis=0).reshape(W_qh.shape)
+        grads["h0"] = total[:, along_h0].clone()
     return loss, grads
 
 
@@ -443,7 +440,9 @@ def _check_cache(cache, sizes, dtype, device, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, False, device)
@@ -462,7 +461,9 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
     shape = tuple(array.shape)
     _check_shape(name, shape, dims, sizes)
     if array.dtype != dtype:
-        raise ValueError(f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters")
+        raise ValueError(
+            f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters"
+        )
     if device is not None and array.device != device:
         raise ValueError(f"{name} is on device {array.device}; expected {device} like the parameters")
     if finite and array.is_floating_point() and not torch.isfinite(array).all():
@@ -475,7 +476,9 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
 def _check_labels(name, labels, sizes, classes, device=None):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as int64
     (what indexing takes, and comparisons: torch has none for uint16, uint32, uint64)."""
-    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+    if not isinstance(
+        labels, torch.Tensor
+    ) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
         raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
@@ -485,7 +488,9 @@ def _check_labels(name, labels, sizes, classes, device=None):
         value = wide[bad][0].item()
         if labels.dtype == torch.uint64 and value < 0:
             value += 2**64  # the label as given, before .long() wrapped it
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return wide
 
 
@@ -589,7 +594,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 

@@ -37,9 +37,16 @@ def product(term):
     return None, None
 
 
+LONGEST = 20  # the longest list of joined names a code name holds
+
+
 def internal(names):
-    """The code name of a group or a stack: its members' names joined, `_i_f_o_g` (`_pre_f_pre_i` for `_pre_f`, `_pre_i`)."""
-    return "_" + "_".join(name.lstrip("_") for name in names)
+    """The code name of a group, a span or a stack: its members' names joined, `_i_f_o_g` (`_pre_f_pre_i`
+    for `_pre_f`, `_pre_i`); the first and the last of them when that is longer than LONGEST characters,
+    `_i_bar_to_g_bar` for i_bar, f_bar, o_bar, g_bar."""
+    names = [name.lstrip("_") for name in names]
+    joined = "_".join(names)
+    return "_" + (joined if len(joined) <= LONGEST or len(names) < 3 else f"{names[0]}_to_{names[-1]}")
 
 
 def total_rows(members):
@@ -229,6 +236,6 @@ def _merge(run, groups, stacks):
         terms.append(sp.MatrixSymbol(stacks[-1].name, span.rows, operand.rows) * operand)
     if run[0][1][3]:
         parts = tuple(matrix_sum(form[3]) for _, form in run)
-        stacks.append(Stack(internal(code_name(b) for _, form in run for b in form[3]), parts))
+        stacks.append(Stack(f"_b{span.name}", parts))  # each member's biases summed: named after the span
         terms.append(sp.MatrixSymbol(stacks[-1].name, span.rows, 1))
     return Assign(span, matrix_sum(terms), "; ".join(statement.comment for statement, _ in run))

@@ -10,7 +10,15 @@ import sympy as sp
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, PerCall, Steps
 from bptt.codegen.printing.array_calls import NUMPY
-from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, quoted, sized, time_and_batch
+from bptt.codegen.printing.bindings import (
+    bound,
+    initial_keys,
+    output_adjoint,
+    quoted,
+    sized,
+    time_and_batch,
+    work_bound,
+)
 from bptt.codegen.printing.checks import Checks
 from bptt.codegen.printing.facts import Facts
 from bptt.codegen.printing.helpers import helpers
@@ -86,7 +94,8 @@ def forward_body(program, printer_type=NumPyPrinter):
     arrays = list(forward.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     used = printer.used
     head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used.params]
-    head += [f"{a.name} = work[{quoted(a.name)}]" for a in _named(arrays) if a.name in used.arrays]
+    viewed = views(arrays)
+    head += [work_bound(a.name, viewed) for a in _named(arrays) if a.name in used.arrays]
     head += sized(used.sizes, model)
     first = model.inputs[0].name
     head += time_and_batch(used.sizes, first)
@@ -119,7 +128,8 @@ def backward_bodies(program):
     arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     work = {a.name for a in _named(arrays)}
     cache = set(program.cache)
-    body = bound(printer.used, model, work, cache)
+    viewed = views(arrays)
+    body = bound(printer.used, model, work, cache, viewed)
     body += time_and_batch(printer.used.sizes, output_adjoint(model)) + lines + initial
     body.append("return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model)))
     gradient = NumPyPrinter(adjoints.arrays)
@@ -131,7 +141,7 @@ def backward_bodies(program):
     if ONES in gradient.used.arrays:
         arrays.append(Array(ONES, None, Steps.ONES))
         work.add(ONES)
-    gradient_lines = bound(gradient.used, model, work, cache) + gradient_lines
+    gradient_lines = bound(gradient.used, model, work, cache, viewed) + gradient_lines
     window = window_body(program, gradient.used.arrays, arrays)
     helpers_used = printer.used.helpers | gradient.used.helpers | window[1]
     return Backward(tuple(arrays), tuple(body), tuple(window[0]), tuple(gradient_lines), tuple(returns), helpers_used)
@@ -144,6 +154,29 @@ def _named(arrays):
         out.append(array)
         out += [Array(name, rows, array.steps) for name, rows in array.members]
         out += [Array(name, None, array.steps) for name, _, _ in array.spans]
+    return out
+
+
+def views(arrays):
+    """{name: what it is a view of} for the members and spans of the groups among arrays: `a view of
+    _i_f_o_g[..., :n_h]`, or `d_h's array, reused` for a member that is the whole group."""
+    printer, out = RowPrinter(), {}
+    for array in arrays:
+        starts, offset = {}, sp.S.Zero
+        for name, rows in array.members:
+            starts[name] = (offset, offset + rows)
+            offset += rows
+        spans = [(name, starts[name][0], starts[name][1]) for name, _ in array.members]
+        for name, first, count in array.spans:
+            names = [m for m, _ in array.members[first : first + count]]
+            spans.append((name, starts[names[0]][0], starts[names[-1]][1]))
+        for name, start, stop in spans:
+            whole = start == 0 and sp.expand(stop - array.rows) == 0
+            out[name] = (
+                f"{array.name}'s array, reused (a view of all of it)"
+                if whole
+                else f"a view of {array.name}[..., {_slice(printer, start, stop)}]"
+            )
     return out
 
 

@@ -18,6 +18,18 @@ from bptt.codegen.printing.window import Statements
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
 
+VIEWS_PER_LINE = 5  # a step's views are bound five to a line: `h_t, h_prev, ... = h[t], h[t - 1], ...`
+
+
+def bound_views(views):
+    """The lines binding a step's views ({subscript: local name}), a few to a line."""
+    pairs = list(views.items())
+    lines = []
+    for start in range(0, len(pairs), VIEWS_PER_LINE):
+        chunk = pairs[start : start + VIEWS_PER_LINE]
+        lines.append(f"{', '.join(name for _, name in chunk)} = {', '.join(code for code, _ in chunk)}")
+    return lines
+
 
 class NumPyPrinter(Statements, RowPrinter):
     """Statements (`_print_Assign`, `_print_Loop`, ...) as lines of NumPy code, in place.
@@ -50,8 +62,7 @@ class NumPyPrinter(Statements, RowPrinter):
         inner.views = {}
         body = inner.lines(loop.body)
         head = "for t in range(T, 0, -1):" if loop.backward else "for t in range(1, T + 1):"
-        views = [f"{', '.join(inner.views.values())} = {', '.join(inner.views)}"] if inner.views else []
-        return [head] + ["    " + line for line in views + body]
+        return [head] + ["    " + line for line in bound_views(inner.views) + body]
 
     def sequence(self, node):
         code = super().sequence(node)

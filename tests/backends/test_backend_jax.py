@@ -283,19 +283,6 @@ def test_bad_input_of_jax_kinds():
         module.forward(to_jax(params), xs)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_forward_mode_grads_equal_backward(name):
-    """Real-time recurrent learning, scanned forward in time, gives the loss and gradients of the NumPy
-    module's BPTT and of its own forward mode: teacher forcing (an initial state that enters step 1 only),
-    one-hot inputs, a mean loss, two states, every zoo model."""
-    numpy_module, module, (params, xs, ys, initial), _, expected = case(name)
-    loss, grads = module.forward_mode_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(ys), **to_jax(initial))
-    expected_loss, backward = expected[None]
-    assert abs(float(loss) - expected_loss) <= 1e-12 * abs(expected_loss)
-    assert_close(grads, backward, 1e-12, f"{name} forward mode against BPTT")
-    assert_close(grads, numpy_module.forward_mode_grads(params, xs, ys, **initial)[1], 1e-12, f"{name} forward mode")
-
-
 def test_clip_grads_and_checks_under_jit():
     """clip_grads rescales to the global norm theta (and refuses theta <= 0 as NumPy does); under jax.jit a
     wrong shape still raises the NumPy module's error, when the function is traced."""

@@ -1,5 +1,5 @@
-"""Forward mode (RTRL) is IR: codegen/forward_mode.py builds statements (ir.Units, ir.TangentLoop) into the
-Program once, and every backend prints the Program's statements. A planted change in those statements
+"""Forward mode (RTRL) is IR: codegen/passes/forward_mode.py builds statements (ir.Units, one ir.TangentLoop,
+an ir.Gradient per key) into the Program once, and every backend prints the Program's statements. A planted change in those statements
 shows up in every backend's generated forward_mode_grads, so a backend that printed its own forward mode
 again would fail here. And the users' cells of examples/ give BPTT's gradients by forward mode in every
 backend, to 1e-12."""
@@ -43,7 +43,7 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = [f"{ROOT / 'examples' / 'gated_rnn.py'}:gated_rnn", f"{ROOT / 'examples' / 'lstm.py'}:lstm"]
 EXAMPLES.append(f"{ROOT / 'examples' / 'torch_lstm.py'}:lstm")
-STEP_STATEMENTS = (ir.Previous, ir.EntersStepOne, ir.Assign, ir.Contract)
+STEP_STATEMENTS = (ir.Previous, ir.Assign, ir.AddAlong, ir.Contract)
 
 
 def problem(module, seed=5, steps=4, batch=3):
@@ -71,56 +71,82 @@ def relative(got, expected):
 
 @pytest.mark.parametrize("name", names())
 def test_forward_mode_is_statements_in_the_program(name):
-    """The Program holds forward mode as typed statements holding SymPy expressions: Units, then one
-    TangentLoop per gradient in the order of loss_and_grads' keys; no code in them, only comments."""
+    """The Program holds forward mode as typed statements holding SymPy expressions: Units, one TangentLoop
+    over time for every gradient, then a Gradient (or ZeroGradient) per key in the order of loss_and_grads';
+    no code in them, only comments."""
     model = load(name)
     statements = build(model).forward_mode.statements
     units = [s for s in statements if isinstance(s, ir.Units)]
-    loops = statements[len(units) :]
-    assert units and all(isinstance(loop, ir.TangentLoop) for loop in loops)
-    assert [loop.key for loop in loops] == [p.name for p in model.params] + [f"{s.name}0" for s in model.states]
-    for loop in loops:
-        assert all(isinstance(s, STEP_STATEMENTS) for s in loop.body), loop.key
-        assert isinstance(loop.body[-1], ir.Contract) and isinstance(loop.body[-1].tangent, sp.MatrixExpr)
-        for assign in (s for s in loop.body if isinstance(s, ir.Assign)):
-            assert isinstance(assign.value, sp.MatrixExpr) and isinstance(assign.target, Tangent)
-            assert "=" in assign.comment and "np." not in assign.comment
+    (loop,) = [s for s in statements if isinstance(s, ir.TangentLoop)]
+    grads = statements[len(units) + 1 :]
+    assert units and statements[len(units)] is loop
+    assert all(isinstance(g, (ir.Gradient, ir.ZeroGradient)) for g in grads)
+    keys = [p.name for p in model.params] + [f"{s.name}0" for s in model.states]
+    assert [g.direction.key if isinstance(g, ir.Gradient) else g.key for g in grads] == keys
+    assert sorted(d.key for d in loop.directions) == sorted(
+        g.direction.key for g in grads if isinstance(g, ir.Gradient)
+    )
+    assert all(isinstance(s, STEP_STATEMENTS) for s in loop.body), name
+    contracts = [s for s in loop.body if isinstance(s, ir.Contract)]
+    assert contracts and all(isinstance(c.tangent, sp.MatrixExpr) for c in contracts)
+    for assign in (s for s in loop.body if isinstance(s, (ir.Assign, ir.AddAlong))):
+        assert isinstance(assign.value, sp.MatrixExpr) and isinstance(assign.target, Tangent)
+        assert "np." not in assign.comment
+
+
+@pytest.mark.parametrize("name", ["elman", "lstm"])
+def test_a_local_term_goes_into_its_parameters_rows(name):
+    """Each parameter's local term is added into its own rows (ir.AddAlong) and reads the tangent of that
+    parameter only; the terms through other tangents are assigned for every direction at once."""
+    model = load(name)
+    (loop,) = [s for s in build(model).forward_mode.statements if isinstance(s, ir.TangentLoop)]
+    adds = [s for s in loop.body if isinstance(s, ir.AddAlong)]
+    carried = {d.wrt for d in loop.directions[: loop.carried] if not d.per_sample}
+    assert {add.along.wrt for add in adds} == carried  # every carried parameter has its local term, once
+    assert len(adds) == len(carried)
+    for add in adds:
+        assert {d.of for d in add.value.atoms(Tangent)} == {add.along.wrt}
 
 
 def test_forward_mode_module_prints_nothing():
-    """codegen/passes/forward_mode.py builds the statements the Program holds: it imports the derivation, the IR
-    and the text of comments, no printer."""
+    """codegen/passes/forward_mode.py builds the statements the Program holds: it imports the derivation, the
+    IR and the text of comments, no printer."""
     model = load("elman")
     assert forward_mode.statements(model) == build(model).forward_mode.statements
     tree = ast.parse((ROOT / "codegen" / "passes" / "forward_mode.py").read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"bptt.codegen.ir", "bptt.codegen.text", "bptt.derive.nodes", "bptt.derive.rtrl", "bptt.derive.tangent"}, imported
+    allowed = {"bptt.derive.nodes", "bptt.derive.rtrl", "bptt.derive.tangent", "bptt.codegen.ir", "bptt.codegen.text"}
+    assert imported <= allowed, imported
 
 
 def planted(program):
-    """The program with the forward-mode loop of `c` changed: its comment marked, its contraction doubled."""
+    """The program with the contraction of c's local term doubled, and the loop's comment marked."""
 
     def plant(statement):
-        if not isinstance(statement, ir.TangentLoop) or statement.key != "c":
-            return statement
-        contract = statement.body[-1]
-        doubled = dataclasses.replace(contract, tangent=2 * contract.tangent)
-        return dataclasses.replace(statement, body=statement.body[:-1] + (doubled,), comment="c: PLANTED, doubled")
+        if isinstance(statement, ir.Contract) and statement.along is not None and statement.along.key == "c":
+            return dataclasses.replace(statement, tangent=2 * statement.tangent)
+        return statement
 
-    statements = tuple(plant(s) for s in program.forward_mode.statements)
+    def plant_loop(statement):
+        if not isinstance(statement, ir.TangentLoop):
+            return statement
+        body = tuple(plant(s) for s in statement.body)
+        return dataclasses.replace(statement, body=body, comment="PLANTED: c doubled")
+
+    statements = tuple(plant_loop(s) for s in program.forward_mode.statements)
     return dataclasses.replace(program, forward_mode=Pass(statements))
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 def test_every_backend_prints_the_programs_forward_mode(backend, monkeypatch):
-    """Each backend's layout takes the Program's forward-mode statements: with the loop of c planted (its
-    contraction doubled), the generated forward_mode_grads doubles dL/dc and keeps every other gradient."""
+    """Each backend's layout takes the Program's forward-mode statements: with the contraction of c's local
+    term doubled, the generated forward_mode_grads doubles dL/dc and keeps every other gradient."""
     model = load("elman")
     changed = planted(build(model))
     for layout in (numpy_render, torch_render, jax_render):
         monkeypatch.setattr(layout, "build", lambda _model: changed)
     source = BACKENDS[backend].module_source(model)
-    assert "# c: PLANTED, doubled" in source
+    assert "# PLANTED: c doubled" in source
     module = types.ModuleType(f"planted_{backend}")
     exec(compile(source, f"<planted {backend}>", "exec"), module.__dict__)
     numpy_module = load_module(model, from_zoo=True)

@@ -215,8 +215,28 @@ def problems():
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", names())
 def test_backend_agrees_with_the_oracle(name, backend, truncate, problems):
+    """forward, loss_and_grads and (in full BPTT, which it computes) forward_mode_grads against the oracle: for
+    JAX this is the proof of its forward mode (scanned, compiled; teacher forcing, one-hot inputs, a mean loss,
+    two states), which test_backend_jax.py once checked against its own BPTT."""
     model = load(name)
     module = importlib.import_module("bptt.generated." + name.replace("-", "_") + BACKENDS[backend])
     if name not in problems:
         problems[name] = random_problem(model, seed=len(name))
-    compare(module, model, *problems[name], truncate=truncate)
+    compare(module, model, *problems[name], truncate=truncate, forward_mode=truncate is None)
+
+
+def test_the_oracle_catches_a_wrong_forward_mode(problems, monkeypatch):
+    """Control: forward_mode_grads of the NumPy elman module with dL/dW doubled fails the comparison, naming it."""
+    model = load("elman")
+    module = importlib.import_module("bptt.generated.elman")
+    original = module.forward_mode_grads
+
+    def doubled(*args, **kwargs):
+        loss, grads = original(*args, **kwargs)
+        return loss, {**grads, "W": 2 * grads["W"]}
+
+    monkeypatch.setattr(module, "forward_mode_grads", doubled)
+    problem = problems.setdefault("elman", random_problem(model, seed=len("elman")))
+    compare(module, model, *problem)  # loss_and_grads alone agrees
+    with pytest.raises(AssertionError, match=r"^forward mode: gradient W differs from the oracle"):
+        compare(module, model, *problem, forward_mode=True)

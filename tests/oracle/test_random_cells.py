@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from bptt.codegen.backends import BACKENDS
+from bptt.codegen.printing.columns import WIDTH
 from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.bptt import derive
@@ -37,11 +38,15 @@ REFUSALS = (ModelError, NoRule, PrintError)
 
 
 def generate(model, folder):
-    """{backend: module}: every backend's module of the model, written into folder and imported from there."""
+    """{backend: module}: every backend's module of the model, written into folder and imported from there;
+    each in 120 columns, as every generated module (tests/test_columns.py)."""
     modules = {}
     for name, backend in BACKENDS.items():
         path = pathlib.Path(folder) / backend.filename(model.name)
-        path.write_text(backend.module_source(model), encoding="utf-8")
+        source = backend.module_source(model)
+        long = [line for line in source.splitlines() if len(line) > WIDTH]
+        assert not long, f"{name}: {len(long)} lines over {WIDTH} columns, the first: {long[0]}"
+        path.write_text(source, encoding="utf-8")
         modules[name] = import_file(path, f"random_cell_{id(folder)}_{name}")
     return modules
 
@@ -74,13 +79,15 @@ def derive_and_generate(plan, folder):
 def compare(backend, module, model, values, truncate):
     """oracle.compare, naming the backend and the truncation; JAX runs its operations one by one
     (jax.disable_jit): compiling each random cell's module would take seconds, while the eager
-    operations of these small shapes compile once for all cells."""
+    operations of these small shapes compile once for all cells. In full BPTT the NumPy and torch
+    modules' forward_mode_grads too (JAX's, eager, would compile each of its many slices once per cell;
+    it prints the same statements, and test_oracle.py proves it on the zoo)."""
     try:
         if backend == "jax":
             with jax.disable_jit():
                 oracle.compare(module, model, *values, truncate)
         else:
-            oracle.compare(module, model, *values, truncate)
+            oracle.compare(module, model, *values, truncate, forward_mode=truncate is None)
     except AssertionError as error:
         error.add_note(f"backend {backend}, truncate={truncate}")
         raise
