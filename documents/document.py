@@ -152,13 +152,15 @@ def _intermediate_section(model, derivation):
     equations = [equation(latex(Adj(seq())), derivation.intermediate(seq)) for seq in reversed(model.intermediates)]
     named = [maths(seq()) for seq in model.intermediates if seq in derivation.named]
     substituted = [maths(seq()) for seq in model.intermediates if seq not in derivation.named]
-    kept = (
-        f"An adjoint that is a single term with at most one diagonal factor ({listed(substituted)}) is substituted "
-        "where it is used; the others keep their names in the results below"
-        if substituted
-        else "Each keeps its name in the results below"
-    )
-    kept += f" ({listed(named)})." if named and substituted else "."
+    if not substituted:
+        kept = "Each keeps its name in the results below."
+    elif not named:
+        kept = f"Each is a single term with at most one diagonal factor, so it is substituted where it is used ({listed(substituted)})."
+    else:
+        kept = (
+            f"An adjoint that is a single term with at most one diagonal factor ({listed(substituted)}) is substituted "
+            f"where it is used; the others ({listed(named)}) keep their names in the results below."
+        )
     text = (
         f"Each by the chain rule through the equations of the step that read it, from the step's last equation "
         f"back to its first. {kept}"

@@ -84,7 +84,7 @@ def forward_mode_sections(facts):
     equations = [equation(latex(Tangent(seq())), factored(terms), why) for seq, terms in mode.tangents.items()]
     items = [*displays(equations), _table(model, param, named)]
     items += displays(_jacobian(model, live) + _outputs(model))
-    text = f"{RTRL} Every parameter's direction gives the same equations but for the term it adds itself."
+    text = f"{RTRL} Every direction gives the same equations but for the term the direction itself adds."
     section = Section("forward", "Forward mode: real-time recurrent learning", text, tuple(items), ("adjoint",))
     return [section, lemma_section(facts)]
 
@@ -102,9 +102,10 @@ def _table(model, shown, named):
             (maths(Tangent(seq())), f"${latex(common)}$" if common is not None else "", listed(map(maths, rests), "or"))
         )
     why = (
-        f"Along a direction of another parameter, the term it adds in place of the one of ${latex(Tangent(shown))}$, "
-        "in the tangent of the value whose equation reads the parameter; along a direction of an initial state, "
-        f"{listed(maths(Tangent(s(0))) for s in live_states(model))}, no term is added but the direction itself:"
+        "Along a direction of another parameter the equations are the same, with the term of this table in place of "
+        f"the one of ${latex(Tangent(shown))}$, in the tangent of the value whose equation reads that parameter; along a "
+        f"direction of an initial state, {listed(maths(Tangent(s(0))) for s in live_states(model))}, the direction is "
+        "the first tangent and no term is added:"
     )
     return Table(why, ("tangent", "factor", "times the term of one direction"), tuple(rows))
 

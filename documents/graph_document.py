@@ -9,8 +9,8 @@ from bptt.documents.prose import listed
 
 LEGEND = (
     "Grey arrows are the forward computation: an arrow from $u$ to $v$ means that the equation of $v$ reads $u$. "
-    "Red arrows are the backward recursion: an arrow from $u$ to $v$ means that the adjoint of $v$ is computed "
-    "from that of $u$. Inputs and labels are grey, states blue, outputs green, the losses $\\ell_t$ orange."
+    "Red arrows are the backward recursion: an arrow from $u$ to $v$ means that $\\partial L / \\partial v$ is "
+    "computed from $\\partial L / \\partial u$. Inputs and labels are grey, states blue, outputs green, the losses $\\ell_t$ orange."
 )
 
 
@@ -35,8 +35,8 @@ def truncation_figure(facts):
     graph = chunked(skeleton(unrolled(facts.model, facts.substituted)), tau=2)
     caption = (
         "Truncated: the states, outputs and losses of the unrolled computation, each grey arrow a chain of reads "
-        "through the intermediates. Chunks of $\\tau = 2$ steps cut the dashed red arrows: the state entering step 3 "
-        "is detached, so no adjoint flows from step 3 into step 2."
+        "through the intermediates. Chunks of two steps ($\\tau = 2$) cut the dashed red arrows: the state entering "
+        "step 3 is detached, so no gradient flows from step 3 into step 2."
     )
     return Figure(tikz(graph), svg(graph), caption)
 

@@ -181,7 +181,7 @@ def test_sections_hold_equations_and_mathjax_macros(sections):
     for name, section in sections.items():
         for eq in section.equations:
             assert re.sub(r"\{[^{}]*\}", "", eq.rows[0]).count("=") >= 1 or " = " in eq.rows[0], (name, eq.rows[0])
-        text = " ".join([section.text, *(" ".join([eq.why, *eq.rows]) for eq in section.equations)])
+        text = " ".join((section.text, *(eq.why + " " + " ".join(eq.rows) for eq in section.equations)))
         used = set(re.findall(r"\\([A-Za-z]+)", text))
         assert used <= MATHJAX | MATHJAX_EXTRA, (name, sorted(used - MATHJAX - MATHJAX_EXTRA))
 

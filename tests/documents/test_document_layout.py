@@ -115,3 +115,15 @@ def test_sections_picks_sections_and_refuses_a_name_it_lacks():
     assert status == 2 and error.count("\n") == 1 and "Traceback" not in error
     assert "no section 'backward' in the document of jordan" in error
     assert "its sections are model, graph, outputs, intermediates, forcing, parameters, flow, forward" in error
+
+
+@pytest.mark.parametrize("model", ["elman", "lstm-peephole"])
+def test_a_display_stays_with_its_sentence(model, tmp_path):
+    """Every display ends the paragraph of the sentence that introduces it (no display starts a paragraph), and
+    the document forbids a page break inside a paragraph and before a display: the two share a page."""
+    tex = tmp_path / "doc.tex"
+    assert cli("latex", model, "-o", tex)[0] == 0
+    lines = tex.read_text(encoding="utf-8").splitlines()
+    starts = [n for n, line in enumerate(lines) if line in ("\\begin{equation*}", "\\begin{align*}")]
+    assert starts and all(lines[n - 1].strip() and not lines[n - 1].startswith("\\") for n in starts)
+    assert all(f"\\{penalty}=10000" in lines for penalty in ("predisplaypenalty", "interlinepenalty", "clubpenalty"))

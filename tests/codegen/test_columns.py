@@ -14,7 +14,7 @@ from bptt.codegen.passes.fuse import LONGEST, internal
 from bptt.codegen.printing.columns import WIDTH, columns, same_code
 from bptt.derive.models import load
 
-GENERATED = pathlib.Path(__file__).resolve().parents[1] / "generated"
+GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
 
 
 @pytest.mark.parametrize("path", sorted(GENERATED.glob("*.py")), ids=lambda path: path.name)
