@@ -88,7 +88,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
 def test_out_of_memory_is_an_internal_error(monkeypatch, capsys):
     """MemoryError exits 3 in one line (BPTT_DEBUG=1 lets it through with its traceback)."""
 
-    def exhausted(model, fmt):
+    def exhausted(*arguments):
         raise MemoryError
 
     monkeypatch.setattr(cli, "document", exhausted)
