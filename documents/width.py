@@ -5,7 +5,8 @@ a letter its width in the Computer Modern font it is set in (math italic, bold, 
 (bold 0.575); a binary operator (+, -, \\odot) its glyph and the medium spaces
 around it (1.22), a relation (=, \\nmid) the thick ones (1.33); a subscript or superscript 70% of the
 size around it, a subscript and a superscript on one base the wider of the two; a fraction its wider
-part and 0.4; \\left and \\right delimiters 0.65 each (sized for a fraction inside); \\sum and \\prod the wider of the sign and its limits.
+part and 0.4; \\left and \\right delimiters 0.65 each around something taller than a letter (a fraction, a
+sum, an accent or a superscript), 0.45 around a line of letters; \\sum and \\prod the wider of the sign and its limits.
 A command it does not know counts 1 em, so that it errs wide. Measured against pdflatex on every
 piece of the zoo's documents it is within about 10% and mostly wide.
 """
@@ -54,6 +55,7 @@ _LETTER_EMS = {
     }.items()
 }
 _PUNCTUATION = {"(": 0.39, ")": 0.39, "[": 0.28, "]": 0.28, ",": 0.45, ";": 0.45, ".": 0.28, "|": 0.28, "/": 0.5}
+_TALL = {"\\frac", "\\dfrac", "\\sum", "\\prod", "^", *(f"\\{accent}" for accent in _ACCENTS)}
 _BINARY_EM = 0.78 + 8 / 18
 _RELATION_EM = 0.78 + 10 / 18
 _SCRIPT = 0.7
@@ -90,6 +92,21 @@ class _Reader:
 
     def __init__(self, tokens):
         self.tokens, self.at = tokens, 0
+        self.delimiters = []  # the width of each \\left's delimiter, until its \\right
+
+    def tall_until_right(self):
+        """Whether the tokens up to the \\right that closes the \\left just read hold something taller than a letter."""
+        depth = 0
+        for token in self.tokens[self.at :]:
+            if token == "\\left":
+                depth += 1
+            elif token == "\\right":
+                if not depth:
+                    return False
+                depth -= 1
+            elif token in _TALL:
+                return True
+        return False
 
     def next(self):
         token = self.tokens[self.at] if self.at < len(self.tokens) else "}"
@@ -150,7 +167,15 @@ class _Reader:
             return self.argument(scale, _FONT_COMMANDS[name]) + extra * scale
         if name in _ACCENTS:
             return self.argument(scale, font)
-        if name in ("left", "right", "bigl", "bigr", "Bigl", "Bigr", "big", "Big"):
+        if name == "left":
+            delimiter = self.next()
+            self.delimiters.append(0.65 if self.tall_until_right() else 0.45)
+            return (0.1 if delimiter == "." else self.delimiters[-1]) * scale
+        if name == "right":
+            delimiter = self.next()
+            size = self.delimiters.pop() if self.delimiters else 0.65
+            return (0.1 if delimiter == "." else size) * scale
+        if name in ("bigl", "bigr", "Bigl", "Bigr", "big", "Big"):
             delimiter = self.next()
             return (0.1 if delimiter == "." else 0.65) * scale
         if name in _BIG_OPERATORS:
