@@ -90,6 +90,7 @@ def text_label(node):
 
 
 _SUPERSCRIPT = str.maketrans("0123456789()", "⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾")
+_RAISED = set("⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾")
 
 
 def svg(graph):
@@ -123,15 +124,18 @@ def svg(graph):
     return "\n".join(out)
 
 
-def _box(node):
-    """Half the width and half the height of a node's box, in centimetres."""
+def box(node):
+    """Half the width and half the height of a node's box, in centimetres: a letter 0.22, a superscript's
+    character (a layer number) and a subscript's 0.16, and the padding."""
     base, _, subscript = text_label(node)
-    return (len(base.replace("\u0304", "")) * 0.22 + len(subscript) * 0.16 + 0.25) / 2, 0.25
+    letters = base.replace("\u0304", "")
+    raised = sum(char in _RAISED for char in letters)
+    return ((len(letters) - raised) * 0.22 + (raised + len(subscript)) * 0.16 + 0.25) / 2, 0.25
 
 
 def _svg_node(node, point):
     base, bold, subscript = text_label(node)
-    half_w, half_h = _box(node)
+    half_w, half_h = box(node)
     x, y = point(node.x, node.y)
     weight = ' font-weight="bold"' if bold else ""
     return (
@@ -145,7 +149,7 @@ def _svg_node(node, point):
 def _svg_edge(edge, graph, point):
     source, target = graph.node(edge.source), graph.node(edge.target)
     (x1, y1), (x2, y2) = point(source.x, source.y), point(target.x, target.y)
-    x1, y1, x2, y2 = _clipped(x1, y1, x2, y2, _box(source), _box(target))
+    x1, y1, x2, y2 = _clipped(x1, y1, x2, y2, box(source), box(target))
     dash = ' stroke-dasharray="5,3"' if edge.cut else ""
     if not edge.backward:
         return (
@@ -165,8 +169,8 @@ def _clipped(x1, y1, x2, y2, source_box, target_box):
     dx, dy = x2 - x1, y2 - y1
     length = math.hypot(dx, dy) or 1.0
 
-    def inset(box):
-        half_w, half_h = box[0] * SCALE, box[1] * SCALE
+    def inset(sizes):
+        half_w, half_h = sizes[0] * SCALE, sizes[1] * SCALE
         scale = min(half_w / abs(dx) if dx else math.inf, half_h / abs(dy) if dy else math.inf)
         return min(scale, 0.45) * length
 

@@ -44,13 +44,14 @@ class Graph:
         return next(node for node in self.nodes if node.key == key)
 
 
-def unrolled(model, substituted):
-    """The Graph of a model over STEPS steps; substituted: its derivation with every intermediate substituted."""
+def unrolled(model, substituted, half_width):
+    """The Graph of a model over STEPS steps; substituted: its derivation with every intermediate substituted;
+    half_width(node): half the width of a node's box as drawn, in centimetres."""
     nodes, edges = _forward(model)
     keys = {node.key for node in nodes}
     edges += [edge for edge in _backward(model, substituted) if edge.source in keys and edge.target in keys]
     edges = list(dict.fromkeys(edges))
-    return Graph(tuple(laid_out(nodes, edges, LOSS)), tuple(edges))
+    return Graph(tuple(laid_out(nodes, edges, LOSS, half_width)), tuple(edges))
 
 
 def _sources(model, ref, step):
@@ -99,7 +100,7 @@ def _backward(model, substituted):
     return out
 
 
-def skeleton(graph, kept=("state", "output", LOSS)):
+def skeleton(graph, half_width, kept=("state", "output", LOSS)):
     """The graph with only the nodes of the kept roles, a forward edge wherever a chain of dropped nodes
     linked two of them (a state reads the last one through its gates), backward edges as they are."""
     keep = {node.key for node in graph.nodes if node.role in kept}
@@ -120,12 +121,16 @@ def skeleton(graph, kept=("state", "output", LOSS)):
     edges = [Edge(source, key) for key in sorted(keep) for source in dict.fromkeys(kept_sources(key))]
     edges += [edge for edge in graph.edges if edge.backward and edge.source in keep and edge.target in keep]
     nodes = [node for node in graph.nodes if node.key in keep]
-    return Graph(tuple(laid_out(nodes, edges, LOSS)), tuple(edges))
+    return Graph(tuple(laid_out(nodes, edges, LOSS, half_width)), tuple(edges))
 
 
 def chunked(graph, tau=2):
-    """The graph with the backward edges that chunks of tau steps cut dashed: into step t from step t+1, tau | t."""
-    edges = tuple(
-        replace(e, cut=e.backward and e.source[1] == e.target[1] + 1 and e.target[1] % tau == 0) for e in graph.edges
-    )
+    """The graph with the backward edges that chunks of tau steps cut dashed: into step t >= 1 from step t+1,
+    tau | t (the first chunk starts at step 1: the given initial state keeps its gradient)."""
+
+    def cut(edge):
+        into = edge.target[1]
+        return edge.backward and edge.source[1] == into + 1 and into >= 1 and into % tau == 0
+
+    edges = tuple(replace(e, cut=cut(e)) for e in graph.edges)
     return replace(graph, edges=edges)

@@ -1,7 +1,7 @@
 """The unrolled computation as document figures: the whole graph, and its states with the edges a
 truncation cuts."""
 
-from bptt.documents.drawing import svg, tikz
+from bptt.documents.drawing import box, svg, tikz
 from bptt.documents.equation import Figure, Section
 from bptt.documents.graph import chunked, skeleton, unrolled
 from bptt.documents.latex import latex
@@ -14,9 +14,23 @@ LEGEND = (
 )
 
 
+def whole_graph(facts):
+    """The unrolled computation of the model, every value a node."""
+    return unrolled(facts.model, facts.substituted, _half_width)
+
+
+def truncated_graph(facts):
+    """Its states, outputs and losses, with the edges that chunks of two steps cut."""
+    return chunked(skeleton(whole_graph(facts), _half_width), tau=2)
+
+
+def _half_width(node):
+    return box(node)[0]
+
+
 def graph_section(facts):
     model = facts.model
-    graph = unrolled(model, facts.substituted)
+    graph = whole_graph(facts)
     caption = f"The unrolled computation: steps 1 to 3 of the model, from the initial {_initial(model)}. {LEGEND}"
     forced = [f"${latex(seq())}$" for seq, _ in model.teacher_forcing]
     if forced:
@@ -32,7 +46,7 @@ def graph_section(facts):
 
 
 def truncation_figure(facts):
-    graph = chunked(skeleton(unrolled(facts.model, facts.substituted)), tau=2)
+    graph = truncated_graph(facts)
     caption = (
         "Truncated: the states, outputs and losses of the unrolled computation, each grey arrow a chain of reads "
         "through the intermediates. Chunks of two steps ($\\tau = 2$) cut the dashed red arrows: the state entering "

@@ -1,18 +1,23 @@
-"""Where the nodes of an unrolled graph go: a column per step (step 0, the initial states, a narrow one),
-each value at the level of the longest chain of same-step reads below it, and within a level placed under
-the values it feeds and above those it reads (three barycentre sweeps), never closer than a node's width."""
+"""Where the nodes of an unrolled graph go: a column per step (step 0, the initial states, a narrow one, a
+node a level), each value at the level of the longest chain of same-step reads below it, and within a level
+placed under the values it feeds and above those it reads (three barycentre sweeps), never closer than a
+node's width."""
 
+import itertools
 from collections import defaultdict
 from dataclasses import replace
 
 COLUMN = 4.6  # centimetres per step
 FIRST = 1.4  # from step 0's column to step 1's left edge
 RISE = 0.8  # between levels
-GAP = 1.05  # the least distance of two nodes of a level
+GAP = 1.05  # the least distance of two nodes' centres in a level
+MARGIN = 0.15  # the least room between two nodes' boxes in a level
+GUTTER = 0.3  # the least room between the boxes of two steps' columns
 
 
-def laid_out(nodes, edges, loss):
-    """The nodes with x and y set; `loss` the name of the loss nodes, whose labels stand beside them."""
+def laid_out(nodes, edges, loss, half_width):
+    """The nodes with x and y set; `loss` the name of the loss nodes, whose labels stand beside them;
+    half_width(node) half the width of a node's box, in centimetres."""
     level = _levels(nodes, edges, loss)
     rows = defaultdict(list)
     for node in nodes:
@@ -22,9 +27,10 @@ def laid_out(nodes, edges, loss):
         if not edge.backward and edge.source[1] == edge.target[1]:
             reads[edge.target].append(edge.source)
             feeds[edge.source].append(edge.target)
+    halves = {node.key: half_width(node) for node in nodes}
     x = {}
     for (step, _), keys in rows.items():
-        x.update(_spread([(key, _centre(step)) for key in keys], step))
+        x.update(_spread([(key, _centre(step)) for key in keys], step, halves))
     for neighbours, upwards in ((reads, True), (feeds, False), (reads, True)):
         for step, height in sorted(rows, key=lambda row: row[1], reverse=not upwards):
             keys = rows[(step, height)]
@@ -32,7 +38,7 @@ def laid_out(nodes, edges, loss):
                 (key, sum(x[n] for n in neighbours[key]) / len(neighbours[key]) if neighbours[key] else x[key])
                 for key in keys
             ]
-            x.update(_spread(sorted(wanted, key=lambda item: item[1]), step))
+            x.update(_spread(sorted(wanted, key=lambda item: item[1]), step, halves))
     return [replace(node, x=round(x[node.key], 3), y=round(level[node.key] * RISE, 3)) for node in nodes]
 
 
@@ -49,23 +55,40 @@ def _levels(nodes, edges, loss):
         for edge in forward:
             if edge.source[1] == edge.target[1]:
                 level[edge.target] = max(level[edge.target], level[edge.source] + 1)
+    _initial_levels(nodes, level)
     for node in nodes:
-        if node.step == 0:
-            level[node.key] = level.get((node.name, 1), 0)
         if node.role in ("label", "target") and any(e.source == node.key and e.target[0] == loss for e in forward):
             level[node.key] = level[(loss, node.step)]
     return level
 
 
-def _spread(wanted, step):
-    """(key, x) of a level, in order: each at its wanted x or right of the one before by GAP (less where the
-    column is too narrow), the row then moved back into its column."""
-    half = (0.5 if step == 0 else COLUMN - 0.5) / 2
-    gap = GAP if len(wanted) < 2 else min(GAP, 2 * half / (len(wanted) - 1))
+def _initial_levels(nodes, level):
+    """Each initial state at the level of its step-1 value, or the nearest level no other initial state takes
+    (step 0's column is one node wide); those with a step-1 value are placed first."""
+    top = max(level.values(), default=0)
+    taken = set()
+    for node in sorted((n for n in nodes if n.step == 0), key=lambda n: (n.name, 1) not in level):
+        wanted = level.get((node.name, 1), 0)
+        free = min((n for n in range(top + 2) if n not in taken), key=lambda n: (abs(n - wanted), n))
+        level[node.key] = free
+        taken.add(free)
+
+
+def _spread(wanted, step, halves):
+    """(key, x) of a level, in order: each at its wanted x or right of the one before by GAP or by their boxes'
+    half widths and MARGIN (less where the column is too narrow), the row then moved back into its column, every
+    box inside it (step 0's centres within a narrow band)."""
+    keys = [key for key, _ in wanted]
+    if step == 0:
+        low, high = -0.25, 0.25
+    else:
+        room = (COLUMN - GUTTER) / 2
+        low, high = _centre(step) - room + halves[keys[0]], _centre(step) + room - halves[keys[-1]]
+    gaps = [max(GAP, halves[a] + halves[b] + MARGIN) for a, b in itertools.pairwise(keys)]
+    squeeze = min(1.0, (high - low) / sum(gaps)) if gaps else 1.0
     placed = []
-    for key, want in wanted:
-        placed.append((key, want if not placed else max(want, placed[-1][1] + gap)))
+    for n, (key, want) in enumerate(wanted):
+        placed.append((key, want if not placed else max(want, placed[-1][1] + gaps[n - 1] * squeeze)))
     shift = sum(w for _, w in wanted) / len(wanted) - sum(p for _, p in placed) / len(placed)
-    low, high = _centre(step) - half, _centre(step) + half
     shift = min(max(shift, low - placed[0][1]), high - placed[-1][1])
     return {key: position + shift for key, position in placed}

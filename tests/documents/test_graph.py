@@ -1,0 +1,48 @@
+"""The unrolled computation as drawn: the edges a chunked truncation cuts are the ones the generated code
+cuts, and no two nodes of a figure overlap."""
+
+import itertools
+
+import pytest
+from user_cells import gru_cho, mgu
+
+from bptt.derive.models import load, names
+from bptt.documents.derived import derived
+from bptt.documents.drawing import box
+from bptt.documents.graph_document import truncated_graph, whole_graph
+
+MODELS = tuple(names())
+USERS = {"gru_cho": gru_cho, "mgu": mgu}
+
+
+def figures(model):
+    """The document's two figures of a model: the whole computation, and its states as the truncation shows them."""
+    facts = derived(model)
+    return whole_graph(facts), truncated_graph(facts)
+
+
+def model_of(name):
+    return USERS[name]() if name in USERS else load(name)
+
+
+@pytest.mark.parametrize("name", ["elman", "lstm", "elman-jordan"])
+def test_chunks_cut_only_the_flow_into_a_later_chunk(name):
+    """Chunks of 2 steps cut the backward edges from step 3 into step 2, and nothing into step 0: the code
+    detaches the state entering step 3 and gives the given initial state its gradient (keep[0] = 1)."""
+    _, truncated = figures(load(name))
+    cut = {(e.source[1], e.target[1]) for e in truncated.edges if e.cut}
+    assert cut == {(3, 2)}
+    kept = {(e.source[1], e.target[1]) for e in truncated.edges if e.backward and not e.cut}
+    assert (1, 0) in kept and (2, 1) in kept
+    assert all(e.backward for e in truncated.edges if e.cut)
+
+
+@pytest.mark.parametrize("name", MODELS + tuple(USERS))
+def test_no_two_nodes_overlap(name):
+    """Every two nodes of each figure are apart, horizontally or vertically, by more than their boxes: the
+    initial states of elman-jordan's truncation figure (h_0 and o_0) once sat on top of each other."""
+    for graph in figures(model_of(name)):
+        for a, b in itertools.combinations(graph.nodes, 2):
+            (wa, ha), (wb, hb) = box(a), box(b)
+            apart = abs(a.x - b.x) >= wa + wb or abs(a.y - b.y) >= ha + hb
+            assert apart, f"{name}: {a.name}_{a.step} at ({a.x}, {a.y}) and {b.name}_{b.step} at ({b.x}, {b.y})"
