@@ -89,8 +89,9 @@ def truncation_section(facts):
         text = "No step reads an earlier state but as data or through a flat function: there is nothing to truncate."
         return Section("truncation", "Truncated backpropagation through time", text, (), ("adjoint",))
     chunk = (
-        "Chunks of $\\tau$ steps: the state entering a chunk is detached, so $\\boldsymbol{\\nu}_t$ is dropped where "
-        "$\\tau$ divides $t$; the bracket $[\\tau \\nmid t]$ is 1 when $\\tau$ does not divide $t$ and 0 when it does:"
+        "Chunks of $\\tau$ steps, the first from step 1: the state entering a later chunk is detached, so "
+        "$\\boldsymbol{\\nu}_t$ is dropped where $\\tau$ divides $t \\ge 1$, and the given initial state keeps its "
+        "gradient; the bracket $[\\tau \\nmid t]$ is 1 when $\\tau$ does not divide $t$ and 0 when it does:"
     )
     randomly = (
         "Randomized (Tallec and Ollivier, 2017): $\\xi_{t+1}$ is $1/\\pi$ with probability $\\pi$ and 0 otherwise, "

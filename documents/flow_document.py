@@ -116,12 +116,13 @@ def _bound(flow, lhs, norm):
         f"$\\left\\|\\operatorname{{diag}}(\\mathbf{{v}})\\right\\|_2 = \\max_i |v_i|{slopes}$ and " if slopes else ""
     )
     threshold = "1 / \\gamma" if slopes else "1"
+    loose = "the activations saturate or " if slopes else ""
     why = (
         f"The norm of a product is at most the product of the norms, with {diag}"
         f"$\\left\\|\\mathbf{{W}}\\right\\|_2 = \\sigma_{{\\max}}(\\mathbf{{W}})$, the largest singular value ({PASCANU}). "
         "A base below 1 makes the gradient vanish exponentially in $T - t$ (a sufficient condition); "
         f"exploding needs a base above 1, $\\sigma_{{\\max}} > {threshold}$ (a necessary condition). This "
-        "upper bound is loose where the activations saturate or the weights' singular vectors do not line up:"
+        f"upper bound is loose where {loose}the weights' singular vectors do not line up:"
     )
     base = sigma if gamma == "1" else rf"{gamma} \, {sigma}"
     out.append(Equation(rf"\left\|{lhs}\right\|_2", rf"{norm} \le \left({base}\right)^{{T-t}}", why))

@@ -144,8 +144,8 @@ def _outputs(model):
                 latex(total),
                 f"The loss's derivative along the direction, with ${latex(Tangent(seq()))}$ from the chain rule through "
                 "the output equation. One pass gives one direction, so the whole gradient, $|\\theta|$ numbers, takes "
-                "$|\\theta|$ directions, each carrying the tangents of the state: $O(h^2 |\\theta|)$ work per step "
-                "against $O(h^2)$ for BPTT:",
+                "$|\\theta|$ directions, each carrying the tangents of the state: with $n$ numbers in the state, "
+                "$O(n^2 |\\theta|)$ work per step against $O(n^2)$ for BPTT:",
             )
         )
     return out

@@ -120,6 +120,28 @@ def test_truncations_symbols_are_defined_before_they_are_used():
     assert "$[\\tau \\nmid t]$ is 1 when $\\tau$ does not divide $t$ and 0 when it does" in chunk.why
 
 
+def test_chunks_keep_the_initial_states_gradient():
+    """The code detaches the state entering each chunk after the first, and gives h_0 its gradient: the sentence
+    says so, rather than letting [tau does not divide 0] = 0 suggest that dL/dh_0 is cut."""
+    (truncation,) = shown("elman", ("truncation",))
+    (chunk,) = [d for d in truncation.displays if r"\nmid" in d.rows[0]]
+    assert "dropped where $\\tau$ divides $t \\ge 1$, and the given initial state keeps its gradient" in chunk.why
+
+
+def test_a_bound_is_loose_through_activations_only_where_there_are_some():
+    """The linear RNN has no activation to saturate; Elman's tanh does."""
+    assert "the activations saturate" not in prose("linear") and "activation" not in prose("linear")
+    assert "loose where the activations saturate or the weights' singular vectors do not line up" in prose("elman")
+
+
+def test_forward_modes_cost_names_its_size():
+    """The cost of forward mode is in the size of the state, n, not in h, which is a state of the LSTM."""
+    for name in ("elman-onehot", "lstm"):
+        text = prose(name)
+        assert "with $n$ numbers in the state, $O(n^2 |\\theta|)$ work per step against $O(n^2)$" in text, name
+        assert "O(h^2" not in text
+
+
 @pytest.mark.parametrize("name", ZOO)
 def test_theta_means_the_parameters_only(name):
     text = document(load(name), "tex")
