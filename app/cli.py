@@ -19,8 +19,8 @@ from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.model import ModelError
 from bptt.derive.models import ZOO, load, names
-from bptt.documents.document import UnknownSection
-from bptt.documents.render import document
+from bptt.documents.document import UnknownSection, sections
+from bptt.documents.render import figure_files, rendered
 
 GENERATED = pathlib.Path(generated.__file__).parent
 # A checkout holds pyproject.toml beside generated/; an installed bptt (site-packages) has none.
@@ -47,13 +47,21 @@ def cmd_latex(args):
         output_target(args.output)  # an empty name, a device, FIFO or folder is refused before any work
     only = _section_names(args.sections)
     try:
-        text = document(model, fmt, only)
+        chosen = sections(model, only)
     except UnknownSection as error:
         raise UsageError(f"--sections: {error}") from error
-    if args.output is not None:
-        write_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
+    if args.output is None:
+        sys.stdout.write(rendered(model, chosen, fmt, only))
+        return 0
+    # Markdown written to a file links its figures as SVG files beside it: GitHub's renderer drops inline SVG.
+    stem = pathlib.Path(args.output).stem if fmt == "md" else None
+    files = {} if stem is None else figure_files(chosen, stem)
+    folder = pathlib.Path(args.output).parent
+    for name in files:
+        output_target(folder / name)
+    for name, svg in files.items():
+        write_atomic(folder / name, svg)
+    write_atomic(args.output, rendered(model, chosen, fmt, only, stem))
     return 0
 
 

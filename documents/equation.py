@@ -123,11 +123,18 @@ def _fits(eq, group):
 
 @dataclass(frozen=True)
 class Figure:
-    """A drawing: TikZ for LaTeX (a float), SVG for Markdown, and its caption (LaTeX text with $...$ maths)."""
+    """A drawing: TikZ for LaTeX (a float), SVG for Markdown, and its caption (LaTeX text with $...$ maths);
+    `file`, the SVG file a Markdown document links to instead of inlining the SVG."""
 
     tikz: str
     svg: str
     caption: str
+    file: str | None = None
+
+    @property
+    def title(self):
+        """The caption's head, up to its first colon: "The unrolled computation"."""
+        return self.caption.partition(":")[0]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Render a derivation's sections as a standalone LaTeX or Markdown document."""
 
 import pathlib
+from dataclasses import replace
 
 import jinja2
 
@@ -37,10 +38,27 @@ def _show(item, fmt):
 _env.globals["show"] = _show
 
 
-def document(model, fmt="tex", only=None):
+def document(model, fmt="tex", only=None, figures=None):
     """The derivation as a standalone LaTeX document ("tex") or Markdown ("md"); `only`: the names of the
-    sections to show (document.NAMES), every one by default."""
+    sections to show (document.NAMES), every one by default; `figures` as for rendered()."""
+    return rendered(model, sections(model, only), fmt, only, figures)
+
+
+def rendered(model, chosen, fmt="tex", only=None, figures=None):
+    """The document of sections already built (document.sections(model, only)). figures, for Markdown: a file
+    name stem, to link each figure as the image figure_files(chosen, stem) names instead of inlining its SVG
+    (GitHub's Markdown drops inline SVG); None inlines them (notebooks)."""
+    if figures is not None:
+        names = iter(figure_files(chosen, figures))
+        chosen = [
+            replace(s, items=tuple(replace(i, file=next(names)) if isinstance(i, Figure) else i for i in s.items))
+            for s in chosen
+        ]
     command = model.command_name + (f" --sections {','.join(only)}" if only else "")
-    return _env.get_template(f"derivation.{fmt}.j2").render(
-        model=model, command=command, sections=sections(model, only)
-    )
+    return _env.get_template(f"derivation.{fmt}.j2").render(model=model, command=command, sections=chosen)
+
+
+def figure_files(chosen, stem):
+    """{file name: SVG} of the figures of the sections, in order: stem-figure-1.svg, stem-figure-2.svg, ..."""
+    found = [item for section in chosen for item in section.items if isinstance(item, Figure)]
+    return {f"{stem}-figure-{n}.svg": figure.svg for n, figure in enumerate(found, 1)}

@@ -1,6 +1,7 @@
 """The `bptt` command line, run as a user runs it: listing, help, latex, codegen and check."""
 
 import json
+import pathlib
 import re
 import shutil
 import subprocess
@@ -102,20 +103,34 @@ def test_latex_to_stdout(model, latex_outputs):
 
 
 def test_latex_to_file(tmp_path, latex_outputs):
-    """-o writes the file and nothing on stdout; the format follows --format, else the suffix."""
+    """-o writes the file and nothing on stdout; the format follows --format, else the suffix. Markdown written
+    to a file links each figure as an SVG file beside it (GitHub's renderer drops inline SVG): the same text as
+    on stdout, each inline <svg> replaced by an image of the file that holds it."""
     cases = [
         ("linear.tex", (), "tex"),
         ("linear.md", (), "md"),  # no --format: .md means Markdown
         ("other.txt", ("--format", "md"), "md"),
         ("forced.md", ("--format", "tex"), "tex"),  # --format wins over the suffix
     ]
+    made = []
     for name, options, fmt in cases:
         result = bptt("latex", "linear", "-o", tmp_path / name, *options)
         assert_ok(result)
         assert result.stdout == "", name
         expected = latex_outputs[("latex", "linear") if fmt == "tex" else ("latex", "linear", "--format", "md")].stdout
-        assert (tmp_path / name).read_text(encoding="utf-8") == expected, name
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(name for name, _, _ in cases)  # no temporary left
+        written = (tmp_path / name).read_text(encoding="utf-8")
+        made.append(name)
+        if fmt == "tex":
+            assert written == expected, name
+            continue
+        inline = re.findall(r"<svg .*?</svg>", expected, re.S)
+        text, *linked = re.split(r"!\[[^\]]*\]\(([^)]*)\)", written)
+        files = [f"{pathlib.Path(name).stem}-figure-{n}.svg" for n in range(1, len(inline) + 1)]
+        assert len(inline) == 2 and "<svg" not in written and linked[::2] == files, name
+        assert [(tmp_path / f).read_text(encoding="utf-8") for f in files] == inline
+        assert [text, *linked[1::2]] == re.split(r"<svg .*?</svg>", expected, flags=re.S)
+        made += files
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(made)  # no temporary left
 
 
 # ---------------------------------------------------------------- codegen
