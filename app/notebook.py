@@ -23,7 +23,7 @@ from bptt.app import plots as _plots
 from bptt.derive.model import Model
 from bptt.derive.models import load
 from bptt.documents.document import sections
-from bptt.documents.render import document
+from bptt.documents.render import rendered
 
 
 def _model(model):
@@ -61,8 +61,8 @@ class Derivation:
         self.sections = sections(self.model)
 
     def _repr_markdown_(self):
-        """The document `bptt latex MODEL --format md` prints."""
-        return document(self.model, "md")
+        """The document `bptt latex MODEL --format md` prints (its figures inline SVG), from the sections held."""
+        return rendered(self.model, self.sections, "md")
 
     def _repr_latex_(self):
         """Every equation in one display, aligned on its '=', a section's title before its equations, and before

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import bptt.app.analyze as analysis
+import bptt.documents.document as document_module
 from bptt.app import cli, plots
 from bptt.app.notebook import analyze as analyze_for_notebook
 from bptt.app.notebook import derive as derive_for_notebook
@@ -316,6 +317,16 @@ def test_notebook_derivation_shows_markdown_and_latex(tmp_path):
     )
     assert done.returncode == 0, done.stdout[-2000:]
     assert derive_for_notebook(load("linear")).model.name == "linear"  # a Model works as well as a name
+
+
+def test_a_derivation_for_a_notebook_is_derived_once(monkeypatch):
+    """derive(...) derives the model once; its Markdown and LaTeX are printed from the sections it holds."""
+    calls = []
+    real = document_module.derived
+    monkeypatch.setattr(document_module, "derived", lambda model: calls.append(model.name) or real(model))
+    view = derive_for_notebook("linear")
+    assert "<svg" in view._repr_markdown_() and view._repr_latex_().startswith("$$")
+    assert calls == ["linear"]
 
 
 class Cells(html.parser.HTMLParser):
