@@ -91,7 +91,7 @@ def test_out_of_memory_is_an_internal_error(monkeypatch, capsys):
     def exhausted(*arguments):
         raise MemoryError
 
-    monkeypatch.setattr(cli, "document", exhausted)
+    monkeypatch.setattr(cli, "sections", exhausted)
     monkeypatch.delenv("BPTT_DEBUG", raising=False)
     assert cli.main(["latex", "linear"]) == 3
     captured = capsys.readouterr()
