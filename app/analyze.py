@@ -169,10 +169,10 @@ def analyze(model, steps=STEPS, seed=0, radii=RADII, theta=THETA, scale=None, pr
         _alignment_table(name, ratio, aligned),
         Table(
             "clipping",
-            f"Global gradient norm before and after clipping at theta = {theta:g}",
+            f"Global gradient norm before and after clipping at g_max = {theta:g}",
             ("radius", "norm", "clipped", "theta"),
             clipping,
-            ("spectral radius", "before clipping", "after clipping", r"threshold $\theta$"),
+            ("spectral radius", "before clipping", "after clipping", r"threshold $g_{\max}$"),
         ),
     )
     tables += (_carousel_table(found, min(radii)),) if found.regime.carousel else ()

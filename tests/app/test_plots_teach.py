@@ -47,6 +47,13 @@ def test_titles_are_words_and_labels_mathtext(drawn):
             assert label.count("$") % 2 == 0, label
 
 
+def test_the_clipping_threshold_is_the_documents_g_max(drawn):
+    """The documents write g_max for the clipping threshold (theta is the parameters there); so does the plot."""
+    _, figures = drawn
+    texts = [text for text, _ in legend_entries(figures["clipping"].axes[0])]
+    assert "threshold $g_{\\max}$ = 1" in texts and not any("theta" in text for text in texts), texts
+
+
 def test_every_colour_and_line_style_drawn_has_a_legend_entry(drawn):
     """A curve's colour is named in one legend and its line style in the other (the eigenvalues: markers)."""
     analysis, figures = drawn
