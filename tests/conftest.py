@@ -54,9 +54,10 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items):
-    """Slow tests first, each a work unit of its own; the other tests of a module form one unit, so that
-    a module's fixtures and caches are computed by one worker, not by each."""
+    """Slow tests first, each a work unit of its own; the other tests of a module form one unit (of modules
+    naming the same XDIST_GROUP, one unit together), so that their fixtures and caches are computed by one
+    worker, not by each."""
     for item in items:
         if item.get_closest_marker("slow") is None:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            item.add_marker(pytest.mark.xdist_group(getattr(item.module, "XDIST_GROUP", item.module.__name__)))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from test_latex_compiles import overfull_lines, pdflatex, side_by_side
+from printed import overfull_lines, pdflatex, side_by_side
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]  # the shared support modules
 EXAMPLES = 56  # plans drawn; a few are drawn twice, and 53 distinct cells are left
@@ -60,7 +60,7 @@ def test_documents_of_random_cells_have_no_overfull_line(tmp_path):
     for run in runs:
         assert run.returncode == 0, run.stderr[-3000:]
     assert sum(int(run.stdout) for run in runs) >= 50
-    logs = side_by_side(lambda tex: pdflatex(tex).with_suffix(".log").read_text(encoding="latin-1"), files)
+    logs = side_by_side(lambda tex: pdflatex(tex).log, files)
     wide = [line for log, tex in zip(logs, files, strict=True) for line in overfull_lines(log, tex)]
     wide = [line for line in wide if float(line.partition("pt")[0]) > 1]
     assert not wide, f"{len(wide)} lines over 1 pt too wide:\n" + "\n".join(wide)

@@ -1,137 +1,32 @@
 """Every derivation compiles with pdflatex with no overfull line, and its Markdown has one equation per $$ block,
-in the macros GitHub's MathJax has."""
+in the macros GitHub's MathJax has. The zoo's and the examples' documents are made and compiled once
+(conftest.py)."""
 
-import concurrent.futures
-import os
-import pathlib
 import re
-import shutil
-import subprocess
-import sys
 import textwrap
 
 import pytest
+from printed import DOCUMENTS, GROUP, bptt, display_rows, overfull_lines, pdflatex
 
-from bptt.derive.models import names
 from bptt.documents.linebreak import PAGE
 from bptt.documents.width import width
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-ZOO = tuple(names())
-EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm", "examples/torch_lstm.py:lstm")
-DOCUMENTS = ZOO + EXAMPLES
-
-
-def bptt(*args):
-    result = subprocess.run(
-        [sys.executable, "-m", "bptt", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, f"bptt {' '.join(map(str, args))} exited {result.returncode}:\n{result.stderr}"
-    return result.stdout
-
-
-def side_by_side(function, items):
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        return list(pool.map(function, items))
-
-
-def file_stem(model):
-    """examples/lstm.py:lstm -> examples_lstm_py_lstm: a file name for a model's document."""
-    return re.sub(r"[^\w-]", "_", model)
-
-
-RENDER = """
-import pathlib, sys
-from bptt.documents.render import document
-from bptt.derive.models import load
-folder = pathlib.Path(sys.argv[1])
-for model, stem in zip(sys.argv[2::2], sys.argv[3::2]):
-    loaded = load(model)
-    (folder / (stem + ".tex")).write_text(document(loaded, "tex"), encoding="utf-8")
-    (folder / (stem + ".md")).write_text(document(loaded, "md"), encoding="utf-8")
-"""
-
-
-@pytest.fixture(scope="module")
-def documents(tmp_path_factory):
-    """{model: (its .tex, its Markdown)}, as `bptt latex MODEL` and `--format md` make them (test_cli.py runs the
-    command itself): rendered by one process per core, each for its share of the models."""
-    folder = tmp_path_factory.mktemp("documents")
-    cores = os.cpu_count() or 2
-    shares = [DOCUMENTS[k::cores] for k in range(cores)]
-    commands = [
-        [sys.executable, "-c", RENDER, str(folder), *(x for m in share for x in (m, file_stem(m)))] for share in shares
-    ]
-    runs = side_by_side(
-        lambda command: subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600), commands
-    )
-    for run in runs:
-        assert run.returncode == 0, run.stderr
-    return {
-        model: (folder / f"{file_stem(model)}.tex", (folder / f"{file_stem(model)}.md").read_text(encoding="utf-8"))
-        for model in DOCUMENTS
-    }
-
-
-@pytest.fixture(scope="module")
-def compiled(documents):
-    """{model: the pdflatex log of its document}, compiled side by side."""
-    logs = side_by_side(lambda model: pdflatex(documents[model][0]).with_suffix(".log"), DOCUMENTS)
-    return {model: log.read_text(encoding="latin-1") for model, log in zip(DOCUMENTS, logs, strict=True)}
-
-
-def pdflatex(tex):
-    """Compile tex (a path) in its folder; the PDF's path."""
-    program = shutil.which("pdflatex")
-    if program is None:
-        pytest.fail(
-            "pdflatex is not installed: install Debian's texlive-latex-base and texlive-pictures "
-            "(apt-get install texlive-latex-base texlive-pictures; CI installs them)"
-        )
-    result = subprocess.run(
-        [program, "-interaction=nonstopmode", "-halt-on-error", tex.name],
-        cwd=tex.parent,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        errors="replace",
-        timeout=300,
-    )
-    errors = [line for line in result.stdout.splitlines() if line.startswith("!")]
-    assert result.returncode == 0, f"pdflatex {tex.name} exited {result.returncode}: {errors}\n{result.stdout[-3000:]}"
-    pdf = tex.with_suffix(".pdf")
-    assert pdf.is_file() and pdf.read_bytes().startswith(b"%PDF"), f"no PDF from {tex.name}"
-    return pdf
-
-
-def overfull_lines(log, tex):
-    """Each `Overfull \\hbox` pdflatex reported, with how much too wide and the source it came from
-    (a paragraph's lines, or a display from its \\begin to the line it was detected at)."""
-    source = tex.read_text(encoding="utf-8").splitlines()
-    found = []
-    for match in re.finditer(
-        r"Overfull \\hbox \(([\d.]+)pt too wide\) (in paragraph at lines|detected at line) (\d+)(?:--(\d+))?", log
-    ):
-        last = int(match[4] or match[3])
-        first = int(match[3])
-        if match[2].startswith("detected"):
-            first = max(n for n in range(1, last + 1) if source[n - 1].startswith(("\\begin{equation*}", "\\begin{align*}")))
-        found.append(f"{match[1]}pt too wide: " + " / ".join(source[first - 1 : last])[:300])
-    return found
+XDIST_GROUP = GROUP
 
 
 @pytest.mark.parametrize("model", DOCUMENTS)
-def test_derivation_compiles(model, documents, compiled):
+def test_derivation_compiles(model, documents):
     """`bptt latex MODEL -o FILE` is a document pdflatex turns into a PDF, for the zoo and the examples."""
-    tex, _ = documents[model]
+    tex = documents[model].printed.tex
     assert tex.read_text(encoding="utf-8").startswith("\\documentclass")
     assert tex.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
 
 
 @pytest.mark.parametrize("model", DOCUMENTS)
-def test_every_line_fits_the_page(model, documents, compiled):
+def test_every_line_fits_the_page(model, documents):
     """No equation and no sentence runs into the margin: pdflatex reports no overfull line."""
-    overfull = overfull_lines(compiled[model], documents[model][0])
+    printed = documents[model].printed
+    overfull = overfull_lines(printed.log, printed.tex)
     assert not overfull, f"{len(overfull)} overfull lines:\n" + "\n".join(overfull)
 
 
@@ -148,26 +43,16 @@ def test_an_overfull_line_is_caught(tmp_path):
         f"Some words and then ${glued}$ in a sentence.\n\\end{{document}}\n",
         encoding="utf-8",
     )
-    overfull = overfull_lines(pdflatex(tex).with_suffix(".log").read_text(encoding="latin-1"), tex)
+    overfull = overfull_lines(pdflatex(tex).log, tex)
     assert len(overfull) == 2, overfull
     assert "x = " in overfull[0] and "Some words" in overfull[1]
-
-
-def display_rows(text):
-    """The rows of every display of a .tex document: one `lhs = rhs`, or the rows of its align*."""
-    out = []
-    for kind, body in re.findall(r"\\begin\{(equation\*|align\*)\}\n(.*?)\n\\end\{\1\}", text, re.S):
-        lines = body.splitlines()
-        assert (kind == "align*") == (len(lines) > 1), body
-        out.append([re.sub(r"(\\displaybreak\[0\])? \\\\$", "", line) for line in lines])
-    return out
 
 
 def test_width_estimate_errs_wide_by_at_most_fifteen_percent(documents, tmp_path):
     """The printer packs lines with an estimate of their width. On every row of every document it is at least
     90% of pdflatex's width, which the margin between the packing budget and the page allows for, and at
     most 115%, so that lines are not broken much earlier than they need to be."""
-    texts = [documents[model][0].read_text(encoding="utf-8") for model in DOCUMENTS]
+    texts = [documents[model].printed.tex.read_text(encoding="utf-8") for model in DOCUMENTS]
     rows = sorted({row.replace("&", "") for text in texts for display in display_rows(text) for row in display})
     measures = "\n".join(
         rf"\settowidth{{\w}}{{$\displaystyle {row}$}}\typeout{{ROW {n}: \the\w}}" for n, row in enumerate(rows)
@@ -178,7 +63,7 @@ def test_width_estimate_errs_wide_by_at_most_fifteen_percent(documents, tmp_path
         f"{measures}\nx\n\\end{{document}}\n",
         encoding="utf-8",
     )
-    log = pdflatex(tex).with_suffix(".log").read_text(encoding="latin-1")
+    log = pdflatex(tex).log
     real = {int(n): float(points) for n, points in re.findall(r"ROW (\d+): ([\d.]+)pt", log)}
     assert len(real) == len(rows) > 100
     off = [
@@ -283,15 +168,15 @@ def test_markdown_blocks_hold_one_equation_each(model, documents):
     """$$ blocks are balanced; each holds the equations of one display, each with a top-level '=': one line, or an
     aligned environment a row a line, aligned on the '=', every row's \\left and \\right paired; the same rows
     as the LaTeX's displays."""
-    tex, md = documents[model]
-    blocks = markdown_blocks(md)
+    document = documents[model]
+    blocks = markdown_blocks(document.md)
     assert blocks, "no $$ block"
     equations = [equation_rows(block) for block in blocks]
     for rows in equations:
         assert top_level_equals(rows[0].replace("&", "")) >= 1, f"no top-level '=': {rows[0]}"
         for row in rows:
             assert row.count(r"\left") == row.count(r"\right"), f"\\left and \\right unpaired in a row: {row}"
-    assert equations == display_rows(tex.read_text(encoding="utf-8"))
+    assert equations == display_rows(document.printed.tex.read_text(encoding="utf-8"))
 
 
 # The control words the documents' Markdown uses, each one GitHub's MathJax has (TeX input, base and AMS).
@@ -305,7 +190,7 @@ MATHJAX = set(
 @pytest.mark.parametrize("model", DOCUMENTS)
 def test_markdown_uses_only_what_mathjax_has(model, documents):
     """No macro GitHub's MathJax lacks, and no environment but aligned (multline and split are unreliable there)."""
-    _, md = documents[model]
+    md = documents[model].md
     used = set(re.findall(r"\\([A-Za-z]+)", md))
     assert used <= MATHJAX, f"macros not known to render on GitHub: {sorted(used - MATHJAX)}"
     assert set(re.findall(r"\\begin\{([^}]*)\}", md)) <= {"aligned"}
@@ -338,7 +223,8 @@ TWO_LAYERS = textwrap.dedent(
 
 
 def test_layer_numbers_print_as_superscripts_and_compile(tmp_path):
-    """h1, W2: a layer's number is a superscript (h^(1)_t), never part of the letter (h1_t)."""
+    """h1, W2: a layer's number is a superscript (h^(1)_t), never part of the letter (h1_t); the document of these
+    stacked layers (a user's cell) fits the page."""
     models = tmp_path / "layers.py"
     models.write_text(TWO_LAYERS, encoding="utf-8")
     tex = tmp_path / "layers.tex"
@@ -346,4 +232,5 @@ def test_layer_numbers_print_as_superscripts_and_compile(tmp_path):
     text = tex.read_text(encoding="utf-8")
     assert r"{\mathbf{h}^{(1)}}_{t}" in text and r"{\mathbf{W}^{(2)}}^\top" in text
     assert r"\mathbf{h1}" not in text and r"\mathbf{W2}" not in text
-    pdflatex(tex)
+    overfull = overfull_lines(pdflatex(tex).log, tex)
+    assert not overfull, f"{len(overfull)} overfull lines:\n" + "\n".join(overfull)
