@@ -6,6 +6,7 @@ transposed Jacobian (dh_k/dh_{k-1})^T and b_j the local term. For a linear
 cell A_k is constant and the product is the power A^{j-t}.
 """
 
+import itertools
 from dataclasses import dataclass
 
 import sympy as sp
@@ -193,9 +194,6 @@ def _trailing(term):
     return term.as_coeff_matrices()[1][-1] if isinstance(term, sp.MatMul) else term
 
 
-_PRODUCTS = {"multinomial": False, "power_exp": False, "power_base": False, "log": False}  # distribute products only
-
-
 def _without_same_step_states(recursion, states):
     """Substitute dL/ds_t of another state read in the same step (c_t's recursion reads dL/dh_t)
     until every state adjoint left is at t+1; the step is ordered, so this ends."""
@@ -203,11 +201,28 @@ def _without_same_step_states(recursion, states):
     out = {}
     for s in states:
         others = {a: v for a, v in same.items() if a != Adj(s(t))}
-        expr = recursion[s].xreplace(others).expand(**_PRODUCTS)
+        expr = _distributed(recursion[s].xreplace(others))
         for _ in states[1:]:  # until no other state's adjoint at t is left
             replaced = expr.xreplace(others)
             if replaced == expr:
                 break
-            expr = replaced.expand(**_PRODUCTS)
+            expr = _distributed(replaced)
         out[s] = expr
     return out
+
+
+def _distributed(expr):
+    """expr with every matrix product distributed over the sums among its factors, (A + B) C = A C + B C, from
+    the inside out, and nothing else: what expand(mul=True) makes of these expressions (the same expressions),
+    without its rewriting of scalar fractions, several times slower."""
+    if not isinstance(expr, sp.MatrixExpr) or not expr.args:
+        return expr
+    args = tuple(_distributed(arg) for arg in expr.args)
+    if isinstance(expr, sp.MatAdd):
+        return sp.MatAdd(*args).doit(deep=False)
+    if not isinstance(expr, sp.MatMul):
+        return expr.func(*args) if args != expr.args else expr
+    if not any(isinstance(arg, sp.MatAdd) for arg in args):
+        return sp.MatMul(*args).doit(deep=False)
+    choices = [arg.args if isinstance(arg, sp.MatAdd) else (arg,) for arg in args]
+    return sp.MatAdd(*(sp.MatMul(*factors).doit(deep=False) for factors in itertools.product(*choices))).doit(deep=False)
