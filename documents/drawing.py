@@ -52,7 +52,7 @@ def tikz(graph):
     lines = [
         r"\begin{tikzpicture}[x=1cm, y=1cm, >=stealth, font=\small,"
         r" v/.style={draw=black!60, rounded corners=2pt, inner sep=2pt, minimum height=0.5cm},"
-        r" fw/.style={->, black!55}, bw/.style={->, " + BACK + r", semithick, bend left=22}]"
+        r" fw/.style={->, black!55}, bw/.style={->, " + BACK + r", semithick}]"
     ]
     top = max(node.y for node in graph.nodes) + 0.8
     for step in range(STEPS + 1):
@@ -63,10 +63,30 @@ def tikz(graph):
         fill = FILL.get(node.role, "white")
         lines.append(rf"\node[v, fill={fill}] ({ids[node.key]}) at ({node.x:.3f},{node.y:.3f}) {{{tex_label(node)}}};")
     for edge in graph.edges:
-        style = ("bw" if edge.backward else "fw") + (", dashed" if edge.cut else "")
-        lines.append(rf"\draw[{style}] ({ids[edge.source]}) to ({ids[edge.target]});")
+        source, target, dash = ids[edge.source], ids[edge.target], ", dashed" * edge.cut
+        if not edge.backward:
+            lines.append(rf"\draw[fw{dash}] ({source}) -- ({target});")
+            continue
+        (x1, y1), (x2, y2) = controls(graph.node(edge.source), graph.node(edge.target))
+        points = f"({x1:.3f},{y1:.3f}) and ({x2:.3f},{y2:.3f})"
+        lines.append(rf"\draw[bw{dash}] ({source}) .. controls {points} .. ({target});")
     lines.append(r"\end{tikzpicture}")
     return "\n".join(lines)
+
+
+BEND, LOOSENESS = math.radians(22), 0.3915  # TikZ's bend left=22 and its default looseness
+
+
+def controls(source, target):
+    """The control points of an edge bent to the left of its direction, as TikZ's `bend left=22` places them,
+    given as numbers: TikZ then does no trigonometry of its own, which made it three times slower."""
+    dx, dy = target.x - source.x, target.y - source.y
+    reach, heading = LOOSENESS * math.hypot(dx, dy), math.atan2(dy, dx)
+    out, back = heading + BEND, heading + math.pi - BEND
+    return (
+        (source.x + reach * math.cos(out), source.y + reach * math.sin(out)),
+        (target.x + reach * math.cos(back), target.y + reach * math.sin(back)),
+    )
 
 
 def _column_x(graph, step):

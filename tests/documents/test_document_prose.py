@@ -184,6 +184,6 @@ def test_the_figure_is_drawn_from_a_users_cell():
     assert figure.svg.count(">tilde,2<") == 1  # h_tilde at step 2: h, its subscript the rest of the name and the step
     ids = dict(re.findall(r"\\node\[v, [^\]]*\] \((n\d+)\) at \([^)]*\) \{\$(.*)\$\};", figure.tikz))
     h = {step: next(n for n, label in ids.items() if label == latex(model.states[0](step))) for step in (0, 1, 2, 3)}
-    backward = re.findall(r"\\draw\[bw\] \((n\d+)\) to \((n\d+)\);", figure.tikz)
+    backward = re.findall(r"\\draw\[bw\] \((n\d+)\) \.\. controls \S+ and \S+ \.\. \((n\d+)\);", figure.tikz)
     for step in (1, 2, 3):
         assert (h[step], h[step - 1]) in backward, step
