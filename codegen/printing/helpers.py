@@ -90,6 +90,8 @@ def namespace(names=None, backend="numpy"):
 
 @functools.cache
 def helpers(backend="numpy"):
-    """The backend's own helpers file, then the shared one for the names the backend does not define."""
-    own, common = CODEGEN / backend / "helpers.py.j2", CODEGEN / "printing" / "common_helpers.py.j2"
-    return Helpers(own.read_text(encoding="utf-8"), common.read_text(encoding="utf-8"))
+    """The backend's own helpers file, then the shared ones for the names the backend does not define
+    (printing/schedule.py: the checkpoint schedule)."""
+    files = (CODEGEN / backend / "helpers.py.j2", CODEGEN / "printing" / "common_helpers.py.j2")
+    files += (CODEGEN / "printing" / "schedule.py",)
+    return Helpers(*(path.read_text(encoding="utf-8") for path in files))
