@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, ZerosLike, walk
-from bptt.codegen.passes import forward_mode, fuse, optimize
+from bptt.codegen.passes import checkpoint, forward_mode, fuse, optimize
 from bptt.codegen.passes.fresh import fresh_returns
 from bptt.codegen.passes.halve import halve_sigmoids
 from bptt.codegen.passes.loops import backward_schedule, forward_schedule
@@ -38,6 +38,7 @@ class Program:
     returns: tuple  # (key, value, comment): the gradients backward returns
     recurrent: tuple  # adjoints that flow back through time (an age axis in the window pass)
     forward_mode: Pass  # the gradients by forward mode (RTRL): ir.Units, then an ir.TangentLoop per gradient
+    checkpoints: checkpoint.Checkpoints  # what a bounded-memory backward pass keeps, stores and hands back
 
 
 @functools.cache  # every backend prints the same statements of a model
@@ -59,18 +60,24 @@ def build(model):
     adjoints, fast_initial, gradients, fast_returns = optimize.backward(statements, initial, returns, forward.stacks)
     products = {statement.target.name for statement in gradients.statements}
     fast_returns, fast_initial, initial = fresh_returns(fast_returns, fast_initial, initial, products)
+    adjoints, crossings = checkpoint.with_boundaries(adjoints)
+    window, window_crossings = checkpoint.with_boundaries(Pass(tuple(statements)))
+    cache = (model.inputs[0].name, *cached)
     return Program(
         model=model,
-        cache=(model.inputs[0].name, *cached),
+        cache=cache,
         forward=forward,
         adjoints=adjoints,
-        window=Pass(tuple(statements)),
+        window=window,
         initial=tuple(fast_initial),
         window_initial=tuple(initial),
         gradients=gradients,
         returns=tuple(fast_returns),
         recurrent=tuple(sorted(recurrent)),
         forward_mode=Pass(forward_mode.statements(model)),
+        checkpoints=checkpoint.plan(
+            model, forward, adjoints, statements, cache, crossings, window_crossings, _recurrent(statements, recurrent)
+        ),
     )
 
 

@@ -13,17 +13,18 @@ from bptt.codegen.jax import forward_mode as jax_forward_mode
 from bptt.codegen.jax.printer import JaxPrinter, first_step_name
 from bptt.codegen.jax.scan import forward_lines
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
+from bptt.codegen.passes.checkpoint import crossing
 from bptt.codegen.printing.bindings import params_bound, time_and_batch
 from bptt.codegen.printing.facts import Facts, fixed_helpers, model_facts
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
-from bptt.derive.nodes import Adj
+from bptt.derive.nodes import Adj, t
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_following")
+SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_following", "_forward_kept", "_param_sizes")
 
 
 @dataclass(frozen=True)
@@ -119,16 +120,17 @@ def gradient_body(program):
     if loop is not None:
         built = backward_scan(printer, loop, read, initial_reads, local)
         carried = built.carried
-        lines.append(f"keep_next = {printer.helper('_following')}(keep)  # keep[t], t = 1..T")
+        lines.append(f"keep_next = {printer.helper('_following')}(keep, following.get(\"keep\"))  # keep[t], t = 1..T")
         rows = sorted({size_name(targets[n].rows) for n in carried})
         lines += [
             f"zero_{r} = {printer.helper('_fresh')}(jnp.zeros((B, {r}), dtype), ages)  # nothing after step T"
             for r in rows
         ]
-        first = [f"zero_{size_name(targets[n].rows)}" for n in carried]
+        first = [start(c, targets) for c in built.scan.carry]
         doc = "One step t, last first: the adjoints at t+1 in, those at t out."
         lines += built.scan.lines(doc, first, reverse=True, last="carry")
         lines.append(f"{tupled([first_step_name(c.node) for c in built.scan.carry])} = carry  # the adjoints at step 1")
+        lines.append(handed(printer, program.checkpoints.window_crossings, built.scan.carry))
         printer.used["sizes"] |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
     if any(item.weighted for item in program.window_initial):
         lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
@@ -137,10 +139,31 @@ def gradient_body(program):
     lines += [initial_code(initial, item, carried) for item in program.window_initial]
     used = {key: printer.used[key] | gradient.used[key] for key in printer.used}
     head = bindings(model, used, f"d_{model.outputs[0][0].name}", program.cache)
+    if loop is None:
+        lines.append("handed = {}  # no flow through time")
     body = head + lines + joined + gradient_lines + ["return {"] + ["    " + r for r in returns]
     comments = {item.key: item.comment for item in program.window_initial}
-    body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)] + ["}"]
+    body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)] + ["}, handed"]
     return body, used["helpers"]
+
+
+def start(carried, targets):
+    """A carried adjoint's value after step T: the next segment's at its step 1 if there is one, else zero."""
+    zero = f"zero_{size_name(targets[carried.node.of.name].rows)}"
+    if carried.node.of.time == t + 1:
+        return f'following.get("{crossing(carried.node).name}", {zero})'
+    return zero
+
+
+def handed(printer, crossings, carry):
+    """`handed = {...}`: this segment's values at step 1 that step T of the segment before it reads (the
+    adjoints from the final carry, the values from their arrays)."""
+    at_one = {c.node.of.name: first_step_name(c.node) for c in carry}
+    items = []
+    for c in crossings:
+        code = at_one[c.first.of.name] if isinstance(c.first, Adj) else printer.at(False)(c.first)
+        items.append(f'"{c.name}": {code}')
+    return f"handed = {{{', '.join(items)}}}  # step 1's values, for the segment before this one"
 
 
 def rtrl_body(program):

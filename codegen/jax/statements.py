@@ -10,6 +10,7 @@ from typing import NamedTuple
 
 from bptt.codegen.ir import Accumulate, Assign, Flow, Guard, Loop, adjoint_array
 from bptt.codegen.jax.printer import JaxPrinter, step_name
+from bptt.codegen.passes.checkpoint import crossing
 from bptt.derive.nodes import Adj, t
 
 
@@ -60,9 +61,11 @@ def tupled(items):
 
 
 def scanned_input(printer, node, shift):
-    """The stacked code whose step t is `node` at t + shift."""
+    """The stacked code whose step t is `node` at t + shift; at t + 1 the last step's value is the next
+    segment's (`following`, passes/checkpoint.py), none without one."""
     if shift == 1:
-        return f"{printer.helper('_following')}({printer.at(True)(node.subs(t, t - 1))})"
+        after = f'following.get("{crossing(node).name}")'
+        return f"{printer.helper('_following')}({printer.at(True)(node.subs(t, t - 1))}, {after})"
     return str(printer.at(True)(node))
 
 

@@ -3,6 +3,7 @@ parameters, sizes, states, cache, loss and the helpers its fixed parts call."""
 
 from dataclasses import dataclass
 
+from bptt.codegen.printing.checkpoints import bytes_lines
 from bptt.codegen.printing.printer import PrintError
 from bptt.codegen.program import shape_of
 from bptt.codegen.text import equation, text
@@ -27,6 +28,7 @@ class Facts:
     output: object  # the output Seq
     target: object  # the target Seq (or labels)
     loss_helper: str
+    checkpoint_bytes: tuple  # the body of _checkpoint_bytes (printing/checkpoints.py)
 
     @property
     def teacher(self):
@@ -55,10 +57,12 @@ def model_facts(model, program, backend):
         output=model.outputs[0][0],
         target=loss.target,
         loss_helper=LOSSES[type(loss)],
+        checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model)),
     )
 
 
 SHARED = ("_check_lengths", "_float_dtype")  # what every backend's template calls (random_inputs, losses)
+SHARED += ("_checkpointed", "_segmented")  # loss_and_grads and backward with checkpoints
 
 
 def fixed_helpers(model, scaffold):

@@ -91,7 +91,7 @@ def namespace(names=None, backend="numpy"):
 @functools.cache
 def helpers(backend="numpy"):
     """The backend's own helpers file, then the shared ones for the names the backend does not define
-    (printing/schedule.py: the checkpoint schedule)."""
+    (printing/schedule.py: the checkpoint schedule; printing/checkpointed.py: the passes that follow it)."""
     files = (CODEGEN / backend / "helpers.py.j2", CODEGEN / "printing" / "common_helpers.py.j2")
-    files += (CODEGEN / "printing" / "schedule.py",)
+    files += (CODEGEN / "printing" / "schedule.py", CODEGEN / "printing" / "checkpointed.py")
     return Helpers(*(path.read_text(encoding="utf-8") for path in files))

@@ -8,6 +8,7 @@ import sympy as sp
 from bptt.codegen.ir import Array, adjoint_array
 from bptt.codegen.printing.array_calls import NUMPY
 from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, quoted, sized, time_and_batch
+from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.facts import Facts, fixed_helpers, model_facts
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import ONES, RowPrinter, size_name
@@ -147,6 +148,7 @@ def backward_bodies(program):
         initial.append(f"d_{item.key} = {code}  # {item.comment}")
         if item.weighted:
             initial += ["if keep is not None:", f"    d_{item.key} *= keep[0]"]
+    initial += hand_back(printer, program.checkpoints.crossings)
     lines = [line for line, _ in printer.prepared.values()] + lines
     arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     work = {a.name for a in _named(arrays)}

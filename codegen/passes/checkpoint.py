@@ -1,0 +1,145 @@
+"""Checkpointing as a pass over the program: what a bounded-memory backward pass needs of the statements.
+
+The schedule (printing/schedule.py) cuts the steps into segments at run time; each segment's backward pass is
+the program's own, over its steps, and step T of a segment reads what step T+1 would have given it from
+the segment after it. This pass marks those reads: each Guard of the backward loop (the flows from step
+t+1) becomes a Boundary whose second body reads, in place of the values at t+1, the values at step 1 of
+the segment after (`_next_f`, `_d_next_a`: a Crossing each). It also sizes what memory the schedule weighs:
+a kept state (the states the recursion carries) and one stored step (what the forward pass stores for the
+backward pass, and the backward pass's own arrays), in rows per sample.
+"""
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from bptt.codegen.ir import Guard, Loop, Pass, adjoint_array, walk
+from bptt.derive.nodes import Adj, SeqAt, t
+
+NEXT = "_next_"  # the prefix of a value read from the segment after
+
+
+@dataclass(frozen=True)
+class Boundary(Guard):
+    """A Guard (statements reading step t+1, for t < T) with `following`: the same statements for t = T of a
+    segment, reading the values at step 1 of the segment after it (`crossings`) in place of those at t+1."""
+
+    following: tuple = ()
+    crossings: tuple = ()
+
+
+@dataclass(frozen=True)
+class Crossing:
+    """A value step T of a segment reads from the segment after it."""
+
+    name: str  # its name in code: _next_f, _d_next_a
+    read: object  # what the Boundary reads in its place: SeqAt(_next_f, 0) (arrays of one step, index 0)
+    first: object  # the value at step 1 of the segment after: SeqAt(f, 1), Adj(a_1)
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    """What the schedule weighs, in rows per sample (times B and the dtype's bytes at run time)."""
+
+    kept: tuple  # the state Seqs a kept state holds (a teacher-forced one too: the data it is at that step)
+    reads: tuple  # what one backward step reads: the cached sequences' names
+    state_rows: object  # a kept state
+    forward_rows: object  # one step of the forward pass's arrays
+    backward_rows: object  # one step of the backward pass's arrays
+    aged_rows: object  # the adjoints that carry an age axis in a window (times k + 1 ages)
+    crossings: tuple  # Crossing per value read across a boundary, full pass
+    window_crossings: tuple  # likewise, the window pass
+
+
+def crossing(node):
+    """The Crossing of a value at t+1 (a SeqAt, or the adjoint of one)."""
+    seq = node.of if isinstance(node, Adj) else node
+    moved = SeqAt(NEXT + seq.name.lstrip("_"), 0, seq.rows, seq.role)
+    read = Adj(moved) if isinstance(node, Adj) else moved
+    name = adjoint_array(moved.name) if isinstance(node, Adj) else moved.name
+    return Crossing(name, read, node.subs(t, 0))
+
+
+def reads_next(statements):
+    """The values at t+1 the statements read (adjoints, and sequence values not under an adjoint)."""
+    found = set()
+    for statement in walk(statements):
+        value = getattr(statement, "value", None)
+        if value is None:
+            continue
+        found |= {a for a in value.atoms(Adj) if sp.simplify(a.of.time - t) == 1}
+        found |= {s for s in _values(value) if sp.simplify(s.time - t) == 1}
+    return sorted(found, key=sp.default_sort_key)
+
+
+def _values(expr):
+    """The SeqAt nodes of expr that are read as values (not only as what an adjoint is of)."""
+    if isinstance(expr, SeqAt):
+        return {expr}
+    if isinstance(expr, Adj) or not isinstance(expr, sp.Basic):
+        return set()
+    return set().union(*(_values(arg) for arg in expr.args))
+
+
+def with_boundaries(a_pass):
+    """(the Pass with each Guard of its loop a Boundary, the Crossings, sorted by name)."""
+    crossings = {}
+
+    def rewrite(statements):
+        out = []
+        for statement in statements:
+            if isinstance(statement, Loop):
+                out.append(Loop(tuple(rewrite(statement.body)), statement.backward))
+            elif isinstance(statement, Guard):
+                nodes = reads_next(statement.body)
+                found = [crossing(node) for node in nodes]
+                crossings.update((c.name, c) for c in found)
+                mapping = {node: c.read for node, c in zip(nodes, found, strict=True)}
+                following = tuple(_substituted(s, mapping) for s in statement.body)
+                names = tuple(sorted(c.name for c in found))
+                out.append(Boundary(statement.body, following, names))
+            else:
+                out.append(statement)
+        return out
+
+    statements = tuple(rewrite(a_pass.statements))
+    return Pass(statements, a_pass.arrays, a_pass.stacks), tuple(crossings[name] for name in sorted(crossings))
+
+
+def _substituted(statement, mapping):
+    return type(statement)(statement.target, statement.value.xreplace(mapping), statement.comment)
+
+
+def plan(model, forward, adjoints, window_statements, cache, crossings, window_crossings, recurrent):
+    """The Checkpoints of a program's passes."""
+    kept = tuple(model.states)
+    aged, plain = sp.S.Zero, sp.S.Zero
+    for seq in _adjoint_targets(window_statements):
+        if seq.name in recurrent:
+            aged += seq.rows
+        else:
+            plain += seq.rows
+    return Checkpoints(
+        kept=kept,
+        reads=tuple(cache[1:]),
+        state_rows=sum((seq.rows for seq in kept), sp.S.Zero),
+        forward_rows=_step_rows(forward.arrays),
+        backward_rows=_step_rows(adjoints.arrays) + plain,
+        aged_rows=aged,
+        crossings=crossings,
+        window_crossings=window_crossings,
+    )
+
+
+def _step_rows(arrays):
+    """The rows of one step of the arrays that hold every step (a group once: its members are views)."""
+    return sum((array.rows for array in arrays if array.steps in ("T+1", "T")), sp.S.Zero)
+
+
+def _adjoint_targets(statements):
+    seen = {}
+    for statement in walk(statements):
+        target = getattr(statement, "target", None)
+        if isinstance(target, Adj):
+            seen.setdefault(target.of.name, target.of)
+    return list(seen.values())
