@@ -13,14 +13,13 @@ from bptt.codegen.jax import forward_mode as jax_forward_mode
 from bptt.codegen.jax.printer import JaxPrinter, first_step_name
 from bptt.codegen.jax.scan import forward_lines
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
-from bptt.codegen.passes.checkpoint import crossing
 from bptt.codegen.printing.bindings import params_bound, time_and_batch
 from bptt.codegen.printing.facts import Facts, fixed_helpers, model_facts
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
-from bptt.derive.nodes import Adj, t
+from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
@@ -118,7 +117,8 @@ def gradient_body(program):
     initial_reads = {a.of.name for i in program.window_initial for a in i.value.atoms(Adj)}
     carried = []
     if loop is not None:
-        built = backward_scan(printer, loop, read, initial_reads, local)
+        crossings = {c.node: c.name for c in program.checkpoints.window_crossings}
+        built = backward_scan(printer, loop, read, initial_reads, local, crossings)
         carried = built.carried
         lines.append(f"keep_next = {printer.helper('_following')}(keep, following.get(\"keep\"))  # keep[t], t = 1..T")
         rows = sorted({size_name(targets[n].rows) for n in carried})
@@ -126,7 +126,7 @@ def gradient_body(program):
             f"zero_{r} = {printer.helper('_fresh')}(jnp.zeros((B, {r}), dtype), ages)  # nothing after step T"
             for r in rows
         ]
-        first = [start(c, targets) for c in built.scan.carry]
+        first = [start(c, targets, crossings) for c in built.scan.carry]
         doc = "One step t, last first: the adjoints at t+1 in, those at t out."
         lines += built.scan.lines(doc, first, reverse=True, last="carry")
         lines.append(f"{tupled([first_step_name(c.node) for c in built.scan.carry])} = carry  # the adjoints at step 1")
@@ -147,11 +147,11 @@ def gradient_body(program):
     return body, used["helpers"]
 
 
-def start(carried, targets):
+def start(carried, targets, crossings):
     """A carried adjoint's value after step T: the next segment's at its step 1 if there is one, else zero."""
     zero = f"zero_{size_name(targets[carried.node.of.name].rows)}"
-    if carried.node.of.time == t + 1:
-        return f'following.get("{crossing(carried.node).name}", {zero})'
+    if carried.node in crossings:
+        return f'following.get("{crossings[carried.node]}", {zero})'
     return zero
 
 

@@ -33,6 +33,7 @@ class Crossing:
     """A value step T of a segment reads from the segment after it."""
 
     name: str  # its name in code: _next_f, _d_next_a
+    node: object  # the value step t reads at t+1: SeqAt(f, t+1), Adj(a_{t+1})
     read: object  # what the Boundary reads in its place: SeqAt(_next_f, 0) (arrays of one step, index 0)
     first: object  # the value at step 1 of the segment after: SeqAt(f, 1), Adj(a_1)
 
@@ -57,7 +58,7 @@ def crossing(node):
     moved = SeqAt(NEXT + seq.name.lstrip("_"), 0, seq.rows, seq.role)
     read = Adj(moved) if isinstance(node, Adj) else moved
     name = adjoint_array(moved.name) if isinstance(node, Adj) else moved.name
-    return Crossing(name, read, node.subs(t, 0))
+    return Crossing(name, node, read, node.subs(t, 0))
 
 
 def reads_next(statements):
