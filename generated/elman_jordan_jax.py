@@ -831,10 +831,15 @@ def _capacities(budget, state, step):
     return tuple(out)
 
 
+def _zeros(count, kind):
+    """count machine integers, zero: 8-byte signed ("q") or 4-byte unsigned ("I"), no Python int each."""
+    return memoryview(bytearray(count * {"q": 8, "I": 4}[kind])).cast(kind)
+
+
 def _one_leaf_costs(T, leaf):
     """Q(t) for t = 0..T when no further state can be kept: segments of `leaf` steps from the end, each
     reached from the start again: sum of the segments' last steps."""
-    costs = [0] * (T + 1)
+    costs = _zeros(T + 1, "q")
     for t in range(1, T + 1):
         count = -(-t // leaf)
         costs[t] = count * t - leaf * count * (count - 1) // 2
@@ -851,7 +856,7 @@ def _costs(T, capacities, near=None):
     deeper = _one_leaf_costs(T, capacities[deepest])
     splits = [None] * (deepest + 1)
     for level in range(deepest - 1, -1, -1):
-        costs, split = [0] * (T + 1), [0] * (T + 1)
+        costs, split = _zeros(T + 1, "q"), _zeros(T + 1, "I")  # 12 bytes a step
         whole = min(capacities[level], T)
         for t in range(1, whole + 1):
             costs[t] = t
