@@ -20,7 +20,7 @@ from bptt.codegen.passes.loops import backward_schedule, forward_schedule
 from bptt.codegen.passes.slopes import name_slopes
 from bptt.codegen.text import equation, text
 from bptt.derive.bptt import derive
-from bptt.derive.nodes import Adj, SeqAt, matrix_sum
+from bptt.derive.nodes import Adj, matrix_sum, values
 
 
 @dataclass(frozen=True)
@@ -104,11 +104,7 @@ def _value(statement):
 
 def values_read(expr):
     """The names of the sequence values expr reads (not those of which it reads only the adjoint)."""
-    if isinstance(expr, SeqAt):
-        return {expr.name}
-    if isinstance(expr, Adj) or not isinstance(expr, sp.Basic):
-        return set()
-    return set().union(*(values_read(arg) for arg in expr.args))
+    return {seq.name for seq in values(expr)}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from bptt.derive.closed_form import NoClosedForm, closed_form, k, recursion_resi
 from bptt.derive.nodes import Adj, MatAt, SeqAt, T, matrix_sum, t
 from bptt.derive.truncation import chunked, randomized, randomized_closed, windowed
 from bptt.documents.block_document import block_section, block_window
+from bptt.documents.checkpoint_document import checkpoint_section
 from bptt.documents.equation import Equation, Section, equation
 from bptt.documents.flow_document import flow_section
 from bptt.documents.forward_document import forward_mode_sections
@@ -73,6 +74,8 @@ def sections(model):
     if derivation.states:
         out.append(_truncation_section(model, derivation, substituted))
     out.append(_param_section(model, derivation))
+    if derivation.states:
+        out.append(checkpoint_section(model))
     out.append(flow_section(model))
     out.extend(forward_mode_sections(model))
     return out

@@ -10,6 +10,7 @@ share of full BPTT's time (measured: forward alone against loss_and_grads); memo
 allows against full BPTT's T stored steps.
 """
 
+import sys
 from dataclasses import dataclass
 
 from bptt.app import plots
@@ -157,5 +158,5 @@ def child(spec, module, core):
         print(table.text().split("\n", 1)[1] + "\n")
         failed = failed or any(row.error > bench.TOLERANCE[dtype] for row in rows)
     for path in write(table, spec["output"]) if spec.get("output") else ():
-        print(f"wrote {path}")
+        print(f"wrote {path}", file=sys.stderr)
     return 1 if failed else 0

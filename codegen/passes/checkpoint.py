@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from bptt.codegen.ir import Guard, Loop, Pass, adjoint_array, walk
-from bptt.derive.nodes import Adj, SeqAt, t
+from bptt.derive.nodes import Adj, SeqAt, t, values
 
 NEXT = "_next_"  # the prefix of a value read from the segment after
 
@@ -69,17 +69,8 @@ def reads_next(statements):
         if value is None:
             continue
         found |= {a for a in value.atoms(Adj) if sp.simplify(a.of.time - t) == 1}
-        found |= {s for s in _values(value) if sp.simplify(s.time - t) == 1}
+        found |= {s for s in values(value) if sp.simplify(s.time - t) == 1}
     return sorted(found, key=sp.default_sort_key)
-
-
-def _values(expr):
-    """The SeqAt nodes of expr that are read as values (not only as what an adjoint is of)."""
-    if isinstance(expr, SeqAt):
-        return {expr}
-    if isinstance(expr, Adj) or not isinstance(expr, sp.Basic):
-        return set()
-    return set().union(*(_values(arg) for arg in expr.args))
 
 
 def with_boundaries(a_pass):
