@@ -9,11 +9,8 @@ from bptt.codegen.backends import require
 def call(backend, module, problem, checkpoints):
     """(run, collect): collect(run()) -> (loss, {key: NumPy gradient})."""
     params, xs, ys, initial = _arrays(backend, problem)
-    fresh = getattr(module, "free_workspace", None) if checkpoints is None else None
 
     def run():
-        if fresh is not None:  # full BPTT's arrays are made in the call, as a budget's are
-            fresh()
         result = module.loss_and_grads(params, xs, ys, **initial, checkpoints=checkpoints)
         return _ready(backend, result)
 
@@ -22,6 +19,13 @@ def call(backend, module, problem, checkpoints):
         return float(loss), {key: np.asarray(value) for key, value in grads.items()}
 
     return run, collect
+
+
+def fresh(module, run):
+    """run with the NumPy module's workspace released first, so that the memory it measures counts full BPTT's
+    arrays (a training loop keeps them between calls: the timed calls do)."""
+    release = getattr(module, "free_workspace", None)
+    return run if release is None else lambda: (release(), run())[1]
 
 
 def forward_call(backend, module, problem):

@@ -2,8 +2,9 @@
 against full BPTT, in one run, on one pinned core with one thread (bench.py's child process).
 
 Each budget's gradients are checked against full BPTT's first. Then the calls are timed round-robin
-(bench.rounds) and their memory measured one at a time (bench.memory: what one call allocates at its
-peak as tracemalloc sees NumPy's arrays, what it adds to the resident memory at its peak). Next to each
+(bench.rounds; full BPTT keeps its workspace between calls, as in a training loop) and their memory
+measured one at a time (bench.memory: what one call allocates at its peak as tracemalloc sees NumPy's
+arrays, full BPTT's workspace made in the call; what it adds to the resident memory at its peak). Next to each
 measurement, the optimum's prediction: the schedule's step evaluations E (printing/schedule.py) cost
 E - T forward steps more than full BPTT's T, so time / full = 1 + f (E - T) / T with f the forward pass's
 share of full BPTT's time (measured: forward alone against loss_and_grads); memory, what the budget
@@ -63,7 +64,7 @@ def measure(module, problem, sizes, budgets, repeats, backend="numpy"):
     of full BPTT's time goes into the prediction), memory one at a time."""
     import numpy as np
 
-    from bptt.app.bench.checkpoint_calls import call, forward_call
+    from bptt.app.bench.checkpoint_calls import call, forward_call, fresh
 
     params, xs, _, _ = problem
     steps, batch = xs.shape[0], xs.shape[1]
@@ -81,7 +82,7 @@ def measure(module, problem, sizes, budgets, repeats, backend="numpy"):
     for label, row in rows.items():
         row.median_ms, row.ratio = medians[label] * 1e3, medians[label] / medians["full"]
         row.predicted = 1 + share * (row.evaluations - steps) / steps
-        row.allocated_mib, row.peak_mib, _ = bench.memory(timed[label], calls=1)
+        row.allocated_mib, row.peak_mib, _ = bench.memory(fresh(module, timed[label]), calls=1)
     return list(rows.values()), share
 
 
