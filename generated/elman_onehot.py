@@ -351,17 +351,17 @@ def _segment_backward(mode, value, keep, params, sizes, cache, d_z, following):
     return _backward_into(mode, value, keep, params, sizes, cache, d_z, work, following)
 
 
-def _states_at(cache, step):
+def _states_at(cache, _step):
     """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["s"][step].copy(), )
+    return (cache["s"][_step].copy(), )
 
 
 def _checkpoint_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
     n_h = sizes["h"]
     n_q = sizes["q"]
-    row = B * itemsize  # one sample's row of one step
-    return (n_h) * row, (n_h + n_q) * row, (2 * n_h + (ages * (n_h) if ages > 1 else 0)) * row
+    _row = B * itemsize  # one sample's row of one step
+    return (n_h) * _row, (n_h + n_q) * _row, (2 * n_h + (ages * (n_h) if ages > 1 else 0)) * _row
 
 
 def _forward_arrays(T, B, sizes, dtype):

@@ -387,17 +387,17 @@ def _segment_loss(z, y, T):
     return _softmax_cross_entropy(z, y, B)
 
 
-def _states_at(cache, step):
+def _states_at(cache, _step):
     """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["s"][step].clone(), )
+    return (cache["s"][_step].clone(), )
 
 
 def _checkpoint_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
     n_h = sizes["h"]
     n_q = sizes["q"]
-    row = B * itemsize  # one sample's row of one step
-    return (n_h) * row, (n_h + n_q) * row, (2 * n_h + (ages * (n_h) if ages > 1 else 0)) * row
+    _row = B * itemsize  # one sample's row of one step
+    return (n_h) * _row, (n_h + n_q) * _row, (2 * n_h + (ages * (n_h) if ages > 1 else 0)) * _row
 
 
 def _adjoints(keep, params, sizes, cache, d_z, following=None):

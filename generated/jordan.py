@@ -344,17 +344,17 @@ def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following):
     return _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following)
 
 
-def _states_at(cache, step):
+def _states_at(cache, _step):
     """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["o"][step].copy(), )
+    return (cache["o"][_step].copy(), )
 
 
 def _checkpoint_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
     n_h = sizes["h"]
     n_q = sizes["q"]
-    row = B * itemsize  # one sample's row of one step
-    return (n_q) * row, (n_h + 2 * n_q) * row, (4 * n_h) * row
+    _row = B * itemsize  # one sample's row of one step
+    return (n_q) * _row, (n_h + 2 * n_q) * _row, (4 * n_h) * _row
 
 
 def _forward_arrays(T, B, sizes, dtype):

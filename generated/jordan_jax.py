@@ -347,17 +347,17 @@ def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following):
     return grads
 
 
-def _states_at(cache, step):
+def _states_at(cache, _step):
     """The states at a step of a segment's cache, in STATES order."""
-    return (cache["o"][step], )
+    return (cache["o"][_step], )
 
 
 def _checkpoint_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
     n_h = sizes["h"]
     n_q = sizes["q"]
-    row = B * itemsize  # one sample's row of one step
-    return (n_q) * row, (n_h + 2 * n_q) * row, (4 * n_h) * row
+    _row = B * itemsize  # one sample's row of one step
+    return (n_q) * _row, (n_h + 2 * n_q) * _row, (4 * n_h) * _row
 
 
 @jax.jit

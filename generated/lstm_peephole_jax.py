@@ -543,17 +543,17 @@ def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following):
     return grads
 
 
-def _states_at(cache, step):
+def _states_at(cache, _step):
     """The states at a step of a segment's cache, in STATES order."""
-    return (cache["c"][step], cache["h"][step], )
+    return (cache["c"][_step], cache["h"][_step], )
 
 
 def _checkpoint_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
     n_h = sizes["h"]
     n_q = sizes["q"]
-    row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * row, (n_q + 6 * n_h) * row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * row
+    _row = B * itemsize  # one sample's row of one step
+    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
 
 
 @jax.jit

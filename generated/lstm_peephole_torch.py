@@ -627,17 +627,17 @@ def _segment_loss(s, y, T):
     return _squared_error(s, y, B)
 
 
-def _states_at(cache, step):
+def _states_at(cache, _step):
     """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["c"][step].clone(), cache["h"][step].clone(), )
+    return (cache["c"][_step].clone(), cache["h"][_step].clone(), )
 
 
 def _checkpoint_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
     n_h = sizes["h"]
     n_q = sizes["q"]
-    row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * row, (n_q + 6 * n_h) * row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * row
+    _row = B * itemsize  # one sample's row of one step
+    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
 
 
 def _adjoints(keep, params, sizes, cache, d_s, following=None):

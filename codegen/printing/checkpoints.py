@@ -27,8 +27,8 @@ def bytes_lines(checkpoints, model):
     if checkpoints.aged_rows != 0:
         backward = f"{backward} + (ages * ({rows_code(printer, checkpoints.aged_rows)}) if ages > 1 else 0)"
     head = [f'{size_name(s)} = sizes["{s}"]' for s in model.sizes if str(s) in printer.used["sizes"]]
-    body = ["row = B * itemsize  # one sample's row of one step"]
-    return head + body + [f"return ({codes[0]}) * row, ({codes[1]}) * row, ({backward}) * row"]
+    body = ["_row = B * itemsize  # one sample's row of one step"]
+    return head + body + [f"return ({codes[0]}) * _row, ({codes[1]}) * _row, ({backward}) * _row"]
 
 
 def rows_code(printer, rows):
