@@ -1,41 +1,33 @@
 """Measure gradient flow through time with a model's generated module and its derived Jacobians.
 
-On one random sequence (batch 1), with the recurrent weights scaled to several spectral radii:
-- ||dL_T/ds_t|| against T - t, from the module's own backward pass: the run from step t on is
-  repeated with the states at t as its initial states, and backward gives their gradient;
-- ||ds_T/ds_t|| for each state, the product J_T ... J_{t+1} of the derived step Jacobians
-  (derive.flow) evaluated on the module's forward cache, and the bound (gamma sigma_max(W))^(T-t)
-  where the Jacobian has that form;
-- the eigenvalues of the recurrent matrices; the gradient's norm before and after clip_grads.
-And d2l's exercise: |cos(M^k x, v_1)| for the symmetric part M of the first recurrent matrix.
+On one random sequence (batch 1), with the recurrent weights scaled to several spectral radii, in a regime where
+the cell's activations stay nearly linear (app/regime.py):
+- ||dL_T/ds_t|| and ||ds_T/ds_t|| for each state against T - t (app/jacobians.py), and the upper bound
+  (gamma sigma_max(W))^(T-t) where the Jacobian has that form;
+- the eigenvalues of the recurrent matrices; the gradient's norm before and after clipping;
+- d2l's exercise: |cos(M^k x, v_1)| for the symmetric part M of the first recurrent matrix;
+- for a cell with a constant error carousel (the LSTM's c_t = f_t * c_{t-1} + ...): ||dc_T/dc_t|| and the
+  carousel's own product of diag(f_k), with the gate's bias at 0, 1 and 5.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
-import sympy as sp
 
 from bptt.app.check import load_module
-from bptt.app.plots import Table
-from bptt.codegen.printing.helpers import namespace
-from bptt.codegen.printing.printer import RowPrinter
-from bptt.derive.closed_form import k
+from bptt.app.jacobians import NoFlow, diagonal_products, state_gradients, state_products, step_jacobians, step_values
+from bptt.app.regime import CAROUSEL_BIASES, GATE_BIAS, regime, saturates, state_deviation, unsaturated_scale
+from bptt.app.table import Table, symbol
 from bptt.derive.flow import gradient_flow
 from bptt.derive.models import ZOO
-from bptt.derive.nodes import t
 
 SIZE = 8  # every size of the model (d, h, q, ...)
 RADII = (0.5, 1.0, 1.5)
 STEPS = 40
 THETA = 1.0  # the clipping threshold
-STEP = RowPrinter(stacked=False)
-ALIGN, CLIP = ("k", "cos", "tan", "bound"), ("radius", "norm", "clipped", "theta")
-TABLES = ("gradient_norms", "eigenvalues", "alignment", "clipping")  # the tables of an Analysis, in order
-
-
-class NoFlow(ValueError):
-    """A model through which no gradient flows from step to step, or whose flow cannot be measured."""
+TABLES = ("gradient_norms", "eigenvalues", "alignment", "clipping")  # the tables of every Analysis, in order
+CAROUSEL = "carousel"  # the fifth table, for a cell with a constant error carousel
 
 
 @dataclass(frozen=True)
@@ -45,122 +37,41 @@ class Analysis:
     seed: int
     radii: tuple
     theta: float
+    scale: float  # the factor on the cell's input weights and biases (regime.py)
     tables: tuple
 
     def table(self, name):
-        """The table called name, one of TABLES; ValueError naming them otherwise."""
+        """The table called name, one of TABLES (or CAROUSEL); ValueError naming them otherwise."""
         found = [table for table in self.tables if table.name == name]
         if not found:
             raise ValueError(f"no table {name!r}; the tables are {', '.join(table.name for table in self.tables)}")
         return found[0]
 
 
-class Blocks:
-    """A block matrix over the stacked states, each block (row, col) a derived expression at step k,
-    evaluated on a forward cache: the NumPy code of the block's transpose applied to a basis gives,
-    in row form, the rows (B^T e_j)^T, which are the rows of the block B itself."""
+@dataclass(frozen=True)
+class Setup:
+    """What every run of one analysis shares."""
 
-    def __init__(self, states, blocks, sizes):
-        self.states, self.sizes = states, sizes
-        self.code = {}
-        for (row, col), block in blocks.items():
-            basis = sp.MatrixSymbol("basis", row.rows, 1)
-            product = (block.T.subs(k, t) * basis).expand().doit()
-            if not product.is_ZeroMatrix:
-                self.code[(row, col)] = compile(STEP(product), "<derived Jacobian>", "eval")
+    flow: object
+    module: object
+    base: dict  # the module's initial parameters
+    xs: object
+    ys: object
+    sizes: dict
+    recurrent: tuple  # the square recurrent matrices, scaled to each radius
+    regime: object
 
-    def at(self, step, namespace):
-        """The dense block matrix at one step."""
-        scope = dict(namespace, t=step)
-        rows = []
-        for row in self.states:
-            scope["basis"] = np.eye(self.size(row))
-            blocks = []
-            for col in self.states:
-                shape = (self.size(row), self.size(col))
-                code = self.code.get((row, col))
-                blocks.append(np.zeros(shape) if code is None else np.broadcast_to(eval(code, scope), shape))
-            rows.append(blocks)
-        return np.block(rows)
+    def params(self, radius, gate_bias=GATE_BIAS):
+        return self.regime.params(self.base, self.recurrent, radius, gate_bias)
 
-    def size(self, state):
-        return self.sizes[str(state.rows)]
+    def cache(self, params):
+        return self.module._loss_and_output_gradient(params, self.xs, self.ys, *[None] * len(self.module.STATES))[2]
 
 
-def step_values(flow, module, params, xs, cache, sizes):
-    """What the printed Jacobians read: the parameters, the module's helpers and sizes, the states of the module's
-    forward cache, and every intermediate recomputed from its equation (zero at step 0: the initial states are
-    given, not computed), so that nothing depends on which intermediates the module keeps."""
-    space = {**namespace(), **vars(module), **params, "dtype": np.float64, **{f"n_{name}": n for name, n in sizes.items()}}
-    space.update({seq.name: xs for seq in flow.model.inputs})
-    states = {seq.name for seq in flow.model.states}
-    space.update({name: cache[name] for name in states})
-    batch = len(cache[flow.states[0].name][0])
-    for seq, rhs in flow.model.steps:
-        if seq.name in states:
-            continue
-        code = compile(STEP(rhs), f"<{seq.name}_t>", "eval")
-        values = np.zeros((len(xs) + 1, batch, sizes[str(seq.rows)]))
-        for step in range(1, len(xs) + 1):
-            space["t"] = step
-            values[step] = eval(code, space)
-        space[seq.name] = values
-    return space
-
-
-def step_jacobians(flow, module, params, xs, cache, sizes):
-    """[J_k for k = 1..T]: ds_k/ds_{k-1} with the states at k-1 independent, from the derived Jacobian.
-
-    With several states the closed form's blocks give the Jacobian between perturbations of the states
-    as computed (a change of c_k moves h_k = o_k * tanh(c_k) with it); with the same-step couplings S_k
-    the states' own Jacobian is (I - S_k)^-1 J_k (I - S_{k-1})."""
-    blocks = flow.blocks or {(flow.states[0], flow.states[0]): flow.jacobian}
-    jacobian, coupling = Blocks(flow.states, blocks, sizes), Blocks(flow.states, flow.couplings, sizes)
-    steps = len(xs)
-    try:
-        space = step_values(flow, module, params, xs, cache, sizes)
-        found = [jacobian.at(step, space) for step in range(1, steps + 1)]
-        eye = np.eye(found[0].shape[0])
-        free = [eye - coupling.at(step, space) for step in range(steps + 1)] if flow.couplings else None
-    except NameError as error:
-        raise NoFlow(f"the derived Jacobian reads {error.name}, which bptt analyze cannot evaluate") from error
-    if free is None:
-        return found
-    return [np.linalg.solve(free[step], found[step - 1] @ free[step - 1]) for step in range(1, steps + 1)]
-
-
-def state_products(jacobians):
-    """[ds_T/ds_t for t = 0..T]: J_T ... J_{t+1}, the newest step on the left (the identity at t = T)."""
-    products = [np.eye(jacobians[0].shape[0])]
-    for jacobian in reversed(jacobians):
-        products.append(products[-1] @ jacobian)
-    return products[::-1]
-
-
-def state_gradients(module, params, xs, ys, states, progress=lambda: None):
-    """[dL_T/ds_t for t = 0..T-1], L_T the loss of the last step and s_t the given states at t stacked.
-
-    Each is the module's backward through the run from step t on, started from the states at t."""
-    _, d_outputs, cache = module._loss_and_output_gradient(params, xs, ys, *[None] * len(module.STATES))
-    last = np.zeros_like(d_outputs)
-    last[-1] = d_outputs[-1]
-    found = []
-    for step in range(xs.shape[0]):
-        initial = {name: cache[name[:-1]][step] for name in module.STATES}
-        forced = (ys[step:],) if module.TEACHER_FORCED else ()
-        _, run = module.forward(params, xs[step:], *forced, **initial)
-        grads = module.backward(params, run, last[step:])
-        found.append(np.concatenate([grads[f"{s.name}0"][0] for s in states]))
-        progress()
-    return found
-
-
-def scaled(params, recurrent, radius):
-    """params with every recurrent matrix scaled to the given spectral radius."""
-    out = dict(params)
-    for p in recurrent:
-        out[p.name] = params[p.name] * (radius / np.max(np.abs(np.linalg.eigvals(params[p.name]))))
-    return out
+def table_names(model):
+    """The tables an analysis of the model writes, in order."""
+    plan = regime(gradient_flow(model))
+    return TABLES + ((CAROUSEL,) if plan.carousel else ())
 
 
 def bound_values(bound, params, distances):
@@ -192,12 +103,13 @@ def global_norm(grads):
     return math.sqrt(sum(float(np.sum(g**2)) for g in grads.values()))
 
 
-def analyze(model, steps=STEPS, seed=0, radii=RADII, theta=THETA, progress=None):
-    """The Analysis of a model: four tables, one per plot. progress(done, total) is called as the runs go."""
+def setup(model, steps, seed, radii, scale):
+    """The Setup of an analysis; without a scale, one that keeps every state within regime.TARGET of its value at
+    zero input in every run, for a cell with an elementwise function (the linear cell keeps 1)."""
     flow = gradient_flow(model)
     if not flow.states:
         raise NoFlow(f"{model.name}: teacher forcing makes every state data, so no gradient flows between steps")
-    recurrent = [p for p in flow.recurrent if p.shape[0] == p.shape[1]]  # a radius needs a square matrix
+    recurrent = tuple(p for p in flow.recurrent if p.shape[0] == p.shape[1])  # a radius needs a square matrix
     if not recurrent:
         raise NoFlow(f"{model.name}: no square matrix multiplies a state read at t-1, so there is no radius to scale")
     module = load_module(model, from_zoo=not model.spec and model.name in ZOO)
@@ -205,6 +117,27 @@ def analyze(model, steps=STEPS, seed=0, radii=RADII, theta=THETA, progress=None)
     rng = np.random.default_rng(seed)
     base = module.init_params(rng, **sizes)
     xs, ys = module.random_inputs(rng, steps, 1, **sizes)
+    found = Setup(flow, module, base, xs, ys, sizes, recurrent, regime(flow, scale))
+    if scale is None and saturates(model):
+        found = replace(found, regime=replace(found.regime, scale=unsaturated_scale(deviation(found, radii))))
+    return found, rng
+
+
+def deviation(found, radii):
+    """deviation(scale) of every run of the analysis: each radius, and the carousel's biases at the smallest."""
+    runs = [(radius, GATE_BIAS) for radius in radii]
+    runs += [(min(radii), bias) for bias in CAROUSEL_BIASES] if found.regime.carousel else []
+
+    def run(radius, bias):
+        return lambda scale: replace(found.regime, scale=scale).params(found.base, found.recurrent, radius, bias)
+
+    return state_deviation(found.module, found.flow, found.xs, found.ys, [run(*args) for args in runs])
+
+
+def analyze(model, steps=STEPS, seed=0, radii=RADII, theta=THETA, scale=None, progress=None):
+    """The Analysis of a model: a table per plot. scale multiplies the cell's input weights and biases (None: small
+    enough that the activations stay nearly linear). progress(done, total) is called as the runs go."""
+    found, rng = setup(model, steps, seed, radii, scale)
     ticks = iter(range(1, len(radii) * steps + 1))
 
     def tick():
@@ -214,44 +147,56 @@ def analyze(model, steps=STEPS, seed=0, radii=RADII, theta=THETA, progress=None)
 
     norms, eigen, clipping = [], [], []
     for radius in radii:
-        params = scaled(base, recurrent, radius)
-        norms += _norm_rows(flow, module, params, xs, ys, sizes, radius, tick)
-        for p in recurrent:
+        params = found.params(radius)
+        norms += _norm_rows(found, params, radius, tick)
+        for p in found.recurrent:
             for value in sorted(np.linalg.eigvals(params[p.name]), key=lambda v: (-abs(v), v.real, v.imag)):
                 eigen.append((radius, p.name, float(value.real), float(value.imag), float(abs(value))))
-        _, grads = module.loss_and_grads(params, xs, ys)
-        clipping.append((radius, global_norm(grads), global_norm(module.clip_grads(grads, theta)), theta))
-    name = recurrent[0].name
-    symmetric = (base[name] + base[name].T) / 2
+        _, grads = found.module.loss_and_grads(params, found.xs, found.ys)
+        clipping.append((radius, global_norm(grads), global_norm(found.module.clip_grads(grads, theta)), theta))
+    name = found.recurrent[0].name
+    symmetric = (found.base[name] + found.base[name].T) / 2
     aligned, ratio = alignment(symmetric, rng.standard_normal(symmetric.shape[0]), steps)
     tables = (
-        _norm_table(flow, norms),
-        Table("eigenvalues", "Eigenvalues of the recurrent matrices", ("radius", "matrix", "re", "im", "abs"), eigen),
+        _norm_table(found, norms, radii),
         Table(
-            "alignment",
-            f"|cos(M^k x, v1)| for M = ({name} + {name}^T)/2, |lambda2/lambda1| = {ratio:.4g}",
-            ALIGN,
-            aligned,
+            "eigenvalues",
+            "Eigenvalues of the recurrent matrices",
+            ("radius", "matrix", "re", "im", "abs"),
+            eigen,
+            ("radius", "matrix", r"$\mathrm{Re}\,\lambda$", r"$\mathrm{Im}\,\lambda$", r"$|\lambda|$"),
         ),
-        Table("clipping", f"Gradient norm before and after clip_grads (theta = {theta:g})", CLIP, clipping),
+        _alignment_table(name, ratio, aligned),
+        Table(
+            "clipping",
+            f"Global gradient norm before and after clipping at theta = {theta:g}",
+            ("radius", "norm", "clipped", "theta"),
+            clipping,
+            ("spectral radius", "before clipping", "after clipping", r"threshold $\theta$"),
+        ),
     )
-    return Analysis(model.name, steps, seed, tuple(radii), theta, tables)
+    tables += (_carousel_table(found, min(radii)),) if found.regime.carousel else ()
+    return Analysis(model.name, steps, seed, tuple(radii), theta, found.regime.scale, tables)
 
 
-def _norm_rows(flow, module, params, xs, ys, sizes, radius, tick):
+def _norm_rows(found, params, radius, tick):
     """Rows (radius, T - t, ||dL_T/ds_t||, ||ds_T/ds_t|| of each state, [bound]) for T - t = 1..T."""
-    gradients = state_gradients(module, params, xs, ys, flow.states, tick)
-    _, _, cache = module._loss_and_output_gradient(params, xs, ys, *[None] * len(module.STATES))
-    products = state_products(step_jacobians(flow, module, params, xs, cache, sizes))
-    steps = len(xs)
+    flow, steps = found.flow, len(found.xs)
+    gradients = state_gradients(found.module, params, found.xs, found.ys, flow.states, tick)
+    products = state_products(_jacobians(found, params))
     distances = list(range(1, steps + 1))
     bounds = bound_values(flow.bound, params, distances) if flow.bound else [None] * steps
     rows = []
     for distance, bound in zip(distances, bounds, strict=True):
-        blocks = _diagonal_block_norms(flow, products[steps - distance], sizes)
+        blocks = _diagonal_block_norms(flow, products[steps - distance], found.sizes)
         norm = float(np.linalg.norm(gradients[steps - distance]))
         rows.append((radius, distance, norm, *blocks, *([bound] if flow.bound else [])))
     return rows
+
+
+def _jacobians(found, params):
+    cache = found.cache(params)
+    return step_jacobians(found.flow, found.module, params, found.xs, cache, found.sizes)
 
 
 def _diagonal_block_norms(flow, product, sizes):
@@ -264,9 +209,87 @@ def _diagonal_block_norms(flow, product, sizes):
     return out
 
 
-def _norm_table(flow, rows):
+def _regime_note(found, gate=True):
+    """How the runs differ from the module's initialisation, in words (the gate's bias too); empty if they do not."""
+    plan, notes = found.regime, []
+    if plan.scaled and plan.scale != 1:
+        notes.append(f"input weights and biases times {plan.scale:g}")
+    if plan.biases and gate:
+        notes.append(f"the bias of {plan.carousel.direct.vector.name} at {GATE_BIAS:g}")
+    return f" ({'; '.join(notes)})" if notes else ""
+
+
+def _norm_table(found, rows, radii):
+    flow = found.flow
     names = [s.name for s in flow.states]
-    stacked = names[0] if len(names) == 1 else "s"
-    columns = ("radius", "T-t", f"|dL_T/d{stacked}_t|", *(f"|d{n}_T/d{n}_t|" for n in names))
-    columns += ("bound",) if flow.bound else ()
-    return Table("gradient_norms", "Gradient norms against the distance T - t", columns, rows)
+    if len(names) == 1:
+        gradient, label = f"|dL_T/d{names[0]}_t|", rf"$\|\partial L_T/\partial {symbol(names[0])}_t\|$"
+    else:  # the states stacked
+        gradient = f"|dL_T/d({','.join(f'{n}_t' for n in names)})|"
+        label = rf"$\|\partial L_T/\partial({','.join(f'{symbol(n)}_t' for n in names)})\|$"
+    columns = ("radius", "T-t", gradient, *(f"|d{n}_T/d{n}_t|" for n in names))
+    labels = ("radius", "$T-t$", label, *(rf"$\|\partial {symbol(n)}_T/\partial {symbol(n)}_t\|$" for n in names))
+    title = f"Gradient norms against the distance T - t{_regime_note(found)}"
+    if flow.bound:
+        columns += ("upper_bound",)
+        weights = r"\,".join(rf"\sigma_{{\max}}({symbol(w.name)})" for w in flow.bound.matrices)
+        labels += (rf"upper bound $(\gamma\,{weights})^{{T-t}}$, $\gamma = {flow.bound.gamma}$",)
+        title += _looseness(found, radii)
+    return Table("gradient_norms", title, columns, rows, labels)
+
+
+def _looseness(found, radii):
+    """Why the upper bound is loose: sigma_max of each recurrent matrix exceeds its spectral radius (unless normal)."""
+    parts = []
+    for w in found.flow.bound.matrices:
+        top = [float(np.linalg.norm(found.params(r)[w.name], 2)) for r in radii]
+        parts.append(
+            f"sigma_max({w.name}) = {', '.join(f'{s:.3g}' for s in top)} at radii {', '.join(f'{r:g}' for r in radii)}"
+        )
+    return "; the upper bound uses " + "; ".join(parts)
+
+
+def _alignment_table(name, ratio, rows):
+    m = r"\mathbf{M}"
+    return Table(
+        "alignment",
+        f"|cos(M^k x, v1)| for M = ({name} + {name}^T)/2, |lambda2/lambda1| = {ratio:.4g}",
+        ("k", "cos", "tan", "upper_bound"),
+        rows,
+        (
+            "$k$",
+            rf"$|\cos\angle({m}^k \mathbf{{x}}, \mathbf{{v}}_1)|$",
+            rf"$\tan\angle({m}^k \mathbf{{x}}, \mathbf{{v}}_1)$",
+            r"upper bound $(|\lambda_2|/|\lambda_1|)^k \tan\angle(\mathbf{x}, \mathbf{v}_1)$",
+        ),
+    )
+
+
+def _carousel_table(found, radius):
+    """Rows (gate bias, T - t, ||prod diag(f_k)||, ||dc_T/dc_t||) at the radius, for each of CAROUSEL_BIASES."""
+    flow, carousel, steps = found.flow, found.regime.carousel, len(found.xs)
+    index = flow.states.index(carousel.state)
+    rows = []
+    for bias in CAROUSEL_BIASES:
+        params = found.params(radius, bias)
+        cache = found.cache(params)
+        space = step_values(flow, found.module, params, found.xs, cache, found.sizes)
+        path = diagonal_products(carousel.direct.vector, space, steps)
+        products = state_products(_jacobians(found, params))
+        for distance in range(1, steps + 1):
+            blocks = _diagonal_block_norms(flow, products[steps - distance], found.sizes)
+            rows.append((bias, distance, path[steps - distance], blocks[index]))
+    gate, state = carousel.direct.vector.name, carousel.state.name
+    return Table(
+        CAROUSEL,
+        f"The constant error carousel through {state}: the biases of {gate} summing to "
+        f"{', '.join(f'{b:g}' for b in CAROUSEL_BIASES)}, at radius {radius:g}{_regime_note(found, gate=False)}",
+        ("gate_bias", "T-t", f"prod {gate}_k", f"|d{state}_T/d{state}_t|"),
+        rows,
+        (
+            f"$b_{{{gate}}}$",
+            "$T-t$",
+            rf"the carousel $\|\mathrm{{diag}}({symbol(gate)}_T) \cdots \mathrm{{diag}}({symbol(gate)}_{{t+1}})\|$",
+            rf"every path $\|\partial {symbol(state)}_T/\partial {symbol(state)}_t\|$",
+        ),
+    )

@@ -54,6 +54,24 @@ def output_target(path):
     return target
 
 
+def output_folder(path, option):
+    """path as a Path: a folder, or nothing yet in an existing folder (the writer makes it, as mkdir would);
+    else OutputError, one line naming the option. Nothing is made here."""
+    if str(path) == "":
+        raise OutputError(f"{option}: the output folder name is empty")
+    folder = pathlib.Path(path)
+    if folder.is_dir():
+        return folder
+    if folder.exists() or folder.is_symlink():
+        raise OutputError(f"{option}: {str(path)!r} is not a folder")
+    parent = pathlib.Path(os.path.abspath(folder)).parent
+    if not parent.is_dir():
+        raise OutputError(
+            f"{option}: output folder {str(path)!r} does not exist, nor does its parent {str(folder.parent)!r} to make it in"
+        )
+    return folder
+
+
 def write_atomic(path, data):
     """Write data (text, or bytes) to path, through its symlinks, so that readers see the old file or the new
     one, never half. The new file is made beside the final target and renamed over it; an OSError names

@@ -3,13 +3,18 @@
     from bptt.app.notebook import analyze, derive
 
     derive("elman")                    # the derivation: Markdown with LaTeX, or LaTeX alone
-    analyze("lstm", steps=60)          # the four plots in one PNG, the tables as Markdown
+    analyze("lstm", steps=60)          # the plots in one PNG above the tables, folded
+    analyze("lstm").table("carousel")  # one table, displayed as a table
     analyze("examples/gated_rnn.py:gated_rnn", radii=(0.5, 1.0, 1.5)).save("plots/")
 
-A model is a zoo name, a user's "path/to/file.py:function", or a Model. Jupyter calls the
-_repr_markdown_, _repr_latex_ and _repr_png_ methods; anything else can call them too.
+A model is a zoo name, a user's "path/to/file.py:function", or a Model. Jupyter calls the _repr_*_
+methods and shows the richest: HTML for an analysis (its PNG embedded, so that the plots show wherever
+HTML does) and for a table; anything else can call them too.
 """
 
+import base64
+import collections
+import html
 import math
 import numbers
 
@@ -60,16 +65,31 @@ class Derivation:
         return document(self.model, "md")
 
     def _repr_latex_(self):
-        """Every equation in one display, aligned on its '=', a section's title before its equations."""
+        """Every equation in one display, aligned on its '=', a section's title before its equations, and before
+        each equation whose left-hand side another of its section shares (the truncation variants of dL/dh_t),
+        the head of its sentence as its label."""
         rows = []
         for section in self.sections:
             rows.append(rf"&\textrm{{{section.title}}}")
+            shared = collections.Counter(eq.lhs for eq in section.equations)
             for eq in section.equations:
+                label = _head(eq.why) if shared[eq.lhs] > 1 else ""
+                rows += [rf"&\quad\text{{{label}:}}"] if label else []
                 rows += [f"{eq.lhs} &= {eq.rhs}"] if len(eq.rows) < 2 else list(eq.rows)
         return "$$\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}$$"
 
     def __repr__(self):
         return f"<derivation of {self.model.name}: {len(self.sections)} sections>"
+
+
+def _head(sentence):
+    """The sentence up to its first ':' or '.' outside $...$ ("Chunks of $\\tau$ steps"), stripped."""
+    inside = False
+    for n, char in enumerate(sentence):
+        inside = inside != (char == "$")
+        if char in ":." and not inside:
+            return sentence[:n].strip()
+    return sentence.strip()
 
 
 def derive(model):
@@ -83,6 +103,7 @@ class Analysis:
     def __init__(self, analysis):
         self.analysis = analysis
         self.tables = analysis.tables
+        self._png = None  # the overview's PNG, once drawn
 
     def table(self, name):
         return self.analysis.table(name)
@@ -92,29 +113,47 @@ class Analysis:
         return _plots.figures(self.analysis)
 
     def save(self, folder):
-        """Write a PNG and a CSV per table into an existing folder; the paths. Needs bptt[plots]."""
+        """Write a PNG and a CSV per table into folder (made if only its parent exists); the paths. Needs bptt[plots]."""
         return _plots.write(self.analysis, folder)
 
     def _repr_png_(self):
-        """The four plots in one PNG; None (nothing to show) without matplotlib."""
-        try:
-            return _plots.png(_plots.overview(self.analysis))
-        except _plots.MissingMatplotlib:
-            return None
+        """Every plot in one PNG (drawn once); None (nothing to show) without matplotlib."""
+        if self._png is None:
+            try:
+                self._png = _plots.png(_plots.overview(self.analysis))
+            except _plots.MissingMatplotlib:
+                return None
+        return self._png
 
-    def _repr_markdown_(self):
+    def _repr_html_(self):
+        """A line saying what was measured, the plots (the PNG embedded), then each table folded under its title."""
         a = self.analysis
-        head = f"Gradient flow of **{a.model}**: T = {a.steps}, seed {a.seed}, one random sequence."
-        return "\n\n".join([head, *(table.markdown() for table in a.tables)]) + "\n"
+        scale = f", the cell's input weights and biases times {a.scale:g}" if a.scale != 1 else ""
+        parts = [
+            f"<p>Gradient flow of <b>{html.escape(a.model)}</b>: T = {a.steps}, seed {a.seed}, one random sequence{scale}.</p>"
+        ]
+        image = self._repr_png_()
+        if image:
+            data = base64.b64encode(image).decode("ascii")
+            parts.append(f'<img src="data:image/png;base64,{data}" alt="the plots of the gradient-flow analysis">')
+        else:
+            parts.append(f"<p>No plots: {html.escape(_plots.MISSING)}.</p>")
+        for table in a.tables:
+            summary = f"{html.escape(table.title)} ({len(table.rows)} rows)"
+            parts.append(f"<details><summary>{summary}</summary>\n{table.html(caption=False)}\n</details>")
+        return "\n".join(parts) + "\n"
 
     def __repr__(self):
         return f"<gradient-flow analysis of {self.analysis.model}: {', '.join(t.name for t in self.tables)}>"
 
 
-def analyze(model, steps=_analysis.STEPS, seed=0, radii=_analysis.RADII, theta=_analysis.THETA):
+def analyze(model, steps=_analysis.STEPS, seed=0, radii=_analysis.RADII, theta=_analysis.THETA, scale=None):
     """Measure gradient flow through a model (bptt.app.analyze.analyze), for display: steps a positive
-    integer, seed a non-negative one, radii one or more positive numbers, theta a positive number."""
+    integer, seed a non-negative one, radii one or more positive numbers, theta a positive number, scale
+    None (the cell kept nearly linear) or a positive number (1: the module's initialisation)."""
     steps, seed, radii = _integer("steps", steps, 1), _integer("seed", seed, 0), _radii(radii)
-    if not _positive(theta):
-        raise ValueError(f"theta must be a positive number, got {theta!r}")
-    return Analysis(_analysis.analyze(_model(model), steps, seed, radii, float(theta)))
+    for name, value in (("theta", theta), ("scale", 1 if scale is None else scale)):
+        if not _positive(value):
+            raise ValueError(f"{name} must be a positive number, got {value!r}")
+    scale = None if scale is None else float(scale)
+    return Analysis(_analysis.analyze(_model(model), steps, seed, radii, float(theta), scale))

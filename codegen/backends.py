@@ -1,6 +1,6 @@
 """The backends a model's module can be generated for: one entry each, read by the CLI, the renderer and the tests.
 
-A backend is a printer of the statement IR and a helpers file; `renderer` names the codegen sub-package whose
+A backend is a printer of the statement IR (with its table of elementwise code) and a helpers module; `renderer` names the codegen sub-package whose
 render module's `module_source(model)` lays out its module. Codegen never imports the framework itself: only the generated
 module does, so `bptt codegen --backend torch` works without torch installed.
 """
@@ -9,6 +9,7 @@ import importlib
 from dataclasses import dataclass
 
 from bptt.codegen import names
+from bptt.codegen.printing.columns import columns
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,8 @@ class Backend:
         """The module's source; program: the model's statements to print (program.build(model)'s if None).
         ModelError if a name of the model is one the generated code uses itself."""
         names.check(model)
-        return importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source(model, program)
+        source = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source(model, program)
+        return columns(source)
 
     def filename(self, model_name):
         return model_name.replace("-", "_") + self.suffix + ".py"

@@ -1,26 +1,48 @@
-"""The statements between a model's derivation and a backend's printer.
+"""The IR: the statements between a model's derivation and a backend's printer, and every node they are made of.
 
-program.py builds them from the derivation (forward_mode.py the forward-mode loops) and optimize.py
-rewrites them; a printer per backend (printing/statements.py, with torch's calls for torch; jax/scan.py;
-the tangent printers for forward mode) turns them into code,
-and the templates only lay the module out. Right-hand sides are SymPy
-expressions of the derivation: SeqAt and Adj at a time, parameters, Apply...
+codegen/program.py builds a Program from the derivation (codegen/passes/forward_mode.py the forward-mode
+loops); the passes in codegen/passes/ (optimize.py, fuse.py, fuse_backward.py, halve.py, slopes.py,
+fresh.py) rewrite its statements. Each backend prints them: codegen/printing/statements.py in place (NumPy,
+and torch with torch's calls), printing/window.py the window-truncated adjoints (torch/backward.py with
+torch's), jax/scan.py and jax/statements.py as JAX scans, and printing/tangents.py, torch/rtrl.py and
+jax/forward_mode.py the forward mode. The templates only lay the module out. Boundary, Crossing and
+Checkpoints (bounded memory) live in ir_checkpoints.py.
+
+Node tree (what each holds)::
+
+    Program                   model, cache, recurrent, returns (key, value, comment), and:
+    ├── Pass                  statements, arrays, stacks: forward, adjoints, window, gradients, forward_mode
+    │   ├── Statement         target, value, comment
+    │   │   ├── Assign        target = value
+    │   │   ├── Accumulate    target += value
+    │   │   └── Flow          target += keep[t] value
+    │   ├── Loop              body (statements at step t), backward
+    │   │   └── Guard         body (statements that run for t < T only)
+    │   │       └── Boundary  following, crossings: at step T of a segment, the flow from the next one
+    │   ├── Units             rows: every direction of a vector, for forward mode
+    │   ├── TangentLoop       directions (Direction: key, wrt), carried, arrays (TangentArray), body, comment:
+    │   │   ├── Previous          state: dot_S_prev at the top of step t
+    │   │   ├── Assign            Tangent(X_t) = value, for every direction at once
+    │   │   ├── AddAlong          target, along (a Direction), value: a local term, into its rows only
+    │   │   └── Contract          tangent, adjoint, along: a share of step t of every gradient
+    │   ├── Gradient          direction: grads[key] from the loop's total
+    │   ├── ZeroGradient      key, wrt, comment
+    │   ├── Array             name, rows, steps (Steps, or PerCall), members, spans
+    │   └── Stack             name, parts
+    ├── Initial               key, value, weighted, comment: dL/dS_0 (Program.initial, .window_initial)
+    └── Checkpoints           kept, reads, rows of a state and of a step, crossings (Crossing: name, node, read, first)
+
+Values are SymPy expressions of the derivation (SeqAt and Adj at a time, parameters, Apply...) and
+three matrix expressions of the IR's own: Rows(matrix, start, count), Copy(value), ZerosLike(like).
 Inside a Loop a statement is one step t; outside, it holds for every step at once.
 """
 
 from dataclasses import dataclass
+from enum import Enum
 
 import sympy as sp
 
 PARAMETER = (sp.MatrixSymbol, sp.MatrixSlice)  # a parameter, or a block of one (W_ih[h:2h, :])
-
-
-def code_name(matrix):
-    """A parameter's name in code; a block's, its parameter's and first row's: W_ih[2h:3h, :] -> W_ih_2h."""
-    if isinstance(matrix, sp.MatrixSlice):
-        start = "".join(char for char in str(matrix.rowslice[0]) if char.isalnum())
-        return f"{matrix.parent.name}_{start}"
-    return matrix.name
 
 
 @dataclass(frozen=True)
@@ -67,15 +89,31 @@ class Stack:
     parts: tuple
 
 
+class Steps(Enum):
+    """The steps an Array holds, and so its leading axes (before its rows)."""
+
+    FROM_ZERO = "0..T"  # (T + 1, B, rows), index = time: states and intermediates, step 0 the initial state
+    FROM_ONE = "1..T"  # (T, B, rows), index = time - 1: inputs, outputs, targets, scratch of all steps
+    ONE = "t"  # (B, rows): one step, scratch reused at every t
+    ONES = "ones"  # (T * B,): ones, that sum over all steps and samples as a product
+
+
+@dataclass(frozen=True)
+class PerCall:
+    """An Array of no steps, made once per call: a stacked or transposed weight, (rows, cols); (rows,) if cols is 1."""
+
+    cols: object
+
+
 @dataclass(frozen=True)
 class Array:
-    """An array a pass works in: `steps` is "T+1" (index = time), "T" (index = time - 1)
-    or "" (one step: scratch reused at every t). A group has members, views of consecutive
-    rows ((name, rows), ...), and spans, views of neighbouring members ((name, first, count), ...)."""
+    """An array a pass works in, holding `steps` (Steps, or PerCall for a weight). A group has members,
+    views of consecutive rows ((name, rows), ...), and spans, views of neighbouring members
+    ((name, first, count), ...)."""
 
     name: str
     rows: object
-    steps: str = "T+1"
+    steps: Steps | PerCall = Steps.FROM_ZERO
     members: tuple = ()
     spans: tuple = ()
 
@@ -88,45 +126,51 @@ class Array:
         return out
 
 
-def adjoint_array(name):
-    """The array of dL/dX for the sequence X named name: `d_h`, and `_d_x` for an internal `_x`."""
-    return f"_d{name}" if name.startswith("_") else f"d_{name}"
+@dataclass(frozen=True)
+class Pass:
+    """The statements of one generated function, the arrays they work in, and the
+    parameters they stack once per call (ir.Stack)."""
+
+    statements: tuple
+    arrays: tuple = ()
+    stacks: tuple = ()
 
 
-def walk(statements):
-    """Every statement, loops and guards opened, in order."""
-    for statement in statements:
-        yield statement
-        if isinstance(statement, (Loop, Guard)):
-            yield from walk(statement.body)
+@dataclass(frozen=True)
+class Initial:
+    """dL/dS_0 = value (read at step 1); `weighted`: it flows back through time, so truncation weights it."""
+
+    key: str
+    value: object
+    weighted: bool
+    comment: str
 
 
-class Rows(sp.MatrixExpr):
-    """Rows start .. start + count - 1 of a matrix: one parameter's share of a stacked gradient."""
+@dataclass(frozen=True)
+class Program:
+    """Everything a backend prints for one model (program.build makes it)."""
 
-    def __new__(cls, matrix, start, count):
-        return sp.MatrixExpr.__new__(cls, matrix, sp.sympify(start), sp.sympify(count))
-
-    matrix, start, count = (property(lambda self, i=i: self.args[i]) for i in range(3))
-    shape = property(lambda self: (self.args[2], self.args[0].shape[1]))
-
-
-# Forward mode (RTRL): the tangents along every direction of one parameter (or initial state) at once.
-# A tangent array has a leading axis of directions, (P, B, rows) for P the entries of what it is along;
-# in an expression Tangent(h_t) is that array at step t, Tangent(W) x_t every direction of W applied to x_t.
-# A step assigns its tangents in order, each reading those assigned before it (`dot_c` in `dot_h`).
-
-
-def units_name(rows):
-    """The array of every direction of a vector of `rows` entries: `units_n_h`, `units_4h` for 4*h."""
-    if isinstance(rows, sp.Symbol):
-        return f"units_n_{rows.name}"
-    return "units_" + "".join(char for char in str(rows) if char.isalnum())
+    model: object
+    cache: tuple  # what forward keeps for backward: the input, then sequence names
+    forward: Pass  # states, cached intermediates and outputs, into work arrays
+    adjoints: Pass  # full BPTT; flows weighted by keep[t] when truncating
+    window: Pass  # the same, with an age axis (window truncation); plain statements
+    initial: tuple  # Initial per state, for the fast pass
+    window_initial: tuple  # Initial per state, plain
+    gradients: Pass  # stacked parameter-gradient products, before the return
+    returns: tuple  # (key, value, comment): the gradients backward returns
+    owned_returns: tuple  # the same, every rows view copied: for tensors whose views keep a whole storage (torch)
+    recurrent: tuple  # adjoints that flow back through time (an age axis in the window pass)
+    forward_mode: Pass  # the gradients by forward mode (RTRL): Units, then a TangentLoop per gradient
+    checkpoints: object  # ir_checkpoints.Checkpoints: what a bounded-memory backward pass keeps, stores, hands back
 
 
-def tangent_array(seq):
-    """The array of a state's tangents, or of a named intermediate's at t: `dot_h`."""
-    return f"dot_{seq.name}"
+# Forward mode (RTRL): the tangents along every direction of every gradient at once, in one loop over time.
+# The directions of the gradients (a parameter's entries, an initial state's rows) are stacked on a first axis:
+# a tangent array is (P, B, rows), and rows along_U of it are the tangents along the entries of U. In an
+# expression Tangent(h_t) is that array at step t, Tangent(W) x_t every direction of W applied to x_t (its
+# local term: added into W's rows only, ir.AddAlong). A step assigns its tangents in order, each reading those
+# assigned before it (`dot_c` in `dot_h`). Their arrays' names: array_names.py.
 
 
 @dataclass(frozen=True)
@@ -137,17 +181,36 @@ class Units:
 
 
 @dataclass(frozen=True)
+class Direction:
+    """The directions of one gradient: the entries of a parameter, or the rows of an initial state (whose
+    gradient is per sample)."""
+
+    key: str  # the gradient's key: `W`, `h0`
+    wrt: object  # the parameter, or the state Seq
+
+    @property
+    def per_sample(self):
+        return not isinstance(self.wrt, sp.MatrixSymbol)
+
+
+@dataclass(frozen=True)
 class TangentArray:
-    """A state's tangents before step 1, along every direction: zero, or (units) the directions of the
-    initial state itself, when the pass is along that initial state."""
+    """A state's tangents before step 1: zero, and along its own initial value (`own`, when that is a
+    carried direction) every direction of it."""
 
     state: object  # the state Seq
-    units: bool = False
+    own: object = None  # the Direction of the state's initial value, or None
 
 
-def previous_tangent_array(seq):
-    """The array of a state's tangents at t - 1, once the step has assigned those at t: `dot_h_prev`."""
-    return f"dot_{seq.name}_prev"
+@dataclass(frozen=True)
+class AddAlong:
+    """target[along] += value: a local term of a tangent (linear in the tangent of `along`'s parameter),
+    added into the rows of that parameter's directions only."""
+
+    target: object  # Tangent(X_t)
+    along: Direction
+    value: object
+    comment: str = ""
 
 
 @dataclass(frozen=True)
@@ -160,40 +223,36 @@ class Previous:
 
 
 @dataclass(frozen=True)
-class EntersStepOne:
-    """The tangent of a state at t - 1 along its initial value, when no step assigns it (a teacher-forced
-    state is data from step 1 on): every direction at step 1, zero after."""
-
-    state: object
-    comment: str
-
-
-@dataclass(frozen=True)
 class Contract:
-    """The gradient's share of step t: the outputs' tangent o_dot_t (P, B, q) against dL/do_t (B, q),
-    summed over the batch for a parameter, per sample (B, P) for an initial state."""
+    """A share of step t of every gradient, per sample: an output's tangent o_dot_t (P, B, q) against dL/do_t
+    (B, q), into the rows of `along` (a local term), or of every carried direction (along None)."""
 
-    tangent: object  # o_dot_t, linear in Tangent nodes
+    tangent: object  # o_dot_t, or one of its terms, linear in Tangent nodes
     adjoint: object  # Adj(o_t)
-    per_sample: bool
+    along: object = None  # a Direction, or None
+    comment: str = ""  # the term contracted
+    heading: str = ""  # a line above it: the output's tangent, for the first of its terms
 
 
 @dataclass(frozen=True)
 class TangentLoop:
-    """One gradient by forward mode: the tangents along every entry of `wrt` carried through t = 1..T,
-    each step's share contracted into grads[key]."""
+    """Forward mode in one loop over t = 1..T: the tangents along every carried direction, stacked, and each
+    step's share of every gradient contracted into `total` (B, rows of every direction), per sample."""
 
-    key: str  # the gradient's key
-    wrt: object  # the parameter, or the state Seq of an initial state
-    arrays: tuple  # TangentArray per state whose tangent the loop starts before step 1
-    body: tuple  # the statements of step t: Previous and EntersStepOne, then in the step's order an
-    #              Assign(Tangent(X_t), value, comment) per named tangent not zero along wrt, then Contract
+    directions: tuple  # Direction per gradient that is not zero, in the rows of total: the carried ones first
+    carried: int  # how many of them the tangents carry (the others are read by the outputs' local terms only)
+    arrays: tuple  # TangentArray per state whose tangent at t - 1 the step reads
+    body: tuple  # the statements of step t: Previous, then in the step's order Assign(Tangent(X_t), value) and
+    #              AddAlong per named tangent (an Assign of zero at the end for a state no step assigns), Contract
     comment: str
 
-    @property
-    def per_sample(self):
-        """Along an initial state: one gradient per sample, P = the state's rows."""
-        return not isinstance(self.wrt, sp.MatrixSymbol)
+
+@dataclass(frozen=True)
+class Gradient:
+    """grads[key] from the loop's total: a parameter's rows summed over the batch, an initial state's per sample."""
+
+    direction: Direction
+    comment: str = ""
 
 
 @dataclass(frozen=True)
@@ -205,12 +264,25 @@ class ZeroGradient:
     wrt: object
     comment: str
 
-    per_sample = TangentLoop.per_sample
+    per_sample = Direction.per_sample
+
+
+# Matrix expressions of the IR's own, inside statements' values.
+
+
+class Rows(sp.MatrixExpr):
+    """Rows start .. start + count - 1 of a matrix: one parameter's share of a stacked gradient."""
+
+    def __new__(cls, matrix, start, count):
+        return sp.MatrixExpr.__new__(cls, matrix, sp.sympify(start), sp.sympify(count))
+
+    matrix, start, count = (property(lambda self, i=i: self.args[i]) for i in range(3))
+    shape = property(lambda self: (self.args[2], self.args[0].shape[1]))
 
 
 class Copy(sp.MatrixExpr):
     """A fresh copy of value: a returned gradient that would otherwise be a view of an array that
-    another returned gradient, the workspace, the cache or the caller holds (fresh.py)."""
+    another returned gradient, the workspace, the cache or the caller holds (passes/fresh.py)."""
 
     def __new__(cls, value):
         return sp.MatrixExpr.__new__(cls, value)
@@ -230,21 +302,9 @@ class ZerosLike(sp.MatrixExpr):
     shape = property(lambda self: self.args[0].shape)
 
 
-@dataclass(frozen=True)
-class Initial:
-    """dL/dS_0 = value (read at step 1); `weighted`: it flows back through time, so truncation weights it."""
-
-    key: str
-    value: object
-    weighted: bool
-    comment: str
-
-
-@dataclass(frozen=True)
-class Pass:
-    """The statements of one generated function, the arrays they work in, and the
-    parameters they stack once per call (ir.Stack)."""
-
-    statements: tuple
-    arrays: tuple = ()
-    stacks: tuple = ()
+def walk(statements):
+    """Every statement, loops and guards opened, in order."""
+    for statement in statements:
+        yield statement
+        if isinstance(statement, (Loop, Guard)):
+            yield from walk(statement.body)

@@ -1,7 +1,7 @@
 """The names a generated module takes for itself, and those it makes from a model's: a model must leave
 them free, in every backend, or `bptt codegen` refuses it (ModelError, exit 2) naming the clash.
 
-tests/test_names.py parses the generated modules of every backend and checks that each name they bind
+tests/codegen/test_names.py parses the generated modules of every backend and checks that each name they bind
 (at module level or in a function body they print) is listed here or made from the model's names by
 a pattern below, so the lists cannot fall behind the templates. Names starting with `_` are the
 generated code's and never a model's (derive/model.py refuses them).
@@ -14,7 +14,7 @@ from bptt.derive.model import ModelError
 FIXED = frozenset(
     """
     B BPTT CACHE MEAN Model PARAMS SHAPES SIZES STATES T TEACHER_FORCED XS_REQUIRES_GRAD adjoints ages apply
-    backward cache carry check_finite clip_grads ctx d_outputs device dim dims draws dtype first forward
+    backward cache carry check_finite clip_grads ctx d_outputs device dim dims directions draws dtype first forward
     forward_mode_grads free_workspace given grads init_params init_rng initial inputs k keep keep_0 keep_next
     keep_t key loss loss_and_grads losses mode name named outputs params random_inputs residuals rng scale
     self shape shares sizes states t total truncate value where work x_key xs y_key ys zero
@@ -45,8 +45,9 @@ MODULE_ATTRIBUTES = frozenset(
 MADE = {
     "sequence": ("d_{}", "dot_{}", "{}_t", "{}_prev", "{}_next", "{}_steps", "d_{}_t", "d_{}_prev", "d_{}_next", "d_{}_1"),
     "step": ("{}_in",),  # a sequence assigned by a step: its input projection
-    "state": ("{}0", "d_{}0", "dot_{}_prev"),  # the initial state, its gradient, its tangent saved a step (ir.Previous)
-    "parameter": ("d_{}", "dot_{}"),
+    # the initial state, its gradient, its tangent saved a step (ir.Previous), its directions' rows in forward mode
+    "state": ("{}0", "d_{}0", "dot_{}_prev", "along_{}0"),
+    "parameter": ("d_{}", "dot_{}", "along_{}"),  # along_W: the rows of W's directions in forward mode
     "size": ("n_{}", "units_n_{}", "zero_n_{}"),
 }
 PREFIXES = ("units_",)  # units_n_h, units_4h, ...: forward mode's directions of a vector of any row count (ir.units_name)

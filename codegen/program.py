@@ -1,4 +1,4 @@
-"""Turn a model's derivation into the statements of its generated module (ir.py).
+"""Turn a model's derivation into the statements of its generated module: an ir.Program.
 
 Only the recursions loop over time. Everything else (input projections,
 outputs, local adjoint terms, parameter gradients) is one stacked statement
@@ -12,33 +12,15 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, ZerosLike, walk
+from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, Program, Steps, ZerosLike, walk
 from bptt.codegen.passes import checkpoint, forward_mode, fuse, optimize
-from bptt.codegen.passes.fresh import fresh_returns
+from bptt.codegen.passes.fresh import fresh_returns, shared_rows
 from bptt.codegen.passes.halve import halve_sigmoids
 from bptt.codegen.passes.loops import backward_schedule, forward_schedule
 from bptt.codegen.passes.slopes import name_slopes
 from bptt.codegen.text import equation, text
 from bptt.derive.bptt import derive
 from bptt.derive.nodes import Adj, matrix_sum, values
-
-
-@dataclass(frozen=True)
-class Program:
-    """Everything a backend prints for one model."""
-
-    model: object
-    cache: tuple  # what forward keeps for backward: the input, then sequence names
-    forward: Pass  # states, cached intermediates and outputs, into work arrays
-    adjoints: Pass  # full BPTT; flows weighted by keep[t] when truncating
-    window: Pass  # the same, with an age axis (window truncation); plain statements
-    initial: tuple  # Initial per state, for the fast pass
-    window_initial: tuple  # Initial per state, plain
-    gradients: Pass  # stacked parameter-gradient products, before the return
-    returns: tuple  # (key, value, comment): the gradients backward returns
-    recurrent: tuple  # adjoints that flow back through time (an age axis in the window pass)
-    forward_mode: Pass  # the gradients by forward mode (RTRL): ir.Units, then an ir.TangentLoop per gradient
-    checkpoints: checkpoint.Checkpoints  # what a bounded-memory backward pass keeps, stores and hands back
 
 
 @functools.cache  # every backend prints the same statements of a model
@@ -73,11 +55,10 @@ def build(model):
         window_initial=tuple(initial),
         gradients=gradients,
         returns=tuple(fast_returns),
+        owned_returns=tuple((key, shared_rows(value), comment) for key, value, comment in fast_returns),
         recurrent=tuple(sorted(recurrent)),
         forward_mode=Pass(forward_mode.statements(model)),
-        checkpoints=checkpoint.plan(
-            model, forward, adjoints, statements, cache, crossings, window_crossings, _recurrent(statements, recurrent)
-        ),
+        checkpoints=checkpoint.plan(model, forward, adjoints, statements, cache, crossings, window_crossings, recurrent),
     )
 
 
@@ -148,7 +129,7 @@ def forward_pass(model, cached):
     statements = steps.forced + steps.before + hoisted + loop + steps.after
     seqs = [seq for seq, _ in model.teacher_forcing] + list(steps.computed)
     arrays = [
-        Array(seq.name, seq.rows, "T" if seq.role == "output" else "T+1") for seq in seqs if seq.name not in members
+        Array(seq.name, seq.rows, Steps.FROM_ONE if seq.role == "output" else Steps.FROM_ZERO) for seq in seqs if seq.name not in members
     ]
     return Pass(tuple(statements), tuple(groups + arrays), tuple(stacks))
 

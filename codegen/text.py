@@ -5,7 +5,7 @@ import functools
 import sympy as sp
 from sympy.printing.str import StrPrinter
 
-from bptt.documents.latex import term_order
+from bptt.derive.order import term_order
 
 
 class TextPrinter(StrPrinter):

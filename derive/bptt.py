@@ -10,6 +10,7 @@ intermediate's adjoint (dL/da_t) is kept named or substituted into its uses:
 follows the rule of `textbook_names`.
 """
 
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
@@ -171,7 +172,8 @@ class _Builder:
         ]
 
 
+@functools.lru_cache(maxsize=4096)  # asked of every equation once per name a derivation looks up
 def reads(expr):
     """Names of the sequences and parameters an expression reads."""
     names = {r.name for r in references(expr)} | {p.name for p in expr.atoms(sp.MatrixSymbol)}
-    return sorted(names)
+    return tuple(sorted(names))

@@ -22,6 +22,12 @@ class NoClosedForm(ValueError):
     """The recursion is not of the form A dL/dh_{t+1} + b_t for a single state."""
 
 
+class NotLeftMultiple(NoClosedForm):
+    """A sum that should be M times an adjoint has a term that is not; the message shows the expressions."""
+
+    in_words = "a term of the recursion is not a matrix times the adjoint it reads"
+
+
 @dataclass(frozen=True)
 class ClosedForm:
     seq: object
@@ -51,7 +57,7 @@ def linear_coefficient(expr, adjoint):
         return sp.MatMul(*expr.args[:-1]).doit(deep=False)
     if isinstance(expr, sp.MatMul) and isinstance(expr.args[-1], sp.MatAdd):
         return (sp.MatMul(*expr.args[:-1]) * linear_coefficient(expr.args[-1], adjoint)).doit(deep=False)
-    raise NoClosedForm(f"{expr} is not a left multiple of {adjoint}")
+    raise NotLeftMultiple(f"{expr} is not a left multiple of {adjoint}")
 
 
 def closed_form(derivation, seq):
@@ -187,14 +193,21 @@ def _trailing(term):
     return term.as_coeff_matrices()[1][-1] if isinstance(term, sp.MatMul) else term
 
 
+_PRODUCTS = {"multinomial": False, "power_exp": False, "power_base": False, "log": False}  # distribute products only
+
+
 def _without_same_step_states(recursion, states):
     """Substitute dL/ds_t of another state read in the same step (c_t's recursion reads dL/dh_t)
     until every state adjoint left is at t+1; the step is ordered, so this ends."""
     same = {Adj(s(t)): recursion[s] for s in states}
     out = {}
     for s in states:
-        expr = recursion[s]
-        for _ in states:
-            expr = expr.xreplace({a: v for a, v in same.items() if a != Adj(s(t))}).expand()
+        others = {a: v for a, v in same.items() if a != Adj(s(t))}
+        expr = recursion[s].xreplace(others).expand(**_PRODUCTS)
+        for _ in states[1:]:  # until no other state's adjoint at t is left
+            replaced = expr.xreplace(others)
+            if replaced == expr:
+                break
+            expr = replaced.expand(**_PRODUCTS)
         out[s] = expr
     return out

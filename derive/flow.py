@@ -69,9 +69,10 @@ class Flow:
         return self.jacobian is not None and k not in self.jacobian.free_symbols
 
 
-def gradient_flow(model):
-    """The Flow of a model, from the derivation with every intermediate substituted."""
-    derivation = derive(model)
+def gradient_flow(model, derivation=None, block_form=None):
+    """The Flow of a model, from the derivation with every intermediate substituted (derived here unless
+    given, with its block closed form for several states, so that a caller that has them derives once)."""
+    derivation = derive(model) if derivation is None else derivation
     states = tuple(derivation.states)
     if not any(c.when == NEXT for contributions in derivation.states.values() for c in contributions):
         states = ()  # no step reads an earlier state (or reads it through a flat function): nothing flows back
@@ -79,7 +80,7 @@ def gradient_flow(model):
     if len(states) == 1:
         jacobian = closed_form(derivation, states[0]).jacobian.T
     elif states:
-        form = block_closed_form(derivation)
+        form = block_closed_form(derivation) if block_form is None else block_form
         blocks = {(row, col): form.blocks[(col, row)].T for row in form.states for col in form.states}
         states = form.states
     bound = jacobian_bound(model, jacobian) if jacobian is not None else None
@@ -147,8 +148,54 @@ def carousel(model, derivation, state):
         return None
     nxt = Adj(state(t + 1))
     own = [c.value for c in derivation.states[state] if c.when == NEXT and nxt in c.value.atoms(Adj)]
-    partial = linear_coefficient(matrix_sum(own), nxt).T.subs(t, k - 1)
+    try:
+        partial = linear_coefficient(matrix_sum(own), nxt).T.subs(t, k - 1)
+    except NoClosedForm:  # a term reads the state's adjoint and another's together: no partial to show
+        return None
     return Carousel(state, direct.subs(t, k), partial)
+
+
+@dataclass(frozen=True)
+class Makeup:
+    """What a Jacobian (a sum of products) is made of, read off its factors."""
+
+    diagonal: bool  # every term is a product of diagonal matrices (scalars aside)
+    weights: tuple  # the parameter matrices among its factors, outside any diag, in model order
+    slopes: tuple  # the registry names of the activation slopes among its diag factors, sorted
+    scales: tuple  # the parameter vectors v of its diag(v) factors (peepholes), in model order
+
+
+def makeup(model, jacobian):
+    """The Makeup of a Jacobian at step k, e.g. dc_k/dc_{k-1}: so that what a document says of its form is
+    computed from the derivation (diagonal or not, with which weights and which slopes)."""
+    slopes = slope_entries(model)
+    terms = jacobian.args if isinstance(jacobian, sp.MatAdd) else (jacobian,)
+    diagonal, weights, slope_names, scales = True, set(), set(), set()
+    for term in terms:
+        factors = term.as_coeff_matrices()[1] if isinstance(term, sp.MatMul) else [term]
+        for factor in factors:
+            if isinstance(factor, Diag):
+                vector = factor.vector.doit()
+                if vector in slopes:
+                    slope_names.add(slopes[vector].name)
+                elif vector in model.params:
+                    scales.add(vector)
+            elif not isinstance(factor, sp.Identity):
+                diagonal = False
+                base = factor.arg if isinstance(factor, sp.Transpose) else factor
+                weights |= {p for p in base.atoms(sp.MatrixSymbol) if p in model.params}
+    in_order = lambda found: tuple(p for p in model.params if p in found)  # noqa: E731
+    return Makeup(diagonal, in_order(weights), tuple(sorted(slope_names)), in_order(scales))
+
+
+def gate(model, vector):
+    """The intermediate Seq whose value `vector` is, when its equation is a sigmoid (a gate, in (0, 1)); else None."""
+    if not isinstance(vector, SeqAt):
+        return None
+    for seq, rhs in model.steps:
+        if seq.name == vector.name and isinstance(rhs, Apply) and lookup(rhs.function).name == "sigmoid":
+            return seq
+    return None
 
 
 def recurrent_params(model, states):
@@ -183,3 +230,14 @@ def power_eigenvalues(matrix, power):
         powered[key] = powered.get(key, 0) + multiplicity
     of_power = {sp.nsimplify(sp.expand(v)): m for v, m in (sp.Matrix(matrix) ** power).eigenvals().items()}
     return of_power, powered
+
+
+def gate_biases(model, carousel):
+    """The bias vectors added into the pre-activation of the carousel's gate (b_if and b_hf for f_t of torch's LSTM),
+    in model order: the gate followed back through named intermediates and elementwise functions to a sum."""
+    rules = {seq.name: rhs for seq, rhs in model.steps}
+    node = carousel.direct.vector
+    while isinstance(node, Apply) or (isinstance(node, SeqAt) and node.role == "intermediate"):
+        node = node.arg if isinstance(node, Apply) else rules[node.name]
+    terms = set(node.args) if isinstance(node, sp.MatAdd) else {node}
+    return tuple(p for p in model.params if p in terms and p.shape[1] == 1)

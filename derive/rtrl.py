@@ -10,14 +10,21 @@ For the initial state h_0 the direction is h_dot_0 itself and b_t = 0.
 With several states and intermediates a step's tangents are computed in the step's order, each
 written through the named tangents before it (c_dot_t in h_dot_t, h1_dot_t in layer 2's gates), as
 BPTT names the adjoints; so no tangent is longer than its own equation.
+
+The step is derived once along every direction at once (step_tangents): each term is linear in one
+Tangent, so c_t's part (the terms through the tangents of the states and of the named sequences) is
+shared by every parameter, and a parameter's b_t is its own terms. ForwardMode along one direction
+keeps the terms that are not zero along it.
 """
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 
 import sympy as sp
 
 from bptt.derive.closed_form import linear_coefficient
+from bptt.derive.elementwise import Apply
 from bptt.derive.model import Seq
 from bptt.derive.nodes import DescendingTimeProduct, MatAt, SeqAt, TimeSum, matrix_sum, t
 from bptt.derive.tangent import Tangent, tangent_terms
@@ -56,65 +63,141 @@ def tangent_names(model):
     inlined into its reader, so a tangent is as long as its own equation (with its gate's activation)."""
     computed = [value for seq, value in model.assignments if seq not in model.forced]  # forced: data
     reads = Counter(
-        node.name for value in computed for node in sp.preorder_traversal(value) if isinstance(node, SeqAt) and node.time == t
+        node.name
+        for value in computed
+        for node in sp.preorder_traversal(value)
+        if isinstance(node, SeqAt) and node.time == t
     )
     live = live_states(model)
-    return tuple(
-        seq for seq, _ in model.steps if seq in live or (seq.role == "intermediate" and reads[seq.name] > 1)
+    return tuple(seq for seq, _ in model.steps if seq in live or (seq.role == "intermediate" and reads[seq.name] > 1))
+
+
+def gate_names(model):
+    """The Seqs whose tangents a document names: every live state and every intermediate, but a
+    pre-activation (an intermediate read once, by an equation that is an elementwise function of it alone),
+    which is written inside its activation's tangent: one line per gate, z_dot_t = diag(1 - z_t^2) (W_dot x_t + ...)."""
+    computed = [value for seq, value in model.assignments if seq not in model.forced]
+    reads = Counter(
+        node.name for value in computed for node in sp.preorder_traversal(value) if isinstance(node, SeqAt) and node.time == t
     )
+    activated = {value.arg.name for value in computed if isinstance(value, Apply) and isinstance(value.arg, SeqAt)}
+    live = live_states(model)
+    return tuple(
+        seq
+        for seq, _ in model.steps
+        if seq in live or (seq.role == "intermediate" and not (reads[seq.name] == 1 and seq.name in activated))
+    )
+
+
+def direction_terms(model, wrt, named):
+    """{Seq: terms} of the tangents along a direction of the parameter wrt alone that read that direction
+    itself (the beta_t of the recurrence lemma), for the named Seqs and the outputs: the term the direction adds
+    to the step's tangents. The Seqs not named are written inside their readers, as forward_mode writes them."""
+    names = {seq.name for seq in named}
+    forced = {seq.name for seq in model.forced}
+    inlined = {}  # a Seq not named -> the terms of its tangent along wrt itself
+
+    def leaf(node):
+        if isinstance(node, sp.MatrixSymbol):
+            return [Tangent(node)] if node == wrt else []
+        return inlined.get(node.name, []) if node.time == t and node.name not in names else []
+
+    found = {}
+    for seq, value in model.assignments:
+        if seq.name in forced:
+            continue
+        terms = tangent_terms(value, leaf, out=seq(t))
+        if seq.name in names or seq.role == "output":
+            if terms:
+                found[seq] = terms
+        else:
+            inlined[seq.name] = terms
+    return found
 
 
 def forward_mode(model, wrt, named=None):
     """The ForwardMode of a model along a parameter (MatrixSymbol) or an initial state (Seq);
     named: the Seqs whose tangents stay named (tangent_names by default)."""
-    names = {seq.name for seq in (tangent_names(model) if named is None else named)}
-    carried = _carried(model, wrt)
-    tangents, outputs = _step_tangents(model, wrt, names, carried)
-    return ForwardMode(model, wrt, tangents, outputs, tuple(s for s in live_states(model) if s.name in carried))
+    return step_tangents(model, None if named is None else tuple(named)).along(wrt)
 
 
-def _carried(model, wrt):
-    """The names of the live states whose tangents along wrt are not zero at t - 1: a fixed point, from
-    wrt's own state, adding every state whose equation reads wrt or a tangent not zero, until none is added."""
-    forced = {seq.name for seq in model.forced}
-    live = {seq.name for seq in live_states(model)}
-    carried = {wrt.name} & live if isinstance(wrt, Seq) else set()
-    while True:
-        now = set()  # the sequences of step t whose tangents are not zero
-        for seq, value in model.steps:
-            if seq.name not in forced and _reads_tangent(value, wrt, carried, now):
+@dataclass(frozen=True)
+class StepTangents:
+    """A step's tangents along every direction at once, derived once per model: the terms of each named
+    tangent and of each output's, each linear in one Tangent (of a parameter: its local term; of a state at
+    t - 1; of a named Seq at t). Along one direction (`along`) a term stays if its Tangent is not zero there."""
+
+    model: object
+    tangents: dict  # named Seq -> its terms, in the order of its equation (every direction)
+    outputs: dict  # output Seq -> its terms
+    reads: dict  # term -> what its Tangent is of: a parameter, or a SeqAt at t - 1 or t
+
+    def along(self, wrt):
+        """The ForwardMode along wrt: the fixed point of the states whose tangents at t - 1 are not zero,
+        from wrt's own state, adding every state whose tangent at t has a term that is not zero."""
+        live = {seq.name for seq in live_states(self.model)}
+        carried = {wrt.name} & live if isinstance(wrt, Seq) else set()
+        own = {wrt.name} if isinstance(wrt, Seq) else set()  # a teacher-forced initial state: read by step 1
+        while True:
+            kept, now = self.kept(wrt, carried | own)
+            if {seq.name for seq in kept} & live <= carried:
+                break
+            carried |= {seq.name for seq in kept} & live
+        outputs = {
+            seq: [term for term in terms if self.nonzero(term, wrt, carried | own, now)]
+            for seq, terms in self.outputs.items()
+        }
+        computed = {seq.name for seq, _ in self.model.steps} - {seq.name for seq in self.model.forced}
+        tangents = {seq: _local_first(terms, computed, self.reads) for seq, terms in kept.items()}
+        return ForwardMode(
+            self.model, wrt, tangents, outputs, tuple(s for s in live_states(self.model) if s.name in carried)
+        )
+
+    def kept(self, wrt, previous):
+        """({named Seq: its terms not zero along wrt} for those with any, the names of those Seqs), in the
+        step's order; previous: the states whose tangents at t - 1 are not zero."""
+        kept, now = {}, set()
+        for seq, terms in self.tangents.items():
+            along = [term for term in terms if self.nonzero(term, wrt, previous, now)]
+            if along:
+                kept[seq] = along
                 now.add(seq.name)
-        if now & live <= carried:
-            return carried
-        carried |= now & live
+        return kept, now
+
+    def nonzero(self, term, wrt, previous, now):
+        """Whether a term is not zero along wrt: its Tangent is wrt's own, a state's at t - 1 in previous,
+        or a named Seq's at t in now."""
+        of = self.reads[term]
+        if isinstance(of, sp.MatrixSymbol):
+            return of == wrt
+        return of.name in (previous if of.time != t else now)
 
 
-def _reads_tangent(value, wrt, carried, now):
-    """True if value reads wrt, or a value whose tangent is not zero: one of `now` at t, of `carried` at
-    t - 1, or wrt's own initial state (teacher-forced too, its initial value is not data)."""
-    if isinstance(wrt, sp.MatrixSymbol) and wrt in value.atoms(sp.MatrixSymbol):
-        return True
-    own = wrt.name if isinstance(wrt, Seq) else None
-    for node in value.atoms(SeqAt):
-        offset = node.time - t
-        if (offset == 0 and node.name in now) or (offset == -1 and node.name in carried | {own}):
-            return True
-    return False
+@functools.cache  # the document, the codegen pass and the Jacobian read the same step's tangents
+def step_tangents(model, named=None):
+    """The StepTangents of a model; named: the Seqs whose tangents stay named (tangent_names by default)."""
+    names = {seq.name for seq in (tangent_names(model) if named is None else named)}
+    tangents, outputs = _step_tangents(model, names)
+    reads = {}
+    for term in [term for terms in (*tangents.values(), *outputs.values()) for term in terms]:
+        (of,) = {d.of for d in term.atoms(Tangent)}
+        reads[term] = of
+    return StepTangents(model, tangents, outputs, reads)
 
 
-def _step_tangents(model, wrt, names, carried):
-    """The tangents of one step, in order, with the states in `carried` non-zero at t-1."""
+def _step_tangents(model, names):
+    """The tangents of one step along every direction, in order: every parameter's and every state's at t-1."""
     forced = {seq.name for seq in model.forced}
-    computed = {seq.name for seq, _ in model.steps} - forced
+    states = {seq.name for seq in model.states}
+    params = set(model.params)
     terms_at_t = {}  # every non-forced sequence of the step so far -> its tangent's terms
 
     def leaf(node):
         if isinstance(node, sp.MatrixSymbol):
-            return [Tangent(node)] if node == wrt else []
-        offset = sp.simplify(node.time - t)
+            return [Tangent(node)] if node in params else []
+        offset = _offset(node.time)
         if offset == -1:  # a teacher-forced initial state is read (as data) by step 1 only
-            along_wrt = isinstance(wrt, Seq) and node.name == wrt.name
-            return [Tangent(node)] if node.name in carried or along_wrt else []
+            return [Tangent(node)] if node.name in states else []
         if offset == 0 and terms_at_t.get(node.name):
             return [Tangent(node)] if node.name in names else terms_at_t[node.name]
         return []  # inputs, labels, targets, teacher-forced data, tangents that are zero
@@ -125,17 +208,22 @@ def _step_tangents(model, wrt, names, carried):
             continue
         terms_at_t[seq.name] = tangent_terms(value, leaf, out=seq(t))
         if seq.name in names and terms_at_t[seq.name]:
-            tangents[seq] = _local_first(terms_at_t[seq.name], computed)
+            tangents[seq] = terms_at_t[seq.name]
     outputs = {seq: tangent_terms(value, leaf, out=seq(t)) for seq, value in model.outputs}
     return tangents, outputs
 
 
-def _local_first(terms, computed):
+@functools.lru_cache(maxsize=1024)
+def _offset(time):
+    return sp.simplify(time - t)
+
+
+def _local_first(terms, computed, reads):
     """The terms along wrt itself (b_t) before those through the tangents the step computes, each group
-    in its order; computed: the names of those sequences."""
+    in its order; computed: the names of those sequences; reads: what each term's Tangent is of."""
 
     def through_computed(term):
-        return any(isinstance(d.of, SeqAt) and d.of.name in computed for d in term.atoms(Tangent))
+        return isinstance(reads[term], SeqAt) and reads[term].name in computed
 
     return [term for term in terms if not through_computed(term)] + [term for term in terms if through_computed(term)]
 

@@ -6,8 +6,9 @@ import sympy as sp
 
 from bptt.derive.bptt import derive
 from bptt.derive.nodes import t, values
-from bptt.documents.equation import Equation, Section
+from bptt.documents.equation import Equation, Section, displays
 from bptt.documents.latex import latex
+from bptt.documents.prose import listed, maths
 
 COST = r"\min_{1 \le y < t} \left( y + Q(t - y, s - 1) + Q(y, s) \right)"  # Q(t, s), for t > s > 1
 
@@ -25,36 +26,31 @@ def backward_reads(model):
     return sorted(stepped, key=lambda seq: (str(seq.time - t), seq.role != "state", seq.name))
 
 
-def _listed(items):
-    items = [f"${item}$" for item in items]
-    return ", ".join(items[:-1]) + " and " + items[-1] if len(items) > 1 else items[0]
-
-
 def checkpoint_section(model):
     """The section: reads, checkpoint, recomputed values and the schedule's cost."""
     data = {seq.name for seq in model.inputs} | {model.concrete_loss().target.name}
     stored = [seq for seq in backward_reads(model) if seq.name not in data]
     states = model.states
-    kept = _listed(latex(seq()) for seq in states)
+    several = len(states) > 1
     recomputed = [seq for seq in stored if seq.role != "state" and seq.time == t]
+    rows = sp.Add(*[seq.rows for seq in states])
     text = (
-        f"One backward step $t$ reads {_listed(latex(seq) for seq in stored)}, besides the data and the "
-        f"adjoints that flow back from step $t+1$. A checkpoint must hold the state{'s' * (len(states) > 1)} "
-        f"{kept} alone: from {'them' if len(states) > 1 else 'it'} the forward pass recomputes every later value"
+        f"One backward step $t$ reads {listed(maths(seq) for seq in stored)}, besides the data and the "
+        f"adjoints that flow back from step $t+1$. A checkpoint must hold the state{'s' * several} "
+        f"{listed(maths(seq()) for seq in states)} alone, ${latex(rows)}$ numbers per sample: from "
+        f"{'them' if several else 'it'} the forward pass recomputes every later value"
     )
     if recomputed:
-        before = _listed(latex(seq(t - 1)) for seq in states)
-        text += f" (each step's {_listed(latex(seq) for seq in recomputed)} from {before} and the step's input)"
+        before = listed(maths(seq(t - 1)) for seq in states)
+        text += f" (each step's {listed(maths(seq) for seq in recomputed)} from {before}, with the step's input)"
     text += (
         ". With $s$ slots, each a kept state or one stored step, the schedule that recomputes least takes "
-        "$Q(T, s)$ step evaluations, the first forward pass included (Gruslys et al. 2016): $Q(t, s) = t$ "
-        "for $t \\le s$ (every step stored), $Q(t, 1) = t (t + 1) / 2$, and for $t > s > 1$ the best split. A "
-        "byte budget weighs a kept state against a stored step by their sizes; the checkpoints argument of the "
-        "generated modules runs the schedule."
+        "$Q(T, s)$ step evaluations, the first forward pass included (Gruslys et al. 2016): $Q(t, s) = t$ for "
+        "$t \\le s$ (every step stored), $Q(t, 1) = t (t + 1) / 2$, and for $t > s > 1$ the best split. A "
+        "memory budget in bytes weighs a kept state against a stored step by their sizes."
     )
-    rows = sp.Add(*[seq.rows for seq in states])
-    comment = (
-        f"Advance $y$ steps and keep that state, then the last $t - y$ steps with one slot fewer, then the "
-        f"first $y$ again. A kept state takes ${latex(rows)}$ numbers per sample."
+    why = (
+        "The split advances $y$ steps and keeps that state, then runs the last $t - y$ steps with one slot "
+        "fewer, then the first $y$ again:"
     )
-    return Section("Backpropagation in bounded memory", text, (Equation("Q(t, s)", COST, comment),))
+    return Section("checkpoints", "Backpropagation in bounded memory", text, displays([Equation("Q(t, s)", COST, why)]))

@@ -1,22 +1,102 @@
-"""A derivation as a document: sections of equations, each with the sentence
-that says where it comes from. Equations are LaTeX, long ones broken into lines
-that fit the page; render.py lays them out as a .tex or .md file."""
+"""A derivation as a document: sections of equations, each display after the sentence that says where
+it comes from. Equations are LaTeX, long ones broken into lines that fit the page; render.py lays the
+sections out as a .tex or .md file."""
 
 from dataclasses import replace
 
-from bptt.derive.blocks import split
-from bptt.derive.bptt import NEXT, derive
-from bptt.derive.closed_form import NoClosedForm, closed_form, k, recursion_residual
-from bptt.derive.nodes import Adj, MatAt, SeqAt, T, matrix_sum, t
-from bptt.derive.truncation import chunked, randomized, randomized_closed, windowed
-from bptt.documents.block_document import block_section, block_window
+from bptt.derive.bptt import NEXT
+from bptt.derive.nodes import Adj, SeqAt, T, t
+from bptt.documents.block_document import block_section
 from bptt.documents.checkpoint_document import checkpoint_section
-from bptt.documents.equation import Equation, Section, equation
+from bptt.documents.closed_document import closed_form_sections, truncation_section
+from bptt.documents.derived import derived
+from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.flow_document import flow_section
 from bptt.documents.forward_document import forward_mode_sections
+from bptt.documents.graph_document import graph_section
 from bptt.documents.latex import latex
-from bptt.documents.linebreak import PAGE
-from bptt.documents.width import width
+from bptt.documents.parameter_document import param_section
+from bptt.documents.prose import DEFINITIONS, listed, maths, through
+
+# Every section a document may have, in order: what `bptt latex --sections` takes.
+NAMES = (
+    "model",
+    "graph",
+    "outputs",
+    "intermediates",
+    "forcing",
+    "backward",
+    "parameters",
+    "closed-form",
+    "truncation",
+    "checkpoints",
+    "flow",
+    "forward",
+    "lemma",
+)
+
+
+class UnknownSection(ValueError):
+    """A section name the document of a model does not have; the message lists those it has."""
+
+
+def available(model):
+    """The names of the sections a model's document has, in order."""
+    live = [s for s in model.states if s not in model.forced]
+    missing = {"intermediates": not model.intermediates, "forcing": not model.teacher_forcing}
+    missing |= {name: not live for name in ("backward", "closed-form", "truncation", "checkpoints", "lemma")}
+    return tuple(name for name in NAMES if not missing.get(name))
+
+
+def sections(model, only=None):
+    """The sections of the derivation of BPTT for a model; `only`: the names of some of them (in any order)."""
+    names = available(model)
+    wanted = names if only is None else tuple(dict.fromkeys(only))
+    unknown = [name for name in wanted if name not in names]
+    if unknown:
+        raise UnknownSection(
+            f"no section {', '.join(map(repr, unknown))} in the document of {model.name}; "
+            f"its sections are {', '.join(names)}"
+        )
+    facts = derived(model)
+    built = {}
+    for name in names:
+        if name in wanted or name in ("forward", "lemma") and {"forward", "lemma"} & set(wanted):
+            built.update((s.name, s) for s in _build(name, facts))
+    return _defined([built[name] for name in names if name in wanted and name in built])
+
+
+def _build(name, facts):
+    """The section(s) of a name: one, or the forward-mode section and the lemma together."""
+    model, textbook = facts.model, facts.textbook
+    builders = {
+        "model": lambda: [model_section(model)],
+        "graph": lambda: [graph_section(facts)],
+        "outputs": lambda: [_output_section(model, textbook)],
+        "intermediates": lambda: [_intermediate_section(model, textbook)],
+        "forcing": lambda: [_forcing_section(model, textbook)],
+        "backward": lambda: [_state_section(textbook)],
+        "parameters": lambda: [param_section(model, textbook)],
+        "closed-form": lambda: [block_section(facts)] if facts.block is not None else closed_form_sections(facts),
+        "truncation": lambda: [truncation_section(facts)],
+        "checkpoints": lambda: [checkpoint_section(model)],
+        "flow": lambda: [flow_section(facts)],
+        "forward": lambda: forward_mode_sections(facts),
+        "lemma": lambda: [],
+    }
+    return builders[name]()
+
+
+def _defined(chosen):
+    """The sections with each term of DEFINITIONS defined where it is first used."""
+    out, done = [], set()
+    for section in chosen:
+        new = [term for term in section.uses if term not in done]
+        if new:
+            section = replace(section, text=" ".join((*(DEFINITIONS[term] for term in new), section.text)).strip())
+            done |= set(new)
+        out.append(section)
+    return out
 
 
 def _named(model, expr):
@@ -38,246 +118,112 @@ def _shift_of(definition, expr):
     return shift if definition.subs(t, t + shift) == expr else None
 
 
-def _through(contributions, time=t):
-    """The consumer equations of some contributions at the given time step: written out when together
-    they take at most a line of text, otherwise named ("the equations of ...") to keep the sentence short."""
-    consumers = dict.fromkeys((latex(c.through.subs(t, time)), latex(c.rhs.subs(t, time))) for c in contributions)
-    if sum(width(f"{lhs} = {rhs}") for lhs, rhs in consumers) <= PAGE:
-        return "; ".join(f"${lhs} = {rhs}$" for lhs, rhs in consumers)
-    names = [f"${lhs}$" for lhs, _ in consumers]
-    listed = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
-    return f"the equation{'s' if len(names) > 1 else ''} of {listed}"
-
-
 def model_section(model):
     weight = r"\frac{1}{T} " if model.mean else ""
     equations = [equation(latex(seq()), rhs) for seq, rhs in model.assignments]
     equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {latex(model.loss)}", ""))
     for seq, definition in model.names:
-        equations.append(equation(latex(seq()), definition, f"This names ${latex(definition)}$ in what follows."))
-    text = " ".join(("One step of the cell at time $t$.", *model.notes))
-    return Section("The model", text, tuple(equations))
-
-
-def sections(model):
-    """Every section of the derivation of BPTT for a model."""
-    derivation = derive(model, named="textbook")
-    out = [model_section(model), _output_section(model, derivation)]
-    if model.intermediates:
-        out.append(_intermediate_section(model, derivation))
-    if model.teacher_forcing:
-        out.append(_forcing_section(model, derivation))
-    if derivation.states:
-        out.append(_state_section(model, derivation))
-    substituted = derive(model)  # closed forms need every intermediate substituted
-    out.extend(_closed_form_sections(model, substituted))
-    if derivation.states:
-        out.append(_truncation_section(model, derivation, substituted))
-    out.append(_param_section(model, derivation))
-    if derivation.states:
-        out.append(checkpoint_section(model))
-    out.append(flow_section(model))
-    out.extend(forward_mode_sections(model))
-    return out
+        equations.append(equation(latex(seq()), definition))
+    initial = listed(f"${latex(s(0))}$" for s in model.states)
+    params = listed(maths(p) for p in model.params)
+    text = (
+        f"One step of the cell at time $t = 1, \\ldots, T$, from the given initial {initial}; "
+        f"$\\theta$ stands for all the parameters, {params}. Bold lower-case letters are column vectors and bold "
+        "capitals matrices; $\\odot$ is the elementwise product, $\\operatorname{diag}(\\mathbf{v})$ the diagonal "
+        "matrix of $\\mathbf{v}$, $\\mathbf{1}$ a vector of ones, and a function of a vector applies to each entry."
+    )
+    names = [f"${latex(seq())}$ names ${latex(definition)}$" for seq, definition in model.names]
+    text = " ".join((text, *(f"{listed(names).capitalize()}." for _ in names[:1]), *model.notes))
+    return Section("model", "The model", text + " The step:", displays(equations))
 
 
 def _output_section(model, derivation):
     weight = r"$\frac{1}{T}$ times " if model.mean else ""
-    equations = tuple(
+    equations = [
         equation(
             latex(Adj(seq())),
             _named(model, value),
-            f"Only the step-$t$ loss reads ${latex(seq())}$: {weight}the derivative of ${latex(model.loss)}$, {model.loss.derivative_in_words}.",
+            f"Only the step-$t$ loss reads ${latex(seq())}$, so its adjoint is {weight}the derivative of "
+            f"${latex(model.loss)}$, {model.loss.derivative_in_words}:",
         )
         for seq, value in derivation.output_adjoints.items()
-    )
-    return Section("Gradient of the loss with respect to the outputs", "", equations)
+    ]
+    return Section("outputs", "Gradient of the loss with respect to the outputs", "", displays(equations), ("adjoint",))
 
 
 def _intermediate_section(model, derivation):
-    equations = tuple(
-        equation(
-            latex(Adj(seq())),
-            derivation.intermediate(seq),
-            f"Chain rule through {_through(derivation.intermediates[seq])}."
-            + ("" if seq in derivation.named else " Substituted into the results below."),
+    equations = [equation(latex(Adj(seq())), derivation.intermediate(seq)) for seq in reversed(model.intermediates)]
+    named = [maths(seq()) for seq in model.intermediates if seq in derivation.named]
+    substituted = [maths(seq()) for seq in model.intermediates if seq not in derivation.named]
+    if not substituted:
+        kept = "Each keeps its name in the results below."
+    elif not named:
+        kept = f"Each is a single term with at most one diagonal factor, so it is substituted where it is used ({listed(substituted)})."
+    else:
+        kept = (
+            f"An adjoint that is a single term with at most one diagonal factor ({listed(substituted)}) is substituted "
+            f"where it is used; the others ({listed(named)}) keep their names in the results below."
         )
-        for seq in reversed(model.intermediates)
-    )
     text = (
-        "An intermediate adjoint that is a single term with at most one diagonal factor is substituted where it is used; "
-        "any other (a gate's, or one read twice) keeps its name, and the results below use it."
+        f"Each by the chain rule through the equations of the step that read it, from the step's last equation "
+        f"back to its first. {kept}"
     )
-    return Section("Intermediate adjoints", text, equations)
+    return Section("intermediates", "Intermediate adjoints", text, displays(equations), ("adjoint",))
 
 
-def _state_section(model, derivation):
+def _state_section(derivation):
     equations = []
     for seq in derivation.states:
         same = [c for c in derivation.states[seq] if c.when != NEXT]
         nxt = [c for c in derivation.states[seq] if c.when == NEXT]
-        equations.append(
+        at_end = through(same, T) or "nothing"
+        equations += [
             equation(
                 latex(Adj(seq(T))),
                 derivation.terminal(seq),
-                f"At the last step only {_through(same, T) or 'nothing'} reads ${latex(seq(T))}$.",
-            )
-        )
-        equations.append(
+                f"At the last step only {at_end} reads ${latex(seq(T))}$:",
+            ),
             equation(
                 latex(Adj(seq())),
                 derivation.recursion(seq),
-                f"For $t < T$, chain rule through {_through(derivation.states[seq])}.",
-            )
-        )
-        equations.append(
+                f"For $t < T$, by the chain rule through {through(derivation.states[seq])}:",
+            ),
             equation(
                 latex(Adj(seq(0))),
                 derivation.initial(seq),
-                f"The initial state is read by step 1 only: {_through(nxt, 0)}.",
-            )
-        )
+                f"The initial state is read by step 1 only, through {through(nxt, 0)}:",
+            ),
+        ]
+    text = "Computed from $t = T$ down to $t = 0$."
     return Section(
-        "Backpropagation through time: the state adjoints", "Computed from $t = T$ down to $t = 0$.", tuple(equations)
+        "backward", "Backpropagation through time: the state adjoints", text, displays(equations), ("adjoint",)
     )
 
 
 def _forcing_section(model, derivation):
-    equations = []
+    parts, equations = [], []
     for seq, replacement in model.teacher_forcing:
         cut = [c for c in derivation.forced[seq] if c.when == NEXT]
-        free = matrix_sum(c.value for c in derivation.forced[seq])
-        equations.append(
-            equation(
-                latex(Adj(seq())),
-                free,
-                f"Free-running, {_through(cut)} reads ${latex(seq())}$, and this term would carry the gradient back "
-                f"through time. Under teacher forcing step $t+1$ reads ${latex(replacement)}$ instead: "
-                f"${latex(seq())}$ is data, nothing flows into it, and the term is cut.",
-            )
+        value, data = maths(seq()), maths(replacement)
+        parts.append(
+            f"Free-running, step $t+1$ would read {value} through {through(cut)}, and the gradient would flow back "
+            f"through it to step $t$. Under teacher forcing step $t+1$ reads {data} instead: "
+            f"{value} is data, nothing flows into it, and the term is cut. Below, {value} for $t \\ge 1$ stands for "
+            f"{data}, its value in training."
         )
         equations.append(
             equation(
                 latex(Adj(seq(0))),
                 derivation.initial(seq),
-                f"The given ${latex(seq(0))}$ is still read by step 1: {_through(cut, 0)}.",
+                f"The given initial ${latex(seq(0))}$ is still read by step 1, through {through(cut, 0)}:",
             )
         )
     if derivation.states:
-        rest = ", ".join(f"${latex(s())}$" for s in derivation.states)
-        text = f"Backpropagation through time runs through {rest} only."
+        rest = listed(maths(s()) for s in derivation.states)
+        parts.append(f"Backpropagation through time runs through {rest} only.")
     else:
-        text = (
+        parts.append(
             "Every read of the past is now data: the Jacobian of step $t+1$ with respect to step $t$ is zero, "
             "no gradient flows back through time, and each gradient below is a plain sum over $t$ of per-step terms."
         )
-    return Section("Teacher forcing", text, tuple(equations))
-
-
-def _jacobian_named(form):
-    """The closed form with its ordered product written with the name A_k (a constant A's power stays written out)."""
-    if form.is_power:
-        return form
-    name = MatAt("A", k, form.jacobian.shape[0])
-    return replace(form, jacobian=name, expr=form.expr.xreplace({form.jacobian: name}))
-
-
-def _closed_form_sections(model, derivation):
-    if len(derivation.states) > 1:
-        return [block_section(derivation)]
-    out = []
-    for seq in derivation.states:
-        try:
-            form = closed_form(derivation, seq)
-        except NoClosedForm as why:
-            out.append(Section("Closed form", f"No closed form is shown: {why}.", ()))
-            continue
-        proved = all(a == b for a, b in recursion_residual(form))
-        check = (
-            " It satisfies the recursion: its $j = t$ term is the local term and the rest is $\\mathbf{A}_{t+1}$ "
-            "times the sum at $t+1$ (checked symbolically)."
-            if proved
-            else ""
-        )
-        named = _jacobian_named(form)
-        jacobian = rf"\left(\partial {latex(seq(k))} / \partial {latex(seq(k - 1))}\right)^\top"
-        order = (
-            "the same at every step, so the product of $j - t$ of them is a power."
-            if form.is_power
-            else "the product runs from $k = t+1$ on the left to $k = j$ on the right, the identity when $j = t$."
-        )
-        lhs = latex(Adj(seq()))
-        equations = [
-            equation(
-                latex(MatAt("A", k, form.jacobian.shape[0])),
-                form.jacobian,
-                f"The transposed Jacobian ${jacobian}$ of step $k$; {order}",
-            ),
-            equation(lhs, named.expr, "Unrolling the recursion from $t = T$." + check),
-        ]
-        if form.is_power:
-            equations.append(equation(lhs, form.reindexed(), "The same sum with $i = T + t - j$."))
-        out.append(Section("Closed form", "", tuple(equations)))
-    return out
-
-
-def _truncation_section(model, derivation, substituted):
-    equations = []
-    for seq in derivation.states:
-        lhs = latex(Adj(seq()))
-        equations.append(
-            equation(
-                lhs,
-                chunked(derivation, seq),
-                "Chunks of $\\tau$ steps: the state entering a chunk is detached, so the next step's term is dropped where $\\tau$ divides $t$.",
-            )
-        )
-        equations.append(
-            equation(
-                lhs,
-                randomized(derivation, seq),
-                "Randomized (Tallec and Ollivier, 2017): $P(\\xi_t = 0) = 1 - \\pi$, $P(\\xi_t = 1/\\pi) = \\pi$, independent, so $E[\\xi_t] = 1$.",
-            )
-        )
-        try:
-            form = _jacobian_named(closed_form(substituted, seq))
-        except NoClosedForm:
-            continue
-        equations.append(
-            equation(
-                lhs,
-                windowed(form),
-                "Window of $\\tau$ steps: the loss at step $j$ backpropagates to $t \\ge j - \\tau$ only; the closed form's sum stops early.",
-            )
-        )
-        equations.append(
-            equation(
-                lhs,
-                randomized_closed(form),
-                "The randomized recursion unrolled: every path from step $j$ back to $t$ carries a product of independent $\\xi_k$ with mean 1, so its expectation is the full closed form: the estimate is unbiased.",
-            )
-        )
-    equations += block_window(substituted)
-    text = "Each variant changes only the next step's term of the recursion; with $\\tau \\ge T$ (or $\\pi = 1$) it is full BPTT. The parameter gradients keep their form, with these adjoints."
-    return Section("Truncated backpropagation through time", text, tuple(equations))
-
-
-def _param_section(model, derivation):
-    equations = []
-    for p in model.params:
-        shared = f"${latex(p)}$ is shared by every step: sum over $t$ of the chain rule through "
-        whole, placed = split(derivation.param_gradient(p))
-        if whole:
-            rest = ", plus its blocks below" if placed else ""
-            lhs = rf"\frac{{\partial L}}{{\partial {latex(p)}}}"
-            equations.append(equation(lhs, matrix_sum(whole), shared + _through(derivation.params[p]) + rest + "."))
-        for block in placed:
-            lhs = rf"\frac{{\partial L}}{{\partial {latex(block.block)}}}"
-            comment = (
-                f"The steps read ${latex(p)}$ by blocks, so its gradient is theirs, each in its rows and columns "
-                "(counted from 1, both ends included), zero where no step reads it."
-                if block is placed[0]
-                else ""
-            )
-            equations.append(equation(lhs, block.value, comment))
-    return Section("Parameter gradients", "", tuple(equations))
+    return Section("forcing", "Teacher forcing", " ".join(parts), displays(equations), ("adjoint",))

@@ -1,22 +1,21 @@
 """The gradient-flow part of a derivation: the Jacobian product, its bound, powers of a constant
 Jacobian, clipping, and the diagonal paths of gated cells."""
 
-from bptt.derive.closed_form import k
+import sympy as sp
+
+from bptt.derive.closed_form import NoClosedForm, k
 from bptt.derive.elementwise import FUNCTIONS
-from bptt.derive.flow import eigen_power_step, gradient_flow
-from bptt.derive.nodes import T, t
-from bptt.documents.equation import Equation, Section, equation
+from bptt.derive.flow import eigen_power_step, gate, makeup
+from bptt.derive.nodes import T, matrix_sum, t
+from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
+from bptt.documents.prose import listed, maths, reason
 
 PASCANU = "Pascanu, Mikolov and Bengio, 2013"
-BLOCKS = (
-    " With several states the Jacobian of a step is a block matrix. Below are the blocks of the stacked closed "
-    "form's $\\mathbf{A}_k$, transposed; a state's adjoint there carries the paths through the states computed from "
-    "it in the same step."
-)
+SHORT = 3  # the most lines of a Jacobian written out again
 NO_BOUND = (
     " No bound of the form $(\\gamma \\sigma_{\\max}(\\mathbf{W}))^{T-t}$ is read off a sum of products: "
-    "the gates' values decide how much flows (bptt analyze measures it)."
+    "the values along each path decide how much flows."
 )
 
 
@@ -26,51 +25,73 @@ def _d(top, bottom):
     return rf"\frac{{\partial {top}}}{{\partial {latex(bottom)}}}"
 
 
-def flow_section(model):
+def flow_section(facts):
     """The Section on gradient flow through time of a model's derivation."""
-    flow = gradient_flow(model)
+    flow = facts.flow
+    if isinstance(flow, NoClosedForm):
+        text = f"The Jacobians between steps are not shown: {reason(flow)}."
+        return Section("flow", "Gradient flow through time", text, displays(_clipping(exploding=True)))
     if not flow.states:
         text = (
             "No step reads the past but as data (teacher forcing) or through a flat function: the Jacobian between "
-            "steps is zero, no gradient flows back through time, and nothing can vanish or explode. Clipping still "
-            "caps a step's size."
+            "steps is zero, no gradient flows back through time, and nothing can vanish or explode."
         )
-        return Section("Gradient flow through time", text, _clipping())
+        return Section("flow", "Gradient flow through time", text, displays(_clipping(exploding=False)))
     text = (
         "How the gradient of the loss at step $T$ reaches an earlier step $t$: through the Jacobians of the "
         "$T - t$ steps between (Dive into Deep Learning, 9.7; the WildML tutorial, part 3)."
     )
-    equations = _single(flow) if flow.jacobian is not None else _blocks(flow)
-    text += "" if flow.jacobian is not None else BLOCKS + NO_BOUND
-    equations += _carousels(flow) + _clipping()
-    return Section("Gradient flow through time", text, tuple(equations))
+    if flow.jacobian is None:
+        closed = facts.block is not None and not isinstance(facts.block, NoClosedForm)
+        shown = "the stacked closed form's block Jacobian $\\mathbf{A}_k$" if closed else "a block Jacobian"
+        text += (
+            f" With several states the Jacobian of a step is a block matrix, the transpose of {shown}: a state's "
+            "block carries the paths through the states computed from it in the same step." + NO_BOUND
+        )
+    equations = _single(flow) if flow.jacobian is not None else []
+    equations += _carousels(facts.model, flow) + _clipping(exploding=True)
+    return Section("flow", "Gradient flow through time", text, displays(equations), ("adjoint",))
 
 
 def _single(flow):
     seq = flow.states[0]
     lhs = _d(seq(T), seq(t))
     out = [
-        equation(
-            rf"\mathbf{{J}}_k = {_d(seq(k), seq(k - 1))}",
-            flow.jacobian,
-            "The step's Jacobian: the transpose of the closed form's $\\mathbf{A}_k$.",
+        _written_once(
+            equation(
+                rf"\mathbf{{J}}_k = {_d(seq(k), seq(k - 1))}",
+                flow.jacobian,
+                "The step's Jacobian, the transpose of the closed form's $\\mathbf{A}_k$:",
+            ),
+            r"\mathbf{A}_k^\top",
         )
     ]
     why = (
-        "The chain rule through the steps between, the newest step's Jacobian on the left: matrices do not "
-        "commute, so the order matters. Transposed, it is the closed form's $\\mathbf{A}_{t+1} \\cdots \\mathbf{A}_T$, "
-        f"which carries ${_d('L_T', seq(T))}$ back to ${_d('L_T', seq(t))}$."
+        "By the chain rule through the steps between, the newest step's Jacobian on the left (matrices do not "
+        "commute, so the order matters). Transposed, it is the closed form's $\\mathbf{A}_{t+1} \\cdots \\mathbf{A}_T$, "
+        f"which carries ${_d('L_T', seq(T))}$ back to ${_d('L_T', seq(t))}$"
     )
     if flow.is_power:
         power = f"{latex(flow.jacobian)}^{{T-t}}"
-        out.append(Equation(lhs, power, why + " Here every factor is the same matrix, a power."))
+        out.append(Equation(lhs, power, why + ". Here every factor is the same matrix, so it is a power:"))
         out += _bound(flow, lhs, f"\\left\\|{power}\\right\\|_2") + _eigen(flow, lhs, power)
     else:
-        if flow.bound is None:
-            why += NO_BOUND
-        out.append(Equation(lhs, r"\mathbf{J}_T \mathbf{J}_{T-1} \cdots \mathbf{J}_{t+1}", why))
+        out.append(
+            Equation(
+                lhs,
+                r"\mathbf{J}_T \mathbf{J}_{T-1} \cdots \mathbf{J}_{t+1}",
+                why + "." + (NO_BOUND if flow.bound is None else "") + " So:",
+            )
+        )
         out += _bound(flow, lhs, r"\left\|\mathbf{J}_T \cdots \mathbf{J}_{t+1}\right\|_2")
     return out
+
+
+def _written_once(eq, name):
+    """A Jacobian the closed form writes out already, named (`A_k^T`) where it takes more than three lines."""
+    if len(eq.rows) <= SHORT:
+        return eq
+    return Equation(eq.lhs, name, eq.why.removesuffix(":") + ", written out there:")
 
 
 def _bound(flow, lhs, norm):
@@ -87,7 +108,7 @@ def _bound(flow, lhs, norm):
                 r"\gamma",
                 f"{sups} = {gamma}",
                 "The largest slope of the activation (1 for $\\tanh$, $\\frac{1}{4}$ for the sigmoid): every "
-                "diagonal factor of $\\mathbf{J}_k$ has norm at most $\\gamma$.",
+                "diagonal factor of $\\mathbf{J}_k$ has norm at most $\\gamma$:",
             )
         )
     slopes = " \\le \\gamma" if flow.bound.slopes else ""
@@ -99,7 +120,8 @@ def _bound(flow, lhs, norm):
         f"The norm of a product is at most the product of the norms, with {diag}"
         f"$\\left\\|\\mathbf{{W}}\\right\\|_2 = \\sigma_{{\\max}}(\\mathbf{{W}})$, the largest singular value ({PASCANU}). "
         "A base below 1 makes the gradient vanish exponentially in $T - t$ (a sufficient condition); "
-        f"exploding needs a base above 1, $\\sigma_{{\\max}} > {threshold}$ (a necessary condition)."
+        f"exploding needs a base above 1, $\\sigma_{{\\max}} > {threshold}$ (a necessary condition). This "
+        "upper bound is loose where the activations saturate or the weights' singular vectors do not line up:"
     )
     base = sigma if gamma == "1" else rf"{gamma} \, {sigma}"
     out.append(Equation(rf"\left\|{lhs}\right\|_2", rf"{norm} \le \left({base}\right)^{{T-t}}", why))
@@ -119,36 +141,28 @@ def _eigen(flow, lhs, power):
             "$\\boldsymbol{\\Lambda}^{T-t} = \\operatorname{diag}(\\lambda_i^{T-t})$: along an eigenvector the gradient is "
             "scaled by $\\lambda_i^{T-t}$, which vanishes for $|\\lambda_i| < 1$ and explodes for $|\\lambda_i| > 1$. "
             "For a normal matrix ($\\mathbf{Q}$ unitary) the norm of the power is exactly $\\rho^{T-t}$, "
-            "$\\rho$ the spectral radius.",
+            "$\\rho$ the spectral radius:",
         ),
         Equation(
             r"\mathbf{M}^{k} \mathbf{x}",
             r"\sum_{i} c_i \lambda_i^{k} \mathbf{v}_i",
             "The exercise of Dive into Deep Learning, 9.7: for a symmetric $\\mathbf{M}$ with orthonormal eigenvectors "
             "$\\mathbf{v}_i$, eigenvalues $|\\lambda_1| > |\\lambda_2| \\ge \\ldots$ and "
-            "$\\mathbf{x} = \\sum_i c_i \\mathbf{v}_i$, $c_1 \\ne 0$.",
+            "$\\mathbf{x} = \\sum_i c_i \\mathbf{v}_i$, $c_1 \\ne 0$:",
         ),
         Equation(
-            r"\operatorname{tan}^2 \theta_k",
+            r"\operatorname{tan}^2 \varphi_k",
             r"\sum_{i \ge 2} \frac{c_i^2}{c_1^2} \left(\frac{\lambda_i}{\lambda_1}\right)^{2k}"
-            r" \le \left(\frac{\lambda_2}{\lambda_1}\right)^{2k} \operatorname{tan}^2 \theta_0",
-            "The angle $\\theta_k$ between $\\mathbf{M}^k \\mathbf{x}$ and $\\mathbf{v}_1$ shrinks at the rate "
-            "$|\\lambda_2| / |\\lambda_1|$ per step, so $|\\cos \\theta_k| \\to 1$: powers align with the top eigenvector "
-            "(power iteration), and the gradient with it.",
+            r" \le \left(\frac{\lambda_2}{\lambda_1}\right)^{2k} \operatorname{tan}^2 \varphi_0",
+            "The angle $\\varphi_k$ between $\\mathbf{M}^k \\mathbf{x}$ and $\\mathbf{v}_1$ shrinks at the rate "
+            "$|\\lambda_2| / |\\lambda_1|$ per step, so $|\\cos \\varphi_k| \\to 1$: powers align with the top "
+            "eigenvector (power iteration), and the gradient with them:",
         ),
     ]
     return out
 
 
-def _blocks(flow):
-    out = []
-    for (row, col), block in flow.blocks.items():
-        name = rf"\left(\mathbf{{A}}^{{{col.name}{row.name}}}_{{k}}\right)^\top"
-        out.append(equation(name, block, f"How ${latex(row(k))}$ moves with ${latex(col(k - 1))}$."))
-    return out
-
-
-def _carousels(flow):
+def _carousels(model, flow):
     out = []
     for found in flow.carousels:
         seq, vector = found.state, found.direct.vector
@@ -160,33 +174,93 @@ def _carousels(flow):
                 equation(
                     _d(seq(k), seq(k - 1)),
                     found.partial,
-                    f"The other states at step $k - 1$ held fixed: ${latex(seq())}$'s own equation reads "
-                    f"${latex(seq(t - 1))}$ through the diagonal ${direct}$.",
+                    f"With the other states at step $k - 1$ held fixed, ${latex(seq(k))}$'s own equation reads "
+                    f"${latex(seq(k - 1))}$ through the diagonal ${direct}${_others(model, found)}:",
                 )
             )
         out.append(
             Equation(
-                rf"\prod_{{k=t+1}}^{{T}} {direct}",
+                rf"{latex(found.direct.subs(k, T))} \cdots {latex(found.direct.subs(k, t + 1))}",
                 rf"\operatorname{{diag}}\left({factor} \odot \cdots \odot {last}\right)",
-                f"Along the direct path from ${latex(seq(t))}$ to ${latex(seq(T))}$ the factors are diagonal: they "
-                "multiply elementwise, with no weight matrix and no activation slope, so where they are near 1 the "
-                "gradient stays near 1 over long distances. It is the constant error carousel of Hochreiter and "
-                "Schmidhuber (1997), whose factor is 1; a forget gate (Gers et al., 2000) lets the cell learn when "
-                "to let it decay. Every other path passes through the weights and the gates' slopes, as above.",
+                _carousel_text(model, flow, found, direct),
             )
         )
     return out
 
 
-def _clipping():
+def _others(model, found):
+    """What the partial Jacobian holds besides the direct diagonal, read off its terms (peepholes: slopes)."""
+    others = [term for term in _terms(found.partial) if term != found.direct]
+    if not others:
+        return ", and nothing else"
+    rest = makeup(model, matrix_sum(others))
+    held = (
+        [
+            f"the slope{'s' if len(rest.slopes) > 1 else ''} of {listed(FUNCTIONS[n].latex.join('$$') for n in rest.slopes)}"
+        ]
+        if rest.slopes
+        else []
+    )
+    held += (
+        [f"the parameter{'s' if len(rest.scales) > 1 else ''} {listed(maths(p) for p in rest.scales)}"]
+        if rest.scales
+        else []
+    )
+    held += (
+        [f"the weight{'s' if len(rest.weights) > 1 else ''} {listed(maths(p) for p in rest.weights)}"]
+        if rest.weights
+        else []
+    )
+    kind = "diagonal terms" if rest.diagonal else "terms"
+    return f" and through other {kind}" + (f", which hold {listed(held)}" if held else "")
+
+
+def _carousel_text(model, flow, found, direct):
+    """The direct path's product, said from what the factors are: always diagonal, a gate or not."""
+    seq, own = found.state, makeup(model, found.direct)
+    slope = (
+        f"but a slope of {listed(FUNCTIONS[n].latex.join('$$') for n in own.slopes)}"
+        if own.slopes
+        else "and no activation slope"
+    )
+    text = (
+        f"Along the direct path from ${latex(seq(t))}$ to ${latex(seq(T))}$, where each step reads the last through "
+        f"${direct}$, the factors are diagonal: they multiply elementwise, with no weight matrix {slope}, so where "
+        "they are near 1 the gradient stays near 1 over long distances. It is the constant error carousel of "
+        "Hochreiter and Schmidhuber (1997), whose factor is 1."
+    )
+    gated = gate(model, found.direct.vector)
+    if gated is not None:
+        text += (
+            f" Here the factor is the gate ${latex(gated(k))}$, a sigmoid the cell computes at every step: it learns "
+            f"when to carry the gradient (${latex(gated(k))}$ near 1) and when to let it decay."
+        )
+    paths = makeup(model, flow.jacobian) if flow.jacobian is not None else None
+    if len(_terms(found.partial)) > 1 or paths is not None and not paths.diagonal:
+        text += " The other paths pass through the other terms of the step's Jacobian, as above."
+    return text + " So:"
+
+
+def _clipping(exploding):
+    why = (
+        "Clipping the gradient by its norm (Pascanu et al., 2013): $\\mathbf{g}$ holds the gradients of every "
+        "parameter and initial state, $\\left\\|\\mathbf{g}\\right\\|$ is their joint norm and $g_{\\max}$ the "
+        "largest norm allowed. The direction is kept and the norm becomes "
+        "$\\min(\\left\\|\\mathbf{g}\\right\\|, g_{\\max})$"
+        + (
+            ": a step stays bounded when the product of Jacobians explodes; it does nothing for vanishing gradients:"
+            if exploding
+            else ", which caps a step's size:"
+        )
+    )
     return [
         Equation(
-            r"\operatorname{clip}_\theta(\mathbf{g})",
-            r"\min\left(1, \frac{\theta}{\left\|\mathbf{g}\right\|}\right) \mathbf{g}",
-            "What the generated module's clip\\_grads(grads, $\\theta$) does: $\\mathbf{g}$ holds every array it is given "
-            "(the parameters' gradients and the initial states'), $\\left\\|\\mathbf{g}\\right\\|$ is their global "
-            "norm. The direction is kept and the norm becomes $\\min(\\left\\|\\mathbf{g}\\right\\|, \\theta)$: "
-            "a step stays bounded when the product above explodes (Pascanu et al., 2013); "
-            "it does nothing for vanishing gradients.",
+            r"\operatorname{clip}(\mathbf{g})",
+            r"\min\left(1, \frac{g_{\max}}{\left\|\mathbf{g}\right\|}\right) \mathbf{g}",
+            why,
         )
     ]
+
+
+def _terms(expr):
+    return expr.args if isinstance(expr, sp.MatAdd) else (expr,)

@@ -71,7 +71,13 @@ def _dotted(letters):
 def bold(name):
     """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`, `W1` -> `\\mathbf{W}^{(1)}`."""
     base, _, sub = name.partition("_")
-    return layer(base) + (rf"_\textrm{{{sub}}}" if sub else "")
+    return layer(base) + _subscript(sub)
+
+
+def _subscript(sub):
+    """A name's subscript in upright letters, `_\\textrm{hh}`; an underscore in it (W_h1_h1) escaped."""
+    escaped = sub.replace("_", r"\_")
+    return rf"_\textrm{{{escaped}}}" if sub else ""
 
 
 class BPTTLatexPrinter(LatexPrinter):
@@ -93,7 +99,7 @@ class BPTTLatexPrinter(LatexPrinter):
         if isinstance(of, SeqAt):
             return rf"{layer(of.name, _dotted)}_{{{time_index(of.time)}}}"
         base, _, sub = of.name.partition("_")
-        return layer(base, _dotted) + (rf"_\textrm{{{sub}}}" if sub else "")
+        return layer(base, _dotted) + _subscript(sub)
 
     def _print_Adj(self, expr):
         return rf"\frac{{\partial L}}{{\partial {self._print(expr.of)}}}"
@@ -160,7 +166,9 @@ class BPTTLatexPrinter(LatexPrinter):
         return rf"\xi_{{{time_index(expr.args[0])}}}"
 
     def _print_Kept(self, expr):
-        return rf"\left[{self._print(expr.args[1])} \nmid {time_index(expr.args[0])}\right]"  # Iverson bracket: 1 if true
+        return (
+            rf"\left[{self._print(expr.args[1])} \nmid {time_index(expr.args[0])}\right]"  # Iverson bracket: 1 if true
+        )
 
     def _print_Min(self, expr):
         return r"\min(" + ", ".join(time_index(a) for a in sorted(expr.args, key=str)) + ")"
@@ -174,11 +182,13 @@ class BPTTLatexPrinter(LatexPrinter):
         return rf"\sum_{{{expr.index}={time_index(expr.start)}}}^{{{end}}}"
 
     def _print_TimeProduct(self, expr):
-        return rf"\left({self.product_sign(expr)} {self._wrap_sum(expr.body)}\right)"
-
-    def product_sign(self, expr):
-        """`\\prod_{k=t+1}^{j}`: a TimeProduct's sign with its bounds."""
-        return rf"\prod_{{{expr.index}={time_index(expr.start)}}}^{{{time_index(expr.end)}}}"
+        """The ordered product written out, its order in plain sight: `A_{t+1} A_{t+2} \\cdots A_{j}`
+        (a descending one `G_{t} G_{t-1} \\cdots G_{i+1}`), never a \\prod that hides which factor is on the left."""
+        first, second, last = expr.start, expr.start + 1, expr.end
+        if expr.descending:
+            first, second, last = expr.end, expr.end - 1, expr.start
+        factors = [self._wrap_sum(expr.body.subs(expr.index, time)) for time in (first, second, last)]
+        return rf"\left({factors[0]} {factors[1]} \cdots {factors[2]}\right)"
 
     def _print_MatAdd(self, expr):
         terms = sorted(expr.args, key=term_order)

@@ -2,25 +2,29 @@
 
 The printer's one-line LaTeX of an expression is cut into pieces at the places a line may break:
 before each term of a sum (and of a sum in parentheses, closed with `\\right.` at the line's end and
-reopened with `\\left.` on the next), before each factor of a product, before each `\\odot`. Pieces
-are packed greedily into lines under the page width (widths estimated by derive.width); when a
-piece overflows, the line breaks at its best place, a term before a factor and an outer place
-before an inner one, the latest such place on the line. The pieces joined are the one-line LaTeX.
+reopened with `\\left.` on the next) and before each `\\odot`, so that every continuation line starts
+with its operator. A product of factors is never broken: its factors stay on one line. Pieces are
+packed greedily into lines under the page width (widths estimated by derive.width); when a piece
+overflows, the line breaks at its best place, an outer place before an inner one, the latest such
+place on the line. The pieces joined are the one-line LaTeX.
 """
 
 from dataclasses import dataclass, replace
 
 import sympy as sp
 
-from bptt.derive.nodes import TimeProduct, TimeSum
-from bptt.documents.latex import BPTTLatexPrinter, parenthesized, term_order
+from bptt.derive.elementwise import Apply, lookup
+from bptt.derive.nodes import Diag, Softmax, TimeSum
+from bptt.derive.order import term_order
+from bptt.documents.latex import BPTTLatexPrinter, latex, parenthesized
 from bptt.documents.width import width
 
 PAGE = 483.7  # the text width of a4 paper with 2 cm margins, in points
 BUDGET = 0.9 * PAGE  # what an equation may take, in estimated points: the estimate is within 10% of the real width
 INDENT = r"\quad"  # before a continuation line
 
-TERM, FACTOR = 0, 1  # kinds of break, best first
+TERM, FACTOR = 0, 1  # kinds of break, best first: before a term's sign or an \\odot; between two factors
+PLAIN, CALLS, FACTORS = 0, 1, 2  # how far the cutter reaches: sums and odots; inside diag(...), tanh(...); factors
 
 
 @dataclass(frozen=True)
@@ -37,8 +41,9 @@ class Piece:
 class _Cutter:
     """The pieces of an expression, following BPTTLatexPrinter's layout."""
 
-    def __init__(self):
+    def __init__(self, reach=PLAIN):
         self.printer = BPTTLatexPrinter()
+        self.reach = reach  # CALLS: break inside diag(...), tanh(...) too; FACTORS: between factors, the last resort
 
     def pieces(self, expr, depth):
         if isinstance(expr, sp.MatAdd):
@@ -48,12 +53,25 @@ class _Cutter:
         if isinstance(expr, sp.HadamardProduct):
             parts = [self.wrapped(arg, depth) for arg in expr.args]
             return _joined(parts, r"\odot ", TERM)
+        if self.reach >= CALLS and isinstance(expr, (Diag, Apply, Softmax)):
+            return self.called(expr, depth)
+        if self.reach >= CALLS and isinstance(expr, sp.HadamardPower):
+            inside = self.wrapped(expr.base, depth)
+            power = rf"^{{\odot {self.printer.doprint(expr.exp)}}}"
+            return inside[:-1] + [replace(inside[-1], text=inside[-1].text + power)]
         if isinstance(expr, TimeSum):
             return _prefixed(self.printer.sum_sign(expr), self.summed(expr.body, depth))
-        if isinstance(expr, TimeProduct):
-            inner = self.summed(expr.body, depth + 1)
-            return _enclosed(_prefixed(self.printer.product_sign(expr), inner), depth)
-        return [Piece(self.printer.doprint(expr), depth=depth)]
+        return [Piece(latex(expr), depth=depth)]
+
+    def called(self, expr, depth):
+        """diag(v), tanh(a), softmax(s): the function's name, then its argument's pieces in parentheses."""
+        if isinstance(expr, Diag):
+            head, arg = r"\operatorname{diag}", expr.vector
+        elif isinstance(expr, Softmax):
+            head, arg = r"\operatorname{softmax}", expr.arg
+        else:
+            head, arg = lookup(expr.function).latex, expr.arg
+        return _prefixed(head, _enclosed(self.pieces(arg, depth + 1), depth), glue="")
 
     def sum_pieces(self, expr, depth):
         out = []
@@ -69,12 +87,11 @@ class _Cutter:
     def product_pieces(self, expr, depth):
         coeff, factors = expr.as_coeff_matrices()
         parts = [self.wrapped(factor, depth) for factor in factors]
-        out = _joined(parts, "", FACTOR)
+        out = _joined(parts, "", FACTOR if self.reach >= FACTORS else None)
         if coeff == -1:
             return _prefixed("-", out, glue="")
         if coeff != 1:
-            first = replace(out[0], glue=" ", kind=FACTOR)
-            return [Piece(self.printer.doprint(coeff), depth=depth), first, *out[1:]]
+            return _prefixed(self.printer.doprint(coeff), out)
         return out
 
     def wrapped(self, expr, depth):
@@ -91,11 +108,17 @@ class _Cutter:
 
 
 def _joined(parts, operator, kind):
-    """Lists of pieces, one after the other, each after the first starting with operator."""
+    """Lists of pieces, one after the other, each after the first starting with operator; a break of
+    `kind` before each (None: the parts are glued, each to the last piece of the one before)."""
     out = list(parts[0])
     for part in parts[1:]:
         first, *rest = part
-        out += [replace(first, text=operator + first.text, glue=" ", kind=kind), *rest]
+        if kind is None:
+            last = out.pop()
+            first = replace(last, text=last.text + " " + operator + first.text)
+            out += [first, *rest]
+        else:
+            out += [replace(first, text=operator + first.text, glue=" ", kind=kind), *rest]
     return out
 
 
@@ -112,9 +135,9 @@ def _enclosed(pieces, depth):
     return out[:-1] + [replace(out[-1], text=out[-1].text + r"\right)")]
 
 
-def pieces(expr):
+def pieces(expr, reach=PLAIN):
     """The pieces of an expression's LaTeX; joined with their glue they are latex(expr)."""
-    return _Cutter().pieces(expr, 0)
+    return _Cutter(reach).pieces(expr, 0)
 
 
 def pack(items, first, rest):
@@ -137,15 +160,44 @@ def _width(line):
     return sum(width(piece.text) for piece in line)
 
 
-def lines(expr, lhs):
-    """The right-hand side of `lhs = expr` as LaTeX lines that fit the page beside lhs."""
-    beside = width(lhs)
-    packed = pack(pieces(expr), BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
+def merged_diagonals(expr):
+    """expr with every run of diagonal factors of a product written as one, diag(a) diag(b) = diag(a * b):
+    shorter, and breakable at its odot, for a product too long for a line (it is never broken between factors)."""
+
+    def merge(product):
+        coeff, factors = product.as_coeff_matrices()
+        out = []
+        for factor in factors:
+            if isinstance(factor, Diag) and out and isinstance(out[-1], Diag):
+                vectors = [v for d in (out.pop(), factor) for v in _hadamard_args(d.vector)]
+                factor = Diag(sp.HadamardProduct(*vectors))
+            out.append(factor)
+        return sp.MatMul(coeff, *out).doit(deep=False) if len(out) < len(factors) else product
+
+    return expr.replace(lambda e: isinstance(e, sp.MatMul), merge)
+
+
+def _hadamard_args(vector):
+    return vector.args if isinstance(vector, sp.HadamardProduct) else (vector,)
+
+
+def overflows(rows, beside):
+    """Whether a row of broken lines is wider than the budget beside a left-hand side `beside` points wide."""
+    return any(width(row) > BUDGET - beside - width(INDENT) for row in rows)
+
+
+def lines(expr, lhs, beside=None, reach=PLAIN):
+    """The right-hand side of `lhs = expr` as LaTeX lines that fit the page beside lhs (or beside a
+    left-hand side `beside` points wide, the widest of a display's equations). reach: CALLS to break
+    inside the parentheses of diag(...), tanh(...) and softmax(...) too, where a product does not fit a line;
+    FACTORS, the last resort, between two factors too, the line after starting with an explicit \\cdot."""
+    beside = width(lhs) if beside is None else beside
+    packed = pack(pieces(expr, reach), BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
     out = []
     for n, line in enumerate(packed):
         opened = line[0].depth if n else 0
         closed = packed[n + 1][0].depth if n + 1 < len(packed) else 0
-        start = r"\left. " * opened + ("{}" if n and line[0].kind == TERM else "")
+        start = r"\left. " * opened + {TERM: "{}", FACTOR: r"\cdot "}.get(line[0].kind, "") * bool(n)
         body = "".join(piece.glue + piece.text for piece in line[1:])
         out.append(start + line[0].text + body + r" \right." * closed)
     return tuple(out)

@@ -130,7 +130,7 @@ def _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following
     h = cache["h"]
     o = cache["o"]
     _ones = work["_ones"]
-    d_a = work["d_a"]
+    d_a = work["d_a"]  # d_h's array, reused (a view of all of it)
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -182,7 +182,9 @@ def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None, ch
         keep = _truncation_weights(mode, value, T, rng, dtype)
         sizes.update(T=T, B=B)
         initial = (h0, o0)
-        return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize)
+        return _checkpointed(
+            mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
+        )
     work = _workspace(_forward_arrays, T, B, sizes, dtype)
     _forward(params, sizes, x, y, h0, o0, work)
     loss = _softmax_cross_entropy(work["s"], y, B)  # the outputs become dL/ds_t
@@ -217,60 +219,44 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     grads = {}
     units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
     units_n_q = _directions(np.ones((B, 1), dtype), n_q)  # every direction of a vector of q entries
-    # U: tangents along every entry of U
-    dot_h = np.zeros((U.size, B, n_h), dtype)
-    total = np.zeros(U.size, dtype)
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_U = slice(0, U.size)
+    along_W = slice(along_U.stop, along_U.stop + W.size)
+    along_R = slice(along_W.stop, along_W.stop + R.size)
+    along_b = slice(along_R.stop, along_R.stop + b.size)
+    along_h0 = slice(along_b.stop, along_b.stop + n_h)
+    along_o0 = slice(along_h0.stop, along_h0.stop + n_q)
+    along_V = slice(along_o0.stop, along_o0.stop + V.size)
+    along_c = slice(along_V.stop, along_V.stop + c.size)
+    directions = along_o0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_h = np.zeros((directions, B, n_h), dtype)
+    dot_h[along_h0] = units_n_h
+    dot_o = np.zeros((directions, B, n_q), dtype)
+    dot_o[along_o0] = units_n_q
+    total = np.zeros((B, along_c.stop), dtype)  # every gradient, per sample: its rows along it
     for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(x[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(U) x_t + W dot(h_{t-1}))
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["U"] = total.reshape(U.shape)
-    # W: tangents along every entry of W
-    dot_h = np.zeros((W.size, B, n_h), dtype)
-    total = np.zeros(W.size, dtype)
-    for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(h[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(W) h_{t-1} + W dot(h_{t-1}))
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["W"] = total.reshape(W.shape)
-    # R: tangents along every entry of R
-    dot_h = np.zeros((R.size, B, n_h), dtype)
-    total = np.zeros(R.size, dtype)
-    for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (_directions(o[t - 1], n_h) + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(R) o_{t-1} + W dot(h_{t-1}))
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["R"] = total.reshape(R.shape)
-    # V: tangents along every entry of V
-    total = np.zeros(V.size, dtype)
-    for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-    grads["V"] = total.reshape(V.shape)
-    # b: tangents along every entry of b
-    dot_h = np.zeros((b.size, B, n_h), dtype)
-    total = np.zeros(b.size, dtype)
-    for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (units_n_h + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (dot(b) + W dot(h_{t-1}))
-        total += np.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-    grads["b"] = total.reshape(b.shape)
-    # c: tangents along every entry of c
-    total = np.zeros(c.size, dtype)
-    for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", units_n_q, d_s[t - 1])
-    grads["c"] = total.reshape(c.shape)
-    # h0: tangents along every entry of h0, for each sample
-    dot_h = units_n_h
-    total = np.zeros((B, n_h), dtype)
-    for t in range(1, T + 1):
-        dot_h = (1 - h[t] ** 2) * (dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) W dot(h_{t-1})
-        total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-    grads["h0"] = total
-    # o0: tangents along every entry of o0, for each sample
-    dot_h = np.zeros((n_q, B, n_h), dtype)
-    zero = np.zeros_like(units_n_q)
-    total = np.zeros((B, n_q), dtype)
-    for t in range(1, T + 1):
-        dot_o = units_n_q if t == 1 else zero  # dot(o_0) enters step 1 only
-        dot_h = (1 - h[t] ** 2) * (dot_o @ R.T + dot_h @ W.T)  # dot(h_t) = diag(1 - h_t^2) (R dot(o_{t-1}) + W dot(h_{t-1}))
-        total += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-    grads["o0"] = total
+        # dot(a_t) = dot(b) + dot(U) x_t + dot(R) o_{t-1} + dot(W) h_{t-1} + R dot(o_{t-1}) + W dot(h_{t-1})
+        dot_a = dot_o @ R.T + dot_h @ W.T
+        dot_a[along_U] += _directions(x[t - 1], n_h)  # dot(U) x_t
+        dot_a[along_W] += _directions(h[t - 1], n_h)  # dot(W) h_{t-1}
+        dot_a[along_R] += _directions(o[t - 1], n_h)  # dot(R) o_{t-1}
+        dot_a[along_b] += units_n_h  # dot(b)
+        # dot(h_t) = diag(1 - h_t^2) dot(a_t)
+        dot_h = (1 - h[t] ** 2) * dot_a
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(c) + dot(V) h_t + V dot(h_t)
+        total[:, :directions] += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
+        total[:, along_V] += np.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
+        total[:, along_c] += np.einsum("pbk,bk->bp", units_n_q, d_s[t - 1])  # dot(c)
+        # dot(o_t) = 0: o_t is data
+        dot_o = np.zeros((directions, B, n_q), dtype)
+    grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
+    grads["W"] = total[:, along_W].sum(axis=0).reshape(W.shape)
+    grads["R"] = total[:, along_R].sum(axis=0).reshape(R.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["b"] = total[:, along_b].sum(axis=0).reshape(b.shape)
+    grads["c"] = total[:, along_c].sum(axis=0).reshape(c.shape)
+    grads["h0"] = total[:, along_h0].copy()
+    grads["o0"] = total[:, along_o0].copy()
     return loss, grads
 
 
@@ -333,7 +319,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     h = cache["h"]
     _k1 = work["_k1"]
     _step_h = work["_step_h"]
-    d_a = work["d_a"]
+    d_a = work["d_a"]  # d_h's array, reused (a view of all of it)
     d_h = work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -600,12 +586,16 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as intp
     (what indexing takes: a uint64 index array is refused)."""
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     if labels.min() < 0 or labels.max() >= sizes[classes]:
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(np.intp, copy=False)
 
 
@@ -714,7 +704,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -747,7 +738,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)
@@ -810,7 +803,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
@@ -925,7 +918,9 @@ def _bytes(text):
     return int(number) * _UNITS[unit]
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
@@ -989,7 +984,9 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     steps = _budget(checkpoints, step, step)[0]
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
         part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(totals, part, a == 0)

@@ -9,7 +9,8 @@ One step at time t:
     z_t = V s_t
     L = sum_t -log softmax(z_t)[y_t]
 
-Arrays are time-major: xs is (T, B) integer indices in range(d), outputs (T, B, q), ys (T, B) integer labels in range(q).
+Arrays are time-major: xs is (T, B) integer indices in range(d), outputs (T, B, q), ys (T, B) integer labels in
+range(q).
 Parameters keep the shapes of the maths: U (h, d), W (h, h), V (q, h).
 
 Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
@@ -162,7 +163,9 @@ def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints
         keep = _truncation_weights(mode, value, T, rng, dtype)
         sizes.update(T=T, B=B)
         initial = (s0,)
-        return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize)
+        return _checkpointed(
+            mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
+        )
     work = _workspace(_forward_arrays, T, B, sizes, dtype)
     _forward(params, sizes, x, s0, work)
     loss = _softmax_cross_entropy(work["z"], y, B)  # the outputs become dL/dz_t
@@ -193,32 +196,28 @@ def forward_mode_grads(params, xs, ys, s0=None):
     T, B = d_z.shape[0], d_z.shape[1]
     grads = {}
     units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
-    # U: tangents along every entry of U
-    dot_s = np.zeros((U.size, B, n_h), dtype)
-    total = np.zeros(U.size, dtype)
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_U = slice(0, U.size)
+    along_W = slice(along_U.stop, along_U.stop + W.size)
+    along_s0 = slice(along_W.stop, along_W.stop + n_h)
+    along_V = slice(along_s0.stop, along_s0.stop + V.size)
+    directions = along_s0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_s = np.zeros((directions, B, n_h), dtype)
+    dot_s[along_s0] = units_n_h
+    total = np.zeros((B, along_V.stop), dtype)  # every gradient, per sample: its rows along it
     for t in range(1, T + 1):
-        dot_s = (1 - s[t] ** 2) * (_directions(_onehot(x[t - 1], n_d, dtype), n_h) + dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) (dot(U) onehot(x_t) + W dot(s_{t-1}))
-        total += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
-    grads["U"] = total.reshape(U.shape)
-    # W: tangents along every entry of W
-    dot_s = np.zeros((W.size, B, n_h), dtype)
-    total = np.zeros(W.size, dtype)
-    for t in range(1, T + 1):
-        dot_s = (1 - s[t] ** 2) * (_directions(s[t - 1], n_h) + dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) (dot(W) s_{t-1} + W dot(s_{t-1}))
-        total += np.einsum("pbk,bk->p", dot_s @ V.T, d_z[t - 1])
-    grads["W"] = total.reshape(W.shape)
-    # V: tangents along every entry of V
-    total = np.zeros(V.size, dtype)
-    for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", _directions(s[t], n_q), d_z[t - 1])
-    grads["V"] = total.reshape(V.shape)
-    # s0: tangents along every entry of s0, for each sample
-    dot_s = units_n_h
-    total = np.zeros((B, n_h), dtype)
-    for t in range(1, T + 1):
-        dot_s = (1 - s[t] ** 2) * (dot_s @ W.T)  # dot(s_t) = diag(1 - s_t^2) W dot(s_{t-1})
-        total += np.einsum("pbk,bk->bp", dot_s @ V.T, d_z[t - 1])
-    grads["s0"] = total
+        # dot(s_t) = diag(1 - s_t^2) (dot(U) onehot(x_t) + dot(W) s_{t-1} + W dot(s_{t-1}))
+        dot_s = dot_s @ W.T
+        dot_s[along_U] += _directions(_onehot(x[t - 1], n_d, dtype), n_h)  # dot(U) onehot(x_t)
+        dot_s[along_W] += _directions(s[t - 1], n_h)  # dot(W) s_{t-1}
+        dot_s = (1 - s[t] ** 2) * dot_s
+        # every gradient += dL/dz_t^T dot(z_t), dot(z_t) = dot(V) s_t + V dot(s_t)
+        total[:, :directions] += np.einsum("pbk,bk->bp", dot_s @ V.T, d_z[t - 1])  # V dot(s_t)
+        total[:, along_V] += np.einsum("pbk,bk->bp", _directions(s[t], n_q), d_z[t - 1])  # dot(V) s_t
+    grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
+    grads["W"] = total[:, along_W].sum(axis=0).reshape(W.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["s0"] = total[:, along_s0].copy()
     return loss, grads
 
 
@@ -534,12 +533,16 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as intp
     (what indexing takes: a uint64 index array is refused)."""
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     if labels.min() < 0 or labels.max() >= sizes[classes]:
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(np.intp, copy=False)
 
 
@@ -648,7 +651,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -681,7 +685,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)
@@ -744,7 +750,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
@@ -859,7 +865,9 @@ def _bytes(text):
     return int(number) * _UNITS[unit]
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
@@ -923,7 +931,9 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     steps = _budget(checkpoints, step, step)[0]
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
         part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(totals, part, a == 0)

@@ -138,7 +138,9 @@ def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints
     if checkpoints is not None:
         sizes.update(T=x.shape[0], B=x.shape[1])
         initial = (o0,)
-        return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize)
+        return _checkpointed(
+            mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize
+        )
     loss, d_s, cache = _loss_and_output_gradient(params, x, y, o0)
     return loss, _gradients(_ages(mode, value), params, cache, d_s, keep)
 
@@ -175,7 +177,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
 
     For every entry of every parameter the derivative of the state along it is
     carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}),
-    in a jax.lax.scan per parameter. That is |theta| tangents of B x h numbers, each
+    in one jax.lax.scan for every parameter. That is |theta| tangents of B x h numbers, each
     pushed through the step's Jacobian: O(B h^2 |theta|) work per step against
     O(B h^2) for backward, so it is practical only for small models.
     """
@@ -200,66 +202,50 @@ def _forward_mode(params, x, y, o0):
     h = cache["h"]
     n_h = params["U"].shape[0]
     n_q = params["R"].shape[1]
-    T, B = d_s.shape[0], d_s.shape[1]
+    B = d_s.shape[1]
     dtype = params["U"].dtype
     grads = {}
-    units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
     units_n_q = _directions(jnp.ones((B, 1), dtype), n_q)  # every direction of a vector of q entries
+    units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_U = slice(0, U.size)
+    along_R = slice(along_U.stop, along_U.stop + R.size)
+    along_b = slice(along_R.stop, along_R.stop + b.size)
+    along_o0 = slice(along_b.stop, along_b.stop + n_q)
+    along_V = slice(along_o0.stop, along_o0.stop + V.size)
+    along_c = slice(along_V.stop, along_V.stop + c.size)
+    directions = along_o0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_o = jnp.zeros((directions, B, n_q), dtype)
+    dot_o = dot_o.at[along_o0].set(units_n_q)
 
-    # U: tangents along every entry of U
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of U."""
-        (x_t, h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", (1 - h_t ** 2) * _directions(x_t, n_h) @ V.T, d_s_t),))
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
+        (dot_o,) = carry
+        (x_t, o_prev, h_t, d_s_t) = inputs
+        total = jnp.zeros((B, along_c.stop), dtype)
+        # dot(a_t) = dot(b) + dot(U) x_t + dot(R) o_{t-1} + R dot(o_{t-1})
+        dot_a = dot_o @ R.T
+        dot_a = dot_a.at[along_U].add(_directions(x_t, n_h))  # dot(U) x_t
+        dot_a = dot_a.at[along_R].add(_directions(o_prev, n_h))  # dot(R) o_{t-1}
+        dot_a = dot_a.at[along_b].add(units_n_h)  # dot(b)
+        # dot(h_t) = diag(1 - h_t^2) dot(a_t)
+        dot_h = (1 - h_t ** 2) * dot_a
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(c) + dot(V) h_t + V dot(h_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t))  # V dot(h_t)
+        total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
+        total = total.at[:, along_c].add(jnp.einsum("pbk,bk->bp", units_n_q, d_s_t))  # dot(c)
+        # dot(o_t) = 0: o_t is data
+        dot_o = jnp.zeros((directions, B, n_q), dtype)
+        return ((dot_o,), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (), (x, h[1:], d_s))  # t = 1..T
-    grads["U"] = shares.sum(axis=0).reshape(U.shape)
-
-    # R: tangents along every entry of R
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of R."""
-        (o_prev, h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", (1 - h_t ** 2) * _directions(o_prev, n_h) @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (o[:-1], h[1:], d_s))  # t = 1..T
-    grads["R"] = shares.sum(axis=0).reshape(R.shape)
-
-    # V: tangents along every entry of V
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of V."""
-        (h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(h_t, n_q), d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s))  # t = 1..T
-    grads["V"] = shares.sum(axis=0).reshape(V.shape)
-
-    # b: tangents along every entry of b
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b."""
-        (h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", (1 - h_t ** 2) * units_n_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s))  # t = 1..T
-    grads["b"] = shares.sum(axis=0).reshape(b.shape)
-
-    # c: tangents along every entry of c
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of c."""
-        (d_s_t,) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", units_n_q, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (d_s,))  # t = 1..T
-    grads["c"] = shares.sum(axis=0).reshape(c.shape)
-
-    # o0: tangents along every entry of o0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of o0."""
-        (h_t, d_s_t, t) = inputs
-        dot_o = jnp.where(t == 1, units_n_q, 0)  # dot(o_0) enters step 1 only
-        return ((), (jnp.einsum("pbk,bk->bp", (1 - h_t ** 2) * (dot_o @ R.T) @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s, jnp.arange(1, T + 1)))  # t = 1..T
-    grads["o0"] = shares.sum(axis=0)
+    _, (shares,) = jax.lax.scan(_step, (dot_o,), (x, o[:-1], h[1:], d_s))  # t = 1..T
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
+    grads["R"] = total[:, along_R].sum(axis=0).reshape(R.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["b"] = total[:, along_b].sum(axis=0).reshape(b.shape)
+    grads["c"] = total[:, along_c].sum(axis=0).reshape(c.shape)
+    grads["o0"] = total[:, along_o0]
     return loss, grads
 
 
@@ -295,28 +281,32 @@ _apply.defvjp(_apply_forward, _apply_backward)
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _apply_checkpointed(how, params, x, y, initial, keep):
+def _apply_checkpointed(how, params, x, ys, initial, keep):
     """The outputs; how = (mode, value, checkpoints), static."""
-    return _apply_checkpointed_forward(how, params, x, y, initial, keep)[0]
+    return _apply_checkpointed_forward(how, params, x, ys, initial, keep)[0]
 
 
-def _apply_checkpointed_forward(how, params, x, y, initial, keep):
+def _apply_checkpointed_forward(how, params, x, ys, initial, keep):
     """The outputs, and as residuals the states the schedule's first forward pass keeps (_forward_kept)."""
     mode, value, checkpoints = how
     sizes, dtype = _param_sizes(params), params["U"].dtype
     sizes.update(T=x.shape[0], B=x.shape[1])
     states = tuple(initial[name] for name in STATES)
-    parts, kept = _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, jnp.dtype(dtype).itemsize)
-    return jnp.concatenate(parts), (params, x, y, states, kept, keep)
+    parts, kept = _forward_kept(
+        mode, value, params, sizes, dtype, x, ys, states, checkpoints, jnp.dtype(dtype).itemsize
+    )
+    return jnp.concatenate(parts), (params, x, ys, states, kept, keep)
 
 
 def _apply_checkpointed_backward(how, residuals, d_s):
     """The derived BPTT in bounded memory: the schedule after its first forward pass."""
     mode, value, checkpoints = how
-    params, x, y, states, kept, keep = residuals
+    params, x, ys, states, kept, keep = residuals
     sizes, dtype = _param_sizes(params), params["U"].dtype
     sizes.update(T=x.shape[0], B=x.shape[1])
-    _, grads = _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, jnp.dtype(dtype).itemsize, d_s, kept)
+    _, grads = _checkpointed(
+        mode, value, keep, params, sizes, dtype, x, ys, states, checkpoints, jnp.dtype(dtype).itemsize, d_s, kept
+    )
     initial = {name: grads[name] for name in STATES}
     return {name: grads[name] for name in PARAMS}, None, None, initial, None
 
@@ -470,13 +460,6 @@ def _ages(mode, value):
     return value + 1 if mode == "window" else None
 
 
-def _following(values, after=None):
-    """values at step t+1 for t = 1..T: at T, after (the value at step 1 of the next segment of steps), or
-    zero (nothing follows the last step)."""
-    last = jnp.zeros_like(values[:1]) if after is None else jnp.asarray(after, values.dtype)[None]
-    return jnp.concatenate([values[1:], last])
-
-
 def _directions(v, rows):
     """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
     shape (rows * cols, B, rows) for v of shape (B, cols)."""
@@ -549,13 +532,17 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays), of any
     integer dtype; returned as int64 (int32 without x64), so that every label dtype runs the same code."""
     if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
-        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     low, high = _label_range(labels)
     if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad][0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
 
 
@@ -664,7 +651,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -697,7 +685,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)
@@ -760,7 +750,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
@@ -875,7 +865,9 @@ def _bytes(text):
     return int(number) * _UNITS[unit]
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
@@ -958,7 +950,9 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     steps = _budget(checkpoints, step, step)[0]
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
         part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(totals, part, a == 0)

@@ -131,19 +131,6 @@ def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints
         return loss, _backward(mode, value, rng, params, sizes, cache, d_s)
 
 
-@torch.no_grad()
-def _checkpointed_loss(mode, value, rng, params, xs, ys, o0, checkpoints):
-    """loss_and_grads with checkpoints, its arguments checked here."""
-    sizes, dtype = _check_params(params)
-    device = params["U"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    y = _check_labels("ys", ys, sizes, "q", device)
-    o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype, True, device)
-    keep = _truncation_weights(mode, value, sizes["T"], rng, params["U"])
-    initial = (o0,)
-    return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
-
-
 def forward_mode_grads(params, xs, ys, o0=None):
     """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
 
@@ -166,40 +153,42 @@ def forward_mode_grads(params, xs, ys, o0=None):
         T, B = d_s.shape[0], d_s.shape[1]
         dtype, device = d_s.dtype, d_s.device
         grads = {}
-        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
-        units_n_q = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)  # every direction of a vector of q entries
-        # U: tangents along every entry of U
-        total = torch.zeros(U.numel(), dtype=dtype, device=device)
+        # every direction of a vector of q entries
+        units_n_q = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_q)
+        # every direction of a vector of h entries
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)
+        # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+        along_U = slice(0, U.numel())
+        along_R = slice(along_U.stop, along_U.stop + R.numel())
+        along_b = slice(along_R.stop, along_R.stop + b.numel())
+        along_o0 = slice(along_b.stop, along_b.stop + n_q)
+        along_V = slice(along_o0.stop, along_o0.stop + V.numel())
+        along_c = slice(along_V.stop, along_V.stop + c.numel())
+        directions = along_o0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+        dot_o = torch.zeros((directions, B, n_q), dtype=dtype, device=device)
+        dot_o[along_o0] = units_n_q
+        # every gradient, per sample: its rows along it
+        total = torch.zeros((B, along_c.stop), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(x[t - 1], n_h) @ V.T, d_s[t - 1])
-        grads["U"] = total.reshape(U.shape)
-        # R: tangents along every entry of R
-        total = torch.zeros(R.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", (1 - h[t] ** 2) * _directions(o[t - 1], n_h) @ V.T, d_s[t - 1])
-        grads["R"] = total.reshape(R.shape)
-        # V: tangents along every entry of V
-        total = torch.zeros(V.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-        grads["V"] = total.reshape(V.shape)
-        # b: tangents along every entry of b
-        total = torch.zeros(b.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", (1 - h[t] ** 2) * units_n_h @ V.T, d_s[t - 1])
-        grads["b"] = total.reshape(b.shape)
-        # c: tangents along every entry of c
-        total = torch.zeros(c.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", units_n_q, d_s[t - 1])
-        grads["c"] = total.reshape(c.shape)
-        # o0: tangents along every entry of o0, for each sample
-        zero = torch.zeros_like(units_n_q)
-        total = torch.zeros((B, n_q), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_o = units_n_q if t == 1 else zero  # dot(o_0) enters step 1 only
-            total += torch.einsum("pbk,bk->bp", (1 - h[t] ** 2) * (dot_o @ R.T) @ V.T, d_s[t - 1])
-        grads["o0"] = total
+            # dot(a_t) = dot(b) + dot(U) x_t + dot(R) o_{t-1} + R dot(o_{t-1})
+            dot_a = dot_o @ R.T
+            dot_a[along_U] += _directions(x[t - 1], n_h)  # dot(U) x_t
+            dot_a[along_R] += _directions(o[t - 1], n_h)  # dot(R) o_{t-1}
+            dot_a[along_b] += units_n_h  # dot(b)
+            # dot(h_t) = diag(1 - h_t^2) dot(a_t)
+            dot_h = (1 - h[t] ** 2) * dot_a
+            # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(c) + dot(V) h_t + V dot(h_t)
+            total[:, :directions] += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
+            total[:, along_V] += torch.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
+            total[:, along_c] += torch.einsum("pbk,bk->bp", units_n_q, d_s[t - 1])  # dot(c)
+            # dot(o_t) = 0: o_t is data
+            dot_o = torch.zeros((directions, B, n_q), dtype=dtype, device=device)
+        grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
+        grads["R"] = total[:, along_R].sum(axis=0).reshape(R.shape)
+        grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+        grads["b"] = total[:, along_b].sum(axis=0).reshape(b.shape)
+        grads["c"] = total[:, along_c].sum(axis=0).reshape(c.shape)
+        grads["o0"] = total[:, along_o0].clone()
     return loss, grads
 
 
@@ -241,6 +230,19 @@ class BPTT(torch.autograd.Function):
         return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
 
 
+@torch.no_grad()
+def _checkpointed_loss(mode, value, rng, params, xs, ys, o0, checkpoints):
+    """loss_and_grads with checkpoints, its arguments checked here."""
+    sizes, dtype = _check_params(params)
+    device = params["U"].device
+    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
+    y = _check_labels("ys", ys, sizes, "q", device)
+    o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype, True, device)
+    keep = _truncation_weights(mode, value, sizes["T"], rng, params["U"])
+    initial = (o0,)
+    return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
+
+
 class CheckpointedBPTT(torch.autograd.Function):
     """BPTT in bounded memory: CheckpointedBPTT.apply(checkpoints, truncate, rng, xs, ys, o0, *params), as
     BPTT.apply with checkpoints as for loss_and_grads. The forward pass keeps only the states the schedule
@@ -255,10 +257,9 @@ class CheckpointedBPTT(torch.autograd.Function):
         sizes.update(T=xs.shape[0], B=xs.shape[1])
         mode, value = _truncation(truncate, rng)
         dtype = params[0].dtype
-        initial = (o0,)
-        y = ys
-        parts, kept = _forward_kept(mode, value, named, sizes, dtype, xs, y, initial, checkpoints, dtype.itemsize)
-        ctx.inputs = (xs, y, initial, kept, checkpoints, mode, value, rng)
+        initial, targets = (o0,), ys
+        parts, kept = _forward_kept(mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize)
+        ctx.inputs = (xs, targets, initial, kept, checkpoints, mode, value, rng)
         ctx.sizes, ctx.given = sizes, (o0 is not None,)
         ctx.save_for_backward(*params)
         return torch.cat(parts)
@@ -271,9 +272,36 @@ class CheckpointedBPTT(torch.autograd.Function):
         ctx.inputs = None  # the kept states go as the schedule frees them
         keep = _truncation_weights(mode, value, xs.shape[0], rng, d_s)
         dtype = d_s.dtype
-        _, grads = _checkpointed(mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, d_s.contiguous(), kept)
+        _, grads = _checkpointed(
+            mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
+            d_s.contiguous(), kept
+        )
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+def _segment_forward(params, sizes, dtype, x, y, initial):
+    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
+    return _forward(params, sizes, dtype, x.device, x, y, *initial)
+
+
+def _segment_loss(s, y, T):
+    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t)."""
+    B = s.shape[1]
+    return _softmax_cross_entropy(s, y, B)
+
+
+def _states_at(cache, _step):
+    """Copies of the states at a step of a segment's cache, in STATES order."""
+    return (cache["o"][_step].clone(), )
+
+
+def _checkpoint_bytes(sizes, B, itemsize, ages):
+    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    _row = B * itemsize  # one sample's row of one step
+    return (n_q) * _row, (n_h + 2 * n_q) * _row, (4 * n_h) * _row
 
 
 class Model(torch.nn.Module):
@@ -281,7 +309,9 @@ class Model(torch.nn.Module):
     through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
     checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT)."""
 
-    def __init__(self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None):
+    def __init__(
+        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None
+    ):
         super().__init__()
         _truncation(truncate, rng)
         if checkpoints is not None:
@@ -394,30 +424,6 @@ def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following=No
 def _truncation_weights(mode, value, T, rng, like):
     """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
     return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
-
-
-def _segment_forward(params, sizes, dtype, x, y, initial):
-    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
-    return _forward(params, sizes, dtype, x.device, x, y, *initial)
-
-
-def _segment_loss(s, y, T):
-    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t)."""
-    B = s.shape[1]
-    return _softmax_cross_entropy(s, y, B)
-
-
-def _states_at(cache, _step):
-    """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["o"][_step].clone(), )
-
-
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (n_q) * _row, (n_h + 2 * n_q) * _row, (4 * n_h) * _row
 
 
 def _adjoints(keep, params, sizes, cache, d_s, following=None):
@@ -564,7 +570,9 @@ def _check_cache(cache, sizes, dtype, device, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, False, device)
@@ -583,7 +591,9 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
     shape = tuple(array.shape)
     _check_shape(name, shape, dims, sizes)
     if array.dtype != dtype:
-        raise ValueError(f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters")
+        raise ValueError(
+            f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters"
+        )
     if device is not None and array.device != device:
         raise ValueError(f"{name} is on device {array.device}; expected {device} like the parameters")
     if finite and array.is_floating_point() and not _finite(array):
@@ -602,7 +612,9 @@ def _finite(array):
 def _check_labels(name, labels, sizes, classes, device=None):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as int64
     (what indexing takes, and comparisons: torch has none for uint16, uint32, uint64)."""
-    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+    if not isinstance(
+        labels, torch.Tensor
+    ) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
         raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
@@ -612,7 +624,9 @@ def _check_labels(name, labels, sizes, classes, device=None):
         value = wide[bad][0].item()
         if labels.dtype == torch.uint64 and value < 0:
             value += 2**64  # the label as given, before .long() wrapped it
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return wide
 
 
@@ -716,7 +730,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -793,7 +808,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
@@ -908,7 +923,9 @@ def _bytes(text):
     return int(number) * _UNITS[unit]
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
@@ -991,7 +1008,9 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     steps = _budget(checkpoints, step, step)[0]
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
         part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(totals, part, a == 0)

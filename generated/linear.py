@@ -162,7 +162,9 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints
         keep = _truncation_weights(mode, value, T, rng, dtype)
         sizes.update(T=T, B=B)
         initial = (h0,)
-        return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize)
+        return _checkpointed(
+            mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
+        )
     work = _workspace(_forward_arrays, T, B, sizes, dtype)
     _forward(params, sizes, x, h0, work)
     loss = _squared_error(work["o"], y, T * B)  # the outputs become dL/do_t
@@ -192,32 +194,27 @@ def forward_mode_grads(params, xs, ys, h0=None):
     T, B = d_o.shape[0], d_o.shape[1]
     grads = {}
     units_n_h = _directions(np.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
-    # W_hx: tangents along every entry of W_hx
-    dot_h = np.zeros((W_hx.size, B, n_h), dtype)
-    total = np.zeros(W_hx.size, dtype)
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_hx = slice(0, W_hx.size)
+    along_W_hh = slice(along_W_hx.stop, along_W_hx.stop + W_hh.size)
+    along_h0 = slice(along_W_hh.stop, along_W_hh.stop + n_h)
+    along_W_qh = slice(along_h0.stop, along_h0.stop + W_qh.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_h = np.zeros((directions, B, n_h), dtype)
+    dot_h[along_h0] = units_n_h
+    total = np.zeros((B, along_W_qh.stop), dtype)  # every gradient, per sample: its rows along it
     for t in range(1, T + 1):
-        dot_h = _directions(x[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hx) x_t + W_hh dot(h_{t-1})
-        total += np.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
-    grads["W_hx"] = total.reshape(W_hx.shape)
-    # W_hh: tangents along every entry of W_hh
-    dot_h = np.zeros((W_hh.size, B, n_h), dtype)
-    total = np.zeros(W_hh.size, dtype)
-    for t in range(1, T + 1):
-        dot_h = _directions(h[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
-        total += np.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
-    grads["W_hh"] = total.reshape(W_hh.shape)
-    # W_qh: tangents along every entry of W_qh
-    total = np.zeros(W_qh.size, dtype)
-    for t in range(1, T + 1):
-        total += np.einsum("pbk,bk->p", _directions(h[t], n_q), d_o[t - 1])
-    grads["W_qh"] = total.reshape(W_qh.shape)
-    # h0: tangents along every entry of h0, for each sample
-    dot_h = units_n_h
-    total = np.zeros((B, n_h), dtype)
-    for t in range(1, T + 1):
-        dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})
-        total += np.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])
-    grads["h0"] = total
+        # dot(h_t) = dot(W_hx) x_t + dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
+        dot_h = dot_h @ W_hh.T
+        dot_h[along_W_hx] += _directions(x[t - 1], n_h)  # dot(W_hx) x_t
+        dot_h[along_W_hh] += _directions(h[t - 1], n_h)  # dot(W_hh) h_{t-1}
+        # every gradient += dL/do_t^T dot(o_t), dot(o_t) = dot(W_qh) h_t + W_qh dot(h_t)
+        total[:, :directions] += np.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])  # W_qh dot(h_t)
+        total[:, along_W_qh] += np.einsum("pbk,bk->bp", _directions(h[t], n_q), d_o[t - 1])  # dot(W_qh) h_t
+    grads["W_hx"] = total[:, along_W_hx].sum(axis=0).reshape(W_hx.shape)
+    grads["W_hh"] = total[:, along_W_hh].sum(axis=0).reshape(W_hh.shape)
+    grads["W_qh"] = total[:, along_W_qh].sum(axis=0).reshape(W_qh.shape)
+    grads["h0"] = total[:, along_h0].copy()
     return loss, grads
 
 
@@ -493,12 +490,16 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as intp
     (what indexing takes: a uint64 index array is refused)."""
     if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     if labels.min() < 0 or labels.max() >= sizes[classes]:
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(np.intp, copy=False)
 
 
@@ -607,7 +608,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -640,7 +642,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)
@@ -703,7 +707,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
@@ -818,7 +822,9 @@ def _bytes(text):
     return int(number) * _UNITS[unit]
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
@@ -882,7 +888,9 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     steps = _budget(checkpoints, step, step)[0]
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
         part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(totals, part, a == 0)

@@ -131,7 +131,9 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints
     if checkpoints is not None:
         sizes.update(T=x.shape[0], B=x.shape[1])
         initial = (h0,)
-        return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize)
+        return _checkpointed(
+            mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize
+        )
     loss, d_o, cache = _loss_and_output_gradient(params, x, y, h0)
     return loss, _gradients(_ages(mode, value), params, cache, d_o, keep)
 
@@ -167,7 +169,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
     For every entry of every parameter the derivative of the state along it is
     carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}),
-    in a jax.lax.scan per parameter. That is |theta| tangents of B x h numbers, each
+    in one jax.lax.scan for every parameter. That is |theta| tangents of B x h numbers, each
     pushed through the step's Jacobian: O(B h^2 |theta|) work per step against
     O(B h^2) for backward, so it is practical only for small models.
     """
@@ -193,48 +195,35 @@ def _forward_mode(params, x, y, h0):
     dtype = params["W_hx"].dtype
     grads = {}
     units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_hx = slice(0, W_hx.size)
+    along_W_hh = slice(along_W_hx.stop, along_W_hx.stop + W_hh.size)
+    along_h0 = slice(along_W_hh.stop, along_W_hh.stop + n_h)
+    along_W_qh = slice(along_h0.stop, along_h0.stop + W_qh.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_h = jnp.zeros((directions, B, n_h), dtype)
+    dot_h = dot_h.at[along_h0].set(units_n_h)
 
-    # W_hx: tangents along every entry of W_hx
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hx."""
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_h,) = carry
-        (x_t, d_o_t) = inputs
-        dot_h = _directions(x_t, n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hx) x_t + W_hh dot(h_{t-1})
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o_t),))
+        (x_t, h_prev, d_o_t, h_t) = inputs
+        total = jnp.zeros((B, along_W_qh.stop), dtype)
+        # dot(h_t) = dot(W_hx) x_t + dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
+        dot_h = dot_h @ W_hh.T
+        dot_h = dot_h.at[along_W_hx].add(_directions(x_t, n_h))  # dot(W_hx) x_t
+        dot_h = dot_h.at[along_W_hh].add(_directions(h_prev, n_h))  # dot(W_hh) h_{t-1}
+        # every gradient += dL/do_t^T dot(o_t), dot(o_t) = dot(W_qh) h_t + W_qh dot(h_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o_t))  # W_qh dot(h_t)
+        total = total.at[:, along_W_qh].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_o_t))  # dot(W_qh) h_t
+        return ((dot_h,), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hx.size, B, n_h), dtype),), (x, d_o))  # t = 1..T
-    grads["W_hx"] = shares.sum(axis=0).reshape(W_hx.shape)
-
-    # W_hh: tangents along every entry of W_hh
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hh."""
-        (dot_h,) = carry
-        (h_prev, d_o_t) = inputs
-        dot_h = _directions(h_prev, n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
-        return ((dot_h,), (jnp.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hh.size, B, n_h), dtype),), (h[:-1], d_o))  # t = 1..T
-    grads["W_hh"] = shares.sum(axis=0).reshape(W_hh.shape)
-
-    # W_qh: tangents along every entry of W_qh
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_qh."""
-        (h_t, d_o_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(h_t, n_q), d_o_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_o))  # t = 1..T
-    grads["W_qh"] = shares.sum(axis=0).reshape(W_qh.shape)
-
-    # h0: tangents along every entry of h0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of h0."""
-        (dot_h,) = carry
-        (d_o_t,) = inputs
-        dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})
-        return ((dot_h,), (jnp.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (units_n_h,), (d_o,))  # t = 1..T
-    grads["h0"] = shares.sum(axis=0)
+    _, (shares,) = jax.lax.scan(_step, (dot_h,), (x, h[:-1], d_o, h[1:]))  # t = 1..T
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["W_hx"] = total[:, along_W_hx].sum(axis=0).reshape(W_hx.shape)
+    grads["W_hh"] = total[:, along_W_hh].sum(axis=0).reshape(W_hh.shape)
+    grads["W_qh"] = total[:, along_W_qh].sum(axis=0).reshape(W_qh.shape)
+    grads["h0"] = total[:, along_h0]
     return loss, grads
 
 
@@ -281,7 +270,9 @@ def _apply_checkpointed_forward(how, params, x, initial, keep):
     sizes, dtype = _param_sizes(params), params["W_hx"].dtype
     sizes.update(T=x.shape[0], B=x.shape[1])
     states = tuple(initial[name] for name in STATES)
-    parts, kept = _forward_kept(mode, value, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize)
+    parts, kept = _forward_kept(
+        mode, value, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize
+    )
     return jnp.concatenate(parts), (params, x, states, kept, keep)
 
 
@@ -291,7 +282,9 @@ def _apply_checkpointed_backward(how, residuals, d_o):
     params, x, states, kept, keep = residuals
     sizes, dtype = _param_sizes(params), params["W_hx"].dtype
     sizes.update(T=x.shape[0], B=x.shape[1])
-    _, grads = _checkpointed(mode, value, keep, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize, d_o, kept)
+    _, grads = _checkpointed(
+        mode, value, keep, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize, d_o, kept
+    )
     initial = {name: grads[name] for name in STATES}
     return {name: grads[name] for name in PARAMS}, None, initial, None
 
@@ -395,7 +388,8 @@ def _gradients_and_following(ages, params, cache, d_o, keep, following=None):
         d_h_t = d_h_t + _flow(d_h_next @ W_hh, keep_t, ages)  # dL/dh_t += W_hh^T dL/dh_{t+1}
         return ((d_h_t,), (_total(d_h_t, ages),))
 
-    carry, (d_h,) = jax.lax.scan(_step, (following.get("_d_next_h", zero_n_h),), (d_h, keep_next), reverse=True)  # t = T..1
+    # t = T..1
+    carry, (d_h,) = jax.lax.scan(_step, (following.get("_d_next_h", zero_n_h),), (d_h, keep_next), reverse=True)
     (d_h_1,) = carry  # the adjoints at step 1
     handed = {"_d_next_h": d_h_1}  # step 1's values, for the segment before this one
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
@@ -561,13 +555,17 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays), of any
     integer dtype; returned as int64 (int32 without x64), so that every label dtype runs the same code."""
     if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
-        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     low, high = _label_range(labels)
     if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad][0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
 
 
@@ -676,7 +674,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -709,7 +708,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)
@@ -772,7 +773,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
@@ -887,7 +888,9 @@ def _bytes(text):
     return int(number) * _UNITS[unit]
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
@@ -970,7 +973,9 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     steps = _budget(checkpoints, step, step)[0]
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
         part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(totals, part, a == 0)

@@ -124,19 +124,6 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints
         return loss, _backward(mode, value, rng, params, sizes, cache, d_o)
 
 
-@torch.no_grad()
-def _checkpointed_loss(mode, value, rng, params, xs, ys, h0, checkpoints):
-    """loss_and_grads with checkpoints, its arguments checked here."""
-    sizes, dtype = _check_params(params)
-    device = params["W_hx"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
-    keep = _truncation_weights(mode, value, sizes["T"], rng, params["W_hx"])
-    initial = (h0,)
-    return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
-
-
 def forward_mode_grads(params, xs, ys, h0=None):
     """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
 
@@ -156,33 +143,30 @@ def forward_mode_grads(params, xs, ys, h0=None):
         T, B = d_o.shape[0], d_o.shape[1]
         dtype, device = d_o.dtype, d_o.device
         grads = {}
-        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
-        # W_hx: tangents along every entry of W_hx
-        dot_h = torch.zeros((W_hx.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hx.numel(), dtype=dtype, device=device)
+        # every direction of a vector of h entries
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)
+        # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+        along_W_hx = slice(0, W_hx.numel())
+        along_W_hh = slice(along_W_hx.stop, along_W_hx.stop + W_hh.numel())
+        along_h0 = slice(along_W_hh.stop, along_W_hh.stop + n_h)
+        along_W_qh = slice(along_h0.stop, along_h0.stop + W_qh.numel())
+        directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+        dot_h = torch.zeros((directions, B, n_h), dtype=dtype, device=device)
+        dot_h[along_h0] = units_n_h
+        # every gradient, per sample: its rows along it
+        total = torch.zeros((B, along_W_qh.stop), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_h = _directions(x[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hx) x_t + W_hh dot(h_{t-1})
-            total += torch.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
-        grads["W_hx"] = total.reshape(W_hx.shape)
-        # W_hh: tangents along every entry of W_hh
-        dot_h = torch.zeros((W_hh.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hh.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_h = _directions(h[t - 1], n_h) + dot_h @ W_hh.T  # dot(h_t) = dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
-            total += torch.einsum("pbk,bk->p", dot_h @ W_qh.T, d_o[t - 1])
-        grads["W_hh"] = total.reshape(W_hh.shape)
-        # W_qh: tangents along every entry of W_qh
-        total = torch.zeros(W_qh.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_o[t - 1])
-        grads["W_qh"] = total.reshape(W_qh.shape)
-        # h0: tangents along every entry of h0, for each sample
-        dot_h = units_n_h
-        total = torch.zeros((B, n_h), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_h = dot_h @ W_hh.T  # dot(h_t) = W_hh dot(h_{t-1})
-            total += torch.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])
-        grads["h0"] = total
+            # dot(h_t) = dot(W_hx) x_t + dot(W_hh) h_{t-1} + W_hh dot(h_{t-1})
+            dot_h = dot_h @ W_hh.T
+            dot_h[along_W_hx] += _directions(x[t - 1], n_h)  # dot(W_hx) x_t
+            dot_h[along_W_hh] += _directions(h[t - 1], n_h)  # dot(W_hh) h_{t-1}
+            # every gradient += dL/do_t^T dot(o_t), dot(o_t) = dot(W_qh) h_t + W_qh dot(h_t)
+            total[:, :directions] += torch.einsum("pbk,bk->bp", dot_h @ W_qh.T, d_o[t - 1])  # W_qh dot(h_t)
+            total[:, along_W_qh] += torch.einsum("pbk,bk->bp", _directions(h[t], n_q), d_o[t - 1])  # dot(W_qh) h_t
+        grads["W_hx"] = total[:, along_W_hx].sum(axis=0).reshape(W_hx.shape)
+        grads["W_hh"] = total[:, along_W_hh].sum(axis=0).reshape(W_hh.shape)
+        grads["W_qh"] = total[:, along_W_qh].sum(axis=0).reshape(W_qh.shape)
+        grads["h0"] = total[:, along_h0].clone()
     return loss, grads
 
 
@@ -224,6 +208,19 @@ class BPTT(torch.autograd.Function):
         return (None, None, None, *states, *(grads[name] for name in PARAMS))
 
 
+@torch.no_grad()
+def _checkpointed_loss(mode, value, rng, params, xs, ys, h0, checkpoints):
+    """loss_and_grads with checkpoints, its arguments checked here."""
+    sizes, dtype = _check_params(params)
+    device = params["W_hx"].device
+    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
+    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
+    keep = _truncation_weights(mode, value, sizes["T"], rng, params["W_hx"])
+    initial = (h0,)
+    return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
+
+
 class CheckpointedBPTT(torch.autograd.Function):
     """BPTT in bounded memory: CheckpointedBPTT.apply(checkpoints, truncate, rng, xs, h0, *params), as
     BPTT.apply with checkpoints as for loss_and_grads. The forward pass keeps only the states the schedule
@@ -238,8 +235,7 @@ class CheckpointedBPTT(torch.autograd.Function):
         sizes.update(T=xs.shape[0], B=xs.shape[1])
         mode, value = _truncation(truncate, rng)
         dtype = params[0].dtype
-        initial = (h0,)
-        targets = None
+        initial, targets = (h0,), None
         parts, kept = _forward_kept(mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize)
         ctx.inputs = (xs, targets, initial, kept, checkpoints, mode, value, rng)
         ctx.sizes, ctx.given = sizes, (h0 is not None,)
@@ -254,9 +250,36 @@ class CheckpointedBPTT(torch.autograd.Function):
         ctx.inputs = None  # the kept states go as the schedule frees them
         keep = _truncation_weights(mode, value, xs.shape[0], rng, d_o)
         dtype = d_o.dtype
-        _, grads = _checkpointed(mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, d_o.contiguous(), kept)
+        _, grads = _checkpointed(
+            mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
+            d_o.contiguous(), kept
+        )
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+def _segment_forward(params, sizes, dtype, x, y, initial):
+    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
+    return _forward(params, sizes, dtype, x.device, x, *initial)
+
+
+def _segment_loss(o, y, T):
+    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/do_t)."""
+    B = o.shape[1]
+    return _squared_error(o, y, T * B)
+
+
+def _states_at(cache, _step):
+    """Copies of the states at a step of a segment's cache, in STATES order."""
+    return (cache["h"][_step].clone(), )
+
+
+def _checkpoint_bytes(sizes, B, itemsize, ages):
+    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    _row = B * itemsize  # one sample's row of one step
+    return (n_h) * _row, (n_h + n_q) * _row, (n_h + (ages * (n_h) if ages > 1 else 0)) * _row
 
 
 class Model(torch.nn.Module):
@@ -264,7 +287,9 @@ class Model(torch.nn.Module):
     through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
     checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT)."""
 
-    def __init__(self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None):
+    def __init__(
+        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None
+    ):
         super().__init__()
         _truncation(truncate, rng)
         if checkpoints is not None:
@@ -373,30 +398,6 @@ def _segment_backward(mode, value, keep, params, sizes, cache, d_o, following=No
 def _truncation_weights(mode, value, T, rng, like):
     """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
     return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
-
-
-def _segment_forward(params, sizes, dtype, x, y, initial):
-    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
-    return _forward(params, sizes, dtype, x.device, x, *initial)
-
-
-def _segment_loss(o, y, T):
-    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/do_t)."""
-    B = o.shape[1]
-    return _squared_error(o, y, T * B)
-
-
-def _states_at(cache, _step):
-    """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["h"][_step].clone(), )
-
-
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_h + n_q) * _row, (n_h + (ages * (n_h) if ages > 1 else 0)) * _row
 
 
 def _adjoints(keep, params, sizes, cache, d_o, following=None):
@@ -552,7 +553,9 @@ def _check_cache(cache, sizes, dtype, device, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, False, device)
@@ -571,7 +574,9 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
     shape = tuple(array.shape)
     _check_shape(name, shape, dims, sizes)
     if array.dtype != dtype:
-        raise ValueError(f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters")
+        raise ValueError(
+            f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters"
+        )
     if device is not None and array.device != device:
         raise ValueError(f"{name} is on device {array.device}; expected {device} like the parameters")
     if finite and array.is_floating_point() and not _finite(array):
@@ -590,7 +595,9 @@ def _finite(array):
 def _check_labels(name, labels, sizes, classes, device=None):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as int64
     (what indexing takes, and comparisons: torch has none for uint16, uint32, uint64)."""
-    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+    if not isinstance(
+        labels, torch.Tensor
+    ) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
         raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
@@ -600,7 +607,9 @@ def _check_labels(name, labels, sizes, classes, device=None):
         value = wide[bad][0].item()
         if labels.dtype == torch.uint64 and value < 0:
             value += 2**64  # the label as given, before .long() wrapped it
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return wide
 
 
@@ -704,7 +713,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -781,7 +791,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
@@ -896,7 +906,9 @@ def _bytes(text):
     return int(number) * _UNITS[unit]
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
@@ -979,7 +991,9 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     steps = _budget(checkpoints, step, step)[0]
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
         part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(totals, part, a == 0)

@@ -19,7 +19,8 @@ One step at time t:
     L = sum_t 1/2 ||s_t - y_t||^2
 
 Arrays are JAX arrays, time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
-Parameters keep the shapes of the maths: W_ii (h, d), b_ii (h), W_hi (h, h), b_hi (h), W_if (h, d), b_if (h), W_hf (h, h), b_hf (h), W_ig (h, d), b_ig (h), W_hg (h, h), b_hg (h), W_io (h, d), b_io (h), W_ho (h, h), b_ho (h), V (q, h).
+Parameters keep the shapes of the maths: W_ii (h, d), b_ii (h), W_hi (h, h), b_hi (h), W_if (h, d), b_if (h), W_hf (h,
+h), b_hf (h), W_ig (h, d), b_ig (h), W_hg (h, h), b_hg (h), W_io (h, d), b_io (h), W_ho (h, h), b_ho (h), V (q, h).
 
 The recursions are `jax.lax.scan`s (the backward one last step first); everything else is one
 expression over all steps. forward, backward and loss_and_grads check their arguments (shapes,
@@ -39,7 +40,10 @@ import numbers
 import jax
 import jax.numpy as jnp
 
-PARAMS = ("W_ii", "b_ii", "W_hi", "b_hi", "W_if", "b_if", "W_hf", "b_hf", "W_ig", "b_ig", "W_hg", "b_hg", "W_io", "b_io", "W_ho", "b_ho", "V")
+PARAMS = (
+    "W_ii", "b_ii", "W_hi", "b_hi", "W_if", "b_if", "W_hf", "b_hf", "W_ig", "b_ig", "W_hg", "b_hg", "W_io", "b_io",
+    "W_ho", "b_ho", "V"
+)
 SIZES = ("d", "h", "q")
 SHAPES = {
     "W_ii": ("h", "d"),
@@ -162,7 +166,9 @@ def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, ch
     if checkpoints is not None:
         sizes.update(T=x.shape[0], B=x.shape[1])
         initial = (c0, h0)
-        return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize)
+        return _checkpointed(
+            mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize
+        )
     loss, d_s, cache = _loss_and_output_gradient(params, x, y, c0, h0)
     return loss, _gradients(_ages(mode, value), params, cache, d_s, keep)
 
@@ -199,7 +205,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 
     For every entry of every parameter the derivative of the state along it is
     carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}),
-    in a jax.lax.scan per parameter. That is |theta| tangents of B x h numbers, each
+    in one jax.lax.scan for every parameter. That is |theta| tangents of B x h numbers, each
     pushed through the step's Jacobian: O(B h^2 |theta|) work per step against
     O(B h^2) for backward, so it is practical only for small models.
     """
@@ -245,231 +251,102 @@ def _forward_mode(params, x, y, c0, h0):
     dtype = params["W_ii"].dtype
     grads = {}
     units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
+    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+    along_W_ii = slice(0, W_ii.size)
+    along_b_ii = slice(along_W_ii.stop, along_W_ii.stop + b_ii.size)
+    along_W_hi = slice(along_b_ii.stop, along_b_ii.stop + W_hi.size)
+    along_b_hi = slice(along_W_hi.stop, along_W_hi.stop + b_hi.size)
+    along_W_if = slice(along_b_hi.stop, along_b_hi.stop + W_if.size)
+    along_b_if = slice(along_W_if.stop, along_W_if.stop + b_if.size)
+    along_W_hf = slice(along_b_if.stop, along_b_if.stop + W_hf.size)
+    along_b_hf = slice(along_W_hf.stop, along_W_hf.stop + b_hf.size)
+    along_W_ig = slice(along_b_hf.stop, along_b_hf.stop + W_ig.size)
+    along_b_ig = slice(along_W_ig.stop, along_W_ig.stop + b_ig.size)
+    along_W_hg = slice(along_b_ig.stop, along_b_ig.stop + W_hg.size)
+    along_b_hg = slice(along_W_hg.stop, along_W_hg.stop + b_hg.size)
+    along_W_io = slice(along_b_hg.stop, along_b_hg.stop + W_io.size)
+    along_b_io = slice(along_W_io.stop, along_W_io.stop + b_io.size)
+    along_W_ho = slice(along_b_io.stop, along_b_io.stop + W_ho.size)
+    along_b_ho = slice(along_W_ho.stop, along_W_ho.stop + b_ho.size)
+    along_c0 = slice(along_b_ho.stop, along_b_ho.stop + n_h)
+    along_h0 = slice(along_c0.stop, along_c0.stop + n_h)
+    along_V = slice(along_h0.stop, along_h0.stop + V.size)
+    directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+    dot_c = jnp.zeros((directions, B, n_h), dtype)
+    dot_c = dot_c.at[along_c0].set(units_n_h)
+    dot_h = jnp.zeros((directions, B, n_h), dtype)
+    dot_h = dot_h.at[along_h0].set(units_n_h)
 
-    # W_ii: tangents along every entry of W_ii
     def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_ii."""
+        """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_c, dot_h) = carry
-        (x_t, i_t, g_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = g_t * (((1 - i_t) * i_t) * _directions(x_t, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(W_ii) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
+        (x_t, h_prev, i_t, f_t, g_t, o_t, c_prev, c_t, d_s_t, h_t) = inputs
+        total = jnp.zeros((B, along_V.stop), dtype)
+        # dot(i_bar_t) = dot(b_hi) + dot(b_ii) + dot(W_ii) x_t + dot(W_hi) h_{t-1} + W_hi dot(h_{t-1})
+        dot_i_bar = dot_h @ W_hi.T
+        dot_i_bar = dot_i_bar.at[along_W_ii].add(_directions(x_t, n_h))  # dot(W_ii) x_t
+        dot_i_bar = dot_i_bar.at[along_b_ii].add(units_n_h)  # dot(b_ii)
+        dot_i_bar = dot_i_bar.at[along_W_hi].add(_directions(h_prev, n_h))  # dot(W_hi) h_{t-1}
+        dot_i_bar = dot_i_bar.at[along_b_hi].add(units_n_h)  # dot(b_hi)
+        # dot(i_t) = diag((1 - i_t) * i_t) dot(i_bar_t)
+        dot_i = ((1 - i_t) * i_t) * dot_i_bar
+        # dot(f_bar_t) = dot(b_hf) + dot(b_if) + dot(W_if) x_t + dot(W_hf) h_{t-1} + W_hf dot(h_{t-1})
+        dot_f_bar = dot_h @ W_hf.T
+        dot_f_bar = dot_f_bar.at[along_W_if].add(_directions(x_t, n_h))  # dot(W_if) x_t
+        dot_f_bar = dot_f_bar.at[along_b_if].add(units_n_h)  # dot(b_if)
+        dot_f_bar = dot_f_bar.at[along_W_hf].add(_directions(h_prev, n_h))  # dot(W_hf) h_{t-1}
+        dot_f_bar = dot_f_bar.at[along_b_hf].add(units_n_h)  # dot(b_hf)
+        # dot(f_t) = diag((1 - f_t) * f_t) dot(f_bar_t)
+        dot_f = ((1 - f_t) * f_t) * dot_f_bar
+        # dot(g_bar_t) = dot(b_hg) + dot(b_ig) + dot(W_ig) x_t + dot(W_hg) h_{t-1} + W_hg dot(h_{t-1})
+        dot_g_bar = dot_h @ W_hg.T
+        dot_g_bar = dot_g_bar.at[along_W_ig].add(_directions(x_t, n_h))  # dot(W_ig) x_t
+        dot_g_bar = dot_g_bar.at[along_b_ig].add(units_n_h)  # dot(b_ig)
+        dot_g_bar = dot_g_bar.at[along_W_hg].add(_directions(h_prev, n_h))  # dot(W_hg) h_{t-1}
+        dot_g_bar = dot_g_bar.at[along_b_hg].add(units_n_h)  # dot(b_hg)
+        # dot(g_t) = diag(1 - g_t^2) dot(g_bar_t)
+        dot_g = (1 - g_t ** 2) * dot_g_bar
+        # dot(o_bar_t) = dot(b_ho) + dot(b_io) + dot(W_io) x_t + dot(W_ho) h_{t-1} + W_ho dot(h_{t-1})
+        dot_o_bar = dot_h @ W_ho.T
+        dot_o_bar = dot_o_bar.at[along_W_io].add(_directions(x_t, n_h))  # dot(W_io) x_t
+        dot_o_bar = dot_o_bar.at[along_b_io].add(units_n_h)  # dot(b_io)
+        dot_o_bar = dot_o_bar.at[along_W_ho].add(_directions(h_prev, n_h))  # dot(W_ho) h_{t-1}
+        dot_o_bar = dot_o_bar.at[along_b_ho].add(units_n_h)  # dot(b_ho)
+        # dot(o_t) = diag((1 - o_t) * o_t) dot(o_bar_t)
+        dot_o = ((1 - o_t) * o_t) * dot_o_bar
+        # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) dot(f_t) + diag(i_t) dot(g_t) + diag(g_t) dot(i_t)
+        dot_c = f_t * dot_c + c_prev * dot_f + i_t * dot_g + g_t * dot_i
+        # dot(h_t) = diag(tanh(c_t)) dot(o_t) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
+        dot_h = jnp.tanh(c_t) * dot_o + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)
+        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t))  # V dot(h_t)
+        total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
+        return ((dot_c, dot_h), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ii.size, B, n_h), dtype), jnp.zeros((W_ii.size, B, n_h), dtype)), (x, i[1:], g[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_ii"] = shares.sum(axis=0).reshape(W_ii.shape)
-
-    # b_ii: tangents along every entry of b_ii
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_ii."""
-        (dot_c, dot_h) = carry
-        (i_t, g_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = g_t * (((1 - i_t) * i_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(b_ii) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ii.size, B, n_h), dtype), jnp.zeros((b_ii.size, B, n_h), dtype)), (i[1:], g[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_ii"] = shares.sum(axis=0).reshape(b_ii.shape)
-
-    # W_hi: tangents along every entry of W_hi
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hi."""
-        (dot_c, dot_h) = carry
-        (h_prev, i_t, g_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = g_t * (((1 - i_t) * i_t) * _directions(h_prev, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(W_hi) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hi.size, B, n_h), dtype), jnp.zeros((W_hi.size, B, n_h), dtype)), (h[:-1], i[1:], g[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_hi"] = shares.sum(axis=0).reshape(W_hi.shape)
-
-    # b_hi: tangents along every entry of b_hi
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hi."""
-        (dot_c, dot_h) = carry
-        (i_t, g_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = g_t * (((1 - i_t) * i_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(b_hi) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hi.size, B, n_h), dtype), jnp.zeros((b_hi.size, B, n_h), dtype)), (i[1:], g[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_hi"] = shares.sum(axis=0).reshape(b_hi.shape)
-
-    # W_if: tangents along every entry of W_if
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_if."""
-        (dot_c, dot_h) = carry
-        (x_t, f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * _directions(x_t, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_if) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_if.size, B, n_h), dtype), jnp.zeros((W_if.size, B, n_h), dtype)), (x, f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_if"] = shares.sum(axis=0).reshape(W_if.shape)
-
-    # b_if: tangents along every entry of b_if
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_if."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_if) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_if.size, B, n_h), dtype), jnp.zeros((b_if.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_if"] = shares.sum(axis=0).reshape(b_if.shape)
-
-    # W_hf: tangents along every entry of W_hf
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hf."""
-        (dot_c, dot_h) = carry
-        (h_prev, f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * _directions(h_prev, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_hf) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hf.size, B, n_h), dtype), jnp.zeros((W_hf.size, B, n_h), dtype)), (h[:-1], f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_hf"] = shares.sum(axis=0).reshape(W_hf.shape)
-
-    # b_hf: tangents along every entry of b_hf
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hf."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = c_prev * (((1 - f_t) * f_t) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_hf) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hf.size, B, n_h), dtype), jnp.zeros((b_hf.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_hf"] = shares.sum(axis=0).reshape(b_hf.shape)
-
-    # W_ig: tangents along every entry of W_ig
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_ig."""
-        (dot_c, dot_h) = carry
-        (x_t, g_t, i_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - g_t ** 2) * _directions(x_t, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(W_ig) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ig.size, B, n_h), dtype), jnp.zeros((W_ig.size, B, n_h), dtype)), (x, g[1:], i[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_ig"] = shares.sum(axis=0).reshape(W_ig.shape)
-
-    # b_ig: tangents along every entry of b_ig
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_ig."""
-        (dot_c, dot_h) = carry
-        (g_t, i_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - g_t ** 2) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(b_ig) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ig.size, B, n_h), dtype), jnp.zeros((b_ig.size, B, n_h), dtype)), (g[1:], i[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_ig"] = shares.sum(axis=0).reshape(b_ig.shape)
-
-    # W_hg: tangents along every entry of W_hg
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_hg."""
-        (dot_c, dot_h) = carry
-        (h_prev, g_t, i_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - g_t ** 2) * _directions(h_prev, n_h)) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(W_hg) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_hg.size, B, n_h), dtype), jnp.zeros((W_hg.size, B, n_h), dtype)), (h[:-1], g[1:], i[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_hg"] = shares.sum(axis=0).reshape(W_hg.shape)
-
-    # b_hg: tangents along every entry of b_hg
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_hg."""
-        (dot_c, dot_h) = carry
-        (g_t, i_t, f_t, c_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = i_t * ((1 - g_t ** 2) * units_n_h) + f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(b_hg) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_hg.size, B, n_h), dtype), jnp.zeros((b_hg.size, B, n_h), dtype)), (g[1:], i[1:], f[1:], c[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_hg"] = shares.sum(axis=0).reshape(b_hg.shape)
-
-    # W_io: tangents along every entry of W_io
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_io."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, x_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * _directions(x_t, n_h)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_io) x_t + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_io.size, B, n_h), dtype), jnp.zeros((W_io.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], x, o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_io"] = shares.sum(axis=0).reshape(W_io.shape)
-
-    # b_io: tangents along every entry of b_io
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_io."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * units_n_h) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_io) + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_io.size, B, n_h), dtype), jnp.zeros((b_io.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_io"] = shares.sum(axis=0).reshape(b_io.shape)
-
-    # W_ho: tangents along every entry of W_ho
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of W_ho."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, h_prev, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * _directions(h_prev, n_h)) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_ho) h_{t-1} + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((W_ho.size, B, n_h), dtype), jnp.zeros((W_ho.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], h[:-1], o[1:], c[1:], d_s))  # t = 1..T
-    grads["W_ho"] = shares.sum(axis=0).reshape(W_ho.shape)
-
-    # b_ho: tangents along every entry of b_ho
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of b_ho."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * units_n_h) + jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_ho) + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->p", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((b_ho.size, B, n_h), dtype), jnp.zeros((b_ho.size, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["b_ho"] = shares.sum(axis=0).reshape(b_ho.shape)
-
-    # V: tangents along every entry of V
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of V."""
-        (h_t, d_s_t) = inputs
-        return ((), (jnp.einsum("pbk,bk->p", _directions(h_t, n_q), d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (), (h[1:], d_s))  # t = 1..T
-    grads["V"] = shares.sum(axis=0).reshape(V.shape)
-
-    # c0: tangents along every entry of c0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of c0."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (units_n_h, jnp.zeros((n_h, B, n_h), dtype)), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["c0"] = shares.sum(axis=0)
-
-    # h0: tangents along every entry of h0, for each sample
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of the gradient of h0."""
-        (dot_c, dot_h) = carry
-        (f_t, c_prev, g_t, i_t, o_t, c_t, d_s_t) = inputs
-        dot_c = f_t * dot_c + c_prev * (((1 - f_t) * f_t) * (dot_h @ W_hf.T)) + i_t * ((1 - g_t ** 2) * (dot_h @ W_hg.T)) + g_t * (((1 - i_t) * i_t) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-        dot_h = jnp.tanh(c_t) * (((1 - o_t) * o_t) * (dot_h @ W_ho.T)) + o_t * ((1 - jnp.tanh(c_t) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-        return ((dot_c, dot_h), (jnp.einsum("pbk,bk->bp", dot_h @ V.T, d_s_t),))
-
-    _, (shares,) = jax.lax.scan(_step, (jnp.zeros((n_h, B, n_h), dtype), units_n_h), (f[1:], c[:-1], g[1:], i[1:], o[1:], c[1:], d_s))  # t = 1..T
-    grads["h0"] = shares.sum(axis=0)
+    # t = 1..T
+    _, (shares,) = jax.lax.scan(
+        _step, (dot_c, dot_h), (x, h[:-1], i[1:], f[1:], g[1:], o[1:], c[:-1], c[1:], d_s, h[1:])
+    )
+    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
+    grads["W_ii"] = total[:, along_W_ii].sum(axis=0).reshape(W_ii.shape)
+    grads["b_ii"] = total[:, along_b_ii].sum(axis=0).reshape(b_ii.shape)
+    grads["W_hi"] = total[:, along_W_hi].sum(axis=0).reshape(W_hi.shape)
+    grads["b_hi"] = total[:, along_b_hi].sum(axis=0).reshape(b_hi.shape)
+    grads["W_if"] = total[:, along_W_if].sum(axis=0).reshape(W_if.shape)
+    grads["b_if"] = total[:, along_b_if].sum(axis=0).reshape(b_if.shape)
+    grads["W_hf"] = total[:, along_W_hf].sum(axis=0).reshape(W_hf.shape)
+    grads["b_hf"] = total[:, along_b_hf].sum(axis=0).reshape(b_hf.shape)
+    grads["W_ig"] = total[:, along_W_ig].sum(axis=0).reshape(W_ig.shape)
+    grads["b_ig"] = total[:, along_b_ig].sum(axis=0).reshape(b_ig.shape)
+    grads["W_hg"] = total[:, along_W_hg].sum(axis=0).reshape(W_hg.shape)
+    grads["b_hg"] = total[:, along_b_hg].sum(axis=0).reshape(b_hg.shape)
+    grads["W_io"] = total[:, along_W_io].sum(axis=0).reshape(W_io.shape)
+    grads["b_io"] = total[:, along_b_io].sum(axis=0).reshape(b_io.shape)
+    grads["W_ho"] = total[:, along_W_ho].sum(axis=0).reshape(W_ho.shape)
+    grads["b_ho"] = total[:, along_b_ho].sum(axis=0).reshape(b_ho.shape)
+    grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+    grads["c0"] = total[:, along_c0]
+    grads["h0"] = total[:, along_h0]
     return loss, grads
 
 
@@ -516,7 +393,9 @@ def _apply_checkpointed_forward(how, params, x, initial, keep):
     sizes, dtype = _param_sizes(params), params["W_ii"].dtype
     sizes.update(T=x.shape[0], B=x.shape[1])
     states = tuple(initial[name] for name in STATES)
-    parts, kept = _forward_kept(mode, value, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize)
+    parts, kept = _forward_kept(
+        mode, value, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize
+    )
     return jnp.concatenate(parts), (params, x, states, kept, keep)
 
 
@@ -526,7 +405,9 @@ def _apply_checkpointed_backward(how, residuals, d_s):
     params, x, states, kept, keep = residuals
     sizes, dtype = _param_sizes(params), params["W_ii"].dtype
     sizes.update(T=x.shape[0], B=x.shape[1])
-    _, grads = _checkpointed(mode, value, keep, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize, d_s, kept)
+    _, grads = _checkpointed(
+        mode, value, keep, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize, d_s, kept
+    )
     initial = {name: grads[name] for name in STATES}
     return {name: grads[name] for name in PARAMS}, None, initial, None
 
@@ -595,20 +476,29 @@ def _forward(params, x, c0, h0):
     dtype = params["W_ii"].dtype
     _W_hi_W_hf_W_ho_W_hg_halved = jnp.concatenate((0.5 * W_hi, 0.5 * W_hf, 0.5 * W_ho, W_hg))  # stacked once per call
     _W_ii_W_if_W_io_W_ig_halved = jnp.concatenate((0.5 * W_ii, 0.5 * W_if, 0.5 * W_io, W_ig))  # stacked once per call
-    _b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved = jnp.concatenate((0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig))  # stacked once per call
+    # stacked once per call
+    _b_i_f_o_g_halved = jnp.concatenate(
+        (0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig)
+    )
     _i_f_o_g = jnp.zeros((T + 1, B, 4 * n_h), dtype)
     c = jnp.zeros((T + 1, B, n_h), dtype)
     h = jnp.zeros((T + 1, B, n_h), dtype)
     c = c.at[0].set(c0)
     h = h.at[0].set(h0)
-    _i_f_o_g = _i_f_o_g.at[1:].set(_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved + x @ _W_ii_W_if_W_io_W_ig_halved.T)  # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all steps at once; b_hg + b_ig + W_ig x_t, all steps at once
+    # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all
+    # steps at once; b_hg + b_ig + W_ig x_t, all steps at once
+    _i_f_o_g = _i_f_o_g.at[1:].set(_b_i_f_o_g_halved + x @ _W_ii_W_if_W_io_W_ig_halved.T)
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
         (c_prev, h_prev) = carry
         (_i_f_o_g_t,) = inputs
-        _i_f_o_g_t = _i_f_o_g_t + h_prev @ _W_hi_W_hf_W_ho_W_hg_halved.T  # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
-        _i_f_o_g_t = jnp.tanh(_i_f_o_g_t)  # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t); g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+        # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
+        _i_f_o_g_t = _i_f_o_g_t + h_prev @ _W_hi_W_hf_W_ho_W_hg_halved.T
+        # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t +
+        # W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t);
+        # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+        _i_f_o_g_t = jnp.tanh(_i_f_o_g_t)
         _i_f_o_t = _i_f_o_g_t[..., :3 * n_h]
         _i_f_o_g_t = _i_f_o_g_t.at[..., :3 * n_h].set(0.5 + 0.5 * _i_f_o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
         f_t = _i_f_o_g_t[..., n_h:2 * n_h]
@@ -670,7 +560,11 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         (d_f_bar_next, d_g_bar_next, d_i_bar_next, d_o_bar_next, d_c_next) = carry
         (d_h_t, o_t, c_t, f_next, i_t, g_t, c_prev, f_t, keep_t) = inputs
         d_h_t = _fresh(d_h_t, ages)  # the local terms, at age 0 in a window
-        d_h_t = d_h_t + _flow(d_f_bar_next @ W_hf + d_g_bar_next @ W_hg + d_i_bar_next @ W_hi + d_o_bar_next @ W_ho, keep_t, ages)  # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+        # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+        d_h_t = (
+            d_h_t
+            + _flow(d_f_bar_next @ W_hf + d_g_bar_next @ W_hg + d_i_bar_next @ W_hi + d_o_bar_next @ W_ho, keep_t, ages)
+        )
         d_c_t = (1 - jnp.tanh(c_t) ** 2) * (o_t * d_h_t)  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
         d_c_t = d_c_t + _flow(f_next * d_c_next, keep_t, ages)  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
         d_o_t = jnp.tanh(c_t) * d_h_t  # dL/do_t = diag(tanh(c_t)) dL/dh_t
@@ -681,18 +575,40 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         d_f_bar_t = ((1 - f_t) * f_t) * d_f_t  # dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
         d_i_t = g_t * d_c_t  # dL/di_t = diag(g_t) dL/dc_t
         d_i_bar_t = ((1 - i_t) * i_t) * d_i_t  # dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
-        return ((d_f_bar_t, d_g_bar_t, d_i_bar_t, d_o_bar_t, d_c_t), (_total(d_o_bar_t, ages), _total(d_g_bar_t, ages), _total(d_f_bar_t, ages), _total(d_i_bar_t, ages)))
+        return (
+            (d_f_bar_t, d_g_bar_t, d_i_bar_t, d_o_bar_t, d_c_t),
+            (_total(d_o_bar_t, ages), _total(d_g_bar_t, ages), _total(d_f_bar_t, ages), _total(d_i_bar_t, ages))
+        )
 
-    carry, (d_o_bar, d_g_bar, d_f_bar, d_i_bar) = jax.lax.scan(_step, (following.get("_d_next_f_bar", zero_n_h), following.get("_d_next_g_bar", zero_n_h), following.get("_d_next_i_bar", zero_n_h), following.get("_d_next_o_bar", zero_n_h), following.get("_d_next_c", zero_n_h)), (d_h, o[1:], c[1:], _following(f[1:], following.get("_next_f")), i[1:], g[1:], c[:-1], f[1:], keep_next), reverse=True)  # t = T..1
+    # t = T..1
+    carry, (d_o_bar, d_g_bar, d_f_bar, d_i_bar) = jax.lax.scan(
+        _step,
+        (
+            following.get("_d_next_f_bar", zero_n_h), following.get("_d_next_g_bar", zero_n_h),
+            following.get("_d_next_i_bar", zero_n_h), following.get("_d_next_o_bar", zero_n_h),
+            following.get("_d_next_c", zero_n_h)
+        ),
+        (d_h, o[1:], c[1:], _following(f[1:], following.get("_next_f")), i[1:], g[1:], c[:-1], f[1:], keep_next),
+        reverse=True
+    )
     (d_f_bar_1, d_g_bar_1, d_i_bar_1, d_o_bar_1, d_c_1) = carry  # the adjoints at step 1
-    handed = {"_d_next_c": d_c_1, "_d_next_f_bar": d_f_bar_1, "_d_next_g_bar": d_g_bar_1, "_d_next_i_bar": d_i_bar_1, "_d_next_o_bar": d_o_bar_1, "_next_f": f[1]}  # step 1's values, for the segment before this one
+    # step 1's values, for the segment before this one
+    handed = {
+        "_d_next_c": d_c_1, "_d_next_f_bar": d_f_bar_1, "_d_next_g_bar": d_g_bar_1, "_d_next_i_bar": d_i_bar_1,
+        "_d_next_o_bar": d_o_bar_1, "_next_f": f[1]
+    }
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     d_c0 = _total(_flow(f[1] * d_c_1, keep_0, ages), ages)  # dL/dc_0 = diag(f_1) dL/dc_1
-    d_h0 = _total(_flow(d_f_bar_1 @ W_hf + d_g_bar_1 @ W_hg + d_i_bar_1 @ W_hi + d_o_bar_1 @ W_ho, keep_0, ages), ages)  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
-    _d_i_bar_f_bar_o_bar_g_bar = jnp.concatenate((d_i_bar, d_f_bar, d_o_bar, d_g_bar), axis=-1)  # the gates' adjoints side by side
-    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_f_bar_o_bar_g_bar.reshape(-1, 4 * n_h)).T  # the gradients of W_ii, W_if, W_io, W_ig at once
-    _d_b_ii_b_if_b_io_b_ig = _d_i_bar_f_bar_o_bar_g_bar.reshape(-1, 4 * n_h).sum(axis=0)  # the gradients of b_ii, b_if, b_io, b_ig at once
-    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_f_bar_o_bar_g_bar.reshape(-1, 4 * n_h)).T  # the gradients of W_hi, W_hf, W_ho, W_hg at once
+    # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
+    d_h0 = _total(_flow(d_f_bar_1 @ W_hf + d_g_bar_1 @ W_hg + d_i_bar_1 @ W_hi + d_o_bar_1 @ W_ho, keep_0, ages), ages)
+    # the gates' adjoints side by side
+    _d_i_bar_to_g_bar = jnp.concatenate((d_i_bar, d_f_bar, d_o_bar, d_g_bar), axis=-1)
+    # the gradients of W_ii, W_if, W_io, W_ig at once
+    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_to_g_bar.reshape(-1, 4 * n_h)).T
+    # the gradients of b_ii, b_if, b_io, b_ig at once
+    _d_b_ii_b_if_b_io_b_ig = _d_i_bar_to_g_bar.reshape(-1, 4 * n_h).sum(axis=0)
+    # the gradients of W_hi, W_hf, W_ho, W_hg at once
+    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_to_g_bar.reshape(-1, 4 * n_h)).T
     return {
         "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h],  # dL/dW_ii = sum_t dL/di_bar_t x_t^T
         "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h],  # dL/db_ii = sum_t dL/di_bar_t
@@ -869,13 +785,17 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays), of any
     integer dtype; returned as int64 (int32 without x64), so that every label dtype runs the same code."""
     if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
-        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     low, high = _label_range(labels)
     if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad][0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
 
 
@@ -984,7 +904,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -1017,7 +938,9 @@ def _check_cache(cache, sizes, dtype, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)
@@ -1080,7 +1003,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
@@ -1195,7 +1118,9 @@ def _bytes(text):
     return int(number) * _UNITS[unit]
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
@@ -1278,7 +1203,9 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     steps = _budget(checkpoints, step, step)[0]
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
         part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(totals, part, a == 0)

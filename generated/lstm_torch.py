@@ -19,7 +19,8 @@ One step at time t:
     L = sum_t 1/2 ||s_t - y_t||^2
 
 Tensors are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
-Parameters keep the shapes of the maths: W_ii (h, d), b_ii (h), W_hi (h, h), b_hi (h), W_if (h, d), b_if (h), W_hf (h, h), b_hf (h), W_ig (h, d), b_ig (h), W_hg (h, h), b_hg (h), W_io (h, d), b_io (h), W_ho (h, h), b_ho (h), V (q, h).
+Parameters keep the shapes of the maths: W_ii (h, d), b_ii (h), W_hi (h, h), b_hi (h), W_if (h, d), b_if (h), W_hf (h,
+h), b_hf (h), W_ig (h, d), b_ig (h), W_hg (h, h), b_hg (h), W_io (h, d), b_io (h), W_ho (h, h), b_ho (h), V (q, h).
 
 The functions take and return torch tensors, on the parameters' device and in their dtype (float32
 or float64), as the NumPy module's take NumPy arrays. BPTT is a torch.autograd.Function whose backward
@@ -31,7 +32,10 @@ import numbers
 
 import torch
 
-PARAMS = ("W_ii", "b_ii", "W_hi", "b_hi", "W_if", "b_if", "W_hf", "b_hf", "W_ig", "b_ig", "W_hg", "b_hg", "W_io", "b_io", "W_ho", "b_ho", "V")
+PARAMS = (
+    "W_ii", "b_ii", "W_hi", "b_hi", "W_if", "b_if", "W_hf", "b_hf", "W_ig", "b_ig", "W_hg", "b_hg", "W_io", "b_io",
+    "W_ho", "b_ho", "V"
+)
 SIZES = ("d", "h", "q")
 SHAPES = {
     "W_ii": ("h", "d"),
@@ -154,20 +158,6 @@ def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, ch
         return loss, _backward(mode, value, rng, params, sizes, cache, d_s)
 
 
-@torch.no_grad()
-def _checkpointed_loss(mode, value, rng, params, xs, ys, c0, h0, checkpoints):
-    """loss_and_grads with checkpoints, its arguments checked here."""
-    sizes, dtype = _check_params(params)
-    device = params["W_ii"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, True, device)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
-    keep = _truncation_weights(mode, value, sizes["T"], rng, params["W_ii"])
-    initial = (c0, h0)
-    return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
-
-
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
 
@@ -206,174 +196,94 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
         T, B = d_s.shape[0], d_s.shape[1]
         dtype, device = d_s.dtype, d_s.device
         grads = {}
-        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)  # every direction of a vector of h entries
-        # W_ii: tangents along every entry of W_ii
-        dot_c = torch.zeros((W_ii.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_ii.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_ii.numel(), dtype=dtype, device=device)
+        # every direction of a vector of h entries
+        units_n_h = _directions(torch.ones((B, 1), dtype=dtype, device=device), n_h)
+        # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
+        along_W_ii = slice(0, W_ii.numel())
+        along_b_ii = slice(along_W_ii.stop, along_W_ii.stop + b_ii.numel())
+        along_W_hi = slice(along_b_ii.stop, along_b_ii.stop + W_hi.numel())
+        along_b_hi = slice(along_W_hi.stop, along_W_hi.stop + b_hi.numel())
+        along_W_if = slice(along_b_hi.stop, along_b_hi.stop + W_if.numel())
+        along_b_if = slice(along_W_if.stop, along_W_if.stop + b_if.numel())
+        along_W_hf = slice(along_b_if.stop, along_b_if.stop + W_hf.numel())
+        along_b_hf = slice(along_W_hf.stop, along_W_hf.stop + b_hf.numel())
+        along_W_ig = slice(along_b_hf.stop, along_b_hf.stop + W_ig.numel())
+        along_b_ig = slice(along_W_ig.stop, along_W_ig.stop + b_ig.numel())
+        along_W_hg = slice(along_b_ig.stop, along_b_ig.stop + W_hg.numel())
+        along_b_hg = slice(along_W_hg.stop, along_W_hg.stop + b_hg.numel())
+        along_W_io = slice(along_b_hg.stop, along_b_hg.stop + W_io.numel())
+        along_b_io = slice(along_W_io.stop, along_W_io.stop + b_io.numel())
+        along_W_ho = slice(along_b_io.stop, along_b_io.stop + W_ho.numel())
+        along_b_ho = slice(along_W_ho.stop, along_W_ho.stop + b_ho.numel())
+        along_c0 = slice(along_b_ho.stop, along_b_ho.stop + n_h)
+        along_h0 = slice(along_c0.stop, along_c0.stop + n_h)
+        along_V = slice(along_h0.stop, along_h0.stop + V.numel())
+        directions = along_h0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
+        dot_c = torch.zeros((directions, B, n_h), dtype=dtype, device=device)
+        dot_c[along_c0] = units_n_h
+        dot_h = torch.zeros((directions, B, n_h), dtype=dtype, device=device)
+        dot_h[along_h0] = units_n_h
+        # every gradient, per sample: its rows along it
+        total = torch.zeros((B, along_V.stop), dtype=dtype, device=device)
         for t in range(1, T + 1):
-            dot_c = g[t] * (((1 - i[t]) * i[t]) * _directions(x[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(W_ii) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_ii"] = total.reshape(W_ii.shape)
-        # b_ii: tangents along every entry of b_ii
-        dot_c = torch.zeros((b_ii.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_ii.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_ii.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = g[t] * (((1 - i[t]) * i[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(b_ii) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_ii"] = total.reshape(b_ii.shape)
-        # W_hi: tangents along every entry of W_hi
-        dot_c = torch.zeros((W_hi.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_hi.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hi.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = g[t] * (((1 - i[t]) * i[t]) * _directions(h[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(W_hi) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_hi"] = total.reshape(W_hi.shape)
-        # b_hi: tangents along every entry of b_hi
-        dot_c = torch.zeros((b_hi.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_hi.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_hi.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = g[t] * (((1 - i[t]) * i[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(g_t) diag((1 - i_t) * i_t) dot(b_hi) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_hi"] = total.reshape(b_hi.shape)
-        # W_if: tangents along every entry of W_if
-        dot_c = torch.zeros((W_if.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_if.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_if.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * _directions(x[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_if) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_if"] = total.reshape(W_if.shape)
-        # b_if: tangents along every entry of b_if
-        dot_c = torch.zeros((b_if.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_if.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_if.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_if) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_if"] = total.reshape(b_if.shape)
-        # W_hf: tangents along every entry of W_hf
-        dot_c = torch.zeros((W_hf.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_hf.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hf.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * _directions(h[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(W_hf) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_hf"] = total.reshape(W_hf.shape)
-        # b_hf: tangents along every entry of b_hf
-        dot_c = torch.zeros((b_hf.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_hf.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_hf.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = c[t - 1] * (((1 - f[t]) * f[t]) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(c_{t-1}) diag((1 - f_t) * f_t) dot(b_hf) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_hf"] = total.reshape(b_hf.shape)
-        # W_ig: tangents along every entry of W_ig
-        dot_c = torch.zeros((W_ig.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_ig.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_ig.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = i[t] * ((1 - g[t] ** 2) * _directions(x[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(W_ig) x_t + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_ig"] = total.reshape(W_ig.shape)
-        # b_ig: tangents along every entry of b_ig
-        dot_c = torch.zeros((b_ig.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_ig.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_ig.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = i[t] * ((1 - g[t] ** 2) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(b_ig) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_ig"] = total.reshape(b_ig.shape)
-        # W_hg: tangents along every entry of W_hg
-        dot_c = torch.zeros((W_hg.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_hg.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_hg.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = i[t] * ((1 - g[t] ** 2) * _directions(h[t - 1], n_h)) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(W_hg) h_{t-1} + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_hg"] = total.reshape(W_hg.shape)
-        # b_hg: tangents along every entry of b_hg
-        dot_c = torch.zeros((b_hg.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_hg.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_hg.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = i[t] * ((1 - g[t] ** 2) * units_n_h) + f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(i_t) diag(1 - g_t^2) dot(b_hg) + diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_hg"] = total.reshape(b_hg.shape)
-        # W_io: tangents along every entry of W_io
-        dot_c = torch.zeros((W_io.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_io.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_io.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * _directions(x[t - 1], n_h)) + torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_io) x_t + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_io"] = total.reshape(W_io.shape)
-        # b_io: tangents along every entry of b_io
-        dot_c = torch.zeros((b_io.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_io.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_io.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * units_n_h) + torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_io) + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_io"] = total.reshape(b_io.shape)
-        # W_ho: tangents along every entry of W_ho
-        dot_c = torch.zeros((W_ho.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((W_ho.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(W_ho.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * _directions(h[t - 1], n_h)) + torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(W_ho) h_{t-1} + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["W_ho"] = total.reshape(W_ho.shape)
-        # b_ho: tangents along every entry of b_ho
-        dot_c = torch.zeros((b_ho.numel(), B, n_h), dtype=dtype, device=device)
-        dot_h = torch.zeros((b_ho.numel(), B, n_h), dtype=dtype, device=device)
-        total = torch.zeros(b_ho.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * units_n_h) + torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) dot(b_ho) + diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->p", dot_h @ V.T, d_s[t - 1])
-        grads["b_ho"] = total.reshape(b_ho.shape)
-        # V: tangents along every entry of V
-        total = torch.zeros(V.numel(), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            total += torch.einsum("pbk,bk->p", _directions(h[t], n_q), d_s[t - 1])
-        grads["V"] = total.reshape(V.shape)
-        # c0: tangents along every entry of c0, for each sample
-        dot_c = units_n_h
-        dot_h = torch.zeros((n_h, B, n_h), dtype=dtype, device=device)
-        total = torch.zeros((B, n_h), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-        grads["c0"] = total
-        # h0: tangents along every entry of h0, for each sample
-        dot_c = torch.zeros((n_h, B, n_h), dtype=dtype, device=device)
-        dot_h = units_n_h
-        total = torch.zeros((B, n_h), dtype=dtype, device=device)
-        for t in range(1, T + 1):
-            dot_c = f[t] * dot_c + c[t - 1] * (((1 - f[t]) * f[t]) * (dot_h @ W_hf.T)) + i[t] * ((1 - g[t] ** 2) * (dot_h @ W_hg.T)) + g[t] * (((1 - i[t]) * i[t]) * (dot_h @ W_hi.T))  # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) diag((1 - f_t) * f_t) W_hf dot(h_{t-1}) + diag(i_t) diag(1 - g_t^2) W_hg dot(h_{t-1}) + diag(g_t) diag((1 - i_t) * i_t) W_hi dot(h_{t-1})
-            dot_h = torch.tanh(c[t]) * (((1 - o[t]) * o[t]) * (dot_h @ W_ho.T)) + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)  # dot(h_t) = diag(tanh(c_t)) diag((1 - o_t) * o_t) W_ho dot(h_{t-1}) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
-            total += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])
-        grads["h0"] = total
+            # dot(i_bar_t) = dot(b_hi) + dot(b_ii) + dot(W_ii) x_t + dot(W_hi) h_{t-1} + W_hi dot(h_{t-1})
+            dot_i_bar = dot_h @ W_hi.T
+            dot_i_bar[along_W_ii] += _directions(x[t - 1], n_h)  # dot(W_ii) x_t
+            dot_i_bar[along_b_ii] += units_n_h  # dot(b_ii)
+            dot_i_bar[along_W_hi] += _directions(h[t - 1], n_h)  # dot(W_hi) h_{t-1}
+            dot_i_bar[along_b_hi] += units_n_h  # dot(b_hi)
+            # dot(i_t) = diag((1 - i_t) * i_t) dot(i_bar_t)
+            dot_i = ((1 - i[t]) * i[t]) * dot_i_bar
+            # dot(f_bar_t) = dot(b_hf) + dot(b_if) + dot(W_if) x_t + dot(W_hf) h_{t-1} + W_hf dot(h_{t-1})
+            dot_f_bar = dot_h @ W_hf.T
+            dot_f_bar[along_W_if] += _directions(x[t - 1], n_h)  # dot(W_if) x_t
+            dot_f_bar[along_b_if] += units_n_h  # dot(b_if)
+            dot_f_bar[along_W_hf] += _directions(h[t - 1], n_h)  # dot(W_hf) h_{t-1}
+            dot_f_bar[along_b_hf] += units_n_h  # dot(b_hf)
+            # dot(f_t) = diag((1 - f_t) * f_t) dot(f_bar_t)
+            dot_f = ((1 - f[t]) * f[t]) * dot_f_bar
+            # dot(g_bar_t) = dot(b_hg) + dot(b_ig) + dot(W_ig) x_t + dot(W_hg) h_{t-1} + W_hg dot(h_{t-1})
+            dot_g_bar = dot_h @ W_hg.T
+            dot_g_bar[along_W_ig] += _directions(x[t - 1], n_h)  # dot(W_ig) x_t
+            dot_g_bar[along_b_ig] += units_n_h  # dot(b_ig)
+            dot_g_bar[along_W_hg] += _directions(h[t - 1], n_h)  # dot(W_hg) h_{t-1}
+            dot_g_bar[along_b_hg] += units_n_h  # dot(b_hg)
+            # dot(g_t) = diag(1 - g_t^2) dot(g_bar_t)
+            dot_g = (1 - g[t] ** 2) * dot_g_bar
+            # dot(o_bar_t) = dot(b_ho) + dot(b_io) + dot(W_io) x_t + dot(W_ho) h_{t-1} + W_ho dot(h_{t-1})
+            dot_o_bar = dot_h @ W_ho.T
+            dot_o_bar[along_W_io] += _directions(x[t - 1], n_h)  # dot(W_io) x_t
+            dot_o_bar[along_b_io] += units_n_h  # dot(b_io)
+            dot_o_bar[along_W_ho] += _directions(h[t - 1], n_h)  # dot(W_ho) h_{t-1}
+            dot_o_bar[along_b_ho] += units_n_h  # dot(b_ho)
+            # dot(o_t) = diag((1 - o_t) * o_t) dot(o_bar_t)
+            dot_o = ((1 - o[t]) * o[t]) * dot_o_bar
+            # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) dot(f_t) + diag(i_t) dot(g_t) + diag(g_t) dot(i_t)
+            dot_c = f[t] * dot_c + c[t - 1] * dot_f + i[t] * dot_g + g[t] * dot_i
+            # dot(h_t) = diag(tanh(c_t)) dot(o_t) + diag(o_t) diag(1 - tanh(c_t)^2) dot(c_t)
+            dot_h = torch.tanh(c[t]) * dot_o + o[t] * ((1 - torch.tanh(c[t]) ** 2) * dot_c)
+            # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
+            total[:, :directions] += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
+            total[:, along_V] += torch.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
+        grads["W_ii"] = total[:, along_W_ii].sum(axis=0).reshape(W_ii.shape)
+        grads["b_ii"] = total[:, along_b_ii].sum(axis=0).reshape(b_ii.shape)
+        grads["W_hi"] = total[:, along_W_hi].sum(axis=0).reshape(W_hi.shape)
+        grads["b_hi"] = total[:, along_b_hi].sum(axis=0).reshape(b_hi.shape)
+        grads["W_if"] = total[:, along_W_if].sum(axis=0).reshape(W_if.shape)
+        grads["b_if"] = total[:, along_b_if].sum(axis=0).reshape(b_if.shape)
+        grads["W_hf"] = total[:, along_W_hf].sum(axis=0).reshape(W_hf.shape)
+        grads["b_hf"] = total[:, along_b_hf].sum(axis=0).reshape(b_hf.shape)
+        grads["W_ig"] = total[:, along_W_ig].sum(axis=0).reshape(W_ig.shape)
+        grads["b_ig"] = total[:, along_b_ig].sum(axis=0).reshape(b_ig.shape)
+        grads["W_hg"] = total[:, along_W_hg].sum(axis=0).reshape(W_hg.shape)
+        grads["b_hg"] = total[:, along_b_hg].sum(axis=0).reshape(b_hg.shape)
+        grads["W_io"] = total[:, along_W_io].sum(axis=0).reshape(W_io.shape)
+        grads["b_io"] = total[:, along_b_io].sum(axis=0).reshape(b_io.shape)
+        grads["W_ho"] = total[:, along_W_ho].sum(axis=0).reshape(W_ho.shape)
+        grads["b_ho"] = total[:, along_b_ho].sum(axis=0).reshape(b_ho.shape)
+        grads["V"] = total[:, along_V].sum(axis=0).reshape(V.shape)
+        grads["c0"] = total[:, along_c0].clone()
+        grads["h0"] = total[:, along_h0].clone()
     return loss, grads
 
 
@@ -415,6 +325,20 @@ class BPTT(torch.autograd.Function):
         return (None, None, None, *states, *(grads[name] for name in PARAMS))
 
 
+@torch.no_grad()
+def _checkpointed_loss(mode, value, rng, params, xs, ys, c0, h0, checkpoints):
+    """loss_and_grads with checkpoints, its arguments checked here."""
+    sizes, dtype = _check_params(params)
+    device = params["W_ii"].device
+    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
+    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, True, device)
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
+    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
+    keep = _truncation_weights(mode, value, sizes["T"], rng, params["W_ii"])
+    initial = (c0, h0)
+    return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
+
+
 class CheckpointedBPTT(torch.autograd.Function):
     """BPTT in bounded memory: CheckpointedBPTT.apply(checkpoints, truncate, rng, xs, c0, h0, *params), as
     BPTT.apply with checkpoints as for loss_and_grads. The forward pass keeps only the states the schedule
@@ -429,8 +353,7 @@ class CheckpointedBPTT(torch.autograd.Function):
         sizes.update(T=xs.shape[0], B=xs.shape[1])
         mode, value = _truncation(truncate, rng)
         dtype = params[0].dtype
-        initial = (c0, h0)
-        targets = None
+        initial, targets = (c0, h0), None
         parts, kept = _forward_kept(mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize)
         ctx.inputs = (xs, targets, initial, kept, checkpoints, mode, value, rng)
         ctx.sizes, ctx.given = sizes, (c0 is not None, h0 is not None,)
@@ -445,9 +368,36 @@ class CheckpointedBPTT(torch.autograd.Function):
         ctx.inputs = None  # the kept states go as the schedule frees them
         keep = _truncation_weights(mode, value, xs.shape[0], rng, d_s)
         dtype = d_s.dtype
-        _, grads = _checkpointed(mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, d_s.contiguous(), kept)
+        _, grads = _checkpointed(
+            mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
+            d_s.contiguous(), kept
+        )
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+def _segment_forward(params, sizes, dtype, x, y, initial):
+    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
+    return _forward(params, sizes, dtype, x.device, x, *initial)
+
+
+def _segment_loss(s, y, T):
+    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t)."""
+    B = s.shape[1]
+    return _squared_error(s, y, B)
+
+
+def _states_at(cache, _step):
+    """Copies of the states at a step of a segment's cache, in STATES order."""
+    return (cache["c"][_step].clone(), cache["h"][_step].clone(), )
+
+
+def _checkpoint_bytes(sizes, B, itemsize, ages):
+    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    _row = B * itemsize  # one sample's row of one step
+    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
 
 
 class Model(torch.nn.Module):
@@ -455,7 +405,9 @@ class Model(torch.nn.Module):
     through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
     checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT)."""
 
-    def __init__(self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None):
+    def __init__(
+        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None
+    ):
         super().__init__()
         _truncation(truncate, rng)
         if checkpoints is not None:
@@ -525,15 +477,15 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     b_ho = params["b_ho"]
     V = params["V"]
     _i_f_o_g = work["_i_f_o_g"]
-    i = work["i"]
-    f = work["f"]
-    o = work["o"]
-    g = work["g"]
-    _i_f_o = work["_i_f_o"]
+    i = work["i"]  # a view of _i_f_o_g[..., :n_h]
+    f = work["f"]  # a view of _i_f_o_g[..., n_h:2 * n_h]
+    o = work["o"]  # a view of _i_f_o_g[..., 2 * n_h:3 * n_h]
+    g = work["g"]  # a view of _i_f_o_g[..., 3 * n_h:4 * n_h]
+    _i_f_o = work["_i_f_o"]  # a view of _i_f_o_g[..., :3 * n_h]
     c = work["c"]
     h = work["h"]
     s = work["s"]
-    _b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved = work["_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved"]
+    _b_i_f_o_g_halved = work["_b_i_f_o_g_halved"]
     _W_ii_W_if_W_io_W_ig_halved = work["_W_ii_W_if_W_io_W_ig_halved"]
     _W_hi_W_hf_W_ho_W_hg_halved_T = work["_W_hi_W_hf_W_ho_W_hg_halved_T"]
     _step_4h = work["_step_4h"]
@@ -544,18 +496,24 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     T = x.shape[0]
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
-    torch.cat((0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig), out=_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved)
+    torch.cat(
+        (0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig), out=_b_i_f_o_g_halved
+    )
     torch.cat((0.5 * W_ii, 0.5 * W_if, 0.5 * W_io, W_ig), out=_W_ii_W_if_W_io_W_ig_halved)
     torch.cat(((0.5 * W_hi).T, (0.5 * W_hf).T, (0.5 * W_ho).T, W_hg.T), dim=1, out=_W_hi_W_hf_W_ho_W_hg_halved_T)
-    # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all steps at once; b_hg + b_ig + W_ig x_t, all steps at once
+    # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all
+    # steps at once; b_hg + b_ig + W_ig x_t, all steps at once
     torch.matmul(x.reshape(-1, n_d), _W_ii_W_if_W_io_W_ig_halved.T, out=_i_f_o_g[1:].reshape(-1, 4 * n_h))
-    torch.add(_i_f_o_g[1:], _b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved, out=_i_f_o_g[1:])
+    torch.add(_i_f_o_g[1:], _b_i_f_o_g_halved, out=_i_f_o_g[1:])
     for t in range(1, T + 1):
-        _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev, f_t, g_t, i_t, h_t, o_t = _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1], f[t], g[t], i[t], h[t], o[t]
+        _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev = _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1]
+        f_t, g_t, i_t, h_t, o_t = f[t], g[t], i[t], h[t], o[t]
         # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
         torch.matmul(h_prev, _W_hi_W_hf_W_ho_W_hg_halved_T, out=_step_4h)
         torch.add(_i_f_o_g_t, _step_4h, out=_i_f_o_g_t)
-        # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t + W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t); g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+        # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t +
+        # W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t);
+        # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
         torch.tanh(_i_f_o_g_t, out=_i_f_o_g_t)
         # (1 + tanh(z / 2)) / 2: the sigmoid
         torch.mul(_i_f_o_t, 0.5, out=_i_f_o_t)
@@ -569,7 +527,10 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
         torch.mul(h_t, o_t, out=h_t)
     # s_t = V h_t
     torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
-    return work["s"], {"x": x, "c": work["c"], "h": work["h"], "i": work["i"], "f": work["f"], "g": work["g"], "o": work["o"]}
+    return (
+        work["s"],
+        {"x": x, "c": work["c"], "h": work["h"], "i": work["i"], "f": work["f"], "g": work["g"], "o": work["o"]}
+    )
 
 
 def _forward_arrays(T, B, sizes, dtype, device):
@@ -582,7 +543,7 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "c": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
         "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
         "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
-        "_b_hi_b_ii_b_hf_b_if_b_ho_b_io_b_hg_b_ig_halved": torch.empty((4 * n_h,), dtype=dtype, device=device),
+        "_b_i_f_o_g_halved": torch.empty((4 * n_h,), dtype=dtype, device=device),
         "_W_ii_W_if_W_io_W_ig_halved": torch.empty((4 * n_h, n_d), dtype=dtype, device=device),
         "_W_hi_W_hf_W_ho_W_hg_halved_T": torch.empty((n_h, 4 * n_h), dtype=dtype, device=device),
         "_step_4h": torch.empty((B, 4 * n_h), dtype=dtype, device=device),
@@ -621,30 +582,6 @@ def _truncation_weights(mode, value, T, rng, like):
     return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
 
 
-def _segment_forward(params, sizes, dtype, x, y, initial):
-    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
-    return _forward(params, sizes, dtype, x.device, x, *initial)
-
-
-def _segment_loss(s, y, T):
-    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t)."""
-    B = s.shape[1]
-    return _squared_error(s, y, B)
-
-
-def _states_at(cache, _step):
-    """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["c"][_step].clone(), cache["h"][_step].clone(), )
-
-
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
-
-
 def _adjoints(keep, params, sizes, cache, d_s, following=None):
     """dL/d of every stored value, last step first; the flow from step t+1 weighted by keep[t] when
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
@@ -664,13 +601,13 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     _W_hi_W_hf_W_ho_W_hg = torch.cat((W_hi, W_hf, W_ho, W_hg))  # W_hi, W_hf, W_ho, W_hg stacked
-    _d_i_bar_f_bar_o_bar_g_bar = torch.zeros((T + 1, B, 4 * n_h), dtype=dtype, device=device)
+    _d_i_bar_to_g_bar = torch.zeros((T + 1, B, 4 * n_h), dtype=dtype, device=device)
     d_h = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
     d_c = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_i_bar = _d_i_bar_f_bar_o_bar_g_bar[..., :n_h]
-    d_f_bar = _d_i_bar_f_bar_o_bar_g_bar[..., n_h:2 * n_h]
-    d_o_bar = _d_i_bar_f_bar_o_bar_g_bar[..., 2 * n_h:3 * n_h]
-    d_g_bar = _d_i_bar_f_bar_o_bar_g_bar[..., 3 * n_h:4 * n_h]
+    d_i_bar = _d_i_bar_to_g_bar[..., :n_h]
+    d_f_bar = _d_i_bar_to_g_bar[..., n_h:2 * n_h]
+    d_o_bar = _d_i_bar_to_g_bar[..., 2 * n_h:3 * n_h]
+    d_g_bar = _d_i_bar_to_g_bar[..., 3 * n_h:4 * n_h]
     d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     _f1 = torch.tanh(c[1:])  # tanh(c_t), all steps at once
     _k1 = (1 - _f1 ** 2) * o[1:]  # (1 - tanh(c_t)^2) * o_t, all steps at once
@@ -680,10 +617,14 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     _k5 = (1 - i[1:]) * g[1:] * i[1:]  # (1 - i_t) * g_t * i_t, all steps at once
     for t in range(T, 0, -1):
         if t < T:
-            d_h[t].add_(_weighted(keep, t, _d_i_bar_f_bar_o_bar_g_bar[t + 1] @ _W_hi_W_hf_W_ho_W_hg))  # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
+            # dL/do_bar_{t+1}
+            d_h[t].add_(_weighted(keep, t, _d_i_bar_to_g_bar[t + 1] @ _W_hi_W_hf_W_ho_W_hg))
         elif following:  # step T of a segment: the flow from the next one
-            _d_next_i_bar_f_bar_o_bar_g_bar = following["_d_next_i_bar_f_bar_o_bar_g_bar"]
-            d_h[t].add_(_weighted(keep, t, _d_next_i_bar_f_bar_o_bar_g_bar[0] @ _W_hi_W_hf_W_ho_W_hg))  # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+            _d_next_i_bar_to_g_bar = following["_d_next_i_bar_to_g_bar"]
+            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
+            # dL/do_bar_{t+1}
+            d_h[t].add_(_weighted(keep, t, _d_next_i_bar_to_g_bar[0] @ _W_hi_W_hf_W_ho_W_hg))
         torch.mul(_k1[t - 1], d_h[t], out=d_c[t])  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
         if t < T:
             d_c[t].add_(_weighted(keep, t, f[t + 1] * d_c[t + 1]))  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
@@ -691,15 +632,25 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
             d_c[t].add_(_weighted(keep, t, _next_f[0] * _d_next_c[0]))  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
-        torch.mul(_k2[t - 1], d_h[t], out=d_o_bar[t])  # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
-        torch.mul(_k3[t - 1], d_c[t], out=d_g_bar[t])  # dL/dg_t = diag(i_t) dL/dc_t; dL/dg_bar_t = diag(1 - g_t^2) dL/dg_t
-        torch.mul(_k4[t - 1], d_c[t], out=d_f_bar[t])  # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
-        torch.mul(_k5[t - 1], d_c[t], out=d_i_bar[t])  # dL/di_t = diag(g_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
+        # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
+        torch.mul(_k2[t - 1], d_h[t], out=d_o_bar[t])
+        # dL/dg_t = diag(i_t) dL/dc_t; dL/dg_bar_t = diag(1 - g_t^2) dL/dg_t
+        torch.mul(_k3[t - 1], d_c[t], out=d_g_bar[t])
+        # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
+        torch.mul(_k4[t - 1], d_c[t], out=d_f_bar[t])
+        # dL/di_t = diag(g_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
+        torch.mul(_k5[t - 1], d_c[t], out=d_i_bar[t])
     d_c0 = _weighted(keep, 0, f[1] * d_c[1])  # dL/dc_0 = diag(f_1) dL/dc_1
-    d_h0 = _weighted(keep, 0, _d_i_bar_f_bar_o_bar_g_bar[1] @ _W_hi_W_hf_W_ho_W_hg)  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
+    # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
+    d_h0 = _weighted(keep, 0, _d_i_bar_to_g_bar[1] @ _W_hi_W_hf_W_ho_W_hg)
     if following is not None:  # step 1's values, for the segment before this one
-        following.update({"_d_next_c": d_c[1].clone()[None], "_d_next_i_bar_f_bar_o_bar_g_bar": _d_i_bar_f_bar_o_bar_g_bar[1].clone()[None], "_next_f": f[1].clone()[None]})
-    return {"_d_i_bar_f_bar_o_bar_g_bar": _d_i_bar_f_bar_o_bar_g_bar}, (d_c0, d_h0)
+        following.update(
+            {
+                "_d_next_c": d_c[1].clone()[None], "_d_next_i_bar_to_g_bar": _d_i_bar_to_g_bar[1].clone()[None],
+                "_next_f": f[1].clone()[None]
+            }
+        )
+    return {"_d_i_bar_to_g_bar": _d_i_bar_to_g_bar}, (d_c0, d_h0)
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -733,13 +684,27 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     for t in range(T, 0, -1):
         if t < T:
-            d_h[t] += _age(d_f_bar[t + 1] @ W_hf + d_g_bar[t + 1] @ W_hg + d_i_bar[t + 1] @ W_hi + d_o_bar[t + 1] @ W_ho)  # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
+            # dL/do_bar_{t+1}
+            d_h[t] += _age(
+                d_f_bar[t + 1] @ W_hf
+                + d_g_bar[t + 1] @ W_hg
+                + d_i_bar[t + 1] @ W_hi
+                + d_o_bar[t + 1] @ W_ho
+            )
         elif following:  # step T of a segment: the flow from the next one
             _d_next_f_bar = following["_d_next_f_bar"]
             _d_next_g_bar = following["_d_next_g_bar"]
             _d_next_i_bar = following["_d_next_i_bar"]
             _d_next_o_bar = following["_d_next_o_bar"]
-            d_h[t] += _age(_d_next_f_bar[0] @ W_hf + _d_next_g_bar[0] @ W_hg + _d_next_i_bar[0] @ W_hi + _d_next_o_bar[0] @ W_ho)  # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
+            # dL/do_bar_{t+1}
+            d_h[t] += _age(
+                _d_next_f_bar[0] @ W_hf
+                + _d_next_g_bar[0] @ W_hg
+                + _d_next_i_bar[0] @ W_hi
+                + _d_next_o_bar[0] @ W_ho
+            )
         d_c[t] = (1 - torch.tanh(c[t]) ** 2) * (o[t] * d_h[t])  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
         if t < T:
             d_c[t] += _age(f[t + 1] * d_c[t + 1])  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
@@ -756,23 +721,36 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
         d_i[t] = g[t] * d_c[t]  # dL/di_t = diag(g_t) dL/dc_t
         d_i_bar[t] = ((1 - i[t]) * i[t]) * d_i[t]  # dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
     d_c0 = _age(f[1] * d_c[1]).sum(axis=0)  # dL/dc_0 = diag(f_1) dL/dc_1
-    d_h0 = _age(d_f_bar[1] @ W_hf + d_g_bar[1] @ W_hg + d_i_bar[1] @ W_hi + d_o_bar[1] @ W_ho).sum(axis=0)  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
+    # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
+    d_h0 = _age(d_f_bar[1] @ W_hf + d_g_bar[1] @ W_hg + d_i_bar[1] @ W_hi + d_o_bar[1] @ W_ho).sum(axis=0)
     if following is not None:  # step 1's values, for the segment before this one
-        following.update({"_d_next_c": d_c[1].clone()[None], "_d_next_f_bar": d_f_bar[1].clone()[None], "_d_next_g_bar": d_g_bar[1].clone()[None], "_d_next_i_bar": d_i_bar[1].clone()[None], "_d_next_o_bar": d_o_bar[1].clone()[None], "_next_f": f[1].clone()[None]})
-    return {"_d_i_bar_f_bar_o_bar_g_bar": torch.cat((d_i_bar.sum(1), d_f_bar.sum(1), d_o_bar.sum(1), d_g_bar.sum(1)), -1)}, (d_c0, d_h0)
+        following.update(
+            {
+                "_d_next_c": d_c[1].clone()[None], "_d_next_f_bar": d_f_bar[1].clone()[None],
+                "_d_next_g_bar": d_g_bar[1].clone()[None], "_d_next_i_bar": d_i_bar[1].clone()[None],
+                "_d_next_o_bar": d_o_bar[1].clone()[None], "_next_f": f[1].clone()[None]
+            }
+        )
+    return (
+        {"_d_i_bar_to_g_bar": torch.cat((d_i_bar.sum(1), d_f_bar.sum(1), d_o_bar.sum(1), d_g_bar.sum(1)), -1)},
+        (d_c0, d_h0)
+    )
 
 
 def _gradients(params, sizes, cache, adjoints, d_s):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
     x = cache["x"]
     h = cache["h"]
-    _d_i_bar_f_bar_o_bar_g_bar = adjoints["_d_i_bar_f_bar_o_bar_g_bar"]
+    _d_i_bar_to_g_bar = adjoints["_d_i_bar_to_g_bar"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_f_bar_o_bar_g_bar[1:].reshape(-1, 4 * n_h)).T  # the gradients of W_ii, W_if, W_io, W_ig at once
-    _d_b_ii_b_if_b_io_b_ig = _d_i_bar_f_bar_o_bar_g_bar[1:].reshape(-1, 4 * n_h).sum(0)  # the gradients of b_ii, b_if, b_io, b_ig at once
-    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_f_bar_o_bar_g_bar[1:].reshape(-1, 4 * n_h)).T  # the gradients of W_hi, W_hf, W_ho, W_hg at once
+    # the gradients of W_ii, W_if, W_io, W_ig at once
+    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)).T
+    # the gradients of b_ii, b_if, b_io, b_ig at once
+    _d_b_ii_b_if_b_io_b_ig = _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h).sum(0)
+    # the gradients of W_hi, W_hf, W_ho, W_hg at once
+    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)).T
     return {
         # dL/dW_ii = sum_t dL/di_bar_t x_t^T
         "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h].clone(),
@@ -898,7 +876,9 @@ def _check_cache(cache, sizes, dtype, device, classes=None):
         raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
     if set(cache) != set(CACHE):
         got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+        raise ValueError(
+            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
+        )
     first, *rest = CACHE
     if classes is None:
         _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, False, device)
@@ -917,7 +897,9 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
     shape = tuple(array.shape)
     _check_shape(name, shape, dims, sizes)
     if array.dtype != dtype:
-        raise ValueError(f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters")
+        raise ValueError(
+            f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters"
+        )
     if device is not None and array.device != device:
         raise ValueError(f"{name} is on device {array.device}; expected {device} like the parameters")
     if finite and array.is_floating_point() and not _finite(array):
@@ -936,7 +918,9 @@ def _finite(array):
 def _check_labels(name, labels, sizes, classes, device=None):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as int64
     (what indexing takes, and comparisons: torch has none for uint16, uint32, uint64)."""
-    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+    if not isinstance(
+        labels, torch.Tensor
+    ) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
         kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
         raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
@@ -946,7 +930,9 @@ def _check_labels(name, labels, sizes, classes, device=None):
         value = wide[bad][0].item()
         if labels.dtype == torch.uint64 and value < 0:
             value += 2**64  # the label as given, before .long() wrapped it
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return wide
 
 
@@ -1050,7 +1036,8 @@ def _param_sizes(params):
         sizes, clash = _bind_sizes(params, order)
         name, dim, other = clash
         expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        raise ValueError(f"params['{name}'] has shape {tuple(params[name].shape)}; expected ({expected}), {dim} as in params['{other}']")
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
     return sizes
 
 
@@ -1127,7 +1114,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
@@ -1242,7 +1229,9 @@ def _bytes(text):
     return int(number) * _UNITS[unit]
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
@@ -1325,7 +1314,9 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     steps = _budget(checkpoints, step, step)[0]
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
         part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(totals, part, a == 0)

@@ -1,4 +1,4 @@
-"""The shapes of cells that broke users, as predicates on a Model (tests/test_random_cells.py
+"""The shapes of cells that broke users, as predicates on a Model (tests/oracle/test_random_cells.py
 shows that tests/cells.py draws each)."""
 
 import sympy as sp

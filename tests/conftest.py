@@ -20,11 +20,43 @@ def user_file(tmp_path):
     return path
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--fail-on-skip",
+        action="store_true",
+        help="a skipped test fails (CI: every framework is installed, so nothing may be skipped)",
+    )
+
+
+def _failed_if_skipped(report, config):
+    if report.skipped and config.getoption("fail_on_skip"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome, report.longrepr = "failed", f"skipped under --fail-on-skip: {reason}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    _failed_if_skipped(report, item.config)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    report = yield
+    _failed_if_skipped(report, collector.config)
+    return report
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: a long proof, scheduled first so that the workers finish together")
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items):
-    """Slow tests first: pytest-xdist hands them out before the short ones fill the gaps."""
+    """Slow tests first, each a work unit of its own; the other tests of a module form one unit, so that
+    a module's fixtures and caches are computed by one worker, not by each."""
+    for item in items:
+        if item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

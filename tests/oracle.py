@@ -5,7 +5,7 @@ evaluator of oracle_eval.py, and takes the gradients from torch.autograd; compar
 generated NumPy, torch or JAX module against it.
 
     run(model, params, xs, ys, initial=None, truncate=None) -> Result
-    compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12)
+    compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12, forward_mode=False)
 
 Layout as the generated modules': time-major xs (T, B, d), or (T, B) integer labels; ys (T, B, q)
 or (T, B) labels; parameters in the maths' shapes (vectors 1-D); initial states (B, rows), keyed by
@@ -194,10 +194,13 @@ def _bind(sizes, dims, shape, what):
         raise OracleError(f"{what} has shape {tuple(shape)}; expected {tuple(expected)}")
 
 
-def compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12):
+def compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12, forward_mode=False):
     """Run a generated module's forward and loss_and_grads (NumPy, torch or JAX) and the oracle on the
     same batch; AssertionError naming the first output, loss or gradient that differs by more than tol,
-    measured as max|a - b| / max(1, max|b|) with b the oracle's."""
+    measured as max|a - b| / max(1, max|b|) with b the oracle's. forward_mode: forward_mode_grads too
+    (real-time recurrent learning, full BPTT only), against the same oracle."""
+    if forward_mode and truncate is not None:
+        raise OracleError(f"forward_mode_grads computes full BPTT only, not truncate={truncate!r}")
     expected = run(model, params, xs, ys, initial, truncate)
     to_framework, to_numpy = _framework(module)
     initial = initial or {}
@@ -206,14 +209,21 @@ def compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-1
     theirs = {name: to_framework(array) for name, array in params.items()}
     data = (to_framework(xs), to_framework(ys))
     outputs, _ = module.forward(theirs, *data[: 2 if model.teacher_forcing else 1], **states)
-    loss, grads = module.loss_and_grads(theirs, *data, **states, truncate=truncate)
     name = model.outputs[0][0].name
     _agree(f"output {name}", to_numpy(outputs), expected.outputs[name], tol)
-    _agree("loss", to_numpy(loss), expected.loss, tol)
+    _agree_gradients("", module.loss_and_grads(theirs, *data, **states, truncate=truncate), expected, to_numpy, tol)
+    if forward_mode:
+        _agree_gradients("forward mode: ", module.forward_mode_grads(theirs, *data, **states), expected, to_numpy, tol)
+
+
+def _agree_gradients(what, loss_and_grads, expected, to_numpy, tol):
+    """The loss and every gradient of (loss, grads) against the oracle's; `what` prefixes the messages."""
+    loss, grads = loss_and_grads
+    _agree(f"{what}loss", to_numpy(loss), expected.loss, tol)
     if set(grads) != set(expected.grads):
-        raise AssertionError(f"gradient keys {sorted(grads)}; the oracle's are {sorted(expected.grads)}")
+        raise AssertionError(f"{what}gradient keys {sorted(grads)}; the oracle's are {sorted(expected.grads)}")
     for key, value in expected.grads.items():
-        _agree(f"gradient {key}", to_numpy(grads[key]), value, tol)
+        _agree(f"{what}gradient {key}", to_numpy(grads[key]), value, tol)
 
 
 def _framework(module):

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 
 from bptt.app import plots
 from bptt.app.bench import bench
+from bptt.app.drawing import gid
+from bptt.app.files import write_atomic
+from bptt.app.table import Table
 from bptt.codegen.printing import schedule
 
 NAME = "checkpoints"  # the file stem of the CSV and PNG that -o writes
@@ -87,7 +90,7 @@ def measure(module, problem, sizes, budgets, repeats, backend="numpy"):
 
 
 def as_table(rows, title):
-    """The rows as a plots.Table (text, CSV)."""
+    """The rows as a Table (text, CSV)."""
     cells = []
     for row in rows:
         cells.append(
@@ -104,7 +107,7 @@ def as_table(rows, title):
                 float(f"{row.error:.1e}"),
             )
         )
-    return plots.Table(NAME, title, COLUMNS, cells)
+    return Table(NAME, title, COLUMNS, cells)
 
 
 def figure(table):
@@ -115,7 +118,7 @@ def figure(table):
         ("alloc MiB", "time/full", "s-", "measured"),
     ):
         points = sorted(zip(table.column(x), table.column(y), strict=True))
-        ax.plot(*zip(*points, strict=True), style, label=label, gid=plots.gid(table, x, y))
+        ax.plot(*zip(*points, strict=True), style, label=label, gid=gid(table, x, y))
     for label, x, y in zip(table.column("budget"), table.column("alloc MiB"), table.column("time/full"), strict=True):
         ax.annotate(str(label), (x, y), textcoords="offset points", xytext=(4, 4), fontsize="small")
     ax.set_xscale("log")
@@ -127,14 +130,17 @@ def figure(table):
 
 
 def write(table, folder):
-    """checkpoints.png and checkpoints.csv into folder, as `bptt analyze -o` writes its files; the paths."""
+    """checkpoints.png and checkpoints.csv into folder (made if only its parent exists), as `bptt analyze -o`
+    writes its files; the paths."""
     import pathlib
 
     folder = pathlib.Path(folder)
+    image = plots.png(figure(table))
+    folder.mkdir(exist_ok=True)
     plots.targets(folder, [NAME])
     written = []
-    for suffix, data in ((".png", plots.png(figure(table))), (".csv", table.csv().encode())):
-        plots.write_atomic(folder / f"{NAME}{suffix}", data)
+    for suffix, data in ((".png", image), (".csv", table.csv().encode())):
+        write_atomic(folder / f"{NAME}{suffix}", data)
         written.append(folder / f"{NAME}{suffix}")
     return written
 

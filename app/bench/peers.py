@@ -13,7 +13,8 @@ A peer is a callable made once per problem: run() -> (loss, {key: gradient}).
 import numpy as np
 
 from bptt.codegen.printing.helpers import helpers
-from bptt.codegen.printing.printer import ONES, RowPrinter
+from bptt.codegen.printing.printer import RowPrinter
+from bptt.codegen.printing.products import ONES
 from bptt.derive.bptt import NEXT, derive
 from bptt.derive.nodes import SoftmaxCrossEntropy
 
@@ -48,7 +49,7 @@ class Naive:
         self.initial = [(f"{seq.name}0", code(derivation.initial(seq))) for seq in model.states]
         self.losses = compile(str(RowPrinter(stacked=True)(loss)), "<naive loss>", "eval")
         self.mean = model.mean
-        self.helpers = sorted(step.used["helpers"] | {"_logsumexp", "_softmax", "_onehot"})
+        self.helpers = sorted(step.used.helpers | {"_logsumexp", "_softmax", "_onehot"})
 
     def __call__(self, params, xs, ys, initial):
         """(loss, gradients) of the batch-averaged loss."""

@@ -1,58 +1,52 @@
-"""forward_mode_grads for the JAX backend: the Program's forward-mode statements, each TangentLoop printed
-as a `jax.lax.scan` whose carry holds the tangents and whose outputs are each step's share of the gradient.
+"""forward_mode_grads for the JAX backend: the Program's forward-mode statements, the TangentLoop printed as
+a `jax.lax.scan` whose carry holds the states' tangents and whose output is each step's share of every
+gradient.
 
-Tangents are carried for every direction of one parameter at once, an array (P, B, n) for P the
-parameter's size, as in the NumPy module."""
+The tangents are carried along the directions of every gradient at once, an array (P, B, n), as in the
+NumPy module; JAX is functional, so a local term goes into its rows as `dot_a.at[along_W].add(...)`."""
 
-from bptt.codegen.ir import Assign, Contract, EntersStepOne, tangent_array, units_name
+from bptt.codegen.array_names import tangent_array
 from bptt.codegen.jax.printer import JaxPrinter
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input
 from bptt.codegen.printing.tangents import TangentPrinter
 
 
 class JaxTangentPrinter(TangentPrinter, JaxPrinter):
-    """Tangents in row form with a leading axis of directions; values at t read as in a scan's step."""
+    """Tangents in row form with a first axis of directions; values at t read as in a scan's step."""
 
     def zeros(self, shape):
-        self.used["sizes"] |= {"B", "dtype"}
+        self.used.sizes |= {"B", "dtype"}
         return f"jnp.zeros({shape}, dtype)"
 
     def ones(self, shape):
-        self.used["sizes"] |= {"B", "dtype"}
+        self.used.sizes |= {"B", "dtype"}
         return f"jnp.ones({shape}, dtype)"
 
     def einsum(self, spec, *operands):
         return f'jnp.einsum("{spec}", {", ".join(operands)})'
 
+    def fresh(self, code):
+        return code  # a JAX array is never written in place
+
+    def add_into(self, target, rows, value):
+        return f"{target} = {target}.at[{rows}].add({value})"
+
+    def set_into(self, target, rows, value):
+        return f"{target} = {target}.at[{rows}].set({value})"
+
     def _print_TangentLoop(self, loop):
-        """The loop as a scan: the tangents a step updates in the carry, the others bound before it."""
+        """The loop as a scan: the states' tangents in the carry, each step's total its output."""
         self.reads, self.assigned = {}, set()
         self.begin(loop)
-        size = self.directions(loop)
-        states = {a.state.name for a in loop.arrays}
-        updated = {s.target.of.name: s.target for s in loop.body if isinstance(s, Assign) and s.target.of.name in states}
-        out = ["", f"# {loop.comment}"]
-        out += [f"{tangent_array(a.state)} = {self.start(a, size)}" for a in loop.arrays if a.state.name not in updated]
-        scan = Scan([])
-        for statement in loop.body:
-            if isinstance(statement, Contract):
-                scan.outputs.append(("shares", self.contraction(statement)))
-            else:
-                scan.body += self._print(statement)
-        scan.carry = [Carried(tangent_array(node.of), tangent_array(node.of), node) for node in updated.values()]
+        out = self.head(loop)
+        total = out.pop()  # the total's zeros start every step
+        scan = Scan([total.partition("  #")[0]] + self.lines(loop.body))
+        scan.carry = [Carried(tangent_array(a.state), tangent_array(a.state), a.state) for a in loop.arrays]
         scan.inputs = [(local, scanned_input(self, node, shift)) for local, (node, shift) in self.reads.items()]
-        if any(isinstance(s, EntersStepOne) for s in loop.body):
-            self.used["sizes"].add("T")
-            scan.inputs.append(("t", "jnp.arange(1, T + 1)"))
-        starts = {a.state.name: self.start(a, size) for a in loop.arrays}
-        doc = f"The tangents at t from those at t-1, and step t's share of the gradient of {loop.key}."
-        out += scan.lines(doc, [starts[s] for s in updated], blank=False)
-        total = "shares.sum(axis=0)" + ("" if loop.per_sample else f".reshape({loop.key}.shape)")
-        return out + [f'grads["{loop.key}"] = {total}']
-
-    def _print_EntersStepOne(self, statement):
-        units = units_name(statement.state.rows)
-        return [f"{tangent_array(statement.state)} = jnp.where(t == 1, {units}, 0)  # {statement.comment}"]
+        scan.outputs = [("shares", "total")]
+        doc = "The tangents at t from those at t-1, and step t's share of every gradient."
+        out += scan.lines(doc, [tangent_array(a.state) for a in loop.arrays])
+        return out + ["total = shares.sum(axis=0)  # every gradient, per sample: its rows along it"]
 
 
 def rtrl_lines(program):

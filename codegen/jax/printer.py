@@ -1,7 +1,7 @@
 """Print derived matrix expressions as JAX code (the JAX backend's expressions).
 
 The algebra is the NumPy backend's row form (numpy_printer.RowPrinter); what differs is printed
-here: registry code for JAX, softmax and one-hot from jax.nn, sums over all steps and samples,
+here: the elementwise functions as NumPy's table writes them on jnp, softmax and one-hot from jax.nn, sums over all steps and samples,
 the loss, and the names a scan's step reads. Inside `jax.lax.scan` there is no array indexed by
 t: a value at step t is the local `h_t`, at t-1 `h_prev` (the carry or a stacked input), at t+1
 `d_a_next`; jax/statements.py decides where each comes from.
@@ -9,10 +9,16 @@ t: a value at step t is the local `h_t`, at t-1 `h_prev` (the carry or a stacked
 
 import sympy as sp
 
+from bptt.codegen.printing.function_code import FunctionTable, Library, function
+from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.printer import PRODUCT, SUM, Code, PrintError, RowPrinter, array_name
 from bptt.derive.nodes import Adj, t
 
 SUFFIX = {-1: "prev", 0: "t", 1: "next"}
+# NumPy's entries on jnp, the same functions by the same names but sigmoid (one table: a function registered
+# for NumPy has JAX code too)
+JAX = Library("jnp", sigmoid=function("jax.nn", "sigmoid"))
+JAX_FUNCTIONS = FunctionTable(NUMPY_FUNCTIONS.name, JAX, NUMPY_FUNCTIONS.entries)
 
 
 def step_name(node, shift):
@@ -30,7 +36,7 @@ class JaxPrinter(RowPrinter):
     name and is recorded in `reads` (name -> (node, shift)) unless `assigned` holds it already.
     carried: the adjoints whose value at step 1 is the scan's final carry (`d_a_1`)."""
 
-    backend, form, blocks = "jax", "JAX", "jnp.s_"
+    backend, form, blocks, functions = "jax", "JAX", "jnp.s_", JAX_FUNCTIONS
 
     def __init__(self, stacked=False, arrays=None, carried=()):
         super().__init__(stacked=stacked, arrays=arrays)
@@ -50,7 +56,7 @@ class JaxPrinter(RowPrinter):
         if shift not in SUFFIX:
             raise PrintError(f"a step reads {seq.name} at time {seq.time}; only t-1, t and t+1 can be scanned")
         name = step_name(node, shift)
-        self.used["arrays"].add(array_name(node))
+        self.used.arrays.add(array_name(node))
         if name not in self.assigned:
             self.reads.setdefault(name, (node, shift))
         return Code(name)
@@ -65,7 +71,7 @@ class JaxPrinter(RowPrinter):
         return Code(f"jax.nn.softmax({self._print(expr.arg)}, axis=-1)")
 
     def _print_OneHot(self, expr):
-        self.used["sizes"].add("dtype")
+        self.used.sizes.add("dtype")
         return Code(f"jax.nn.one_hot({self.label(expr.label)}, {self._print(expr.shape[0])}, dtype=dtype)")
 
     def gradient_term(self, term):

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.codegen.ir import Array, Loop, adjoint_array, walk
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Array, Loop, Steps, walk
 from bptt.codegen.jax import forward_mode as jax_forward_mode
 from bptt.codegen.jax.printer import JaxPrinter, first_step_name
 from bptt.codegen.jax.scan import forward_lines
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
 from bptt.codegen.printing.bindings import params_bound, time_and_batch
-from bptt.codegen.printing.facts import Facts, fixed_helpers, model_facts
-from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.printing.checks import CheckStyle, checks, from_shape
+from bptt.codegen.printing.facts import fixed_helpers, model_facts
+from bptt.codegen.printing.layout import Layout, imported
 from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
@@ -23,18 +25,32 @@ from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_following", "_forward_kept", "_param_sizes")
+SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_forward_kept", "_param_sizes")
+
+
+IMPORTS = ("import functools", "import jax", "import jax.numpy as jnp")  # what the template's own code calls
+
+STYLE = CheckStyle(
+    device=False,
+    batch=("B",),
+    no_state='jnp.zeros((B, sizes["{size}"]), dtype)',
+    draw_labels='{name} = jax.random.randint({key}, (T, B), 0, sizes["{rows}"])',
+    draw_floats='{name} = jax.random.normal({key}, (T, B, sizes["{rows}"]), dtype)',
+)
 
 
 @dataclass(frozen=True)
-class Layout(Facts):
-    """Everything jax_module.py.j2 needs; the *_lines fields are printed function bodies."""
+class JaxLayout(Layout):
+    """What jax/module.py.j2 places; the *_lines fields are printed function bodies."""
 
-    losses: str
-    forward_lines: tuple
-    gradient_lines: tuple
-    rtrl_lines: tuple
-    helpers: str
+    gradient_lines: tuple  # the body of _gradients
+    count_from_outputs: str  # binds the sizes the loss's count reads, from the outputs' shape
+    initial: str  # apply's initial states as a dict: '"h0": h0, "c0": c0'
+    initial_args: str  # the same passed on to _forward: ', initial["h0"], initial["c0"]'
+
+    in_framework = ", in JAX"
+    option = " --backend jax"
+    arrays_are = "Arrays are JAX arrays,"
 
 
 def module_source(model, program=None):
@@ -50,34 +66,39 @@ def layout(model, program=None):
     rtrl, rtrl_used = rtrl_body(program)
     losses = JaxPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
-    used = forward_used | gradients_used | rtrl_used | losses.used["helpers"] | fixed_helpers(model, SCAFFOLD)
-    _, source = helpers("jax").source(sorted(used))
-    return Layout(
-        **facts,
+    used = forward_used | gradients_used | rtrl_used | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
+    imports, source = imported(used, "jax", IMPORTS)
+    return JaxLayout(
+        facts=facts,
+        checks=checks(facts, STYLE),
+        imports=imports,
+        helpers=source,
         losses=losses_code,
         forward_lines=tuple(forward),
-        gradient_lines=tuple(gradients),
         rtrl_lines=tuple(rtrl),
-        helpers=source,
+        gradient_lines=tuple(gradients),
+        count_from_outputs=from_shape(facts.count_sizes, facts.output.name),
+        initial=", ".join(f'"{name}": {name}' for name in facts.state_names),
+        initial_args="".join(f', initial["{name}"]' for name in facts.state_names),
     )
 
 
 def forward_body(program):
     """(lines of _forward, helpers used): program.forward printed functionally (jax/scan.py)."""
     lines, printer = forward_lines(program)
-    return bindings(program.model, printer.used, program.model.inputs[0].name) + lines, printer.used["helpers"]
+    return bindings(program.model, printer.used, program.model.inputs[0].name) + lines, printer.used.helpers
 
 
 def bindings(model, used, first, cache=()):
     """Lines binding the parameters, cache arrays, sizes, T, B and dtype a body reads (from the arrays' shapes)."""
-    head = params_bound(used["params"], model)
-    head += [f'{name} = cache["{name}"]' for name in cache if name in used["arrays"]]
+    head = params_bound(used.params, model)
+    head += [f'{name} = cache["{name}"]' for name in cache if name in used.arrays]
     for size in model.sizes:
-        if str(size) in used["sizes"]:
+        if str(size) in used.sizes:
             param, axis = next((p, k) for p in model.params for k, dim in enumerate(p.shape) if dim == size)
             head.append(f'{size_name(size)} = params["{param.name}"].shape[{axis}]')
-    head += time_and_batch(used["sizes"], first)
-    if "dtype" in used["sizes"]:
+    head += time_and_batch(used.sizes, first)
+    if "dtype" in used.sizes:
         head.append(f'dtype = params["{model.params[0].name}"].dtype')
     return head
 
@@ -88,14 +109,14 @@ def gradient_body(program):
     model = program.model
     statements = program.window.statements
     targets = {s.target.of.name: s.target.of for s in walk(statements) if isinstance(getattr(s, "target", None), Adj)}
-    arrays = {adjoint_array(name): Array(adjoint_array(name), seq.rows, "T") for name, seq in targets.items()}
+    arrays = {adjoint_array(name): Array(adjoint_array(name), seq.rows, Steps.FROM_ONE) for name, seq in targets.items()}
     groups = [a for a in program.adjoints.arrays if a.members]
     for group in groups:  # the gates' adjoints side by side, for one product per gradient
-        arrays.update({name: Array(name, None, "T") for name in [group.name] + [span[0] for span in group.spans]})
+        arrays.update({name: Array(name, None, Steps.FROM_ONE) for name in [group.name] + [span[0] for span in group.spans]})
     gradient = JaxPrinter(stacked=True, arrays=arrays)
     gradient_lines = [f"{s.target.name} = {gradient(s.value)}  # {s.comment}" for s in program.gradients.statements]
     returns = [f'"{key}": {gradient(value)},  # {comment}' for key, value, comment in program.returns]
-    read = gradient.used["arrays"]
+    read = gradient.used.arrays
     joined = []
     for group in groups:
         for name, first, count in ((group.name, 0, len(group.members)), *group.spans):
@@ -120,7 +141,8 @@ def gradient_body(program):
         crossings = {c.node: c.name for c in program.checkpoints.window_crossings}
         built = backward_scan(printer, loop, read, initial_reads, local, crossings)
         carried = built.carried
-        lines.append(f"keep_next = {printer.helper('_following')}(keep, following.get(\"keep\"))  # keep[t], t = 1..T")
+        following = printer.helper("_following")
+        lines.append(f'keep_next = {following}(keep, following.get("keep"))  # keep[t], t = 1..T')
         rows = sorted({size_name(targets[n].rows) for n in carried})
         lines += [
             f"zero_{r} = {printer.helper('_fresh')}(jnp.zeros((B, {r}), dtype), ages)  # nothing after step T"
@@ -131,20 +153,20 @@ def gradient_body(program):
         lines += built.scan.lines(doc, first, reverse=True, last="carry")
         lines.append(f"{tupled([first_step_name(c.node) for c in built.scan.carry])} = carry  # the adjoints at step 1")
         lines.append(handed(printer, program.checkpoints.window_crossings, built.scan.carry))
-        printer.used["sizes"] |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
+        printer.used.sizes |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
     if any(item.weighted for item in program.window_initial):
         lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
     initial = JaxPrinter(stacked=False, arrays=arrays, carried=carried)
     initial.used = printer.used
     lines += [initial_code(initial, item, carried) for item in program.window_initial]
-    used = {key: printer.used[key] | gradient.used[key] for key in printer.used}
+    used = printer.used | gradient.used
     head = bindings(model, used, f"d_{model.outputs[0][0].name}", program.cache)
     if loop is None:
         lines.append("handed = {}  # no flow through time")
     body = head + lines + joined + gradient_lines + ["return {"] + ["    " + r for r in returns]
     comments = {item.key: item.comment for item in program.window_initial}
-    body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)] + ["}, handed"]
-    return body, used["helpers"]
+    body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)]
+    return body + ["}, handed"], used.helpers
 
 
 def start(carried, targets, crossings):
@@ -172,4 +194,4 @@ def rtrl_body(program):
     lines, printer = jax_forward_mode.rtrl_lines(program)
     output = f"d_{model.outputs[0][0].name}"
     head = bindings(model, printer.used, output, program.cache[1:])  # the input is an argument
-    return head + ["grads = {}"] + lines + ["return loss, grads"], printer.used["helpers"]
+    return head + ["grads = {}"] + lines + ["return loss, grads"], printer.used.helpers

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
+from bptt.codegen.ir import Steps
 from bptt.codegen.jax.printer import JaxPrinter
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
@@ -100,7 +101,7 @@ class PassPrinter(JaxPrinter):
                 raise PrintError(f"the forward loop reads {seq.name} at t before it assigns it")
             return self.view(f"{seq.name}_t", local, place)
         local = f"{place.home}_prev"
-        if self.homes[place.home].steps != "T+1":
+        if self.homes[place.home].steps is not Steps.FROM_ZERO:
             raise PrintError(f"the forward loop reads {seq.name} at t-1, which holds steps 1..T only")
         if place.home in self.loop_writes:
             self.carried[place.home] = local
@@ -165,12 +166,12 @@ class PassPrinter(JaxPrinter):
         if place is None:
             raise PrintError(f"the forward pass writes {statement.target.name}, which is not one of its arrays")
         array = self.homes[place.home]
-        if place.whole and how == "set" and (not self.stacked or array.steps == "T"):
+        if place.whole and how == "set" and (not self.stacked or array.steps is Steps.FROM_ONE):
             code = self.zeros(array) if zero else value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
         elif place.whole and how == "add" and not self.stacked:
             code = f"{self.current(array)} + {value}"
         else:
-            steps = ("1:" if array.steps == "T+1" else ":") if self.stacked else ""
+            steps = ("1:" if array.steps is Steps.FROM_ZERO else ":") if self.stacked else ""
             rows = "" if place.whole else f"..., {self.rows(place)}"
             index = ", ".join(part for part in (steps, rows) if part)
             code = f"{self.current(array)}.at[{index}].{how}({value})"
@@ -183,13 +184,13 @@ class PassPrinter(JaxPrinter):
     def broadcast(self, value, array):
         """A value that reads no sequence (a bias), as an array of every step's rows."""
         shape = f"({'T, B' if self.stacked else 'B'}, {self(array.rows)})"
-        self.used["sizes"] |= {"T", "B"}
+        self.used.sizes |= {"T", "B"}
         return f"jnp.broadcast_to({value}, {shape})"
 
     def current(self, array):
         """The value a partial write (or an Accumulate) updates: the array's, or at one step its local;
         zeros if nothing wrote it yet (as every array of steps 0..T starts)."""
-        if self.stacked and (array.steps == "T+1" or array.name in self.written):
+        if self.stacked and (array.steps is Steps.FROM_ZERO or array.name in self.written):
             return array.name
         if not self.stacked and self.local(array.name) is not None:
             return self.local(array.name)
@@ -197,7 +198,7 @@ class PassPrinter(JaxPrinter):
 
     def zeros(self, array):
         """Zeros of an array's rows, for every step (T, B, rows), or at one step (B, rows)."""
-        self.used["sizes"] |= {"T", "B", "dtype"}
+        self.used.sizes |= {"T", "B", "dtype"}
         return f"jnp.zeros(({'T, B' if self.stacked else 'B'}, {self(array.rows)}), dtype)"
 
     def _print_Loop(self, loop):
@@ -216,11 +217,11 @@ class PassPrinter(JaxPrinter):
         doc = "One step t of the recursion: the values at t-1 in, those at t out."
         lines = scan.lines(doc, first, length=None if inputs else "T")
         for home in order:
-            whole = f"{home}_steps" if self.homes[home].steps == "T" else f"{home}.at[1:].set({home}_steps)"
+            whole = f"{home}_steps" if self.homes[home].steps is Steps.FROM_ONE else f"{home}.at[1:].set({home}_steps)"
             lines.append(f"{home} = {whole}  # steps 1..T")
         self.written |= set(order)
         self.bound -= {local for local, place in self.places.items() if place.home in order}
-        self.used["sizes"].add("T")
+        self.used.sizes.add("T")
         return lines
 
 
@@ -231,9 +232,9 @@ def forward_lines(program):
     printer = PassPrinter(forward.arrays)
     head = []
     for array in forward.arrays:
-        if array.steps == "T+1":
+        if array.steps is Steps.FROM_ZERO:
             head.append(f"{array.name} = jnp.zeros((T + 1, B, {printer(array.rows)}), dtype)")
-    printer.used["sizes"] |= {"T", "B", "dtype"}
+    printer.used.sizes |= {"T", "B", "dtype"}
     for seq in model.states:
         place = printer.places[seq.name]
         index = "0" if place.whole else f"0, ..., {printer.rows(place)}"
@@ -257,7 +258,7 @@ def stack_lines(printer, stacks):
     """name = the parts stacked along their rows (ir.Stack), for the stacks the statements read."""
     lines = []
     for stack in stacks:
-        if stack.name in printer.used["params"]:
+        if stack.name in printer.used.params:
             parts = ", ".join(str(printer(part)) for part in stack.parts)
             lines.append(f"{stack.name} = jnp.concatenate(({parts}))  # stacked once per call")
     return lines

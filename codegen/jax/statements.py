@@ -8,7 +8,8 @@ from the carry.
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from bptt.codegen.ir import Accumulate, Assign, Flow, Guard, Loop, adjoint_array
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Accumulate, Assign, Flow, Guard, Loop
 from bptt.codegen.jax.printer import JaxPrinter, step_name
 from bptt.derive.nodes import Adj, t
 
@@ -103,7 +104,7 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings):
         for local, (node, shift) in step.reads.items()
         if isinstance(node, Adj) and shift == 0 and node.of.name in targets
     ]
-    step.used["sizes"] |= {"B", "dtype"} if zero else set()
+    step.used.sizes |= {"B", "dtype"} if zero else set()
     starts = [
         f"{local} = {step.helper('_fresh')}(jnp.zeros((B, {step(rows)}), dtype), ages)" for local, rows in zero
     ]

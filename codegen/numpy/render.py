@@ -1,13 +1,94 @@
-"""The NumPy backend's module: the shared layout of a program, through this folder's template."""
+"""The NumPy backend's module (generated/<model>.py): its Layout, every piece decided here and placed by
+this folder's template; the bodies are printing/layout.py's."""
 
 import pathlib
+from dataclasses import dataclass
 
-from bptt.codegen.printing.layout import layout
+from bptt.codegen.printing.checks import CheckStyle, checks, from_shape, target_checks
+from bptt.codegen.printing.facts import fixed_helpers, model_facts
+from bptt.codegen.printing.layout import Layout, allocation, backward_bodies, forward_body, imported, rtrl_body
+from bptt.codegen.printing.printer import RowPrinter
 from bptt.codegen.printing.templates import environment
+from bptt.codegen.program import build
 
 _env = environment(pathlib.Path(__file__).parent)
+
+SCAFFOLD = (  # the helpers the template's fixed parts call
+    "_extent",
+    "free_workspace",
+    "clip_grads",
+    "_workspace",
+    "_truncation",
+    "_keep_weights",
+    "_check_dtype",
+    "_check_sizes",
+    "_check_params",
+    "_check_cache",
+    "_check_array",
+)
+
+STYLE = CheckStyle(
+    device=False,
+    batch=("T", "B"),
+    no_state="None",
+    draw_labels='{name} = rng.integers(0, sizes["{rows}"], size=(T, B))',
+    draw_floats='{name} = rng.standard_normal((T, B, sizes["{rows}"])).astype(dtype)',
+)
+
+
+@dataclass(frozen=True)
+class NumPyLayout(Layout):
+    """What numpy/module.py.j2 places; the *_lines fields are printed function bodies."""
+
+    forward_arrays_lines: tuple
+    backward_arrays_lines: tuple
+    adjoints_lines: tuple
+    window_lines: tuple
+    gradients_lines: tuple
+    returns: tuple  # (key, code, comment)
+    output_gradient_lines: tuple  # _loss_and_output_gradient's, between the forward pass and the loss
+    adjoint_names: str  # what _adjoints returns: `d_c0, d_h0`
 
 
 def module_source(model, program=None):
     """The source of generated/<model>.py; program: the model's statements (program.build's if None)."""
     return _env.get_template("module.py.j2").render(m=layout(model, program))
+
+
+def layout(model, program=None):
+    program = program or build(model)
+    facts = model_facts(model, program, "NumPy")
+    forward_arrays, forward_lines, forward_used = forward_body(program)
+    backward = backward_bodies(program)
+    rtrl = rtrl_body(program)
+    losses = RowPrinter(stacked=True)
+    losses_code = str(losses(model.concrete_loss()))
+    used = forward_used | backward.helpers | rtrl.helpers | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
+    imports, source = imported(used, "numpy")
+    return NumPyLayout(
+        facts=facts,
+        checks=checks(facts, STYLE),
+        imports=imports,
+        helpers=source,
+        losses=losses_code,
+        forward_lines=tuple(forward_lines),
+        rtrl_lines=tuple(rtrl.lines),
+        forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True)),
+        backward_arrays_lines=tuple(allocation(backward.arrays)),
+        adjoints_lines=tuple(backward.adjoints),
+        window_lines=tuple(backward.window),
+        gradients_lines=tuple(backward.gradients),
+        returns=tuple(backward.returns),
+        output_gradient_lines=output_gradient_lines(facts),
+        adjoint_names=", ".join(f"d_{name}" for name in facts.state_names),
+    )
+
+
+def output_gradient_lines(facts):
+    """What _loss_and_output_gradient does between the forward pass and the loss: bind the loss's count,
+    check the targets against the outputs' shape (teacher-forced ones were checked by forward)."""
+    s, y = facts.output, facts.target
+    lines = [from_shape(facts.count_sizes, s.name)]
+    lines += [f"dtype = {s.name}.dtype"] if not facts.forced and not y.labels else []
+    lines += target_checks(facts, STYLE, f'dict(zip(("T", "B", "{s.rows}"), {s.name}.shape, strict=True))')
+    return tuple(lines + ([f"{y.name} = ys"] if facts.forced else []))

@@ -9,47 +9,14 @@ a kept state (the states the recursion carries) and one stored step (what the fo
 backward pass, and the backward pass's own arrays), in rows per sample.
 """
 
-from dataclasses import dataclass
-
 import sympy as sp
 
-from bptt.codegen.ir import Guard, Loop, Pass, adjoint_array, walk
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Guard, Loop, Pass, Steps, walk
+from bptt.codegen.ir_checkpoints import Boundary, Checkpoints, Crossing
 from bptt.derive.nodes import Adj, SeqAt, t, values
 
 NEXT = "_next_"  # the prefix of a value read from the segment after
-
-
-@dataclass(frozen=True)
-class Boundary(Guard):
-    """A Guard (statements reading step t+1, for t < T) with `following`: the same statements for t = T of a
-    segment, reading the values at step 1 of the segment after it (`crossings`) in place of those at t+1."""
-
-    following: tuple = ()
-    crossings: tuple = ()
-
-
-@dataclass(frozen=True)
-class Crossing:
-    """A value step T of a segment reads from the segment after it."""
-
-    name: str  # its name in code: _next_f, _d_next_a
-    node: object  # the value step t reads at t+1: SeqAt(f, t+1), Adj(a_{t+1})
-    read: object  # what the Boundary reads in its place: SeqAt(_next_f, 0) (arrays of one step, index 0)
-    first: object  # the value at step 1 of the segment after: SeqAt(f, 1), Adj(a_1)
-
-
-@dataclass(frozen=True)
-class Checkpoints:
-    """What the schedule weighs, in rows per sample (times B and the dtype's bytes at run time)."""
-
-    kept: tuple  # the state Seqs a kept state holds (a teacher-forced one too: the data it is at that step)
-    reads: tuple  # what one backward step reads: the cached sequences' names
-    state_rows: object  # a kept state
-    forward_rows: object  # one step of the forward pass's arrays
-    backward_rows: object  # one step of the backward pass's arrays
-    aged_rows: object  # the adjoints that carry an age axis in a window (times k + 1 ages)
-    crossings: tuple  # Crossing per value read across a boundary, full pass
-    window_crossings: tuple  # likewise, the window pass
 
 
 def crossing(node):
@@ -125,7 +92,7 @@ def plan(model, forward, adjoints, window_statements, cache, crossings, window_c
 
 def _step_rows(arrays):
     """The rows of one step of the arrays that hold every step (a group once: its members are views)."""
-    return sum((array.rows for array in arrays if array.steps in ("T+1", "T")), sp.S.Zero)
+    return sum((array.rows for array in arrays if array.steps in (Steps.FROM_ZERO, Steps.FROM_ONE)), sp.S.Zero)
 
 
 def _adjoint_targets(statements):

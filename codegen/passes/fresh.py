@@ -6,12 +6,13 @@ torch's two biases of a gate have one gradient, so both would view the same rows
 memory is scaled twice, and a second backward() adds into it twice. So a view of rows that an earlier
 return views already, and a view of anything but a gradient product of this call, becomes an ir.Copy,
 printed by each backend as its copy. Views of disjoint rows of one product share no memory (NumPy's
-np.shares_memory); a torch tensor's storage is the whole product, so torch copies those too (shared_rows).
+np.shares_memory); a torch tensor's storage is the whole product, so torch/backward.py copies those too.
 """
 
 import sympy as sp
 
-from bptt.codegen.ir import Copy, Rows, adjoint_array
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Copy, Rows
 from bptt.derive.nodes import Adj, SeqAt
 
 

@@ -10,7 +10,8 @@ does the same for the adjoints.
 
 import sympy as sp
 
-from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, code_name
+from bptt.codegen.array_names import code_name
+from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, Steps
 from bptt.codegen.text import text
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
@@ -36,9 +37,16 @@ def product(term):
     return None, None
 
 
+LONGEST = 20  # the longest list of joined names a code name holds
+
+
 def internal(names):
-    """The code name of a group or a stack: its members' names joined, `_i_f_o_g` (`_pre_f_pre_i` for `_pre_f`, `_pre_i`)."""
-    return "_" + "_".join(name.lstrip("_") for name in names)
+    """The code name of a group, a span or a stack: its members' names joined, `_i_f_o_g` (`_pre_f_pre_i`
+    for `_pre_f`, `_pre_i`); the first and the last of them when that is longer than LONGEST characters,
+    `_i_bar_to_g_bar` for i_bar, f_bar, o_bar, g_bar."""
+    names = [name.lstrip("_") for name in names]
+    joined = "_".join(names)
+    return "_" + (joined if len(joined) <= LONGEST or len(names) < 3 else f"{names[0]}_to_{names[-1]}")
 
 
 def total_rows(members):
@@ -100,7 +108,7 @@ def products(statements, loop_names):
             functions = list(dict.fromkeys(_function(statements[i]) for i, _, _ in free))
             items = sorted(free, key=lambda item: functions.index(_function(statements[item[0]])))
             members = tuple((statements[i].target.name, statements[i].target.rows) for i, _, _ in items)
-            group = Array(internal(name for name, _ in members), total_rows(members), "T+1", members)
+            group = Array(internal(name for name, _ in members), total_rows(members), Steps.FROM_ZERO, members)
             owner.update({i: (group, [j for j, _, _ in items]) for i, _, _ in items})
             groups.append(group)
         else:
@@ -228,6 +236,6 @@ def _merge(run, groups, stacks):
         terms.append(sp.MatrixSymbol(stacks[-1].name, span.rows, operand.rows) * operand)
     if run[0][1][3]:
         parts = tuple(matrix_sum(form[3]) for _, form in run)
-        stacks.append(Stack(internal(code_name(b) for _, form in run for b in form[3]), parts))
+        stacks.append(Stack(f"_b{span.name}", parts))  # each member's biases summed: named after the span
         terms.append(sp.MatrixSymbol(stacks[-1].name, span.rows, 1))
     return Assign(span, matrix_sum(terms), "; ".join(statement.comment for statement, _ in run))

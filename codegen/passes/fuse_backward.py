@@ -10,7 +10,8 @@ gradient its rows of it.
 
 import sympy as sp
 
-from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Loop, Rows, adjoint_array
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Loop, Rows, Steps
 from bptt.codegen.passes.fuse import internal, total_rows
 from bptt.derive.blocks import split
 from bptt.derive.nodes import Adj, SeqAt, T, TimeSum, matrix_sum, t
@@ -61,7 +62,7 @@ class Groups:
         out = {}
         for names, rows in self.members.values():
             members = tuple((adjoint_array(name), r) for name, r in zip(names, rows, strict=True))
-            out[internal(names)] = Array(f"_d{internal(names)}", sum(rows, sp.S.Zero), "T+1", members)
+            out[internal(names)] = Array(f"_d{internal(names)}", sum(rows, sp.S.Zero), Steps.FROM_ZERO, members)
         return out
 
 

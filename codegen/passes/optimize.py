@@ -13,7 +13,8 @@ from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Array, Assign, Guard, Loop, Pass, adjoint_array, walk
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Array, Assign, Guard, Loop, Pass, walk
 from bptt.codegen.passes import fuse_backward
 from bptt.codegen.passes.fuse import sum_terms
 from bptt.codegen.text import text

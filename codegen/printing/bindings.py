@@ -19,8 +19,10 @@ class Printed:
     @classmethod
     def of(cls, lines, used, arrays=None):
         """The body of lines from a printer that recorded `used`; arrays: those it reads if not all it used."""
-        arrays = used["arrays"] if arrays is None else arrays
-        return cls(tuple(lines), *(frozenset(names) for names in (used["helpers"], used["params"], arrays, used["sizes"])))
+        arrays = used.arrays if arrays is None else arrays
+        return cls(
+            tuple(lines), *(frozenset(names) for names in (used.helpers, used.params, arrays, used.sizes))
+        )
 
 
 def quoted(name):
@@ -52,13 +54,20 @@ def params_bound(names, model):
     return [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in names]
 
 
-def bound(used, model, work, cache):
-    """Bindings of the params, cache arrays, work arrays and sizes a body used (not its arguments)."""
-    head = params_bound(used["params"], model)
-    head += [f"{name} = cache[{quoted(name)}]" for name in sorted(used["arrays"] & cache, key=order(model))]
-    head += [f"{name} = work[{quoted(name)}]" for name in sorted(used["arrays"] & work - cache)]
-    head += sized(used["sizes"], model)
+def bound(used, model, work, cache, views=None):
+    """Bindings of the params, cache arrays, work arrays and sizes a body used (not its arguments);
+    views: {name: what it is a view of} for the work arrays that are views of another (said where bound)."""
+    head = params_bound(used.params, model)
+    head += [f"{name} = cache[{quoted(name)}]" for name in sorted(used.arrays & cache, key=order(model))]
+    head += [work_bound(name, views or {}) for name in sorted(used.arrays & work - cache)]
+    head += sized(used.sizes, model)
     return head
+
+
+def work_bound(name, views):
+    """`name = work["name"]`, and what it is a view of when it is one: `# a view of _i_f_o_g[..., :n_h]`."""
+    line = f"{name} = work[{quoted(name)}]"
+    return f"{line}  # {views[name]}" if name in views else line
 
 
 def order(model):

@@ -1,12 +1,25 @@
 """The bounded-memory backward pass every backend runs: the schedule's actions (schedule.py) carried out
-with the module's own forward and backward passes over segments of steps. Framework-free, like
-schedule.py: codegen/printing/helpers.py copies what a module calls into it. It calls the module's
-adapters, which its template prints: _segment_forward(params, sizes, dtype, x, y, states) -> (outputs,
-cache), _segment_loss(outputs, y, T) -> (loss, dL/doutputs), _segment_backward(mode, value, keep, params,
-sizes, cache, d_outputs, following) -> gradients, _states_at(cache, step), _checkpoint_bytes(sizes, B,
-itemsize, ages) -> (kept state, forward step, backward step) bytes. y: the targets (teacher forcing reads them).
-Only _forward_kept's chunks of the first forward pass may take more memory than a stored step of the schedule
-allows there: the Function's outputs are all kept anyway."""
+with the module's own forward and backward passes over segments of steps, through the adapters its
+template prints (stubbed below). Framework-free, like schedule.py: codegen/printing/helpers.py copies what
+a module calls into it. y: the targets (teacher forcing reads them). Only _forward_kept's chunks of the
+first forward pass may take more memory than a stored step of the schedule allows there: the Function's
+outputs are all kept anyway."""
+
+from typing import TYPE_CHECKING
+
+from bptt.codegen.printing.common_helpers import CACHE  # a generated module carries them itself
+from bptt.codegen.printing.schedule import _budget, _schedule, _segments
+
+if TYPE_CHECKING:  # the adapters each generated module defines for itself (its module.py.j2)
+
+    def _segment_forward(params, sizes, dtype, x, y, states): ...  # (outputs, cache) of x's steps from states
+    def _segment_loss(outputs, y, T): ...  # (the segment's share of the loss over all T steps, dL/doutputs)
+    def _segment_backward(mode, value, keep, params, sizes, cache, d_outputs, following): ...  # gradients
+    def _states_at(cache, step): ...  # copies of the states at a step of a segment's cache
+    def _checkpoint_bytes(sizes, B, itemsize, ages): ...  # bytes of (a kept state, a forward step, a backward one)
+
+
+STATES: tuple = ()  # module.py.j2 writes each generated module's own; this stand-in is never copied
 
 
 def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):

@@ -26,7 +26,7 @@ def bytes_lines(checkpoints, model):
     backward = rows_code(printer, checkpoints.backward_rows)
     if checkpoints.aged_rows != 0:
         backward = f"{backward} + (ages * ({rows_code(printer, checkpoints.aged_rows)}) if ages > 1 else 0)"
-    head = [f'{size_name(s)} = sizes["{s}"]' for s in model.sizes if str(s) in printer.used["sizes"]]
+    head = [f'{size_name(s)} = sizes["{s}"]' for s in model.sizes if str(s) in printer.used.sizes]
     body = ["_row = B * itemsize  # one sample's row of one step"]
     return head + body + [f"return ({codes[0]}) * _row, ({codes[1]}) * _row, ({backward}) * _row"]
 

@@ -1,5 +1,6 @@
-"""What every backend's module template says of a model, whatever the backend prints: its equations,
-parameters, sizes, states, cache, loss and the helpers its fixed parts call."""
+"""What every backend's module says of a model, whatever the backend prints, decided here so that the
+templates only place it: its names, equations, parameters, sizes, states, cache and loss, as the
+docstrings, signatures and constants write them, and the helpers its fixed parts call."""
 
 from dataclasses import dataclass
 
@@ -13,52 +14,112 @@ LOSSES = {SoftmaxCrossEntropy: "_softmax_cross_entropy", SquaredError: "_squared
 
 
 @dataclass(frozen=True)
-class Facts:
-    """The part of every backend's Layout that says what the model is; a backend's Layout adds its printed bodies."""
+class Array:
+    """A sequence the fixed parts check or draw: its name in code, its rows (or classes), whether it holds labels."""
 
-    model: object
-    equations: tuple
-    loss_text: str
+    name: str
+    rows: str
+    labels: bool
+
+
+@dataclass(frozen=True)
+class Facts:
+    """The model as every backend's module.py.j2 writes it. Strings are code or text to place as they are."""
+
+    title: str
+    command: str  # the model's name on the command line
+    source: str
+    equations: tuple  # one line of text per step equation
+    loss_text: str  # l_t: 1/2 ||o_t - y_t||^2
+    sum_text: str  # how the steps' losses combine: "(1/T) sum_t" or "sum_t"
+    mean: bool
+    count: str  # what the loss divides by: "T * B" (mean over steps) or "B"
+    count_sizes: tuple  # the sizes `count` reads: ("T", "B") or ("B",)
+    loss_helper: str
     params: tuple  # (name, shape as size names)
+    params_text: str  # "W (h, h), b (h)"
     sizes: tuple
     states: tuple  # (name, size name)
+    state_names: tuple  # the initial states' arguments: h0, c0
     forced: tuple
-    cache: tuple  # (name, dims)
-    input: object  # the input Seq
-    output: object  # the output Seq
-    target: object  # the target Seq (or labels)
-    loss_helper: str
+    cache: tuple  # (name, dims, comment)
+    input: Array
+    output: Array
+    target: Array
+    xs_text: str  # xs as the docstrings describe it: "(T, B, d)", or labels
+    ys_text: str
+    forcing_text: str  # "" or ", with teacher forcing: ..." (forward's docstring)
+    initial_states: str  # "initial state" or "initial states"
+    forced_ys: str  # the data arguments after xs in forward's signature: "" or ", ys"
+    forced_target: str  # the same, as the checked arrays: "" or ", y"
+    data_names: str  # the data a derived gradient leaves out: "xs" or "xs or ys"
+    data_nones: str  # one None per data argument (their gradients): "None" or "None, None"
+    classes: str  # _check_cache's labels argument: "" or ', "V"'
     checkpoint_bytes: tuple  # the body of _checkpoint_bytes (printing/checkpoints.py)
 
     @property
-    def teacher(self):
-        return bool(self.forced)
+    def state_args(self):
+        return "".join(f", {name}" for name in self.state_names)
 
     @property
-    def state_names(self):
-        return tuple(f"{name}0" for name, _ in self.states)
+    def states_tuple(self):
+        """The initial states as a tuple: `(h0,)`, `(h0, c0)`."""
+        return f"({', '.join(self.state_names)}{',' * (len(self.state_names) == 1)})"
+
+    @property
+    def forward_targets(self):
+        """The targets a Function's forward pass takes: ys when teacher-forced (it reads them), else None."""
+        return "ys" if self.forced else "None"
+
+    @property
+    def state_defaults(self):
+        return "".join(f", {name}=None" for name in self.state_names)
 
 
 def model_facts(model, program, backend):
-    """The Layout fields every backend shares, as a dict; a loss with no helper is a PrintError."""
+    """The model's Facts; a loss with no helper is a PrintError."""
     loss = model.concrete_loss()
     if type(loss) not in LOSSES:
         raise PrintError(f"no {backend} form for the loss {type(loss).__name__}; give the model a concrete code_loss")
-    return dict(
-        model=model,
+    first, output, target = (_array(seq) for seq in (model.inputs[0], model.outputs[0][0], loss.target))
+    forced = tuple(seq.name for seq in model.forced)
+    forcing = ", with teacher forcing: the targets ys take the place of\n    " + "".join(f"{n}_t" for n in forced)
+    return Facts(
+        title=model.title,
+        command=model.command_name,
+        source=model.source,
         equations=tuple(equation(seq(), rhs) for seq, rhs in model.assignments),
         loss_text=text(loss),
+        sum_text="(1/T) sum_t" if model.mean else "sum_t",
+        mean=model.mean,
+        count="T * B" if model.mean else "B",
+        count_sizes=("T", "B") if model.mean else ("B",),
+        loss_helper=LOSSES[type(loss)],
         params=tuple((p.name, shape_of(p)) for p in model.params),
+        params_text=", ".join(f"{p.name} ({', '.join(shape_of(p))})" for p in model.params),
         sizes=tuple(str(s) for s in model.sizes),
         states=tuple((seq.name, str(seq.rows)) for seq in model.states),
-        forced=tuple(seq.name for seq in model.forced),
+        state_names=tuple(f"{seq.name}0" for seq in model.states),
+        forced=forced,
         cache=cache_dims(model, program.cache),
-        input=model.inputs[0],
-        output=model.outputs[0][0],
-        target=loss.target,
-        loss_helper=LOSSES[type(loss)],
+        input=first,
+        output=output,
+        target=target,
+        xs_text=f"(T, B) integer indices in range({first.rows})" if first.labels else f"(T, B, {first.rows})",
+        ys_text=f"(T, B) integer labels in range({target.rows})" if target.labels else f"(T, B, {target.rows})",
+        forcing_text=f"{forcing} for t >= 1" if forced else "",
+        initial_states="initial states" if len(model.states) > 1 else "initial state",
+        forced_ys=", ys" if forced else "",
+        forced_target=f", {target.name}" if forced else "",
+        data_names="xs or ys" if forced else "xs",
+        data_nones="None, None" if forced else "None",
+        classes=f', "{first.rows}"' if first.labels else "",
         checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model)),
     )
+
+
+def _array(seq):
+    return Array(seq.name, str(seq.rows), seq.role == "label")
 
 
 SHARED = ("_check_lengths", "_float_dtype")  # what every backend's template calls (random_inputs, losses)
@@ -73,8 +134,11 @@ def fixed_helpers(model, scaffold):
 
 
 def cache_dims(model, names):
-    """(name, dims) of what forward keeps: the input, then sequences of T+1 steps."""
+    """(name, dims, comment) of what forward keeps: the input, then sequences of T+1 steps."""
     seqs = {seq.name: seq for seq in model.inputs + model.states + model.intermediates}
     first = model.inputs[0]
-    dims = [(first.name, ("T", "B") if first.role == "label" else ("T", "B", str(first.rows)))]
-    return tuple(dims + [(name, ("T+1", "B", str(seqs[name].rows))) for name in names[1:]])
+    if first.role == "label":
+        dims = [(first.name, ("T", "B"), "  # integer labels")]
+    else:
+        dims = [(first.name, ("T", "B", str(first.rows)), "")]
+    return tuple(dims + [(name, ("T+1", "B", str(seqs[name].rows)), "") for name in names[1:]])

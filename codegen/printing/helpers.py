@@ -1,6 +1,10 @@
-"""A backend's helpers file and the framework-free definitions all backends share, split into their
-top-level definitions by Python's own parser: a generated module carries the definitions its code calls
-and those they call, nothing else."""
+"""A backend's helpers module (numpy/helpers.py, ...) and the framework-free ones all backends share
+(printing/common_helpers.py; for bounded memory printing/schedule.py and printing/checkpointed.py), split
+into their top-level definitions by Python's own parser, never imported: a generated module carries the
+definitions its code calls and those they call, nothing else.
+
+What a generated module defines for itself is not copied: the files' imports of each other (`from bptt
+...`) and their annotated stand-ins (`PARAMS: tuple = ()`) only make each file import and lint alone."""
 
 import ast
 import functools
@@ -20,8 +24,8 @@ class Definition:
 
 
 class Helpers:
-    """The definitions and imports of helpers files, e.g. numpy/helpers.py.j2 then
-    printing/common_helpers.py.j2: a name's first definition wins, and the order is the files'."""
+    """The definitions and imports of helpers files, e.g. numpy/helpers.py then
+    printing/common_helpers.py: a name's first definition wins, and the order is the files'."""
 
     def __init__(self, *texts):
         self.imports = {}  # bound name -> import line
@@ -45,12 +49,13 @@ class Helpers:
             todo += [read for read in self.definitions[name].reads if read in self.definitions]
         return [d for d in self.definitions.values() if d.name in wanted]
 
-    def source(self, names):
-        """(import blocks, the definitions' source) for a module whose code calls `names`: the standard
-        library's import lines, then the others', each block one string of sorted lines."""
+    def source(self, names, extra=()):
+        """(import blocks, the definitions' source) for a module whose code calls `names` (and needs the
+        `extra` import lines): the standard library's import lines, then the others', each block one string
+        of sorted lines."""
         chosen = self.closure(names)
         reads = set().union(*(d.reads for d in chosen)) | {"np"}
-        lines = sorted({line for name, line in self.imports.items() if name in reads})
+        lines = sorted({line for name, line in self.imports.items() if name in reads} | set(extra))
         standard = [line for line in lines if line.split()[1].partition(".")[0] in sys.stdlib_module_names]
         blocks = (standard, [line for line in lines if line not in standard])
         return ["\n".join(block) for block in blocks if block], "\n\n\n".join(d.source for d in chosen)
@@ -67,6 +72,8 @@ def _read(text):
     imports, definitions = {}, {}
     for node in tree.body:
         source = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+        if isinstance(node, ast.ImportFrom) and node.module.partition(".")[0] == "bptt":
+            continue  # another helpers file: the module carries its definitions itself
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
                 imports[alias.asname or alias.name] = source
@@ -92,6 +99,6 @@ def namespace(names=None, backend="numpy"):
 def helpers(backend="numpy"):
     """The backend's own helpers file, then the shared ones for the names the backend does not define
     (printing/schedule.py: the checkpoint schedule; printing/checkpointed.py: the passes that follow it)."""
-    files = (CODEGEN / backend / "helpers.py.j2", CODEGEN / "printing" / "common_helpers.py.j2")
-    files += (CODEGEN / "printing" / "schedule.py", CODEGEN / "printing" / "checkpointed.py")
+    files = [CODEGEN / backend / "helpers.py"]
+    files += [CODEGEN / "printing" / name for name in ("common_helpers.py", "schedule.py", "checkpointed.py")]
     return Helpers(*(path.read_text(encoding="utf-8") for path in files))

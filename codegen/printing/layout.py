@@ -1,83 +1,59 @@
-"""What a backend's module.py.j2 lays out for one model: the NumPy backend's printed bodies and the facts
-the fixed parts need. Each body is printed first, then the names it read are bound at its top."""
+"""What every backend's module.py.j2 lays out for one model: the base Layout, and the bodies the NumPy
+backend prints (torch's forward pass too). Each body is printed first, then the names it read are bound
+at its top."""
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import sympy as sp
 
-from bptt.codegen.ir import Array, adjoint_array
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Array, PerCall, Steps
 from bptt.codegen.printing.array_calls import NUMPY
-from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, quoted, sized, time_and_batch
+from bptt.codegen.printing.bindings import (
+    bound,
+    initial_keys,
+    output_adjoint,
+    quoted,
+    sized,
+    time_and_batch,
+    work_bound,
+)
 from bptt.codegen.printing.checkpoints import hand_back
-from bptt.codegen.printing.facts import Facts, fixed_helpers, model_facts
+from bptt.codegen.printing.checks import Checks
+from bptt.codegen.printing.facts import Facts
 from bptt.codegen.printing.helpers import helpers
-from bptt.codegen.printing.printer import ONES, RowPrinter, size_name
+from bptt.codegen.printing.printer import RowPrinter, size_name
+from bptt.codegen.printing.products import ONES
 from bptt.codegen.printing.statements import NumPyPrinter
 from bptt.codegen.printing.tangents import TangentPrinter
 from bptt.codegen.printing.window import window_body
-from bptt.codegen.program import build
-
-SCAFFOLD = (  # the helpers the template's fixed parts call
-    "_extent",
-    "free_workspace",
-    "clip_grads",
-    "_workspace",
-    "_truncation",
-    "_keep_weights",
-    "_check_dtype",
-    "_check_sizes",
-    "_check_params",
-    "_check_cache",
-    "_check_array",
-)
 
 
 @dataclass(frozen=True)
-class Layout(Facts):
-    """Everything module.py.j2 needs, typed; the *_lines fields are printed function bodies."""
+class Layout:
+    """What every backend's module.py.j2 places: the model's Facts and its fixed parts' Checks, then what
+    the backend prints for it. A backend's Layout adds its own bodies; its class says how its text names it."""
 
+    facts: Facts
+    checks: Checks
+    imports: str  # the import blocks
+    helpers: str  # the definitions of the helpers the module calls
     losses: str  # the per-step loss, code over all steps
-    forward_arrays_lines: tuple
-    backward_arrays_lines: tuple
-    forward_lines: tuple
-    adjoints_lines: tuple
-    window_lines: tuple
-    gradients_lines: tuple
-    returns: tuple  # (key, code, comment)
-    rtrl_lines: tuple
-    imports: tuple
-    helpers: str
+    forward_lines: tuple  # the body of _forward
+    rtrl_lines: tuple  # the body of forward mode
 
-    @property
-    def adjoint_names(self):
-        """What _adjoints returns: `d_c0, d_h0`."""
-        return ", ".join(f"d_{name}" for name in self.state_names)
+    in_framework: ClassVar[str] = ""  # the title's ", in PyTorch"
+    option: ClassVar[str] = ""  # the command's " --backend torch"
+    arrays_are: ClassVar[str] = "Arrays are"  # the docstring's words for the arrays it takes
+    array: ClassVar[str] = "array"
 
 
-def layout(model, program=None):
-    program = program or build(model)
-    facts = model_facts(model, program, "NumPy")
-    forward_arrays, forward_lines, forward_used = forward_body(program)
-    backward = backward_bodies(program)
-    rtrl = rtrl_body(program)
-    losses = RowPrinter(stacked=True)
-    losses_code = str(losses(model.concrete_loss()))
-    used = forward_used | backward.helpers | rtrl.helpers | losses.used["helpers"] | fixed_helpers(model, SCAFFOLD)
-    imports, source = helpers("numpy").source(sorted(used))
-    return Layout(
-        **facts,
-        losses=losses_code,
-        forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True)),
-        backward_arrays_lines=tuple(allocation(backward.arrays)),
-        forward_lines=tuple(forward_lines),
-        adjoints_lines=tuple(backward.adjoints),
-        window_lines=tuple(backward.window),
-        gradients_lines=tuple(backward.gradients),
-        returns=tuple(backward.returns),
-        rtrl_lines=tuple(rtrl.lines),
-        imports=tuple(imports),
-        helpers=source,
-    )
+def imported(helpers_used, backend, extra=()):
+    """(imports, helpers source) of a module whose code calls helpers_used, and whose template
+    needs the `extra` import lines: the import blocks, one string."""
+    blocks, source = helpers(backend).source(sorted(helpers_used), extra)
+    return "\n\n".join(blocks), source
 
 
 @dataclass(frozen=True)
@@ -94,7 +70,7 @@ def rtrl_body(program):
     head = bound(printer.used, model, set(), set(program.cache))
     first = output_adjoint(model)
     head += [f"T, B = {first}.shape[0], {first}.shape[1]", "grads = {}"]
-    return Body(tuple(head + lines), frozenset(printer.used["helpers"]))
+    return Body(tuple(head + lines), frozenset(printer.used.helpers))
 
 
 def model_names(model):
@@ -118,14 +94,15 @@ def forward_body(program, printer_type=NumPyPrinter):
     lines = [line for line, _ in printer.prepared.values()] + lines
     arrays = list(forward.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     used = printer.used
-    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used["params"]]
-    head += [f"{a.name} = work[{quoted(a.name)}]" for a in _named(arrays) if a.name in used["arrays"]]
-    head += sized(used["sizes"], model)
+    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used.params]
+    viewed = views(arrays)
+    head += [work_bound(a.name, viewed) for a in _named(arrays) if a.name in used.arrays]
+    head += sized(used.sizes, model)
     first = model.inputs[0].name
-    head += time_and_batch(used["sizes"], first)
+    head += time_and_batch(used.sizes, first)
     for seq in model.states:
         head.append(f"{seq.name}[0] = 0 if {seq.name}0 is None else {seq.name}0")
-    return arrays, head + lines, used["helpers"]
+    return arrays, head + lines, used.helpers
 
 
 @dataclass(frozen=True)
@@ -153,8 +130,9 @@ def backward_bodies(program):
     arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     work = {a.name for a in _named(arrays)}
     cache = set(program.cache)
-    body = bound(printer.used, model, work, cache)
-    body += time_and_batch(printer.used["sizes"], output_adjoint(model)) + lines + initial
+    viewed = views(arrays)
+    body = bound(printer.used, model, work, cache, viewed)
+    body += time_and_batch(printer.used.sizes, output_adjoint(model)) + lines + initial
     body.append("return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model)))
     gradient = NumPyPrinter(adjoints.arrays)
     gradient_lines = [
@@ -162,12 +140,12 @@ def backward_bodies(program):
         for statement in program.gradients.statements
     ]
     returns = [(key, str(gradient(value)), comment) for key, value, comment in program.returns]
-    if ONES in gradient.used["arrays"]:
-        arrays.append(Array(ONES, None, "ones"))
+    if ONES in gradient.used.arrays:
+        arrays.append(Array(ONES, None, Steps.ONES))
         work.add(ONES)
-    gradient_lines = bound(gradient.used, model, work, cache) + gradient_lines
-    window = window_body(program, gradient.used["arrays"], arrays)
-    helpers_used = printer.used["helpers"] | gradient.used["helpers"] | window[1]
+    gradient_lines = bound(gradient.used, model, work, cache, viewed) + gradient_lines
+    window = window_body(program, gradient.used.arrays, arrays)
+    helpers_used = printer.used.helpers | gradient.used.helpers | window[1]
     return Backward(tuple(arrays), tuple(body), tuple(window[0]), tuple(gradient_lines), tuple(returns), helpers_used)
 
 
@@ -181,17 +159,40 @@ def _named(arrays):
     return out
 
 
+def views(arrays):
+    """{name: what it is a view of} for the members and spans of the groups among arrays: `a view of
+    _i_f_o_g[..., :n_h]`, or `d_h's array, reused` for a member that is the whole group."""
+    printer, out = RowPrinter(), {}
+    for array in arrays:
+        starts, offset = {}, sp.S.Zero
+        for name, rows in array.members:
+            starts[name] = (offset, offset + rows)
+            offset += rows
+        spans = [(name, starts[name][0], starts[name][1]) for name, _ in array.members]
+        for name, first, count in array.spans:
+            names = [m for m, _ in array.members[first : first + count]]
+            spans.append((name, starts[names[0]][0], starts[names[-1]][1]))
+        for name, start, stop in spans:
+            whole = start == 0 and sp.expand(stop - array.rows) == 0
+            out[name] = (
+                f"{array.name}'s array, reused (a view of all of it)"
+                if whole
+                else f"a view of {array.name}[..., {_slice(printer, start, stop)}]"
+            )
+    return out
+
+
 def allocation(arrays, first_steps=False, calls=NUMPY):
     """The body of _forward_arrays or _backward_arrays: empty arrays (calls: the library's), then the views
     of groups. first_steps: step 0 of the arrays of steps 0..T is zero (what the cache holds before the first step)."""
     printer = RowPrinter()
     entries, views = [], []
     for array in arrays:
-        if array.steps == "ones":
+        if array.steps is Steps.ONES:
             entries.append(f"    {quoted(array.name)}: {calls.line('ones', shape='T * B')},")
             continue
         entries.append(f"    {quoted(array.name)}: {calls.line('empty', shape=_shape(printer, array))},")
-        if first_steps and array.steps == "T+1":
+        if first_steps and array.steps is Steps.FROM_ZERO:
             views.append(f"work[{quoted(array.name)}][0] = 0")
         starts, offset = {}, sp.S.Zero
         for name, rows in array.members:
@@ -204,15 +205,15 @@ def allocation(arrays, first_steps=False, calls=NUMPY):
             names = [m for m, _ in array.members[first : first + count]]
             start, stop = starts[names[0]][0], starts[names[-1]][1]
             views.append(f"work[{quoted(name)}] = work[{quoted(array.name)}][..., {_slice(printer, start, stop)}]")
-    head = [f'{size_name(s)} = sizes["{s}"]' for s in sorted(printer.used["sizes"])]
+    head = [f'{size_name(s)} = sizes["{s}"]' for s in sorted(printer.used.sizes)]
     return head + ["work = {"] + entries + ["}"] + views + ["return work"]
 
 
 def _shape(printer, array):
-    if isinstance(array.steps, tuple):
-        cols = array.steps[1]
+    if isinstance(array.steps, PerCall):
+        cols = array.steps.cols
         return f"({printer(array.rows)},)" if cols == 1 else f"({printer(array.rows)}, {printer(cols)})"
-    steps = {"T+1": "T + 1, B, ", "T": "T, B, ", "": "B, "}[array.steps]
+    steps = {Steps.FROM_ZERO: "T + 1, B, ", Steps.FROM_ONE: "T, B, ", Steps.ONE: "B, "}[array.steps]
     return f"({steps}{printer(array.rows)})"
 
 

@@ -7,37 +7,26 @@ expression serves a single step (`h[t]`) or all steps at once (`h[1:]`).
 Parentheses follow from the precedence of the node printed, never from its text.
 """
 
-import ast
 import functools
 
 import sympy as sp
 from sympy.printing.printer import Printer
 
-from bptt.codegen.ir import PARAMETER, Array, adjoint_array
-from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Array, Steps
+from bptt.codegen.printing.code import Code, PrintError
+from bptt.codegen.printing.function_code import ATOM, POWER, PRODUCT, SUM, UNARY, Term
+from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
+from bptt.codegen.printing.products import ProductPrinting
+from bptt.codegen.printing.used import Used
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
-from bptt.derive.nodes import Adj, Diag, OneHot, equal, matrix_sum, t
-from bptt.documents.latex import term_order
+from bptt.derive.nodes import Adj, equal, matrix_sum, t
+from bptt.derive.order import term_order
 
-SUM, PRODUCT, UNARY, POWER, ATOM = 1, 2, 3, 4, 5
 # Arrays of states and intermediates hold steps 0..T (index = time);
 # inputs, outputs and targets hold steps 1..T (index = time - 1).
 ALIGNED = ("state", "intermediate")
-ONES = "_ones"  # the work array of T*B ones that sums over all steps and samples
-
-
-class PrintError(ValueError):
-    """An expression the NumPy printer cannot turn into code."""
-
-
-class Code(str):
-    """Printed code that knows how tightly it binds (ATOM > POWER > UNARY > PRODUCT > SUM)."""
-
-    def __new__(cls, text, level=ATOM):
-        code = str.__new__(cls, text)
-        code.level = level
-        return code
 
 
 def size_name(symbol):
@@ -53,25 +42,17 @@ def array_name(node):
 
 def default_array(node):
     seq = node.of if isinstance(node, Adj) else node
-    return Array(array_name(node), seq.rows, "T+1" if seq.role in ALIGNED else "T")
+    return Array(array_name(node), seq.rows, Steps.FROM_ZERO if seq.role in ALIGNED else Steps.FROM_ONE)
 
 
-@functools.cache  # one parse per registry template, not one per call printed
-def template_level(code):
-    """How tightly a registry code template binds, from its syntax tree."""
-    tree = ast.parse(code.format(arg="_a", operand="_a"), mode="eval").body
-    if isinstance(tree, ast.BinOp):
-        return {ast.Add: SUM, ast.Sub: SUM, ast.Pow: POWER}.get(type(tree.op), PRODUCT)
-    return UNARY if isinstance(tree, ast.UnaryOp) else ATOM
-
-
-class RowPrinter(Printer):
+class RowPrinter(ProductPrinting, Printer):
     """Prints expressions at one step (`stacked=False`, time variable `t`) or for all steps
     t = 1..T at once (`stacked=True`). `arrays` says where each sequence lives (ir.Array
-    by array name); it records the parameters, sizes, arrays and helpers it prints."""
+    by array name); it records the parameters, sizes, arrays and helpers it prints in `used` (a Used)."""
 
     printmethod = None
-    backend = "numpy"  # the key of the registry's code and of the helpers file
+    backend = "numpy"  # the key of the helpers file
+    functions = NUMPY_FUNCTIONS  # the code of the elementwise functions
     form = "NumPy"  # the backend's name in errors
     blocks = "np.s_"  # what indexes a block of a parameter
 
@@ -79,7 +60,7 @@ class RowPrinter(Printer):
         super().__init__()
         self.stacked = stacked
         self.arrays = dict(arrays or {})
-        self.used = {"params": set(), "sizes": set(), "arrays": set(), "helpers": set()}
+        self.used = Used()
 
     def __call__(self, expr):
         return str(self._print(expr))
@@ -96,12 +77,12 @@ class RowPrinter(Printer):
         return code if code.level >= level else Code(f"({code})")
 
     def helper(self, name):
-        self.used["helpers"].add(name)
+        self.used.helpers.add(name)
         return name
 
     def array(self, node):
         name = array_name(node)
-        self.used["arrays"].add(name)
+        self.used.arrays.add(name)
         return self.arrays.get(name) or default_array(node)
 
     # sequences and names
@@ -115,17 +96,17 @@ class RowPrinter(Printer):
     def sequence(self, node):
         seq = node.of if isinstance(node, Adj) else node
         array = self.array(node)
-        if array.steps == "":
+        if array.steps is Steps.ONE:
             if self.stacked:
                 raise PrintError(f"{array.name} holds one step; it cannot be read for all steps at once")
             return Code(array.name)
-        offset = sp.S.One if array.steps == "T" else sp.S.Zero
+        offset = sp.S.One if array.steps is Steps.FROM_ONE else sp.S.Zero
         if not self.stacked or not seq.time.has(t):
             return Code(f"{array.name}[{_index(seq.time - offset)}]")
         shift = sp.simplify(seq.time - t)
         if shift == 0:
-            return Code(f"{array.name}[1:]" if array.steps == "T+1" else array.name)
-        if shift == -1 and array.steps == "T+1":
+            return Code(f"{array.name}[1:]" if array.steps is Steps.FROM_ZERO else array.name)
+        if shift == -1 and array.steps is Steps.FROM_ZERO:
             return Code(f"{array.name}[:-1]")
         raise PrintError(f"cannot stack {array.name} at time {seq.time} over t = 1..T")
 
@@ -133,15 +114,15 @@ class RowPrinter(Printer):
         return self._print(node)
 
     def _print_MatrixSymbol(self, expr):
-        self.used["params"].add(expr.name)
+        self.used.params.add(expr.name)
         return Code(expr.name)
 
     def _print_Symbol(self, expr):
         if expr.name in ("T", "B"):
-            self.used["sizes"].add(expr.name)
+            self.used.sizes.add(expr.name)
         if expr.name in ("t", "T", "B"):
             return Code(expr.name)
-        self.used["sizes"].add(expr.name)
+        self.used.sizes.add(expr.name)
         return Code(size_name(expr))
 
     def _print_Integer(self, expr):
@@ -240,24 +221,23 @@ class RowPrinter(Printer):
         return Code(f"{self.operand(expr.base, ATOM)} ** {expr.exp}", POWER)
 
     def _print_Apply(self, expr):
-        code = self.elementwise(expr.function)
-        arg = self._print(expr.arg)
-        operand = arg if arg.level == ATOM else f"({arg})"
-        return Code(code.format(arg=arg, operand=operand), template_level(code))
+        _, code = self.elementwise(expr.function, self._print(expr.arg))
+        return Code(code.text, code.level)
 
-    def elementwise(self, function):
-        """An elementwise function's code template for this backend, the helpers it calls recorded: those its
-        registry entry names, and any other it calls (found in the template's syntax tree)."""
+    def elementwise(self, function, arg):
+        """(x, code): the printed argument `arg` as a Term x, and the code of the elementwise function of x from
+        this backend's table (printing/functions.py for NumPy), the helpers it calls recorded."""
         entry = lookup(function)
-        if self.backend not in entry.code:
+        if entry.kind not in self.functions:
             raise PrintError(
-                f"the elementwise function {function!r} has no {self.form} code; give its entry code[{self.backend!r}]"
+                f"the elementwise function {function!r} has no {self.form} code; "
+                f"add it with {self.functions.name}.register({entry.kind!r}, lambda xp, x: ...)"
             )
-        code = entry.code[self.backend]
-        called = names_read(code) & helpers(self.backend).definitions.keys()
-        for name in sorted(called | set(entry.helpers.get(self.backend, ()))):
+        x = Term(str(arg), getattr(arg, "level", ATOM))
+        code = self.functions.code(entry, x)
+        for name in sorted(code.helpers):
             self.helper(name)
-        return code
+        return x, code
 
     def _print_Softmax(self, expr):
         return Code(f"{self.helper('_softmax')}({self._print(expr.arg)})")
@@ -265,63 +245,6 @@ class RowPrinter(Printer):
     def _print_OneHot(self, expr):
         classes = self._print(expr.shape[0])
         return Code(f"{self.helper('_onehot')}({self.label(expr.label)}, {classes}, dtype)")
-
-    def _print_MatMul(self, expr):
-        coeff, factors = expr.as_coeff_matrices()
-        if isinstance(factors[-1], OneHot):  # P onehot(x) is a lookup of column x of P
-            acc, factors = self.lookup(factors[-2], factors[-1]), factors[:-2]
-        else:
-            acc, factors = self._print(factors[-1]), factors[:-1]
-        for factor in reversed(factors):
-            acc = self.apply(factor, acc, expr)
-        if coeff == 1:
-            return acc
-        if coeff == -1:
-            return Code(f"-{acc if acc.level >= POWER else f'({acc})'}", UNARY)
-        scalar = self.operand(coeff, POWER)
-        return Code(f"{scalar} * {acc if acc.level >= POWER else f'({acc})'}", PRODUCT)
-
-    def lookup(self, matrix, onehot):
-        label = self.label(onehot.label)
-        if isinstance(matrix, sp.Transpose) and isinstance(matrix.arg, sp.MatrixSymbol):
-            return Code(f"{self._print(matrix.arg)}[{label}]")
-        if isinstance(matrix, sp.MatrixSymbol):
-            return Code(f"{self._print(matrix)}.T[{label}]")
-        raise PrintError(f"a one-hot vector must be multiplied by a parameter, not {matrix}")
-
-    def apply(self, factor, acc, expr):
-        """factor times the vector whose row form is acc."""
-        if isinstance(factor, Diag):
-            right = acc if acc.level >= POWER else f"({acc})"
-            return Code(f"{self.operand(factor.vector, POWER)} * {right}", PRODUCT)
-        left = acc if acc.level >= PRODUCT else f"({acc})"
-        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, PARAMETER):
-            return Code(f"{left} @ {self._print(factor.arg)}", PRODUCT)
-        if isinstance(factor, PARAMETER):
-            return Code(f"{left} @ {self._print(factor)}.T", PRODUCT)
-        raise PrintError(f"no NumPy form for the factor {factor} in {expr}")
-
-    # parameter gradients and losses, for all steps
-
-    def _print_TimeSum(self, expr):
-        terms = expr.body.args if isinstance(expr.body, sp.MatAdd) else (expr.body,)
-        stacked = self.at(True)
-        return Code(" + ".join(stacked.gradient_term(term) for term in terms), SUM if len(terms) > 1 else PRODUCT)
-
-    def gradient_term(self, term):
-        """Code for one term of sum_t (...) of a parameter gradient: a sum over the T*B rows as
-        a product with ones, an outer product as one (T*B)-long product (transposed: BLAS is faster so)."""
-        rows = self._print(term.shape[0])
-        if term.shape[1] == 1:
-            self.used["arrays"].add(ONES)
-            return f"{ONES} @ {self.operand(term, ATOM)}.reshape(-1, {rows})"
-        column, vector = outer_factors(term)
-        left = self.operand(column, ATOM)
-        if isinstance(vector, OneHot):  # sum_t g_t onehot(x_t)^T adds g_t into column x_t
-            columns = self._print(vector.shape[0])
-            return f"{self.helper('_scatter_columns')}({left}, {self.label(vector.label)}, {columns})"
-        right = self.operand(vector, ATOM)
-        return f"({right}.reshape(-1, {self._print(vector.shape[0])}).T @ {left}.reshape(-1, {rows})).T"
 
     def _print_SquaredError(self, loss):
         difference = f"{self._print(loss.prediction)} - {self._print(loss.target)}"
@@ -337,25 +260,6 @@ class RowPrinter(Printer):
 
     def emptyPrinter(self, expr):
         raise PrintError(f"no {self.form} form for {type(expr).__name__}: {expr}")
-
-
-@functools.cache  # one parse per registry template, not one per call printed
-def names_read(code):
-    """The names a registry code template reads."""
-    tree = ast.parse(code.format(arg="_arg_", operand="_arg_"), mode="eval")
-    return frozenset(n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
-
-
-def outer_factors(term):
-    """(u, v) for a gradient term u v^T: the product of the factors up to the first column vector, and the
-    transpose of the rest, which may be any vector-valued expression ((r_t ⊙ h_{t-1})^T, x_t^T W^T)."""
-    coeff, factors = term.as_coeff_matrices()
-    split = next((k + 1 for k, factor in enumerate(factors) if factor.shape[1] == 1), None)
-    if split is None or split == len(factors):
-        raise PrintError(f"a matrix gradient term must be a column vector times a row vector: {term}")
-    column = sp.MatMul(coeff, *factors[:split]).doit(deep=False)
-    row = sp.MatMul(*factors[split:]).doit(deep=False) if len(factors) > split + 1 else factors[split]
-    return column, sp.transpose(row)
 
 
 @functools.lru_cache(maxsize=8192)  # -term rebuilds the whole term (a deep doit), and every backend prints the same terms

@@ -14,7 +14,7 @@ Memory is counted in units: a kept state takes `state` units, one stored step `s
 forward pass stores for the backward pass and the backward pass's own arrays); a byte budget weighs the two
 as the derivation sizes them (Gruslys's mixed variant: storing a step's intermediates against
 recomputing them from a kept state). Plain Python, framework-free: codegen/printing/helpers.py copies the
-definitions a generated module calls into it, as it does common_helpers.py.j2's.
+definitions a generated module calls into it, as it does common_helpers.py's.
 """
 
 import numbers
@@ -54,7 +54,7 @@ def _costs(T, capacities, near=None):
     """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
     it never is: a stored step holds its state). near: try at most that many splits past the last one."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])

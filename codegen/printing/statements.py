@@ -9,13 +9,26 @@ calls come from its table (array_calls.py): torch's printer is this one with tor
 
 import sympy as sp
 
-from bptt.codegen.ir import PARAMETER, Array
+from bptt.codegen.ir import PARAMETER, Array, PerCall
 from bptt.codegen.printing.array_calls import NUMPY
+from bptt.codegen.printing.function_code import in_place
 from bptt.codegen.printing.printer import ATOM, Code, PrintError, RowPrinter
-from bptt.codegen.printing.terms import Scratch, constant, first_term, in_place, negated
+from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
 from bptt.codegen.printing.window import Statements
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
+
+VIEWS_PER_LINE = 5  # a step's views are bound five to a line: `h_t, h_prev, ... = h[t], h[t - 1], ...`
+
+
+def bound_views(views):
+    """The lines binding a step's views ({subscript: local name}), a few to a line."""
+    pairs = list(views.items())
+    lines = []
+    for start in range(0, len(pairs), VIEWS_PER_LINE):
+        chunk = pairs[start : start + VIEWS_PER_LINE]
+        lines.append(f"{', '.join(name for _, name in chunk)} = {', '.join(code for code, _ in chunk)}")
+    return lines
 
 
 class NumPyPrinter(Statements, RowPrinter):
@@ -38,19 +51,18 @@ class NumPyPrinter(Statements, RowPrinter):
             table.update({name: Array(name, None, array.steps) for name, _, _ in array.spans})
         super().__init__(stacked=True, arrays=table)
         self.accepts_out = accepts_out
-        self.scratch = Scratch(self.used["arrays"])
+        self.scratch = Scratch(self.used.arrays)
 
     # statements
 
     def _print_Loop(self, loop):
         """The loop, each step's views of the arrays (at t and t-1) taken once at its top."""
-        self.used["sizes"].add("T")
+        self.used.sizes.add("T")
         inner = self.at(False)
         inner.views = {}
         body = inner.lines(loop.body)
         head = "for t in range(T, 0, -1):" if loop.backward else "for t in range(1, T + 1):"
-        views = [f"{', '.join(inner.views.values())} = {', '.join(inner.views)}"] if inner.views else []
-        return [head] + ["    " + line for line in views + body]
+        return [head] + ["    " + line for line in bound_views(inner.views) + body]
 
     def sequence(self, node):
         code = super().sequence(node)
@@ -81,7 +93,7 @@ class NumPyPrinter(Statements, RowPrinter):
         flow = self.scratch.take(rows, self.stacked)
         lines = self.emit(statement.value, flow, rows)
         lines += ["if keep is not None:", f"    {flow} *= keep[t]", self.calls.line("add", a=out, b=flow, out=out)]
-        self.used["sizes"].add("T")  # the flow only exists for t < T
+        self.used.sizes.add("T")  # the flow only exists for t < T
         return self.commented(statement, lines)
 
     def _print_MatrixSymbol(self, expr):
@@ -104,8 +116,8 @@ class NumPyPrinter(Statements, RowPrinter):
                 )
                 line = self.calls.line("concatenate_columns" if transposed else "concatenate", parts=parts, out=name)
             shape = (cols, rows) if transposed else (rows, cols)
-            self.prepared[name] = (line, Array(name, shape[0], ("param", shape[1])))
-        self.used["arrays"].add(name)
+            self.prepared[name] = (line, Array(name, shape[0], PerCall(shape[1])))
+        self.used.arrays.add(name)
         return name
 
     def commented(self, statement, lines):
@@ -261,9 +273,16 @@ class NumPyPrinter(Statements, RowPrinter):
         lines = []
         if arg is None:
             lines, arg = self.emit(expr.arg, out, rows, self_ref), out
-        template = self.elementwise(expr.function)
-        call = in_place(template, self.accepts_out, self.calls)
+        x, code = self.elementwise(expr.function, arg)
+        call = in_place(code, x, out, self.takes_out)
         if call is not None:
-            return lines + [call.format(arg=arg, out=out)]
-        value = template.format(arg=arg, operand=arg if getattr(arg, "level", ATOM) == ATOM else f"({arg})")
-        return lines + ([] if value == out else [f"{out}[...] = {value}"])
+            return lines + [call]
+        return lines + ([] if code.text == out else [f"{out}[...] = {code.text}"])
+
+    def takes_out(self, function):
+        """Whether a library function or helper, (module, name), takes out=: the library's table says, or
+        the helpers file (accepts_out)."""
+        module, name = function
+        if module is None:
+            return name in self.accepts_out
+        return module == self.calls.module and self.calls.takes_out(name)

@@ -1,23 +1,27 @@
-"""Print the forward-mode statements (ir.Units, ir.TangentLoop and its parts) as NumPy loops; torch/rtrl.py
-and jax/forward_mode.py print the same statements with their own arrays (and JAX as scans).
+"""Print the forward-mode statements (ir.Units, ir.TangentLoop and its parts) as one NumPy loop over time;
+torch/rtrl.py and jax/forward_mode.py print the same statements with their own arrays (and JAX as a scan).
 
-A tangent array has a leading axis of directions, (P, B, n). The tangent of a matrix parameter
-applied to a vector v, every direction E_ij at once, is `_directions(v, rows)`; that of a vector
-parameter is every direction of a vector, an array bound once (`units_n_h`).
+A tangent array has a first axis of directions, (P, B, n): the directions of every carried gradient, each
+gradient's rows a slice `along_W`. The tangent of a matrix parameter applied to a vector v, every direction
+E_ij at once, is `_directions(v, rows)`; that of a vector parameter is every direction of a vector, an array
+bound once (`units_n_h`). Every step adds its share of each gradient into `total`, (B, every direction).
 """
 
 import sympy as sp
 
-from bptt.codegen.ir import EntersStepOne, Previous, previous_tangent_array, tangent_array, units_name
-from bptt.codegen.printing.printer import PRODUCT, Code, PrintError, RowPrinter
+from bptt.codegen.array_names import along_name, previous_tangent_array, tangent_array, units_name
+from bptt.codegen.ir import Previous
+from bptt.codegen.printing.printer import ATOM, PRODUCT, Code, PrintError, RowPrinter
 from bptt.derive.nodes import SeqAt, t
 from bptt.derive.tangent import Tangent
 
+DIRECTIONS = "directions"  # the number of carried directions: the first axis of every tangent array
+
 
 class TangentPrinter(RowPrinter):
-    """Row form with a leading axis of directions for tangents; forward-mode statements as for-loops."""
+    """Row form with a first axis of directions for tangents; the forward-mode loop as a for-loop."""
 
-    previous = frozenset()  # the states whose tangents at t - 1 the loop being printed reads from dot_S_prev
+    previous = frozenset()  # the states whose tangents at t - 1 the loop reads from dot_S_prev
 
     # the arrays a backend makes (torch/rtrl.py and jax/forward_mode.py override them)
 
@@ -27,15 +31,24 @@ class TangentPrinter(RowPrinter):
     def ones(self, shape):
         return f"np.ones({shape}, dtype)"
 
-    def zeros_like(self, code):
-        return f"np.zeros_like({code})"
-
     def einsum(self, spec, *operands):
         return f'np.einsum("{spec}", {", ".join(operands)})'
 
     def entries(self, code):
         """The number of entries of an array."""
         return f"{code}.size"
+
+    def fresh(self, code):
+        """A copy of an array, sharing no memory with it."""
+        return f"{code}.copy()"
+
+    def add_into(self, target, rows, value):
+        """target[rows] += value, as a line."""
+        return f"{target}[{rows}] += {value}"
+
+    def set_into(self, target, rows, value):
+        """target[rows] = value, as a line."""
+        return f"{target}[{rows}] = {value}"
 
     # statements
 
@@ -46,13 +59,35 @@ class TangentPrinter(RowPrinter):
         every = f"{self.helper('_directions')}({self.ones('(B, 1)')}, {self(units.rows)})"
         return [f"{units_name(units.rows)} = {every}  # every direction of a vector of {units.rows} entries"]
 
-    def directions(self, loop):
-        """P, the number of directions of a loop: an initial state's rows, a parameter's entries."""
-        return self(loop.wrt.rows) if loop.per_sample else self.entries(self(loop.wrt))
+    def size(self, direction):
+        """The number of directions of a gradient: an initial state's rows, a parameter's entries."""
+        return self(direction.wrt.rows) if direction.per_sample else self.entries(self(direction.wrt))
 
-    def start(self, array, size):
-        """A tangent before step 1: every direction of the initial state, or zero."""
-        return units_name(array.state.rows) if array.units else self.zeros(f"({size}, B, {self(array.state.rows)})")
+    def head(self, loop):
+        """The lines before the loop: the rows of each gradient's directions, the carried count, the start of
+        every tangent carried, and the total."""
+        out = [f"# {loop.comment}"]
+        stop = "0"
+        for direction in loop.directions:
+            name = along_name(direction.key)
+            out.append(f"{name} = slice({stop}, {'' if stop == '0' else stop + ' + '}{self.size(direction)})")
+            stop = f"{name}.stop"
+        if loop.carried:
+            last = along_name(loop.directions[loop.carried - 1].key)
+            others = " (the others only the outputs' local terms read)" if loop.carried < len(loop.directions) else ""
+            out.append(f"{DIRECTIONS} = {last}.stop  # the rows the tangents carry{others}")
+        for array in loop.arrays:
+            out += self.start(array)
+        out.append(f"total = {self.zeros(f'(B, {stop})')}  # every gradient, per sample: its rows along it")
+        return out
+
+    def start(self, array):
+        """A tangent before step 1: zero, and every direction of the initial state in its own rows."""
+        name, rows = tangent_array(array.state), self(array.state.rows)
+        out = [f"{name} = {self.zeros(f'({DIRECTIONS}, B, {rows})')}"]
+        if array.own is not None:
+            out.append(self.set_into(name, along_name(array.own.key), units_name(array.state.rows)))
+        return out
 
     def begin(self, loop):
         """Before printing a loop's body: the states whose tangents at t - 1 it reads from dot_S_prev."""
@@ -60,38 +95,46 @@ class TangentPrinter(RowPrinter):
 
     def _print_TangentLoop(self, loop):
         self.begin(loop)
-        size = self.directions(loop)
-        out = [f"# {loop.comment}"]
-        out += [f"{tangent_array(array.state)} = {self.start(array, size)}" for array in loop.arrays]
-        entering = [s for s in loop.body if isinstance(s, EntersStepOne)]
-        out += [f"zero = {self.zeros_like(units_name(s.state.rows))}" for s in entering]
-        out.append(f"total = {self.zeros(f'(B, {size})' if loop.per_sample else size)}")
+        out = self.head(loop)
         out.append("for t in range(1, T + 1):")
-        out += ["    " + line for line in self.lines(loop.body)]
-        return out + [f'grads["{loop.key}"] = total' + ("" if loop.per_sample else f".reshape({loop.key}.shape)")]
+        return out + ["    " + line for line in self.lines(loop.body)]
+
+    def _print_Gradient(self, gradient):
+        direction = gradient.direction
+        rows = f"total[:, {along_name(direction.key)}]"
+        if direction.per_sample:
+            return [f'grads["{direction.key}"] = {self.fresh(rows)}']
+        return [f'grads["{direction.key}"] = {rows}.sum(axis=0).reshape({self(direction.wrt)}.shape)']
 
     def _print_ZeroGradient(self, zero):
-        shape = f"(B, {self.directions(zero)})" if zero.per_sample else f"{self(zero.wrt)}.shape"
+        shape = f"(B, {self(zero.wrt.rows)})" if zero.per_sample else f"{self(zero.wrt)}.shape"
         return [f"# {zero.comment}", f'grads["{zero.key}"] = {self.zeros(shape)}']
-
-    def _print_EntersStepOne(self, statement):
-        units = units_name(statement.state.rows)
-        return [f"{tangent_array(statement.state)} = {units} if t == 1 else zero  # {statement.comment}"]
 
     def _print_Previous(self, statement):
         state = statement.state
         return [f"{previous_tangent_array(state)} = {tangent_array(state)}  # {statement.comment}"]
 
     def _print_Assign(self, assign):
-        return [f"{tangent_array(assign.target.of)} = {self(assign.value)}  # {assign.comment}"]
+        target = tangent_array(assign.target.of)
+        if isinstance(assign.value, sp.ZeroMatrix):
+            value = self.zeros(f"({DIRECTIONS}, B, {self(assign.target.of.rows)})")
+        else:
+            value = self(assign.value)
+        return ([f"# {assign.comment}"] if assign.comment else []) + [f"{target} = {value}"]
+
+    def _print_AddAlong(self, add):
+        line = self.add_into(tangent_array(add.target.of), along_name(add.along.key), self(add.value))
+        return [f"{line}  # {add.comment}"]
 
     def _print_Contract(self, contract):
-        return [f"total += {self.contraction(contract)}"]
+        rows = f":{DIRECTIONS}" if contract.along is None else along_name(contract.along.key)
+        share = self.contraction(contract)
+        heading = [f"# {contract.heading}"] if contract.heading else []
+        return heading + [f"{self.add_into('total', f':, {rows}', share)}  # {contract.comment}"]
 
     def contraction(self, contract):
-        """sum_k o_dot[p, b, k] dL/do[b, k]: over the batch too (p), or per sample (bp)."""
-        spec = "pbk,bk->bp" if contract.per_sample else "pbk,bk->p"
-        return self.einsum(spec, self(contract.tangent), self(contract.adjoint))
+        """sum_k o_dot[p, b, k] dL/do[b, k], per sample (bp)."""
+        return self.einsum("pbk,bk->bp", self(contract.tangent), self(contract.adjoint))
 
     # expressions
 
@@ -102,6 +145,9 @@ class TangentPrinter(RowPrinter):
         if isinstance(expr.parent, Tangent):
             return self.tangent(expr, None)
         return super()._print_MatrixSlice(expr)
+
+    def _print_Copy(self, expr):
+        return Code(self.fresh(self.operand(expr.value, ATOM)))
 
     def tangent(self, node, operand):
         """Code for node (a Tangent, or a block of one) times operand (a vector expression, or None)."""

@@ -1,19 +1,28 @@
-"""The Jinja2 environment a backend lays its module out with: one per backend folder, which holds the template."""
+"""The Jinja2 environment a backend lays its module out with: one per backend folder, which holds the
+template; printing/ holds what every backend's template shares (module_head.py.j2)."""
 
 import pathlib
 
 import jinja2
 
+from bptt.codegen.printing.checks import pytuple
+
+PRINTING = pathlib.Path(__file__).parent
+
+
+def body(lines, depth=1):
+    """Lines of a function body, each indented `depth` levels (a blank line stays empty), one string."""
+    return "\n".join("    " * depth + line if line else "" for line in lines)
+
 
 def environment(folder):
-    """An environment loading the templates of `folder` (a backend's package)."""
+    """An environment loading the templates of `folder` (a backend's package), then printing/'s."""
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(pathlib.Path(folder)),
+        loader=jinja2.FileSystemLoader([pathlib.Path(folder), PRINTING]),
         keep_trailing_newline=True,
         undefined=jinja2.StrictUndefined,
         autoescape=False,
     )
-    env.filters["pytuple"] = lambda items: (
-        "(" + ", ".join(f'"{i}"' for i in items) + ("," if len(items) == 1 else "") + ")"
-    )
+    env.filters["pytuple"] = pytuple
+    env.filters["body"] = body
     return env

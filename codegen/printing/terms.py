@@ -1,13 +1,10 @@
-"""Pieces of the NumPy in-place printer: scratch arrays, the in-place form of a registry template,
-and the shapes of a sum's terms (a constant, a negated term, the term to compute first)."""
-
-import ast
+"""Pieces of the NumPy in-place printer: scratch arrays and the shapes of a sum's terms (a constant,
+a negated term, the term to compute first)."""
 
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
-from bptt.codegen.ir import Array
-from bptt.codegen.printing.array_calls import NUMPY
+from bptt.codegen.ir import Array, Steps
 from bptt.codegen.printing.printer import PrintError
 from bptt.derive.nodes import Diag
 
@@ -21,7 +18,6 @@ class Scratch:
         self.used = used  # the printer's record of the arrays it reads
 
     def take(self, rows, stacked):
-        kind = "T" if stacked else ""
         label = str(rows).replace("*", "").replace(" ", "")
         base = f"_{'all' if stacked else 'step'}_{label}"
         for k in range(1, 100):
@@ -29,35 +25,12 @@ class Scratch:
             if name not in self.busy:
                 self.busy.add(name)
                 self.used.add(name)
-                self.arrays.setdefault(name, Array(name, rows, kind))
+                self.arrays.setdefault(name, Array(name, rows, Steps.FROM_ONE if stacked else Steps.ONE))
                 return name
         raise PrintError("too many scratch arrays in one statement")
 
     def release(self):
         self.busy.clear()
-
-
-def in_place(template, accepts_out, calls=NUMPY):
-    """The registry template as a call writing into `{out}` (np.tanh({arg}) -> np.tanh({arg}, out={out})),
-    or None when it is not one call of the library's (calls.takes_out) or of a helper that takes out=."""
-    tree = ast.parse(template.format(arg="_arg_", operand="_arg_"), mode="eval").body
-    if not isinstance(tree, ast.Call) or tree.keywords:
-        return None
-    func = tree.func
-    is_library = (
-        isinstance(func, ast.Attribute)
-        and isinstance(func.value, ast.Name)
-        and func.value.id == calls.module
-        and calls.takes_out(func.attr)
-    )
-    if not (is_library or (isinstance(func, ast.Name) and func.id in accepts_out)):
-        return None
-    if not tree.args or not (isinstance(tree.args[0], ast.Name) and tree.args[0].id == "_arg_"):
-        return None
-    if any(not isinstance(arg, ast.Constant) for arg in tree.args[1:]):
-        return None
-    tree.keywords.append(ast.keyword("out", ast.Name("_out_")))
-    return ast.unparse(tree).replace("_arg_", "{arg}").replace("_out_", "{out}")
 
 
 def constant(term):

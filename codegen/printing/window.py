@@ -6,7 +6,8 @@ the window drops what would be older than k. Allocating, and slower than the ful
 
 import sympy as sp
 
-from bptt.codegen.ir import adjoint_array, walk
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import walk
 from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, quoted
 from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.printer import RowPrinter, array_name, size_name
@@ -23,7 +24,7 @@ class Statements:
         return out
 
     def _print_Loop(self, loop):
-        self.used["sizes"].add("T")
+        self.used.sizes.add("T")
         inner = self.at(False)
         head = "for t in range(T, 0, -1):" if loop.backward else "for t in range(1, T + 1):"
         return [head] + ["    " + line for line in inner.lines(loop.body)]
@@ -47,7 +48,7 @@ class WindowPrinter(Statements, RowPrinter):
 
     def target(self, node):
         if self.stacked and node.of.name in self.aged:
-            self.used["arrays"].add(array_name(node))
+            self.used.arrays.add(array_name(node))
             return f"{array_name(node)}[1:, 0]"
         return str(self(node))
 
@@ -95,7 +96,7 @@ def window_body(program, read_by_gradients, fast_arrays):
                 else f'work["{name}"][...] = {name}'
             )
     used = printer.used
-    used["sizes"] |= {str(seq.rows) for seq in targets}
+    used.sizes |= {str(seq.rows) for seq in targets}
     head = bound(used, model, set(), set(program.cache))
     first = output_adjoint(model)
     head += [f"T, B = {first}.shape[0], {first}.shape[1]", f"dtype = {first}.dtype"]
@@ -103,7 +104,7 @@ def window_body(program, read_by_gradients, fast_arrays):
         head.append("ages = k + 1  # how many steps back a gradient may have flowed")
     ret = "return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model))
     back = hand_back(printer, program.checkpoints.window_crossings)
-    return head + allocate + lines + initial + write + back + [ret], used["helpers"]
+    return head + allocate + lines + initial + write + back + [ret], used.helpers
 
 
 def reads_aged(expr, recurrent):

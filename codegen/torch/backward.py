@@ -3,8 +3,8 @@ with keep weights when truncating; the plain ones with an age axis for window tr
 parameter gradients as derived, one product over all steps each."""
 
 
-from bptt.codegen.ir import Array, adjoint_array, walk
-from bptt.codegen.passes.fresh import shared_rows
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Array, Steps, walk
 from bptt.codegen.printing.bindings import Printed, output_adjoint
 from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.printer import PrintError, size_name
@@ -26,7 +26,7 @@ def window_body(program, reads):
     aged = {seq.name for seq in seqs if seq.name in program.recurrent}
     zeros = []
     for seq in seqs:
-        printer.used["sizes"] |= {"T", "B", str(seq.rows)}
+        printer.used.sizes |= {"T", "B", str(seq.rows)}
         ages = "ages, " if seq.name in aged else ""
         shape = f"(T + 1, {ages}B, {size_name(seq.rows)})"
         zeros.append(f"{adjoint_array(seq.name)} = torch.zeros({shape}, dtype=dtype, device=device)")
@@ -35,7 +35,7 @@ def window_body(program, reads):
     keys = ", ".join(f"d_{i.key}" for i in program.window_initial) + ("," if len(program.window_initial) == 1 else "")
     tail = hand_back(printer, program.checkpoints.window_crossings) + [f"return {{{names}}}, ({keys})"]
     used = printer.used
-    arrays = frozenset(used["arrays"]) - {adjoint_array(seq.name) for seq in seqs} - {output_adjoint(program.model)}
+    arrays = frozenset(used.arrays) - {adjoint_array(seq.name) for seq in seqs} - {output_adjoint(program.model)}
     return Printed.of(head + zeros + body + initial + tail, used, arrays)
 
 
@@ -46,12 +46,12 @@ def gradients_body(program):
     printer = TorchPrinter(stacked=True)
     lines = [f"{s.target.name} = {printer(s.value)}  # {s.comment}" for s in program.gradients.statements]
     # a gate's rows of a gradient product would share the product's storage with the other gates' rows
-    returns = tuple((key, str(printer(shared_rows(value))), comment) for key, value, comment in program.returns)
+    returns = tuple((key, str(printer(value)), comment) for key, value, comment in program.owned_returns)
     adjoints = set()
     for array in program.adjoints.arrays:
         adjoints |= {array.name} | {name for name, _ in array.members} | {name for name, _, _ in array.spans}
     used = printer.used
-    read = frozenset(used["arrays"])
+    read = frozenset(used.arrays)
     body = Printed.of(lines, used, read)
     return body, returns, sorted(read & adjoints)
 
@@ -80,7 +80,7 @@ def fast_adjoints_body(program, reads):
     slopes = {s.target.name for s in walk(adjoints.statements) if isinstance(getattr(s, "target", None), SeqAt)}
     table = {}
     for array in adjoints.arrays:
-        steps = "T" if array.name in slopes else array.steps  # slopes hold steps 1..T
+        steps = Steps.FROM_ONE if array.name in slopes else array.steps  # slopes hold steps 1..T
         table[array.name] = Array(array.name, array.rows, steps)
         table.update({name: Array(name, rows, steps) for name, rows in array.members})
         table.update({name: Array(name, None, steps) for name, _, _ in array.spans})
@@ -91,12 +91,12 @@ def fast_adjoints_body(program, reads):
     printer.arrays = table
     body = printer.lines(adjoints.statements)
     initial = [printer.initial(i, False) for i in program.initial]
-    stacks = [stack_line(printer, stack) for stack in adjoints.stacks if stack.name in printer.used["params"]]
+    stacks = [stack_line(printer, stack) for stack in adjoints.stacks if stack.name in printer.used.params]
     zeros, views = [], []
     for array in adjoints.arrays:
         if array.name in slopes:
             continue
-        printer.used["sizes"] |= {"T", "B"}
+        printer.used.sizes |= {"T", "B"}
         zeros.append(f"{array.name} = torch.zeros((T + 1, B, {printer(array.rows)}), dtype=dtype, device=device)")
         starts = array.offsets()
         for name, _ in array.members:
@@ -110,7 +110,7 @@ def fast_adjoints_body(program, reads):
     initial += hand_back(printer, program.checkpoints.crossings)
     lines = stacks + zeros + views + body + initial + [f"return {{{names}}}, ({keys})"]
     used = printer.used
-    arrays = frozenset(used["arrays"]) - set(table) - {output_adjoint(program.model)}
+    arrays = frozenset(used.arrays) - set(table) - {output_adjoint(program.model)}
     return Printed.of(lines, used, arrays)
 
 

@@ -2,7 +2,7 @@
 
 The algebra is NumPy's row form (numpy_printer.RowPrinter): `W v` prints `v @ W.T`, and `.T` only
 ever meets a 2-D parameter or a 2-D `(T*B, k)` view, so it means the same in torch. What differs is
-printed here: elementwise functions from the registry's torch code, sums over all steps and samples,
+printed here: elementwise functions from torch's table (torch/functions.py), sums over all steps and samples,
 the one-hot lookups and scatters, the losses. The forward pass is the NumPy backend's in-place
 printer with torch's table of calls (TorchStatements); the backward statements are plain
 expressions written into the adjoint tensors (AdjointPrinter). Both run under torch.no_grad().
@@ -15,13 +15,14 @@ from bptt.codegen.printing.array_calls import TORCH
 from bptt.codegen.printing.printer import ATOM, SUM, Code, RowPrinter
 from bptt.codegen.printing.statements import NumPyPrinter
 from bptt.codegen.printing.window import WindowPrinter
+from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.nodes import Diag, equal
 
 
 class TorchPrinter(RowPrinter):
     """Row form in torch: one step (`stacked=False`) or all steps t = 1..T at once."""
 
-    backend, form = "torch", "torch"
+    backend, form, functions = "torch", "torch", TORCH_FUNCTIONS
 
     def index_of(self, block):
         """A block's index in its parameter as a tuple of slices: `(slice(n_h, 2 * n_h),)`; all for None."""

@@ -6,12 +6,13 @@ torch.no_grad(), the backward pass the derived BPTT, and around them a torch.aut
 nn.Module that train with any torch optimiser."""
 
 import pathlib
+from dataclasses import dataclass
 
 from bptt.codegen.printing.array_calls import TORCH
 from bptt.codegen.printing.bindings import order, output_adjoint, params_bound, quoted, sized, time_and_batch
+from bptt.codegen.printing.checks import CheckStyle, checks, from_shape, input_checks
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
-from bptt.codegen.printing.helpers import helpers
-from bptt.codegen.printing.layout import Layout, allocation, forward_body
+from bptt.codegen.printing.layout import Layout, allocation, forward_body, imported
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
 from bptt.codegen.torch.backward import fast_adjoints_body, gradients_body, window_body
@@ -22,6 +23,38 @@ _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
 SCAFFOLD += ("_check_cache", "_check_array", "_extent", "_forward_kept")
 
+STYLE = CheckStyle(
+    device=True,
+    batch=(),
+    no_state="None",
+    draw_labels='{name} = torch.randint(0, sizes["{rows}"], (T, B), generator=rng, device=where)',
+    draw_floats='{name} = torch.randn((T, B, sizes["{rows}"]), generator=rng, dtype=dtype, device=where)',
+)
+
+
+@dataclass(frozen=True)
+class TorchLayout(Layout):
+    """What torch/module.py.j2 places; the *_lines fields are printed function bodies (backward allocates
+    as it goes: no _backward_arrays)."""
+
+    forward_arrays_lines: tuple
+    adjoints_lines: tuple
+    window_lines: tuple
+    gradients_lines: tuple
+    returns: tuple  # (key, code, comment)
+    module_checks: tuple  # Model.forward's checks of its arguments: shapes, dtype and device, not finiteness
+    count_from_sizes: str  # binds the sizes the loss's count reads, from `sizes`
+    count_from_outputs: str  # the same from the outputs' shape (Model.loss)
+    divisor: str  # the count as a divisor: "(T * B)" or "B"
+    given: str  # which initial states BPTT.apply was given: "h0 is not None, c0 is not None"
+    size_args: str  # Model's size arguments: "d, h, q, "
+    size_keywords: str  # the same passed on: "d=d, h=h, q=q"
+
+    in_framework = ", in PyTorch"
+    option = " --backend torch"
+    arrays_are = "Tensors are"
+    array = "tensor"
+
 
 def module_source(model, program=None):
     """The source of generated/<model>_torch.py; program: the model's statements (program.build's if None)."""
@@ -29,7 +62,7 @@ def module_source(model, program=None):
 
 
 def layout(model, program=None):
-    """The NumPy module's Layout, its bodies printed for torch."""
+    """The torch module's Layout: the forward pass printed as the NumPy module's, the backward as torch/backward.py's."""
     program = program or build(model)
     facts = model_facts(model, program, "torch")
     forward_arrays, forward_lines, forward_helpers = forward_body(program, TorchStatements)
@@ -39,26 +72,34 @@ def layout(model, program=None):
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
-    used = fixed_helpers(model, SCAFFOLD) | losses.used["helpers"] | rtrl.helpers | forward_helpers
+    used = fixed_helpers(model, SCAFFOLD) | losses.used.helpers | rtrl.helpers | forward_helpers
     for body in (full, window, gradients):
         used |= body.helpers
-    imports, source = helpers("torch").source(sorted(used))
+    imports, source = imported(used, "torch", ("import torch",))
     cache = set(program.cache)
-    return Layout(
-        **facts,
+    count = ", ".join(f'sizes["{name}"]' for name in facts.count_sizes)
+    return TorchLayout(
+        facts=facts,
+        checks=checks(facts, STYLE),
+        imports=imports,
+        helpers=source,
         losses=losses_code,
-        forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True, calls=TORCH)),
-        backward_arrays_lines=(),  # backward allocates as it goes
         forward_lines=tuple(forward_lines),
+        rtrl_lines=rtrl.lines,
+        forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True, calls=TORCH)),
         adjoints_lines=adjoints_lines(model, full, cache),
         window_lines=adjoints_lines(model, window, cache),
         gradients_lines=tuple(
             bind(model, gradients, sources(gradients, cache) | dict.fromkeys(reads, "adjoints"), dy) + list(gradients.lines)
         ),
         returns=returns,
-        rtrl_lines=rtrl.lines,
-        imports=tuple(sorted(set(imports) | {"import torch"})),
-        helpers=source,
+        module_checks=input_checks(facts, STYLE, finite="False"),
+        count_from_sizes=f"{', '.join(facts.count_sizes)} = {count}",
+        count_from_outputs=from_shape(facts.count_sizes, "outputs"),
+        divisor=f"({facts.count})" if len(facts.count_sizes) > 1 else facts.count,
+        given=", ".join(f"{name} is not None" for name in facts.state_names),
+        size_args="".join(f"{size}, " for size in facts.sizes),
+        size_keywords=", ".join(f"{size}={size}" for size in facts.sizes),
     )
 
 

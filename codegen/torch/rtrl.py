@@ -1,6 +1,6 @@
 """The torch module's forward-mode (RTRL) gradient: the Program's forward-mode statements printed as the
-NumPy module's loops (printing/tangents.py) on tensors, one loop per parameter and initial state carrying
-the tangents along all of its entries at once (P, B, n)."""
+NumPy module's loop (printing/tangents.py) on tensors, carrying the tangents along the directions of every
+gradient at once (P, B, n)."""
 
 from bptt.codegen.printing.bindings import Printed, bound, output_adjoint
 from bptt.codegen.printing.tangents import TangentPrinter
@@ -16,8 +16,8 @@ class TorchTangentPrinter(TangentPrinter, TorchPrinter):
     def ones(self, shape):
         return f"torch.ones({shape}, dtype=dtype, device=device)"
 
-    def zeros_like(self, code):
-        return f"torch.zeros_like({code})"
+    def fresh(self, code):
+        return f"{code}.clone()"
 
     def einsum(self, spec, *operands):
         return f'torch.einsum("{spec}", {", ".join(operands)})'
@@ -27,7 +27,7 @@ class TorchTangentPrinter(TangentPrinter, TorchPrinter):
 
 
 def rtrl_body(program):
-    """The body of forward_mode_grads after the loss and dL/ds_t: bindings, then a loop per gradient."""
+    """The body of forward_mode_grads after the loss and dL/ds_t: bindings, then the loop and the gradients."""
     model = program.model
     output = output_adjoint(model)
     printer = TorchTangentPrinter(stacked=False)

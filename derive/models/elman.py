@@ -3,6 +3,12 @@
 from bptt.derive.model import Model, labels, matrix, sequence, sizes, vector
 from bptt.derive.nodes import Softmax, SoftmaxCrossEntropy, t, tanh
 
+# Goodfellow et al.'s names for this model's scores s_t and their softmax o_t
+GOODFELLOW = (
+    "Goodfellow et al. write $\\mathbf{o}_t$ for the scores $\\mathbf{s}_t$ here, and "
+    "$\\hat{\\mathbf{y}}_t$ for their softmax $\\mathbf{o}_t$."
+)
+
 
 def elman():
     d, h, q = sizes("d h q")
@@ -24,4 +30,5 @@ def elman():
         outputs=((s, c + V * hidden()),),
         loss=SoftmaxCrossEntropy(s(), y()),
         names=((o, Softmax(s())),),
+        notes=(GOODFELLOW,),
     )

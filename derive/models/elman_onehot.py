@@ -20,7 +20,7 @@ def elman_onehot():
         outputs=((z, V * s()),),
         loss=SoftmaxCrossEntropy(z(), y()),
         notes=(
-            "$\\mathbf{U} \\operatorname{onehot}(x_t)$ is column $x_t$ of $\\mathbf{U}$: the generated code looks it up "
-            "and scatter-adds $\\partial L / \\partial \\mathbf{U}$ into the looked-up columns.",
+            "$\\mathbf{U} \\operatorname{onehot}(x_t)$ is column $x_t$ of $\\mathbf{U}$, so "
+            "$\\partial L / \\partial \\mathbf{U}$ is zero but in the columns of the words that occur.",
         ),
     )

@@ -122,7 +122,7 @@ def gru():
     return Model(
         name="gru",
         title="GRU as in torch.nn.GRU",
-        source=TORCH.format("GRU") + "; Cho et al. (2014), with r applied to W_hn h_{t-1} + b_hn",
+        source=TORCH.format("GRU") + "; Cho et al. (2014), with the reset gate applied after the recurrent product",
         sizes=(d, h, q),
         params=(*params, W_in, b_in, W_hn, b_hn, V),
         inputs=(x,),

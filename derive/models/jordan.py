@@ -7,6 +7,7 @@ time steps decouple and BPTT reduces to a sum of per-step gradients.
 """
 
 from bptt.derive.model import Model, labels, matrix, sequence, sizes, vector
+from bptt.derive.models.elman import GOODFELLOW
 from bptt.derive.nodes import OneHot, Softmax, SoftmaxCrossEntropy, t, tanh
 
 
@@ -33,6 +34,7 @@ def jordan_model(name, title, recurrent_hidden):
         outputs=((s, c + V * hidden()),),
         loss=SoftmaxCrossEntropy(s(), y()),
         teacher_forcing=((o, OneHot(y(), q)),),
+        notes=(GOODFELLOW,),
     )
 
 

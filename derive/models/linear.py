@@ -22,6 +22,7 @@ def linear():
         code_loss=SquaredError(o(), y()),
         mean=True,
         notes=(
-            "The generated code takes $l(\\mathbf{o}_t, \\mathbf{y}_t) = \\tfrac12\\|\\mathbf{o}_t - \\mathbf{y}_t\\|^2$.",
+            "To compute with, $l$ is taken to be the squared error "
+            "$l(\\mathbf{o}_t, \\mathbf{y}_t) = \\tfrac12\\|\\mathbf{o}_t - \\mathbf{y}_t\\|^2$.",
         ),
     )

@@ -1,0 +1,234 @@
+"""The `bptt` command's arguments: the parser, its value types and the exit statuses it documents."""
+
+import argparse
+
+from bptt.app import analyze as analysis
+from bptt.app.bench import bench as benchmark
+from bptt.codegen.backends import BACKENDS
+from bptt.documents.document import NAMES as SECTIONS
+
+EXIT_STATUS = """exit status:
+  0  done; every check passed
+  1  a check failed: a gradient disagrees (check), a module is missing, stale or unexpected (codegen --check)
+  2  usage error: bad arguments, an unknown or malformed model, an output that is not a regular file
+  3  operating-system or internal error: a file that cannot be read or written, out of memory, a bug
+  4  check: the forward pass is not finite (it overflowed), so no gradient can be compared
+130  interrupted (Ctrl-C), quietly
+"""
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line, `bptt check: error: ...`, exit status 2 (subcommands included)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+
+def choices(allowed, what):
+    """An argparse type: a comma-separated list of some of `allowed`."""
+
+    def parse(text):
+        items = [item for item in text.split(",") if item]
+        if not items or any(item not in allowed for item in items):
+            raise argparse.ArgumentTypeError(
+                f"expected {what} from {', '.join(allowed)} separated by commas; got {text!r}"
+            )
+        return list(dict.fromkeys(items))
+
+    return parse
+
+
+def positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def truncate(text):
+    mode, _, value = text.partition(":")
+    try:
+        if mode in ("window", "chunk") and int(value) >= 1:
+            return mode, int(value)
+        if mode == "random" and 0 < float(value) <= 1:
+            return mode, float(value)
+    except ValueError:
+        pass
+    raise argparse.ArgumentTypeError(
+        f"expected window:K or chunk:K with K >= 1, or random:PI with 0 < PI <= 1; got {text!r}"
+    )
+
+
+def seed(text):
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def positive_number(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def radii(text):
+    try:
+        radii = tuple(float(item) for item in text.split(","))
+    except ValueError:
+        radii = ()
+    if not radii or not all(0 < r < float("inf") for r in radii):
+        raise argparse.ArgumentTypeError(f"expected positive numbers separated by commas, e.g. 0.5,1,1.5; got {text!r}")
+    return radii
+
+
+def parser(runs):
+    """The argument parser; runs: {command name: the function that runs it}."""
+    documented = dict(epilog=EXIT_STATUS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    top = Parser(
+        prog="bptt",
+        description="Derive backpropagation through time symbolically, print it as LaTeX,\n"
+        "generate NumPy code for it and check that code against finite differences.",
+        **documented,
+    )
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sub = commands.add_parser("models", help="list the models known, a line each", **documented)
+    sub.set_defaults(run=runs["models"])
+
+    model_help = "a model name (see `bptt models`) or a user's model as path/to/file.py:function"
+    sub = commands.add_parser("latex", help="print a model's BPTT derivation as LaTeX or Markdown", **documented)
+    sub.add_argument("model", help=model_help)
+    sub.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    sub.add_argument("--format", choices=("tex", "md"), help="a standalone LaTeX document (default) or Markdown")
+    sub.add_argument(
+        "--sections",
+        metavar="NAME,...",
+        help="only these sections, in the document's order (e.g. backward for the backward pass alone): "
+        + ", ".join(SECTIONS),
+    )
+    sub.set_defaults(run=runs["latex"])
+
+    sub = commands.add_parser("codegen", help="regenerate generated/<model>.py", **documented)
+    sub.add_argument("models", nargs="*", metavar="MODEL", help=f"{model_help} (default: every zoo model)")
+    sub.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 naming every missing or stale module (and, checking the whole zoo, "
+        "every unexpected *.py in the folder)",
+    )
+    sub.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write into DIR (default: the checkout's generated/ for a zoo model, the current folder for a user's)",
+    )
+    sub.add_argument(
+        "--backend",
+        choices=(*BACKENDS, "all"),
+        default="numpy",
+        help="the framework the module runs on: <model>.py for numpy (default), <model>_torch.py, <model>_jax.py; "
+        "all: every one",
+    )
+    sub.set_defaults(run=runs["codegen"])
+
+    sub = commands.add_parser("check", help="check a generated module against central finite differences", **documented)
+    sub.add_argument("model", help=model_help)
+    sub.add_argument("--steps", type=positive, default=5, metavar="T", help="sequence length (default 5)")
+    sub.add_argument("--batch", type=positive, default=3, metavar="B", help="batch size (default 3)")
+    sub.add_argument("--seed", type=seed, default=0, metavar="S", help="random seed (default 0)")
+    sub.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="dtype of the analytic pass")
+    sub.add_argument("--sizes", metavar="d=3,h=4,...", help="model sizes (default 3, 4, 5, ... in order)")
+    sub.add_argument(
+        "--truncate",
+        type=truncate,
+        metavar="MODE:K",
+        help="check truncated BPTT: window:K, chunk:K (against the truncated loss) or random:PI (exact expectation over all 2^T keep patterns, T <= 12)",
+    )
+    sub.add_argument(
+        "--backend",
+        choices=(*BACKENDS, "all"),
+        default="numpy",
+        help="the module checked (default numpy); torch and jax are also compared with the NumPy module; all: each",
+    )
+    sub.set_defaults(run=runs["check"])
+
+    sub = commands.add_parser("analyze", help="measure and plot gradient flow through time", **documented)
+    sub.add_argument("model", help=model_help)
+    sub.add_argument(
+        "--steps",
+        type=positive,
+        default=analysis.STEPS,
+        metavar="T",
+        help=f"sequence length (default {analysis.STEPS})",
+    )
+    sub.add_argument("--seed", type=seed, default=0, metavar="S", help="random seed (default 0)")
+    sub.add_argument(
+        "--radius",
+        type=radii,
+        default=analysis.RADII,
+        metavar="r1,r2,...",
+        help="spectral radii to scale the recurrent weights to (default {})".format(",".join(map(str, analysis.RADII))),
+    )
+    sub.add_argument(
+        "--scale",
+        type=positive_number,
+        metavar="S",
+        help="multiply the cell's input weights and biases by S (default: a power of ten that keeps every state "
+        "within 0.01 of its value at zero input, where tanh and the sigmoid are nearly linear; 1: the module's "
+        "own initialisation, where they saturate)",
+    )
+    sub.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write a PNG plot and a CSV file per table into DIR, made if its parent exists (needs bptt[plots])",
+    )
+    sub.add_argument("--csv", action="store_true", help="print the tables as CSV, each after a line '# name: title'")
+    sub.set_defaults(run=runs["analyze"])
+    sub = commands.add_parser(
+        "bench", help="time the generated module against NumPy, PyTorch and JAX peers on one core", **documented
+    )
+    sub.add_argument("model", help=model_help)
+    sub.add_argument("--sizes", metavar="d=28,h=32,...", help="model sizes (default 32 each)")
+    sub.add_argument("--steps", type=positive, default=35, metavar="T", help="sequence length (default 35)")
+    sub.add_argument("--batch", type=positive, default=32, metavar="B", help="batch size (default 32)")
+    sub.add_argument(
+        "--dtype",
+        type=choices(("float64", "float32"), "dtypes"),
+        default=["float64", "float32"],
+        help="dtypes (default both)",
+    )
+    sub.add_argument(
+        "--repeats", type=positive, default=7, metavar="R", help="timed rounds, median reported (default 7)"
+    )
+    sub.add_argument(
+        "--peers",
+        type=choices(("numpy", *benchmark.PEERS), "peers"),
+        help="peers (default: naive, hand, torch, jax; with --backend torch: numpy, torch; jax: numpy, jax)",
+    )
+    sub.add_argument(
+        "--backend",
+        choices=tuple(BACKENDS),
+        default="numpy",
+        help="time the module generated for this framework (default numpy) against that framework's own",
+    )
+    sub.add_argument(
+        "--checkpoints",
+        metavar="s1,s2,...",
+        help="time loss_and_grads in bounded memory with each budget (slots, or bytes such as 32MiB) against full BPTT",
+    )
+    sub.add_argument(
+        "-o", "--output", metavar="DIR", help="with --checkpoints: write checkpoints.png and .csv into DIR (bptt[plots])"
+    )
+    sub.set_defaults(run=runs["bench"])
+    return top

@@ -1,0 +1,137 @@
+"""A model's derived step Jacobians evaluated on a generated module's forward pass, and the gradients the module's
+own backward pass gives, for bptt analyze:
+- ||dL_T/ds_t|| from the module's backward: the run from step t on is repeated with the states at t as its initial
+  states, and backward gives their gradient;
+- ds_T/ds_t = J_T ... J_{t+1}, the product of the derived step Jacobians (derive.flow) on the module's forward cache.
+"""
+
+import numpy as np
+import sympy as sp
+
+from bptt.codegen.printing.helpers import namespace
+from bptt.codegen.printing.printer import RowPrinter
+from bptt.derive.closed_form import k
+from bptt.derive.nodes import t
+
+STEP = RowPrinter(stacked=False)
+
+
+class NoFlow(ValueError):
+    """A model through which no gradient flows from step to step, or whose flow cannot be measured."""
+
+
+class Blocks:
+    """A block matrix over the stacked states, each block (row, col) a derived expression at step k,
+    evaluated on a forward cache: the NumPy code of the block's transpose applied to a basis gives,
+    in row form, the rows (B^T e_j)^T, which are the rows of the block B itself."""
+
+    def __init__(self, states, blocks, sizes):
+        self.states, self.sizes = states, sizes
+        self.code = {}
+        for (row, col), block in blocks.items():
+            basis = sp.MatrixSymbol("basis", row.rows, 1)
+            product = (block.T.subs(k, t) * basis).expand().doit()
+            if not product.is_ZeroMatrix:
+                self.code[(row, col)] = compile(STEP(product), "<derived Jacobian>", "eval")
+
+    def at(self, step, namespace):
+        """The dense block matrix at one step."""
+        scope = dict(namespace, t=step)
+        rows = []
+        for row in self.states:
+            scope["basis"] = np.eye(self.size(row))
+            blocks = []
+            for col in self.states:
+                shape = (self.size(row), self.size(col))
+                code = self.code.get((row, col))
+                blocks.append(np.zeros(shape) if code is None else np.broadcast_to(eval(code, scope), shape))
+            rows.append(blocks)
+        return np.block(rows)
+
+    def size(self, state):
+        return self.sizes[str(state.rows)]
+
+
+def step_values(flow, module, params, xs, cache, sizes):
+    """What the printed Jacobians read: the parameters, the module's helpers and sizes, the states of the module's
+    forward cache, and every intermediate recomputed from its equation (zero at step 0: the initial states are
+    given, not computed), so that nothing depends on which intermediates the module keeps."""
+    space = {
+        **namespace(),
+        **vars(module),
+        **params,
+        "dtype": np.float64,
+        **{f"n_{name}": n for name, n in sizes.items()},
+    }
+    space.update({seq.name: xs for seq in flow.model.inputs})
+    states = {seq.name for seq in flow.model.states}
+    space.update({name: cache[name] for name in states})
+    batch = len(cache[flow.states[0].name][0])
+    for seq, rhs in flow.model.steps:
+        if seq.name in states:
+            continue
+        code = compile(STEP(rhs), f"<{seq.name}_t>", "eval")
+        values = np.zeros((len(xs) + 1, batch, sizes[str(seq.rows)]))
+        for step in range(1, len(xs) + 1):
+            space["t"] = step
+            values[step] = eval(code, space)
+        space[seq.name] = values
+    return space
+
+
+def step_jacobians(flow, module, params, xs, cache, sizes):
+    """[J_k for k = 1..T]: ds_k/ds_{k-1} with the states at k-1 independent, from the derived Jacobian.
+
+    With several states the closed form's blocks give the Jacobian between perturbations of the states
+    as computed (a change of c_k moves h_k = o_k * tanh(c_k) with it); with the same-step couplings S_k
+    the states' own Jacobian is (I - S_k)^-1 J_k (I - S_{k-1})."""
+    blocks = flow.blocks or {(flow.states[0], flow.states[0]): flow.jacobian}
+    jacobian, coupling = Blocks(flow.states, blocks, sizes), Blocks(flow.states, flow.couplings, sizes)
+    steps = len(xs)
+    try:
+        space = step_values(flow, module, params, xs, cache, sizes)
+        found = [jacobian.at(step, space) for step in range(1, steps + 1)]
+        eye = np.eye(found[0].shape[0])
+        free = [eye - coupling.at(step, space) for step in range(steps + 1)] if flow.couplings else None
+    except NameError as error:
+        raise NoFlow(f"the derived Jacobian reads {error.name}, which bptt analyze cannot evaluate") from error
+    if free is None:
+        return found
+    return [np.linalg.solve(free[step], found[step - 1] @ free[step - 1]) for step in range(1, steps + 1)]
+
+
+def state_products(jacobians):
+    """[ds_T/ds_t for t = 0..T]: J_T ... J_{t+1}, the newest step on the left (the identity at t = T)."""
+    products = [np.eye(jacobians[0].shape[0])]
+    for jacobian in reversed(jacobians):
+        products.append(products[-1] @ jacobian)
+    return products[::-1]
+
+
+def state_gradients(module, params, xs, ys, states, progress=lambda: None):
+    """[dL_T/ds_t for t = 0..T-1], L_T the loss of the last step and s_t the given states at t stacked.
+
+    Each is the module's backward through the run from step t on, started from the states at t."""
+    _, d_outputs, cache = module._loss_and_output_gradient(params, xs, ys, *[None] * len(module.STATES))
+    last = np.zeros_like(d_outputs)
+    last[-1] = d_outputs[-1]
+    found = []
+    for step in range(xs.shape[0]):
+        initial = {name: cache[name[:-1]][step] for name in module.STATES}
+        forced = (ys[step:],) if module.TEACHER_FORCED else ()
+        _, run = module.forward(params, xs[step:], *forced, **initial)
+        grads = module.backward(params, run, last[step:])
+        found.append(np.concatenate([grads[f"{s.name}0"][0] for s in states]))
+        progress()
+    return found
+
+
+def diagonal_products(vector, space, steps):
+    """[max |prod_{k=t+1}^T v_k| for t = 0..T]: the 2-norm of the product of diag(v_k), v a column at step k
+    (a carousel's gate f_k) evaluated on step_values' space."""
+    code = compile(STEP(vector.subs(k, t)), "<the carousel's gate>", "eval")
+    values = [np.asarray(eval(code, dict(space, t=step)), dtype=float) for step in range(1, steps + 1)]
+    products = [np.ones_like(values[0])]
+    for value in reversed(values):
+        products.append(products[-1] * value)
+    return [float(np.max(np.abs(product))) for product in products[::-1]]

@@ -1,0 +1,197 @@
+"""The JAX backend's helpers. A generated module carries the definitions its code calls and those they
+call, from this file, then from printing/common_helpers.py for the names this file does not define;
+printing/helpers.py splits both by Python's parser (it never imports them, so codegen needs no JAX)."""
+
+import jax
+import jax.numpy as jnp
+
+from bptt.codegen.printing.common_helpers import (  # a generated module carries them itself
+    PARAMS,
+    SHAPES,
+    _check_param_keys,
+    _check_shape,
+    _check_theta,
+    _param_sizes,
+    _params_dtype,
+)
+
+_FLOATS = (jnp.float32, jnp.float64)  # the dtypes the modules compute in
+
+
+def clip_grads(grads, theta):
+    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all arrays (jit-compatible: a
+    traced theta is not checked)."""
+    if not isinstance(theta, jax.core.Tracer):
+        theta = _check_theta(theta)
+    norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in grads.values()))
+    scale = jnp.where(norm > 0, jnp.minimum(1.0, theta / jnp.where(norm > 0, norm, 1.0)), 1.0)
+    return {name: g * scale.astype(g.dtype) for name, g in grads.items()}
+
+
+def _check_rng(rng):
+    """rng for random truncation: a JAX PRNG key, else ValueError."""
+    if not _is_key(rng):
+        raise ValueError(f"truncate=('random', pi) needs rng=jax.random.key(seed), got rng={rng!r}")
+
+
+def _is_key(rng):
+    """A JAX PRNG key: a typed key (jax.random.key) or a raw uint32 pair (jax.random.PRNGKey)."""
+    if not isinstance(rng, jax.Array):
+        return False
+    if jnp.issubdtype(rng.dtype, jax.dtypes.prng_key):
+        return rng.ndim == 0
+    return rng.dtype == jnp.uint32 and rng.shape == (2,)
+
+
+def _keep_weights(mode, value, T, rng, dtype):
+    """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1: ones but
+    for chunks and random truncation (compiled once per mode, k or pi, T and dtype)."""
+    if mode in ("chunk", "random"):
+        return _truncated_keep(mode, value, T, rng, dtype)
+    return jnp.ones(T, dtype)
+
+
+def _cut_or_drawn(mode, value, T, rng, dtype):
+    """Chunks: cut at steps k, 2k, ...; random: xi_{t+1} = (u_t < pi) / pi for the uniforms
+    u = jax.random.uniform(rng, (T,)), drawn in float64 if x64 is on, else in float32."""
+    if mode == "chunk":
+        steps = jnp.arange(T)
+        return ((steps % value != 0) | (steps == 0)).astype(dtype)  # h_k, h_2k, ... enter the next step detached
+    u = jax.random.uniform(rng, (T,), dtype=jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+    return ((u < value) / value).astype(dtype)
+
+
+_truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 2, 4))
+
+
+def _ages(mode, value):
+    """k + 1 ages (0..k steps flowed) for a window of k steps, else None (no age axis)."""
+    return value + 1 if mode == "window" else None
+
+
+def _following(values, after=None):
+    """values at step t+1 for t = 1..T: at T, after (the value at step 1 of the next segment of steps), or
+    zero (nothing follows the last step)."""
+    last = jnp.zeros_like(values[:1]) if after is None else jnp.asarray(after, values.dtype)[None]
+    return jnp.concatenate([values[1:], last])
+
+
+def _fresh(local, ages):
+    """An adjoint's local terms, at age 0 when a window gives adjoints an age axis (ages = k + 1)."""
+    if ages is None:
+        return local
+    return jnp.concatenate([local[None], jnp.zeros((ages - 1,) + local.shape, local.dtype)])
+
+
+def _flow(value, keep_t, ages):
+    """The gradient flowing back from step t+1, weighted by keep_t; one age older in a window
+    (the oldest age dropped)."""
+    value = value * keep_t
+    if ages is None:
+        return value
+    return jnp.concatenate([jnp.zeros_like(value[:1]), value[:-1]])
+
+
+def _total(adjoint, ages):
+    """An adjoint summed over its ages (the adjoint itself without a window)."""
+    return adjoint if ages is None else adjoint.sum(axis=0)
+
+
+def _directions(v, rows):
+    """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
+    shape (rows * cols, B, rows) for v of shape (B, cols)."""
+    out = jnp.einsum("ik,bj->ijbk", jnp.eye(rows, dtype=v.dtype), v)  # out[i, j, b, k] = [i = k] v[b, j]
+    return out.reshape((rows * v.shape[-1],) + v.shape[:-1] + (rows,))
+
+
+def _softmax_cross_entropy(s, y, count):
+    """(sum_t -log softmax(s_t)[y_t] / count, its gradient (softmax(s_t) - onehot(y_t)) / count)."""
+    log_p = jax.nn.log_softmax(s, axis=-1)
+    loss = -jnp.take_along_axis(log_p, y[..., None], axis=-1).sum() / count
+    return loss, (jnp.exp(log_p) - jax.nn.one_hot(y, s.shape[-1], dtype=s.dtype)) / count
+
+
+def _squared_error(s, y, count):
+    """(sum_t 1/2 ||s_t - y_t||^2 / count, its gradient (s_t - y_t) / count)."""
+    difference = s - y
+    return (0.5 * jnp.square(difference).sum(axis=-1)).sum() / count, difference / count
+
+
+def _placed(like, *blocks):
+    """The gradient of a parameter read by blocks: zero, each (index, value) block added in at its index."""
+    out = jnp.zeros_like(like)
+    for index, value in blocks:
+        out = out.at[index].add(value)
+    return out
+
+
+def _scatter_columns(values, labels, columns):
+    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
+    out = jnp.zeros((columns, values.shape[-1]), values.dtype)
+    return out.at[labels.reshape(-1)].add(values.reshape(-1, values.shape[-1])).T
+
+
+def _check_dtype(dtype):
+    """dtype as a JAX dtype: float32 or float64 (float64 needs jax.config.update("jax_enable_x64", True))."""
+    try:
+        dtype = jnp.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if dtype not in (jnp.float32, jnp.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    if dtype == jnp.float64 and not jax.config.jax_enable_x64:
+        raise ValueError('dtype float64 needs jax.config.update("jax_enable_x64", True) first')
+    return dtype
+
+
+def _check_params(params, finite=True):
+    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them
+    (concrete arrays only: under jit the values are not known). If one parameter disagrees with all the
+    others, the error names it."""
+    _check_param_keys(params)
+    dtype = _params_dtype(params)
+    for name in PARAMS:
+        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)
+    if finite and not _all_finite([params[name] for name in PARAMS]):
+        for name in PARAMS:
+            _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)  # names the first bad entry
+    return _param_sizes(params), dtype
+
+
+def _check_array(name, array, dims, sizes, dtype, finite=True):
+    """array with the named dims (binding sizes not yet known) and the given dtype; if finite, a
+    concrete float array must hold no nan or inf (a traced one is not known until it runs)."""
+    if not isinstance(array, jax.Array):
+        raise ValueError(f"{name} must be a JAX array, got {type(array).__name__}")
+    _check_shape(name, array.shape, dims, sizes)
+    if array.dtype != dtype:
+        raise ValueError(f"{name} has dtype {array.dtype}; expected {jnp.dtype(dtype)} like the parameters")
+    if finite and jnp.issubdtype(array.dtype, jnp.floating) and not _all_finite([array]):
+        index = tuple(int(i) for i in jnp.argwhere(~jnp.isfinite(array))[0])
+        raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
+    sizes.update(zip(dims, array.shape, strict=True))
+    return array
+
+
+def _all_finite(arrays):
+    """No nan or inf in any of the arrays (True while tracing: the values are not known)."""
+    finite = _finite(arrays)
+    return isinstance(finite, jax.core.Tracer) or bool(finite)
+
+
+_finite = jax.jit(lambda arrays: jnp.array([jnp.isfinite(array).all() for array in arrays]).all())
+_label_range = jax.jit(lambda labels: (labels.min(), labels.max()))
+
+
+def _check_labels(name, labels, sizes, classes):
+    """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays), of any
+    integer dtype; returned as int64 (int32 without x64), so that every label dtype runs the same code."""
+    if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
+        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+    _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
+    low, high = _label_range(labels)
+    if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
+        bad = (labels < 0) | (labels >= sizes[classes])
+        value = labels[bad][0]
+        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+    return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))

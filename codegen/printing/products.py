@@ -1,0 +1,85 @@
+"""How the expression printers print matrix products: a factor at a time onto the row form of the vector on
+the right (W v as `v @ W.T`, diag(u) v as `u * v`), a one-hot column as a lookup, and a parameter gradient's
+sum over time as one product over all T*B rows. A mixin of printer.RowPrinter."""
+
+import sympy as sp
+
+from bptt.codegen.ir import PARAMETER
+from bptt.codegen.printing.code import Code, PrintError
+from bptt.codegen.printing.function_code import ATOM, POWER, PRODUCT, SUM, UNARY
+from bptt.derive.nodes import Diag, OneHot
+
+ONES = "_ones"  # the work array of T*B ones that sums over all steps and samples
+
+
+class ProductPrinting:
+    """_print_MatMul and _print_TimeSum for a printer with operand, label, helper, at and used."""
+
+    def _print_MatMul(self, expr):
+        coeff, factors = expr.as_coeff_matrices()
+        if isinstance(factors[-1], OneHot):  # P onehot(x) is a lookup of column x of P
+            acc, factors = self.lookup(factors[-2], factors[-1]), factors[:-2]
+        else:
+            acc, factors = self._print(factors[-1]), factors[:-1]
+        for factor in reversed(factors):
+            acc = self.apply(factor, acc, expr)
+        if coeff == 1:
+            return acc
+        if coeff == -1:
+            return Code(f"-{acc if acc.level >= POWER else f'({acc})'}", UNARY)
+        scalar = self.operand(coeff, POWER)
+        return Code(f"{scalar} * {acc if acc.level >= POWER else f'({acc})'}", PRODUCT)
+
+    def lookup(self, matrix, onehot):
+        label = self.label(onehot.label)
+        if isinstance(matrix, sp.Transpose) and isinstance(matrix.arg, sp.MatrixSymbol):
+            return Code(f"{self._print(matrix.arg)}[{label}]")
+        if isinstance(matrix, sp.MatrixSymbol):
+            return Code(f"{self._print(matrix)}.T[{label}]")
+        raise PrintError(f"a one-hot vector must be multiplied by a parameter, not {matrix}")
+
+    def apply(self, factor, acc, expr):
+        """factor times the vector whose row form is acc."""
+        if isinstance(factor, Diag):
+            right = acc if acc.level >= POWER else f"({acc})"
+            return Code(f"{self.operand(factor.vector, POWER)} * {right}", PRODUCT)
+        left = acc if acc.level >= PRODUCT else f"({acc})"
+        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, PARAMETER):
+            return Code(f"{left} @ {self._print(factor.arg)}", PRODUCT)
+        if isinstance(factor, PARAMETER):
+            return Code(f"{left} @ {self._print(factor)}.T", PRODUCT)
+        raise PrintError(f"no NumPy form for the factor {factor} in {expr}")
+
+    # parameter gradients and losses, for all steps
+
+    def _print_TimeSum(self, expr):
+        terms = expr.body.args if isinstance(expr.body, sp.MatAdd) else (expr.body,)
+        stacked = self.at(True)
+        return Code(" + ".join(stacked.gradient_term(term) for term in terms), SUM if len(terms) > 1 else PRODUCT)
+
+    def gradient_term(self, term):
+        """Code for one term of sum_t (...) of a parameter gradient: a sum over the T*B rows as
+        a product with ones, an outer product as one (T*B)-long product (transposed: BLAS is faster so)."""
+        rows = self._print(term.shape[0])
+        if term.shape[1] == 1:
+            self.used.arrays.add(ONES)
+            return f"{ONES} @ {self.operand(term, ATOM)}.reshape(-1, {rows})"
+        column, vector = outer_factors(term)
+        left = self.operand(column, ATOM)
+        if isinstance(vector, OneHot):  # sum_t g_t onehot(x_t)^T adds g_t into column x_t
+            columns = self._print(vector.shape[0])
+            return f"{self.helper('_scatter_columns')}({left}, {self.label(vector.label)}, {columns})"
+        right = self.operand(vector, ATOM)
+        return f"({right}.reshape(-1, {self._print(vector.shape[0])}).T @ {left}.reshape(-1, {rows})).T"
+
+
+def outer_factors(term):
+    """(u, v) for a gradient term u v^T: the product of the factors up to the first column vector, and the
+    transpose of the rest, which may be any vector-valued expression ((r_t ⊙ h_{t-1})^T, x_t^T W^T)."""
+    coeff, factors = term.as_coeff_matrices()
+    split = next((k + 1 for k, factor in enumerate(factors) if factor.shape[1] == 1), None)
+    if split is None or split == len(factors):
+        raise PrintError(f"a matrix gradient term must be a column vector times a row vector: {term}")
+    column = sp.MatMul(coeff, *factors[:split]).doit(deep=False)
+    row = sp.MatMul(*factors[split:]).doit(deep=False) if len(factors) > split + 1 else factors[split]
+    return column, sp.transpose(row)

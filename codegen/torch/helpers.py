@@ -1,0 +1,191 @@
+"""The torch backend's helpers. A generated module carries the definitions its code calls and those they
+call, from this file, then from printing/common_helpers.py for the names this file does not define;
+printing/helpers.py splits both by Python's parser (it never imports them, so codegen needs no torch).
+The checks say what the NumPy module's say, in the same words, about torch tensors."""
+
+import torch
+
+from bptt.codegen.printing.common_helpers import (  # a generated module carries them itself
+    CACHE,
+    PARAMS,
+    SHAPES,
+    _check_param_keys,
+    _check_shape,
+    _check_theta,
+    _param_sizes,
+    _params_dtype,
+)
+
+_FLOATS = (torch.float32, torch.float64)  # the dtypes the modules compute in
+
+
+def clip_grads(grads, theta):
+    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all tensors (no host sync)."""
+    theta = _check_theta(theta)
+    norm = torch.sqrt(sum(g.double().square().sum() for g in grads.values()))
+    scale = torch.clamp(theta / norm, max=1.0)  # theta / 0 = inf: scale 1
+    return {name: g * scale.to(g.dtype) for name, g in grads.items()}
+
+
+def _check_rng(rng):
+    """rng for random truncation: a torch Generator, else ValueError."""
+    if not isinstance(rng, torch.Generator):
+        raise ValueError(f"truncate=('random', pi) needs rng=torch.Generator().manual_seed(seed), got rng={rng!r}")
+
+
+def _keep_weights(mode, value, T, rng, like):
+    """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1, on like's
+    device and in its dtype. random: T float64 uniforms drawn from rng (on its device), xi = (u < pi) / pi."""
+    keep = torch.ones(T, dtype=like.dtype, device=like.device)
+    if mode == "chunk":
+        keep[value::value] = 0  # h_k, h_2k, ... enter the next step detached
+    elif mode == "random":
+        draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
+        keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
+    return keep
+
+
+def _weighted(keep, t, flow):
+    """The gradient flowing back from step t+1, weighted by keep[t] when truncating."""
+    return flow if keep is None else keep[t] * flow
+
+
+def _age(flow):
+    """The flow from step t+1 arrives one step older; the window drops the oldest age."""
+    return torch.cat((torch.zeros_like(flow[:1]), flow[:-1]))
+
+
+def _directions(v, rows):
+    """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
+    shape (rows * cols, B, rows) for v of shape (B, cols)."""
+    cols = v.shape[-1]
+    eye = torch.eye(rows, dtype=v.dtype, device=v.device)
+    out = eye[:, None, None, :] * torch.movedim(v, -1, 0)[None, ..., None]
+    return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
+
+
+def _onehot(labels, classes, dtype, out=None):
+    """One-hot rows of the labels, into out if given."""
+    onehot = torch.nn.functional.one_hot(labels, classes).to(dtype)
+    return onehot if out is None else out.copy_(onehot)
+
+
+def _softmax(z, out=None):
+    """softmax over the last axis, into out if given."""
+    value = torch.softmax(z, -1)
+    return value if out is None else out.copy_(value)
+
+
+def _softmax_cross_entropy(s, y, count):
+    """(sum_t -log softmax(s_t)[y_t] / count, its gradient (softmax(s_t) - onehot(y_t)) / count)."""
+    picked = torch.gather(s, -1, y[..., None])[..., 0]
+    loss = (torch.logsumexp(s, -1) - picked).sum() / count
+    grad = torch.softmax(s, -1) - torch.nn.functional.one_hot(y, s.shape[-1]).to(s.dtype)
+    return loss, grad / count
+
+
+def _squared_error(s, y, count):
+    """(sum_t 1/2 ||s_t - y_t||^2 / count, its gradient (s_t - y_t) / count)."""
+    difference = s - y
+    loss = (0.5 * difference.square().sum(-1)).sum() / count  # l_t first: its rounding is that of losses()
+    return loss, difference / count
+
+
+def _placed(like, *blocks):
+    """The gradient of a parameter read by blocks: zero, each (index, value) block added in at its index."""
+    out = torch.zeros_like(like)
+    for index, value in blocks:
+        out[index] += value
+    return out
+
+
+def _scatter_columns(values, labels, columns):
+    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
+    rows = values.reshape(-1, values.shape[-1])
+    out = rows.new_zeros((columns, rows.shape[1]))
+    out.index_add_(0, labels.reshape(-1), rows)
+    return out.T
+
+
+def _dtype_name(dtype):
+    """float64, as NumPy and the NumPy module's messages name it."""
+    return str(dtype).removeprefix("torch.")
+
+
+def _check_dtype(dtype):
+    """dtype, a torch dtype: float32 or float64, the dtypes the modules compute in."""
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
+    return dtype
+
+
+def _check_params(params, finite=True):
+    """The sizes implied by the parameters' shapes, their common dtype and device; finite: no nan or inf.
+
+    If one parameter disagrees with all the others, the error names it."""
+    _check_param_keys(params)
+    dtype = _params_dtype(params)
+    device = next(params[name].device for name in PARAMS if getattr(params[name], "dtype", None) == dtype)
+    for name in PARAMS:
+        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite, device)
+    return _param_sizes(params), dtype
+
+
+def _check_cache(cache, sizes, dtype, device, classes=None):
+    """Check that cache is what forward returns for this model and these sizes: its keys,
+    its tensors' shapes, dtypes and device; bind T, B and T+1. classes: the size of one-hot inputs,
+    which the cache keeps as integer labels."""
+    if not isinstance(cache, dict):
+        raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
+    if set(cache) != set(CACHE):
+        got = ", ".join(map(repr, cache))
+        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
+    first, *rest = CACHE
+    if classes is None:
+        _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, False, device)
+    else:
+        _check_labels(f"cache['{first}']", cache[first], sizes, classes, device)
+    sizes["T+1"] = sizes["T"] + 1
+    for name in rest:
+        _check_array(f"cache['{name}']", cache[name], CACHE[name], sizes, dtype, False, device)
+
+
+def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
+    """array with the named dims (binding sizes not yet known), the given dtype and device;
+    if finite, a float array must hold no nan or inf."""
+    if not isinstance(array, torch.Tensor):
+        raise ValueError(f"{name} must be a torch tensor, got {type(array).__name__}")
+    shape = tuple(array.shape)
+    _check_shape(name, shape, dims, sizes)
+    if array.dtype != dtype:
+        raise ValueError(f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters")
+    if device is not None and array.device != device:
+        raise ValueError(f"{name} is on device {array.device}; expected {device} like the parameters")
+    if finite and array.is_floating_point() and not _finite(array):
+        index = tuple(int(i) for i in torch.nonzero(~torch.isfinite(array))[0])
+        raise ValueError(f"{name} holds {array[index].item()} at index {index}; expected finite numbers")
+    sizes.update(zip(dims, shape, strict=True))
+    return array
+
+
+def _finite(array):
+    """Whether array holds no nan or inf, tested a million entries at a time: torch.isfinite of a whole long
+    sequence would take temporaries several times its size (BPTT in bounded memory keeps that bound)."""
+    return all(bool(torch.isfinite(part).all()) for part in array.reshape(-1).split(1 << 20))
+
+
+def _check_labels(name, labels, sizes, classes, device=None):
+    """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as int64
+    (what indexing takes, and comparisons: torch has none for uint16, uint32, uint64)."""
+    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
+        raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
+    _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
+    wide = labels.long()  # a uint64 label of 2**63 or more wraps below 0: out of range either way
+    bad = (wide < 0) | (wide >= sizes[classes])
+    if bad.any():
+        value = wide[bad][0].item()
+        if labels.dtype == torch.uint64 and value < 0:
+            value += 2**64  # the label as given, before .long() wrapped it
+        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+    return wide

@@ -1,0 +1,174 @@
+"""A Graph drawn: as a TikZ picture for LaTeX, and as SVG for Markdown and notebooks, from the same
+coordinates. Forward edges are grey, the backward edges of the adjoint recursion red and bent, the
+edges a truncation cuts dashed."""
+
+import math
+from xml.sax.saxutils import escape
+
+from sympy.printing.latex import greek_letters_set
+
+from bptt.derive.nodes import SeqAt
+from bptt.documents.graph import LOSS, STEPS
+from bptt.documents.latex import latex
+
+FILL = {
+    "input": "black!8",
+    "label": "black!8",
+    "target": "black!8",
+    "state": "blue!14",
+    "output": "green!14",
+    LOSS: "orange!22",
+}
+SVG_FILL = {
+    "input": "#ececec",
+    "label": "#ececec",
+    "target": "#ececec",
+    "state": "#dce3f7",
+    "output": "#dcf2dc",
+    LOSS: "#fbe3c8",
+}
+BACK = "red!75!black"
+SVG_BACK = "#b22222"
+SCALE = 34  # SVG pixels per centimetre
+GREEK = {
+    name: chr(code)
+    for name, code in zip(
+        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega".split(),
+        [*range(0x3B1, 0x3C2), *range(0x3C3, 0x3CA)],
+        strict=True,
+    )
+}
+
+
+def tex_label(node):
+    if node.name == LOSS:
+        return rf"$\ell_{{{node.step}}}$"
+    return f"${latex(SeqAt(node.name, node.step, 1, node.role))}$"
+
+
+def tikz(graph):
+    """The graph as a tikzpicture (TikZ only, no library)."""
+    ids = {node.key: f"n{n}" for n, node in enumerate(graph.nodes)}
+    lines = [
+        r"\begin{tikzpicture}[x=1cm, y=1cm, >=stealth, font=\small,"
+        r" v/.style={draw=black!60, rounded corners=2pt, inner sep=2pt, minimum height=0.5cm},"
+        r" fw/.style={->, black!55}, bw/.style={->, " + BACK + r", semithick, bend left=22}]"
+    ]
+    top = max(node.y for node in graph.nodes) + 0.8
+    for step in range(STEPS + 1):
+        x = _column_x(graph, step)
+        if x is not None:
+            lines.append(rf"\node[black!60] at ({x:.3f},{top:.3f}) {{$t = {step}$}};")
+    for node in graph.nodes:
+        fill = FILL.get(node.role, "white")
+        lines.append(rf"\node[v, fill={fill}] ({ids[node.key]}) at ({node.x:.3f},{node.y:.3f}) {{{tex_label(node)}}};")
+    for edge in graph.edges:
+        style = ("bw" if edge.backward else "fw") + (", dashed" if edge.cut else "")
+        lines.append(rf"\draw[{style}] ({ids[edge.source]}) to ({ids[edge.target]});")
+    lines.append(r"\end{tikzpicture}")
+    return "\n".join(lines)
+
+
+def _column_x(graph, step):
+    xs = [node.x for node in graph.nodes if node.step == step]
+    return (min(xs) + max(xs)) / 2 if xs else None
+
+
+def text_label(node):
+    """A node's label in Unicode: its letters (Greek names as Greek, a bar as a combining macron, a layer
+    number as a superscript), bold for a vector, and the step as a subscript."""
+    if node.name == LOSS:
+        return "ℓ", False, str(node.step)
+    name, bar = (node.name[:-4], "\u0304") if node.name.endswith("_bar") and len(node.name) > 4 else (node.name, "")
+    base, _, sub = name.partition("_")
+    digits = len(base) - len(base.rstrip("0123456789"))
+    layer = f"({base[-digits:]})" if digits and digits < len(base) else ""
+    base = base[:-digits] if layer else base
+    base = GREEK.get(base.lower(), base) if base.lower() in greek_letters_set else base
+    subscript = f"{sub},{node.step}" if sub else str(node.step)
+    return base + bar + layer.translate(_SUPERSCRIPT), node.role != "label", subscript
+
+
+_SUPERSCRIPT = str.maketrans("0123456789()", "⁰¹²³⁴⁵⁶⁷⁸⁹⁽⁾")
+
+
+def svg(graph):
+    """The graph as an inline SVG element, y pointing down as SVG's does."""
+    xs = [node.x for node in graph.nodes]
+    ys = [node.y for node in graph.nodes]
+    left, top = min(xs) - 0.8, max(ys) + 1.2
+    width, height = (max(xs) + 0.8 - left) * SCALE, (top - min(ys) + 0.6) * SCALE
+
+    def point(x, y):
+        return (x - left) * SCALE, (top - y) * SCALE
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="serif" font-size="13">',
+        '<defs><marker id="f" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto">'
+        '<path d="M0,0 L10,5 L0,10 z" fill="#777"/></marker>'
+        f'<marker id="b" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto">'
+        f'<path d="M0,0 L10,5 L0,10 z" fill="{SVG_BACK}"/></marker></defs>',
+    ]
+    for step in range(STEPS + 1):
+        x = _column_x(graph, step)
+        if x is not None:
+            px, py = point(x, top - 0.5)
+            out.append(f'<text x="{px:.1f}" y="{py:.1f}" text-anchor="middle" fill="#777">t = {step}</text>')
+    for edge in graph.edges:
+        out.append(_svg_edge(edge, graph, point))
+    for node in graph.nodes:
+        out.append(_svg_node(node, point))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _box(node):
+    """Half the width and half the height of a node's box, in centimetres."""
+    base, _, subscript = text_label(node)
+    return (len(base.replace("\u0304", "")) * 0.22 + len(subscript) * 0.16 + 0.25) / 2, 0.25
+
+
+def _svg_node(node, point):
+    base, bold, subscript = text_label(node)
+    half_w, half_h = _box(node)
+    x, y = point(node.x, node.y)
+    weight = ' font-weight="bold"' if bold else ""
+    return (
+        f'<rect x="{x - half_w * SCALE:.1f}" y="{y - half_h * SCALE:.1f}" width="{2 * half_w * SCALE:.1f}" '
+        f'height="{2 * half_h * SCALE:.1f}" rx="3" fill="{SVG_FILL.get(node.role, "white")}" stroke="#888"/>'
+        f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle"><tspan{weight}>{escape(base)}</tspan>'
+        f'<tspan font-size="9" dy="3">{escape(subscript)}</tspan></text>'
+    )
+
+
+def _svg_edge(edge, graph, point):
+    source, target = graph.node(edge.source), graph.node(edge.target)
+    (x1, y1), (x2, y2) = point(source.x, source.y), point(target.x, target.y)
+    x1, y1, x2, y2 = _clipped(x1, y1, x2, y2, _box(source), _box(target))
+    dash = ' stroke-dasharray="5,3"' if edge.cut else ""
+    if not edge.backward:
+        return (
+            f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" stroke="#777" marker-end="url(#f)"{dash}/>'
+        )
+    # bent to the left of its direction, as TikZ's bend left
+    mx, my, length = (x1 + x2) / 2, (y1 + y2) / 2, math.hypot(x2 - x1, y2 - y1) or 1.0
+    cx, cy = mx + (y2 - y1) / length * length * 0.2, my - (x2 - x1) / length * length * 0.2
+    return (
+        f'<path d="M{x1:.1f},{y1:.1f} Q{cx:.1f},{cy:.1f} {x2:.1f},{y2:.1f}" fill="none" stroke="{SVG_BACK}" '
+        f'stroke-width="1.3" marker-end="url(#b)"{dash}/>'
+    )
+
+
+def _clipped(x1, y1, x2, y2, source_box, target_box):
+    """A segment between two boxes' centres, shortened to start and end at their borders."""
+    dx, dy = x2 - x1, y2 - y1
+    length = math.hypot(dx, dy) or 1.0
+
+    def inset(box):
+        half_w, half_h = box[0] * SCALE, box[1] * SCALE
+        scale = min(half_w / abs(dx) if dx else math.inf, half_h / abs(dy) if dy else math.inf)
+        return min(scale, 0.45) * length
+
+    a, b = inset(source_box) / length, inset(target_box) / length
+    return x1 + dx * a, y1 + dy * a, x2 - dx * b, y2 - dy * b

@@ -1,0 +1,46 @@
+"""The unrolled computation as document figures: the whole graph, and its states with the edges a
+truncation cuts."""
+
+from bptt.documents.drawing import svg, tikz
+from bptt.documents.equation import Figure, Section
+from bptt.documents.graph import chunked, skeleton, unrolled
+from bptt.documents.latex import latex
+from bptt.documents.prose import listed
+
+LEGEND = (
+    "Grey arrows are the forward computation: an arrow from $u$ to $v$ means that the equation of $v$ reads $u$. "
+    "Red arrows are the backward recursion: an arrow from $u$ to $v$ means that $\\partial L / \\partial v$ is "
+    "computed from $\\partial L / \\partial u$. Inputs and labels are grey, states blue, outputs green, the losses $\\ell_t$ orange."
+)
+
+
+def graph_section(facts):
+    model = facts.model
+    graph = unrolled(model, facts.substituted)
+    caption = f"The unrolled computation: steps 1 to 3 of the model, from the initial {_initial(model)}. {LEGEND}"
+    forced = [f"${latex(seq())}$" for seq, _ in model.teacher_forcing]
+    if forced:
+        caption += (
+            f" Under teacher forcing each step reads the data that replaces {listed(forced)}, not the value the "
+            "step before computed."
+        )
+    text = (
+        "The figure of the unrolled computation draws every value of three steps as a node, and every read of "
+        "one value by the equation of another as an arrow, read off the model's equations."
+    )
+    return Section("graph", "The computation unrolled", text, (Figure(tikz(graph), svg(graph), caption),), ("adjoint",))
+
+
+def truncation_figure(facts):
+    graph = chunked(skeleton(unrolled(facts.model, facts.substituted)), tau=2)
+    caption = (
+        "Truncated: the states, outputs and losses of the unrolled computation, each grey arrow a chain of reads "
+        "through the intermediates. Chunks of two steps ($\\tau = 2$) cut the dashed red arrows: the state entering "
+        "step 3 is detached, so no gradient flows from step 3 into step 2."
+    )
+    return Figure(tikz(graph), svg(graph), caption)
+
+
+def _initial(model):
+    initial = [f"${latex(seq(0))}$" for seq in model.states]
+    return f"state{'s' if len(initial) > 1 else ''} {listed(initial)}"

@@ -1,0 +1,46 @@
+"""Sentences the sections share: lists of names, the equations a value flows through, defined terms."""
+
+from bptt.derive.nodes import t
+from bptt.documents.latex import latex
+from bptt.documents.linebreak import PAGE
+from bptt.documents.width import width
+
+INLINE = 0.5 * PAGE  # the widest formula written inside a sentence: TeX cannot break inside its parentheses
+
+# Terms a section may use, defined in the first section of a document that uses them.
+DEFINITIONS = {
+    "adjoint": (
+        "The adjoint of a value $v$ is $\\partial L / \\partial v$, the gradient of the loss with respect to it, "
+        "of the shape of $v$. Backpropagation computes the adjoints from the loss back to the inputs, each from "
+        "the adjoints of the values that read it (the chain rule)."
+    ),
+}
+
+
+def reason(error):
+    """Why a closed form or a flow is not shown, in words (the message of one that shows expressions is not)."""
+    return getattr(error, "in_words", str(error))
+
+
+def listed(items, word="and"):
+    """`a`, `a and b`, `a, b and c`."""
+    items = list(items)
+    if len(items) < 2:
+        return "".join(items)
+    return ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+
+def maths(expr):
+    return f"${latex(expr)}$"
+
+
+def through(contributions, time=t):
+    """The consumer equations of some contributions at a time step: written out when each is short enough
+    to set inside a sentence and together they take at most a line of text, otherwise named ("the
+    equations of ...") to keep the sentence short."""
+    consumers = dict.fromkeys((latex(c.through.subs(t, time)), latex(c.rhs.subs(t, time))) for c in contributions)
+    shown = [f"{lhs} = {rhs}" for lhs, rhs in consumers]
+    if all(width(eq) <= INLINE for eq in shown) and sum(map(width, shown)) <= PAGE:
+        return "; ".join(f"${eq}$" for eq in shown)
+    names = [f"${lhs}$" for lhs, _ in consumers]
+    return f"the equation{'s' if len(names) > 1 else ''} of {listed(names)}"

@@ -1,0 +1,137 @@
+"""docs/architecture.md's import rules, checked against every module's imports: imports go one way."""
+
+import ast
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CORE = ("derive", "codegen.ir", "codegen.ir_checkpoints", "codegen.array_names", "codegen.text", "codegen.names")
+PASSES = (*CORE, "codegen.passes")
+PROGRAM = (*PASSES, "codegen.program")
+PRINTING = (*PROGRAM, "codegen.printing")
+BACKEND_FOLDERS = ("numpy", "torch", "jax")
+
+# (room, the bptt modules it may import): the first room whose name prefixes a module's is its room
+RULES = (
+    ("derive", ("derive",)),
+    ("documents", ("derive", "documents")),
+    ("codegen.ir", CORE),
+    ("codegen.ir_checkpoints", CORE),
+    ("codegen.array_names", CORE),
+    ("codegen.text", CORE),
+    ("codegen.names", CORE),
+    ("codegen.passes", PASSES),
+    ("codegen.program", PROGRAM),
+    ("codegen.printing", PRINTING),
+    *((f"codegen.{name}", (*PRINTING, f"codegen.{name}")) for name in BACKEND_FOLDERS),
+    ("codegen.backends", PRINTING),  # it loads a backend's render by name, and lays its source in 120 columns
+    ("codegen", ()),  # codegen/__init__.py; a new module of codegen/ needs a rule of its own
+    ("app", ("",)),  # anything
+    ("notebook", ("app",)),
+    ("__main__", ("app",)),
+)
+
+
+def modules():
+    """(dotted name under bptt, path) of every module of the package but generated/."""
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[0] in ("tests", "benchmarks", "examples", "generated", "build") or parts[0].startswith("."):
+            continue
+        yield ".".join(part for part in parts if part != "__init__") or "__init__", path
+
+
+def runtime_nodes(tree):
+    """Every node of tree but those under `if TYPE_CHECKING:` (names for a type checker, never imported)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            continue
+        yield node
+        yield from runtime_nodes(node)
+
+
+def bptt_imports(tree):
+    """The bptt modules (under bptt, dotted) a syntax tree imports when it runs."""
+    for node in runtime_nodes(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            raise AssertionError(f"a relative import at line {node.lineno}: the rules read absolute ones")
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "bptt":
+            base = node.module.removeprefix("bptt").removeprefix(".")
+            yield from (f"{base}.{alias.name}".strip(".") for alias in node.names)
+        if isinstance(node, ast.Import):
+            yield from (alias.name.removeprefix("bptt.") for alias in node.names if alias.name.startswith("bptt."))
+
+
+def within(module, prefix):
+    return prefix == "" or module == prefix or module.startswith(prefix + ".")
+
+
+def room_of(module):
+    return next((room, allowed) for room, allowed in RULES if within(module, room))
+
+
+def test_every_module_has_a_room():
+    homeless = []
+    for module, _ in modules():
+        try:
+            room_of(module)
+        except StopIteration:
+            homeless.append(module)
+    assert homeless in ([], ["__init__"]), homeless
+
+
+@pytest.mark.parametrize("module, path", list(modules()), ids=[name for name, _ in modules()])
+def test_imports_go_one_way(module, path):
+    if module == "__init__":
+        return
+    room, allowed = room_of(module)
+    wrong = sorted(
+        imported
+        for imported in set(bptt_imports(ast.parse(path.read_text(encoding="utf-8"))))
+        if not any(within(imported, prefix) for prefix in allowed) and not within(imported, room)
+    )
+    assert not wrong, f"{module} ({room}) imports {wrong}; docs/architecture.md allows {allowed}"
+
+
+def test_a_backend_folder_imports_no_other_backend():
+    for module, path in modules():
+        for name in BACKEND_FOLDERS:
+            if within(module, f"codegen.{name}"):
+                others = [f"codegen.{other}" for other in BACKEND_FOLDERS if other != name]
+                imported = set(bptt_imports(ast.parse(path.read_text(encoding="utf-8"))))
+                assert not [i for i in imported if any(within(i, other) for other in others)], module
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "generated").glob("*.py")), ids=lambda path: path.name)
+def test_generated_modules_import_only_their_framework(path):
+    framework = {"": "numpy", "_torch": "torch", "_jax": "jax"}[next(s for s in ("_torch", "_jax", "") if path.stem.endswith(s))]
+    imported = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    if path.name == "__init__.py":
+        assert not imported
+        return
+    assert imported - set(sys.stdlib_module_names) == {framework}, (path.name, imported)
+
+
+def test_the_rules_catch_a_wrong_import():
+    """A passes module importing a printer, or derive importing codegen, breaks the rules."""
+    tree = ast.parse("from bptt.codegen.printing.printer import size_name\nfrom bptt.codegen import ir\n")
+    _, allowed = room_of("codegen.passes.fuse")
+    imported = set(bptt_imports(tree))
+    assert imported == {"codegen.printing.printer.size_name", "codegen.ir"}
+    assert [i for i in imported if not any(within(i, p) for p in allowed)] == ["codegen.printing.printer.size_name"]
+    assert not any(within("codegen.ir", p) for p in room_of("derive.bptt")[1])
+
+
+def test_the_document_names_every_room():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    for room in ("derive/", "documents/", "codegen/passes/", "codegen/printing/", "app/", "generated/"):
+        assert room in text, room
+    for name in BACKEND_FOLDERS:
+        assert f"codegen/{name}/" in text or f"{name}/" in text, name

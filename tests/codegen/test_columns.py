@@ -1,0 +1,88 @@
+"""Generated code a reader could have written: every module in 120 columns (codegen/printing/columns.py lays
+the rendered lines out), its code unchanged by that layout, and the names it makes bounded. The random cells'
+modules are checked for width where tests/test_random_cells.py generates them."""
+
+import ast
+import importlib
+import pathlib
+import re
+
+import pytest
+
+from bptt.codegen.backends import BACKENDS
+from bptt.codegen.passes.fuse import LONGEST, internal
+from bptt.codegen.printing.columns import WIDTH, columns, same_code
+from bptt.derive.models import load
+
+GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
+
+
+@pytest.mark.parametrize("path", sorted(GENERATED.glob("*.py")), ids=lambda path: path.name)
+def test_every_generated_module_fits_in_120_columns(path):
+    long = [(k, line) for k, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if len(line) > WIDTH]
+    assert not long, f"{path.name}: {len(long)} lines over {WIDTH} columns, the first: {long[0]}"
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize("name", ["gru", "lstm-peephole"])
+def test_the_layout_changes_no_code(name, backend):
+    """The rendered module laid out has the rendered module's syntax tree (docstrings up to whitespace), and
+    is what `bptt codegen` writes."""
+    model = load(name)
+    renderer = importlib.import_module(f"bptt.codegen.{BACKENDS[backend].renderer}.render")
+    raw = renderer.module_source(model, None)
+    assert any(len(line) > WIDTH for line in raw.splitlines())  # there is something to lay out
+    laid = columns(raw)
+    assert same_code(raw, laid)
+    assert laid == (GENERATED / BACKENDS[backend].filename(model.name)).read_text(encoding="utf-8")
+
+
+def laid(code, width=40):
+    out = columns(code + "\n", width)
+    assert same_code(code + "\n", out), out
+    return out.splitlines()
+
+
+def test_a_trailing_comment_goes_above_its_statement_wrapped_at_words():
+    lines = laid("y = a + b  # the sum of a and b, which is long enough to wrap twice", width=30)
+    assert lines == ["# the sum of a and b, which is", "# long enough to wrap twice", "y = a + b"]
+
+
+def test_a_long_sum_breaks_before_its_operators_in_parentheses():
+    lines = laid("total = first_term * x + second_term * y - third_term")
+    assert lines == ["total = (", "    first_term * x", "    + second_term * y", "    - third_term", ")"]
+
+
+def test_a_call_opens_after_its_bracket_its_arguments_filled():
+    lines = laid("result = function_name(argument_one, argument_two, out=argument_three)", width=44)
+    assert lines == ["result = function_name(", "    argument_one, argument_two,", "    out=argument_three", ")"]
+
+
+def test_a_sign_stays_a_sign_and_an_elements_comma_stays_last():
+    lines = laid("values = [-alpha * beta_value + gamma_value, delta_value_is_long + epsilon]", width=36)
+    tree = ast.dump(ast.parse("\n".join(lines)))
+    assert tree == ast.dump(ast.parse("values = [-alpha * beta_value + gamma_value, delta_value_is_long + epsilon]"))
+    assert all(len(line) <= 36 for line in lines), lines
+
+
+def test_what_cannot_break_stays_whole_and_a_docstring_wraps():
+    source = f'def f():\n    """{"word " * 12}end."""\n    return "{"x" * 50}"\n'
+    out = columns(source, 40)
+    assert same_code(source, out)
+    assert f'    return "{"x" * 50}"' in out.splitlines()  # a string is never cut
+    assert all(len(line) <= 40 for line in out.splitlines() if '"xxx' not in line)
+    assert columns("x = 1\n", 40) == "x = 1\n"
+
+
+def test_made_names_are_bounded_and_say_what_they_hold():
+    """A group's (or a stack's) code name joins its members' names, or names the first and the last."""
+    assert internal(["i", "f", "o", "g"]) == "_i_f_o_g"
+    assert internal(["i_bar", "f_bar", "o_bar", "g_bar"]) == "_i_bar_to_g_bar"
+    assert internal(["_pre_f", "_pre_i"]) == "_pre_f_pre_i"
+    names = {
+        name
+        for path in GENERATED.glob("*.py")
+        for name in re.findall(r"\b_[A-Za-z][A-Za-z0-9_]*\b", path.read_text(encoding="utf-8"))
+    }
+    made = [name for name in names if name.count("_") > 3]  # joined names, not a helper's
+    assert made and max(len(name) for name in made) <= LONGEST + len("_d__halved_T") + 6, sorted(made, key=len)[-3:]

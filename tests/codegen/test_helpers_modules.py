@@ -1,0 +1,105 @@
+"""The helpers files are real modules: each imports on its own and its functions run, and the splitter
+(codegen/printing/helpers.py) copies into a generated module only the definitions it calls, never the
+files' imports of each other or their stand-ins for the module's own constants."""
+
+import ast
+import importlib
+import pathlib
+
+import numpy as np
+import pytest
+
+from bptt.codegen.backends import BACKENDS
+from bptt.codegen.printing import common_helpers
+from bptt.codegen.printing.helpers import helpers
+
+GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
+
+
+def helpers_module(backend):
+    """bptt.codegen.<backend>.helpers, imported (its framework too: skipped if that is missing)."""
+    pytest.importorskip(BACKENDS[backend].framework)
+    return importlib.import_module(f"bptt.codegen.{backend}.helpers")
+
+
+def test_the_common_helpers_run_alone():
+    assert common_helpers._truncation(("chunk", np.int64(3)), None) == ("chunk", 3)
+    assert common_helpers._extent("4*h", {"h": 3}) == 12
+    assert common_helpers._bind_sizes({}, ()) == ({}, None)
+    with pytest.raises(ValueError, match=r"has shape \(2, 0\); every dimension must be at least 1"):
+        common_helpers._check_shape("x", (2, 0), ("B", "h"), {})
+
+
+def test_the_numpy_helpers_run_alone():
+    numpy_helpers = helpers_module("numpy")
+    z = np.linspace(-8.0, 8.0, 17)
+    out = np.empty_like(z)
+    assert numpy_helpers._sigmoid(z, out=out) is out  # as (1 + tanh(z / 2)) / 2: absolute error ~ eps
+    assert np.allclose(out, 1 / (1 + np.exp(-z)), rtol=1e-14, atol=1e-16)
+    grads = {"W": np.full((2, 3), 2.0), "b": np.full(3, 2.0)}  # global norm 2 sqrt(9) = 6
+    clipped = numpy_helpers.clip_grads(grads, 3.0)
+    assert all(np.allclose(clipped[key], grads[key] / 2) for key in grads)
+
+
+def test_the_torch_helpers_run_alone():
+    torch_helpers = helpers_module("torch")
+    import torch
+
+    grads = {"W": torch.full((2, 3), 2.0, dtype=torch.float64), "b": torch.full((3,), 2.0, dtype=torch.float64)}
+    clipped = torch_helpers.clip_grads(grads, 3.0)
+    assert all(torch.allclose(clipped[key], grads[key] / 2) for key in grads)
+    like = torch.zeros(4, 2, dtype=torch.float64)
+    placed = torch_helpers._placed(like, ((slice(1, 3),), torch.ones(2, 2, dtype=torch.float64)))
+    assert placed.sum().item() == 4 and placed[0].abs().sum().item() == 0
+
+
+def test_the_jax_helpers_run_alone():
+    jax_helpers = helpers_module("jax")
+    import jax.numpy as jnp
+
+    values = jnp.arange(1.0, 5.0)
+    assert jax_helpers._following(values).tolist() == [2.0, 3.0, 4.0, 0.0]
+    clipped = jax_helpers.clip_grads({"b": jnp.full(4, 3.0)}, 3.0)  # norm 6
+    assert clipped["b"].tolist() == [1.5] * 4
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_the_splitter_copies_no_stand_in_and_no_import_of_another_helpers_file(backend):
+    chosen = helpers(backend)
+    assert not {"PARAMS", "SIZES", "SHAPES", "CACHE", "TYPE_CHECKING"} & chosen.definitions.keys()
+    imports, source = chosen.source(sorted(chosen.definitions))
+    assert "bptt" not in "\n".join(imports) + source and "PARAMS: tuple" not in source
+    assert "def _check_theta(" in source  # the shared file's definitions are copied themselves
+
+
+def top_level(tree):
+    """name -> node of each function and assignment at a module's top level."""
+    named = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            named[node.name] = node
+        elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            named[node.targets[0].id] = node
+    return named
+
+
+def read_names(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+MODULES = sorted(path.name for path in GENERATED.glob("*.py") if path.name != "__init__.py")
+
+
+@pytest.mark.parametrize("filename", MODULES)
+def test_every_private_helper_a_generated_module_carries_is_called_in_it(filename):
+    """A module carries only what it calls: each private helper definition is read by the rest of the module."""
+    tree = ast.parse((GENERATED / filename).read_text(encoding="utf-8"))
+    matching = [b for b in BACKENDS if filename.endswith(BACKENDS[b].suffix + ".py")]
+    backend = max(matching, key=lambda b: len(BACKENDS[b].suffix))  # numpy's suffix "" matches every file
+    definitions = helpers(backend).definitions
+    named = top_level(tree)
+    carried = [name for name in named if name in definitions and name.startswith("_")]
+    assert carried, filename
+    for name in carried:
+        rest = [node for node in tree.body if node is not named[name]]
+        assert any(name in read_names(node) for node in rest), f"{filename} carries {name} but never calls it"

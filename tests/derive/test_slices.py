@@ -1,0 +1,125 @@
+"""A slice of a parameter, as torch stacks its gates' weights (examples/torch_lstm.py): its adjoint
+lands in its block of the parameter's gradient. Proved exactly against the chain rule over the
+unrolled loss, and the generated module against the zoo's LSTM with the same weights unstacked."""
+
+import pathlib
+
+import numpy as np
+import pytest
+import sympy as sp
+from brute_force import DIGITS, recorded_gradients
+from problems import make_problem
+from support import module_of
+from test_exact import assert_every_derivation_agrees, forward_values
+
+from bptt.app.check import check, load_module
+from bptt.derive.adjoint import NoRule
+from bptt.derive.blocks import Placed, split
+from bptt.derive.bptt import derive
+from bptt.derive.model import Model, matrix, sequence, sizes
+from bptt.derive.models import load
+from bptt.derive.nodes import Adj, SquaredError, T, TimeSum, t, tanh
+from bptt.documents.latex import latex
+
+EXAMPLE = str(pathlib.Path(__file__).parents[2] / "examples" / "torch_lstm.py") + ":lstm"
+GATES = "ifgo"  # torch's order of the stacked blocks
+
+
+def test_each_block_of_a_stacked_weight_gets_its_gate_s_gradient():
+    model = load(EXAMPLE)
+    derivation = derive(model, named="textbook")
+    W_ih, x = model.params[0], model.inputs[0]
+    whole, placed = split(derivation.param_gradient(W_ih))
+    assert whole == []
+    h = model.sizes[1]
+    for k, (gate, block) in enumerate(zip(GATES, placed, strict=True)):
+        assert block.block == W_ih[k * h : (k + 1) * h, :]
+        bar = next(seq for seq in model.intermediates if seq.name == f"{gate}_bar")
+        assert block.value == TimeSum(Adj(bar()) * x().T, t, 1, T)
+
+
+def test_the_stacked_lstm_agrees_exactly_with_the_chain_rule():
+    """At d=2, h=3, q=4, T=3: every entry of W_ih (12 x 2), W_hh, b_ih, b_hh, to 30 digits."""
+    case = make_problem(EXAMPLE, 3, seed=5)
+    assert_every_derivation_agrees(case, recorded_gradients(case), forward_values(case, DIGITS))
+
+
+def unstacked(params, n):
+    """The zoo lstm's parameters from the stacked ones: W_ii = W_ih[:n], W_if = W_ih[n:2n], ..."""
+    out = {"V": params["V"]}
+    for k, gate in enumerate(GATES):
+        for name in ("W_ih", "W_hh", "b_ih", "b_hh"):
+            out[f"{name[0]}_{name[2]}{gate}"] = params[name][k * n : (k + 1) * n]
+    return out
+
+
+@pytest.mark.parametrize("truncate", [None, ("window", 2), ("chunk", 2)])
+def test_the_generated_module_is_the_zoo_lstm_with_its_weights_stacked(truncate):
+    stacked, zoo = load_module(load(EXAMPLE), from_zoo=False), module_of("lstm")
+    rng = np.random.default_rng(0)
+    sizes_ = {"d": 2, "h": 3, "q": 4}
+    params = stacked.init_params(rng, **sizes_)
+    assert params["W_ih"].shape == (12, 2) and params["b_hh"].shape == (12,)
+    xs, ys = stacked.random_inputs(rng, 5, 2, **sizes_)
+    loss, grads = stacked.loss_and_grads(params, xs, ys, truncate=truncate)
+    zoo_loss, zoo_grads = zoo.loss_and_grads(unstacked(params, 3), xs, ys, truncate=truncate)
+    assert loss == pytest.approx(zoo_loss, rel=1e-14)
+    for name, value in unstacked(grads, 3).items():
+        np.testing.assert_allclose(value, zoo_grads[name], rtol=1e-12, atol=1e-14, err_msg=name)
+    if truncate is None:
+        _, forward_grads = stacked.forward_mode_grads(params, xs, ys)
+        for name, value in grads.items():
+            np.testing.assert_allclose(forward_grads[name], value, rtol=1e-10, atol=1e-13, err_msg=name)
+
+
+def test_the_stacked_lstm_passes_the_finite_difference_check():
+    rows = check(load_module(load(EXAMPLE), from_zoo=False), steps=4, batch=2)
+    assert {row.name for row in rows} == {"W_ih", "W_hh", "b_ih", "b_hh", "V", "h0", "c0"}
+    assert all(row.ok for row in rows), rows
+
+
+def test_a_stacked_parameter_with_a_wrong_height_is_refused():
+    stacked = load_module(load(EXAMPLE), from_zoo=False)
+    rng = np.random.default_rng(1)
+    params = stacked.init_params(rng, d=2, h=3, q=4)
+    xs, ys = stacked.random_inputs(rng, 3, 2, d=2, h=3, q=4)
+    params["W_ih"] = params["W_ih"][:11]
+    with pytest.raises(ValueError, match=r"params\['W_ih'\] has shape \(11, 2\); expected \(4\*h"):
+        stacked.loss_and_grads(params, xs, ys)
+
+
+def test_the_blocks_print_counted_from_one():
+    W = matrix("W", 4 * sp.Symbol("h"), 3)
+    h = sp.Symbol("h")
+    assert latex(W[h : 2 * h, :]) == r"\mathbf{W}[h+1{:}2h,\, :]"
+    assert latex(W[:h, 1:3]) == r"\mathbf{W}[1{:}h,\, 2{:}3]"
+    assert isinstance(Placed(sp.ZeroMatrix(h, 3), W[:h, :]).shape[0], sp.Mul)
+
+
+def _model_with(rhs_of):
+    d, h = sizes("d h")
+    x, state, s, y = (
+        sequence(n, size, role)
+        for n, size, role in (("x", d, "input"), ("h", h, "state"), ("s", h, "output"), ("y", h, "target"))
+    )
+    W = matrix("W", 2 * h, h)
+    return Model(
+        name="m",
+        title="m",
+        source="test",
+        sizes=(d, h),
+        params=(W, matrix("U", h, d)),
+        inputs=(x,),
+        steps=((state, tanh(rhs_of(W, state, h))),),
+        outputs=((s, state()),),
+        loss=SquaredError(s(), y()),
+    )
+
+
+def test_a_slice_of_a_product_or_with_a_step_has_no_rule():
+    stepped = _model_with(lambda W, state, h: W[0 : 2 * h : 2, :] * state(t - 1))
+    with pytest.raises(NoRule, match="consecutive rows and columns"):
+        derive(stepped)
+    of_product = _model_with(lambda W, state, h: (W.T * W)[:h, :h] * state(t - 1))
+    with pytest.raises(NoRule, match="only a slice of a parameter"):
+        derive(of_product)

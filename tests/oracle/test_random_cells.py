@@ -1,0 +1,229 @@
+"""Random cells composed from the model language (tests/cells.py), proven in every backend: each is
+derived, generated for numpy, torch and JAX by the entry `bptt codegen --backend all` uses, and
+compared with the oracle (tests/oracle.py, which shares no code with codegen) in full BPTT and in a
+drawn window or chunk truncation. The generator is shown to write the shapes that broke users."""
+
+import pytest
+
+pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
+import functools
+import importlib.util
+import pathlib
+import re
+import sys
+import tempfile
+
+import jax
+import oracle
+from cell_plans import Gate, Layer, Plan, Term, Update, build, random_values
+from cell_shapes import SHAPES
+from cells import plans, truncations
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from bptt.codegen.backends import BACKENDS
+from bptt.codegen.printing.columns import WIDTH
+from bptt.codegen.printing.printer import PrintError
+from bptt.derive.adjoint import NoRule
+from bptt.derive.bptt import derive
+from bptt.derive.model import ModelError
+
+BATCH = 2
+DETERMINISTIC = {"deadline": None, "database": None, "derandomize": True}
+# Why a model may be refused, as the README documents it: a node without a rule, named.
+DOCUMENTED_REFUSALS = (r"^no adjoint rule for \w+ node", r"^no tangent rule for \w+ node", r"give the model a concrete")
+REFUSALS = (ModelError, NoRule, PrintError)
+
+
+def generate(model, folder):
+    """{backend: module}: every backend's module of the model, written into folder and imported from there;
+    each in 120 columns, as every generated module (tests/test_columns.py)."""
+    modules = {}
+    for name, backend in BACKENDS.items():
+        path = pathlib.Path(folder) / backend.filename(model.name)
+        source = backend.module_source(model)
+        long = [line for line in source.splitlines() if len(line) > WIDTH]
+        assert not long, f"{name}: {len(long)} lines over {WIDTH} columns, the first: {long[0]}"
+        path.write_text(source, encoding="utf-8")
+        modules[name] = import_file(path, f"random_cell_{id(folder)}_{name}")
+    return modules
+
+
+def import_file(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # while it runs, as for any import (dataclasses look their module up)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[name]
+    return module
+
+
+def derive_and_generate(plan, folder):
+    """(model, modules) of a plan, or (None, None) when the model language, derive or codegen
+    refuses it for a documented reason."""
+    try:
+        model = build(plan)
+        derive(model, named="textbook")  # the derivation `bptt latex` prints; codegen derives its own
+        return model, generate(model, folder)
+    except REFUSALS as error:
+        message = str(error)
+        documented = "\n" not in message and any(re.search(pattern, message) for pattern in DOCUMENTED_REFUSALS)
+        assert documented, f"refused for an undocumented reason: {type(error).__name__}: {message}"
+        return None, None
+
+
+def compare(backend, module, model, values, truncate):
+    """oracle.compare, naming the backend and the truncation; JAX runs its operations one by one
+    (jax.disable_jit): compiling each random cell's module would take seconds, while the eager
+    operations of these small shapes compile once for all cells. In full BPTT the NumPy and torch
+    modules' forward_mode_grads too (JAX's, eager, would compile each of its many slices once per cell;
+    it prints the same statements, and test_oracle.py proves it on the zoo)."""
+    try:
+        if backend == "jax":
+            with jax.disable_jit():
+                oracle.compare(module, model, *values, truncate)
+        else:
+            oracle.compare(module, model, *values, truncate, forward_mode=truncate is None)
+    except AssertionError as error:
+        error.add_note(f"backend {backend}, truncate={truncate}")
+        raise
+
+
+def check_random_cell(data):
+    """A drawn cell, T = 3 or 4 and a drawn truncation: every backend agrees with the oracle in
+    full BPTT and in that truncation, unless the cell is refused for a documented reason."""
+    plan = data.draw(plans(), label="plan")
+    steps = data.draw(st.integers(3, 4), label="T")
+    truncate = data.draw(truncations(steps), label="truncate")
+    seed = data.draw(st.integers(0, 2**16), label="seed")
+    with tempfile.TemporaryDirectory() as folder:
+        model, modules = derive_and_generate(plan, folder)
+    if modules is None:
+        return
+    values = random_values(model, steps, BATCH, seed)
+    for backend, module in modules.items():
+        for mode in (None, truncate):
+            compare(backend, module, model, values, mode)
+
+
+# 240 examples, 208 distinct cells (Hypothesis draws some again), as two tests of 120 that the
+# two pytest-xdist workers run at once (tests with other names draw other cells). No shrinking: every example generates three modules, and the plan of a
+# failing one is printed whole (tests/cell_plans.py builds it).
+CELLS = settings(
+    max_examples=120,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[HealthCheck.too_slow],
+    **DETERMINISTIC,
+)
+
+
+@pytest.mark.slow
+@CELLS
+@given(data=st.data())
+def test_random_cells_agree_with_the_oracle_in_every_backend(data):
+    check_random_cell(data)
+
+
+@pytest.mark.slow
+@CELLS
+@given(data=st.data())
+def test_more_random_cells_agree_with_the_oracle_in_every_backend(data):
+    check_random_cell(data)
+
+
+def test_the_two_tests_draw_200_distinct_cells(monkeypatch):
+    drawn = []
+    monkeypatch.setattr(sys.modules[__name__], "check_random_cell", lambda data: drawn.append(data.draw(plans())))
+    test_random_cells_agree_with_the_oracle_in_every_backend()
+    test_more_random_cells_agree_with_the_oracle_in_every_backend()
+    assert len(drawn) == 240 and len(set(drawn)) >= 200
+
+
+# --- the shapes that broke users -------------------------------------------------------------
+
+
+@functools.cache
+def corpus():
+    """300 derandomized plans, each with its Model or the error building it raised."""
+    drawn = []
+
+    @settings(max_examples=300, **DETERMINISTIC)
+    @given(plans())
+    def collect(plan):
+        drawn.append(plan)
+
+    collect()
+    return [(plan, _built(plan)) for plan in drawn]
+
+
+def _built(plan):
+    try:
+        return build(plan)
+    except Exception as error:  # reported by the shape tests; the cells test fails on it
+        return error
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_generator_writes(shape):
+    """Among 300 derandomized plans, one builds into a Model with the shape; if none does, the
+    message names what went wrong building the plans (a bug in the model language, not the generator)."""
+    built = [model for _, model in corpus() if not isinstance(model, Exception)]
+    if not any(SHAPES[shape](model) for model in built):
+        errors = sorted({f"{type(e).__name__}: {e}" for _, e in corpus() if isinstance(e, Exception)})
+        pytest.fail(
+            f"no cell of {len(built)} built has {shape}; {len(corpus()) - len(built)} plans failed to build: {errors}"
+        )
+
+
+# --- a planted error is caught ---------------------------------------------------------------
+
+# A GRU-like cell that every backend handles today: h_t = z_t * n_t + (1 - z_t) * h_{t-1}.
+GATED = Plan(
+    layers=(
+        Layer(
+            index=1,
+            states=("h1",),
+            stacked=True,
+            gates=(
+                Gate("z1", "sigmoid", (Term("input"), Term("recurrent", source="h1"), Term("bias")), named=True),
+                Gate("r1", "tanh", (Term("input"), Term("recurrent", source="h1")), named=True),
+            ),
+            updates=(Update("h1", "interpolate", ("z1", "r1")),),
+        ),
+    ),
+    loss="squared",
+    mean=False,
+    forcing=False,
+    head_bias=True,
+)
+
+
+def plant(module, backend, state):
+    """Wrap the module's _forward so that the cached state array it hands backward is 1 + 1e-6 times too big."""
+    original = module._forward
+
+    def numpy_forward(*args):  # (params, sizes, x, ..., work): fills the work arrays
+        original(*args)
+        args[-1][state] *= 1 + 1e-6
+
+    def framework_forward(*args):  # returns (outputs, cache)
+        outputs, cache = original(*args)
+        return outputs, {**cache, state: cache[state] * (1 + 1e-6)}
+
+    module._forward = numpy_forward if backend == "numpy" else framework_forward
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_planted_error_in_a_forward_pass_is_caught(backend):
+    model = build(GATED)
+    values = random_values(model, 4, BATCH, seed=3)
+    with tempfile.TemporaryDirectory() as folder:
+        module = generate(model, folder)[backend]
+    compare(backend, module, model, values, None)  # agrees as generated
+    plant(module, backend, "h1")
+    with pytest.raises(AssertionError, match=r"^gradient \w+ differs from the oracle"):  # backward reads the cached h_t
+        compare(backend, module, model, values, None)
