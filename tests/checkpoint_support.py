@@ -12,8 +12,9 @@ import numpy as np
 SIZES = (2, 3, 4)  # distinct, in the order of a module's SIZES
 STEPS, BATCH = 9, 2
 TRUNCATIONS = {"full": None, "window": ("window", 3), "chunk": ("chunk", 4), "random": ("random", 0.5)}
-# Every model in full BPTT and window truncation (its two adjoint functions); chunks and random truncation
-# weight the same function's flows (keep), so two models each, one with several states, one teacher-forced.
+# torch's cases: every model in full BPTT and window truncation (its two adjoint functions); chunks and random
+# truncation weight the same function's flows (keep), so two models each, one with several states, one
+# teacher-forced (NumPy's modules, the same statements printed, are proven in every mode).
 BAD = (0, -2, 2.5, True, "lots", "12", "0KiB", "10B")  # checkpoints= that are not budgets, or hold no step
 WEIGHTED = (("lstm", "chunk"), ("elman-jordan", "chunk"), ("gru", "random"), ("elman-jordan", "random"))
 

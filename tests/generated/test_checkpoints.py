@@ -1,6 +1,5 @@
 """BPTT in bounded memory (checkpoints=) in the NumPy modules: the gradients equal full BPTT's for every zoo
-model in full BPTT and window truncation, chunks and random truncation besides (tests/checkpoint_support.py
-says why those suffice); backward through a whole cache in segments; the step evaluations are the
+model in every truncation mode; backward through a whole cache in segments; the step evaluations are the
 schedule's; the memory is bounded; bad budgets are one-line errors. torch and JAX: tests/backends/."""
 
 import tracemalloc
@@ -13,7 +12,6 @@ from checkpoint_support import (
     assert_equal_gradients,
     assert_same_loss,
     budgets,
-    cases,
     numpy_run,
     optimum,
     problem,
@@ -24,7 +22,8 @@ from bptt.codegen.printing import schedule
 from bptt.derive.models import names
 
 
-@pytest.mark.parametrize(("name", "mode"), cases(names()))
+@pytest.mark.parametrize("mode", TRUNCATIONS)
+@pytest.mark.parametrize("name", names())
 def test_loss_and_grads_equal_full_bptt(name, mode):
     module, truncate = module_of(name), TRUNCATIONS[mode]
     values = problem(module)
