@@ -72,12 +72,9 @@ def _substituted(statement, mapping):
 def plan(model, forward, adjoints, window_statements, cache, crossings, window_crossings, recurrent):
     """The Checkpoints of a program's passes."""
     kept = tuple(model.states)
-    aged, plain = sp.S.Zero, sp.S.Zero
-    for seq in _adjoint_targets(window_statements):
-        if seq.name in recurrent:
-            aged += seq.rows
-        else:
-            plain += seq.rows
+    targets = {s.target.of.name: s.target.of for s in walk(window_statements) if isinstance(getattr(s, "target", None), Adj)}
+    aged = sum((seq.rows for name, seq in targets.items() if name in recurrent), sp.S.Zero)
+    plain = sum((seq.rows for name, seq in targets.items() if name not in recurrent), sp.S.Zero)
     return Checkpoints(
         kept=kept,
         reads=tuple(cache[1:]),
@@ -93,12 +90,3 @@ def plan(model, forward, adjoints, window_statements, cache, crossings, window_c
 def _step_rows(arrays):
     """The rows of one step of the arrays that hold every step (a group once: its members are views)."""
     return sum((array.rows for array in arrays if array.steps in (Steps.FROM_ZERO, Steps.FROM_ONE)), sp.S.Zero)
-
-
-def _adjoint_targets(statements):
-    seen = {}
-    for statement in walk(statements):
-        target = getattr(statement, "target", None)
-        if isinstance(target, Adj):
-            seen.setdefault(target.of.name, target.of)
-    return list(seen.values())
