@@ -457,6 +457,9 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
     f = cache["f"]
     o = cache["o"]
     _R_z_R_i_R_f_R_o = work["_R_z_R_i_R_f_R_o"]
+    _a1 = work["_a1"]
+    _a2 = work["_a2"]
+    _all_h = work["_all_h"]
     _d_z_bar_to_o_bar = work["_d_z_bar_to_o_bar"]
     _f1 = work["_f1"]
     _k1 = work["_k1"]
@@ -465,8 +468,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
     _k4 = work["_k4"]
     _k5 = work["_k5"]
     _step_h = work["_step_h"]
-    _step_h_2 = work["_step_h_2"]
-    _step_h_3 = work["_step_h_3"]
     d_c = work["d_c"]
     d_f_bar = work["d_f_bar"]  # a view of _d_z_bar_to_o_bar[..., 2 * n_h:3 * n_h]
     d_h = work["d_h"]
@@ -501,8 +502,16 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
     np.square(z[1:], out=_k5[1:])
     np.subtract(1, _k5[1:], out=_k5[1:])
     np.multiply(_k5[1:], i[1:], out=_k5[1:])
+    # p_o * _k1_t + _k2_t, all steps at once
+    np.multiply(p_o, _k1[1:], out=_a1[1:])
+    np.add(_a1[1:], _k2[1:], out=_a1[1:])
+    # p_f * _k3_t + p_i * _k4_t + f_t, all steps at once
+    np.multiply(p_f, _k3[1:], out=_a2[1:])
+    np.multiply(p_i, _k4[1:], out=_all_h)
+    np.add(_a2[1:], _all_h, out=_a2[1:])
+    np.add(_a2[1:], f[1:], out=_a2[1:])
     for t in range(T, 0, -1):
-        d_h_t, d_o_bar_t, _k1_t, d_c_t, _k2_t = d_h[t], d_o_bar[t], _k1[t], d_c[t], _k2[t]
+        d_h_t, d_o_bar_t, _k1_t, d_c_t, _a1_t = d_h[t], d_o_bar[t], _k1[t], d_c[t], _a1[t]
         d_f_bar_t, _k3_t, d_i_bar_t, _k4_t, d_z_bar_t = d_f_bar[t], _k3[t], d_i_bar[t], _k4[t], d_z_bar[t]
         _k5_t = _k5[t]
         if t < T:
@@ -513,17 +522,12 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
             np.add(d_h_t, _step_h, out=d_h_t)
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         np.multiply(_k1_t, d_h_t, out=d_o_bar_t)
-        # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
-        np.multiply(p_o, d_o_bar_t, out=d_c_t)
-        np.multiply(_k2_t, d_h_t, out=_step_h)
-        np.add(d_c_t, _step_h, out=d_c_t)
+        # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t (one slope times dL/dh_t)
+        np.multiply(_a1_t, d_h_t, out=d_c_t)
         if t < T:
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
-            np.multiply(p_f, d_f_bar[t + 1], out=_step_h)
-            np.multiply(p_i, d_i_bar[t + 1], out=_step_h_2)
-            np.add(_step_h, _step_h_2, out=_step_h)
-            np.multiply(f[t + 1], d_c[t + 1], out=_step_h_3)
-            np.add(_step_h, _step_h_3, out=_step_h)
+            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
+            # times dL/dc_{t+1})
+            np.multiply(_a2[t + 1], d_c[t + 1], out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_c_t, _step_h, out=d_c_t)
@@ -642,10 +646,11 @@ def _backward_arrays(T, B, sizes, dtype):
         "_k3": np.empty((T + 1, B, n_h), dtype),
         "_k4": np.empty((T + 1, B, n_h), dtype),
         "_k5": np.empty((T + 1, B, n_h), dtype),
+        "_a1": np.empty((T + 1, B, n_h), dtype),
+        "_a2": np.empty((T + 1, B, n_h), dtype),
         "_R_z_R_i_R_f_R_o": np.empty((4 * n_h, n_h), dtype),
+        "_all_h": np.empty((T, B, n_h), dtype),
         "_step_h": np.empty((B, n_h), dtype),
-        "_step_h_2": np.empty((B, n_h), dtype),
-        "_step_h_3": np.empty((B, n_h), dtype),
         "_ones": np.ones(T * B, dtype),
     }
     work["d_z_bar"] = work["_d_z_bar_to_o_bar"][..., :n_h]

@@ -514,17 +514,20 @@ def _adjoints(keep, params, sizes, cache, d_s):
     _k3 = (1 - f[1:]) * c[:-1] * f[1:]  # (1 - f_t) * c_{t-1} * f_t, all steps at once
     _k4 = (1 - i[1:]) * i[1:] * z[1:]  # (1 - i_t) * i_t * z_t, all steps at once
     _k5 = (1 - z[1:] ** 2) * i[1:]  # (1 - z_t^2) * i_t, all steps at once
+    _a1 = p_o * _k1 + _k2  # p_o * _k1_t + _k2_t, all steps at once
+    _a2 = p_f * _k3 + p_i * _k4 + f[1:]  # p_f * _k3_t + p_i * _k4_t + f_t, all steps at once
     for t in range(T, 0, -1):
         if t < T:
             # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
             d_h[t].add_(_weighted(keep, t, _d_z_bar_to_o_bar[t + 1] @ _R_z_R_i_R_f_R_o))
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         torch.mul(_k1[t - 1], d_h[t], out=d_o_bar[t])
-        # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
-        d_c[t] = p_o * d_o_bar[t] + _k2[t - 1] * d_h[t]
+        # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t (one slope times dL/dh_t)
+        torch.mul(_a1[t - 1], d_h[t], out=d_c[t])
         if t < T:
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
-            d_c[t].add_(_weighted(keep, t, p_f * d_f_bar[t + 1] + p_i * d_i_bar[t + 1] + f[t + 1] * d_c[t + 1]))
+            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
+            # times dL/dc_{t+1})
+            d_c[t].add_(_weighted(keep, t, _a2[t] * d_c[t + 1]))
         # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
         torch.mul(_k3[t - 1], d_c[t], out=d_f_bar[t])
         # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
