@@ -388,12 +388,17 @@ def _forward(params, sizes, x, c0, h0, work):
     i = work["i"]  # a view of _z_i_f_o[..., n_h:2 * n_h]
     f = work["f"]  # a view of _z_i_f_o[..., 2 * n_h:3 * n_h]
     o = work["o"]  # a view of _z_i_f_o[..., 3 * n_h:4 * n_h]
+    _i_f = work["_i_f"]  # a view of _z_i_f_o[..., n_h:3 * n_h]
+    _z_i_f = work["_z_i_f"]  # a view of _z_i_f_o[..., :3 * n_h]
     c = work["c"]
     h = work["h"]
     s = work["s"]
-    _b_z_i_f_o = work["_b_z_i_f_o"]
-    _W_z_W_i_W_f_W_o = work["_W_z_W_i_W_f_W_o"]
-    _R_z_R_i_R_f_R_o_T = work["_R_z_R_i_R_f_R_o_T"]
+    _b_z_i_f_o_halved = work["_b_z_i_f_o_halved"]
+    _W_z_W_i_W_f_W_o_halved = work["_W_z_W_i_W_f_W_o_halved"]
+    _R_z_R_i_R_f_R_o_halved_T = work["_R_z_R_i_R_f_R_o_halved_T"]
+    _p_i_halved = work["_p_i_halved"]
+    _p_f_halved = work["_p_f_halved"]
+    _p_o_halved = work["_p_o_halved"]
     _step_4h = work["_step_4h"]
     _step_h = work["_step_h"]
     n_d = sizes["d"]
@@ -402,37 +407,47 @@ def _forward(params, sizes, x, c0, h0, work):
     T = x.shape[0]
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
-    np.concatenate((b_z, b_i, b_f, b_o), out=_b_z_i_f_o)
-    np.concatenate((W_z, W_i, W_f, W_o), out=_W_z_W_i_W_f_W_o)
-    np.concatenate((R_z.T, R_i.T, R_f.T, R_o.T), axis=1, out=_R_z_R_i_R_f_R_o_T)
+    np.concatenate((b_z, 0.5 * b_i, 0.5 * b_f, 0.5 * b_o), out=_b_z_i_f_o_halved)
+    np.concatenate((W_z, 0.5 * W_i, 0.5 * W_f, 0.5 * W_o), out=_W_z_W_i_W_f_W_o_halved)
+    np.concatenate((R_z.T, (0.5 * R_i).T, (0.5 * R_f).T, (0.5 * R_o).T), axis=1, out=_R_z_R_i_R_f_R_o_halved_T)
+    np.concatenate((0.5 * p_i,), out=_p_i_halved)
+    np.concatenate((0.5 * p_f,), out=_p_f_halved)
+    np.concatenate((0.5 * p_o,), out=_p_o_halved)
     # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o
     # x_t, all steps at once
-    np.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
-    np.add(_z_i_f_o[1:], _b_z_i_f_o, out=_z_i_f_o[1:])
+    np.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o_halved.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
+    np.add(_z_i_f_o[1:], _b_z_i_f_o_halved, out=_z_i_f_o[1:])
     for t in range(1, T + 1):
-        _z_i_f_o_t, h_prev, z_t, i_t, c_prev = _z_i_f_o[t], h[t - 1], z[t], i[t], c[t - 1]
-        f_t, c_t, o_t, h_t = f[t], c[t], o[t], h[t]
+        _z_i_f_o_t, h_prev, i_t, c_prev, f_t = _z_i_f_o[t], h[t - 1], i[t], c[t - 1], f[t]
+        _z_i_f_t, _i_f_t, c_t, z_t, o_t = _z_i_f[t], _i_f[t], c[t], z[t], o[t]
+        h_t = h[t]
         # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
-        np.matmul(h_prev, _R_z_R_i_R_f_R_o_T, out=_step_4h)
+        np.matmul(h_prev, _R_z_R_i_R_f_R_o_halved_T, out=_step_4h)
         np.add(_z_i_f_o_t, _step_4h, out=_z_i_f_o_t)
-        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
-        np.tanh(z_t, out=z_t)
-        # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
-        np.multiply(p_i, c_prev, out=_step_h)
+        # p_i * c_{t-1}: into the pre-activation of i_t
+        np.multiply(_p_i_halved, c_prev, out=_step_h)
         np.add(i_t, _step_h, out=i_t)
-        _sigmoid(i_t, out=i_t)
-        # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
-        np.multiply(p_f, c_prev, out=_step_h)
+        # p_f * c_{t-1}: into the pre-activation of f_t
+        np.multiply(_p_f_halved, c_prev, out=_step_h)
         np.add(f_t, _step_h, out=f_t)
-        _sigmoid(f_t, out=f_t)
+        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i *
+        # c_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        np.tanh(_z_i_f_t, out=_z_i_f_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        np.multiply(_i_f_t, 0.5, out=_i_f_t)
+        np.add(_i_f_t, 0.5, out=_i_f_t)
         # c_t = c_{t-1} * f_t + i_t * z_t
         np.multiply(c_prev, f_t, out=c_t)
         np.multiply(i_t, z_t, out=_step_h)
         np.add(c_t, _step_h, out=c_t)
-        # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
-        np.multiply(p_o, c_t, out=_step_h)
+        # p_o * c_t: into the pre-activation of o_t
+        np.multiply(_p_o_halved, c_t, out=_step_h)
         np.add(o_t, _step_h, out=o_t)
-        _sigmoid(o_t, out=o_t)
+        # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+        np.tanh(o_t, out=o_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        np.multiply(o_t, 0.5, out=o_t)
+        np.add(o_t, 0.5, out=o_t)
         # h_t = tanh(c_t) * o_t
         np.tanh(c_t, out=h_t)
         np.multiply(h_t, o_t, out=h_t)
@@ -617,9 +632,12 @@ def _forward_arrays(T, B, sizes, dtype):
         "c": np.empty((T + 1, B, n_h), dtype),
         "h": np.empty((T + 1, B, n_h), dtype),
         "s": np.empty((T, B, n_q), dtype),
-        "_b_z_i_f_o": np.empty((4 * n_h,), dtype),
-        "_W_z_W_i_W_f_W_o": np.empty((4 * n_h, n_d), dtype),
-        "_R_z_R_i_R_f_R_o_T": np.empty((n_h, 4 * n_h), dtype),
+        "_b_z_i_f_o_halved": np.empty((4 * n_h,), dtype),
+        "_W_z_W_i_W_f_W_o_halved": np.empty((4 * n_h, n_d), dtype),
+        "_R_z_R_i_R_f_R_o_halved_T": np.empty((n_h, 4 * n_h), dtype),
+        "_p_i_halved": np.empty((n_h,), dtype),
+        "_p_f_halved": np.empty((n_h,), dtype),
+        "_p_o_halved": np.empty((n_h,), dtype),
         "_step_4h": np.empty((B, 4 * n_h), dtype),
         "_step_h": np.empty((B, n_h), dtype),
     }
@@ -628,6 +646,8 @@ def _forward_arrays(T, B, sizes, dtype):
     work["i"] = work["_z_i_f_o"][..., n_h:2 * n_h]
     work["f"] = work["_z_i_f_o"][..., 2 * n_h:3 * n_h]
     work["o"] = work["_z_i_f_o"][..., 3 * n_h:4 * n_h]
+    work["_i_f"] = work["_z_i_f_o"][..., n_h:3 * n_h]
+    work["_z_i_f"] = work["_z_i_f_o"][..., :3 * n_h]
     work["c"][0] = 0
     work["h"][0] = 0
     return work
@@ -722,15 +742,6 @@ def _directions(v, rows):
     for i in range(rows):
         out[i, ..., i] = np.moveaxis(v, -1, 0)
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
-
-
-def _sigmoid(z, out=None):
-    """1 / (1 + exp(-z)) as (1 + tanh(z / 2)) / 2, which never overflows; into out if given."""
-    out = np.multiply(z, 0.5, out=out)
-    np.tanh(out, out=out)
-    out *= 0.5
-    out += 0.5
-    return out
 
 
 def _squared_error(s, y, count):

@@ -6,6 +6,7 @@ parameter gradients as derived, one product over all steps each."""
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Steps, walk
 from bptt.codegen.printing.bindings import Printed, output_adjoint
+from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import PrintError, size_name
 from bptt.codegen.printing.window import adjoint_seqs, reads_aged
 from bptt.codegen.text import text
@@ -114,7 +115,7 @@ def fast_adjoints_body(program, reads):
 
 def stack_line(printer, stack):
     """name = the parts stacked along their rows (ir.Stack), once per call."""
-    parts = ", ".join(str(printer(part)) for part in stack.parts)
+    parts = tuple_items(printer(part) for part in stack.parts)
     return f"{stack.name} = torch.cat(({parts}))  # {', '.join(text(part) for part in stack.parts)} stacked"
 
 
