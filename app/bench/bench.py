@@ -231,6 +231,7 @@ def main(argv=None):
     core = pin(spec.get("cpu"))
     import numpy as np
 
+    from bptt.app.bench.calls import model_calls
     from bptt.app.check import load_module
     from bptt.derive.models import ZOO, load
 
@@ -238,6 +239,7 @@ def main(argv=None):
     backend = spec.get("backend", "numpy")
     numpy_module = load_module(model, from_zoo=spec["model"] in ZOO)
     module = load_module(model, from_zoo=spec["model"] in ZOO, backend=backend)
+    print(f"{model.name}{'' if backend == 'numpy' else f', generated for {backend}'}: {model_calls(model, backend).line(backend)}")
     failed = False
     for dtype in spec["dtypes"]:
         rows, held = run(

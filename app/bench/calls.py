@@ -31,10 +31,12 @@ class StepCalls:
     forward: int | None
     backward: int | None
 
-    def line(self):
-        """`calls per step: forward 9, backward 9` (a pass without a loop: `no loop`)."""
-        shown = ("no loop" if n is None else str(n) for n in (self.forward, self.backward))
-        return "calls per step: forward {}, backward {}".format(*shown)
+    def line(self, backend="numpy"):
+        """`calls per step: forward 10, backward 9 (...)` (a pass without a loop: `no loop`)."""
+        forward, backward = ("no loop" if n is None else str(n) for n in (self.forward, self.backward))
+        if backend == "jax":
+            return f"operations traced per step: forward {forward}, backward {backward} (jit fuses them)"
+        return f"calls per step: forward {forward}, backward {backward} ({backend} calls in one step of each loop)"
 
 
 def step_calls(source):
