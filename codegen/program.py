@@ -14,6 +14,7 @@ import sympy as sp
 
 from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, Program, Steps, ZerosLike, walk
 from bptt.codegen.passes import forward_mode, fuse, optimize
+from bptt.codegen.passes.collect import collect_products
 from bptt.codegen.passes.fresh import fresh_returns, shared_rows
 from bptt.codegen.passes.halve import halve_sigmoids
 from bptt.codegen.passes.loops import backward_schedule, forward_schedule
@@ -127,6 +128,7 @@ def forward_pass(model, cached):
     inside, groups = fuse.activations(inside, groups)
     hoisted, more, groups = fuse.stacked(hoisted, groups)
     inside, hoisted, stacks, groups = halve_sigmoids(inside, hoisted, stacks + more, groups)
+    inside = collect_products(inside)
     loop = [Loop(tuple(inside))] if inside else []
     statements = steps.forced + steps.before + hoisted + loop + steps.after
     seqs = [seq for seq, _ in model.teacher_forcing] + list(steps.computed)

@@ -377,11 +377,10 @@ def _forward(params, sizes, x, h0, work):
         np.multiply(m_t, r_t, out=_step_h)
         np.add(n_t, _step_h, out=n_t)
         np.tanh(n_t, out=n_t)
-        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
-        np.subtract(1, z_t, out=h_t)
-        np.multiply(h_t, n_t, out=h_t)
-        np.multiply(h_prev, z_t, out=_step_h)
-        np.add(h_t, _step_h, out=h_t)
+        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
+        np.subtract(h_prev, n_t, out=h_t)
+        np.multiply(h_t, z_t, out=h_t)
+        np.add(h_t, n_t, out=h_t)
     # s_t = V h_t
     np.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
 

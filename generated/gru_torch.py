@@ -387,12 +387,10 @@ def _forward(params, sizes, dtype, device, x, h0):
         torch.mul(m_t, r_t, out=_step_h)
         torch.add(n_t, _step_h, out=n_t)
         torch.tanh(n_t, out=n_t)
-        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
-        torch.neg(z_t, out=h_t)
-        h_t.add_(1)
-        torch.mul(h_t, n_t, out=h_t)
-        torch.mul(h_prev, z_t, out=_step_h)
-        torch.add(h_t, _step_h, out=h_t)
+        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
+        torch.sub(h_prev, n_t, out=h_t)
+        torch.mul(h_t, z_t, out=h_t)
+        torch.add(h_t, n_t, out=h_t)
     # s_t = V h_t
     torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
     return work["s"], {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}
