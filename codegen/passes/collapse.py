@@ -28,7 +28,8 @@ def collapse(statements, others, grouped):
     loop = next((s for s in statements if isinstance(s, Loop)), None)
     if loop is None:
         return statements
-    body, after = [_collected(s, _definitions(loop.body, statements)) for s in loop.body], []
+    definitions = _definitions(loop.body, statements)
+    body, after = [_collected(s, definitions) for s in loop.body], []
     for name in list(_definitions(body, statements)):
         definitions = _definitions(body, statements)
         if name not in definitions or adjoint_array(name) in grouped or not _only_chains(body, name):
@@ -37,7 +38,8 @@ def collapse(statements, others, grouped):
         body = [_substituted(s, name, chain) for s in body if s is not own]
         if any(_reads(value, name) for value in others):
             after.append(replace(own, comment=f"{own.comment}, all steps at once"))
-    body = [_collected(s, _definitions(body, statements)) for s in body]
+    definitions = _definitions(body, statements)
+    body = [_collected(s, definitions) for s in body]
     out = []
     for statement in statements:
         out += [Loop(tuple(body), loop.backward)] + after if statement is loop else [statement]
