@@ -12,8 +12,7 @@ from bptt.derive.models import names
 ROOT = pathlib.Path(__file__).parents[2]
 
 # (forward, backward) calls per step, None where there is no loop, of the NumPy and the torch modules alike:
-# at most these (the counts when the passes of codegen/passes/collapse.py, split.py and collect.py came in;
-# before them the GRU made 12 and 8 NumPy calls, the peephole LSTM 26 and 15)
+# at most these, the counts when the passes of codegen/passes/collapse.py, split.py and collect.py came in
 BOUNDS = {
     "elman": (3, 3),
     "elman-jordan": (3, 3),
