@@ -222,5 +222,13 @@ def parser(runs):
         default="numpy",
         help="time the module generated for this framework (default numpy) against that framework's own",
     )
+    sub.add_argument(
+        "--checkpoints",
+        metavar="s1,s2,...",
+        help="time loss_and_grads in bounded memory with each budget (slots, or bytes such as 32MiB) against full BPTT",
+    )
+    sub.add_argument(
+        "-o", "--output", metavar="DIR", help="with --checkpoints: write checkpoints.png and .csv into DIR (bptt[plots])"
+    )
     sub.set_defaults(run=runs["bench"])
     return top

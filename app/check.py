@@ -105,6 +105,11 @@ def compare(name, analytic, numeric, estimates, tolerance, largest):
     return Row(name, float(error.max()), float(estimate.max()), tolerance, float(ratio.max()))
 
 
+def negligible(analytic, largest, tolerance):
+    """Per entry, an error estimate negligible in compare's allowance: Ridders' ladder may stop there."""
+    return 0.01 * tolerance * np.maximum(np.abs(analytic), FLOOR * largest)
+
+
 def sample_entries(shape, count, rng):
     """At most count indices of an array of this shape, in order, drawn by rng."""
     flat = list(np.ndindex(shape))
@@ -244,7 +249,7 @@ def check_gradients(instance, dtype, truncate, chooser, max_entries):
         entries = sample_entries(array.shape, max_entries, chooser)
         analytic = np.array([grads[name][index] for index in entries], dtype=np.float64)
         largest = float(np.abs(grads[name]).max())
-        enough = 0.01 * tolerance * np.maximum(np.abs(analytic), FLOOR * largest)  # negligible in the allowance
+        enough = negligible(analytic, largest, tolerance)
         numeric, estimates = numeric_gradient(lambda: instance.loss(truncate), array, entries, enough)
         rows.append(compare(name, analytic, numeric, estimates, tolerance, largest))
     return rows

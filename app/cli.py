@@ -12,6 +12,7 @@ from bptt.app import check as checking
 from bptt.app import plots
 from bptt.app.arguments import UsageError, parser
 from bptt.app.bench import bench as benchmark
+from bptt.app.bench import checkpoints as bench_checkpoints
 from bptt.app.check_backend import Options, report
 from bptt.app.files import OutputError, output_folder, output_target, write_atomic
 from bptt.codegen.backends import BACKENDS, MissingFramework, module_filename, require
@@ -210,7 +211,28 @@ def cmd_bench(args):
         checking.load_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line, here
     peers = args.peers or list(benchmark.BACKEND_PEERS[args.backend])
     spec = dict(model=args.model, sizes=sizes, steps=args.steps, batch=args.batch, dtypes=args.dtype)
+    spec.update(checkpoints_spec(args))
     return benchmark.launch(dict(spec, repeats=args.repeats, peers=peers, backend=args.backend))
+
+
+def checkpoints_spec(args):
+    """--checkpoints and -o of bench: the budgets (a bad one is a usage error) and the output folder."""
+    if args.checkpoints is None:
+        if args.output is not None:
+            raise UsageError("-o: bench writes files only with --checkpoints")
+        return {}
+    try:
+        budgets = bench_checkpoints.parse(args.checkpoints)
+    except ValueError as error:
+        raise UsageError(f"--checkpoints: {error}") from error
+    if args.output is not None:
+        if output_folder(args.output, "-o").is_dir():
+            plots.targets(args.output, [bench_checkpoints.NAME])  # the files it would replace
+        try:
+            plots.require()
+        except plots.MissingMatplotlib as error:
+            raise UsageError(str(error)) from error
+    return {"checkpoints": budgets, "output": args.output}
 
 
 COMMANDS = {

@@ -5,7 +5,8 @@ loops); the passes in codegen/passes/ (optimize.py, fuse.py, fuse_backward.py, h
 fresh.py) rewrite its statements. Each backend prints them: codegen/printing/statements.py in place (NumPy,
 and torch with torch's calls), printing/window.py the window-truncated adjoints (torch/backward.py with
 torch's), jax/scan.py and jax/statements.py as JAX scans, and printing/tangents.py, torch/rtrl.py and
-jax/forward_mode.py the forward mode. The templates only lay the module out.
+jax/forward_mode.py the forward mode. The templates only lay the module out. Boundary, Crossing and
+Checkpoints (bounded memory) live in ir_checkpoints.py.
 
 Node tree (what each holds)::
 
@@ -17,6 +18,7 @@ Node tree (what each holds)::
     │   │   └── Flow          target += keep[t] value
     │   ├── Loop              body (statements at step t), backward
     │   │   └── Guard         body (statements that run for t < T only)
+    │   │       └── Boundary  following, crossings: at step T of a segment, the flow from the next one
     │   ├── Units             rows: every direction of a vector, for forward mode
     │   ├── TangentLoop       directions (Direction: key, wrt), carried, arrays (TangentArray), body, comment:
     │   │   ├── Previous          state: dot_S_prev at the top of step t
@@ -27,7 +29,8 @@ Node tree (what each holds)::
     │   ├── ZeroGradient      key, wrt, comment
     │   ├── Array             name, rows, steps (Steps, or PerCall), members, spans
     │   └── Stack             name, parts
-    └── Initial               key, value, weighted, comment: dL/dS_0 (Program.initial, .window_initial)
+    ├── Initial               key, value, weighted, comment: dL/dS_0 (Program.initial, .window_initial)
+    └── Checkpoints           kept, reads, rows of a state and of a step, crossings (Crossing: name, node, read, first)
 
 Values are SymPy expressions of the derivation (SeqAt and Adj at a time, parameters, Apply...) and
 three matrix expressions of the IR's own: Rows(matrix, start, count), Copy(value), ZerosLike(like).
@@ -159,6 +162,7 @@ class Program:
     owned_returns: tuple  # the same, every rows view copied: for tensors whose views keep a whole storage (torch)
     recurrent: tuple  # adjoints that flow back through time (an age axis in the window pass)
     forward_mode: Pass  # the gradients by forward mode (RTRL): Units, then a TangentLoop per gradient
+    checkpoints: object  # ir_checkpoints.Checkpoints: what a bounded-memory backward pass keeps, stores, hands back
 
 
 # Forward mode (RTRL): the tangents along every direction of every gradient at once, in one loop over time.

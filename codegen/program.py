@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, Program, Steps, ZerosLike, walk
-from bptt.codegen.passes import forward_mode, fuse, optimize
+from bptt.codegen.passes import checkpoint, forward_mode, fuse, optimize
 from bptt.codegen.passes.collect import collect_products
 from bptt.codegen.passes.fresh import fresh_returns, shared_rows
 from bptt.codegen.passes.halve import halve_sigmoids
@@ -22,7 +22,7 @@ from bptt.codegen.passes.slopes import name_slopes
 from bptt.codegen.passes.split import split_activations
 from bptt.codegen.text import equation, text
 from bptt.derive.bptt import derive
-from bptt.derive.nodes import Adj, SeqAt, matrix_sum
+from bptt.derive.nodes import Adj, matrix_sum, values
 
 
 @functools.cache  # every backend prints the same statements of a model
@@ -44,12 +44,15 @@ def build(model):
     adjoints, fast_initial, gradients, fast_returns = optimize.backward(statements, initial, returns, forward.stacks)
     products = {statement.target.name for statement in gradients.statements}
     fast_returns, fast_initial, initial = fresh_returns(fast_returns, fast_initial, initial, products)
+    adjoints, crossings = checkpoint.with_boundaries(adjoints)
+    window, window_crossings = checkpoint.with_boundaries(Pass(tuple(statements)))
+    cache = (model.inputs[0].name, *cached)
     return Program(
         model=model,
-        cache=(model.inputs[0].name, *cached),
+        cache=cache,
         forward=forward,
         adjoints=adjoints,
-        window=Pass(tuple(statements)),
+        window=window,
         initial=tuple(fast_initial),
         window_initial=tuple(initial),
         gradients=gradients,
@@ -57,6 +60,7 @@ def build(model):
         owned_returns=tuple((key, shared_rows(value), comment) for key, value, comment in fast_returns),
         recurrent=tuple(sorted(recurrent)),
         forward_mode=Pass(forward_mode.statements(model)),
+        checkpoints=checkpoint.plan(model, forward, adjoints, statements, cache, crossings, window_crossings, recurrent),
     )
 
 
@@ -83,11 +87,7 @@ def _value(statement):
 
 def values_read(expr):
     """The names of the sequence values expr reads (not those of which it reads only the adjoint)."""
-    if isinstance(expr, SeqAt):
-        return {expr.name}
-    if isinstance(expr, Adj) or not isinstance(expr, sp.Basic):
-        return set()
-    return set().union(*(values_read(arg) for arg in expr.args))
+    return {seq.name for seq in values(expr)}
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,15 @@ class Adj(MatrixExpr):
     shape = property(lambda self: self.args[0].shape)
 
 
+def values(expr):
+    """The sequence values expr reads: its SeqAt nodes, but not those it reads only as what an adjoint is of."""
+    if isinstance(expr, SeqAt):
+        return {expr}
+    if isinstance(expr, Adj) or not isinstance(expr, sp.Basic):
+        return set()
+    return set().union(*(values(arg) for arg in expr.args))
+
+
 class Diag(MatrixExpr):
     """diag(v) for a column vector v; diag(v) g is the Hadamard product v * g."""
 

@@ -7,6 +7,7 @@ from dataclasses import replace
 from bptt.derive.bptt import NEXT
 from bptt.derive.nodes import Adj, SeqAt, T, t
 from bptt.documents.block_document import block_section
+from bptt.documents.checkpoint_document import checkpoint_section
 from bptt.documents.closed_document import closed_form_sections, truncation_section
 from bptt.documents.derived import derived
 from bptt.documents.equation import Equation, Section, displays, equation
@@ -28,6 +29,7 @@ NAMES = (
     "parameters",
     "closed-form",
     "truncation",
+    "checkpoints",
     "flow",
     "forward",
     "lemma",
@@ -42,7 +44,7 @@ def available(model):
     """The names of the sections a model's document has, in order."""
     live = [s for s in model.states if s not in model.forced]
     missing = {"intermediates": not model.intermediates, "forcing": not model.teacher_forcing}
-    missing |= {name: not live for name in ("backward", "closed-form", "truncation", "lemma")}
+    missing |= {name: not live for name in ("backward", "closed-form", "truncation", "checkpoints", "lemma")}
     return tuple(name for name in NAMES if not missing.get(name))
 
 
@@ -77,6 +79,7 @@ def _build(name, facts):
         "parameters": lambda: [param_section(model, textbook)],
         "closed-form": lambda: [block_section(facts)] if facts.block is not None else closed_form_sections(facts),
         "truncation": lambda: [truncation_section(facts)],
+        "checkpoints": lambda: [checkpoint_section(model)],
         "flow": lambda: [flow_section(facts)],
         "forward": lambda: forward_mode_sections(facts),
         "lemma": lambda: [],

@@ -82,7 +82,7 @@ def forward(params, xs, h0=None):
         return _forward(params, sizes, dtype, device, x, h0)
 
 
-def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True):
+def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
     """Gradients of every parameter and of the initial state, given
     d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
 
@@ -92,6 +92,8 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng
     (a torch.Generator: T float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi).
     check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
+    checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
+    such as "32MiB"): it runs through the cache in segments of steps that fit.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params, check_finite)
@@ -99,6 +101,9 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     _check_cache(cache, sizes, dtype, device)
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite, device)
     with torch.no_grad():
+        if checkpoints is not None:
+            keep = _truncation_weights(mode, value, sizes["T"], rng, d_s)
+            return _segmented(mode, value, keep, params, sizes, cache, d_s, checkpoints, dtype.itemsize)
         return _backward(mode, value, rng, params, sizes, cache, d_s)
 
 
@@ -110,10 +115,14 @@ def losses(outputs, ys):
     return torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0]
 
 
-def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
+def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "h0");
-    truncate and rng as for backward."""
+    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
+    of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
+    the optimal schedule keeps some states, recomputes the steps between them, and frees them."""
     mode, value = _truncation(truncate, rng)
+    if checkpoints is not None:
+        return _checkpointed_loss(mode, value, rng, params, xs, ys, h0, checkpoints)
     loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0)
     with torch.no_grad():
         return loss, _backward(mode, value, rng, params, sizes, cache, d_s)
@@ -215,14 +224,93 @@ class BPTT(torch.autograd.Function):
         return (None, None, None, *states, *(grads[name] for name in PARAMS))
 
 
+@torch.no_grad()
+def _checkpointed_loss(mode, value, rng, params, xs, ys, h0, checkpoints):
+    """loss_and_grads with checkpoints, its arguments checked here."""
+    sizes, dtype = _check_params(params)
+    device = params["U"].device
+    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
+    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
+    y = _check_labels("ys", ys, sizes, "q", device)
+    keep = _truncation_weights(mode, value, sizes["T"], rng, params["U"])
+    initial = (h0,)
+    return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
+
+
+class CheckpointedBPTT(torch.autograd.Function):
+    """BPTT in bounded memory: CheckpointedBPTT.apply(checkpoints, truncate, rng, xs, h0, *params), as
+    BPTT.apply with checkpoints as for loss_and_grads. The forward pass keeps only the states the schedule
+    keeps in its first forward pass; the backward pass recomputes the rest, and frees what the schedule frees."""
+
+    @staticmethod
+    def forward(ctx, checkpoints, truncate, rng, xs, h0, *params):
+        if getattr(xs, "requires_grad", False):
+            raise ValueError(XS_REQUIRES_GRAD)
+        named = dict(zip(PARAMS, params, strict=True))
+        sizes = _bind_sizes(named, PARAMS)[0]
+        sizes.update(T=xs.shape[0], B=xs.shape[1])
+        mode, value = _truncation(truncate, rng)
+        dtype = params[0].dtype
+        initial, targets = (h0,), None
+        parts, kept = _forward_kept(mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize)
+        ctx.inputs = (xs, targets, initial, kept, checkpoints, mode, value, rng)
+        ctx.sizes, ctx.given = sizes, (h0 is not None,)
+        ctx.save_for_backward(*params)
+        return torch.cat(parts)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, d_s):
+        params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
+        xs, targets, initial, kept, checkpoints, mode, value, rng = ctx.inputs
+        ctx.inputs = None  # the kept states go as the schedule frees them
+        keep = _truncation_weights(mode, value, xs.shape[0], rng, d_s)
+        dtype = d_s.dtype
+        _, grads = _checkpointed(
+            mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
+            d_s.contiguous(), kept
+        )
+        states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
+        return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+def _segment_forward(params, sizes, dtype, x, y, initial):
+    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
+    return _forward(params, sizes, dtype, x.device, x, *initial)
+
+
+def _segment_loss(s, y, T):
+    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t)."""
+    B = s.shape[1]
+    return _softmax_cross_entropy(s, y, B)
+
+
+def _states_at(cache, _step):
+    """Copies of the states at a step of a segment's cache, in STATES order."""
+    return (cache["h"][_step].clone(), )
+
+
+def _checkpoint_bytes(sizes, B, itemsize, ages):
+    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    _row = B * itemsize  # one sample's row of one step
+    return (n_h) * _row, (n_h + n_q) * _row, (2 * n_h + (ages * (2 * n_h) if ages > 1 else 0)) * _row
+
+
 class Model(torch.nn.Module):
     """The model as an nn.Module: its parameters are nn.Parameters named as in PARAMS, its forward runs
-    through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward)."""
+    through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
+    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT)."""
 
-    def __init__(self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None):
+    def __init__(
+        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None
+    ):
         super().__init__()
         _truncation(truncate, rng)
-        self.truncate, self.rng = truncate, rng
+        if checkpoints is not None:
+            _budget(checkpoints, 1, 1)  # a bad value fails here, in one line (a byte budget is checked per call)
+        self.truncate, self.rng, self.checkpoints = truncate, rng, checkpoints
         for name, value in init_params(init_rng, dtype, device, d=d, h=h, q=q).items():
             self.register_parameter(name, torch.nn.Parameter(value))
 
@@ -239,6 +327,8 @@ class Model(torch.nn.Module):
         device = params["U"].device
         x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, False, device)
         h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, False, device)
+        if self.checkpoints is not None:
+            return CheckpointedBPTT.apply(self.checkpoints, self.truncate, self.rng, x, h0, *params.values())
         return BPTT.apply(self.truncate, self.rng, x, h0, *params.values())
 
     def loss(self, outputs, ys):
@@ -311,19 +401,31 @@ def _forward_arrays(T, B, sizes, dtype, device):
 
 def _backward(mode, value, rng, params, sizes, cache, d_s):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
+    keep = _truncation_weights(mode, value, d_s.shape[0], rng, d_s)
+    return _segment_backward(mode, value, keep, params, sizes, cache, d_s)
+
+
+def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following=None):
+    """The gradients, all steps or a segment of them; following as for _adjoints."""
     if mode == "window":
-        adjoints, initial = _window_adjoints(value, params, sizes, cache, d_s)
+        adjoints, initial = _window_adjoints(value, params, sizes, cache, d_s, following)
     else:
-        keep = None if mode == "full" else _keep_weights(mode, value, d_s.shape[0], rng, d_s)
-        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s)
+        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s, following)
     grads = _gradients(params, sizes, cache, adjoints, d_s)
     grads.update(zip(STATES, initial, strict=True))
     return grads
 
 
-def _adjoints(keep, params, sizes, cache, d_s):
+def _truncation_weights(mode, value, T, rng, like):
+    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
+    return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
+
+
+def _adjoints(keep, params, sizes, cache, d_s, following=None):
     """dL/d of every stored value, last step first; the flow from step t+1 weighted by keep[t] when
-    truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states)."""
+    truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
+    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
+    replaced by this segment's own."""
     W = params["W"]
     V = params["V"]
     h = cache["h"]
@@ -337,14 +439,20 @@ def _adjoints(keep, params, sizes, cache, d_s):
     for t in range(T, 0, -1):
         if t < T:
             d_h[t].add_(_weighted(keep, t, d_a[t + 1] @ W))  # dL/dh_t += W^T dL/da_{t+1}
+        elif following:  # step T of a segment: the flow from the next one
+            _d_next_a = following["_d_next_a"]
+            d_h[t].add_(_weighted(keep, t, _d_next_a[0] @ W))  # dL/dh_t += W^T dL/da_{t+1}
         torch.mul(_k1[t - 1], d_h[t], out=d_a[t])  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_h0 = _weighted(keep, 0, d_a[1] @ W)  # dL/dh_0 = W^T dL/da_1
+    if following is not None:  # step 1's values, for the segment before this one
+        following.update({"_d_next_a": d_a[1].clone()[None]})
     return {"d_a": d_a}, (d_h0,)
 
 
-def _window_adjoints(k, params, sizes, cache, d_s):
+def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped."""
+    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
+    following as for _adjoints."""
     W = params["W"]
     V = params["V"]
     h = cache["h"]
@@ -358,8 +466,13 @@ def _window_adjoints(k, params, sizes, cache, d_s):
     for t in range(T, 0, -1):
         if t < T:
             d_h[t] += _age(d_a[t + 1] @ W)  # dL/dh_t += W^T dL/da_{t+1}
+        elif following:  # step T of a segment: the flow from the next one
+            _d_next_a = following["_d_next_a"]
+            d_h[t] += _age(_d_next_a[0] @ W)  # dL/dh_t += W^T dL/da_{t+1}
         d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_h0 = _age(d_a[1] @ W).sum(axis=0)  # dL/dh_0 = W^T dL/da_1
+    if following is not None:  # step 1's values, for the segment before this one
+        following.update({"_d_next_a": d_a[1].clone()[None]})
     return {"d_a": d_a.sum(1)}, (d_h0,)
 
 
@@ -499,11 +612,17 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
         )
     if device is not None and array.device != device:
         raise ValueError(f"{name} is on device {array.device}; expected {device} like the parameters")
-    if finite and array.is_floating_point() and not torch.isfinite(array).all():
+    if finite and array.is_floating_point() and not _finite(array):
         index = tuple(int(i) for i in torch.nonzero(~torch.isfinite(array))[0])
         raise ValueError(f"{name} holds {array[index].item()} at index {index}; expected finite numbers")
     sizes.update(zip(dims, shape, strict=True))
     return array
+
+
+def _finite(array):
+    """Whether array holds no nan or inf, tested a million entries at a time: torch.isfinite of a whole long
+    sequence would take temporaries several times its size (BPTT in bounded memory keeps that bound)."""
+    return all(bool(torch.isfinite(part).all()) for part in array.reshape(-1).split(1 << 20))
 
 
 def _check_labels(name, labels, sizes, classes, device=None):
@@ -660,3 +779,276 @@ def _check_shape(name, shape, dims, sizes):
         raise ValueError(f"{name} has shape {shape}; expected ({expected})")
     if 0 in shape:
         raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")
+
+
+_EXACT = 100_000  # table entries (levels x steps) up to which the programme is solved exactly (~0.2 s)
+
+
+_COARSE = 1_000_000  # beyond: a coarser grid of at most this many entries, the search near the last split (~3 s)
+
+
+_NEAR = 16  # splits tried past the last one beyond the exact tables
+
+
+_SCHEDULES = {}  # (T, capacities) -> actions: the last few schedules computed, reused
+
+
+_UNITS = {"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20, "GB": 10**9, "GiB": 2**30}
+
+
+def _capacities(budget, state, step):
+    """How many steps a segment may store while k states are kept, k = 0, 1, ...: budget - k * state
+    units, in whole steps, as long as one step fits."""
+    out = []
+    while budget - len(out) * state >= step:
+        out.append((budget - len(out) * state) // step)
+    return tuple(out)
+
+
+def _zeros(count, kind):
+    """count machine integers, zero: 8-byte signed ("q") or 4-byte unsigned ("I"), no Python int each."""
+    return memoryview(bytearray(count * {"q": 8, "I": 4}[kind])).cast(kind)
+
+
+def _one_leaf_costs(T, leaf):
+    """Q(t) for t = 0..T when no further state can be kept: segments of `leaf` steps from the end, each
+    reached from the start again: sum of the segments' last steps."""
+    costs = _zeros(T + 1, "q")
+    for t in range(1, T + 1):
+        count = -(-t // leaf)
+        costs[t] = count * t - leaf * count * (count - 1) // 2
+    return costs
+
+
+def _costs(T, capacities, near=None):
+    """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
+    keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
+    search starts at the last one and stops where the cost starts to rise (exact where tested against the
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    it never is: a stored step holds its state). near: try at most that many splits past the last one."""
+    deepest = len(capacities) - 1
+    deeper = _one_leaf_costs(T, capacities[deepest])
+    splits = [None] * (deepest + 1)
+    for level in range(deepest - 1, -1, -1):
+        costs, split = _zeros(T + 1, "q"), _zeros(T + 1, "I")  # 12 bytes a step
+        whole = min(capacities[level], T)
+        for t in range(1, whole + 1):
+            costs[t] = t
+        y = 1
+        for t in range(whole + 1, T + 1):
+            best, best_y, z = y + deeper[t - y] + costs[y], y, y + 1
+            stop = t if near is None else min(t, y + near)
+            while z < stop:
+                cost = z + deeper[t - z] + costs[z]
+                if cost < best:
+                    best, best_y = cost, z
+                elif cost > best:
+                    break
+                z += 1
+            costs[t], split[t], y = best, best_y, best_y
+        splits[level], deeper = split, costs
+    return deeper, splits
+
+
+def _actions(T, capacities, splits, scale=1):
+    """The schedule as actions, in order: ("advance", a, b, chunk) runs steps a+1..b from the state at a,
+    storing at most chunk steps at a time; ("keep", b) keeps the state reached; ("backward", a, b) runs
+    steps a+1..b from the state at a (kept, or just reached), storing them, then backward through them;
+    ("free", a) drops a kept state. The tables count steps of `scale` real steps each (the last shorter)."""
+
+    def at(step):
+        return min(step * scale, T)
+
+    out, todo = [], [("solve", 0, -(-T // scale), 0)]
+    while todo:
+        kind, a, t, level = todo.pop()
+        if kind == "free":
+            out.append(("free", at(a)))
+        elif t <= capacities[level]:
+            out.append(("backward", at(a), at(a + t)))
+        elif level == len(capacities) - 1:  # no further state fits: segments from the end, each from a
+            leaf = capacities[level]
+            for end in range(t, 0, -leaf):
+                start = max(end - leaf, 0)
+                if start:
+                    out.append(("advance", at(a), at(a + start), leaf * scale))
+                out.append(("backward", at(a + start), at(a + end)))
+        else:
+            y = splits[level][t]
+            out += [("advance", at(a), at(a + y), capacities[level] * scale), ("keep", at(a + y))]
+            todo += [("solve", a, y, level), ("free", a + y, 0, 0), ("solve", a + y, t - y, level + 1)]
+    return tuple(out)
+
+
+def _schedule(T, capacities):
+    """The actions of the optimal schedule for T steps (_actions), capacities from _capacities. Exact while
+    the tables hold at most _EXACT entries; beyond, near the optimum: solved on a grid of groups of `scale`
+    steps (kept states between groups) with at most _COARSE entries, each split sought near the last one
+    (T = 10,000 with 100 slots: 0.7 % above the optimum); _evaluations counts what it costs."""
+    key = (T, capacities)
+    if key not in _SCHEDULES:
+        scale, near = 1, None
+        if _coarse_size(T, capacities, 1) > _EXACT:
+            near = _NEAR
+            while _coarse_size(T, capacities, scale) > _COARSE and capacities[0] // (scale + 1) >= 1:
+                scale += 1
+        coarse = tuple(c // scale for c in capacities if c // scale >= 1)
+        _, splits = _costs(-(-T // scale), coarse, near)
+        if len(_SCHEDULES) >= 8:
+            _SCHEDULES.pop(next(iter(_SCHEDULES)))
+        _SCHEDULES[key] = _actions(T, coarse, splits, scale)
+    return _SCHEDULES[key]
+
+
+def _coarse_size(T, capacities, scale):
+    """The entries of the programme's tables on a grid of `scale` steps."""
+    return sum(1 for c in capacities if c // scale >= 1) * -(-T // scale)
+
+
+def _segments(T, steps):
+    """Backward through stored values in segments of at most `steps` steps, the last segment first."""
+    return tuple(("backward", max(end - steps, 0), end) for end in range(T, 0, -steps))
+
+
+def _budget(checkpoints, state_bytes, step_bytes):
+    """The capacities (_capacities) of a checkpoints argument: a number of slots (a kept state or a stored
+    step each) or a byte budget such as "32MiB"; ValueError in one line if it is neither or holds no step."""
+    if isinstance(checkpoints, numbers.Integral) and not isinstance(checkpoints, bool) and checkpoints >= 1:
+        return _capacities(int(checkpoints), 1, 1)
+    budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
+    if budget is None:
+        raise ValueError(
+            "checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', "
+            f"got {checkpoints!r}"
+        )
+    if budget < step_bytes:
+        raise ValueError(
+            f"checkpoints={checkpoints!r} holds no step: one stored step takes {step_bytes} bytes here "
+            f"(a kept state {state_bytes})"
+        )
+    return _capacities(budget, state_bytes, step_bytes)
+
+
+def _bytes(text):
+    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, MB, MiB, GB, GiB), else None."""
+    text = text.strip()
+    digits = len(text) - len(text.lstrip("0123456789"))
+    number, unit = text[:digits], text[digits:].strip()
+    if not number or unit not in _UNITS or int(number) == 0:
+        return None
+    return int(number) * _UNITS[unit]
+
+
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
+    """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
+    keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
+    keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
+    autograd Function's backward), the loss is not computed and kept holds the states its forward pass kept
+    (_forward_kept): the schedule's first forward pass is not run again."""
+    T = x.shape[0]
+    actions = _checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T)
+    if kept is None:
+        kept, start = {0: states}, 0
+    else:
+        kept, start = dict(kept), len(_sweep(actions))
+    reached, following, totals, loss = None, {}, None, 0
+    for action in actions[start:]:
+        kind, a = action[0], action[1]
+        if kind == "advance":
+            reached = (action[2], _advance(params, sizes, dtype, x, y, kept[a], a, action[2], action[3]))
+        elif kind == "keep":
+            kept[a] = reached[1]
+        elif kind == "free":
+            del kept[a]
+        else:
+            b = action[2]
+            initial = kept[a] if a in kept else reached[1]
+            outputs, cache = _segment_forward(params, sizes, dtype, x[a:b], _steps(y, a, b), initial)
+            if d_outputs is None:
+                part_loss, d_part = _segment_loss(outputs, y[a:b], T)
+                loss = loss + part_loss
+            else:
+                d_part = d_outputs[a:b]
+            part = _segment_backward(mode, value, _kept_weights(keep, a, b), params, sizes, cache, d_part, following)
+            totals = _summed(totals, part, a == 0)
+    return loss, totals
+
+
+def _checkpoint_actions(mode, value, sizes, B, itemsize, checkpoints, T):
+    """The schedule for T steps in the memory `checkpoints` allows (ValueError in one line if it cannot be)."""
+    state, forward_step, backward_step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)
+    return _schedule(T, _budget(checkpoints, state, forward_step + backward_step))
+
+
+def _sweep(actions):
+    """The schedule's first forward pass: its actions before the first backward."""
+    first = next(k for k, action in enumerate(actions) if action[0] == "backward")
+    return actions[:first]
+
+
+def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize):
+    """(the outputs of every step, in parts of consecutive steps; the states the schedule's first forward pass
+    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed."""
+    T = x.shape[0]
+    sweep = _sweep(_checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
+    wanted = {action[2] for action in sweep if action[0] == "advance"}
+    chunk = next((action[3] for action in sweep if action[0] == "advance"), T)
+    kept, parts, a = {0: states}, [], 0
+    for stop in sorted(wanted | {T}):
+        while a < stop:
+            n = min(chunk, stop - a)
+            outputs, cache = _segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)
+            parts.append(outputs)
+            states, a = _states_at(cache, n), a + n
+        if a in wanted:
+            kept[a] = states
+    return parts, kept
+
+
+def _advance(params, sizes, dtype, x, y, states, a, b, chunk):
+    """The states at step b from those at a: the forward pass over at most chunk steps at a time, nothing kept."""
+    while a < b:
+        n = min(chunk, b - a)
+        states = _states_at(_segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)[1], n)
+        a += n
+    return states
+
+
+def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, itemsize):
+    """The gradients of backward, given the whole forward cache, in segments whose backward arrays fit in
+    the memory `checkpoints` allows (nothing is recomputed: the cache holds every step)."""
+    T, B = d_outputs.shape[0], d_outputs.shape[1]
+    step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
+    steps = _budget(checkpoints, step, step)[0]
+    following, totals = {}, None
+    for _, a, b in _segments(T, steps):
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
+        weights = _kept_weights(keep, a, b)
+        part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
+        totals = _summed(totals, part, a == 0)
+    return totals
+
+
+def _steps(y, a, b):
+    """Steps a+1..b of the targets (None: an autograd Function's forward pass has none)."""
+    return None if y is None else y[a:b]
+
+
+def _kept_weights(keep, a, b):
+    """keep for the steps a+1..b of a segment and the flow from step b+1 into b (None: no truncation)."""
+    return None if keep is None else keep[a : b + 1]
+
+
+def _summed(totals, part, first):
+    """The gradients of the segments so far plus those of one more; the initial states' from the first
+    segment only (steps 1.., the last to run)."""
+    part = {key: value for key, value in part.items() if first or key not in STATES}
+    if totals is None:
+        return part
+    for key, value in part.items():
+        totals[key] = totals[key] + value if key in totals else value
+    return totals

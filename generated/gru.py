@@ -101,7 +101,7 @@ def forward(params, xs, h0=None):
     return work["s"], {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}
 
 
-def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True):
+def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
     """Gradients of every parameter and of the initial state, given
     d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
 
@@ -110,11 +110,16 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
     check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
+    checkpoints: None, or the memory the backward pass's own arrays may take (a number of steps, or bytes
+    such as "32MiB"): it runs through the cache in segments of steps that fit.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params, check_finite)
     _check_cache(cache, sizes, dtype)
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
+    if checkpoints is not None:
+        keep = _truncation_weights(mode, value, sizes["T"], rng, dtype)
+        return _segmented(mode, value, keep, params, sizes, cache, d_s, checkpoints, np.dtype(dtype).itemsize)
     return _backward(mode, value, rng, params, sizes, dtype, cache, d_s)
 
 
@@ -123,11 +128,16 @@ def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
     overflows gives a nan loss and gradients there, not an error)."""
     T, B = sizes["T"], sizes["B"]
     work = _workspace(_backward_arrays, T, B, sizes, dtype)
+    keep = _truncation_weights(mode, value, T, rng, dtype)
+    return _backward_into(mode, value, keep, params, sizes, cache, d_s, work)
+
+
+def _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following=None):
+    """The gradients, in the arrays of work; following: as for _adjoints (a segment of steps)."""
     if mode == "window":
-        d_h0 = _window_adjoints(value, params, sizes, cache, d_s, work)
+        d_h0 = _window_adjoints(value, params, sizes, cache, d_s, work, following)
     else:
-        keep = None if mode == "full" else _keep_weights(mode, value, T, rng, dtype)
-        d_h0 = _adjoints(keep, params, sizes, cache, d_s, work)
+        d_h0 = _adjoints(keep, params, sizes, cache, d_s, work, following)
     x = cache["x"]
     h = cache["h"]
     _d_r_bar_z_bar = work["_d_r_bar_z_bar"]  # a view of _d_r_bar_z_bar_m[..., :2 * n_h]
@@ -173,6 +183,11 @@ def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
     }
 
 
+def _truncation_weights(mode, value, T, rng, dtype):
+    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
+    return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, dtype)
+
+
 def losses(outputs, ys):
     """The loss l_t = 1/2 ||s_t - y_t||^2 of every step and sample, shape (T, B)."""
     sizes = {}
@@ -181,15 +196,25 @@ def losses(outputs, ys):
     return 0.5 * ((s - y) ** 2).sum(axis=-1)
 
 
-def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
+def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
-    truncate and rng as for backward. The forward pass runs in this thread's workspace."""
+    truncate and rng as for backward. The forward pass runs in this thread's workspace.
+    checkpoints: None keeps every step for the backward pass; a number of slots (each a kept state or
+    one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal schedule keeps some
+    states, recomputes the steps between them, and frees them (the same gradients)."""
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     T, B = x.shape[0], x.shape[1]
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
+    if checkpoints is not None:
+        keep = _truncation_weights(mode, value, T, rng, dtype)
+        sizes.update(T=T, B=B)
+        initial = (h0,)
+        return _checkpointed(
+            mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
+        )
     work = _workspace(_forward_arrays, T, B, sizes, dtype)
     _forward(params, sizes, x, h0, work)
     loss = _squared_error(work["s"], y, B)  # the outputs become dL/ds_t
@@ -385,9 +410,11 @@ def _forward(params, sizes, x, h0, work):
     np.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
 
 
-def _adjoints(keep, params, sizes, cache, d_s, work):
+def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
-    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of h0."""
+    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of h0.
+    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
+    replaced by this segment's own."""
     W_hr = params["W_hr"]
     W_hz = params["W_hz"]
     W_hn = params["W_hn"]
@@ -448,6 +475,18 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)
+        elif following:  # step T of a segment: the flow from the next one
+            _d_next_h = following["_d_next_h"]
+            _d_next_r_bar_z_bar_m = following["_d_next_r_bar_z_bar_m"]
+            _next_z = following["_next_z"]
+            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
+            # dL/dz_bar_{t+1}
+            np.matmul(_d_next_r_bar_z_bar_m[0], _W_hr_W_hz_W_hn, out=_step_h)
+            np.multiply(_next_z[0], _d_next_h[0], out=_step_h_2)
+            np.add(_step_h, _step_h_2, out=_step_h)
+            if keep is not None:
+                _step_h *= keep[t]
+            np.add(d_h_t, _step_h, out=d_h_t)
         # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
         np.multiply(_a1_t, d_h_t, out=d_m_t)
         # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t; dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
@@ -460,12 +499,20 @@ def _adjoints(keep, params, sizes, cache, d_s, work):
     d_h0 = z[1] * d_h[1] + _d_r_bar_z_bar_m[1] @ _W_hr_W_hz_W_hn
     if keep is not None:
         d_h0 *= keep[0]
+    if following is not None:  # step 1's values, for the segment before this one
+        following.update(
+            {
+                "_d_next_h": d_h[1].copy()[None], "_d_next_r_bar_z_bar_m": _d_r_bar_z_bar_m[1].copy()[None],
+                "_next_z": z[1].copy()[None]
+            }
+        )
     return d_h0
 
 
-def _window_adjoints(k, params, sizes, cache, d_s, work):
+def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
     """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped."""
+    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
+    following as for _adjoints."""
     W_hr = params["W_hr"]
     W_hz = params["W_hz"]
     W_hn = params["W_hn"]
@@ -493,6 +540,20 @@ def _window_adjoints(k, params, sizes, cache, d_s, work):
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}
             d_h[t] += _age(z[t + 1] * d_h[t + 1] + d_m[t + 1] @ W_hn + d_r_bar[t + 1] @ W_hr + d_z_bar[t + 1] @ W_hz)
+        elif following:  # step T of a segment: the flow from the next one
+            _d_next_h = following["_d_next_h"]
+            _d_next_m = following["_d_next_m"]
+            _d_next_r_bar = following["_d_next_r_bar"]
+            _d_next_z_bar = following["_d_next_z_bar"]
+            _next_z = following["_next_z"]
+            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
+            # dL/dz_bar_{t+1}
+            d_h[t] += _age(
+                _next_z[0] * _d_next_h[0]
+                + _d_next_m[0] @ W_hn
+                + _d_next_r_bar[0] @ W_hr
+                + _d_next_z_bar[0] @ W_hz
+            )
         d_n[t] = (1 - z[t]) * d_h[t]  # dL/dn_t = diag(1 - z_t) dL/dh_t
         d_n_bar[t] = (1 - n[t] ** 2) * d_n[t]  # dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t
         d_m[t] = r[t] * d_n_bar[t]  # dL/dm_t = diag(r_t) dL/dn_bar_t
@@ -506,7 +567,49 @@ def _window_adjoints(k, params, sizes, cache, d_s, work):
     np.sum(d_m, axis=1, out=work["d_m"])
     np.sum(d_z_bar, axis=1, out=work["d_z_bar"])
     np.sum(d_r_bar, axis=1, out=work["d_r_bar"])
+    if following is not None:  # step 1's values, for the segment before this one
+        following.update(
+            {
+                "_d_next_h": d_h[1].copy()[None], "_d_next_m": d_m[1].copy()[None],
+                "_d_next_r_bar": d_r_bar[1].copy()[None], "_d_next_z_bar": d_z_bar[1].copy()[None],
+                "_next_z": z[1].copy()[None]
+            }
+        )
     return d_h0
+
+
+def _segment_forward(params, sizes, dtype, x, y, initial):
+    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
+    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype)
+    _forward(params, sizes, x, *initial, work)
+    return work["s"], {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}
+
+
+def _segment_loss(s, y, T):
+    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t in place of s)."""
+    B = s.shape[1]
+    return _squared_error(s, y, B), s
+
+
+def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following):
+    """The gradients of a segment of steps, in fresh arrays; following as for _adjoints."""
+    T, B = d_s.shape[0], d_s.shape[1]
+    sizes = dict(sizes, T=T, B=B)
+    work = _backward_arrays(T, B, sizes, d_s.dtype)
+    return _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following)
+
+
+def _states_at(cache, _step):
+    """Copies of the states at a step of a segment's cache, in STATES order."""
+    return (cache["h"][_step].copy(), )
+
+
+def _checkpoint_bytes(sizes, B, itemsize, ages):
+    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    _row = B * itemsize  # one sample's row of one step
+    return (n_h) * _row, (n_q + 5 * n_h) * _row, (10 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
 
 
 def _forward_arrays(T, B, sizes, dtype):
@@ -848,3 +951,257 @@ def _check_shape(name, shape, dims, sizes):
         raise ValueError(f"{name} has shape {shape}; expected ({expected})")
     if 0 in shape:
         raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")
+
+
+_EXACT = 100_000  # table entries (levels x steps) up to which the programme is solved exactly (~0.2 s)
+
+
+_COARSE = 1_000_000  # beyond: a coarser grid of at most this many entries, the search near the last split (~3 s)
+
+
+_NEAR = 16  # splits tried past the last one beyond the exact tables
+
+
+_SCHEDULES = {}  # (T, capacities) -> actions: the last few schedules computed, reused
+
+
+_UNITS = {"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20, "GB": 10**9, "GiB": 2**30}
+
+
+def _capacities(budget, state, step):
+    """How many steps a segment may store while k states are kept, k = 0, 1, ...: budget - k * state
+    units, in whole steps, as long as one step fits."""
+    out = []
+    while budget - len(out) * state >= step:
+        out.append((budget - len(out) * state) // step)
+    return tuple(out)
+
+
+def _zeros(count, kind):
+    """count machine integers, zero: 8-byte signed ("q") or 4-byte unsigned ("I"), no Python int each."""
+    return memoryview(bytearray(count * {"q": 8, "I": 4}[kind])).cast(kind)
+
+
+def _one_leaf_costs(T, leaf):
+    """Q(t) for t = 0..T when no further state can be kept: segments of `leaf` steps from the end, each
+    reached from the start again: sum of the segments' last steps."""
+    costs = _zeros(T + 1, "q")
+    for t in range(1, T + 1):
+        count = -(-t // leaf)
+        costs[t] = count * t - leaf * count * (count - 1) // 2
+    return costs
+
+
+def _costs(T, capacities, near=None):
+    """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
+    keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
+    search starts at the last one and stops where the cost starts to rise (exact where tested against the
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    it never is: a stored step holds its state). near: try at most that many splits past the last one."""
+    deepest = len(capacities) - 1
+    deeper = _one_leaf_costs(T, capacities[deepest])
+    splits = [None] * (deepest + 1)
+    for level in range(deepest - 1, -1, -1):
+        costs, split = _zeros(T + 1, "q"), _zeros(T + 1, "I")  # 12 bytes a step
+        whole = min(capacities[level], T)
+        for t in range(1, whole + 1):
+            costs[t] = t
+        y = 1
+        for t in range(whole + 1, T + 1):
+            best, best_y, z = y + deeper[t - y] + costs[y], y, y + 1
+            stop = t if near is None else min(t, y + near)
+            while z < stop:
+                cost = z + deeper[t - z] + costs[z]
+                if cost < best:
+                    best, best_y = cost, z
+                elif cost > best:
+                    break
+                z += 1
+            costs[t], split[t], y = best, best_y, best_y
+        splits[level], deeper = split, costs
+    return deeper, splits
+
+
+def _actions(T, capacities, splits, scale=1):
+    """The schedule as actions, in order: ("advance", a, b, chunk) runs steps a+1..b from the state at a,
+    storing at most chunk steps at a time; ("keep", b) keeps the state reached; ("backward", a, b) runs
+    steps a+1..b from the state at a (kept, or just reached), storing them, then backward through them;
+    ("free", a) drops a kept state. The tables count steps of `scale` real steps each (the last shorter)."""
+
+    def at(step):
+        return min(step * scale, T)
+
+    out, todo = [], [("solve", 0, -(-T // scale), 0)]
+    while todo:
+        kind, a, t, level = todo.pop()
+        if kind == "free":
+            out.append(("free", at(a)))
+        elif t <= capacities[level]:
+            out.append(("backward", at(a), at(a + t)))
+        elif level == len(capacities) - 1:  # no further state fits: segments from the end, each from a
+            leaf = capacities[level]
+            for end in range(t, 0, -leaf):
+                start = max(end - leaf, 0)
+                if start:
+                    out.append(("advance", at(a), at(a + start), leaf * scale))
+                out.append(("backward", at(a + start), at(a + end)))
+        else:
+            y = splits[level][t]
+            out += [("advance", at(a), at(a + y), capacities[level] * scale), ("keep", at(a + y))]
+            todo += [("solve", a, y, level), ("free", a + y, 0, 0), ("solve", a + y, t - y, level + 1)]
+    return tuple(out)
+
+
+def _schedule(T, capacities):
+    """The actions of the optimal schedule for T steps (_actions), capacities from _capacities. Exact while
+    the tables hold at most _EXACT entries; beyond, near the optimum: solved on a grid of groups of `scale`
+    steps (kept states between groups) with at most _COARSE entries, each split sought near the last one
+    (T = 10,000 with 100 slots: 0.7 % above the optimum); _evaluations counts what it costs."""
+    key = (T, capacities)
+    if key not in _SCHEDULES:
+        scale, near = 1, None
+        if _coarse_size(T, capacities, 1) > _EXACT:
+            near = _NEAR
+            while _coarse_size(T, capacities, scale) > _COARSE and capacities[0] // (scale + 1) >= 1:
+                scale += 1
+        coarse = tuple(c // scale for c in capacities if c // scale >= 1)
+        _, splits = _costs(-(-T // scale), coarse, near)
+        if len(_SCHEDULES) >= 8:
+            _SCHEDULES.pop(next(iter(_SCHEDULES)))
+        _SCHEDULES[key] = _actions(T, coarse, splits, scale)
+    return _SCHEDULES[key]
+
+
+def _coarse_size(T, capacities, scale):
+    """The entries of the programme's tables on a grid of `scale` steps."""
+    return sum(1 for c in capacities if c // scale >= 1) * -(-T // scale)
+
+
+def _segments(T, steps):
+    """Backward through stored values in segments of at most `steps` steps, the last segment first."""
+    return tuple(("backward", max(end - steps, 0), end) for end in range(T, 0, -steps))
+
+
+def _budget(checkpoints, state_bytes, step_bytes):
+    """The capacities (_capacities) of a checkpoints argument: a number of slots (a kept state or a stored
+    step each) or a byte budget such as "32MiB"; ValueError in one line if it is neither or holds no step."""
+    if isinstance(checkpoints, numbers.Integral) and not isinstance(checkpoints, bool) and checkpoints >= 1:
+        return _capacities(int(checkpoints), 1, 1)
+    budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
+    if budget is None:
+        raise ValueError(
+            "checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', "
+            f"got {checkpoints!r}"
+        )
+    if budget < step_bytes:
+        raise ValueError(
+            f"checkpoints={checkpoints!r} holds no step: one stored step takes {step_bytes} bytes here "
+            f"(a kept state {state_bytes})"
+        )
+    return _capacities(budget, state_bytes, step_bytes)
+
+
+def _bytes(text):
+    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, MB, MiB, GB, GiB), else None."""
+    text = text.strip()
+    digits = len(text) - len(text.lstrip("0123456789"))
+    number, unit = text[:digits], text[digits:].strip()
+    if not number or unit not in _UNITS or int(number) == 0:
+        return None
+    return int(number) * _UNITS[unit]
+
+
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
+    """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
+    keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
+    keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
+    autograd Function's backward), the loss is not computed and kept holds the states its forward pass kept
+    (_forward_kept): the schedule's first forward pass is not run again."""
+    T = x.shape[0]
+    actions = _checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T)
+    if kept is None:
+        kept, start = {0: states}, 0
+    else:
+        kept, start = dict(kept), len(_sweep(actions))
+    reached, following, totals, loss = None, {}, None, 0
+    for action in actions[start:]:
+        kind, a = action[0], action[1]
+        if kind == "advance":
+            reached = (action[2], _advance(params, sizes, dtype, x, y, kept[a], a, action[2], action[3]))
+        elif kind == "keep":
+            kept[a] = reached[1]
+        elif kind == "free":
+            del kept[a]
+        else:
+            b = action[2]
+            initial = kept[a] if a in kept else reached[1]
+            outputs, cache = _segment_forward(params, sizes, dtype, x[a:b], _steps(y, a, b), initial)
+            if d_outputs is None:
+                part_loss, d_part = _segment_loss(outputs, y[a:b], T)
+                loss = loss + part_loss
+            else:
+                d_part = d_outputs[a:b]
+            part = _segment_backward(mode, value, _kept_weights(keep, a, b), params, sizes, cache, d_part, following)
+            totals = _summed(totals, part, a == 0)
+    return loss, totals
+
+
+def _checkpoint_actions(mode, value, sizes, B, itemsize, checkpoints, T):
+    """The schedule for T steps in the memory `checkpoints` allows (ValueError in one line if it cannot be)."""
+    state, forward_step, backward_step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)
+    return _schedule(T, _budget(checkpoints, state, forward_step + backward_step))
+
+
+def _sweep(actions):
+    """The schedule's first forward pass: its actions before the first backward."""
+    first = next(k for k, action in enumerate(actions) if action[0] == "backward")
+    return actions[:first]
+
+
+def _advance(params, sizes, dtype, x, y, states, a, b, chunk):
+    """The states at step b from those at a: the forward pass over at most chunk steps at a time, nothing kept."""
+    while a < b:
+        n = min(chunk, b - a)
+        states = _states_at(_segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)[1], n)
+        a += n
+    return states
+
+
+def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, itemsize):
+    """The gradients of backward, given the whole forward cache, in segments whose backward arrays fit in
+    the memory `checkpoints` allows (nothing is recomputed: the cache holds every step)."""
+    T, B = d_outputs.shape[0], d_outputs.shape[1]
+    step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
+    steps = _budget(checkpoints, step, step)[0]
+    following, totals = {}, None
+    for _, a, b in _segments(T, steps):
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
+        weights = _kept_weights(keep, a, b)
+        part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
+        totals = _summed(totals, part, a == 0)
+    return totals
+
+
+def _steps(y, a, b):
+    """Steps a+1..b of the targets (None: an autograd Function's forward pass has none)."""
+    return None if y is None else y[a:b]
+
+
+def _kept_weights(keep, a, b):
+    """keep for the steps a+1..b of a segment and the flow from step b+1 into b (None: no truncation)."""
+    return None if keep is None else keep[a : b + 1]
+
+
+def _summed(totals, part, first):
+    """The gradients of the segments so far plus those of one more; the initial states' from the first
+    segment only (steps 1.., the last to run)."""
+    part = {key: value for key, value in part.items() if first or key not in STATES}
+    if totals is None:
+        return part
+    for key, value in part.items():
+        totals[key] = totals[key] + value if key in totals else value
+    return totals

@@ -84,7 +84,7 @@ def forward(params, xs, h0=None):
     return _forward(params, x, h0)
 
 
-def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True):
+def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
     """Gradients of every parameter and of the initial state, given
     d_outputs = dL/do_t of shape (T, B, q) for any loss L.
 
@@ -93,13 +93,17 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
     Ollivier's randomized truncation, unbiased, with xi_{t+1} = (u_t < pi) / pi for
     u = jax.random.uniform(rng, (T,)) and rng = jax.random.key(seed). check_finite=False
-    accepts nan and inf in d_outputs and does not scan the parameters for them.
+    accepts nan and inf in d_outputs and does not scan the parameters for them. checkpoints: None, or
+    the memory the backward pass's own arrays may take (a number of steps, or bytes such as "32MiB"): it
+    runs through the cache in segments of steps that fit, each a scan.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params, check_finite)
     _check_cache(cache, sizes, dtype)
     d_o = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
     keep = _keep_weights(mode, value, sizes["T"], rng, dtype)
+    if checkpoints is not None:
+        return _segmented(mode, value, keep, params, sizes, cache, d_o, checkpoints, jnp.dtype(dtype).itemsize)
     return _gradients(_ages(mode, value), params, cache, d_o, keep)
 
 
@@ -111,21 +115,30 @@ def losses(outputs, ys):
     return 0.5 * jnp.square(o - y).sum(axis=-1)
 
 
-def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None):
+def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
-    truncate and rng as for backward."""
+    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
+    of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
+    the optimal schedule keeps some states, recomputes the steps between them (each segment a scan,
+    compiled once per length), and frees them."""
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     B = x.shape[1]
     h0 = jnp.zeros((B, sizes["h"]), dtype) if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
-    loss, d_o, cache = _loss_and_output_gradient(params, x, y, h0)
     keep = _keep_weights(mode, value, x.shape[0], rng, dtype)
+    if checkpoints is not None:
+        sizes.update(T=x.shape[0], B=x.shape[1])
+        initial = (h0,)
+        return _checkpointed(
+            mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize
+        )
+    loss, d_o, cache = _loss_and_output_gradient(params, x, y, h0)
     return loss, _gradients(_ages(mode, value), params, cache, d_o, keep)
 
 
-def apply(params, xs, h0=None, truncate=None, rng=None):
+def apply(params, xs, h0=None, truncate=None, rng=None, checkpoints=None):
     """The outputs o_t, shape (T, B, q), as a jax.custom_vjp function: its backward is the derived
     BPTT, truncated as truncate says (rng: a jax.random key for ("random", pi)). Works under jax.grad, jax.jit
     (truncate static) and jax.vmap: vmap over a leading axis of sequences, e.g.
@@ -135,6 +148,8 @@ def apply(params, xs, h0=None, truncate=None, rng=None):
     cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and for
     anything computed before them (a layer in front of the model would not learn). apply cannot refuse
     such inputs (under tracing every array looks alike): put trainable layers only after it.
+    checkpoints (static under jit) as for loss_and_grads: the forward pass keeps only the states the
+    schedule keeps; the backward pass recomputes the rest, a scan per segment.
     """
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(params)
@@ -143,6 +158,9 @@ def apply(params, xs, h0=None, truncate=None, rng=None):
     h0 = jnp.zeros((B, sizes["h"]), dtype) if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
     initial = {"h0": h0}
     keep = _keep_weights(mode, value, x.shape[0], rng, dtype)
+    if checkpoints is not None:
+        _checkpoint_actions(mode, value, sizes, x.shape[1], jnp.dtype(dtype).itemsize, checkpoints, x.shape[0])
+        return _apply_checkpointed((mode, value, checkpoints), params, x, initial, keep)
     return _apply(_ages(mode, value), params, x, initial, keep)
 
 
@@ -240,6 +258,76 @@ def _apply_backward(ages, residuals, d_o):
 _apply.defvjp(_apply_forward, _apply_backward)
 
 
+@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _apply_checkpointed(how, params, x, initial, keep):
+    """The outputs; how = (mode, value, checkpoints), static."""
+    return _apply_checkpointed_forward(how, params, x, initial, keep)[0]
+
+
+def _apply_checkpointed_forward(how, params, x, initial, keep):
+    """The outputs, and as residuals the states the schedule's first forward pass keeps (_forward_kept)."""
+    mode, value, checkpoints = how
+    sizes, dtype = _param_sizes(params), params["W_hx"].dtype
+    sizes.update(T=x.shape[0], B=x.shape[1])
+    states = tuple(initial[name] for name in STATES)
+    parts, kept = _forward_kept(
+        mode, value, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize
+    )
+    return jnp.concatenate(parts), (params, x, states, kept, keep)
+
+
+def _apply_checkpointed_backward(how, residuals, d_o):
+    """The derived BPTT in bounded memory: the schedule after its first forward pass."""
+    mode, value, checkpoints = how
+    params, x, states, kept, keep = residuals
+    sizes, dtype = _param_sizes(params), params["W_hx"].dtype
+    sizes.update(T=x.shape[0], B=x.shape[1])
+    _, grads = _checkpointed(
+        mode, value, keep, params, sizes, dtype, x, None, states, checkpoints, jnp.dtype(dtype).itemsize, d_o, kept
+    )
+    initial = {name: grads[name] for name in STATES}
+    return {name: grads[name] for name in PARAMS}, None, initial, None
+
+
+_apply_checkpointed.defvjp(_apply_checkpointed_forward, _apply_checkpointed_backward)
+
+
+def _segment_forward(params, sizes, dtype, x, y, initial):
+    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
+    return _forward(params, x, *initial)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _segment_loss(o, y, T):
+    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/do_t)."""
+    B = o.shape[1]
+    return _squared_error(o, y, T * B)
+
+
+def _segment_backward(mode, value, keep, params, sizes, cache, d_o, following):
+    """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
+    segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
+    T = d_o.shape[0]
+    after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
+    grads, handed = _gradients_and_following(_ages(mode, value), params, cache, d_o, keep[:T], after or None)
+    following.clear()
+    following.update(handed)
+    return grads
+
+
+def _states_at(cache, _step):
+    """The states at a step of a segment's cache, in STATES order."""
+    return (cache["h"][_step], )
+
+
+def _checkpoint_bytes(sizes, B, itemsize, ages):
+    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    _row = B * itemsize  # one sample's row of one step
+    return (n_h) * _row, (n_h + n_q) * _row, (n_h + (ages * (n_h) if ages > 1 else 0)) * _row
+
+
 @jax.jit
 def _forward(params, x, h0):
     """The forward pass: (outputs, cache)."""
@@ -266,11 +354,19 @@ def _forward(params, x, h0):
     return o, {"x": x, "h": h}
 
 
-@functools.partial(jax.jit, static_argnums=0)
 def _gradients(ages, params, cache, d_o, keep):
     """Every gradient, given dL/do_t. keep[t]: the weight of the flow from step t+1 into step t (ones for
     full BPTT); ages: k + 1 when each output's gradient flows back at most k steps (the adjoints that flow
     through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
+    return _gradients_and_following(ages, params, cache, d_o, keep)[0]
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _gradients_and_following(ages, params, cache, d_o, keep, following=None):
+    """(the gradients of _gradients, what step 1 hands back to the segment of steps before this one).
+    following: for a segment of steps, the values at step 1 of the segment after it (and "keep", the
+    weight of the flow from it), None for none."""
+    following = {} if following is None else following
     W_hh = params["W_hh"]
     W_qh = params["W_qh"]
     x = cache["x"]
@@ -281,7 +377,7 @@ def _gradients(ages, params, cache, d_o, keep):
     B = d_o.shape[1]
     dtype = params["W_hx"].dtype
     d_h = d_o @ W_qh  # dL/dh_t = W_qh^T dL/do_t + ...
-    keep_next = _following(keep)  # keep[t], t = 1..T
+    keep_next = _following(keep, following.get("keep"))  # keep[t], t = 1..T
     zero_n_h = _fresh(jnp.zeros((B, n_h), dtype), ages)  # nothing after step T
 
     def _step(carry, inputs):
@@ -292,8 +388,10 @@ def _gradients(ages, params, cache, d_o, keep):
         d_h_t = d_h_t + _flow(d_h_next @ W_hh, keep_t, ages)  # dL/dh_t += W_hh^T dL/dh_{t+1}
         return ((d_h_t,), (_total(d_h_t, ages),))
 
-    carry, (d_h,) = jax.lax.scan(_step, (zero_n_h,), (d_h, keep_next), reverse=True)  # t = T..1
+    # t = T..1
+    carry, (d_h,) = jax.lax.scan(_step, (following.get("_d_next_h", zero_n_h),), (d_h, keep_next), reverse=True)
     (d_h_1,) = carry  # the adjoints at step 1
+    handed = {"_d_next_h": d_h_1}  # step 1's values, for the segment before this one
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     d_h0 = _total(_flow(d_h_1 @ W_hh, keep_0, ages), ages)  # dL/dh_0 = W_hh^T dL/dh_1
     return {
@@ -301,7 +399,7 @@ def _gradients(ages, params, cache, d_o, keep):
         "W_hh": (h[:-1].reshape(-1, n_h).T @ d_h.reshape(-1, n_h)).T,  # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
         "W_qh": (h[1:].reshape(-1, n_h).T @ d_o.reshape(-1, n_q)).T,  # dL/dW_qh = sum_t dL/do_t h_t^T
         "h0": d_h0,  # dL/dh_0 = W_hh^T dL/dh_1
-    }
+    }, handed
 
 
 _FLOATS = (jnp.float32, jnp.float64)  # the dtypes the modules compute in
@@ -358,9 +456,11 @@ def _ages(mode, value):
     return value + 1 if mode == "window" else None
 
 
-def _following(values):
-    """values at step t+1 for t = 1..T (zero at T: nothing follows the last step)."""
-    return jnp.concatenate([values[1:], jnp.zeros_like(values[:1])])
+def _following(values, after=None):
+    """values at step t+1 for t = 1..T: at T, after (the value at step 1 of the next segment of steps), or
+    zero (nothing follows the last step)."""
+    last = jnp.zeros_like(values[:1]) if after is None else jnp.asarray(after, values.dtype)[None]
+    return jnp.concatenate([values[1:], last])
 
 
 def _fresh(local, ages):
@@ -628,3 +728,276 @@ def _check_shape(name, shape, dims, sizes):
         raise ValueError(f"{name} has shape {shape}; expected ({expected})")
     if 0 in shape:
         raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")
+
+
+_EXACT = 100_000  # table entries (levels x steps) up to which the programme is solved exactly (~0.2 s)
+
+
+_COARSE = 1_000_000  # beyond: a coarser grid of at most this many entries, the search near the last split (~3 s)
+
+
+_NEAR = 16  # splits tried past the last one beyond the exact tables
+
+
+_SCHEDULES = {}  # (T, capacities) -> actions: the last few schedules computed, reused
+
+
+_UNITS = {"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20, "GB": 10**9, "GiB": 2**30}
+
+
+def _capacities(budget, state, step):
+    """How many steps a segment may store while k states are kept, k = 0, 1, ...: budget - k * state
+    units, in whole steps, as long as one step fits."""
+    out = []
+    while budget - len(out) * state >= step:
+        out.append((budget - len(out) * state) // step)
+    return tuple(out)
+
+
+def _zeros(count, kind):
+    """count machine integers, zero: 8-byte signed ("q") or 4-byte unsigned ("I"), no Python int each."""
+    return memoryview(bytearray(count * {"q": 8, "I": 4}[kind])).cast(kind)
+
+
+def _one_leaf_costs(T, leaf):
+    """Q(t) for t = 0..T when no further state can be kept: segments of `leaf` steps from the end, each
+    reached from the start again: sum of the segments' last steps."""
+    costs = _zeros(T + 1, "q")
+    for t in range(1, T + 1):
+        count = -(-t // leaf)
+        costs[t] = count * t - leaf * count * (count - 1) // 2
+    return costs
+
+
+def _costs(T, capacities, near=None):
+    """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
+    keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
+    search starts at the last one and stops where the cost starts to rise (exact where tested against the
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    it never is: a stored step holds its state). near: try at most that many splits past the last one."""
+    deepest = len(capacities) - 1
+    deeper = _one_leaf_costs(T, capacities[deepest])
+    splits = [None] * (deepest + 1)
+    for level in range(deepest - 1, -1, -1):
+        costs, split = _zeros(T + 1, "q"), _zeros(T + 1, "I")  # 12 bytes a step
+        whole = min(capacities[level], T)
+        for t in range(1, whole + 1):
+            costs[t] = t
+        y = 1
+        for t in range(whole + 1, T + 1):
+            best, best_y, z = y + deeper[t - y] + costs[y], y, y + 1
+            stop = t if near is None else min(t, y + near)
+            while z < stop:
+                cost = z + deeper[t - z] + costs[z]
+                if cost < best:
+                    best, best_y = cost, z
+                elif cost > best:
+                    break
+                z += 1
+            costs[t], split[t], y = best, best_y, best_y
+        splits[level], deeper = split, costs
+    return deeper, splits
+
+
+def _actions(T, capacities, splits, scale=1):
+    """The schedule as actions, in order: ("advance", a, b, chunk) runs steps a+1..b from the state at a,
+    storing at most chunk steps at a time; ("keep", b) keeps the state reached; ("backward", a, b) runs
+    steps a+1..b from the state at a (kept, or just reached), storing them, then backward through them;
+    ("free", a) drops a kept state. The tables count steps of `scale` real steps each (the last shorter)."""
+
+    def at(step):
+        return min(step * scale, T)
+
+    out, todo = [], [("solve", 0, -(-T // scale), 0)]
+    while todo:
+        kind, a, t, level = todo.pop()
+        if kind == "free":
+            out.append(("free", at(a)))
+        elif t <= capacities[level]:
+            out.append(("backward", at(a), at(a + t)))
+        elif level == len(capacities) - 1:  # no further state fits: segments from the end, each from a
+            leaf = capacities[level]
+            for end in range(t, 0, -leaf):
+                start = max(end - leaf, 0)
+                if start:
+                    out.append(("advance", at(a), at(a + start), leaf * scale))
+                out.append(("backward", at(a + start), at(a + end)))
+        else:
+            y = splits[level][t]
+            out += [("advance", at(a), at(a + y), capacities[level] * scale), ("keep", at(a + y))]
+            todo += [("solve", a, y, level), ("free", a + y, 0, 0), ("solve", a + y, t - y, level + 1)]
+    return tuple(out)
+
+
+def _schedule(T, capacities):
+    """The actions of the optimal schedule for T steps (_actions), capacities from _capacities. Exact while
+    the tables hold at most _EXACT entries; beyond, near the optimum: solved on a grid of groups of `scale`
+    steps (kept states between groups) with at most _COARSE entries, each split sought near the last one
+    (T = 10,000 with 100 slots: 0.7 % above the optimum); _evaluations counts what it costs."""
+    key = (T, capacities)
+    if key not in _SCHEDULES:
+        scale, near = 1, None
+        if _coarse_size(T, capacities, 1) > _EXACT:
+            near = _NEAR
+            while _coarse_size(T, capacities, scale) > _COARSE and capacities[0] // (scale + 1) >= 1:
+                scale += 1
+        coarse = tuple(c // scale for c in capacities if c // scale >= 1)
+        _, splits = _costs(-(-T // scale), coarse, near)
+        if len(_SCHEDULES) >= 8:
+            _SCHEDULES.pop(next(iter(_SCHEDULES)))
+        _SCHEDULES[key] = _actions(T, coarse, splits, scale)
+    return _SCHEDULES[key]
+
+
+def _coarse_size(T, capacities, scale):
+    """The entries of the programme's tables on a grid of `scale` steps."""
+    return sum(1 for c in capacities if c // scale >= 1) * -(-T // scale)
+
+
+def _segments(T, steps):
+    """Backward through stored values in segments of at most `steps` steps, the last segment first."""
+    return tuple(("backward", max(end - steps, 0), end) for end in range(T, 0, -steps))
+
+
+def _budget(checkpoints, state_bytes, step_bytes):
+    """The capacities (_capacities) of a checkpoints argument: a number of slots (a kept state or a stored
+    step each) or a byte budget such as "32MiB"; ValueError in one line if it is neither or holds no step."""
+    if isinstance(checkpoints, numbers.Integral) and not isinstance(checkpoints, bool) and checkpoints >= 1:
+        return _capacities(int(checkpoints), 1, 1)
+    budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
+    if budget is None:
+        raise ValueError(
+            "checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', "
+            f"got {checkpoints!r}"
+        )
+    if budget < step_bytes:
+        raise ValueError(
+            f"checkpoints={checkpoints!r} holds no step: one stored step takes {step_bytes} bytes here "
+            f"(a kept state {state_bytes})"
+        )
+    return _capacities(budget, state_bytes, step_bytes)
+
+
+def _bytes(text):
+    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, MB, MiB, GB, GiB), else None."""
+    text = text.strip()
+    digits = len(text) - len(text.lstrip("0123456789"))
+    number, unit = text[:digits], text[digits:].strip()
+    if not number or unit not in _UNITS or int(number) == 0:
+        return None
+    return int(number) * _UNITS[unit]
+
+
+def _checkpointed(
+    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
+    """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
+    keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
+    keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
+    autograd Function's backward), the loss is not computed and kept holds the states its forward pass kept
+    (_forward_kept): the schedule's first forward pass is not run again."""
+    T = x.shape[0]
+    actions = _checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T)
+    if kept is None:
+        kept, start = {0: states}, 0
+    else:
+        kept, start = dict(kept), len(_sweep(actions))
+    reached, following, totals, loss = None, {}, None, 0
+    for action in actions[start:]:
+        kind, a = action[0], action[1]
+        if kind == "advance":
+            reached = (action[2], _advance(params, sizes, dtype, x, y, kept[a], a, action[2], action[3]))
+        elif kind == "keep":
+            kept[a] = reached[1]
+        elif kind == "free":
+            del kept[a]
+        else:
+            b = action[2]
+            initial = kept[a] if a in kept else reached[1]
+            outputs, cache = _segment_forward(params, sizes, dtype, x[a:b], _steps(y, a, b), initial)
+            if d_outputs is None:
+                part_loss, d_part = _segment_loss(outputs, y[a:b], T)
+                loss = loss + part_loss
+            else:
+                d_part = d_outputs[a:b]
+            part = _segment_backward(mode, value, _kept_weights(keep, a, b), params, sizes, cache, d_part, following)
+            totals = _summed(totals, part, a == 0)
+    return loss, totals
+
+
+def _checkpoint_actions(mode, value, sizes, B, itemsize, checkpoints, T):
+    """The schedule for T steps in the memory `checkpoints` allows (ValueError in one line if it cannot be)."""
+    state, forward_step, backward_step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)
+    return _schedule(T, _budget(checkpoints, state, forward_step + backward_step))
+
+
+def _sweep(actions):
+    """The schedule's first forward pass: its actions before the first backward."""
+    first = next(k for k, action in enumerate(actions) if action[0] == "backward")
+    return actions[:first]
+
+
+def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize):
+    """(the outputs of every step, in parts of consecutive steps; the states the schedule's first forward pass
+    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed."""
+    T = x.shape[0]
+    sweep = _sweep(_checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
+    wanted = {action[2] for action in sweep if action[0] == "advance"}
+    chunk = next((action[3] for action in sweep if action[0] == "advance"), T)
+    kept, parts, a = {0: states}, [], 0
+    for stop in sorted(wanted | {T}):
+        while a < stop:
+            n = min(chunk, stop - a)
+            outputs, cache = _segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)
+            parts.append(outputs)
+            states, a = _states_at(cache, n), a + n
+        if a in wanted:
+            kept[a] = states
+    return parts, kept
+
+
+def _advance(params, sizes, dtype, x, y, states, a, b, chunk):
+    """The states at step b from those at a: the forward pass over at most chunk steps at a time, nothing kept."""
+    while a < b:
+        n = min(chunk, b - a)
+        states = _states_at(_segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)[1], n)
+        a += n
+    return states
+
+
+def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, itemsize):
+    """The gradients of backward, given the whole forward cache, in segments whose backward arrays fit in
+    the memory `checkpoints` allows (nothing is recomputed: the cache holds every step)."""
+    T, B = d_outputs.shape[0], d_outputs.shape[1]
+    step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
+    steps = _budget(checkpoints, step, step)[0]
+    following, totals = {}, None
+    for _, a, b in _segments(T, steps):
+        part_cache = {
+            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
+        }
+        weights = _kept_weights(keep, a, b)
+        part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
+        totals = _summed(totals, part, a == 0)
+    return totals
+
+
+def _steps(y, a, b):
+    """Steps a+1..b of the targets (None: an autograd Function's forward pass has none)."""
+    return None if y is None else y[a:b]
+
+
+def _kept_weights(keep, a, b):
+    """keep for the steps a+1..b of a segment and the flow from step b+1 into b (None: no truncation)."""
+    return None if keep is None else keep[a : b + 1]
+
+
+def _summed(totals, part, first):
+    """The gradients of the segments so far plus those of one more; the initial states' from the first
+    segment only (steps 1.., the last to run)."""
+    part = {key: value for key, value in part.items() if first or key not in STATES}
+    if totals is None:
+        return part
+    for key, value in part.items():
+        totals[key] = totals[key] + value if key in totals else value
+    return totals

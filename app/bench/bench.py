@@ -239,6 +239,10 @@ def main(argv=None):
     backend = spec.get("backend", "numpy")
     numpy_module = load_module(model, from_zoo=spec["model"] in ZOO)
     module = load_module(model, from_zoo=spec["model"] in ZOO, backend=backend)
+    if spec.get("checkpoints"):
+        from bptt.app.bench import checkpoints
+
+        return checkpoints.child(dict(spec, backend=backend, numpy_module=numpy_module), module, core)
     print(f"{model.name}{'' if backend == 'numpy' else f', generated for {backend}'}: {model_calls(model, backend).line(backend)}")
     failed = False
     for dtype in spec["dtypes"]:

@@ -7,14 +7,17 @@ calls of its body. Index arithmetic (`h[t - 1]`) and taking views (`h[t]`) are n
 is a typical one of full BPTT: not the last (`t < T` holds) and untruncated (`keep is None`, `ages is None`).
 
 The loops: `for t in range(...)` in `_forward` and `_adjoints` (NumPy, torch), the scans' `_step` in
-`_forward` and `_gradients` (JAX, whose jit fuses the traced operations: there the count is of operations
-traced per step, not of calls made).
+`_forward` and `_gradients_and_following` (JAX, whose jit fuses the traced operations: there the count
+is of operations traced per step, not of calls made).
 """
 
 import ast
 from dataclasses import dataclass
 
-LOOPS = {"forward": ("_forward",), "backward": ("_adjoints", "_gradients")}  # the functions that hold them
+LOOPS = {  # the functions that hold the loops, the first a module has
+    "forward": ("_forward",),
+    "backward": ("_adjoints", "_gradients_and_following", "_gradients"),
+}
 TRUTH = {  # the step counted: a test of an `if` in a loop or a helper, and its value there
     "t < T": True,
     "keep is None": True,

@@ -69,9 +69,11 @@ def _ages(mode, value):
     return value + 1 if mode == "window" else None
 
 
-def _following(values):
-    """values at step t+1 for t = 1..T (zero at T: nothing follows the last step)."""
-    return jnp.concatenate([values[1:], jnp.zeros_like(values[:1])])
+def _following(values, after=None):
+    """values at step t+1 for t = 1..T: at T, after (the value at step 1 of the next segment of steps), or
+    zero (nothing follows the last step)."""
+    last = jnp.zeros_like(values[:1]) if after is None else jnp.asarray(after, values.dtype)[None]
+    return jnp.concatenate([values[1:], last])
 
 
 def _fresh(local, ages):

@@ -25,7 +25,7 @@ from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_ages", "_check_cache", "_check_array")
+SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_forward_kept", "_param_sizes")
 
 
 IMPORTS = ("import functools", "import jax", "import jax.numpy as jnp")  # what the template's own code calls
@@ -138,18 +138,21 @@ def gradient_body(program):
     initial_reads = {a.of.name for i in program.window_initial for a in i.value.atoms(Adj)}
     carried = []
     if loop is not None:
-        built = backward_scan(printer, loop, read, initial_reads, local)
+        crossings = {c.node: c.name for c in program.checkpoints.window_crossings}
+        built = backward_scan(printer, loop, read, initial_reads, local, crossings)
         carried = built.carried
-        lines.append(f"keep_next = {printer.helper('_following')}(keep)  # keep[t], t = 1..T")
+        following = printer.helper("_following")
+        lines.append(f'keep_next = {following}(keep, following.get("keep"))  # keep[t], t = 1..T')
         rows = sorted({size_name(targets[n].rows) for n in carried})
         lines += [
             f"zero_{r} = {printer.helper('_fresh')}(jnp.zeros((B, {r}), dtype), ages)  # nothing after step T"
             for r in rows
         ]
-        first = [f"zero_{size_name(targets[n].rows)}" for n in carried]
+        first = [start(c, targets, crossings) for c in built.scan.carry]
         doc = "One step t, last first: the adjoints at t+1 in, those at t out."
         lines += built.scan.lines(doc, first, reverse=True, last="carry")
         lines.append(f"{tupled([first_step_name(c.node) for c in built.scan.carry])} = carry  # the adjoints at step 1")
+        lines.append(handed(printer, program.checkpoints.window_crossings, built.scan.carry))
         printer.used.sizes |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
     if any(item.weighted for item in program.window_initial):
         lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
@@ -158,10 +161,31 @@ def gradient_body(program):
     lines += [initial_code(initial, item, carried) for item in program.window_initial]
     used = printer.used | gradient.used
     head = bindings(model, used, f"d_{model.outputs[0][0].name}", program.cache)
+    if loop is None:
+        lines.append("handed = {}  # no flow through time")
     body = head + lines + joined + gradient_lines + ["return {"] + ["    " + r for r in returns]
     comments = {item.key: item.comment for item in program.window_initial}
-    body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)] + ["}"]
-    return body, used.helpers
+    body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)]
+    return body + ["}, handed"], used.helpers
+
+
+def start(carried, targets, crossings):
+    """A carried adjoint's value after step T: the next segment's at its step 1 if there is one, else zero."""
+    zero = f"zero_{size_name(targets[carried.node.of.name].rows)}"
+    if carried.node in crossings:
+        return f'following.get("{crossings[carried.node]}", {zero})'
+    return zero
+
+
+def handed(printer, crossings, carry):
+    """`handed = {...}`: this segment's values at step 1 that step T of the segment before it reads (the
+    adjoints from the final carry, the values from their arrays)."""
+    at_one = {c.node.of.name: first_step_name(c.node) for c in carry}
+    items = []
+    for c in crossings:
+        code = at_one[c.first.of.name] if isinstance(c.first, Adj) else printer.at(False)(c.first)
+        items.append(f'"{c.name}": {code}')
+    return f"handed = {{{', '.join(items)}}}  # step 1's values, for the segment before this one"
 
 
 def rtrl_body(program):

@@ -60,10 +60,12 @@ def tupled(items):
     return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
-def scanned_input(printer, node, shift):
-    """The stacked code whose step t is `node` at t + shift."""
+def scanned_input(printer, node, shift, crossings=None):
+    """The stacked code whose step t is `node` at t + shift; at t + 1 the last step's value is the next
+    segment's (`following`, under its name in crossings: program.checkpoints), none without one."""
     if shift == 1:
-        return f"{printer.helper('_following')}({printer.at(True)(node.subs(t, t - 1))})"
+        after = f'following.get("{crossings[node]}")' if crossings else "None"
+        return f"{printer.helper('_following')}({printer.at(True)(node.subs(t, t - 1))}, {after})"
     return str(printer.at(True)(node))
 
 
@@ -73,10 +75,11 @@ class BackwardScan:
     carried: list  # adjoint names whose step-1 value the final carry holds
 
 
-def backward_scan(printer, loop, wanted, initial_reads, local):
+def backward_scan(printer, loop, wanted, initial_reads, local, crossings):
     """The backward recursion as a Scan, last step first. wanted: adjoint arrays read after the loop;
     initial_reads: names of the adjoints that dL/dS_0 reads at step 1; local: names of the adjoints
-    whose local terms were computed for all steps before the loop."""
+    whose local terms were computed for all steps before the loop; crossings: {value at t+1: its name}
+    where a segment of steps reads it from the next one."""
     step = JaxPrinter(stacked=False, arrays=printer.arrays)
     step.used = printer.used
     body, targets, zero = [], {}, []
@@ -112,7 +115,7 @@ def backward_scan(printer, loop, wanted, initial_reads, local):
             scan.carry.append(Carried(local, step_name(node, 0), node))
             carried.append(node.of.name)
         else:
-            scan.inputs.append((local, scanned_input(step, node, shift)))
+            scan.inputs.append((local, scanned_input(step, node, shift, crossings)))
     for name in initial_reads:
         if name in targets and name not in carried:
             scan.carry.append(Carried(step_name(targets[name], 1), step_name(targets[name], 0), targets[name]))

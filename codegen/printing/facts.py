@@ -4,6 +4,7 @@ docstrings, signatures and constants write them, and the helpers its fixed parts
 
 from dataclasses import dataclass
 
+from bptt.codegen.printing.checkpoints import bytes_lines
 from bptt.codegen.printing.printer import PrintError
 from bptt.codegen.program import shape_of
 from bptt.codegen.text import equation, text
@@ -54,10 +55,21 @@ class Facts:
     data_names: str  # the data a derived gradient leaves out: "xs" or "xs or ys"
     data_nones: str  # one None per data argument (their gradients): "None" or "None, None"
     classes: str  # _check_cache's labels argument: "" or ', "V"'
+    checkpoint_bytes: tuple  # the body of _checkpoint_bytes (printing/checkpoints.py)
 
     @property
     def state_args(self):
         return "".join(f", {name}" for name in self.state_names)
+
+    @property
+    def states_tuple(self):
+        """The initial states as a tuple: `(h0,)`, `(h0, c0)`."""
+        return f"({', '.join(self.state_names)}{',' * (len(self.state_names) == 1)})"
+
+    @property
+    def forward_targets(self):
+        """The targets a Function's forward pass takes: ys when teacher-forced (it reads them), else None."""
+        return "ys" if self.forced else "None"
 
     @property
     def state_defaults(self):
@@ -102,6 +114,7 @@ def model_facts(model, program, backend):
         data_names="xs or ys" if forced else "xs",
         data_nones="None, None" if forced else "None",
         classes=f', "{first.rows}"' if first.labels else "",
+        checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model)),
     )
 
 
@@ -110,6 +123,7 @@ def _array(seq):
 
 
 SHARED = ("_check_lengths", "_float_dtype")  # what every backend's template calls (random_inputs, losses)
+SHARED += ("_checkpointed", "_segmented")  # loss_and_grads and backward with checkpoints
 
 
 def fixed_helpers(model, scaffold):

@@ -1,6 +1,7 @@
-"""A backend's helpers module (numpy/helpers.py, ...) and the framework-free one all backends share
-(printing/common_helpers.py), split into their top-level definitions by Python's own parser, never
-imported: a generated module carries the definitions its code calls and those they call, nothing else.
+"""A backend's helpers module (numpy/helpers.py, ...) and the framework-free ones all backends share
+(printing/common_helpers.py; for bounded memory printing/schedule.py and printing/checkpointed.py), split
+into their top-level definitions by Python's own parser, never imported: a generated module carries the
+definitions its code calls and those they call, nothing else.
 
 What a generated module defines for itself is not copied: the files' imports of each other (`from bptt
 ...`) and their annotated stand-ins (`PARAMS: tuple = ()`) only make each file import and lint alone."""
@@ -96,6 +97,8 @@ def namespace(names=None, backend="numpy"):
 
 @functools.cache
 def helpers(backend="numpy"):
-    """The backend's own helpers file, then the shared one for the names the backend does not define."""
-    own, common = CODEGEN / backend / "helpers.py", CODEGEN / "printing" / "common_helpers.py"
-    return Helpers(own.read_text(encoding="utf-8"), common.read_text(encoding="utf-8"))
+    """The backend's own helpers file, then the shared ones for the names the backend does not define
+    (printing/schedule.py: the checkpoint schedule; printing/checkpointed.py: the passes that follow it)."""
+    files = [CODEGEN / backend / "helpers.py"]
+    files += [CODEGEN / "printing" / name for name in ("common_helpers.py", "schedule.py", "checkpointed.py")]
+    return Helpers(*(path.read_text(encoding="utf-8") for path in files))

@@ -19,6 +19,7 @@ from bptt.codegen.printing.bindings import (
     time_and_batch,
     work_bound,
 )
+from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.checks import Checks
 from bptt.codegen.printing.facts import Facts
 from bptt.codegen.printing.helpers import helpers
@@ -124,6 +125,7 @@ def backward_bodies(program):
         initial.append(f"d_{item.key} = {code}  # {item.comment}")
         if item.weighted:
             initial += ["if keep is not None:", f"    d_{item.key} *= keep[0]"]
+    initial += hand_back(printer, program.checkpoints.crossings)
     lines = [line for line, _ in printer.prepared.values()] + lines
     arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     work = {a.name for a in _named(arrays)}

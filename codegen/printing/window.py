@@ -9,6 +9,7 @@ import sympy as sp
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import walk
 from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, quoted
+from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.printer import RowPrinter, array_name, size_name
 from bptt.derive.nodes import Adj
 
@@ -30,6 +31,12 @@ class Statements:
 
     def _print_Guard(self, guard):
         return ["if t < T:"] + ["    " + line for line in self.lines(guard.body)]
+
+    def _print_Boundary(self, boundary):
+        """A Guard, and at step T of a segment the same flows from the segment after it (passes/checkpoint.py)."""
+        bind = [f'{name} = following["{name}"]' for name in boundary.crossings]
+        body = ["    " + line for line in bind + self.lines(boundary.following)]
+        return self._print_Guard(boundary) + ["elif following:  # step T of a segment: the flow from the next one"] + body
 
 
 class WindowPrinter(Statements, RowPrinter):
@@ -96,7 +103,8 @@ def window_body(program, read_by_gradients, fast_arrays):
     if program.recurrent:
         head.append("ages = k + 1  # how many steps back a gradient may have flowed")
     ret = "return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model))
-    return head + allocate + lines + initial + write + [ret], used.helpers
+    back = hand_back(printer, program.checkpoints.window_crossings)
+    return head + allocate + lines + initial + write + back + [ret], used.helpers
 
 
 def reads_aged(expr, recurrent):

@@ -6,6 +6,7 @@ parameter gradients as derived, one product over all steps each."""
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Steps, walk
 from bptt.codegen.printing.bindings import Printed, output_adjoint
+from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import PrintError, size_name
 from bptt.codegen.printing.window import adjoint_seqs, reads_aged
@@ -33,7 +34,7 @@ def window_body(program, reads):
     head = ["ages = k + 1  # how many steps back a gradient may have flowed"] if aged else []
     names = window_reads(program, reads, {adjoint_array(name) for name in aged})
     keys = ", ".join(f"d_{i.key}" for i in program.window_initial) + ("," if len(program.window_initial) == 1 else "")
-    tail = [f"return {{{names}}}, ({keys})"]
+    tail = hand_back(printer, program.checkpoints.window_crossings) + [f"return {{{names}}}, ({keys})"]
     used = printer.used
     arrays = frozenset(used.arrays) - {adjoint_array(seq.name) for seq in seqs} - {output_adjoint(program.model)}
     return Printed.of(head + zeros + body + initial + tail, used, arrays)
@@ -107,6 +108,7 @@ def fast_adjoints_body(program, reads):
             views.append(f"{name} = {array.name}[..., {span(printer, starts[members[0]][0], sum(starts[members[-1]]))}]")
     names = ", ".join(f'"{name}": {name}' for name in sorted(reads))
     keys = ", ".join(f"d_{i.key}" for i in program.initial) + ("," if len(program.initial) == 1 else "")
+    initial += hand_back(printer, program.checkpoints.crossings)
     lines = stacks + zeros + views + body + initial + [f"return {{{names}}}, ({keys})"]
     used = printer.used
     arrays = frozenset(used.arrays) - set(table) - {output_adjoint(program.model)}

@@ -21,7 +21,7 @@ from bptt.codegen.torch.rtrl import rtrl_body
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_check_cache", "_check_array", "_extent")
+SCAFFOLD += ("_check_cache", "_check_array", "_extent", "_forward_kept")
 
 STYLE = CheckStyle(
     device=True,

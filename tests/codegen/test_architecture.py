@@ -7,7 +7,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CORE = ("derive", "codegen.ir", "codegen.array_names", "codegen.text", "codegen.names")
+CORE = ("derive", "codegen.ir", "codegen.ir_checkpoints", "codegen.array_names", "codegen.text", "codegen.names")
 PASSES = (*CORE, "codegen.passes")
 PROGRAM = (*PASSES, "codegen.program")
 PRINTING = (*PROGRAM, "codegen.printing")
@@ -18,6 +18,7 @@ RULES = (
     ("derive", ("derive",)),
     ("documents", ("derive", "documents")),
     ("codegen.ir", CORE),
+    ("codegen.ir_checkpoints", CORE),
     ("codegen.array_names", CORE),
     ("codegen.text", CORE),
     ("codegen.names", CORE),

@@ -10,7 +10,7 @@ import re
 import pytest
 import sympy as sp
 
-from bptt.codegen import ir
+from bptt.codegen import ir, ir_checkpoints
 from bptt.codegen.ir import Array, PerCall, Steps
 from bptt.codegen.printing.layout import allocation, backward_bodies, forward_body
 from bptt.codegen.printing.printer import PrintError, RowPrinter
@@ -52,24 +52,29 @@ def ir_classes():
     """The node classes ir.py defines: dataclasses, enums and SymPy matrix expressions."""
     return {
         name
-        for name, value in vars(ir).items()
+        for module in (ir, ir_checkpoints)
+        for name, value in vars(module).items()
         if inspect.isclass(value)
-        and value.__module__ == ir.__name__
+        and value.__module__ == module.__name__
         and (dataclasses.is_dataclass(value) or issubclass(value, (enum.Enum, sp.MatrixExpr)))
     }
 
 
 @pytest.mark.parametrize("name", ["elman", "lstm", "jordan"])
 def test_every_node_of_a_program_is_an_ir_class(name):
-    """What program.build returns is made of ir.py's classes only (no node defined in a pass or a printer)."""
+    """What program.build returns is made of the IR's classes only (ir.py's and ir_checkpoints.py's; no node
+    defined in a pass or a printer)."""
     classes = codegen_classes(build(load(name)))
     assert {ir.Program, ir.Pass, ir.Assign, ir.Array, ir.Steps, ir.Initial, ir.TangentLoop} <= classes
-    assert {c.__qualname__ for c in classes if c.__module__ != ir.__name__} == set()
+    assert ir_checkpoints.Checkpoints in classes and (ir_checkpoints.Boundary in classes) == (name != "jordan")
+    modules = (ir.__name__, ir_checkpoints.__name__)
+    assert {c.__qualname__ for c in classes if c.__module__ not in modules} == set()
 
 
 def test_the_docstring_of_ir_draws_every_node_class():
     classes = ir_classes()
     assert {"Program", "Pass", "Initial", "Assign", "Steps", "PerCall", "Rows", "Copy", "ZerosLike"} <= classes
+    assert {"Boundary", "Crossing", "Checkpoints"} <= classes
     assert sorted(name for name in classes if not drawn(name)) == []
 
 

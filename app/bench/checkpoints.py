@@ -1,0 +1,169 @@
+"""`bptt bench MODEL --checkpoints s1,s2,...`: the generated module's loss_and_grads in bounded memory
+against full BPTT, in one run, on one pinned core with one thread (bench.py's child process).
+
+Each budget's gradients are checked against full BPTT's first. Then the calls are timed round-robin
+(bench.rounds; full BPTT keeps its workspace between calls, as in a training loop) and their memory
+measured one at a time (bench.memory: what one call allocates at its peak as tracemalloc sees NumPy's
+arrays, full BPTT's workspace made in the call; what it adds to the resident memory at its peak). Next to each
+measurement, the optimum's prediction: the schedule's step evaluations E (printing/schedule.py) cost
+E - T forward steps more than full BPTT's T, so time / full = 1 + f (E - T) / T with f the forward pass's
+share of full BPTT's time (measured: forward alone against loss_and_grads); memory, what the budget
+allows against full BPTT's T stored steps.
+"""
+
+import sys
+from dataclasses import dataclass
+
+from bptt.app import plots
+from bptt.app.bench import bench
+from bptt.app.drawing import gid
+from bptt.app.files import write_atomic
+from bptt.app.table import Table
+from bptt.codegen.printing import schedule
+
+NAME = "checkpoints"  # the file stem of the CSV and PNG that -o writes
+COLUMNS = ("budget", "evaluations", "extra passes", "stored MiB", "predicted time/full", "median ms")
+COLUMNS += ("time/full", "alloc MiB", "RSS+ MiB", "max rel. diff")
+
+
+@dataclass
+class Budget:
+    label: str  # "full", or the budget as given
+    evaluations: int  # the step evaluations of its schedule (T for full BPTT)
+    stored_mib: float  # what its schedule stores at most (kept states and a segment's steps)
+    predicted: float = float("nan")  # time / full BPTT's, as the cost model predicts
+    median_ms: float = float("nan")
+    ratio: float = float("nan")  # measured time / full BPTT's
+    allocated_mib: float = float("nan")
+    peak_mib: float = float("nan")
+    error: float = 0.0  # largest relative difference of a gradient from full BPTT's
+
+
+def parse(text):
+    """The budgets of --checkpoints: integers (slots) and byte budgets ("32MiB"), comma-separated."""
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        value = int(item) if item.isdigit() else item
+        schedule._budget(value, 1, 1)  # a bad one: ValueError in one line
+        out.append(value)
+    return out
+
+
+def plan(module, sizes, steps, batch, itemsize, budget):
+    """(evaluations, stored bytes at most) of a budget's schedule for this module and problem."""
+    state, forward_step, backward_step = module._checkpoint_bytes(sizes, batch, itemsize, 1)
+    step = forward_step + backward_step
+    if budget is None:
+        return steps, steps * step
+    capacities = schedule._budget(budget, state, step)
+    actions = schedule._schedule(steps, capacities)
+    most = max(kept * state + capacities[kept] * step for kept in range(len(capacities)))
+    return schedule._evaluations(actions), min(most, steps * step)
+
+
+def measure(module, problem, sizes, budgets, repeats, backend="numpy"):
+    """Budget rows, full BPTT first: checked, timed round-robin with the forward pass alone (its share f
+    of full BPTT's time goes into the prediction), memory one at a time."""
+    import numpy as np
+
+    from bptt.app.bench.checkpoint_calls import call, forward_call, fresh
+
+    params, xs, _, _ = problem
+    steps, batch = xs.shape[0], xs.shape[1]
+    itemsize = np.dtype(next(iter(params.values())).dtype).itemsize
+    found = {"full": call(backend, module, problem, None)}
+    found.update({str(budget): call(backend, module, problem, budget) for budget in budgets})
+    expected = found["full"][1](found["full"][0]())
+    rows = {}
+    for (label, (run, collect)), budget in zip(found.items(), [None, *budgets], strict=True):
+        evaluations, stored = plan(module, sizes, steps, batch, itemsize, budget)
+        rows[label] = Budget(label, evaluations, stored / 2**20, error=bench.disagreement(expected, collect(run())))
+    timed = {label: run for label, (run, _) in found.items()}
+    medians = bench.rounds(dict(timed, forward=forward_call(backend, module, problem)), repeats)
+    share = medians["forward"] / medians["full"]
+    for label, row in rows.items():
+        row.median_ms, row.ratio = medians[label] * 1e3, medians[label] / medians["full"]
+        row.predicted = 1 + share * (row.evaluations - steps) / steps
+        row.allocated_mib, row.peak_mib, _ = bench.memory(fresh(module, timed[label]), calls=1)
+    return list(rows.values()), share
+
+
+def as_table(rows, title):
+    """The rows as a Table (text, CSV)."""
+    cells = []
+    for row in rows:
+        cells.append(
+            (
+                row.label,
+                row.evaluations,
+                round(row.evaluations / rows[0].evaluations - 1, 3),
+                round(row.stored_mib, 3),
+                round(row.predicted, 3),
+                round(row.median_ms, 3),
+                round(row.ratio, 3),
+                round(row.allocated_mib, 3),
+                round(row.peak_mib, 3),
+                float(f"{row.error:.1e}"),
+            )
+        )
+    return Table(NAME, title, COLUMNS, cells)
+
+
+def figure(table):
+    """Memory against time, measured (allocations) and as the optimum predicts (stored bytes, time)."""
+    fig, (ax,) = plots._figure(plots.SIZE, plots.DPI)
+    for x, y, style, label in (
+        ("stored MiB", "predicted time/full", "o--", "optimum's prediction"),
+        ("alloc MiB", "time/full", "s-", "measured"),
+    ):
+        points = sorted(zip(table.column(x), table.column(y), strict=True))
+        ax.plot(*zip(*points, strict=True), style, label=label, gid=gid(table, x, y))
+    for label, x, y in zip(table.column("budget"), table.column("alloc MiB"), table.column("time/full"), strict=True):
+        ax.annotate(str(label), (x, y), textcoords="offset points", xytext=(4, 4), fontsize="small")
+    ax.set_xscale("log")
+    ax.set_xlabel("memory per call, MiB (log)")
+    ax.set_ylabel("time / full BPTT's")
+    ax.set_title(table.title, fontsize="small")
+    ax.legend()
+    return fig
+
+
+def write(table, folder):
+    """checkpoints.png and checkpoints.csv into folder (made if only its parent exists), as `bptt analyze -o`
+    writes its files; the paths."""
+    import pathlib
+
+    folder = pathlib.Path(folder)
+    image = plots.png(figure(table))
+    folder.mkdir(exist_ok=True)
+    plots.targets(folder, [NAME])
+    written = []
+    for suffix, data in ((".png", image), (".csv", table.csv().encode())):
+        write_atomic(folder / f"{NAME}{suffix}", data)
+        written.append(folder / f"{NAME}{suffix}")
+    return written
+
+
+def child(spec, module, core):
+    """The child's run for --checkpoints: a table per dtype (and -o's files for the last); 1 if a budget's
+    gradients differ from full BPTT's by more than bench.TOLERANCE."""
+    import numpy as np
+
+    failed = False
+    for dtype in spec["dtypes"]:
+        rng = np.random.default_rng(0)
+        params = module.init_params(rng, np.dtype(dtype), **spec["sizes"]) if spec["backend"] == "numpy" else None
+        maker = module if params is not None else spec["numpy_module"]
+        params = params or maker.init_params(rng, np.dtype(dtype), **spec["sizes"])
+        xs, ys = maker.random_inputs(rng, spec["steps"], spec["batch"], np.dtype(dtype), **spec["sizes"])
+        rows, share = measure(module, (params, xs, ys, {}), spec["sizes"], spec["checkpoints"], spec["repeats"], spec["backend"])
+        shown = ", ".join(f"{k}={v}" for k, v in spec["sizes"].items())
+        title = f"{spec['model']} {dtype} ({spec['backend']}): T={spec['steps']} B={spec['batch']} {shown}"
+        print(f"{title}; core {core}, one thread, median of {spec['repeats']}; forward pass {share:.0%} of full BPTT's time")
+        table = as_table(rows, title)
+        print(table.text().split("\n", 1)[1] + "\n")
+        failed = failed or any(row.error > bench.TOLERANCE[dtype] for row in rows)
+    for path in write(table, spec["output"]) if spec.get("output") else ():
+        print(f"wrote {path}", file=sys.stderr)
+    return 1 if failed else 0

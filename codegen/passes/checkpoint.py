@@ -1,0 +1,92 @@
+"""Checkpointing as a pass over the program: what a bounded-memory backward pass needs of the statements.
+
+The schedule (printing/schedule.py) cuts the steps into segments at run time; each segment's backward pass is
+the program's own, over its steps, and step T of a segment reads what step T+1 would have given it from
+the segment after it. This pass marks those reads: each Guard of the backward loop (the flows from step
+t+1) becomes a Boundary whose second body reads, in place of the values at t+1, the values at step 1 of
+the segment after (`_next_f`, `_d_next_a`: a Crossing each). It also sizes what memory the schedule weighs:
+a kept state (the states the recursion carries) and one stored step (what the forward pass stores for the
+backward pass, and the backward pass's own arrays), in rows per sample.
+"""
+
+import sympy as sp
+
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Guard, Loop, Pass, Steps, walk
+from bptt.codegen.ir_checkpoints import Boundary, Checkpoints, Crossing
+from bptt.derive.nodes import Adj, SeqAt, t, values
+
+NEXT = "_next_"  # the prefix of a value read from the segment after
+
+
+def crossing(node):
+    """The Crossing of a value at t+1 (a SeqAt, or the adjoint of one)."""
+    seq = node.of if isinstance(node, Adj) else node
+    moved = SeqAt(NEXT + seq.name.lstrip("_"), 0, seq.rows, seq.role)
+    read = Adj(moved) if isinstance(node, Adj) else moved
+    name = adjoint_array(moved.name) if isinstance(node, Adj) else moved.name
+    return Crossing(name, node, read, node.subs(t, 0))
+
+
+def reads_next(statements):
+    """The values at t+1 the statements read (adjoints, and sequence values not under an adjoint)."""
+    found = set()
+    for statement in walk(statements):
+        value = getattr(statement, "value", None)
+        if value is None:
+            continue
+        found |= {a for a in value.atoms(Adj) if sp.simplify(a.of.time - t) == 1}
+        found |= {s for s in values(value) if sp.simplify(s.time - t) == 1}
+    return sorted(found, key=sp.default_sort_key)
+
+
+def with_boundaries(a_pass):
+    """(the Pass with each Guard of its loop a Boundary, the Crossings, sorted by name)."""
+    crossings = {}
+
+    def rewrite(statements):
+        out = []
+        for statement in statements:
+            if isinstance(statement, Loop):
+                out.append(Loop(tuple(rewrite(statement.body)), statement.backward))
+            elif isinstance(statement, Guard):
+                nodes = reads_next(statement.body)
+                found = [crossing(node) for node in nodes]
+                crossings.update((c.name, c) for c in found)
+                mapping = {node: c.read for node, c in zip(nodes, found, strict=True)}
+                following = tuple(_substituted(s, mapping) for s in statement.body)
+                names = tuple(sorted(c.name for c in found))
+                out.append(Boundary(statement.body, following, names))
+            else:
+                out.append(statement)
+        return out
+
+    statements = tuple(rewrite(a_pass.statements))
+    return Pass(statements, a_pass.arrays, a_pass.stacks), tuple(crossings[name] for name in sorted(crossings))
+
+
+def _substituted(statement, mapping):
+    return type(statement)(statement.target, statement.value.xreplace(mapping), statement.comment)
+
+
+def plan(model, forward, adjoints, window_statements, cache, crossings, window_crossings, recurrent):
+    """The Checkpoints of a program's passes."""
+    kept = tuple(model.states)
+    targets = {s.target.of.name: s.target.of for s in walk(window_statements) if isinstance(getattr(s, "target", None), Adj)}
+    aged = sum((seq.rows for name, seq in targets.items() if name in recurrent), sp.S.Zero)
+    plain = sum((seq.rows for name, seq in targets.items() if name not in recurrent), sp.S.Zero)
+    return Checkpoints(
+        kept=kept,
+        reads=tuple(cache[1:]),
+        state_rows=sum((seq.rows for seq in kept), sp.S.Zero),
+        forward_rows=_step_rows(forward.arrays),
+        backward_rows=_step_rows(adjoints.arrays) + plain,
+        aged_rows=aged,
+        crossings=crossings,
+        window_crossings=window_crossings,
+    )
+
+
+def _step_rows(arrays):
+    """The rows of one step of the arrays that hold every step (a group once: its members are views)."""
+    return sum((array.rows for array in arrays if array.steps in (Steps.FROM_ZERO, Steps.FROM_ONE)), sp.S.Zero)

@@ -1,0 +1,174 @@
+"""The checkpoint schedule of a backward pass in bounded memory: which states to keep, when to recompute
+and what to free (Gruslys et al. 2016, "Memory-efficient backpropagation through time", the dynamic
+programme over a memory budget).
+
+Cost model: the first forward pass counts; a segment of steps that fits in memory is run forward once,
+storing what its backward pass reads, and then backward; a kept state lets a later forward pass start
+there. With s slots (a kept state or one stored step each) the fewest step evaluations Q(t, s) satisfy
+
+    Q(t, s) = t                                       if t <= s (store every step)
+    Q(t, 1) = t (t + 1) / 2                           (recompute each step from the start)
+    Q(t, s) = min_{1 <= y < t} y + Q(t - y, s - 1) + Q(y, s)   (advance y steps, keep that state)
+
+Memory is counted in units: a kept state takes `state` units, one stored step `step` units (what the
+forward pass stores for the backward pass and the backward pass's own arrays); a byte budget weighs the two
+as the derivation sizes them (Gruslys's mixed variant: storing a step's intermediates against
+recomputing them from a kept state). Plain Python, framework-free: codegen/printing/helpers.py copies the
+definitions a generated module calls into it, as it does common_helpers.py's.
+"""
+
+import numbers
+
+_EXACT = 100_000  # table entries (levels x steps) up to which the programme is solved exactly (~0.2 s)
+_COARSE = 1_000_000  # beyond: a coarser grid of at most this many entries, the search near the last split (~3 s)
+_NEAR = 16  # splits tried past the last one beyond the exact tables
+_SCHEDULES = {}  # (T, capacities) -> actions: the last few schedules computed, reused
+_UNITS = {"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20, "GB": 10**9, "GiB": 2**30}
+
+
+def _capacities(budget, state, step):
+    """How many steps a segment may store while k states are kept, k = 0, 1, ...: budget - k * state
+    units, in whole steps, as long as one step fits."""
+    out = []
+    while budget - len(out) * state >= step:
+        out.append((budget - len(out) * state) // step)
+    return tuple(out)
+
+
+def _zeros(count, kind):
+    """count machine integers, zero: 8-byte signed ("q") or 4-byte unsigned ("I"), no Python int each."""
+    return memoryview(bytearray(count * {"q": 8, "I": 4}[kind])).cast(kind)
+
+
+def _one_leaf_costs(T, leaf):
+    """Q(t) for t = 0..T when no further state can be kept: segments of `leaf` steps from the end, each
+    reached from the start again: sum of the segments' last steps."""
+    costs = _zeros(T + 1, "q")
+    for t in range(1, T + 1):
+        count = -(-t // leaf)
+        costs[t] = count * t - leaf * count * (count - 1) // 2
+    return costs
+
+
+def _costs(T, capacities, near=None):
+    """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
+    keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
+    search starts at the last one and stops where the cost starts to rise (exact where tested against the
+    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
+    it never is: a stored step holds its state). near: try at most that many splits past the last one."""
+    deepest = len(capacities) - 1
+    deeper = _one_leaf_costs(T, capacities[deepest])
+    splits = [None] * (deepest + 1)
+    for level in range(deepest - 1, -1, -1):
+        costs, split = _zeros(T + 1, "q"), _zeros(T + 1, "I")  # 12 bytes a step
+        whole = min(capacities[level], T)
+        for t in range(1, whole + 1):
+            costs[t] = t
+        y = 1
+        for t in range(whole + 1, T + 1):
+            best, best_y, z = y + deeper[t - y] + costs[y], y, y + 1
+            stop = t if near is None else min(t, y + near)
+            while z < stop:
+                cost = z + deeper[t - z] + costs[z]
+                if cost < best:
+                    best, best_y = cost, z
+                elif cost > best:
+                    break
+                z += 1
+            costs[t], split[t], y = best, best_y, best_y
+        splits[level], deeper = split, costs
+    return deeper, splits
+
+
+def _actions(T, capacities, splits, scale=1):
+    """The schedule as actions, in order: ("advance", a, b, chunk) runs steps a+1..b from the state at a,
+    storing at most chunk steps at a time; ("keep", b) keeps the state reached; ("backward", a, b) runs
+    steps a+1..b from the state at a (kept, or just reached), storing them, then backward through them;
+    ("free", a) drops a kept state. The tables count steps of `scale` real steps each (the last shorter)."""
+
+    def at(step):
+        return min(step * scale, T)
+
+    out, todo = [], [("solve", 0, -(-T // scale), 0)]
+    while todo:
+        kind, a, t, level = todo.pop()
+        if kind == "free":
+            out.append(("free", at(a)))
+        elif t <= capacities[level]:
+            out.append(("backward", at(a), at(a + t)))
+        elif level == len(capacities) - 1:  # no further state fits: segments from the end, each from a
+            leaf = capacities[level]
+            for end in range(t, 0, -leaf):
+                start = max(end - leaf, 0)
+                if start:
+                    out.append(("advance", at(a), at(a + start), leaf * scale))
+                out.append(("backward", at(a + start), at(a + end)))
+        else:
+            y = splits[level][t]
+            out += [("advance", at(a), at(a + y), capacities[level] * scale), ("keep", at(a + y))]
+            todo += [("solve", a, y, level), ("free", a + y, 0, 0), ("solve", a + y, t - y, level + 1)]
+    return tuple(out)
+
+
+def _schedule(T, capacities):
+    """The actions of the optimal schedule for T steps (_actions), capacities from _capacities. Exact while
+    the tables hold at most _EXACT entries; beyond, near the optimum: solved on a grid of groups of `scale`
+    steps (kept states between groups) with at most _COARSE entries, each split sought near the last one
+    (T = 10,000 with 100 slots: 0.7 % above the optimum); _evaluations counts what it costs."""
+    key = (T, capacities)
+    if key not in _SCHEDULES:
+        scale, near = 1, None
+        if _coarse_size(T, capacities, 1) > _EXACT:
+            near = _NEAR
+            while _coarse_size(T, capacities, scale) > _COARSE and capacities[0] // (scale + 1) >= 1:
+                scale += 1
+        coarse = tuple(c // scale for c in capacities if c // scale >= 1)
+        _, splits = _costs(-(-T // scale), coarse, near)
+        if len(_SCHEDULES) >= 8:
+            _SCHEDULES.pop(next(iter(_SCHEDULES)))
+        _SCHEDULES[key] = _actions(T, coarse, splits, scale)
+    return _SCHEDULES[key]
+
+
+def _coarse_size(T, capacities, scale):
+    """The entries of the programme's tables on a grid of `scale` steps."""
+    return sum(1 for c in capacities if c // scale >= 1) * -(-T // scale)
+
+
+def _evaluations(actions):
+    """How many step evaluations the actions make: every step advanced or run before its backward pass."""
+    return sum(action[2] - action[1] for action in actions if action[0] in ("advance", "backward"))
+
+
+def _segments(T, steps):
+    """Backward through stored values in segments of at most `steps` steps, the last segment first."""
+    return tuple(("backward", max(end - steps, 0), end) for end in range(T, 0, -steps))
+
+
+def _budget(checkpoints, state_bytes, step_bytes):
+    """The capacities (_capacities) of a checkpoints argument: a number of slots (a kept state or a stored
+    step each) or a byte budget such as "32MiB"; ValueError in one line if it is neither or holds no step."""
+    if isinstance(checkpoints, numbers.Integral) and not isinstance(checkpoints, bool) and checkpoints >= 1:
+        return _capacities(int(checkpoints), 1, 1)
+    budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
+    if budget is None:
+        raise ValueError(
+            "checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', "
+            f"got {checkpoints!r}"
+        )
+    if budget < step_bytes:
+        raise ValueError(
+            f"checkpoints={checkpoints!r} holds no step: one stored step takes {step_bytes} bytes here "
+            f"(a kept state {state_bytes})"
+        )
+    return _capacities(budget, state_bytes, step_bytes)
+
+
+def _bytes(text):
+    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, MB, MiB, GB, GiB), else None."""
+    text = text.strip()
+    digits = len(text) - len(text.lstrip("0123456789"))
+    number, unit = text[:digits], text[digits:].strip()
+    if not number or unit not in _UNITS or int(number) == 0:
+        return None
+    return int(number) * _UNITS[unit]
