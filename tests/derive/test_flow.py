@@ -1,7 +1,6 @@
 """Gradient flow, derived: the step Jacobian from the closed form, the bound's gamma from the registry,
 the LSTM's constant error carousel, exact eigenvalues of powers, and the document section."""
 
-import functools
 import re
 import shutil
 import subprocess
@@ -9,44 +8,19 @@ import textwrap
 
 import pytest
 import sympy as sp
+from flow_support import gradient_flow, sigmoid_cell
 
 from bptt.derive.bptt import derive
 from bptt.derive.closed_form import block_closed_form, closed_form, k
 from bptt.derive.flow import eigen_power_step, power_eigenvalues
-from bptt.derive.flow import gradient_flow as derive_flow
-from bptt.derive.model import Model, matrix, sequence, sizes
+from bptt.derive.model import sequence, sizes
 from bptt.derive.models import load, names
-from bptt.derive.nodes import Diag, SquaredError, sigmoid, t
+from bptt.derive.nodes import Diag
 from bptt.documents.derived import derived
 from bptt.documents.flow_document import flow_section
 from bptt.documents.width import width
 
 EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm")
-
-
-@functools.cache
-def gradient_flow(model):
-    """The flow of a model, derived once for the tests here (models are frozen, so they can be keys)."""
-    return derive_flow(model)
-
-
-def sigmoid_cell():
-    """h_t = sigmoid(W h_{t-1} + U x_t), o_t = V h_t: a cell whose activation's slope is at most 1/4."""
-    d, h, q = sizes("d h q")
-    W, U, V = matrix("W", h, h), matrix("U", h, d), matrix("V", q, h)
-    x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
-    o, y = sequence("o", q, "output"), sequence("y", q, "target")
-    return Model(
-        name="sigmoid-cell",
-        title="A sigmoid cell",
-        source="a test",
-        sizes=(d, h, q),
-        params=(W, U, V),
-        inputs=(x,),
-        steps=((hidden, sigmoid(W * hidden(t - 1) + U * x())),),
-        outputs=((o, V * hidden()),),
-        loss=SquaredError(o(), y()),
-    )
 
 
 @pytest.mark.parametrize("name", ["linear", "elman", "elman-onehot", "elman-jordan", "gru"])

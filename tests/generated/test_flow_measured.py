@@ -3,7 +3,7 @@ finite differences and with the module's backward pass, and the claims of the se
 
 import numpy as np
 import pytest
-from test_flow import gradient_flow, sigmoid_cell
+from flow_support import gradient_flow, sigmoid_cell
 
 from bptt.app.analyze import alignment, analyze
 from bptt.app.check import load_module
