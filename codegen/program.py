@@ -14,10 +14,12 @@ import sympy as sp
 
 from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, Program, Steps, ZerosLike, walk
 from bptt.codegen.passes import checkpoint, forward_mode, fuse, optimize
+from bptt.codegen.passes.collect import collect_products
 from bptt.codegen.passes.fresh import fresh_returns, shared_rows
 from bptt.codegen.passes.halve import halve_sigmoids
 from bptt.codegen.passes.loops import backward_schedule, forward_schedule
 from bptt.codegen.passes.slopes import name_slopes
+from bptt.codegen.passes.split import split_activations
 from bptt.codegen.text import equation, text
 from bptt.derive.bptt import derive
 from bptt.derive.nodes import Adj, matrix_sum, values
@@ -122,9 +124,11 @@ def forward_pass(model, cached):
     inside, stacks, groups = fuse.products(steps.loop, steps.loop_names)
     members = {name for group in groups for name, _ in group.members}
     hoisted, inside = optimize.hoist(inside, steps.loop_names, members)
+    inside = split_activations(inside, groups)
     inside, groups = fuse.activations(inside, groups)
     hoisted, more, groups = fuse.stacked(hoisted, groups)
-    inside, hoisted, stacks = halve_sigmoids(inside, hoisted, stacks + more, groups)
+    inside, hoisted, stacks, groups = halve_sigmoids(inside, hoisted, stacks + more, groups)
+    inside = collect_products(inside)
     loop = [Loop(tuple(inside))] if inside else []
     statements = steps.forced + steps.before + hoisted + loop + steps.after
     seqs = [seq for seq, _ in model.teacher_forcing] + list(steps.computed)

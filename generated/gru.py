@@ -402,11 +402,10 @@ def _forward(params, sizes, x, h0, work):
         np.multiply(m_t, r_t, out=_step_h)
         np.add(n_t, _step_h, out=n_t)
         np.tanh(n_t, out=n_t)
-        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
-        np.subtract(1, z_t, out=h_t)
-        np.multiply(h_t, n_t, out=h_t)
-        np.multiply(h_prev, z_t, out=_step_h)
-        np.add(h_t, _step_h, out=h_t)
+        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
+        np.subtract(h_prev, n_t, out=h_t)
+        np.multiply(h_t, z_t, out=h_t)
+        np.add(h_t, n_t, out=h_t)
     # s_t = V h_t
     np.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
 
@@ -426,6 +425,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     m = cache["m"]
     n = cache["n"]
     _W_hr_W_hz_W_hn = work["_W_hr_W_hz_W_hn"]
+    _a1 = work["_a1"]
+    _a2 = work["_a2"]
     _all_h = work["_all_h"]
     _d_r_bar_z_bar_m = work["_d_r_bar_z_bar_m"]
     _k1 = work["_k1"]
@@ -458,9 +459,13 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     np.subtract(1, r[1:], out=_k3[1:])
     np.multiply(_k3[1:], m[1:], out=_k3[1:])
     np.multiply(_k3[1:], r[1:], out=_k3[1:])
+    # _k1_t * r_t, all steps at once
+    np.multiply(_k1[1:], r[1:], out=_a1[1:])
+    # _k1_t * _k3_t, all steps at once
+    np.multiply(_k1[1:], _k3[1:], out=_a2[1:])
     for t in range(T, 0, -1):
-        d_h_t, d_n_bar_t, _k1_t, d_m_t, r_t = d_h[t], d_n_bar[t], _k1[t], d_m[t], r[t]
-        d_z_bar_t, _k2_t, d_r_bar_t, _k3_t = d_z_bar[t], _k2[t], d_r_bar[t], _k3[t]
+        d_h_t, d_m_t, _a1_t, d_z_bar_t, _k2_t = d_h[t], d_m[t], _a1[t], d_z_bar[t], _k2[t]
+        d_r_bar_t, _a2_t = d_r_bar[t], _a2[t]
         if t < T:
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}
@@ -482,14 +487,14 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)
-        # dL/dn_t = diag(1 - z_t) dL/dh_t; dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t
-        np.multiply(_k1_t, d_h_t, out=d_n_bar_t)
-        # dL/dm_t = diag(r_t) dL/dn_bar_t
-        np.multiply(r_t, d_n_bar_t, out=d_m_t)
+        # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
+        np.multiply(_a1_t, d_h_t, out=d_m_t)
         # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t; dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
         np.multiply(_k2_t, d_h_t, out=d_z_bar_t)
-        # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t
-        np.multiply(_k3_t, d_n_bar_t, out=d_r_bar_t)
+        # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t (from dL/dh_t)
+        np.multiply(_a2_t, d_h_t, out=d_r_bar_t)
+    # dL/dn_t = diag(1 - z_t) dL/dh_t; dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t, all steps at once
+    np.multiply(_k1[1:], d_h[1:], out=d_n_bar[1:])
     # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
     d_h0 = z[1] * d_h[1] + _d_r_bar_z_bar_m[1] @ _W_hr_W_hz_W_hn
     if keep is not None:
@@ -604,7 +609,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_q + 5 * n_h) * _row, (8 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
+    return (n_h) * _row, (n_q + 5 * n_h) * _row, (10 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
 
 
 def _forward_arrays(T, B, sizes, dtype):
@@ -643,6 +648,8 @@ def _backward_arrays(T, B, sizes, dtype):
         "_k1": np.empty((T + 1, B, n_h), dtype),
         "_k2": np.empty((T + 1, B, n_h), dtype),
         "_k3": np.empty((T + 1, B, n_h), dtype),
+        "_a1": np.empty((T + 1, B, n_h), dtype),
+        "_a2": np.empty((T + 1, B, n_h), dtype),
         "_W_hr_W_hz_W_hn": np.empty((3 * n_h, n_h), dtype),
         "_all_h": np.empty((T, B, n_h), dtype),
         "_step_h": np.empty((B, n_h), dtype),

@@ -405,7 +405,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_q + 5 * n_h) * _row, (8 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
+    return (n_h) * _row, (n_q + 5 * n_h) * _row, (10 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
 
 
 @jax.jit
@@ -455,7 +455,7 @@ def _forward(params, x, h0):
         r_t = _r_z_m_t[..., :n_h]
         n_t = jnp.tanh(m_t * r_t + n_t)  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
         z_t = _r_z_m_t[..., n_h:2 * n_h]
-        h_t = (1 - z_t) * n_t + h_prev * z_t  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
+        h_t = (-n_t + h_prev) * z_t + n_t  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
         return ((h_t,), (_r_z_m_t, n_t, h_t))
 
     _, (_r_z_m_steps, n_steps, h_steps) = jax.lax.scan(_step, (h[0],), (_r_z_m[1:], n[1:]))  # t = 1..T

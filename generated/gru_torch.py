@@ -359,7 +359,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_q + 5 * n_h) * _row, (8 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
+    return (n_h) * _row, (n_q + 5 * n_h) * _row, (10 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
 
 
 class Model(torch.nn.Module):
@@ -477,12 +477,10 @@ def _forward(params, sizes, dtype, device, x, h0):
         torch.mul(m_t, r_t, out=_step_h)
         torch.add(n_t, _step_h, out=n_t)
         torch.tanh(n_t, out=n_t)
-        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t
-        torch.neg(z_t, out=h_t)
-        h_t.add_(1)
-        torch.mul(h_t, n_t, out=h_t)
-        torch.mul(h_prev, z_t, out=_step_h)
-        torch.add(h_t, _step_h, out=h_t)
+        # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
+        torch.sub(h_prev, n_t, out=h_t)
+        torch.mul(h_t, z_t, out=h_t)
+        torch.add(h_t, n_t, out=h_t)
     # s_t = V h_t
     torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
     return work["s"], {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}
@@ -565,6 +563,8 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     _k1 = (1 - n[1:] ** 2) * (1 - z[1:])  # (1 - n_t^2) * (1 - z_t), all steps at once
     _k2 = (1 - z[1:]) * (-n[1:] + h[:-1]) * z[1:]  # (1 - z_t) * (-n_t + h_{t-1}) * z_t, all steps at once
     _k3 = (1 - r[1:]) * m[1:] * r[1:]  # (1 - r_t) * m_t * r_t, all steps at once
+    _a1 = _k1 * r[1:]  # _k1_t * r_t, all steps at once
+    _a2 = _k1 * _k3  # _k1_t * _k3_t, all steps at once
     for t in range(T, 0, -1):
         if t < T:
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
@@ -577,13 +577,13 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}
             d_h[t].add_(_weighted(keep, t, _next_z[0] * _d_next_h[0] + _d_next_r_bar_z_bar_m[0] @ _W_hr_W_hz_W_hn))
-        # dL/dn_t = diag(1 - z_t) dL/dh_t; dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t
-        torch.mul(_k1[t - 1], d_h[t], out=d_n_bar[t])
-        torch.mul(r[t], d_n_bar[t], out=d_m[t])  # dL/dm_t = diag(r_t) dL/dn_bar_t
+        torch.mul(_a1[t - 1], d_h[t], out=d_m[t])  # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
         # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t; dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
         torch.mul(_k2[t - 1], d_h[t], out=d_z_bar[t])
-        # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t
-        torch.mul(_k3[t - 1], d_n_bar[t], out=d_r_bar[t])
+        # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t (from dL/dh_t)
+        torch.mul(_a2[t - 1], d_h[t], out=d_r_bar[t])
+    # dL/dn_t = diag(1 - z_t) dL/dh_t; dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t, all steps at once
+    d_n_bar[1:] = _k1 * d_h[1:]
     # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
     d_h0 = _weighted(keep, 0, z[1] * d_h[1] + _d_r_bar_z_bar_m[1] @ _W_hr_W_hz_W_hn)
     if following is not None:  # step 1's values, for the segment before this one

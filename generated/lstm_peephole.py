@@ -413,12 +413,17 @@ def _forward(params, sizes, x, c0, h0, work):
     i = work["i"]  # a view of _z_i_f_o[..., n_h:2 * n_h]
     f = work["f"]  # a view of _z_i_f_o[..., 2 * n_h:3 * n_h]
     o = work["o"]  # a view of _z_i_f_o[..., 3 * n_h:4 * n_h]
+    _i_f = work["_i_f"]  # a view of _z_i_f_o[..., n_h:3 * n_h]
+    _z_i_f = work["_z_i_f"]  # a view of _z_i_f_o[..., :3 * n_h]
     c = work["c"]
     h = work["h"]
     s = work["s"]
-    _b_z_i_f_o = work["_b_z_i_f_o"]
-    _W_z_W_i_W_f_W_o = work["_W_z_W_i_W_f_W_o"]
-    _R_z_R_i_R_f_R_o_T = work["_R_z_R_i_R_f_R_o_T"]
+    _b_z_i_f_o_halved = work["_b_z_i_f_o_halved"]
+    _W_z_W_i_W_f_W_o_halved = work["_W_z_W_i_W_f_W_o_halved"]
+    _R_z_R_i_R_f_R_o_halved_T = work["_R_z_R_i_R_f_R_o_halved_T"]
+    _p_i_halved = work["_p_i_halved"]
+    _p_f_halved = work["_p_f_halved"]
+    _p_o_halved = work["_p_o_halved"]
     _step_4h = work["_step_4h"]
     _step_h = work["_step_h"]
     n_d = sizes["d"]
@@ -427,37 +432,47 @@ def _forward(params, sizes, x, c0, h0, work):
     T = x.shape[0]
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
-    np.concatenate((b_z, b_i, b_f, b_o), out=_b_z_i_f_o)
-    np.concatenate((W_z, W_i, W_f, W_o), out=_W_z_W_i_W_f_W_o)
-    np.concatenate((R_z.T, R_i.T, R_f.T, R_o.T), axis=1, out=_R_z_R_i_R_f_R_o_T)
+    np.concatenate((b_z, 0.5 * b_i, 0.5 * b_f, 0.5 * b_o), out=_b_z_i_f_o_halved)
+    np.concatenate((W_z, 0.5 * W_i, 0.5 * W_f, 0.5 * W_o), out=_W_z_W_i_W_f_W_o_halved)
+    np.concatenate((R_z.T, (0.5 * R_i).T, (0.5 * R_f).T, (0.5 * R_o).T), axis=1, out=_R_z_R_i_R_f_R_o_halved_T)
+    np.concatenate((0.5 * p_i,), out=_p_i_halved)
+    np.concatenate((0.5 * p_f,), out=_p_f_halved)
+    np.concatenate((0.5 * p_o,), out=_p_o_halved)
     # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o
     # x_t, all steps at once
-    np.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
-    np.add(_z_i_f_o[1:], _b_z_i_f_o, out=_z_i_f_o[1:])
+    np.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o_halved.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
+    np.add(_z_i_f_o[1:], _b_z_i_f_o_halved, out=_z_i_f_o[1:])
     for t in range(1, T + 1):
-        _z_i_f_o_t, h_prev, z_t, i_t, c_prev = _z_i_f_o[t], h[t - 1], z[t], i[t], c[t - 1]
-        f_t, c_t, o_t, h_t = f[t], c[t], o[t], h[t]
+        _z_i_f_o_t, h_prev, i_t, c_prev, f_t = _z_i_f_o[t], h[t - 1], i[t], c[t - 1], f[t]
+        _z_i_f_t, _i_f_t, c_t, z_t, o_t = _z_i_f[t], _i_f[t], c[t], z[t], o[t]
+        h_t = h[t]
         # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
-        np.matmul(h_prev, _R_z_R_i_R_f_R_o_T, out=_step_4h)
+        np.matmul(h_prev, _R_z_R_i_R_f_R_o_halved_T, out=_step_4h)
         np.add(_z_i_f_o_t, _step_4h, out=_z_i_f_o_t)
-        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
-        np.tanh(z_t, out=z_t)
-        # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
-        np.multiply(p_i, c_prev, out=_step_h)
+        # p_i * c_{t-1}: into the pre-activation of i_t
+        np.multiply(_p_i_halved, c_prev, out=_step_h)
         np.add(i_t, _step_h, out=i_t)
-        _sigmoid(i_t, out=i_t)
-        # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
-        np.multiply(p_f, c_prev, out=_step_h)
+        # p_f * c_{t-1}: into the pre-activation of f_t
+        np.multiply(_p_f_halved, c_prev, out=_step_h)
         np.add(f_t, _step_h, out=f_t)
-        _sigmoid(f_t, out=f_t)
+        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i *
+        # c_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        np.tanh(_z_i_f_t, out=_z_i_f_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        np.multiply(_i_f_t, 0.5, out=_i_f_t)
+        np.add(_i_f_t, 0.5, out=_i_f_t)
         # c_t = c_{t-1} * f_t + i_t * z_t
         np.multiply(c_prev, f_t, out=c_t)
         np.multiply(i_t, z_t, out=_step_h)
         np.add(c_t, _step_h, out=c_t)
-        # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
-        np.multiply(p_o, c_t, out=_step_h)
+        # p_o * c_t: into the pre-activation of o_t
+        np.multiply(_p_o_halved, c_t, out=_step_h)
         np.add(o_t, _step_h, out=o_t)
-        _sigmoid(o_t, out=o_t)
+        # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+        np.tanh(o_t, out=o_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        np.multiply(o_t, 0.5, out=o_t)
+        np.add(o_t, 0.5, out=o_t)
         # h_t = tanh(c_t) * o_t
         np.tanh(c_t, out=h_t)
         np.multiply(h_t, o_t, out=h_t)
@@ -484,6 +499,9 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     f = cache["f"]
     o = cache["o"]
     _R_z_R_i_R_f_R_o = work["_R_z_R_i_R_f_R_o"]
+    _a1 = work["_a1"]
+    _a2 = work["_a2"]
+    _all_h = work["_all_h"]
     _d_z_bar_to_o_bar = work["_d_z_bar_to_o_bar"]
     _f1 = work["_f1"]
     _k1 = work["_k1"]
@@ -492,8 +510,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     _k4 = work["_k4"]
     _k5 = work["_k5"]
     _step_h = work["_step_h"]
-    _step_h_2 = work["_step_h_2"]
-    _step_h_3 = work["_step_h_3"]
     d_c = work["d_c"]
     d_f_bar = work["d_f_bar"]  # a view of _d_z_bar_to_o_bar[..., 2 * n_h:3 * n_h]
     d_h = work["d_h"]
@@ -528,8 +544,16 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     np.square(z[1:], out=_k5[1:])
     np.subtract(1, _k5[1:], out=_k5[1:])
     np.multiply(_k5[1:], i[1:], out=_k5[1:])
+    # p_o * _k1_t + _k2_t, all steps at once
+    np.multiply(p_o, _k1[1:], out=_a1[1:])
+    np.add(_a1[1:], _k2[1:], out=_a1[1:])
+    # p_f * _k3_t + p_i * _k4_t + f_t, all steps at once
+    np.multiply(p_f, _k3[1:], out=_a2[1:])
+    np.multiply(p_i, _k4[1:], out=_all_h)
+    np.add(_a2[1:], _all_h, out=_a2[1:])
+    np.add(_a2[1:], f[1:], out=_a2[1:])
     for t in range(T, 0, -1):
-        d_h_t, d_o_bar_t, _k1_t, d_c_t, _k2_t = d_h[t], d_o_bar[t], _k1[t], d_c[t], _k2[t]
+        d_h_t, d_o_bar_t, _k1_t, d_c_t, _a1_t = d_h[t], d_o_bar[t], _k1[t], d_c[t], _a1[t]
         d_f_bar_t, _k3_t, d_i_bar_t, _k4_t, d_z_bar_t = d_f_bar[t], _k3[t], d_i_bar[t], _k4[t], d_z_bar[t]
         _k5_t = _k5[t]
         if t < T:
@@ -547,31 +571,21 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             np.add(d_h_t, _step_h, out=d_h_t)
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         np.multiply(_k1_t, d_h_t, out=d_o_bar_t)
-        # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
-        np.multiply(p_o, d_o_bar_t, out=d_c_t)
-        np.multiply(_k2_t, d_h_t, out=_step_h)
-        np.add(d_c_t, _step_h, out=d_c_t)
+        # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t (one slope times dL/dh_t)
+        np.multiply(_a1_t, d_h_t, out=d_c_t)
         if t < T:
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
-            np.multiply(p_f, d_f_bar[t + 1], out=_step_h)
-            np.multiply(p_i, d_i_bar[t + 1], out=_step_h_2)
-            np.add(_step_h, _step_h_2, out=_step_h)
-            np.multiply(f[t + 1], d_c[t + 1], out=_step_h_3)
-            np.add(_step_h, _step_h_3, out=_step_h)
+            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
+            # times dL/dc_{t+1})
+            np.multiply(_a2[t + 1], d_c[t + 1], out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_c_t, _step_h, out=d_c_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
-            _d_next_f_bar = following["_d_next_f_bar"]
-            _d_next_i_bar = following["_d_next_i_bar"]
-            _next_f = following["_next_f"]
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
-            np.multiply(p_f, _d_next_f_bar[0], out=_step_h)
-            np.multiply(p_i, _d_next_i_bar[0], out=_step_h_2)
-            np.add(_step_h, _step_h_2, out=_step_h)
-            np.multiply(_next_f[0], _d_next_c[0], out=_step_h_3)
-            np.add(_step_h, _step_h_3, out=_step_h)
+            _next_a2 = following["_next_a2"]
+            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
+            # times dL/dc_{t+1})
+            np.multiply(_next_a2[0], _d_next_c[0], out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_c_t, _step_h, out=d_c_t)
@@ -592,9 +606,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     if following is not None:  # step 1's values, for the segment before this one
         following.update(
             {
-                "_d_next_c": d_c[1].copy()[None], "_d_next_f_bar": d_f_bar[1].copy()[None],
-                "_d_next_i_bar": d_i_bar[1].copy()[None], "_d_next_z_bar_to_o_bar": _d_z_bar_to_o_bar[1].copy()[None],
-                "_next_f": f[1].copy()[None]
+                "_d_next_c": d_c[1].copy()[None], "_d_next_z_bar_to_o_bar": _d_z_bar_to_o_bar[1].copy()[None],
+                "_next_a2": _a2[1].copy()[None]
             }
         )
     return d_c0, d_h0
@@ -721,7 +734,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
+    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (14 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
 
 
 def _forward_arrays(T, B, sizes, dtype):
@@ -734,9 +747,12 @@ def _forward_arrays(T, B, sizes, dtype):
         "c": np.empty((T + 1, B, n_h), dtype),
         "h": np.empty((T + 1, B, n_h), dtype),
         "s": np.empty((T, B, n_q), dtype),
-        "_b_z_i_f_o": np.empty((4 * n_h,), dtype),
-        "_W_z_W_i_W_f_W_o": np.empty((4 * n_h, n_d), dtype),
-        "_R_z_R_i_R_f_R_o_T": np.empty((n_h, 4 * n_h), dtype),
+        "_b_z_i_f_o_halved": np.empty((4 * n_h,), dtype),
+        "_W_z_W_i_W_f_W_o_halved": np.empty((4 * n_h, n_d), dtype),
+        "_R_z_R_i_R_f_R_o_halved_T": np.empty((n_h, 4 * n_h), dtype),
+        "_p_i_halved": np.empty((n_h,), dtype),
+        "_p_f_halved": np.empty((n_h,), dtype),
+        "_p_o_halved": np.empty((n_h,), dtype),
         "_step_4h": np.empty((B, 4 * n_h), dtype),
         "_step_h": np.empty((B, n_h), dtype),
     }
@@ -745,6 +761,8 @@ def _forward_arrays(T, B, sizes, dtype):
     work["i"] = work["_z_i_f_o"][..., n_h:2 * n_h]
     work["f"] = work["_z_i_f_o"][..., 2 * n_h:3 * n_h]
     work["o"] = work["_z_i_f_o"][..., 3 * n_h:4 * n_h]
+    work["_i_f"] = work["_z_i_f_o"][..., n_h:3 * n_h]
+    work["_z_i_f"] = work["_z_i_f_o"][..., :3 * n_h]
     work["c"][0] = 0
     work["h"][0] = 0
     return work
@@ -763,10 +781,11 @@ def _backward_arrays(T, B, sizes, dtype):
         "_k3": np.empty((T + 1, B, n_h), dtype),
         "_k4": np.empty((T + 1, B, n_h), dtype),
         "_k5": np.empty((T + 1, B, n_h), dtype),
+        "_a1": np.empty((T + 1, B, n_h), dtype),
+        "_a2": np.empty((T + 1, B, n_h), dtype),
         "_R_z_R_i_R_f_R_o": np.empty((4 * n_h, n_h), dtype),
+        "_all_h": np.empty((T, B, n_h), dtype),
         "_step_h": np.empty((B, n_h), dtype),
-        "_step_h_2": np.empty((B, n_h), dtype),
-        "_step_h_3": np.empty((B, n_h), dtype),
         "_ones": np.ones(T * B, dtype),
     }
     work["d_z_bar"] = work["_d_z_bar_to_o_bar"][..., :n_h]
@@ -838,15 +857,6 @@ def _directions(v, rows):
     for i in range(rows):
         out[i, ..., i] = np.moveaxis(v, -1, 0)
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
-
-
-def _sigmoid(z, out=None):
-    """1 / (1 + exp(-z)) as (1 + tanh(z / 2)) / 2, which never overflows; into out if given."""
-    out = np.multiply(z, 0.5, out=out)
-    np.tanh(out, out=out)
-    out *= 0.5
-    out += 0.5
-    return out
 
 
 def _squared_error(s, y, count):

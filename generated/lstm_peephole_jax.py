@@ -444,7 +444,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
+    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (14 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
 
 
 @jax.jit
@@ -469,9 +469,12 @@ def _forward(params, x, c0, h0):
     n_h = params["W_z"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["W_z"].dtype
-    _R_z_R_i_R_f_R_o = jnp.concatenate((R_z, R_i, R_f, R_o))  # stacked once per call
-    _W_z_W_i_W_f_W_o = jnp.concatenate((W_z, W_i, W_f, W_o))  # stacked once per call
-    _b_z_i_f_o = jnp.concatenate((b_z, b_i, b_f, b_o))  # stacked once per call
+    _R_z_R_i_R_f_R_o_halved = jnp.concatenate((R_z, 0.5 * R_i, 0.5 * R_f, 0.5 * R_o))  # stacked once per call
+    _p_i_halved = jnp.concatenate((0.5 * p_i,))  # stacked once per call
+    _p_f_halved = jnp.concatenate((0.5 * p_f,))  # stacked once per call
+    _p_o_halved = jnp.concatenate((0.5 * p_o,))  # stacked once per call
+    _W_z_W_i_W_f_W_o_halved = jnp.concatenate((W_z, 0.5 * W_i, 0.5 * W_f, 0.5 * W_o))  # stacked once per call
+    _b_z_i_f_o_halved = jnp.concatenate((b_z, 0.5 * b_i, 0.5 * b_f, 0.5 * b_o))  # stacked once per call
     _z_i_f_o = jnp.zeros((T + 1, B, 4 * n_h), dtype)
     c = jnp.zeros((T + 1, B, n_h), dtype)
     h = jnp.zeros((T + 1, B, n_h), dtype)
@@ -479,30 +482,34 @@ def _forward(params, x, c0, h0):
     h = h.at[0].set(h0)
     # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o
     # x_t, all steps at once
-    _z_i_f_o = _z_i_f_o.at[1:].set(_b_z_i_f_o + x @ _W_z_W_i_W_f_W_o.T)
+    _z_i_f_o = _z_i_f_o.at[1:].set(_b_z_i_f_o_halved + x @ _W_z_W_i_W_f_W_o_halved.T)
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
         (c_prev, h_prev) = carry
         (_z_i_f_o_t,) = inputs
         # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
-        _z_i_f_o_t = _z_i_f_o_t + h_prev @ _R_z_R_i_R_f_R_o.T
-        z_t = _z_i_f_o_t[..., :n_h]
-        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
-        _z_i_f_o_t = _z_i_f_o_t.at[..., :n_h].set(jnp.tanh(z_t))
-        i_t = _z_i_f_o_t[..., n_h:2 * n_h]
-        # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
-        _z_i_f_o_t = _z_i_f_o_t.at[..., n_h:2 * n_h].set(jax.nn.sigmoid(i_t + p_i * c_prev))
-        f_t = _z_i_f_o_t[..., 2 * n_h:3 * n_h]
-        # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
-        _z_i_f_o_t = _z_i_f_o_t.at[..., 2 * n_h:3 * n_h].set(jax.nn.sigmoid(f_t + p_f * c_prev))
+        _z_i_f_o_t = _z_i_f_o_t + h_prev @ _R_z_R_i_R_f_R_o_halved.T
+        # p_i * c_{t-1}: into the pre-activation of i_t
+        _z_i_f_o_t = _z_i_f_o_t.at[..., n_h:2 * n_h].add(_p_i_halved * c_prev)
+        # p_f * c_{t-1}: into the pre-activation of f_t
+        _z_i_f_o_t = _z_i_f_o_t.at[..., 2 * n_h:3 * n_h].add(_p_f_halved * c_prev)
+        _z_i_f_t = _z_i_f_o_t[..., :3 * n_h]
+        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i *
+        # c_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        _z_i_f_o_t = _z_i_f_o_t.at[..., :3 * n_h].set(jnp.tanh(_z_i_f_t))
+        _i_f_t = _z_i_f_o_t[..., n_h:3 * n_h]
+        _z_i_f_o_t = _z_i_f_o_t.at[..., n_h:3 * n_h].set(0.5 + 0.5 * _i_f_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
         f_t = _z_i_f_o_t[..., 2 * n_h:3 * n_h]
         i_t = _z_i_f_o_t[..., n_h:2 * n_h]
         z_t = _z_i_f_o_t[..., :n_h]
         c_t = c_prev * f_t + i_t * z_t  # c_t = c_{t-1} * f_t + i_t * z_t
+        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].add(_p_o_halved * c_t)  # p_o * c_t: into the pre-activation of o_t
         o_t = _z_i_f_o_t[..., 3 * n_h:]
         # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
-        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].set(jax.nn.sigmoid(p_o * c_t + o_t))
+        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].set(jnp.tanh(o_t))
+        o_t = _z_i_f_o_t[..., 3 * n_h:]
+        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].set(0.5 + 0.5 * o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
         o_t = _z_i_f_o_t[..., 3 * n_h:]
         h_t = jnp.tanh(c_t) * o_t  # h_t = tanh(c_t) * o_t
         return ((c_t, h_t), (_z_i_f_o_t, c_t, h_t))

@@ -394,7 +394,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
+    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (14 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
 
 
 class Model(torch.nn.Module):
@@ -477,12 +477,17 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     i = work["i"]  # a view of _z_i_f_o[..., n_h:2 * n_h]
     f = work["f"]  # a view of _z_i_f_o[..., 2 * n_h:3 * n_h]
     o = work["o"]  # a view of _z_i_f_o[..., 3 * n_h:4 * n_h]
+    _i_f = work["_i_f"]  # a view of _z_i_f_o[..., n_h:3 * n_h]
+    _z_i_f = work["_z_i_f"]  # a view of _z_i_f_o[..., :3 * n_h]
     c = work["c"]
     h = work["h"]
     s = work["s"]
-    _b_z_i_f_o = work["_b_z_i_f_o"]
-    _W_z_W_i_W_f_W_o = work["_W_z_W_i_W_f_W_o"]
-    _R_z_R_i_R_f_R_o_T = work["_R_z_R_i_R_f_R_o_T"]
+    _b_z_i_f_o_halved = work["_b_z_i_f_o_halved"]
+    _W_z_W_i_W_f_W_o_halved = work["_W_z_W_i_W_f_W_o_halved"]
+    _R_z_R_i_R_f_R_o_halved_T = work["_R_z_R_i_R_f_R_o_halved_T"]
+    _p_i_halved = work["_p_i_halved"]
+    _p_f_halved = work["_p_f_halved"]
+    _p_o_halved = work["_p_o_halved"]
     _step_4h = work["_step_4h"]
     _step_h = work["_step_h"]
     n_d = sizes["d"]
@@ -491,37 +496,47 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     T = x.shape[0]
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
-    torch.cat((b_z, b_i, b_f, b_o), out=_b_z_i_f_o)
-    torch.cat((W_z, W_i, W_f, W_o), out=_W_z_W_i_W_f_W_o)
-    torch.cat((R_z.T, R_i.T, R_f.T, R_o.T), dim=1, out=_R_z_R_i_R_f_R_o_T)
+    torch.cat((b_z, 0.5 * b_i, 0.5 * b_f, 0.5 * b_o), out=_b_z_i_f_o_halved)
+    torch.cat((W_z, 0.5 * W_i, 0.5 * W_f, 0.5 * W_o), out=_W_z_W_i_W_f_W_o_halved)
+    torch.cat((R_z.T, (0.5 * R_i).T, (0.5 * R_f).T, (0.5 * R_o).T), dim=1, out=_R_z_R_i_R_f_R_o_halved_T)
+    torch.cat((0.5 * p_i,), out=_p_i_halved)
+    torch.cat((0.5 * p_f,), out=_p_f_halved)
+    torch.cat((0.5 * p_o,), out=_p_o_halved)
     # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o
     # x_t, all steps at once
-    torch.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
-    torch.add(_z_i_f_o[1:], _b_z_i_f_o, out=_z_i_f_o[1:])
+    torch.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o_halved.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
+    torch.add(_z_i_f_o[1:], _b_z_i_f_o_halved, out=_z_i_f_o[1:])
     for t in range(1, T + 1):
-        _z_i_f_o_t, h_prev, z_t, i_t, c_prev = _z_i_f_o[t], h[t - 1], z[t], i[t], c[t - 1]
-        f_t, c_t, o_t, h_t = f[t], c[t], o[t], h[t]
+        _z_i_f_o_t, h_prev, i_t, c_prev, f_t = _z_i_f_o[t], h[t - 1], i[t], c[t - 1], f[t]
+        _z_i_f_t, _i_f_t, c_t, z_t, o_t = _z_i_f[t], _i_f[t], c[t], z[t], o[t]
+        h_t = h[t]
         # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
-        torch.matmul(h_prev, _R_z_R_i_R_f_R_o_T, out=_step_4h)
+        torch.matmul(h_prev, _R_z_R_i_R_f_R_o_halved_T, out=_step_4h)
         torch.add(_z_i_f_o_t, _step_4h, out=_z_i_f_o_t)
-        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
-        torch.tanh(z_t, out=z_t)
-        # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t)
-        torch.mul(p_i, c_prev, out=_step_h)
+        # p_i * c_{t-1}: into the pre-activation of i_t
+        torch.mul(_p_i_halved, c_prev, out=_step_h)
         torch.add(i_t, _step_h, out=i_t)
-        torch.sigmoid(i_t, out=i_t)
-        # f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
-        torch.mul(p_f, c_prev, out=_step_h)
+        # p_f * c_{t-1}: into the pre-activation of f_t
+        torch.mul(_p_f_halved, c_prev, out=_step_h)
         torch.add(f_t, _step_h, out=f_t)
-        torch.sigmoid(f_t, out=f_t)
+        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i *
+        # c_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        torch.tanh(_z_i_f_t, out=_z_i_f_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        torch.mul(_i_f_t, 0.5, out=_i_f_t)
+        torch.add(_i_f_t, 0.5, out=_i_f_t)
         # c_t = c_{t-1} * f_t + i_t * z_t
         torch.mul(c_prev, f_t, out=c_t)
         torch.mul(i_t, z_t, out=_step_h)
         torch.add(c_t, _step_h, out=c_t)
-        # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
-        torch.mul(p_o, c_t, out=_step_h)
+        # p_o * c_t: into the pre-activation of o_t
+        torch.mul(_p_o_halved, c_t, out=_step_h)
         torch.add(o_t, _step_h, out=o_t)
-        torch.sigmoid(o_t, out=o_t)
+        # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+        torch.tanh(o_t, out=o_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        torch.mul(o_t, 0.5, out=o_t)
+        torch.add(o_t, 0.5, out=o_t)
         # h_t = tanh(c_t) * o_t
         torch.tanh(c_t, out=h_t)
         torch.mul(h_t, o_t, out=h_t)
@@ -543,9 +558,12 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "c": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
         "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
         "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
-        "_b_z_i_f_o": torch.empty((4 * n_h,), dtype=dtype, device=device),
-        "_W_z_W_i_W_f_W_o": torch.empty((4 * n_h, n_d), dtype=dtype, device=device),
-        "_R_z_R_i_R_f_R_o_T": torch.empty((n_h, 4 * n_h), dtype=dtype, device=device),
+        "_b_z_i_f_o_halved": torch.empty((4 * n_h,), dtype=dtype, device=device),
+        "_W_z_W_i_W_f_W_o_halved": torch.empty((4 * n_h, n_d), dtype=dtype, device=device),
+        "_R_z_R_i_R_f_R_o_halved_T": torch.empty((n_h, 4 * n_h), dtype=dtype, device=device),
+        "_p_i_halved": torch.empty((n_h,), dtype=dtype, device=device),
+        "_p_f_halved": torch.empty((n_h,), dtype=dtype, device=device),
+        "_p_o_halved": torch.empty((n_h,), dtype=dtype, device=device),
         "_step_4h": torch.empty((B, 4 * n_h), dtype=dtype, device=device),
         "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
     }
@@ -554,6 +572,8 @@ def _forward_arrays(T, B, sizes, dtype, device):
     work["i"] = work["_z_i_f_o"][..., n_h:2 * n_h]
     work["f"] = work["_z_i_f_o"][..., 2 * n_h:3 * n_h]
     work["o"] = work["_z_i_f_o"][..., 3 * n_h:4 * n_h]
+    work["_i_f"] = work["_z_i_f_o"][..., n_h:3 * n_h]
+    work["_z_i_f"] = work["_z_i_f_o"][..., :3 * n_h]
     work["c"][0] = 0
     work["h"][0] = 0
     return work
@@ -617,6 +637,8 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     _k3 = (1 - f[1:]) * c[:-1] * f[1:]  # (1 - f_t) * c_{t-1} * f_t, all steps at once
     _k4 = (1 - i[1:]) * i[1:] * z[1:]  # (1 - i_t) * i_t * z_t, all steps at once
     _k5 = (1 - z[1:] ** 2) * i[1:]  # (1 - z_t^2) * i_t, all steps at once
+    _a1 = p_o * _k1 + _k2  # p_o * _k1_t + _k2_t, all steps at once
+    _a2 = p_f * _k3 + p_i * _k4 + f[1:]  # p_f * _k3_t + p_i * _k4_t + f_t, all steps at once
     for t in range(T, 0, -1):
         if t < T:
             # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
@@ -627,18 +649,18 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
             d_h[t].add_(_weighted(keep, t, _d_next_z_bar_to_o_bar[0] @ _R_z_R_i_R_f_R_o))
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         torch.mul(_k1[t - 1], d_h[t], out=d_o_bar[t])
-        # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
-        d_c[t] = p_o * d_o_bar[t] + _k2[t - 1] * d_h[t]
+        # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t (one slope times dL/dh_t)
+        torch.mul(_a1[t - 1], d_h[t], out=d_c[t])
         if t < T:
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
-            d_c[t].add_(_weighted(keep, t, p_f * d_f_bar[t + 1] + p_i * d_i_bar[t + 1] + f[t + 1] * d_c[t + 1]))
+            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
+            # times dL/dc_{t+1})
+            d_c[t].add_(_weighted(keep, t, _a2[t] * d_c[t + 1]))
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
-            _d_next_f_bar = following["_d_next_f_bar"]
-            _d_next_i_bar = following["_d_next_i_bar"]
-            _next_f = following["_next_f"]
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
-            d_c[t].add_(_weighted(keep, t, p_f * _d_next_f_bar[0] + p_i * _d_next_i_bar[0] + _next_f[0] * _d_next_c[0]))
+            _next_a2 = following["_next_a2"]
+            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
+            # times dL/dc_{t+1})
+            d_c[t].add_(_weighted(keep, t, _next_a2[0] * _d_next_c[0]))
         # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
         torch.mul(_k3[t - 1], d_c[t], out=d_f_bar[t])
         # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
@@ -652,9 +674,8 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     if following is not None:  # step 1's values, for the segment before this one
         following.update(
             {
-                "_d_next_c": d_c[1].clone()[None], "_d_next_f_bar": d_f_bar[1].clone()[None],
-                "_d_next_i_bar": d_i_bar[1].clone()[None], "_d_next_z_bar_to_o_bar": _d_z_bar_to_o_bar[1].clone()[None],
-                "_next_f": f[1].clone()[None]
+                "_d_next_c": d_c[1].clone()[None], "_d_next_z_bar_to_o_bar": _d_z_bar_to_o_bar[1].clone()[None],
+                "_next_a2": _a2[0].clone()[None]
             }
         )
     return (

@@ -231,6 +231,7 @@ def main(argv=None):
     core = pin(spec.get("cpu"))
     import numpy as np
 
+    from bptt.app.bench.calls import model_calls
     from bptt.app.check import load_module
     from bptt.derive.models import ZOO, load
 
@@ -242,6 +243,7 @@ def main(argv=None):
         from bptt.app.bench import checkpoints
 
         return checkpoints.child(dict(spec, backend=backend, numpy_module=numpy_module), module, core)
+    print(f"{model.name}{'' if backend == 'numpy' else f', generated for {backend}'}: {model_calls(model, backend).line(backend)}")
     failed = False
     for dtype in spec["dtypes"]:
         rows, held = run(

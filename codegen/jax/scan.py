@@ -18,6 +18,7 @@ from sympy.matrices.expressions.special import OneMatrix
 from bptt.codegen.ir import Steps
 from bptt.codegen.jax.printer import JaxPrinter
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input
+from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
 from bptt.derive.nodes import SeqAt, t
 
@@ -259,7 +260,7 @@ def stack_lines(printer, stacks):
     lines = []
     for stack in stacks:
         if stack.name in printer.used.params:
-            parts = ", ".join(str(printer(part)) for part in stack.parts)
+            parts = tuple_items(printer(part) for part in stack.parts)
             lines.append(f"{stack.name} = jnp.concatenate(({parts}))  # stacked once per call")
     return lines
 

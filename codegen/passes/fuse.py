@@ -60,6 +60,13 @@ def span_seq(group, first, count, at=t):
     return SeqAt(name, at, total_rows(members), "intermediate")
 
 
+def views(group):
+    """(name, first member, count) of the group, its spans and its members."""
+    yield group.name, 0, len(group.members)
+    yield from group.spans
+    yield from ((name, k, 1) for k, (name, _) in enumerate(group.members))
+
+
 def with_span(group, first, count):
     """The group with a view over members first .. first + count - 1."""
     name = span_seq(group, first, count).name

@@ -4,20 +4,22 @@ gated cell the gates' sigmoids join the tanh of the candidate in one call (see h
 import sympy as sp
 
 from bptt.codegen.ir import Accumulate, Assign, Stack
-from bptt.codegen.passes.fuse import span_seq
+from bptt.codegen.passes.fuse import span_seq, views, with_span
 from bptt.derive.elementwise import Apply
+from bptt.derive.nodes import matrix_sum
 
 
 def halve_sigmoids(inside, hoisted, stacks, groups):
     """sigmoid(z) = (1 + tanh(z / 2)) / 2 with z / 2 from weights and biases halved once per call: a
-    span's in-place sigmoid joins the tanh of the span beside it (one call for every gate) and is then
-    scaled: 3 calls instead of 5 for an LSTM's gates. Only for gates that nothing but the fused product
-    and the hoisted terms write into. Returns (inside, hoisted, stacks)."""
-    spans = {name: (group, first, count) for group in groups for name, first, count in _views(group)}
+    span's in-place sigmoid joins the tanh of the span beside it, before or after (one call for every gate),
+    and is then scaled: 3 calls instead of 5 for an LSTM's gates. Only for gates that nothing but the fused
+    product, the hoisted terms and elementwise terms of their own (a peephole's p_i * c_{t-1}) write into.
+    Returns (inside, hoisted, stacks, groups)."""
+    spans = {name: (group, first, count) for group in groups for name, first, count in views(group)}
     plan = {k: spans[s.target.name] for k, s in enumerate(inside) if _halvable(s, inside, spans)}
     if not plan:
-        return inside, hoisted, stacks
-    halved, out, skip = {}, [], set()
+        return inside, hoisted, stacks, groups
+    halved, out, skip, by_name = {}, [], set(), {group.name: group for group in groups}
     for index, statement in enumerate(inside):
         if index in skip:
             continue
@@ -26,13 +28,20 @@ def halve_sigmoids(inside, hoisted, stacks, groups):
             continue
         group, first, count = plan[index]
         halved.setdefault(group.name, set()).update(range(first, first + count))
+        start, stop, comments = first, first + count, [statement.comment]
+        before = _tanh_beside(out[-1] if out else None, spans, group)
+        if before and before[1] + before[2] == first:
+            start, comments = before[1], [out.pop().comment] + comments
         follow = inside[index + 1] if index + 1 < len(inside) else None
-        place = spans.get(getattr(getattr(follow, "target", None), "name", None))
-        joined = _in_place_function(follow) == "tanh" and place and place[0] is group and place[1] == first + count
-        wide = span_seq(group, first, count + place[2]) if joined else statement.target
-        comment = f"{statement.comment}; {follow.comment}" if joined else statement.comment
-        skip |= {index + 1} if joined else set()
-        out.append(Assign(wide, Apply("tanh", wide), comment))
+        after = _tanh_beside(follow, spans, group)
+        if after and after[1] == stop:
+            stop, comments = stop + after[2], comments + [follow.comment]
+            skip.add(index + 1)
+        wide = statement.target
+        if stop - start > count:
+            by_name[group.name] = with_span(by_name[group.name], start, stop - start)
+            wide = span_seq(group, start, stop - start)
+        out.append(Assign(wide, Apply("tanh", wide), "; ".join(comments)))
         half = sp.Rational(1, 2)
         out.append(
             Assign(
@@ -42,14 +51,13 @@ def halve_sigmoids(inside, hoisted, stacks, groups):
             )
         )
     out, hoisted, more = _halve_inputs(out, hoisted, stacks, groups, halved)
-    return out, hoisted, list(stacks) + more
+    return out, hoisted, list(stacks) + more, list(by_name.values())
 
 
-def _views(group):
-    """(name, first member, count) of the group, its spans and its members."""
-    yield group.name, 0, len(group.members)
-    yield from group.spans
-    yield from ((name, k, 1) for k, (name, _) in enumerate(group.members))
+def _tanh_beside(statement, spans, group):
+    """(group, first, count) of an in-place tanh of a span of the group, or None."""
+    place = spans.get(getattr(getattr(statement, "target", None), "name", None))
+    return place if _in_place_function(statement) == "tanh" and place and place[0] is group else None
 
 
 def _in_place_function(statement):
@@ -60,7 +68,8 @@ def _in_place_function(statement):
 
 
 def _halvable(statement, inside, spans):
-    """statement is S = sigmoid(S) on a span S that no other loop statement writes, but its group's product."""
+    """statement is S = sigmoid(S) on a span S that no other loop statement writes, but its group's product
+    and Accumulates into one member of S."""
     if _in_place_function(statement) != "sigmoid" or statement.target.name not in spans:
         return False
     group, first, count = spans[statement.target.name]
@@ -68,7 +77,8 @@ def _halvable(statement, inside, spans):
         place = spans.get(getattr(getattr(other, "target", None), "name", None))
         if other is statement or place is None or place[0] is not group or other.target.name == group.name:
             continue
-        if place[1] < first + count and first < place[1] + place[2]:
+        own = isinstance(other, Accumulate) and place[2] == 1 and first <= place[1] < first + count
+        if not own and place[1] < first + count and first < place[1] + place[2]:
             return False
     return True
 
@@ -82,7 +92,7 @@ def _halved_stack(stack, rows):
 def _halve_inputs(inside, hoisted, stacks, groups, halved):
     """The fused products' and the hoisted statements' stacks with the halved members' rows halved."""
     by_name = {stack.name: stack for stack in stacks}
-    spans = {name: (group, first, count) for group in groups for name, first, count in _views(group)}
+    spans = {name: (group, first, count) for group in groups for name, first, count in views(group)}
     more = {}
 
     def rewrite(statement):
@@ -94,7 +104,7 @@ def _halve_inputs(inside, hoisted, stacks, groups, halved):
         if not rows:
             return statement
         if count == 1:
-            return type(statement)(statement.target, sp.Rational(1, 2) * statement.value, statement.comment)
+            return type(statement)(statement.target, _halved(statement.value, more), statement.comment)
         swap = {}
         for symbol in sorted(statement.value.atoms(sp.MatrixSymbol), key=sp.default_sort_key):
             if symbol.name in by_name:
@@ -102,6 +112,21 @@ def _halve_inputs(inside, hoisted, stacks, groups, halved):
                 swap[symbol] = sp.MatrixSymbol(stack.name, *symbol.shape)
         return type(statement)(statement.target, statement.value.xreplace(swap), statement.comment)
 
-    inside = [rewrite(s) if isinstance(s, Accumulate) else s for s in inside]  # the fused products
+    inside = [rewrite(s) if isinstance(s, Accumulate) else s for s in inside]  # fused products, elementwise terms
     hoisted = [rewrite(s) for s in hoisted]
     return inside, hoisted, list(more.values())
+
+
+def _halved(value, more):
+    """value / 2: in each term p * v of a parameter vector p, p / 2 stacked once per call (more: the stacks
+    made, by name); other terms times 1/2."""
+    terms = []
+    for term in value.args if isinstance(value, sp.MatAdd) else (value,):
+        factors = term.args if isinstance(term, sp.HadamardProduct) else ()
+        vector = next((f for f in factors if isinstance(f, sp.MatrixSymbol) and f.shape[1] == 1), None)
+        if vector is None:
+            terms.append(sp.Rational(1, 2) * term)
+            continue
+        stack = more.setdefault(vector.name, Stack(f"_{vector.name}_halved", (sp.Rational(1, 2) * vector,)))
+        terms.append(term.xreplace({vector: sp.MatrixSymbol(stack.name, *vector.shape)}))
+    return matrix_sum(terms)

@@ -16,6 +16,7 @@ import sympy as sp
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Assign, Guard, Loop, Pass, walk
 from bptt.codegen.passes import fuse_backward
+from bptt.codegen.passes.collapse import collapse
 from bptt.codegen.passes.fuse import sum_terms
 from bptt.codegen.text import text
 from bptt.derive.elementwise import Apply
@@ -88,8 +89,11 @@ def backward(statements, initial, returns, stacks):
     gradients, returns, groups = fuse_backward.gradients(returns, groups)
     statements, factors = hoist_factors(statements)
     grouped = {name for group in groups for name, _ in group.members}
-    targets = [s.target.of for s in walk(statements) if isinstance(getattr(s, "target", None), Adj)]
     others = [i.value for i in initial] + [v for _, v, _ in returns] + [g.value for g in gradients]
+    statements = collapse(statements, others, grouped)
+    statements, more = hoist_factors(statements, names=("_a", "_g"))  # the slopes that collapse summed
+    factors += more
+    targets = [s.target.of for s in walk(statements) if isinstance(getattr(s, "target", None), Adj)]
     shared = share_storage(statements, others, grouped)
     arrays = {
         adjoint_array(seq.name): Array(adjoint_array(seq.name), seq.rows)
@@ -178,9 +182,10 @@ def _flat(expr):
     return expr.replace(lambda e: isinstance(e, sp.MatMul), lambda e: sp.MatMul(*e.args).doit(deep=False))
 
 
-def hoist_factors(statements):
+def hoist_factors(statements, names=("_k", "_f")):
     """The diag factors of the loop's terms that are not a stored value (1 - h_t^2, sigma'(f_t) c_{t-1})
     become arrays computed for all steps before the loop; neighbouring diag factors merge first.
+    names: the prefixes of the factors' arrays and of the functions they share.
     Returns (statements, the factor arrays)."""
     factors = {}
 
@@ -188,13 +193,13 @@ def hoist_factors(statements):
         if isinstance(statement, Guard):
             return Guard(tuple(rewrite(s) for s in statement.body))
         terms = statement.value.args if isinstance(statement.value, sp.MatAdd) else (statement.value,)
-        return replace(statement, value=matrix_sum([_hoisted(term, factors) for term in terms]))
+        return replace(statement, value=matrix_sum([_hoisted(term, factors, names[0]) for term in terms]))
 
     loop = next((s for s in statements if isinstance(s, Loop)), None)
     if loop is None:
         return statements, []
     body = tuple(rewrite(s) for s in loop.body)
-    shared = _shared_functions(factors)
+    shared = _shared_functions(factors, names[1])
     before = [Assign(seq(t), value, f"{text(value)}, all steps at once") for value, seq in shared.items()]
     before += [
         Assign(seq(t), value.xreplace({v: k(t) for v, k in shared.items()}), f"{text(value)}, all steps at once")
@@ -207,7 +212,7 @@ def hoist_factors(statements):
     return out, arrays
 
 
-def _hoisted(term, factors):
+def _hoisted(term, factors, prefix):
     if not isinstance(term, sp.MatMul):
         return term
     coeff, items = term.as_coeff_matrices()
@@ -226,13 +231,13 @@ def _hoisted(term, factors):
             shift = max(0, *(sp.simplify(r.time - t) for r in factor.vector.atoms(SeqAt)))
             value = factor.vector.subs(t, t - shift)
             if value not in factors:
-                factors[value] = _Factor(f"_k{len(factors) + 1}", value.shape[0])
+                factors[value] = _Factor(f"{prefix}{len(factors) + 1}", value.shape[0])
             factor = Diag(factors[value](t + shift))
         out.append(factor)
     return sp.MatMul(coeff, *out).doit(deep=False)
 
 
-def _shared_functions(factors):
+def _shared_functions(factors, prefix):
     """{f(v): its own factor} for each elementwise function value that two factors read (tanh(c_t) in an
     LSTM's two slopes): computed once, for all steps."""
     counts = {}
@@ -240,7 +245,7 @@ def _shared_functions(factors):
         for node in {n for n in sp.preorder_traversal(value) if isinstance(n, Apply)}:
             counts[node] = counts.get(node, 0) + 1
     shared = [node for node in sorted(counts, key=sp.default_sort_key) if counts[node] > 1 and node not in factors]
-    return {node: _Factor(f"_f{k + 1}", node.shape[0]) for k, node in enumerate(shared)}
+    return {node: _Factor(f"{prefix}{k + 1}", node.shape[0]) for k, node in enumerate(shared)}
 
 
 class _Factor:

@@ -14,3 +14,9 @@ class Code(str):
         code = str.__new__(cls, text)
         code.level = level
         return code
+
+
+def tuple_items(codes):
+    """The items of a tuple's code: `a, b`, and `a,` for one item (a tuple still, not a parenthesised a)."""
+    codes = [str(code) for code in codes]
+    return ", ".join(codes) + ("," if len(codes) == 1 else "")

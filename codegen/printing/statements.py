@@ -11,6 +11,7 @@ import sympy as sp
 
 from bptt.codegen.ir import PARAMETER, Array, PerCall
 from bptt.codegen.printing.array_calls import NUMPY
+from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.function_code import in_place
 from bptt.codegen.printing.printer import ATOM, Code, PrintError, RowPrinter
 from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
@@ -111,8 +112,8 @@ class NumPyPrinter(Statements, RowPrinter):
             if stack is None:
                 line = self.calls.line("copy", out=name, x=f"{super()._print_MatrixSymbol(matrix)}.T")
             else:
-                parts = ", ".join(
-                    f"{self.operand(part, ATOM)}.T" if transposed else str(self(part)) for part in stack.parts
+                parts = tuple_items(
+                    f"{self.operand(part, ATOM)}.T" if transposed else self(part) for part in stack.parts
                 )
                 line = self.calls.line("concatenate_columns" if transposed else "concatenate", parts=parts, out=name)
             shape = (cols, rows) if transposed else (rows, cols)

@@ -7,6 +7,7 @@ from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Steps, walk
 from bptt.codegen.printing.bindings import Printed, output_adjoint
 from bptt.codegen.printing.checkpoints import hand_back
+from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import PrintError, size_name
 from bptt.codegen.printing.window import adjoint_seqs, reads_aged
 from bptt.codegen.text import text
@@ -116,7 +117,7 @@ def fast_adjoints_body(program, reads):
 
 def stack_line(printer, stack):
     """name = the parts stacked along their rows (ir.Stack), once per call."""
-    parts = ", ".join(str(printer(part)) for part in stack.parts)
+    parts = tuple_items(printer(part) for part in stack.parts)
     return f"{stack.name} = torch.cat(({parts}))  # {', '.join(text(part) for part in stack.parts)} stacked"
 
 

@@ -10,7 +10,7 @@ import pytest
 from cli_support import bptt
 from support import module_of
 
-from bptt.app.bench import bench, peers, peers_jax, peers_torch
+from bptt.app.bench import bench, calls, peers, peers_jax, peers_torch
 from bptt.derive.models import load, names
 
 SIZES = (2, 3, 4)
@@ -100,6 +100,9 @@ def test_bench_command_prints_the_table():
     assert all(row[2] == "1.00" for row in rows if row[0] == "generated")
     assert all(float(row[-1]) <= bench.TOLERANCE["float32"] for row in rows)
     assert "generated workspace" in result.stdout
+    assert f"elman: {calls.model_calls(load('elman')).line()}" in result.stdout
+    # forward: matmul, add, tanh; backward: matmul, add, times the slope 1 - h_t^2
+    assert "calls per step: forward 3, backward 3" in result.stdout
 
 
 @pytest.mark.parametrize("backend", ["torch", "jax"])
