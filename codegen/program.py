@@ -58,7 +58,7 @@ def build(model):
         gradients=gradients,
         returns=tuple(fast_returns),
         owned_returns=tuple((key, shared_rows(value), comment) for key, value, comment in fast_returns),
-        recurrent=tuple(sorted(recurrent)),
+        recurrent=tuple(sorted(_aged(statements, recurrent))),
         forward_mode=Pass(forward_mode.statements(model)),
         checkpoints=checkpoint.plan(model, forward, adjoints, statements, cache, crossings, window_crossings, recurrent),
     )
@@ -79,6 +79,13 @@ def _recurrent(statements, recurrent):
         ):
             recurrent.add(statement.target.of.name)
     return recurrent
+
+
+def _aged(statements, recurrent):
+    """The adjoints that carry an age axis in a window: the recurrent ones, and those a flow from step t+1
+    reads (a local adjoint there enters at age 0, not at every age of the flow it joins)."""
+    read = {a.of.name for s in walk(statements) if isinstance(s, Flow) for a in s.value.atoms(Adj)}
+    return set(recurrent) | read
 
 
 def _value(statement):

@@ -10,7 +10,7 @@ from bptt.documents.equation import Equation, Section, displays
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed, maths
 
-COST = r"\min_{1 \le y < t} \left( y + Q(t - y, s - 1) + Q(y, s) \right)"  # Q(t, s), for t > s > 1
+COST = r"\min_{1 \le y < t} \left( y + Q(t - y, m - 1) + Q(y, m) \right)"  # Q(t, m), for t > m > 1
 
 
 def backward_reads(model):
@@ -37,20 +37,20 @@ def checkpoint_section(model):
     text = (
         f"One backward step $t$ reads {listed(maths(seq) for seq in stored)}, besides the data and the "
         f"adjoints that flow back from step $t+1$. A checkpoint must hold the state{'s' * several} "
-        f"{listed(maths(seq()) for seq in states)} alone, ${latex(rows)}$ numbers per sample: from "
+        f"{listed(maths(seq()) for seq in states)} alone, ${latex(rows)}$ entries per sample: from "
         f"{'them' if several else 'it'} the forward pass recomputes every later value"
     )
     if recomputed:
         before = listed(maths(seq(t - 1)) for seq in states)
         text += f" (each step's {listed(maths(seq) for seq in recomputed)} from {before}, with the step's input)"
     text += (
-        ". With $s$ slots, each a kept state or one stored step, the schedule that recomputes least takes "
-        "$Q(T, s)$ step evaluations, the first forward pass included (Gruslys et al. 2016): $Q(t, s) = t$ for "
-        "$t \\le s$ (every step stored), $Q(t, 1) = t (t + 1) / 2$, and for $t > s > 1$ the best split. A "
+        ". With $m$ memory slots, each a kept state or one stored step, the schedule that recomputes least "
+        "takes $Q(T, m)$ step evaluations, the first forward pass included (Gruslys et al. 2016): $Q(t, m) = t$ "
+        "for $t \\le m$ (every step stored), $Q(t, 1) = t (t + 1) / 2$, and for $t > m > 1$ the best split. A "
         "memory budget in bytes weighs a kept state against a stored step by their sizes."
     )
     why = (
         "The split advances $y$ steps and keeps that state, then runs the last $t - y$ steps with one slot "
         "fewer, then the first $y$ again:"
     )
-    return Section("checkpoints", "Backpropagation in bounded memory", text, displays([Equation("Q(t, s)", COST, why)]))
+    return Section("checkpoints", "Backpropagation in bounded memory", text, displays([Equation("Q(t, m)", COST, why)]))

@@ -27,6 +27,9 @@ _TEX_SPECIAL = {
     "\\": r"\textbackslash{}",
 }
 _env.filters["texescape"] = lambda text: "".join(_TEX_SPECIAL.get(char, char) for char in str(text))
+# A command naming a user's file: a long path may break after any slash (a word pdflatex cannot hyphenate).
+_PATH_SPECIAL = {**_TEX_SPECIAL, "/": r"/\allowbreak{}"}
+_env.filters["texpath"] = lambda text: "".join(_PATH_SPECIAL.get(char, char) for char in str(text))
 _TEMPLATES = {Display: "display", Figure: "figure", Table: "table"}  # an item's type -> its template's name
 
 

@@ -401,7 +401,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
         (d_a_next,) = carry
         (d_h_t, h_t, keep_t) = inputs
-        d_h_t = _fresh(d_h_t, ages)  # the local terms, at age 0 in a window
+        d_h_t = _fresh(d_h_t, ages)  # computed outside the loop: at age 0 in a window
         d_h_t = d_h_t + _flow(d_a_next @ W, keep_t, ages)  # dL/dh_t += W^T dL/da_{t+1}
         d_a_t = (1 - h_t ** 2) * d_h_t  # dL/da_t = diag(1 - h_t^2) dL/dh_t
         return ((d_a_t,), (_total(d_a_t, ages),))

@@ -388,7 +388,7 @@ def _gradients_and_following(ages, params, cache, d_z, keep, following=None):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
         (d_s_next,) = carry
         (s_next, d_s_t, keep_t) = inputs
-        d_s_t = _fresh(d_s_t, ages)  # the local terms, at age 0 in a window
+        d_s_t = _fresh(d_s_t, ages)  # computed outside the loop: at age 0 in a window
         # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
         d_s_t = d_s_t + _flow((1 - s_next ** 2) * d_s_next @ W, keep_t, ages)
         return ((d_s_t,), (_total(d_s_t, ages),))

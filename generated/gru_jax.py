@@ -505,7 +505,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
         (d_h_next, d_m_next, d_r_bar_next, d_z_bar_next) = carry
         (z_next, d_h_t, z_t, n_t, r_t, h_prev, m_t, keep_t) = inputs
-        d_h_t = _fresh(d_h_t, ages)  # the local terms, at age 0 in a window
+        d_h_t = _fresh(d_h_t, ages)  # computed outside the loop: at age 0 in a window
         # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
         d_h_t = (
             d_h_t

@@ -384,7 +384,7 @@ def _gradients_and_following(ages, params, cache, d_o, keep, following=None):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
         (d_h_next,) = carry
         (d_h_t, keep_t) = inputs
-        d_h_t = _fresh(d_h_t, ages)  # the local terms, at age 0 in a window
+        d_h_t = _fresh(d_h_t, ages)  # computed outside the loop: at age 0 in a window
         d_h_t = d_h_t + _flow(d_h_next @ W_hh, keep_t, ages)  # dL/dh_t += W_hh^T dL/dh_{t+1}
         return ((d_h_t,), (_total(d_h_t, ages),))
 

@@ -559,7 +559,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
         (d_f_bar_next, d_g_bar_next, d_i_bar_next, d_o_bar_next, d_c_next) = carry
         (d_h_t, o_t, c_t, f_next, i_t, g_t, c_prev, f_t, keep_t) = inputs
-        d_h_t = _fresh(d_h_t, ages)  # the local terms, at age 0 in a window
+        d_h_t = _fresh(d_h_t, ages)  # computed outside the loop: at age 0 in a window
         # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
         d_h_t = (
             d_h_t

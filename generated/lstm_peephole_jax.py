@@ -567,7 +567,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
         (d_f_bar_next, d_i_bar_next, d_o_bar_next, d_z_bar_next, d_c_next) = carry
         (d_h_t, c_t, o_t, f_next, c_prev, f_t, z_t, i_t, keep_t) = inputs
-        d_h_t = _fresh(d_h_t, ages)  # the local terms, at age 0 in a window
+        d_h_t = _fresh(d_h_t, ages)  # computed outside the loop: at age 0 in a window
         # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
         d_h_t = (
             d_h_t

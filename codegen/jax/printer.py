@@ -41,6 +41,7 @@ class JaxPrinter(RowPrinter):
     def __init__(self, stacked=False, arrays=None, carried=()):
         super().__init__(stacked=stacked, arrays=arrays)
         self.carried = frozenset(carried)
+        self.fresh_uncarried = False  # an adjoint at step 1 outside the carry enters at age 0 (initial_code)
         self.reads = {}
         self.assigned = set()
 
@@ -49,6 +50,8 @@ class JaxPrinter(RowPrinter):
         if not seq.time.has(t):
             if isinstance(node, Adj) and seq.name in self.carried and seq.time == 1:
                 return Code(first_step_name(node))
+            if isinstance(node, Adj) and self.fresh_uncarried and seq.time == 1:  # joins carried ones: age 0
+                return Code(f"{self.helper('_fresh')}({super().sequence(node)}, ages)")
             return super().sequence(node)
         if self.stacked:
             return super().sequence(node)

@@ -179,11 +179,13 @@ def start(carried, targets, crossings):
 
 def handed(printer, crossings, carry):
     """`handed = {...}`: this segment's values at step 1 that step T of the segment before it reads (the
-    adjoints from the final carry, the values from their arrays)."""
+    adjoints carried from the final carry; the values, and the adjoints computed before the scan, from their
+    arrays)."""
     at_one = {c.node.of.name: first_step_name(c.node) for c in carry}
     items = []
     for c in crossings:
-        code = at_one[c.first.of.name] if isinstance(c.first, Adj) else printer.at(False)(c.first)
+        carried = isinstance(c.first, Adj) and c.first.of.name in at_one
+        code = at_one[c.first.of.name] if carried else printer.at(False)(c.first)
         items.append(f'"{c.name}": {code}')
     return f"handed = {{{', '.join(items)}}}  # step 1's values, for the segment before this one"
 

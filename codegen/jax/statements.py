@@ -100,9 +100,9 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings):
         step.assigned.add(name)
         targets.setdefault(seq.name, statement.target)
     fresh = [
-        f"{local} = {step.helper('_fresh')}({local}, ages)  # the local terms, at age 0 in a window"
+        f"{local} = {step.helper('_fresh')}({local}, ages)  # computed outside the loop: at age 0 in a window"
         for local, (node, shift) in step.reads.items()
-        if isinstance(node, Adj) and shift == 0 and node.of.name in targets
+        if isinstance(node, Adj) and (shift == 0 or node.of.name not in targets)
     ]
     step.used.sizes |= {"B", "dtype"} if zero else set()
     starts = [
@@ -141,7 +141,9 @@ def _flatten(statements):
 def initial_code(printer, item, carried):
     """dL/dS_0 from the final carry: the flow from step 1 (weighted, one age older) summed over the ages."""
     aged = {a.of.name for a in item.value.atoms(Adj)} & set(carried)
+    printer.fresh_uncarried = bool(aged)
     code = str(printer(item.value))
+    printer.fresh_uncarried = False
     if item.weighted:
         code = f"{printer.helper('_flow')}({code}, keep_0, {'ages' if aged else 'None'})"
     if aged:
