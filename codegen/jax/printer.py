@@ -34,14 +34,15 @@ def first_step_name(node):
 class JaxPrinter(RowPrinter):
     """Row form for JAX. At one step (stacked=False) every read of a time-t sequence becomes a local
     name and is recorded in `reads` (name -> (node, shift)) unless `assigned` holds it already.
-    carried: the adjoints whose value at step 1 is the scan's final carry (`d_a_1`)."""
+    carried: the adjoints whose value at step 1 is the scan's final carry (`d_a_1`); aged: whether the other
+    adjoints read at step 1 join carried ones in a window, and so enter at age 0."""
 
     backend, form, blocks, functions = "jax", "JAX", "jnp.s_", JAX_FUNCTIONS
 
-    def __init__(self, stacked=False, arrays=None, carried=()):
+    def __init__(self, stacked=False, arrays=None, carried=(), aged=False):
         super().__init__(stacked=stacked, arrays=arrays)
         self.carried = frozenset(carried)
-        self.fresh_uncarried = False  # an adjoint at step 1 outside the carry enters at age 0 (initial_code)
+        self.aged = aged
         self.reads = {}
         self.assigned = set()
 
@@ -50,7 +51,7 @@ class JaxPrinter(RowPrinter):
         if not seq.time.has(t):
             if isinstance(node, Adj) and seq.name in self.carried and seq.time == 1:
                 return Code(first_step_name(node))
-            if isinstance(node, Adj) and self.fresh_uncarried and seq.time == 1:  # joins carried ones: age 0
+            if isinstance(node, Adj) and self.aged and seq.time == 1:
                 return Code(f"{self.helper('_fresh')}({super().sequence(node)}, ages)")
             return super().sequence(node)
         if self.stacked:

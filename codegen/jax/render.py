@@ -156,9 +156,7 @@ def gradient_body(program):
         printer.used.sizes |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
     if any(item.weighted for item in program.window_initial):
         lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
-    initial = JaxPrinter(stacked=False, arrays=arrays, carried=carried)
-    initial.used = printer.used
-    lines += [initial_code(initial, item, carried) for item in program.window_initial]
+    lines += [initial_code(printer, item, carried) for item in program.window_initial]
     used = printer.used | gradient.used
     head = bindings(model, used, f"d_{model.outputs[0][0].name}", program.cache)
     if loop is None:

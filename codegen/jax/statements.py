@@ -139,13 +139,14 @@ def _flatten(statements):
 
 
 def initial_code(printer, item, carried):
-    """dL/dS_0 from the final carry: the flow from step 1 (weighted, one age older) summed over the ages."""
+    """dL/dS_0 from the final carry: the flow from step 1 (weighted, one age older) summed over the ages;
+    printer: the scan's (its arrays and the helpers used)."""
     aged = {a.of.name for a in item.value.atoms(Adj)} & set(carried)
-    printer.fresh_uncarried = bool(aged)
-    code = str(printer(item.value))
-    printer.fresh_uncarried = False
+    initial = JaxPrinter(stacked=False, arrays=printer.arrays, carried=carried, aged=bool(aged))
+    initial.used = printer.used
+    code = str(initial(item.value))
     if item.weighted:
-        code = f"{printer.helper('_flow')}({code}, keep_0, {'ages' if aged else 'None'})"
+        code = f"{initial.helper('_flow')}({code}, keep_0, {'ages' if aged else 'None'})"
     if aged:
-        code = f"{printer.helper('_total')}({code}, ages)"
+        code = f"{initial.helper('_total')}({code}, ages)"
     return f"d_{item.key} = {code}  # {item.comment}"
