@@ -17,7 +17,7 @@ FIXED = frozenset(
     backward cache carry check_finite clip_grads ctx d_outputs device dim dims directions draws dtype first forward
     forward_mode_grads free_workspace given grads init_params init_rng initial inputs k keep keep_0 keep_next
     keep_t key loss loss_and_grads losses mode name named outputs params random_inputs residuals rng scale
-    self shape shares sizes states t total truncate value where work x_key xs y_key ys zero
+    self shape shares sizes states t total truncate value weights where work x_key xs y_key ys zero
     CheckpointedBPTT after checkpoints following handed how itemsize kept like parts targets
     """.split()
 )

@@ -349,7 +349,6 @@ def _forward(params, sizes, dtype, device, x, s0):
     s = work["s"]
     z = work["z"]
     _W_T = work["_W_T"]
-    _step_h = work["_step_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     T = x.shape[0]
@@ -360,8 +359,7 @@ def _forward(params, sizes, dtype, device, x, s0):
     for t in range(1, T + 1):
         s_t, s_prev = s[t], s[t - 1]
         # s_t = tanh(U onehot(x_t) + W s_{t-1})
-        torch.matmul(s_prev, _W_T, out=_step_h)
-        torch.add(s_t, _step_h, out=s_t)
+        s_t.addmm_(s_prev, _W_T)
         torch.tanh(s_t, out=s_t)
     # z_t = V s_t
     torch.matmul(s[1:].reshape(-1, n_h), V.T, out=z.reshape(-1, n_q))
@@ -376,7 +374,6 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "s": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
         "z": torch.empty((T, B, n_q), dtype=dtype, device=device),
         "_W_T": torch.empty((n_h, n_h), dtype=dtype, device=device),
-        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
     }
     work["s"][0] = 0
     return work
@@ -409,27 +406,51 @@ def _adjoints(keep, params, sizes, cache, d_z, following=None):
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
     replaced by this segment's own."""
+    T, B = d_z.shape[0], d_z.shape[1]
+    dtype, device = d_z.dtype, d_z.device
+    work = _backward_arrays(T, B, sizes, dtype, device)
     W = params["W"]
     V = params["V"]
     s = cache["s"]
+    _k1 = work["_k1"]
+    _step_h = work["_step_h"]
+    d_s = work["d_s"]
     n_h = sizes["h"]
-    T, B = d_z.shape[0], d_z.shape[1]
-    dtype, device = d_z.dtype, d_z.device
-    d_s = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_s[1:] = d_z @ V  # dL/ds_t = V^T dL/dz_t + ...
-    _k1 = 1 - s[1:] ** 2  # 1 - s_t^2, all steps at once
+    n_q = sizes["q"]
+    weights = _flow_weights(keep, T)
+    # dL/ds_t = V^T dL/dz_t + ...
+    torch.matmul(d_z.reshape(-1, n_q), V, out=d_s[1:].reshape(-1, n_h))
+    # 1 - s_t^2, all steps at once
+    torch.square(s[1:], out=_k1[1:])
+    torch.neg(_k1[1:], out=_k1[1:])
+    _k1[1:].add_(1)
     for t in range(T, 0, -1):
+        d_s_t = d_s[t]
         if t < T:
-            d_s[t].add_(_weighted(keep, t, _k1[t] * d_s[t + 1] @ W))  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
+            # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
+            torch.mul(_k1[t + 1], d_s[t + 1], out=_step_h)
+            d_s_t.addmm_(_step_h, W, alpha=weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_s = following["_d_next_s"]
             _next_k1 = following["_next_k1"]
             # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
-            d_s[t].add_(_weighted(keep, t, _next_k1[0] * _d_next_s[0] @ W))
+            torch.mul(_next_k1[0], _d_next_s[0], out=_step_h)
+            d_s_t.addmm_(_step_h, W, alpha=weights[t])
     d_s0 = _weighted(keep, 0, (1 - s[1] ** 2) * d_s[1] @ W)  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
     if following is not None:  # step 1's values, for the segment before this one
-        following.update({"_d_next_s": d_s[1].clone()[None], "_next_k1": _k1[0].clone()[None]})
+        following.update({"_d_next_s": d_s[1].clone()[None], "_next_k1": _k1[1].clone()[None]})
     return {"d_s": d_s}, (d_s0,)
+
+
+def _backward_arrays(T, B, sizes, dtype, device):
+    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "d_s": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
+    }
+    return work
 
 
 def _window_adjoints(k, params, sizes, cache, d_z, following=None):
@@ -503,6 +524,12 @@ def _keep_weights(mode, value, T, rng, like):
         draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
         keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
     return keep
+
+
+def _flow_weights(keep, T):
+    """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
+    the device once per call; all 1 without truncation (keep None)."""
+    return [1.0] * (T + 1) if keep is None else keep.tolist()
 
 
 def _weighted(keep, t, flow):

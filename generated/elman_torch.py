@@ -363,7 +363,6 @@ def _forward(params, sizes, dtype, device, x, h0):
     h = work["h"]
     s = work["s"]
     _W_T = work["_W_T"]
-    _step_h = work["_step_h"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -376,8 +375,7 @@ def _forward(params, sizes, dtype, device, x, h0):
     for t in range(1, T + 1):
         h_t, h_prev = h[t], h[t - 1]
         # a_t = b + U x_t + W h_{t-1}; h_t = tanh(a_t)
-        torch.matmul(h_prev, _W_T, out=_step_h)
-        torch.add(h_t, _step_h, out=h_t)
+        h_t.addmm_(h_prev, _W_T)
         torch.tanh(h_t, out=h_t)
     # s_t = c + V h_t
     torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
@@ -393,7 +391,6 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
         "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
         "_W_T": torch.empty((n_h, n_h), dtype=dtype, device=device),
-        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
     }
     work["h"][0] = 0
     return work
@@ -426,27 +423,50 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
     replaced by this segment's own."""
+    T, B = d_s.shape[0], d_s.shape[1]
+    dtype, device = d_s.dtype, d_s.device
+    work = _backward_arrays(T, B, sizes, dtype, device)
     W = params["W"]
     V = params["V"]
     h = cache["h"]
+    _k1 = work["_k1"]
+    d_a = work["d_a"]  # d_h's array, reused (a view of all of it)
+    d_h = work["d_h"]
     n_h = sizes["h"]
-    T, B = d_s.shape[0], d_s.shape[1]
-    dtype, device = d_s.dtype, d_s.device
-    d_h = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_a = d_h[..., :n_h]
-    d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
-    _k1 = 1 - h[1:] ** 2  # 1 - h_t^2, all steps at once
+    n_q = sizes["q"]
+    weights = _flow_weights(keep, T)
+    # dL/dh_t = V^T dL/ds_t + ...
+    torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # 1 - h_t^2, all steps at once
+    torch.square(h[1:], out=_k1[1:])
+    torch.neg(_k1[1:], out=_k1[1:])
+    _k1[1:].add_(1)
     for t in range(T, 0, -1):
+        d_h_t, d_a_t, _k1_t = d_h[t], d_a[t], _k1[t]
         if t < T:
-            d_h[t].add_(_weighted(keep, t, d_a[t + 1] @ W))  # dL/dh_t += W^T dL/da_{t+1}
+            # dL/dh_t += W^T dL/da_{t+1}
+            d_h_t.addmm_(d_a[t + 1], W, alpha=weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            d_h[t].add_(_weighted(keep, t, _d_next_a[0] @ W))  # dL/dh_t += W^T dL/da_{t+1}
-        torch.mul(_k1[t - 1], d_h[t], out=d_a[t])  # dL/da_t = diag(1 - h_t^2) dL/dh_t
+            # dL/dh_t += W^T dL/da_{t+1}
+            d_h_t.addmm_(_d_next_a[0], W, alpha=weights[t])
+        # dL/da_t = diag(1 - h_t^2) dL/dh_t
+        torch.mul(_k1_t, d_h_t, out=d_a_t)
     d_h0 = _weighted(keep, 0, d_a[1] @ W)  # dL/dh_0 = W^T dL/da_1
     if following is not None:  # step 1's values, for the segment before this one
         following.update({"_d_next_a": d_a[1].clone()[None]})
     return {"d_a": d_a}, (d_h0,)
+
+
+def _backward_arrays(T, B, sizes, dtype, device):
+    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+    }
+    work["d_a"] = work["d_h"][..., :n_h]
+    return work
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -525,6 +545,12 @@ def _keep_weights(mode, value, T, rng, like):
         draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
         keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
     return keep
+
+
+def _flow_weights(keep, T):
+    """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
+    the device once per call; all 1 without truncation (keep None)."""
+    return [1.0] * (T + 1) if keep is None else keep.tolist()
 
 
 def _weighted(keep, t, flow):

@@ -443,8 +443,7 @@ def _forward(params, sizes, dtype, device, x, h0):
     _b_r_z_halved = work["_b_r_z_halved"]
     _W_ir_W_iz_halved = work["_W_ir_W_iz_halved"]
     _W_hr_W_hz_W_hn_halved_T = work["_W_hr_W_hz_W_hn_halved_T"]
-    _step_3h = work["_step_3h"]
-    _step_h = work["_step_h"]
+    _number_0_5 = work["_number_0_5"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -453,6 +452,7 @@ def _forward(params, sizes, dtype, device, x, h0):
     torch.cat((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz), out=_b_r_z_halved)
     torch.cat((0.5 * W_ir, 0.5 * W_iz), out=_W_ir_W_iz_halved)
     torch.cat(((0.5 * W_hr).T, (0.5 * W_hz).T, W_hn.T), dim=1, out=_W_hr_W_hz_W_hn_halved_T)
+    _number_0_5.fill_(0.5)
     # b_in + W_in x_t, all steps at once
     torch.matmul(x.reshape(-1, n_d), W_in.T, out=n[1:].reshape(-1, n_h))
     torch.add(n[1:], b_in, out=n[1:])
@@ -465,22 +465,19 @@ def _forward(params, sizes, dtype, device, x, h0):
         _r_z_m_t, h_prev, _r_z_t, n_t, m_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t]
         r_t, h_t, z_t = r[t], h[t], z[t]
         # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
-        torch.matmul(h_prev, _W_hr_W_hz_W_hn_halved_T, out=_step_3h)
-        torch.add(_r_z_m_t, _step_3h, out=_r_z_m_t)
+        _r_z_m_t.addmm_(h_prev, _W_hr_W_hz_W_hn_halved_T)
         # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t +
         # W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
         torch.tanh(_r_z_t, out=_r_z_t)
         # (1 + tanh(z / 2)) / 2: the sigmoid
-        torch.mul(_r_z_t, 0.5, out=_r_z_t)
-        torch.add(_r_z_t, 0.5, out=_r_z_t)
+        torch.add(_number_0_5, _r_z_t, alpha=0.5, out=_r_z_t)
         # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
-        torch.mul(m_t, r_t, out=_step_h)
-        torch.add(n_t, _step_h, out=n_t)
+        n_t.addcmul_(m_t, r_t)
         torch.tanh(n_t, out=n_t)
         # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
         torch.sub(h_prev, n_t, out=h_t)
         torch.mul(h_t, z_t, out=h_t)
-        torch.add(h_t, n_t, out=h_t)
+        h_t.add_(n_t)
     # s_t = V h_t
     torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
     return work["s"], {"x": x, "h": work["h"], "r": work["r"], "z": work["z"], "m": work["m"], "n": work["n"]}
@@ -499,8 +496,7 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "_b_r_z_halved": torch.empty((2 * n_h,), dtype=dtype, device=device),
         "_W_ir_W_iz_halved": torch.empty((2 * n_h, n_d), dtype=dtype, device=device),
         "_W_hr_W_hz_W_hn_halved_T": torch.empty((n_h, 3 * n_h), dtype=dtype, device=device),
-        "_step_3h": torch.empty((B, 3 * n_h), dtype=dtype, device=device),
-        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
+        "_number_0_5": torch.empty((1,), dtype=dtype, device=device),
     }
     work["_r_z_m"][0] = 0
     work["r"] = work["_r_z_m"][..., :n_h]
@@ -539,6 +535,9 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
     replaced by this segment's own."""
+    T, B = d_s.shape[0], d_s.shape[1]
+    dtype, device = d_s.dtype, d_s.device
+    work = _backward_arrays(T, B, sizes, dtype, device)
     W_hr = params["W_hr"]
     W_hz = params["W_hz"]
     W_hn = params["W_hn"]
@@ -548,42 +547,72 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     z = cache["z"]
     m = cache["m"]
     n = cache["n"]
+    _W_hr_W_hz_W_hn = work["_W_hr_W_hz_W_hn"]
+    _a1 = work["_a1"]
+    _a2 = work["_a2"]
+    _all_h = work["_all_h"]
+    _d_r_bar_z_bar = work["_d_r_bar_z_bar"]  # a view of _d_r_bar_z_bar_m[..., :2 * n_h]
+    _d_r_bar_z_bar_m = work["_d_r_bar_z_bar_m"]
+    _k1 = work["_k1"]
+    _k2 = work["_k2"]
+    _k3 = work["_k3"]
+    d_h = work["d_h"]
+    d_m = work["d_m"]  # a view of _d_r_bar_z_bar_m[..., 2 * n_h:3 * n_h]
+    d_n_bar = work["d_n_bar"]
+    d_r_bar = work["d_r_bar"]  # a view of _d_r_bar_z_bar_m[..., :n_h]
+    d_z_bar = work["d_z_bar"]  # a view of _d_r_bar_z_bar_m[..., n_h:2 * n_h]
     n_h = sizes["h"]
-    T, B = d_s.shape[0], d_s.shape[1]
-    dtype, device = d_s.dtype, d_s.device
-    _W_hr_W_hz_W_hn = torch.cat((W_hr, W_hz, W_hn))  # W_hr, W_hz, W_hn stacked
-    _d_r_bar_z_bar_m = torch.zeros((T + 1, B, 3 * n_h), dtype=dtype, device=device)
-    d_h = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_n_bar = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_r_bar = _d_r_bar_z_bar_m[..., :n_h]
-    d_z_bar = _d_r_bar_z_bar_m[..., n_h:2 * n_h]
-    d_m = _d_r_bar_z_bar_m[..., 2 * n_h:3 * n_h]
-    _d_r_bar_z_bar = _d_r_bar_z_bar_m[..., :2 * n_h]
-    d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
-    _k1 = (1 - n[1:] ** 2) * (1 - z[1:])  # (1 - n_t^2) * (1 - z_t), all steps at once
-    _k2 = (1 - z[1:]) * (-n[1:] + h[:-1]) * z[1:]  # (1 - z_t) * (-n_t + h_{t-1}) * z_t, all steps at once
-    _k3 = (1 - r[1:]) * m[1:] * r[1:]  # (1 - r_t) * m_t * r_t, all steps at once
-    _a1 = _k1 * r[1:]  # _k1_t * r_t, all steps at once
-    _a2 = _k1 * _k3  # _k1_t * _k3_t, all steps at once
+    n_q = sizes["q"]
+    weights = _flow_weights(keep, T)
+    torch.cat((W_hr, W_hz, W_hn), out=_W_hr_W_hz_W_hn)
+    # dL/dh_t = V^T dL/ds_t + ...
+    torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # (1 - n_t^2) * (1 - z_t), all steps at once
+    torch.square(n[1:], out=_k1[1:])
+    torch.neg(_k1[1:], out=_k1[1:])
+    _k1[1:].add_(1)
+    torch.neg(z[1:], out=_all_h)
+    _all_h.add_(1)
+    torch.mul(_k1[1:], _all_h, out=_k1[1:])
+    # (1 - z_t) * (-n_t + h_{t-1}) * z_t, all steps at once
+    torch.neg(z[1:], out=_k2[1:])
+    _k2[1:].add_(1)
+    torch.mul(_k2[1:], z[1:], out=_k2[1:])
+    torch.sub(h[:-1], n[1:], out=_all_h)
+    torch.mul(_k2[1:], _all_h, out=_k2[1:])
+    # (1 - r_t) * m_t * r_t, all steps at once
+    torch.neg(r[1:], out=_k3[1:])
+    _k3[1:].add_(1)
+    torch.mul(_k3[1:], m[1:], out=_k3[1:])
+    torch.mul(_k3[1:], r[1:], out=_k3[1:])
+    # _k1_t * r_t, all steps at once
+    torch.mul(_k1[1:], r[1:], out=_a1[1:])
+    # _k1_t * _k3_t, all steps at once
+    torch.mul(_k1[1:], _k3[1:], out=_a2[1:])
     for t in range(T, 0, -1):
+        d_h_t, d_m_t, _a1_t, d_z_bar_t, _k2_t = d_h[t], d_m[t], _a1[t], d_z_bar[t], _k2[t]
+        d_r_bar_t, _a2_t = d_r_bar[t], _a2[t]
         if t < T:
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}
-            d_h[t].add_(_weighted(keep, t, z[t + 1] * d_h[t + 1] + _d_r_bar_z_bar_m[t + 1] @ _W_hr_W_hz_W_hn))
+            d_h_t.addcmul_(z[t + 1], d_h[t + 1], value=weights[t])
+            d_h_t.addmm_(_d_r_bar_z_bar_m[t + 1], _W_hr_W_hz_W_hn, alpha=weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_h = following["_d_next_h"]
             _d_next_r_bar_z_bar_m = following["_d_next_r_bar_z_bar_m"]
             _next_z = following["_next_z"]
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}
-            d_h[t].add_(_weighted(keep, t, _next_z[0] * _d_next_h[0] + _d_next_r_bar_z_bar_m[0] @ _W_hr_W_hz_W_hn))
-        torch.mul(_a1[t - 1], d_h[t], out=d_m[t])  # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
+            d_h_t.addcmul_(_next_z[0], _d_next_h[0], value=weights[t])
+            d_h_t.addmm_(_d_next_r_bar_z_bar_m[0], _W_hr_W_hz_W_hn, alpha=weights[t])
+        # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
+        torch.mul(_a1_t, d_h_t, out=d_m_t)
         # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t; dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
-        torch.mul(_k2[t - 1], d_h[t], out=d_z_bar[t])
+        torch.mul(_k2_t, d_h_t, out=d_z_bar_t)
         # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t (from dL/dh_t)
-        torch.mul(_a2[t - 1], d_h[t], out=d_r_bar[t])
+        torch.mul(_a2_t, d_h_t, out=d_r_bar_t)
     # dL/dn_t = diag(1 - z_t) dL/dh_t; dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t, all steps at once
-    d_n_bar[1:] = _k1 * d_h[1:]
+    torch.mul(_k1[1:], d_h[1:], out=d_n_bar[1:])
     # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
     d_h0 = _weighted(keep, 0, z[1] * d_h[1] + _d_r_bar_z_bar_m[1] @ _W_hr_W_hz_W_hn)
     if following is not None:  # step 1's values, for the segment before this one
@@ -594,6 +623,28 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
             }
         )
     return {"_d_r_bar_z_bar": _d_r_bar_z_bar, "_d_r_bar_z_bar_m": _d_r_bar_z_bar_m, "d_n_bar": d_n_bar}, (d_h0,)
+
+
+def _backward_arrays(T, B, sizes, dtype, device):
+    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "_d_r_bar_z_bar_m": torch.empty((T + 1, B, 3 * n_h), dtype=dtype, device=device),
+        "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "d_n_bar": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k2": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k3": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_a1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_a2": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_W_hr_W_hz_W_hn": torch.empty((3 * n_h, n_h), dtype=dtype, device=device),
+        "_all_h": torch.empty((T, B, n_h), dtype=dtype, device=device),
+    }
+    work["d_r_bar"] = work["_d_r_bar_z_bar_m"][..., :n_h]
+    work["d_z_bar"] = work["_d_r_bar_z_bar_m"][..., n_h:2 * n_h]
+    work["d_m"] = work["_d_r_bar_z_bar_m"][..., 2 * n_h:3 * n_h]
+    work["_d_r_bar_z_bar"] = work["_d_r_bar_z_bar_m"][..., :2 * n_h]
+    return work
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -739,6 +790,12 @@ def _keep_weights(mode, value, T, rng, like):
         draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
         keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
     return keep
+
+
+def _flow_weights(keep, T):
+    """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
+    the device once per call; all 1 without truncation (keep None)."""
+    return [1.0] * (T + 1) if keep is None else keep.tolist()
 
 
 def _weighted(keep, t, flow):

@@ -431,18 +431,37 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
     replaced by this segment's own."""
+    T, B = d_s.shape[0], d_s.shape[1]
+    dtype, device = d_s.dtype, d_s.device
+    work = _backward_arrays(T, B, sizes, dtype, device)
     R = params["R"]
     V = params["V"]
     h = cache["h"]
+    _all_h = work["_all_h"]
+    d_a = work["d_a"]
+    d_h = work["d_h"]
     n_h = sizes["h"]
-    T, B = d_s.shape[0], d_s.shape[1]
-    dtype, device = d_s.dtype, d_s.device
-    d_h = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_a = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t
-    d_a[1:] = (1 - h[1:] ** 2) * d_h[1:]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
+    n_q = sizes["q"]
+    # dL/dh_t = V^T dL/ds_t
+    torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # dL/da_t = diag(1 - h_t^2) dL/dh_t
+    torch.square(h[1:], out=_all_h)
+    torch.neg(_all_h, out=_all_h)
+    _all_h.add_(1)
+    torch.mul(_all_h, d_h[1:], out=d_a[1:])
     d_o0 = d_a[1] @ R  # dL/do_0 = R^T dL/da_1
     return {"d_a": d_a}, (d_o0,)
+
+
+def _backward_arrays(T, B, sizes, dtype, device):
+    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "d_a": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_all_h": torch.empty((T, B, n_h), dtype=dtype, device=device),
+    }
+    return work
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):

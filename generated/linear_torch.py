@@ -345,7 +345,6 @@ def _forward(params, sizes, dtype, device, x, h0):
     h = work["h"]
     o = work["o"]
     _W_hh_T = work["_W_hh_T"]
-    _step_h = work["_step_h"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -357,8 +356,7 @@ def _forward(params, sizes, dtype, device, x, h0):
     for t in range(1, T + 1):
         h_t, h_prev = h[t], h[t - 1]
         # h_t = W_hx x_t + W_hh h_{t-1}
-        torch.matmul(h_prev, _W_hh_T, out=_step_h)
-        torch.add(h_t, _step_h, out=h_t)
+        h_t.addmm_(h_prev, _W_hh_T)
     # o_t = W_qh h_t
     torch.matmul(h[1:].reshape(-1, n_h), W_qh.T, out=o.reshape(-1, n_q))
     return work["o"], {"x": x, "h": work["h"]}
@@ -372,7 +370,6 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
         "o": torch.empty((T, B, n_q), dtype=dtype, device=device),
         "_W_hh_T": torch.empty((n_h, n_h), dtype=dtype, device=device),
-        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
     }
     work["h"][0] = 0
     return work
@@ -405,23 +402,39 @@ def _adjoints(keep, params, sizes, cache, d_o, following=None):
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
     replaced by this segment's own."""
-    W_hh = params["W_hh"]
-    W_qh = params["W_qh"]
-    n_h = sizes["h"]
     T, B = d_o.shape[0], d_o.shape[1]
     dtype, device = d_o.dtype, d_o.device
-    d_h = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_h[1:] = d_o @ W_qh  # dL/dh_t = W_qh^T dL/do_t + ...
+    work = _backward_arrays(T, B, sizes, dtype, device)
+    W_hh = params["W_hh"]
+    W_qh = params["W_qh"]
+    d_h = work["d_h"]
+    n_h = sizes["h"]
+    n_q = sizes["q"]
+    weights = _flow_weights(keep, T)
+    # dL/dh_t = W_qh^T dL/do_t + ...
+    torch.matmul(d_o.reshape(-1, n_q), W_qh, out=d_h[1:].reshape(-1, n_h))
     for t in range(T, 0, -1):
+        d_h_t = d_h[t]
         if t < T:
-            d_h[t].add_(_weighted(keep, t, d_h[t + 1] @ W_hh))  # dL/dh_t += W_hh^T dL/dh_{t+1}
+            # dL/dh_t += W_hh^T dL/dh_{t+1}
+            d_h_t.addmm_(d_h[t + 1], W_hh, alpha=weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_h = following["_d_next_h"]
-            d_h[t].add_(_weighted(keep, t, _d_next_h[0] @ W_hh))  # dL/dh_t += W_hh^T dL/dh_{t+1}
+            # dL/dh_t += W_hh^T dL/dh_{t+1}
+            d_h_t.addmm_(_d_next_h[0], W_hh, alpha=weights[t])
     d_h0 = _weighted(keep, 0, d_h[1] @ W_hh)  # dL/dh_0 = W_hh^T dL/dh_1
     if following is not None:  # step 1's values, for the segment before this one
         following.update({"_d_next_h": d_h[1].clone()[None]})
     return {"d_h": d_h}, (d_h0,)
+
+
+def _backward_arrays(T, B, sizes, dtype, device):
+    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+    }
+    return work
 
 
 def _window_adjoints(k, params, sizes, cache, d_o, following=None):
@@ -493,6 +506,12 @@ def _keep_weights(mode, value, T, rng, like):
         draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
         keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
     return keep
+
+
+def _flow_weights(keep, T):
+    """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
+    the device once per call; all 1 without truncation (keep None)."""
+    return [1.0] * (T + 1) if keep is None else keep.tolist()
 
 
 def _weighted(keep, t, flow):

@@ -487,9 +487,8 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     _R_z_R_i_R_f_R_o_halved_T = work["_R_z_R_i_R_f_R_o_halved_T"]
     _p_i_halved = work["_p_i_halved"]
     _p_f_halved = work["_p_f_halved"]
+    _number_0_5 = work["_number_0_5"]
     _p_o_halved = work["_p_o_halved"]
-    _step_4h = work["_step_4h"]
-    _step_h = work["_step_h"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -501,6 +500,7 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     torch.cat((R_z.T, (0.5 * R_i).T, (0.5 * R_f).T, (0.5 * R_o).T), dim=1, out=_R_z_R_i_R_f_R_o_halved_T)
     torch.cat((0.5 * p_i,), out=_p_i_halved)
     torch.cat((0.5 * p_f,), out=_p_f_halved)
+    _number_0_5.fill_(0.5)
     torch.cat((0.5 * p_o,), out=_p_o_halved)
     # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o
     # x_t, all steps at once
@@ -511,32 +511,25 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
         _z_i_f_t, _i_f_t, c_t, z_t, o_t = _z_i_f[t], _i_f[t], c[t], z[t], o[t]
         h_t = h[t]
         # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
-        torch.matmul(h_prev, _R_z_R_i_R_f_R_o_halved_T, out=_step_4h)
-        torch.add(_z_i_f_o_t, _step_4h, out=_z_i_f_o_t)
+        _z_i_f_o_t.addmm_(h_prev, _R_z_R_i_R_f_R_o_halved_T)
         # p_i * c_{t-1}: into the pre-activation of i_t
-        torch.mul(_p_i_halved, c_prev, out=_step_h)
-        torch.add(i_t, _step_h, out=i_t)
+        i_t.addcmul_(_p_i_halved, c_prev)
         # p_f * c_{t-1}: into the pre-activation of f_t
-        torch.mul(_p_f_halved, c_prev, out=_step_h)
-        torch.add(f_t, _step_h, out=f_t)
+        f_t.addcmul_(_p_f_halved, c_prev)
         # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i *
         # c_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
         torch.tanh(_z_i_f_t, out=_z_i_f_t)
         # (1 + tanh(z / 2)) / 2: the sigmoid
-        torch.mul(_i_f_t, 0.5, out=_i_f_t)
-        torch.add(_i_f_t, 0.5, out=_i_f_t)
+        torch.add(_number_0_5, _i_f_t, alpha=0.5, out=_i_f_t)
         # c_t = c_{t-1} * f_t + i_t * z_t
         torch.mul(c_prev, f_t, out=c_t)
-        torch.mul(i_t, z_t, out=_step_h)
-        torch.add(c_t, _step_h, out=c_t)
+        c_t.addcmul_(i_t, z_t)
         # p_o * c_t: into the pre-activation of o_t
-        torch.mul(_p_o_halved, c_t, out=_step_h)
-        torch.add(o_t, _step_h, out=o_t)
+        o_t.addcmul_(_p_o_halved, c_t)
         # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
         torch.tanh(o_t, out=o_t)
         # (1 + tanh(z / 2)) / 2: the sigmoid
-        torch.mul(o_t, 0.5, out=o_t)
-        torch.add(o_t, 0.5, out=o_t)
+        torch.add(_number_0_5, o_t, alpha=0.5, out=o_t)
         # h_t = tanh(c_t) * o_t
         torch.tanh(c_t, out=h_t)
         torch.mul(h_t, o_t, out=h_t)
@@ -563,9 +556,8 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "_R_z_R_i_R_f_R_o_halved_T": torch.empty((n_h, 4 * n_h), dtype=dtype, device=device),
         "_p_i_halved": torch.empty((n_h,), dtype=dtype, device=device),
         "_p_f_halved": torch.empty((n_h,), dtype=dtype, device=device),
+        "_number_0_5": torch.empty((1,), dtype=dtype, device=device),
         "_p_o_halved": torch.empty((n_h,), dtype=dtype, device=device),
-        "_step_4h": torch.empty((B, 4 * n_h), dtype=dtype, device=device),
-        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
     }
     work["_z_i_f_o"][0] = 0
     work["z"] = work["_z_i_f_o"][..., :n_h]
@@ -606,6 +598,9 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
     replaced by this segment's own."""
+    T, B = d_s.shape[0], d_s.shape[1]
+    dtype, device = d_s.dtype, d_s.device
+    work = _backward_arrays(T, B, sizes, dtype, device)
     R_z = params["R_z"]
     R_i = params["R_i"]
     R_f = params["R_f"]
@@ -619,54 +614,95 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     i = cache["i"]
     f = cache["f"]
     o = cache["o"]
+    _R_z_R_i_R_f_R_o = work["_R_z_R_i_R_f_R_o"]
+    _a1 = work["_a1"]
+    _a2 = work["_a2"]
+    _all_h = work["_all_h"]
+    _d_z_bar_to_o_bar = work["_d_z_bar_to_o_bar"]
+    _f1 = work["_f1"]
+    _k1 = work["_k1"]
+    _k2 = work["_k2"]
+    _k3 = work["_k3"]
+    _k4 = work["_k4"]
+    _k5 = work["_k5"]
+    d_c = work["d_c"]
+    d_f_bar = work["d_f_bar"]  # a view of _d_z_bar_to_o_bar[..., 2 * n_h:3 * n_h]
+    d_h = work["d_h"]
+    d_i_bar = work["d_i_bar"]  # a view of _d_z_bar_to_o_bar[..., n_h:2 * n_h]
+    d_o_bar = work["d_o_bar"]  # a view of _d_z_bar_to_o_bar[..., 3 * n_h:4 * n_h]
+    d_z_bar = work["d_z_bar"]  # a view of _d_z_bar_to_o_bar[..., :n_h]
     n_h = sizes["h"]
-    T, B = d_s.shape[0], d_s.shape[1]
-    dtype, device = d_s.dtype, d_s.device
-    _R_z_R_i_R_f_R_o = torch.cat((R_z, R_i, R_f, R_o))  # R_z, R_i, R_f, R_o stacked
-    _d_z_bar_to_o_bar = torch.zeros((T + 1, B, 4 * n_h), dtype=dtype, device=device)
-    d_h = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_c = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_z_bar = _d_z_bar_to_o_bar[..., :n_h]
-    d_i_bar = _d_z_bar_to_o_bar[..., n_h:2 * n_h]
-    d_f_bar = _d_z_bar_to_o_bar[..., 2 * n_h:3 * n_h]
-    d_o_bar = _d_z_bar_to_o_bar[..., 3 * n_h:4 * n_h]
-    d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
-    _f1 = torch.tanh(c[1:])  # tanh(c_t), all steps at once
-    _k1 = (1 - o[1:]) * _f1 * o[1:]  # (1 - o_t) * tanh(c_t) * o_t, all steps at once
-    _k2 = (1 - _f1 ** 2) * o[1:]  # (1 - tanh(c_t)^2) * o_t, all steps at once
-    _k3 = (1 - f[1:]) * c[:-1] * f[1:]  # (1 - f_t) * c_{t-1} * f_t, all steps at once
-    _k4 = (1 - i[1:]) * i[1:] * z[1:]  # (1 - i_t) * i_t * z_t, all steps at once
-    _k5 = (1 - z[1:] ** 2) * i[1:]  # (1 - z_t^2) * i_t, all steps at once
-    _a1 = p_o * _k1 + _k2  # p_o * _k1_t + _k2_t, all steps at once
-    _a2 = p_f * _k3 + p_i * _k4 + f[1:]  # p_f * _k3_t + p_i * _k4_t + f_t, all steps at once
+    n_q = sizes["q"]
+    weights = _flow_weights(keep, T)
+    torch.cat((R_z, R_i, R_f, R_o), out=_R_z_R_i_R_f_R_o)
+    # dL/dh_t = V^T dL/ds_t + ...
+    torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # tanh(c_t), all steps at once
+    torch.tanh(c[1:], out=_f1[1:])
+    # (1 - o_t) * tanh(c_t) * o_t, all steps at once
+    torch.neg(o[1:], out=_k1[1:])
+    _k1[1:].add_(1)
+    torch.mul(_k1[1:], _f1[1:], out=_k1[1:])
+    torch.mul(_k1[1:], o[1:], out=_k1[1:])
+    # (1 - tanh(c_t)^2) * o_t, all steps at once
+    torch.square(_f1[1:], out=_k2[1:])
+    torch.neg(_k2[1:], out=_k2[1:])
+    _k2[1:].add_(1)
+    torch.mul(_k2[1:], o[1:], out=_k2[1:])
+    # (1 - f_t) * c_{t-1} * f_t, all steps at once
+    torch.neg(f[1:], out=_k3[1:])
+    _k3[1:].add_(1)
+    torch.mul(_k3[1:], c[:-1], out=_k3[1:])
+    torch.mul(_k3[1:], f[1:], out=_k3[1:])
+    # (1 - i_t) * i_t * z_t, all steps at once
+    torch.neg(i[1:], out=_k4[1:])
+    _k4[1:].add_(1)
+    torch.mul(_k4[1:], i[1:], out=_k4[1:])
+    torch.mul(_k4[1:], z[1:], out=_k4[1:])
+    # (1 - z_t^2) * i_t, all steps at once
+    torch.square(z[1:], out=_k5[1:])
+    torch.neg(_k5[1:], out=_k5[1:])
+    _k5[1:].add_(1)
+    torch.mul(_k5[1:], i[1:], out=_k5[1:])
+    # p_o * _k1_t + _k2_t, all steps at once
+    torch.mul(p_o, _k1[1:], out=_a1[1:])
+    torch.add(_a1[1:], _k2[1:], out=_a1[1:])
+    # p_f * _k3_t + p_i * _k4_t + f_t, all steps at once
+    torch.mul(p_f, _k3[1:], out=_a2[1:])
+    torch.mul(p_i, _k4[1:], out=_all_h)
+    torch.add(_a2[1:], _all_h, out=_a2[1:])
+    torch.add(_a2[1:], f[1:], out=_a2[1:])
     for t in range(T, 0, -1):
+        d_h_t, d_o_bar_t, _k1_t, d_c_t, _a1_t = d_h[t], d_o_bar[t], _k1[t], d_c[t], _a1[t]
+        d_f_bar_t, _k3_t, d_i_bar_t, _k4_t, d_z_bar_t = d_f_bar[t], _k3[t], d_i_bar[t], _k4[t], d_z_bar[t]
+        _k5_t = _k5[t]
         if t < T:
             # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
-            d_h[t].add_(_weighted(keep, t, _d_z_bar_to_o_bar[t + 1] @ _R_z_R_i_R_f_R_o))
+            d_h_t.addmm_(_d_z_bar_to_o_bar[t + 1], _R_z_R_i_R_f_R_o, alpha=weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_z_bar_to_o_bar = following["_d_next_z_bar_to_o_bar"]
             # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
-            d_h[t].add_(_weighted(keep, t, _d_next_z_bar_to_o_bar[0] @ _R_z_R_i_R_f_R_o))
+            d_h_t.addmm_(_d_next_z_bar_to_o_bar[0], _R_z_R_i_R_f_R_o, alpha=weights[t])
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
-        torch.mul(_k1[t - 1], d_h[t], out=d_o_bar[t])
+        torch.mul(_k1_t, d_h_t, out=d_o_bar_t)
         # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t (one slope times dL/dh_t)
-        torch.mul(_a1[t - 1], d_h[t], out=d_c[t])
+        torch.mul(_a1_t, d_h_t, out=d_c_t)
         if t < T:
             # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
             # times dL/dc_{t+1})
-            d_c[t].add_(_weighted(keep, t, _a2[t] * d_c[t + 1]))
+            d_c_t.addcmul_(_a2[t + 1], d_c[t + 1], value=weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_a2 = following["_next_a2"]
             # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
             # times dL/dc_{t+1})
-            d_c[t].add_(_weighted(keep, t, _next_a2[0] * _d_next_c[0]))
+            d_c_t.addcmul_(_next_a2[0], _d_next_c[0], value=weights[t])
         # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
-        torch.mul(_k3[t - 1], d_c[t], out=d_f_bar[t])
+        torch.mul(_k3_t, d_c_t, out=d_f_bar_t)
         # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
-        torch.mul(_k4[t - 1], d_c[t], out=d_i_bar[t])
+        torch.mul(_k4_t, d_c_t, out=d_i_bar_t)
         # dL/dz_t = diag(i_t) dL/dc_t; dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t
-        torch.mul(_k5[t - 1], d_c[t], out=d_z_bar[t])
+        torch.mul(_k5_t, d_c_t, out=d_z_bar_t)
     # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
     d_c0 = _weighted(keep, 0, p_f * d_f_bar[1] + p_i * d_i_bar[1] + f[1] * d_c[1])
     # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
@@ -675,13 +711,38 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
         following.update(
             {
                 "_d_next_c": d_c[1].clone()[None], "_d_next_z_bar_to_o_bar": _d_z_bar_to_o_bar[1].clone()[None],
-                "_next_a2": _a2[0].clone()[None]
+                "_next_a2": _a2[1].clone()[None]
             }
         )
     return (
         {"_d_z_bar_to_o_bar": _d_z_bar_to_o_bar, "d_f_bar": d_f_bar, "d_i_bar": d_i_bar, "d_o_bar": d_o_bar},
         (d_c0, d_h0)
     )
+
+
+def _backward_arrays(T, B, sizes, dtype, device):
+    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "_d_z_bar_to_o_bar": torch.empty((T + 1, B, 4 * n_h), dtype=dtype, device=device),
+        "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "d_c": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_f1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k2": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k3": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k4": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k5": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_a1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_a2": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_R_z_R_i_R_f_R_o": torch.empty((4 * n_h, n_h), dtype=dtype, device=device),
+        "_all_h": torch.empty((T, B, n_h), dtype=dtype, device=device),
+    }
+    work["d_z_bar"] = work["_d_z_bar_to_o_bar"][..., :n_h]
+    work["d_i_bar"] = work["_d_z_bar_to_o_bar"][..., n_h:2 * n_h]
+    work["d_f_bar"] = work["_d_z_bar_to_o_bar"][..., 2 * n_h:3 * n_h]
+    work["d_o_bar"] = work["_d_z_bar_to_o_bar"][..., 3 * n_h:4 * n_h]
+    return work
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -854,6 +915,12 @@ def _keep_weights(mode, value, T, rng, like):
         draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
         keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
     return keep
+
+
+def _flow_weights(keep, T):
+    """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
+    the device once per call; all 1 without truncation (keep None)."""
+    return [1.0] * (T + 1) if keep is None else keep.tolist()
 
 
 def _weighted(keep, t, flow):

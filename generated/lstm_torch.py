@@ -488,8 +488,7 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     _b_i_f_o_g_halved = work["_b_i_f_o_g_halved"]
     _W_ii_W_if_W_io_W_ig_halved = work["_W_ii_W_if_W_io_W_ig_halved"]
     _W_hi_W_hf_W_ho_W_hg_halved_T = work["_W_hi_W_hf_W_ho_W_hg_halved_T"]
-    _step_4h = work["_step_4h"]
-    _step_h = work["_step_h"]
+    _number_0_5 = work["_number_0_5"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -501,6 +500,7 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     )
     torch.cat((0.5 * W_ii, 0.5 * W_if, 0.5 * W_io, W_ig), out=_W_ii_W_if_W_io_W_ig_halved)
     torch.cat(((0.5 * W_hi).T, (0.5 * W_hf).T, (0.5 * W_ho).T, W_hg.T), dim=1, out=_W_hi_W_hf_W_ho_W_hg_halved_T)
+    _number_0_5.fill_(0.5)
     # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all
     # steps at once; b_hg + b_ig + W_ig x_t, all steps at once
     torch.matmul(x.reshape(-1, n_d), _W_ii_W_if_W_io_W_ig_halved.T, out=_i_f_o_g[1:].reshape(-1, 4 * n_h))
@@ -509,19 +509,16 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
         _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev = _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1]
         f_t, g_t, i_t, h_t, o_t = f[t], g[t], i[t], h[t], o[t]
         # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
-        torch.matmul(h_prev, _W_hi_W_hf_W_ho_W_hg_halved_T, out=_step_4h)
-        torch.add(_i_f_o_g_t, _step_4h, out=_i_f_o_g_t)
+        _i_f_o_g_t.addmm_(h_prev, _W_hi_W_hf_W_ho_W_hg_halved_T)
         # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t +
         # W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t);
         # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
         torch.tanh(_i_f_o_g_t, out=_i_f_o_g_t)
         # (1 + tanh(z / 2)) / 2: the sigmoid
-        torch.mul(_i_f_o_t, 0.5, out=_i_f_o_t)
-        torch.add(_i_f_o_t, 0.5, out=_i_f_o_t)
+        torch.add(_number_0_5, _i_f_o_t, alpha=0.5, out=_i_f_o_t)
         # c_t = c_{t-1} * f_t + g_t * i_t
         torch.mul(c_prev, f_t, out=c_t)
-        torch.mul(g_t, i_t, out=_step_h)
-        torch.add(c_t, _step_h, out=c_t)
+        c_t.addcmul_(g_t, i_t)
         # h_t = o_t * tanh(c_t)
         torch.tanh(c_t, out=h_t)
         torch.mul(h_t, o_t, out=h_t)
@@ -546,8 +543,7 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "_b_i_f_o_g_halved": torch.empty((4 * n_h,), dtype=dtype, device=device),
         "_W_ii_W_if_W_io_W_ig_halved": torch.empty((4 * n_h, n_d), dtype=dtype, device=device),
         "_W_hi_W_hf_W_ho_W_hg_halved_T": torch.empty((n_h, 4 * n_h), dtype=dtype, device=device),
-        "_step_4h": torch.empty((B, 4 * n_h), dtype=dtype, device=device),
-        "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
+        "_number_0_5": torch.empty((1,), dtype=dtype, device=device),
     }
     work["_i_f_o_g"][0] = 0
     work["i"] = work["_i_f_o_g"][..., :n_h]
@@ -587,6 +583,9 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
     replaced by this segment's own."""
+    T, B = d_s.shape[0], d_s.shape[1]
+    dtype, device = d_s.dtype, d_s.device
+    work = _backward_arrays(T, B, sizes, dtype, device)
     W_hi = params["W_hi"]
     W_hf = params["W_hf"]
     W_hg = params["W_hg"]
@@ -597,49 +596,84 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     f = cache["f"]
     g = cache["g"]
     o = cache["o"]
+    _W_hi_W_hf_W_ho_W_hg = work["_W_hi_W_hf_W_ho_W_hg"]
+    _d_i_bar_to_g_bar = work["_d_i_bar_to_g_bar"]
+    _f1 = work["_f1"]
+    _k1 = work["_k1"]
+    _k2 = work["_k2"]
+    _k3 = work["_k3"]
+    _k4 = work["_k4"]
+    _k5 = work["_k5"]
+    d_c = work["d_c"]
+    d_f_bar = work["d_f_bar"]  # a view of _d_i_bar_to_g_bar[..., n_h:2 * n_h]
+    d_g_bar = work["d_g_bar"]  # a view of _d_i_bar_to_g_bar[..., 3 * n_h:4 * n_h]
+    d_h = work["d_h"]
+    d_i_bar = work["d_i_bar"]  # a view of _d_i_bar_to_g_bar[..., :n_h]
+    d_o_bar = work["d_o_bar"]  # a view of _d_i_bar_to_g_bar[..., 2 * n_h:3 * n_h]
     n_h = sizes["h"]
-    T, B = d_s.shape[0], d_s.shape[1]
-    dtype, device = d_s.dtype, d_s.device
-    _W_hi_W_hf_W_ho_W_hg = torch.cat((W_hi, W_hf, W_ho, W_hg))  # W_hi, W_hf, W_ho, W_hg stacked
-    _d_i_bar_to_g_bar = torch.zeros((T + 1, B, 4 * n_h), dtype=dtype, device=device)
-    d_h = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_c = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_i_bar = _d_i_bar_to_g_bar[..., :n_h]
-    d_f_bar = _d_i_bar_to_g_bar[..., n_h:2 * n_h]
-    d_o_bar = _d_i_bar_to_g_bar[..., 2 * n_h:3 * n_h]
-    d_g_bar = _d_i_bar_to_g_bar[..., 3 * n_h:4 * n_h]
-    d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
-    _f1 = torch.tanh(c[1:])  # tanh(c_t), all steps at once
-    _k1 = (1 - _f1 ** 2) * o[1:]  # (1 - tanh(c_t)^2) * o_t, all steps at once
-    _k2 = (1 - o[1:]) * _f1 * o[1:]  # (1 - o_t) * tanh(c_t) * o_t, all steps at once
-    _k3 = (1 - g[1:] ** 2) * i[1:]  # (1 - g_t^2) * i_t, all steps at once
-    _k4 = (1 - f[1:]) * c[:-1] * f[1:]  # (1 - f_t) * c_{t-1} * f_t, all steps at once
-    _k5 = (1 - i[1:]) * g[1:] * i[1:]  # (1 - i_t) * g_t * i_t, all steps at once
+    n_q = sizes["q"]
+    weights = _flow_weights(keep, T)
+    torch.cat((W_hi, W_hf, W_ho, W_hg), out=_W_hi_W_hf_W_ho_W_hg)
+    # dL/dh_t = V^T dL/ds_t + ...
+    torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # tanh(c_t), all steps at once
+    torch.tanh(c[1:], out=_f1[1:])
+    # (1 - tanh(c_t)^2) * o_t, all steps at once
+    torch.square(_f1[1:], out=_k1[1:])
+    torch.neg(_k1[1:], out=_k1[1:])
+    _k1[1:].add_(1)
+    torch.mul(_k1[1:], o[1:], out=_k1[1:])
+    # (1 - o_t) * tanh(c_t) * o_t, all steps at once
+    torch.neg(o[1:], out=_k2[1:])
+    _k2[1:].add_(1)
+    torch.mul(_k2[1:], _f1[1:], out=_k2[1:])
+    torch.mul(_k2[1:], o[1:], out=_k2[1:])
+    # (1 - g_t^2) * i_t, all steps at once
+    torch.square(g[1:], out=_k3[1:])
+    torch.neg(_k3[1:], out=_k3[1:])
+    _k3[1:].add_(1)
+    torch.mul(_k3[1:], i[1:], out=_k3[1:])
+    # (1 - f_t) * c_{t-1} * f_t, all steps at once
+    torch.neg(f[1:], out=_k4[1:])
+    _k4[1:].add_(1)
+    torch.mul(_k4[1:], c[:-1], out=_k4[1:])
+    torch.mul(_k4[1:], f[1:], out=_k4[1:])
+    # (1 - i_t) * g_t * i_t, all steps at once
+    torch.neg(i[1:], out=_k5[1:])
+    _k5[1:].add_(1)
+    torch.mul(_k5[1:], g[1:], out=_k5[1:])
+    torch.mul(_k5[1:], i[1:], out=_k5[1:])
     for t in range(T, 0, -1):
+        d_h_t, d_c_t, _k1_t, d_o_bar_t, _k2_t = d_h[t], d_c[t], _k1[t], d_o_bar[t], _k2[t]
+        d_g_bar_t, _k3_t, d_f_bar_t, _k4_t, d_i_bar_t = d_g_bar[t], _k3[t], d_f_bar[t], _k4[t], d_i_bar[t]
+        _k5_t = _k5[t]
         if t < T:
             # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
             # dL/do_bar_{t+1}
-            d_h[t].add_(_weighted(keep, t, _d_i_bar_to_g_bar[t + 1] @ _W_hi_W_hf_W_ho_W_hg))
+            d_h_t.addmm_(_d_i_bar_to_g_bar[t + 1], _W_hi_W_hf_W_ho_W_hg, alpha=weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_i_bar_to_g_bar = following["_d_next_i_bar_to_g_bar"]
             # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
             # dL/do_bar_{t+1}
-            d_h[t].add_(_weighted(keep, t, _d_next_i_bar_to_g_bar[0] @ _W_hi_W_hf_W_ho_W_hg))
-        torch.mul(_k1[t - 1], d_h[t], out=d_c[t])  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
+            d_h_t.addmm_(_d_next_i_bar_to_g_bar[0], _W_hi_W_hf_W_ho_W_hg, alpha=weights[t])
+        # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
+        torch.mul(_k1_t, d_h_t, out=d_c_t)
         if t < T:
-            d_c[t].add_(_weighted(keep, t, f[t + 1] * d_c[t + 1]))  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            d_c_t.addcmul_(f[t + 1], d_c[t + 1], value=weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
-            d_c[t].add_(_weighted(keep, t, _next_f[0] * _d_next_c[0]))  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            d_c_t.addcmul_(_next_f[0], _d_next_c[0], value=weights[t])
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
-        torch.mul(_k2[t - 1], d_h[t], out=d_o_bar[t])
+        torch.mul(_k2_t, d_h_t, out=d_o_bar_t)
         # dL/dg_t = diag(i_t) dL/dc_t; dL/dg_bar_t = diag(1 - g_t^2) dL/dg_t
-        torch.mul(_k3[t - 1], d_c[t], out=d_g_bar[t])
+        torch.mul(_k3_t, d_c_t, out=d_g_bar_t)
         # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
-        torch.mul(_k4[t - 1], d_c[t], out=d_f_bar[t])
+        torch.mul(_k4_t, d_c_t, out=d_f_bar_t)
         # dL/di_t = diag(g_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
-        torch.mul(_k5[t - 1], d_c[t], out=d_i_bar[t])
+        torch.mul(_k5_t, d_c_t, out=d_i_bar_t)
     d_c0 = _weighted(keep, 0, f[1] * d_c[1])  # dL/dc_0 = diag(f_1) dL/dc_1
     # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
     d_h0 = _weighted(keep, 0, _d_i_bar_to_g_bar[1] @ _W_hi_W_hf_W_ho_W_hg)
@@ -651,6 +685,28 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
             }
         )
     return {"_d_i_bar_to_g_bar": _d_i_bar_to_g_bar}, (d_c0, d_h0)
+
+
+def _backward_arrays(T, B, sizes, dtype, device):
+    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
+    n_h = sizes["h"]
+    work = {
+        "_d_i_bar_to_g_bar": torch.empty((T + 1, B, 4 * n_h), dtype=dtype, device=device),
+        "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "d_c": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_f1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k2": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k3": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k4": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_k5": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
+        "_W_hi_W_hf_W_ho_W_hg": torch.empty((4 * n_h, n_h), dtype=dtype, device=device),
+    }
+    work["d_i_bar"] = work["_d_i_bar_to_g_bar"][..., :n_h]
+    work["d_f_bar"] = work["_d_i_bar_to_g_bar"][..., n_h:2 * n_h]
+    work["d_o_bar"] = work["_d_i_bar_to_g_bar"][..., 2 * n_h:3 * n_h]
+    work["d_g_bar"] = work["_d_i_bar_to_g_bar"][..., 3 * n_h:4 * n_h]
+    return work
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -816,6 +872,12 @@ def _keep_weights(mode, value, T, rng, like):
         draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
         keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
     return keep
+
+
+def _flow_weights(keep, T):
+    """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
+    the device once per call; all 1 without truncation (keep None)."""
+    return [1.0] * (T + 1) if keep is None else keep.tolist()
 
 
 def _weighted(keep, t, flow):

@@ -96,7 +96,7 @@ def forward_body(program, printer_type=NumPyPrinter):
     used = printer.used
     head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used.params]
     viewed = views(arrays)
-    head += [work_bound(a.name, viewed) for a in _named(arrays) if a.name in used.arrays]
+    head += [work_bound(a.name, viewed) for a in every_array(arrays) if a.name in used.arrays]
     head += sized(used.sizes, model)
     first = model.inputs[0].name
     head += time_and_batch(used.sizes, first)
@@ -128,7 +128,7 @@ def backward_bodies(program):
     initial += hand_back(printer, program.checkpoints.crossings)
     lines = [line for line, _ in printer.prepared.values()] + lines
     arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
-    work = {a.name for a in _named(arrays)}
+    work = {a.name for a in every_array(arrays)}
     cache = set(program.cache)
     viewed = views(arrays)
     body = bound(printer.used, model, work, cache, viewed)
@@ -149,7 +149,7 @@ def backward_bodies(program):
     return Backward(tuple(arrays), tuple(body), tuple(window[0]), tuple(gradient_lines), tuple(returns), helpers_used)
 
 
-def _named(arrays):
+def every_array(arrays):
     """Every array by name, a group's members and spans as well (views of it)."""
     out = []
     for array in arrays:

@@ -121,6 +121,10 @@ class NumPyPrinter(Statements, RowPrinter):
         self.used.arrays.add(name)
         return name
 
+    def number(self, value):
+        """The code of a number that is an operand of a call (torch's printer: a tensor, in a loop)."""
+        return self(value)
+
     def commented(self, statement, lines):
         self.scratch.release()
         return ([f"# {statement.comment}"] if statement.comment else []) + lines
@@ -177,7 +181,7 @@ class NumPyPrinter(Statements, RowPrinter):
         """Lines for out += expr (or -=)."""
         code = self.ref(expr)
         if code is None and constant(expr) is not None:
-            code = self(constant(expr))
+            code = self.number(constant(expr))
         lines = []
         if code is None:
             code = self.scratch.take(rows, self.stacked)
@@ -198,7 +202,7 @@ class NumPyPrinter(Statements, RowPrinter):
             rest.remove(second)
         elif negated(first) is not None and scalar is not None:
             value, lines = self.operand_into(negated(first), out, rows)
-            lines = lines + [line.format(c=self(constant(scalar)), x=value, out=out) for line in self.calls.minus_from]
+            lines = lines + [line.format(c=self.number(constant(scalar)), x=value, out=out) for line in self.calls.minus_from]
             rest.remove(scalar)
         elif negated(first) is not None:
             lines = self.emit(negated(first), out, rows, self_ref) + [self.calls.line("negative", x=out, out=out)]
@@ -235,20 +239,23 @@ class NumPyPrinter(Statements, RowPrinter):
         if acc != out:
             lines.append(self.calls.line("copy", out=out, x=acc))
         if coeff != 1:
-            lines.append(self.calls.line("multiply", a=out, b=self(coeff), out=out))
+            lines.append(self.calls.line("multiply", a=out, b=self.number(coeff), out=out))
         return lines
 
     def gemm(self, factor, acc, acc_rows, dest, rows):
         """dest = factor times the vectors in acc (row form: acc @ factor^T)."""
-        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, PARAMETER):
-            matrix = self(factor.arg)
-        elif isinstance(factor, sp.MatrixSymbol) and not self.stacked:  # the transpose pays off over T steps
-            matrix = self.prepare(factor, transposed=True)
-        elif isinstance(factor, PARAMETER):
-            matrix = f"{self(factor)}.T"
-        else:
-            raise PrintError(f"no NumPy form for the factor {factor}")
+        matrix = self.gemm_matrix(factor)
         return self.calls.line("matmul", a=self.rows2d(acc, acc_rows), b=matrix, out=self.rows2d(dest, rows))
+
+    def gemm_matrix(self, factor):
+        """The code of factor^T, what the row form multiplies by (`acc @ W.T` for W acc)."""
+        if isinstance(factor, sp.Transpose) and isinstance(factor.arg, PARAMETER):
+            return self(factor.arg)
+        if isinstance(factor, sp.MatrixSymbol) and not self.stacked:  # the transpose pays off over T steps
+            return self.prepare(factor, transposed=True)
+        if isinstance(factor, PARAMETER):
+            return f"{self(factor)}.T"
+        raise PrintError(f"no NumPy form for the factor {factor}")
 
     def take_columns(self, matrix, onehot, out):
         """P onehot(x): column x of P, looked up (never a one-hot vector; np.take would copy P.T whole)."""

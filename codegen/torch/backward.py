@@ -1,18 +1,17 @@
-"""The torch module's backward pass from program.build's statements: the adjoints (the fast statements,
-with keep weights when truncating; the plain ones with an age axis for window truncation), then the
+"""The torch module's backward pass from program.build's statements: the adjoints (the fast statements in
+place, with keep weights when truncating; the plain ones with an age axis for window truncation), then the
 parameter gradients as derived, one product over all steps each."""
 
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import Array, Steps, walk
-from bptt.codegen.printing.bindings import Printed, output_adjoint
+from bptt.codegen.printing.array_calls import TORCH
+from bptt.codegen.printing.bindings import Printed, bound, output_adjoint, time_and_batch
 from bptt.codegen.printing.checkpoints import hand_back
-from bptt.codegen.printing.code import tuple_items
+from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.printing.layout import allocation, every_array, model_names, views
 from bptt.codegen.printing.printer import PrintError, size_name
 from bptt.codegen.printing.window import adjoint_seqs, reads_aged
-from bptt.codegen.text import text
-from bptt.codegen.torch.printer import AdjointPrinter, TorchPrinter
-from bptt.derive.nodes import SeqAt
+from bptt.codegen.torch.printer import AdjointPrinter, TorchPrinter, TorchStatements
 
 
 def window_body(program, reads):
@@ -74,52 +73,35 @@ def window_reads(program, reads, aged):
 
 
 def fast_adjoints_body(program, reads):
-    """The body of _adjoints(keep, ...) from the fast statements (optimize.backward): slopes computed for
-    all steps before the loop, the flows of gates that share an operand as one product with their weights
-    stacked (ir.Stack), their adjoints views of one tensor. reads: the adjoints _gradients reads."""
-    adjoints = program.adjoints
-    slopes = {s.target.name for s in walk(adjoints.statements) if isinstance(getattr(s, "target", None), SeqAt)}
-    table = {}
-    for array in adjoints.arrays:
-        steps = Steps.FROM_ONE if array.name in slopes else array.steps  # slopes hold steps 1..T
-        table[array.name] = Array(array.name, array.rows, steps)
-        table.update({name: Array(name, rows, steps) for name, rows in array.members})
-        table.update({name: Array(name, None, steps) for name, _, _ in array.spans})
-    missing = set(reads) - set(table)
+    """The body of _adjoints(keep, ...) from the fast statements (optimize.backward), printed in place as the
+    NumPy module prints them (TorchStatements) into the tensors _backward_arrays makes: slopes for all steps
+    before the loop, the flows of gates that share an operand one product with their weights stacked, each
+    step's sums in place (torch/sums.py). reads: the adjoints _gradients reads.
+    Returns (Printed, the body of _backward_arrays)."""
+    model, adjoints = program.model, program.adjoints
+    printer = TorchStatements(adjoints.arrays, helpers("torch").accepts_out, adjoints.stacks, model_names(model))
+    body = printer.lines(adjoints.statements)
+    at_step = printer.at(False)
+    initial = []
+    for item in program.initial:
+        code = str(at_step(item.value))
+        code = f"{printer.helper('_weighted')}(keep, 0, {code})" if item.weighted else code
+        initial.append(f"d_{item.key} = {code}  # {item.comment}")
+    initial += hand_back(printer, program.checkpoints.crossings)
+    arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
+    work = {array.name for array in every_array(arrays)}
+    missing = set(reads) - work
     if missing:
         raise PrintError(f"the fast adjoints do not hold {', '.join(sorted(missing))}")
-    printer = AdjointPrinter((), window=False)
-    printer.arrays = table
-    body = printer.lines(adjoints.statements)
-    initial = [printer.initial(i, False) for i in program.initial]
-    stacks = [stack_line(printer, stack) for stack in adjoints.stacks if stack.name in printer.used.params]
-    zeros, views = [], []
-    for array in adjoints.arrays:
-        if array.name in slopes:
-            continue
-        printer.used.sizes |= {"T", "B"}
-        zeros.append(f"{array.name} = torch.zeros((T + 1, B, {printer(array.rows)}), dtype=dtype, device=device)")
-        starts = array.offsets()
-        for name, _ in array.members:
-            first, count = starts[name]
-            views.append(f"{name} = {array.name}[..., {span(printer, first, first + count)}]")
-        for name, first, count in array.spans:
-            members = [member for member, _ in array.members[first : first + count]]
-            views.append(f"{name} = {array.name}[..., {span(printer, starts[members[0]][0], sum(starts[members[-1]]))}]")
+    used = printer.used
+    used.arrays |= set(reads)
+    dy = output_adjoint(model)
+    head = time_and_batch({"T", "B"}, dy) + [f"dtype, device = {dy}.dtype, {dy}.device"]
+    head += ["work = _backward_arrays(T, B, sizes, dtype, device)"]
+    head += bound(used, model, work, set(program.cache), views(arrays))
+    head += ["weights = _flow_weights(keep, T)"] if "_flow_weights" in used.helpers else []
     names = ", ".join(f'"{name}": {name}' for name in sorted(reads))
     keys = ", ".join(f"d_{i.key}" for i in program.initial) + ("," if len(program.initial) == 1 else "")
-    initial += hand_back(printer, program.checkpoints.crossings)
-    lines = stacks + zeros + views + body + initial + [f"return {{{names}}}, ({keys})"]
-    used = printer.used
-    arrays = frozenset(used.arrays) - set(table) - {output_adjoint(program.model)}
-    return Printed.of(lines, used, arrays)
-
-
-def stack_line(printer, stack):
-    """name = the parts stacked along their rows (ir.Stack), once per call."""
-    parts = tuple_items(printer(part) for part in stack.parts)
-    return f"{stack.name} = torch.cat(({parts}))  # {', '.join(text(part) for part in stack.parts)} stacked"
-
-
-def span(printer, start, stop):
-    return f"{'' if start == 0 else printer(start)}:{printer(stop)}"
+    prepared = [line for line, _ in printer.prepared.values()]
+    lines = head + prepared + body + initial + [f"return {{{names}}}, ({keys})"]
+    return Printed.of(lines, used), allocation(arrays, calls=TORCH)

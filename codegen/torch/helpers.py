@@ -45,6 +45,12 @@ def _keep_weights(mode, value, T, rng, like):
     return keep
 
 
+def _flow_weights(keep, T):
+    """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
+    the device once per call; all 1 without truncation (keep None)."""
+    return [1.0] * (T + 1) if keep is None else keep.tolist()
+
+
 def _weighted(keep, t, flow):
     """The gradient flowing back from step t+1, weighted by keep[t] when truncating."""
     return flow if keep is None else keep[t] * flow

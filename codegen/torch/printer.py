@@ -16,6 +16,7 @@ from bptt.codegen.printing.printer import ATOM, SUM, Code, RowPrinter
 from bptt.codegen.printing.statements import NumPyPrinter
 from bptt.codegen.printing.window import WindowPrinter
 from bptt.codegen.torch.functions import TORCH_FUNCTIONS
+from bptt.codegen.torch.sums import InPlaceSums
 from bptt.derive.nodes import Diag, equal
 
 
@@ -62,9 +63,10 @@ class TorchPrinter(RowPrinter):
         return Code(f"torch.logsumexp({logits}, -1) - {picked}", SUM)
 
 
-class TorchStatements(NumPyPrinter, TorchPrinter):
+class TorchStatements(InPlaceSums, NumPyPrinter, TorchPrinter):
     """The in-place statement printer with torch's calls: out= into preallocated tensors, 2-D GEMMs
-    over (T*B, k) views, stacked gate weights, as the NumPy module computes them."""
+    over (T*B, k) views, stacked gate weights, as the NumPy module computes them; a loop's sums one
+    in-place call a term (torch/sums.py)."""
 
     calls = TORCH
 

@@ -34,10 +34,11 @@ STYLE = CheckStyle(
 
 @dataclass(frozen=True)
 class TorchLayout(Layout):
-    """What torch/module.py.j2 places; the *_lines fields are printed function bodies (backward allocates
-    as it goes: no _backward_arrays)."""
+    """What torch/module.py.j2 places; the *_lines fields are printed function bodies (fresh tensors each
+    call: no workspace is kept)."""
 
     forward_arrays_lines: tuple
+    backward_arrays_lines: tuple
     adjoints_lines: tuple
     window_lines: tuple
     gradients_lines: tuple
@@ -67,7 +68,7 @@ def layout(model, program=None):
     facts = model_facts(model, program, "torch")
     forward_arrays, forward_lines, forward_helpers = forward_body(program, TorchStatements)
     gradients, returns, reads = gradients_body(program)
-    full, window = fast_adjoints_body(program, reads), window_body(program, reads)
+    (full, backward_arrays), window = fast_adjoints_body(program, reads), window_body(program, reads)
     dy = output_adjoint(model)
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
@@ -87,7 +88,8 @@ def layout(model, program=None):
         forward_lines=tuple(forward_lines),
         rtrl_lines=rtrl.lines,
         forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True, calls=TORCH)),
-        adjoints_lines=adjoints_lines(model, full, cache),
+        backward_arrays_lines=tuple(backward_arrays),
+        adjoints_lines=full.lines,
         window_lines=adjoints_lines(model, window, cache),
         gradients_lines=tuple(
             bind(model, gradients, sources(gradients, cache) | dict.fromkeys(reads, "adjoints"), dy) + list(gradients.lines)
