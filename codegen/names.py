@@ -17,8 +17,8 @@ FIXED = frozenset(
     backward cache carry check_finite clip_grads ctx d_outputs device dim dims directions draws dtype first forward
     forward_mode_grads free_workspace given grads init_params init_rng initial inputs k keep keep_0 keep_next
     keep_t key loss loss_and_grads losses mode name named outputs params random_inputs residuals rng scale
-    self shape shares sizes states t total truncate value weights where work x_key xs y_key ys zero
-    CheckpointedBPTT after checkpoints following handed how itemsize kept like parts targets
+    self shape shares sizes states t total truncate value where work x_key xs y_key ys zero
+    CheckpointedBPTT after checkpoints following handed how itemsize kept like parts targets CompiledBPTT compile
     """.split()
 )
 # The frameworks and standard modules the backends import (or may), and the builtins their printed code calls.
@@ -37,7 +37,7 @@ MODULE_ATTRIBUTES = frozenset(
     register_full_backward_hook register_full_backward_pre_hook register_load_state_dict_post_hook
     register_load_state_dict_pre_hook register_module register_parameter register_state_dict_post_hook
     register_state_dict_pre_hook requires_grad_ rng set_extra_state set_submodule share_memory state_dict to
-    to_empty train training truncate type xpu zero_grad checkpoints
+    to_empty train training truncate type xpu zero_grad checkpoints compile_steps
     """.split()
 )
 

@@ -66,21 +66,22 @@ def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     return xs.to(device), ys.to(device)
 
 
-def forward(params, xs, s0=None):
+def forward(params, xs, s0=None, compile=False):
     """Run the model over all steps, without an autograd graph.
 
     Returns (outputs, cache): outputs are z_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs.
+    cache holds what backward needs. compile as for loss_and_grads.
     """
+    compile = _check_compile(compile)
     sizes, dtype = _check_params(params)
     device = params["U"].device
     x = _check_labels("xs", xs, sizes, "d", device)
     s0 = None if s0 is None else _check_array("s0", s0, ("B", "h"), sizes, dtype, True, device)
     with torch.no_grad():
-        return _forward(params, sizes, dtype, device, x, s0)
+        return _forward(params, sizes, dtype, device, x, s0, compile)
 
 
-def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
+def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
     """Gradients of every parameter and of the initial state, given
     d_outputs = dL/dz_t of shape (T, B, q) for any loss L.
 
@@ -91,9 +92,10 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     (a torch.Generator: T float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi).
     check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
     checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
+    such as "32MiB"): it runs through the cache in segments of steps that fit. compile as for loss_and_grads.
     """
     mode, value = _truncation(truncate, rng)
+    compile = _check_compile(compile, checkpoints)
     sizes, dtype = _check_params(params, check_finite)
     device = params["U"].device
     _check_cache(cache, sizes, dtype, device, "d")
@@ -102,7 +104,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
         if checkpoints is not None:
             keep = _truncation_weights(mode, value, sizes["T"], rng, d_z)
             return _segmented(mode, value, keep, params, sizes, cache, d_z, checkpoints, dtype.itemsize)
-        return _backward(mode, value, rng, params, sizes, cache, d_z)
+        return _backward(mode, value, rng, params, sizes, cache, d_z, compile)
 
 
 def losses(outputs, ys):
@@ -113,17 +115,21 @@ def losses(outputs, ys):
     return torch.logsumexp(z, -1) - torch.gather(z, -1, y[..., None])[..., 0]
 
 
-def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints=None):
+def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints=None, compile=False):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "s0");
     truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
     of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them, and frees them."""
+    the optimal schedule keeps some states, recomputes the steps between them, and frees them.
+    compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
+    as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
+    work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
     mode, value = _truncation(truncate, rng)
+    compile = _check_compile(compile, checkpoints)
     if checkpoints is not None:
         return _checkpointed_loss(mode, value, rng, params, xs, ys, s0, checkpoints)
-    loss, d_z, cache, sizes = _loss_and_output_gradient(params, xs, ys, s0)
+    loss, d_z, cache, sizes = _loss_and_output_gradient(params, xs, ys, s0, compile)
     with torch.no_grad():
-        return loss, _backward(mode, value, rng, params, sizes, cache, d_z)
+        return loss, _backward(mode, value, rng, params, sizes, cache, d_z, compile)
 
 
 def forward_mode_grads(params, xs, ys, s0=None):
@@ -190,12 +196,13 @@ class BPTT(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, truncate, rng, xs, s0, *params):
+    def forward(ctx, truncate, rng, xs, s0, *params, compile=False):
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(named, PARAMS)[0]
-        z, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, s0)
+        z, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, s0, compile)
+        ctx.compile = compile
         ctx.truncation = _truncation(truncate, rng) + (rng,)
         ctx.given = (s0 is not None,)
         ctx.sizes, ctx.cache = sizes, cache
@@ -207,9 +214,18 @@ class BPTT(torch.autograd.Function):
     def backward(ctx, d_z):
         params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
         mode, value, rng = ctx.truncation
-        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_z.contiguous())
+        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_z.contiguous(), ctx.compile)
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+class CompiledBPTT(BPTT):
+    """BPTT whose loops run each step through torch.compile (compile=True): CompiledBPTT.apply takes what
+    BPTT.apply takes."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        return BPTT.forward(ctx, *inputs, compile=True)
 
 
 @torch.no_grad()
@@ -289,16 +305,19 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
 class Model(torch.nn.Module):
     """The model as an nn.Module: its parameters are nn.Parameters named as in PARAMS, its forward runs
     through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
-    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT)."""
+    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT; compile as for
+    loss_and_grads, through CompiledBPTT)."""
 
     def __init__(
-        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None
+        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None,
+        checkpoints=None, compile=False
     ):
         super().__init__()
         _truncation(truncate, rng)
         if checkpoints is not None:
             _budget(checkpoints, 1, 1)  # a bad value fails here, in one line (a byte budget is checked per call)
         self.truncate, self.rng, self.checkpoints = truncate, rng, checkpoints
+        self.compile_steps = _check_compile(compile, checkpoints)  # not .compile: nn.Module.compile is a method
         for name, value in init_params(init_rng, dtype, device, d=d, h=h, q=q).items():
             self.register_parameter(name, torch.nn.Parameter(value))
 
@@ -317,6 +336,8 @@ class Model(torch.nn.Module):
         s0 = None if s0 is None else _check_array("s0", s0, ("B", "h"), sizes, dtype, False, device)
         if self.checkpoints is not None:
             return CheckpointedBPTT.apply(self.checkpoints, self.truncate, self.rng, x, s0, *params.values())
+        if self.compile_steps:
+            return CompiledBPTT.apply(self.truncate, self.rng, x, s0, *params.values())
         return BPTT.apply(self.truncate, self.rng, x, s0, *params.values())
 
     def loss(self, outputs, ys):
@@ -325,7 +346,7 @@ class Model(torch.nn.Module):
         return losses(outputs, ys).sum() / B
 
 
-def _loss_and_output_gradient(params, xs, ys, s0):
+def _loss_and_output_gradient(params, xs, ys, s0, compile=False):
     """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes."""
     sizes, dtype = _check_params(params)
     device = params["U"].device
@@ -334,14 +355,15 @@ def _loss_and_output_gradient(params, xs, ys, s0):
     y = _check_labels("ys", ys, sizes, "q", device)
     B = sizes["B"]
     with torch.no_grad():
-        z, cache = _forward(params, sizes, dtype, device, x, s0)
+        z, cache = _forward(params, sizes, dtype, device, x, s0, compile)
         loss, d_z = _softmax_cross_entropy(z, y, B)
     return loss, d_z, cache, sizes
 
 
 @torch.no_grad()
-def _forward(params, sizes, dtype, device, x, s0):
-    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+def _forward(params, sizes, dtype, device, x, s0, compile=False):
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache); compile=True: each
+    step of the loop through torch.compile."""
     work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     U = params["U"]
     W = params["W"]
@@ -356,7 +378,11 @@ def _forward(params, sizes, dtype, device, x, s0):
     _W_T.copy_(W.T)
     # U onehot(x_t), all steps at once
     s[1:].copy_(U.T[x])
+    _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
+        if _step is not None:
+            _step(t, s, _W_T)
+            continue
         s_t, s_prev = s[t], s[t - 1]
         # s_t = tanh(U onehot(x_t) + W s_{t-1})
         s_t.addmm_(s_prev, _W_T)
@@ -379,18 +405,25 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _backward(mode, value, rng, params, sizes, cache, d_z):
+def _forward_step(t, s, _W_T):
+    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
+    s_t, s_prev = s[t], s[t - 1]
+    s_t.copy_(torch.tanh(s_t + s_prev @ _W_T))  # s_t = tanh(U onehot(x_t) + W s_{t-1})
+
+
+def _backward(mode, value, rng, params, sizes, cache, d_z, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_z.shape[0], rng, d_z)
-    return _segment_backward(mode, value, keep, params, sizes, cache, d_z)
+    return _segment_backward(mode, value, keep, params, sizes, cache, d_z, None, compile)
 
 
-def _segment_backward(mode, value, keep, params, sizes, cache, d_z, following=None):
-    """The gradients, all steps or a segment of them; following as for _adjoints."""
+def _segment_backward(mode, value, keep, params, sizes, cache, d_z, following=None, compile=False):
+    """The gradients, all steps or a segment of them; following and compile as for _adjoints (a window's
+    adjoints are not compiled)."""
     if mode == "window":
         adjoints, initial = _window_adjoints(value, params, sizes, cache, d_z, following)
     else:
-        adjoints, initial = _adjoints(keep, params, sizes, cache, d_z, following)
+        adjoints, initial = _adjoints(keep, params, sizes, cache, d_z, following, compile)
     grads = _gradients(params, sizes, cache, adjoints, d_z)
     grads.update(zip(STATES, initial, strict=True))
     return grads
@@ -401,11 +434,11 @@ def _truncation_weights(mode, value, T, rng, like):
     return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
 
 
-def _adjoints(keep, params, sizes, cache, d_z, following=None):
+def _adjoints(keep, params, sizes, cache, d_z, following=None, compile=False):
     """dL/d of every stored value, last step first; the flow from step t+1 weighted by keep[t] when
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    replaced by this segment's own. compile=True: each step of the loop through torch.compile."""
     T, B = d_z.shape[0], d_z.shape[1]
     dtype, device = d_z.dtype, d_z.device
     work = _backward_arrays(T, B, sizes, dtype, device)
@@ -417,25 +450,29 @@ def _adjoints(keep, params, sizes, cache, d_z, following=None):
     d_s = work["d_s"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    weights = _flow_weights(keep, T)
+    _weights = _flow_weights(keep, T)
     # dL/ds_t = V^T dL/dz_t + ...
     torch.matmul(d_z.reshape(-1, n_q), V, out=d_s[1:].reshape(-1, n_h))
     # 1 - s_t^2, all steps at once
     torch.square(s[1:], out=_k1[1:])
     torch.neg(_k1[1:], out=_k1[1:])
     _k1[1:].add_(1)
+    _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
+        if _step is not None and t < T:  # step T as written
+            _step(t, d_s, _k1, W, _weights[t])
+            continue
         d_s_t = d_s[t]
         if t < T:
             # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
             torch.mul(_k1[t + 1], d_s[t + 1], out=_step_h)
-            d_s_t.addmm_(_step_h, W, alpha=weights[t])
+            d_s_t.addmm_(_step_h, W, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_s = following["_d_next_s"]
             _next_k1 = following["_next_k1"]
             # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
             torch.mul(_next_k1[0], _d_next_s[0], out=_step_h)
-            d_s_t.addmm_(_step_h, W, alpha=weights[t])
+            d_s_t.addmm_(_step_h, W, alpha=_weights[t])
     d_s0 = _weighted(keep, 0, (1 - s[1] ** 2) * d_s[1] @ W)  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
     if following is not None:  # step 1's values, for the segment before this one
         following.update({"_d_next_s": d_s[1].clone()[None], "_next_k1": _k1[1].clone()[None]})
@@ -451,6 +488,12 @@ def _backward_arrays(T, B, sizes, dtype, device):
         "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
     }
     return work
+
+
+def _adjoints_step(t, d_s, _k1, W, keep_t):
+    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
+    d_s_t, d_s_next, _k1_next = d_s[t], d_s[t + 1], _k1[t + 1]
+    d_s_t.add_(keep_t * (_k1_next * d_s_next @ W))  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
 
 
 def _window_adjoints(k, params, sizes, cache, d_z, following=None):
@@ -530,6 +573,47 @@ def _flow_weights(keep, T):
     """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
     the device once per call; all 1 without truncation (keep None)."""
     return [1.0] * (T + 1) if keep is None else keep.tolist()
+
+
+def _check_compile(compile, checkpoints=None):
+    """compile, a bool: True runs each step of the loops through torch.compile, which takes no checkpoints."""
+    if not isinstance(compile, bool):
+        raise ValueError(f"compile must be True or False, got {compile!r}")
+    if compile and checkpoints is not None:
+        raise ValueError("compile=True runs the loops over all steps at once; it does not combine with checkpoints")
+    return compile
+
+
+_COMPILED = {}  # step function -> the same through torch.compile, made on first use
+
+
+def _compiled(step):
+    """step through torch.compile, made once per process (torch compiles it again for another dtype or shape);
+    RuntimeError in one line where torch.compile is not available or cannot compile it (no C++ compiler)."""
+    if step not in _COMPILED:
+        if not callable(getattr(torch, "compile", None)):
+            raise RuntimeError(
+                f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
+            )
+        try:
+            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+        except RuntimeError as error:  # a Python or platform torch.compile does not support
+            raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
+
+        def run(*args):
+            try:
+                return compiled(*args)
+            except torch._dynamo.exc.BackendCompilerFailed as error:
+                cause = getattr(error, "inner_exception", error)  # the compiler's own error
+                why = f"{type(cause).__name__}: {_first_line(cause)}"
+                raise RuntimeError(f"compile=True: torch.compile cannot compile {step.__name__}: {why}") from None
+
+        _COMPILED[step] = run
+    return _COMPILED[step]
+
+
+def _first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _weighted(keep, t, flow):

@@ -86,21 +86,22 @@ def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     return xs.to(device), ys.to(device)
 
 
-def forward(params, xs, h0=None):
+def forward(params, xs, h0=None, compile=False):
     """Run the model over all steps, without an autograd graph.
 
     Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs.
+    cache holds what backward needs. compile as for loss_and_grads.
     """
+    compile = _check_compile(compile)
     sizes, dtype = _check_params(params)
     device = params["W_ir"].device
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
     with torch.no_grad():
-        return _forward(params, sizes, dtype, device, x, h0)
+        return _forward(params, sizes, dtype, device, x, h0, compile)
 
 
-def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
+def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
     """Gradients of every parameter and of the initial state, given
     d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
 
@@ -111,9 +112,10 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     (a torch.Generator: T float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi).
     check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
     checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
+    such as "32MiB"): it runs through the cache in segments of steps that fit. compile as for loss_and_grads.
     """
     mode, value = _truncation(truncate, rng)
+    compile = _check_compile(compile, checkpoints)
     sizes, dtype = _check_params(params, check_finite)
     device = params["W_ir"].device
     _check_cache(cache, sizes, dtype, device)
@@ -122,7 +124,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
         if checkpoints is not None:
             keep = _truncation_weights(mode, value, sizes["T"], rng, d_s)
             return _segmented(mode, value, keep, params, sizes, cache, d_s, checkpoints, dtype.itemsize)
-        return _backward(mode, value, rng, params, sizes, cache, d_s)
+        return _backward(mode, value, rng, params, sizes, cache, d_s, compile)
 
 
 def losses(outputs, ys):
@@ -133,17 +135,21 @@ def losses(outputs, ys):
     return 0.5 * ((s - y) ** 2).sum(axis=-1)
 
 
-def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None):
+def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None, compile=False):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "h0");
     truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
     of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them, and frees them."""
+    the optimal schedule keeps some states, recomputes the steps between them, and frees them.
+    compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
+    as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
+    work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
     mode, value = _truncation(truncate, rng)
+    compile = _check_compile(compile, checkpoints)
     if checkpoints is not None:
         return _checkpointed_loss(mode, value, rng, params, xs, ys, h0, checkpoints)
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0)
+    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0, compile)
     with torch.no_grad():
-        return loss, _backward(mode, value, rng, params, sizes, cache, d_s)
+        return loss, _backward(mode, value, rng, params, sizes, cache, d_s, compile)
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
@@ -266,12 +272,13 @@ class BPTT(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, truncate, rng, xs, h0, *params):
+    def forward(ctx, truncate, rng, xs, h0, *params, compile=False):
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(named, PARAMS)[0]
-        s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, h0)
+        s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, h0, compile)
+        ctx.compile = compile
         ctx.truncation = _truncation(truncate, rng) + (rng,)
         ctx.given = (h0 is not None,)
         ctx.sizes, ctx.cache = sizes, cache
@@ -283,9 +290,18 @@ class BPTT(torch.autograd.Function):
     def backward(ctx, d_s):
         params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
         mode, value, rng = ctx.truncation
-        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_s.contiguous())
+        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_s.contiguous(), ctx.compile)
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+class CompiledBPTT(BPTT):
+    """BPTT whose loops run each step through torch.compile (compile=True): CompiledBPTT.apply takes what
+    BPTT.apply takes."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        return BPTT.forward(ctx, *inputs, compile=True)
 
 
 @torch.no_grad()
@@ -365,16 +381,19 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
 class Model(torch.nn.Module):
     """The model as an nn.Module: its parameters are nn.Parameters named as in PARAMS, its forward runs
     through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
-    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT)."""
+    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT; compile as for
+    loss_and_grads, through CompiledBPTT)."""
 
     def __init__(
-        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None
+        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None,
+        checkpoints=None, compile=False
     ):
         super().__init__()
         _truncation(truncate, rng)
         if checkpoints is not None:
             _budget(checkpoints, 1, 1)  # a bad value fails here, in one line (a byte budget is checked per call)
         self.truncate, self.rng, self.checkpoints = truncate, rng, checkpoints
+        self.compile_steps = _check_compile(compile, checkpoints)  # not .compile: nn.Module.compile is a method
         for name, value in init_params(init_rng, dtype, device, d=d, h=h, q=q).items():
             self.register_parameter(name, torch.nn.Parameter(value))
 
@@ -393,6 +412,8 @@ class Model(torch.nn.Module):
         h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, False, device)
         if self.checkpoints is not None:
             return CheckpointedBPTT.apply(self.checkpoints, self.truncate, self.rng, x, h0, *params.values())
+        if self.compile_steps:
+            return CompiledBPTT.apply(self.truncate, self.rng, x, h0, *params.values())
         return BPTT.apply(self.truncate, self.rng, x, h0, *params.values())
 
     def loss(self, outputs, ys):
@@ -401,7 +422,7 @@ class Model(torch.nn.Module):
         return losses(outputs, ys).sum() / B
 
 
-def _loss_and_output_gradient(params, xs, ys, h0):
+def _loss_and_output_gradient(params, xs, ys, h0, compile=False):
     """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes."""
     sizes, dtype = _check_params(params)
     device = params["W_ir"].device
@@ -410,14 +431,15 @@ def _loss_and_output_gradient(params, xs, ys, h0):
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
     B = sizes["B"]
     with torch.no_grad():
-        s, cache = _forward(params, sizes, dtype, device, x, h0)
+        s, cache = _forward(params, sizes, dtype, device, x, h0, compile)
         loss, d_s = _squared_error(s, y, B)
     return loss, d_s, cache, sizes
 
 
 @torch.no_grad()
-def _forward(params, sizes, dtype, device, x, h0):
-    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+def _forward(params, sizes, dtype, device, x, h0, compile=False):
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache); compile=True: each
+    step of the loop through torch.compile."""
     work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     W_ir = params["W_ir"]
     b_ir = params["b_ir"]
@@ -461,7 +483,11 @@ def _forward(params, sizes, dtype, device, x, h0):
     torch.add(_r_z[1:], _b_r_z_halved, out=_r_z[1:])
     # b_hn, all steps at once
     m[1:].copy_(b_hn)
+    _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
+        if _step is not None:
+            _step(t, _r_z_m, h, _W_hr_W_hz_W_hn_halved_T, n_h, n)
+            continue
         _r_z_m_t, h_prev, _r_z_t, n_t, m_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t]
         r_t, h_t, z_t = r[t], h[t], z[t]
         # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
@@ -508,18 +534,34 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _backward(mode, value, rng, params, sizes, cache, d_s):
+def _forward_step(t, _r_z_m, h, _W_hr_W_hz_W_hn_halved_T, n_h, n):
+    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
+    _r_z_m_t, h_prev, _r_z_t, n_t, m_t = (
+        _r_z_m[t], h[t - 1], _r_z_m[t][..., :2 * n_h], n[t], _r_z_m[t][..., 2 * n_h:3 * n_h]
+    )
+    r_t, h_t, z_t = _r_z_m[t][..., :n_h], h[t], _r_z_m[t][..., n_h:2 * n_h]
+    _r_z_m_t.add_(h_prev @ _W_hr_W_hz_W_hn_halved_T)  # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
+    # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz
+    # h_{t-1}; z_t = sigmoid(z_bar_t)
+    _r_z_t.copy_(torch.tanh(_r_z_t))
+    _r_z_t.copy_(0.5 + 0.5 * _r_z_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+    n_t.copy_(torch.tanh(m_t * r_t + n_t))  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
+    h_t.copy_((-n_t + h_prev) * z_t + n_t)  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
+
+
+def _backward(mode, value, rng, params, sizes, cache, d_s, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_s.shape[0], rng, d_s)
-    return _segment_backward(mode, value, keep, params, sizes, cache, d_s)
+    return _segment_backward(mode, value, keep, params, sizes, cache, d_s, None, compile)
 
 
-def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following=None):
-    """The gradients, all steps or a segment of them; following as for _adjoints."""
+def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following=None, compile=False):
+    """The gradients, all steps or a segment of them; following and compile as for _adjoints (a window's
+    adjoints are not compiled)."""
     if mode == "window":
         adjoints, initial = _window_adjoints(value, params, sizes, cache, d_s, following)
     else:
-        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s, following)
+        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s, following, compile)
     grads = _gradients(params, sizes, cache, adjoints, d_s)
     grads.update(zip(STATES, initial, strict=True))
     return grads
@@ -530,11 +572,11 @@ def _truncation_weights(mode, value, T, rng, like):
     return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
 
 
-def _adjoints(keep, params, sizes, cache, d_s, following=None):
+def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     """dL/d of every stored value, last step first; the flow from step t+1 weighted by keep[t] when
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    replaced by this segment's own. compile=True: each step of the loop through torch.compile."""
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     work = _backward_arrays(T, B, sizes, dtype, device)
@@ -563,7 +605,7 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     d_z_bar = work["d_z_bar"]  # a view of _d_r_bar_z_bar_m[..., n_h:2 * n_h]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    weights = _flow_weights(keep, T)
+    _weights = _flow_weights(keep, T)
     torch.cat((W_hr, W_hz, W_hn), out=_W_hr_W_hz_W_hn)
     # dL/dh_t = V^T dL/ds_t + ...
     torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
@@ -589,22 +631,26 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     torch.mul(_k1[1:], r[1:], out=_a1[1:])
     # _k1_t * _k3_t, all steps at once
     torch.mul(_k1[1:], _k3[1:], out=_a2[1:])
+    _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
+        if _step is not None and t < T:  # step T as written
+            _step(t, d_h, z, _d_r_bar_z_bar_m, _W_hr_W_hz_W_hn, n_h, _a1, _k2, _a2, _weights[t])
+            continue
         d_h_t, d_m_t, _a1_t, d_z_bar_t, _k2_t = d_h[t], d_m[t], _a1[t], d_z_bar[t], _k2[t]
         d_r_bar_t, _a2_t = d_r_bar[t], _a2[t]
         if t < T:
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}
-            d_h_t.addcmul_(z[t + 1], d_h[t + 1], value=weights[t])
-            d_h_t.addmm_(_d_r_bar_z_bar_m[t + 1], _W_hr_W_hz_W_hn, alpha=weights[t])
+            d_h_t.addcmul_(z[t + 1], d_h[t + 1], value=_weights[t])
+            d_h_t.addmm_(_d_r_bar_z_bar_m[t + 1], _W_hr_W_hz_W_hn, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_h = following["_d_next_h"]
             _d_next_r_bar_z_bar_m = following["_d_next_r_bar_z_bar_m"]
             _next_z = following["_next_z"]
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}
-            d_h_t.addcmul_(_next_z[0], _d_next_h[0], value=weights[t])
-            d_h_t.addmm_(_d_next_r_bar_z_bar_m[0], _W_hr_W_hz_W_hn, alpha=weights[t])
+            d_h_t.addcmul_(_next_z[0], _d_next_h[0], value=_weights[t])
+            d_h_t.addmm_(_d_next_r_bar_z_bar_m[0], _W_hr_W_hz_W_hn, alpha=_weights[t])
         # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
         torch.mul(_a1_t, d_h_t, out=d_m_t)
         # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t; dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
@@ -645,6 +691,23 @@ def _backward_arrays(T, B, sizes, dtype, device):
     work["d_m"] = work["_d_r_bar_z_bar_m"][..., 2 * n_h:3 * n_h]
     work["_d_r_bar_z_bar"] = work["_d_r_bar_z_bar_m"][..., :2 * n_h]
     return work
+
+
+def _adjoints_step(t, d_h, z, _d_r_bar_z_bar_m, _W_hr_W_hz_W_hn, n_h, _a1, _k2, _a2, keep_t):
+    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
+    d_h_t, d_h_next, z_next, _d_r_bar_z_bar_m_next, d_m_t = (
+        d_h[t], d_h[t + 1], z[t + 1], _d_r_bar_z_bar_m[t + 1], _d_r_bar_z_bar_m[t][..., 2 * n_h:3 * n_h]
+    )
+    _a1_t, d_z_bar_t, _k2_t, d_r_bar_t, _a2_t = (
+        _a1[t], _d_r_bar_z_bar_m[t][..., n_h:2 * n_h], _k2[t], _d_r_bar_z_bar_m[t][..., :n_h], _a2[t]
+    )
+    # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
+    d_h_t.add_(keep_t * (z_next * d_h_next + _d_r_bar_z_bar_m_next @ _W_hr_W_hz_W_hn))
+    d_m_t.copy_(_a1_t * d_h_t)  # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
+    # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t; dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
+    d_z_bar_t.copy_(_k2_t * d_h_t)
+    # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t (from dL/dh_t)
+    d_r_bar_t.copy_(_a2_t * d_h_t)
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -796,6 +859,47 @@ def _flow_weights(keep, T):
     """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
     the device once per call; all 1 without truncation (keep None)."""
     return [1.0] * (T + 1) if keep is None else keep.tolist()
+
+
+def _check_compile(compile, checkpoints=None):
+    """compile, a bool: True runs each step of the loops through torch.compile, which takes no checkpoints."""
+    if not isinstance(compile, bool):
+        raise ValueError(f"compile must be True or False, got {compile!r}")
+    if compile and checkpoints is not None:
+        raise ValueError("compile=True runs the loops over all steps at once; it does not combine with checkpoints")
+    return compile
+
+
+_COMPILED = {}  # step function -> the same through torch.compile, made on first use
+
+
+def _compiled(step):
+    """step through torch.compile, made once per process (torch compiles it again for another dtype or shape);
+    RuntimeError in one line where torch.compile is not available or cannot compile it (no C++ compiler)."""
+    if step not in _COMPILED:
+        if not callable(getattr(torch, "compile", None)):
+            raise RuntimeError(
+                f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
+            )
+        try:
+            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+        except RuntimeError as error:  # a Python or platform torch.compile does not support
+            raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
+
+        def run(*args):
+            try:
+                return compiled(*args)
+            except torch._dynamo.exc.BackendCompilerFailed as error:
+                cause = getattr(error, "inner_exception", error)  # the compiler's own error
+                why = f"{type(cause).__name__}: {_first_line(cause)}"
+                raise RuntimeError(f"compile=True: torch.compile cannot compile {step.__name__}: {why}") from None
+
+        _COMPILED[step] = run
+    return _COMPILED[step]
+
+
+def _first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _weighted(keep, t, flow):

@@ -69,23 +69,24 @@ def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     return xs.to(device), ys.to(device)
 
 
-def forward(params, xs, ys, o0=None):
+def forward(params, xs, ys, o0=None, compile=False):
     """Run the model over all steps, with teacher forcing: the targets ys take the place of
     o_t for t >= 1, without an autograd graph.
 
     Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs.
+    cache holds what backward needs. compile as for loss_and_grads.
     """
+    compile = _check_compile(compile)
     sizes, dtype = _check_params(params)
     device = params["U"].device
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
     y = _check_labels("ys", ys, sizes, "q", device)
     o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype, True, device)
     with torch.no_grad():
-        return _forward(params, sizes, dtype, device, x, y, o0)
+        return _forward(params, sizes, dtype, device, x, y, o0, compile)
 
 
-def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
+def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
     """Gradients of every parameter and of the initial state, given
     d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
 
@@ -96,9 +97,10 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     (a torch.Generator: T float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi).
     check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
     checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
+    such as "32MiB"): it runs through the cache in segments of steps that fit. compile as for loss_and_grads.
     """
     mode, value = _truncation(truncate, rng)
+    compile = _check_compile(compile, checkpoints)
     sizes, dtype = _check_params(params, check_finite)
     device = params["U"].device
     _check_cache(cache, sizes, dtype, device)
@@ -107,7 +109,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
         if checkpoints is not None:
             keep = _truncation_weights(mode, value, sizes["T"], rng, d_s)
             return _segmented(mode, value, keep, params, sizes, cache, d_s, checkpoints, dtype.itemsize)
-        return _backward(mode, value, rng, params, sizes, cache, d_s)
+        return _backward(mode, value, rng, params, sizes, cache, d_s, compile)
 
 
 def losses(outputs, ys):
@@ -118,17 +120,21 @@ def losses(outputs, ys):
     return torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0]
 
 
-def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints=None):
+def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints=None, compile=False):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "o0");
     truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
     of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them, and frees them."""
+    the optimal schedule keeps some states, recomputes the steps between them, and frees them.
+    compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
+    as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
+    work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
     mode, value = _truncation(truncate, rng)
+    compile = _check_compile(compile, checkpoints)
     if checkpoints is not None:
         return _checkpointed_loss(mode, value, rng, params, xs, ys, o0, checkpoints)
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, o0)
+    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, o0, compile)
     with torch.no_grad():
-        return loss, _backward(mode, value, rng, params, sizes, cache, d_s)
+        return loss, _backward(mode, value, rng, params, sizes, cache, d_s, compile)
 
 
 def forward_mode_grads(params, xs, ys, o0=None):
@@ -208,12 +214,13 @@ class BPTT(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, truncate, rng, xs, ys, o0, *params):
+    def forward(ctx, truncate, rng, xs, ys, o0, *params, compile=False):
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(named, PARAMS)[0]
-        s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, ys, o0)
+        s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, ys, o0, compile)
+        ctx.compile = compile
         ctx.truncation = _truncation(truncate, rng) + (rng,)
         ctx.given = (o0 is not None,)
         ctx.sizes, ctx.cache = sizes, cache
@@ -225,9 +232,18 @@ class BPTT(torch.autograd.Function):
     def backward(ctx, d_s):
         params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
         mode, value, rng = ctx.truncation
-        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_s.contiguous())
+        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_s.contiguous(), ctx.compile)
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+class CompiledBPTT(BPTT):
+    """BPTT whose loops run each step through torch.compile (compile=True): CompiledBPTT.apply takes what
+    BPTT.apply takes."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        return BPTT.forward(ctx, *inputs, compile=True)
 
 
 @torch.no_grad()
@@ -307,16 +323,19 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
 class Model(torch.nn.Module):
     """The model as an nn.Module: its parameters are nn.Parameters named as in PARAMS, its forward runs
     through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
-    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT)."""
+    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT; compile as for
+    loss_and_grads, through CompiledBPTT)."""
 
     def __init__(
-        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None
+        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None,
+        checkpoints=None, compile=False
     ):
         super().__init__()
         _truncation(truncate, rng)
         if checkpoints is not None:
             _budget(checkpoints, 1, 1)  # a bad value fails here, in one line (a byte budget is checked per call)
         self.truncate, self.rng, self.checkpoints = truncate, rng, checkpoints
+        self.compile_steps = _check_compile(compile, checkpoints)  # not .compile: nn.Module.compile is a method
         for name, value in init_params(init_rng, dtype, device, d=d, h=h, q=q).items():
             self.register_parameter(name, torch.nn.Parameter(value))
 
@@ -336,6 +355,8 @@ class Model(torch.nn.Module):
         o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype, False, device)
         if self.checkpoints is not None:
             return CheckpointedBPTT.apply(self.checkpoints, self.truncate, self.rng, x, y, o0, *params.values())
+        if self.compile_steps:
+            return CompiledBPTT.apply(self.truncate, self.rng, x, y, o0, *params.values())
         return BPTT.apply(self.truncate, self.rng, x, y, o0, *params.values())
 
     def loss(self, outputs, ys):
@@ -344,7 +365,7 @@ class Model(torch.nn.Module):
         return losses(outputs, ys).sum() / B
 
 
-def _loss_and_output_gradient(params, xs, ys, o0):
+def _loss_and_output_gradient(params, xs, ys, o0, compile=False):
     """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes."""
     sizes, dtype = _check_params(params)
     device = params["U"].device
@@ -353,14 +374,15 @@ def _loss_and_output_gradient(params, xs, ys, o0):
     o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype, True, device)
     B = sizes["B"]
     with torch.no_grad():
-        s, cache = _forward(params, sizes, dtype, device, x, y, o0)
+        s, cache = _forward(params, sizes, dtype, device, x, y, o0, compile)
         loss, d_s = _softmax_cross_entropy(s, y, B)
     return loss, d_s, cache, sizes
 
 
 @torch.no_grad()
-def _forward(params, sizes, dtype, device, x, y, o0):
-    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+def _forward(params, sizes, dtype, device, x, y, o0, compile=False):
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache); compile=True: each
+    step of the loop through torch.compile."""
     work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     U = params["U"]
     R = params["R"]
@@ -404,18 +426,19 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _backward(mode, value, rng, params, sizes, cache, d_s):
+def _backward(mode, value, rng, params, sizes, cache, d_s, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_s.shape[0], rng, d_s)
-    return _segment_backward(mode, value, keep, params, sizes, cache, d_s)
+    return _segment_backward(mode, value, keep, params, sizes, cache, d_s, None, compile)
 
 
-def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following=None):
-    """The gradients, all steps or a segment of them; following as for _adjoints."""
+def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following=None, compile=False):
+    """The gradients, all steps or a segment of them; following and compile as for _adjoints (a window's
+    adjoints are not compiled)."""
     if mode == "window":
         adjoints, initial = _window_adjoints(value, params, sizes, cache, d_s, following)
     else:
-        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s, following)
+        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s, following, compile)
     grads = _gradients(params, sizes, cache, adjoints, d_s)
     grads.update(zip(STATES, initial, strict=True))
     return grads
@@ -426,11 +449,11 @@ def _truncation_weights(mode, value, T, rng, like):
     return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
 
 
-def _adjoints(keep, params, sizes, cache, d_s, following=None):
+def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     """dL/d of every stored value, last step first; the flow from step t+1 weighted by keep[t] when
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    replaced by this segment's own. compile=True: each step of the loop through torch.compile."""
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     work = _backward_arrays(T, B, sizes, dtype, device)
@@ -532,6 +555,15 @@ def _keep_weights(mode, value, T, rng, like):
         draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
         keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
     return keep
+
+
+def _check_compile(compile, checkpoints=None):
+    """compile, a bool: True runs each step of the loops through torch.compile, which takes no checkpoints."""
+    if not isinstance(compile, bool):
+        raise ValueError(f"compile must be True or False, got {compile!r}")
+    if compile and checkpoints is not None:
+        raise ValueError("compile=True runs the loops over all steps at once; it does not combine with checkpoints")
+    return compile
 
 
 def _directions(v, rows):

@@ -95,22 +95,23 @@ def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     return xs.to(device), ys.to(device)
 
 
-def forward(params, xs, c0=None, h0=None):
+def forward(params, xs, c0=None, h0=None, compile=False):
     """Run the model over all steps, without an autograd graph.
 
     Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs.
+    cache holds what backward needs. compile as for loss_and_grads.
     """
+    compile = _check_compile(compile)
     sizes, dtype = _check_params(params)
     device = params["W_z"].device
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
     c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, True, device)
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
     with torch.no_grad():
-        return _forward(params, sizes, dtype, device, x, c0, h0)
+        return _forward(params, sizes, dtype, device, x, c0, h0, compile)
 
 
-def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
+def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
     """Gradients of every parameter and of the initial states, given
     d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
 
@@ -121,9 +122,10 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     (a torch.Generator: T float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi).
     check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
     checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
+    such as "32MiB"): it runs through the cache in segments of steps that fit. compile as for loss_and_grads.
     """
     mode, value = _truncation(truncate, rng)
+    compile = _check_compile(compile, checkpoints)
     sizes, dtype = _check_params(params, check_finite)
     device = params["W_z"].device
     _check_cache(cache, sizes, dtype, device)
@@ -132,7 +134,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
         if checkpoints is not None:
             keep = _truncation_weights(mode, value, sizes["T"], rng, d_s)
             return _segmented(mode, value, keep, params, sizes, cache, d_s, checkpoints, dtype.itemsize)
-        return _backward(mode, value, rng, params, sizes, cache, d_s)
+        return _backward(mode, value, rng, params, sizes, cache, d_s, compile)
 
 
 def losses(outputs, ys):
@@ -143,17 +145,21 @@ def losses(outputs, ys):
     return 0.5 * ((s - y) ** 2).sum(axis=-1)
 
 
-def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, checkpoints=None):
+def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, checkpoints=None, compile=False):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "c0", "h0");
     truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
     of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them, and frees them."""
+    the optimal schedule keeps some states, recomputes the steps between them, and frees them.
+    compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
+    as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
+    work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
     mode, value = _truncation(truncate, rng)
+    compile = _check_compile(compile, checkpoints)
     if checkpoints is not None:
         return _checkpointed_loss(mode, value, rng, params, xs, ys, c0, h0, checkpoints)
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, c0, h0)
+    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, c0, h0, compile)
     with torch.no_grad():
-        return loss, _backward(mode, value, rng, params, sizes, cache, d_s)
+        return loss, _backward(mode, value, rng, params, sizes, cache, d_s, compile)
 
 
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):
@@ -300,12 +306,13 @@ class BPTT(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, truncate, rng, xs, c0, h0, *params):
+    def forward(ctx, truncate, rng, xs, c0, h0, *params, compile=False):
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(named, PARAMS)[0]
-        s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, c0, h0)
+        s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, c0, h0, compile)
+        ctx.compile = compile
         ctx.truncation = _truncation(truncate, rng) + (rng,)
         ctx.given = (c0 is not None, h0 is not None,)
         ctx.sizes, ctx.cache = sizes, cache
@@ -317,9 +324,18 @@ class BPTT(torch.autograd.Function):
     def backward(ctx, d_s):
         params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
         mode, value, rng = ctx.truncation
-        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_s.contiguous())
+        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_s.contiguous(), ctx.compile)
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+class CompiledBPTT(BPTT):
+    """BPTT whose loops run each step through torch.compile (compile=True): CompiledBPTT.apply takes what
+    BPTT.apply takes."""
+
+    @staticmethod
+    def forward(ctx, *inputs):
+        return BPTT.forward(ctx, *inputs, compile=True)
 
 
 @torch.no_grad()
@@ -400,16 +416,19 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
 class Model(torch.nn.Module):
     """The model as an nn.Module: its parameters are nn.Parameters named as in PARAMS, its forward runs
     through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
-    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT)."""
+    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT; compile as for
+    loss_and_grads, through CompiledBPTT)."""
 
     def __init__(
-        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None, checkpoints=None
+        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None,
+        checkpoints=None, compile=False
     ):
         super().__init__()
         _truncation(truncate, rng)
         if checkpoints is not None:
             _budget(checkpoints, 1, 1)  # a bad value fails here, in one line (a byte budget is checked per call)
         self.truncate, self.rng, self.checkpoints = truncate, rng, checkpoints
+        self.compile_steps = _check_compile(compile, checkpoints)  # not .compile: nn.Module.compile is a method
         for name, value in init_params(init_rng, dtype, device, d=d, h=h, q=q).items():
             self.register_parameter(name, torch.nn.Parameter(value))
 
@@ -429,6 +448,8 @@ class Model(torch.nn.Module):
         h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, False, device)
         if self.checkpoints is not None:
             return CheckpointedBPTT.apply(self.checkpoints, self.truncate, self.rng, x, c0, h0, *params.values())
+        if self.compile_steps:
+            return CompiledBPTT.apply(self.truncate, self.rng, x, c0, h0, *params.values())
         return BPTT.apply(self.truncate, self.rng, x, c0, h0, *params.values())
 
     def loss(self, outputs, ys):
@@ -437,7 +458,7 @@ class Model(torch.nn.Module):
         return losses(outputs, ys).sum() / B
 
 
-def _loss_and_output_gradient(params, xs, ys, c0, h0):
+def _loss_and_output_gradient(params, xs, ys, c0, h0, compile=False):
     """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes."""
     sizes, dtype = _check_params(params)
     device = params["W_z"].device
@@ -447,14 +468,15 @@ def _loss_and_output_gradient(params, xs, ys, c0, h0):
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
     B = sizes["B"]
     with torch.no_grad():
-        s, cache = _forward(params, sizes, dtype, device, x, c0, h0)
+        s, cache = _forward(params, sizes, dtype, device, x, c0, h0, compile)
         loss, d_s = _squared_error(s, y, B)
     return loss, d_s, cache, sizes
 
 
 @torch.no_grad()
-def _forward(params, sizes, dtype, device, x, c0, h0):
-    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache)."""
+def _forward(params, sizes, dtype, device, x, c0, h0, compile=False):
+    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache); compile=True: each
+    step of the loop through torch.compile."""
     work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
     W_z = params["W_z"]
     R_z = params["R_z"]
@@ -506,7 +528,11 @@ def _forward(params, sizes, dtype, device, x, c0, h0):
     # x_t, all steps at once
     torch.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o_halved.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
     torch.add(_z_i_f_o[1:], _b_z_i_f_o_halved, out=_z_i_f_o[1:])
+    _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
+        if _step is not None:
+            _step(t, _z_i_f_o, h, _R_z_R_i_R_f_R_o_halved_T, n_h, _p_i_halved, c, _p_f_halved, _p_o_halved)
+            continue
         _z_i_f_o_t, h_prev, i_t, c_prev, f_t = _z_i_f_o[t], h[t - 1], i[t], c[t - 1], f[t]
         _z_i_f_t, _i_f_t, c_t, z_t, o_t = _z_i_f[t], _i_f[t], c[t], z[t], o[t]
         h_t = h[t]
@@ -571,18 +597,44 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _backward(mode, value, rng, params, sizes, cache, d_s):
+def _forward_step(t, _z_i_f_o, h, _R_z_R_i_R_f_R_o_halved_T, n_h, _p_i_halved, c, _p_f_halved, _p_o_halved):
+    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
+    _z_i_f_o_t, h_prev, i_t, c_prev, f_t = (
+        _z_i_f_o[t], h[t - 1], _z_i_f_o[t][..., n_h:2 * n_h], c[t - 1], _z_i_f_o[t][..., 2 * n_h:3 * n_h]
+    )
+    _z_i_f_t, _i_f_t, c_t, z_t, o_t = (
+        _z_i_f_o[t][..., :3 * n_h], _z_i_f_o[t][..., n_h:3 * n_h], c[t], _z_i_f_o[t][..., :n_h],
+        _z_i_f_o[t][..., 3 * n_h:4 * n_h]
+    )
+    h_t = h[t]
+    # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
+    _z_i_f_o_t.add_(h_prev @ _R_z_R_i_R_f_R_o_halved_T)
+    i_t.add_(_p_i_halved * c_prev)  # p_i * c_{t-1}: into the pre-activation of i_t
+    f_t.add_(_p_f_halved * c_prev)  # p_f * c_{t-1}: into the pre-activation of f_t
+    # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1};
+    # i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+    _z_i_f_t.copy_(torch.tanh(_z_i_f_t))
+    _i_f_t.copy_(0.5 + 0.5 * _i_f_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+    c_t.copy_(c_prev * f_t + i_t * z_t)  # c_t = c_{t-1} * f_t + i_t * z_t
+    o_t.add_(_p_o_halved * c_t)  # p_o * c_t: into the pre-activation of o_t
+    o_t.copy_(torch.tanh(o_t))  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+    o_t.copy_(0.5 + 0.5 * o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+    h_t.copy_(torch.tanh(c_t) * o_t)  # h_t = tanh(c_t) * o_t
+
+
+def _backward(mode, value, rng, params, sizes, cache, d_s, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_s.shape[0], rng, d_s)
-    return _segment_backward(mode, value, keep, params, sizes, cache, d_s)
+    return _segment_backward(mode, value, keep, params, sizes, cache, d_s, None, compile)
 
 
-def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following=None):
-    """The gradients, all steps or a segment of them; following as for _adjoints."""
+def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following=None, compile=False):
+    """The gradients, all steps or a segment of them; following and compile as for _adjoints (a window's
+    adjoints are not compiled)."""
     if mode == "window":
         adjoints, initial = _window_adjoints(value, params, sizes, cache, d_s, following)
     else:
-        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s, following)
+        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s, following, compile)
     grads = _gradients(params, sizes, cache, adjoints, d_s)
     grads.update(zip(STATES, initial, strict=True))
     return grads
@@ -593,11 +645,11 @@ def _truncation_weights(mode, value, T, rng, like):
     return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
 
 
-def _adjoints(keep, params, sizes, cache, d_s, following=None):
+def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     """dL/d of every stored value, last step first; the flow from step t+1 weighted by keep[t] when
     truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
     following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    replaced by this segment's own. compile=True: each step of the loop through torch.compile."""
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     work = _backward_arrays(T, B, sizes, dtype, device)
@@ -633,7 +685,7 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     d_z_bar = work["d_z_bar"]  # a view of _d_z_bar_to_o_bar[..., :n_h]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    weights = _flow_weights(keep, T)
+    _weights = _flow_weights(keep, T)
     torch.cat((R_z, R_i, R_f, R_o), out=_R_z_R_i_R_f_R_o)
     # dL/dh_t = V^T dL/ds_t + ...
     torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
@@ -672,17 +724,21 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
     torch.mul(p_i, _k4[1:], out=_all_h)
     torch.add(_a2[1:], _all_h, out=_a2[1:])
     torch.add(_a2[1:], f[1:], out=_a2[1:])
+    _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
+        if _step is not None and t < T:  # step T as written
+            _step(t, d_h, _d_z_bar_to_o_bar, _R_z_R_i_R_f_R_o, n_h, _k1, d_c, _a1, _a2, _k3, _k4, _k5, _weights[t])
+            continue
         d_h_t, d_o_bar_t, _k1_t, d_c_t, _a1_t = d_h[t], d_o_bar[t], _k1[t], d_c[t], _a1[t]
         d_f_bar_t, _k3_t, d_i_bar_t, _k4_t, d_z_bar_t = d_f_bar[t], _k3[t], d_i_bar[t], _k4[t], d_z_bar[t]
         _k5_t = _k5[t]
         if t < T:
             # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
-            d_h_t.addmm_(_d_z_bar_to_o_bar[t + 1], _R_z_R_i_R_f_R_o, alpha=weights[t])
+            d_h_t.addmm_(_d_z_bar_to_o_bar[t + 1], _R_z_R_i_R_f_R_o, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_z_bar_to_o_bar = following["_d_next_z_bar_to_o_bar"]
             # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
-            d_h_t.addmm_(_d_next_z_bar_to_o_bar[0], _R_z_R_i_R_f_R_o, alpha=weights[t])
+            d_h_t.addmm_(_d_next_z_bar_to_o_bar[0], _R_z_R_i_R_f_R_o, alpha=_weights[t])
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         torch.mul(_k1_t, d_h_t, out=d_o_bar_t)
         # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t (one slope times dL/dh_t)
@@ -690,13 +746,13 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None):
         if t < T:
             # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
             # times dL/dc_{t+1})
-            d_c_t.addcmul_(_a2[t + 1], d_c[t + 1], value=weights[t])
+            d_c_t.addcmul_(_a2[t + 1], d_c[t + 1], value=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_a2 = following["_next_a2"]
             # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
             # times dL/dc_{t+1})
-            d_c_t.addcmul_(_next_a2[0], _d_next_c[0], value=weights[t])
+            d_c_t.addcmul_(_next_a2[0], _d_next_c[0], value=_weights[t])
         # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
         torch.mul(_k3_t, d_c_t, out=d_f_bar_t)
         # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
@@ -743,6 +799,30 @@ def _backward_arrays(T, B, sizes, dtype, device):
     work["d_f_bar"] = work["_d_z_bar_to_o_bar"][..., 2 * n_h:3 * n_h]
     work["d_o_bar"] = work["_d_z_bar_to_o_bar"][..., 3 * n_h:4 * n_h]
     return work
+
+
+def _adjoints_step(t, d_h, _d_z_bar_to_o_bar, _R_z_R_i_R_f_R_o, n_h, _k1, d_c, _a1, _a2, _k3, _k4, _k5, keep_t):
+    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
+    d_h_t, _d_z_bar_to_o_bar_next, d_o_bar_t, _k1_t, d_c_t = (
+        d_h[t], _d_z_bar_to_o_bar[t + 1], _d_z_bar_to_o_bar[t][..., 3 * n_h:4 * n_h], _k1[t], d_c[t]
+    )
+    _a1_t, d_c_next, _a2_next, d_f_bar_t, _k3_t = (
+        _a1[t], d_c[t + 1], _a2[t + 1], _d_z_bar_to_o_bar[t][..., 2 * n_h:3 * n_h], _k3[t]
+    )
+    d_i_bar_t, _k4_t, d_z_bar_t, _k5_t = (
+        _d_z_bar_to_o_bar[t][..., n_h:2 * n_h], _k4[t], _d_z_bar_to_o_bar[t][..., :n_h], _k5[t]
+    )
+    # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
+    d_h_t.add_(keep_t * (_d_z_bar_to_o_bar_next @ _R_z_R_i_R_f_R_o))
+    d_o_bar_t.copy_(_k1_t * d_h_t)  # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
+    # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t (one slope times dL/dh_t)
+    d_c_t.copy_(_a1_t * d_h_t)
+    # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope times
+    # dL/dc_{t+1})
+    d_c_t.add_(keep_t * (_a2_next * d_c_next))
+    d_f_bar_t.copy_(_k3_t * d_c_t)  # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
+    d_i_bar_t.copy_(_k4_t * d_c_t)  # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
+    d_z_bar_t.copy_(_k5_t * d_c_t)  # dL/dz_t = diag(i_t) dL/dc_t; dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -921,6 +1001,47 @@ def _flow_weights(keep, T):
     """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
     the device once per call; all 1 without truncation (keep None)."""
     return [1.0] * (T + 1) if keep is None else keep.tolist()
+
+
+def _check_compile(compile, checkpoints=None):
+    """compile, a bool: True runs each step of the loops through torch.compile, which takes no checkpoints."""
+    if not isinstance(compile, bool):
+        raise ValueError(f"compile must be True or False, got {compile!r}")
+    if compile and checkpoints is not None:
+        raise ValueError("compile=True runs the loops over all steps at once; it does not combine with checkpoints")
+    return compile
+
+
+_COMPILED = {}  # step function -> the same through torch.compile, made on first use
+
+
+def _compiled(step):
+    """step through torch.compile, made once per process (torch compiles it again for another dtype or shape);
+    RuntimeError in one line where torch.compile is not available or cannot compile it (no C++ compiler)."""
+    if step not in _COMPILED:
+        if not callable(getattr(torch, "compile", None)):
+            raise RuntimeError(
+                f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
+            )
+        try:
+            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+        except RuntimeError as error:  # a Python or platform torch.compile does not support
+            raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
+
+        def run(*args):
+            try:
+                return compiled(*args)
+            except torch._dynamo.exc.BackendCompilerFailed as error:
+                cause = getattr(error, "inner_exception", error)  # the compiler's own error
+                why = f"{type(cause).__name__}: {_first_line(cause)}"
+                raise RuntimeError(f"compile=True: torch.compile cannot compile {step.__name__}: {why}") from None
+
+        _COMPILED[step] = run
+    return _COMPILED[step]
+
+
+def _first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
 
 
 def _weighted(keep, t, flow):

@@ -4,7 +4,8 @@ Counted in the source a backend prints for a model (its syntax tree), not timed:
 framework (`np.tanh(...)`, `torch.mul(...)`, a tensor's `add_`, `x.at[...].set(...)`), every arithmetic
 operator on arrays (`a * b`, `-a`, `a += b`, `a[...] = b`), and a helper of the module (`_sigmoid`) as the
 calls of its body. Index arithmetic (`h[t - 1]`) and taking views (`h[t]`) are not calls. The step counted
-is a typical one of full BPTT: not the last (`t < T` holds) and untruncated (`keep is None`, `ages is None`).
+is a typical one of full BPTT: not the last (`t < T` holds) and untruncated (`keep is None`, `ages is None`),
+as the module runs by default (torch's without compile=True: `_step is None`).
 
 The loops: `for t in range(...)` in `_forward` and `_adjoints` (NumPy, torch), the scans' `_step` in
 `_forward` and `_gradients_and_following` (JAX, whose jit fuses the traced operations: there the count
@@ -24,6 +25,8 @@ TRUTH = {  # the step counted: a test of an `if` in a loop or a helper, and its 
     "keep is not None": False,
     "ages is None": True,
     "ages is not None": False,
+    "_step is not None": False,  # the torch module's step through torch.compile (compile=True): not the default
+    "_step is not None and t < T": False,
 }
 
 

@@ -58,7 +58,7 @@ def module_source(model, program=None):
 def layout(model, program=None):
     program = program or build(model)
     facts = model_facts(model, program, "NumPy")
-    forward_arrays, forward_lines, forward_used = forward_body(program)
+    forward_arrays, forward_lines, forward_used, _ = forward_body(program)
     backward = backward_bodies(program)
     rtrl = rtrl_body(program)
     losses = RowPrinter(stacked=True)

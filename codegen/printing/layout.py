@@ -85,8 +85,8 @@ def model_names(model):
 
 
 def forward_body(program, printer_type=NumPyPrinter):
-    """(arrays, lines of _forward, helpers used): program.forward printed in place by printer_type, the
-    NumPy printer or that printer with another library's calls (torch_printer.TorchStatements)."""
+    """(arrays, lines of _forward, helpers used, the printer): program.forward printed in place by printer_type,
+    the NumPy printer or that printer with another library's calls (torch/statements.py's TorchStatements)."""
     model, forward = program.model, program.forward
     accepts_out = helpers(printer_type.backend).accepts_out
     printer = printer_type(forward.arrays, accepts_out, forward.stacks, model_names(model))
@@ -102,7 +102,7 @@ def forward_body(program, printer_type=NumPyPrinter):
     head += time_and_batch(used.sizes, first)
     for seq in model.states:
         head.append(f"{seq.name}[0] = 0 if {seq.name}0 is None else {seq.name}0")
-    return arrays, head + lines, used.helpers
+    return arrays, head + lines, used.helpers, printer
 
 
 @dataclass(frozen=True)

@@ -58,12 +58,17 @@ class NumPyPrinter(Statements, RowPrinter):
 
     def _print_Loop(self, loop):
         """The loop, each step's views of the arrays (at t and t-1) taken once at its top."""
+        head, body = self.loop_parts(loop)
+        return [head] + ["    " + line for line in body]
+
+    def loop_parts(self, loop):
+        """(the loop's `for` line, its body's lines, unindented)."""
         self.used.sizes.add("T")
         inner = self.at(False)
         inner.views = {}
         body = inner.lines(loop.body)
         head = "for t in range(T, 0, -1):" if loop.backward else "for t in range(1, T + 1):"
-        return [head] + ["    " + line for line in bound_views(inner.views) + body]
+        return head, bound_views(inner.views) + body
 
     def sequence(self, node):
         code = super().sequence(node)

@@ -11,14 +11,16 @@ from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.layout import allocation, every_array, model_names, views
 from bptt.codegen.printing.printer import PrintError, size_name
 from bptt.codegen.printing.window import adjoint_seqs, reads_aged
-from bptt.codegen.torch.printer import AdjointPrinter, TorchPrinter, TorchStatements
+from bptt.codegen.torch.printer import TorchPrinter, WindowAdjointPrinter
+from bptt.codegen.torch.statements import TorchStatements
+from bptt.codegen.torch.sums import WEIGHTS
 
 
 def window_body(program, reads):
     """The body of _window_adjoints(k, ...), from the plain statements: zero adjoint tensors (an age axis
     for those that flow through time), the statements, dL/dS_0; returns ({adjoint name: tensor} for the
     names in reads, summed over the ages, (dL/dS_0, ...))."""
-    printer = AdjointPrinter(program.recurrent, window=True)
+    printer = WindowAdjointPrinter(program.recurrent)
     statements = program.window.statements
     body = printer.lines(statements)
     initial = [printer.initial(i, bool(reads_aged(i.value, program.recurrent))) for i in program.window_initial]
@@ -76,8 +78,8 @@ def fast_adjoints_body(program, reads):
     """The body of _adjoints(keep, ...) from the fast statements (optimize.backward), printed in place as the
     NumPy module prints them (TorchStatements) into the tensors _backward_arrays makes: slopes for all steps
     before the loop, the flows of gates that share an operand one product with their weights stacked, each
-    step's sums in place (torch/sums.py). reads: the adjoints _gradients reads.
-    Returns (Printed, the body of _backward_arrays)."""
+    step's sums in place (torch/sums.py), and each step for compile=True (torch/steps.py). reads: the
+    adjoints _gradients reads. Returns (Printed, the body of _backward_arrays, the loop's StepFunctions)."""
     model, adjoints = program.model, program.adjoints
     printer = TorchStatements(adjoints.arrays, helpers("torch").accepts_out, adjoints.stacks, model_names(model))
     body = printer.lines(adjoints.statements)
@@ -99,9 +101,9 @@ def fast_adjoints_body(program, reads):
     head = time_and_batch({"T", "B"}, dy) + [f"dtype, device = {dy}.dtype, {dy}.device"]
     head += ["work = _backward_arrays(T, B, sizes, dtype, device)"]
     head += bound(used, model, work, set(program.cache), views(arrays))
-    head += ["weights = _flow_weights(keep, T)"] if "_flow_weights" in used.helpers else []
-    names = ", ".join(f'"{name}": {name}' for name in sorted(reads))
+    head += [f"{WEIGHTS} = _flow_weights(keep, T)"] if "_flow_weights" in used.helpers else []
+    returned = ", ".join(f'"{name}": {name}' for name in sorted(reads))
     keys = ", ".join(f"d_{i.key}" for i in program.initial) + ("," if len(program.initial) == 1 else "")
     prepared = [line for line, _ in printer.prepared.values()]
-    lines = head + prepared + body + initial + [f"return {{{names}}}, ({keys})"]
-    return Printed.of(lines, used), allocation(arrays, calls=TORCH)
+    lines = head + prepared + body + initial + [f"return {{{returned}}}, ({keys})"]
+    return Printed.of(lines, used), allocation(arrays, calls=TORCH), printer.step_functions

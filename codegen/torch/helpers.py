@@ -51,6 +51,45 @@ def _flow_weights(keep, T):
     return [1.0] * (T + 1) if keep is None else keep.tolist()
 
 
+def _check_compile(compile, checkpoints=None):
+    """compile, a bool: True runs each step of the loops through torch.compile, which takes no checkpoints."""
+    if not isinstance(compile, bool):
+        raise ValueError(f"compile must be True or False, got {compile!r}")
+    if compile and checkpoints is not None:
+        raise ValueError("compile=True runs the loops over all steps at once; it does not combine with checkpoints")
+    return compile
+
+
+_COMPILED = {}  # step function -> the same through torch.compile, made on first use
+
+
+def _compiled(step):
+    """step through torch.compile, made once per process (torch compiles it again for another dtype or shape);
+    RuntimeError in one line where torch.compile is not available or cannot compile it (no C++ compiler)."""
+    if step not in _COMPILED:
+        if not callable(getattr(torch, "compile", None)):
+            raise RuntimeError(f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}")
+        try:
+            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+        except RuntimeError as error:  # a Python or platform torch.compile does not support
+            raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
+
+        def run(*args):
+            try:
+                return compiled(*args)
+            except torch._dynamo.exc.BackendCompilerFailed as error:
+                cause = getattr(error, "inner_exception", error)  # the compiler's own error
+                why = f"{type(cause).__name__}: {_first_line(cause)}"
+                raise RuntimeError(f"compile=True: torch.compile cannot compile {step.__name__}: {why}") from None
+
+        _COMPILED[step] = run
+    return _COMPILED[step]
+
+
+def _first_line(error):
+    return (str(error).strip().splitlines() or [type(error).__name__])[0]
+
+
 def _weighted(keep, t, flow):
     """The gradient flowing back from step t+1, weighted by keep[t] when truncating."""
     return flow if keep is None else keep[t] * flow

@@ -1,23 +1,17 @@
-"""Print derived matrix expressions and statements as PyTorch code (the torch backend's printers).
+"""Print derived matrix expressions as PyTorch code (the torch backend's expression printers).
 
 The algebra is NumPy's row form (numpy_printer.RowPrinter): `W v` prints `v @ W.T`, and `.T` only
 ever meets a 2-D parameter or a 2-D `(T*B, k)` view, so it means the same in torch. What differs is
 printed here: elementwise functions from torch's table (torch/functions.py), sums over all steps and samples,
-the one-hot lookups and scatters, the losses. The forward pass is the NumPy backend's in-place
-printer with torch's table of calls (TorchStatements); the backward statements are plain
-expressions written into the adjoint tensors (AdjointPrinter). Both run under torch.no_grad().
+the one-hot lookups and scatters, the losses. The statements of the forward pass and of full BPTT are
+printed in place by torch/statements.py; window truncation's as plain expressions into adjoint tensors
+with an age axis (WindowAdjointPrinter). All run under torch.no_grad().
 """
 
-import sympy as sp
-
-from bptt.codegen.ir import PARAMETER
-from bptt.codegen.printing.array_calls import TORCH
 from bptt.codegen.printing.printer import ATOM, SUM, Code, RowPrinter
-from bptt.codegen.printing.statements import NumPyPrinter
 from bptt.codegen.printing.window import WindowPrinter
 from bptt.codegen.torch.functions import TORCH_FUNCTIONS
-from bptt.codegen.torch.sums import InPlaceSums
-from bptt.derive.nodes import Diag, equal
+from bptt.derive.nodes import equal
 
 
 class TorchPrinter(RowPrinter):
@@ -63,66 +57,6 @@ class TorchPrinter(RowPrinter):
         return Code(f"torch.logsumexp({logits}, -1) - {picked}", SUM)
 
 
-class TorchStatements(InPlaceSums, NumPyPrinter, TorchPrinter):
-    """The in-place statement printer with torch's calls: out= into preallocated tensors, 2-D GEMMs
-    over (T*B, k) views, stacked gate weights, as the NumPy module computes them; a loop's sums one
-    in-place call a term (torch/sums.py)."""
-
-    calls = TORCH
-
-
-class AdjointPrinter(WindowPrinter, TorchPrinter):
-    """The plain backward statements (ir.Assign, Accumulate, Flow, Loop, Guard) as torch lines that write
-    into zero-initialised adjoint tensors. window=False: full BPTT, each flow from step t+1 weighted by
-    keep[t] when truncating; window=True: the recurrent adjoints carry an age axis (printing/window.py)."""
-
-    def __init__(self, aged, window):
-        super().__init__(aged if window else ())
-        self.window = window
-
-    def target(self, node):
-        return super().target(node) if self.window else str(self(node))
-
-    def _print_Flow(self, statement):
-        if self.window:
-            return super()._print_Flow(statement)
-        flow = f"{self.helper('_weighted')}(keep, t, {self(statement.value)})"
-        return [f"{self.target(statement.target)}.add_({flow})  # {statement.comment}"]
-
-    def _print_Accumulate(self, statement):
-        if self.window or self.stacked:
-            return super()._print_Accumulate(statement)
-        return [f"{self.target(statement.target)}.add_({self(statement.value)})  # {statement.comment}"]
-
-    def _print_Assign(self, statement):
-        """In the loop, a product of two factors is written straight into its step of the adjoint (out=),
-        unless it reads that step itself (what it holds already)."""
-        reads_itself = statement.target in statement.value.atoms(type(statement.target))
-        call = None if self.window or self.stacked or reads_itself else self.into(statement.value)
-        if call is None:
-            return super()._print_Assign(statement)
-        function, args = call
-        arguments = ", ".join([*map(self, args), f"out={self.target(statement.target)}"])
-        return [f"{function}({arguments})  # {statement.comment}"]
-
-    def into(self, value):
-        """(torch.mul, (a, b)) for diag(a) b or a * b, (torch.matmul, (b, P)) for P^T b, else None."""
-        if isinstance(value, sp.HadamardProduct) and len(value.args) == 2:
-            return "torch.mul", value.args
-        if isinstance(value, sp.MatMul):
-            coeff, factors = value.as_coeff_matrices()
-            if coeff == 1 and len(factors) == 2 and factors[1].shape[1] == 1:
-                first, vector = factors
-                if isinstance(first, Diag):
-                    return "torch.mul", (first.vector, vector)
-                if isinstance(first, sp.Transpose) and isinstance(first.arg, PARAMETER):
-                    return "torch.matmul", (vector, first.arg)
-        return None
-
-    def initial(self, initial, aged_reads):
-        if self.window:
-            return super().initial(initial, aged_reads)
-        code = str(self.at(False)(initial.value))
-        if initial.weighted:
-            code = f"{self.helper('_weighted')}(keep, 0, {code})"
-        return f"d_{initial.key} = {code}  # {initial.comment}"
+class WindowAdjointPrinter(WindowPrinter, TorchPrinter):
+    """The plain backward statements (ir.Assign, Accumulate, Flow, Loop, Guard) as torch lines for window
+    truncation: the recurrent adjoints carry an age axis (printing/window.py), written into zero tensors."""

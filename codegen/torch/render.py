@@ -16,12 +16,13 @@ from bptt.codegen.printing.layout import Layout, allocation, forward_body, impor
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
 from bptt.codegen.torch.backward import fast_adjoints_body, gradients_body, window_body
-from bptt.codegen.torch.printer import TorchPrinter, TorchStatements
+from bptt.codegen.torch.printer import TorchPrinter
 from bptt.codegen.torch.rtrl import rtrl_body
+from bptt.codegen.torch.statements import TorchStatements
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_check_cache", "_check_array", "_extent", "_forward_kept")
+SCAFFOLD += ("_check_cache", "_check_array", "_extent", "_forward_kept", "_check_compile")
 
 STYLE = CheckStyle(
     device=True,
@@ -38,8 +39,10 @@ class TorchLayout(Layout):
     call: no workspace is kept)."""
 
     forward_arrays_lines: tuple
+    forward_step_lines: tuple  # _forward_step, for compile=True (empty without a forward loop)
     backward_arrays_lines: tuple
     adjoints_lines: tuple
+    adjoints_step_lines: tuple
     window_lines: tuple
     gradients_lines: tuple
     returns: tuple  # (key, code, comment)
@@ -66,9 +69,9 @@ def layout(model, program=None):
     """The torch module's Layout: the forward pass printed as the NumPy module's, the backward as torch/backward.py's."""
     program = program or build(model)
     facts = model_facts(model, program, "torch")
-    forward_arrays, forward_lines, forward_helpers = forward_body(program, TorchStatements)
+    forward_arrays, forward_lines, forward_helpers, forward_printer = forward_body(program, TorchStatements)
     gradients, returns, reads = gradients_body(program)
-    (full, backward_arrays), window = fast_adjoints_body(program, reads), window_body(program, reads)
+    (full, backward_arrays, adjoints_steps), window = fast_adjoints_body(program, reads), window_body(program, reads)
     dy = output_adjoint(model)
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
@@ -88,8 +91,10 @@ def layout(model, program=None):
         forward_lines=tuple(forward_lines),
         rtrl_lines=rtrl.lines,
         forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True, calls=TORCH)),
+        forward_step_lines=step_lines(forward_printer.step_functions),
         backward_arrays_lines=tuple(backward_arrays),
         adjoints_lines=full.lines,
+        adjoints_step_lines=step_lines(adjoints_steps),
         window_lines=adjoints_lines(model, window, cache),
         gradients_lines=tuple(
             bind(model, gradients, sources(gradients, cache) | dict.fromkeys(reads, "adjoints"), dy) + list(gradients.lines)
@@ -103,6 +108,11 @@ def layout(model, program=None):
         size_args="".join(f"{size}, " for size in facts.sizes),
         size_keywords=", ".join(f"{size}={size}" for size in facts.sizes),
     )
+
+
+def step_lines(functions):
+    """The definitions of a pass's step functions (torch/steps.py), or none."""
+    return tuple(line for function in functions for line in function.lines())
 
 
 def bind(model, body, sources, shaped):

@@ -1,7 +1,7 @@
 """torch's sums in place, in a loop's step: out += c (a @ B), out += c (a * b) and out += c a are one call
 each (addmm_, addcmul_, add_, scaled by alpha= or value=), where NumPy's in-place printer computes the term
 into a scratch array and adds that; out = c + a x is one torch.add. A flow from step t+1 is scaled by its
-truncation weight weights[t], a Python number (_flow_weights). A number that is an operand (c) is a tensor
+truncation weight _weights[t], a Python number (_flow_weights). A number that is an operand (c) is a tensor
 made once per call: torch wraps a Python operand into a new 0-d tensor at every call. So no step allocates."""
 
 import sympy as sp
@@ -11,7 +11,8 @@ from bptt.codegen.printing.function_code import PRODUCT
 from bptt.codegen.printing.terms import constant
 from bptt.derive.nodes import Diag, OneHot
 
-WEIGHT = "weights[t]"  # the flow's weight at step t: keep[t] as a Python number, 1 without truncation
+WEIGHTS = "_weights"  # keep[t] as Python numbers (_flow_weights), all 1 without truncation
+WEIGHT = f"{WEIGHTS}[t]"  # the weight of the flow from step t+1 into step t
 
 
 class InPlaceSums:
