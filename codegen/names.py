@@ -43,7 +43,9 @@ MODULE_ATTRIBUTES = frozenset(
 
 # What the code makes of a model's names: for each kind of name, the patterns ({} the name).
 MADE = {
-    "sequence": ("d_{}", "dot_{}", "{}_t", "{}_prev", "{}_next", "{}_steps", "d_{}_t", "d_{}_prev", "d_{}_next", "d_{}_1"),
+    "sequence": (
+        "d_{}", "dot_{}", "{}_t", "{}_prev", "{}_next", "{}_steps", "d_{}_t", "d_{}_prev", "d_{}_next", "d_{}_steps", "d_{}_1"
+    ),
     "step": ("{}_in",),  # a sequence assigned by a step: its input projection
     # the initial state, its gradient, its tangent saved a step (ir.Previous), its directions' rows in forward mode
     "state": ("{}0", "d_{}0", "dot_{}_prev", "along_{}0"),

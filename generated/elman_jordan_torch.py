@@ -427,7 +427,7 @@ def _forward(params, sizes, dtype, device, x, y, h0, o0, compile=False):
     _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
         if _step is not None:
-            _step(t, h, _W_T)
+            _step(h[t - 1 : t + 1], _W_T)
             continue
         h_t, h_prev = h[t], h[t - 1]
         # a_t = b + U x_t + R o_{t-1} + W h_{t-1}; h_t = tanh(a_t)
@@ -455,9 +455,9 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(t, h, _W_T):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    h_t, h_prev = h[t], h[t - 1]
+def _forward_step(h_steps, _W_T):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    h_t, h_prev = h_steps[1], h_steps[0]
     h_t.copy_(torch.tanh(h_t + h_prev @ _W_T))  # a_t = b + U x_t + R o_{t-1} + W h_{t-1}; h_t = tanh(a_t)
 
 
@@ -511,7 +511,7 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
-            _step(t, d_h, n_h, W, _k1, _weights[t])
+            _step(d_h[t : t + 2], _k1[t], W, n_h, _weights[t])
             continue
         d_h_t, d_a_t, _k1_t = d_h[t], d_a[t], _k1[t]
         if t < T:
@@ -541,9 +541,9 @@ def _backward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _adjoints_step(t, d_h, n_h, W, _k1, keep_t):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    d_h_t, d_a_next, d_a_t, _k1_t = d_h[t], d_h[t + 1][..., :n_h], d_h[t][..., :n_h], _k1[t]
+def _adjoints_step(d_h_steps, _k1_t, W, n_h, keep_t):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    d_h_t, d_a_next, d_a_t = d_h_steps[0], d_h_steps[1][..., :n_h], d_h_steps[0][..., :n_h]
     d_h_t.add_(keep_t * (d_a_next @ W))  # dL/dh_t += W^T dL/da_{t+1}
     d_a_t.copy_(_k1_t * d_h_t)  # dL/da_t = diag(1 - h_t^2) dL/dh_t
 
@@ -658,7 +658,7 @@ def _compiled(step):
                 f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
             )
         try:
-            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+            compiled = torch.compile(step)
         except RuntimeError as error:  # a Python or platform torch.compile does not support
             raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
 

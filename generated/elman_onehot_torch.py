@@ -381,7 +381,7 @@ def _forward(params, sizes, dtype, device, x, s0, compile=False):
     _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
         if _step is not None:
-            _step(t, s, _W_T)
+            _step(s[t - 1 : t + 1], _W_T)
             continue
         s_t, s_prev = s[t], s[t - 1]
         # s_t = tanh(U onehot(x_t) + W s_{t-1})
@@ -405,9 +405,9 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(t, s, _W_T):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    s_t, s_prev = s[t], s[t - 1]
+def _forward_step(s_steps, _W_T):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    s_t, s_prev = s_steps[1], s_steps[0]
     s_t.copy_(torch.tanh(s_t + s_prev @ _W_T))  # s_t = tanh(U onehot(x_t) + W s_{t-1})
 
 
@@ -460,7 +460,7 @@ def _adjoints(keep, params, sizes, cache, d_z, following=None, compile=False):
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
-            _step(t, d_s, _k1, W, _weights[t])
+            _step(d_s[t : t + 2], _k1[t + 1], W, _weights[t])
             continue
         d_s_t = d_s[t]
         if t < T:
@@ -490,9 +490,9 @@ def _backward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _adjoints_step(t, d_s, _k1, W, keep_t):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    d_s_t, d_s_next, _k1_next = d_s[t], d_s[t + 1], _k1[t + 1]
+def _adjoints_step(d_s_steps, _k1_next, W, keep_t):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    d_s_t, d_s_next = d_s_steps[0], d_s_steps[1]
     d_s_t.add_(keep_t * (_k1_next * d_s_next @ W))  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
 
 
@@ -596,7 +596,7 @@ def _compiled(step):
                 f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
             )
         try:
-            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+            compiled = torch.compile(step)
         except RuntimeError as error:  # a Python or platform torch.compile does not support
             raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
 

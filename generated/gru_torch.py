@@ -486,7 +486,7 @@ def _forward(params, sizes, dtype, device, x, h0, compile=False):
     _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
         if _step is not None:
-            _step(t, _r_z_m, h, _W_hr_W_hz_W_hn_halved_T, n_h, n)
+            _step(_r_z_m[t], h[t - 1 : t + 1], n[t], _W_hr_W_hz_W_hn_halved_T, n_h)
             continue
         _r_z_m_t, h_prev, _r_z_t, n_t, m_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t]
         r_t, h_t, z_t = r[t], h[t], z[t]
@@ -534,12 +534,13 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(t, _r_z_m, h, _W_hr_W_hz_W_hn_halved_T, n_h, n):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    _r_z_m_t, h_prev, _r_z_t, n_t, m_t = (
-        _r_z_m[t], h[t - 1], _r_z_m[t][..., :2 * n_h], n[t], _r_z_m[t][..., 2 * n_h:3 * n_h]
+def _forward_step(_r_z_m_t, h_steps, n_t, _W_hr_W_hz_W_hn_halved_T, n_h):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    _r_z_t, m_t, r_t, z_t, h_prev = (
+        _r_z_m_t[..., :2 * n_h], _r_z_m_t[..., 2 * n_h:3 * n_h], _r_z_m_t[..., :n_h], _r_z_m_t[..., n_h:2 * n_h],
+        h_steps[0]
     )
-    r_t, h_t, z_t = _r_z_m[t][..., :n_h], h[t], _r_z_m[t][..., n_h:2 * n_h]
+    h_t = h_steps[1]
     _r_z_m_t.add_(h_prev @ _W_hr_W_hz_W_hn_halved_T)  # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
     # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz
     # h_{t-1}; z_t = sigmoid(z_bar_t)
@@ -634,7 +635,10 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
-            _step(t, d_h, z, _d_r_bar_z_bar_m, _W_hr_W_hz_W_hn, n_h, _a1, _k2, _a2, _weights[t])
+            _step(
+                d_h[t : t + 2], z[t + 1], _d_r_bar_z_bar_m[t : t + 2], _a1[t], _k2[t], _a2[t], _W_hr_W_hz_W_hn, n_h,
+                _weights[t]
+            )
             continue
         d_h_t, d_m_t, _a1_t, d_z_bar_t, _k2_t = d_h[t], d_m[t], _a1[t], d_z_bar[t], _k2[t]
         d_r_bar_t, _a2_t = d_r_bar[t], _a2[t]
@@ -693,14 +697,13 @@ def _backward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _adjoints_step(t, d_h, z, _d_r_bar_z_bar_m, _W_hr_W_hz_W_hn, n_h, _a1, _k2, _a2, keep_t):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    d_h_t, d_h_next, z_next, _d_r_bar_z_bar_m_next, d_m_t = (
-        d_h[t], d_h[t + 1], z[t + 1], _d_r_bar_z_bar_m[t + 1], _d_r_bar_z_bar_m[t][..., 2 * n_h:3 * n_h]
+def _adjoints_step(d_h_steps, z_next, _d_r_bar_z_bar_m_steps, _a1_t, _k2_t, _a2_t, _W_hr_W_hz_W_hn, n_h, keep_t):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    d_h_t, d_h_next, _d_r_bar_z_bar_m_next, d_m_t, d_z_bar_t = (
+        d_h_steps[0], d_h_steps[1], _d_r_bar_z_bar_m_steps[1], _d_r_bar_z_bar_m_steps[0][..., 2 * n_h:3 * n_h],
+        _d_r_bar_z_bar_m_steps[0][..., n_h:2 * n_h]
     )
-    _a1_t, d_z_bar_t, _k2_t, d_r_bar_t, _a2_t = (
-        _a1[t], _d_r_bar_z_bar_m[t][..., n_h:2 * n_h], _k2[t], _d_r_bar_z_bar_m[t][..., :n_h], _a2[t]
-    )
+    d_r_bar_t = _d_r_bar_z_bar_m_steps[0][..., :n_h]
     # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
     d_h_t.add_(keep_t * (z_next * d_h_next + _d_r_bar_z_bar_m_next @ _W_hr_W_hz_W_hn))
     d_m_t.copy_(_a1_t * d_h_t)  # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
@@ -882,7 +885,7 @@ def _compiled(step):
                 f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
             )
         try:
-            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+            compiled = torch.compile(step)
         except RuntimeError as error:  # a Python or platform torch.compile does not support
             raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
 

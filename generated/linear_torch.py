@@ -378,7 +378,7 @@ def _forward(params, sizes, dtype, device, x, h0, compile=False):
     _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
         if _step is not None:
-            _step(t, h, _W_hh_T)
+            _step(h[t - 1 : t + 1], _W_hh_T)
             continue
         h_t, h_prev = h[t], h[t - 1]
         # h_t = W_hx x_t + W_hh h_{t-1}
@@ -401,9 +401,9 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(t, h, _W_hh_T):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    h_t, h_prev = h[t], h[t - 1]
+def _forward_step(h_steps, _W_hh_T):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    h_t, h_prev = h_steps[1], h_steps[0]
     h_t.copy_(h_t + h_prev @ _W_hh_T)  # h_t = W_hx x_t + W_hh h_{t-1}
 
 
@@ -449,7 +449,7 @@ def _adjoints(keep, params, sizes, cache, d_o, following=None, compile=False):
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
-            _step(t, d_h, W_hh, _weights[t])
+            _step(d_h[t : t + 2], W_hh, _weights[t])
             continue
         d_h_t = d_h[t]
         if t < T:
@@ -474,9 +474,9 @@ def _backward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _adjoints_step(t, d_h, W_hh, keep_t):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    d_h_t, d_h_next = d_h[t], d_h[t + 1]
+def _adjoints_step(d_h_steps, W_hh, keep_t):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    d_h_t, d_h_next = d_h_steps[0], d_h_steps[1]
     d_h_t.add_(keep_t * (d_h_next @ W_hh))  # dL/dh_t += W_hh^T dL/dh_{t+1}
 
 
@@ -578,7 +578,7 @@ def _compiled(step):
                 f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
             )
         try:
-            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+            compiled = torch.compile(step)
         except RuntimeError as error:  # a Python or platform torch.compile does not support
             raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
 

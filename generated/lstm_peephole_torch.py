@@ -531,7 +531,10 @@ def _forward(params, sizes, dtype, device, x, c0, h0, compile=False):
     _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
         if _step is not None:
-            _step(t, _z_i_f_o, h, _R_z_R_i_R_f_R_o_halved_T, n_h, _p_i_halved, c, _p_f_halved, _p_o_halved)
+            _step(
+                _z_i_f_o[t], h[t - 1 : t + 1], c[t - 1 : t + 1], _R_z_R_i_R_f_R_o_halved_T, _p_i_halved, _p_f_halved,
+                _p_o_halved, n_h
+            )
             continue
         _z_i_f_o_t, h_prev, i_t, c_prev, f_t = _z_i_f_o[t], h[t - 1], i[t], c[t - 1], f[t]
         _z_i_f_t, _i_f_t, c_t, z_t, o_t = _z_i_f[t], _i_f[t], c[t], z[t], o[t]
@@ -597,16 +600,13 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(t, _z_i_f_o, h, _R_z_R_i_R_f_R_o_halved_T, n_h, _p_i_halved, c, _p_f_halved, _p_o_halved):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    _z_i_f_o_t, h_prev, i_t, c_prev, f_t = (
-        _z_i_f_o[t], h[t - 1], _z_i_f_o[t][..., n_h:2 * n_h], c[t - 1], _z_i_f_o[t][..., 2 * n_h:3 * n_h]
+def _forward_step(_z_i_f_o_t, h_steps, c_steps, _R_z_R_i_R_f_R_o_halved_T, _p_i_halved, _p_f_halved, _p_o_halved, n_h):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    i_t, f_t, _z_i_f_t, _i_f_t, z_t = (
+        _z_i_f_o_t[..., n_h:2 * n_h], _z_i_f_o_t[..., 2 * n_h:3 * n_h], _z_i_f_o_t[..., :3 * n_h],
+        _z_i_f_o_t[..., n_h:3 * n_h], _z_i_f_o_t[..., :n_h]
     )
-    _z_i_f_t, _i_f_t, c_t, z_t, o_t = (
-        _z_i_f_o[t][..., :3 * n_h], _z_i_f_o[t][..., n_h:3 * n_h], c[t], _z_i_f_o[t][..., :n_h],
-        _z_i_f_o[t][..., 3 * n_h:4 * n_h]
-    )
-    h_t = h[t]
+    o_t, h_prev, h_t, c_prev, c_t = _z_i_f_o_t[..., 3 * n_h:4 * n_h], h_steps[0], h_steps[1], c_steps[0], c_steps[1]
     # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
     _z_i_f_o_t.add_(h_prev @ _R_z_R_i_R_f_R_o_halved_T)
     i_t.add_(_p_i_halved * c_prev)  # p_i * c_{t-1}: into the pre-activation of i_t
@@ -727,7 +727,10 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
-            _step(t, d_h, _d_z_bar_to_o_bar, _R_z_R_i_R_f_R_o, n_h, _k1, d_c, _a1, _a2, _k3, _k4, _k5, _weights[t])
+            _step(
+                d_h[t], _d_z_bar_to_o_bar[t : t + 2], _k1[t], d_c[t : t + 2], _a1[t], _a2[t + 1], _k3[t], _k4[t],
+                _k5[t], _R_z_R_i_R_f_R_o, n_h, _weights[t]
+            )
             continue
         d_h_t, d_o_bar_t, _k1_t, d_c_t, _a1_t = d_h[t], d_o_bar[t], _k1[t], d_c[t], _a1[t]
         d_f_bar_t, _k3_t, d_i_bar_t, _k4_t, d_z_bar_t = d_f_bar[t], _k3[t], d_i_bar[t], _k4[t], d_z_bar[t]
@@ -801,17 +804,17 @@ def _backward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _adjoints_step(t, d_h, _d_z_bar_to_o_bar, _R_z_R_i_R_f_R_o, n_h, _k1, d_c, _a1, _a2, _k3, _k4, _k5, keep_t):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    d_h_t, _d_z_bar_to_o_bar_next, d_o_bar_t, _k1_t, d_c_t = (
-        d_h[t], _d_z_bar_to_o_bar[t + 1], _d_z_bar_to_o_bar[t][..., 3 * n_h:4 * n_h], _k1[t], d_c[t]
+def _adjoints_step(
+    d_h_t, _d_z_bar_to_o_bar_steps, _k1_t, d_c_steps, _a1_t, _a2_next, _k3_t, _k4_t, _k5_t, _R_z_R_i_R_f_R_o, n_h,
+    keep_t
+):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    _d_z_bar_to_o_bar_next, d_o_bar_t, d_f_bar_t, d_i_bar_t, d_z_bar_t = (
+        _d_z_bar_to_o_bar_steps[1], _d_z_bar_to_o_bar_steps[0][..., 3 * n_h:4 * n_h],
+        _d_z_bar_to_o_bar_steps[0][..., 2 * n_h:3 * n_h], _d_z_bar_to_o_bar_steps[0][..., n_h:2 * n_h],
+        _d_z_bar_to_o_bar_steps[0][..., :n_h]
     )
-    _a1_t, d_c_next, _a2_next, d_f_bar_t, _k3_t = (
-        _a1[t], d_c[t + 1], _a2[t + 1], _d_z_bar_to_o_bar[t][..., 2 * n_h:3 * n_h], _k3[t]
-    )
-    d_i_bar_t, _k4_t, d_z_bar_t, _k5_t = (
-        _d_z_bar_to_o_bar[t][..., n_h:2 * n_h], _k4[t], _d_z_bar_to_o_bar[t][..., :n_h], _k5[t]
-    )
+    d_c_t, d_c_next = d_c_steps[0], d_c_steps[1]
     # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
     d_h_t.add_(keep_t * (_d_z_bar_to_o_bar_next @ _R_z_R_i_R_f_R_o))
     d_o_bar_t.copy_(_k1_t * d_h_t)  # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
@@ -1024,7 +1027,7 @@ def _compiled(step):
                 f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
             )
         try:
-            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+            compiled = torch.compile(step)
         except RuntimeError as error:  # a Python or platform torch.compile does not support
             raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
 

@@ -530,7 +530,7 @@ def _forward(params, sizes, dtype, device, x, c0, h0, compile=False):
     _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
         if _step is not None:
-            _step(t, _i_f_o_g, h, _W_hi_W_hf_W_ho_W_hg_halved_T, n_h, c)
+            _step(_i_f_o_g[t], h[t - 1 : t + 1], c[t - 1 : t + 1], _W_hi_W_hf_W_ho_W_hg_halved_T, n_h)
             continue
         _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev = _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1]
         f_t, g_t, i_t, h_t, o_t = f[t], g[t], i[t], h[t], o[t]
@@ -582,13 +582,13 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(t, _i_f_o_g, h, _W_hi_W_hf_W_ho_W_hg_halved_T, n_h, c):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev = _i_f_o_g[t], h[t - 1], _i_f_o_g[t][..., :3 * n_h], c[t], c[t - 1]
-    f_t, g_t, i_t, h_t, o_t = (
-        _i_f_o_g[t][..., n_h:2 * n_h], _i_f_o_g[t][..., 3 * n_h:4 * n_h], _i_f_o_g[t][..., :n_h], h[t],
-        _i_f_o_g[t][..., 2 * n_h:3 * n_h]
+def _forward_step(_i_f_o_g_t, h_steps, c_steps, _W_hi_W_hf_W_ho_W_hg_halved_T, n_h):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    _i_f_o_t, f_t, g_t, i_t, o_t = (
+        _i_f_o_g_t[..., :3 * n_h], _i_f_o_g_t[..., n_h:2 * n_h], _i_f_o_g_t[..., 3 * n_h:4 * n_h],
+        _i_f_o_g_t[..., :n_h], _i_f_o_g_t[..., 2 * n_h:3 * n_h]
     )
+    h_prev, h_t, c_t, c_prev = h_steps[0], h_steps[1], c_steps[1], c_steps[0]
     # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
     _i_f_o_g_t.add_(h_prev @ _W_hi_W_hf_W_ho_W_hg_halved_T)
     # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t + W_hf
@@ -691,7 +691,10 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
-            _step(t, d_h, _d_i_bar_to_g_bar, _W_hi_W_hf_W_ho_W_hg, d_c, _k1, f, n_h, _k2, _k3, _k4, _k5, _weights[t])
+            _step(
+                d_h[t], _d_i_bar_to_g_bar[t : t + 2], d_c[t : t + 2], _k1[t], f[t + 1], _k2[t], _k3[t], _k4[t], _k5[t],
+                _W_hi_W_hf_W_ho_W_hg, n_h, _weights[t]
+            )
             continue
         d_h_t, d_c_t, _k1_t, d_o_bar_t, _k2_t = d_h[t], d_c[t], _k1[t], d_o_bar[t], _k2[t]
         d_g_bar_t, _k3_t, d_f_bar_t, _k4_t, d_i_bar_t = d_g_bar[t], _k3[t], d_f_bar[t], _k4[t], d_i_bar[t]
@@ -758,15 +761,17 @@ def _backward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _adjoints_step(t, d_h, _d_i_bar_to_g_bar, _W_hi_W_hf_W_ho_W_hg, d_c, _k1, f, n_h, _k2, _k3, _k4, _k5, keep_t):
-    """Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""
-    d_h_t, _d_i_bar_to_g_bar_next, d_c_t, _k1_t, d_c_next = d_h[t], _d_i_bar_to_g_bar[t + 1], d_c[t], _k1[t], d_c[t + 1]
-    f_next, d_o_bar_t, _k2_t, d_g_bar_t, _k3_t = (
-        f[t + 1], _d_i_bar_to_g_bar[t][..., 2 * n_h:3 * n_h], _k2[t], _d_i_bar_to_g_bar[t][..., 3 * n_h:4 * n_h], _k3[t]
+def _adjoints_step(
+    d_h_t, _d_i_bar_to_g_bar_steps, d_c_steps, _k1_t, f_next, _k2_t, _k3_t, _k4_t, _k5_t, _W_hi_W_hf_W_ho_W_hg, n_h,
+    keep_t
+):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    _d_i_bar_to_g_bar_next, d_o_bar_t, d_g_bar_t, d_f_bar_t, d_i_bar_t = (
+        _d_i_bar_to_g_bar_steps[1], _d_i_bar_to_g_bar_steps[0][..., 2 * n_h:3 * n_h],
+        _d_i_bar_to_g_bar_steps[0][..., 3 * n_h:4 * n_h], _d_i_bar_to_g_bar_steps[0][..., n_h:2 * n_h],
+        _d_i_bar_to_g_bar_steps[0][..., :n_h]
     )
-    d_f_bar_t, _k4_t, d_i_bar_t, _k5_t = (
-        _d_i_bar_to_g_bar[t][..., n_h:2 * n_h], _k4[t], _d_i_bar_to_g_bar[t][..., :n_h], _k5[t]
-    )
+    d_c_t, d_c_next = d_c_steps[0], d_c_steps[1]
     # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
     d_h_t.add_(keep_t * (_d_i_bar_to_g_bar_next @ _W_hi_W_hf_W_ho_W_hg))
     d_c_t.copy_(_k1_t * d_h_t)  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
@@ -969,7 +974,7 @@ def _compiled(step):
                 f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
             )
         try:
-            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+            compiled = torch.compile(step)
         except RuntimeError as error:  # a Python or platform torch.compile does not support
             raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
 

@@ -70,7 +70,7 @@ def _compiled(step):
         if not callable(getattr(torch, "compile", None)):
             raise RuntimeError(f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}")
         try:
-            compiled = torch.compile(step, dynamic=True)  # t (and T, B) symbolic: one graph for every step
+            compiled = torch.compile(step)
         except RuntimeError as error:  # a Python or platform torch.compile does not support
             raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
 

@@ -1,27 +1,30 @@
 """compile=True: the torch module runs each step of its loops as one function through torch.compile.
 
-_forward_step(t, ...) and _adjoints_step(t, ...) are printed here from the loop's statements, as plain torch
-expressions written into views of step t (copy_, add_), which torch.compile fuses: on a GPU the pointwise
-work of a step is one kernel, the matrix products stay library calls. A step function takes the whole
-tensors (each once, never two views of one: torch.compile mishandles inputs that share memory and are
-written) and the step t, and takes its views itself. The backward loop's step T, into which no step t+1
-flows (or the segment after does), runs as printed in place. (torch.compile takes no `out=` into a view of
-a stacked tensor, which the in-place loop writes, so the step is printed in this form of its own.)
+_forward_step and _adjoints_step are printed here from the loop's statements, as plain torch expressions
+written into the step's views (copy_, add_), which torch.compile fuses: on a GPU the pointwise work of a
+step is one kernel, the matrix products stay library calls. A step function takes one view of each tensor
+it reads, the rows of the steps it reads (`h[t - 1 : t + 1]`: h_prev and h_t), and takes its views of
+those itself (a stacked tensor's members too): torch.compile mishandles inputs that share memory and are
+written, and a whole tensor would be copied back at every step. The backward loop's step T, into which no
+step t+1 flows (or the segment after does), runs as printed in place. (torch.compile takes no `out=` into
+a view of a stacked tensor, which the in-place loop writes, so the step is printed in this form of its own.)
 """
 
 from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.codegen.ir import Accumulate, Assign, Flow, Guard, Steps
+from bptt.codegen.ir import Steps
 from bptt.codegen.printing.code import Code, PrintError
 from bptt.codegen.printing.function_code import POWER, PRODUCT
 from bptt.codegen.printing.statements import bound_views
 from bptt.codegen.printing.terms import constant
+from bptt.codegen.printing.window import Statements
 from bptt.codegen.torch.printer import TorchPrinter
 from bptt.codegen.torch.sums import WEIGHTS
 from bptt.derive.nodes import Adj, t
 
+SUFFIXES = {-1: "prev", 0: "t", 1: "next"}  # a view's name by its step: h_prev, h_t, h_next
 WEIGHT = "keep_t"  # a backward step's argument: the weight of the flows from step t+1, keep[t] (a number)
 
 
@@ -37,7 +40,7 @@ class StepFunction:
 
     def lines(self):
         """The function's definition."""
-        doc = '"""Step t of the loop, for compile=True: torch.compile fuses it (the tensors whole, each once)."""'
+        doc = '"""Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""'
         return (f"def {self.name}({', '.join(self.args)}):", "    " + doc, *("    " + line for line in self.body))
 
     def call(self):
@@ -46,62 +49,85 @@ class StepFunction:
         return [f"if {test}:{why}", f"    _step({', '.join(self.args.values())})", "    continue"]
 
 
-class StepPrinter(TorchPrinter):
-    """The statements of a loop's step t as plain torch code: views of the whole tensors at t - 1, t and t + 1
-    (a member of a stacked tensor as its rows of it), bound at the top; parameters, sizes and the stacked and
-    transposed weights that `eager`, the in-place printer of the loop, makes once per call, by name."""
+class StepPrinter(Statements, TorchPrinter):
+    """The statements of a loop's step t as plain torch code over views at t - 1, t and t + 1 (a member of a
+    stacked tensor as its rows of it), bound at the top from one argument per tensor; parameters, sizes and
+    the stacked and transposed weights that `eager`, the in-place printer of the loop, makes once per call,
+    by name."""
 
     def __init__(self, eager):
         super().__init__(stacked=False, arrays=eager.arrays)
         self.eager = eager
-        self.args = {"t": "t"}  # name -> the caller's code
-        self.views = {}  # the view's code -> its name
+        self.args = {}  # name -> the caller's code: parameters, sizes
+        self.views = {}  # (tensor, step shift, rows or None) -> the view's name
+        self.offsets = {}  # tensor -> its index's offset (1: steps 1..T)
         self.flows = False
 
     def function(self, name, statements):
         body = self.lines(statements)
-        args = dict(self.args, **({WEIGHT: f"{WEIGHTS}[t]"} if self.flows else {}))
-        return StepFunction(name, args, tuple(bound_views(self.views) + body), self.flows)
+        args, bindings = {}, {}
+        for base, shifts in self.tensors().items():
+            first, last, offset = min(shifts), max(shifts), self.offsets[base]
+            if first == last:
+                arg = self.views.get((base, first, None)) or self.fresh(f"{base}_{SUFFIXES[first]}", args)
+                args[arg] = f"{base}[{sp.expand(t + first - offset)}]"
+            else:
+                arg = self.fresh(f"{base}_steps", args)
+                args[arg] = f"{base}[{sp.expand(t + first - offset)} : {sp.expand(t + last + 1 - offset)}]"
+            for (tensor, shift, rows), view in self.views.items():
+                row = arg if first == last else f"{arg}[{shift - first}]"
+                if tensor == base and view != arg:
+                    bindings[row + ("" if rows is None else f"[..., {self.span(*rows)}]")] = view
+        args.update(self.args)
+        args.update({WEIGHT: f"{WEIGHTS}[t]"} if self.flows else {})
+        return StepFunction(name, args, tuple(bound_views(bindings) + body), self.flows)
 
-    def lines(self, statements):
-        out = []
-        for statement in statements:
-            out += self.statement(statement)
-        return out
+    def tensors(self):
+        """{tensor: the step shifts the step reads it at}, in the order of first use."""
+        shifts = {}
+        for base, shift, _ in self.views:
+            shifts.setdefault(base, set()).add(shift)
+        return shifts
 
-    def statement(self, statement):
-        if isinstance(statement, Guard):  # only steps t < T run compiled: step t+1 exists
-            self.flows = True
-            return self.lines(statement.body)
+    def fresh(self, name, more=()):
+        """name, or name_ (name__, ...) where the model, the arrays or the step's names take it."""
+        taken = set(self.eager.taken) | set(self.arrays) | set(self.args) | set(self.views.values()) | set(more)
+        while name in taken:
+            name += "_"
+        return name
+
+    def _print_Guard(self, guard):  # only steps t < T run compiled: step t+1 exists
+        self.flows = True
+        return self.lines(guard.body)
+
+    _print_Boundary = _print_Guard  # the segment after's values are read at step T, which runs as written
+
+    def _print_Assign(self, statement):
         target, value = self(statement.target), statement.value
-        if isinstance(statement, Assign):
-            code = f"{target}.zero_()" if isinstance(value, sp.ZeroMatrix) else f"{target}.copy_({self(value)})"
-        elif isinstance(statement, Flow):
-            code = f"{target}.add_({WEIGHT} * {self.operand(value, POWER)})"
-        elif isinstance(statement, Accumulate):
-            code = f"{target}.add_({self(value)})"
-        else:
-            raise PrintError(f"no step function holds a {type(statement).__name__}")
-        return [f"{code}  # {statement.comment}" if statement.comment else code]
+        code = f"{target}.zero_()" if isinstance(value, sp.ZeroMatrix) else f"{target}.copy_({self(value)})"
+        return commented(statement, code)
+
+    def _print_Accumulate(self, statement):
+        target = self(statement.target)
+        return commented(statement, f"{target}.add_({self(statement.value)})")
+
+    def _print_Flow(self, statement):
+        target = self(statement.target)
+        return commented(statement, f"{target}.add_({WEIGHT} * {self.operand(statement.value, POWER)})")
 
     def sequence(self, node):
-        """The view of a value at t - 1, t or t + 1: `h_prev = h[t - 1]`, `i_t = _i_f_o_g[t][..., :n_h]`."""
+        """The name of the view of a value at t - 1, t or t + 1 (h_prev, i_t), bound at the function's top."""
         seq = node.of if isinstance(node, Adj) else node
         array = self.array(node)
         shift = sp.simplify(seq.time - t)
-        suffix = {0: "t", -1: "prev", 1: "next"}.get(shift)
-        if suffix is None or array.steps in (Steps.ONE, Steps.ONES):
+        if shift not in SUFFIXES or array.steps in (Steps.ONE, Steps.ONES):
             raise PrintError(f"a step function reads {array.name} at {seq.time}, not as a step of a tensor")
         base, rows = self.eager.groups.get(array.name, (array.name, None))
-        index = sp.expand(seq.time - (1 if array.steps is Steps.FROM_ONE else 0))
-        code = f"{base}[{index}]" + ("" if rows is None else f"[..., {self.span(*rows)}]")
-        self.args[base] = base
-        if code not in self.views:
-            name = f"{array.name}_{suffix}"
-            while name in self.eager.taken or name in self.arrays or name in self.args or name in self.views.values():
-                name += "_"
-            self.views[code] = name
-        return Code(self.views[code])
+        self.offsets[base] = 1 if array.steps is Steps.FROM_ONE else 0
+        key = (base, int(shift), rows)
+        if key not in self.views:
+            self.views[key] = self.fresh(f"{array.name}_{SUFFIXES[int(shift)]}")
+        return Code(self.views[key])
 
     def _print_MatMul(self, expr):
         value = constant(expr)  # c 1: the number c, broadcast
@@ -125,6 +151,10 @@ class StepPrinter(TorchPrinter):
         matrix = self.eager.prepare(factor, transposed=True)
         self.args[matrix] = matrix
         return Code(f"{acc if acc.level >= PRODUCT else f'({acc})'} @ {matrix}", PRODUCT)
+
+
+def commented(statement, code):
+    return [f"{code}  # {statement.comment}" if statement.comment else code]
 
 
 class StepLoops:
