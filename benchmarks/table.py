@@ -1,7 +1,8 @@
-"""The benchmark table of the README (issue 8's configurations): the generated module against
-hand-optimised NumPy, PyTorch and JAX, on one pinned core with BLAS on one thread.
+"""The benchmark tables of the README: the generated NumPy module against hand-optimised NumPy, PyTorch
+and JAX, then the torch and JAX modules against their framework's own, on one pinned core with BLAS on
+one thread; headed by the date and the machine (its processor and one-thread GEMM rate) to scale by.
 
-    python benchmarks/table.py [--repeats 7] [--configs small,medium,...]
+    python benchmarks/table.py [--repeats 7] [--configs small,medium,...] [--no-backends]
 
 Each configuration runs `bptt bench`'s measurement (app/bench/bench.py): every implementation's
 gradients are checked against the generated module's first, then all are timed round-robin in
@@ -10,6 +11,7 @@ the same run. A cell is generated time / peer time (below 1: the generated modul
 """
 
 import argparse
+import datetime
 import os
 import subprocess
 import sys
@@ -21,14 +23,23 @@ CONFIGS = {  # name: (model, T, B, sizes)
     "one-hot": ("elman-onehot", 20, 1, {"d": 8000, "h": 100, "q": 8000}),
     "gru": ("gru", 50, 16, {"d": 32, "h": 64, "q": 32}),
     "lstm": ("lstm", 50, 16, {"d": 32, "h": 64, "q": 32}),
+    "gru-large": ("gru", 100, 64, {"d": 256, "h": 512, "q": 256}),
+    "lstm-large": ("lstm", 100, 64, {"d": 256, "h": 512, "q": 256}),
 }
 PEERS = ("hand", "torch", "jax")
+# The framework backends against the framework's own modules: (model, T, B, sizes) of the gated configs' two sizes
+BACKEND_CONFIGS = [
+    (model, steps, batch, sizes)
+    for steps, batch, sizes in ((50, 16, {"d": 32, "h": 64, "q": 32}), (100, 64, {"d": 256, "h": 512, "q": 256}))
+    for model in ("elman", "gru", "lstm")
+]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--configs", default=",".join(CONFIGS))
+    parser.add_argument("--no-backends", dest="backends", action="store_false", help="only the NumPy table")
     args = parser.parse_args()
     from bptt.app.bench import bench
 
@@ -38,9 +49,11 @@ def main():
     core = bench.pin()
     import numpy as np
 
+    from bptt.app.bench.machine import line
     from bptt.app.check import load_module
     from bptt.derive.models import load
 
+    print(f"{datetime.date.today()}: {line()}")
     print(f"one core ({core}), BLAS on one thread, median of {args.repeats} after 2 warm-up rounds, round-robin")
     print("| config (T, B, sizes) | dtype | generated ms | vs hand NumPy | vs torch | vs JAX | vs GEMMs only |")
     print("|---|---|---|---|---|---|---|")
@@ -54,7 +67,37 @@ def main():
             cells = [_ratio(by_name.get(peer)) for peer in (*PEERS, "GEMMs only")]
             shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
             generated = by_name["generated"].median_ms
-            print(f"| {name} ({model_name}: T={steps}, B={batch}, {shown}) | {dtype} | {generated:.2f} | " + " | ".join(cells) + " |")
+            print(
+                f"| {name} ({model_name}: T={steps}, B={batch}, {shown}) | {dtype} | {generated:.2f} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    if args.backends:
+        backends_table(args.repeats)
+
+
+def backends_table(repeats):
+    """The torch module / torch.nn and the JAX module (under jax.jit) / jax.grad of a scan, same run each."""
+    import numpy as np
+
+    from bptt.app.bench import bench
+    from bptt.app.check import load_module
+    from bptt.derive.models import load
+
+    print("\n| model (T, B, sizes) | dtype | torch module / torch.nn | JAX module / jax.grad of scan |")
+    print("|---|---|---|---|")
+    for model_name, steps, batch, sizes in BACKEND_CONFIGS:
+        model = load(model_name)
+        numpy_module = load_module(model, from_zoo=True)
+        for dtype in ("float64", "float32"):
+            cells = []
+            for backend in ("torch", "jax"):
+                module = load_module(model, from_zoo=True, backend=backend)
+                rows, _ = bench.run(model, module, sizes, steps, batch, np.dtype(dtype), repeats, (backend,), 0,
+                                    backend, numpy_module)  # fmt: skip
+                cells.append(_ratio({row.name: row for row in rows}.get(backend)))
+            shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+            print(f"| {model_name} (T={steps}, B={batch}, {shown}) | {dtype} | " + " | ".join(cells) + " |")
 
 
 def _ratio(row):

@@ -727,7 +727,7 @@ def _params_dtype(params):
     """The dtype most parameters have (the first one's if tied), so that a parameter whose dtype differs
     from the others' is the one an error names; ValueError naming a parameter if it is no float dtype."""
     dtypes = [getattr(params[name], "dtype", None) for name in PARAMS]
-    dtype = max(dtypes, key=dtypes.count)
+    dtype = dtypes[0] if dtypes.count(dtypes[0]) == len(dtypes) else max(dtypes, key=dtypes.count)
     name = PARAMS[dtypes.index(dtype)]
     if dtype not in _FLOATS:
         _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)  # not an array?
@@ -767,9 +767,24 @@ def _check_param_keys(params):
         raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(PARAMS)})")
 
 
+_BOUND = {}  # parameters' shapes -> the sizes they bind: a training loop passes the same shapes every call
+
+
 def _param_sizes(params):
-    """The sizes the parameters' shapes bind; if they disagree, ValueError naming the parameter that
-    disagrees with all the others if one does, else the first that disagrees with those before it."""
+    """The sizes the parameters' shapes bind (a fresh dict); if they disagree, ValueError naming the parameter
+    that disagrees with all the others if one does, else the first that disagrees with those before it."""
+    shapes = tuple(tuple(params[name].shape) for name in PARAMS)
+    sizes = _BOUND.get(shapes)
+    if sizes is None:
+        sizes = _bound_sizes(params)
+        if len(_BOUND) >= 16:
+            _BOUND.clear()
+        _BOUND[shapes] = sizes
+    return dict(sizes)
+
+
+def _bound_sizes(params):
+    """_param_sizes, worked out from the shapes."""
     sizes, clash = _bind_sizes(params, PARAMS)
     if clash:
         order = list(PARAMS)

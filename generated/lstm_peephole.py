@@ -887,8 +887,12 @@ def _check_params(params, finite=True):
     for name in PARAMS:
         array = params[name]
         good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
-        if not (good and array.size and (not finite or np.isfinite(array).all())):
+        if not (good and array.size):
             _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
+    # one sum for all: it is finite if every entry is (a sum that overflows is looked at entry by entry)
+    if finite and not np.isfinite(sum(np.add.reduce(params[name], None) for name in PARAMS)):
+        for name in PARAMS:
+            _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)  # names the first bad entry
     return _param_sizes(params), dtype
 
 
@@ -975,7 +979,7 @@ def _params_dtype(params):
     """The dtype most parameters have (the first one's if tied), so that a parameter whose dtype differs
     from the others' is the one an error names; ValueError naming a parameter if it is no float dtype."""
     dtypes = [getattr(params[name], "dtype", None) for name in PARAMS]
-    dtype = max(dtypes, key=dtypes.count)
+    dtype = dtypes[0] if dtypes.count(dtypes[0]) == len(dtypes) else max(dtypes, key=dtypes.count)
     name = PARAMS[dtypes.index(dtype)]
     if dtype not in _FLOATS:
         _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)  # not an array?
@@ -1015,9 +1019,24 @@ def _check_param_keys(params):
         raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(PARAMS)})")
 
 
+_BOUND = {}  # parameters' shapes -> the sizes they bind: a training loop passes the same shapes every call
+
+
 def _param_sizes(params):
-    """The sizes the parameters' shapes bind; if they disagree, ValueError naming the parameter that
-    disagrees with all the others if one does, else the first that disagrees with those before it."""
+    """The sizes the parameters' shapes bind (a fresh dict); if they disagree, ValueError naming the parameter
+    that disagrees with all the others if one does, else the first that disagrees with those before it."""
+    shapes = tuple(tuple(params[name].shape) for name in PARAMS)
+    sizes = _BOUND.get(shapes)
+    if sizes is None:
+        sizes = _bound_sizes(params)
+        if len(_BOUND) >= 16:
+            _BOUND.clear()
+        _BOUND[shapes] = sizes
+    return dict(sizes)
+
+
+def _bound_sizes(params):
+    """_param_sizes, worked out from the shapes."""
     sizes, clash = _bind_sizes(params, PARAMS)
     if clash:
         order = list(PARAMS)

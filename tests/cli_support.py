@@ -1,4 +1,4 @@
-"""Running `bptt` as a user runs it, in a subprocess: helpers shared by the CLI tests."""
+"""Running `bptt` as a user runs it, in a process of its own: helpers shared by the CLI tests."""
 
 import concurrent.futures
 import functools
@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 import textwrap
+
+from cli_fork import SERVER_OF_THIS_PROCESS
 
 from bptt.derive.models import names
 
@@ -99,11 +101,14 @@ def clean_env(**extra):
 
 
 def bptt(*args, cwd=REPO, env=None, timeout=300):
-    """Run `python -m bptt ARGS`."""
+    """Run `python -m bptt ARGS`: forked from a process that has loaded the CLI (cli_fork), or, with an
+    environment of its own, in a fresh interpreter."""
+    if env is None:
+        return SERVER_OF_THIS_PROCESS.run(tuple(map(str, args)), cwd, clean_env(), timeout)
     return subprocess.run(
         [sys.executable, "-m", "bptt", *map(str, args)],
         cwd=cwd,
-        env=env or clean_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -243,6 +243,9 @@ def main(argv=None):
         from bptt.app.bench import checkpoints
 
         return checkpoints.child(dict(spec, backend=backend, numpy_module=numpy_module), module, core)
+    from bptt.app.bench.machine import line
+
+    print(f"machine: {line()} (to scale these times by)")
     print(f"{model.name}{'' if backend == 'numpy' else f', generated for {backend}'}: {model_calls(model, backend).line(backend)}")
     failed = False
     for dtype in spec["dtypes"]:
@@ -278,4 +281,8 @@ def launch(spec):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader stopped early (`bptt bench elman | head`), as the CLI allows
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)

@@ -167,8 +167,12 @@ def _check_params(params, finite=True):
     for name in PARAMS:
         array = params[name]
         good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
-        if not (good and array.size and (not finite or np.isfinite(array).all())):
+        if not (good and array.size):
             _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
+    # one sum for all: it is finite if every entry is (a sum that overflows is looked at entry by entry)
+    if finite and not np.isfinite(sum(np.add.reduce(params[name], None) for name in PARAMS)):
+        for name in PARAMS:
+            _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)  # names the first bad entry
     return _param_sizes(params), dtype
 
 

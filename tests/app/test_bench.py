@@ -5,12 +5,14 @@ table comes out, and that the peers compute the same loss and gradients as the g
 (the naive per-step loop for every zoo model; hand-written NumPy, PyTorch and JAX where they
 have the model and are installed), and that a peer that does not is caught and left untimed."""
 
+import re
+
 import numpy as np
 import pytest
 from cli_support import bptt
 from support import module_of
 
-from bptt.app.bench import bench, calls, peers, peers_jax, peers_torch
+from bptt.app.bench import bench, calls, machine, peers, peers_jax, peers_torch
 from bptt.derive.models import load, names
 
 SIZES = (2, 3, 4)
@@ -103,6 +105,21 @@ def test_bench_command_prints_the_table():
     assert f"elman: {calls.model_calls(load('elman')).line()}" in result.stdout
     # forward: matmul, add, tanh; backward: matmul, add, times the slope 1 - h_t^2
     assert "calls per step: forward 3, backward 3" in result.stdout
+    # the machine, so that a reader can scale the times: its processor and measured GEMM rates
+    first = result.stdout.splitlines()[0]
+    rates = re.fullmatch(
+        r"machine: (.+); one-thread GEMM \(512\^3\) GFLOP/s: (\S+) \(float64\), (\S+) \(float32\) .*", first
+    )
+    assert rates and rates[1] == machine.processor(), first
+    assert all(float(rate) > 0 for rate in rates.groups()[1:]), first
+
+
+def test_gemm_rate_counts_two_n_cubed_flops(monkeypatch):
+    """gemm_gflops is 2 n^3 flops over the median time: with a clock that advances 1 ms a reading,
+    every product takes 1 ms."""
+    clock = iter(range(10**6))
+    monkeypatch.setattr(machine.time, "perf_counter", lambda: next(clock) * 1e-3)
+    assert machine.gemm_gflops("float64", n=100) == pytest.approx(2 * 100**3 / 1e-3 / 1e9)
 
 
 @pytest.mark.parametrize("backend", ["torch", "jax"])

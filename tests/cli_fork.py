@@ -1,0 +1,94 @@
+"""`python -m bptt ARGS` without paying Python's, SymPy's and the CLI's start-up (about a second) each time.
+
+A server process loads the CLI once; for each invocation it forks a child, which changes to the
+working folder, writes its stdout and stderr to the files named, runs the entry point `python -m bptt`
+runs and exits with its status. Each invocation is a process of its own as the user's is, only forked
+from one that has imported the CLI already. Invocations with an environment of their own (a
+PYTHONPATH, a hash seed) need a fresh interpreter: cli_support runs those with subprocess."""
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+SERVER = r"""
+import json, os, sys, traceback
+import bptt.app.cli  # the modules every command loads, once
+from bptt.app.start import run
+
+for line in sys.stdin:
+    request = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            os.chdir(request["cwd"])
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+                os.dup2(os.open(path, os.O_WRONLY | os.O_TRUNC), fd)
+            sys.argv = [sys.argv[0], *request["args"]]
+            run()
+            status = 0
+        except SystemExit as exit:
+            status = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+            if not isinstance(exit.code, int | None):
+                print(exit.code, file=sys.stderr)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except BaseException:
+                    pass
+            os._exit(status)
+    print(json.dumps(pid), flush=True)  # the client kills it if it takes too long
+    _, wait_status = os.waitpid(pid, 0)
+    print(json.dumps(os.waitstatus_to_exitcode(wait_status)), flush=True)
+"""
+
+
+class Server:
+    """One server process per test process, started on first use; a lock makes threads take turns."""
+
+    def __init__(self):
+        self.process, self.lock = None, threading.Lock()
+
+    def run(self, args, cwd, env, timeout):
+        with self.lock, tempfile.TemporaryDirectory() as folder:
+            if self.process is None or self.process.poll() is not None:
+                self.process = subprocess.Popen(
+                    [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0
+                )
+            paths = {name: os.path.join(folder, name) for name in ("stdout", "stderr")}
+            for path in paths.values():
+                open(path, "w").close()
+            request = {"args": list(args), "cwd": str(cwd), **paths}
+            self.process.stdin.write((json.dumps(request) + "\n").encode())
+            child = self.answer()
+            late = not select.select([self.process.stdout], [], [], timeout)[0]
+            if late:
+                os.kill(child, signal.SIGKILL)
+            status = self.answer()
+            if late:
+                raise subprocess.TimeoutExpired([sys.executable, "-m", "bptt", *args], timeout)
+            out, err = (open(paths[name]).read() for name in ("stdout", "stderr"))
+        return subprocess.CompletedProcess([sys.executable, "-m", "bptt", *args], status, out, err)
+
+    def answer(self):
+        """The server's next line, read unbuffered (select sees what is not read yet), as JSON."""
+        line = b""
+        while not line.endswith(b"\n"):
+            byte = os.read(self.process.stdout.fileno(), 1)
+            if not byte:
+                raise RuntimeError("the bptt fork server stopped")
+            line += byte
+        return json.loads(line)
+
+
+SERVER_OF_THIS_PROCESS = Server()
