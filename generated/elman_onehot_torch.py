@@ -405,12 +405,6 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(s_steps, _W_T):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    s_t, s_prev = s_steps[1], s_steps[0]
-    s_t.copy_(torch.tanh(s_t + s_prev @ _W_T))  # s_t = tanh(U onehot(x_t) + W s_{t-1})
-
-
 def _backward(mode, value, rng, params, sizes, cache, d_z, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_z.shape[0], rng, d_z)
@@ -488,12 +482,6 @@ def _backward_arrays(T, B, sizes, dtype, device):
         "_step_h": torch.empty((B, n_h), dtype=dtype, device=device),
     }
     return work
-
-
-def _adjoints_step(d_s_steps, _k1_next, W, keep_t):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    d_s_t, d_s_next = d_s_steps[0], d_s_steps[1]
-    d_s_t.add_(keep_t * (_k1_next * d_s_next @ W))  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
 
 
 def _window_adjoints(k, params, sizes, cache, d_z, following=None):
@@ -1170,3 +1158,15 @@ def _summed(totals, part, first):
     for key, value in part.items():
         totals[key] = totals[key] + value if key in totals else value
     return totals
+
+
+def _forward_step(s_steps, _W_T):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    s_t, s_prev = s_steps[1], s_steps[0]
+    s_t.copy_(torch.tanh(s_t + s_prev @ _W_T))  # s_t = tanh(U onehot(x_t) + W s_{t-1})
+
+
+def _adjoints_step(d_s_steps, _k1_next, W, keep_t):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    d_s_t, d_s_next = d_s_steps[0], d_s_steps[1]
+    d_s_t.add_(keep_t * (_k1_next * d_s_next @ W))  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}

@@ -422,12 +422,6 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(h_steps, _W_T):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    h_t, h_prev = h_steps[1], h_steps[0]
-    h_t.copy_(torch.tanh(h_t + h_prev @ _W_T))  # a_t = b + U x_t + W h_{t-1}; h_t = tanh(a_t)
-
-
 def _backward(mode, value, rng, params, sizes, cache, d_s, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_s.shape[0], rng, d_s)
@@ -504,13 +498,6 @@ def _backward_arrays(T, B, sizes, dtype, device):
     }
     work["d_a"] = work["d_h"][..., :n_h]
     return work
-
-
-def _adjoints_step(d_h_steps, _k1_t, W, n_h, keep_t):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    d_h_t, d_a_next, d_a_t = d_h_steps[0], d_h_steps[1][..., :n_h], d_h_steps[0][..., :n_h]
-    d_h_t.add_(keep_t * (d_a_next @ W))  # dL/dh_t += W^T dL/da_{t+1}
-    d_a_t.copy_(_k1_t * d_h_t)  # dL/da_t = diag(1 - h_t^2) dL/dh_t
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -1178,3 +1165,16 @@ def _summed(totals, part, first):
     for key, value in part.items():
         totals[key] = totals[key] + value if key in totals else value
     return totals
+
+
+def _forward_step(h_steps, _W_T):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    h_t, h_prev = h_steps[1], h_steps[0]
+    h_t.copy_(torch.tanh(h_t + h_prev @ _W_T))  # a_t = b + U x_t + W h_{t-1}; h_t = tanh(a_t)
+
+
+def _adjoints_step(d_h_steps, _k1_t, W, n_h, keep_t):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    d_h_t, d_a_next, d_a_t = d_h_steps[0], d_h_steps[1][..., :n_h], d_h_steps[0][..., :n_h]
+    d_h_t.add_(keep_t * (d_a_next @ W))  # dL/dh_t += W^T dL/da_{t+1}
+    d_a_t.copy_(_k1_t * d_h_t)  # dL/da_t = diag(1 - h_t^2) dL/dh_t

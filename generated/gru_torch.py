@@ -534,22 +534,6 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(_r_z_m_t, h_steps, n_t, _W_hr_W_hz_W_hn_halved_T, n_h):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    _r_z_t, m_t, r_t, z_t, h_prev = (
-        _r_z_m_t[..., :2 * n_h], _r_z_m_t[..., 2 * n_h:3 * n_h], _r_z_m_t[..., :n_h], _r_z_m_t[..., n_h:2 * n_h],
-        h_steps[0]
-    )
-    h_t = h_steps[1]
-    _r_z_m_t.add_(h_prev @ _W_hr_W_hz_W_hn_halved_T)  # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
-    # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz
-    # h_{t-1}; z_t = sigmoid(z_bar_t)
-    _r_z_t.copy_(torch.tanh(_r_z_t))
-    _r_z_t.copy_(0.5 + 0.5 * _r_z_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
-    n_t.copy_(torch.tanh(m_t * r_t + n_t))  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
-    h_t.copy_((-n_t + h_prev) * z_t + n_t)  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
-
-
 def _backward(mode, value, rng, params, sizes, cache, d_s, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_s.shape[0], rng, d_s)
@@ -695,22 +679,6 @@ def _backward_arrays(T, B, sizes, dtype, device):
     work["d_m"] = work["_d_r_bar_z_bar_m"][..., 2 * n_h:3 * n_h]
     work["_d_r_bar_z_bar"] = work["_d_r_bar_z_bar_m"][..., :2 * n_h]
     return work
-
-
-def _adjoints_step(d_h_steps, z_next, _d_r_bar_z_bar_m_steps, _a1_t, _k2_t, _a2_t, _W_hr_W_hz_W_hn, n_h, keep_t):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    d_h_t, d_h_next, _d_r_bar_z_bar_m_next, d_m_t, d_z_bar_t = (
-        d_h_steps[0], d_h_steps[1], _d_r_bar_z_bar_m_steps[1], _d_r_bar_z_bar_m_steps[0][..., 2 * n_h:3 * n_h],
-        _d_r_bar_z_bar_m_steps[0][..., n_h:2 * n_h]
-    )
-    d_r_bar_t = _d_r_bar_z_bar_m_steps[0][..., :n_h]
-    # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
-    d_h_t.add_(keep_t * (z_next * d_h_next + _d_r_bar_z_bar_m_next @ _W_hr_W_hz_W_hn))
-    d_m_t.copy_(_a1_t * d_h_t)  # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
-    # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t; dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
-    d_z_bar_t.copy_(_k2_t * d_h_t)
-    # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t (from dL/dh_t)
-    d_r_bar_t.copy_(_a2_t * d_h_t)
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -1444,3 +1412,35 @@ def _summed(totals, part, first):
     for key, value in part.items():
         totals[key] = totals[key] + value if key in totals else value
     return totals
+
+
+def _forward_step(_r_z_m_t, h_steps, n_t, _W_hr_W_hz_W_hn_halved_T, n_h):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    _r_z_t, m_t, r_t, z_t, h_prev = (
+        _r_z_m_t[..., :2 * n_h], _r_z_m_t[..., 2 * n_h:3 * n_h], _r_z_m_t[..., :n_h], _r_z_m_t[..., n_h:2 * n_h],
+        h_steps[0]
+    )
+    h_t = h_steps[1]
+    _r_z_m_t.add_(h_prev @ _W_hr_W_hz_W_hn_halved_T)  # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
+    # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz
+    # h_{t-1}; z_t = sigmoid(z_bar_t)
+    _r_z_t.copy_(torch.tanh(_r_z_t))
+    _r_z_t.copy_(0.5 + 0.5 * _r_z_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+    n_t.copy_(torch.tanh(m_t * r_t + n_t))  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
+    h_t.copy_((-n_t + h_prev) * z_t + n_t)  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
+
+
+def _adjoints_step(d_h_steps, z_next, _d_r_bar_z_bar_m_steps, _a1_t, _k2_t, _a2_t, _W_hr_W_hz_W_hn, n_h, keep_t):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    d_h_t, d_h_next, _d_r_bar_z_bar_m_next, d_m_t, d_z_bar_t = (
+        d_h_steps[0], d_h_steps[1], _d_r_bar_z_bar_m_steps[1], _d_r_bar_z_bar_m_steps[0][..., 2 * n_h:3 * n_h],
+        _d_r_bar_z_bar_m_steps[0][..., n_h:2 * n_h]
+    )
+    d_r_bar_t = _d_r_bar_z_bar_m_steps[0][..., :n_h]
+    # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
+    d_h_t.add_(keep_t * (z_next * d_h_next + _d_r_bar_z_bar_m_next @ _W_hr_W_hz_W_hn))
+    d_m_t.copy_(_a1_t * d_h_t)  # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
+    # dL/dz_t = diag(-n_t + h_{t-1}) dL/dh_t; dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
+    d_z_bar_t.copy_(_k2_t * d_h_t)
+    # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t (from dL/dh_t)
+    d_r_bar_t.copy_(_a2_t * d_h_t)

@@ -401,12 +401,6 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(h_steps, _W_hh_T):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    h_t, h_prev = h_steps[1], h_steps[0]
-    h_t.copy_(h_t + h_prev @ _W_hh_T)  # h_t = W_hx x_t + W_hh h_{t-1}
-
-
 def _backward(mode, value, rng, params, sizes, cache, d_o, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_o.shape[0], rng, d_o)
@@ -472,12 +466,6 @@ def _backward_arrays(T, B, sizes, dtype, device):
         "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
     }
     return work
-
-
-def _adjoints_step(d_h_steps, W_hh, keep_t):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    d_h_t, d_h_next = d_h_steps[0], d_h_steps[1]
-    d_h_t.add_(keep_t * (d_h_next @ W_hh))  # dL/dh_t += W_hh^T dL/dh_{t+1}
 
 
 def _window_adjoints(k, params, sizes, cache, d_o, following=None):
@@ -1137,3 +1125,15 @@ def _summed(totals, part, first):
     for key, value in part.items():
         totals[key] = totals[key] + value if key in totals else value
     return totals
+
+
+def _forward_step(h_steps, _W_hh_T):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    h_t, h_prev = h_steps[1], h_steps[0]
+    h_t.copy_(h_t + h_prev @ _W_hh_T)  # h_t = W_hx x_t + W_hh h_{t-1}
+
+
+def _adjoints_step(d_h_steps, W_hh, keep_t):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    d_h_t, d_h_next = d_h_steps[0], d_h_steps[1]
+    d_h_t.add_(keep_t * (d_h_next @ W_hh))  # dL/dh_t += W_hh^T dL/dh_{t+1}

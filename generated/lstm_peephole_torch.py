@@ -600,28 +600,6 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(_z_i_f_o_t, h_steps, c_steps, _R_z_R_i_R_f_R_o_halved_T, _p_i_halved, _p_f_halved, _p_o_halved, n_h):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    i_t, f_t, _z_i_f_t, _i_f_t, z_t = (
-        _z_i_f_o_t[..., n_h:2 * n_h], _z_i_f_o_t[..., 2 * n_h:3 * n_h], _z_i_f_o_t[..., :3 * n_h],
-        _z_i_f_o_t[..., n_h:3 * n_h], _z_i_f_o_t[..., :n_h]
-    )
-    o_t, h_prev, h_t, c_prev, c_t = _z_i_f_o_t[..., 3 * n_h:4 * n_h], h_steps[0], h_steps[1], c_steps[0], c_steps[1]
-    # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
-    _z_i_f_o_t.add_(h_prev @ _R_z_R_i_R_f_R_o_halved_T)
-    i_t.add_(_p_i_halved * c_prev)  # p_i * c_{t-1}: into the pre-activation of i_t
-    f_t.add_(_p_f_halved * c_prev)  # p_f * c_{t-1}: into the pre-activation of f_t
-    # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1};
-    # i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
-    _z_i_f_t.copy_(torch.tanh(_z_i_f_t))
-    _i_f_t.copy_(0.5 + 0.5 * _i_f_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
-    c_t.copy_(c_prev * f_t + i_t * z_t)  # c_t = c_{t-1} * f_t + i_t * z_t
-    o_t.add_(_p_o_halved * c_t)  # p_o * c_t: into the pre-activation of o_t
-    o_t.copy_(torch.tanh(o_t))  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
-    o_t.copy_(0.5 + 0.5 * o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
-    h_t.copy_(torch.tanh(c_t) * o_t)  # h_t = tanh(c_t) * o_t
-
-
 def _backward(mode, value, rng, params, sizes, cache, d_s, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_s.shape[0], rng, d_s)
@@ -802,30 +780,6 @@ def _backward_arrays(T, B, sizes, dtype, device):
     work["d_f_bar"] = work["_d_z_bar_to_o_bar"][..., 2 * n_h:3 * n_h]
     work["d_o_bar"] = work["_d_z_bar_to_o_bar"][..., 3 * n_h:4 * n_h]
     return work
-
-
-def _adjoints_step(
-    d_h_t, _d_z_bar_to_o_bar_steps, _k1_t, d_c_steps, _a1_t, _a2_next, _k3_t, _k4_t, _k5_t, _R_z_R_i_R_f_R_o, n_h,
-    keep_t
-):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    _d_z_bar_to_o_bar_next, d_o_bar_t, d_f_bar_t, d_i_bar_t, d_z_bar_t = (
-        _d_z_bar_to_o_bar_steps[1], _d_z_bar_to_o_bar_steps[0][..., 3 * n_h:4 * n_h],
-        _d_z_bar_to_o_bar_steps[0][..., 2 * n_h:3 * n_h], _d_z_bar_to_o_bar_steps[0][..., n_h:2 * n_h],
-        _d_z_bar_to_o_bar_steps[0][..., :n_h]
-    )
-    d_c_t, d_c_next = d_c_steps[0], d_c_steps[1]
-    # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
-    d_h_t.add_(keep_t * (_d_z_bar_to_o_bar_next @ _R_z_R_i_R_f_R_o))
-    d_o_bar_t.copy_(_k1_t * d_h_t)  # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
-    # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t (one slope times dL/dh_t)
-    d_c_t.copy_(_a1_t * d_h_t)
-    # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope times
-    # dL/dc_{t+1})
-    d_c_t.add_(keep_t * (_a2_next * d_c_next))
-    d_f_bar_t.copy_(_k3_t * d_c_t)  # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
-    d_i_bar_t.copy_(_k4_t * d_c_t)  # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
-    d_z_bar_t.copy_(_k5_t * d_c_t)  # dL/dz_t = diag(i_t) dL/dc_t; dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -1586,3 +1540,49 @@ def _summed(totals, part, first):
     for key, value in part.items():
         totals[key] = totals[key] + value if key in totals else value
     return totals
+
+
+def _forward_step(_z_i_f_o_t, h_steps, c_steps, _R_z_R_i_R_f_R_o_halved_T, _p_i_halved, _p_f_halved, _p_o_halved, n_h):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    i_t, f_t, _z_i_f_t, _i_f_t, z_t = (
+        _z_i_f_o_t[..., n_h:2 * n_h], _z_i_f_o_t[..., 2 * n_h:3 * n_h], _z_i_f_o_t[..., :3 * n_h],
+        _z_i_f_o_t[..., n_h:3 * n_h], _z_i_f_o_t[..., :n_h]
+    )
+    o_t, h_prev, h_t, c_prev, c_t = _z_i_f_o_t[..., 3 * n_h:4 * n_h], h_steps[0], h_steps[1], c_steps[0], c_steps[1]
+    # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
+    _z_i_f_o_t.add_(h_prev @ _R_z_R_i_R_f_R_o_halved_T)
+    i_t.add_(_p_i_halved * c_prev)  # p_i * c_{t-1}: into the pre-activation of i_t
+    f_t.add_(_p_f_halved * c_prev)  # p_f * c_{t-1}: into the pre-activation of f_t
+    # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1};
+    # i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+    _z_i_f_t.copy_(torch.tanh(_z_i_f_t))
+    _i_f_t.copy_(0.5 + 0.5 * _i_f_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+    c_t.copy_(c_prev * f_t + i_t * z_t)  # c_t = c_{t-1} * f_t + i_t * z_t
+    o_t.add_(_p_o_halved * c_t)  # p_o * c_t: into the pre-activation of o_t
+    o_t.copy_(torch.tanh(o_t))  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+    o_t.copy_(0.5 + 0.5 * o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+    h_t.copy_(torch.tanh(c_t) * o_t)  # h_t = tanh(c_t) * o_t
+
+
+def _adjoints_step(
+    d_h_t, _d_z_bar_to_o_bar_steps, _k1_t, d_c_steps, _a1_t, _a2_next, _k3_t, _k4_t, _k5_t, _R_z_R_i_R_f_R_o, n_h,
+    keep_t
+):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    _d_z_bar_to_o_bar_next, d_o_bar_t, d_f_bar_t, d_i_bar_t, d_z_bar_t = (
+        _d_z_bar_to_o_bar_steps[1], _d_z_bar_to_o_bar_steps[0][..., 3 * n_h:4 * n_h],
+        _d_z_bar_to_o_bar_steps[0][..., 2 * n_h:3 * n_h], _d_z_bar_to_o_bar_steps[0][..., n_h:2 * n_h],
+        _d_z_bar_to_o_bar_steps[0][..., :n_h]
+    )
+    d_c_t, d_c_next = d_c_steps[0], d_c_steps[1]
+    # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
+    d_h_t.add_(keep_t * (_d_z_bar_to_o_bar_next @ _R_z_R_i_R_f_R_o))
+    d_o_bar_t.copy_(_k1_t * d_h_t)  # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
+    # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t (one slope times dL/dh_t)
+    d_c_t.copy_(_a1_t * d_h_t)
+    # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope times
+    # dL/dc_{t+1})
+    d_c_t.add_(keep_t * (_a2_next * d_c_next))
+    d_f_bar_t.copy_(_k3_t * d_c_t)  # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
+    d_i_bar_t.copy_(_k4_t * d_c_t)  # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
+    d_z_bar_t.copy_(_k5_t * d_c_t)  # dL/dz_t = diag(i_t) dL/dc_t; dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t

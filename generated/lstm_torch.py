@@ -582,24 +582,6 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _forward_step(_i_f_o_g_t, h_steps, c_steps, _W_hi_W_hf_W_ho_W_hg_halved_T, n_h):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    _i_f_o_t, f_t, g_t, i_t, o_t = (
-        _i_f_o_g_t[..., :3 * n_h], _i_f_o_g_t[..., n_h:2 * n_h], _i_f_o_g_t[..., 3 * n_h:4 * n_h],
-        _i_f_o_g_t[..., :n_h], _i_f_o_g_t[..., 2 * n_h:3 * n_h]
-    )
-    h_prev, h_t, c_t, c_prev = h_steps[0], h_steps[1], c_steps[1], c_steps[0]
-    # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
-    _i_f_o_g_t.add_(h_prev @ _W_hi_W_hf_W_ho_W_hg_halved_T)
-    # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t + W_hf
-    # h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t); g_bar_t
-    # = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
-    _i_f_o_g_t.copy_(torch.tanh(_i_f_o_g_t))
-    _i_f_o_t.copy_(0.5 + 0.5 * _i_f_o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
-    c_t.copy_(c_prev * f_t + g_t * i_t)  # c_t = c_{t-1} * f_t + g_t * i_t
-    h_t.copy_(o_t * torch.tanh(c_t))  # h_t = o_t * tanh(c_t)
-
-
 def _backward(mode, value, rng, params, sizes, cache, d_s, compile=False):
     """The gradients of backward, unchecked (mode, value from _truncation)."""
     keep = _truncation_weights(mode, value, d_s.shape[0], rng, d_s)
@@ -759,27 +741,6 @@ def _backward_arrays(T, B, sizes, dtype, device):
     work["d_o_bar"] = work["_d_i_bar_to_g_bar"][..., 2 * n_h:3 * n_h]
     work["d_g_bar"] = work["_d_i_bar_to_g_bar"][..., 3 * n_h:4 * n_h]
     return work
-
-
-def _adjoints_step(
-    d_h_t, _d_i_bar_to_g_bar_steps, d_c_steps, _k1_t, f_next, _k2_t, _k3_t, _k4_t, _k5_t, _W_hi_W_hf_W_ho_W_hg, n_h,
-    keep_t
-):
-    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    _d_i_bar_to_g_bar_next, d_o_bar_t, d_g_bar_t, d_f_bar_t, d_i_bar_t = (
-        _d_i_bar_to_g_bar_steps[1], _d_i_bar_to_g_bar_steps[0][..., 2 * n_h:3 * n_h],
-        _d_i_bar_to_g_bar_steps[0][..., 3 * n_h:4 * n_h], _d_i_bar_to_g_bar_steps[0][..., n_h:2 * n_h],
-        _d_i_bar_to_g_bar_steps[0][..., :n_h]
-    )
-    d_c_t, d_c_next = d_c_steps[0], d_c_steps[1]
-    # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
-    d_h_t.add_(keep_t * (_d_i_bar_to_g_bar_next @ _W_hi_W_hf_W_ho_W_hg))
-    d_c_t.copy_(_k1_t * d_h_t)  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
-    d_c_t.add_(keep_t * (f_next * d_c_next))  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
-    d_o_bar_t.copy_(_k2_t * d_h_t)  # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
-    d_g_bar_t.copy_(_k3_t * d_c_t)  # dL/dg_t = diag(i_t) dL/dc_t; dL/dg_bar_t = diag(1 - g_t^2) dL/dg_t
-    d_f_bar_t.copy_(_k4_t * d_c_t)  # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
-    d_i_bar_t.copy_(_k5_t * d_c_t)  # dL/di_t = diag(g_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
@@ -1533,3 +1494,42 @@ def _summed(totals, part, first):
     for key, value in part.items():
         totals[key] = totals[key] + value if key in totals else value
     return totals
+
+
+def _forward_step(_i_f_o_g_t, h_steps, c_steps, _W_hi_W_hf_W_ho_W_hg_halved_T, n_h):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    _i_f_o_t, f_t, g_t, i_t, o_t = (
+        _i_f_o_g_t[..., :3 * n_h], _i_f_o_g_t[..., n_h:2 * n_h], _i_f_o_g_t[..., 3 * n_h:4 * n_h],
+        _i_f_o_g_t[..., :n_h], _i_f_o_g_t[..., 2 * n_h:3 * n_h]
+    )
+    h_prev, h_t, c_t, c_prev = h_steps[0], h_steps[1], c_steps[1], c_steps[0]
+    # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
+    _i_f_o_g_t.add_(h_prev @ _W_hi_W_hf_W_ho_W_hg_halved_T)
+    # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t + W_hf
+    # h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t); g_bar_t
+    # = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
+    _i_f_o_g_t.copy_(torch.tanh(_i_f_o_g_t))
+    _i_f_o_t.copy_(0.5 + 0.5 * _i_f_o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+    c_t.copy_(c_prev * f_t + g_t * i_t)  # c_t = c_{t-1} * f_t + g_t * i_t
+    h_t.copy_(o_t * torch.tanh(c_t))  # h_t = o_t * tanh(c_t)
+
+
+def _adjoints_step(
+    d_h_t, _d_i_bar_to_g_bar_steps, d_c_steps, _k1_t, f_next, _k2_t, _k3_t, _k4_t, _k5_t, _W_hi_W_hf_W_ho_W_hg, n_h,
+    keep_t
+):
+    """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
+    _d_i_bar_to_g_bar_next, d_o_bar_t, d_g_bar_t, d_f_bar_t, d_i_bar_t = (
+        _d_i_bar_to_g_bar_steps[1], _d_i_bar_to_g_bar_steps[0][..., 2 * n_h:3 * n_h],
+        _d_i_bar_to_g_bar_steps[0][..., 3 * n_h:4 * n_h], _d_i_bar_to_g_bar_steps[0][..., n_h:2 * n_h],
+        _d_i_bar_to_g_bar_steps[0][..., :n_h]
+    )
+    d_c_t, d_c_next = d_c_steps[0], d_c_steps[1]
+    # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
+    d_h_t.add_(keep_t * (_d_i_bar_to_g_bar_next @ _W_hi_W_hf_W_ho_W_hg))
+    d_c_t.copy_(_k1_t * d_h_t)  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
+    d_c_t.add_(keep_t * (f_next * d_c_next))  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+    d_o_bar_t.copy_(_k2_t * d_h_t)  # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
+    d_g_bar_t.copy_(_k3_t * d_c_t)  # dL/dg_t = diag(i_t) dL/dc_t; dL/dg_bar_t = diag(1 - g_t^2) dL/dg_t
+    d_f_bar_t.copy_(_k4_t * d_c_t)  # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
+    d_i_bar_t.copy_(_k5_t * d_c_t)  # dL/di_t = diag(g_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t

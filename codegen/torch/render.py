@@ -39,10 +39,8 @@ class TorchLayout(Layout):
     call: no workspace is kept)."""
 
     forward_arrays_lines: tuple
-    forward_step_lines: tuple  # _forward_step, for compile=True (empty without a forward loop)
     backward_arrays_lines: tuple
     adjoints_lines: tuple
-    adjoints_step_lines: tuple
     window_lines: tuple
     gradients_lines: tuple
     returns: tuple  # (key, code, comment)
@@ -86,15 +84,13 @@ def layout(model, program=None):
         facts=facts,
         checks=checks(facts, STYLE),
         imports=imports,
-        helpers=source,
+        helpers=with_steps(source, forward_printer.step_functions + adjoints_steps),
         losses=losses_code,
         forward_lines=tuple(forward_lines),
         rtrl_lines=rtrl.lines,
         forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True, calls=TORCH)),
-        forward_step_lines=step_lines(forward_printer.step_functions),
         backward_arrays_lines=tuple(backward_arrays),
         adjoints_lines=full.lines,
-        adjoints_step_lines=step_lines(adjoints_steps),
         window_lines=adjoints_lines(model, window, cache),
         gradients_lines=tuple(
             bind(model, gradients, sources(gradients, cache) | dict.fromkeys(reads, "adjoints"), dy) + list(gradients.lines)
@@ -110,9 +106,9 @@ def layout(model, program=None):
     )
 
 
-def step_lines(functions):
-    """The definitions of a pass's step functions (torch/steps.py), or none."""
-    return tuple(line for function in functions for line in function.lines())
+def with_steps(helpers, functions):
+    """The helpers' source, then the loops' step functions for compile=True (torch/steps.py), if any."""
+    return "\n\n\n".join([helpers, *("\n".join(function.lines()) for function in functions)])
 
 
 def bind(model, body, sources, shaped):
