@@ -629,7 +629,9 @@ def _check_compile(compile, checkpoints=None):
     if not isinstance(compile, bool):
         raise ValueError(f"compile must be True or False, got {compile!r}")
     if compile and checkpoints is not None:
-        raise ValueError("compile=True runs the loops over all steps at once; it does not combine with checkpoints")
+        raise ValueError(
+            "compile=True does not combine with checkpoints (their segments run as written); give one of them"
+        )
     return compile
 
 
