@@ -11,29 +11,18 @@ from bptt.derive.models import names
 
 ROOT = pathlib.Path(__file__).parents[2]
 
-# (forward, backward) calls per step, None where there is no loop, of the NumPy and the torch modules alike:
-# at most these, the counts when the passes of codegen/passes/collapse.py, split.py and collect.py came in
-BOUNDS = {
-    "elman": (3, 3),
-    "elman-jordan": (3, 3),
-    "elman-onehot": (3, 3),
-    "gru": (11, 7),
-    "jordan": (None, None),
-    "linear": (2, 2),
-    "lstm": (10, 9),
-    "lstm-peephole": (19, 9),
-}
-
-# the torch modules' loops, whose sums are one in-place call a term (codegen/torch/sums.py): at most these
-TORCH_BOUNDS = {
-    "elman": (2, 2),
-    "elman-jordan": (2, 2),
-    "elman-onehot": (2, 2),
-    "gru": (8, 5),
-    "jordan": (None, None),
-    "linear": (1, 1),
-    "lstm": (7, 7),
-    "lstm-peephole": (12, 7),
+# (forward, backward) calls per step, None where there is no loop, of the NumPy and the torch modules: at most
+# these, the counts when the passes of codegen/passes/collapse.py, split.py and collect.py came in, and torch's
+# when its loops' sums became one in-place call a term (codegen/torch/sums.py)
+BOUNDS = {  # name: (NumPy's, torch's)
+    "elman": ((3, 3), (2, 2)),
+    "elman-jordan": ((3, 3), (2, 2)),
+    "elman-onehot": ((3, 3), (2, 2)),
+    "gru": ((11, 7), (8, 5)),
+    "jordan": ((None, None), (None, None)),
+    "linear": ((2, 2), (1, 1)),
+    "lstm": ((10, 9), (7, 7)),
+    "lstm-peephole": ((19, 9), (12, 7)),
 }
 
 MODULE = '''
@@ -80,7 +69,7 @@ def test_the_zoo_s_loops_make_no_more_calls_than_before(name, backend):
     """Each generated module's loops, as written in generated/, make at most BOUNDS calls per step."""
     path = ROOT / "generated" / BACKENDS[backend].filename(name)
     counted = step_calls(path.read_text())
-    forward, backward = (TORCH_BOUNDS if backend == "torch" else BOUNDS)[name]
+    forward, backward = BOUNDS[name][backend == "torch"]
     for kind, count, bound in (("forward", counted.forward, forward), ("backward", counted.backward, backward)):
         assert (count is None) == (bound is None), f"{name} {backend}: {kind} loop {count}, bound {bound}"
         assert count is None or count <= bound, f"{name} {backend}: {kind} loop makes {count} calls per step"
