@@ -4,6 +4,22 @@ import pytest
 from problems import make_problem
 
 
+def _draws_independent_of_loaded_modules():
+    """Hypothesis (since 6.131) mixes into its draws the constants of the local modules loaded so far: a
+    derandomized test would draw other examples after other tests loaded other modules (a random cell's
+    generated module, a zoo module), so that which cells are proven would depend on the order the tests ran
+    in. Its local constants are kept empty (its own constants still apply): the same draws in any order."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:  # an older Hypothesis: no local constants
+        return
+    if hasattr(providers, "_get_local_constants"):
+        providers._get_local_constants = providers.Constants
+
+
+_draws_independent_of_loaded_modules()
+
+
 @pytest.fixture(scope="session")
 def concrete_problem():
     """make_problem(name, steps, seed), e.g. concrete_problem("elman", 3, seed=1)."""

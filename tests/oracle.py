@@ -194,14 +194,16 @@ def _bind(sizes, dims, shape, what):
         raise OracleError(f"{what} has shape {tuple(shape)}; expected {tuple(expected)}")
 
 
-def compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12, forward_mode=False):
+def compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12, forward_mode=False, expected=None):
     """Run a generated module's forward and loss_and_grads (NumPy, torch or JAX) and the oracle on the
     same batch; AssertionError naming the first output, loss or gradient that differs by more than tol,
     measured as max|a - b| / max(1, max|b|) with b the oracle's. forward_mode: forward_mode_grads too
-    (real-time recurrent learning, full BPTT only), against the same oracle."""
+    (real-time recurrent learning, full BPTT only), against the same oracle. expected: run()'s result for
+    these arguments, when the caller has it already (several backends against one oracle run)."""
     if forward_mode and truncate is not None:
         raise OracleError(f"forward_mode_grads computes full BPTT only, not truncate={truncate!r}")
-    expected = run(model, params, xs, ys, initial, truncate)
+    if expected is None:
+        expected = run(model, params, xs, ys, initial, truncate)
     to_framework, to_numpy = _framework(module)
     initial = initial or {}
     states = {f"{seq.name}0": initial.get(seq.name, initial.get(f"{seq.name}0")) for seq in model.states}
