@@ -191,7 +191,9 @@ def interrupted_early():
 def test_ctrl_c_early_in_a_real_process_exits_130_quietly():
     result = next(filter(None, (interrupted_early() for _ in range(3))), None)  # the first that was interrupted
     assert result is not None, "the process finished three times before it could be interrupted"
-    assert result == (130, b"", b"")
+    # Quietly, with the shell's status for SIGINT: exit 130, or (about once in 60, a SIGINT while NumPy starts
+    # OpenBLAS's thread) ended by the signal itself, which a shell reports as 130 too
+    assert result in ((130, b"", b""), (-signal.SIGINT, b"", b""))
 
 
 # The generated modules, the same cases in every backend: (module, array maker, a maker of an rng). Nothing here
