@@ -194,12 +194,15 @@ def _bind(sizes, dims, shape, what):
         raise OracleError(f"{what} has shape {tuple(shape)}; expected {tuple(expected)}")
 
 
-def compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12, forward_mode=False, expected=None):
+def compare(
+    module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12, forward_mode=False, expected=None, options=None
+):
     """Run a generated module's forward and loss_and_grads (NumPy, torch or JAX) and the oracle on the
     same batch; AssertionError naming the first output, loss or gradient that differs by more than tol,
     measured as max|a - b| / max(1, max|b|) with b the oracle's. forward_mode: forward_mode_grads too
     (real-time recurrent learning, full BPTT only), against the same oracle. expected: run()'s result for
-    these arguments, when the caller has it already (several backends against one oracle run)."""
+    these arguments, when the caller has it already (several backends against one oracle run). options: more
+    keyword arguments of the module's forward and loss_and_grads (torch's compile=True)."""
     if forward_mode and truncate is not None:
         raise OracleError(f"forward_mode_grads computes full BPTT only, not truncate={truncate!r}")
     if expected is None:
@@ -210,10 +213,11 @@ def compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-1
     states = {key: to_framework(value) for key, value in states.items() if value is not None}
     theirs = {name: to_framework(array) for name, array in params.items()}
     data = (to_framework(xs), to_framework(ys))
-    outputs, _ = module.forward(theirs, *data[: 2 if model.teacher_forcing else 1], **states)
+    options = options or {}
+    outputs, _ = module.forward(theirs, *data[: 2 if model.teacher_forcing else 1], **states, **options)
     name = model.outputs[0][0].name
     _agree(f"output {name}", to_numpy(outputs), expected.outputs[name], tol)
-    _agree_gradients("", module.loss_and_grads(theirs, *data, **states, truncate=truncate), expected, to_numpy, tol)
+    _agree_gradients("", module.loss_and_grads(theirs, *data, **states, truncate=truncate, **options), expected, to_numpy, tol)
     if forward_mode:
         _agree_gradients("forward mode: ", module.forward_mode_grads(theirs, *data, **states), expected, to_numpy, tol)
 

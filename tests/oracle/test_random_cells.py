@@ -1,7 +1,7 @@
 """Random cells composed from the model language (tests/cells.py), proven in every backend: each is
 derived, generated for numpy, torch and JAX by the entry `bptt codegen --backend all` uses, and
 compared with the oracle (tests/oracle.py, which shares no code with codegen) in full BPTT and in a
-drawn window or chunk truncation. The generator is shown to write the shapes that broke users."""
+drawn window or chunk truncation (torch's compile=True path too, its step functions run uncompiled). The generator is shown to write the shapes that broke users."""
 
 import pytest
 
@@ -110,6 +110,23 @@ def modes(backend, truncate, seed):
     return (truncate,) if seed % 2 else (None,)
 
 
+def steps_as_written(module, model, values, truncate, expected):
+    """torch's compile=True, its step functions run uncompiled (torch.compile takes seconds a cell): the code it
+    hands to torch.compile, printed apart from the loops (torch/steps.py), agrees with the oracle too."""
+    compiled = vars(module).get("_compiled")  # absent when the module has no loop
+    module._compiled = lambda step: step
+    try:
+        oracle.compare(module, model, *values, truncate, expected=expected, options={"compile": True})
+    except AssertionError as error:
+        error.add_note(f"torch's compile=True, its steps uncompiled, truncate={truncate}")
+        raise
+    finally:
+        if compiled is None:
+            del module._compiled
+        else:
+            module._compiled = compiled
+
+
 def checkpointed_as_full(module, values, truncate):
     """loss_and_grads in bounded memory (one slot, two) equals full BPTT's to 1e-14, in full BPTT and the
     drawn truncation (for a NumPy or torch module; JAX prints the same statements and is proven on the
@@ -154,6 +171,8 @@ def check_random_cell(data):
     for backend, module in modules.items():
         for mode in modes(backend, truncate, seed):
             compare(backend, module, model, values, mode, expected[mode])
+    for mode in (None, truncate):
+        steps_as_written(modules["torch"], model, values, mode, expected[mode])
     for backend in ("numpy", "torch") if checkpointed(seed) else ():
         try:
             checkpointed_as_full(modules[backend], values, truncate)
