@@ -34,10 +34,11 @@ for line in sys.stdin:
             sys.argv = [sys.argv[0], *request["args"]]
             run()
             status = 0
-        except SystemExit as exit:
-            status = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
-            if not isinstance(exit.code, int | None):
-                print(exit.code, file=sys.stderr)
+        except SystemExit as exit:  # as the interpreter ends: None is 0, a message is printed and 1
+            status = 0 if exit.code is None else exit.code
+            if not isinstance(status, int):
+                print(status, file=sys.stderr)
+                status = 1
         except BaseException:
             traceback.print_exc()
         finally:
