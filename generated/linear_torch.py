@@ -784,6 +784,8 @@ def _check_param_keys(params):
     """params is a dict with exactly the keys PARAMS, else ValueError saying what is missing or unknown."""
     if not isinstance(params, dict):
         raise ValueError(f"params must be a dict of arrays with keys {', '.join(PARAMS)}, got {type(params).__name__}")
+    if params.keys() == set(PARAMS):  # the common case, in one comparison
+        return
     missing = [name for name in PARAMS if name not in params]
     if missing:
         raise ValueError(f"params is missing {', '.join(missing)} (expected keys {', '.join(PARAMS)})")
@@ -798,7 +800,7 @@ _BOUND = {}  # parameters' shapes -> the sizes they bind: a training loop passes
 def _param_sizes(params):
     """The sizes the parameters' shapes bind (a fresh dict); if they disagree, ValueError naming the parameter
     that disagrees with all the others if one does, else the first that disagrees with those before it."""
-    shapes = tuple(tuple(params[name].shape) for name in PARAMS)
+    shapes = tuple([tuple(params[name].shape) for name in PARAMS])
     sizes = _BOUND.get(shapes)
     if sizes is None:
         sizes = _bound_sizes(params)

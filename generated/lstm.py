@@ -844,16 +844,27 @@ def _check_params(params, finite=True):
     If one parameter disagrees with all the others, the error names it."""
     _check_param_keys(params)
     dtype = _params_dtype(params)
-    for name in PARAMS:
-        array = params[name]
+    arrays = [params[name] for name in PARAMS]
+    for name, array in zip(PARAMS, arrays, strict=True):
         good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
         if not (good and array.size):
             _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
     # one sum for all: it is finite if every entry is (a sum that overflows is looked at entry by entry)
-    if finite and not np.isfinite(sum(np.add.reduce(params[name], None) for name in PARAMS)):
+    if finite and not _sum_is_finite(arrays):
         for name in PARAMS:
             _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)  # names the first bad entry
     return _param_sizes(params), dtype
+
+
+_JOINED = 65_536  # entries up to which arrays are summed as one, by one call (beyond, copying them costs more)
+
+
+def _sum_is_finite(arrays):
+    """Whether the sum of every entry of the arrays (of one dtype) is finite: it is if every entry is,
+    unless it overflows."""
+    if sum([array.size for array in arrays]) <= _JOINED:
+        return bool(np.isfinite(np.add.reduce(np.concatenate(arrays, axis=None))))
+    return bool(np.isfinite(sum([np.add.reduce(array, None) for array in arrays])))
 
 
 def _check_array(name, array, dims, sizes, dtype, finite=True):
@@ -864,7 +875,10 @@ def _check_array(name, array, dims, sizes, dtype, finite=True):
     _check_shape(name, array.shape, dims, sizes)
     if array.dtype != dtype:
         raise ValueError(f"{name} has dtype {array.dtype}; expected {np.dtype(dtype)} like the parameters")
-    if finite and array.dtype.kind == "f" and not np.isfinite(array).all():
+    # a finite sum means every entry is finite; one that is not (or overflows) is looked at entry by entry
+    if finite and array.dtype.kind == "f" and not np.isfinite(np.add.reduce(array, None)) and not np.isfinite(
+        array
+    ).all():
         index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
         raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
     sizes.update(zip(dims, array.shape, strict=True))
@@ -971,6 +985,8 @@ def _check_param_keys(params):
     """params is a dict with exactly the keys PARAMS, else ValueError saying what is missing or unknown."""
     if not isinstance(params, dict):
         raise ValueError(f"params must be a dict of arrays with keys {', '.join(PARAMS)}, got {type(params).__name__}")
+    if params.keys() == set(PARAMS):  # the common case, in one comparison
+        return
     missing = [name for name in PARAMS if name not in params]
     if missing:
         raise ValueError(f"params is missing {', '.join(missing)} (expected keys {', '.join(PARAMS)})")
@@ -985,7 +1001,7 @@ _BOUND = {}  # parameters' shapes -> the sizes they bind: a training loop passes
 def _param_sizes(params):
     """The sizes the parameters' shapes bind (a fresh dict); if they disagree, ValueError naming the parameter
     that disagrees with all the others if one does, else the first that disagrees with those before it."""
-    shapes = tuple(tuple(params[name].shape) for name in PARAMS)
+    shapes = tuple([tuple(params[name].shape) for name in PARAMS])
     sizes = _BOUND.get(shapes)
     if sizes is None:
         sizes = _bound_sizes(params)
