@@ -181,10 +181,11 @@ _JOINED = 65_536  # entries up to which arrays are summed as one, by one call (b
 
 def _sum_is_finite(arrays):
     """Whether the sum of every entry of the arrays (of one dtype) is finite: it is if every entry is,
-    unless it overflows."""
-    if sum([array.size for array in arrays]) <= _JOINED:
-        return bool(np.isfinite(np.add.reduce(np.concatenate(arrays, axis=None))))
-    return bool(np.isfinite(sum([np.add.reduce(array, None) for array in arrays])))
+    unless it overflows (quietly: the caller then looks entry by entry)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        if sum([array.size for array in arrays]) <= _JOINED:
+            return bool(np.isfinite(np.add.reduce(np.concatenate(arrays, axis=None))))
+        return bool(np.isfinite(sum([np.add.reduce(array, None) for array in arrays])))
 
 
 def _check_array(name, array, dims, sizes, dtype, finite=True):
@@ -195,8 +196,7 @@ def _check_array(name, array, dims, sizes, dtype, finite=True):
     _check_shape(name, array.shape, dims, sizes)
     if array.dtype != dtype:
         raise ValueError(f"{name} has dtype {array.dtype}; expected {np.dtype(dtype)} like the parameters")
-    # a finite sum means every entry is finite; one that is not (or overflows) is looked at entry by entry
-    if finite and array.dtype.kind == "f" and not np.isfinite(np.add.reduce(array, None)) and not np.isfinite(array).all():
+    if finite and array.dtype.kind == "f" and not np.isfinite(array).all():
         index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
         raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
     sizes.update(zip(dims, array.shape, strict=True))
