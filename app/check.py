@@ -147,21 +147,35 @@ class Problem:
         args = (self.xs[start:stop], self.ys[start:stop]) if self.module.TEACHER_FORCED else (self.xs[start:stop],)
         return self.module.forward(params, *args, **initial)
 
-    def segment(self, start, stop, detached):
-        """Batch-averaged losses of steps start+1..stop.
-
-        A detached segment starts from the state of an unperturbed full run
-        at `start`, held constant; otherwise from the (perturbable) initial
-        states. Teacher-forced states are data, like inputs: never detached."""
+    def start(self, start, detached):
+        """The states a segment from step `start` starts from. A detached segment starts from the
+        state of an unperturbed full run at `start`, held constant; otherwise from the (perturbable)
+        initial states. Teacher-forced states are data, like inputs: never detached."""
         state = dict(self.initial)
         if detached:
-            frozen = self.frozen
             for key in self.module.STATES:
                 if key[:-1] not in self.module.TEACHER_FORCED or start > 0:
-                    state[key] = frozen[key[:-1]][start]
-        outputs = self.forward(self.params, start, stop, state)
+                    state[key] = self.frozen[key[:-1]][start]
+        return state
+
+    def segment(self, start, stop, detached):
+        """Batch-averaged losses of steps start+1..stop, from the states start(start, detached)."""
+        outputs = self.forward(self.params, start, stop, self.start(start, detached))
         steps = len(self.xs) if self.module.MEAN else 1
-        return self.module.losses(outputs, self.ys[start:stop]).mean(axis=1) / steps
+        return np.add.reduce(self.module.losses(outputs, self.ys[start:stop]), 1) / len(self.xs[0]) / steps
+
+    def segments(self, starts, length, detached):
+        """segment(a, a + length, d) for each a in starts and d in detached, as the columns of one array,
+        from one forward pass over the segments side by side in its batch (a batch's samples never meet)."""
+        if len(starts) == 1:
+            return self.segment(starts[0], starts[0] + length, detached[0])[:, None]
+        module, batch = self.module, len(self.xs[0])
+        xs, ys = (np.concatenate([data[a : a + length] for a in starts], axis=1) for data in (self.xs, self.ys))
+        states = [self.start(a, d) for a, d in zip(starts, detached, strict=True)]
+        initial = {key: np.concatenate([state[key] for state in states]) for key in self.initial}
+        outputs = module.forward(self.params, *((xs, ys) if module.TEACHER_FORCED else (xs,)), **initial)[0]
+        losses = module.losses(outputs, ys).reshape(length, len(starts), batch)
+        return np.add.reduce(losses, 2) / batch / (len(self.xs) if module.MEAN else 1)
 
     def freeze(self):
         """Keep the states of a full run, before any perturbation, for detached segments."""
@@ -169,15 +183,20 @@ class Problem:
         return self
 
     def loss(self, truncate=None):
-        """The loss whose exact gradient backward(..., truncate) computes."""
+        """The loss whose exact gradient backward(..., truncate) computes; segments of equal length
+        run side by side in one forward pass."""
         steps = len(self.xs)
         if truncate is None:
             return self.segment(0, steps, False).sum()
         mode, k = truncate
         if mode == "chunk":  # the state entering each chunk is detached
-            return sum(self.segment(a, min(a + k, steps), a > 0).sum() for a in range(0, steps, k))
+            full = range(0, steps - k + 1, k)  # the chunks of k steps; a shorter one may end the sequence
+            rest = self.segment(len(full) * k, steps, len(full) > 0).sum() if steps % k else 0.0
+            return self.segments(full, k, [a > 0 for a in full]).sum() + rest if full else rest
         if mode == "window":  # output j sees the state at j-k-1 (if any) as a constant
-            return sum(self.segment(max(0, j - k - 1), j, j - k - 1 >= 0)[-1] for j in range(1, steps + 1))
+            whole = self.segment(0, min(k, steps), False).sum()  # outputs 1..k see every state before them
+            later = range(steps - k)  # output a+k+1 of a run from the state at a, for a = 0..T-k-1
+            return whole + (self.segments(later, k + 1, [True] * len(later))[-1].sum() if later else 0.0)
         raise ValueError(f"no deterministic loss for truncate={truncate!r}")
 
     def cast(self, dtype):
