@@ -67,20 +67,30 @@ class KeptPattern(Problem):
         """The flow from step t+1 back into step t is weighted by keep[t]: step t+1 starts from
         keep[t] h_t + (1 - keep[t]) h_t', h_t' the state of the unperturbed run held constant
         (the same value, with its derivative scaled by keep[t]). Teacher-forced states are data
-        and are not scaled, as in backward."""
+        and are not scaled, as in backward. The steps run one forward pass each; the losses of
+        all their outputs are taken at once."""
         keep = np.where(self.kept, 1 / truncate[1], 0.0)
-        module, steps, state, total = self.module, len(self.xs), dict(self.initial), 0.0
-        for t in range(steps):
-            held = {key: self.frozen[key[:-1]][t] for key in state}
+        module, state, outputs = self.module, dict(self.initial), []
+        for t, (data, held) in enumerate(self.steps()):
             start = {
                 key: value if key[:-1] in module.TEACHER_FORCED else keep[t] * value + (1 - keep[t]) * held[key]
                 for key, value in state.items()
             }
-            data = (self.xs[t : t + 1], self.ys[t : t + 1]) if module.TEACHER_FORCED else (self.xs[t : t + 1],)
-            outputs, cache = module.forward(self.params, *data, **start)
-            total += module.losses(outputs, self.ys[t : t + 1]).mean() / (steps if module.MEAN else 1)
+            output, cache = module.forward(self.params, *data, **start)
+            outputs.append(output)
             state = {key: cache[key[:-1]][1] for key in state}
-        return total
+        losses = module.losses(np.concatenate(outputs), self.ys)
+        return (np.add.reduce(losses, 1) / losses.shape[1]).sum() / (len(self.xs) if module.MEAN else 1)
+
+    def steps(self):
+        """Per step t: the forward pass's data arguments and the unperturbed run's states at t (the same
+        for every evaluation of the loss, so kept)."""
+        if not hasattr(self, "_steps"):
+            data = [(self.xs[t : t + 1], self.ys[t : t + 1]) if self.module.TEACHER_FORCED else (self.xs[t : t + 1],)
+                    for t in range(len(self.xs))]
+            held = [{key: self.frozen[key[:-1]][t] for key in self.initial} for t in range(len(self.xs))]
+            self._steps = list(zip(data, held, strict=True))
+        return self._steps
 
 
 @pytest.mark.parametrize("name", NAMES)
