@@ -849,22 +849,22 @@ def _check_params(params, finite=True):
         good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
         if not (good and array.size):
             _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
-    # one sum for all: it is finite if every entry is (a sum that overflows is looked at entry by entry)
-    if finite and not _sum_is_finite(arrays):
+    # all at once; only if one may not be finite is each looked at, entry by entry
+    if finite and not _all_finite(arrays):
         for name in PARAMS:
             _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)  # names the first bad entry
     return _param_sizes(params), dtype
 
 
-_JOINED = 65_536  # entries up to which arrays are summed as one, by one call (beyond, copying them costs more)
+_JOINED = 65_536  # entries up to which arrays are joined to be looked at by one call (beyond, copying costs more)
 
 
-def _sum_is_finite(arrays):
-    """Whether the sum of every entry of the arrays (of one dtype) is finite: it is if every entry is,
-    unless it overflows (quietly: the caller then looks entry by entry)."""
+def _all_finite(arrays):
+    """Whether every entry of the arrays (of one dtype) may be finite: True if it is. Small arrays are joined
+    and looked at once; large ones summed each, finite if every entry is (unless the sum overflows: quietly)."""
+    if sum([array.size for array in arrays]) <= _JOINED:
+        return bool(np.isfinite(np.concatenate(arrays, axis=None)).all())
     with np.errstate(over="ignore", invalid="ignore"):
-        if sum([array.size for array in arrays]) <= _JOINED:
-            return bool(np.isfinite(np.add.reduce(np.concatenate(arrays, axis=None))))
         return bool(np.isfinite(sum([np.add.reduce(array, None) for array in arrays])))
 
 
