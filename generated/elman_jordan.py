@@ -300,7 +300,7 @@ def _forward(params, sizes, x, y, h0, o0, work):
     for t in range(1, T + 1):
         h_t, h_prev = h[t], h[t - 1]
         # a_t = b + U x_t + R o_{t-1} + W h_{t-1}; h_t = tanh(a_t)
-        np.matmul(h_prev, _W_T, out=_step_h)
+        np.dot(h_prev, _W_T, out=_step_h)
         np.add(h_t, _step_h, out=h_t)
         np.tanh(h_t, out=h_t)
     # s_t = c + V h_t
@@ -333,14 +333,14 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         d_h_t, d_a_t, _k1_t = d_h[t], d_a[t], _k1[t]
         if t < T:
             # dL/dh_t += W^T dL/da_{t+1}
-            np.matmul(d_a[t + 1], W, out=_step_h)
+            np.dot(d_a[t + 1], W, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
             # dL/dh_t += W^T dL/da_{t+1}
-            np.matmul(_d_next_a[0], W, out=_step_h)
+            np.dot(_d_next_a[0], W, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)

@@ -249,7 +249,7 @@ def _forward(params, sizes, x, s0, work):
     for t in range(1, T + 1):
         s_t, s_prev = s[t], s[t - 1]
         # s_t = tanh(U onehot(x_t) + W s_{t-1})
-        np.matmul(s_prev, _W_T, out=_step_h)
+        np.dot(s_prev, _W_T, out=_step_h)
         np.add(s_t, _step_h, out=s_t)
         np.tanh(s_t, out=s_t)
     # z_t = V s_t
@@ -281,7 +281,7 @@ def _adjoints(keep, params, sizes, cache, d_z, work, following=None):
         if t < T:
             # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
             np.multiply(_k1[t + 1], d_s[t + 1], out=_step_h_2)
-            np.matmul(_step_h_2, W, out=_step_h)
+            np.dot(_step_h_2, W, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_s_t, _step_h, out=d_s_t)
@@ -290,7 +290,7 @@ def _adjoints(keep, params, sizes, cache, d_z, work, following=None):
             _next_k1 = following["_next_k1"]
             # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
             np.multiply(_next_k1[0], _d_next_s[0], out=_step_h_2)
-            np.matmul(_step_h_2, W, out=_step_h)
+            np.dot(_step_h_2, W, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_s_t, _step_h, out=d_s_t)

@@ -390,7 +390,7 @@ def _forward(params, sizes, x, h0, work):
         _r_z_m_t, h_prev, _r_z_t, n_t, m_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t]
         r_t, h_t, z_t = r[t], h[t], z[t]
         # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
-        np.matmul(h_prev, _W_hr_W_hz_W_hn_halved_T, out=_step_3h)
+        np.dot(h_prev, _W_hr_W_hz_W_hn_halved_T, out=_step_3h)
         np.add(_r_z_m_t, _step_3h, out=_r_z_m_t)
         # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t +
         # W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
@@ -469,7 +469,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         if t < T:
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}
-            np.matmul(_d_r_bar_z_bar_m[t + 1], _W_hr_W_hz_W_hn, out=_step_h)
+            np.dot(_d_r_bar_z_bar_m[t + 1], _W_hr_W_hz_W_hn, out=_step_h)
             np.multiply(z[t + 1], d_h[t + 1], out=_step_h_2)
             np.add(_step_h, _step_h_2, out=_step_h)
             if keep is not None:
@@ -481,7 +481,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             _next_z = following["_next_z"]
             # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
             # dL/dz_bar_{t+1}
-            np.matmul(_d_next_r_bar_z_bar_m[0], _W_hr_W_hz_W_hn, out=_step_h)
+            np.dot(_d_next_r_bar_z_bar_m[0], _W_hr_W_hz_W_hn, out=_step_h)
             np.multiply(_next_z[0], _d_next_h[0], out=_step_h_2)
             np.add(_step_h, _step_h_2, out=_step_h)
             if keep is not None:

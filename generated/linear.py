@@ -248,7 +248,7 @@ def _forward(params, sizes, x, h0, work):
     for t in range(1, T + 1):
         h_t, h_prev = h[t], h[t - 1]
         # h_t = W_hx x_t + W_hh h_{t-1}
-        np.matmul(h_prev, _W_hh_T, out=_step_h)
+        np.dot(h_prev, _W_hh_T, out=_step_h)
         np.add(h_t, _step_h, out=h_t)
     # o_t = W_qh h_t
     np.matmul(h[1:].reshape(-1, n_h), W_qh.T, out=o.reshape(-1, n_q))
@@ -272,14 +272,14 @@ def _adjoints(keep, params, sizes, cache, d_o, work, following=None):
         d_h_t = d_h[t]
         if t < T:
             # dL/dh_t += W_hh^T dL/dh_{t+1}
-            np.matmul(d_h[t + 1], W_hh, out=_step_h)
+            np.dot(d_h[t + 1], W_hh, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_h = following["_d_next_h"]
             # dL/dh_t += W_hh^T dL/dh_{t+1}
-            np.matmul(_d_next_h[0], W_hh, out=_step_h)
+            np.dot(_d_next_h[0], W_hh, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)

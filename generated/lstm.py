@@ -444,7 +444,7 @@ def _forward(params, sizes, x, c0, h0, work):
         _i_f_o_g_t, h_prev, _i_f_o_t, c_t, c_prev = _i_f_o_g[t], h[t - 1], _i_f_o[t], c[t], c[t - 1]
         f_t, g_t, i_t, h_t, o_t = f[t], g[t], i[t], h[t], o[t]
         # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
-        np.matmul(h_prev, _W_hi_W_hf_W_ho_W_hg_halved_T, out=_step_4h)
+        np.dot(h_prev, _W_hi_W_hf_W_ho_W_hg_halved_T, out=_step_4h)
         np.add(_i_f_o_g_t, _step_4h, out=_i_f_o_g_t)
         # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t +
         # W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t);
@@ -529,7 +529,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         if t < T:
             # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
             # dL/do_bar_{t+1}
-            np.matmul(_d_i_bar_to_g_bar[t + 1], _W_hi_W_hf_W_ho_W_hg, out=_step_h)
+            np.dot(_d_i_bar_to_g_bar[t + 1], _W_hi_W_hf_W_ho_W_hg, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)
@@ -537,7 +537,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             _d_next_i_bar_to_g_bar = following["_d_next_i_bar_to_g_bar"]
             # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
             # dL/do_bar_{t+1}
-            np.matmul(_d_next_i_bar_to_g_bar[0], _W_hi_W_hf_W_ho_W_hg, out=_step_h)
+            np.dot(_d_next_i_bar_to_g_bar[0], _W_hi_W_hf_W_ho_W_hg, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)

@@ -447,7 +447,7 @@ def _forward(params, sizes, x, c0, h0, work):
         _z_i_f_t, _i_f_t, c_t, z_t, o_t = _z_i_f[t], _i_f[t], c[t], z[t], o[t]
         h_t = h[t]
         # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
-        np.matmul(h_prev, _R_z_R_i_R_f_R_o_halved_T, out=_step_4h)
+        np.dot(h_prev, _R_z_R_i_R_f_R_o_halved_T, out=_step_4h)
         np.add(_z_i_f_o_t, _step_4h, out=_z_i_f_o_t)
         # p_i * c_{t-1}: into the pre-activation of i_t
         np.multiply(_p_i_halved, c_prev, out=_step_h)
@@ -558,14 +558,14 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         _k5_t = _k5[t]
         if t < T:
             # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
-            np.matmul(_d_z_bar_to_o_bar[t + 1], _R_z_R_i_R_f_R_o, out=_step_h)
+            np.dot(_d_z_bar_to_o_bar[t + 1], _R_z_R_i_R_f_R_o, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_z_bar_to_o_bar = following["_d_next_z_bar_to_o_bar"]
             # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
-            np.matmul(_d_next_z_bar_to_o_bar[0], _R_z_R_i_R_f_R_o, out=_step_h)
+            np.dot(_d_next_z_bar_to_o_bar[0], _R_z_R_i_R_f_R_o, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)

@@ -250,7 +250,8 @@ class NumPyPrinter(Statements, RowPrinter):
     def gemm(self, factor, acc, acc_rows, dest, rows):
         """dest = factor times the vectors in acc (row form: acc @ factor^T)."""
         matrix = self.gemm_matrix(factor)
-        return self.calls.line("matmul", a=self.rows2d(acc, acc_rows), b=matrix, out=self.rows2d(dest, rows))
+        call = "step_matmul" if not self.stacked and dest in self.scratch.arrays else "matmul"
+        return self.calls.line(call, a=self.rows2d(acc, acc_rows), b=matrix, out=self.rows2d(dest, rows))
 
     def gemm_matrix(self, factor):
         """The code of factor^T, what the row form multiplies by (`acc @ W.T` for W acc)."""
