@@ -12,6 +12,7 @@ follows the rule of `textbook_names`.
 
 import functools
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import sympy as sp
 
@@ -122,6 +123,7 @@ class _Builder:
         self.rhs = {seq.name: rhs for seq, rhs in model.assignments}
         self.seqs = {seq.name: seq for seq, _ in model.assignments}
         self.backpropagated = {}  # assigned Seq -> its equation's leaf adjoints (None if forced)
+        self.found = {}  # Seq -> its contributions
 
     def adjoint(self, seq):
         """dL/dv_t of an assigned sequence: named, inlined for intermediates, None when nothing flows
@@ -148,11 +150,16 @@ class _Builder:
         """The leaf adjoints of seq's equation; once per builder, though each name the equation reads asks."""
         if seq not in self.backpropagated:
             adjoint = self.adjoint(seq)
-            self.backpropagated[seq] = None if adjoint is None else backprop(rhs, adjoint, out=seq(t))
+            self.backpropagated[seq] = None if adjoint is None else _leaf_adjoints(rhs, adjoint, seq(t))
         return self.backpropagated[seq]
 
     def contributions(self, target):
-        """Every consumer's share of dL/d target_t, in a deterministic order."""
+        """Every consumer's share of dL/d target_t, in a deterministic order; once per builder."""
+        if target not in self.found:
+            self.found[target] = self._contributions(target)
+        return self.found[target]
+
+    def _contributions(self, target):
         found = []
         for seq, rhs, grads in self.consumers(target.name):
             for leaf, value in sorted(grads.items(), key=lambda kv: sp.default_sort_key(kv[0])):
@@ -170,6 +177,12 @@ class _Builder:
             for seq, rhs, grads in self.consumers(param.name)
             if param in grads
         ]
+
+
+@functools.lru_cache(maxsize=4096)  # the same equation and adjoint in every builder of textbook_names and derive
+def _leaf_adjoints(rhs, adjoint, out):
+    """backprop(rhs, adjoint, out), read-only: shared by every caller."""
+    return MappingProxyType(backprop(rhs, adjoint, out=out))
 
 
 @functools.lru_cache(maxsize=4096)  # asked of every equation once per name a derivation looks up

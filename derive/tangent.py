@@ -38,7 +38,12 @@ def _matmul(node, tangent):
 def _scaled(vector, term):
     """diag(vector) term in canonical form: vector's own doit, the product flattened (term is built already,
     so it is not walked again)."""
-    return sp.MatMul(Diag(vector.doit()), term).doit(deep=False)
+    return sp.MatMul(Diag(_canonical(vector)), term).doit(deep=False)
+
+
+@lru_cache(maxsize=4096)  # a slope or a Hadamard factor scales every term of its operand's tangent
+def _canonical(vector):
+    return vector.doit()
 
 
 def _hadamard(node, tangent):

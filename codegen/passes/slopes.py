@@ -92,8 +92,15 @@ def _renamer(name, slope, named):
             k += 1
         return sp.MatMul(coeff, *out).doit(deep=False)
 
+    swapped = {}  # product -> its swap: the values share their products
+
+    def swap_once(node):
+        if node not in swapped:
+            swapped[node] = swap(node)
+        return swapped[node]
+
     def rename(expr):
-        return expr.replace(lambda e: isinstance(e, sp.MatMul), swap)
+        return expr.replace(lambda e: isinstance(e, sp.MatMul), swap_once)
 
     return rename
 

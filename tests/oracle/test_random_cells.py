@@ -181,9 +181,12 @@ def check_random_cell(data):
             raise
 
 
-# 240 examples, 208 distinct cells (Hypothesis draws some again), as two tests of 120 that the
-# two pytest-xdist workers run at once (tests with other names draw other cells). No shrinking: every example generates three modules, and the plan of a
-# failing one is printed whole (tests/cell_plans.py builds it).
+# 240 examples, 208 distinct cells (Hypothesis draws some again), as two tests of 120 (tests with other
+# names draw other cells). No shrinking: every example generates three modules, and the plan of a failing
+# one is printed whole (tests/cell_plans.py builds it). The two are one pytest-xdist work unit: run by one
+# worker, one after the other, they compile JAX's eager operations (the first cells' ~400 XLA compiles)
+# and warm SymPy's caches once, not once in each worker.
+ONE_WORKER = pytest.mark.xdist_group("random cells")
 CELLS = settings(
     max_examples=120,
     phases=(Phase.explicit, Phase.generate),
@@ -193,6 +196,7 @@ CELLS = settings(
 
 
 @pytest.mark.slow
+@ONE_WORKER
 @CELLS
 @given(data=st.data())
 def test_random_cells_agree_with_the_oracle_in_every_backend(data):
@@ -200,6 +204,7 @@ def test_random_cells_agree_with_the_oracle_in_every_backend(data):
 
 
 @pytest.mark.slow
+@ONE_WORKER
 @CELLS
 @given(data=st.data())
 def test_more_random_cells_agree_with_the_oracle_in_every_backend(data):
