@@ -61,12 +61,20 @@ class Apply(Column):
 
 
 FUNCTIONS = {}
+_registrations = 0  # how many times register() ran: a derivation cached under another count may be stale
 
 
 def register(entry):
     """Add (or replace) an elementwise function; returns a constructor `f(x) -> Apply`."""
+    global _registrations
     FUNCTIONS[entry.name] = entry
+    _registrations += 1
     return lambda x: Apply(entry.name, x)
+
+
+def registrations():
+    """The number of functions registered so far, replacements included: part of a cached derivation's key."""
+    return _registrations
 
 
 def lookup(name):
