@@ -101,7 +101,7 @@ class Diag(MatrixExpr):
 
     vector = property(lambda self: self.args[0])
 
-    @property
+    @functools.cached_property
     def shape(self):
         rows = self.args[0].shape[0]  # asked once: a vector's shape is a walk of its tree, nested diags inside
         return rows, rows
