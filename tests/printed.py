@@ -21,8 +21,8 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 ZOO = tuple(names())
 EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm", "examples/torch_lstm.py:lstm")
 DOCUMENTS = ZOO + EXAMPLES
-GROUP = "printed documents"  # the xdist group (a module's XDIST_GROUP) of the modules that read them
-SHOWN = "shown documents"  # the xdist group of the modules that read shown() and shown_document(), in-process
+# the xdist group (a module's XDIST_GROUP) of the modules that read them, printed or in-process (shown())
+GROUP = "printed documents"
 PAGE_HEIGHT = 845.04  # a4, in points
 # Given on pdflatex's command line before the document: where each \label (every section's title has one) and
 # the end of the document are set, written to the .aux file as \bpttat{name}{page}{height from the page's foot}.
@@ -37,7 +37,7 @@ MEASURE = (
 @functools.cache
 def shown(model, only=None):
     """The sections of a model's document (document.sections), built once per test process: a document is a
-    function of its model, and several test modules (sharing the xdist group SHOWN) read the same ones."""
+    function of its model, and several test modules (sharing the xdist group GROUP) read the same ones."""
     return sections(load(model), only)
 
 

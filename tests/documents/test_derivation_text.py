@@ -6,7 +6,7 @@ equations are broken into lines from their structure: tests at the end."""
 
 import pytest
 import sympy as sp
-from printed import SHOWN, shown
+from printed import GROUP, shown
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.bptt import derive
@@ -19,7 +19,7 @@ from bptt.documents.linebreak import BUDGET, lines, pieces
 from bptt.documents.width import width
 
 DL = r"\frac{\partial L}{\partial "  # followed by the variable and "}"
-XDIST_GROUP = SHOWN  # the documents of shown() are built once for the modules that read them
+XDIST_GROUP = GROUP  # the documents of shown() are built once for the modules that read them
 
 
 def equations(name):

@@ -7,7 +7,7 @@ import re
 
 import pytest
 import sympy as sp
-from printed import SHOWN, shown, shown_document
+from printed import GROUP, shown, shown_document
 from user_cells import mgu
 
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
@@ -17,7 +17,7 @@ from bptt.documents.document import sections
 from bptt.documents.latex import latex
 
 ZOO = tuple(names())
-XDIST_GROUP = SHOWN  # the documents of shown() are built once for the modules that read them
+XDIST_GROUP = GROUP  # the documents of shown() are built once for the modules that read them
 
 
 def prose(name):

@@ -4,11 +4,11 @@ import pathlib
 import re
 
 import pytest
-from printed import SHOWN, shown_document
+from printed import GROUP, shown_document
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-XDIST_GROUP = SHOWN  # the documents of shown_document() are built once for the modules that read them
+XDIST_GROUP = GROUP  # the documents of shown_document() are built once for the modules that read them
 EXCERPT = re.compile(r"<!-- begin excerpt: (.+?) -->\n(.*?)<!-- end excerpt -->", re.S)
 
 
