@@ -4,11 +4,13 @@ Each rule takes a node and the adjoint `g` of its value and returns the adjoints
 of its arguments, written like the maths (for h = tanh(a): a_bar = diag(1 - h^2) g).
 """
 
+import functools
+
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.blocks import Placed, SliceError, check_block
-from bptt.derive.elementwise import Apply, UnknownFunction, derivative
+from bptt.derive.elementwise import Apply, UnknownFunction, derivative, registrations
 from bptt.derive.nodes import Diag, GenericLoss, LossGrad, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError
 
 
@@ -120,9 +122,16 @@ def backprop(expr, g, out=None):
     `out` is the name of expr's value (e.g. h_t for tanh(a_t)), used by rules
     that write derivatives in terms of the output. Returns {leaf: adjoint}.
     """
+    return dict(_leaf_adjoints(expr, g, expr if out is None else out, registrations()))
+
+
+@functools.lru_cache(maxsize=4096)  # a document derives a cell three ways, each asking of the same equations
+def _leaf_adjoints(expr, g, out, registered):
+    """backprop's answer as (leaf, adjoint) pairs in the order the walk found them; `registered` (the
+    registry's count) is in the key, so that after a function is registered again expr is derived again."""
     grads = {}
-    _backprop(expr, g, expr if out is None else out, grads)
-    return grads
+    _backprop(expr, g, out, grads)
+    return tuple(grads.items())
 
 
 def _backprop(node, g, out, grads):

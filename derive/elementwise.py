@@ -8,6 +8,7 @@ output `y = f(x)` of the step, whichever reads better: tanh' = 1 - y^2,
 sigmoid' = y (1 - y), exp' = y, relu' = 1[y > 0], softplus' = sigmoid(x).
 """
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -57,16 +58,27 @@ class Apply(Column):
 
     function = property(lambda self: self.args[0].name)
     arg = property(lambda self: self.args[1])
-    shape = property(lambda self: self.args[1].shape)
+
+    @functools.cached_property  # the argument's shape is a walk of its tree; a tree asks it of each node
+    def shape(self):
+        return self.args[1].shape
 
 
 FUNCTIONS = {}
+_registrations = 0  # how many times register() ran: a derivation cached under another count may be stale
 
 
 def register(entry):
     """Add (or replace) an elementwise function; returns a constructor `f(x) -> Apply`."""
+    global _registrations
     FUNCTIONS[entry.name] = entry
+    _registrations += 1
     return lambda x: Apply(entry.name, x)
+
+
+def registrations():
+    """The number of functions registered so far, replacements included: part of a cached derivation's key."""
+    return _registrations
 
 
 def lookup(name):

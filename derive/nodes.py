@@ -100,7 +100,11 @@ class Diag(MatrixExpr):
         return MatrixExpr.__new__(cls, vector)
 
     vector = property(lambda self: self.args[0])
-    shape = property(lambda self: (self.args[0].shape[0], self.args[0].shape[0]))
+
+    @functools.cached_property
+    def shape(self):
+        rows = self.args[0].shape[0]  # asked once: a vector's shape is a walk of its tree, nested diags inside
+        return rows, rows
 
     def _eval_transpose(self):
         return self

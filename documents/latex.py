@@ -83,6 +83,14 @@ def _subscript(sub):
 class BPTTLatexPrinter(LatexPrinter):
     """LaTeX for the nodes of derive.nodes, in textbook notation."""
 
+    def _print(self, expr, **options):
+        """A subexpression's LaTeX from latex()'s cache: a document prints each term again and again (in
+        its equation, in the pieces the line breaker weighs, in the sums that hold it). Printing is
+        context-free (a parent adds the parentheses), so a cached piece is the piece printed afresh."""
+        if self._print_level and not options and isinstance(expr, sp.Basic):
+            return latex(expr)
+        return super()._print(expr, **options)
+
     def _print_MatrixSymbol(self, expr):
         return bold(expr.name)
 
@@ -224,6 +232,6 @@ def parenthesized(expr):
     return isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) or (isinstance(expr, sp.MatMul) and expr.args[0] == -1)
 
 
-@functools.lru_cache(maxsize=8192)  # every printer sorts the same terms, each a walk of its whole tree
+@functools.lru_cache(maxsize=1 << 16)  # every printer sorts the same terms, each a walk of its whole tree
 def latex(expr):
     return BPTTLatexPrinter().doprint(expr)

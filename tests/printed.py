@@ -2,6 +2,7 @@
 with the page and height at which each section starts; the helpers the document tests share."""
 
 import concurrent.futures
+import functools
 import os
 import pathlib
 import re
@@ -12,13 +13,16 @@ from dataclasses import dataclass
 
 import pytest
 
-from bptt.derive.models import names
+from bptt.derive.models import load, names
+from bptt.documents.document import sections
+from bptt.documents.render import rendered
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ZOO = tuple(names())
 EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm", "examples/torch_lstm.py:lstm")
 DOCUMENTS = ZOO + EXAMPLES
-GROUP = "printed documents"  # the xdist group (a module's XDIST_GROUP) of the modules that read them
+# the xdist group (a module's XDIST_GROUP) of the modules that read them, printed or in-process (shown())
+GROUP = "printed documents"
 PAGE_HEIGHT = 845.04  # a4, in points
 # Given on pdflatex's command line before the document: where each \label (every section's title has one) and
 # the end of the document are set, written to the .aux file as \bpttat{name}{page}{height from the page's foot}.
@@ -28,6 +32,19 @@ MEASURE = (
     r"{\the\pdflastypos}}}\AtBeginDocument{\let\bpttlabel\label\renewcommand\label[1]{\bpttlabel{#1}\bpttmark{#1}}}"
     r"\AtEndDocument{\par\bpttmark{end}}\makeatother"
 )
+
+
+@functools.cache
+def shown(model, only=None):
+    """The sections of a model's document (document.sections), built once per test process: a document is a
+    function of its model, and several test modules (sharing the xdist group GROUP) read the same ones."""
+    return sections(load(model), only)
+
+
+@functools.cache
+def shown_document(model, fmt="tex", only=None):
+    """A model's document as render.document(load(model), fmt, only) prints it, from the sections of shown()."""
+    return rendered(load(model), shown(model, only), fmt, only)
 
 
 @dataclass(frozen=True)

@@ -232,3 +232,20 @@ def test_a_function_without_a_backend_s_code_is_refused_in_one_line(cell_file, t
     err = capsys.readouterr().err
     assert status == 2 and list(tmp_path.iterdir()) == []
     assert err.count("\n") == 1 and "'cubic' has no torch code" in err and "TORCH_FUNCTIONS.register('cubic'" in err
+
+
+def test_a_function_registered_again_is_derived_again():
+    """backprop is memoized: after a function is registered again under its name (register replaces), an
+    equation reading it is backpropagated with the new derivative, not the remembered one."""
+    from bptt.derive.adjoint import backprop
+    from bptt.derive.elementwise import Elementwise, register
+
+    x, g = sp.MatrixSymbol("x", 3, 1), sp.MatrixSymbol("g", 3, 1)
+    slopes = {}
+    try:
+        for slope in (lambda x, y: x, lambda x, y: y):  # f'(x) = x, then f'(x) = f(x)
+            f = register(Elementwise("twice_registered", lambda z: z, slope, r"\operatorname{f}"))
+            slopes[len(slopes)] = backprop(f(x), g)[x]
+    finally:
+        FUNCTIONS.pop("twice_registered")
+    assert slopes[0] != slopes[1] and slopes[1].has(Apply("twice_registered", x)), slopes

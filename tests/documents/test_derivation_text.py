@@ -4,28 +4,27 @@ notation: bold vectors and matrices, \\textrm subscripts, ^\\top, \\odot 2,
 hand in that notation; structural tests below do not depend on printing. Long
 equations are broken into lines from their structure: tests at the end."""
 
-import functools
-
 import pytest
 import sympy as sp
+from printed import GROUP, shown
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.bptt import derive
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, T, TimeSum, t
 from bptt.derive.truncation import Xi, chunked, randomized
-from bptt.documents.document import sections
 from bptt.documents.equation import equation as make_equation
 from bptt.documents.latex import latex
 from bptt.documents.linebreak import BUDGET, lines, pieces
 from bptt.documents.width import width
 
 DL = r"\frac{\partial L}{\partial "  # followed by the variable and "}"
+XDIST_GROUP = GROUP  # the documents of shown() are built once for the modules that read them
 
 
 def equations(name):
     """Every (lhs, rhs) pair the derivation document shows."""
-    return [(e.lhs, e.rhs) for section in sections(load(name)) for e in section.equations]
+    return [(e.lhs, e.rhs) for section in shown(name) for e in section.equations]
 
 
 # Seed 000 (d2l 9.7 / zh 6.6), the seven results, with y_t a target vector.
@@ -172,10 +171,9 @@ def test_seed_erratum_order_is_not_a_matrix_product():
 ZOO = tuple(names())
 
 
-@functools.cache
 def displayed(name):
     """Every Equation of a zoo model's derivation document."""
-    return [e for section in sections(load(name)) for e in section.equations]
+    return [e for section in shown(name) for e in section.equations]
 
 
 def printed_expressions(name):
@@ -207,7 +205,7 @@ def test_pieces_join_to_the_one_line_print(name):
 def test_an_equation_breaks_only_when_it_does_not_fit(name):
     """An equation is one line when its estimated width fits the budget beside the widest left-hand side of
     its display; broken, each of its lines fits there, and the lines joined are the one-line right-hand side."""
-    for display in (d for section in sections(load(name)) for d in section.displays):
+    for display in (d for section in shown(name) for d in section.displays):
         beside = max(width(eq.lhs) for eq in display.equations)
         for equation in display.equations:
             one_line = width(f"{equation.lhs} = {equation.rhs}") - width(equation.lhs) + beside

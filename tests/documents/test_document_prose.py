@@ -3,11 +3,11 @@ is said in words, teacher forcing's gradients read the data the code reads, a Ja
 from the derivation, a gate is spoken of only where there is one, terms are defined before they are used,
 one symbol has one meaning, products show their order, and no code name appears in the prose."""
 
-import functools
 import re
 
 import pytest
 import sympy as sp
+from printed import GROUP, shown, shown_document
 from user_cells import mgu
 
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
@@ -15,14 +15,9 @@ from bptt.derive.models import load, names
 from bptt.derive.nodes import SeqAt, SquaredError, t, tanh
 from bptt.documents.document import sections
 from bptt.documents.latex import latex
-from bptt.documents.render import document
 
 ZOO = tuple(names())
-
-
-@functools.cache
-def shown(name, only=None):
-    return sections(load(name), only)
+XDIST_GROUP = GROUP  # the documents of shown() are built once for the modules that read them
 
 
 def prose(name):
@@ -106,7 +101,7 @@ def test_a_gate_is_spoken_of_only_where_there_is_one():
 
 @pytest.mark.parametrize("only", [None, ("backward",), ("parameters", "flow"), ("forward",)])
 def test_adjoint_is_defined_where_it_is_first_used(only):
-    text = document(load("elman"), "md", only)
+    text = shown_document("elman", "md", only)
     body = "\n".join(line for line in text.splitlines()[1:] if not line.startswith("## "))  # not the titles
     assert body.index("adjoint") == body.index("The adjoint of a value $v$ is") + len("The ")
 
@@ -144,7 +139,7 @@ def test_forward_modes_cost_names_its_size():
 
 @pytest.mark.parametrize("name", ZOO)
 def test_theta_means_the_parameters_only(name):
-    text = document(load(name), "tex")
+    text = shown_document(name)
     assert "$\\theta$ stands for all the parameters" in text
     assert "\\theta_" not in text and "}_\\theta" not in text  # no angle theta_k, no threshold clip_theta
 
@@ -153,7 +148,7 @@ def test_theta_means_the_parameters_only(name):
 def test_products_are_written_in_their_order(name):
     """No \\prod hides which factor is on the left: the closed form's A_{t+1} A_{t+2} ... A_j (the oldest step's
     on the left), the lemma's Gamma_t Gamma_{t-1} ... Gamma_{i+1} (the newest on the left)."""
-    text = document(load(name), "tex")
+    text = shown_document(name)
     assert "\\prod" not in text
     if name in ("elman", "lstm"):
         assert r"\mathbf{A}_{t+1} \mathbf{A}_{t+2} \cdots \mathbf{A}_{j}" in text
@@ -166,7 +161,7 @@ def test_elman_says_which_of_its_symbols_are_goodfellows():
 
 def test_source_lines_are_plain_text():
     """The GRU's source line prints no braces or underscores of code."""
-    source = next(line for line in document(load("gru"), "tex").splitlines() if line.startswith("Source:"))
+    source = next(line for line in shown_document("gru").splitlines() if line.startswith("Source:"))
     assert "\\{" not in source and "\\_" not in source
 
 

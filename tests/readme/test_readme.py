@@ -4,12 +4,11 @@ import pathlib
 import re
 
 import pytest
-
-from bptt.derive.models import load
-from bptt.documents.render import document
+from printed import GROUP, shown_document
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
+XDIST_GROUP = GROUP  # the documents of shown_document() are built once for the modules that read them
 EXCERPT = re.compile(r"<!-- begin excerpt: (.+?) -->\n(.*?)<!-- end excerpt -->", re.S)
 
 
@@ -17,7 +16,7 @@ def source_text(source):
     """What the tool produces for an excerpt's source."""
     latex = re.fullmatch(r"bptt latex (\S+) --format md", source)
     if latex:
-        return document(load(latex.group(1)), "md")
+        return shown_document(latex.group(1), "md")
     if source.startswith("generated/"):
         return (ROOT / source).read_text(encoding="utf-8")
     raise AssertionError(f"README excerpt has an unknown source {source!r}")
