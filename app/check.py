@@ -177,8 +177,24 @@ class Problem:
         if mode == "chunk":  # the state entering each chunk is detached
             return sum(self.segment(a, min(a + k, steps), a > 0).sum() for a in range(0, steps, k))
         if mode == "window":  # output j sees the state at j-k-1 (if any) as a constant
-            return sum(self.segment(max(0, j - k - 1), j, j - k - 1 >= 0)[-1] for j in range(1, steps + 1))
+            return self.segment(0, min(k, steps), False).sum() + self.windows(k)
         raise ValueError(f"no deterministic loss for truncate={truncate!r}")
+
+    def windows(self, k):
+        """The losses of outputs j > k (as segment(j-k-1, j, True)[-1] each): every window of steps j-k..j,
+        entered from the frozen states at j-k-1, side by side along the batch in one forward pass."""
+        starts = range(len(self.xs) - k)
+        if not starts:
+            return 0.0
+
+        def entering(key, s):  # a teacher-forced o_0 is data, like an input: perturbable, never frozen
+            return self.initial[key] if key[:-1] in self.module.TEACHER_FORCED and s == 0 else self.frozen[key[:-1]][s]
+
+        xs, ys = (np.concatenate([a[s : s + k + 1] for s in starts], axis=1) for a in (self.xs, self.ys))
+        state = {key: np.concatenate([entering(key, s) for s in starts]) for key in self.module.STATES}
+        outputs, _ = self.module.forward(self.params, *((xs, ys) if self.module.TEACHER_FORCED else (xs,)), **state)
+        last = self.module.losses(outputs, ys)[-1].reshape(len(starts), -1)  # window by window, B samples each
+        return (last.mean(axis=1) / (len(self.xs) if self.module.MEAN else 1)).sum()
 
     def cast(self, dtype):
         """params, xs, ys and initial states in dtype (integer labels stay integers)."""
