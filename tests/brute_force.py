@@ -31,7 +31,10 @@ def numeric_gradients(problem):
     """{entry symbol: dL/d symbol} at the point, by sympy.diff of L, in DIGITS-digit mpmath."""
     loss = unroll(problem.model, problem.steps, dict(problem.symbolic_env))
     symbols = problem.symbols
-    gradient = sp.lambdify(symbols, [sp.diff(loss, x) for x in symbols], "mpmath", cse=True)
+    # lambdify(cse=True) would first walk every derivative's whole tree (shared subtrees again and again)
+    # looking for implemented functions; handed the common subexpressions, it walks only what they leave.
+    shared, reduced = sp.cse([sp.diff(loss, x) for x in symbols])
+    gradient = sp.lambdify(symbols, reduced, "mpmath", cse=lambda exprs: (shared, exprs))
     with mpmath.workdps(DIGITS):
         values = gradient(*(mpmath.mpf(problem.point[x].p) / problem.point[x].q for x in symbols))
     return dict(zip(symbols, values, strict=True))

@@ -5,6 +5,7 @@ evaluator of oracle_eval.py, and takes the gradients from torch.autograd; compar
 generated NumPy, torch or JAX module against it.
 
     run(model, params, xs, ys, initial=None, truncate=None) -> Result
+    loss(model, params, xs, ys, initial=None) -> float (run's loss, without autograd)
     compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12, forward_mode=False)
 
 Layout as the generated modules': time-major xs (T, B, d), or (T, B) integer labels; ys (T, B, q)
@@ -85,6 +86,13 @@ def run(model, params, xs, ys, initial=None, truncate=None):
         name: torch.stack([r.outputs[name][..., 0] for r in records]).detach().numpy() for name in records[0].outputs
     }
     return Result(outputs, float(loss.detach()), grads)
+
+
+def loss(model, params, xs, ys, initial=None):
+    """run(...).loss (full BPTT's loss) without recording autograd's graph: what finite differences need."""
+    with torch.no_grad():
+        problem = _problem(model, params, xs, ys, initial or {})
+        return float(_total(problem, [record.loss for record in _steps(problem, 1, problem.T, problem.initial)]))
 
 
 def _steps(problem, first, last, entering, cut=None):

@@ -21,7 +21,11 @@ from bptt.derive.models import names
 jax.config.update("jax_enable_x64", True)
 
 SIZES = {"d": 2, "h": 3, "q": 4}
+STEPS, BATCH = 5, 2
 TRUNCATIONS = (None, ("window", 2))
+# test_oracle.py calls the zoo's JAX modules on arrays of these shapes in these truncations: in one work unit
+# (tests/conftest.py), each jitted function is compiled once for both files.
+XDIST_GROUP = "zoo modules at T=5, B=2"
 
 
 def modules(name):
@@ -35,7 +39,7 @@ def modules(name):
 @pytest.fixture(scope="module", params=names())
 def zoo(request):
     found = modules(request.param)
-    return request.param, found, problem(found["numpy"], steps=4, batch=2, seed=3, sizes=SIZES)
+    return request.param, found, problem(found["numpy"], steps=STEPS, batch=BATCH, seed=3, sizes=SIZES)
 
 
 def extent(backend, array):
@@ -88,7 +92,7 @@ def test_a_later_call_overwrites_no_gradient(zoo):
     module = found["numpy"]
     first = module.loss_and_grads(instance.params, instance.xs, instance.ys, **instance.initial)[1]
     kept = {key: value.copy() for key, value in first.items()}
-    other = problem(module, steps=4, batch=2, seed=4, sizes=SIZES)
+    other = problem(module, steps=STEPS, batch=BATCH, seed=4, sizes=SIZES)
     module.loss_and_grads(other.params, other.xs, other.ys, **other.initial)
     for key, value in first.items():
         np.testing.assert_array_equal(value, kept[key], err_msg=f"{name}: {key}")
@@ -135,7 +139,7 @@ def test_backward_calls_accumulate_without_zero_grad(zoo):
     NumPy gradients."""
     name, found, instance = zoo
     model = torch_model(found, instance)
-    batches = [problem(found["numpy"], steps=4, batch=2, seed=seed, sizes=SIZES) for seed in (5, 6, 7)]
+    batches = [problem(found["numpy"], steps=STEPS, batch=BATCH, seed=seed, sizes=SIZES) for seed in (5, 6, 7)]
     expected = {}
     for batch in batches:
         batch.params = instance.params  # the model's parameters, other data
