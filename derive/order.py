@@ -1,10 +1,13 @@
 """The order in which every printer, LaTeX or code, writes the terms of a sum."""
 
+import functools
+
 import sympy as sp
 
 from bptt.derive.nodes import Adj, SeqAt
 
 
+@functools.lru_cache(maxsize=8192)  # every printer sorts the same terms, each sum every time it is printed
 def term_order(term):
     """Constants first, then later time steps first (h_{t+1} before o_t before
     h_{t-1}), then positive terms before negative ones."""

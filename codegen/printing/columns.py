@@ -12,6 +12,7 @@ which the tests check on every generated module).
 """
 
 import ast
+import functools
 import io
 import textwrap
 import tokenize
@@ -59,15 +60,22 @@ def _docstring_lines(lines):
     return found
 
 
+@functools.lru_cache(maxsize=4096)  # the template's docstrings recur in every module
 def _prose(line, width):
     """A long line of a docstring wrapped at words, each piece at the line's indentation."""
     indent = line[: len(line) - len(line.lstrip())]
-    return textwrap.wrap(line.strip(), width - len(indent), initial_indent=indent, subsequent_indent=indent) or [line]
+    wrapped = textwrap.wrap(line.strip(), width - len(indent), initial_indent=indent, subsequent_indent=indent)
+    return tuple(wrapped) or (line,)
 
 
+@functools.lru_cache(maxsize=4096)  # a helper's long lines recur in every module that copies it
 def _statement(line, width):
-    """A long line of code: its comment above it if that makes it fit (or if it is a comment alone), the
-    code broken in its brackets."""
+    """A long line of code, as a tuple of lines: its comment above it if that makes it fit (or if it is a
+    comment alone), the code broken in its brackets."""
+    return tuple(_statement_lines(line, width))
+
+
+def _statement_lines(line, width):
     indent = line[: len(line) - len(line.lstrip())]
     tokens = _tokens(line.strip())
     if tokens is None:
