@@ -12,13 +12,11 @@ follows the rule of `textbook_names`.
 
 import functools
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import sympy as sp
 
 from bptt.derive.adjoint import backprop
 from bptt.derive.blocks import sum_over_time
-from bptt.derive.elementwise import FUNCTIONS, Apply
 from bptt.derive.model import references
 from bptt.derive.nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
 
@@ -151,7 +149,7 @@ class _Builder:
         """The leaf adjoints of seq's equation; once per builder, though each name the equation reads asks."""
         if seq not in self.backpropagated:
             adjoint = self.adjoint(seq)
-            self.backpropagated[seq] = None if adjoint is None else _leaf_adjoints(rhs, adjoint, seq(t))
+            self.backpropagated[seq] = None if adjoint is None else backprop(rhs, adjoint, out=seq(t))
         return self.backpropagated[seq]
 
     def contributions(self, target):
@@ -178,23 +176,6 @@ class _Builder:
             for seq, rhs, grads in self.consumers(param.name)
             if param in grads
         ]
-
-
-def _leaf_adjoints(rhs, adjoint, out):
-    """backprop(rhs, adjoint, out), read-only: shared by every caller. The derivatives registered for the
-    functions rhs applies are in the key, so that a function registered again is derived again."""
-    rules = tuple((name, getattr(FUNCTIONS.get(name), "derivative", None)) for name in _functions(rhs))
-    return _cached_leaf_adjoints(rhs, adjoint, out, rules)
-
-
-@functools.lru_cache(maxsize=4096)  # the same equation and adjoint in every builder of textbook_names and derive
-def _cached_leaf_adjoints(rhs, adjoint, out, rules):
-    return MappingProxyType(backprop(rhs, adjoint, out=out))
-
-
-@functools.lru_cache(maxsize=4096)
-def _functions(expr):
-    return tuple(sorted({node.function for node in expr.atoms(Apply)}))
 
 
 @functools.lru_cache(maxsize=4096)  # asked of every equation once per name a derivation looks up
