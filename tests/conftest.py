@@ -1,6 +1,15 @@
 """Fixtures shared by the tests, and the order in which pytest-xdist hands them out."""
 
-import pytest
+import os
+
+# One thread per worker process (pytest-xdist runs a worker per core): BLAS, torch's OpenMP and XLA's Eigen pool
+# would otherwise each start a thread per core in every worker, and their waiting threads take CPU from the others.
+# Set before numpy, torch or jax is imported; the workers and the CLI processes the tests start inherit it.
+for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+
+import pytest  # noqa: E402
 from problems import make_problem
 
 
