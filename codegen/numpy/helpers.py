@@ -180,8 +180,8 @@ _JOINED = 65_536  # entries up to which arrays are joined to be looked at by one
 
 
 def _all_finite(arrays):
-    """Whether every entry of the arrays (of one dtype) may be finite: True if it is. Small arrays are joined
-    and looked at once; large ones summed each, finite if every entry is (unless the sum overflows: quietly)."""
+    """True if every entry of the arrays (of one dtype) is finite; False if one may not be. Small arrays are
+    joined and looked at once; large ones are summed each (a sum of finite entries that overflows says False)."""
     if sum([array.size for array in arrays]) <= _JOINED:
         return bool(np.isfinite(np.concatenate(arrays, axis=None)).all())
     with np.errstate(over="ignore", invalid="ignore"):
