@@ -1,8 +1,9 @@
 """Check a generated module's gradients against finite differences of its own loss.
 
-Each checked entry's derivative comes from Ridders' method (codegen.ridders): central
+Each checked entry's derivative comes from Ridders' method (app/ridders.py): central
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
-with an estimate of their own error. Entry a (analytic, in the checked dtype) passes against
+with an estimate of their own error. Where the module's cells allow it (app/sets.py), the
+losses of many entries' differences come from one forward pass of the sets side by side. Entry a (analytic, in the checked dtype) passes against
 n (numeric, float64) when |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN *
 estimate, largest being the array's largest |gradient|.
 
@@ -24,7 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bptt.app.ridders import ridders
+from bptt.app.problem import problem
+from bptt.app.ridders import ladder, points, ridders, start
+from bptt.app.sets import Layout
 from bptt.codegen.backends import BACKENDS, module_filename
 
 TOLERANCE = {"float64": 1e-7, "float32": 1e-3}
@@ -33,10 +36,6 @@ MARGIN = 10  # times the finite differences' error estimate, a heuristic (seen u
 MAX_ENTRIES = 40  # finite differences on at most this many entries per array
 EXACT = {"float64": 1e-12, "float32": 1e-5}  # the expectation over keep patterns against full BPTT
 PATTERNS = 4096  # at most this many keep patterns (2**T) are enumerated
-
-
-class NonFiniteForward(Exception):
-    """The forward pass overflowed: finite differences of it would be meaningless."""
 
 
 class TooManyPatterns(ValueError):
@@ -77,11 +76,6 @@ def load_module(model, from_zoo, backend="numpy"):
     return module
 
 
-def default_sizes(module):
-    """Distinct small sizes (3, 4, 5, ...) so that a transposed shape cannot pass."""
-    return {name: 3 + i for i, name in enumerate(module.SIZES)}
-
-
 # Fourth-order central differences (the adjoint tests' Jacobian-vector products):
 # f'(x) = sum of weight * f(x + step e), over 12 e, + O(e^4).
 STENCIL = ((2, -1), (1, 8), (-1, -8), (-2, 1))
@@ -116,129 +110,6 @@ def sample_entries(shape, count, rng):
     return [flat[i] for i in sorted(rng.permutation(len(flat))[:count])]
 
 
-def problem(module, steps, batch, seed, sizes=None):
-    """A random instance: float64 parameters, inputs, targets and initial states."""
-    rng = np.random.default_rng(seed)
-    sizes = sizes or default_sizes(module)
-    params = module.init_params(rng, np.float64, **sizes)
-    xs, ys = module.random_inputs(rng, steps, batch, np.float64, **sizes)
-    initial = {name: 0.5 * rng.standard_normal((batch, sizes[size])) for name, size in module.STATES.items()}
-    return Problem(module, params, xs, ys, initial).freeze()
-
-
-@dataclass
-class Problem:
-    """A generated module with one set of arrays, and the losses that its
-    full and truncated backward passes differentiate."""
-
-    module: object
-    params: dict
-    xs: np.ndarray
-    ys: np.ndarray
-    initial: dict
-    frozen: dict = None
-
-    def forward(self, params, start, stop, initial, cache=False):
-        """Outputs (or the cache) of the generated forward pass over steps start+1..stop."""
-        return self.run(params, start, stop, initial)[1 if cache else 0]
-
-    def run(self, params, start, stop, initial):
-        """The generated forward pass over steps start+1..stop: (outputs, cache)."""
-        args = (self.xs[start:stop], self.ys[start:stop]) if self.module.TEACHER_FORCED else (self.xs[start:stop],)
-        return self.module.forward(params, *args, **initial)
-
-    def start(self, start, detached):
-        """The states a segment from step `start` starts from. A detached segment starts from the
-        state of an unperturbed full run at `start`, held constant; otherwise from the (perturbable)
-        initial states. Teacher-forced states are data, like inputs: never detached."""
-        state = dict(self.initial)
-        if detached:
-            for key in self.module.STATES:
-                if key[:-1] not in self.module.TEACHER_FORCED or start > 0:
-                    state[key] = self.frozen[key[:-1]][start]
-        return state
-
-    def segment(self, start, stop, detached):
-        """Batch-averaged losses of steps start+1..stop, from the states start(start, detached)."""
-        outputs = self.forward(self.params, start, stop, self.start(start, detached))
-        steps = len(self.xs) if self.module.MEAN else 1
-        return np.add.reduce(self.module.losses(outputs, self.ys[start:stop]), 1) / len(self.xs[0]) / steps
-
-    def segments(self, starts, length, detached):
-        """segment(a, a + length, d) for each a in starts and d in detached, as the columns of one array,
-        from one forward pass over the segments side by side in its batch (a batch's samples never meet)."""
-        if len(starts) == 1:
-            return self.segment(starts[0], starts[0] + length, detached[0])[:, None]
-        module, batch = self.module, len(self.xs[0])
-        xs, ys = (np.concatenate([data[a : a + length] for a in starts], axis=1) for data in (self.xs, self.ys))
-        states = [self.start(a, d) for a, d in zip(starts, detached, strict=True)]
-        initial = {key: np.concatenate([state[key] for state in states]) for key in self.initial}
-        outputs = module.forward(self.params, *((xs, ys) if module.TEACHER_FORCED else (xs,)), **initial)[0]
-        losses = module.losses(outputs, ys).reshape(length, len(starts), batch)
-        return np.add.reduce(losses, 2) / batch / (len(self.xs) if module.MEAN else 1)
-
-    def freeze(self):
-        """Keep the states of a full run, before any perturbation, for detached segments."""
-        self.frozen = self.forward(self.params, 0, len(self.xs), self.initial, cache=True)
-        return self
-
-    def loss(self, truncate=None):
-        """The loss whose exact gradient backward(..., truncate) computes; segments of equal length
-        run side by side in one forward pass."""
-        steps = len(self.xs)
-        if truncate is None:
-            return self.segment(0, steps, False).sum()
-        mode, k = truncate
-        if mode == "chunk":  # the state entering each chunk is detached
-            full = range(0, steps - k + 1, k)  # the chunks of k steps; a shorter one may end the sequence
-            rest = self.segment(len(full) * k, steps, len(full) > 0).sum() if steps % k else 0.0
-            return self.segments(full, k, [a > 0 for a in full]).sum() + rest if full else rest
-        if mode == "window":  # output j sees the state at j-k-1 (if any) as a constant
-            whole = self.segment(0, min(k, steps), False).sum()  # outputs 1..k see every state before them
-            later = range(steps - k)  # output a+k+1 of a run from the state at a, for a = 0..T-k-1
-            return whole + (self.segments(later, k + 1, [True] * len(later))[-1].sum() if later else 0.0)
-        raise ValueError(f"no deterministic loss for truncate={truncate!r}")
-
-    def cast(self, dtype):
-        """params, xs, ys and initial states in dtype (integer labels stay integers)."""
-        low = np.dtype(dtype)
-        params = {k: v.astype(low) for k, v in self.params.items()}
-        xs, ys = (a.astype(low) if np.issubdtype(a.dtype, np.floating) else a for a in (self.xs, self.ys))
-        return params, xs, ys, {k: v.astype(low) for k, v in self.initial.items()}
-
-    def grads(self, dtype="float64", truncate=None, rng=None):
-        params, xs, ys, initial = self.cast(dtype)
-        return self.module.loss_and_grads(params, xs, ys, **initial, truncate=truncate, rng=rng)[1]
-
-    def require_finite(self, dtype):
-        """Raise NonFiniteForward naming the first array and step at which the forward pass in dtype overflows."""
-        low = Problem(self.module, *self.cast(dtype))
-        outputs, cache = low.run(low.params, 0, len(low.xs), low.initial)
-        first = _first_nonfinite({**cache, "outputs": outputs}, len(low.xs))
-        if first is None:
-            first = _first_nonfinite({"the loss": self.module.losses(outputs, low.ys)}, len(low.xs))
-        if first is not None:
-            remedy = "fewer steps" + (" or float64" if np.dtype(dtype) != np.float64 else "")
-            raise NonFiniteForward(
-                f"the forward pass in {dtype} overflows: {first[0]} is not finite from step t={first[1]} of "
-                f"T={len(low.xs)} (nothing to differentiate; {remedy} may stay finite)"
-            )
-
-
-def _first_nonfinite(arrays, steps):
-    """(name, t) of the earliest step t at which one of the named time-major arrays holds a
-    nan or inf, or None; an array of steps + 1 rows starts at step 0, of steps rows at step 1."""
-    first = None
-    for name, values in arrays.items():
-        if values.dtype.kind != "f":
-            continue
-        bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
-        step = int(np.argmax(bad)) + steps + 1 - len(values)
-        if bad.any() and (first is None or step < first[1]):
-            first = (name, step)
-    return first
-
-
 def check(module, steps=5, batch=3, seed=0, dtype="float64", sizes=None, truncate=None, max_entries=MAX_ENTRIES):
     """One Row per parameter and initial state: the analytic gradient (computed in dtype)
     against Ridders' derivatives of the float64 (truncated) loss on at most max_entries
@@ -263,15 +134,57 @@ def check(module, steps=5, batch=3, seed=0, dtype="float64", sizes=None, truncat
 def check_gradients(instance, dtype, truncate, chooser, max_entries):
     """Rows of the analytic gradient against Ridders' derivatives on entries drawn by chooser."""
     grads, tolerance = instance.grads(dtype, truncate), TOLERANCE[dtype]
+    arrays = {**instance.params, **instance.initial}
+    entries = {name: sample_entries(array.shape, max_entries, chooser) for name, array in arrays.items()}
+    analytic = {name: np.array([grads[name][index] for index in entries[name]], np.float64) for name in arrays}
+    largest = {name: float(np.abs(grads[name]).max()) for name in arrays}
+    requests = []
+    for name in arrays:
+        enough = negligible(analytic[name], largest[name], tolerance)
+        requests += [(name, index, limit) for index, limit in zip(entries[name], enough, strict=True)]
+    found = iter(differences(instance, truncate, requests))
     rows = []
-    for name, array in {**instance.params, **instance.initial}.items():
-        entries = sample_entries(array.shape, max_entries, chooser)
-        analytic = np.array([grads[name][index] for index in entries], dtype=np.float64)
-        largest = float(np.abs(grads[name]).max())
-        enough = negligible(analytic, largest, tolerance)
-        numeric, estimates = numeric_gradient(lambda: instance.loss(truncate), array, entries, enough)
-        rows.append(compare(name, analytic, numeric, estimates, tolerance, largest))
+    for name in arrays:
+        numeric, estimates = np.array([next(found) for _ in entries[name]]).reshape(-1, 2).T
+        rows.append(compare(name, analytic[name], numeric, estimates, tolerance, largest[name]))
     return rows
+
+
+# In step, each ladder's next AHEAD differences are evaluated together (FIRST at first: a ladder needs
+# at least four before it can converge); a ladder that stops earlier leaves some unused.
+FIRST, AHEAD = 4, 2
+
+
+def differences(instance, truncate, requests):
+    """Ridders' (derivative, error estimate) of instance.loss(truncate) along each requested
+    (array name, index, enough). Where a Layout keeps the module's parameter sets apart, the
+    ladders run in step, their next differences' losses from forward passes of Layout.sets
+    sets at once; otherwise one entry after another."""
+    arrays = {**instance.params, **instance.initial}
+    layout = Layout.find(instance, truncate)
+    if layout is None:
+        return [ridders(lambda: instance.loss(truncate), arrays[name], index, limit) for name, index, limit in requests]
+    firsts = [(float(arrays[name][index]), start(arrays[name], index)) for name, index, _ in requests]
+    ladders = [ladder(saved, step, limit) for (saved, step), (_, _, limit) in zip(firsts, requests, strict=True)]
+    asked, known, done, ahead = {n: next(steps) for n, steps in enumerate(ladders)}, {}, {}, FIRST
+    while asked:
+        wanted = []
+        for n, values in asked.items():
+            ladder_points = points(*firsts[n])
+            j = ladder_points.index(values)
+            wanted += [(n, pair) for pair in ladder_points[j : j + ahead] if (n, pair) not in known]
+        changes = [(*requests[n][:2], value) for n, pair in wanted for value in pair]
+        losses = iter(layout.losses(instance, truncate, changes))
+        known.update({(n, pair): (next(losses), next(losses)) for n, pair in wanted})
+        for n in list(asked):
+            try:
+                while (n, asked[n]) in known:
+                    asked[n] = ladders[n].send(known[n, asked[n]])
+            except StopIteration as end:
+                done[n] = end.value
+                del asked[n]
+        ahead = AHEAD
+    return [done[n] for n in range(len(requests))]
 
 
 class PatternRng(np.random.Generator):

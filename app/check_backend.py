@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bptt.app import check as checking
+from bptt.app.problem import problem
 from bptt.codegen.backends import require
 
 AGREEMENT = {"float64": 1e-12, "float32": 1e-5}  # max |framework - NumPy| / max |NumPy|
@@ -36,7 +37,7 @@ class Framework:
 
     def __init__(self, backend, module, reference):
         self.backend, self.module, self.reference = backend, module, reference
-        for name in ("PARAMS", "SIZES", "STATES", "TEACHER_FORCED", "MEAN"):
+        for name in ("PARAMS", "SIZES", "SHAPES", "CACHE", "STATES", "TEACHER_FORCED", "MEAN"):
             setattr(self, name, getattr(module, name))
         self.init_params, self.random_inputs = reference.init_params, reference.random_inputs
         self.framework = require(backend)
@@ -144,7 +145,7 @@ def report(model, backend, module, reference, options):
         lines.append(f"the NumPy module's expectation over all {2**o.steps} keep patterns, against full BPTT:")
     lines.append(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))
     if framework is not None:
-        instance = checking.problem(reference, o.steps, o.batch, o.seed, o.sizes)
+        instance = problem(reference, o.steps, o.batch, o.seed, o.sizes)
         agreement = against_numpy(framework, instance, o.dtype, o.truncate, o.seed)
         draws = f", {backend}'s draws (seed {o.seed}) replayed into it" if randomized else ""
         lines.append(f"against the NumPy module{draws}:")

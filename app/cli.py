@@ -10,6 +10,7 @@ import bptt.generated as generated
 from bptt.app import analyze as analysis
 from bptt.app import check as checking
 from bptt.app import plots
+from bptt.app import problem as instances
 from bptt.app.arguments import UsageError, parser
 from bptt.app.bench import bench as benchmark
 from bptt.app.bench import checkpoints as bench_checkpoints
@@ -149,7 +150,7 @@ def _unexpected(sources):
 
 def _sizes(text, module):
     if text is None:
-        return checking.default_sizes(module)
+        return instances.default_sizes(module)
     sizes = {}
     for item in text.split(","):
         name, _, value = item.partition("=")
@@ -175,7 +176,7 @@ def cmd_check(args):
     passed = True
     for backend in backends:
         module = reference if backend == "numpy" else checking.load_module(model, from_zoo, backend)
-        try:  # checking.NonFiniteForward (the forward pass overflowed) is left to main
+        try:  # instances.NonFiniteForward (the forward pass overflowed) is left to main
             lines, ok = report(model, backend, module, reference, options)
         except checking.TooManyPatterns as error:
             raise UsageError(f"--steps {args.steps} with --truncate random:{args.truncate[1]}: {error}") from error
@@ -274,7 +275,7 @@ def main(argv=None):
         MissingFramework,
     ) as error:  # bad input, or a model the tool cannot handle
         return _failed(args, error, 2)
-    except checking.NonFiniteForward as error:  # check: the forward pass overflowed
+    except instances.NonFiniteForward as error:  # check: the forward pass overflowed
         return _failed(args, error, 4)
     except Exception as error:  # an OS error or a bug: one line, unless debugging
         if os.environ.get("BPTT_DEBUG"):

@@ -10,53 +10,85 @@ ROUNDING = 8  # a floor on a central difference's rounding noise: 8 eps |loss| /
 
 
 def ridders(loss, array, index, enough=0.0):
-    """(derivative, error estimate) of loss() along array[index] (restored afterwards).
-
-    Central differences at steps h, h/SHRINK, ..., h = START * max(|entry|, rms of the array),
-    are extrapolated to a zero step in a Neville tableau (Numerical Recipes' dfridr); an
-    extrapolation's error estimate is its distance from the two values it came from. The tableau
-    starts once the differences converge (_converging); the best estimate is kept, and the ladder
-    stops once it is below `enough` or the error grows. If they never converge, the last
-    difference is returned with the spread of all of them as its error.
-    A difference of losses is taken first, so an entry the loss does not read gets exactly 0."""
+    """(derivative, error estimate) of loss() along array[index] (restored afterwards): ladder's
+    differences, each loss evaluated with the entry set in place. A difference of losses is taken
+    first, so an entry the loss does not read gets exactly 0."""
     saved = float(array[index])
-    step = START * (max(abs(saved), float(np.sqrt(np.mean(np.square(array))))) or 1.0)
-    best, error, tableau, differences, noise, growing = np.nan, np.inf, None, [], [], 0
+
+    def losses(values):
+        found = []
+        for value in values:
+            array[index] = value
+            found.append(loss())
+        return found
+
     try:
-        for _ in range(STEPS):
-            difference, rounding = _central(loss, array, index, saved, step)
-            step /= SHRINK
-            if not np.isfinite(difference):  # far too large a step: start again
-                differences, noise, tableau = [], [], None
-                continue
-            differences.append(difference)
-            noise.append(rounding)
-            if tableau is None and not _converging(differences, np.maximum(noise, enough)):
-                continue
-            if tableau is None:  # the tableau starts with the steps that showed convergence
-                tableau, new = [], zip(differences[-4:], noise[-4:], strict=True)
-            else:
-                new = [(difference, rounding)]
-            for pair in new:
-                tableau, value, estimate = _extrapolate(tableau, *pair)
-                if estimate <= error:
-                    best, error = value, estimate
-                growing = growing + 1 if estimate > SAFE * error else 0
-            if growing >= 2 or error <= enough:  # rounding has taken over, or the error is small enough
-                break
+        return drive(ladder(saved, start(array, index), enough), losses)
     finally:
         array[index] = saved
+
+
+def start(array, index):
+    """The first step along array[index]: START times max(|entry|, rms of the array), or START."""
+    return START * (max(abs(float(array[index])), float(np.sqrt(np.mean(np.square(array))))) or 1.0)
+
+
+def drive(steps, losses):
+    """What a ladder returns, its requests answered by losses(values) -> the loss at each value."""
+    try:
+        values = next(steps)
+        while True:
+            values = steps.send(losses(values))
+    except StopIteration as done:
+        return done.value
+
+
+def ladder(saved, step, enough=0.0):
+    """Ridders' method as a generator: it yields the entry's two next values (saved + h, saved - h),
+    is sent the losses there, and returns (derivative, error estimate).
+
+    Central differences at steps h, h/SHRINK, ..., from the given first step, are extrapolated to a
+    zero step in a Neville tableau (Numerical Recipes' dfridr); an extrapolation's error estimate is
+    its distance from the two values it came from. The tableau starts once the differences converge
+    (_converging); the best estimate is kept, and the ladder stops once it is below `enough` or the
+    error grows. If they never converge, the last difference is returned with the spread of all of
+    them as its error. A generator, so that the losses of many ladders can be computed together."""
+    best, error, tableau, differences, noise, growing = np.nan, np.inf, None, [], [], 0
+    for up, down in points(saved, step):
+        rise, fall = yield up, down
+        difference, rounding = _central(rise, fall, up, down)
+        if not np.isfinite(difference):  # far too large a step: start again
+            differences, noise, tableau = [], [], None
+            continue
+        differences.append(difference)
+        noise.append(rounding)
+        if tableau is None and not _converging(differences, np.maximum(noise, enough)):
+            continue
+        if tableau is None:  # the tableau starts with the steps that showed convergence
+            tableau, new = [], zip(differences[-4:], noise[-4:], strict=True)
+        else:
+            new = [(difference, rounding)]
+        for pair in new:
+            tableau, value, estimate = _extrapolate(tableau, *pair)
+            if estimate <= error:
+                best, error = value, estimate
+            growing = growing + 1 if estimate > SAFE * error else 0
+        if growing >= 2 or error <= enough:  # rounding has taken over, or the error is small enough
+            break
     if error < np.inf:
         return best, error
     return (differences[-1], float(np.ptp(differences))) if len(differences) > 1 else (np.nan, np.inf)
 
 
-def _central(loss, array, index, saved, step):
-    """(loss(+step) - loss(-step)) / (2 step) along array[index], and its rounding noise."""
-    array[index] = up = saved + step
-    rise = loss()
-    array[index] = down = saved - step
-    fall = loss()
+def points(saved, step):
+    """The entry's values a ladder asks for, in order: (saved + h, saved - h) for h = step, step / SHRINK,
+    ... (STEPS of them)."""
+    return [(saved + step / SHRINK**j, saved - step / SHRINK**j) for j in range(STEPS)]
+
+
+def _central(rise, fall, up, down):
+    """(rise - fall) / (up - down), the central difference of losses rise at up and fall at down,
+    and its rounding noise."""
     return (rise - fall) / (up - down), ROUNDING * np.finfo(float).eps * max(abs(rise), abs(fall)) / (up - down)
 
 

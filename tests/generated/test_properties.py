@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import module_of
 
-from bptt.app.check import PatternRng, Problem, check, check_gradients, problem, table
+from bptt.app.check import PatternRng, check, check_gradients, table
+from bptt.app.problem import Problem, problem
 from bptt.derive.models import names
 
 pytestmark = pytest.mark.slow  # each runs in a worker process while the suite runs

@@ -1,0 +1,154 @@
+"""A random instance of a generated module and the losses its backward passes differentiate: full
+BPTT's, a window's or a chunk's (the detached states held at an unperturbed run's values).
+
+A wide instance (sets > 1) holds several sets of parameters and initial states side by side
+(app/sets.py): its losses are one per set, from one forward pass."""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+class NonFiniteForward(Exception):
+    """The forward pass overflowed: finite differences of it would be meaningless."""
+
+
+def default_sizes(module):
+    """Distinct small sizes (3, 4, 5, ...) so that a transposed shape cannot pass."""
+    return {name: 3 + i for i, name in enumerate(module.SIZES)}
+
+
+def problem(module, steps, batch, seed, sizes=None):
+    """A random instance: float64 parameters, inputs, targets and initial states."""
+    rng = np.random.default_rng(seed)
+    sizes = sizes or default_sizes(module)
+    params = module.init_params(rng, np.float64, **sizes)
+    xs, ys = module.random_inputs(rng, steps, batch, np.float64, **sizes)
+    initial = {name: 0.5 * rng.standard_normal((batch, sizes[size])) for name, size in module.STATES.items()}
+    return Problem(module, params, xs, ys, initial).freeze()
+
+
+@dataclass
+class Problem:
+    """A generated module with one set of arrays, and the losses that its
+    full and truncated backward passes differentiate."""
+
+    module: object
+    params: dict
+    xs: np.ndarray
+    ys: np.ndarray
+    initial: dict
+    frozen: dict = None
+    sets: int = 1  # sets of parameters side by side (app/sets.py): each loss is an array of one per set
+
+    def forward(self, params, start, stop, initial, cache=False):
+        """Outputs (or the cache) of the generated forward pass over steps start+1..stop."""
+        return self.run(params, start, stop, initial)[1 if cache else 0]
+
+    def run(self, params, start, stop, initial):
+        """The generated forward pass over steps start+1..stop: (outputs, cache)."""
+        args = (self.xs[start:stop], self.ys[start:stop]) if self.module.TEACHER_FORCED else (self.xs[start:stop],)
+        return self.module.forward(params, *args, **initial)
+
+    def start(self, start, detached):
+        """The states a segment from step `start` starts from. A detached segment starts from the
+        state of an unperturbed full run at `start`, held constant; otherwise from the (perturbable)
+        initial states. Teacher-forced states are data, like inputs: never detached."""
+        state = dict(self.initial)
+        if detached:
+            for key in self.module.STATES:
+                if key[:-1] not in self.module.TEACHER_FORCED or start > 0:
+                    state[key] = self.frozen[key[:-1]][start]
+        return state
+
+    def segment(self, start, stop, detached):
+        """Batch-averaged losses of steps start+1..stop, from the states start(start, detached), shape (steps, sets)."""
+        outputs = self.forward(self.params, start, stop, self.start(start, detached))
+        steps = len(self.xs) if self.module.MEAN else 1
+        return np.add.reduce(self.scores(outputs, self.ys[start:stop]), 1) / len(self.xs[0]) / steps
+
+    def scores(self, outputs, ys):
+        """The loss of every step, sample and set, shape (T, B, sets). A wide instance's outputs hold its
+        sets side by side along their last axis, and its targets each sample's once for each set."""
+        steps, batch, width = outputs.shape
+        samples = outputs.reshape(steps, batch * self.sets, width // self.sets)
+        return self.module.losses(samples, ys).reshape(steps, batch, self.sets)
+
+    def segments(self, starts, length, detached):
+        """segment(a, a + length, d) for each a in starts and d in detached, shape (length, starts, sets),
+        from one forward pass over the segments side by side in its batch (a batch's samples never meet)."""
+        if len(starts) == 1:
+            return self.segment(starts[0], starts[0] + length, detached[0])[:, None]
+        module, batch = self.module, len(self.xs[0])
+        xs, ys = (np.concatenate([data[a : a + length] for a in starts], axis=1) for data in (self.xs, self.ys))
+        states = [self.start(a, d) for a, d in zip(starts, detached, strict=True)]
+        initial = {key: np.concatenate([state[key] for state in states]) for key in self.initial}
+        outputs = module.forward(self.params, *((xs, ys) if module.TEACHER_FORCED else (xs,)), **initial)[0]
+        losses = self.scores(outputs, ys).reshape(length, len(starts), batch, self.sets)
+        return np.add.reduce(losses, 2) / batch / (len(self.xs) if module.MEAN else 1)
+
+    def freeze(self):
+        """Keep the states of a full run, before any perturbation, for detached segments."""
+        self.frozen = self.forward(self.params, 0, len(self.xs), self.initial, cache=True)
+        return self
+
+    def loss(self, truncate=None):
+        """The loss whose exact gradient backward(..., truncate) computes (an array of one per set if
+        sets > 1); segments of equal length run side by side in one forward pass."""
+        total = self.losses(truncate)
+        return total if self.sets > 1 else total[0]
+
+    def losses(self, truncate):
+        """loss(truncate) of each set, shape (sets,)."""
+        steps = len(self.xs)
+        if truncate is None:
+            return self.segment(0, steps, False).sum(0)
+        mode, k = truncate
+        if mode == "chunk":  # the state entering each chunk is detached
+            full = range(0, steps - k + 1, k)  # the chunks of k steps; a shorter one may end the sequence
+            rest = self.segment(len(full) * k, steps, len(full) > 0).sum(0) if steps % k else 0.0
+            return self.segments(full, k, [a > 0 for a in full]).sum((0, 1)) + rest if full else rest
+        if mode == "window":  # output j sees the state at j-k-1 (if any) as a constant
+            whole = self.segment(0, min(k, steps), False).sum(0)  # outputs 1..k see every state before them
+            later = range(steps - k)  # output a+k+1 of a run from the state at a, for a = 0..T-k-1
+            return whole + (self.segments(later, k + 1, [True] * len(later))[-1].sum(0) if later else 0.0)
+        raise ValueError(f"no deterministic loss for truncate={truncate!r}")
+
+    def cast(self, dtype):
+        """params, xs, ys and initial states in dtype (integer labels stay integers)."""
+        low = np.dtype(dtype)
+        params = {k: v.astype(low) for k, v in self.params.items()}
+        xs, ys = (a.astype(low) if np.issubdtype(a.dtype, np.floating) else a for a in (self.xs, self.ys))
+        return params, xs, ys, {k: v.astype(low) for k, v in self.initial.items()}
+
+    def grads(self, dtype="float64", truncate=None, rng=None):
+        params, xs, ys, initial = self.cast(dtype)
+        return self.module.loss_and_grads(params, xs, ys, **initial, truncate=truncate, rng=rng)[1]
+
+    def require_finite(self, dtype):
+        """Raise NonFiniteForward naming the first array and step at which the forward pass in dtype overflows."""
+        low = Problem(self.module, *self.cast(dtype))
+        outputs, cache = low.run(low.params, 0, len(low.xs), low.initial)
+        first = _first_nonfinite({**cache, "outputs": outputs}, len(low.xs))
+        if first is None:
+            first = _first_nonfinite({"the loss": self.module.losses(outputs, low.ys)}, len(low.xs))
+        if first is not None:
+            remedy = "fewer steps" + (" or float64" if np.dtype(dtype) != np.float64 else "")
+            raise NonFiniteForward(
+                f"the forward pass in {dtype} overflows: {first[0]} is not finite from step t={first[1]} of "
+                f"T={len(low.xs)} (nothing to differentiate; {remedy} may stay finite)"
+            )
+
+
+def _first_nonfinite(arrays, steps):
+    """(name, t) of the earliest step t at which one of the named time-major arrays holds a
+    nan or inf, or None; an array of steps + 1 rows starts at step 0, of steps rows at step 1."""
+    first = None
+    for name, values in arrays.items():
+        if values.dtype.kind != "f":
+            continue
+        bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1)
+        step = int(np.argmax(bad)) + steps + 1 - len(values)
+        if bad.any() and (first is None or step < first[1]):
+            first = (name, step)
+    return first

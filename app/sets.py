@@ -1,0 +1,156 @@
+"""Several sets of parameters and initial states in one forward pass, for finite differences.
+
+A generated module's loss at S parameter sets costs S forward passes, each at NumPy's per-call floor
+when the arrays are small. Placed side by side, the sets run as one instance of the same module at S
+times the sizes: each matrix block-diagonal (set k's block acts on set k's part of every state),
+each vector and initial state the sets' vectors one after the other, the inputs repeated along their
+feature axis (or shared, for a dimension only integer inputs index). Set k's outputs are then the k-th
+block of the outputs' last axis, and its loss that of a plain forward pass at set k, up to rounding
+(the sums of a product may group their terms otherwise: an entry the loss does not read may get a
+difference of rounding, not exactly 0).
+
+Whether a module's cells keep the sets apart is not assumed: Layout.find tries the layouts on the
+instance itself, against plain forward passes at two different sets, and offers none if no layout
+reproduces them. A teacher-forced cell is not tried (its targets, fed in, would need repeating too).
+A nan or inf in one set reaches the others through the blocks' zeros: a chunk of sets whose losses
+are not all finite is evaluated again one set at a time."""
+
+import dataclasses
+
+import numpy as np
+
+from bptt.app.problem import Problem
+
+WIDTH = 64  # at most this many entries along a widened axis: beyond, the blocks' zeros cost more than calls
+AGREEMENT = 1e-10  # the relative difference between a set's loss, wide and plain, that a layout may show
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How sets of an instance sit side by side: the dimensions they share (not widened), how many at once."""
+
+    shared: tuple
+    sets: int
+
+    @staticmethod
+    def find(instance, truncate=None):
+        """The first layout under which two different sets give their plain losses, or None."""
+        module, sizes = instance.module, _sizes(instance)
+        if type(instance).loss is not Problem.loss or module.TEACHER_FORCED:
+            return None  # a loss of its own, or targets fed in
+        sets = WIDTH // max(sizes.values())
+        if sets < 2:
+            return None
+        base, moved = _values(instance), _jittered(instance)
+        plain = np.array([instance.loss(truncate), _with(instance, moved).loss(truncate)])
+        for shared in [(), *((name,) for name in module.SIZES)]:
+            layout = Layout(shared, sets)
+            try:
+                wide = layout.widen(instance, [base, moved]).loss(truncate)
+            except ValueError:  # the module refused the widened arrays
+                continue
+            if np.all(np.abs(wide - plain) <= AGREEMENT * np.abs(plain).max()):
+                return layout
+        return None
+
+    def losses(self, instance, truncate, changes):
+        """The loss at each change, a list of (array name, index, value), each applied alone: set k of a
+        wide instance of the unchanged values takes the k-th change of a chunk, at its place in block k."""
+        unchanged = self.widen(instance, [_values(instance)] * self.sets, self.data(instance))
+        dims, found = self.dims(instance.module), []
+        for first in range(0, len(changes), self.sets):
+            chunk = changes[first : first + self.sets]
+            chunk += chunk[-1:] * (self.sets - len(chunk))  # always self.sets wide: one shape per instance
+            wide = {**unchanged.params, **unchanged.initial}
+            wide |= {name: wide[name].copy() for name in {name for name, _, _ in chunk}}
+            for k, (name, index, value) in enumerate(chunk):
+                shape = instance.params[name].shape if name in instance.params else instance.initial[name].shape
+                wide[name][self.place(dims[name], shape, index, k)] = value
+            losses = _with(unchanged, wide).loss(truncate)
+            if not np.isfinite(losses).all():  # evaluated again, one set at a time
+                losses = [_with(instance, _changed(_values(instance), *change)).loss(truncate) for change in chunk]
+            found.extend(losses[: len(changes) - first])
+        return found
+
+    def place(self, dims, shape, index, k):
+        """Where entry index of an array of this shape (axes named by dims) is in block k of its wide array."""
+        kept = self.kept
+        return tuple(i if dim in kept else k * n + i for i, dim, n in zip(index, dims, shape, strict=True))
+
+    @property
+    def kept(self):
+        """The axes not widened: time, batch and the shared dimensions."""
+        return {"T", "T+1", "B", *self.shared}
+
+    @staticmethod
+    def dims(module):
+        """The names of the axes of each parameter and initial state."""
+        return {**module.SHAPES, **{key: ("B", size) for key, size in module.STATES.items()}}
+
+    def data(self, instance, count=None):
+        """(inputs, targets, held states) of a wide instance of count sets (default self.sets): inputs and
+        held states repeated along their widened axes, each target once for each set (sample b's for set
+        k at b * count + k, so that the outputs' blocks are read as samples)."""
+        module, count, kept = instance.module, count or self.sets, self.kept
+        xs = _blocks([instance.xs] * count, module.CACHE["x"], kept) if instance.xs.ndim > 2 else instance.xs
+        states = {key[:-1]: ("T+1", "B", size) for key, size in module.STATES.items()}
+        frozen = {key: _blocks([instance.frozen[key]] * count, states[key], kept) for key in states}
+        return xs, np.repeat(instance.ys, count, axis=1), frozen
+
+    def widen(self, instance, values, data=None):
+        """An instance holding the given sets (dicts of parameters and initial states) side by side;
+        data: what self.data(instance, len(values)) returns, if at hand."""
+        module, count = instance.module, len(values)
+        xs, ys, frozen = data or self.data(instance, count)
+        dims = self.dims(module)
+        wide = {key: _blocks([value[key] for value in values], dims[key], self.kept) for key in values[0]}
+        params, initial = {key: wide[key] for key in module.PARAMS}, {key: wide[key] for key in instance.initial}
+        return Problem(module, params, xs, ys, initial, frozen, sets=count)
+
+
+def _blocks(arrays, dims, shared):
+    """The arrays (of one shape, axes named by dims) side by side: along every axis not in shared,
+    array k fills the k-th block and zeros the rest (a block-diagonal matrix, if two axes)."""
+    wide = [axis for axis, dim in enumerate(dims) if dim not in shared]
+    if len(wide) < 2:  # one after the other, or (every axis shared) the one array
+        return np.concatenate(arrays, axis=wide[0]) if wide else arrays[0]
+    count, shape = len(arrays), arrays[0].shape
+    out = np.zeros([m for axis, n in enumerate(shape) for m in ((count, n) if axis in wide else (n,))], arrays[0].dtype)
+    diagonal = np.arange(count)  # the same block index along every widened axis
+    index = tuple(i for axis in range(len(shape)) for i in ((diagonal, slice(None)) if axis in wide else (slice(None),)))
+    out[index] = np.stack(arrays)  # indices apart from each other: the blocks' axis comes first
+    return out.reshape([count * n if axis in wide else n for axis, n in enumerate(shape)])
+
+
+def _sizes(instance):
+    """The sizes of the instance's dimensions, read from its parameters' shapes."""
+    sizes = {}
+    for key, dims in instance.module.SHAPES.items():
+        sizes.update(zip(dims, instance.params[key].shape, strict=True))
+    return sizes
+
+
+def _values(instance):
+    """The instance's parameters and initial states, one dict."""
+    return {**instance.params, **instance.initial}
+
+
+def _with(instance, values):
+    """instance with other parameters and initial states (a dict of both)."""
+    params = {key: values[key] for key in instance.params}
+    return dataclasses.replace(instance, params=params, initial={key: values[key] for key in instance.initial})
+
+
+def _changed(values, name, index, value):
+    """values with values[name][index] = value (in a copy of that array)."""
+    changed = {**values, name: values[name].copy()}
+    changed[name][index] = value
+    return changed
+
+
+def _jittered(instance):
+    """The instance's values, each entry moved by about 1% of itself (a second set, unlike the first)."""
+    rng = np.random.default_rng(0)
+    return {key: value * (1 + 0.01 * rng.standard_normal(value.shape)) for key, value in _values(instance).items()}
+
+
