@@ -92,7 +92,8 @@ class Layout:
         held states repeated along their widened axes, each target once for each set (sample b's for set
         k at b * count + k, so that the outputs' blocks are read as samples)."""
         module, count, kept = instance.module, count or self.sets, self.kept
-        xs = _blocks([instance.xs] * count, module.CACHE["x"], kept) if instance.xs.ndim > 2 else instance.xs
+        inputs = next(iter(module.CACHE.values()))  # the cache's first array is the inputs
+        xs = _blocks([instance.xs] * count, inputs, kept) if instance.xs.ndim > 2 else instance.xs
         states = {key[:-1]: ("T+1", "B", size) for key, size in module.STATES.items()}
         frozen = {key: _blocks([instance.frozen[key]] * count, states[key], kept) for key in states}
         return xs, np.repeat(instance.ys, count, axis=1), frozen
