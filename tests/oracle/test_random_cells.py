@@ -15,7 +15,6 @@ import re
 import sys
 import tempfile
 
-import jax
 import oracle
 from cell_plans import Gate, Layer, Plan, Term, Update, build, random_values
 from cell_shapes import SHAPES
@@ -23,6 +22,7 @@ from cells import plans, truncations
 from checkpoint_support import assert_equal_gradients, assert_same_loss
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from jax_eager import eagerly
 
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.printing.columns import WIDTH
@@ -79,13 +79,13 @@ def derive_and_generate(plan, folder):
 
 def compare(backend, module, model, values, truncate, expected=None):
     """oracle.compare, naming the backend and the truncation; JAX runs its operations one by one
-    (jax.disable_jit): compiling each random cell's module would take seconds, while the eager
+    (jax_eager.eagerly): compiling each random cell's module would take seconds, while the eager
     operations of these small shapes compile once for all cells. In full BPTT the NumPy and torch
     modules' forward_mode_grads too (JAX's, eager, would compile each of its many slices once per cell;
     it prints the same statements, and test_oracle.py proves it on the zoo)."""
     try:
         if backend == "jax":
-            with jax.disable_jit():
+            with eagerly(module):
                 oracle.compare(module, model, *values, truncate, expected=expected)
         else:
             oracle.compare(module, model, *values, truncate, forward_mode=truncate is None, expected=expected)
