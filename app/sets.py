@@ -10,16 +10,14 @@ block of the outputs' last axis, and its loss that of a plain forward pass at se
 difference of rounding, not exactly 0).
 
 Whether a module's cells keep the sets apart is not assumed: Layout.find tries the layouts on the
-instance itself, against plain forward passes at two different sets, and offers none if no layout
-reproduces them. A teacher-forced cell is not tried (its targets, fed in, would need repeating too).
+instance itself (its class's loss, which must return one loss per set of a wide instance), against
+plain forward passes at two different sets, and offers none if no layout reproduces them. A teacher-forced cell is not tried (its targets, fed in, would need repeating too).
 A nan or inf in one set reaches the others through the blocks' zeros: a chunk of sets whose losses
 are not all finite is evaluated again one set at a time."""
 
 import dataclasses
 
 import numpy as np
-
-from bptt.app.problem import Problem
 
 WIDTH = 64  # at most this many entries along a widened axis: beyond, the blocks' zeros cost more than calls
 AGREEMENT = 1e-10  # the relative difference between a set's loss, wide and plain, that a layout may show
@@ -36,8 +34,8 @@ class Layout:
     def find(instance, truncate=None):
         """The first layout under which two different sets give their plain losses, or None."""
         module, sizes = instance.module, _sizes(instance)
-        if type(instance).loss is not Problem.loss or module.TEACHER_FORCED:
-            return None  # a loss of its own, or targets fed in
+        if module.TEACHER_FORCED:
+            return None  # targets fed in
         sets = WIDTH // max(sizes.values())
         if sets < 2:
             return None
@@ -49,7 +47,7 @@ class Layout:
                 wide = layout.widen(instance, [base, moved]).loss(truncate)
             except ValueError:  # the module refused the widened arrays
                 continue
-            if np.all(np.abs(wide - plain) <= AGREEMENT * np.abs(plain).max()):
+            if np.shape(wide) == (2,) and np.all(np.abs(wide - plain) <= AGREEMENT * np.abs(plain).max()):
                 return layout
         return None
 
@@ -106,7 +104,7 @@ class Layout:
         dims = self.dims(module)
         wide = {key: _blocks([value[key] for value in values], dims[key], self.kept) for key in values[0]}
         params, initial = {key: wide[key] for key in module.PARAMS}, {key: wide[key] for key in instance.initial}
-        return Problem(module, params, xs, ys, initial, frozen, sets=count)
+        return dataclasses.replace(instance, params=params, xs=xs, ys=ys, initial=initial, frozen=frozen, sets=count)
 
 
 def _blocks(arrays, dims, shared):

@@ -69,7 +69,7 @@ class KeptPattern(Problem):
         keep[t] h_t + (1 - keep[t]) h_t', h_t' the state of the unperturbed run held constant
         (the same value, with its derivative scaled by keep[t]). Teacher-forced states are data
         and are not scaled, as in backward. The steps run one forward pass each; the losses of
-        all their outputs are taken at once."""
+        all their outputs are taken at once (one per set of a wide instance, app/sets.py)."""
         keep = np.where(self.kept, 1 / truncate[1], 0.0)
         module, state, outputs = self.module, dict(self.initial), []
         for t, (data, held) in enumerate(self.steps()):
@@ -80,8 +80,9 @@ class KeptPattern(Problem):
             output, cache = module.forward(self.params, *data, **start)
             outputs.append(output)
             state = {key: cache[key[:-1]][1] for key in state}
-        losses = module.losses(np.concatenate(outputs), self.ys)
-        return (np.add.reduce(losses, 1) / losses.shape[1]).sum() / (len(self.xs) if module.MEAN else 1)
+        losses = self.scores(np.concatenate(outputs), self.ys)  # of each step, sample and set
+        total = (np.add.reduce(losses, 1) / losses.shape[1]).sum(0) / (len(self.xs) if module.MEAN else 1)
+        return total if self.sets > 1 else total[0]
 
     def steps(self):
         """Per step t: the forward pass's data arguments and the unperturbed run's states at t (the same
