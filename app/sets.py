@@ -9,10 +9,11 @@ block of the outputs' last axis, and its loss that of a plain forward pass at se
 (the sums of a product may group their terms otherwise: an entry the loss does not read may get a
 difference of rounding, not exactly 0).
 
-Whether a module's cells keep the sets apart is not assumed: Layout.find tries the layouts on the
-instance itself (its class's loss, which must return one loss per set of a wide instance), against
-plain forward passes at two different sets, and offers none if no layout reproduces them. A teacher-forced cell is not tried (its targets, fed in, would need repeating too).
-A nan or inf in one set reaches the others through the blocks' zeros: a chunk of sets whose losses
+Whether a module's cells keep the sets apart is not assumed: Layout.find tries the layouts on an
+instance (the first of its module, truncation and shapes), through its class's loss (which must give
+one loss per set of a wide instance), against plain forward passes at two different sets, and offers
+none if no layout reproduces them. A teacher-forced cell is not tried: its targets, fed in, would need
+repeating too. A nan or inf in one set reaches the others through the blocks' zeros: a chunk of sets whose losses
 are not all finite is evaluated again one set at a time."""
 
 import dataclasses
@@ -21,6 +22,7 @@ import numpy as np
 
 WIDTH = 64  # at most this many entries along a widened axis: beyond, the blocks' zeros cost more than calls
 AGREEMENT = 1e-10  # the relative difference between a set's loss, wide and plain, that a layout may show
+_FOUND = {}  # (module, class of instance, truncation, input shape, sizes) -> what Layout.find found
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,11 +34,22 @@ class Layout:
 
     @staticmethod
     def find(instance, truncate=None):
-        """The first layout under which two different sets give their plain losses, or None."""
+        """The first layout under which two different sets give their plain losses, or None. Tried once
+        for a module, class of instance, truncation and shapes: what it shows is the cells' structure."""
         module, sizes = instance.module, _sizes(instance)
         if module.TEACHER_FORCED:
             return None  # targets fed in
-        sets = WIDTH // max(sizes.values())
+        key = (module, type(instance), truncate, instance.xs.shape, tuple(sorted(sizes.items())))
+        if key not in _FOUND:
+            if len(_FOUND) >= 256:
+                _FOUND.clear()
+            _FOUND[key] = Layout._tried(instance, truncate, WIDTH // max(sizes.values()))
+        return _FOUND[key]
+
+    @staticmethod
+    def _tried(instance, truncate, sets):
+        """The first layout of this many sets under which two different sets give their plain losses, or None."""
+        module = instance.module
         if sets < 2:
             return None
         base, moved = _values(instance), _jittered(instance)
