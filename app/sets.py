@@ -13,8 +13,8 @@ Whether a module's cells keep the sets apart is not assumed: Layout.find tries t
 instance (the first of its module, truncation and shapes), through its class's loss (which must give
 one loss per set of a wide instance), against plain forward passes at two different sets, and offers
 none if no layout reproduces them. A teacher-forced cell is not tried: its targets, fed in, would need
-repeating too. A nan or inf in one set reaches the others through the blocks' zeros: a chunk of sets whose losses
-are not all finite is evaluated again one set at a time."""
+repeating too. A nan or inf in one set reaches the others through the blocks' zeros: a chunk of sets
+whose losses are not all finite is evaluated again one set at a time."""
 
 import dataclasses
 
