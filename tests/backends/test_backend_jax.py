@@ -37,7 +37,7 @@ GENERATED = pathlib.Path(__file__).parents[2] / "generated"
 T, B = 5, 3
 # test_seam.py calls the same zoo modules on arrays of the same shapes (T, B and sizes 2, 3, 4) in the same
 # truncations: in one work unit (tests/conftest.py), each jitted function is compiled once for both files.
-XDIST_GROUP = "zoo JAX modules at T=5, B=3"
+XDIST_GROUP = "zoo modules at T=5, B=3"
 MODES = (None, ("window", 2), ("chunk", 2), ("random", 0.5))
 
 

@@ -21,11 +21,11 @@ from bptt.derive.models import names
 jax.config.update("jax_enable_x64", True)
 
 SIZES = {"d": 2, "h": 3, "q": 4}
-STEPS, BATCH = 5, 2
+STEPS, BATCH = 5, 3
 TRUNCATIONS = (None, ("window", 2))
 # test_oracle.py calls the zoo's JAX modules on arrays of these shapes in these truncations: in one work unit
 # (tests/conftest.py), each jitted function is compiled once for both files.
-XDIST_GROUP = "zoo modules at T=5, B=2"
+XDIST_GROUP = "zoo modules at T=5, B=3"
 
 
 def modules(name):

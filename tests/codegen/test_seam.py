@@ -56,7 +56,7 @@ EXAMPLES = (
 )
 MODES = (None, ("window", 2), ("chunk", 2))
 T, B = 5, 3
-XDIST_GROUP = "zoo JAX modules at T=5, B=3"  # with test_backend_jax.py: the same shapes, compiled once for both
+XDIST_GROUP = "zoo modules at T=5, B=3"  # with test_backend_jax.py and the oracle tests: the same shapes, compiled once for all
 BUILDERS = ("ir", "program", "passes.")  # codegen's modules that build statements: the IR and its passes
 FORWARD_MODE = {"jax.forward_mode", "torch.rtrl"}  # forward mode's printers: the tangent loops' own statements
 STATEMENTS = {"Assign", "Accumulate", "Flow", "Loop", "Guard", "Stack", "Pass", "Program"}

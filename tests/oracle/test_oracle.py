@@ -30,11 +30,11 @@ from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, GenericLoss, SeqAt, t
 
 SIZES = {"d": 2, "h": 3, "q": 4}  # distinct: a transposition cannot hide
-T, B = 5, 2
+T, B = 5, 3
 TRUNCATIONS = [None, ("window", 2), ("chunk", 2)]
 # test_oracle_cells.py calls the zoo GRU's modules on arrays of these shapes in these truncations: in one work
 # unit (tests/conftest.py), each jitted function of the JAX module is compiled once for both files.
-XDIST_GROUP = "zoo modules at T=5, B=2"
+XDIST_GROUP = "zoo modules at T=5, B=3"
 BACKENDS = {"numpy": "", "torch": "_torch", "jax": "_jax"}
 
 

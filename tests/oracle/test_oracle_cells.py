@@ -34,7 +34,7 @@ from bptt.derive.models import load
 CELLS_FILE = pathlib.Path(__file__).parents[1] / "user_cells.py"
 CELLS = ["lstm2_stacked", "lstm2_gates", "gru_unnamed", "mgu", "gru_cho", "plus_one"]
 TRUNCATIONS = {"full": None, "window2": ("window", 2), "chunk2": ("chunk", 2)}
-XDIST_GROUP = "zoo modules at T=5, B=2"  # with test_oracle.py: the zoo GRU's JAX module compiled once for both
+XDIST_GROUP = "zoo modules at T=5, B=3"  # with test_oracle.py: the zoo GRU's JAX module compiled once for both
 
 _FOLDER = tempfile.TemporaryDirectory(prefix="bptt-user-cells-")  # removed when the session's process ends
 
