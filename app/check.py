@@ -2,10 +2,11 @@
 
 Each checked entry's derivative comes from Ridders' method (app/ridders.py): central
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
-with an estimate of their own error. Where the module's cells allow it (app/sets.py), the
-losses of many entries' differences come from one forward pass of the sets side by side. Entry a (analytic, in the checked dtype) passes against
-n (numeric, float64) when |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN *
-estimate, largest being the array's largest |gradient|.
+with an estimate of their own error; where the module's cells allow it (app/sets.py), the
+losses of many entries' differences come from one forward pass of their parameter sets side
+by side. Entry a (analytic, in the checked dtype) passes against n (numeric, float64) when
+|a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
+array's largest |gradient|.
 
 What it resolves: a relative error of the tolerance (1e-7 in float64, 1e-3 in float32) in
 every checked entry down to FLOOR of its array's largest; smaller entries only to that
