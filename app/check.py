@@ -167,13 +167,13 @@ def differences(instance, truncate, requests):
         return [ridders(lambda: instance.loss(truncate), arrays[name], index, limit) for name, index, limit in requests]
     firsts = [(float(arrays[name][index]), start(arrays[name], index)) for name, index, _ in requests]
     ladders = [ladder(saved, step, limit) for (saved, step), (_, _, limit) in zip(firsts, requests, strict=True)]
+    ahead_of = [points(*first) for first in firsts]  # what each ladder will ask for, in order
     asked, known, done, ahead = {n: next(steps) for n, steps in enumerate(ladders)}, {}, {}, FIRST
     while asked:
         wanted = []
         for n, values in asked.items():
-            ladder_points = points(*firsts[n])
-            j = ladder_points.index(values)
-            wanted += [(n, pair) for pair in ladder_points[j : j + ahead] if (n, pair) not in known]
+            j = ahead_of[n].index(values)
+            wanted += [(n, pair) for pair in ahead_of[n][j : j + ahead] if (n, pair) not in known]
         changes = [(*requests[n][:2], value) for n, pair in wanted for value in pair]
         losses = iter(layout.losses(instance, truncate, changes))
         known.update({(n, pair): (next(losses), next(losses)) for n, pair in wanted})

@@ -67,7 +67,8 @@ class Layout:
     def losses(self, instance, truncate, changes):
         """The loss at each change, a list of (array name, index, value), each applied alone: set k of a
         wide instance of the unchanged values takes the k-th change of a chunk, at its place in block k."""
-        unchanged = self.widen(instance, [_values(instance)] * self.sets, self.data(instance))
+        base = _values(instance)
+        unchanged = self.widen(instance, [base] * self.sets, self.data(instance))
         dims, found = self.dims(instance.module), []
         for first in range(0, len(changes), self.sets):
             chunk = changes[first : first + self.sets]
@@ -75,11 +76,10 @@ class Layout:
             wide = {**unchanged.params, **unchanged.initial}
             wide |= {name: wide[name].copy() for name in {name for name, _, _ in chunk}}
             for k, (name, index, value) in enumerate(chunk):
-                shape = instance.params[name].shape if name in instance.params else instance.initial[name].shape
-                wide[name][self.place(dims[name], shape, index, k)] = value
+                wide[name][self.place(dims[name], base[name].shape, index, k)] = value
             losses = _with(unchanged, wide).loss(truncate)
             if not np.isfinite(losses).all():  # evaluated again, one set at a time
-                losses = [_with(instance, _changed(_values(instance), *change)).loss(truncate) for change in chunk]
+                losses = [_with(instance, _changed(base, *change)).loss(truncate) for change in chunk]
             found.extend(losses[: len(changes) - first])
         return found
 
