@@ -9,6 +9,7 @@ from sympy.printing.latex import LatexPrinter, greek_letters_set
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, SeqAt, equal
 from bptt.derive.order import term_order
+from bptt.documents.text import code_point, greek
 
 # Order of symbols inside a time index: T + t - i, not -i + t + T.
 _TIME_ORDER = {"T": 0, "t": 1, "j": 2, "k": 3, "i": 4, "tau": 5}
@@ -45,11 +46,41 @@ def _time_term_key(term):
     return (0 if coeff > 0 else 1, _TIME_ORDER.get(str(rest), 9), str(rest))
 
 
+def _split(name):
+    """A name's letters and its subscript, at its first underscore: W_hh -> (W, hh); a name without both
+    (h, _h, h_) -> (name, "")."""
+    letters, _, sub = name.partition("_")
+    return (letters, sub) if letters and sub else (name, "")
+
+
+def name_text(text, math=True):
+    """A name's characters as LaTeX in maths (math=False: in text, as in \\textrm{}): an underscore
+    escaped, a Greek letter as Greek, any other letter outside ASCII as its code point."""
+    out = []
+    for char in text:
+        letter = greek(char) if not char.isascii() else None
+        if char == "_":
+            out.append(r"\_")
+        elif char.isascii():
+            out.append(char)
+        elif letter is not None:
+            out.append(letter + " " * letter.startswith("\\") if math else f"${letter}$")
+        else:
+            out.append(rf"\textrm{{{code_point(char)}}}" if math else code_point(char))
+    return "".join(out).rstrip(" ")
+
+
 def _mathbf(letters):
     """Bold upright letters; a Greek letter's name (alpha, Gamma) bold Greek."""
     if letters in greek_letters_set or letters.lower() in greek_letters_set:
         return rf"\boldsymbol{{\{letters}}}"
-    return rf"\mathbf{{{letters}}}"
+    if len(letters) == 1 and greek(letters) is not None:
+        return rf"\boldsymbol{{{greek(letters)}}}"
+    return rf"\mathbf{{{name_text(letters)}}}"
+
+
+def _plain(letters):
+    return name_text(letters)
 
 
 def layer(name, style=_mathbf):
@@ -65,19 +96,30 @@ def layer(name, style=_mathbf):
 
 
 def _dotted(letters):
-    return rf"\dot{{\mathbf{{{letters}}}}}"
+    return rf"\dot{{{_mathbf(letters)}}}"
 
 
-def bold(name):
+def bold(name, style=_mathbf):
     """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`, `W1` -> `\\mathbf{W}^{(1)}`."""
-    base, _, sub = name.partition("_")
-    return layer(base) + _subscript(sub)
+    letters, sub = _split(name)
+    return layer(letters, style) + _subscript(sub)
+
+
+def sequence(name, time, style=_mathbf):
+    """A sequence at a time (LaTeX): `\\mathbf{h}_{t+1}`; a name's own subscript before the time's, so that
+    `a_mu` reads as one name, `\\mathbf{a}_{\\textrm{mu},t}`; a `_bar` suffix a bar (`\\bar{\\mathbf{i}}_{t}`)."""
+    bar = name.endswith("_bar") and len(name) > 4
+    letters, sub = _split(name[:-4] if bar else name)
+    base = layer(letters, style)
+    if bar:
+        base = rf"\bar{{{base}}}"
+    index = rf"\textrm{{{name_text(sub, math=False)}}},{time}" if sub else time
+    return f"{base}_{{{index}}}"
 
 
 def _subscript(sub):
     """A name's subscript in upright letters, `_\\textrm{hh}`; an underscore in it (W_h1_h1) escaped."""
-    escaped = sub.replace("_", r"\_")
-    return rf"_\textrm{{{escaped}}}" if sub else ""
+    return rf"_\textrm{{{name_text(sub, math=False)}}}" if sub else ""
 
 
 class BPTTLatexPrinter(LatexPrinter):
@@ -94,20 +136,26 @@ class BPTTLatexPrinter(LatexPrinter):
     def _print_MatrixSymbol(self, expr):
         return bold(expr.name)
 
+    def _print_Symbol(self, expr, style="plain"):
+        """A size named with an underscore or a letter outside ASCII: n_h as n_\\textrm{h}, as a parameter's
+        subscript prints (sympy would read n_mu as n sub Greek mu); sympy's own printing otherwise."""
+        if type(expr) is not sp.Symbol or (expr.name.isascii() and "_" not in expr.name):
+            return super()._print_Symbol(expr, style)
+        letters, sub = _split(expr.name)
+        return (rf"\{letters}" if letters in greek_letters_set else name_text(letters)) + _subscript(sub)
+
     def _print_SeqAt(self, expr):
-        base = layer(expr.name, str if expr.role == "label" else _mathbf)
-        return f"{base}_{{{time_index(expr.time)}}}"
+        return sequence(expr.name, time_index(expr.time), _plain if expr.role == "label" else _mathbf)
 
     def _print_MatAt(self, expr):
         base, _, block = expr.name.partition("^")  # A^hc: block (h, c) of A
-        return layer(base) + (rf"^{{{block}}}" if block else "") + f"_{{{time_index(expr.time)}}}"
+        return layer(base) + (rf"^{{{name_text(block)}}}" if block else "") + f"_{{{time_index(expr.time)}}}"
 
     def _print_Tangent(self, expr):
         of = expr.of
         if isinstance(of, SeqAt):
-            return rf"{layer(of.name, _dotted)}_{{{time_index(of.time)}}}"
-        base, _, sub = of.name.partition("_")
-        return layer(base, _dotted) + _subscript(sub)
+            return sequence(of.name, time_index(of.time), _dotted)
+        return bold(of.name, _dotted)
 
     def _print_Adj(self, expr):
         return rf"\frac{{\partial L}}{{\partial {self._print(expr.of)}}}"

@@ -7,6 +7,7 @@ import jinja2
 
 from bptt.documents.document import sections
 from bptt.documents.equation import Display, Figure, Table
+from bptt.documents.text import md_code, md_destination, md_text, tex_path, tex_text
 
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(pathlib.Path(__file__).parent / "templates"),
@@ -14,22 +15,9 @@ _env = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
     autoescape=False,
 )
-_TEX_SPECIAL = {
-    "&": r"\&",
-    "%": r"\%",
-    "#": r"\#",
-    "_": r"\_",
-    "$": r"\$",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    "\\": r"\textbackslash{}",
-}
-_env.filters["texescape"] = lambda text: "".join(_TEX_SPECIAL.get(char, char) for char in str(text))
-# A command naming a user's file: a long path may break after any slash (a word pdflatex cannot hyphenate).
-_PATH_SPECIAL = {**_TEX_SPECIAL, "/": r"/\allowbreak{}"}
-_env.filters["texpath"] = lambda text: "".join(_PATH_SPECIAL.get(char, char) for char in str(text))
+# A user's text (a title, a source, a file's path) shown as written: documents/text.py.
+_env.filters |= {"texescape": tex_text, "texpath": tex_path, "mdescape": md_text, "mdcode": md_code}
+_env.filters["mdlink"] = md_destination
 _TEMPLATES = {Display: "display", Figure: "figure", Table: "table"}  # an item's type -> its template's name
 
 
