@@ -1,0 +1,201 @@
+"""Documents for any input: a user's title, source and file path hold characters TeX and Markdown treat
+specially and any Unicode; the model's names hold underscores. Each document compiles with pdflatex (once),
+its maths renders with KaTeX, its Markdown reads as written with CommonMark's reference parser (one Node.js
+process for all), and every name reads as one name."""
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import textwrap
+import urllib.parse
+import xml.etree.ElementTree as ET
+
+import pytest
+from printed import bptt, pdflatex, side_by_side
+
+# Node.js packages, pinned in package.json beside this file; .ci/run installs them in NODE_PREFIX.
+PACKAGES = json.loads((pathlib.Path(__file__).with_name("package.json")).read_text())["dependencies"]
+NODE_PREFIX = pathlib.Path(os.environ.get("BPTT_NODE_PREFIX") or pathlib.Path.home() / ".cache/bptt/node")
+READER = pathlib.Path(__file__).with_name("markdown_reader.js")
+
+TITLES = (
+    "R&D <b>not bold</b> | *not italic* _x_ $5 and $10 a--b ''c'' !` ?` `code` [x](y) #1 50% {x} ~y^ \\z \"q\"",
+    "Greek α β Ω ά, accents é ü ñ ç å ǘ í, Cyrillic кот, CJK 中文, emoji 😀, ß œ ł, a tab\tand a line\nbreak",
+)
+SOURCES = ("https://example.org/a_b?c=1&d=2#e (x) <y> | z", "Ελληνικά: ἀρχή, 日本 ‰ § £")
+# A folder a user might keep models in: Cyrillic, CJK, a space, brackets, a dollar, a backtick.
+FOLDER = "модели 中文 (a) [b] $x `q`"
+# Names with underscores, as (letters, subscript): the sequences a_mu and x_in, the parameters W_a_mu and
+# W_x_in, the size n_mu (which sympy would print as n sub Greek mu).
+NAMES = {"a": "mu", "x": "in", "n": "mu"}
+MODEL = textwrap.dedent(
+    f"""
+    from bptt.derive.model import Model, matrix, sequence, sizes
+    from bptt.derive.nodes import GenericLoss, t, tanh
+
+
+    def make(title, source):
+        d, n_mu, q = sizes("d n_mu q")
+        W_x_in, W_a_mu, V = matrix("W_x_in", n_mu, d), matrix("W_a_mu", n_mu, n_mu), matrix("V", q, n_mu)
+        x_in, a_mu = sequence("x_in", d, "input"), sequence("a_mu", n_mu, "state")
+        o, y = sequence("o", q, "output"), sequence("y", q, "target")
+        return Model(
+            name="any-input",
+            title=title,
+            source=source,
+            sizes=(d, n_mu, q),
+            params=(W_x_in, W_a_mu, V),
+            inputs=(x_in,),
+            steps=((a_mu, tanh(W_x_in * x_in() + W_a_mu * a_mu(t - 1))),),
+            outputs=((o, V * a_mu()),),
+            loss=GenericLoss(o(), y()),
+        )
+
+
+    def marks():
+        return make({TITLES[0]!r}, {SOURCES[0]!r})
+
+
+    def letters():
+        return make({TITLES[1]!r}, {SOURCES[1]!r})
+    """
+)
+MODELS = ("marks", "letters")
+OUTPUTS = ("ok é.md", "a)b [c].md")  # -o names: a space and a letter outside ASCII, brackets
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    """(the folder the documents are in, {model: its file's spec}): the models written in FOLDER."""
+    root = tmp_path_factory.mktemp("any-input")
+    (root / FOLDER).mkdir()
+    path = root / FOLDER / "мой файл é.py"
+    path.write_text(MODEL, encoding="utf-8")
+    return root, {name: f"{path}:{name}" for name in MODELS}
+
+
+def shown(text):
+    """The text as a document shows it in Markdown: line breaks and tabs as their code points."""
+    return text.replace("\t", "U+0009").replace("\n", "U+000A")
+
+
+def test_latex_shows_any_text_and_compiles(corpus):
+    """Titles, sources and paths with `< > | " $ & % # _ { } ~ ^ \\`, OT1's ligatures, Greek, accents and letters
+    the fonts lack: each document compiles with pdflatex, in Computer Modern alone (no font METAFONT must make,
+    no missing character), and its head is plain ASCII commands: `<` as \\textless, never a raw `<` that prints
+    as ¡; Greek and accents as themselves; the rest as code points."""
+    root, specs = corpus
+    texs = [root / f"{name}.tex" for name in MODELS]
+    side_by_side(lambda pair: bptt("latex", pair[0], "-o", pair[1]), list(zip(specs.values(), texs, strict=True)))
+    logs = side_by_side(lambda tex: pdflatex(tex).log, texs)
+    for tex, log in zip(texs, logs, strict=True):
+        assert "jknappen" not in log and "Missing character" not in log, f"{tex.name}: a font beyond OT1 and maths"
+        head = tex.read_text(encoding="utf-8").partition(r"\suppressfloats")[0].partition(r"\begin{center}")[2]
+        assert head.isascii() and not re.search(r"[<>|\"]", head.replace(r"\"", "")), head  # \" an umlaut
+    marks, letters = (tex.read_text(encoding="utf-8") for tex in texs)
+    for shown_as in (r"\textless{}b\textgreater{}", r"\textbar{}", r"$\$$5", r"a-{}-b", r"'{}'c", r"!{}`"):
+        assert shown_as in marks
+    for shown_as in (r"$\alpha$", r"$\Omega$", r"$\acute{\alpha}$", r"\'{e}", r"\'{\"{u}}", r"\'{\i{}}", r"\ss{}"):
+        assert shown_as in letters
+    assert r"\texttt{U+4E2D}" in letters and r"\texttt{U+1F600}" in letters and r"\texttt{U+000A}" in letters
+    assert r"\texttt{U+043C}" in letters  # м, of the folder's name in "Derived by"
+
+
+def test_markdown_reads_as_written(corpus, markdown_reader):
+    """The Markdown of the same models, written with -o names that hold a space, brackets and letters outside
+    ASCII: CommonMark reads the title and the source as written (no emphasis, no raw HTML, no link; GitHub's
+    maths needs an unescaped $, and there is none), the command as one code span, and each figure's link as
+    the SVG file written beside the document."""
+    root, specs = corpus
+    outputs = [root / name for name in OUTPUTS]
+    side_by_side(lambda pair: bptt("latex", pair[0], "-o", pair[1]), list(zip(specs.values(), outputs, strict=True)))
+    texts = [path.read_text(encoding="utf-8") for path in outputs]
+    _, documents = markdown_reader([], texts)
+    for n, (path, text, read) in enumerate(zip(outputs, texts, documents, strict=True)):
+        assert read["headings"][0] == f"Backpropagation through time: {shown(TITLES[n])}"
+        spec = specs[MODELS[n]]
+        assert read["paragraphs"][0] == f"Derived by bptt latex {spec} --format md. Source: {shown(SOURCES[n])}."
+        assert not inline_maths("\n".join(text.splitlines()[:3])), "maths in the title or the source"
+        beside = sorted(p.name for p in root.glob(f"{glob_escape(path.stem)}-figure-*.svg"))
+        assert beside and sorted(urllib.parse.unquote(d) for d in read["images"]) == beside
+
+
+def test_maths_renders_with_katex_and_names_read_as_one(corpus, markdown_reader):
+    """Every $$ block and inline $...$ of the Markdown renders with KaTeX (throwOnError); in its MathML, each
+    name with an underscore is one subscripted name: a_mu is a sub "mu, t", never a sub m then u; n_mu is
+    n sub "mu", never n sub μ."""
+    root, specs = corpus
+    text = bptt("latex", specs["marks"], "--format", "md")
+    formulas = display_maths(text) + inline_maths(text)
+    assert len(formulas) > 20
+    results, _ = markdown_reader(formulas, [])
+    errors = [(f, r["error"]) for f, r in zip(formulas, results, strict=True) if "error" in r]
+    assert not errors, errors[:3]
+    subscripts = [pair for r in results for pair in subscripted(r["mathml"])]
+    for letters, sub in NAMES.items():
+        found = [s for base, s in subscripts if base == letters]
+        assert found, f"no {letters}_{sub} in the maths"
+        assert all(s == sub or s.startswith(f"{sub},") for s in found), f"{letters}_{sub} printed as {letters} sub {found}"
+    assert ("W", "a_mu") in subscripts and ("W", "x_in") in subscripts
+
+
+@pytest.fixture(scope="module")
+def markdown_reader():
+    """read(formulas, documents): (KaTeX's MathML or error per formula, CommonMark's reading per document), from
+    one Node.js process. Skips, saying what it needs, without Node.js or the pinned packages."""
+    node = shutil.which("node")
+    modules = NODE_PREFIX / "node_modules"
+    installed = {
+        name: json.loads(package.read_text())["version"] if (package := modules / name / "package.json").is_file() else None
+        for name in PACKAGES
+    }
+    if node is None or installed != PACKAGES:
+        pins = " ".join(f"{name}@{version}" for name, version in PACKAGES.items())
+        pytest.skip(
+            f"needs Node.js and {pins} in {modules} (npm install --prefix {NODE_PREFIX} {pins}; .ci/run installs them)"
+        )
+
+    def read(formulas, documents):
+        result = subprocess.run(
+            [node, str(READER)],
+            input=json.dumps({"formulas": formulas, "documents": documents}),
+            capture_output=True,
+            text=True,
+            env={**os.environ, "NODE_PATH": str(modules)},
+            timeout=300,
+            check=True,
+        )
+        out = json.loads(result.stdout)
+        return out["formulas"], out["documents"]
+
+    return read
+
+
+def display_maths(text):
+    """The contents of the $$ blocks of a Markdown document."""
+    return [block.strip("\n") for block in re.findall(r"^\$\$\n(.*?)\n\$\$$", text, re.M | re.S)]
+
+
+def inline_maths(text):
+    """The inline $...$ of a Markdown document, outside $$ blocks and code spans, as GitHub reads them: a
+    dollar escaped by a backslash is a dollar."""
+    outside = re.sub(r"^\$\$\n.*?\n\$\$$", "", text, flags=re.M | re.S)
+    outside = re.sub(r"(`+).*?\1", "", outside)
+    return re.findall(r"(?<![\\$])\$(?!\$)(.+?)(?<!\\)\$", outside)
+
+
+def subscripted(mathml):
+    """(base, subscript) of every subscript in KaTeX's MathML, each as its text."""
+    found = []
+    for element in ET.fromstring(re.search(r"<math.*</math>", mathml, re.S)[0]).iter():
+        if element.tag.rpartition("}")[2] in ("msub", "msubsup"):
+            base, sub = ("".join(child.itertext()) for child in list(element)[:2])
+            found.append((base, sub))
+    return found
+
+
+def glob_escape(name):
+    return re.sub(r"([\[\]*?])", r"[\1]", name)
