@@ -58,29 +58,28 @@ def name_text(text, math=True):
     escaped, a Greek letter as Greek, any other letter outside ASCII as its code point."""
     out = []
     for char in text:
-        letter = greek(char) if not char.isascii() else None
+        letter = None if char.isascii() else greek(char)
         if char == "_":
             out.append(r"\_")
         elif char.isascii():
             out.append(char)
-        elif letter is not None:
-            out.append(letter + " " * letter.startswith("\\") if math else f"${letter}$")
-        else:
+        elif letter is None:
             out.append(rf"\textrm{{{code_point(char)}}}" if math else code_point(char))
+        elif math:
+            out.append(letter + " " * letter.startswith("\\"))  # \beta x, not \betax
+        else:
+            out.append(f"${letter}$")
     return "".join(out).rstrip(" ")
 
 
 def _mathbf(letters):
-    """Bold upright letters; a Greek letter's name (alpha, Gamma) bold Greek."""
+    """Bold upright letters; a Greek letter, or its name (alpha, Gamma), bold Greek."""
     if letters in greek_letters_set or letters.lower() in greek_letters_set:
         return rf"\boldsymbol{{\{letters}}}"
-    if len(letters) == 1 and greek(letters) is not None:
-        return rf"\boldsymbol{{{greek(letters)}}}"
+    letter = greek(letters) if len(letters) == 1 else None
+    if letter is not None:
+        return rf"\boldsymbol{{{letter}}}"
     return rf"\mathbf{{{name_text(letters)}}}"
-
-
-def _plain(letters):
-    return name_text(letters)
 
 
 def layer(name, style=_mathbf):
@@ -145,7 +144,7 @@ class BPTTLatexPrinter(LatexPrinter):
         return (rf"\{letters}" if letters in greek_letters_set else name_text(letters)) + _subscript(sub)
 
     def _print_SeqAt(self, expr):
-        return sequence(expr.name, time_index(expr.time), _plain if expr.role == "label" else _mathbf)
+        return sequence(expr.name, time_index(expr.time), name_text if expr.role == "label" else _mathbf)
 
     def _print_MatAt(self, expr):
         base, _, block = expr.name.partition("^")  # A^hc: block (h, c) of A

@@ -16,8 +16,13 @@ _env = jinja2.Environment(
     autoescape=False,
 )
 # A user's text (a title, a source, a file's path) shown as written: documents/text.py.
-_env.filters |= {"texescape": tex_text, "texpath": tex_path, "mdescape": md_text, "mdcode": md_code}
-_env.filters["mdlink"] = md_destination
+_env.filters |= {
+    "texescape": tex_text,
+    "texpath": tex_path,
+    "mdescape": md_text,
+    "mdcode": md_code,
+    "mdlink": md_destination,
+}
 _TEMPLATES = {Display: "display", Figure: "figure", Table: "table"}  # an item's type -> its template's name
 
 

@@ -158,13 +158,13 @@ def tex_text(text, extra=None):
     text = str(text)
     for n, char in enumerate(text):
         tex = (extra or {}).get(char) or _letter(char)
-        if char in _LIGATURES[0] and text[n + 1 : n + 2] in tuple(_LIGATURES[1]):
+        lacking = tex is None
+        if lacking:  # breakable after it, a thin space from a code point before it
+            tex = (r"\," if after_code_point else "") + rf"\texttt{{{code_point(char)}}}\allowbreak{{}}"
+        elif char in _LIGATURES[0] and text[n + 1 : n + 2] in tuple(_LIGATURES[1]):
             tex += "{}"  # no ligature with the next character
-        if tex is None:  # breakable after it, a thin space from a code point before it
-            out.append((r"\," if after_code_point else "") + rf"\texttt{{{code_point(char)}}}\allowbreak{{}}")
-        else:
-            out.append(tex)
-        after_code_point = tex is None
+        out.append(tex)
+        after_code_point = lacking
     return "".join(out)
 
 
@@ -173,9 +173,9 @@ def tex_path(text):
     return tex_text(text, {"/": r"/\allowbreak{}"})
 
 
+_BREAKING = ("Cc", "Zl", "Zp")  # controls (a line break, a tab) and line or paragraph separators
 # ASCII punctuation that may start CommonMark or GitHub markup inside a line: emphasis, code, links, raw HTML
 # and entities, maths, strikethrough, a heading's closing #s, table cells.
-_BREAKING = ("Cc", "Zl", "Zp")  # controls (a line break, a tab) and line or paragraph separators
 _MARKUP = set("\\`*_[]<>#|$~&")
 
 

@@ -29,7 +29,7 @@ SOURCES = ("https://example.org/a_b?c=1&d=2#e (x) <y> | z", "Ελληνικά: �
 # A folder a user might keep models in: Cyrillic, CJK, a space, brackets, a dollar, a backtick.
 FOLDER = "модели 中文 (a) [b] $x `q`"
 # Names with underscores, as (letters, subscript): the sequences a_mu and x_in, the parameters W_a_mu and
-# W_x_in, the size n_mu (which sympy would print as n sub Greek mu).
+# W_x_in, the size n_mu (which sympy would print as n sub Greek mu). Vβ and y_真 are Python's names too.
 NAMES = {"a": "mu", "x": "in", "n": "mu"}
 MODEL = textwrap.dedent(
     f"""
@@ -39,9 +39,9 @@ MODEL = textwrap.dedent(
 
     def make(title, source):
         d, n_mu, q = sizes("d n_mu q")
-        W_x_in, W_a_mu, V = matrix("W_x_in", n_mu, d), matrix("W_a_mu", n_mu, n_mu), matrix("V", q, n_mu)
+        W_x_in, W_a_mu, V = matrix("W_x_in", n_mu, d), matrix("W_a_mu", n_mu, n_mu), matrix("Vβ", q, n_mu)
         x_in, a_mu = sequence("x_in", d, "input"), sequence("a_mu", n_mu, "state")
-        o, y = sequence("o", q, "output"), sequence("y", q, "target")
+        o, y = sequence("o", q, "output"), sequence("y_真", q, "target")
         return Model(
             name="any-input",
             title=title,
@@ -103,6 +103,7 @@ def test_latex_shows_any_text_and_compiles(corpus):
         assert shown_as in letters
     assert r"\texttt{U+4E2D}" in letters and r"\texttt{U+1F600}" in letters and r"\texttt{U+000A}" in letters
     assert r"\texttt{U+043C}" in letters  # м, of the folder's name in "Derived by"
+    assert r"\mathbf{V\beta}" in letters and r"\mathbf{y}_{\textrm{U+771F},t}" in letters  # names outside ASCII
 
 
 def test_markdown_reads_as_written(corpus, markdown_reader):
