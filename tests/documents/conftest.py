@@ -11,6 +11,7 @@ import os
 import sys
 from dataclasses import dataclass
 
+import markdown_read
 import pytest
 from printed import DOCUMENTS, EXAMPLES, REPO, ZOO, Printed, file_stem, pdflatex, shown_document, side_by_side, timed
 
@@ -46,3 +47,9 @@ def documents(tmp_path_factory):
         model: Document(done, texts[model][1], texts[model][0], cpu.get(model))
         for model, done in zip(DOCUMENTS, printed, strict=True)
     }
+
+
+@pytest.fixture(scope="session")
+def markdown_reader():
+    """markdown_read.reader(): Markdown read by KaTeX and CommonMark (skips without Node.js's packages)."""
+    return markdown_read.reader()

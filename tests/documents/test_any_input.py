@@ -3,23 +3,13 @@ specially and any Unicode; the model's names hold underscores. Each document com
 its maths renders with KaTeX, its Markdown reads as written with CommonMark's reference parser (one Node.js
 process for all), and every name reads as one name."""
 
-import json
-import os
-import pathlib
 import re
-import shutil
-import subprocess
 import textwrap
 import urllib.parse
-import xml.etree.ElementTree as ET
 
 import pytest
+from markdown_read import display_maths, errors, inline_maths, subscripted
 from printed import bptt, overfull_lines, pdflatex, side_by_side
-
-# Node.js packages, pinned in package.json beside this file; .ci/run installs them in NODE_PREFIX.
-PACKAGES = json.loads((pathlib.Path(__file__).with_name("package.json")).read_text())["dependencies"]
-NODE_PREFIX = pathlib.Path(os.environ.get("BPTT_NODE_PREFIX") or pathlib.Path.home() / ".cache/bptt/node")
-READER = pathlib.Path(__file__).with_name("markdown_reader.js")
 
 TITLES = (
     "R&D <b>not bold</b> | *not italic* _x_ $5 and $10 a--b ''c'' !` ?` `code` [x](y) #1 50% {x} ~y^ \\z \"q\"",
@@ -134,8 +124,8 @@ def test_maths_renders_with_katex_and_names_read_as_one(corpus, markdown_reader)
     formulas = display_maths(text) + inline_maths(text)
     assert len(formulas) > 20
     results, _ = markdown_reader(formulas, [])
-    errors = [(f, r["error"]) for f, r in zip(formulas, results, strict=True) if "error" in r]
-    assert not errors, errors[:3]
+    refused = errors(formulas, results)
+    assert not refused, refused[:3]
     subscripts = [pair for r in results for pair in subscripted(r["mathml"])]
     for letters, sub in NAMES.items():
         found = [s for base, s in subscripts if base == letters]
@@ -143,63 +133,6 @@ def test_maths_renders_with_katex_and_names_read_as_one(corpus, markdown_reader)
         wrong = [s for s in found if s != sub and not s.startswith(f"{sub},")]
         assert not wrong, f"{letters}_{sub} printed as {letters} sub {wrong}"
     assert ("W", "a_mu") in subscripts and ("W", "x_in") in subscripts
-
-
-@pytest.fixture(scope="module")
-def markdown_reader():
-    """read(formulas, documents): (KaTeX's MathML or error per formula, CommonMark's reading per document), from
-    one Node.js process. Skips, saying what it needs, without Node.js or the pinned packages."""
-    node = shutil.which("node")
-    modules = NODE_PREFIX / "node_modules"
-    if node is None or {name: installed(modules / name) for name in PACKAGES} != PACKAGES:
-        pins = " ".join(f"{name}@{version}" for name, version in PACKAGES.items())
-        pytest.skip(
-            f"needs Node.js and {pins} in {modules} (npm install --prefix {NODE_PREFIX} {pins}; .ci/run installs them)"
-        )
-
-    def read(formulas, documents):
-        result = subprocess.run(
-            [node, str(READER)],
-            input=json.dumps({"formulas": formulas, "documents": documents}),
-            capture_output=True,
-            text=True,
-            env={**os.environ, "NODE_PATH": str(modules)},
-            timeout=300,
-            check=True,
-        )
-        out = json.loads(result.stdout)
-        return out["formulas"], out["documents"]
-
-    return read
-
-
-def installed(package):
-    """The version of the Node.js package in a folder, or None."""
-    manifest = package / "package.json"
-    return json.loads(manifest.read_text())["version"] if manifest.is_file() else None
-
-
-def display_maths(text):
-    """The contents of the $$ blocks of a Markdown document."""
-    return [block.strip("\n") for block in re.findall(r"^\$\$\n(.*?)\n\$\$$", text, re.M | re.S)]
-
-
-def inline_maths(text):
-    """The inline $...$ of a Markdown document, outside $$ blocks and code spans, as GitHub reads them: a
-    dollar escaped by a backslash is a dollar."""
-    outside = re.sub(r"^\$\$\n.*?\n\$\$$", "", text, flags=re.M | re.S)
-    outside = re.sub(r"(`+).*?\1", "", outside)
-    return re.findall(r"(?<![\\$])\$(?!\$)(.+?)(?<!\\)\$", outside)
-
-
-def subscripted(mathml):
-    """(base, subscript) of every subscript in KaTeX's MathML, each as its text."""
-    found = []
-    for element in ET.fromstring(re.search(r"<math.*</math>", mathml, re.S)[0]).iter():
-        if element.tag.rpartition("}")[2] in ("msub", "msubsup"):
-            base, sub = ("".join(child.itertext()) for child in list(element)[:2])
-            found.append((base, sub))
-    return found
 
 
 def glob_escape(name):

@@ -6,6 +6,7 @@ import re
 import textwrap
 
 import pytest
+from markdown_read import display_maths, errors, inline_maths
 from printed import DOCUMENTS, GROUP, bptt, display_rows, overfull_lines, pdflatex
 
 from bptt.documents.linebreak import PAGE
@@ -194,6 +195,17 @@ def test_markdown_uses_only_what_mathjax_has(model, documents):
     used = set(re.findall(r"\\([A-Za-z]+)", md))
     assert used <= MATHJAX, f"macros not known to render on GitHub: {sorted(used - MATHJAX)}"
     assert set(re.findall(r"\\begin\{([^}]*)\}", md)) <= {"aligned"}
+
+
+def test_markdown_maths_renders_with_katex(documents, markdown_reader):
+    """Every $$ block and inline $...$ of the zoo's and the examples' Markdown renders with KaTeX, which refuses
+    what it cannot typeset (throwOnError), in one Node.js process."""
+    formulas = sorted(
+        {f for model in DOCUMENTS for f in display_maths(documents[model].md) + inline_maths(documents[model].md)}
+    )
+    assert len(formulas) > 500
+    refused = errors(formulas, markdown_reader(formulas, [])[0])
+    assert not refused, f"{len(refused)} formulas KaTeX refuses: {refused[:3]}"
 
 
 TWO_LAYERS = textwrap.dedent(
