@@ -75,8 +75,8 @@ def shown(text):
 def test_latex_shows_any_text_and_compiles(corpus):
     """Titles, sources and paths with `< > | " $ & % # _ { } ~ ^ \\`, OT1's ligatures, Greek, accents and letters
     the fonts lack: each document compiles with pdflatex, in Computer Modern alone (no font METAFONT must make,
-    no missing character), with no line too wide, and its head is plain ASCII commands: `<` as \\textless, never a raw `<` that prints
-    as ¡; Greek and accents as themselves; the rest as code points."""
+    no missing character), with no line too wide, and its head is plain ASCII commands: `<` as \\textless,
+    never a raw `<` that prints as ¡; Greek and accents as themselves; the rest as code points."""
     root, specs = corpus
     texs = [root / f"{name}.tex" for name in MODELS]
     side_by_side(lambda pair: bptt("latex", pair[0], "-o", pair[1]), list(zip(specs.values(), texs, strict=True)))
@@ -96,17 +96,23 @@ def test_latex_shows_any_text_and_compiles(corpus):
     assert r"\mathbf{V\beta}" in letters and r"\mathbf{y}_{\textrm{U+771F},t}" in letters  # names outside ASCII
 
 
-def test_markdown_reads_as_written(corpus, markdown_reader):
+@pytest.fixture(scope="module")
+def markdown(corpus):
+    """[(the file, its text)]: each model's Markdown, written by `bptt latex SPEC -o NAME` with a name of OUTPUTS."""
+    root, specs = corpus
+    outputs = [root / name for name in OUTPUTS]
+    side_by_side(lambda pair: bptt("latex", pair[0], "-o", pair[1]), list(zip(specs.values(), outputs, strict=True)))
+    return [(path, path.read_text(encoding="utf-8")) for path in outputs]
+
+
+def test_markdown_reads_as_written(corpus, markdown, markdown_reader):
     """The Markdown of the same models, written with -o names that hold a space, brackets and letters outside
     ASCII: CommonMark reads the title and the source as written (no emphasis, no raw HTML, no link; GitHub's
     maths needs an unescaped $, and there is none), the command as one code span, and each figure's link as
     the SVG file written beside the document."""
     root, specs = corpus
-    outputs = [root / name for name in OUTPUTS]
-    side_by_side(lambda pair: bptt("latex", pair[0], "-o", pair[1]), list(zip(specs.values(), outputs, strict=True)))
-    texts = [path.read_text(encoding="utf-8") for path in outputs]
-    _, documents = markdown_reader([], texts)
-    for n, (path, text, read) in enumerate(zip(outputs, texts, documents, strict=True)):
+    _, documents = markdown_reader([], [text for _, text in markdown])
+    for n, ((path, text), read) in enumerate(zip(markdown, documents, strict=True)):
         assert read["headings"][0] == f"Backpropagation through time: {shown(TITLES[n])}"
         spec = specs[MODELS[n]]
         assert read["paragraphs"][0] == f"Derived by bptt latex {spec} --format md. Source: {shown(SOURCES[n])}."
@@ -115,13 +121,11 @@ def test_markdown_reads_as_written(corpus, markdown_reader):
         assert beside and sorted(urllib.parse.unquote(d) for d in read["images"]) == beside
 
 
-def test_maths_renders_with_katex_and_names_read_as_one(corpus, markdown_reader):
+def test_maths_renders_with_katex_and_names_read_as_one(markdown, markdown_reader):
     """Every $$ block and inline $...$ of the Markdown renders with KaTeX (throwOnError); in its MathML, each
     name with an underscore is one subscripted name: a_mu is a sub "mu, t", never a sub m then u; n_mu is
     n sub "mu", never n sub μ."""
-    root, specs = corpus
-    text = bptt("latex", specs["marks"], "--format", "md")
-    formulas = display_maths(text) + inline_maths(text)
+    formulas = [f for _, text in markdown for f in display_maths(text) + inline_maths(text)]
     assert len(formulas) > 20
     results, _ = markdown_reader(formulas, [])
     refused = errors(formulas, results)
