@@ -173,20 +173,21 @@ def tex_path(text):
     return tex_text(text, {"/": r"/\allowbreak{}"})
 
 
-_BREAKING = ("Cc", "Zl", "Zp")  # controls (a line break, a tab) and line or paragraph separators
+# Shown as code points in Markdown: controls (a line break, a tab), line and paragraph separators, and lone
+# surrogates (a file name's undecodable bytes), which UTF-8 cannot hold.
+_UNSHOWN = ("Cc", "Cs", "Zl", "Zp")
 # ASCII punctuation that may start CommonMark or GitHub markup inside a line: emphasis, code, links, raw HTML
 # and entities, maths, strikethrough, a heading's closing #s, table cells.
 _MARKUP = set("\\`*_[]<>#|$~&")
 
 
 def md_text(text):
-    """Plain text as Markdown inline content that shows it as written; a control character (a line break)
-    or a line separator is shown as its code point."""
+    """Plain text as Markdown inline content that shows it as written; a character of _UNSHOWN as its code point."""
     out = []
     for char in str(text):
         if char in _MARKUP:
             out.append("\\" + char)
-        elif unicodedata.category(char) in _BREAKING:
+        elif unicodedata.category(char) in _UNSHOWN:
             out.append(code_point(char))
         else:
             out.append(char)
@@ -195,7 +196,7 @@ def md_text(text):
 
 def md_code(text):
     """Text as a CommonMark code span: fenced by more backticks than any run of them inside it."""
-    text = "".join(code_point(c) if unicodedata.category(c) in _BREAKING else c for c in str(text))
+    text = "".join(code_point(c) if unicodedata.category(c) in _UNSHOWN else c for c in str(text))
     fence = "`" * (max(map(len, re.findall("`+", text)), default=0) + 1)
     padded = f" {text} " if text.startswith("`") or text.endswith("`") else text
     return f"{fence}{padded}{fence}"

@@ -15,7 +15,8 @@ TITLES = (
     "R&D <b>not bold</b> | *not italic* _x_ $5 and $10 a--b ''c'' !` ?` `code` [x](y) #1 50% {x} ~y^ \\z \"q\"",
     "Greek α β Ω ά, accents é ü ñ ç å ǘ í, Cyrillic кот, CJK 中文, emoji 😀, ß œ ł, a tab\tand a line\nbreak",
 )
-SOURCES = ("https://example.org/a_b?c=1&d=2#e (x) <y> | z", "Ελληνικά: ἀρχή, 日本 ‰ § £")
+# ... and a lone surrogate, as Python decodes a file name's byte that is not UTF-8
+SOURCES = ("https://example.org/a_b?c=1&d=2#e (x) <y> | z", "Ελληνικά: ἀρχή, 日本 ‰ § £ \udcff")
 # A folder a user might keep models in: Cyrillic, CJK, a space, brackets, a dollar, a backtick.
 FOLDER = "модели 中文 (a) [b] $x `q`"
 # Names with underscores, as (letters, subscript): the sequences a_mu and x_in, the parameters W_a_mu and
@@ -68,8 +69,8 @@ def corpus(tmp_path_factory):
 
 
 def shown(text):
-    """The text as a document shows it in Markdown: line breaks and tabs as their code points."""
-    return text.replace("\t", "U+0009").replace("\n", "U+000A")
+    """The text as a document shows it in Markdown: line breaks, tabs and lone surrogates as their code points."""
+    return text.replace("\t", "U+0009").replace("\n", "U+000A").replace("\udcff", "U+DCFF")
 
 
 def test_latex_shows_any_text_and_compiles(corpus):
@@ -92,7 +93,7 @@ def test_latex_shows_any_text_and_compiles(corpus):
     for shown_as in (r"$\alpha$", r"$\Omega$", r"$\acute{\alpha}$", r"\'{e}", r"\'{\"{u}}", r"\'{\i{}}", r"\ss{}"):
         assert shown_as in letters
     assert r"\texttt{U+4E2D}" in letters and r"\texttt{U+1F600}" in letters and r"\texttt{U+000A}" in letters
-    assert r"\texttt{U+043C}" in letters  # м, of the folder's name in "Derived by"
+    assert r"\texttt{U+043C}" in letters and r"\texttt{U+DCFF}" in letters  # м, of the folder's name in "Derived by"
     assert r"\mathbf{V\beta}" in letters and r"\mathbf{y}_{\textrm{U+771F},t}" in letters  # names outside ASCII
 
 
