@@ -42,18 +42,17 @@ def refusing(model, backend=None):
 def equation_of(model, node):
     """The first of the model's equations (then its loss) that holds node, read as the user wrote it (a
     parameter for its tangent), at any step; else the first that reads every name node reads; else None."""
-    from bptt.derive.tangent import Tangent  # the rules raise refusals: imported when one is placed
+    from bptt.derive.nodes import t  # nodes and tangent's rules raise refusals: imported when one is placed
+    from bptt.derive.tangent import Tangent
 
     node = node.replace(lambda e: isinstance(e, Tangent), lambda e: e.of)
-    time = sp.Symbol("t", integer=True)
-    shifted = {node, node.subs(time, time - 1), node.subs(time, time + 1)}
-    equations = [(f"{seq.name}_t", rhs) for seq, rhs in model.assignments] + [("the loss", model.loss)]
+    shifted = {node, node.subs(t, t - 1), node.subs(t, t + 1)}
+    equations = [(f"{seq.name}_t =", rhs) for seq, rhs in model.assignments] + [("the loss", model.loss)]
     holding = [(lhs, rhs) for lhs, rhs in equations if any(rhs.has(n) for n in shifted)]
     names = _names(node)
     reading = [(lhs, rhs) for lhs, rhs in equations if names and names <= _names(rhs)]
-    for lhs, rhs in holding + reading:
-        return f"{lhs} = {notation(rhs)}" if lhs != "the loss" else f"the loss {notation(rhs)}"
-    return None
+    found = next(iter(holding + reading), None)
+    return None if found is None else f"{found[0]} {notation(found[1])}"
 
 
 def _names(expr):

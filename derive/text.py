@@ -120,7 +120,6 @@ KINDS = {
     "MatrixSlice": "the block {text}",
     "Apply": "the elementwise function {text}",
     "Diag": "the diagonal matrix {text}",
-    "Tangent": "{text}",
     "MatrixSymbol": "the parameter {text}",
 }
 
