@@ -17,10 +17,9 @@ from bptt.app.bench import checkpoints as bench_checkpoints
 from bptt.app.check_backend import Options, report
 from bptt.app.files import OutputError, output_folder, output_target, write_atomic
 from bptt.codegen.backends import BACKENDS, MissingFramework, module_filename, require
-from bptt.codegen.printing.printer import PrintError
-from bptt.derive.adjoint import NoRule
 from bptt.derive.model import ModelError
 from bptt.derive.models import ZOO, load, names
+from bptt.derive.refusal import Refusal
 from bptt.documents.document import UnknownSection, sections
 from bptt.documents.render import figure_files, rendered
 
@@ -270,8 +269,7 @@ def main(argv=None):
         UsageError,
         ModelError,
         OutputError,
-        NoRule,
-        PrintError,
+        Refusal,
         MissingFramework,
     ) as error:  # bad input, or a model the tool cannot handle
         return _failed(args, error, 2)

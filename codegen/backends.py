@@ -10,11 +10,13 @@ from dataclasses import dataclass
 
 from bptt.codegen import names
 from bptt.codegen.printing.columns import columns
+from bptt.derive.refusal import refusing
 
 
 @dataclass(frozen=True)
 class Backend:
     name: str
+    title: str  # its name in words: NumPy, torch, JAX
     suffix: str  # generated/<model><suffix>.py
     framework: str  # what the generated module imports
     extra: str  # pip install 'bptt[extra]' brings the framework ("" for numpy, a dependency)
@@ -22,9 +24,11 @@ class Backend:
 
     def module_source(self, model, program=None):
         """The module's source; program: the model's statements to print (program.build(model)'s if None).
-        ModelError if a name of the model is one the generated code uses itself."""
+        ModelError if a name of the model is one the generated code uses itself; a Refusal (naming the model,
+        this backend and the equation) if the model has a node with no rule or no code."""
         names.check(model)
-        source = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source(model, program)
+        with refusing(model, self.title):
+            source = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source(model, program)
         return columns(source)
 
     def filename(self, model_name):
@@ -32,9 +36,9 @@ class Backend:
 
 
 BACKENDS = {
-    "numpy": Backend("numpy", "", "numpy", "", "numpy"),
-    "torch": Backend("torch", "_torch", "torch", "torch", "torch"),
-    "jax": Backend("jax", "_jax", "jax", "jax", "jax"),
+    "numpy": Backend("numpy", "NumPy", "", "numpy", "", "numpy"),
+    "torch": Backend("torch", "torch", "_torch", "torch", "torch", "torch"),
+    "jax": Backend("jax", "JAX", "_jax", "jax", "jax", "jax"),
 }
 
 

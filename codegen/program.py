@@ -20,9 +20,9 @@ from bptt.codegen.passes.halve import halve_sigmoids
 from bptt.codegen.passes.loops import backward_schedule, forward_schedule
 from bptt.codegen.passes.slopes import name_slopes
 from bptt.codegen.passes.split import split_activations
-from bptt.codegen.text import equation, text
 from bptt.derive.bptt import derive
 from bptt.derive.nodes import Adj, matrix_sum, values
+from bptt.derive.text import equation, text
 
 
 @functools.cache  # every backend prints the same statements of a model

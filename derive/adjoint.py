@@ -12,9 +12,11 @@ from sympy.matrices.expressions.special import OneMatrix
 from bptt.derive.blocks import Placed, SliceError, check_block
 from bptt.derive.elementwise import Apply, UnknownFunction, derivative, registrations
 from bptt.derive.nodes import Diag, GenericLoss, LossGrad, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError
+from bptt.derive.refusal import Refusal
+from bptt.derive.text import described
 
 
-class NoRule(ValueError):
+class NoRule(Refusal):
     """An expression node for which no adjoint rule exists."""
 
 
@@ -54,7 +56,7 @@ def _apply(node, g, out):
     try:
         slope = derivative(node, out)
     except UnknownFunction as error:
-        raise NoRule(str(error)) from error
+        raise NoRule(str(error), node) from error
     if isinstance(slope, sp.ZeroMatrix):  # a flat function (step): nothing flows into its argument
         return []
     return [(node.arg, g if isinstance(slope, OneMatrix) else Diag(slope) * g)]  # identity: slope 1
@@ -65,7 +67,7 @@ def _slice(node, g, out):
     try:
         check_block(node)
     except SliceError as error:
-        raise NoRule(str(error)) from error
+        raise NoRule(error.what, node) from error
     return [(node.parent, Placed(g, node))]
 
 
@@ -142,6 +144,6 @@ def _backprop(node, g, out, grads):
         return
     rule = RULES.get(type(node))
     if rule is None:
-        raise NoRule(f"no adjoint rule for {type(node).__name__} node: {node}")
+        raise NoRule(f"{described(node)} has no adjoint rule yet", node)
     for child, child_g in rule(node, g, out):
         _backprop(child, child_g, child, grads)

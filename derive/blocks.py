@@ -9,16 +9,19 @@ the sum over time of that block's adjoint: `whole + Placed(sum_t g_1, block_1) +
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
+from bptt.derive.refusal import Refusal
+from bptt.derive.text import notation
 
-class SliceError(ValueError):
+
+class SliceError(Refusal):
     """A slice the tool has no rule for."""
 
 
 def check_block(node):
     if not isinstance(node.parent, sp.MatrixSymbol):
-        raise SliceError(f"no adjoint rule for {node}: only a slice of a parameter has one (slice the parameter)")
+        raise SliceError(f"the block {notation(node)} has no adjoint rule: only a block of a parameter has one", node)
     if node.rowslice[2] != 1 or node.colslice[2] != 1:
-        raise SliceError(f"no adjoint rule for {node}: a slice of a parameter takes consecutive rows and columns")
+        raise SliceError(f"the block {notation(node)} has no adjoint rule: a block takes consecutive rows and columns", node)
 
 
 class Placed(MatrixExpr):

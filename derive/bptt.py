@@ -19,6 +19,7 @@ from bptt.derive.adjoint import backprop
 from bptt.derive.blocks import sum_over_time
 from bptt.derive.model import references
 from bptt.derive.nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
+from bptt.derive.refusal import refusing
 
 NEXT, SAME = "next", "same"
 
@@ -79,7 +80,12 @@ def _total_values(values, seq):
 
 def derive(model, named="none", loss=None):
     """The Derivation of BPTT for a model; named is "none", "all" or "textbook";
-    `loss` overrides the model's loss node."""
+    `loss` overrides the model's loss node. A Refusal names the model and the equation."""
+    with refusing(model):
+        return _derive(model, named, loss)
+
+
+def _derive(model, named, loss):
     loss = model.loss if loss is None else loss
     weight = 1 / T if model.mean else sp.S.One
     loss_grads = backprop(loss, weight)

@@ -17,6 +17,7 @@ import sympy as sp
 
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.nodes import Loss, SeqAt, t
+from bptt.derive.text import notation
 
 ROLES = ("input", "state", "intermediate", "output", "target", "label")
 
@@ -143,7 +144,7 @@ def validate(model):
     if not model.outputs:
         raise ModelError(f"{where}: no output; give at least one (Seq, rhs) in outputs")
     if not isinstance(model.loss, Loss):
-        raise ModelError(f"{where}: loss must be a loss node such as GenericLoss(o(t), y(t)), got {model.loss!r}")
+        raise ModelError(f"{where}: loss must be a loss node such as GenericLoss(o(t), y(t)), got {_shown(model.loss)}")
     if len(model.inputs) != 1:
         raise ModelError(f"{where}: expected one input sequence, got {len(model.inputs)}")
     _check_names(where, model)
@@ -255,7 +256,7 @@ def _check_elementwise(where, seq, rhs):
                 f"elementwise function of a vector use bptt.derive.elementwise ({', '.join(sorted(FUNCTIONS))})"
             )
     if not isinstance(rhs, sp.MatrixExpr):
-        raise ModelError(f"{where}: the equation of {seq.name}_t must be a column vector, got {rhs} ({type(rhs).__name__})")
+        raise ModelError(f"{where}: the equation of {seq.name}_t must be a column vector, got {_shown(rhs)}")
 
 
 def _check_inner_shapes(where, seq, rhs):
@@ -266,8 +267,8 @@ def _check_inner_shapes(where, seq, rhs):
             for left, right in zip(factors, factors[1:], strict=False):
                 if left.shape[1] != right.shape[0]:
                     raise ModelError(
-                        f"{where}: in the equation of {seq.name}_t, {left} ({left.shape[0]} x {left.shape[1]}) "
-                        f"times {right} ({right.shape[0]} x {right.shape[1]}): the inner sizes differ"
+                        f"{where}: in the equation of {seq.name}_t, {notation(left)} ({left.shape[0]} x {left.shape[1]}) "
+                        f"times {notation(right)} ({right.shape[0]} x {right.shape[1]}): the inner sizes differ"
                     )
         elif isinstance(node, (sp.MatAdd, sp.HadamardProduct)):
             shapes = {arg.shape for arg in node.args}
@@ -275,6 +276,11 @@ def _check_inner_shapes(where, seq, rhs):
                 raise ModelError(
                     f"{where}: in the equation of {seq.name}_t, terms of different shapes {sorted(shapes, key=str)}"
                 )
+
+
+def _shown(value):
+    """A value in a message: a SymPy expression in the user's notation, anything else as Python shows it."""
+    return notation(value) if isinstance(value, sp.Basic) else repr(value)
 
 
 def _check_reference(where, seq, ref, known_now, states):

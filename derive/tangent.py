@@ -14,6 +14,7 @@ from sympy.matrices.expressions.special import OneMatrix
 from bptt.derive.adjoint import CONSTANTS, NoRule
 from bptt.derive.elementwise import Apply, UnknownFunction, derivative, lookup
 from bptt.derive.nodes import Diag, SeqAt
+from bptt.derive.text import described
 
 
 class Tangent(MatrixExpr):
@@ -60,7 +61,7 @@ def _slope(node, out):
     try:
         return _derived(node, out, lookup(node.function).derivative)
     except UnknownFunction as error:
-        raise NoRule(str(error)) from error
+        raise NoRule(str(error), node) from error
 
 
 @lru_cache(maxsize=4096)
@@ -101,6 +102,6 @@ def tangent_terms(expr, leaf, out=None):
             return _apply(node, tangent, name if name is not None else node)
         if isinstance(node, sp.MatrixSlice):  # the same block of the parameter's tangent
             return [sp.MatrixSlice(term, node.rowslice, node.colslice) for term in tangent(node.parent)]
-        raise NoRule(f"no tangent rule for {type(node).__name__} node: {node}")
+        raise NoRule(f"{described(node)} has no forward-mode rule yet", node)
 
     return tangent(expr, out)

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from bptt.derive.bptt import NEXT
 from bptt.derive.nodes import Adj, SeqAt, T, t
+from bptt.derive.refusal import refusing
 from bptt.documents.block_document import block_section
 from bptt.documents.checkpoint_document import checkpoint_section
 from bptt.documents.closed_document import closed_form_sections, truncation_section
@@ -58,11 +59,12 @@ def sections(model, only=None):
             f"no section {', '.join(map(repr, unknown))} in the document of {model.name}; "
             f"its sections are {', '.join(names)}"
         )
-    facts = derived(model)
     built = {}
-    for name in names:
-        if name in wanted or name in ("forward", "lemma") and {"forward", "lemma"} & set(wanted):
-            built.update((s.name, s) for s in _build(name, facts))
+    with refusing(model):
+        facts = derived(model)
+        for name in names:
+            if name in wanted or name in ("forward", "lemma") and {"forward", "lemma"} & set(wanted):
+                built.update((s.name, s) for s in _build(name, facts))
     return _defined([built[name] for name in names if name in wanted and name in built])
 
 

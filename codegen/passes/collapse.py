@@ -17,8 +17,8 @@ import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Assign, Guard, Loop, walk
-from bptt.codegen.text import text
 from bptt.derive.nodes import Adj, Diag, matrix_sum, t
+from bptt.derive.text import text
 
 
 def collapse(statements, others, grouped):

@@ -12,8 +12,8 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.ir import Assign
-from bptt.codegen.text import text
 from bptt.derive.nodes import SeqAt
+from bptt.derive.text import text
 
 LARGEST = 12  # operations: a larger value is left as it is (its expansion could grow without bound)
 

@@ -26,10 +26,10 @@ from bptt.codegen.ir import (
     Units,
     ZeroGradient,
 )
-from bptt.codegen.text import text
 from bptt.derive.nodes import Adj, SeqAt, t
 from bptt.derive.rtrl import factored, step_tangents
 from bptt.derive.tangent import Tangent
+from bptt.derive.text import text
 
 
 def statements(model):

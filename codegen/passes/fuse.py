@@ -12,9 +12,9 @@ import sympy as sp
 
 from bptt.codegen.array_names import code_name
 from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, Steps
-from bptt.codegen.text import text
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
+from bptt.derive.text import text
 
 
 def sum_terms(value):

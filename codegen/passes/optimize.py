@@ -18,9 +18,9 @@ from bptt.codegen.ir import Array, Assign, Guard, Loop, Pass, walk
 from bptt.codegen.passes import fuse_backward
 from bptt.codegen.passes.collapse import collapse
 from bptt.codegen.passes.fuse import sum_terms
-from bptt.codegen.text import text
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, SeqAt, matrix_sum, t
+from bptt.derive.text import text
 
 
 def value_reads(expr, name):

@@ -9,8 +9,8 @@ and lets the gates' flows and gradients fuse as the zoo's do (fuse_backward.py).
 import sympy as sp
 
 from bptt.codegen.ir import Assign, Loop, walk
-from bptt.codegen.text import text
 from bptt.derive.nodes import Adj, Diag, SeqAt, t
+from bptt.derive.text import text
 
 
 def name_slopes(statements, initial, returns):

@@ -8,9 +8,9 @@ activations are in place, so that fuse.activations joins neighbouring ones and h
 
 from bptt.codegen.ir import Accumulate, Assign
 from bptt.codegen.passes.fuse import sum_terms, views
-from bptt.codegen.text import text
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
+from bptt.derive.text import text
 
 
 def split_activations(statements, groups):

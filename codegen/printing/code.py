@@ -1,10 +1,23 @@
 """Printed code that knows its precedence, and the error of an expression no printer can print."""
 
 from bptt.codegen.printing.function_code import ATOM
+from bptt.derive.refusal import Refusal
+from bptt.derive.text import described, notation
 
 
-class PrintError(ValueError):
-    """An expression the NumPy printer cannot turn into code."""
+class PrintError(Refusal):
+    """An expression a backend's printer cannot turn into code (Backend.module_source names the backend)."""
+
+
+def no_factor_code(factor):
+    """The refusal of a matrix the generated code cannot multiply a vector by (only a parameter, its transpose,
+    or a diagonal)."""
+    return PrintError(f"the generated code cannot multiply by {described(factor)} yet", factor)
+
+
+def unspecified_loss(loss):
+    """The refusal of a loss with no code (GenericLoss: l(o_t, y_t) left unspecified)."""
+    return PrintError(f"the loss {notation(loss)} is not specified, so it has no code; give the model a concrete code_loss")
 
 
 class Code(str):

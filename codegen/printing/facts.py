@@ -5,10 +5,10 @@ docstrings, signatures and constants write them, and the helpers its fixed parts
 from dataclasses import dataclass
 
 from bptt.codegen.printing.checkpoints import bytes_lines
-from bptt.codegen.printing.printer import PrintError
+from bptt.codegen.printing.code import unspecified_loss
 from bptt.codegen.program import shape_of
-from bptt.codegen.text import equation, text
 from bptt.derive.nodes import SoftmaxCrossEntropy, SquaredError
+from bptt.derive.text import equation, text
 
 LOSSES = {SoftmaxCrossEntropy: "_softmax_cross_entropy", SquaredError: "_squared_error"}  # the loss's helper
 
@@ -80,7 +80,7 @@ def model_facts(model, program, backend):
     """The model's Facts; a loss with no helper is a PrintError."""
     loss = model.concrete_loss()
     if type(loss) not in LOSSES:
-        raise PrintError(f"no {backend} form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+        raise unspecified_loss(loss)
     first, output, target = (_array(seq) for seq in (model.inputs[0], model.outputs[0][0], loss.target))
     forced = tuple(seq.name for seq in model.forced)
     forcing = ", with teacher forcing: the targets ys take the place of\n    " + "".join(f"{n}_t" for n in forced)

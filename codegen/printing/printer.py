@@ -14,7 +14,7 @@ from sympy.printing.printer import Printer
 
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Steps
-from bptt.codegen.printing.code import Code, PrintError
+from bptt.codegen.printing.code import Code, PrintError, unspecified_loss
 from bptt.codegen.printing.function_code import ATOM, POWER, PRODUCT, SUM, UNARY, Term
 from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.products import ProductPrinting
@@ -23,6 +23,7 @@ from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, equal, matrix_sum, t
 from bptt.derive.order import term_order
+from bptt.derive.text import described
 
 # Arrays of states and intermediates hold steps 0..T (index = time);
 # inputs, outputs and targets hold steps 1..T (index = time - 1).
@@ -53,7 +54,6 @@ class RowPrinter(ProductPrinting, Printer):
     printmethod = None
     backend = "numpy"  # the key of the helpers file
     functions = NUMPY_FUNCTIONS  # the code of the elementwise functions
-    form = "NumPy"  # the backend's name in errors
     blocks = "np.s_"  # what indexes a block of a parameter
 
     def __init__(self, stacked=False, arrays=None):
@@ -230,7 +230,7 @@ class RowPrinter(ProductPrinting, Printer):
         entry = lookup(function)
         if entry.kind not in self.functions:
             raise PrintError(
-                f"the elementwise function {function!r} has no {self.form} code; "
+                f"the elementwise function {function!r} has no code; "
                 f"add it with {self.functions.name}.register({entry.kind!r}, lambda xp, x: ...)"
             )
         x = Term(str(arg), getattr(arg, "level", ATOM))
@@ -256,10 +256,10 @@ class RowPrinter(ProductPrinting, Printer):
         return Code(f"{self.helper('_logsumexp')}({logits}) - {picked}", SUM)
 
     def _print_GenericLoss(self, loss):
-        raise PrintError(f"no {self.form} form for the loss {type(loss).__name__}; give the model a concrete code_loss")
+        raise unspecified_loss(loss)
 
     def emptyPrinter(self, expr):
-        raise PrintError(f"no {self.form} form for {type(expr).__name__}: {expr}")
+        raise PrintError(f"{described(expr)} has no code yet", expr)
 
 
 @functools.lru_cache(maxsize=8192)  # -term rebuilds the whole term (a deep doit), and every backend prints the same terms

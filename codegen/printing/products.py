@@ -5,9 +5,10 @@ sum over time as one product over all T*B rows. A mixin of printer.RowPrinter.""
 import sympy as sp
 
 from bptt.codegen.ir import PARAMETER
-from bptt.codegen.printing.code import Code, PrintError
+from bptt.codegen.printing.code import Code, PrintError, no_factor_code
 from bptt.codegen.printing.function_code import ATOM, POWER, PRODUCT, SUM, UNARY
 from bptt.derive.nodes import Diag, OneHot
+from bptt.derive.text import described, notation
 
 ONES = "_ones"  # the work array of T*B ones that sums over all steps and samples
 
@@ -36,7 +37,7 @@ class ProductPrinting:
             return Code(f"{self._print(matrix.arg)}[{label}]")
         if isinstance(matrix, sp.MatrixSymbol):
             return Code(f"{self._print(matrix)}.T[{label}]")
-        raise PrintError(f"a one-hot vector must be multiplied by a parameter, not {matrix}")
+        raise PrintError(f"a one-hot vector must be multiplied by a parameter, not by {described(matrix)}", matrix)
 
     def apply(self, factor, acc, expr):
         """factor times the vector whose row form is acc."""
@@ -48,7 +49,7 @@ class ProductPrinting:
             return Code(f"{left} @ {self._print(factor.arg)}", PRODUCT)
         if isinstance(factor, PARAMETER):
             return Code(f"{left} @ {self._print(factor)}.T", PRODUCT)
-        raise PrintError(f"no NumPy form for the factor {factor} in {expr}")
+        raise no_factor_code(factor)
 
     # parameter gradients and losses, for all steps
 
@@ -79,7 +80,7 @@ def outer_factors(term):
     coeff, factors = term.as_coeff_matrices()
     split = next((k + 1 for k, factor in enumerate(factors) if factor.shape[1] == 1), None)
     if split is None or split == len(factors):
-        raise PrintError(f"a matrix gradient term must be a column vector times a row vector: {term}")
+        raise PrintError(f"a parameter's gradient term must be a column times a row: {notation(term)}", term)
     column = sp.MatMul(coeff, *factors[:split]).doit(deep=False)
     row = sp.MatMul(*factors[split:]).doit(deep=False) if len(factors) > split + 1 else factors[split]
     return column, sp.transpose(row)

@@ -11,9 +11,9 @@ import sympy as sp
 
 from bptt.codegen.ir import PARAMETER, Array, PerCall
 from bptt.codegen.printing.array_calls import NUMPY
-from bptt.codegen.printing.code import tuple_items
+from bptt.codegen.printing.code import no_factor_code, tuple_items
 from bptt.codegen.printing.function_code import in_place
-from bptt.codegen.printing.printer import ATOM, Code, PrintError, RowPrinter
+from bptt.codegen.printing.printer import ATOM, Code, RowPrinter
 from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
 from bptt.codegen.printing.window import Statements
 from bptt.derive.elementwise import Apply
@@ -261,7 +261,7 @@ class NumPyPrinter(Statements, RowPrinter):
             return self.prepare(factor, transposed=True)
         if isinstance(factor, PARAMETER):
             return f"{self(factor)}.T"
-        raise PrintError(f"no NumPy form for the factor {factor}")
+        raise no_factor_code(factor)
 
     def take_columns(self, matrix, onehot, out):
         """P onehot(x): column x of P, looked up (never a one-hot vector; np.take would copy P.T whole)."""

@@ -14,6 +14,7 @@ from bptt.codegen.ir import Previous
 from bptt.codegen.printing.printer import ATOM, PRODUCT, Code, PrintError, RowPrinter
 from bptt.derive.nodes import SeqAt, t
 from bptt.derive.tangent import Tangent
+from bptt.derive.text import notation
 
 DIRECTIONS = "directions"  # the number of carried directions: the first axis of every tangent array
 
@@ -154,7 +155,7 @@ class TangentPrinter(RowPrinter):
         if isinstance(node, sp.MatrixSlice):  # the block's rows of every direction of the whole parameter
             columns = node.parent.shape[1]
             if columns != 1 and not (node.colslice[0] == 0 and sp.simplify(node.colslice[1] - columns) == 0):
-                raise PrintError(f"forward mode takes blocks of whole columns only, not {node}")
+                raise PrintError(f"forward mode takes blocks of whole columns only, not {notation(node)}", node)
             rows = self.span(*node.rowslice[:2], size=node.parent.shape[0])
             return Code(f"{self.tangent(node.parent, operand)}[..., {rows}]")
         of = node.of
@@ -165,7 +166,7 @@ class TangentPrinter(RowPrinter):
         if cols == 1:
             return Code(units_name(rows))
         if operand is None:
-            raise PrintError(f"the tangent of {of.name} must multiply a vector")
+            raise PrintError(f"the forward-mode direction of {of.name} must multiply a vector", node)
         return Code(f"{self.helper('_directions')}({self(operand)}, {self(rows)})")
 
     def _print_MatMul(self, expr):

@@ -17,7 +17,7 @@ from bptt.derive.nodes import equal
 class TorchPrinter(RowPrinter):
     """Row form in torch: one step (`stacked=False`) or all steps t = 1..T at once."""
 
-    backend, form, functions = "torch", "torch", TORCH_FUNCTIONS
+    backend, functions = "torch", TORCH_FUNCTIONS
 
     def index_of(self, block):
         """A block's index in its parameter as a tuple of slices: `(slice(n_h, 2 * n_h),)`; all for None."""

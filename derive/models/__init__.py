@@ -53,8 +53,10 @@ def _load_file(path, attr):
         raise ModelError(f"model file {str(path)!r} has no function {attr!r}")
     try:
         model = factory()
-    except ModelError:
-        raise
+    except ModelError as error:
+        if str(error).startswith("model "):  # the model's own description: it names the model
+            raise
+        raise ModelError(f"{path}:{attr}(): {error}") from None  # e.g. sequence(): named by where it was called
     except SystemExit as error:
         raise ModelError(f"model file {str(path)!r}: {attr}() called sys.exit({error.code!r})") from None
     except Exception as error:

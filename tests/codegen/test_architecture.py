@@ -7,7 +7,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CORE = ("derive", "codegen.ir", "codegen.ir_checkpoints", "codegen.array_names", "codegen.text", "codegen.names")
+CORE = ("derive", "codegen.ir", "codegen.ir_checkpoints", "codegen.array_names", "codegen.names")
 PASSES = (*CORE, "codegen.passes")
 PROGRAM = (*PASSES, "codegen.program")
 PRINTING = (*PROGRAM, "codegen.printing")
@@ -20,7 +20,6 @@ RULES = (
     ("codegen.ir", CORE),
     ("codegen.ir_checkpoints", CORE),
     ("codegen.array_names", CORE),
-    ("codegen.text", CORE),
     ("codegen.names", CORE),
     ("codegen.passes", PASSES),
     ("codegen.program", PROGRAM),

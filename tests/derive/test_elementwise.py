@@ -231,7 +231,7 @@ def test_a_function_without_a_backend_s_code_is_refused_in_one_line(cell_file, t
     status = main(["codegen", f"{cell_file}:cubic_rnn", "--backend", "torch", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert status == 2 and list(tmp_path.iterdir()) == []
-    assert err.count("\n") == 1 and "'cubic' has no torch code" in err and "TORCH_FUNCTIONS.register('cubic'" in err
+    assert err.count("\n") == 1 and "(torch backend)" in err and "'cubic' has no code" in err and "TORCH_FUNCTIONS.register('cubic'" in err
 
 
 def test_a_function_registered_again_is_derived_again():

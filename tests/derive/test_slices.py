@@ -121,5 +121,5 @@ def test_a_slice_of_a_product_or_with_a_step_has_no_rule():
     with pytest.raises(NoRule, match="consecutive rows and columns"):
         derive(stepped)
     of_product = _model_with(lambda W, state, h: (W.T * W)[:h, :h] * state(t - 1))
-    with pytest.raises(NoRule, match="only a slice of a parameter"):
+    with pytest.raises(NoRule, match="only a block of a parameter"):
         derive(of_product)

@@ -1,4 +1,5 @@
-"""Plain-text maths for comments in generated code: `dL/dh_t = W_hh^T dL/dh_{t+1} + ...`."""
+"""Plain-text maths in the user's notation: comments in generated code (`dL/dh_t = W_hh^T dL/dh_{t+1} + ...`)
+and the expressions a refusal names (`W^T`, `tanh(a_t)`, `(W h_{t-1})^(-1/2)`), never a node's class."""
 
 import functools
 
@@ -45,7 +46,8 @@ class TextPrinter(StrPrinter):
         return " * ".join(self._wrap(a) for a in expr.args)
 
     def _print_HadamardPower(self, expr):
-        return f"{self._wrap(expr.base)}^{expr.exp}"
+        exp = expr.exp
+        return f"{self._wrap(expr.base)}^{exp if exp.is_Integer and exp > 0 else f'({exp})'}"
 
     def _print_OneMatrix(self, expr):
         return "1"
@@ -89,3 +91,46 @@ def text(expr):
 
 def equation(lhs, rhs):
     return f"{text(lhs)} = {text(rhs)}"
+
+
+class UserPrinter(TextPrinter):
+    """The maths as the user wrote it: a parameter's own name where the code has its tangent (W^T,
+    not dot(W)^T), a matrix of ones with its shape (a column of ones is the 1 of `1 - z_t`)."""
+
+    def _print_Tangent(self, expr):
+        return self._print(expr.of)
+
+    def _print_OneMatrix(self, expr):
+        rows, cols = expr.shape
+        return "1" if cols == 1 else f"ones({rows} x {cols})"
+
+
+# What a refusal calls a node, by its class: {text} is the node in the user's notation. A class not
+# listed (a user's own node) is named by its notation alone.
+KINDS = {
+    "HadamardPower": "an elementwise power {text}",
+    "MatPow": "a matrix power {text}",
+    "Inverse": "a matrix inverse {text}",
+    "Transpose": "the transpose {text}",
+    "MatAdd": "the sum {text}",
+    "MatMul": "the product {text}",
+    "HadamardProduct": "the elementwise product {text}",
+    "OneMatrix": "a matrix of ones ({rows} x {cols})",
+    "Identity": "an identity matrix ({rows} x {cols})",
+    "MatrixSlice": "the block {text}",
+    "Apply": "the elementwise function {text}",
+    "Diag": "the diagonal matrix {text}",
+    "MatrixSymbol": "the parameter {text}",
+}
+
+
+def notation(expr):
+    """expr in the user's notation."""
+    return UserPrinter().doprint(expr)
+
+
+def described(node):
+    """What a refusal calls node: its kind in words and its notation, `an elementwise power (W h_{t-1})^(-1/2)`."""
+    kind = KINDS.get(type(node).__name__, "{text}")
+    rows, cols = getattr(node, "shape", (None, None))
+    return kind.format(text=notation(node), rows=rows, cols=cols)

@@ -1,0 +1,311 @@
+"""Cells that the tool refuses, one per raise site of derive/ and codegen/ (tests/derive/test_refusals.py walks
+the sites with ast and triggers each): CELLS, by the site's path, function and first words; INTERNAL, the sites
+no model reaches, with a word of why."""
+
+import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
+
+from bptt.derive.elementwise import FUNCTIONS, Apply, Elementwise
+from bptt.derive.model import Model, labels, matrix, sequence, sizes
+from bptt.derive.nodes import GenericLoss, OneHot, SquaredError, t, tanh
+
+# Cells, written as a user writes one (tests/user_cells.py). `tiny` is d2l's linear RNN with fields replaced.
+d, h, q = sizes("d h q")
+W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q, h)
+x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
+o, y = sequence("o", q, "output"), sequence("y", q, "target")
+
+
+def tiny(**changes):
+    fields = dict(
+        name="tiny",
+        title="tiny",
+        source="tests",
+        sizes=(d, h, q),
+        params=(W_hx, W_hh, W_qh),
+        inputs=(x,),
+        steps=((hidden, W_hx * x() + W_hh * hidden(t - 1)),),
+        outputs=((o, W_qh * hidden()),),
+        loss=SquaredError(o(), y()),
+    )
+    fields.update(changes)
+    return Model(**fields)
+
+
+def state(rhs, *extra):
+    """tiny with h_t = rhs, and extra parameters."""
+    return tiny(steps=((hidden, rhs),), params=(W_hx, W_hh, W_qh, *extra))
+
+
+def unread(rhs, *extra):
+    """tiny with an intermediate a_t = rhs that nothing reads."""
+    return tiny(steps=((a, rhs), (hidden, W_hx * x() + W_hh * hidden(t - 1))), params=(W_hx, W_hh, W_qh, *extra))
+
+
+def onehot_cell(factor, *extra):
+    """h_t = tanh(factor onehot(x_t) + W_hh h_{t-1}), x a label input, and extra parameters."""
+    words = labels("x", d)
+    rhs = tanh(factor * OneHot(words(), d) + W_hh * hidden(t - 1))
+    return tiny(inputs=(words,), steps=((hidden, rhs),), params=(W_hx, W_hh, W_qh, *extra))
+
+
+def with_function(monkeypatch):
+    """A cell with a function registered for the test only, which no backend has code for."""
+    entry = Elementwise("cubed", sp.tanh, lambda x, y: OneMatrix(*x.shape), "cubed")
+    monkeypatch.setitem(FUNCTIONS, "cubed", entry)
+    return state(Apply("cubed", W_hx * x() + W_hh * hidden(t - 1)))
+
+
+def model_file(tmp_path, body, function="cell"):
+    """The spec of a model file holding body."""
+    path = tmp_path / "cells.py"
+    header = "import sys\nfrom bptt.derive.model import Model, matrix, sequence, sizes\n"
+    path.write_text(header + body, encoding="utf-8")
+    return f"{path}:{function}"
+
+
+W = matrix("W", h, h)
+W2, V = matrix("W2", 2 * h, h), matrix("V", h, d)
+U2 = matrix("U2", h, 2 * d)
+x2 = sequence("x2", 2 * d, "input")
+
+# site key -> (how it is triggered, the cell): "build" the model, "derive" it, "latex" (its document's sections),
+# a backend's name (its module), "load" (a model file; the cell takes tmp_path and returns its spec);
+# with_function takes pytest's monkeypatch.
+# The site's own words are the key, so that a message reworded is a key to update here.
+CELLS = {
+    # derive/model.py: the description
+    "derive/model.py sequence: sequence : role must be one of , got": (
+        "load",
+        lambda tmp: model_file(tmp, "def cell():\n    return sequence('x', 3, 'weird')\n"),
+    ),
+    "derive/model.py validate: : a name must be letters, digits, '-' and '_',": (
+        "build",
+        lambda: tiny(name="tiny!"),
+    ),
+    "derive/model.py validate: : no state; a recurrent model needs a step with": (
+        "build",
+        lambda: tiny(steps=((a, W_hx * x()),), outputs=((o, W_qh * a()),)),
+    ),
+    "derive/model.py validate: : no output; give at least one (Seq, rhs) in": ("build", lambda: tiny(outputs=())),
+    "derive/model.py validate: : loss must be a loss node such as GenericLoss(o(t),": (
+        "build",
+        lambda: tiny(loss=tanh(o())),
+    ),
+    "derive/model.py validate: : expected one input sequence, got": ("build", lambda: tiny(inputs=(x, x2))),
+    "derive/model.py validate: : is assigned in the wrong place for role": (
+        "build",
+        lambda: tiny(steps=(*tiny().steps, (y, W_qh * hidden()))),
+    ),
+    "derive/model.py validate: : _t has rows but its right-hand side has shape": (
+        "build",
+        lambda: tiny(outputs=((o, W_hh * hidden()),)),
+    ),
+    "derive/model.py validate: : in the equation of _t is not a parameter": (
+        "build",
+        lambda: tiny(steps=((hidden, W_hx * x() + W * hidden(t - 1)),)),
+    ),
+    "derive/model.py validate: : teacher forcing replaces , which is not a state": (
+        "build",
+        lambda: tiny(teacher_forcing=((o, y()),)),
+    ),
+    "derive/model.py validate: : teacher forcing must replace _t by data of shape": (
+        "build",
+        lambda: tiny(teacher_forcing=((hidden, y()),)),
+    ),
+    "derive/model.py _check_names: : sizes must be a tuple of size symbols, e.g.": (
+        "build",
+        lambda: tiny(sizes=[d, h, q]),
+    ),
+    "derive/model.py _check_names: : params must be a tuple of matrix(...) and vector(...),": (
+        "build",
+        lambda: tiny(params=[W_hx, W_hh, W_qh]),
+    ),
+    "derive/model.py _check_names: : the is listed times; list each once": (
+        "build",
+        lambda: tiny(params=(W_hx, W_hh, W_hh, W_qh)),
+    ),
+    "derive/model.py _check_names: : names a parameter and a sequence; give each its": (
+        "build",
+        lambda: tiny(params=(W_hx, W_hh, W_qh, matrix("a", h, h)), steps=((a, W_hx * x()), *tiny().steps)),
+    ),
+    "derive/model.py _check_sequences: : two sequences are named ( of rows and of": (
+        "build",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1) + W_hh * sequence("x", h, "input")()),
+    ),
+    "derive/model.py _check_sequences: : the sequence is assigned times; assign each sequence once": (
+        "build",
+        lambda: tiny(steps=(*tiny().steps, *tiny().steps)),
+    ),
+    "derive/model.py _check_identifier: : is not a Python identifier; names become variables of": (
+        "build",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("W-1", h, h)),
+    ),
+    "derive/model.py _check_identifier: : Python reads the name as (identifiers are NFKC-normalised), so": (
+        "build",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("Ｗ", h, h)),
+    ),
+    "derive/model.py _check_identifier: : the name starts with _, which the generated code": (
+        "build",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("_W", h, h)),
+    ),
+    "derive/model.py _check_dimension: : has a dimension ; expected one of its sizes": (
+        "build",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("Z", h, 3)),
+    ),
+    "derive/model.py _check_elementwise: : in the equation of _t, SymPy's () is a": (
+        "build",
+        lambda: state(sp.exp(W_hx * x() + W_hh * hidden(t - 1))),
+    ),
+    "derive/model.py _check_elementwise: : the equation of _t must be a column vector,": (
+        "build",
+        lambda: state(sp.Symbol("z")),
+    ),
+    "derive/model.py _check_inner_shapes: : in the equation of _t, ( x ) times": (
+        "build",
+        lambda: state(tanh(W_hx * x()) + W_hx * tanh(W_hh * hidden(t - 1))),
+    ),
+    "derive/model.py _check_inner_shapes: : in the equation of _t, terms of different shapes": (
+        "build",
+        lambda: state(W_hh * hidden(t - 1) + sp.HadamardProduct(x(), tanh(x()))),
+    ),
+    "derive/model.py _check_reference: : _t reads _(t-1), but only states may be read": (
+        "build",
+        lambda: state(W_hx * x(t - 1) + W_hh * hidden(t - 1)),
+    ),
+    "derive/model.py _check_reference: : _t reads at time ; expected an input or": (
+        "build",
+        lambda: state(W_hx * x(t + 1) + W_hh * hidden(t - 1)),
+    ),
+    # derive/models: loading a model file
+    "derive/models/__init__.py _load_file: :():": (  # sequence() called in the model file: the file is named
+        "load",
+        lambda tmp: model_file(tmp, "def cell():\n    return sequence('x', 3, 'weird')\n"),
+    ),
+    "derive/models/__init__.py load: unknown model ; known models: (or give file.py:function)": (
+        "load",
+        lambda tmp: "no-such-model",
+    ),
+    "derive/models/__init__.py _load_file: model file does not exist (expected file.py:function)": (
+        "load",
+        lambda tmp: f"{tmp / 'missing.py'}:cell",
+    ),
+    "derive/models/__init__.py _load_file: model file called sys.exit() while loading": (
+        "load",
+        lambda tmp: model_file(tmp, "sys.exit(3)\n"),
+    ),
+    "derive/models/__init__.py _load_file: model file failed to load: :": (
+        "load",
+        lambda tmp: model_file(tmp, "1/0\n"),
+    ),
+    "derive/models/__init__.py _load_file: model file has no function": (
+        "load",
+        lambda tmp: model_file(tmp, "cell = 1\n"),
+    ),
+    "derive/models/__init__.py _load_file: model file : () called sys.exit()": (
+        "load",
+        lambda tmp: model_file(tmp, "def cell():\n    sys.exit(1)\n"),
+    ),
+    "derive/models/__init__.py _load_file: :() failed: :": (
+        "load",
+        lambda tmp: model_file(tmp, "def cell():\n    1/0\n"),
+    ),
+    "derive/models/__init__.py _load_file: :() returned , expected a bptt.derive.model.Model": (
+        "load",
+        lambda tmp: model_file(tmp, "def cell():\n    return 3\n"),
+    ),
+    # derive: nodes with no rule
+    "derive/adjoint.py _apply:": ("derive", lambda: state(Apply("swish", W_hx * x() + W_hh * hidden(t - 1)))),
+    "derive/adjoint.py _slice:": ("derive", lambda: state(tanh(W_hx * x() + W2[0 : 2 * h : 2, :] * hidden(t - 1)), W2)),
+    "derive/adjoint.py _backprop: has no adjoint rule yet": (
+        "latex",
+        lambda: state(sp.HadamardPower(W_hx * x() + W_hh * hidden(t - 1), sp.Rational(-1, 2))),
+    ),
+    "derive/blocks.py check_block: the block has no adjoint rule: only a block of": (
+        "derive",
+        lambda: state(tanh(W_hx * x() + (W_hh.T * W_hh)[:h, :h] * hidden(t - 1))),
+    ),
+    "derive/blocks.py check_block: the block has no adjoint rule: a block takes consecutive": (
+        "derive",
+        lambda: state(tanh(W_hx * x() + W2[0 : 2 * h : 2, :] * hidden(t - 1)), W2),
+    ),
+    "derive/elementwise.py lookup: no derivative for the elementwise function (known: ; add one": (
+        "derive",
+        lambda: state(Apply("swish", W_hx * x() + W_hh * hidden(t - 1))),
+    ),
+    "derive/elementwise.py derivative: has no derivative registered (it is the slope of another": (
+        "derive",
+        lambda: state(Apply("gelu'", W_hx * x() + W_hh * hidden(t - 1))),
+    ),
+    "derive/tangent.py _slope:": ("numpy", lambda: unread(Apply("swish", W_hx * x()))),
+    "derive/tangent.py tangent_terms.tangent: has no forward-mode rule yet": (
+        "torch",
+        lambda: unread(sp.HadamardPower(W_hx * x(), sp.Rational(-1, 2))),
+    ),
+    # codegen/names.py: names the generated code uses itself
+    "codegen/names.py check: : the size": ("numpy", lambda: tiny(sizes=(d, h, q, sp.Symbol("np")))),
+    "codegen/names.py check: : the parameter would hide the attribute of the torch": (
+        "torch",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("eval", h, h)),
+    ),
+    "codegen/names.py check: :": ("jax", lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("units_W", h, h))),
+    "codegen/names.py check: : #2": ("torch", lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("work", h, h))),
+    "codegen/names.py check: : would be the same variable; rename one": (
+        "numpy",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("h_prev", h, h)),
+    ),
+    # codegen: nodes with no code
+    "codegen/printing/printer.py RowPrinter.elementwise: the elementwise function has no code; add it with .register(,": (
+        "numpy",
+        with_function,
+    ),
+    "codegen/printing/facts.py model_facts:": ("torch", lambda: tiny(loss=GenericLoss(o(), y()))),
+    "codegen/printing/products.py ProductPrinting.lookup: a one-hot vector must be multiplied by a parameter, not": (
+        "numpy",
+        lambda: onehot_cell(W_hx + V, V),
+    ),
+    "codegen/printing/products.py ProductPrinting.apply:": (
+        "torch",
+        lambda: state(tanh(W_hx * x() + W_hh.T * hidden(t - 1))),
+    ),
+    "codegen/printing/statements.py NumPyPrinter.gemm_matrix:": (
+        "torch",
+        lambda: state(tanh(W_hx * x() + (W_hh - W_hh.T) * hidden(t - 1))),
+    ),
+    "codegen/printing/tangents.py TangentPrinter.tangent: forward mode takes blocks of whole columns only, not": (
+        "numpy",
+        lambda: tiny(params=(U2, W_hh, W_qh), steps=((hidden, U2[:, :d] * x() + W_hh * hidden(t - 1)),)),
+    ),
+}
+
+# Sites no model reaches, with a word of why: "invariant" (what the statements guarantee: every sequence a
+# statement reads was validated), "caught" (the caller keeps the error as a value), "proofs" (the exact checks'
+# own evaluator), "environment" (a framework not installed: not a model's refusal), "internal" (Python's
+# protocol inside the printers).
+INTERNAL = {
+    "codegen/backends.py require: the backend needs , which is not installed: pip install": "environment",
+    "codegen/jax/printer.py JaxPrinter.sequence: a step reads at time ; only t-1, t and": "invariant",
+    "codegen/jax/scan.py PassPrinter.shift: the forward pass reads at time ; only t and": "invariant",
+    "codegen/jax/scan.py PassPrinter.step_value: the forward loop reads at t before it assigns it": "invariant",
+    "codegen/jax/scan.py PassPrinter.step_value: the forward loop reads at t-1, which holds steps 1..T": "invariant",
+    "codegen/jax/scan.py PassPrinter.write: the forward pass writes , which is not one of": "invariant",
+    "codegen/printing/printer.py RowPrinter._print_GenericLoss:": "invariant",  # model_facts refuses the loss first
+    "codegen/printing/function_code.py Term.__getattr__:": "internal",
+    "codegen/printing/function_code.py Library.__getattr__:": "internal",
+    "codegen/printing/helpers.py Helpers.closure: the helpers files have no definition": "invariant",
+    "codegen/printing/printer.py RowPrinter.sequence: holds one step; it cannot be read for all steps": "invariant",
+    "codegen/printing/printer.py RowPrinter.sequence: cannot stack at time over t = 1..T": "invariant",
+    "codegen/printing/printer.py RowPrinter.emptyPrinter: has no code yet": "invariant",
+    "codegen/printing/products.py outer_factors: a parameter's gradient term must be a column times a": "invariant",
+    "codegen/printing/tangents.py TangentPrinter.tangent: the forward-mode direction of must multiply a vector": "invariant",
+    "codegen/printing/terms.py Scratch.take: too many scratch arrays in one statement": "invariant",
+    "codegen/torch/backward.py fast_adjoints_body: the fast adjoints do not hold": "invariant",
+    "codegen/torch/steps.py StepPrinter.sequence: a step function reads at , not as a step": "invariant",
+    "codegen/torch/steps.py StepLoops._print_Loop: a second loop: is taken": "invariant",
+    "derive/closed_form.py linear_coefficient: is not a left multiple of": "caught",
+    "derive/closed_form.py closed_form: closed forms are derived for single-state cells": "caught",
+    "derive/closed_form.py closed_form: the local term must depend on output adjoints only": "caught",
+    "derive/closed_form.py block_closed_form: a block closed form is for cells with several states": "caught",
+    "derive/closed_form.py block_closed_form: the local term must depend on output adjoints only": "caught",
+    "derive/explicit.py explicit: cannot make explicit:": "proofs",
+}
