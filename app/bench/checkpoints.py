@@ -64,7 +64,11 @@ def require_a_step(module, sizes, batch, dtypes, budgets):
 
     for dtype in dtypes:
         for budget in budgets:
-            schedule._budget(budget, *_bytes(module, sizes, batch, np.dtype(dtype).itemsize))
+            try:
+                schedule._budget(budget, *_bytes(module, sizes, batch, np.dtype(dtype).itemsize))
+            except ValueError as error:
+                shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+                raise ValueError(f"{error} in {dtype} with B={batch}, {shown}") from None
 
 
 def plan(module, sizes, steps, batch, itemsize, budget):
