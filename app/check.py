@@ -126,7 +126,8 @@ def check(module, steps=5, batch=3, seed=0, dtype="float64", sizes=None, truncat
     """One Row per parameter and initial state: the analytic gradient (computed in dtype)
     against Ridders' derivatives of the float64 (truncated) loss on at most max_entries
     entries of each array; for randomized truncation, the exact expectation against full BPTT.
-    Raises NonFiniteForward if the forward pass overflows, TooManyPatterns if truncate is random:PI and steps is over RANDOM_STEPS."""
+    Raises NonFiniteForward if the forward pass overflows, TooManyPatterns if truncate is random:PI
+    and steps is over RANDOM_STEPS."""
     require_enumerable(steps, truncate)
     randomized = truncate is not None and truncate[0] == "random"
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported, not warned about
