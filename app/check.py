@@ -17,7 +17,7 @@ and entries it does not sample (at most max_entries per array). A forward pass t
 is refused (NonFiniteForward) rather than differenced.
 
 Randomized truncation is checked exactly: the expectation over every keep pattern, each
-weighted by its probability, against full BPTT, for T up to 12 (TooManyPatterns beyond)."""
+weighted by its probability, against full BPTT, for T up to RANDOM_STEPS = 12 (TooManyPatterns beyond)."""
 
 import importlib
 import itertools
@@ -36,11 +36,22 @@ FLOOR = 1e-3  # entries below this fraction of their array's largest are measure
 MARGIN = 10  # times the finite differences' error estimate, a heuristic (seen up to 5 times optimistic)
 MAX_ENTRIES = 40  # finite differences on at most this many entries per array
 EXACT = {"float64": 1e-12, "float32": 1e-5}  # the expectation over keep patterns against full BPTT
-PATTERNS = 4096  # at most this many keep patterns (2**T) are enumerated
+RANDOM_STEPS = 12  # randomized truncation is checked over all 2**T keep patterns, for T up to this
 
 
 class TooManyPatterns(ValueError):
     """Randomized truncation at a T whose 2**T keep patterns are too many to enumerate."""
+
+
+def require_enumerable(steps, truncate):
+    """Raise TooManyPatterns if truncate is random:PI and T = steps is over RANDOM_STEPS; compares
+    T itself, so that no T, however long, costs time or memory (2**T is never computed beyond)."""
+    if truncate is not None and truncate[0] == "random" and steps > RANDOM_STEPS:
+        raise TooManyPatterns(
+            f"randomized truncation is checked exactly, over all 2**T keep patterns, for T <= {RANDOM_STEPS} "
+            f"(at most {2**RANDOM_STEPS}): T={steps} is too long; a sampled mean has no honest bound "
+            "when a weight can reach 1/pi**T"
+        )
 
 
 @dataclass(frozen=True)
@@ -115,14 +126,10 @@ def check(module, steps=5, batch=3, seed=0, dtype="float64", sizes=None, truncat
     """One Row per parameter and initial state: the analytic gradient (computed in dtype)
     against Ridders' derivatives of the float64 (truncated) loss on at most max_entries
     entries of each array; for randomized truncation, the exact expectation against full BPTT.
-    Raises NonFiniteForward if the forward pass overflows, TooManyPatterns if 2**steps is too many."""
+    Raises NonFiniteForward if the forward pass overflows, TooManyPatterns if truncate is random:PI
+    and steps is over RANDOM_STEPS."""
+    require_enumerable(steps, truncate)
     randomized = truncate is not None and truncate[0] == "random"
-    if randomized and 2**steps > PATTERNS:
-        raise TooManyPatterns(
-            f"randomized truncation is checked exactly, over all 2**T keep patterns: T={steps} has {2**steps}, "
-            f"more than {PATTERNS} (use T <= {PATTERNS.bit_length() - 1}; a sampled mean has no honest bound "
-            "when a weight can reach 1/pi**T)"
-        )
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported, not warned about
         instance = problem(module, steps, batch, seed, sizes)
         for kind in dict.fromkeys((dtype, "float64")):

@@ -14,8 +14,9 @@ from bptt.app import problem as instances
 from bptt.app.arguments import UsageError, parser
 from bptt.app.bench import bench as benchmark
 from bptt.app.bench import checkpoints as bench_checkpoints
+from bptt.app.bench.process import Killed
 from bptt.app.check_backend import Options, report
-from bptt.app.files import OutputError, output_folder, output_target, write_atomic
+from bptt.app.files import OutputError, output_folder, output_target, writable_folder, write_atomic
 from bptt.codegen.backends import BACKENDS, MissingFramework, module_filename, require
 from bptt.derive.model import ModelError
 from bptt.derive.models import ZOO, load, names
@@ -165,6 +166,10 @@ def _sizes(text, module):
 
 
 def cmd_check(args):
+    try:  # before any work: a long T is refused in a time independent of T
+        checking.require_enumerable(args.steps, args.truncate)
+    except checking.TooManyPatterns as error:
+        raise UsageError(f"--steps {args.steps} with --truncate random:{args.truncate[1]}: {error}") from error
     model = _model(args.model)
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
     for backend in backends:
@@ -175,10 +180,7 @@ def cmd_check(args):
     passed = True
     for backend in backends:
         module = reference if backend == "numpy" else checking.load_module(model, from_zoo, backend)
-        try:  # instances.NonFiniteForward (the forward pass overflowed) is left to main
-            lines, ok = report(model, backend, module, reference, options)
-        except checking.TooManyPatterns as error:
-            raise UsageError(f"--steps {args.steps} with --truncate random:{args.truncate[1]}: {error}") from error
+        lines, ok = report(model, backend, module, reference, options)  # NonFiniteForward is left to main
         print("\n".join(lines) + ("\n" if backend != backends[-1] else ""))
         passed = passed and ok
     return 0 if passed else 1
@@ -186,7 +188,7 @@ def cmd_check(args):
 
 def cmd_analyze(args):
     model = _model(args.model)
-    if args.output is not None and output_folder(args.output, "-o").is_dir():
+    if args.output is not None and writable_folder(args.output, "-o").is_dir():
         plots.targets(args.output, analysis.table_names(model))  # the files it would replace: regular files, or none
     try:
         if args.output is not None:
@@ -216,25 +218,27 @@ def cmd_bench(args):
     sizes = _sizes(args.sizes, module) if args.sizes else {name: 32 for name in module.SIZES}
     if args.backend != "numpy":
         require(args.backend)
-        checking.load_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line, here
+        module = checking.load_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line
     peers = args.peers or list(benchmark.BACKEND_PEERS[args.backend])
     spec = dict(model=args.model, sizes=sizes, steps=args.steps, batch=args.batch, dtypes=args.dtype)
-    spec.update(checkpoints_spec(args))
+    spec.update(checkpoints_spec(args, module, sizes))
     return benchmark.launch(dict(spec, repeats=args.repeats, peers=peers, backend=args.backend))
 
 
-def checkpoints_spec(args):
-    """--checkpoints and -o of bench: the budgets (a bad one is a usage error) and the output folder."""
+def checkpoints_spec(args, module, sizes):
+    """--checkpoints and -o of bench: the budgets (a bad one, or one too small for a step of this problem,
+    is a usage error) and the output folder (one that cannot be written: an OS error), before measuring."""
     if args.checkpoints is None:
         if args.output is not None:
             raise UsageError("-o: bench writes files only with --checkpoints")
         return {}
     try:
         budgets = bench_checkpoints.parse(args.checkpoints)
+        bench_checkpoints.require_a_step(module, sizes, args.batch, args.dtype, budgets)
     except ValueError as error:
         raise UsageError(f"--checkpoints: {error}") from error
     if args.output is not None:
-        if output_folder(args.output, "-o").is_dir():
+        if writable_folder(args.output, "-o").is_dir():
             plots.targets(args.output, [bench_checkpoints.NAME])  # the files it would replace
         try:
             plots.require()
@@ -258,8 +262,14 @@ def main(argv=None):
         args = parser(COMMANDS).parse_args(argv)
     except KeyboardInterrupt:
         return 130
+    return guarded(args.command, lambda: args.run(args))
+
+
+def guarded(command, work):
+    """work()'s exit status, or an error's, reported on one line as `bptt COMMAND: error: ...` (bench's
+    measuring process reports its errors so too)."""
     try:
-        return args.run(args)
+        return work()
     except KeyboardInterrupt:  # Ctrl-C: stop quietly, with the shell's status for SIGINT
         return 130
     except BrokenPipeError:  # the reader stopped early (`bptt latex elman | head`): not an error
@@ -272,13 +282,15 @@ def main(argv=None):
         Refusal,
         MissingFramework,
     ) as error:  # bad input, or a model the tool cannot handle
-        return _failed(args, error, 2)
+        return _failed(command, error, 2)
     except instances.NonFiniteForward as error:  # check: the forward pass overflowed
-        return _failed(args, error, 4)
+        return _failed(command, error, 4)
+    except Killed as error:  # bench: the measuring process was killed (out of memory, or by a user)
+        return _failed(command, error, 3)
     except Exception as error:  # an OS error or a bug: one line, unless debugging
         if os.environ.get("BPTT_DEBUG"):
             raise
-        return _failed(args, _describe(error), 3)
+        return _failed(command, _describe(error), 3)
 
 
 def _describe(error):
@@ -289,9 +301,9 @@ def _describe(error):
     return named if isinstance(error, OSError) else f"internal error: {named} (BPTT_DEBUG=1 shows the traceback)"
 
 
-def _failed(args, error, status):
+def _failed(command, error, status):
     """Report error on one line of stderr; the exit status."""
-    print(f"bptt {args.command}: error: {' '.join(str(error).split())}", file=sys.stderr)
+    print(f"bptt {command}: error: {' '.join(str(error).split())}", file=sys.stderr)
     return status
 
 

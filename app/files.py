@@ -1,10 +1,13 @@
 """Output files: the checks on a path the tool will write, and writing it atomically."""
 
 import errno
+import glob
 import os
 import pathlib
 import stat
 import tempfile
+
+TEMPORARY = ".tmp"  # the suffix of the file write_atomic writes before renaming it
 
 
 def _default_mode():
@@ -14,7 +17,7 @@ def _default_mode():
     return 0o666 & ~umask
 
 
-class OutputError(Exception):
+class OutputError(ValueError):
     """An output path the tool will not write (a device, a FIFO, a folder...): a usage error."""
 
 
@@ -72,13 +75,38 @@ def output_folder(path, option):
     return folder
 
 
+def writable_folder(path, option):
+    """output_folder(path, option), where a file can be made now: in the folder, or in the parent it is to be
+    made in (a probe, made and removed at once, asks the system itself: permissions, a read-only mount, an
+    immutable folder); else the OSError, naming path as given. Nothing is left."""
+    folder = output_folder(path, option)
+    where = folder if folder.is_dir() else pathlib.Path(os.path.abspath(folder)).parent
+    try:
+        handle, probe = tempfile.mkstemp(dir=where, prefix=".bptt-probe.", suffix=TEMPORARY)
+    except OSError as error:
+        raise _naming(error, path) from None
+    os.close(handle)
+    os.unlink(probe)
+    return folder
+
+
+def _temporary_prefix(target):
+    return f".{target.name}."
+
+
+def leftovers(path):
+    """The temporary files write_atomic(path, ...) leaves beside path's target if its process is killed."""
+    target = pathlib.Path(os.path.realpath(path))
+    return sorted(target.parent.glob(f"{glob.escape(_temporary_prefix(target))}*{TEMPORARY}"))
+
+
 def write_atomic(path, data):
     """Write data (text, or bytes) to path, through its symlinks, so that readers see the old file or the new
     one, never half. The new file is made beside the final target and renamed over it; an OSError names
     `path` as given."""
     target = output_target(path)
     try:
-        handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        handle, tmp = tempfile.mkstemp(dir=target.parent, prefix=_temporary_prefix(target), suffix=TEMPORARY)
     except OSError as error:
         raise _naming(error, path) from None
     try:

@@ -19,6 +19,7 @@ import math
 import numbers
 
 from bptt.app import analyze as _analysis
+from bptt.app import files as _files
 from bptt.app import plots as _plots
 from bptt.derive.model import Model
 from bptt.derive.models import load
@@ -113,8 +114,10 @@ class Analysis:
         return _plots.figures(self.analysis)
 
     def save(self, folder):
-        """Write a PNG and a CSV per table into folder (made if only its parent exists); the paths. Needs bptt[plots]."""
-        return _plots.write(self.analysis, folder)
+        """Write a PNG and a CSV per table into folder (made if only its parent exists); the paths. Needs
+        bptt[plots]. As `bptt analyze -o`: a folder that cannot be made or written, or a file in the way,
+        raises a ValueError (files.OutputError) or an OSError in one line, before anything is written."""
+        return _plots.write(self.analysis, _files.writable_folder(folder, "save"))
 
     def _repr_png_(self):
         """Every plot in one PNG (drawn once); None (nothing to show) without matplotlib."""

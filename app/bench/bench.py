@@ -1,7 +1,7 @@
 """`bptt bench`: the generated module against its peers, on one pinned core with BLAS on one thread.
 
-The CLI starts this module as a child process, so that the thread settings (THREADS) come before
-NumPy, PyTorch and JAX load their libraries; the child pins itself to one core. It builds one
+The CLI runs main in a child process (app/bench/process.py), so that the thread settings (THREADS)
+come before NumPy, PyTorch and JAX load their libraries; the child pins itself to one core. It builds one
 problem, and checks every implementation's loss and gradients against the generated module's: a
 peer that disagrees is reported and not timed. Then every repeat calls each implementation once,
 in turn (round-robin, so that a slow moment of the machine hits all of them alike, each round
@@ -214,7 +214,7 @@ def table(rows, numpy_names=NUMPY):
 
 def child_command(spec):
     """The command line of the child process that measures spec (a JSON-able dict)."""
-    return [sys.executable, "-m", "bptt.app.bench.bench", json.dumps(spec, sort_keys=True)]
+    return [sys.executable, "-m", "bptt.app.bench.process", json.dumps(spec, sort_keys=True)]
 
 
 def pin(cpu=None):
@@ -273,16 +273,8 @@ def main(argv=None):
 
 
 def launch(spec):
-    """Run the child with one thread for every library; its exit status."""
-    import subprocess
+    """Run the child with one thread for every library (app/bench/process.py); its exit status."""
+    from bptt.app.bench import checkpoints, process
 
-    env = {**os.environ, **THREADS}
-    return subprocess.run(child_command(spec), env=env, check=False).returncode
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BrokenPipeError:  # the reader stopped early (`bptt bench elman | head`), as the CLI allows
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        sys.exit(0)
+    outputs = checkpoints.paths(spec["output"]) if spec.get("output") else ()
+    return process.run(child_command(spec), {**os.environ, **THREADS}, outputs)

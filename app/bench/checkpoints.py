@@ -11,6 +11,7 @@ share of full BPTT's time (measured: forward alone against loss_and_grads); memo
 allows against full BPTT's T stored steps.
 """
 
+import pathlib
 import sys
 from dataclasses import dataclass
 
@@ -50,10 +51,29 @@ def parse(text):
     return out
 
 
+def _bytes(module, sizes, batch, itemsize):
+    """(bytes of a kept state, bytes of a stored step) of this module and problem."""
+    state, forward_step, backward_step = module._checkpoint_bytes(sizes, batch, itemsize, 1)
+    return state, forward_step + backward_step
+
+
+def require_a_step(module, sizes, batch, dtypes, budgets):
+    """ValueError in one line if a byte budget holds no stored step of this problem in one of dtypes:
+    before anything is measured."""
+    import numpy as np
+
+    for dtype in dtypes:
+        for budget in budgets:
+            try:
+                schedule._budget(budget, *_bytes(module, sizes, batch, np.dtype(dtype).itemsize))
+            except ValueError as error:
+                shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
+                raise ValueError(f"{error} in {dtype} with B={batch}, {shown}") from None
+
+
 def plan(module, sizes, steps, batch, itemsize, budget):
     """(evaluations, stored bytes at most) of a budget's schedule for this module and problem."""
-    state, forward_step, backward_step = module._checkpoint_bytes(sizes, batch, itemsize, 1)
-    step = forward_step + backward_step
+    state, step = _bytes(module, sizes, batch, itemsize)
     if budget is None:
         return steps, steps * step
     capacities = schedule._budget(budget, state, step)
@@ -129,20 +149,20 @@ def figure(table):
     return fig
 
 
+def paths(folder):
+    """The files -o writes into folder: checkpoints.png and checkpoints.csv."""
+    return [pathlib.Path(folder) / f"{NAME}{suffix}" for suffix in (".png", ".csv")]
+
+
 def write(table, folder):
     """checkpoints.png and checkpoints.csv into folder (made if only its parent exists), as `bptt analyze -o`
     writes its files; the paths."""
-    import pathlib
-
-    folder = pathlib.Path(folder)
     image = plots.png(figure(table))
-    folder.mkdir(exist_ok=True)
+    pathlib.Path(folder).mkdir(exist_ok=True)
     plots.targets(folder, [NAME])
-    written = []
-    for suffix, data in ((".png", image), (".csv", table.csv().encode())):
-        write_atomic(folder / f"{NAME}{suffix}", data)
-        written.append(folder / f"{NAME}{suffix}")
-    return written
+    for path, data in zip(paths(folder), (image, table.csv().encode()), strict=True):
+        write_atomic(path, data)
+    return paths(folder)
 
 
 def child(spec, module, core):

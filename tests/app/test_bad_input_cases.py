@@ -117,6 +117,36 @@ def test_analyze_refuses_what_is_not_a_regular_file_before_measuring(capsys, tmp
     assert measured == [] and written(tmp_path) == before
 
 
+UNWRITABLE = "/sys/kernel"  # sysfs: a folder that refuses new files and folders, even to root
+
+
+@pytest.mark.parametrize("folder", [UNWRITABLE, f"{UNWRITABLE}/new"])
+def test_analyze_refuses_a_folder_it_cannot_write_before_measuring(capsys, monkeypatch, folder):
+    measured = []
+    monkeypatch.setattr("bptt.app.analyze.analyze", lambda *args, **kwargs: measured.append(args))
+    status, out, err = run(capsys, "analyze", "linear", "-o", folder)
+    assert (status, out) == (3, "") and err.startswith(f"bptt analyze: error: {folder}: ") and err.count("\n") == 1
+    assert measured == [] and not os.path.exists(f"{UNWRITABLE}/new")
+
+
+def test_the_notebook_saves_as_dash_o_writes(tmp_path):
+    """save() makes the folder if its parent exists, as -o does; else one line, before anything is written."""
+    view = notebook.analyze("linear", steps=2, radii=(1.0,))
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    for folder, error, says in [
+        ("/nonexistent/dir", ValueError, "save: output folder '/nonexistent/dir' does not exist, nor does its parent"),
+        (tmp_path / "file", ValueError, f"save: {str(tmp_path / 'file')!r} is not a folder"),
+        (f"{UNWRITABLE}/new", OSError, f"{UNWRITABLE}/new"),
+    ]:
+        with pytest.raises(error) as raised:
+            view.save(folder)
+        assert says in str(raised.value) and "\n" not in str(raised.value), raised.value
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["file"]
+    paths = view.save(tmp_path / "made")
+    assert sorted(path.name for path in paths) == sorted(path.name for path in (tmp_path / "made").iterdir())
+    assert {path.name for path in paths} == {f"{name}{suffix}" for name in TABLES for suffix in (".png", ".csv")}
+
+
 def test_analyze_names_the_users_file_when_writing_fails(capsys, tmp_path, monkeypatch):
     """An OSError while replacing a file (here: no space left) names the file, not the temporary one beside it."""
 
