@@ -189,41 +189,48 @@ def test_ctrl_c_in_a_model_file_exits_130_quietly(capsys, tmp_path):
     assert run(capsys, "latex", f"{path}:make") == (130, "", "")
 
 
-def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+# `python -m bptt latex elman`, but the first module the CLI imports (bptt.app.cli) waits, once it has told the
+# test so (the file argv[1]), until a signal ends the wait (or ten minutes, should the test never send it): the
+# test's SIGINT cannot come too late or too early.
+WAITS_WHILE_THE_CLI_LOADS = """
+import importlib.abc, pathlib, runpy, sys, time
+
+READY = pathlib.Path(sys.argv[1])
+
+class Waits(importlib.abc.MetaPathFinder):
+    loading = False
+
+    def find_spec(self, name, path=None, target=None):
+        if self.loading:  # the CLI module runs: this is its first import of a module not yet loaded
+            sys.meta_path.remove(self)
+            READY.touch()
+            for _ in range(60000):
+                time.sleep(0.01)
+        self.loading = name == "bptt.app.cli"
+
+sys.meta_path.insert(0, Waits())
+sys.argv[1:] = ["latex", "elman"]
+runpy.run_module("bptt", run_name="__main__", alter_sys=True)
+"""
 
 
-def interrupted_early():
-    """(exit status, stdout, stderr) of `python -m bptt latex elman` sent SIGINT once it has run a tenth of a
-    second of its own (its imports take longer); None if it finished first (a starved test process can miss
-    the moment)."""
+def test_ctrl_c_early_in_a_real_process_exits_130_quietly(tmp_path):
+    """A real SIGINT to a real `bptt` process while it loads the CLI's modules: exit 130, nothing printed."""
+    ready = tmp_path / "ready"
     child = subprocess.Popen(
-        [sys.executable, "-m", "bptt", "latex", "elman"],
+        [sys.executable, "-c", WAITS_WHILE_THE_CLI_LOADS, str(ready)],
         cwd=REPO,
         env=clean_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 60
-    # the CPU time counted from the exec: the forked test process's own exit (a large one's) may take long
-    while child.poll() is None and b"bptt" not in open(f"/proc/{child.pid}/cmdline", "rb").read():
-        time.sleep(0.001)
-    started = cpu_seconds(child.pid)
-    while cpu_seconds(child.pid) < started + 0.1 and time.monotonic() < deadline and child.poll() is None:
-        time.sleep(0.005)
-    running = child.poll() is None
-    child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=60)
-    return (child.returncode, out, err) if running else None
-
-
-def test_ctrl_c_early_in_a_real_process_exits_130_quietly():
-    result = next(filter(None, (interrupted_early() for _ in range(3))), None)  # the first that was interrupted
-    assert result is not None, "the process finished three times before it could be interrupted"
-    # Quietly, with the shell's status for SIGINT: exit 130, or (about once in 60, a SIGINT while NumPy starts
-    # OpenBLAS's thread) ended by the signal itself, which a shell reports as 130 too
-    assert result in ((130, b"", b""), (-signal.SIGINT, b"", b""))
+    while not ready.exists() and child.poll() is None:
+        time.sleep(0.01)
+    if child.poll() is None:
+        child.send_signal(signal.SIGINT)
+    out, err = child.communicate(timeout=600)
+    assert ready.exists(), f"the CLI never imported a module: exit {child.returncode}, {err.decode()}"
+    assert (child.returncode, out, err) == (130, b"", b"")
 
 
 # The generated modules, the same cases in every backend: (module, array maker, a maker of an rng). Nothing here
