@@ -56,7 +56,7 @@ def plan(module, sizes, steps, batch, itemsize, budget):
     step = forward_step + backward_step
     if budget is None:
         return steps, steps * step
-    capacities = schedule._budget(budget, state, step)
+    capacities = schedule._capacities(*schedule._budget(budget, state, step), steps)
     actions = schedule._schedule(steps, capacities)
     most = max(kept * state + capacities[kept] * step for kept in range(len(capacities)))
     return schedule._evaluations(actions), min(most, steps * step)

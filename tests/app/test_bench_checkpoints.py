@@ -30,9 +30,9 @@ def test_a_row_per_budget_checked_against_full_bptt(tmp_path):
     rows = rows_of(result.stdout)
     assert list(rows) == ["full", "3", "5", "2KiB"]
     for budget in (3, 5):
-        assert int(rows[str(budget)][1]) == schedule._evaluations(schedule._schedule(20, schedule._capacities(budget, 1, 1)))
+        assert int(rows[str(budget)][1]) == schedule._evaluations(schedule._schedule(20, schedule._capacities(budget, 1, 1, 20)))
     state, forward_step, backward_step = elman._checkpoint_bytes({"d": 2, "h": 3, "q": 4}, 2, 8, 1)
-    capacities = schedule._budget("2KiB", state, forward_step + backward_step)
+    capacities = schedule._capacities(*schedule._budget("2KiB", state, forward_step + backward_step), 20)
     assert int(rows["2KiB"][1]) == schedule._evaluations(schedule._schedule(20, capacities))
     assert all(float(row[-1]) <= 1e-12 for row in rows.values())  # the gradients agree with full BPTT's
     with open(folder / "checkpoints.csv", newline="", encoding="utf-8") as handle:
@@ -51,7 +51,7 @@ def test_the_torch_module_in_bounded_memory(monkeypatch, capsys):
     assert out.startswith("elman float64 (torch): T=20 B=2")
     rows = rows_of(out)
     assert list(rows) == ["full", "4", "1KiB"] and int(rows["full"][1]) == 20
-    assert int(rows["4"][1]) == schedule._evaluations(schedule._schedule(20, schedule._capacities(4, 1, 1)))
+    assert int(rows["4"][1]) == schedule._evaluations(schedule._schedule(20, schedule._capacities(4, 1, 1, 20)))
     assert all(float(row[-1]) <= 1e-12 for row in rows.values())
 
 

@@ -34,26 +34,26 @@ def simulate(T, actions, budget, state=1, step=1):
     return evaluations
 
 
-def slots(count):
-    return schedule._capacities(count, 1, 1)
+def slots(count, T):
+    return schedule._capacities(count, 1, 1, T)
 
 
 @pytest.mark.parametrize(("slots_", "expected"), [(50, 1977), (10, 4165)])
 def test_the_issues_examples(slots_, expected):
-    actions = schedule._schedule(1000, slots(slots_))
+    actions = schedule._schedule(1000, slots(slots_, 1000))
     assert schedule._evaluations(actions) == expected == simulate(1000, actions, slots_)
 
 
 def test_fifty_slots_cost_a_little_under_one_extra_pass():
-    extra = schedule._evaluations(schedule._schedule(1000, slots(50))) / 1000 - 1
+    extra = schedule._evaluations(schedule._schedule(1000, slots(50, 1000))) / 1000 - 1
     assert round(extra, 2) == 0.98
 
 
 @pytest.mark.parametrize("T", [1, 2, 3, 5, 8, 13, 40, 97, 150])
 @pytest.mark.parametrize("count", [1, 2, 3, 4, 7, 12])
 def test_slots_reach_the_optimum(T, count):
-    actions = schedule._schedule(T, slots(count))
-    assert simulate(T, actions, count) == schedule._evaluations(actions) == optimum(T, slots(count))
+    actions = schedule._schedule(T, slots(count, T))
+    assert simulate(T, actions, count) == schedule._evaluations(actions) == optimum(T, slots(count, T))
 
 
 @pytest.mark.parametrize(
@@ -63,25 +63,25 @@ def test_slots_reach_the_optimum(T, count):
 def test_byte_budgets_reach_the_optimum(T, budget, state, step):
     """Kept states and stored steps of different sizes (Gruslys's mixed variant). A stored step holds the
     state and more, so a kept state is never the larger (the search's shortcut is exact there)."""
-    capacities = schedule._capacities(budget, state, step)
+    capacities = schedule._capacities(budget, state, step, T)
     actions = schedule._schedule(T, capacities)
     assert simulate(T, actions, budget, state, step) == schedule._evaluations(actions)
     assert schedule._evaluations(actions) == optimum(T, capacities)
 
 
 def test_enough_memory_stores_every_step():
-    assert schedule._schedule(30, slots(30)) == (("backward", 0, 30),)
+    assert schedule._schedule(30, slots(30, 30)) == (("backward", 0, 30),)
 
 
 def test_one_slot_recomputes_from_the_start():
-    actions = schedule._schedule(6, slots(1))
+    actions = schedule._schedule(6, slots(1, 6))
     assert schedule._evaluations(actions) == 6 * 7 // 2 == simulate(6, actions, 1)
 
 
 def test_long_sequences_stay_valid_and_near_the_optimum():
     """Beyond the exact tables the programme is solved on a coarser grid: still valid, and within 2 % of
     the exact optimum where that can be computed (T = 2000, 60 slots)."""
-    capacities = slots(60)
+    capacities = slots(60, 2000)
     assert schedule._coarse_size(2000, capacities, 1) > schedule._EXACT  # beyond the exact tables
     actions = schedule._schedule(2000, capacities)
     assert simulate(2000, actions, 60) == schedule._evaluations(actions)
@@ -110,4 +110,5 @@ def test_a_budget_below_one_step_is_refused():
 def test_byte_budgets_parse_their_units():
     assert schedule._bytes("32MiB") == 32 * 2**20
     assert schedule._bytes(" 500 kB ") == 500_000
-    assert schedule._budget("1KiB", 100, 300) == schedule._capacities(1024, 100, 300)
+    assert schedule._budget("1KiB", 100, 300) == (1024, 100, 300)
+    assert schedule._bytes("1TiB") == 2**40
