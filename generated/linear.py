@@ -19,6 +19,7 @@ has its own, so calls from several threads are safe; free_workspace() releases t
 thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
 """
 
+import itertools
 import numbers
 import threading
 
@@ -717,14 +718,21 @@ _UNITS = {  # bytes
 
 def _capacities(budget, state, step, T):
     """How many steps a segment may store while k states are kept, k = 0, 1, ...: budget - k * state
-    units, in whole steps, as long as one step fits, for T steps. With k states kept a segment has at most
-    T - k steps left: no capacity is larger, and the levels stop at the first that stores all it can be
-    given (never more than T levels; (T,): full BPTT's schedule)."""
+    units, in whole steps, as long as one step fits, as far as T steps can use them (_fitted)."""
+    return _fitted(((budget - kept * state) // step for kept in itertools.count()), T)
+
+
+def _fitted(capacities, T):
+    """The capacities T steps can use: with k states kept at most T - k steps are left, so no capacity is
+    larger, and the levels stop at the first that stores all it can be given (no later level is reached):
+    never more than T levels; (T,) is full BPTT's schedule. capacities: any iterable, read only so far."""
     out = []
-    while budget - len(out) * state >= step:
+    for capacity in capacities:
         left = T - len(out)
-        out.append(min((budget - len(out) * state) // step, left))
-        if out[-1] >= left:
+        if capacity < 1:
+            break
+        out.append(min(capacity, left))
+        if capacity >= left:
             break
     return tuple(out)
 
@@ -816,7 +824,7 @@ def _schedule(T, capacities):
         scale, near = 1, None
         if _coarse_size(T, capacities, 1) > _EXACT:
             near, scale = _NEAR, _scale(T, capacities)
-        coarse = tuple(c // scale for c in capacities if c // scale >= 1)
+        coarse = _grid(T, capacities, scale)
         _, splits = _costs(-(-T // scale), coarse, near)
         if len(_SCHEDULES) >= 8:
             _SCHEDULES.pop(next(iter(_SCHEDULES)))
@@ -825,21 +833,22 @@ def _schedule(T, capacities):
 
 
 def _scale(T, capacities):
-    """The smallest group of steps whose grid holds at most _COARSE entries (or the largest capacity): a
-    bisection, as the entries only shrink as the groups grow."""
-    low, high = 1, capacities[0]
-    while low < high:
-        middle = (low + high) // 2
-        if _coarse_size(T, capacities, middle) > _COARSE:
-            low = middle + 1
-        else:
-            high = middle
-    return low
+    """The smallest group of steps whose grid's tables hold at most _COARSE entries (at most n levels of
+    n groups each: groups of T / 1000 steps always fit), or the largest capacity."""
+    scale = 1
+    while _coarse_size(T, capacities, scale) > _COARSE and capacities[0] // (scale + 1) >= 1:
+        scale += 1
+    return scale
+
+
+def _grid(T, capacities, scale):
+    """The capacities in groups of `scale` steps, as far as the groups of T steps can use them (_fitted)."""
+    return _fitted((c // scale for c in capacities), -(-T // scale))
 
 
 def _coarse_size(T, capacities, scale):
     """The entries of the programme's tables on a grid of `scale` steps."""
-    return sum(1 for c in capacities if c // scale >= 1) * -(-T // scale)
+    return len(_grid(T, capacities, scale)) * -(-T // scale)
 
 
 def _segments(T, steps):
