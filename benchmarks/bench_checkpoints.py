@@ -69,7 +69,7 @@ def measure(backend, name, steps, slots):
         allocated = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
     state, forward_step, backward_step = numpy_module._checkpoint_bytes(SIZES, 8, 8, 1)
-    actions = schedule._schedule(steps, schedule._budget(slots, state, forward_step + backward_step))
+    actions = schedule._schedule(steps, schedule._capacities(*schedule._budget(slots, state, forward_step + backward_step), steps))
     full = steps * (forward_step + backward_step) / 2**20
     return {"calls": calls, "allocated": allocated, "full": full, "passes": schedule._evaluations(actions) / steps}
 

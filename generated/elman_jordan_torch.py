@@ -21,6 +21,7 @@ is the derived one, and Model an nn.Module holding the parameters: loss.backward
 work, under DistributedDataParallel too.
 """
 
+import itertools
 import numbers
 
 import torch
@@ -956,15 +957,30 @@ _NEAR = 16  # splits tried past the last one beyond the exact tables
 _SCHEDULES = {}  # (T, capacities) -> actions: the last few schedules computed, reused
 
 
-_UNITS = {"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20, "GB": 10**9, "GiB": 2**30}
+_UNITS = {  # bytes
+    **{"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20},
+    **{"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40},
+}
 
 
-def _capacities(budget, state, step):
+def _capacities(budget, state, step, T):
     """How many steps a segment may store while k states are kept, k = 0, 1, ...: budget - k * state
-    units, in whole steps, as long as one step fits."""
+    units, in whole steps, as long as one step fits, as far as T steps can use them (_fitted)."""
+    return _fitted(((budget - kept * state) // step for kept in itertools.count()), T)
+
+
+def _fitted(capacities, T):
+    """The capacities T steps can use: with k states kept at most T - k steps are left, so no capacity is
+    larger, and the levels stop at the first that stores all it can be given (no later level is reached):
+    never more than T levels; (T,) is full BPTT's schedule. capacities: any iterable, read only so far."""
     out = []
-    while budget - len(out) * state >= step:
-        out.append((budget - len(out) * state) // step)
+    for capacity in capacities:
+        left = T - len(out)
+        if capacity < 1:
+            break
+        out.append(min(capacity, left))
+        if capacity >= left:
+            break
     return tuple(out)
 
 
@@ -1048,14 +1064,14 @@ def _schedule(T, capacities):
     the tables hold at most _EXACT entries; beyond, near the optimum: solved on a grid of groups of `scale`
     steps (kept states between groups) with at most _COARSE entries, each split sought near the last one
     (T = 10,000 with 100 slots: 0.7 % above the optimum); _evaluations counts what it costs."""
+    if capacities[0] >= T:  # every step stored: full BPTT
+        return (("backward", 0, T),)
     key = (T, capacities)
     if key not in _SCHEDULES:
         scale, near = 1, None
         if _coarse_size(T, capacities, 1) > _EXACT:
-            near = _NEAR
-            while _coarse_size(T, capacities, scale) > _COARSE and capacities[0] // (scale + 1) >= 1:
-                scale += 1
-        coarse = tuple(c // scale for c in capacities if c // scale >= 1)
+            near, scale = _NEAR, _scale(T, capacities)
+        coarse = _grid(T, capacities, scale)
         _, splits = _costs(-(-T // scale), coarse, near)
         if len(_SCHEDULES) >= 8:
             _SCHEDULES.pop(next(iter(_SCHEDULES)))
@@ -1063,9 +1079,23 @@ def _schedule(T, capacities):
     return _SCHEDULES[key]
 
 
+def _scale(T, capacities):
+    """The smallest group of steps whose grid's tables hold at most _COARSE entries (at most n levels of
+    n groups each: groups of T / 1000 steps always fit), or the largest capacity."""
+    scale = 1
+    while _coarse_size(T, capacities, scale) > _COARSE and capacities[0] // (scale + 1) >= 1:
+        scale += 1
+    return scale
+
+
+def _grid(T, capacities, scale):
+    """The capacities in groups of `scale` steps, as far as the groups of T steps can use them (_fitted)."""
+    return _fitted((c // scale for c in capacities), -(-T // scale))
+
+
 def _coarse_size(T, capacities, scale):
     """The entries of the programme's tables on a grid of `scale` steps."""
-    return sum(1 for c in capacities if c // scale >= 1) * -(-T // scale)
+    return len(_grid(T, capacities, scale)) * -(-T // scale)
 
 
 def _segments(T, steps):
@@ -1074,10 +1104,11 @@ def _segments(T, steps):
 
 
 def _budget(checkpoints, state_bytes, step_bytes):
-    """The capacities (_capacities) of a checkpoints argument: a number of slots (a kept state or a stored
-    step each) or a byte budget such as "32MiB"; ValueError in one line if it is neither or holds no step."""
+    """(budget, kept state, stored step) in one unit, _capacities's first arguments, of a checkpoints argument:
+    a number of slots (a kept state or a stored step each) or a byte budget such as "32MiB"; ValueError in
+    one line if it is neither or holds no step. Only parsed: as cheap for a terabyte as for a byte."""
     if isinstance(checkpoints, numbers.Integral) and not isinstance(checkpoints, bool) and checkpoints >= 1:
-        return _capacities(int(checkpoints), 1, 1)
+        return int(checkpoints), 1, 1
     budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
     if budget is None:
         raise ValueError(
@@ -1089,16 +1120,16 @@ def _budget(checkpoints, state_bytes, step_bytes):
             f"checkpoints={checkpoints!r} holds no step: one stored step takes {step_bytes} bytes here "
             f"(a kept state {state_bytes})"
         )
-    return _capacities(budget, state_bytes, step_bytes)
+    return budget, state_bytes, step_bytes
 
 
 def _bytes(text):
-    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, MB, MiB, GB, GiB), else None."""
+    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, ..., TB, TiB), else None."""
     text = text.strip()
     digits = len(text) - len(text.lstrip("0123456789"))
     number, unit = text[:digits], text[digits:].strip()
-    if not number or unit not in _UNITS or int(number) == 0:
-        return None
+    if not number or unit not in _UNITS or len(number) > 4000 or int(number) == 0:
+        return None  # (int() refuses over 4300 digits)
     return int(number) * _UNITS[unit]
 
 
@@ -1142,7 +1173,7 @@ def _checkpointed(
 def _checkpoint_actions(mode, value, sizes, B, itemsize, checkpoints, T):
     """The schedule for T steps in the memory `checkpoints` allows (ValueError in one line if it cannot be)."""
     state, forward_step, backward_step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)
-    return _schedule(T, _budget(checkpoints, state, forward_step + backward_step))
+    return _schedule(T, _capacities(*_budget(checkpoints, state, forward_step + backward_step), T))
 
 
 def _sweep(actions):
@@ -1184,7 +1215,8 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     the memory `checkpoints` allows (nothing is recomputed: the cache holds every step)."""
     T, B = d_outputs.shape[0], d_outputs.shape[1]
     step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
-    steps = _budget(checkpoints, step, step)[0]
+    budget, _, step = _budget(checkpoints, step, step)
+    steps = budget // step
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
         part_cache = {

@@ -76,7 +76,7 @@ def plan(module, sizes, steps, batch, itemsize, budget):
     state, step = _bytes(module, sizes, batch, itemsize)
     if budget is None:
         return steps, steps * step
-    capacities = schedule._budget(budget, state, step)
+    capacities = schedule._capacities(*schedule._budget(budget, state, step), steps)
     actions = schedule._schedule(steps, capacities)
     most = max(kept * state + capacities[kept] * step for kept in range(len(capacities)))
     return schedule._evaluations(actions), min(most, steps * step)

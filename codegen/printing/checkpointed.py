@@ -8,7 +8,7 @@ outputs are all kept anyway."""
 from typing import TYPE_CHECKING
 
 from bptt.codegen.printing.common_helpers import CACHE  # a generated module carries them itself
-from bptt.codegen.printing.schedule import _budget, _schedule, _segments
+from bptt.codegen.printing.schedule import _budget, _capacities, _schedule, _segments
 
 if TYPE_CHECKING:  # the adapters each generated module defines for itself (its module.py.j2)
 
@@ -60,7 +60,7 @@ def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpo
 def _checkpoint_actions(mode, value, sizes, B, itemsize, checkpoints, T):
     """The schedule for T steps in the memory `checkpoints` allows (ValueError in one line if it cannot be)."""
     state, forward_step, backward_step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)
-    return _schedule(T, _budget(checkpoints, state, forward_step + backward_step))
+    return _schedule(T, _capacities(*_budget(checkpoints, state, forward_step + backward_step), T))
 
 
 def _sweep(actions):
@@ -102,7 +102,8 @@ def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, 
     the memory `checkpoints` allows (nothing is recomputed: the cache holds every step)."""
     T, B = d_outputs.shape[0], d_outputs.shape[1]
     step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
-    steps = _budget(checkpoints, step, step)[0]
+    budget, _, step = _budget(checkpoints, step, step)
+    steps = budget // step
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
         part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}

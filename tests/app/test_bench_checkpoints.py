@@ -5,12 +5,13 @@ runs it; torch's and the errors in this process (the child's measurement called 
 
 import csv
 import json
+import tracemalloc
 
 import pytest
 from cli_support import assert_ok, bptt
 
 from bptt.app import cli
-from bptt.app.bench import bench
+from bptt.app.bench import bench, checkpoints
 from bptt.app.bench.checkpoints import COLUMNS
 from bptt.codegen.printing import schedule
 from bptt.generated import elman
@@ -30,9 +31,9 @@ def test_a_row_per_budget_checked_against_full_bptt(tmp_path):
     rows = rows_of(result.stdout)
     assert list(rows) == ["full", "3", "5", "2KiB"]
     for budget in (3, 5):
-        assert int(rows[str(budget)][1]) == schedule._evaluations(schedule._schedule(20, schedule._capacities(budget, 1, 1)))
+        assert int(rows[str(budget)][1]) == schedule._evaluations(schedule._schedule(20, schedule._capacities(budget, 1, 1, 20)))
     state, forward_step, backward_step = elman._checkpoint_bytes({"d": 2, "h": 3, "q": 4}, 2, 8, 1)
-    capacities = schedule._budget("2KiB", state, forward_step + backward_step)
+    capacities = schedule._capacities(*schedule._budget("2KiB", state, forward_step + backward_step), 20)
     assert int(rows["2KiB"][1]) == schedule._evaluations(schedule._schedule(20, capacities))
     assert all(float(row[-1]) <= 1e-12 for row in rows.values())  # the gradients agree with full BPTT's
     with open(folder / "checkpoints.csv", newline="", encoding="utf-8") as handle:
@@ -51,8 +52,23 @@ def test_the_torch_module_in_bounded_memory(monkeypatch, capsys):
     assert out.startswith("elman float64 (torch): T=20 B=2")
     rows = rows_of(out)
     assert list(rows) == ["full", "4", "1KiB"] and int(rows["full"][1]) == 20
-    assert int(rows["4"][1]) == schedule._evaluations(schedule._schedule(20, schedule._capacities(4, 1, 1)))
+    assert int(rows["4"][1]) == schedule._evaluations(schedule._schedule(20, schedule._capacities(4, 1, 1, 20)))
     assert all(float(row[-1]) <= 1e-12 for row in rows.values())
+
+
+def test_budgets_past_full_bptt_are_parsed_at_once_and_run_as_full_bptt(monkeypatch, capsys):
+    """Issue 25: "1GiB" and 10**12 failed with a MemoryError while parsing (a table entry per byte or slot).
+    Parsed in constant memory; measured, each is full BPTT's schedule: T step evaluations, its gradients."""
+    tracemalloc.start()
+    assert checkpoints.parse("1GiB, 1000000000000,1TiB") == ["1GiB", 10**12, "1TiB"]
+    assert tracemalloc.get_traced_memory()[1] < 64 * 1024
+    tracemalloc.stop()
+    monkeypatch.setattr(bench, "pin", lambda cpu=None: 0)  # the test's own process: not pinned to a core
+    monkeypatch.setattr(bench, "launch", lambda spec: bench.main([json.dumps(spec, sort_keys=True)]))
+    assert cli.main(["bench", "elman", *SMALL, "--checkpoints", "1GiB,1000000000000"]) == 0
+    rows = rows_of(capsys.readouterr().out)
+    assert list(rows) == ["full", "1GiB", "1000000000000"]
+    assert all(int(row[1]) == 20 and float(row[-1]) == 0 for row in rows.values())
 
 
 @pytest.mark.parametrize(

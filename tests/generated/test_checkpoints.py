@@ -66,8 +66,8 @@ def test_the_step_evaluations_are_the_schedules(monkeypatch):
     forward = module._forward
     monkeypatch.setattr(module, "_forward", lambda params, sizes, x, *rest: counted.append(len(x)) or forward(params, sizes, x, *rest))
     numpy_run(module, values, None, 7)
-    assert sum(counted) == schedule._evaluations(schedule._schedule(60, schedule._capacities(7, 1, 1)))
-    assert sum(counted) == optimum(60, schedule._capacities(7, 1, 1))  # the full search of the programme
+    assert sum(counted) == schedule._evaluations(schedule._schedule(60, schedule._capacities(7, 1, 1, 60)))
+    assert sum(counted) == optimum(60, schedule._capacities(7, 1, 1, 60))  # the full search of the programme
 
 
 def peak(call):

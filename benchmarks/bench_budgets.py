@@ -1,0 +1,135 @@
+"""A budget costs what it buys: what one call adds to the resident memory at its peak, for budgets from one
+stored step to a terabyte and T from 7 to 100,000, in NumPy, torch and JAX (loss_and_grads) and torch's
+Model (its constructor; one training step, forward and loss.backward()), against the bound: the memory the
+budget can use (at most full BPTT's T steps), the call's inputs and outputs, and CONSTANT.
+
+    python benchmarks/bench_budgets.py [T,...]      (default 7,1000,100000)
+
+Elman, B = 8, d = q = 16, h = 64, float64, one thread. Each case runs in a fresh process: a warm-up call of
+the same kind at T = 7 (the framework's start-up), then, from a reset high-water mark (/proc/self/clear_refs,
+as bench_checkpoints.py), the call at T ("first"), and the same call again ("again"; JAX's first call at a
+T compiles a program per segment length). Budgets whose schedule takes more than LIMIT step evaluations
+(one step at T = 100,000: 5e9) are not run; the table says so.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+from bench_checkpoints import THREADS, status
+
+SIZES, BATCH = {"d": 16, "h": 64, "q": 16}, 8
+CONSTANT = 16  # MiB a call may add beyond its budget, inputs and outputs (the README states it)
+LIMIT = 400_000  # step evaluations at most, to keep the runs short
+KINDS = ("numpy", "torch", "jax", "Model()", "Model step")
+
+
+def budgets(step):
+    """The budgets measured: one stored step (in bytes), slots, byte budgets up to a terabyte."""
+    return [f"{step}B", 10, 100, "32MiB", "1GiB", "1TiB", 10**12]
+
+
+def problem(kind, steps):
+    """(the module of the kind's backend, params, xs, ys) in its arrays, random."""
+    import numpy as np
+
+    from bptt.generated import elman
+
+    backend = {"Model()": "torch", "Model step": "torch"}.get(kind, kind)
+    module = __import__(f"bptt.generated.elman{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
+    rng = np.random.default_rng(0)
+    params = elman.init_params(rng, **SIZES)
+    xs, ys = elman.random_inputs(rng, steps, BATCH, **SIZES)
+    if backend == "torch":
+        import torch
+
+        torch.set_num_threads(1)
+        return module, {k: torch.from_numpy(v) for k, v in params.items()}, torch.from_numpy(xs), torch.from_numpy(ys)
+    if backend == "jax":
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        convert = jax.numpy.asarray
+        return module, {k: convert(v) for k, v in params.items()}, convert(xs), convert(ys)
+    return module, params, xs, ys
+
+
+def run(kind, module, params, xs, ys, budget):
+    """One call of the kind; returns the bytes of what it returns (the call's outputs)."""
+    import numpy as np
+
+    if kind == "Model()":
+        return sum(p.nbytes for p in module.Model(**SIZES, checkpoints=budget).parameters())
+    if kind == "Model step":
+        model = module.Model(**SIZES, checkpoints=budget)
+        outputs = model(xs)
+        model.loss(outputs, ys).backward()
+        return outputs.nbytes + 2 * sum(p.nbytes for p in model.parameters())  # parameters and gradients
+    loss, grads = module.loss_and_grads(params, xs, ys, checkpoints=budget)
+    float(loss)  # computed to the end
+    return 8 + sum(np.asarray(g).nbytes for g in grads.values())
+
+
+def child(kind, steps, budget):
+    """{"first", "again": MiB added at the peak; "outputs", "inputs": MiB} of the kind's call in this process."""
+    import numpy as np
+
+    run(kind, *problem(kind, 7), budget)  # start-up
+    module, params, xs, ys = problem(kind, steps)
+    found = {"inputs": (sum(np.asarray(p).nbytes for p in params.values()) + xs.nbytes + ys.nbytes) / 2**20}
+    for name in ("first", "again"):
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")  # the high-water mark starts again at the resident size
+        before = status("VmRSS")
+        found["outputs"] = run(kind, module, params, xs, ys, budget) / 2**20
+        found[name] = (status("VmHWM") - before) / 2**20
+    return found
+
+
+def plan(steps, budget):
+    """(step evaluations, MiB the budget can use: its kept states and stored steps, at most full BPTT's)."""
+    from bptt.codegen.printing import schedule
+    from bptt.generated import elman
+
+    state, forward_step, backward_step = elman._checkpoint_bytes(SIZES, BATCH, 8, 1)
+    step = forward_step + backward_step
+    units, state_units, step_units = schedule._budget(budget, state, step)
+    capacities = schedule._capacities(units, state_units, step_units, steps)
+    evaluations = schedule._evaluations(schedule._schedule(steps, capacities))
+    most = max(kept * state + capacity * step for kept, capacity in enumerate(capacities))
+    return evaluations, min(most, steps * step) / 2**20
+
+
+def main(argv):
+    if argv and argv[0] == "child":
+        budget = int(argv[3]) if argv[3].isdigit() else argv[3]
+        print(json.dumps(child(argv[1], int(argv[2]), budget)))
+        return 0
+    from bptt.generated import elman
+
+    step = sum(elman._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:])
+    print(f"elman B={BATCH}, d=q=16, h=64, float64, one thread; MiB added at the peak; bound = uses + in + out + {CONSTANT}")
+    head = ("T", "budget", "kind", "evaluations", "uses", "in", "out", "first", "again", "bound", "within")
+    print(" ".join(f"{cell:>12}" for cell in head))
+    for steps in [int(t) for t in argv[0].split(",")] if argv else (7, 1000, 100_000):
+        for budget in budgets(step):
+            evaluations, uses = plan(steps, budget)
+            for kind in KINDS:
+                cells = [steps, budget, kind, evaluations, f"{uses:.1f}"]
+                if evaluations > LIMIT and kind != "Model()":
+                    print(" ".join(f"{cell:>12}" for cell in cells + ["(not run: too many evaluations)"]), flush=True)
+                    continue
+                command = [sys.executable, __file__, "child", kind, str(steps), str(budget)]
+                done = subprocess.run(command, env={**os.environ, **THREADS}, capture_output=True, text=True, check=True)
+                row = json.loads(done.stdout.splitlines()[-1])
+                bound = uses + row["inputs"] + row["outputs"] + CONSTANT
+                measured = row["again"] if kind == "jax" else max(row["first"], row["again"])
+                cells += [f"{row[k]:.1f}" for k in ("inputs", "outputs", "first", "again")]
+                cells += [f"{bound:.1f}", "yes" if measured <= bound else "NO"]
+                print(" ".join(f"{cell:>12}" for cell in cells), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
