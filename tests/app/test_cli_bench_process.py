@@ -2,11 +2,16 @@
 exit status (2 usage, 3 the OS or out of memory), checked before measuring where they can be; Ctrl-C, to the
 `bptt` process, to the child or to both, exits 130 quietly and leaves no temporary file in -o's folder."""
 
+import contextlib
 import errno
+import io
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -41,15 +46,49 @@ def test_a_bad_budget_or_folder_is_one_line_before_measuring(args, status, fragm
     assert not os.path.exists(f"{UNWRITABLE}/new")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a folder without write permission")
+def as_nobody(call):
+    """(what call() returns, what it wrote to stderr), run in a forked process without root's powers (uid and
+    gid 65534 when the suite runs as root, as CI does), so that a folder's permissions are enforced. What
+    call() imports must be imported already: the unprivileged user may not read root's site-packages."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop root, call, send the answer, never return into pytest
+        try:
+            os.close(read)
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                result = call()
+            os.write(write, json.dumps([result, err.getvalue()]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        data = answer.read()
+    os.waitpid(pid, 0)
+    assert data, "the unprivileged call raised"
+    return json.loads(data)
+
+
 @pytest.mark.parametrize("new", [False, True], ids=["folder", "new folder inside"])
-def test_a_folder_without_write_permission_is_refused_before_measuring(new, tmp_path, monkeypatch, capsys):
-    locked = tmp_path / "locked"
-    locked.mkdir(mode=0o555)
-    never_measured(monkeypatch)
-    target = locked / "new" if new else locked
-    assert cli.main(["bench", "elman", *SMALL, "--checkpoints", "4", "-o", str(target)]) == 3
-    assert capsys.readouterr().err == f"bptt bench: error: {target}: {os.strerror(errno.EACCES)}\n"
+def test_a_folder_without_write_permission_is_refused_before_measuring(new, monkeypatch):
+    top = tempfile.mkdtemp()
+    try:
+        os.chmod(top, 0o755)  # reachable by the unprivileged user; the folder inside is not writable
+        locked = os.path.join(top, "locked")
+        os.mkdir(locked, mode=0o555)
+        writable = os.path.join(top, "writable")
+        monkeypatch.setattr(bench, "launch", lambda spec: 0)
+        assert cli.main(["bench", "elman", *SMALL, "--checkpoints", "4", "-o", writable]) == 0  # imports, as root
+        never_measured(monkeypatch)
+        target = os.path.join(locked, "new") if new else locked
+        status, err = as_nobody(lambda: cli.main(["bench", "elman", *SMALL, "--checkpoints", "4", "-o", target]))
+        assert status == 3 and err == f"bptt bench: error: {target}: {os.strerror(errno.EACCES)}\n", err
+        assert os.listdir(locked) == []
+    finally:
+        shutil.rmtree(top)
 
 
 def test_the_child_s_errors_are_one_line_with_the_readmes_status(tmp_path):
