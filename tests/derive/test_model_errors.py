@@ -5,37 +5,16 @@ import re
 
 import pytest
 import sympy as sp
+from refusal_cells import W_hh, W_hx, W_qh, a, d, h, hidden, o, q, tiny, x
 from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.codegen.names import check as check_code_names
 from bptt.derive.adjoint import NoRule, backprop
 from bptt.derive.bptt import derive
-from bptt.derive.model import Model, ModelError, matrix, sequence, sizes
+from bptt.derive.model import ModelError, matrix, sequence
 from bptt.derive.models import load, names
-from bptt.derive.nodes import Apply, SquaredError, t
-
-d, h, q = sizes("d h q")
-W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q, h)
-x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
-o, y = sequence("o", q, "output"), sequence("y", q, "target")
-
-
-def tiny(**changes):
-    """d2l's linear RNN with some fields of the description replaced."""
-    fields = dict(
-        name="tiny",
-        title="tiny",
-        source="tests",
-        sizes=(d, h, q),
-        params=(W_hx, W_hh, W_qh),
-        inputs=(x,),
-        steps=((hidden, W_hx * x() + W_hh * hidden(t - 1)),),
-        outputs=((o, W_qh * hidden()),),
-        loss=SquaredError(o(), y()),
-    )
-    fields.update(changes)
-    return Model(**fields)
+from bptt.derive.nodes import Apply, t
 
 
 def raises(message):
