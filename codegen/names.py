@@ -22,7 +22,7 @@ FIXED = frozenset(
     """.split()
 )
 # The frameworks and standard modules the backends import (or may), and the builtins their printed code calls.
-MODULES = frozenset("np numpy torch jax jnp lax math functools numbers threading".split())
+MODULES = frozenset("np numpy torch jax jnp lax math functools itertools numbers threading".split())
 BUILTINS = frozenset("ValueError dict getattr len range slice staticmethod super tuple zip".split())
 RESERVED = FIXED | MODULES | BUILTINS
 
