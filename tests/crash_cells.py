@@ -1,6 +1,6 @@
 """Small users' cells that crashed codegen (found by random cells): a gate that nothing reads, a state
 read only through a flat function (step), a hoisted part that is zero, a state with no recurrence
-(the JAX module once failed: a scan with nothing to scan over).
+(the JAX module once failed: a scan with nothing to scan over), a size that no array has whole (only 2d).
 Each is a Model function; test_crash_cells.py sends every one through every backend against the oracle.
 ZERO: the gradients that are zero in each cell, exactly."""
 
@@ -52,11 +52,20 @@ def unread_and_flat_gates():
     return _cell(steps, (W_z, M, W_g, W))
 
 
+def only_a_multiple_of_d():
+    """x_t has 2d rows and U2 is h x 2d: no array has d rows or columns (the JAX module could not read d, and
+    random_inputs drew sizes["2*d"])."""
+    x2, U2 = sequence("x", 2 * d, "input"), matrix("U2", h, 2 * d)
+    return Model(name="cell", title="", source="", sizes=(d, h, q), params=(U2, U, V), inputs=(x2,),
+                 steps=((hid, tanh(U2 * x2() + U * hid(t - 1))),), outputs=((s, V * hid()),), loss=SquaredError(s(), y()))
+
+
 ZERO = {
     "unread_gate": ("W_z",),
     "input_only_in_unread_gate": ("W",),
     "step_state": ("W", "U", "h0"),
     "fused_recurrent_drops_same_step_term": (),
     "unread_and_flat_gates": ("W_z", "M", "W_g", "h0"),
+    "only_a_multiple_of_d": (),
 }
 CELLS = tuple(ZERO)

@@ -34,8 +34,8 @@ STYLE = CheckStyle(
     device=False,
     batch=("B",),
     no_state='jnp.zeros((B, sizes["{size}"]), dtype)',
-    draw_labels='{name} = jax.random.randint({key}, (T, B), 0, sizes["{rows}"])',
-    draw_floats='{name} = jax.random.normal({key}, (T, B, sizes["{rows}"]), dtype)',
+    draw_labels='{name} = jax.random.randint({key}, (T, B), 0, {rows})',
+    draw_floats='{name} = jax.random.normal({key}, (T, B, {rows}), dtype)',
 )
 
 
@@ -95,12 +95,20 @@ def bindings(model, used, first, cache=()):
     head += [f'{name} = cache["{name}"]' for name in cache if name in used.arrays]
     for size in model.sizes:
         if str(size) in used.sizes:
-            param, axis = next((p, k) for p in model.params for k, dim in enumerate(p.shape) if dim == size)
-            head.append(f'{size_name(size)} = params["{param.name}"].shape[{axis}]')
+            head.append(f"{size_name(size)} = {size_read(model, size)}")
     head += time_and_batch(used.sizes, first)
     if "dtype" in used.sizes:
         head.append(f'dtype = params["{model.params[0].name}"].dtype')
     return head
+
+
+def size_read(model, size):
+    """Code reading a size from a parameter's shape: an axis of that size, else one of a whole multiple of it
+    (a block layout's 4h), divided."""
+    axes = [(p, k, sp.simplify(dim / size)) for p in model.params for k, dim in enumerate(p.shape)]
+    param, axis, times = min((e for e in axes if e[2].is_Integer and e[2] > 0), key=lambda e: e[2] != 1)
+    shape = f'params["{param.name}"].shape[{axis}]'
+    return shape if times == 1 else f"{shape} // {times}"
 
 
 def gradient_body(program):

@@ -31,8 +31,8 @@ STYLE = CheckStyle(
     device=False,
     batch=("T", "B"),
     no_state="None",
-    draw_labels='{name} = rng.integers(0, sizes["{rows}"], size=(T, B))',
-    draw_floats='{name} = rng.standard_normal((T, B, sizes["{rows}"])).astype(dtype)',
+    draw_labels='{name} = rng.integers(0, {rows}, size=(T, B))',
+    draw_floats='{name} = rng.standard_normal((T, B, {rows})).astype(dtype)',
 )
 
 

@@ -4,6 +4,8 @@ the calls' last arguments, written by their CheckStyle."""
 
 from dataclasses import dataclass
 
+import sympy as sp
+
 AXES = {"T": 0, "B": 1}  # time-major arrays: (T, B, ...)
 
 
@@ -88,8 +90,14 @@ def draws(facts, style):
     lines = []
     for name, key, array in (("xs", "x_key", facts.input), ("ys", "y_key", facts.target)):
         draw = style.draw_labels if array.labels else style.draw_floats
-        lines.append(draw.format(name=name, key=key, rows=array.rows))
+        lines.append(draw.format(name=name, key=key, rows=rows_code(array.rows)))
     return tuple(lines)
+
+
+def rows_code(rows):
+    """Code of a row count from the sizes dict: `sizes["d"]`, or `2 * sizes["d"]` for a multiple."""
+    expr = sp.sympify(rows)
+    return str(expr.subs({size: sp.Symbol(f'sizes["{size}"]') for size in expr.free_symbols})).replace("*", " * ")
 
 
 @dataclass(frozen=True)

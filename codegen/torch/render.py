@@ -28,8 +28,8 @@ STYLE = CheckStyle(
     device=True,
     batch=(),
     no_state="None",
-    draw_labels='{name} = torch.randint(0, sizes["{rows}"], (T, B), generator=rng, device=where)',
-    draw_floats='{name} = torch.randn((T, B, sizes["{rows}"]), generator=rng, dtype=dtype, device=where)',
+    draw_labels='{name} = torch.randint(0, {rows}, (T, B), generator=rng, device=where)',
+    draw_floats='{name} = torch.randn((T, B, {rows}), generator=rng, dtype=dtype, device=where)',
 )
 
 

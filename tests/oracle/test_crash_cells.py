@@ -11,7 +11,7 @@ import crash_cells
 import numpy as np
 from crash_cells import CELLS, ZERO
 from oracle import _framework, run
-from test_oracle import random_problem
+from test_oracle import SIZES, random_problem
 from test_oracle_cells import backend_failures
 
 from bptt.documents.latex import latex
@@ -40,6 +40,21 @@ def _zero_failures(module, model, params, xs, ys, initial, zero):
     return [f"gradient {key} is not exactly zero" for key in zero if np.any(to_numpy(grads[key]) != 0)]
 
 
+def _draw_failures(module, model, params, xs, ys, initial):
+    """random_inputs draws inputs and targets of the problem's shapes (x with 2d rows: 2d columns)."""
+    _, to_numpy = _framework(module)
+    if module.__name__.endswith("_jax"):
+        import jax
+
+        rng = jax.random.key(0)
+    else:
+        rng = None if module.__name__.endswith("_torch") else np.random.default_rng(0)
+    sizes = {symbol.name: SIZES[symbol.name] for symbol in model.sizes}
+    shapes = [tuple(to_numpy(array).shape) for array in module.random_inputs(rng, 3, 2, **sizes)]
+    expected = [(3, 2, *xs.shape[2:]), (3, 2, *ys.shape[2:])]
+    return [] if shapes == expected else [f"random_inputs drew {shapes}, not {expected}"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("cell", CELLS)
 def test_crash_cell_agrees_with_the_oracle(cell):
@@ -52,7 +67,7 @@ def test_crash_cell_agrees_with_the_oracle(cell):
         return _forward_mode_failures(*problem, full)
 
     zeros = lambda *problem: _zero_failures(*problem, ZERO[cell])  # noqa: E731
-    failures = backend_failures(model, (params, xs, ys, initial), (forward_mode, zeros))
+    failures = backend_failures(model, (params, xs, ys, initial), (forward_mode, zeros, _draw_failures))
     if failures:
         raise AssertionError(f"{cell}: {len(failures)} checks fail:\n" + "\n".join(failures))
 
