@@ -26,7 +26,7 @@ KINDS = ("numpy", "torch", "jax", "Model()", "Model step")
 
 
 def budgets(step):
-    """The budgets measured: one stored step (in bytes), slots, byte budgets up to a terabyte."""
+    """The budgets measured: one stored step (in bytes, the largest backend's), slots, byte budgets up to a terabyte."""
     return [f"{step}B", 10, 100, "32MiB", "1GiB", "1TiB", 10**12]
 
 
@@ -87,11 +87,13 @@ def child(kind, steps, budget):
     return found
 
 
-def plan(steps, budget):
-    """(step evaluations, MiB the budget can use: its kept states and stored steps, at most full BPTT's)."""
+def plan(steps, budget, kind="numpy"):
+    """(step evaluations, MiB the budget can use: its kept states and stored steps, at most full BPTT's) in
+    the kind's backend, as its module sizes them."""
     from bptt.codegen.printing import schedule
-    from bptt.generated import elman
 
+    backend = {"Model()": "torch", "Model step": "torch"}.get(kind, kind)
+    elman = __import__(f"bptt.generated.elman{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
     state, forward_step, backward_step = elman._checkpoint_bytes(SIZES, BATCH, 8, 1)
     step = forward_step + backward_step
     units, state_units, step_units = schedule._budget(budget, state, step)
@@ -106,9 +108,9 @@ def main(argv):
         budget = int(argv[3]) if argv[3].isdigit() else argv[3]
         print(json.dumps(child(argv[1], int(argv[2]), budget)))
         return 0
-    from bptt.generated import elman
+    from bptt.generated import elman, elman_jax, elman_torch
 
-    step = sum(elman._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:])
+    step = max(sum(module._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:]) for module in (elman, elman_torch, elman_jax))
     print(f"elman B={BATCH}, d=q=16, h=64, float64, one thread; MiB added at the peak; bound = uses + in + out + {CONSTANT}")
     head = ("T", "budget", "kind", "evaluations", "uses", "in", "out", "first", "again", "bound", "within")
     print(" ".join(f"{cell:>12}" for cell in head))
@@ -116,6 +118,7 @@ def main(argv):
         for budget in budgets(step):
             evaluations, uses = plan(steps, budget)
             for kind in KINDS:
+                evaluations, uses = plan(steps, budget, kind)
                 cells = [steps, budget, kind, evaluations, f"{uses:.1f}"]
                 if evaluations > LIMIT and kind != "Model()":
                     print(" ".join(f"{cell:>12}" for cell in cells + ["(not run: too many evaluations)"]), flush=True)

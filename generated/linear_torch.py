@@ -296,7 +296,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_h + n_q) * _row, (n_h + (ages * (n_h) if ages > 1 else 0)) * _row
+    return (n_h) * _row, (n_h + n_q) * _row, (n_h + n_q + (ages * (n_h) if ages > 1 else 0)) * _row
 
 
 class Model(torch.nn.Module):

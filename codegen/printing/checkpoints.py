@@ -18,12 +18,15 @@ def hand_back(printer, crossings):
     return ["if following is not None:  # step 1's values, for the segment before this one", f"    following.update({{{items}}})"]
 
 
-def bytes_lines(checkpoints, model):
+def bytes_lines(checkpoints, model, fresh_output_gradient):
     """The body of _checkpoint_bytes(sizes, B, itemsize, ages): the bytes of a kept state, of one step of
-    the forward pass's arrays and of the backward pass's (its aged adjoints times ages in a window)."""
+    the forward pass's arrays and of the backward pass's (its aged adjoints times ages in a window).
+    fresh_output_gradient: the backend's loss returns dL/doutputs in a new array beside the outputs (torch,
+    JAX; NumPy's overwrites them), a step of which the backward pass holds too."""
     printer = RowPrinter()
     codes = [rows_code(printer, rows) for rows in (checkpoints.state_rows, checkpoints.forward_rows)]
-    backward = rows_code(printer, checkpoints.backward_rows)
+    gradient_rows = model.outputs[0][0].rows if fresh_output_gradient else 0
+    backward = rows_code(printer, checkpoints.backward_rows + gradient_rows)
     if checkpoints.aged_rows != 0:
         backward = f"{backward} + (ages * ({rows_code(printer, checkpoints.aged_rows)}) if ages > 1 else 0)"
     head = [f'{size_name(s)} = sizes["{s}"]' for s in model.sizes if str(s) in printer.used.sizes]

@@ -114,7 +114,7 @@ def model_facts(model, program, backend):
         data_names="xs or ys" if forced else "xs",
         data_nones="None, None" if forced else "None",
         classes=f', "{first.rows}"' if first.labels else "",
-        checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model)),
+        checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model, backend != "NumPy")),
     )
 
 
