@@ -365,15 +365,18 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     return state, int(XLA_STEP_FACTOR * forward_step), int(XLA_STEP_FACTOR * backward_step)
 
 
-XLA_STEP_FACTOR = 2.5  # measured: bptt/codegen/jax/memory.py
+XLA_STEP_FACTOR = 2  # measured: bptt/codegen/jax/memory.py
 
 
 def _array_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+    n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_h + n_q) * _row, (n_h + 2 * n_q) * _row, (n_q + 2 * n_h + (ages * (2 * n_h) if ages > 1 else 0)) * _row
+    return (
+        (n_h + n_q) * _row, (n_d + n_h + 2 * n_q) * _row, (n_q + 2 * n_h + (ages * (2 * n_h) if ages > 1 else 0)) * _row
+    )
 
 
 @jax.jit

@@ -332,7 +332,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     return state, int(XLA_STEP_FACTOR * forward_step), int(XLA_STEP_FACTOR * backward_step)
 
 
-XLA_STEP_FACTOR = 2.5  # measured: bptt/codegen/jax/memory.py
+XLA_STEP_FACTOR = 2  # measured: bptt/codegen/jax/memory.py
 
 
 def _array_bytes(sizes, B, itemsize, ages):
@@ -340,7 +340,7 @@ def _array_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_h + n_q) * _row, (n_q + 2 * n_h + (ages * (n_h) if ages > 1 else 0)) * _row
+    return (n_h) * _row, (1 + n_h + n_q) * _row, (n_q + 2 * n_h + (ages * (n_h) if ages > 1 else 0)) * _row
 
 
 @jax.jit
