@@ -65,7 +65,8 @@ def run(kind, module, params, xs, ys, budget):
         model = module.Model(**SIZES, checkpoints=budget)
         outputs = model(xs)
         model.loss(outputs, ys).backward()
-        return outputs.nbytes + 2 * sum(p.nbytes for p in model.parameters())  # parameters and gradients
+        # the outputs, dL/doutputs (what autograd hands CheckpointedBPTT's backward), parameters and gradients
+        return 2 * outputs.nbytes + 2 * sum(p.nbytes for p in model.parameters())
     loss, grads = module.loss_and_grads(params, xs, ys, checkpoints=budget)
     float(loss)  # computed to the end
     return 8 + sum(np.asarray(g).nbytes for g in grads.values())

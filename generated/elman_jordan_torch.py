@@ -119,10 +119,45 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
 
 def losses(outputs, ys):
     """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B) (differentiable)."""
+    s, y = _loss_inputs(outputs, ys)
+    return torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0]
+
+
+def _loss_inputs(outputs, ys):
+    """(outputs, ys), checked as the losses take them."""
     sizes = {}
     s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), False)
     y = _check_labels("ys", ys, sizes, "q", s.device)
-    return torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0]
+    return s, y
+
+
+class _Loss(torch.autograd.Function):
+    """Model.loss: the loss averaged as loss_and_grads averages it, and in backward the derived dL/doutputs,
+    each a part of LOSS_PART bytes of the outputs at a time: nothing of all T steps but the gradient."""
+
+    @staticmethod
+    def forward(ctx, s, y):
+        ctx.save_for_backward(s, y)
+        return sum(_segment_loss(s[part], y[part], s.shape[0])[0] for part in _loss_parts(s))
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, d_loss):
+        s, y = ctx.saved_tensors
+        d_s = torch.empty_like(s)
+        for part in _loss_parts(s):
+            d_s[part] = _segment_loss(s[part], y[part], s.shape[0])[1]
+        return d_s.mul_(d_loss), None
+
+
+LOSS_PART = 2**20  # bytes of the outputs whose loss and gradient _Loss computes at once
+
+
+def _loss_parts(outputs):
+    """Slices of consecutive steps of the outputs, of about LOSS_PART bytes each (at least one step)."""
+    T = outputs.shape[0]
+    steps = max(1, LOSS_PART // max(1, outputs[:1].nbytes))
+    return [slice(a, min(a + steps, T)) for a in range(0, T, steps)] or [slice(0, 0)]
 
 
 def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None, checkpoints=None, compile=False):
@@ -377,9 +412,8 @@ class Model(torch.nn.Module):
         return BPTT.apply(self.truncate, self.rng, x, y, h0, o0, *params.values())
 
     def loss(self, outputs, ys):
-        """The loss averaged over the batch, as loss_and_grads computes it (differentiable)."""
-        B = outputs.shape[1]
-        return losses(outputs, ys).sum() / B
+        """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss)."""
+        return _Loss.apply(*_loss_inputs(outputs, ys))
 
 
 def _loss_and_output_gradient(params, xs, ys, h0, o0, compile=False):

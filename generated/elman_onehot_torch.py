@@ -110,10 +110,45 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
 
 def losses(outputs, ys):
     """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B) (differentiable)."""
+    z, y = _loss_inputs(outputs, ys)
+    return torch.logsumexp(z, -1) - torch.gather(z, -1, y[..., None])[..., 0]
+
+
+def _loss_inputs(outputs, ys):
+    """(outputs, ys), checked as the losses take them."""
     sizes = {}
     z = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), False)
     y = _check_labels("ys", ys, sizes, "q", z.device)
-    return torch.logsumexp(z, -1) - torch.gather(z, -1, y[..., None])[..., 0]
+    return z, y
+
+
+class _Loss(torch.autograd.Function):
+    """Model.loss: the loss averaged as loss_and_grads averages it, and in backward the derived dL/doutputs,
+    each a part of LOSS_PART bytes of the outputs at a time: nothing of all T steps but the gradient."""
+
+    @staticmethod
+    def forward(ctx, z, y):
+        ctx.save_for_backward(z, y)
+        return sum(_segment_loss(z[part], y[part], z.shape[0])[0] for part in _loss_parts(z))
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, d_loss):
+        z, y = ctx.saved_tensors
+        d_z = torch.empty_like(z)
+        for part in _loss_parts(z):
+            d_z[part] = _segment_loss(z[part], y[part], z.shape[0])[1]
+        return d_z.mul_(d_loss), None
+
+
+LOSS_PART = 2**20  # bytes of the outputs whose loss and gradient _Loss computes at once
+
+
+def _loss_parts(outputs):
+    """Slices of consecutive steps of the outputs, of about LOSS_PART bytes each (at least one step)."""
+    T = outputs.shape[0]
+    steps = max(1, LOSS_PART // max(1, outputs[:1].nbytes))
+    return [slice(a, min(a + steps, T)) for a in range(0, T, steps)] or [slice(0, 0)]
 
 
 def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints=None, compile=False):
@@ -342,9 +377,8 @@ class Model(torch.nn.Module):
         return BPTT.apply(self.truncate, self.rng, x, s0, *params.values())
 
     def loss(self, outputs, ys):
-        """The loss averaged over the batch, as loss_and_grads computes it (differentiable)."""
-        B = outputs.shape[1]
-        return losses(outputs, ys).sum() / B
+        """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss)."""
+        return _Loss.apply(*_loss_inputs(outputs, ys))
 
 
 def _loss_and_output_gradient(params, xs, ys, s0, compile=False):
