@@ -406,11 +406,14 @@ class CheckpointedBPTT(torch.autograd.Function):
         mode, value = _truncation(truncate, rng)
         dtype = params[0].dtype
         initial, targets = (c0, h0), None
-        parts, kept = _forward_kept(mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize)
+        outputs = _Steps(xs.shape[0])
+        _, kept = _forward_kept(
+            mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
+        )
         ctx.inputs = (xs, targets, initial, kept, checkpoints, mode, value, rng)
         ctx.sizes, ctx.given = sizes, (c0 is not None, h0 is not None,)
         ctx.save_for_backward(*params)
-        return torch.cat(parts)
+        return outputs.tensor
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -426,6 +429,20 @@ class CheckpointedBPTT(torch.autograd.Function):
         )
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+class _Steps:
+    """The outputs of all T steps in one tensor, each part copied in as _forward_kept appends it (no list
+    of parts beside their concatenation)."""
+
+    def __init__(self, T):
+        self.T, self.filled, self.tensor = T, 0, None
+
+    def append(self, part):
+        if self.tensor is None:
+            self.tensor = part.new_empty((self.T, *part.shape[1:]))
+        self.tensor[self.filled : self.filled + part.shape[0]] = part
+        self.filled += part.shape[0]
 
 
 def _segment_forward(params, sizes, dtype, x, y, initial):
@@ -1499,14 +1516,15 @@ def _sweep(actions):
     return actions[:first]
 
 
-def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize):
+def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
     """(the outputs of every step, in parts of consecutive steps; the states the schedule's first forward pass
-    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed."""
+    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed.
+    parts: where to append each part (a list if None; torch's copies each into one tensor as it comes)."""
     T = x.shape[0]
     sweep = _sweep(_checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
     wanted = {action[2] for action in sweep if action[0] == "advance"}
     chunk = next((action[3] for action in sweep if action[0] == "advance"), T)
-    kept, parts, a = {0: states}, [], 0
+    kept, parts, a = {0: states}, [] if parts is None else parts, 0
     for stop in sorted(wanted | {T}):
         while a < stop:
             n = min(chunk, stop - a)
