@@ -70,3 +70,24 @@ def test_the_estimate_counts_what_a_stored_step_holds(name, held):
     module = module_of(f"{name}_{held.__name__.removesuffix('_held')}")
     sizes = dict(zip(module_of(name).SIZES, SIZES, strict=True))
     assert per_step <= estimate(module, sizes), f"{name}: {per_step:.0f} bytes a step, estimated {estimate(module, sizes)}"
+
+
+@pytest.mark.parametrize("name", ["elman", "lstm", "linear"])
+def test_model_loss_keeps_nothing_beside_the_outputs(name, monkeypatch):
+    """torch's Model.loss saves for its backward pass only the outputs and the targets (no copy of all T
+    steps, such as log-softmax's), and its backward, a few steps at a time, is the derived dL/doutputs."""
+    torch = pytest.importorskip("torch")
+    module, params, sizes, xs, ys, _ = setup(name, "torch", 9, torch.from_numpy)
+    monkeypatch.setattr(module, "LOSS_PART", 2 * BATCH * 8 * max(sizes.values()), raising=False)  # a few steps a part
+    model = module.Model(*(sizes[size] for size in module_of(name).SIZES), checkpoints=3)
+    outputs = model(xs, *([ys] if "ys" in module.Model.forward.__code__.co_varnames else []))
+    outputs.retain_grad()
+    given = {outputs.untyped_storage().data_ptr(), ys.untyped_storage().data_ptr()}
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.untyped_storage().data_ptr()) or t, lambda t: t):
+        loss = model.loss(outputs, ys)
+    assert set(saved) <= given
+    loss.backward()
+    expected_loss, expected = module._segment_loss(outputs.detach(), ys, xs.shape[0])
+    assert torch.allclose(loss, expected_loss, rtol=1e-14, atol=0)
+    assert torch.allclose(outputs.grad, expected, rtol=1e-14, atol=1e-300)
