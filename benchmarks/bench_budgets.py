@@ -1,7 +1,8 @@
 """A budget costs what it buys: what one call adds to the resident memory at its peak, for budgets from one
 stored step to a terabyte and T from 7 to 100,000, in NumPy, torch and JAX (loss_and_grads) and torch's
 Model (its constructor; one training step, forward and loss.backward()), against the bound: the memory the
-budget can use (at most full BPTT's T steps), the call's inputs and outputs, and CONSTANT.
+budget can use as the backend's own module sizes it (at most full BPTT's T steps), the call's inputs and
+outputs (a Model step's twice: dL/doutputs too), and CONSTANT.
 
     python benchmarks/bench_budgets.py [T,...]      (default 7,1000,100000)
 
