@@ -1,7 +1,8 @@
 """A budget costs what it buys: what one call adds to the resident memory at its peak, for budgets from one
 stored step to a terabyte and T from 7 to 100,000, in NumPy, torch and JAX (loss_and_grads) and torch's
 Model (its constructor; one training step, forward and loss.backward()), against the bound: the memory the
-budget can use (at most full BPTT's T steps), the call's inputs and outputs, and CONSTANT.
+budget can use as the backend's own module sizes it (at most full BPTT's T steps), the call's inputs and
+outputs (a Model step's twice: dL/doutputs too), and CONSTANT.
 
     python benchmarks/bench_budgets.py [T,...]      (default 7,1000,100000)
 
@@ -26,7 +27,7 @@ KINDS = ("numpy", "torch", "jax", "Model()", "Model step")
 
 
 def budgets(step):
-    """The budgets measured: one stored step (in bytes), slots, byte budgets up to a terabyte."""
+    """The budgets measured: one stored step (in bytes, the largest backend's), slots, byte budgets up to a terabyte."""
     return [f"{step}B", 10, 100, "32MiB", "1GiB", "1TiB", 10**12]
 
 
@@ -65,7 +66,8 @@ def run(kind, module, params, xs, ys, budget):
         model = module.Model(**SIZES, checkpoints=budget)
         outputs = model(xs)
         model.loss(outputs, ys).backward()
-        return outputs.nbytes + 2 * sum(p.nbytes for p in model.parameters())  # parameters and gradients
+        # the outputs, dL/doutputs (what autograd hands CheckpointedBPTT's backward), parameters and gradients
+        return 2 * outputs.nbytes + 2 * sum(p.nbytes for p in model.parameters())
     loss, grads = module.loss_and_grads(params, xs, ys, checkpoints=budget)
     float(loss)  # computed to the end
     return 8 + sum(np.asarray(g).nbytes for g in grads.values())
@@ -87,11 +89,13 @@ def child(kind, steps, budget):
     return found
 
 
-def plan(steps, budget):
-    """(step evaluations, MiB the budget can use: its kept states and stored steps, at most full BPTT's)."""
+def plan(steps, budget, kind="numpy"):
+    """(step evaluations, MiB the budget can use: its kept states and stored steps, at most full BPTT's) in
+    the kind's backend, as its module sizes them."""
     from bptt.codegen.printing import schedule
-    from bptt.generated import elman
 
+    backend = {"Model()": "torch", "Model step": "torch"}.get(kind, kind)
+    elman = __import__(f"bptt.generated.elman{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
     state, forward_step, backward_step = elman._checkpoint_bytes(SIZES, BATCH, 8, 1)
     step = forward_step + backward_step
     units, state_units, step_units = schedule._budget(budget, state, step)
@@ -106,9 +110,9 @@ def main(argv):
         budget = int(argv[3]) if argv[3].isdigit() else argv[3]
         print(json.dumps(child(argv[1], int(argv[2]), budget)))
         return 0
-    from bptt.generated import elman
+    from bptt.generated import elman, elman_jax, elman_torch
 
-    step = sum(elman._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:])
+    step = max(sum(module._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:]) for module in (elman, elman_torch, elman_jax))
     print(f"elman B={BATCH}, d=q=16, h=64, float64, one thread; MiB added at the peak; bound = uses + in + out + {CONSTANT}")
     head = ("T", "budget", "kind", "evaluations", "uses", "in", "out", "first", "again", "bound", "within")
     print(" ".join(f"{cell:>12}" for cell in head))
@@ -116,6 +120,7 @@ def main(argv):
         for budget in budgets(step):
             evaluations, uses = plan(steps, budget)
             for kind in KINDS:
+                evaluations, uses = plan(steps, budget, kind)
                 cells = [steps, budget, kind, evaluations, f"{uses:.1f}"]
                 if evaluations > LIMIT and kind != "Model()":
                     print(" ".join(f"{cell:>12}" for cell in cells + ["(not run: too many evaluations)"]), flush=True)

@@ -417,7 +417,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_h + n_q) * _row, (n_h + 2 * n_q) * _row, (2 * n_h + (ages * (2 * n_h) if ages > 1 else 0)) * _row
+    return (n_h + n_q) * _row, (2 * n_h + 2 * n_q) * _row, (2 * n_h + (ages * (2 * n_h) if ages > 1 else 0)) * _row
 
 
 def _forward_arrays(T, B, sizes, dtype):

@@ -112,10 +112,45 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
 
 def losses(outputs, ys):
     """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B) (differentiable)."""
+    s, y = _loss_inputs(outputs, ys)
+    return torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0]
+
+
+def _loss_inputs(outputs, ys):
+    """(outputs, ys), checked as the losses take them."""
     sizes = {}
     s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), False)
     y = _check_labels("ys", ys, sizes, "q", s.device)
-    return torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0]
+    return s, y
+
+
+class _Loss(torch.autograd.Function):
+    """Model.loss: the loss averaged as loss_and_grads averages it, and in backward the derived dL/doutputs,
+    each a part of LOSS_PART bytes of the outputs at a time: nothing of all T steps but the gradient."""
+
+    @staticmethod
+    def forward(ctx, s, y):
+        ctx.save_for_backward(s, y)
+        return sum(_segment_loss(s[part], y[part], s.shape[0])[0] for part in _loss_parts(s))
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, d_loss):
+        s, y = ctx.saved_tensors
+        d_s = torch.empty_like(s)
+        for part in _loss_parts(s):
+            d_s[part] = _segment_loss(s[part], y[part], s.shape[0])[1]
+        return d_s.mul_(d_loss), None
+
+
+LOSS_PART = 2**20  # bytes of the outputs whose loss and gradient _Loss computes at once
+
+
+def _loss_parts(outputs):
+    """Slices of consecutive steps of the outputs, of about LOSS_PART bytes each (at least one step)."""
+    T = outputs.shape[0]
+    steps = max(1, LOSS_PART // max(1, outputs[:1].nbytes))
+    return [slice(a, min(a + steps, T)) for a in range(0, T, steps)] or [slice(0, 0)]
 
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None, compile=False):
@@ -269,11 +304,14 @@ class CheckpointedBPTT(torch.autograd.Function):
         mode, value = _truncation(truncate, rng)
         dtype = params[0].dtype
         initial, targets = (h0,), None
-        parts, kept = _forward_kept(mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize)
+        outputs = _Steps(xs.shape[0])
+        _, kept = _forward_kept(
+            mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
+        )
         ctx.inputs = (xs, targets, initial, kept, checkpoints, mode, value, rng)
         ctx.sizes, ctx.given = sizes, (h0 is not None,)
         ctx.save_for_backward(*params)
-        return torch.cat(parts)
+        return outputs.tensor
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -289,6 +327,20 @@ class CheckpointedBPTT(torch.autograd.Function):
         )
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
+
+
+class _Steps:
+    """The outputs of all T steps in one tensor, each part copied in as _forward_kept appends it (no list
+    of parts beside their concatenation)."""
+
+    def __init__(self, T):
+        self.T, self.filled, self.tensor = T, 0, None
+
+    def append(self, part):
+        if self.tensor is None:
+            self.tensor = part.new_empty((self.T, *part.shape[1:]))
+        self.tensor[self.filled : self.filled + part.shape[0]] = part
+        self.filled += part.shape[0]
 
 
 def _segment_forward(params, sizes, dtype, x, y, initial):
@@ -312,7 +364,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_h + n_q) * _row, (2 * n_h + (ages * (2 * n_h) if ages > 1 else 0)) * _row
+    return (n_h) * _row, (n_h + n_q) * _row, (n_q + 2 * n_h + (ages * (2 * n_h) if ages > 1 else 0)) * _row
 
 
 class Model(torch.nn.Module):
@@ -354,9 +406,8 @@ class Model(torch.nn.Module):
         return BPTT.apply(self.truncate, self.rng, x, h0, *params.values())
 
     def loss(self, outputs, ys):
-        """The loss averaged over the batch, as loss_and_grads computes it (differentiable)."""
-        B = outputs.shape[1]
-        return losses(outputs, ys).sum() / B
+        """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss)."""
+        return _Loss.apply(*_loss_inputs(outputs, ys))
 
 
 def _loss_and_output_gradient(params, xs, ys, h0, compile=False):
@@ -1136,14 +1187,15 @@ def _sweep(actions):
     return actions[:first]
 
 
-def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize):
+def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
     """(the outputs of every step, in parts of consecutive steps; the states the schedule's first forward pass
-    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed."""
+    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed.
+    parts: where to append each part (a list if None; torch's copies each into one tensor as it comes)."""
     T = x.shape[0]
     sweep = _sweep(_checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
     wanted = {action[2] for action in sweep if action[0] == "advance"}
     chunk = next((action[3] for action in sweep if action[0] == "advance"), T)
-    kept, parts, a = {0: states}, [], 0
+    kept, parts, a = {0: states}, [] if parts is None else parts, 0
     for stop in sorted(wanted | {T}):
         while a < stop:
             n = min(chunk, stop - a)

@@ -610,7 +610,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_q + 5 * n_h) * _row, (10 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
+    return (n_h) * _row, (n_q + 5 * n_h) * _row, (11 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
 
 
 def _forward_arrays(T, B, sizes, dtype):

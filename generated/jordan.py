@@ -356,7 +356,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (n_q) * _row, (n_h + 2 * n_q) * _row, (4 * n_h) * _row
+    return (n_q) * _row, (2 * n_h + 2 * n_q) * _row, (5 * n_h) * _row
 
 
 def _forward_arrays(T, B, sizes, dtype):

@@ -445,11 +445,24 @@ def _states_at(cache, _step):
 
 
 def _checkpoint_bytes(sizes, B, itemsize, ages):
+    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's): a step's
+    are the derivation's arrays (_array_bytes) times what XLA holds beside them."""
+    state, forward_step, backward_step = _array_bytes(sizes, B, itemsize, ages)
+    return state, int(XLA_STEP_FACTOR * forward_step), int(XLA_STEP_FACTOR * backward_step)
+
+
+XLA_STEP_FACTOR = 2  # measured: bptt/codegen/jax/memory.py
+
+
+def _array_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+    n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
+    return (
+        (2 * n_h) * _row, (n_d + n_q + 6 * n_h) * _row, (n_q + 12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
+    )
 
 
 @jax.jit
@@ -1215,14 +1228,15 @@ def _sweep(actions):
     return actions[:first]
 
 
-def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize):
+def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
     """(the outputs of every step, in parts of consecutive steps; the states the schedule's first forward pass
-    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed."""
+    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed.
+    parts: where to append each part (a list if None; torch's copies each into one tensor as it comes)."""
     T = x.shape[0]
     sweep = _sweep(_checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
     wanted = {action[2] for action in sweep if action[0] == "advance"}
     chunk = next((action[3] for action in sweep if action[0] == "advance"), T)
-    kept, parts, a = {0: states}, [], 0
+    kept, parts, a = {0: states}, [] if parts is None else parts, 0
     for stop in sorted(wanted | {T}):
         while a < stop:
             n = min(chunk, stop - a)

@@ -735,7 +735,7 @@ def _checkpoint_bytes(sizes, B, itemsize, ages):
     n_h = sizes["h"]
     n_q = sizes["q"]
     _row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (14 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
+    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (15 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
 
 
 def _forward_arrays(T, B, sizes, dtype):

@@ -11,6 +11,7 @@ import sympy as sp
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Loop, Steps, walk
 from bptt.codegen.jax import forward_mode as jax_forward_mode
+from bptt.codegen.jax.memory import XLA_STEP_FACTOR
 from bptt.codegen.jax.printer import JaxPrinter, first_step_name
 from bptt.codegen.jax.scan import forward_lines
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
@@ -24,6 +25,7 @@ from bptt.codegen.program import build
 from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
+_env.globals["xla_step_factor"] = XLA_STEP_FACTOR
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
 SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_forward_kept", "_param_sizes")
 

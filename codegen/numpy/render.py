@@ -4,6 +4,7 @@ this folder's template; the bodies are printing/layout.py's."""
 import pathlib
 from dataclasses import dataclass
 
+from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, from_shape, target_checks
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
 from bptt.codegen.printing.layout import Layout, allocation, backward_bodies, forward_body, imported, rtrl_body
@@ -57,9 +58,10 @@ def module_source(model, program=None):
 
 def layout(model, program=None):
     program = program or build(model)
-    facts = model_facts(model, program, "NumPy")
     forward_arrays, forward_lines, forward_used, _ = forward_body(program)
     backward = backward_bodies(program)
+    scratch = scratch_rows(forward_arrays, program.forward.arrays), scratch_rows(backward.arrays, program.adjoints.arrays)
+    facts = model_facts(model, program, "NumPy", scratch)
     rtrl = rtrl_body(program)
     losses = RowPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))

@@ -79,14 +79,14 @@ def plan(model, forward, adjoints, window_statements, cache, crossings, window_c
         kept=kept,
         reads=tuple(cache[1:]),
         state_rows=sum((seq.rows for seq in kept), sp.S.Zero),
-        forward_rows=_step_rows(forward.arrays),
-        backward_rows=_step_rows(adjoints.arrays) + plain,
+        forward_rows=step_rows(forward.arrays),
+        backward_rows=step_rows(adjoints.arrays) + plain,
         aged_rows=aged,
         crossings=crossings,
         window_crossings=window_crossings,
     )
 
 
-def _step_rows(arrays):
+def step_rows(arrays):
     """The rows of one step of the arrays that hold every step (a group once: its members are views)."""
     return sum((array.rows for array in arrays if array.steps in (Steps.FROM_ZERO, Steps.FROM_ONE)), sp.S.Zero)

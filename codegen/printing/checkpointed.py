@@ -69,14 +69,15 @@ def _sweep(actions):
     return actions[:first]
 
 
-def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize):
+def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
     """(the outputs of every step, in parts of consecutive steps; the states the schedule's first forward pass
-    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed."""
+    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed.
+    parts: where to append each part (a list if None; torch's copies each into one tensor as it comes)."""
     T = x.shape[0]
     sweep = _sweep(_checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
     wanted = {action[2] for action in sweep if action[0] == "advance"}
     chunk = next((action[3] for action in sweep if action[0] == "advance"), T)
-    kept, parts, a = {0: states}, [], 0
+    kept, parts, a = {0: states}, [] if parts is None else parts, 0
     for stop in sorted(wanted | {T}):
         while a < stop:
             n = min(chunk, stop - a)

@@ -76,8 +76,9 @@ class Facts:
         return "".join(f", {name}=None" for name in self.state_names)
 
 
-def model_facts(model, program, backend):
-    """The model's Facts; a loss with no helper is a PrintError."""
+def model_facts(model, program, backend, scratch=(0, 0)):
+    """The model's Facts; a loss with no helper is a PrintError. scratch: the rows of a step of the
+    printer's own arrays of all steps, forward and backward (checkpoints.scratch_rows)."""
     loss = model.concrete_loss()
     if type(loss) not in LOSSES:
         raise unspecified_loss(loss)
@@ -114,7 +115,7 @@ def model_facts(model, program, backend):
         data_names="xs or ys" if forced else "xs",
         data_nones="None, None" if forced else "None",
         classes=f', "{first.rows}"' if first.labels else "",
-        checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model)),
+        checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model, backend, scratch)),
     )
 
 

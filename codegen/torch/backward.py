@@ -2,13 +2,11 @@
 place, with keep weights when truncating; the plain ones with an age axis for window truncation), then the
 parameter gradients as derived, one product over all steps each."""
 
-
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.printing.array_calls import TORCH
 from bptt.codegen.printing.bindings import Printed, bound, output_adjoint, time_and_batch
 from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.helpers import helpers
-from bptt.codegen.printing.layout import allocation, every_array, model_names, views
+from bptt.codegen.printing.layout import every_array, model_names, views
 from bptt.codegen.printing.printer import PrintError, size_name
 from bptt.codegen.printing.window import adjoint_seqs, reads_aged
 from bptt.codegen.torch.printer import TorchPrinter, WindowAdjointPrinter
@@ -79,7 +77,7 @@ def fast_adjoints_body(program, reads):
     NumPy module prints them (TorchStatements) into the tensors _backward_arrays makes: slopes for all steps
     before the loop, the flows of gates that share an operand one product with their weights stacked, each
     step's sums in place (torch/sums.py), and each step for compile=True (torch/steps.py). reads: the
-    adjoints _gradients reads. Returns (Printed, the body of _backward_arrays, the loop's StepFunctions)."""
+    adjoints _gradients reads. Returns (Printed, the arrays of _backward_arrays, the loop's StepFunctions)."""
     model, adjoints = program.model, program.adjoints
     printer = TorchStatements(adjoints.arrays, helpers("torch").accepts_out, adjoints.stacks, model_names(model))
     body = printer.lines(adjoints.statements)
@@ -106,4 +104,4 @@ def fast_adjoints_body(program, reads):
     keys = ", ".join(f"d_{i.key}" for i in program.initial) + ("," if len(program.initial) == 1 else "")
     prepared = [line for line, _ in printer.prepared.values()]
     lines = head + prepared + body + initial + [f"return {{{returned}}}, ({keys})"]
-    return Printed.of(lines, used), allocation(arrays, calls=TORCH), printer.step_functions
+    return Printed.of(lines, used), arrays, printer.step_functions

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from bptt.codegen.printing.array_calls import TORCH
 from bptt.codegen.printing.bindings import order, output_adjoint, params_bound, quoted, sized, time_and_batch
-from bptt.codegen.printing.checks import CheckStyle, checks, from_shape, input_checks
+from bptt.codegen.printing.checkpoints import scratch_rows
+from bptt.codegen.printing.checks import CheckStyle, checks, input_checks
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
 from bptt.codegen.printing.layout import Layout, allocation, forward_body, imported
 from bptt.codegen.printing.templates import environment
@@ -46,8 +47,6 @@ class TorchLayout(Layout):
     returns: tuple  # (key, code, comment)
     module_checks: tuple  # Model.forward's checks of its arguments: shapes, dtype and device, not finiteness
     count_from_sizes: str  # binds the sizes the loss's count reads, from `sizes`
-    count_from_outputs: str  # the same from the outputs' shape (Model.loss)
-    divisor: str  # the count as a divisor: "(T * B)" or "B"
     given: str  # which initial states BPTT.apply was given: "h0 is not None, c0 is not None"
     size_args: str  # Model's size arguments: "d, h, q, "
     size_keywords: str  # the same passed on: "d=d, h=h, q=q"
@@ -66,10 +65,11 @@ def module_source(model, program=None):
 def layout(model, program=None):
     """The torch module's Layout: the forward pass printed as the NumPy module's, the backward as torch/backward.py's."""
     program = program or build(model)
-    facts = model_facts(model, program, "torch")
     forward_arrays, forward_lines, forward_helpers, forward_printer = forward_body(program, TorchStatements)
     gradients, returns, reads = gradients_body(program)
     (full, backward_arrays, adjoints_steps), window = fast_adjoints_body(program, reads), window_body(program, reads)
+    scratch = scratch_rows(forward_arrays, program.forward.arrays), scratch_rows(backward_arrays, program.adjoints.arrays)
+    facts = model_facts(model, program, "torch", scratch)
     dy = output_adjoint(model)
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
@@ -89,7 +89,7 @@ def layout(model, program=None):
         forward_lines=tuple(forward_lines),
         rtrl_lines=rtrl.lines,
         forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True, calls=TORCH)),
-        backward_arrays_lines=tuple(backward_arrays),
+        backward_arrays_lines=tuple(allocation(backward_arrays, calls=TORCH)),
         adjoints_lines=full.lines,
         window_lines=adjoints_lines(model, window, cache),
         gradients_lines=tuple(
@@ -98,8 +98,6 @@ def layout(model, program=None):
         returns=returns,
         module_checks=input_checks(facts, STYLE, finite="False"),
         count_from_sizes=f"{', '.join(facts.count_sizes)} = {count}",
-        count_from_outputs=from_shape(facts.count_sizes, "outputs"),
-        divisor=f"({facts.count})" if len(facts.count_sizes) > 1 else facts.count,
         given=", ".join(f"{name} is not None" for name in facts.state_names),
         size_args="".join(f"{size}, " for size in facts.sizes),
         size_keywords=", ".join(f"{size}={size}" for size in facts.sizes),
