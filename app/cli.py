@@ -294,9 +294,11 @@ def guarded(command, work):
 
 
 def _describe(error):
-    """An OS or internal error in words: `path: Permission denied`, or `internal error: MemoryError: ...`."""
+    """An OS or internal error in words: `path: Permission denied`, `out of memory ...`, or `internal error: ...`."""
     if isinstance(error, OSError) and error.strerror and error.filename:
         return f"{error.filename}: {error.strerror}"
+    if isinstance(error, MemoryError):
+        return "out of memory: the sizes, steps or batch asked for need more memory than this machine gives"
     named = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
     return named if isinstance(error, OSError) else f"internal error: {named} (BPTT_DEBUG=1 shows the traceback)"
 

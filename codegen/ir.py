@@ -308,3 +308,8 @@ def walk(statements):
         yield statement
         if isinstance(statement, (Loop, Guard)):
             yield from walk(statement.body)
+
+
+def step_rows(arrays):
+    """The rows of one step of the arrays that hold every step (a group once: its members are views)."""
+    return sum((array.rows for array in arrays if array.steps in (Steps.FROM_ZERO, Steps.FROM_ONE)), sp.S.Zero)

@@ -14,7 +14,7 @@ from bptt.derive.model import ModelError
 FIXED = frozenset(
     """
     B BPTT CACHE MEAN Model PARAMS SHAPES SIZES STATES T TEACHER_FORCED XS_REQUIRES_GRAD adjoints ages apply
-    backward cache carry check_finite clip_grads ctx d_outputs device dim dims directions draws dtype first forward
+    append backward cache carry check_finite clip_grads ctx d_outputs device dim dims directions draws dtype first forward
     forward_mode_grads free_workspace given grads init_params init_rng initial inputs k keep keep_0 keep_next
     keep_t key loss loss_and_grads losses mode name named outputs params random_inputs residuals rng scale
     self shape shares sizes states t total truncate value where work x_key xs y_key ys zero
@@ -23,7 +23,7 @@ FIXED = frozenset(
 )
 # The frameworks and standard modules the backends import (or may), and the builtins their printed code calls.
 MODULES = frozenset("np numpy torch jax jnp lax math functools itertools numbers threading".split())
-BUILTINS = frozenset("ValueError dict getattr len range slice staticmethod super tuple zip".split())
+BUILTINS = frozenset("ValueError dict getattr int len range slice staticmethod super tuple zip".split())
 RESERVED = FIXED | MODULES | BUILTINS
 
 # The torch backend's Model is an nn.Module whose attributes are the parameters: a parameter must not

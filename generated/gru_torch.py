@@ -144,31 +144,24 @@ def _loss_inputs(outputs, ys):
 
 class _Loss(torch.autograd.Function):
     """Model.loss: the loss averaged as loss_and_grads averages it, and in backward the derived dL/doutputs,
-    each a part of LOSS_PART bytes of the outputs at a time: nothing of all T steps but the gradient."""
+    each a part of _LOSS_PART bytes of the outputs at a time: nothing of all T steps but the gradient."""
 
     @staticmethod
     def forward(ctx, s, y):
         ctx.save_for_backward(s, y)
-        return sum(_segment_loss(s[part], y[part], s.shape[0])[0] for part in _loss_parts(s))
+        loss = 0
+        for _part in _loss_parts(s):
+            loss = loss + _segment_loss(s[_part], y[_part], s.shape[0])[0]
+        return loss
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, d_loss):
+    def backward(ctx, _d_loss):
         s, y = ctx.saved_tensors
         d_s = torch.empty_like(s)
-        for part in _loss_parts(s):
-            d_s[part] = _segment_loss(s[part], y[part], s.shape[0])[1]
-        return d_s.mul_(d_loss), None
-
-
-LOSS_PART = 2**20  # bytes of the outputs whose loss and gradient _Loss computes at once
-
-
-def _loss_parts(outputs):
-    """Slices of consecutive steps of the outputs, of about LOSS_PART bytes each (at least one step)."""
-    T = outputs.shape[0]
-    steps = max(1, LOSS_PART // max(1, outputs[:1].nbytes))
-    return [slice(a, min(a + steps, T)) for a in range(0, T, steps)] or [slice(0, 0)]
+        for _part in _loss_parts(s):
+            d_s[_part] = _segment_loss(s[_part], y[_part], s.shape[0])[1]
+        return d_s.mul_(_d_loss), None
 
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None, compile=False):
@@ -400,11 +393,11 @@ class _Steps:
     def __init__(self, T):
         self.T, self.filled, self.tensor = T, 0, None
 
-    def append(self, part):
+    def append(self, _part):
         if self.tensor is None:
-            self.tensor = part.new_empty((self.T, *part.shape[1:]))
-        self.tensor[self.filled : self.filled + part.shape[0]] = part
-        self.filled += part.shape[0]
+            self.tensor = _part.new_empty((self.T, *_part.shape[1:]))
+        self.tensor[self.filled : self.filled + _part.shape[0]] = _part
+        self.filled += _part.shape[0]
 
 
 def _segment_forward(params, sizes, dtype, x, y, initial):
@@ -1043,6 +1036,16 @@ def _check_labels(name, labels, sizes, classes, device=None):
             f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
         )
     return wide
+
+
+_LOSS_PART = 2**20  # bytes of the outputs whose loss and gradient _Loss computes at once
+
+
+def _loss_parts(outputs):
+    """Slices of consecutive steps of the outputs, of about _LOSS_PART bytes each (at least one step)."""
+    T = outputs.shape[0]
+    steps = max(1, _LOSS_PART // max(1, outputs[:1].nbytes))
+    return [slice(start, min(start + steps, T)) for start in range(0, T, steps)] or [slice(0, 0)]
 
 
 def _truncation(truncate, rng):

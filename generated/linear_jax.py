@@ -324,11 +324,11 @@ def _states_at(cache, _step):
 def _checkpoint_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's): a step's
     are the derivation's arrays (_array_bytes) times what XLA holds beside them."""
-    state, forward_step, backward_step = _array_bytes(sizes, B, itemsize, ages)
-    return state, int(XLA_STEP_FACTOR * forward_step), int(XLA_STEP_FACTOR * backward_step)
+    _state, _forward, _backward = _array_bytes(sizes, B, itemsize, ages)
+    return _state, int(_XLA_STEP_FACTOR * _forward), int(_XLA_STEP_FACTOR * _backward)
 
 
-XLA_STEP_FACTOR = 2  # measured: bptt/codegen/jax/memory.py
+_XLA_STEP_FACTOR = 2  # measured: bptt/codegen/jax/memory.py
 
 
 def _array_bytes(sizes, B, itemsize, ages):

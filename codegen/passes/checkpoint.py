@@ -12,7 +12,7 @@ backward pass, and the backward pass's own arrays), in rows per sample.
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import Guard, Loop, Pass, Steps, walk
+from bptt.codegen.ir import Guard, Loop, Pass, step_rows, walk
 from bptt.codegen.ir_checkpoints import Boundary, Checkpoints, Crossing
 from bptt.derive.nodes import Adj, SeqAt, t, values
 
@@ -86,7 +86,3 @@ def plan(model, forward, adjoints, window_statements, cache, crossings, window_c
         window_crossings=window_crossings,
     )
 
-
-def step_rows(arrays):
-    """The rows of one step of the arrays that hold every step (a group once: its members are views)."""
-    return sum((array.rows for array in arrays if array.steps in (Steps.FROM_ZERO, Steps.FROM_ONE)), sp.S.Zero)

@@ -3,8 +3,7 @@ what one segment hands back to the segment before it, and the bytes the schedule
 
 import sympy as sp
 
-from bptt.codegen.ir import Copy
-from bptt.codegen.passes.checkpoint import step_rows
+from bptt.codegen.ir import Copy, step_rows
 from bptt.codegen.printing.printer import RowPrinter, size_name
 
 

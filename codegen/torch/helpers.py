@@ -234,3 +234,13 @@ def _check_labels(name, labels, sizes, classes, device=None):
             value += 2**64  # the label as given, before .long() wrapped it
         raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
     return wide
+
+
+_LOSS_PART = 2**20  # bytes of the outputs whose loss and gradient _Loss computes at once
+
+
+def _loss_parts(outputs):
+    """Slices of consecutive steps of the outputs, of about _LOSS_PART bytes each (at least one step)."""
+    T = outputs.shape[0]
+    steps = max(1, _LOSS_PART // max(1, outputs[:1].nbytes))
+    return [slice(start, min(start + steps, T)) for start in range(0, T, steps)] or [slice(0, 0)]

@@ -96,7 +96,7 @@ def test_out_of_memory_is_an_internal_error(monkeypatch, capsys):
     assert cli.main(["latex", "linear"]) == 3
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("bptt latex: error: internal error: MemoryError")
+    assert captured.err.startswith("bptt latex: error: out of memory: ")
     assert len(captured.err.splitlines()) == 1
     monkeypatch.setenv("BPTT_DEBUG", "1")
     with pytest.raises(MemoryError):

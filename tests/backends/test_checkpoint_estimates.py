@@ -78,7 +78,7 @@ def test_model_loss_keeps_nothing_beside_the_outputs(name, monkeypatch):
     steps, such as log-softmax's), and its backward, a few steps at a time, is the derived dL/doutputs."""
     torch = pytest.importorskip("torch")
     module, params, sizes, xs, ys, _ = setup(name, "torch", 9, torch.from_numpy)
-    monkeypatch.setattr(module, "LOSS_PART", 2 * BATCH * 8 * max(sizes.values()), raising=False)  # a few steps a part
+    monkeypatch.setattr(module, "_LOSS_PART", 2 * BATCH * 8 * max(sizes.values()))  # a few steps a part
     model = module.Model(*(sizes[size] for size in module_of(name).SIZES), checkpoints=3)
     outputs = model(xs, *([ys] if "ys" in module.Model.forward.__code__.co_varnames else []))
     outputs.retain_grad()
