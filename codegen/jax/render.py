@@ -107,7 +107,7 @@ def bindings(model, used, first, cache=()):
 def size_read(model, size):
     """Code reading a size from a parameter's shape: an axis of that size, else one of a whole multiple of it
     (a block layout's 4h), divided."""
-    axes = [(p, k, sp.simplify(dim / size)) for p in model.params for k, dim in enumerate(p.shape)]
+    axes = [(p, k, dim / size) for p in model.params for k, dim in enumerate(p.shape)]  # 2*d / d is 2
     param, axis, times = min((e for e in axes if e[2].is_Integer and e[2] > 0), key=lambda e: e[2] != 1)
     shape = f'params["{param.name}"].shape[{axis}]'
     return shape if times == 1 else f"{shape} // {times}"
