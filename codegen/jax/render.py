@@ -16,6 +16,7 @@ from bptt.codegen.jax.printer import JaxPrinter, first_step_name
 from bptt.codegen.jax.scan import forward_lines
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
 from bptt.codegen.printing.bindings import params_bound, time_and_batch
+from bptt.codegen.printing.checkpoints import input_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, from_shape
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
 from bptt.codegen.printing.layout import Layout, imported
@@ -62,7 +63,9 @@ def module_source(model, program=None):
 
 def layout(model, program=None):
     program = program or build(model)
-    facts = model_facts(model, program, "JAX")
+    # held beside the derivation's arrays: the cache's copy of the inputs (a jitted function's outputs are new
+    # buffers) and dL/doutputs beside the outputs; XLA's temporaries are the template's _XLA_STEP_FACTOR
+    facts = model_facts(model, program, "JAX", (input_rows(model), model.outputs[0][0].rows))
     forward, forward_used = forward_body(program)
     gradients, gradients_used = gradient_body(program)
     rtrl, rtrl_used = rtrl_body(program)

@@ -18,25 +18,26 @@ def hand_back(printer, crossings):
     return ["if following is not None:  # step 1's values, for the segment before this one", f"    following.update({{{items}}})"]
 
 
-def bytes_lines(checkpoints, model, backend, scratch=(0, 0)):
+def bytes_lines(checkpoints, model, held=(0, 0)):
     """The body of _checkpoint_bytes(sizes, B, itemsize, ages): the bytes of a kept state, of one step of
     the forward pass's arrays and of the backward pass's (its aged adjoints times ages in a window).
-    Besides the derivation's arrays: torch's and JAX's losses return dL/doutputs in a new array beside the
-    outputs (NumPy's overwrites them); JAX's forward pass returns a copy of the inputs in its cache (a jitted
-    function's outputs are new buffers); scratch: the rows of a step of the arrays the in-place printer adds
-    to the forward and the backward pass (scratch_rows)."""
+    held: the rows of a step a backend holds beside the derivation's arrays, forward and backward (its
+    render.py says which: scratch_rows, a copy of the inputs, dL/doutputs beside the outputs)."""
     printer = RowPrinter()
     state = rows_code(printer, checkpoints.state_rows)
-    first = model.inputs[0]
-    copied_input = (1 if first.role == "label" else first.rows) if backend == "JAX" else 0
-    forward = rows_code(printer, checkpoints.forward_rows + copied_input + scratch[0])
-    gradient_rows = model.outputs[0][0].rows if backend != "NumPy" else 0
-    backward = rows_code(printer, checkpoints.backward_rows + gradient_rows + scratch[1])
+    forward = rows_code(printer, checkpoints.forward_rows + held[0])
+    backward = rows_code(printer, checkpoints.backward_rows + held[1])
     if checkpoints.aged_rows != 0:
         backward = f"{backward} + (ages * ({rows_code(printer, checkpoints.aged_rows)}) if ages > 1 else 0)"
     head = [f'{size_name(s)} = sizes["{s}"]' for s in model.sizes if str(s) in printer.used.sizes]
     body = ["_row = B * itemsize  # one sample's row of one step"]
     return head + body + [f"return ({state}) * _row, ({forward}) * _row, ({backward}) * _row"]
+
+
+def input_rows(model):
+    """The rows of one step of the inputs: 1 for labels."""
+    first = model.inputs[0]
+    return 1 if first.role == "label" else first.rows
 
 
 def scratch_rows(printed, derived):

@@ -76,9 +76,9 @@ class Facts:
         return "".join(f", {name}=None" for name in self.state_names)
 
 
-def model_facts(model, program, backend, scratch=(0, 0)):
-    """The model's Facts; a loss with no helper is a PrintError. scratch: the rows of a step of the
-    printer's own arrays of all steps, forward and backward (checkpoints.scratch_rows)."""
+def model_facts(model, program, backend, held=(0, 0)):
+    """The model's Facts; a loss with no helper is a PrintError. held: the rows of a step the backend holds
+    beside the derivation's arrays, forward and backward (checkpoints.bytes_lines)."""
     loss = model.concrete_loss()
     if type(loss) not in LOSSES:
         raise unspecified_loss(loss)
@@ -115,7 +115,7 @@ def model_facts(model, program, backend, scratch=(0, 0)):
         data_names="xs or ys" if forced else "xs",
         data_nones="None, None" if forced else "None",
         classes=f', "{first.rows}"' if first.labels else "",
-        checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model, backend, scratch)),
+        checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model, held)),
     )
 
 

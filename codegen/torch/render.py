@@ -68,8 +68,10 @@ def layout(model, program=None):
     forward_arrays, forward_lines, forward_helpers, forward_printer = forward_body(program, TorchStatements)
     gradients, returns, reads = gradients_body(program)
     (full, backward_arrays, adjoints_steps), window = fast_adjoints_body(program, reads), window_body(program, reads)
-    scratch = scratch_rows(forward_arrays, program.forward.arrays), scratch_rows(backward_arrays, program.adjoints.arrays)
-    facts = model_facts(model, program, "torch", scratch)
+    # held beside the derivation's arrays: the printer's scratch, and dL/doutputs, a tensor beside the outputs
+    forward_held = scratch_rows(forward_arrays, program.forward.arrays)
+    backward_held = scratch_rows(backward_arrays, program.adjoints.arrays) + model.outputs[0][0].rows
+    facts = model_facts(model, program, "torch", (forward_held, backward_held))
     dy = output_adjoint(model)
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
