@@ -176,9 +176,10 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints
     compile = _check_compile(compile, checkpoints)
     if checkpoints is not None:
         return _checkpointed_loss(mode, value, rng, params, xs, ys, h0, checkpoints)
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0, compile)
+    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0, compile, check_finite=False)
     with torch.no_grad():
-        return loss, _backward(mode, value, rng, params, sizes, cache, d_s, compile)
+        grads = _backward(mode, value, rng, params, sizes, cache, d_s, compile)
+    return _blamed(params, loss, grads)  # a parameter's nan or inf, named from the result
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
@@ -335,15 +336,16 @@ class CompiledBPTT(BPTT):
 
 @torch.no_grad()
 def _checkpointed_loss(mode, value, rng, params, xs, ys, h0, checkpoints):
-    """loss_and_grads with checkpoints, its arguments checked here."""
-    sizes, dtype = _check_params(params)
+    """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
+    sizes, dtype = _check_params(params, finite=False)
     device = params["W_ir"].device
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
     keep = _truncation_weights(mode, value, sizes["T"], rng, params["W_ir"])
     initial = (h0,)
-    return _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
+    loss, grads = _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
+    return _blamed(params, loss, grads)
 
 
 class CheckpointedBPTT(torch.autograd.Function):
@@ -467,9 +469,10 @@ class Model(torch.nn.Module):
         return _Loss.apply(*_loss_inputs(outputs, ys))
 
 
-def _loss_and_output_gradient(params, xs, ys, h0, compile=False):
-    """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes."""
-    sizes, dtype = _check_params(params)
+def _loss_and_output_gradient(params, xs, ys, h0, compile=False, check_finite=True):
+    """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes;
+    check_finite=False: the parameters are not scanned for nan and inf (the caller looks at its result)."""
+    sizes, dtype = _check_params(params, check_finite)
     device = params["W_ir"].device
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
@@ -956,6 +959,14 @@ def _check_dtype(dtype):
     if dtype not in (torch.float32, torch.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
     return dtype
+
+
+def _blamed(params, loss, grads):
+    """(loss, grads) of loss_and_grads, whose parameters it did not scan: if the loss or an initial state's
+    gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow."""
+    if not (bool(torch.isfinite(loss)) and all(_finite(grads[name]) for name in STATES)):
+        _check_params(params)
+    return loss, grads
 
 
 def _check_params(params, finite=True):

@@ -167,7 +167,7 @@ def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints
     one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal schedule keeps some
     states, recomputes the steps between them, and frees them (the same gradients)."""
     mode, value = _truncation(truncate, rng)
-    sizes, dtype = _check_params(params)
+    sizes, dtype = _check_params(params, finite=False)  # a parameter's nan or inf: _blamed, from the result
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     T, B = x.shape[0], x.shape[1]
     y = _check_labels("ys", ys, sizes, "q")
@@ -176,14 +176,16 @@ def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints
         keep = _truncation_weights(mode, value, T, rng, dtype)
         sizes.update(T=T, B=B)
         initial = (o0,)
-        return _checkpointed(
+        loss, grads = _checkpointed(
             mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
         )
+        return _blamed(params, loss, grads)
     work = _workspace(_forward_arrays, T, B, sizes, dtype)
     _forward(params, sizes, x, y, o0, work)
     loss = _softmax_cross_entropy(work["s"], y, B)  # the outputs become dL/ds_t
     sizes.update(T=T, B=B)
-    return loss, _backward(mode, value, rng, params, sizes, dtype, {"x": x, "o": work["o"], "h": work["h"]}, work["s"])
+    grads = _backward(mode, value, rng, params, sizes, dtype, {"x": x, "o": work["o"], "h": work["h"]}, work["s"])
+    return _blamed(params, loss, grads)
 
 
 def forward_mode_grads(params, xs, ys, o0=None):
@@ -481,6 +483,14 @@ def _check_dtype(dtype):
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype}")
     return dtype
+
+
+def _blamed(params, loss, grads):
+    """(loss, grads) of loss_and_grads, whose parameters it did not scan: if the loss or an initial state's
+    gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow."""
+    if not (np.isfinite(loss) and all(np.isfinite(grads[name]).all() for name in STATES)):
+        _check_params(params)
+    return loss, grads
 
 
 def _check_params(params, finite=True):

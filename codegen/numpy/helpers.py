@@ -10,6 +10,7 @@ from bptt.codegen.printing.common_helpers import (  # a generated module carries
     PARAMS,
     SHAPES,
     SIZES,
+    STATES,
     _check_param_keys,
     _check_shape,
     _check_theta,
@@ -156,6 +157,14 @@ def _check_dtype(dtype):
     if dtype not in (np.float32, np.float64):
         raise ValueError(f"dtype must be float32 or float64, got {dtype}")
     return dtype
+
+
+def _blamed(params, loss, grads):
+    """(loss, grads) of loss_and_grads, whose parameters it did not scan: if the loss or an initial state's
+    gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow."""
+    if not (np.isfinite(loss) and all(np.isfinite(grads[name]).all() for name in STATES)):
+        _check_params(params)
+    return loss, grads
 
 
 def _check_params(params, finite=True):

@@ -26,6 +26,7 @@ SCAFFOLD = (  # the helpers the template's fixed parts call
     "_check_params",
     "_check_cache",
     "_check_array",
+    "_blamed",
 )
 
 STYLE = CheckStyle(

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the backend's own, in each generated module
 PARAMS: tuple = ()
 SIZES: tuple = ()
 SHAPES: dict = {}
+STATES: dict = {}
 CACHE: dict = {}
 
 

@@ -23,7 +23,7 @@ from bptt.codegen.torch.statements import TorchStatements
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_check_cache", "_check_array", "_extent", "_forward_kept", "_check_compile", "_loss_parts")
+SCAFFOLD += ("_check_cache", "_check_array", "_extent", "_forward_kept", "_check_compile", "_loss_parts", "_blamed")
 
 STYLE = CheckStyle(
     device=True,

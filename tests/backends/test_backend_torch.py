@@ -192,6 +192,11 @@ def bad_inputs():
         "params shape": lambda m, p, xs, ys: m.loss_and_grads({**p, "W": p["W"][:1]}, xs, ys),
         "label range": lambda m, p, xs, ys: m.loss_and_grads(p, xs, ys + 10),
         "nan input": lambda m, p, xs, ys: m.loss_and_grads(p, xs * float("nan"), ys),
+        # named from the result (loss_and_grads makes no pass over the parameters), with and without checkpoints
+        "nan parameter": lambda m, p, xs, ys: m.loss_and_grads({**p, "W": p["W"] * float("nan")}, xs, ys),
+        "nan parameter, checkpoints": lambda m, p, xs, ys: m.loss_and_grads(
+            {**p, "W": p["W"] * float("nan")}, xs, ys, checkpoints=2
+        ),
         "xs dtype": lambda m, p, xs, ys: m.loss_and_grads(p, xs.astype(np.float32) if isinstance(xs, np.ndarray) else xs.float(), ys),
         "window k": lambda m, p, xs, ys: m.loss_and_grads(p, xs, ys, truncate=("window", 0)),
         "truncate before xs": lambda m, p, xs, ys: m.loss_and_grads(p, xs[..., :1], ys, truncate=("window", 0)),
@@ -211,6 +216,23 @@ def test_bad_input_gets_the_numpy_modules_error(case):
     with pytest.raises(ValueError) as got:
         bad_inputs()[case](torch_module, tensors(params), torch.from_numpy(xs), torch.from_numpy(ys))
     assert str(got.value) == str(expected.value)
+
+
+@pytest.mark.parametrize("checkpoints", [None, 2])
+def test_loss_and_grads_reads_finite_parameters_once(checkpoints, monkeypatch):
+    """A call whose result is finite tests no parameter for nan and inf (its cost would grow with |theta|);
+    backward does, before computing (check_finite=True)."""
+    _, torch_module = modules("elman")
+    params = torch_module.init_params(torch.Generator().manual_seed(0), **SIZES)
+    xs, ys = torch_module.random_inputs(torch.Generator().manual_seed(0), T, B, **SIZES)
+    scanned = []
+    finite = torch_module._finite
+    monkeypatch.setattr(torch_module, "_finite", lambda a: scanned.append(a) or finite(a))
+    torch_module.loss_and_grads(params, xs, ys, checkpoints=checkpoints)
+    assert not any(a is p for a in scanned for p in params.values())
+    outputs, cache = torch_module.forward(params, xs)
+    torch_module.backward(params, cache, outputs)
+    assert any(a is p for a in scanned for p in params.values()), "the spy sees backward's scan"
 
 
 def test_bad_input_names_torch_where_the_backends_differ():

@@ -27,8 +27,9 @@ def non_finite(name, value, array):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_non_finite_inputs_initial_states_and_parameters(name):
-    """nan, inf or -inf in xs (unless labels), in an initial state or in a parameter: forward and
-    loss_and_grads raise a ValueError naming the array and the value, before computing anything."""
+    """nan, inf or -inf in xs (unless labels), in an initial state or in a parameter: forward raises a
+    ValueError naming the array and the value, before computing anything; so does loss_and_grads for xs and
+    initial states (its parameters: test_loss_and_grads_names_a_non_finite_parameter_from_its_result)."""
     module, fact, _, params, xs, ys, initial = setup(name)
     for value in BAD_NUMBERS:
         cases = [] if fact["x_labels"] else [("xs", poisoned(xs, value), params, initial)]
@@ -39,9 +40,52 @@ def test_non_finite_inputs_initial_states_and_parameters(name):
         ]
         for label, bad, bad_params, bad_initial in cases:
             bad_xs = bad if label == "xs" else xs
-            for call in calls(module, bad_params, bad_xs, ys, bad_initial):
+            forward_call, loss_and_grads_call = calls(module, bad_params, bad_xs, ys, bad_initial)
+            for call in (forward_call,) if label.startswith("params") else (forward_call, loss_and_grads_call):
                 with pytest.raises(ValueError, match=non_finite(label, value, bad)):
                     call()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_loss_and_grads_names_a_non_finite_parameter_from_its_result(name):
+    """loss_and_grads makes no pass over the parameters: a nan or inf in one is named (with its first bad
+    entry) when the loss or an initial state's gradient comes out non-finite, and only then are they scanned.
+    A parameter all nan always reaches the loss; inf may be hidden by a saturated activation, and then the
+    result is finite."""
+    module, _, _, params, xs, ys, initial = setup(name)
+    for key, p in params.items():
+        bad, first = np.full_like(p, np.nan), np.zeros((1,) * p.ndim)  # the message names entry (0, ..., 0)
+        with pytest.raises(ValueError, match=non_finite(f"params['{key}']", np.nan, first)):
+            module.loss_and_grads({**params, key: bad}, xs, ys, **initial)
+        for value in (np.inf, -np.inf):
+            try:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    loss, grads = module.loss_and_grads({**params, key: poisoned(p, value)}, xs, ys, **initial)
+            except ValueError as error:
+                assert re.search(non_finite(f"params['{key}']", value, p), str(error)), error
+            else:
+                assert np.isfinite(loss) and all(np.isfinite(grads[k]).all() for k in module.STATES), (key, value)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_loss_and_grads_reads_finite_parameters_once(name, monkeypatch):
+    """A call whose result is finite looks at no parameter's values: the checks it makes of them are of keys,
+    dtypes and shapes, whose cost does not grow with the parameters' sizes."""
+    module, _, _, params, xs, ys, initial = setup(name)
+    scanned = []
+    for helper in ("_all_finite", "_check_array"):
+        original = getattr(module, helper)
+
+        def spy(*args, original=original, **kwargs):
+            arrays = args[0] if original.__name__ == "_all_finite" else [args[1]]
+            scanned.extend(a for a in arrays if any(a is p for p in params.values()))
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, helper, spy)
+    module.loss_and_grads(params, xs, ys, **initial)
+    assert not scanned
+    module.forward(params, xs, **initial) if not module.TEACHER_FORCED else None
+    assert scanned or module.TEACHER_FORCED, "the spy sees forward's scan of the parameters"
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if not facts(n)["y_labels"]])
