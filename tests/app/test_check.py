@@ -5,12 +5,12 @@ to enumerate is refused."""
 
 import numpy as np
 import pytest
-from cli_support import assert_error, bptt, table_rows
-from support import module_of
 
 from bptt.app.check import MARGIN, MAX_ENTRIES, TooManyPatterns, check, table
 from bptt.app.problem import NonFiniteForward, problem
 from bptt.app.ridders import ridders
+from bptt.tests.support.cli import assert_error, bptt, table_rows
+from bptt.tests.support.modules import module_of
 
 POINT = np.array([0.3, -1.2, 0.05, 2.0, 0.7])
 

@@ -8,7 +8,9 @@ import subprocess
 import textwrap
 
 import pytest
-from cli_support import (
+
+from bptt.codegen.backends import BACKENDS
+from bptt.tests.support.cli import (
     GENERATED,
     REPO,
     ROWS,
@@ -24,8 +26,6 @@ from cli_support import (
     shadow_package,
     table_rows,
 )
-
-from bptt.codegen.backends import BACKENDS
 
 # ---------------------------------------------------------------- models and --help
 

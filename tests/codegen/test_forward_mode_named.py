@@ -40,7 +40,7 @@ from bptt.documents.latex import latex
 
 jax.config.update("jax_enable_x64", True)
 
-CELLS = pathlib.Path(__file__).parents[1] / "user_cells.py"
+CELLS = pathlib.Path(__file__).parents[1] / "support" / "user_cells.py"
 EVERY_BACKEND = tuple(sorted(BACKENDS))
 
 

@@ -15,12 +15,12 @@ from dataclasses import dataclass, replace
 
 import pytest
 import sympy as sp
-from refusal_cells import CELLS, INTERNAL, with_function
 
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.bptt import derive
 from bptt.derive.models import load
 from bptt.documents.document import sections
+from bptt.tests.support.refusal_cells import CELLS, INTERNAL, with_function
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FOLDERS = ("derive", "codegen")

@@ -7,14 +7,14 @@ import re
 
 import pytest
 import sympy as sp
-from printed import GROUP, shown, shown_document
-from user_cells import mgu
 
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
 from bptt.derive.models import load, names
 from bptt.derive.nodes import SeqAt, SquaredError, t, tanh
 from bptt.documents.document import sections
 from bptt.documents.latex import latex
+from bptt.tests.support.printed import GROUP, shown, shown_document
+from bptt.tests.support.user_cells import mgu
 
 ZOO = tuple(names())
 XDIST_GROUP = GROUP  # the documents of shown() are built once for the modules that read them

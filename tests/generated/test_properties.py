@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import module_of
 
 from bptt.app.check import PatternRng, check, check_gradients, table
 from bptt.app.problem import Problem, problem
 from bptt.derive.models import names
+from bptt.tests.support.modules import module_of
 
 pytestmark = pytest.mark.slow  # each runs in a worker process while the suite runs
 NAMES = names()

@@ -20,14 +20,14 @@ import importlib
 import numpy as np
 import sympy as sp
 import torch
-from oracle import compare, run
-from oracle import loss as oracle_loss
-from oracle_eval import OracleError, Scope, evaluate
 
 from bptt.derive import elementwise
 from bptt.derive.elementwise import FUNCTIONS, Apply
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, GenericLoss, SeqAt, t
+from bptt.tests.support.oracle import compare, run
+from bptt.tests.support.oracle import loss as oracle_loss
+from bptt.tests.support.oracle_eval import OracleError, Scope, evaluate
 
 SIZES = {"d": 2, "h": 3, "q": 4}  # distinct: a transposition cannot hide
 T, B = 5, 3

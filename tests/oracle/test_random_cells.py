@@ -16,14 +16,8 @@ import re
 import sys
 import tempfile
 
-import oracle
-from cell_plans import Gate, Layer, Plan, Term, Update, build, random_values
-from cell_shapes import SHAPES
-from cells import plans, truncations
-from checkpoint_support import assert_equal_gradients, assert_same_loss
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
-from jax_eager import eagerly
 
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.printing.columns import WIDTH
@@ -31,6 +25,12 @@ from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.bptt import derive
 from bptt.derive.model import ModelError
+from bptt.tests.support import oracle
+from bptt.tests.support.cell_plans import Gate, Layer, Plan, Term, Update, build, random_values
+from bptt.tests.support.cell_shapes import SHAPES
+from bptt.tests.support.cells import plans, truncations
+from bptt.tests.support.checkpoints import assert_equal_gradients, assert_same_loss
+from bptt.tests.support.jax_eager import eagerly
 
 BATCH = 2
 DETERMINISTIC = {"deadline": None, "database": None, "derandomize": True}

@@ -2,11 +2,11 @@
 shows that tests/cells.py draws each)."""
 
 import sympy as sp
-from cell_plans import ACTIVATIONS, h
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, SoftmaxCrossEntropy, SquaredError, t
+from bptt.tests.support.cell_plans import ACTIVATIONS, h
 
 
 def nodes(model):

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 import torch
-from oracle_eval import DTYPE, OracleError, Scope, evaluate, size_of
 
 from bptt.derive.nodes import SeqAt
+from bptt.tests.support.oracle_eval import DTYPE, OracleError, Scope, evaluate, size_of
 
 STEPS, BATCH = sp.Dummy("T"), sp.Dummy("B")  # the leading dimensions of xs, ys and the states
 

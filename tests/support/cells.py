@@ -10,8 +10,9 @@ losses summed or averaged, and teacher forcing.
 
 from dataclasses import replace
 
-from cell_plans import ACTIVATIONS, MAX_STATES, Gate, Layer, Plan, Term, Update, build, sums
 from hypothesis import strategies as st
+
+from bptt.tests.support.cell_plans import ACTIVATIONS, MAX_STATES, Gate, Layer, Plan, Term, Update, build, sums
 
 
 def activations():
