@@ -1,5 +1,5 @@
 """Documents of cells users compose fit the page too: the documents of 50 and more randomly composed cells
-(tests/cells.py, the trust issue's generator, derandomized) compile with no line more than 1 pt too wide.
+(tests/support/cells.py, the trust issue's generator, derandomized) compile with no line more than 1 pt too wide.
 They are rendered by one process per core and compiled as one .tex file per process, a document after
 another, so that pdflatex starts twice, not once per cell."""
 

@@ -1,4 +1,4 @@
-"""The oracle (tests/oracle.py), and every backend's generated module of every zoo model against it.
+"""The oracle (tests/support/oracle.py), and every backend's generated module of every zoo model against it.
 
 The oracle interprets the model's equations in torch and differentiates them with autograd; it shares
 no code with codegen, so a backend that computes the wrong forward pass cannot prove itself here. It is

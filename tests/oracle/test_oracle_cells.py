@@ -1,4 +1,4 @@
-"""Users' cells (tests/user_cells.py), as users write them, through codegen and every backend, against
+"""Users' cells (tests/support/user_cells.py), as users write them, through codegen and every backend, against
 the oracle: outputs, loss and every gradient to 1e-12, full BPTT and truncated.
 
 Each cell's module is generated as `bptt codegen FILE:FUNC --backend all --out DIR` would (the model

@@ -1,5 +1,5 @@
 """The shapes of cells that broke users, as predicates on a Model (tests/oracle/test_random_cells.py
-shows that tests/cells.py draws each)."""
+shows that tests/support/cells.py draws each)."""
 
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
