@@ -166,8 +166,8 @@ def test_source_lines_are_plain_text():
 
 
 def test_the_figure_is_drawn_from_a_users_cell():
-    """The Minimal Gated Unit (tests/support/user_cells.py): every value of steps 1 to 3 is a node of the TikZ picture and
-    of the SVG, and the backward edges run from each state to the one before."""
+    """The Minimal Gated Unit (tests/support/user_cells.py): every value of steps 1 to 3 is a node of the TikZ
+    picture and of the SVG, and the backward edges run from each state to the one before."""
     model = mgu()
     (graph,) = [s for s in sections(model) if s.name == "graph"]
     (figure,) = graph.items

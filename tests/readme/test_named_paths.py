@@ -2,14 +2,15 @@
 sources names exists, so that a reader can follow it.
 
 A path is a word with a slash that starts at one of the repository's folders, or ends in `/` or in a file
-extension (`codegen/printing/helpers.py`, `app/bench/`, `passes/fuse.py`), or a file name with an extension
-(`oracle_eval.py`). One that starts at a top-level folder or file is read from the repository's root; any other
-is the end of a path of the repository (`passes/fuse.py` is codegen/passes/fuse.py, as docs/architecture.md's
-tree and a docstring in codegen/ name it). A placeholder (`<model>`, `{name}`, `*`, or a word in capitals such
+extension (`derive/models/elman.py`, `derive/models/`, `models/elman.py`), or a file name with an extension
+(`elman.py`). One that starts at a top-level folder or file is read from the repository's root; any other is
+the end of a path of the repository (`models/elman.py` is derive/models/elman.py, as docs/architecture.md's
+tree and a docstring inside a folder name a path). A placeholder (`<model>`, `{name}`, `*`, or a word in capitals such
 as MODEL or DIR) stands for any name: `generated/<model>.py` must match a file. NOT_THE_REPOSITORYS lists the
-words that look like paths and name none of the repository's: files a user or a test writes, and a ratio.
+words that look like paths and name none of the repository's: files a user or a test writes, and a ratio;
+each is still named somewhere.
 
-A module named by its dotted path from a top-level folder (`codegen.passes.fresh`, `bptt.app.check.check`)
+A module named by its dotted path from a top-level folder (`derive.models.elman`, `bptt.derive.models.load`)
 exists too, and so does the name it is followed by, if any, at the module's top level."""
 
 import ast
@@ -126,22 +127,23 @@ def module_exists(dotted):
 @functools.cache
 def named_modules():
     """{(dotted name, where): line} for every module named by its dotted path."""
-    found = {}
-    for path, line, text in named_texts():
-        for match in MODULE.finditer(text):
-            if match[1].rpartition(".")[2] not in EXTENSIONS:  # a file's name, not a module
-                found.setdefault((match[1], path.relative_to(ROOT).as_posix()), line + text.count("\n", 0, match.start()))
-    return found
+    return named(MODULE, lambda dotted: dotted.rpartition(".")[2] not in EXTENSIONS)  # a file's name, not a module
 
 
 @functools.cache
 def named_paths():
-    """{(path, where): line} for every path named, `where` the naming file relative to the root."""
+    """{(path, where): line} for every path named."""
+    return named(CANDIDATE, is_path)
+
+
+def named(pattern, chosen):
+    """{(word, where): line} for the words of the named texts that match pattern and are chosen, `where` the
+    naming file relative to the root, `line` the first line naming the word there."""
     found = {}
     for path, line, text in named_texts():
-        for match in CANDIDATE.finditer(text):
+        for match in pattern.finditer(text):
             word = match[1].rstrip(".")
-            if is_path(word):
+            if chosen(word):
                 found.setdefault((word, path.relative_to(ROOT).as_posix()), line + text.count("\n", 0, match.start()))
     return found
 
@@ -164,19 +166,19 @@ def test_every_named_module_exists():
     assert not missing, "modules named that do not exist:\n" + "\n".join(missing)
 
 
-def test_the_words_that_are_no_paths_are_named_and_are_not_the_repositorys():
-    named = {word for word, _ in named_paths()}
-    assert NOT_THE_REPOSITORYS <= named, f"named no more: {sorted(NOT_THE_REPOSITORYS - named)}"
-    assert not [word for word in NOT_THE_REPOSITORYS if exists(word)], "in the repository"
+def test_the_words_that_are_no_paths_are_still_named():
+    words = {word for word, _ in named_paths()}
+    assert NOT_THE_REPOSITORYS <= words, f"named no more: {sorted(NOT_THE_REPOSITORYS - words)}"
 
 
 def test_the_scan_finds_paths_and_misses_prose():
     """The rules on words: paths are found, fractions and alternatives are not; a moved file is missing."""
-    assert all(map(is_path, ["codegen/printing/helpers.py", "app/bench/", "design.md", "passes/fuse.py", "x/y.j2"]))
+    assert all(map(is_path, ["derive/models/elman.py", "derive/models/", "design.md", "models/elman.py", "x/y.j2"]))
     assert not any(map(is_path, ["dL/dW", "c_t/", "and/or", "1/2", "docs.python.org/3/x.html", ".py", "../", "1}/"]))
-    assert exists("passes/checkpoint.py") and exists("README.md") and exists("generated/<model>_torch.py")
-    assert not exists("codegen/no_such.py") and not exists("design.md") and not exists("generated/<model>.tex")
-    assert not exists("point.py")  # the end of a path is whole names
-    assert not exists("passes/README.md")  # not anchored: no passes/ folder holds it
-    assert module_exists("codegen.passes.fresh") and module_exists("bptt.derive.models.load")
-    assert not module_exists("codegen.fresh") and not module_exists("codegen.passes.fresh.no_such_function")
+    assert exists("models/elman.py") and exists("README.md") and exists("generated/<model>_torch.py")
+    assert not exists("derive/no_such.py") and not exists("design.md") and not exists("generated/<model>.tex")
+    assert not exists("man.py")  # the end of a path is whole names
+    assert not exists("models/README.md")  # not anchored: no models/ folder holds it
+    assert not exists("models/bptt.py") and exists("derive/bptt.py")  # anchored at the root: derive/models/ has none
+    assert module_exists("derive.models.elman") and module_exists("bptt.derive.models.load")
+    assert not module_exists("derive.elman") and not module_exists("derive.models.elman.no_such_function")
