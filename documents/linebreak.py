@@ -4,7 +4,7 @@ The printer's one-line LaTeX of an expression is cut into pieces at the places a
 before each term of a sum (and of a sum in parentheses, closed with `\\right.` at the line's end and
 reopened with `\\left.` on the next) and before each `\\odot`, so that every continuation line starts
 with its operator. A product of factors is never broken: its factors stay on one line. Pieces are
-packed greedily into lines under the page width (widths estimated by derive.width); when a piece
+packed greedily into lines under the page width (widths estimated by documents.width); when a piece
 overflows, the line breaks at its best place, an outer place before an inner one, the latest such
 place on the line. The pieces joined are the one-line LaTeX.
 """

@@ -10,7 +10,8 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
 
 import pytest  # noqa: E402
-from problems import make_problem
+
+from bptt.tests.support.problems import make_problem
 
 
 def _draws_independent_of_loaded_modules():
@@ -38,7 +39,7 @@ def concrete_problem():
 @pytest.fixture
 def user_file(tmp_path):
     """A user's model file with a sigmoid RNN (and a model named like a zoo one)."""
-    from cli_support import USER_MODELS
+    from bptt.tests.support.cli import USER_MODELS
 
     path = tmp_path / "user_models.py"
     path.write_text(USER_MODELS, encoding="utf-8")

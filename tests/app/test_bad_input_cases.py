@@ -24,12 +24,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import torch
-from cli_support import REPO, clean_env
 
 from bptt.app import files, notebook, plots, start
 from bptt.app.analyze import TABLES
 from bptt.app.cli import main
 from bptt.derive.models import load
+from bptt.tests.support.cli import REPO, clean_env
 
 jax.config.update("jax_enable_x64", True)
 

@@ -9,11 +9,11 @@ import re
 
 import numpy as np
 import pytest
-from cli_support import bptt
-from support import module_of
 
 from bptt.app.bench import bench, calls, machine, peers, peers_jax, peers_torch
 from bptt.derive.models import load, names
+from bptt.tests.support.cli import bptt
+from bptt.tests.support.modules import module_of
 
 SIZES = (2, 3, 4)
 

@@ -8,13 +8,13 @@ import json
 import tracemalloc
 
 import pytest
-from cli_support import assert_ok, bptt
 
 from bptt.app import cli
 from bptt.app.bench import bench, checkpoints
 from bptt.app.bench.checkpoints import COLUMNS
 from bptt.codegen.printing import schedule
 from bptt.generated import elman
+from bptt.tests.support.cli import assert_ok, bptt
 
 SMALL = ("--steps", "20", "--batch", "2", "--sizes", "d=2,h=3,q=4", "--dtype", "float64", "--repeats", "1")
 

@@ -1,16 +1,16 @@
-"""The gradient check itself (codegen.check, codegen.ridders): Ridders' derivatives are
+"""The gradient check itself (app.check, app.ridders): Ridders' derivatives are
 right and know their error, cases that the old fixed-step differences failed pass, an
 overflowing forward pass is reported as such, and randomized truncation at a T too long
 to enumerate is refused."""
 
 import numpy as np
 import pytest
-from cli_support import assert_error, bptt, table_rows
-from support import module_of
 
 from bptt.app.check import MARGIN, MAX_ENTRIES, TooManyPatterns, check, table
 from bptt.app.problem import NonFiniteForward, problem
 from bptt.app.ridders import ridders
+from bptt.tests.support.cli import assert_error, bptt, table_rows
+from bptt.tests.support.modules import module_of
 
 POINT = np.array([0.3, -1.2, 0.05, 2.0, 0.7])
 

@@ -6,7 +6,8 @@ import concurrent.futures
 import re
 
 import pytest
-from cli_support import USER_MODELS, assert_error, assert_ok, bptt, clean_env, pythonpath, shadow_package
+
+from bptt.tests.support.cli import USER_MODELS, assert_error, assert_ok, bptt, clean_env, pythonpath, shadow_package
 
 SMALL = ("--steps", "3", "--batch", "2", "--sizes", "d=2,h=3,q=4")
 LINEAR = ("W_hx", "W_hh", "W_qh", "h0")  # what bptt check reports for linear

@@ -6,11 +6,11 @@ import types
 
 import numpy as np
 import pytest
-from support import module_of
 
 from bptt.app.check import MAX_ENTRIES, check, table
 from bptt.app.problem import NonFiniteForward, problem
 from bptt.derive.models import names
+from bptt.tests.support.modules import module_of
 
 SEEDS = range(200)
 STEPS = (5, 20, 50, 200)

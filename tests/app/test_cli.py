@@ -8,7 +8,9 @@ import subprocess
 import textwrap
 
 import pytest
-from cli_support import (
+
+from bptt.codegen.backends import BACKENDS
+from bptt.tests.support.cli import (
     GENERATED,
     REPO,
     ROWS,
@@ -24,8 +26,6 @@ from cli_support import (
     shadow_package,
     table_rows,
 )
-
-from bptt.codegen.backends import BACKENDS
 
 # ---------------------------------------------------------------- models and --help
 
@@ -253,7 +253,7 @@ def corrupt(path, name="W_hh", factor="1.01"):
 
 
 def test_check_function_flags_a_corrupted_gradient(tmp_path):
-    """codegen.check.check on a copy with dL/dW_hh scaled by 1.01 fails W_hh and only W_hh."""
+    """app.check.check on a copy with dL/dW_hh scaled by 1.01 fails W_hh and only W_hh."""
     assert_ok(bptt("codegen", "linear", "--out", tmp_path))
     corrupt(tmp_path / "linear.py")
     script = textwrap.dedent(

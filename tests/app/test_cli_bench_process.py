@@ -16,10 +16,10 @@ import threading
 import time
 
 import pytest
-from cli_support import REPO, assert_error, bptt, clean_env
 
 from bptt.app import cli
 from bptt.app.bench import bench, process
+from bptt.tests.support.cli import REPO, assert_error, bptt, clean_env
 
 SMALL = ("--steps", "20", "--batch", "2", "--sizes", "d=2,h=3,q=4", "--dtype", "float64", "--repeats", "1")
 UNWRITABLE = "/sys/kernel"  # sysfs: a folder that refuses new files and folders, even to root

@@ -1,7 +1,8 @@
 """`bptt codegen`: where modules go by default, and what `--check` reports about the output folder."""
 
 import pytest
-from cli_support import GENERATED, assert_ok, assert_user_error, bptt, pythonpath, shadow_package
+
+from bptt.tests.support.cli import GENERATED, assert_ok, assert_user_error, bptt, pythonpath, shadow_package
 
 
 def snapshot(folder):

@@ -5,9 +5,9 @@ import errno
 import os
 
 import pytest
-from cli_support import assert_error, assert_ok, cached, run_all
 
 from bptt.app import cli, files
+from bptt.tests.support.cli import assert_error, assert_ok, cached, run_all
 
 UNWRITABLE = "/sys/kernel/bptt-test.tex"  # sysfs refuses new files, even to root
 

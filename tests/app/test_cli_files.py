@@ -5,7 +5,8 @@ import os
 import stat
 
 import pytest
-from cli_support import assert_ok, assert_user_error, bptt, cached
+
+from bptt.tests.support.cli import assert_ok, assert_user_error, bptt, cached
 
 
 def listing(folder):

@@ -4,7 +4,8 @@ import json
 import textwrap
 
 import pytest
-from cli_support import (
+
+from bptt.tests.support.cli import (
     READS_INPUT_AT_T_MINUS_1,
     ROWS,
     UNKNOWN_FUNCTION,

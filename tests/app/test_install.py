@@ -6,7 +6,8 @@ import subprocess
 import sys
 
 import pytest
-from cli_support import REPO, ZOO, assert_ok, assert_user_error, bptt, cached, pythonpath
+
+from bptt.tests.support.cli import REPO, ZOO, assert_ok, assert_user_error, bptt, cached, pythonpath
 
 # Left out of the copy that is built: the repository's history, caches and earlier builds.
 NOT_SOURCE = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", "build", ".*_cache", ".benchmarks", ".venv")

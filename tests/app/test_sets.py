@@ -6,13 +6,13 @@ import types
 
 import numpy as np
 import pytest
-from support import module_of
 
 from bptt.app import check as checking
 from bptt.app.check import MARGIN, differences
 from bptt.app.problem import problem
 from bptt.app.sets import Layout
 from bptt.derive.models import names
+from bptt.tests.support.modules import module_of
 
 TRUNCATIONS = [None, ("window", 2), ("chunk", 3)]
 APART = [name for name in names() if not module_of(name).TEACHER_FORCED]

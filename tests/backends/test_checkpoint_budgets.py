@@ -8,7 +8,8 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from support import module_of
+
+from bptt.tests.support.modules import module_of
 
 HUGE = (10**12, "1000000GiB", "1TiB")  # far past full BPTT's need here
 BUDGETS = ("32MiB", "1GiB", *HUGE)

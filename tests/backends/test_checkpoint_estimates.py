@@ -6,14 +6,12 @@ JAX's as XLA accounts for its compiled backward pass (arguments, temporaries, ou
 the inputs aside where the cache holds them, not a copy."""
 
 import pathlib
-import sys
 
 import numpy as np
 import pytest
-from support import module_of
 
-sys.path.insert(0, str(pathlib.Path(__file__).parents[1]))
-from checkpoint_support import SIZES, problem  # noqa: E402
+from bptt.tests.support.checkpoints import SIZES, problem
+from bptt.tests.support.modules import module_of
 
 GENERATED = pathlib.Path(__file__).parents[2] / "generated"
 MODELS = sorted(path.stem.removesuffix("_torch") for path in GENERATED.glob("*_torch.py"))

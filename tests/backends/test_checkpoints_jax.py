@@ -15,8 +15,9 @@ pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 import jax
 import jax.numpy as jnp
 import numpy as np
-from checkpoint_support import TRUNCATIONS, assert_equal_gradients, assert_same_loss, problem
-from support import module_of
+
+from bptt.tests.support.checkpoints import TRUNCATIONS, assert_equal_gradients, assert_same_loss, problem
+from bptt.tests.support.modules import module_of
 
 jax.config.update("jax_enable_x64", True)
 STEPS, SLOTS = 4, 3

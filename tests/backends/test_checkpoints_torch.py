@@ -7,7 +7,9 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 
 import torch
-from checkpoint_support import (
+
+from bptt.derive.models import names
+from bptt.tests.support.checkpoints import (
     BAD,
     SIZES,
     TRUNCATIONS,
@@ -18,9 +20,7 @@ from checkpoint_support import (
     problem,
     torch_run,
 )
-from support import module_of
-
-from bptt.derive.models import names
+from bptt.tests.support.modules import module_of
 
 
 @pytest.mark.parametrize(("name", "mode"), cases(names()))

@@ -134,3 +134,15 @@ def test_the_document_names_every_room():
         assert room in text, room
     for name in BACKEND_FOLDERS:
         assert f"codegen/{name}/" in text or f"{name}/" in text, name
+
+
+def test_no_room_imports_the_tests():
+    """The tests import any room (bptt.tests.support holds what they share); no module of the package imports
+    them, so the package runs without its tests."""
+    importers = [
+        module
+        for module, path in modules()
+        if any(within(name, "tests") for name in bptt_imports(ast.parse(path.read_text(encoding="utf-8"))))
+    ]
+    assert not importers
+    assert [module for module, _ in modules() if within(module, "tests")] == []  # modules() reads the rooms only

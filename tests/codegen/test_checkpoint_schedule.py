@@ -6,9 +6,9 @@ a state that is there, never more memory than the budget)."""
 import tracemalloc
 
 import pytest
-from checkpoint_support import optimum
 
 from bptt.codegen.printing import schedule
+from bptt.tests.support.checkpoints import optimum
 
 
 def simulate(T, actions, budget, state=1, step=1):

@@ -1,6 +1,6 @@
 """Generated code a reader could have written: every module in 120 columns (codegen/printing/columns.py lays
 the rendered lines out), its code unchanged by that layout, and the names it makes bounded. The random cells'
-modules are checked for width where tests/test_random_cells.py generates them."""
+modules are checked for width where tests/oracle/test_random_cells.py generates them."""
 
 import ast
 import importlib

@@ -40,7 +40,7 @@ from bptt.documents.latex import latex
 
 jax.config.update("jax_enable_x64", True)
 
-CELLS = pathlib.Path(__file__).parents[1] / "user_cells.py"
+CELLS = pathlib.Path(__file__).parents[1] / "support" / "user_cells.py"
 EVERY_BACKEND = tuple(sorted(BACKENDS))
 
 
@@ -199,7 +199,7 @@ def test_the_order_cells_forward_mode_equals_bptt(cell):
 @pytest.mark.slow
 @pytest.mark.parametrize("cell, backends", [("lstm2_stacked", EVERY_BACKEND), ("lstm2_gates", EVERY_BACKEND)])
 def test_two_layer_lstm_forward_mode_equals_bptt(cell, backends):
-    """The two-layer LSTMs of tests/user_cells.py: forward mode equals each backend's own BPTT to 1e-12
+    """The two-layer LSTMs of tests/support/user_cells.py: forward mode equals each backend's own BPTT to 1e-12
     (whether that backend's forward pass is right is test_oracle_cells.py's question). JAX compiles one scan
     for all the gradients (it compiled one per gradient: the per-gate cell's 37 were too slow to test)."""
     errors = forward_mode_errors(load(f"{CELLS}:{cell}"), backends, steps=3, batch=2)

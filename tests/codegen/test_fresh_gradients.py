@@ -1,4 +1,4 @@
-"""Every returned gradient owns its memory (codegen/fresh.py), in every backend and every zoo model: no two
+"""Every returned gradient owns its memory (codegen/passes/fresh.py), in every backend and every zoo model: no two
 share memory, none shares memory with the parameters, the inputs or the initial states, and a later call
 overwrites none. torch's Model then gives the right gradients under clip_grad_norm_ (which scales each
 .grad in place) and when several backward() calls accumulate into .grad without zero_grad()."""

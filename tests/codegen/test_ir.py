@@ -9,7 +9,6 @@ import threading
 import numpy as np
 import pytest
 import sympy as sp
-from support import module_of
 
 from bptt.codegen.printing.function_code import PRODUCT, SUM, Term, in_place
 from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
@@ -21,6 +20,7 @@ from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, SeqAt, t, tanh
+from bptt.tests.support.modules import module_of
 
 
 def top_level(module):

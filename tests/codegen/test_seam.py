@@ -1,4 +1,4 @@
-"""One seam (design.md, "Where the design goes next"): the forward pass is program.build's IR statements
+"""One seam: the forward pass is program.build's IR statements
 (program.forward: statements, arrays, stacks, after the fusion passes), and every backend prints that
 Pass; none derives, fuses or rebuilds one of its own.
 

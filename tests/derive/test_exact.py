@@ -17,12 +17,12 @@ import dataclasses
 import mpmath
 import pytest
 import sympy as sp
-from brute_force import DIGITS, exact_gradients, numeric_gradients, recorded_gradients
-from problems import make_problem
 
 from bptt.derive.bptt import NEXT, derive
 from bptt.derive.explicit import backward, unroll
 from bptt.derive.nodes import Adj, LossGrad, t
+from bptt.tests.support.brute_force import DIGITS, exact_gradients, numeric_gradients, recorded_gradients
+from bptt.tests.support.problems import make_problem
 
 STEPS = 3
 AGREE = mpmath.mpf(10) ** -30  # required relative (or, near zero, absolute) agreement

@@ -8,7 +8,6 @@ import textwrap
 
 import pytest
 import sympy as sp
-from flow_support import gradient_flow, sigmoid_cell
 
 from bptt.derive.bptt import derive
 from bptt.derive.closed_form import block_closed_form, closed_form, k
@@ -19,6 +18,7 @@ from bptt.derive.nodes import Diag
 from bptt.documents.derived import derived
 from bptt.documents.flow_document import flow_section
 from bptt.documents.width import width
+from bptt.tests.support.flow import gradient_flow, sigmoid_cell
 
 EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm")
 

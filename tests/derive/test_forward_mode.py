@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 import sympy as sp
-from support import module_of
 
 from bptt.derive.explicit import expand_over_time, explicit
 from bptt.derive.models import load, names
 from bptt.derive.nodes import DescendingTimeProduct, TimeProduct, t
 from bptt.derive.rtrl import forward_mode, lemma, lemma_induction, live_states
+from bptt.tests.support.modules import module_of
 
 
 @pytest.mark.parametrize("name", names())

@@ -5,12 +5,12 @@ Greff et al., "LSTM: A Search Space Odyssey" (2017), term for term."""
 import numpy as np
 import pytest
 import sympy as sp
-from support import module_of
 
 from bptt.derive.bptt import derive
 from bptt.derive.explicit import evaluate
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, SeqAt, T, TimeSum, t
+from bptt.tests.support.modules import module_of
 
 TORCH_GATES = {"lstm": "ifgo", "gru": "rzn"}
 

@@ -5,7 +5,6 @@ import re
 
 import pytest
 import sympy as sp
-from refusal_cells import W_hh, W_hx, W_qh, a, d, h, hidden, o, q, tiny, x
 from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import OneMatrix
 
@@ -15,6 +14,7 @@ from bptt.derive.bptt import derive
 from bptt.derive.model import ModelError, matrix, sequence
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Apply, t
+from bptt.tests.support.refusal_cells import W_hh, W_hx, W_qh, a, d, h, hidden, o, q, tiny, x
 
 
 def raises(message):

@@ -1,7 +1,7 @@
 """Every refusal in derive/ and codegen/ is triggered by a small cell and says what is wrong in the user's notation:
 one line naming the model (and the backend, when one is generating), never an internal node's class.
 
-The raise sites are found with ast over the source; tests/refusal_cells.py's CELLS gives a cell for each,
+The raise sites are found with ast over the source; tests/support/refusal_cells.py's CELLS gives a cell for each,
 INTERNAL the few a model cannot reach, with a word of why. RUNTIME lists the modules that check a generated
 module's call arguments (their messages have tests of their own). A new `raise` without an entry fails
 test_every_raise_has_a_cell."""
@@ -15,12 +15,12 @@ from dataclasses import dataclass, replace
 
 import pytest
 import sympy as sp
-from refusal_cells import CELLS, INTERNAL, with_function
 
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.bptt import derive
 from bptt.derive.models import load
 from bptt.documents.document import sections
+from bptt.tests.support.refusal_cells import CELLS, INTERNAL, with_function
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FOLDERS = ("derive", "codegen")

@@ -7,9 +7,6 @@ import pathlib
 import numpy as np
 import pytest
 import sympy as sp
-from brute_force import DIGITS, recorded_gradients
-from problems import make_problem
-from support import module_of
 from test_exact import assert_every_derivation_agrees, forward_values
 
 from bptt.app.check import check, load_module
@@ -20,6 +17,9 @@ from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, SquaredError, T, TimeSum, t, tanh
 from bptt.documents.latex import latex
+from bptt.tests.support.brute_force import DIGITS, recorded_gradients
+from bptt.tests.support.modules import module_of
+from bptt.tests.support.problems import make_problem
 
 EXAMPLE = str(pathlib.Path(__file__).parents[2] / "examples" / "torch_lstm.py") + ":lstm"
 GATES = "ifgo"  # torch's order of the stacked blocks

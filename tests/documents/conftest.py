@@ -11,9 +11,21 @@ import os
 import sys
 from dataclasses import dataclass
 
-import markdown_read
 import pytest
-from printed import DOCUMENTS, EXAMPLES, REPO, ZOO, Printed, file_stem, pdflatex, shown_document, side_by_side, timed
+
+from bptt.tests.support import markdown_read
+from bptt.tests.support.printed import (
+    DOCUMENTS,
+    EXAMPLES,
+    REPO,
+    ZOO,
+    Printed,
+    file_stem,
+    pdflatex,
+    shown_document,
+    side_by_side,
+    timed,
+)
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ import textwrap
 import urllib.parse
 
 import pytest
-from markdown_read import display_maths, errors, inline_maths, subscripted
-from printed import bptt, overfull_lines, pdflatex, side_by_side
+
+from bptt.tests.support.markdown_read import display_maths, errors, inline_maths, subscripted
+from bptt.tests.support.printed import bptt, overfull_lines, pdflatex, side_by_side
 
 TITLES = (
     "R&D <b>not bold</b> | *not italic* _x_ $5 and $10 a--b ''c'' !` ?` `code` [x](y) #1 50% {x} ~y^ \\z \"q\"",

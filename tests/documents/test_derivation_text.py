@@ -6,7 +6,6 @@ equations are broken into lines from their structure: tests at the end."""
 
 import pytest
 import sympy as sp
-from printed import GROUP, shown
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.bptt import derive
@@ -17,6 +16,7 @@ from bptt.documents.equation import equation as make_equation
 from bptt.documents.latex import latex
 from bptt.documents.linebreak import BUDGET, lines, pieces
 from bptt.documents.width import width
+from bptt.tests.support.printed import GROUP, shown
 
 DL = r"\frac{\partial L}{\partial "  # followed by the variable and "}"
 XDIST_GROUP = GROUP  # the documents of shown() are built once for the modules that read them

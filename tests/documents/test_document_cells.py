@@ -1,5 +1,5 @@
 """Documents of cells users compose fit the page too: the documents of 50 and more randomly composed cells
-(tests/cells.py, the trust issue's generator, derandomized) compile with no line more than 1 pt too wide.
+(tests/support/cells.py, the trust issue's generator, derandomized) compile with no line more than 1 pt too wide.
 They are rendered by one process per core and compiled as one .tex file per process, a document after
 another, so that pdflatex starts twice, not once per cell."""
 
@@ -9,7 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from printed import overfull_lines, pdflatex, side_by_side
+
+from bptt.tests.support.printed import overfull_lines, pdflatex, side_by_side
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]  # the shared support modules
 EXAMPLES = 56  # plans drawn; a few are drawn twice, and 53 distinct cells are left
@@ -17,8 +18,8 @@ EXAMPLES = 56  # plans drawn; a few are drawn twice, and 53 distinct cells are l
 RENDER = """
 import pathlib, sys
 sys.path.insert(0, sys.argv[1])
-from cell_plans import build
-from cells import plans
+from bptt.tests.support.cell_plans import build
+from bptt.tests.support.cells import plans
 from hypothesis import HealthCheck, given, settings
 from bptt.documents.render import document
 

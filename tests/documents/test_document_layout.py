@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from printed import GROUP, ZOO
+
+from bptt.tests.support.printed import GROUP, ZOO
 
 XDIST_GROUP = GROUP
 

@@ -7,14 +7,14 @@ import re
 
 import pytest
 import sympy as sp
-from printed import GROUP, shown, shown_document
-from user_cells import mgu
 
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
 from bptt.derive.models import load, names
 from bptt.derive.nodes import SeqAt, SquaredError, t, tanh
 from bptt.documents.document import sections
 from bptt.documents.latex import latex
+from bptt.tests.support.printed import GROUP, shown, shown_document
+from bptt.tests.support.user_cells import mgu
 
 ZOO = tuple(names())
 XDIST_GROUP = GROUP  # the documents of shown() are built once for the modules that read them
@@ -166,8 +166,8 @@ def test_source_lines_are_plain_text():
 
 
 def test_the_figure_is_drawn_from_a_users_cell():
-    """The Minimal Gated Unit (tests/user_cells.py): every value of steps 1 to 3 is a node of the TikZ picture and
-    of the SVG, and the backward edges run from each state to the one before."""
+    """The Minimal Gated Unit (tests/support/user_cells.py): every value of steps 1 to 3 is a node of the TikZ
+    picture and of the SVG, and the backward edges run from each state to the one before."""
     model = mgu()
     (graph,) = [s for s in sections(model) if s.name == "graph"]
     (figure,) = graph.items

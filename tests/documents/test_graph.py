@@ -5,13 +5,13 @@ import itertools
 import math
 
 import pytest
-from user_cells import gru_cho, mgu
 
 from bptt.derive.models import load, names
 from bptt.documents.derived import derived
 from bptt.documents.drawing import box, controls
 from bptt.documents.graph import Node
 from bptt.documents.graph_document import truncated_graph, whole_graph
+from bptt.tests.support.user_cells import gru_cho, mgu
 
 MODELS = tuple(names())
 USERS = {"gru_cho": gru_cho, "mgu": mgu}

@@ -6,11 +6,11 @@ import re
 import textwrap
 
 import pytest
-from markdown_read import display_maths, errors, inline_maths
-from printed import DOCUMENTS, GROUP, bptt, display_rows, overfull_lines, pdflatex
 
 from bptt.documents.linebreak import PAGE
 from bptt.documents.width import width
+from bptt.tests.support.markdown_read import display_maths, errors, inline_maths
+from bptt.tests.support.printed import DOCUMENTS, GROUP, bptt, display_rows, overfull_lines, pdflatex
 
 XDIST_GROUP = GROUP
 

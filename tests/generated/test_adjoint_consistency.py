@@ -5,10 +5,10 @@ gradient summed once too often) that a loose tolerance could hide."""
 
 import numpy as np
 import pytest
-from support import forward, module_of
 
 from bptt.app.check import STENCIL
 from bptt.derive.models import names
+from bptt.tests.support.modules import forward, module_of
 
 NAMES = names()
 SEEDS = (0, 1, 2)

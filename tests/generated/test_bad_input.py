@@ -5,9 +5,9 @@ import re
 
 import numpy as np
 import pytest
-from support import forward, module_of
 
 from bptt.derive.models import load, names
+from bptt.tests.support.modules import forward, module_of
 
 NAMES = names()
 T, B = 3, 2

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from support import forward, module_of
 from test_properties import DETERMINISTIC, instances
 
 from bptt.app.problem import problem
 from bptt.derive.models import names
+from bptt.tests.support.modules import forward, module_of
 
 NAMES = names()
 

@@ -6,8 +6,9 @@ import re
 
 import numpy as np
 import pytest
-from support import forward, module_of
 from test_bad_input import NAMES, B, T, calls, facts, message, setup
+
+from bptt.tests.support.modules import forward, module_of
 
 BAD_NUMBERS = (np.nan, np.inf, -np.inf)
 

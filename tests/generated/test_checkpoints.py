@@ -6,7 +6,10 @@ import tracemalloc
 
 import numpy as np
 import pytest
-from checkpoint_support import (
+
+from bptt.codegen.printing import schedule
+from bptt.derive.models import names
+from bptt.tests.support.checkpoints import (
     BAD,
     TRUNCATIONS,
     assert_equal_gradients,
@@ -16,10 +19,7 @@ from checkpoint_support import (
     optimum,
     problem,
 )
-from support import module_of
-
-from bptt.codegen.printing import schedule
-from bptt.derive.models import names
+from bptt.tests.support.modules import module_of
 
 
 @pytest.mark.parametrize("mode", TRUNCATIONS)

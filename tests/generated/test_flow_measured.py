@@ -3,13 +3,13 @@ finite differences and with the module's backward pass, and the claims of the se
 
 import numpy as np
 import pytest
-from flow_support import gradient_flow, sigmoid_cell
 
 from bptt.app.analyze import alignment, analyze
 from bptt.app.check import load_module
 from bptt.app.jacobians import state_gradients, state_products, step_jacobians, step_values
 from bptt.app.regime import scaled
 from bptt.derive.models import load
+from bptt.tests.support.flow import gradient_flow, sigmoid_cell
 
 MODELS = (
     "linear",

@@ -3,10 +3,10 @@ against a loss written here in plain NumPy, in float64 and float32."""
 
 import numpy as np
 import pytest
-from support import forward, module_of
 
 from bptt.derive.models import load, names
 from bptt.derive.nodes import SoftmaxCrossEntropy, SquaredError
+from bptt.tests.support.modules import forward, module_of
 
 NAMES = names()
 SEEDS = (0, 1, 2)

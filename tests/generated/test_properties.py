@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import module_of
 
 from bptt.app.check import PatternRng, check, check_gradients, table
 from bptt.app.problem import Problem, problem
 from bptt.derive.models import names
+from bptt.tests.support.modules import module_of
 
 pytestmark = pytest.mark.slow  # each runs in a worker process while the suite runs
 NAMES = names()
@@ -44,7 +44,7 @@ def truncations(steps):
 @FINITE_DIFFERENCES
 @given(data=st.data())
 def test_backward_agrees_with_finite_differences(name, data):
-    """codegen.check's verdict on sampled entries of every gradient, computed in float64 or float32,
+    """app.check's verdict on sampled entries of every gradient, computed in float64 or float32,
     against Ridders' differences of the float64 loss that the truncation differentiates."""
     module = module_of(name)
     sizes, steps, batch, seed = data.draw(instances(module))
@@ -100,8 +100,8 @@ class KeptPattern(Problem):
 @given(data=st.data())
 def test_randomized_estimate_is_the_gradient_of_its_link_scaled_loss(name, data):
     """One randomized-truncation estimate (a drawn keep pattern, weights 1/pi or 0) is the exact
-    gradient of KeptPattern.loss: codegen.check's verdict against Ridders' differences of it.
-    (Its expectation over patterns is full BPTT: codegen.check proves that by enumeration.)"""
+    gradient of KeptPattern.loss: app.check's verdict against Ridders' differences of it.
+    (Its expectation over patterns is full BPTT: app.check proves that by enumeration.)"""
     module = module_of(name)
     sizes, steps, batch, seed = data.draw(instances(module))
     pi = data.draw(st.floats(0.2, 1.0), label="pi")

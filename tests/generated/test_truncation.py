@@ -7,11 +7,11 @@ import types
 
 import numpy as np
 import pytest
-from support import module_of
 
 from bptt.app.check import TOLERANCE, PatternRng, check_gradients, check_unbiased, compare, numeric_gradient, table
 from bptt.app.problem import problem
 from bptt.derive.models import names
+from bptt.tests.support.modules import module_of
 
 T, B = 5, 2
 RECURRENT = [name for name in names() if name not in ("jordan",)]  # jordan has no recurrence to truncate

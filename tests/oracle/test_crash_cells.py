@@ -7,15 +7,15 @@ import pytest
 
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 
-import crash_cells
 import numpy as np
-from crash_cells import CELLS, ZERO
-from oracle import _framework, run
 from test_oracle import SIZES, random_problem
 from test_oracle_cells import backend_failures
 
 from bptt.documents.latex import latex
 from bptt.documents.render import document
+from bptt.tests.support import crash_cells
+from bptt.tests.support.crash_cells import CELLS, ZERO
+from bptt.tests.support.oracle import _framework, run
 
 
 def _forward_mode_failures(module, model, params, xs, ys, initial, expected):

@@ -1,4 +1,4 @@
-"""The oracle (tests/oracle.py), and every backend's generated module of every zoo model against it.
+"""The oracle (tests/support/oracle.py), and every backend's generated module of every zoo model against it.
 
 The oracle interprets the model's equations in torch and differentiates them with autograd; it shares
 no code with codegen, so a backend that computes the wrong forward pass cannot prove itself here. It is
@@ -20,14 +20,14 @@ import importlib
 import numpy as np
 import sympy as sp
 import torch
-from oracle import compare, run
-from oracle import loss as oracle_loss
-from oracle_eval import OracleError, Scope, evaluate
 
 from bptt.derive import elementwise
 from bptt.derive.elementwise import FUNCTIONS, Apply
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, GenericLoss, SeqAt, t
+from bptt.tests.support.oracle import compare, run
+from bptt.tests.support.oracle import loss as oracle_loss
+from bptt.tests.support.oracle_eval import OracleError, Scope, evaluate
 
 SIZES = {"d": 2, "h": 3, "q": 4}  # distinct: a transposition cannot hide
 T, B = 5, 3

@@ -1,4 +1,4 @@
-"""Users' cells (tests/user_cells.py), as users write them, through codegen and every backend, against
+"""Users' cells (tests/support/user_cells.py), as users write them, through codegen and every backend, against
 the oracle: outputs, loss and every gradient to 1e-12, full BPTT and truncated.
 
 Each cell's module is generated as `bptt codegen FILE:FUNC --backend all --out DIR` would (the model
@@ -25,13 +25,13 @@ import pathlib
 import tempfile
 
 import numpy as np
-from oracle import compare, run
 from test_oracle import central_differences, random_problem
 
 from bptt.codegen.backends import BACKENDS, module_filename
 from bptt.derive.models import load
+from bptt.tests.support.oracle import compare, run
 
-CELLS_FILE = pathlib.Path(__file__).parents[1] / "user_cells.py"
+CELLS_FILE = pathlib.Path(__file__).parents[1] / "support" / "user_cells.py"
 CELLS = ["lstm2_stacked", "lstm2_gates", "gru_unnamed", "mgu", "gru_cho", "plus_one"]
 TRUNCATIONS = {"full": None, "window2": ("window", 2), "chunk2": ("chunk", 2)}
 XDIST_GROUP = "zoo modules at T=5, B=3"  # with test_oracle.py: the zoo GRU's JAX module compiled once for both

@@ -1,4 +1,4 @@
-"""The cells the oracle found wrong in the fast backward pass (tests/oracle_found_cells.py), through
+"""The cells the oracle found wrong in the fast backward pass (tests/support/oracle_found_cells.py), through
 codegen and every backend, against the oracle: outputs, loss and every gradient to 1e-12, full BPTT,
 window 2 and chunk 2 (JAX's marked slow). Before the fix, NumPy and torch were wrong by 4e-2 to 1.3 in full and chunk."""
 
@@ -8,7 +8,6 @@ pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 
 import pathlib
 
-from oracle import compare
 from test_oracle import random_problem
 from test_oracle_cells import TRUNCATIONS, generate
 
@@ -17,8 +16,9 @@ from bptt.codegen.ir import Loop, walk
 from bptt.codegen.program import build
 from bptt.derive.models import load
 from bptt.derive.nodes import SeqAt, t
+from bptt.tests.support.oracle import compare
 
-CELLS_FILE = pathlib.Path(__file__).parents[1] / "oracle_found_cells.py"
+CELLS_FILE = pathlib.Path(__file__).parents[1] / "support" / "oracle_found_cells.py"
 CELLS = [
     "unnamed_reset_gate",
     "unnamed_reset_gate_recurrent",

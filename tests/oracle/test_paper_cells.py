@@ -1,4 +1,4 @@
-"""Cells users write from their papers (tests/paper_cells.py), none from the zoo: torch.nn.GRU with no
+"""Cells users write from their papers (tests/support/paper_cells.py), none from the zoo: torch.nn.GRU with no
 pre-activation named, the Minimal Gated Unit, Cho et al.'s GRU (a matrix times a Hadamard product,
 U (r_t ⊙ h_{t-1})), and a scalar in a matrix sum (tanh(W x_t + U h_{t-1} + 1)). Each derives exactly,
 prints, generates for every backend and agrees with finite differences."""
@@ -12,8 +12,6 @@ import mpmath
 import numpy as np
 import pytest
 import sympy as sp
-from brute_force import DIGITS, recorded_gradients
-from problems import make_problem
 
 from bptt.app.bench import peers_torch
 from bptt.app.check import check, load_module
@@ -25,8 +23,10 @@ from bptt.derive.model import ModelError, matrix, sequence, sizes
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, SeqAt, t
 from bptt.documents.render import document
+from bptt.tests.support.brute_force import DIGITS, recorded_gradients
+from bptt.tests.support.problems import make_problem
 
-CELLS = pathlib.Path(__file__).parents[1] / "paper_cells.py"
+CELLS = pathlib.Path(__file__).parents[1] / "support" / "paper_cells.py"
 NAMES = ("gru_unnamed", "mgu", "gru_cho", "plus_one")
 
 

@@ -1,6 +1,6 @@
-"""Random cells composed from the model language (tests/cells.py), proven in every backend: each is
+"""Random cells composed from the model language (tests/support/cells.py), proven in every backend: each is
 derived, generated for numpy, torch and JAX by the entry `bptt codegen --backend all` uses, and
-compared with the oracle (tests/oracle.py, which shares no code with codegen) in full BPTT and in a
+compared with the oracle (tests/support/oracle.py, which shares no code with codegen) in full BPTT and in a
 drawn window or chunk truncation (torch's compile=True path too, its step functions run uncompiled). The generator is shown to write the shapes that broke users."""
 
 import pytest
@@ -16,14 +16,8 @@ import re
 import sys
 import tempfile
 
-import oracle
-from cell_plans import Gate, Layer, Plan, Term, Update, build, random_values
-from cell_shapes import SHAPES
-from cells import plans, truncations
-from checkpoint_support import assert_equal_gradients, assert_same_loss
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
-from jax_eager import eagerly
 
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.printing.columns import WIDTH
@@ -31,6 +25,12 @@ from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.bptt import derive
 from bptt.derive.model import ModelError
+from bptt.tests.support import oracle
+from bptt.tests.support.cell_plans import Gate, Layer, Plan, Term, Update, build, random_values
+from bptt.tests.support.cell_shapes import SHAPES
+from bptt.tests.support.cells import plans, truncations
+from bptt.tests.support.checkpoints import assert_equal_gradients, assert_same_loss
+from bptt.tests.support.jax_eager import eagerly
 
 BATCH = 2
 DETERMINISTIC = {"deadline": None, "database": None, "derandomize": True}
@@ -41,7 +41,7 @@ REFUSALS = (ModelError, NoRule, PrintError)
 
 def generate(model, folder):
     """{backend: module}: every backend's module of the model, written into folder and imported from there;
-    each in 120 columns, as every generated module (tests/test_columns.py)."""
+    each in 120 columns, as every generated module (tests/codegen/test_columns.py)."""
     modules = {}
     for name, backend in BACKENDS.items():
         path = pathlib.Path(folder) / backend.filename(model.name)
@@ -183,7 +183,7 @@ def check_random_cell(plan, steps, truncate, seed):
 
 # Two tests of 120 cells, 240 distinct cells whatever the version of Hypothesis: each draws cells until it has
 # 120 new plans of its half (half, a rule of the plan), the others rejected. No shrinking: every cell generates
-# three modules, and the plan of a failing one is printed whole (tests/cell_plans.py builds it). The two are one
+# three modules, and the plan of a failing one is printed whole (tests/support/cell_plans.py builds it). The two are one
 # pytest-xdist work unit: run by one worker, one after the other, they compile JAX's eager operations (the
 # first cells' ~400 XLA compiles) and warm SymPy's caches once, not once in each worker.
 ONE_WORKER = pytest.mark.xdist_group("random cells")

@@ -10,7 +10,6 @@ pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
 import jax
-from oracle import compare
 from sympy import HadamardProduct as odot
 from test_oracle import random_problem
 from test_oracle_cells import generate
@@ -18,6 +17,7 @@ from test_oracle_cells import generate
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.nodes import SquaredError, t, tanh
+from bptt.tests.support.oracle import compare
 
 
 def cell():

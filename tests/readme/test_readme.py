@@ -4,7 +4,8 @@ import pathlib
 import re
 
 import pytest
-from printed import GROUP, shown_document
+
+from bptt.tests.support.printed import GROUP, shown_document
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -4,7 +4,7 @@ the CLI, and `bptt codegen` never replaces the model file it reads."""
 import pathlib
 import re
 
-from cli_support import assert_all_rows_ok, assert_ok, assert_user_error, bptt
+from bptt.tests.support.cli import assert_all_rows_ok, assert_ok, assert_user_error, bptt
 
 README = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 

@@ -9,7 +9,7 @@ from bptt.derive.elementwise import FUNCTIONS, Apply, Elementwise
 from bptt.derive.model import Model, labels, matrix, sequence, sizes
 from bptt.derive.nodes import GenericLoss, OneHot, SquaredError, t, tanh
 
-# Cells, written as a user writes one (tests/user_cells.py). `tiny` is d2l's linear RNN with fields replaced.
+# Cells, written as a user writes one (tests/support/user_cells.py). `tiny` is d2l's linear RNN with fields replaced.
 d, h, q = sizes("d h q")
 W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q, h)
 x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")

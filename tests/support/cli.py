@@ -10,11 +10,10 @@ import subprocess
 import sys
 import textwrap
 
-from cli_fork import SERVER_OF_THIS_PROCESS
-
 from bptt.derive.models import names
+from bptt.tests.support.cli_fork import SERVER_OF_THIS_PROCESS
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 GENERATED = REPO / "generated"
 ZOO = tuple(names())  # elman, linear, and any model added to the zoo
 # What `bptt check` must report for each zoo model: every parameter and the initial state.

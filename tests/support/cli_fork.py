@@ -4,7 +4,7 @@ A server process loads the CLI once; for each invocation it forks a child, which
 working folder, writes its stdout and stderr to the files named, runs the entry point `python -m bptt`
 runs and exits with its status. Each invocation is a process of its own as the user's is, only forked
 from one that has imported the CLI already. Invocations with an environment of their own (a
-PYTHONPATH, a hash seed) need a fresh interpreter: cli_support runs those with subprocess."""
+PYTHONPATH, a hash seed) need a fresh interpreter: support/cli.py runs those with subprocess."""
 
 import json
 import os

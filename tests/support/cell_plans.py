@@ -1,6 +1,6 @@
 """Random recurrent cells as plans: what each gate and state of each layer of a cell reads
 (plain frozen dataclasses), and `build(plan)`, which writes a plan in the model language the way
-users write cells (examples/*.py, the README's "Write your own cell"). tests/cells.py draws plans.
+users write cells (examples/*.py, the README's "Write your own cell"). tests/support/cells.py draws plans.
 
 A plan comes before its SymPy so that a stacked weight knows how many blocks its layer reads
 (W_ih1 is k*h x d for k blocks), and so that a test can build the Model itself and report an
@@ -210,7 +210,7 @@ class _Cell:
         return Model(
             name="cell",
             title="A random cell",
-            source="tests/cells.py",
+            source="tests/support/cells.py",
             sizes=SIZES,
             params=tuple(self.params.values()),
             inputs=(self.seqs["x"],),

@@ -19,7 +19,7 @@ Truncation (derive/truncation.py; as the generated modules do it):
                  j-k..j are rerun from the detached states of step j-k-1 (from the initial
                  states when j <= k), and the per-output gradients summed.
 A teacher-forced state is data entering the next step, like an input, and is never detached
-(codegen/check.py's truncated losses say the same): its initial value o_0 feeds step 1, so
+(app/check.py's truncated losses say the same): its initial value o_0 feeds step 1, so
 its gradient comes from every output whose window holds step 1 (j <= k + 1), not only j <= k.
 """
 
@@ -28,9 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 import torch
-from oracle_eval import DTYPE, OracleError, Scope, evaluate, size_of
 
 from bptt.derive.nodes import SeqAt
+from bptt.tests.support.oracle_eval import DTYPE, OracleError, Scope, evaluate, size_of
 
 STEPS, BATCH = sp.Dummy("T"), sp.Dummy("B")  # the leading dimensions of xs, ys and the states
 

@@ -1,4 +1,5 @@
-"""Cells users write from their papers, outside the zoo, as Model functions (`tests/paper_cells.py:mgu`); proved by tests/oracle/test_paper_cells.py."""
+"""Cells users write from their papers, outside the zoo, as Model functions (`tests/support/paper_cells.py:mgu`);
+proved by tests/oracle/test_paper_cells.py."""
 
 from sympy import HadamardProduct as odot
 

@@ -1,5 +1,5 @@
 """Hypothesis strategies for random recurrent cells composed from the model language:
-`cells()` draws a Model, `plans()` the Plan it is built from (tests/cell_plans.py).
+`cells()` draws a Model, `plans()` the Plan it is built from (tests/support/cell_plans.py).
 
 What they cover: 1-3 states (a layer's h, an LSTM-like c, a teacher-forced output state p),
 1-3 layers (layer l+1 reads layer l's state at the same step t), gates feeding gates with and
@@ -10,8 +10,9 @@ losses summed or averaged, and teacher forcing.
 
 from dataclasses import replace
 
-from cell_plans import ACTIVATIONS, MAX_STATES, Gate, Layer, Plan, Term, Update, build, sums
 from hypothesis import strategies as st
+
+from bptt.tests.support.cell_plans import ACTIVATIONS, MAX_STATES, Gate, Layer, Plan, Term, Update, build, sums
 
 
 def activations():

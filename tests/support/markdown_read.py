@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-FOLDER = pathlib.Path(__file__).resolve().parent / "documents"
+FOLDER = pathlib.Path(__file__).resolve().parents[1] / "documents"
 READER = FOLDER / "markdown_reader.js"
 # The Node.js packages, pinned in package.json (and package-lock.json) there; .ci/run installs them in NODE_PREFIX.
 PACKAGES = json.loads((FOLDER / "package.json").read_text())["dependencies"]

@@ -17,7 +17,7 @@ from bptt.derive.models import load, names
 from bptt.documents.document import sections
 from bptt.documents.render import rendered
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 ZOO = tuple(names())
 EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm", "examples/torch_lstm.py:lstm")
 DOCUMENTS = ZOO + EXAMPLES

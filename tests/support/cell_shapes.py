@@ -1,12 +1,12 @@
 """The shapes of cells that broke users, as predicates on a Model (tests/oracle/test_random_cells.py
-shows that tests/cells.py draws each)."""
+shows that tests/support/cells.py draws each)."""
 
 import sympy as sp
-from cell_plans import ACTIVATIONS, h
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, SoftmaxCrossEntropy, SquaredError, t
+from bptt.tests.support.cell_plans import ACTIVATIONS, h
 
 
 def nodes(model):
