@@ -8,9 +8,9 @@ import pytest
 from cli_support import assert_error, bptt, table_rows
 from support import module_of
 
-from bptt.app.check import MARGIN, MAX_ENTRIES, TooManyPatterns, check, table
-from bptt.app.problem import NonFiniteForward, problem
-from bptt.app.ridders import ridders
+from bptt.app.verify.check import MARGIN, MAX_ENTRIES, TooManyPatterns, check, table
+from bptt.app.verify.problem import NonFiniteForward, problem
+from bptt.app.verify.ridders import ridders
 
 POINT = np.array([0.3, -1.2, 0.05, 2.0, 0.7])
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from support import module_of
 
-from bptt.app.check import MAX_ENTRIES, check, table
-from bptt.app.problem import NonFiniteForward, problem
+from bptt.app.verify.check import MAX_ENTRIES, check, table
+from bptt.app.verify.problem import NonFiniteForward, problem
 from bptt.derive.models import names
 
 SEEDS = range(200)

@@ -12,7 +12,7 @@ from problems import make_problem
 from support import module_of
 from test_exact import assert_every_derivation_agrees, forward_values
 
-from bptt.app.check import check, load_module
+from bptt.app.verify.check import check, load_module
 from bptt.derive.adjoint import NoRule
 from bptt.derive.blocks import Placed, split
 from bptt.derive.bptt import derive

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from support import forward, module_of
 
-from bptt.app.check import STENCIL
+from bptt.app.verify.check import STENCIL
 from bptt.derive.models import names
 
 NAMES = names()

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from support import forward, module_of
 from test_properties import DETERMINISTIC, instances
 
-from bptt.app.problem import problem
+from bptt.app.verify.problem import problem
 from bptt.derive.models import names
 
 NAMES = names()

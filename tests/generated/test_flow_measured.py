@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 from flow_support import gradient_flow, sigmoid_cell
 
-from bptt.app.analyze import alignment, analyze
-from bptt.app.check import load_module
-from bptt.app.jacobians import state_gradients, state_products, step_jacobians, step_values
-from bptt.app.regime import scaled
+from bptt.app.analysis.analyze import alignment, analyze
+from bptt.app.analysis.jacobians import state_gradients, state_products, step_jacobians, step_values
+from bptt.app.analysis.regime import scaled
+from bptt.app.verify.check import load_module
 from bptt.derive.models import load
 
 MODELS = (
