@@ -1,5 +1,5 @@
 """`bptt bench MODEL --checkpoints s1,s2,...`: the generated module's loss_and_grads in bounded memory
-against full BPTT, in one run, on one pinned core with one thread (bench.py's child process).
+against full BPTT, in one run, on one pinned core with one thread (bench.main, in the child process: child.py).
 
 Each budget's gradients are checked against full BPTT's first. Then the calls are timed round-robin
 (measuring.rounds; full BPTT keeps its workspace between calls, as in a training loop) and their memory

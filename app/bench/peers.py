@@ -1,9 +1,9 @@
 """The NumPy peers `bptt bench` times the generated module against.
 
 naive: BPTT one step at a time, for any model, evaluated from the derivation's own expressions
-(codegen/backends.py: step_printer, NumPy's printer at one step): every assignment, adjoint and parameter-gradient term at each
-step t, fresh arrays everywhere. A second implementation that shares nothing with the generated
-module's schedule, so the bench also checks the one against the other.
+(codegen/backends.py's step_printer: NumPy's printer at one step): every assignment, adjoint and
+parameter-gradient term at each step t, fresh arrays everywhere. A second implementation that shares nothing
+with the generated module's schedule, so the bench also checks the one against the other.
 hand: the Elman RNNs written by hand for speed, as an expert would: input projections, outputs
 and parameter gradients as single GEMMs over all steps, a loop over the recursion only, in
 buffers kept between calls.
