@@ -1,1 +1,1 @@
-"""The application: the CLI, output files, checks, analysis, plots, the notebook API."""
+"""The application: the CLI, output files and the notebook API; verify/, analysis/ and bench/ hold the work."""

@@ -2,7 +2,7 @@
 
 import argparse
 
-from bptt.app import analyze as analysis
+from bptt.app.analysis import analyze as analysis
 from bptt.app.bench import bench as benchmark
 from bptt.codegen.backends import BACKENDS
 from bptt.documents.document import NAMES as SECTIONS

@@ -7,16 +7,16 @@ import shlex
 import sys
 
 import bptt.generated as generated
-from bptt.app import analyze as analysis
-from bptt.app import check as checking
-from bptt.app import plots
-from bptt.app import problem as instances
+from bptt.app.analysis import analyze as analysis
+from bptt.app.analysis import plots
 from bptt.app.arguments import UsageError, parser
 from bptt.app.bench import bench as benchmark
 from bptt.app.bench import checkpoints as bench_checkpoints
 from bptt.app.bench.process import Killed
-from bptt.app.check_backend import Options, report
 from bptt.app.files import OutputError, output_folder, output_target, writable_folder, write_atomic
+from bptt.app.verify import check as checking
+from bptt.app.verify import problem as instances
+from bptt.app.verify.check_backend import Options, report
 from bptt.codegen.backends import BACKENDS, MissingFramework, module_filename, require
 from bptt.derive.model import ModelError
 from bptt.derive.models import ZOO, load, names

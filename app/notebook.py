@@ -18,9 +18,9 @@ import html
 import math
 import numbers
 
-from bptt.app import analyze as _analysis
 from bptt.app import files as _files
-from bptt.app import plots as _plots
+from bptt.app.analysis import analyze as _analysis
+from bptt.app.analysis import plots as _plots
 from bptt.derive.model import Model
 from bptt.derive.models import load
 from bptt.documents.document import sections
@@ -99,7 +99,7 @@ def derive(model):
 
 
 class Analysis:
-    """A gradient-flow analysis: `.tables` hold the numbers behind its plots (see bptt.app.analyze)."""
+    """A gradient-flow analysis: `.tables` hold the numbers behind its plots (see bptt.app.analysis.analyze)."""
 
     def __init__(self, analysis):
         self.analysis = analysis
@@ -151,7 +151,7 @@ class Analysis:
 
 
 def analyze(model, steps=_analysis.STEPS, seed=0, radii=_analysis.RADII, theta=_analysis.THETA, scale=None):
-    """Measure gradient flow through a model (bptt.app.analyze.analyze), for display: steps a positive
+    """Measure gradient flow through a model (bptt.app.analysis.analyze.analyze), for display: steps a positive
     integer, seed a non-negative one, radii one or more positive numbers, theta a positive number, scale
     None (the cell kept nearly linear) or a positive number (1: the module's initialisation)."""
     steps, seed, radii = _integer("steps", steps, 1), _integer("seed", seed, 0), _radii(radii)

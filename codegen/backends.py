@@ -61,3 +61,47 @@ def require(backend):
             f"the {backend} backend needs {entry.framework}, which is not installed: "
             f"pip install 'bptt[{entry.extra}]'"
         ) from error
+
+
+# What app/ reads of codegen beyond the registry (docs/architecture.md: app imports codegen only here).
+
+
+def step_printer(stacked=False):
+    """NumPy's printer of one derived expression at step t (stacked: for all steps at once): the code bench's
+    naive peer and analyze's Jacobians evaluate in a helpers_scope. It records the helpers it prints in .used."""
+    from bptt.codegen.printing.printer import RowPrinter
+
+    return RowPrinter(stacked=stacked)
+
+
+def helpers_scope(names=None, scope=None, ones=None):
+    """scope (a new dict if None) with NumPy's imports and helpers defined in it: the named ones (all if None) and
+    those they call; ones: the array of ones that stacked code sums rows with, put under its name."""
+    from bptt.codegen.printing.helpers import namespace
+    from bptt.codegen.printing.products import ONES
+
+    scope = namespace(names, "numpy", scope)
+    if ones is not None:
+        scope[ONES] = ones
+    return scope
+
+
+def check_checkpoints(checkpoints, state_bytes=1, step_bytes=1):
+    """ValueError in one line if a checkpoints argument is neither a number of slots nor a byte budget such as
+    "32MiB", or holds no step of step_bytes (what the generated modules' own check says)."""
+    from bptt.codegen.printing import schedule
+
+    schedule._budget(checkpoints, state_bytes, step_bytes)
+
+
+def checkpoint_cost(checkpoints, state_bytes, step_bytes, steps):
+    """(step evaluations, bytes stored at most: kept states and a segment's steps) of the schedule a generated
+    module runs for a checkpoints argument over `steps` steps (printing/schedule.py); None: full BPTT."""
+    if checkpoints is None:
+        return steps, steps * step_bytes
+    from bptt.codegen.printing import schedule
+
+    capacities = schedule._capacities(*schedule._budget(checkpoints, state_bytes, step_bytes), steps)
+    evaluations = schedule._evaluations(schedule._schedule(steps, capacities))
+    most = max(kept * state_bytes + capacity * step_bytes for kept, capacity in enumerate(capacities))
+    return evaluations, min(most, steps * step_bytes)

@@ -1,6 +1,6 @@
 """`bptt bench`: the generated module against its peers, on one pinned core with BLAS on one thread.
 
-The CLI runs main in a child process (app/bench/process.py), so that the thread settings (THREADS)
+The CLI runs main in a child process (app/bench/child.py), so that the thread settings (THREADS)
 come before NumPy, PyTorch and JAX load their libraries; the child pins itself to one core. It builds one
 problem, and checks every implementation's loss and gradients against the generated module's: a
 peer that disagrees is reported and not timed. Then every repeat calls each implementation once,
@@ -15,21 +15,12 @@ call. The generated module's work arrays, kept between calls, are counted apart 
 
 import json
 import os
-import resource
-import statistics
 import sys
-import time
-import tracemalloc
 from dataclasses import dataclass
 
-THREADS = {
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-}
-TOLERANCE = {"float64": 1e-9, "float32": 2e-3}  # largest relative difference of a gradient array
-WARMUP = 2
+from bptt.app.bench import checkpoints, process
+from bptt.app.bench.measuring import THREADS, TOLERANCE, WARMUP, disagreement, memory, rounds
+
 PEERS = ("naive", "hand", "torch", "jax")
 BACKEND_PEERS = {"numpy": PEERS, "torch": ("numpy", "torch"), "jax": ("numpy", "jax")}  # the default peers
 NUMPY = ("generated", "naive", "hand", "GEMMs only")  # whose allocations tracemalloc sees
@@ -76,62 +67,6 @@ def implementations(model, module, problem, peers, backend="numpy", numpy_module
             out[name] = library.prepare(model, params, xs, ys, initial)
     notes.update({name: "has no such model" for name in peers if name not in out and name not in notes})
     return out, notes
-
-
-def disagreement(expected, got):
-    """The largest relative difference between two (loss, gradients) results."""
-    (loss, grads), (other_loss, other) = expected, got
-    if set(grads) != set(other):
-        return float("inf")
-    worst = abs(loss - other_loss) / max(abs(loss), 1e-300)
-    for key, value in grads.items():
-        scale = max(float(abs(value).max()), 1e-300)
-        worst = max(worst, float(abs(value - other[key]).max()) / scale)
-    return worst
-
-
-def rounds(calls, repeats):
-    """{name: median seconds} over `repeats` round-robin rounds after the warm-up. Each round starts one
-    implementation later than the one before, so that none always follows the same other one (a library
-    whose threads keep spinning after a call slows whatever runs next)."""
-    times = {name: [] for name in calls}
-    names = list(calls)
-    for round_ in range(WARMUP + repeats):
-        for name in names[round_ % len(names) :] + names[: round_ % len(names)]:
-            start = time.perf_counter()
-            calls[name]()
-            if round_ >= WARMUP:
-                times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
-def memory(call, calls=3):
-    """(peak MiB of the arrays one call allocates, as tracemalloc sees NumPy's; the MiB it adds to the
-    resident memory at its peak; minor page faults per call)."""
-    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(calls):
-        call()
-    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / calls
-    tracemalloc.start()
-    call()
-    allocated = tracemalloc.get_traced_memory()[1] / 2**20
-    tracemalloc.stop()
-    try:
-        with open("/proc/self/clear_refs", "w") as handle:
-            handle.write("5")  # resets the peak (VmHWM) to the current resident size
-    except OSError:
-        return allocated, float("nan"), faults
-    before = _status("VmRSS")
-    call()
-    return allocated, (_status("VmHWM") - before) / 1024, faults
-
-
-def _status(field):
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])  # KiB
-    return 0
 
 
 def workspace_mib(module):
@@ -214,7 +149,7 @@ def table(rows, numpy_names=NUMPY):
 
 def child_command(spec):
     """The command line of the child process that measures spec (a JSON-able dict)."""
-    return [sys.executable, "-m", "bptt.app.bench.process", json.dumps(spec, sort_keys=True)]
+    return [sys.executable, "-m", "bptt.app.bench.child", json.dumps(spec, sort_keys=True)]
 
 
 def pin(cpu=None):
@@ -232,7 +167,7 @@ def main(argv=None):
     import numpy as np
 
     from bptt.app.bench.calls import model_calls
-    from bptt.app.check import load_module
+    from bptt.app.verify.check import load_module
     from bptt.derive.models import ZOO, load
 
     model = load(spec["model"])
@@ -240,8 +175,6 @@ def main(argv=None):
     numpy_module = load_module(model, from_zoo=spec["model"] in ZOO)
     module = load_module(model, from_zoo=spec["model"] in ZOO, backend=backend)
     if spec.get("checkpoints"):
-        from bptt.app.bench import checkpoints
-
         return checkpoints.child(dict(spec, backend=backend, numpy_module=numpy_module), module, core)
     from bptt.app.bench.machine import line
 
@@ -273,8 +206,6 @@ def main(argv=None):
 
 
 def launch(spec):
-    """Run the child with one thread for every library (app/bench/process.py); its exit status."""
-    from bptt.app.bench import checkpoints, process
-
+    """Run the child (app/bench/child.py) with one thread for every library (app/bench/process.py); its exit status."""
     outputs = checkpoints.paths(spec["output"]) if spec.get("output") else ()
     return process.run(child_command(spec), {**os.environ, **THREADS}, outputs)

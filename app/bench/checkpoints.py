@@ -1,12 +1,12 @@
 """`bptt bench MODEL --checkpoints s1,s2,...`: the generated module's loss_and_grads in bounded memory
-against full BPTT, in one run, on one pinned core with one thread (bench.py's child process).
+against full BPTT, in one run, on one pinned core with one thread (bench.main, in the child process: child.py).
 
 Each budget's gradients are checked against full BPTT's first. Then the calls are timed round-robin
-(bench.rounds; full BPTT keeps its workspace between calls, as in a training loop) and their memory
-measured one at a time (bench.memory: what one call allocates at its peak as tracemalloc sees NumPy's
+(measuring.rounds; full BPTT keeps its workspace between calls, as in a training loop) and their memory
+measured one at a time (measuring.memory: what one call allocates at its peak as tracemalloc sees NumPy's
 arrays, full BPTT's workspace made in the call; what it adds to the resident memory at its peak). Next to each
-measurement, the optimum's prediction: the schedule's step evaluations E (printing/schedule.py) cost
-E - T forward steps more than full BPTT's T, so time / full = 1 + f (E - T) / T with f the forward pass's
+measurement, the optimum's prediction: the schedule's step evaluations E (codegen/backends.py: checkpoint_cost)
+cost E - T forward steps more than full BPTT's T, so time / full = 1 + f (E - T) / T with f the forward pass's
 share of full BPTT's time (measured: forward alone against loss_and_grads); memory, what the budget
 allows against full BPTT's T stored steps.
 """
@@ -15,12 +15,12 @@ import pathlib
 import sys
 from dataclasses import dataclass
 
-from bptt.app import plots
-from bptt.app.bench import bench
-from bptt.app.drawing import gid
+from bptt.app.analysis import plots
+from bptt.app.analysis.drawing import gid
+from bptt.app.analysis.table import Table
+from bptt.app.bench.measuring import TOLERANCE, disagreement, memory, rounds
 from bptt.app.files import write_atomic
-from bptt.app.table import Table
-from bptt.codegen.printing import schedule
+from bptt.codegen.backends import check_checkpoints, checkpoint_cost
 
 NAME = "checkpoints"  # the file stem of the CSV and PNG that -o writes
 COLUMNS = ("budget", "evaluations", "extra passes", "stored MiB", "predicted time/full", "median ms")
@@ -46,7 +46,7 @@ def parse(text):
     for item in text.split(","):
         item = item.strip()
         value = int(item) if item.isdigit() else item
-        schedule._budget(value, 1, 1)  # a bad one: ValueError in one line
+        check_checkpoints(value)  # a bad one: ValueError in one line
         out.append(value)
     return out
 
@@ -65,7 +65,7 @@ def require_a_step(module, sizes, batch, dtypes, budgets):
     for dtype in dtypes:
         for budget in budgets:
             try:
-                schedule._budget(budget, *_bytes(module, sizes, batch, np.dtype(dtype).itemsize))
+                check_checkpoints(budget, *_bytes(module, sizes, batch, np.dtype(dtype).itemsize))
             except ValueError as error:
                 shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
                 raise ValueError(f"{error} in {dtype} with B={batch}, {shown}") from None
@@ -73,13 +73,7 @@ def require_a_step(module, sizes, batch, dtypes, budgets):
 
 def plan(module, sizes, steps, batch, itemsize, budget):
     """(evaluations, stored bytes at most) of a budget's schedule for this module and problem."""
-    state, step = _bytes(module, sizes, batch, itemsize)
-    if budget is None:
-        return steps, steps * step
-    capacities = schedule._capacities(*schedule._budget(budget, state, step), steps)
-    actions = schedule._schedule(steps, capacities)
-    most = max(kept * state + capacities[kept] * step for kept in range(len(capacities)))
-    return schedule._evaluations(actions), min(most, steps * step)
+    return checkpoint_cost(budget, *_bytes(module, sizes, batch, itemsize), steps)
 
 
 def measure(module, problem, sizes, budgets, repeats, backend="numpy"):
@@ -98,14 +92,14 @@ def measure(module, problem, sizes, budgets, repeats, backend="numpy"):
     rows = {}
     for (label, (run, collect)), budget in zip(found.items(), [None, *budgets], strict=True):
         evaluations, stored = plan(module, sizes, steps, batch, itemsize, budget)
-        rows[label] = Budget(label, evaluations, stored / 2**20, error=bench.disagreement(expected, collect(run())))
+        rows[label] = Budget(label, evaluations, stored / 2**20, error=disagreement(expected, collect(run())))
     timed = {label: run for label, (run, _) in found.items()}
-    medians = bench.rounds(dict(timed, forward=forward_call(backend, module, problem)), repeats)
+    medians = rounds(dict(timed, forward=forward_call(backend, module, problem)), repeats)
     share = medians["forward"] / medians["full"]
     for label, row in rows.items():
         row.median_ms, row.ratio = medians[label] * 1e3, medians[label] / medians["full"]
         row.predicted = 1 + share * (row.evaluations - steps) / steps
-        row.allocated_mib, row.peak_mib, _ = bench.memory(fresh(module, timed[label]), calls=1)
+        row.allocated_mib, row.peak_mib, _ = memory(fresh(module, timed[label]), calls=1)
     return list(rows.values()), share
 
 
@@ -167,7 +161,7 @@ def write(table, folder):
 
 def child(spec, module, core):
     """The child's run for --checkpoints: a table per dtype (and -o's files for the last); 1 if a budget's
-    gradients differ from full BPTT's by more than bench.TOLERANCE."""
+    gradients differ from full BPTT's by more than measuring.TOLERANCE."""
     import numpy as np
 
     failed = False
@@ -183,7 +177,7 @@ def child(spec, module, core):
         print(f"{title}; core {core}, one thread, median of {spec['repeats']}; forward pass {share:.0%} of full BPTT's time")
         table = as_table(rows, title)
         print(table.text().split("\n", 1)[1] + "\n")
-        failed = failed or any(row.error > bench.TOLERANCE[dtype] for row in rows)
+        failed = failed or any(row.error > TOLERANCE[dtype] for row in rows)
     for path in write(table, spec["output"]) if spec.get("output") else ():
         print(f"wrote {path}", file=sys.stderr)
     return 1 if failed else 0

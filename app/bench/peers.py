@@ -1,9 +1,9 @@
 """The NumPy peers `bptt bench` times the generated module against.
 
 naive: BPTT one step at a time, for any model, evaluated from the derivation's own expressions
-(codegen/printing/printer.py at one step): every assignment, adjoint and parameter-gradient term at each
-step t, fresh arrays everywhere. A second implementation that shares nothing with the generated
-module's schedule, so the bench also checks the one against the other.
+(codegen/backends.py's step_printer: NumPy's printer at one step): every assignment, adjoint and
+parameter-gradient term at each step t, fresh arrays everywhere. A second implementation that shares nothing
+with the generated module's schedule, so the bench also checks the one against the other.
 hand: the Elman RNNs written by hand for speed, as an expert would: input projections, outputs
 and parameter gradients as single GEMMs over all steps, a loop over the recursion only, in
 buffers kept between calls.
@@ -12,9 +12,7 @@ A peer is a callable made once per problem: run() -> (loss, {key: gradient}).
 
 import numpy as np
 
-from bptt.codegen.printing.helpers import helpers
-from bptt.codegen.printing.printer import RowPrinter
-from bptt.codegen.printing.products import ONES
+from bptt.codegen.backends import helpers_scope, step_printer
 from bptt.derive.bptt import NEXT, derive
 from bptt.derive.nodes import SoftmaxCrossEntropy
 
@@ -25,7 +23,7 @@ class Naive:
     def __init__(self, model):
         loss = model.concrete_loss()
         derivation = derive(model, named="all", loss=loss)
-        step = RowPrinter(stacked=False)
+        step = step_printer(stacked=False)
         code = lambda expr: compile(str(step(expr)), "<naive>", "eval")  # noqa: E731
         self.model = model
         self.forced = {seq.name: code(value) for seq, value in model.teacher_forcing}
@@ -47,7 +45,7 @@ class Naive:
             for p in model.params
         ]
         self.initial = [(f"{seq.name}0", code(derivation.initial(seq))) for seq in model.states]
-        self.losses = compile(str(RowPrinter(stacked=True)(loss)), "<naive loss>", "eval")
+        self.losses = compile(str(step_printer(stacked=True)(loss)), "<naive loss>", "eval")
         self.mean = model.mean
         self.helpers = sorted(step.used.helpers | {"_logsumexp", "_softmax", "_onehot"})
 
@@ -56,8 +54,7 @@ class Naive:
         model = self.model
         T, B = xs.shape[0], xs.shape[1]
         dtype = next(iter(params.values())).dtype
-        scope = {"np": np, "dtype": dtype, "B": B, "T": T, ONES: np.ones(B, dtype), **params}
-        exec(helpers("numpy").source(self.helpers)[1], scope)
+        scope = helpers_scope(self.helpers, {"np": np, "dtype": dtype, "B": B, "T": T, **params}, np.ones(B, dtype))
         sizes = {str(s): _size(model, params, s) for s in model.sizes}
         scope.update({f"n_{name}": n for name, n in sizes.items()})
         scope[model.inputs[0].name] = xs

@@ -7,6 +7,6 @@ backward pass (`jax.jit(f).lower(...).compile().memory_analysis()`: its argument
 outputs, plus the segment's outputs), per step: the scan's inputs sliced and stacked, its stacked outputs
 and dL/dh_t before the scan are temporaries the derivation does not hold. Over the generated models (d, h,
 q = 2, 3, 4) at most 1.63 times the counted arrays (linear; Elman 1.54, LSTM 1.06); Elman at d = q = 16,
-h = 64 (benchmarks/bench_budgets.py) 1.8. tests/backends/test_checkpoint_estimates.py fails if it undercounts."""
+h = 64 (app/bench/budgets.py) 1.8. tests/backends/test_checkpoint_estimates.py fails if it undercounts."""
 
 XLA_STEP_FACTOR = 2

@@ -85,12 +85,12 @@ def _read(text):
     return imports, definitions
 
 
-def namespace(names=None, backend="numpy"):
-    """A scope to evaluate printed code in: the backend's imports and the named helpers (all if None),
-    with those they call. (A generated module carries only the helpers its own code calls.)"""
+def namespace(names=None, backend="numpy", scope=None):
+    """A scope (a new dict, or scope) to evaluate printed code in: the backend's imports and the named helpers
+    (all if None), with those they call. (A generated module carries only the helpers its own code calls.)"""
     chosen = helpers(backend)
     imports, source = chosen.source(list(chosen.definitions) if names is None else names)
-    scope = {}
+    scope = {} if scope is None else scope
     exec(compile("\n".join(imports) + "\n\n" + source, f"<{backend} helpers>", "exec"), scope)
     return scope
 

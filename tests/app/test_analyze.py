@@ -18,9 +18,10 @@ import sys
 import numpy as np
 import pytest
 
-import bptt.app.analyze as analysis
+import bptt.app.analysis.analyze as analysis
 import bptt.documents.document as document_module
-from bptt.app import cli, plots
+from bptt.app import cli
+from bptt.app.analysis import plots
 from bptt.app.notebook import analyze as analyze_for_notebook
 from bptt.app.notebook import derive as derive_for_notebook
 from bptt.derive.models import load, names

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 
-from bptt.app.analyze import RADII, analyze, deviation, setup, table_names
-from bptt.app.jacobians import step_jacobians, step_values
-from bptt.app.regime import CAROUSEL_BIASES, TARGET
+from bptt.app.analysis.analyze import RADII, analyze, deviation, setup, table_names
+from bptt.app.analysis.jacobians import step_jacobians, step_values
+from bptt.app.analysis.regime import CAROUSEL_BIASES, TARGET
 from bptt.derive.models import load
 
 STEPS = 40

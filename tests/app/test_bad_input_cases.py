@@ -25,8 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 import torch
 
-from bptt.app import files, notebook, plots, start
-from bptt.app.analyze import TABLES
+from bptt.app import files, notebook, start
+from bptt.app.analysis import plots
+from bptt.app.analysis.analyze import TABLES
 from bptt.app.cli import main
 from bptt.derive.models import load
 from bptt.tests.support.cli import REPO, clean_env
@@ -111,7 +112,7 @@ def test_analyze_refuses_what_is_not_a_regular_file_before_measuring(capsys, tmp
         blocked.mkdir()
     before = written(tmp_path)
     measured = []
-    monkeypatch.setattr("bptt.app.analyze.analyze", lambda *args, **kwargs: measured.append(args))
+    monkeypatch.setattr("bptt.app.analysis.analyze.analyze", lambda *args, **kwargs: measured.append(args))
     kind = {"fifo": "a FIFO", "device": "a character device", "folder": "a folder"}[blocker]
     assert_usage_error(run(capsys, "analyze", "linear", "-o", tmp_path), f"{blocked} is {kind}")
     assert measured == [] and written(tmp_path) == before
@@ -123,7 +124,7 @@ UNWRITABLE = "/sys/kernel"  # sysfs: a folder that refuses new files and folders
 @pytest.mark.parametrize("folder", [UNWRITABLE, f"{UNWRITABLE}/new"])
 def test_analyze_refuses_a_folder_it_cannot_write_before_measuring(capsys, monkeypatch, folder):
     measured = []
-    monkeypatch.setattr("bptt.app.analyze.analyze", lambda *args, **kwargs: measured.append(args))
+    monkeypatch.setattr("bptt.app.analysis.analyze.analyze", lambda *args, **kwargs: measured.append(args))
     status, out, err = run(capsys, "analyze", "linear", "-o", folder)
     assert (status, out) == (3, "") and err.startswith(f"bptt analyze: error: {folder}: ") and err.count("\n") == 1
     assert measured == [] and not os.path.exists(f"{UNWRITABLE}/new")

@@ -6,9 +6,9 @@ to enumerate is refused."""
 import numpy as np
 import pytest
 
-from bptt.app.check import MARGIN, MAX_ENTRIES, TooManyPatterns, check, table
-from bptt.app.problem import NonFiniteForward, problem
-from bptt.app.ridders import ridders
+from bptt.app.verify.check import MARGIN, MAX_ENTRIES, TooManyPatterns, check, table
+from bptt.app.verify.problem import NonFiniteForward, problem
+from bptt.app.verify.ridders import ridders
 from bptt.tests.support.cli import assert_error, bptt, table_rows
 from bptt.tests.support.modules import module_of
 

@@ -7,8 +7,8 @@ import types
 import numpy as np
 import pytest
 
-from bptt.app.check import MAX_ENTRIES, check, table
-from bptt.app.problem import NonFiniteForward, problem
+from bptt.app.verify.check import MAX_ENTRIES, check, table
+from bptt.app.verify.problem import NonFiniteForward, problem
 from bptt.derive.models import names
 from bptt.tests.support.modules import module_of
 

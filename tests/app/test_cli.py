@@ -259,7 +259,7 @@ def test_check_function_flags_a_corrupted_gradient(tmp_path):
     script = textwrap.dedent(
         f"""
         import importlib.util, json
-        from bptt.app.check import check
+        from bptt.app.verify.check import check
         spec = importlib.util.spec_from_file_location("corrupted_linear", {str(tmp_path / "linear.py")!r})
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)

@@ -1,6 +1,7 @@
-"""`bptt bench` measures in a child process (app/bench/process.py): its errors are one line with the README's
-exit status (2 usage, 3 the OS or out of memory), checked before measuring where they can be; Ctrl-C, to the
-`bptt` process, to the child or to both, exits 130 quietly and leaves no temporary file in -o's folder."""
+"""`bptt bench` measures in a child process (app/bench/child.py, started by app/bench/process.py): its errors
+are one line with the README's exit status (2 usage, 3 the OS or out of memory), checked before measuring where
+they can be; Ctrl-C, to the `bptt` process, to the child or to both, exits 130 quietly and leaves no temporary
+file in -o's folder."""
 
 import contextlib
 import errno

@@ -48,6 +48,9 @@ def test_only_bptt_is_installed_at_the_top_level(installed):
     for backend in ("numpy", "torch", "jax"):
         assert (package / "codegen" / backend / "module.py.j2").is_file(), f"the {backend} template is not installed"
     assert any(package.glob("documents/templates/*.j2")), "the document templates are not installed"
+    folders = {init.parent.relative_to(REPO) for init in REPO.rglob("__init__.py")}  # pyproject.toml lists each
+    folders = {f for f in folders if not f.parts or not (f.parts[0] in ("tests", "build") or f.parts[0].startswith("."))}
+    assert sorted(str(f) for f in folders if not (package / f / "__init__.py").is_file()) == []
 
 
 def test_the_installed_cli_runs_from_elsewhere(installed, tmp_path):

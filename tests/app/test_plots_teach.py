@@ -6,9 +6,9 @@ import matplotlib.colors
 import numpy as np
 import pytest
 
-from bptt.app import plots
-from bptt.app.analyze import analyze
-from bptt.app.table import symbol
+from bptt.app.analysis import plots
+from bptt.app.analysis.analyze import analyze
+from bptt.app.analysis.table import symbol
 from bptt.derive.models import load
 
 

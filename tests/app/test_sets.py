@@ -1,4 +1,4 @@
-"""Several parameter sets in one forward pass (app/sets.py): a wide instance's loss at each change is
+"""Several parameter sets in one forward pass (app/verify/sets.py): a wide instance's loss at each change is
 the plain loss there, a cell that mixes the sets gets no layout, a set that overflows leaves the others
 right, and the check's derivatives from wide passes are those of plain passes."""
 
@@ -7,10 +7,10 @@ import types
 import numpy as np
 import pytest
 
-from bptt.app import check as checking
-from bptt.app.check import MARGIN, differences
-from bptt.app.problem import problem
-from bptt.app.sets import Layout
+from bptt.app.verify import check as checking
+from bptt.app.verify.check import MARGIN, differences
+from bptt.app.verify.problem import problem
+from bptt.app.verify.sets import Layout
 from bptt.derive.models import names
 from bptt.tests.support.modules import module_of
 

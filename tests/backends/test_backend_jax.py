@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bptt.app.check import load_module
+from bptt.app.verify.check import load_module
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.models import load, names
 

@@ -27,7 +27,7 @@ RULES = (
     *((f"codegen.{name}", (*PRINTING, f"codegen.{name}")) for name in BACKEND_FOLDERS),
     ("codegen.backends", PRINTING),  # it loads a backend's render by name, and lays its source in 120 columns
     ("codegen", ()),  # codegen/__init__.py; a new module of codegen/ needs a rule of its own
-    ("app", ("",)),  # anything
+    ("app", ("derive", "documents", "codegen.backends", "app", "generated")),  # codegen only through its registry
     ("notebook", ("app",)),
     ("__main__", ("app",)),
 )
@@ -37,7 +37,7 @@ def modules():
     """(dotted name under bptt, path) of every module of the package but generated/."""
     for path in sorted(ROOT.rglob("*.py")):
         parts = path.relative_to(ROOT).with_suffix("").parts
-        if parts[0] in ("tests", "benchmarks", "examples", "generated", "build") or parts[0].startswith("."):
+        if parts[0] in ("tests", "examples", "generated", "build") or parts[0].startswith("."):
             continue
         yield ".".join(part for part in parts if part != "__init__") or "__init__", path
 
@@ -126,12 +126,17 @@ def test_the_rules_catch_a_wrong_import():
     assert imported == {"codegen.printing.printer.size_name", "codegen.ir"}
     assert [i for i in imported if not any(within(i, p) for p in allowed)] == ["codegen.printing.printer.size_name"]
     assert not any(within("codegen.ir", p) for p in room_of("derive.bptt")[1])
+    _, allowed = room_of("app.bench.peers")
+    assert any(within("codegen.backends.step_printer", p) for p in allowed)
+    assert not any(within("codegen.printing.printer.RowPrinter", p) for p in allowed)
 
 
 def test_the_document_names_every_room():
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     for room in ("derive/", "documents/", "codegen/passes/", "codegen/printing/", "app/", "generated/"):
         assert room in text, room
+    for room in ("bench/", "analysis/", "verify/"):
+        assert (ROOT / "app" / room).is_dir() and room in text, room
     for name in BACKEND_FOLDERS:
         assert f"codegen/{name}/" in text or f"{name}/" in text, name
 
@@ -146,3 +151,48 @@ def test_no_room_imports_the_tests():
     ]
     assert not importers
     assert [module for module, _ in modules() if within(module, "tests")] == []  # modules() reads the rooms only
+
+
+def import_graph(room):
+    """{module: the modules of the room it imports, anywhere in it (inside a function too)} for every module of room."""
+    paths = {module: path for module, path in modules() if within(module, room)}
+
+    def module_of(name):  # the longest prefix of a name that is a module: app.bench.bench.run -> app.bench.bench
+        while name not in paths and "." in name:
+            name = name.rpartition(".")[0]
+        return name if name in paths else None
+
+    graph = {}
+    for module, path in paths.items():
+        imported = {module_of(name) for name in bptt_imports(ast.parse(path.read_text(encoding="utf-8")))}
+        graph[module] = imported - {None, module}
+    return graph
+
+
+def cycle(graph):
+    """Modules each of which imports the next, and the last the first; [] if there is no such loop."""
+    done, path = set(), []
+
+    def visit(module):
+        if module in path:
+            return path[path.index(module) :]
+        if module in done:
+            return []
+        path.append(module)
+        found = next(filter(None, (visit(other) for other in sorted(graph[module]))), [])
+        path.pop()
+        done.add(module)
+        return found
+
+    return next(filter(None, (visit(module) for module in sorted(graph))), [])
+
+
+def test_app_has_no_import_cycle():
+    """No module of app/ imports, at any depth, a module that imports it back (a lazy import counts)."""
+    assert cycle(import_graph("app")) == []
+
+
+def test_the_cycle_check_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": set()}
+    assert cycle(graph) == ["a", "b", "c"]
+    assert cycle({**graph, "c": {"d"}}) == []

@@ -26,7 +26,7 @@ import numpy as np
 import sympy as sp
 import torch
 
-from bptt.app.check import load_module
+from bptt.app.verify.check import load_module
 from bptt.codegen import ir
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.ir import Pass

@@ -26,7 +26,7 @@ import sympy as sp
 import torch
 from test_forward_mode_ir import problem, relative, run_forward_mode
 
-from bptt.app.check import load_module
+from bptt.app.verify.check import load_module
 from bptt.codegen import ir
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.program import build

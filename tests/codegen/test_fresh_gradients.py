@@ -15,7 +15,7 @@ import jax
 import numpy as np
 import torch
 
-from bptt.app.check import problem
+from bptt.app.verify.check import problem
 from bptt.derive.models import names
 
 jax.config.update("jax_enable_x64", True)

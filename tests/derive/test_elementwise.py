@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from bptt.app.check import check, load_module
+from bptt.app.verify.check import check, load_module
 from bptt.codegen.jax.printer import JAX_FUNCTIONS
 from bptt.codegen.printing.function_code import SUM, Term
 from bptt.codegen.printing.functions import NUMPY_FUNCTIONS

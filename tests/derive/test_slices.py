@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 from test_exact import assert_every_derivation_agrees, forward_values
 
-from bptt.app.check import check, load_module
+from bptt.app.verify.check import check, load_module
 from bptt.derive.adjoint import NoRule
 from bptt.derive.blocks import Placed, split
 from bptt.derive.bptt import derive

@@ -6,7 +6,7 @@ gradient summed once too often) that a loose tolerance could hide."""
 import numpy as np
 import pytest
 
-from bptt.app.check import STENCIL
+from bptt.app.verify.check import STENCIL
 from bptt.derive.models import names
 from bptt.tests.support.modules import forward, module_of
 

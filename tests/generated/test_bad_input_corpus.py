@@ -8,7 +8,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from test_properties import DETERMINISTIC, instances
 
-from bptt.app.problem import problem
+from bptt.app.verify.problem import problem
 from bptt.derive.models import names
 from bptt.tests.support.modules import forward, module_of
 

@@ -4,10 +4,10 @@ finite differences and with the module's backward pass, and the claims of the se
 import numpy as np
 import pytest
 
-from bptt.app.analyze import alignment, analyze
-from bptt.app.check import load_module
-from bptt.app.jacobians import state_gradients, state_products, step_jacobians, step_values
-from bptt.app.regime import scaled
+from bptt.app.analysis.analyze import alignment, analyze
+from bptt.app.analysis.jacobians import state_gradients, state_products, step_jacobians, step_values
+from bptt.app.analysis.regime import scaled
+from bptt.app.verify.check import load_module
 from bptt.derive.models import load
 from bptt.tests.support.flow import gradient_flow, sigmoid_cell
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bptt.app.check import PatternRng, check, check_gradients, table
-from bptt.app.problem import Problem, problem
+from bptt.app.verify.check import PatternRng, check, check_gradients, table
+from bptt.app.verify.problem import Problem, problem
 from bptt.derive.models import names
 from bptt.tests.support.modules import module_of
 
@@ -69,7 +69,7 @@ class KeptPattern(Problem):
         keep[t] h_t + (1 - keep[t]) h_t', h_t' the state of the unperturbed run held constant
         (the same value, with its derivative scaled by keep[t]). Teacher-forced states are data
         and are not scaled, as in backward. The steps run one forward pass each; the losses of
-        all their outputs are taken at once (one per set of a wide instance, app/sets.py)."""
+        all their outputs are taken at once (one per set of a wide instance, app/verify/sets.py)."""
         keep = np.where(self.kept, 1 / truncate[1], 0.0)
         module, state, outputs = self.module, dict(self.initial), []
         for t, (data, held) in enumerate(self.steps()):

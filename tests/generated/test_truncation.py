@@ -8,8 +8,16 @@ import types
 import numpy as np
 import pytest
 
-from bptt.app.check import TOLERANCE, PatternRng, check_gradients, check_unbiased, compare, numeric_gradient, table
-from bptt.app.problem import problem
+from bptt.app.verify.check import (
+    TOLERANCE,
+    PatternRng,
+    check_gradients,
+    check_unbiased,
+    compare,
+    numeric_gradient,
+    table,
+)
+from bptt.app.verify.problem import problem
 from bptt.derive.models import names
 from bptt.tests.support.modules import module_of
 
@@ -18,7 +26,7 @@ RECURRENT = [name for name in names() if name not in ("jordan",)]  # jordan has 
 
 
 def setup(name, seed=0, steps=T):
-    """A random instance of a zoo model's generated module (app/problem.py)."""
+    """A random instance of a zoo model's generated module (app/verify/problem.py)."""
     module = module_of(name)
     sizes = {size: 3 + i for i, size in enumerate(module.SIZES)}
     return problem(module, steps, B, seed, sizes)
@@ -40,7 +48,7 @@ def test_long_truncation_is_full_bptt(name, mode):
 @pytest.mark.parametrize("mode, k", [("window", 1), ("window", 2), ("chunk", 2), ("chunk", 3)])
 def test_truncation_matches_finite_differences_of_truncated_loss(name, mode, k):
     """Every entry of every parameter and initial state, against the loss in
-    which the detached states are constants (app/problem.py, Problem.loss)."""
+    which the detached states are constants (app/verify/problem.py, Problem.loss)."""
     instance = setup(name, seed=1)
     grads, full = instance.grads(truncate=(mode, k)), instance.grads()
     every = max(array.size for array in {**instance.params, **instance.initial}.values())

@@ -14,8 +14,8 @@ import pytest
 import sympy as sp
 
 from bptt.app.bench import peers_torch
-from bptt.app.check import check, load_module
-from bptt.app.problem import problem
+from bptt.app.verify.check import check, load_module
+from bptt.app.verify.problem import problem
 from bptt.codegen.printing.printer import RowPrinter
 from bptt.derive.bptt import derive
 from bptt.derive.explicit import backward, unroll

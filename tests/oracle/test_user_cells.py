@@ -6,7 +6,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from bptt.app.check import check, load_module
+from bptt.app.verify.check import check, load_module
 from bptt.codegen.names import check as check_code_names
 from bptt.derive.model import ModelError
 from bptt.derive.models import load

@@ -13,7 +13,7 @@ import struct
 import pytest
 
 from bptt.app import cli
-from bptt.app.analyze import analyze
+from bptt.app.analysis.analyze import analyze
 from bptt.derive.models import load
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -4,11 +4,11 @@ Model (its constructor; one training step, forward and loss.backward()), against
 budget can use as the backend's own module sizes it (at most full BPTT's T steps), the call's inputs and
 outputs (a Model step's twice: dL/doutputs too), and CONSTANT.
 
-    python benchmarks/bench_budgets.py [T,...]      (default 7,1000,100000)
+    python3 -m bptt.app.bench.budgets [T,...]      (default 7,1000,100000)
 
 Elman, B = 8, d = q = 16, h = 64, float64, one thread. Each case runs in a fresh process: a warm-up call of
 the same kind at T = 7 (the framework's start-up), then, from a reset high-water mark (/proc/self/clear_refs,
-as bench_checkpoints.py), the call at T ("first"), and the same call again ("again"; JAX's first call at a
+as bounded_memory.py), the call at T ("first"), and the same call again ("again"; JAX's first call at a
 T compiles a program per segment length). Budgets whose schedule takes more than LIMIT step evaluations
 (one step at T = 100,000: 5e9) are not run; the table says so.
 """
@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from bench_checkpoints import THREADS, status
+from bptt.app.bench.measuring import THREADS, status
 
 SIZES, BATCH = {"d": 16, "h": 64, "q": 16}, 8
 CONSTANT = 16  # MiB a call may add beyond its budget, inputs and outputs (the README states it)
@@ -92,17 +92,14 @@ def child(kind, steps, budget):
 def plan(steps, budget, kind="numpy"):
     """(step evaluations, MiB the budget can use: its kept states and stored steps, at most full BPTT's) in
     the kind's backend, as its module sizes them."""
-    from bptt.codegen.printing import schedule
+    from bptt.codegen.backends import checkpoint_cost
 
     backend = {"Model()": "torch", "Model step": "torch"}.get(kind, kind)
     elman = __import__(f"bptt.generated.elman{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
     state, forward_step, backward_step = elman._checkpoint_bytes(SIZES, BATCH, 8, 1)
     step = forward_step + backward_step
-    units, state_units, step_units = schedule._budget(budget, state, step)
-    capacities = schedule._capacities(units, state_units, step_units, steps)
-    evaluations = schedule._evaluations(schedule._schedule(steps, capacities))
-    most = max(kept * state + capacity * step for kept, capacity in enumerate(capacities))
-    return evaluations, min(most, steps * step) / 2**20
+    evaluations, most = checkpoint_cost(budget, state, step, steps)
+    return evaluations, most / 2**20
 
 
 def main(argv):
@@ -125,7 +122,7 @@ def main(argv):
                 if evaluations > LIMIT and kind != "Model()":
                     print(" ".join(f"{cell:>12}" for cell in cells + ["(not run: too many evaluations)"]), flush=True)
                     continue
-                command = [sys.executable, __file__, "child", kind, str(steps), str(budget)]
+                command = [sys.executable, "-m", __spec__.name, "child", kind, str(steps), str(budget)]
                 done = subprocess.run(command, env={**os.environ, **THREADS}, capture_output=True, text=True, check=True)
                 row = json.loads(done.stdout.splitlines()[-1])
                 bound = uses + row["inputs"] + row["outputs"] + CONSTANT

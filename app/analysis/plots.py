@@ -1,11 +1,11 @@
 """What an Analysis shows: a progress bar on a terminal while it measures, and PNG plots with matplotlib (the
-optional extra bptt[plots]), imported only when a plot is asked for (app/drawing.py draws each)."""
+optional extra bptt[plots]), imported only when a plot is asked for (app/analysis/drawing.py draws each)."""
 
 import io
 import pathlib
 import time
 
-from bptt.app.drawing import DRAW
+from bptt.app.analysis.drawing import DRAW
 from bptt.app.files import output_target, write_atomic
 
 MISSING = "the plots need matplotlib, which is not installed: pip install 'bptt[plots]'"

@@ -1,8 +1,8 @@
 """Measure gradient flow through time with a model's generated module and its derived Jacobians.
 
 On one random sequence (batch 1), with the recurrent weights scaled to several spectral radii, in a regime where
-the cell's activations stay nearly linear (app/regime.py):
-- ||dL_T/ds_t|| and ||ds_T/ds_t|| for each state against T - t (app/jacobians.py), and the upper bound
+the cell's activations stay nearly linear (app/analysis/regime.py):
+- ||dL_T/ds_t|| and ||ds_T/ds_t|| for each state against T - t (app/analysis/jacobians.py), and the upper bound
   (gamma sigma_max(W))^(T-t) where the Jacobian has that form;
 - the eigenvalues of the recurrent matrices; the gradient's norm before and after clipping;
 - d2l's exercise: |cos(M^k x, v_1)| for the symmetric part M of the first recurrent matrix;
@@ -15,10 +15,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bptt.app.check import load_module
-from bptt.app.jacobians import NoFlow, diagonal_products, state_gradients, state_products, step_jacobians, step_values
-from bptt.app.regime import CAROUSEL_BIASES, GATE_BIAS, regime, saturates, state_deviation, unsaturated_scale
-from bptt.app.table import Table, symbol
+from bptt.app.analysis.jacobians import (
+    NoFlow,
+    diagonal_products,
+    state_gradients,
+    state_products,
+    step_jacobians,
+    step_values,
+)
+from bptt.app.analysis.regime import CAROUSEL_BIASES, GATE_BIAS, regime, saturates, state_deviation, unsaturated_scale
+from bptt.app.analysis.table import Table, symbol
+from bptt.app.verify.check import load_module
 from bptt.derive.flow import gradient_flow
 from bptt.derive.models import ZOO
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bptt.app import check as checking
-from bptt.app.problem import problem
+from bptt.app.verify import check as checking
+from bptt.app.verify.problem import problem
 from bptt.codegen.backends import require
 
 AGREEMENT = {"float64": 1e-12, "float32": 1e-5}  # max |framework - NumPy| / max |NumPy|

@@ -1,8 +1,8 @@
 """Check a generated module's gradients against finite differences of its own loss.
 
-Each checked entry's derivative comes from Ridders' method (app/ridders.py): central
+Each checked entry's derivative comes from Ridders' method (app/verify/ridders.py): central
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
-with an estimate of their own error; where the module's cells allow it (app/sets.py), the
+with an estimate of their own error; where the module's cells allow it (app/verify/sets.py), the
 losses of many entries' differences come from one forward pass of their parameter sets side
 by side. Entry a (analytic, in the checked dtype) passes against n (numeric, float64) when
 |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bptt.app.problem import problem
-from bptt.app.ridders import ladder, points, ridders, start
-from bptt.app.sets import Layout
+from bptt.app.verify.problem import problem
+from bptt.app.verify.ridders import ladder, points, ridders, start
+from bptt.app.verify.sets import Layout
 from bptt.codegen.backends import BACKENDS, module_filename
 
 TOLERANCE = {"float64": 1e-7, "float32": 1e-3}

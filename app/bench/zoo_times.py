@@ -2,10 +2,10 @@
 against a naive per-step, per-sample BPTT loop written here, and forward mode
 (RTRL) against BPTT as the model grows.
 
-    python benchmarks/bench_generated.py [--repeats N]
+    python3 -m bptt.app.bench.zoo_times [--repeats N]
 
 Not a test (pytest collects tests/ only): it prints a table of median and best times. For the
-generated code against hand-written NumPy, PyTorch and JAX, see `bptt bench` and benchmarks/table.py.
+generated code against hand-written NumPy, PyTorch and JAX, see `bptt bench` and app/bench/readme_table.py.
 BLAS runs on one thread unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say otherwise: the
 per-step products are small (B rows), and on a shared machine extra threads mostly add noise.
 """

@@ -8,7 +8,7 @@ compared with the printed table.
 
 import numpy as np
 
-from bptt.app.table import symbol
+from bptt.app.analysis.table import symbol
 
 STYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))  # the measured columns of a plot, in order
 BOUND = dict(linestyle=":", linewidth=2.2, marker="v", markevery=5, markersize=5, zorder=3)  # drawn over the rest

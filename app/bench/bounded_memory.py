@@ -1,7 +1,7 @@
 """BPTT in bounded memory on a long sequence: the extra peak memory of one loss_and_grads call with
 checkpoints, measured, for the Elman RNN and the LSTM in NumPy, torch and JAX.
 
-    python benchmarks/bench_checkpoints.py [T] [slots]      (default T = 100000, 100 slots)
+    python3 -m bptt.app.bench.bounded_memory [T] [slots]      (default T = 100000, 100 slots)
 
 Each measurement runs in a fresh process on one thread: the inputs are made, the resident-memory
 high-water mark is reset (/proc/self/clear_refs), a call runs, and what it added to the resident memory
@@ -15,14 +15,9 @@ import os
 import subprocess
 import sys
 
+from bptt.app.bench.measuring import THREADS, status
+
 SIZES = {"d": 16, "h": 64, "q": 16}
-THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-THREADS["XLA_FLAGS"] = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
-
-
-def status(field):
-    with open("/proc/self/status") as handle:
-        return next(int(line.split()[1]) for line in handle if line.startswith(field + ":")) * 1024
 
 
 def measure(backend, name, steps, slots):
@@ -31,7 +26,7 @@ def measure(backend, name, steps, slots):
 
     import numpy as np
 
-    from bptt.codegen.printing import schedule
+    from bptt.codegen.backends import checkpoint_cost
 
     numpy_module = __import__(f"bptt.generated.{name}", fromlist=["_"])
     module = __import__(f"bptt.generated.{name}{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
@@ -62,16 +57,15 @@ def measure(backend, name, steps, slots):
     if backend == "numpy":  # what its arrays and the schedule's tables take at the peak, as tracemalloc sees them
         import tracemalloc
 
-        schedule._SCHEDULES.clear()
         module._SCHEDULES.clear()
         tracemalloc.start()
         module.loss_and_grads(params, xs, ys, checkpoints=slots)
         allocated = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
     state, forward_step, backward_step = numpy_module._checkpoint_bytes(SIZES, 8, 8, 1)
-    actions = schedule._schedule(steps, schedule._capacities(*schedule._budget(slots, state, forward_step + backward_step), steps))
+    evaluations, _ = checkpoint_cost(slots, state, forward_step + backward_step, steps)
     full = steps * (forward_step + backward_step) / 2**20
-    return {"calls": calls, "allocated": allocated, "full": full, "passes": schedule._evaluations(actions) / steps}
+    return {"calls": calls, "allocated": allocated, "full": full, "passes": evaluations / steps}
 
 
 def main(argv):
@@ -85,7 +79,7 @@ def main(argv):
     print(" ".join(f"{cell:>13}" for cell in head))
     for name in ("elman", "lstm"):
         for backend in ("numpy", "torch", "jax"):
-            command = [sys.executable, __file__, str(steps), str(slots), backend, name]
+            command = [sys.executable, "-m", __spec__.name, str(steps), str(slots), backend, name]
             done = subprocess.run(command, env={**os.environ, **THREADS}, capture_output=True, text=True, check=True)
             row = json.loads(done.stdout.splitlines()[-1])
             (first, first_s), (second, second_s) = row["calls"]

@@ -2,7 +2,7 @@
 and JAX, then the torch and JAX modules against their framework's own, on one pinned core with BLAS on
 one thread; headed by the date and the machine (its processor and one-thread GEMM rate) to scale by.
 
-    python benchmarks/table.py [--repeats 7] [--configs small,medium,...] [--no-backends]
+    python3 -m bptt.app.bench.readme_table [--repeats 7] [--configs small,medium,...] [--no-backends]
 
 Each configuration runs `bptt bench`'s measurement (app/bench/bench.py): every implementation's
 gradients are checked against the generated module's first, then all are timed round-robin in
@@ -42,15 +42,17 @@ def main():
     parser.add_argument("--no-backends", dest="backends", action="store_false", help="only the NumPy table")
     args = parser.parse_args()
     from bptt.app.bench import bench
+    from bptt.app.bench.measuring import THREADS
 
-    if any(os.environ.get(key) != value for key, value in bench.THREADS.items()):
-        env = {**os.environ, **bench.THREADS}  # the thread settings must come before NumPy loads BLAS
-        sys.exit(subprocess.run([sys.executable, *sys.argv], env=env, check=False).returncode)
+    if any(os.environ.get(key) != value for key, value in THREADS.items()):
+        env = {**os.environ, **THREADS}  # the thread settings must come before NumPy loads BLAS
+        command = [sys.executable, "-m", __spec__.name, *sys.argv[1:]]
+        sys.exit(subprocess.run(command, env=env, check=False).returncode)
     core = bench.pin()
     import numpy as np
 
     from bptt.app.bench.machine import line
-    from bptt.app.check import load_module
+    from bptt.app.verify.check import load_module
     from bptt.derive.models import load
 
     print(f"{datetime.date.today()}: {line()}")
@@ -81,7 +83,7 @@ def backends_table(repeats):
     import numpy as np
 
     from bptt.app.bench import bench
-    from bptt.app.check import load_module
+    from bptt.app.verify.check import load_module
     from bptt.derive.models import load
 
     print("\n| model (T, B, sizes) | dtype | torch module / torch.nn | JAX module / jax.grad of scan |")

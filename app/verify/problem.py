@@ -2,7 +2,7 @@
 BPTT's, a window's or a chunk's (the detached states held at an unperturbed run's values).
 
 A wide instance (sets > 1) holds several sets of parameters and initial states side by side
-(app/sets.py): its losses are one per set, from one forward pass."""
+(app/verify/sets.py): its losses are one per set, from one forward pass."""
 
 from dataclasses import dataclass
 
@@ -39,7 +39,7 @@ class Problem:
     ys: np.ndarray
     initial: dict
     frozen: dict = None
-    sets: int = 1  # sets of parameters side by side (app/sets.py): each loss is an array of one per set
+    sets: int = 1  # sets of parameters side by side (app/verify/sets.py): each loss is an array of one per set
 
     def forward(self, params, start, stop, initial, cache=False):
         """Outputs (or the cache) of the generated forward pass over steps start+1..stop."""

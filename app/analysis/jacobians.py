@@ -8,12 +8,11 @@ own backward pass gives, for bptt analyze:
 import numpy as np
 import sympy as sp
 
-from bptt.codegen.printing.helpers import namespace
-from bptt.codegen.printing.printer import RowPrinter
+from bptt.codegen.backends import helpers_scope, step_printer
 from bptt.derive.closed_form import k
 from bptt.derive.nodes import t
 
-STEP = RowPrinter(stacked=False)
+STEP = step_printer(stacked=False)
 
 
 class NoFlow(ValueError):
@@ -57,7 +56,7 @@ def step_values(flow, module, params, xs, cache, sizes):
     forward cache, and every intermediate recomputed from its equation (zero at step 0: the initial states are
     given, not computed), so that nothing depends on which intermediates the module keeps."""
     space = {
-        **namespace(),
+        **helpers_scope(),
         **vars(module),
         **params,
         "dtype": np.float64,

@@ -1,0 +1,1 @@
+"""Analysis: `bptt analyze`'s gradient-flow measurements, their tables and plots."""
