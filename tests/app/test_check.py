@@ -1,4 +1,4 @@
-"""The gradient check itself (app.check, app.ridders): Ridders' derivatives are
+"""The gradient check itself (app.verify.check, app.verify.ridders): Ridders' derivatives are
 right and know their error, cases that the old fixed-step differences failed pass, an
 overflowing forward pass is reported as such, and randomized truncation at a T too long
 to enumerate is refused."""

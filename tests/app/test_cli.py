@@ -253,7 +253,7 @@ def corrupt(path, name="W_hh", factor="1.01"):
 
 
 def test_check_function_flags_a_corrupted_gradient(tmp_path):
-    """app.check.check on a copy with dL/dW_hh scaled by 1.01 fails W_hh and only W_hh."""
+    """app.verify.check.check on a copy with dL/dW_hh scaled by 1.01 fails W_hh and only W_hh."""
     assert_ok(bptt("codegen", "linear", "--out", tmp_path))
     corrupt(tmp_path / "linear.py")
     script = textwrap.dedent(

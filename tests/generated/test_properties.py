@@ -44,7 +44,7 @@ def truncations(steps):
 @FINITE_DIFFERENCES
 @given(data=st.data())
 def test_backward_agrees_with_finite_differences(name, data):
-    """app.check's verdict on sampled entries of every gradient, computed in float64 or float32,
+    """app.verify.check's verdict on sampled entries of every gradient, computed in float64 or float32,
     against Ridders' differences of the float64 loss that the truncation differentiates."""
     module = module_of(name)
     sizes, steps, batch, seed = data.draw(instances(module))

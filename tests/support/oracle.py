@@ -19,7 +19,7 @@ Truncation (derive/truncation.py; as the generated modules do it):
                  j-k..j are rerun from the detached states of step j-k-1 (from the initial
                  states when j <= k), and the per-output gradients summed.
 A teacher-forced state is data entering the next step, like an input, and is never detached
-(app/check.py's truncated losses say the same): its initial value o_0 feeds step 1, so
+(app/verify/check.py's truncated losses say the same): its initial value o_0 feeds step 1, so
 its gradient comes from every output whose window holds step 1 (j <= k + 1), not only j <= k.
 """
 
