@@ -100,7 +100,7 @@ class KeptPattern(Problem):
 @given(data=st.data())
 def test_randomized_estimate_is_the_gradient_of_its_link_scaled_loss(name, data):
     """One randomized-truncation estimate (a drawn keep pattern, weights 1/pi or 0) is the exact
-    gradient of KeptPattern.loss: app.check's verdict against Ridders' differences of it.
+    gradient of KeptPattern.loss: app.verify.check's verdict against Ridders' differences of it.
     (Its expectation over patterns is full BPTT: app.check proves that by enumeration.)"""
     module = module_of(name)
     sizes, steps, batch, seed = data.draw(instances(module))
