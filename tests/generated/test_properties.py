@@ -101,7 +101,7 @@ class KeptPattern(Problem):
 def test_randomized_estimate_is_the_gradient_of_its_link_scaled_loss(name, data):
     """One randomized-truncation estimate (a drawn keep pattern, weights 1/pi or 0) is the exact
     gradient of KeptPattern.loss: app.verify.check's verdict against Ridders' differences of it.
-    (Its expectation over patterns is full BPTT: app.check proves that by enumeration.)"""
+    (Its expectation over patterns is full BPTT: app.verify.check proves that by enumeration.)"""
     module = module_of(name)
     sizes, steps, batch, seed = data.draw(instances(module))
     pi = data.draw(st.floats(0.2, 1.0), label="pi")
