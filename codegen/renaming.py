@@ -1,0 +1,167 @@
+"""Give some of a module's names other spellings, scope by scope, by Python's own scoping rules: the
+source-editing half of codegen/namer.py (which decides the spellings).
+
+A name bound in a function is renamed in that function (and the functions inside it that read it) only
+where `clashes(name, function)` says so; a module-level name or a builtin is renamed everywhere when some
+top-level function reading it clashes. A class body's names (methods, attributes) are never renamed.
+"""
+
+import ast
+import builtins
+import re
+
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+SCOPES = FUNCTIONS + (ast.ClassDef,)
+
+
+def code_edits(source, spellings, clashes):
+    """((line, column, old, new) edits, {builtin: its spelling}) renaming each name of spellings where
+    clashes(name, function node) holds; function: the function binding the name, or for a module-level
+    name, the top-level function (or method) reading it."""
+    tree = ast.parse(source)
+    finder = _Finder(tree, source.splitlines(), spellings)
+    for statement in tree.body:
+        finder.walk(statement, [tree], None)
+    renamed = set()
+    for name, scope, top, _ in finder.found:
+        deciding = top if scope is tree else scope
+        if deciding is not None and not isinstance(scope, ast.ClassDef) and clashes(name, deciding):
+            renamed.add((name, scope))
+    edits = [edit for name, scope, _, edit in finder.found if (name, scope) in renamed]
+    edits += finder.keyword_edits(renamed)
+    builtin = {name for name, scope in renamed if scope is tree and name not in finder.bound[tree]}
+    return edits, {name: spellings[name] for name in builtin if hasattr(builtins, name)}
+
+
+class _Finder:
+    """Every occurrence of a name of spellings, with the scope it resolves to."""
+
+    def __init__(self, tree, lines, spellings):
+        self.tree, self.lines, self.spellings = tree, lines, spellings
+        self.bound = {node: _bound(node) for node in ast.walk(tree) if isinstance(node, SCOPES + (ast.Module,))}
+        self.found = []  # (name, the scope it resolves to, the top-level function holding it, edit)
+
+    def walk(self, node, chain, top):
+        """node and everything under it; chain: the scopes around it; top: the top-level function holding it."""
+        if isinstance(node, SCOPES):
+            self.scope(node, chain, top)
+            return
+        if isinstance(node, ast.Name) and node.id in self.spellings:
+            self.add(node.id, chain, top, _at(self.lines, node, node.id, self.spellings[node.id]))
+        elif isinstance(node, ast.alias) and "." not in node.name and (node.asname or node.name) in self.spellings:
+            bound = node.asname or node.name
+            self.add(bound, chain, top, _alias_edit(self.lines, node, self.spellings[bound]))
+        elif isinstance(node, ast.ExceptHandler) and node.name in self.spellings:
+            raise NotImplementedError(f"namer: an except clause binds {node.name!r}")
+        for child in ast.iter_child_nodes(node):
+            self.walk(child, chain, top)
+
+    def scope(self, node, chain, top):
+        if not isinstance(node, ast.Lambda) and node.name in self.spellings:
+            line = self.lines[node.lineno - 1]
+            column = re.search(rf"\b(def|class)\s+({re.escape(node.name)})\b", line).start(2)
+            self.add(node.name, chain, top, (node.lineno, column, node.name, self.spellings[node.name]))
+        for outer in _outer_parts(node):
+            self.walk(outer, chain, top)
+        inner_top = top if top is not None or isinstance(node, ast.ClassDef) else node
+        for arg in _arguments(node):
+            if arg.arg in self.spellings:
+                self.found.append((arg.arg, node, inner_top, _at(self.lines, arg, arg.arg, self.spellings[arg.arg])))
+        for inner in _inner_parts(node):
+            self.walk(inner, chain + [node], inner_top)
+
+    def add(self, name, chain, top, edit):
+        self.found.append((name, self.resolve(name, chain), top, edit))
+
+    def resolve(self, name, chain):
+        """The scope a name read or bound in the innermost of chain belongs to (the module: a global or a builtin)."""
+        for depth, scope in enumerate(reversed(chain)):
+            if isinstance(scope, ast.ClassDef) and depth > 0:
+                continue  # a method does not see its class body's names
+            if scope is not chain[0] and name in self.bound[scope]:
+                return scope
+        return chain[0]
+
+    def keyword_edits(self, renamed):
+        """A keyword argument of a call to one of the module's functions whose parameter of that name is renamed."""
+        renamed_args = {}
+        for node in ast.walk(self.tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for arg in _arguments(node):
+                    if (arg.arg, node) in renamed:
+                        renamed_args.setdefault(node.name, set()).add(arg.arg)
+        edits = []
+        for call in ast.walk(self.tree):
+            if isinstance(call, ast.Call):
+                func = call.func
+                callee = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+                for keyword in call.keywords:
+                    if keyword.arg in renamed_args.get(callee, ()):
+                        edits.append(_at(self.lines, keyword, keyword.arg, self.spellings[keyword.arg]))
+        return edits
+
+
+def _outer_parts(node):
+    """What a def, lambda or class evaluates in the scope around it: decorators, defaults, bases."""
+    if isinstance(node, ast.ClassDef):
+        return node.decorator_list + node.bases + node.keywords
+    args = node.args
+    return getattr(node, "decorator_list", []) + args.defaults + [d for d in args.kw_defaults if d is not None]
+
+
+def _inner_parts(node):
+    if isinstance(node, ast.Lambda):
+        return [node.body]
+    return node.body
+
+
+def _arguments(node):
+    if not isinstance(node, FUNCTIONS):
+        return []
+    args = node.args
+    return args.posonlyargs + args.args + args.kwonlyargs + [a for a in (args.vararg, args.kwarg) if a is not None]
+
+
+def _bound(scope):
+    """The names a scope binds: its arguments, assignments, imports, defs and classes (not global ones)."""
+    names, declared = {a.arg for a in _arguments(scope)}, set()
+    stack = list(_inner_parts(scope))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SCOPES):
+            names |= set() if isinstance(node, ast.Lambda) else {node.name}
+            stack += _outer_parts(node)
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).partition(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared |= set(node.names)
+        stack += list(ast.iter_child_nodes(node))
+    return names - declared
+
+
+def _at(lines, node, old, new):
+    """The edit of old at node's place (its column in characters, not UTF-8 bytes)."""
+    line = lines[node.lineno - 1]
+    return node.lineno, len(line.encode()[: node.col_offset].decode()), old, new
+
+
+def _alias_edit(lines, node, new):
+    """`import numpy as np` -> `import numpy as _np`; `import math` -> `import math as _math`."""
+    line = lines[node.lineno - 1].encode()
+    start = len(line[: node.col_offset].decode())
+    text = line[node.col_offset : node.end_col_offset].decode()
+    return node.lineno, start, text, f"{node.name} as {new}"
+
+
+def apply(source, edits):
+    """The source with each (line, column, old, new) edit made, checking that old is there."""
+    lines = source.splitlines(keepends=True)
+    for row, col, old, new in sorted(set(edits), reverse=True):
+        line = lines[row - 1]
+        if line[col : col + len(old)] != old:
+            raise AssertionError(f"namer: {old!r} is not at line {row}, column {col}: {line!r}")
+        lines[row - 1] = line[:col] + new + line[col + len(old) :]
+    return "".join(lines)
