@@ -3,8 +3,8 @@ Namer does), so a model may name a variable `k`, `scale`, `work`, `np` or `range
 
 The printers and templates write the code's own names plainly (`work`, `t`, `keep`, `np`, `range`, `d_h`).
 To tell those apart from the model's, the module is rendered from a hidden copy of the model whose every
-name is wrapped in MARKER (`W` is `QzqWQzq`): then each identifier of the rendered source is either the
-model's (`QzqWQzq`), made from one of the model's (`d_QzqhQzq`, `QzqhQzq_t`, `QzqhQzq0`), or the code's own
+name is wrapped in MARKER (names.hidden_name): then each identifier of the rendered source is either the
+model's (a hidden name), made from one of the model's (`d_` + hidden h, hidden h + `_t`), or the code's own
 (no MARKER). `Namer.spell` then writes the module:
 - the model's names as the model gives them: they win;
 - a code name that one of the model's takes gets another spelling (`work` -> `_work`, `np` -> `_np`, a
@@ -138,7 +138,7 @@ def _tokens(source):
 
 def _model_edits(source, made):
     """(line, column, old, new) for every identifier holding MARKER, and for MARKER in strings and comments:
-    a string that is one name made from the model's (a key, `"d_Qzqh"`) is spelled as that name."""
+    a string that is one name made from the model's (a key: `d_` + a hidden h, quoted) is spelled as that name."""
     edits = []
     for tok in _tokens(source):
         if MARKER not in tok.string:

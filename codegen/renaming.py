@@ -48,7 +48,7 @@ class _Finder:
             return
         if isinstance(node, ast.Name) and node.id in self.spellings:
             self.add(node.id, chain, top, _at(self.lines, node, node.id, self.spellings[node.id]))
-        elif isinstance(node, ast.alias) and "." not in node.name and (node.asname or node.name) in self.spellings:
+        elif isinstance(node, ast.alias) and (node.asname or node.name) in self.spellings:
             bound = node.asname or node.name
             self.add(bound, chain, top, _alias_edit(self.lines, node, self.spellings[bound]))
         elif isinstance(node, ast.ExceptHandler) and node.name in self.spellings:
@@ -149,7 +149,8 @@ def _at(lines, node, old, new):
 
 
 def _alias_edit(lines, node, new):
-    """`import numpy as np` -> `import numpy as _np`; `import math` -> `import math as _math`."""
+    """`import numpy as np` -> `import numpy as _np`; `import math` -> `import math as _math` (`import a.b`
+    binds a, which no model's name wraps: a module's name holds no dot)."""
     line = lines[node.lineno - 1].encode()
     start = len(line[: node.col_offset].decode())
     text = line[node.col_offset : node.end_col_offset].decode()
