@@ -25,7 +25,9 @@ RULES = (
     ("codegen.program", PROGRAM),
     ("codegen.printing", PRINTING),
     *((f"codegen.{name}", (*PRINTING, f"codegen.{name}")) for name in BACKEND_FOLDERS),
-    ("codegen.backends", PRINTING),  # it loads a backend's render by name, and lays its source in 120 columns
+    ("codegen.renaming", ()),
+    ("codegen.namer", (*CORE, "codegen.renaming")),
+    ("codegen.backends", (*PRINTING, "codegen.namer")),  # it loads a backend's render by name, and lays its source in 120 columns
     ("codegen", ()),  # codegen/__init__.py; a new module of codegen/ needs a rule of its own
     ("app", ("",)),  # anything
     ("notebook", ("app",)),
