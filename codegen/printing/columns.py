@@ -31,10 +31,13 @@ def columns(source, width=WIDTH):
     if all(len(line) <= width for line in lines):
         return source
     docstrings = _docstring_lines(lines)
+    continued = _continued_lines(source)
     out = []
     for number, line in enumerate(lines, start=1):
         if len(line) <= width:
             out.append(line)
+        elif number in continued and (packed := _elements(line, width)):
+            out += packed
         elif number in docstrings:
             out += _prose(line, width)
         else:
@@ -46,6 +49,44 @@ def same_code(source, laid):
     """Whether two sources have the same syntax tree, each docstring's whitespace collapsed (tests check
     that `columns` changes nothing else)."""
     return _tree(laid) == _tree(source)
+
+
+def _continued_lines(source):
+    """The numbers of the lines that go on with a statement begun above them, inside its brackets (a long
+    signature the template breaks itself, an entry of a printed dict)."""
+    found, depth, opened = set(), 0, 0
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if depth and tok.start[0] > opened:
+            found.add(tok.start[0])
+        if tok.type == tokenize.OP and tok.string in OPEN:
+            opened = tok.start[0] if depth == 0 else opened
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in CLOSE:
+            depth -= 1
+    return found
+
+
+def _elements(line, width):
+    """A line of elements inside brackets begun above (`self, d, h, dtype=torch.float64, device=None,`) packed
+    into lines of `width` at its indentation, broken after commas; None if it is one element (or a comment
+    follows it): then it is laid out as a statement."""
+    indent = line[: len(line) - len(line.lstrip())]
+    tokens = _tokens(line.strip())
+    if tokens is None or any(tok.type == tokenize.COMMENT for tok in tokens):
+        return None
+    code = Code(line.strip(), tokens)
+    commas = [k for k in code.top((0, len(tokens)), (",",))]
+    if not commas or commas == [len(tokens) - 1]:
+        return None
+    starts = [0] + [k + 1 for k in commas if k + 1 < len(tokens)]
+    parts = [code.source((a, b)) for a, b in zip(starts, starts[1:] + [len(tokens)])]
+    out = [indent]
+    for part in parts:
+        if out[-1] != indent and len(out[-1]) + 1 + len(part) > width:
+            out[-1] = out[-1].rstrip()
+            out.append(indent)
+        out[-1] += ("" if out[-1] == indent else " ") + part
+    return out
 
 
 def _docstring_lines(lines):
