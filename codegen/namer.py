@@ -33,6 +33,7 @@ from bptt.derive.model import ModelError, Seq
 from bptt.derive.nodes import SeqAt
 from bptt.derive.refusal import Refusal, refusing
 
+
 @dataclasses.dataclass(frozen=True)
 class Namer:
     """The names of one generated module: `hidden` is the model to render, `spell` writes the rendered source."""
@@ -42,9 +43,11 @@ class Namer:
     @property
     def names(self):
         """Every name the model gives: sizes, parameters, sequences."""
-        return {s.name for s in self.model.sizes} | {p.name for p in self.model.params} | {
-            seq.name for seq in self.model.sequences()
-        }
+        return (
+            {s.name for s in self.model.sizes}
+            | {p.name for p in self.model.params}
+            | {seq.name for seq in self.model.sequences()}
+        )
 
     @contextlib.contextmanager
     def rendering(self, backend):
@@ -89,7 +92,9 @@ class Namer:
 def hide(model):
     """The model with every size, parameter and sequence's name hidden (nothing else changes)."""
     sizes = {s: sp.Symbol(hidden_name(s.name), **s.assumptions0) for s in model.sizes}
-    params = {p: sp.MatrixSymbol(hidden_name(p.name), *(sp.sympify(n).xreplace(sizes) for n in p.shape)) for p in model.params}
+    params = {
+        p: sp.MatrixSymbol(hidden_name(p.name), *(sp.sympify(n).xreplace(sizes) for n in p.shape)) for p in model.params
+    }
 
     def expr(e):
         if not isinstance(e, sp.Basic):
@@ -146,6 +151,8 @@ def _model_edits(source, made):
         (row, col), text = tok.start, tok.string
         if tok.type == tokenize.NAME:
             edits.append((row, col, text, made.get(text, shown(text))))
+        elif tok.type == tokenize.STRING and re.match(r"[a-zA-Z]*[fF]", text):
+            raise AssertionError(f"namer: an f-string names a model's name, which the namer cannot respell: {text}")
         elif tok.type == tokenize.STRING and (match := re.fullmatch(r"(['\"])(\w+)\1", text)) and match[2] in made:
             edits.append((row, col, text, f"{match[1]}{made[match[2]]}{match[1]}"))
         elif "\n" in text:  # a docstring over several lines: one edit per line
@@ -165,5 +172,7 @@ def _bind_builtins(source, builtin):
     imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
     after = imports[-1].end_lineno if imports else 0
     lines = source.splitlines(keepends=True)
-    binding = "".join(f"{new} = {name}  # the builtin (the model names a variable {name})\n" for name, new in sorted(builtin.items()))
+    binding = "".join(
+        f"{new} = {name}  # the builtin (the model names a variable {name})\n" for name, new in sorted(builtin.items())
+    )
     return "".join(lines[:after]) + "\n" + binding + "".join(lines[after:])

@@ -58,7 +58,6 @@ MODULE_ATTRIBUTES = frozenset(
 )
 
 
-
 def check(model):
     """Raise ModelError naming the first of the model's names that a generated module cannot give way to:
     the API's own words, a torch Model's attributes for a parameter, and names holding MARKER. (Keywords,

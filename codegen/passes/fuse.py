@@ -11,8 +11,8 @@ does the same for the adjoints.
 import sympy as sp
 
 from bptt.codegen.array_names import code_name
-from bptt.codegen.names import shown
 from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, Steps
+from bptt.codegen.names import shown
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
 from bptt.derive.text import text

@@ -79,7 +79,7 @@ def _elements(line, width):
     if not commas or commas == [len(tokens) - 1]:
         return None
     starts = [0] + [k + 1 for k in commas if k + 1 < len(tokens)]
-    parts = [code.source((a, b)) for a, b in zip(starts, starts[1:] + [len(tokens)])]
+    parts = [code.source((a, b)) for a, b in zip(starts, starts[1:] + [len(tokens)], strict=True)]
     out = [indent]
     for part in parts:
         if out[-1] != indent and len(out[-1]) + 1 + len(part) > width:

@@ -28,6 +28,7 @@ os.environ["XLA_FLAGS"] = (
 import jax
 import jax.numpy as jnp
 import numpy as np
+import oracle  # tests/oracle.py
 import torch
 
 from bptt.app.cli import main
@@ -35,8 +36,6 @@ from bptt.codegen import names
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.printing.helpers import helpers
 from bptt.derive.models import ZOO, load
-
-import oracle  # noqa: E402 (tests/oracle.py)
 
 jax.config.update("jax_enable_x64", True)
 GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
@@ -69,15 +68,23 @@ CELL = textwrap.dedent(
             outputs=((o, V * h()),),
             loss=SquaredError(o(), y()),
         )
-        if more.get("chain"):  # more sizes: o_t = V h_t + P_m ... P_1 P_0 h_t, P_i of chain[i] x chain[i-1] rows
-            chain = tuple(sizes(more["chain"]))
-            rows = (n,) + chain + (q,)
-            ps = tuple(matrix(f"P{i}", rows[i + 1], rows[i]) for i in range(len(rows) - 1))
-            product = ps[-1]
-            for p in reversed(ps[:-1]):
-                product = product * p
-            outputs = ((o, V * h() + product * h()),)
-            model = dataclasses.replace(model, sizes=model.sizes + chain, params=model.params + ps, outputs=outputs)
+        if more.get("chain"):  # links of names (size s, parameter P, intermediate e): e = P e_before (h_t first)
+            rows = tuple(sizes([size for size, _, _ in more["chain"]]))
+            chain = [
+                (s, matrix(p, s, before), sequence(e, s, "intermediate"))
+                for (_, p, e), s, before in zip(more["chain"], rows, (n,) + rows)
+            ]
+            steps, before = model.steps, h
+            for size, p, e in chain:
+                steps, before = steps + ((e, p * before()),), e
+            last = matrix(more["last"], q, chain[-1][0])
+            model = dataclasses.replace(
+                model,
+                sizes=model.sizes + tuple(c[0] for c in chain),
+                params=model.params + tuple(c[1] for c in chain) + (last,),
+                steps=steps,
+                outputs=((o, V * h() + last * before()),),
+            )
         if twice == "parameter":
             return dataclasses.replace(model, params=model.params + (W,))
         if twice == "size":
@@ -127,18 +134,20 @@ FREED = sorted(set(OLD_RESERVED) - names.API - names.MODULE_ATTRIBUTES)
 SLOTS = ("x", "a", "h", "o", "y", "U", "W", "V", "b")  # make()'s parameters and sequences (sizes apart)
 
 
-def batches(names_, width=len(SLOTS)):
-    """The names in cells of `width` names each (the last filled up from the first)."""
-    padded = names_ + names_[: -len(names_) % width]
-    return [padded[i : i + width] for i in range(0, len(padded), width)]
+# Four cells, each also a chain of 17 links (size s, parameter P of s rows, intermediate e = P e_before of s
+# rows, after h_t), the output o_t = V h_t + P_last e_t: the names in turns, so that each freed name is a size,
+# a parameter and a sequence in one cell or another (never two of them in one cell).
+LINKS = -(-len(FREED) // 4)
 
 
-# Each cell: every slot (a parameter or a sequence) takes a freed name, and a chain of more sizes takes the
-# next cell's (a size's name is only a string, a keyword argument and torch's Model's argument).
-FREED_CELLS = [dict(zip(SLOTS, group)) for group in batches(FREED)]
-for i, choice in enumerate(FREED_CELLS):
-    following = [v for k, v in FREED_CELLS[(i + 1) % len(FREED_CELLS)].items() if k in SLOTS]
-    choice["chain"] = [n for n in following if n not in names.API_ARGUMENTS and n not in choice.values()]
+def freed_cell(i):
+    turn = [FREED[(LINKS * i + k) % len(FREED)] for k in range(len(FREED))]
+    links = list(zip(turn[:LINKS], turn[LINKS : 2 * LINKS], turn[2 * LINKS : 3 * LINKS], strict=True))
+    slots = dict(zip(SLOTS, turn[3 * LINKS :], strict=False))
+    return slots | {"d": "d", "n": "h", "q": "q", "chain": links, "last": turn[3 * LINKS + len(SLOTS)]}
+
+
+FREED_CELLS = [freed_cell(i) for i in range(4)]
 # Names the code makes from another that another of the model's takes: h's adjoint, initial state, views;
 # a's input projection; the sizes' n_X; the stacked blocks' and tangents' names.
 MADE_CELLS = [
@@ -147,7 +156,10 @@ MADE_CELLS = [
 ]
 # The issue's cases: the second layer's size named k; attention-style parameters.
 ISSUE_CELLS = [dict(layers=2, k="k"), dict(U="scale", W="key", V="value", b="mode", h="first")]
-USABLE = [pytest.param(c, id="-".join(f"{k}={v}" for k, v in c.items() if k in SLOTS + ("k",))) for c in ISSUE_CELLS + MADE_CELLS + FREED_CELLS]
+USABLE = [
+    pytest.param(c, id="-".join(f"{k}={v}" for k, v in c.items() if k in SLOTS + ("k",)))
+    for c in ISSUE_CELLS + MADE_CELLS + FREED_CELLS
+]
 
 # Still refused: not names Python can take as written (or would read as another), the API's words.
 UNREADABLE = [("parameter", "lambda"), ("state", "None"), ("intermediate", "class"), ("vector", "_")]
@@ -232,7 +244,9 @@ def agree(module, backend, model, params, xs, ys):
     gradient's key is the parameter's name, or the module's for an initial state (module.STATES, in order)."""
     to, back = CONVERT[backend]
     theirs, data = {key: to(value) for key, value in params.items()}, (to(xs), to(ys))
-    keys = {p.name: p.name for p in model.params} | dict(zip((f"{s.name}0" for s in model.states), module.STATES))
+    keys = {p.name: p.name for p in model.params} | dict(
+        zip((f"{s.name}0" for s in model.states), module.STATES, strict=True)
+    )
     full, window = oracle.run(model, params, xs, ys), oracle.run(model, params, xs, ys, truncate=("window", 2))
     runs = [
         ("full", module.loss_and_grads(theirs, *data), full),
@@ -335,6 +349,13 @@ def test_every_public_name_and_argument_of_a_generated_module_is_the_apis(name, 
     assert names.MARKER not in source
     stray = sorted(public_words(source, model) - names.API)
     assert not stray, f"{path.name}'s public names and arguments not in codegen/names.py's API: {stray}"
+
+
+def test_the_readme_lists_the_api():
+    """The README's passage on names lists names.API as it is (its functions, then its arguments, sorted)."""
+    readme = " ".join((GENERATED.parent / "README.md").read_text(encoding="utf-8").split())
+    for words in (names.API_FUNCTIONS, names.API_ARGUMENTS):
+        assert f"`{' '.join(sorted(words))}`" in readme
 
 
 def test_the_code_never_writes_the_marker_itself():
