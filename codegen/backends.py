@@ -24,19 +24,24 @@ class Backend:
     renderer: str  # bptt.codegen.<renderer>.module_source(model): the backend's folder
 
     def module_source(self, model, program=None):
-        """The module's source, its names given by one Namer (codegen/namer.py); program: statements to print
-        as they are (a test's, built from the model; its names must meet none of the code's), else built here.
-        ModelError if a name of the model is one the generated code cannot give way to (names.check); a
-        Refusal (naming the model, this backend and the equation) if the model has a node with no rule or no code."""
+        """The module's source, laid out in 120 columns (printing/columns.py): `rendered`'s."""
+        return columns(self.rendered(model, program))
+
+    def rendered(self, model, program=None):
+        """The module's source before its layout, its names given by one Namer (codegen/namer.py); program:
+        statements to print as they are (a test's, built from the model; its names must meet none of the
+        code's), else built here. ModelError if a name of the model is one the generated code cannot give way
+        to (names.check); a Refusal (naming the model, this backend and the equation) if the model has a node
+        with no rule or no code."""
         names.check(model)
         render = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source
         with refusing(model, self.title):
             if program is not None:
-                return columns(render(model, program))
+                return render(model, program)
             namer = Namer(model)
             with namer.rendering(self.title) as hidden:
                 source = render(hidden, None)
-        return columns(namer.spell(source))
+        return namer.spell(source)
 
     def filename(self, model_name):
         return model_name.replace("-", "_") + self.suffix + ".py"

@@ -8,7 +8,10 @@ model's (a hidden name), made from one of the model's (`d_` + hidden h, hidden h
 (no MARKER). `Namer.spell` then writes the module:
 - the model's names as the model gives them: they win;
 - a code name that one of the model's takes gets another spelling (`work` -> `_work`, `np` -> `_np`, a
-  builtin `range` -> `_range`, bound once after the imports), everywhere in the module, helpers included;
+  builtin `range` -> `_range`, bound once after the imports) where the two meet: a function's own name in
+  that function, a module's name (or a builtin) everywhere once a function reading it meets the model's
+  (renaming.py); elsewhere, and in a module whose model takes none of the code's names, the code reads
+  as the printers wrote it;
 - a name made from the model's keeps its plain spelling (`d_h`, `h0`, `n_k`) unless the model or the code
   already takes it (a parameter `d_h` beside a state `h`): then it too gets another spelling (`_d_h`).
 Another spelling is the name with a leading `_` (derive/model.py refuses such names, so they are never a
