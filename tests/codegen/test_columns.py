@@ -91,4 +91,8 @@ def test_a_long_line_of_a_signature_broken_by_hand_is_packed_not_read_as_an_assi
     are packed at its indentation (keyword defaults are not assignments)."""
     code = "def f(\n    self, alpha, beta, gamma, delta, dtype=float, device=None, rng=None,\n    compile=False\n):\n    pass"
     lines = laid(code, width=40)
-    assert lines[1:4] == ["    self, alpha, beta, gamma, delta,", "    dtype=float, device=None, rng=None,", "    compile=False"]
+    assert lines[1:4] == [
+        "    self, alpha, beta, gamma, delta,",
+        "    dtype=float, device=None, rng=None,",
+        "    compile=False",
+    ]
