@@ -23,15 +23,11 @@ Comments and docstrings read the model's names as written. The same model gives 
 import ast
 import contextlib
 import dataclasses
-import io
-import keyword
-import re
-import tokenize
 
 import sympy as sp
 
 from bptt.codegen.names import HIDDEN, MARKER, hidden_name, shown
-from bptt.codegen.renaming import apply, code_edits
+from bptt.codegen.renaming import apply, bound_names, code_edits, identifier_places
 from bptt.derive.model import ModelError, Seq
 from bptt.derive.nodes import SeqAt
 from bptt.derive.refusal import Refusal, refusing
@@ -69,7 +65,11 @@ class Namer:
     def spell(self, source):
         """The rendered source of the hidden model, with the model's names, the code's, and the names made
         from the model's spelled as this module's policy says (the module docstring)."""
-        words = _identifiers(source)
+        tree = ast.parse(source)
+        lines = source.splitlines()
+        nodes = list(ast.walk(tree))
+        places = list(identifier_places(nodes, lines))
+        words = {word for _, _, word in places} | bound_names(nodes)
         code = {word for word in words if MARKER not in word}
         used = code | self.names
         spellings = {}
@@ -84,12 +84,15 @@ class Namer:
         def clashes(name, function):
             """Whether the function (with those inside it) reads or binds the model's name."""
             if function not in reading:
-                reading[function] = {n.id for n in ast.walk(function) if isinstance(n, ast.Name)}
-                reading[function] |= {n.arg for n in ast.walk(function) if isinstance(n, ast.arg)}
+                inner = list(ast.walk(function))
+                reading[function] = {n.id for n in inner if isinstance(n, ast.Name)}
+                reading[function] |= {n.arg for n in inner if isinstance(n, ast.arg)}
             return hidden_name(name) in reading[function]
 
-        edits, builtin = code_edits(source, spellings, clashes)
-        return _bind_builtins(apply(source, edits + _model_edits(source, made)), builtin)
+        edits, builtin = code_edits(tree, nodes, lines, spellings, clashes, MARKER) if spellings else ([], {})
+        edits += [(row, col, word, made.get(word, shown(word))) for row, col, word in places if MARKER in word]
+        edits += _key_edits(nodes, lines, made)
+        return _bind_builtins(shown(apply(source, edits)), builtin)  # then the comments' and docstrings' names
 
 
 def hide(model):
@@ -135,35 +138,19 @@ def _fresh(name, used):
     raise AssertionError("unreachable: more spellings than names")
 
 
-def _identifiers(source):
-    """Every identifier the source writes as code (not in strings or comments)."""
-    return {tok.string for tok in _tokens(source) if tok.type == tokenize.NAME and not keyword.iskeyword(tok.string)}
-
-
-def _tokens(source):
-    return list(tokenize.generate_tokens(io.StringIO(source).readline))
-
-
-def _model_edits(source, made):
-    """(line, column, old, new) for every identifier holding MARKER, and for MARKER in strings and comments:
-    a string that is one name made from the model's (a key: `d_` + a hidden h, quoted) is spelled as that name."""
+def _key_edits(nodes, lines, made):
+    """(line, column, old, new) for each string that is one name made from the model's (a dict's key, quoted):
+    spelled as that name."""
     edits = []
-    for tok in _tokens(source):
-        if MARKER not in tok.string:
-            continue
-        (row, col), text = tok.start, tok.string
-        if tok.type == tokenize.NAME:
-            edits.append((row, col, text, made.get(text, shown(text))))
-        elif tok.type == tokenize.STRING and re.match(r"[a-zA-Z]*[fF]", text):
-            raise AssertionError(f"namer: an f-string names a model's name, which the namer cannot respell: {text}")
-        elif tok.type == tokenize.STRING and (match := re.fullmatch(r"(['\"])(\w+)\1", text)) and match[2] in made:
-            edits.append((row, col, text, f"{match[1]}{made[match[2]]}{match[1]}"))
-        elif "\n" in text:  # a docstring over several lines: one edit per line
-            for offset, part in enumerate(text.split("\n")):
-                if MARKER in part:
-                    edits.append((row + offset, col if offset == 0 else 0, part, shown(part)))
-        else:
-            edits.append((row, col, text, shown(text)))
+    for node in nodes:
+        if isinstance(node, ast.JoinedStr) and MARKER in "".join(lines[node.lineno - 1 : node.end_lineno]):
+            raise AssertionError(f"namer: an f-string names a model's name, which the namer cannot respell: {node}")
+        if isinstance(node, ast.Constant) and node.value in made and node.lineno == node.end_lineno:
+            line = lines[node.lineno - 1]
+            start = len(line.encode()[: node.col_offset].decode())
+            text = line[start : start + len(node.value) + 2]
+            if text[0] in "'\"" and text[0] == text[-1]:
+                edits.append((node.lineno, start, text, f"{text[0]}{made[node.value]}{text[0]}"))
     return edits
 
 

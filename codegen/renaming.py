@@ -14,13 +14,16 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 SCOPES = FUNCTIONS + (ast.ClassDef,)
 
 
-def code_edits(source, spellings, clashes):
+def code_edits(tree, nodes, lines, spellings, clashes, marker):
     """((line, column, old, new) edits, {builtin: its spelling}) renaming each name of spellings where
     clashes(name, function node) holds; function: the function binding the name, or for a module-level
-    name, the top-level function (or method) reading it."""
-    tree = ast.parse(source)
-    finder = _Finder(tree, source.splitlines(), spellings)
-    for statement in tree.body:
+    name, the top-level function (or method) reading it; nodes: the tree's, ast.walk'd. Only the module's
+    statements where a name of spellings meets the model's (marker + name + marker) decide; the others
+    (helpers, imports) follow a module-level name."""
+    words = {s: set(re.findall(r"\w+", "".join(lines[_first_line(s) - 1 : s.end_lineno]))) for s in tree.body}
+    meeting = [s for s in tree.body if any(n in words[s] and f"{marker}{n}{marker}" in words[s] for n in spellings)]
+    finder = _Finder(tree, lines, spellings)
+    for statement in meeting:
         finder.walk(statement, [tree], None)
     renamed = set()
     for name, scope, top, _ in finder.found:
@@ -28,18 +31,62 @@ def code_edits(source, spellings, clashes):
         if deciding is not None and not isinstance(scope, ast.ClassDef) and clashes(name, deciding):
             renamed.add((name, scope))
     edits = [edit for name, scope, _, edit in finder.found if (name, scope) in renamed]
-    edits += finder.keyword_edits(renamed)
-    builtin = {name for name, scope in renamed if scope is tree and name not in finder.bound[tree]}
+    module_level = {name for name, scope in renamed if scope is tree}
+    if module_level:
+        others = _Finder(tree, lines, {name: spellings[name] for name in module_level}, finder.bound)
+        for statement in tree.body:
+            if statement not in meeting and module_level & words[statement]:
+                others.walk(statement, [tree], None)
+        edits += [edit for _, scope, _, edit in others.found if scope is tree]
+    edits += finder.keyword_edits(renamed, nodes)
+    builtin = {name for name in module_level if name not in finder.bound_of(tree)}
     return edits, {name: spellings[name] for name in builtin if hasattr(builtins, name)}
+
+
+def identifier_places(nodes, lines):
+    """(line, column, name) of every identifier the code writes among nodes (a module's, ast.walk'd):
+    names, arguments, keywords, attributes, defs and classes (not an import's: those hold no model's name)."""
+    for node in nodes:
+        if isinstance(node, ast.Name):
+            yield _at(lines, node, node.id, None)[:3]
+        elif isinstance(node, ast.arg) or isinstance(node, ast.keyword) and node.arg is not None:
+            yield _at(lines, node, node.arg, None)[:3]
+        elif isinstance(node, ast.Attribute):
+            line = lines[node.end_lineno - 1]
+            end = len(line.encode()[: node.end_col_offset].decode())
+            yield node.end_lineno, end - len(node.attr), node.attr
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            line = lines[node.lineno - 1]
+            yield node.lineno, re.search(rf"\b(def|class)\s+({re.escape(node.name)})\b", line).start(2), node.name
+
+
+def bound_names(nodes):
+    """The names imports and global statements bind among nodes (which identifier_places leaves out)."""
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.alias):
+            found.add((node.asname or node.name).partition(".")[0])
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            found |= set(node.names)
+    return found
+
+
+def _first_line(statement):
+    return min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
 
 
 class _Finder:
     """Every occurrence of a name of spellings, with the scope it resolves to."""
 
-    def __init__(self, tree, lines, spellings):
+    def __init__(self, tree, lines, spellings, bound=None):
         self.tree, self.lines, self.spellings = tree, lines, spellings
-        self.bound = {node: _bound(node) for node in ast.walk(tree) if isinstance(node, SCOPES + (ast.Module,))}
+        self.bound = {} if bound is None else bound  # scope: the names it binds, found as asked
         self.found = []  # (name, the scope it resolves to, the top-level function holding it, edit)
+
+    def bound_of(self, scope):
+        if scope not in self.bound:
+            self.bound[scope] = _bound(scope)
+        return self.bound[scope]
 
     def walk(self, node, chain, top):
         """node and everything under it; chain: the scopes around it; top: the top-level function holding it."""
@@ -78,21 +125,23 @@ class _Finder:
         for depth, scope in enumerate(reversed(chain)):
             if isinstance(scope, ast.ClassDef) and depth > 0:
                 continue  # a method does not see its class body's names
-            if scope is not chain[0] and name in self.bound[scope]:
+            if scope is not chain[0] and name in self.bound_of(scope):
                 return scope
         return chain[0]
 
-    def keyword_edits(self, renamed):
+    def keyword_edits(self, renamed, nodes):
         """A keyword argument of a call to one of the module's functions whose parameter of that name is renamed."""
         renamed_args = {}
-        for node in ast.walk(self.tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for arg in _arguments(node):
-                    if (arg.arg, node) in renamed:
-                        renamed_args.setdefault(node.name, set()).add(arg.arg)
+        for name, scope in renamed:
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and name in {
+                a.arg for a in _arguments(scope)
+            }:
+                renamed_args.setdefault(scope.name, set()).add(name)
+        if not renamed_args:
+            return []
         edits = []
-        for call in ast.walk(self.tree):
-            if isinstance(call, ast.Call):
+        for call in nodes:
+            if isinstance(call, ast.Call) and call.keywords:
                 func = call.func
                 callee = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
                 for keyword in call.keywords:

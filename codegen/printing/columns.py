@@ -31,15 +31,14 @@ def columns(source, width=WIDTH):
     if all(len(line) <= width for line in lines):
         return source
     docstrings = _docstring_lines(lines)
-    continued = _continued_lines(source)
     out = []
     for number, line in enumerate(lines, start=1):
         if len(line) <= width:
             out.append(line)
-        elif number in continued and (packed := _elements(line, width)):
-            out += packed
         elif number in docstrings:
             out += _prose(line, width)
+        elif _continues(lines, number) and (packed := _elements(line, width)):
+            out += packed
         else:
             out += _statement(line, width)
     return "\n".join(out) + ("\n" if source.endswith("\n") else "")
@@ -51,19 +50,13 @@ def same_code(source, laid):
     return _tree(laid) == _tree(source)
 
 
-def _continued_lines(source):
-    """The numbers of the lines that go on with a statement begun above them, inside its brackets (a long
-    signature the template breaks itself, an entry of a printed dict)."""
-    found, depth, opened = set(), 0, 0
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if depth and tok.start[0] > opened:
-            found.add(tok.start[0])
-        if tok.type == tokenize.OP and tok.string in OPEN:
-            opened = tok.start[0] if depth == 0 else opened
-            depth += 1
-        elif tok.type == tokenize.OP and tok.string in CLOSE:
-            depth -= 1
-    return found
+def _continues(lines, number):
+    """Whether line `number` goes on with a statement begun above it, inside its brackets (a long signature
+    the template breaks itself): the line above ends in an open bracket or a comma (its comment aside)."""
+    above = next((line.strip() for line in reversed(lines[: number - 1]) if line.strip()), "")
+    tokens = _tokens(above)
+    last = [tok.string for tok in tokens if tok.type != tokenize.COMMENT][-1:] if tokens else [above[-1:]]
+    return bool(last) and (last[0] in OPEN or last[0] == ",")
 
 
 def _elements(line, width):
