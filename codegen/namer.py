@@ -27,7 +27,15 @@ import dataclasses
 import sympy as sp
 
 from bptt.codegen.names import HIDDEN, MARKER, hidden_name, shown
-from bptt.codegen.renaming import apply, bound_names, code_edits, identifier_places
+from bptt.codegen.renaming import (
+    apply,
+    bound_names,
+    code_edits,
+    identifier_places,
+    module_names,
+    parse_statements,
+    top_statements,
+)
 from bptt.derive.model import ModelError, Seq
 from bptt.derive.nodes import SeqAt
 from bptt.derive.refusal import Refusal, refusing
@@ -65,11 +73,12 @@ class Namer:
     def spell(self, source):
         """The rendered source of the hidden model, with the model's names, the code's, and the names made
         from the model's spelled as this module's policy says (the module docstring)."""
-        tree = ast.parse(source)
         lines = source.splitlines()
-        nodes = list(ast.walk(tree))
+        statements = top_statements(lines)
+        tree = parse_statements(lines, [s for s in statements if MARKER in "".join(lines[s[0] - 1 : s[1]])])
+        nodes = list(ast.walk(tree))  # only the statements that meet the model's names are parsed: not helpers
         places = list(identifier_places(nodes, lines))
-        words = {word for _, _, word in places} | bound_names(nodes)
+        words = {word for _, _, word in places} | bound_names(nodes) | module_names(lines, statements)
         code = {word for word in words if MARKER not in word}
         used = code | self.names
         spellings = {}
@@ -90,6 +99,9 @@ class Namer:
             return hidden_name(name) in reading[function]
 
         edits, builtin = code_edits(tree, nodes, lines, spellings, clashes, MARKER) if spellings else ([], {})
+        if edits is None:  # a module-level name, or an argument a call may pass by keyword: the whole module
+            whole = ast.parse(source)
+            edits, builtin = code_edits(whole, list(ast.walk(whole)), lines, spellings, clashes, MARKER, whole=True)
         edits += [(row, col, word, made.get(word, shown(word))) for row, col, word in places if MARKER in word]
         edits += _key_edits(nodes, lines, made)
         return _bind_builtins(shown(apply(source, edits)), builtin)  # then the comments' and docstrings' names

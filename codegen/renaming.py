@@ -14,12 +14,13 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 SCOPES = FUNCTIONS + (ast.ClassDef,)
 
 
-def code_edits(tree, nodes, lines, spellings, clashes, marker):
+def code_edits(tree, nodes, lines, spellings, clashes, marker, whole=False):
     """((line, column, old, new) edits, {builtin: its spelling}) renaming each name of spellings where
     clashes(name, function node) holds; function: the function binding the name, or for a module-level
     name, the top-level function (or method) reading it; nodes: the tree's, ast.walk'd. Only the module's
     statements where a name of spellings meets the model's (marker + name + marker) decide; the others
-    (helpers, imports) follow a module-level name."""
+    (helpers, imports) follow a module-level name. Edits None if tree is not the whole module (`whole`) and
+    a module-level name or a function's argument (which a call elsewhere may pass by keyword) is renamed."""
     words = {s: set(re.findall(r"\w+", "".join(lines[_first_line(s) - 1 : s.end_lineno]))) for s in tree.body}
     meeting = [s for s in tree.body if any(n in words[s] and f"{marker}{n}{marker}" in words[s] for n in spellings)]
     finder = _Finder(tree, lines, spellings)
@@ -32,6 +33,11 @@ def code_edits(tree, nodes, lines, spellings, clashes, marker):
             renamed.add((name, scope))
     edits = [edit for name, scope, _, edit in finder.found if (name, scope) in renamed]
     module_level = {name for name, scope in renamed if scope is tree}
+    arguments = any(
+        isinstance(scope, FUNCTIONS) and name in {a.arg for a in _arguments(scope)} for name, scope in renamed
+    )
+    if not whole and (module_level or arguments):
+        return None, None
     if module_level:
         others = _Finder(tree, lines, {name: spellings[name] for name in module_level}, finder.bound)
         for statement in tree.body:
@@ -68,6 +74,44 @@ def bound_names(nodes):
             found.add((node.asname or node.name).partition(".")[0])
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             found |= set(node.names)
+    return found
+
+
+def top_statements(lines):
+    """(first, last) line numbers of each top-level statement of a module as the printers lay it out: one
+    starts at a line at column 0 that is not inside a triple-quoted string, not a closing bracket and not a
+    comment; a decorator's statement holds its def."""
+    starts, inside, decorating = [], False, False
+    for number, line in enumerate(lines, start=1):
+        if not inside and line[:1] not in ("", " ", "\t", ")", "]", "}", "#"):
+            if not decorating:
+                starts.append(number)
+            decorating = line.startswith("@")
+        inside ^= line.count('"""') % 2 == 1
+    return list(zip(starts, [start - 1 for start in starts[1:]] + [len(lines)], strict=True))
+
+
+def parse_statements(lines, statements):
+    """A module of these top-level statements alone, parsed at their lines."""
+    body = []
+    for first, last in statements:
+        tree = ast.parse("\n".join(lines[first - 1 : last]))
+        body += ast.increment_lineno(tree, first - 1).body
+    return ast.Module(body=body, type_ignores=[])
+
+
+def module_names(lines, statements):
+    """The names the module's top-level statements bind: defs, classes, assignments, imports."""
+    found = set()
+    for first, _ in statements:
+        line = lines[first - 1]
+        while line.startswith("@"):
+            first += 1
+            line = lines[first - 1]
+        if match := re.match(r"(?:async\s+)?(?:def|class)\s+(\w+)|(\w+)\s*(?::[^=]*)?=", line):
+            found.add(match[1] or match[2])
+        elif line.startswith(("import ", "from ")):
+            found |= bound_names(ast.walk(ast.parse(line)))
     return found
 
 

@@ -280,7 +280,7 @@ CELLS = {
 INTERNAL = {
     "codegen/namer.py Namer.rendering:": "re-raises a refusal of the hidden model in the model's names",
     "codegen/namer.py _fresh: unreachable: more spellings than names": "invariant",
-    "codegen/namer.py _model_edits: namer: an f-string names a model's name, which the namer": (
+    "codegen/namer.py _key_edits: namer: an f-string names a model's name, which the namer": (
         "invariant: the printers quote a name in a plain string"
     ),
     "codegen/renaming.py _Finder.walk: namer: an except clause binds": "invariant: printed code binds no name in except",
