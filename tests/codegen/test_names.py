@@ -18,6 +18,8 @@ import builtins
 import importlib.util
 import os
 import pathlib
+import subprocess
+import sys
 import textwrap
 
 # XLA's compile time dominates the JAX runs (tiny arrays); as tests/backends/test_backend_jax.py.
@@ -349,6 +351,21 @@ def test_every_public_name_and_argument_of_a_generated_module_is_the_apis(name, 
     assert names.MARKER not in source
     stray = sorted(public_words(source, model) - names.API)
     assert not stray, f"{path.name}'s public names and arguments not in codegen/names.py's API: {stray}"
+
+
+def test_the_same_model_gives_the_same_bytes_whatever_the_hash_seed(tmp_path):
+    """The namer's choices (which name yields, its other spelling) do not hang on set order: two processes
+    with different hash seeds write the same torch module (the most code) for a cell where many names meet the
+    code's."""
+    spec = cell(tmp_path, **FREED_CELLS[0])
+    written = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"seed{seed}"
+        env = os.environ | {"PYTHONHASHSEED": seed}
+        argv = [sys.executable, "-m", "bptt", "codegen", spec, "--backend", "torch", "--out", str(out)]
+        subprocess.run(argv, check=True, capture_output=True, env=env)
+        written.append({path.name: path.read_bytes() for path in sorted(out.iterdir())})
+    assert written[0] == written[1] and len(written[0]) == 1
 
 
 def test_the_readme_lists_the_api():
