@@ -156,6 +156,11 @@ MADE_CELLS = [
     dict(a="d_h", o="h0", y="h_t", U="h_prev", V="dot_h", b="d_h_in"),
     dict(U="n_h", V="along_W", b="units_n_h", a="d_h0", o="dot_W", d="n_q", x="h_next"),
 ]
+# The API's functions and constants are a size's names too (a size is only ever a keyword argument).
+MADE_CELLS[1] |= {
+    "chain": [(size, f"P{i}", f"e{i}") for i, size in enumerate(sorted(names.API_FUNCTIONS))],
+    "last": "P",
+}
 # The issue's cases: the second layer's size named k; attention-style parameters.
 ISSUE_CELLS = [dict(layers=2, k="k"), dict(U="scale", W="key", V="value", b="mode", h="first")]
 USABLE = [
