@@ -243,8 +243,14 @@ CELLS = {
         lambda: unread(sp.HadamardPower(W_hx * x(), sp.Rational(-1, 2))),
     ),
     # codegen/names.py: the API's words, torch's Module attributes, the namer's marker
-    "codegen/names.py check: : is a word of the generated modules' API (their": ("numpy", lambda: tiny(sizes=(d, h, q, sp.Symbol("dtype")))),
-    "codegen/names.py check: : holds , which codegen hides the model's names with": ("jax", lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("WQzq", h, h))),
+    "codegen/names.py check: : is a word of the generated modules' API (their": (
+        "numpy",
+        lambda: tiny(sizes=(d, h, q, sp.Symbol("dtype"))),
+    ),
+    "codegen/names.py check: : holds , which codegen hides the model's names with": (
+        "jax",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("WQzq", h, h)),
+    ),
     "codegen/names.py check: : the parameter would hide the attribute of the torch": (
         "torch",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("eval", h, h)),
@@ -283,7 +289,7 @@ INTERNAL = {
     "codegen/namer.py _key_edits: namer: an f-string names a model's name, which the namer": (
         "invariant: the printers quote a name in a plain string"
     ),
-    "codegen/renaming.py _Finder.walk: namer: an except clause binds": "invariant: printed code binds no name in except",
+    "codegen/renaming.py _Finder.walk: namer: an except clause binds": "invariant: no except clause binds a name",
     "codegen/renaming.py apply: namer: is not at line , column :": "invariant",
     "codegen/backends.py require: the backend needs , which is not installed: pip install": "environment",
     "codegen/jax/printer.py JaxPrinter.sequence: a step reads at time ; only t-1, t and": "invariant",

@@ -89,7 +89,8 @@ def test_made_names_are_bounded_and_say_what_they_hold():
 def test_a_long_line_of_a_signature_broken_by_hand_is_packed_not_read_as_an_assignment():
     """A template breaks torch's Model.__init__ itself; with many sizes its middle line is long: its elements
     are packed at its indentation (keyword defaults are not assignments)."""
-    code = "def f(\n    self, alpha, beta, gamma, delta, dtype=float, device=None, rng=None,\n    compile=False\n):\n    pass"
+    signature = "    self, alpha, beta, gamma, delta, dtype=float, device=None, rng=None,"
+    code = f"def f(\n{signature}\n    compile=False\n):\n    pass"
     lines = laid(code, width=40)
     assert lines[1:4] == [
         "    self, alpha, beta, gamma, delta,",

@@ -99,8 +99,8 @@ CELL = textwrap.dedent(
     def two_layers(x, h, o, y, d, n, q, k):
         """Two Elman layers, the second of size k."""
         d, n, q, k = sizes([d, n, q, k])
-        U1, W1, b1, U2, W2, b2 = matrix("U1", n, d), matrix("W1", n, n), vector("b1", n), matrix("U2", k, n), matrix("W2", k, k), vector("b2", k)
-        V = matrix("V", q, k)
+        U1, W1, b1 = matrix("U1", n, d), matrix("W1", n, n), vector("b1", n)
+        U2, W2, b2, V = matrix("U2", k, n), matrix("W2", k, k), vector("b2", k), matrix("V", q, k)
         x, h1, h2 = sequence(x, d, "input"), sequence(h + "1", n, "state"), sequence(h + "2", k, "state")
         o, y = sequence(o, q, "output"), sequence(y, q, "target")
         return Model(
