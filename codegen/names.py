@@ -1,5 +1,6 @@
 """The names a model cannot give (its other names win over the generated code's own: codegen/namer.py):
-the public API's words, and for the torch backend a parameter named as an nn.Module attribute.
+the public API's words (and X0 beside a state X: its initial value's keyword and key), and for the torch
+backend a parameter named as an nn.Module attribute.
 `bptt codegen` refuses them (ModelError, exit 2) in one line naming the name and why.
 
 tests/codegen/test_names.py checks API against the public names and arguments of every generated module,
@@ -74,6 +75,13 @@ def check(model):
             )
         if MARKER in name:
             raise ModelError(f"{where}: {what} {name!r} holds {MARKER!r}, which codegen hides the model's names with")
+    for state in model.states:  # X0 is the initial state's keyword of forward, and its gradient's key
+        initial = next((what for what, name, _ in named[len(model.sizes) :] if name == f"{state.name}0"), None)
+        if initial:
+            raise ModelError(
+                f"{where}: {initial} {state.name + '0'!r} is the name of the initial value of the state "
+                f"{state.name!r} (forward's keyword, its gradient's key); rename it"
+            )
     for param in model.params:
         if param.name in MODULE_ATTRIBUTES:
             raise ModelError(

@@ -251,6 +251,10 @@ CELLS = {
         "jax",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("WQzq", h, h)),
     ),
+    "codegen/names.py check: : is the name of the initial value of the state": (
+        "torch",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix(hidden.name + "0", h, h)),
+    ),
     "codegen/names.py check: : the parameter would hide the attribute of the torch": (
         "torch",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("eval", h, h)),

@@ -153,8 +153,8 @@ FREED_CELLS = [freed_cell(i) for i in range(4)]
 # Names the code makes from another that another of the model's takes: h's adjoint, initial state, views;
 # a's input projection; the sizes' n_X; the stacked blocks' and tangents' names.
 MADE_CELLS = [
-    dict(a="d_h", o="h0", y="h_t", U="h_prev", V="dot_h", b="d_h_in"),
-    dict(U="n_h", V="along_W", b="units_n_h", a="d_h0", o="dot_W", d="n_q", x="h_next"),
+    dict(a="d_h", o="d_h0", y="h_t", U="h_prev", V="dot_h", b="d_h_in"),
+    dict(U="n_h", V="along_W", b="units_n_h", a="along_h0", o="dot_W", d="n_q", x="h_next"),
 ]
 # The API's functions and constants are a size's names too (a size is only ever a keyword argument).
 MADE_CELLS[1] |= {
@@ -174,6 +174,7 @@ UNREADABLE += [("parameter", "W-1"), ("state", "1h"), ("input weights", "\uff37"
 API_WORDS = [("input", "xs"), ("target", "ys"), ("parameter", "params"), ("state", "forward"), ("size", "dtype")]
 API_WORDS += [("size", "T"), ("output", "PARAMS"), ("vector", "loss_and_grads"), ("intermediate", "truncate")]
 API_WORDS += [("hidden size", "rng"), ("parameter", "checkpoints"), ("state", "Model")]
+API_WORDS += [("output", "h0"), ("parameter", "h0")]  # the state h's initial value: forward's keyword h0
 # A parameter named as an attribute of torch's nn.Module (the torch Model's parameters are its attributes).
 ATTRIBUTE = [("parameter", "eval"), ("vector", "to"), ("parameter", "type"), ("vector", "training")]
 HIDING = [("parameter", "WQzq"), ("size", "Qzqd")]  # names holding the marker codegen hides names with
@@ -291,6 +292,9 @@ def test_names_the_code_uses_itself_or_makes_are_the_models_and_its_modules_agre
         bound_names = module_names(source, backend)[0]
         given = {v for k, v in choices.items() if k in SLOTS} or {"n_k"}  # the two layers: k's n_k
         assert given & bound_names, f"none of the model's names is a variable of the {backend} code"
+    if "chain" not in choices:  # and `bptt check` (Ridders' differences against the NumPy module) agrees
+        status, out_text, err = run(capsys, "check", spec)
+        assert status == 0 and "all gradients agree with finite differences" in out_text, err
 
 
 def bound(node):
