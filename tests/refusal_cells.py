@@ -251,7 +251,7 @@ CELLS = {
         "jax",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("WQzq", h, h)),
     ),
-    "codegen/names.py check: : is the name of the initial value of the state": (
+    "codegen/names.py check: : is the name of the initial value of the": (
         "torch",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix(hidden.name + "0", h, h)),
     ),
