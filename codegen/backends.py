@@ -9,6 +9,7 @@ import importlib
 from dataclasses import dataclass
 
 from bptt.codegen import names
+from bptt.codegen.namer import Namer
 from bptt.codegen.printing.columns import columns
 from bptt.derive.refusal import refusing
 
@@ -23,13 +24,24 @@ class Backend:
     renderer: str  # bptt.codegen.<renderer>.module_source(model): the backend's folder
 
     def module_source(self, model, program=None):
-        """The module's source; program: the model's statements to print (program.build(model)'s if None).
-        ModelError if a name of the model is one the generated code uses itself; a Refusal (naming the model,
-        this backend and the equation) if the model has a node with no rule or no code."""
+        """The module's source, laid out in 120 columns (printing/columns.py): `rendered`'s."""
+        return columns(self.rendered(model, program))
+
+    def rendered(self, model, program=None):
+        """The module's source before its layout, its names given by one Namer (codegen/namer.py); program:
+        statements to print as they are (a test's, built from the model; its names must meet none of the
+        code's), else built here. ModelError if a name of the model is one the generated code cannot give way
+        to (names.check); a Refusal (naming the model, this backend and the equation) if the model has a node
+        with no rule or no code."""
         names.check(model)
+        render = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source
         with refusing(model, self.title):
-            source = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source(model, program)
-        return columns(source)
+            if program is not None:
+                return render(model, program)
+            namer = Namer(model)
+            with namer.rendering(self.title) as hidden:
+                source = render(hidden, None)
+        return namer.spell(source)
 
     def filename(self, model_name):
         return model_name.replace("-", "_") + self.suffix + ".py"

@@ -459,8 +459,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     np.subtract(1, r[1:], out=_k3[1:])
     np.multiply(_k3[1:], m[1:], out=_k3[1:])
     np.multiply(_k3[1:], r[1:], out=_k3[1:])
-    # _k1_t * r_t, all steps at once
-    np.multiply(_k1[1:], r[1:], out=_a1[1:])
+    # r_t * _k1_t, all steps at once
+    np.multiply(r[1:], _k1[1:], out=_a1[1:])
     # _k1_t * _k3_t, all steps at once
     np.multiply(_k1[1:], _k3[1:], out=_a2[1:])
     for t in range(T, 0, -1):

@@ -660,8 +660,8 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     _k3[1:].add_(1)
     torch.mul(_k3[1:], m[1:], out=_k3[1:])
     torch.mul(_k3[1:], r[1:], out=_k3[1:])
-    # _k1_t * r_t, all steps at once
-    torch.mul(_k1[1:], r[1:], out=_a1[1:])
+    # r_t * _k1_t, all steps at once
+    torch.mul(r[1:], _k1[1:], out=_a1[1:])
     # _k1_t * _k3_t, all steps at once
     torch.mul(_k1[1:], _k3[1:], out=_a2[1:])
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile

@@ -12,6 +12,7 @@ import sympy as sp
 
 from bptt.codegen.array_names import code_name
 from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, Steps
+from bptt.codegen.names import shown
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
 from bptt.derive.text import text
@@ -46,7 +47,7 @@ def internal(names):
     `_i_bar_to_g_bar` for i_bar, f_bar, o_bar, g_bar."""
     names = [name.lstrip("_") for name in names]
     joined = "_".join(names)
-    return "_" + (joined if len(joined) <= LONGEST or len(names) < 3 else f"{names[0]}_to_{names[-1]}")
+    return "_" + (joined if len(shown(joined)) <= LONGEST or len(names) < 3 else f"{names[0]}_to_{names[-1]}")
 
 
 def total_rows(members):

@@ -37,6 +37,8 @@ def columns(source, width=WIDTH):
             out.append(line)
         elif number in docstrings:
             out += _prose(line, width)
+        elif _continues(lines, number) and (packed := _elements(line, width)):
+            out += packed
         else:
             out += _statement(line, width)
     return "\n".join(out) + ("\n" if source.endswith("\n") else "")
@@ -46,6 +48,38 @@ def same_code(source, laid):
     """Whether two sources have the same syntax tree, each docstring's whitespace collapsed (tests check
     that `columns` changes nothing else)."""
     return _tree(laid) == _tree(source)
+
+
+def _continues(lines, number):
+    """Whether line `number` goes on with a statement begun above it, inside its brackets (a long signature
+    the template breaks itself): the line above ends in an open bracket or a comma (its comment aside)."""
+    above = next((line.strip() for line in reversed(lines[: number - 1]) if line.strip()), "")
+    tokens = _tokens(above)
+    last = [tok.string for tok in tokens if tok.type != tokenize.COMMENT][-1:] if tokens else [above[-1:]]
+    return bool(last) and (last[0] in OPEN or last[0] == ",")
+
+
+def _elements(line, width):
+    """A line of elements inside brackets begun above (`self, d, h, dtype=torch.float64, device=None,`) packed
+    into lines of `width` at its indentation, broken after commas; None if it is one element (or a comment
+    follows it): then it is laid out as a statement."""
+    indent = line[: len(line) - len(line.lstrip())]
+    tokens = _tokens(line.strip())
+    if tokens is None or any(tok.type == tokenize.COMMENT for tok in tokens):
+        return None
+    code = Code(line.strip(), tokens)
+    commas = [k for k in code.top((0, len(tokens)), (",",))]
+    if not commas or commas == [len(tokens) - 1]:
+        return None
+    starts = [0] + [k + 1 for k in commas if k + 1 < len(tokens)]
+    parts = [code.source((a, b)) for a, b in zip(starts, starts[1:] + [len(tokens)], strict=True)]
+    out = [indent]
+    for part in parts:
+        if out[-1] != indent and len(out[-1]) + 1 + len(part) > width:
+            out[-1] = out[-1].rstrip()
+            out.append(indent)
+        out[-1] += ("" if out[-1] == indent else " ") + part
+    return out
 
 
 def _docstring_lines(lines):

@@ -25,7 +25,10 @@ RULES = (
     ("codegen.program", PROGRAM),
     ("codegen.printing", PRINTING),
     *((f"codegen.{name}", (*PRINTING, f"codegen.{name}")) for name in BACKEND_FOLDERS),
-    ("codegen.backends", PRINTING),  # it loads a backend's render by name, and lays its source in 120 columns
+    ("codegen.renaming", ()),
+    ("codegen.namer", (*CORE, "codegen.renaming")),
+    # codegen/backends.py loads a backend's render by name, and lays its source in 120 columns
+    ("codegen.backends", (*PRINTING, "codegen.namer")),
     ("codegen", ()),  # codegen/__init__.py; a new module of codegen/ needs a rule of its own
     ("app", ("derive", "documents", "codegen.backends", "app", "generated")),  # codegen only through its registry
     ("notebook", ("app",)),

@@ -183,15 +183,17 @@ def test_a_scalar_in_a_sum_with_a_sequence_value_or_a_function_is_that_scalar_ti
 
 
 def test_torch_parameter_names_are_accepted_and_only_real_clashes_refused():
-    """torch's GRU calls its weights W_in, b_in: usable. `a_in` is refused only beside a step named a."""
+    """torch's GRU calls its weights W_in, b_in: usable; so is `a_in` beside a step named a (the namer gives the
+    code's input projection another spelling); a parameter named as torch's Module attribute is refused."""
     W_in, b_in = matrix("W_in", h, d), matrix("b_in", h, 1)
     model = tiny(params=(W_in, b_in, W_hh, W_qh), steps=((hidden, W_in * x() + b_in + W_hh * hidden(t - 1)),))
     assert [p.name for p in model.params] == ["W_in", "b_in", "W_hh", "W_qh"]
     check_code_names(model)
     a_in = matrix("a_in", h, d)
     clash = tiny(params=(a_in, W_hh, W_qh), steps=((a, a_in * x()), (hidden, a() + W_hh * hidden(t - 1))))
-    with raises("'a_in', the code's X_in for the intermediate X = 'a' and the parameter 'a_in' would be the same"):
-        check_code_names(clash)
+    check_code_names(clash)
+    with raises("the parameter 'eval' would hide the attribute 'eval' of the torch backend's Model"):
+        check_code_names(tiny(params=(matrix("eval", h, d), W_hh, W_qh), steps=((hidden, W_hh * hidden(t - 1)),)))
 
 
 def test_sympy_max_of_a_vector_in_a_model_file_names_relu(tmp_path):

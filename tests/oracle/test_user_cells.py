@@ -44,9 +44,10 @@ def test_lstm_has_two_recurrent_states():
     assert module.STATES == {"c0": "h", "h0": "h"}
 
 
-@pytest.mark.parametrize("name", ["keep", "d_h", "total", "lambda", "x-1"])
-def test_names_the_generated_code_needs_are_refused(name, tmp_path):
-    """Names Python cannot take are refused by the model; the generated code's own names by codegen."""
+@pytest.mark.parametrize("name", ["lambda", "x-1", "xs", "params"])
+def test_names_python_or_the_api_needs_are_refused(name, tmp_path):
+    """Names Python cannot take are refused by the model; the API's words by codegen (the code's own names,
+    keep or total, give way: tests/codegen/test_names.py)."""
     source = (
         (EXAMPLES / "gated_rnn.py")
         .read_text()
@@ -54,7 +55,7 @@ def test_names_the_generated_code_needs_are_refused(name, tmp_path):
     )
     path = tmp_path / "cell.py"
     path.write_text(source)
-    with pytest.raises(ModelError, match=repr(name)):  # lambda and x-1 when loading; the others when generating
+    with pytest.raises(ModelError, match=repr(name)):  # lambda and x-1 when loading; xs, params when generating
         check_code_names(load(f"{path}:gated_rnn"))
 
 

@@ -242,17 +242,22 @@ CELLS = {
         "torch",
         lambda: unread(sp.HadamardPower(W_hx * x(), sp.Rational(-1, 2))),
     ),
-    # codegen/names.py: names the generated code uses itself
-    "codegen/names.py check: : the size": ("numpy", lambda: tiny(sizes=(d, h, q, sp.Symbol("np")))),
+    # codegen/names.py: the API's words, torch's Module attributes, the namer's marker
+    "codegen/names.py check: : is a word of the generated modules' API (their": (
+        "numpy",
+        lambda: tiny(sizes=(d, h, q, sp.Symbol("dtype"))),
+    ),
+    "codegen/names.py check: : holds , which codegen hides the model's names with": (
+        "jax",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("WQzq", h, h)),
+    ),
+    "codegen/names.py check: : is the name of the initial value of the": (
+        "torch",
+        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix(hidden.name + "0", h, h)),
+    ),
     "codegen/names.py check: : the parameter would hide the attribute of the torch": (
         "torch",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("eval", h, h)),
-    ),
-    "codegen/names.py check: :": ("jax", lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("units_W", h, h))),
-    "codegen/names.py check: : #2": ("torch", lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("work", h, h))),
-    "codegen/names.py check: : would be the same variable; rename one": (
-        "numpy",
-        lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("h_prev", h, h)),
     ),
     # codegen: nodes with no code
     "codegen/printing/printer.py RowPrinter.elementwise: the elementwise function has no code; add it with .register(,": (
@@ -283,6 +288,13 @@ CELLS = {
 # own evaluator), "environment" (a framework not installed: not a model's refusal), "internal" (Python's
 # protocol inside the printers).
 INTERNAL = {
+    "codegen/namer.py Namer.rendering:": "re-raises a refusal of the hidden model in the model's names",
+    "codegen/namer.py _fresh: unreachable: more spellings than names": "invariant",
+    "codegen/namer.py _key_edits: namer: an f-string names a model's name, which the namer": (
+        "invariant: the printers quote a name in a plain string"
+    ),
+    "codegen/renaming.py _Finder.walk: namer: an except clause binds": "invariant: no except clause binds a name",
+    "codegen/renaming.py apply: namer: is not at line , column :": "invariant",
     "codegen/backends.py require: the backend needs , which is not installed: pip install": "environment",
     "codegen/jax/printer.py JaxPrinter.sequence: a step reads at time ; only t-1, t and": "invariant",
     "codegen/jax/scan.py PassPrinter.shift: the forward pass reads at time ; only t and": "invariant",

@@ -1,0 +1,180 @@
+"""One namer per generated module: the model's names first, the code's own around them (as google/tangent's
+Namer does), so a model may name a variable `k`, `scale`, `work`, `np` or `range` in every backend.
+
+The printers and templates write the code's own names plainly (`work`, `t`, `keep`, `np`, `range`, `d_h`).
+To tell those apart from the model's, the module is rendered from a hidden copy of the model whose every
+name is wrapped in MARKER (names.hidden_name): then each identifier of the rendered source is either the
+model's (a hidden name), made from one of the model's (`d_` + hidden h, hidden h + `_t`), or the code's own
+(no MARKER). `Namer.spell` then writes the module:
+- the model's names as the model gives them: they win;
+- a code name that one of the model's takes gets another spelling (`work` -> `_work`, `np` -> `_np`, a
+  builtin `range` -> `_range`, bound once after the imports) where the two meet: a function's own name in
+  that function, a module's name (or a builtin) everywhere once a function reading it meets the model's
+  (renaming.py); elsewhere, and in a module whose model takes none of the code's names, the code reads
+  as the printers wrote it;
+- a name made from the model's keeps its plain spelling (`d_h`, `h0`, `n_k`) unless the model or the code
+  already takes it (a parameter `d_h` beside a state `h`): then it too gets another spelling (`_d_h`).
+Another spelling is the name with a leading `_` (derive/model.py refuses such names, so they are never a
+model's), then with a trailing `_` too, then numbered: `_work`, `_work_`, `_work_2`, ... The code already
+keeps `_` for its own (scratch arrays `_W_T`, helpers `_check_params`), so `_np` reads as "the code's np".
+Comments and docstrings read the model's names as written. The same model gives the same bytes.
+"""
+
+import ast
+import contextlib
+import dataclasses
+
+import sympy as sp
+
+from bptt.codegen.names import HIDDEN, MARKER, hidden_name, shown
+from bptt.codegen.renaming import (
+    apply,
+    bound_names,
+    code_edits,
+    identifier_places,
+    module_names,
+    parse_statements,
+    top_statements,
+)
+from bptt.derive.model import ModelError, Seq
+from bptt.derive.nodes import SeqAt
+from bptt.derive.refusal import Refusal, refusing
+
+
+@dataclasses.dataclass(frozen=True)
+class Namer:
+    """The names of one generated module: `hidden` is the model to render, `spell` writes the rendered source."""
+
+    model: object
+
+    @property
+    def names(self):
+        """Every name the model gives: sizes, parameters, sequences."""
+        return (
+            {s.name for s in self.model.sizes}
+            | {p.name for p in self.model.params}
+            | {seq.name for seq in self.model.sequences()}
+        )
+
+    @contextlib.contextmanager
+    def rendering(self, backend):
+        """Yields the hidden model to render; a refusal or a ModelError raised meanwhile names the model's
+        names as the model gives them."""
+        hidden = hide(self.model)
+        try:
+            with refusing(hidden, backend):
+                yield hidden
+        except Refusal as error:
+            error.what, error.equation = shown(error.what), error.equation and shown(error.equation)
+            raise
+        except ModelError as error:
+            raise ModelError(shown(str(error))) from error
+
+    def spell(self, source):
+        """The rendered source of the hidden model, with the model's names, the code's, and the names made
+        from the model's spelled as this module's policy says (the module docstring)."""
+        lines = source.splitlines()
+        statements = top_statements(lines)
+        tree = parse_statements(lines, [s for s in statements if MARKER in "".join(lines[s[0] - 1 : s[1]])])
+        nodes = list(ast.walk(tree))  # only the statements that meet the model's names are parsed: not helpers
+        places = list(identifier_places(nodes, lines))
+        words = {word for _, _, word in places} | bound_names(nodes) | module_names(lines, statements)
+        code = {word for word in words if MARKER not in word}
+        used = code | self.names
+        spellings = {}
+        for name in sorted(code & {shown(word) for word in words if HIDDEN.fullmatch(word)}):
+            spellings[name] = _fresh(name, used)
+        made = {}
+        for word in sorted(w for w in words if MARKER in w and not HIDDEN.fullmatch(w)):
+            made[word] = shown(word) if shown(word) not in used else _fresh(shown(word), used)
+            used.add(made[word])
+        reading = {}
+
+        def clashes(name, function):
+            """Whether the function (with those inside it) reads or binds the model's name."""
+            if function not in reading:
+                inner = list(ast.walk(function))
+                reading[function] = {n.id for n in inner if isinstance(n, ast.Name)}
+                reading[function] |= {n.arg for n in inner if isinstance(n, ast.arg)}
+            return hidden_name(name) in reading[function]
+
+        edits, builtin = code_edits(tree, nodes, lines, spellings, clashes, MARKER) if spellings else ([], {})
+        if edits is None:  # a module-level name, or an argument a call may pass by keyword: the whole module
+            whole = ast.parse(source)
+            edits, builtin = code_edits(whole, list(ast.walk(whole)), lines, spellings, clashes, MARKER, whole=True)
+        edits += [(row, col, word, made.get(word, shown(word))) for row, col, word in places if MARKER in word]
+        edits += _key_edits(nodes, lines, made)
+        return _bind_builtins(shown(apply(source, edits)), builtin)  # then the comments' and docstrings' names
+
+
+def hide(model):
+    """The model with every size, parameter and sequence's name hidden (nothing else changes)."""
+    sizes = {s: sp.Symbol(hidden_name(s.name), **s.assumptions0) for s in model.sizes}
+    params = {
+        p: sp.MatrixSymbol(hidden_name(p.name), *(sp.sympify(n).xreplace(sizes) for n in p.shape)) for p in model.params
+    }
+
+    def expr(e):
+        if not isinstance(e, sp.Basic):
+            return e
+        found = {a: SeqAt(hidden_name(a.name), a.time, a.rows.xreplace(sizes), a.role) for a in e.atoms(SeqAt)}
+        return e.xreplace({**sizes, **params, **found})
+
+    def seq(s):
+        return Seq(hidden_name(s.name), sp.sympify(s.rows).xreplace(sizes), s.role)
+
+    def pairs(items):
+        return tuple((seq(s), expr(e)) for s, e in items)
+
+    return dataclasses.replace(
+        model,
+        sizes=tuple(sizes.values()),
+        params=tuple(params.values()),
+        inputs=tuple(seq(s) for s in model.inputs),
+        steps=pairs(model.steps),
+        outputs=pairs(model.outputs),
+        loss=expr(model.loss),
+        code_loss=expr(model.code_loss),
+        names=pairs(model.names),
+        teacher_forcing=pairs(model.teacher_forcing),
+    )
+
+
+def _fresh(name, used):
+    """`_name`, `_name_`, `_name_2`, ...: the first not in used (which it joins)."""
+    base = "_" + name
+    for spelling in [base, base + "_"] + [f"{base}_{n}" for n in range(2, len(used) + 3)]:
+        if spelling not in used:
+            used.add(spelling)
+            return spelling
+    raise AssertionError("unreachable: more spellings than names")
+
+
+def _key_edits(nodes, lines, made):
+    """(line, column, old, new) for each string that is one name made from the model's (a dict's key, quoted):
+    spelled as that name."""
+    edits = []
+    for node in nodes:
+        if isinstance(node, ast.JoinedStr) and MARKER in "".join(lines[node.lineno - 1 : node.end_lineno]):
+            raise AssertionError(f"namer: an f-string names a model's name, which the namer cannot respell: {node}")
+        if isinstance(node, ast.Constant) and node.value in made and node.lineno == node.end_lineno:
+            line = lines[node.lineno - 1]
+            start = len(line.encode()[: node.col_offset].decode())
+            text = line[start : start + len(node.value) + 2]
+            if text[0] in "'\"" and text[0] == text[-1]:
+                edits.append((node.lineno, start, text, f"{text[0]}{made[node.value]}{text[0]}"))
+    return edits
+
+
+def _bind_builtins(source, builtin):
+    """The source with each builtin the model takes bound under its other spelling after the imports."""
+    if not builtin:
+        return source
+    tree = ast.parse(source)
+    imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+    after = imports[-1].end_lineno if imports else 0
+    lines = source.splitlines(keepends=True)
+    binding = "".join(
+        f"{new} = {name}  # the builtin (the model names a variable {name})\n" for name, new in sorted(builtin.items())
+    )
+    return "".join(lines[:after]) + "\n" + binding + "".join(lines[after:])
