@@ -3,7 +3,7 @@
 Through the CLI (in process, for speed): `bptt codegen FILE:case --backend all --out DIR` and
 `bptt check FILE:case` for a small Elman cell whose sequences, parameters and sizes take the names. Usable
 names (every name the generated code uses itself, and names it makes from others: codegen/namer.py gives
-the code's own names way) give modules that run and agree with the oracle (tests/oracle.py); a refused one
+the code's own names way) give modules that run and agree with the oracle (tests/support/oracle.py); a refused one
 exits 2 with one line naming it, and nothing is written. And codegen/names.py's API cannot fall behind the
 templates: every public name and argument of a generated module is listed there.
 """
@@ -30,7 +30,6 @@ os.environ["XLA_FLAGS"] = (
 import jax
 import jax.numpy as jnp
 import numpy as np
-import oracle  # tests/oracle.py
 import torch
 
 from bptt.app.cli import main
@@ -38,6 +37,7 @@ from bptt.codegen import names
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.printing.helpers import helpers
 from bptt.derive.models import ZOO, load
+from bptt.tests.support import oracle
 
 jax.config.update("jax_enable_x64", True)
 GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
@@ -247,7 +247,7 @@ CONVERT["jax"] = (jnp.asarray, np.asarray)
 
 
 def agree(module, backend, model, params, xs, ys):
-    """The module's loss and gradients against the oracle's (tests/oracle.py), at 1e-10: full BPTT, a window
+    """The module's loss and gradients against the oracle's (tests/support/oracle.py), at 1e-10: full BPTT, a window
     of 2 steps, in bounded memory (checkpoints=2), and forward mode (every code path of the module). A
     gradient's key is the parameter's name, or the module's for an initial state (module.STATES, in order)."""
     to, back = CONVERT[backend]
