@@ -22,7 +22,7 @@ from bptt.codegen.printing.facts import fixed_helpers, model_facts
 from bptt.codegen.printing.layout import Layout, imported
 from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
-from bptt.codegen.program import build
+from bptt.codegen.program import JAX_PASSES, build
 from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
@@ -62,7 +62,7 @@ def module_source(model, program=None):
 
 
 def layout(model, program=None):
-    program = program or build(model)
+    program = program or build(model, JAX_PASSES)
     # held beside the derivation's arrays: the cache's copy of the inputs (a jitted function's outputs are new
     # buffers) and dL/doutputs beside the outputs; XLA's temporaries are the template's _XLA_STEP_FACTOR
     facts = model_facts(model, program, "JAX", (input_rows(model), model.outputs[0][0].rows))

@@ -8,10 +8,13 @@ neighbouring members become one product over their span, each parameter's
 gradient its rows of it.
 """
 
+from dataclasses import replace
+
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Loop, Rows, Steps
+from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Loop, Pass, Rows, Steps
+from bptt.codegen.passes import checkpoint
 from bptt.codegen.passes.fuse import internal, total_rows
 from bptt.derive.blocks import split
 from bptt.derive.nodes import Adj, SeqAt, T, TimeSum, matrix_sum, t
@@ -83,6 +86,25 @@ def flows(statements, initial, stacks):
     initial = [type(i)(i.key, groups.fuse(i.value), i.weighted, i.comment) for i in initial]
     used = [stack for stack in stacks if stack.name in groups.members]
     return statements, initial, groups.arrays(), used
+
+
+def stacked_window(program):
+    """The Program with the window pass's flows through the gates' weights stacked (flows): its Pass holds the
+    adjoint groups and the stacks they read; its Boundaries and crossings are made anew. A pass of the
+    backends that print the window pass as their backward (JAX)."""
+    window = program.window
+    plain = tuple(_unbounded(statement) for statement in window.statements)
+    statements, initial, groups, used = flows(plain, program.window_initial, program.forward.stacks)
+    window, crossings = checkpoint.with_boundaries(Pass(tuple(statements), tuple(groups.values()), tuple(used)))
+    checkpoints = replace(program.checkpoints, window_crossings=crossings)
+    return replace(program, window=window, window_initial=tuple(initial), checkpoints=checkpoints)
+
+
+def _unbounded(statement):
+    """A loop with each Boundary the Guard it was made from (checkpoint.with_boundaries)."""
+    if isinstance(statement, Loop):
+        return Loop(tuple(_unbounded(s) for s in statement.body), statement.backward)
+    return Guard(statement.body) if isinstance(statement, Guard) else statement
 
 
 def gradients(returns, groups):
