@@ -11,7 +11,7 @@ from typing import NamedTuple
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Accumulate, Assign, Flow, Guard, Loop
 from bptt.codegen.jax.printer import JaxPrinter, step_name
-from bptt.derive.nodes import Adj, t
+from bptt.derive.nodes import Adj, SeqAt, t
 
 
 class Carried(NamedTuple):
@@ -73,13 +73,15 @@ def scanned_input(printer, node, shift, crossings=None):
 class BackwardScan:
     scan: Scan
     carried: list  # adjoint names whose step-1 value the final carry holds
+    rows: dict  # {adjoint name: rows} of every adjoint the step computes (a group's too)
 
 
-def backward_scan(printer, loop, wanted, initial_reads, local, crossings):
+def backward_scan(printer, loop, wanted, initial_reads, local, crossings, groups=()):
     """The backward recursion as a Scan, last step first. wanted: adjoint arrays read after the loop;
     initial_reads: names of the adjoints that dL/dS_0 reads at step 1; local: names of the adjoints
     whose local terms were computed for all steps before the loop; crossings: {value at t+1: its name}
-    where a segment of steps reads it from the next one."""
+    where a segment of steps reads it from the next one; groups: the Arrays of the gates' adjoints side by
+    side (their flows are one product with the stacked weights), each bound in the step after its members."""
     step = JaxPrinter(stacked=False, arrays=printer.arrays)
     step.used = printer.used
     body, targets, zero = [], {}, []
@@ -99,6 +101,7 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings):
             body.append(f"{name} = {step(statement.target)} + {flow}  # {statement.comment}")
         step.assigned.add(name)
         targets.setdefault(seq.name, statement.target)
+    body = _joined(step, body, groups, targets)
     fresh = [
         f"{local} = {step.helper('_fresh')}({local}, ages)  # computed outside the loop: at age 0 in a window"
         for local, (node, shift) in step.reads.items()
@@ -127,7 +130,30 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings):
         for name, target in targets.items()
         if adjoint_array(name) in wanted
     ]
-    return BackwardScan(scan, carried)
+    return BackwardScan(scan, carried, {name: target.of.rows for name, target in targets.items()})
+
+
+def _joined(step, body, groups, targets):
+    """body with each group's adjoint at t bound after the last of its members (`_d_i_f_t = jnp.concatenate(
+    (d_i_t, d_f_t), axis=-1)`), added to targets; a member the step does not compute is read as scanned in."""
+    joins = []
+    for group in groups:
+        nodes = [Adj(SeqAt(_of_array(name), t, rows, "intermediate")) for name, rows in group.members]
+        parts = [str(step(node)) for node in nodes]
+        last = max((k for k, line in enumerate(body) if line.startswith(tuple(f"{p} = " for p in parts))), default=-1)
+        node = Adj(SeqAt(_of_array(group.name), t, group.rows, "intermediate"))
+        line = f"{step_name(node, 0)} = jnp.concatenate({tupled(parts)}, axis=-1)  # the gates' adjoints side by side"
+        joins.append((last + 1, line))
+        step.assigned.add(step_name(node, 0))
+        targets[node.of.name] = node
+    for index, line in sorted(joins, key=lambda join: join[0], reverse=True):
+        body.insert(index, line)
+    return body
+
+
+def _of_array(name):
+    """The sequence name of an adjoint's array: `h` of `d_h`, `_x` of `_d_x` (array_names.adjoint_array)."""
+    return name[2:]
 
 
 def _flatten(statements):
