@@ -28,13 +28,20 @@ from bptt.derive.text import equation, text
 
 @functools.cache  # a backend prints the same statements of a model every time
 def build(model, passes=()):
-    """The model's Program: the derivation's statements, rewritten by the passes every backend shares, then by
-    `passes` (a backend's own, Program -> Program, in order: NUMPY_PASSES... below)."""
-    return functools.reduce(lambda program, rewrite: rewrite(program), passes, _common(model))
+    """The model's Program: shared(model), rewritten by `passes` (a backend's own, each Program -> Program, in
+    order: NUMPY_PASSES, TORCH_PASSES, JAX_PASSES below)."""
+    return rewritten(shared(model), passes)
 
 
-@functools.cache
-def _common(model):
+def rewritten(program, passes):
+    """program rewritten by each pass in turn."""
+    return functools.reduce(lambda done, rewrite: rewrite(done), passes, program)
+
+
+@functools.cache  # every backend starts from the same statements of a model
+def shared(model):
+    """The Program every backend's passes start from: the derivation's statements, the forward loop fused and
+    hoisted (forward_pass), the backward pass's statements made fast (optimize.backward), checkpoints planned."""
     derivation = derive(model, named="all", loss=model.concrete_loss())
     statements, recurrent = backward_statements(derivation)
     initial = initial_gradients(derivation, recurrent)

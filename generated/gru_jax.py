@@ -510,7 +510,6 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     _W_hr_W_hz_W_hn = jnp.concatenate((W_hr, W_hz, W_hn))  # stacked once per call
     d_h = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     keep_next = _following(keep, following.get("keep"))  # keep[t], t = 1..T
-    zero_3h = _fresh(jnp.zeros((B, 3 * n_h), dtype), ages)  # nothing after step T
     zero_n_h = _fresh(jnp.zeros((B, n_h), dtype), ages)  # nothing after step T
 
     def _step(carry, inputs):
@@ -532,8 +531,13 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
 
     # t = T..1
     carry, (d_n_bar, _d_r_bar_z_bar_m) = jax.lax.scan(
-        _step, (following.get("_d_next_h", zero_n_h), following.get("_d_next_r_bar_z_bar_m", zero_3h)),
-        (_following(z[1:], following.get("_next_z")), d_h, z[1:], n[1:], r[1:], h[:-1], m[1:], keep_next), reverse=True
+        _step,
+        (
+            following.get("_d_next_h", zero_n_h),
+            following.get("_d_next_r_bar_z_bar_m", _fresh(jnp.zeros((B, 3 * n_h), dtype), ages))
+        ),
+        (_following(z[1:], following.get("_next_z")), d_h, z[1:], n[1:], r[1:], h[:-1], m[1:], keep_next),
+        reverse=True
     )
     (d_h_1, _d_r_bar_z_bar_m_1) = carry  # the adjoints at step 1
     # step 1's values, for the segment before this one

@@ -566,7 +566,6 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     _W_hi_W_hf_W_ho_W_hg = jnp.concatenate((W_hi, W_hf, W_ho, W_hg))  # stacked once per call
     d_h = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     keep_next = _following(keep, following.get("keep"))  # keep[t], t = 1..T
-    zero_4h = _fresh(jnp.zeros((B, 4 * n_h), dtype), ages)  # nothing after step T
     zero_n_h = _fresh(jnp.zeros((B, n_h), dtype), ages)  # nothing after step T
 
     def _step(carry, inputs):
@@ -592,7 +591,11 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
 
     # t = T..1
     carry, (_d_i_bar_to_g_bar,) = jax.lax.scan(
-        _step, (following.get("_d_next_i_bar_to_g_bar", zero_4h), following.get("_d_next_c", zero_n_h)),
+        _step,
+        (
+            following.get("_d_next_i_bar_to_g_bar", _fresh(jnp.zeros((B, 4 * n_h), dtype), ages)),
+            following.get("_d_next_c", zero_n_h)
+        ),
         (d_h, o[1:], c[1:], _following(f[1:], following.get("_next_f")), i[1:], g[1:], c[:-1], f[1:], keep_next),
         reverse=True
     )

@@ -571,7 +571,6 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     _R_z_R_i_R_f_R_o = jnp.concatenate((R_z, R_i, R_f, R_o))  # stacked once per call
     d_h = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     keep_next = _following(keep, following.get("keep"))  # keep[t], t = 1..T
-    zero_4h = _fresh(jnp.zeros((B, 4 * n_h), dtype), ages)  # nothing after step T
     zero_n_h = _fresh(jnp.zeros((B, n_h), dtype), ages)  # nothing after step T
 
     def _step(carry, inputs):
@@ -607,8 +606,9 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     carry, (d_o_bar, d_f_bar, d_i_bar, _d_z_bar_to_o_bar) = jax.lax.scan(
         _step,
         (
-            following.get("_d_next_z_bar_to_o_bar", zero_4h), following.get("_d_next_f_bar", zero_n_h),
-            following.get("_d_next_i_bar", zero_n_h), following.get("_d_next_c", zero_n_h)
+            following.get("_d_next_z_bar_to_o_bar", _fresh(jnp.zeros((B, 4 * n_h), dtype), ages)),
+            following.get("_d_next_f_bar", zero_n_h), following.get("_d_next_i_bar", zero_n_h),
+            following.get("_d_next_c", zero_n_h)
         ),
         (d_h, c[1:], o[1:], _following(f[1:], following.get("_next_f")), c[:-1], f[1:], z[1:], i[1:], keep_next),
         reverse=True

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.codegen.array_names import adjoint_array, units_name
+from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Loop, Steps, walk
 from bptt.codegen.jax import forward_mode as jax_forward_mode
 from bptt.codegen.jax.memory import XLA_STEP_FACTOR
@@ -151,17 +151,18 @@ def gradient_body(program):
         carried = built.carried
         following = printer.helper("_following")
         lines.append(f'keep_next = {following}(keep, following.get("keep"))  # keep[t], t = 1..T')
-        rows = {zero_name(built.rows[n]): built.rows[n] for n in carried}
+        rows = {built.rows[n] for n in carried}
         lines += [
-            f"{name} = {printer.helper('_fresh')}(jnp.zeros((B, {printer(r)}), dtype), ages)  # nothing after step T"
-            for name, r in sorted(rows.items())
+            f"zero_{size_name(r)} = {zeros(printer, r)}  # nothing after step T"
+            for r in sorted(rows, key=str)
+            if r.is_Symbol
         ]
-        first = [start(c, built.rows, crossings) for c in built.scan.carry]
+        first = [start(printer, c, built.rows, crossings) for c in built.scan.carry]
         doc = "One step t, last first: the adjoints at t+1 in, those at t out."
         lines += built.scan.lines(doc, first, reverse=True, last="carry")
         lines.append(f"{tupled([first_step_name(c.node) for c in built.scan.carry])} = carry  # the adjoints at step 1")
         lines.append(handed(printer, program.checkpoints.window_crossings, built.scan.carry))
-        printer.used.sizes |= {str(size) for r in rows.values() for size in r.free_symbols} | {"B", "dtype"}
+        printer.used.sizes |= {str(size) for r in rows for size in r.free_symbols} | {"B", "dtype"}
     if any(item.weighted for item in program.window_initial):
         lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
     lines += [initial_code(printer, item, carried) for item in program.window_initial]
@@ -201,14 +202,16 @@ def joined_lines(printer, groups, read, scanned):
     return lines
 
 
-def zero_name(rows):
-    """The name of a carried adjoint's zeros after step T: `zero_n_h`, `zero_3h` for 3*h."""
-    return units_name(rows).replace("units_", "zero_", 1)
+def zeros(printer, rows):
+    """A carried adjoint's zeros after step T (at age 0 in a window)."""
+    return f"{printer.helper('_fresh')}(jnp.zeros((B, {printer(rows)}), dtype), ages)"
 
 
-def start(carried, rows, crossings):
-    """A carried adjoint's value after step T: the next segment's at its step 1 if there is one, else zero."""
-    zero = zero_name(rows[carried.node.of.name])
+def start(printer, carried, rows, crossings):
+    """A carried adjoint's value after step T: the next segment's at its step 1 if there is one, else zero
+    (`zero_n_h`, bound once for every adjoint of h rows; a group's, of 4h rows, in place)."""
+    size = rows[carried.node.of.name]
+    zero = f"zero_{size_name(size)}" if size.is_Symbol else zeros(printer, size)
     if carried.node in crossings:
         return f'following.get("{crossings[carried.node]}", {zero})'
     return zero

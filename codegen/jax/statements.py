@@ -85,7 +85,10 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings, groups
     step = JaxPrinter(stacked=False, arrays=printer.arrays)
     step.used = printer.used
     body, targets, zero = [], {}, []
-    for statement in _flatten(loop.body):
+    statements = list(_flatten(loop.body))
+    joins = _Joins(step, groups, {s.target.of.name for s in statements})
+    body += joins.ready(targets)
+    for statement in statements:
         seq = statement.target.of
         name = step_name(statement.target, 0)
         code = step(statement.value)
@@ -101,7 +104,7 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings, groups
             body.append(f"{name} = {step(statement.target)} + {flow}  # {statement.comment}")
         step.assigned.add(name)
         targets.setdefault(seq.name, statement.target)
-    body = _joined(step, body, groups, targets)
+        body += joins.ready(targets)
     fresh = [
         f"{local} = {step.helper('_fresh')}({local}, ages)  # computed outside the loop: at age 0 in a window"
         for local, (node, shift) in step.reads.items()
@@ -133,22 +136,28 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings, groups
     return BackwardScan(scan, carried, {name: target.of.rows for name, target in targets.items()})
 
 
-def _joined(step, body, groups, targets):
-    """body with each group's adjoint at t bound after the last of its members (`_d_i_f_t = jnp.concatenate(
-    (d_i_t, d_f_t), axis=-1)`), added to targets; a member the step does not compute is read as scanned in."""
-    joins = []
-    for group in groups:
-        nodes = [Adj(SeqAt(_of_array(name), t, rows, "intermediate")) for name, rows in group.members]
-        parts = [str(step(node)) for node in nodes]
-        last = max((k for k, line in enumerate(body) if line.startswith(tuple(f"{p} = " for p in parts))), default=-1)
-        node = Adj(SeqAt(_of_array(group.name), t, group.rows, "intermediate"))
-        line = f"{step_name(node, 0)} = jnp.concatenate({tupled(parts)}, axis=-1)  # the gates' adjoints side by side"
-        joins.append((last + 1, line))
-        step.assigned.add(step_name(node, 0))
-        targets[node.of.name] = node
-    for index, line in sorted(joins, key=lambda join: join[0], reverse=True):
-        body.insert(index, line)
-    return body
+class _Joins:
+    """Each group's adjoint at t, its members side by side (`_d_i_f_t = jnp.concatenate((d_i_t, d_f_t), axis=-1)`),
+    bound as soon as the step has computed every member it computes (the others are scanned in)."""
+
+    def __init__(self, step, groups, computed):
+        self.step, self.computed = step, computed
+        self.waiting = list(groups)
+
+    def ready(self, targets):
+        """The lines binding the groups whose members are all computed now; each added to targets."""
+        lines = []
+        for group in list(self.waiting):
+            nodes = [Adj(SeqAt(_of_array(name), t, rows, "intermediate")) for name, rows in group.members]
+            if any(n.of.name in self.computed and step_name(n, 0) not in self.step.assigned for n in nodes):
+                continue
+            self.waiting.remove(group)
+            node = Adj(SeqAt(_of_array(group.name), t, group.rows, "intermediate"))
+            parts = tupled(str(self.step(n)) for n in nodes)
+            lines.append(f"{step_name(node, 0)} = jnp.concatenate({parts}, axis=-1)  # the gates' adjoints side by side")
+            self.step.assigned.add(step_name(node, 0))
+            targets[node.of.name] = node
+        return lines
 
 
 def _of_array(name):

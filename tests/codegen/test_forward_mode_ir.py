@@ -144,7 +144,7 @@ def test_every_backend_prints_the_programs_forward_mode(backend, monkeypatch):
     model = load("elman")
     changed = planted(build(model))
     for layout in (numpy_render, torch_render, jax_render):
-        monkeypatch.setattr(layout, "build", lambda _model: changed)
+        monkeypatch.setattr(layout, "build", lambda _model, _passes: changed)
     source = BACKENDS[backend].module_source(model)
     assert "# PLANTED: c doubled" in source
     module = types.ModuleType(f"planted_{backend}")
