@@ -3,18 +3,19 @@ what each does to a small Program (the GRU's): halved sigmoids for the backends 
 the window pass's gate flows as one product with the stacked weights for JAX, which prints that pass."""
 
 import pathlib
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import sympy as sp
 
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.ir import Flow, Loop, Program, walk
+from bptt.codegen.ir import Assign, Flow, Guard, Loop, Program, rewrite, walk
+from bptt.codegen.ir_checkpoints import Boundary
 from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
 from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, TORCH_PASSES, build, shared
 from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
-from bptt.derive.nodes import Adj
+from bptt.derive.nodes import Adj, SeqAt, t
 
 GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
 
@@ -37,8 +38,8 @@ def functions(statements):
 def test_each_backend_has_its_own_list_of_program_passes():
     program = shared(load("gru"))
     for passes in (NUMPY_PASSES, TORCH_PASSES, JAX_PASSES):
-        for rewrite in passes:
-            assert isinstance(rewrite(program), Program), rewrite
+        for one in passes:
+            assert isinstance(one(program), Program), one
     assert halved_sigmoids in NUMPY_PASSES and halved_sigmoids not in JAX_PASSES
     assert JAX_PASSES == (stacked_window,)
     assert build(load("gru"), JAX_PASSES) == stacked_window(program)
@@ -91,3 +92,25 @@ def test_no_jax_module_carries_halved_sigmoids():
         jax_source = (GENERATED / BACKENDS["jax"].filename(name)).read_text(encoding="utf-8")
         assert "_halved" not in jax_source, name
     assert "_halved" in (GENERATED / BACKENDS["numpy"].filename("gru")).read_text(encoding="utf-8")
+
+
+def test_rewrite_opens_every_loop_and_guard_and_keeps_what_they_are():
+    """ir.rewrite, the passes' loop-body recursion: every statement outside a Loop or Guard through leaf, at any
+    depth; a backward Loop stays backward and a Boundary keeps its following statements and crossings; guard
+    sees each Guard rebuilt."""
+    h = sp.Symbol("h")
+    a, b, c = (SeqAt(name, t, h, "intermediate") for name in "abc")
+    boundary = Boundary((Flow(a, b, "flow"),), following=(Flow(a, c, "next"),), crossings=("_next_b",))
+    statements = (Assign(c, a, "before"), Loop((Assign(b, a, "inside"), boundary), backward=True))
+
+    def marked(statement):
+        return replace(statement, comment=statement.comment + "!")
+
+    done = rewrite(statements, marked)
+    assert [s.comment for s in walk(done) if hasattr(s, "comment")] == ["before!", "inside!", "flow!"]
+    (loop,) = [s for s in done if isinstance(s, Loop)]
+    assert loop.backward and isinstance(loop.body[1], Boundary)
+    assert loop.body[1].following == boundary.following and loop.body[1].crossings == ("_next_b",)
+    plain = rewrite(statements, guard=lambda guard: Guard(guard.body))
+    assert type(plain[1].body[1]) is Guard and plain[1].body[1].body == boundary.body
+    assert rewrite(statements) == statements
