@@ -460,7 +460,7 @@ def _forward(params, x, h0):
         _r_z_t = _r_z_m_t[..., :2 * n_h]
         # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t +
         # W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
-        _r_z_m_t = _r_z_m_t.at[..., :2 * n_h].set(jax.nn.sigmoid(_r_z_t))
+        _r_z_m_t = jnp.concatenate((jax.nn.sigmoid(_r_z_t), _r_z_m_t[..., 2 * n_h:]), axis=-1)
         m_t = _r_z_m_t[..., 2 * n_h:]
         r_t = _r_z_m_t[..., :n_h]
         n_t = jnp.tanh(m_t * r_t + n_t)  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)

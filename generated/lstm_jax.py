@@ -507,12 +507,11 @@ def _forward(params, x, c0, h0):
         # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
         _i_f_o_g_t = _i_f_o_g_t + h_prev @ _W_hi_W_hf_W_ho_W_hg.T
         _i_f_o_t = _i_f_o_g_t[..., :3 * n_h]
-        # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t +
-        # W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t)
-        _i_f_o_g_t = _i_f_o_g_t.at[..., :3 * n_h].set(jax.nn.sigmoid(_i_f_o_t))
         g_t = _i_f_o_g_t[..., 3 * n_h:]
+        # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t +
+        # W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t);
         # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
-        _i_f_o_g_t = _i_f_o_g_t.at[..., 3 * n_h:].set(jnp.tanh(g_t))
+        _i_f_o_g_t = jnp.concatenate((jax.nn.sigmoid(_i_f_o_t), jnp.tanh(g_t)), axis=-1)
         f_t = _i_f_o_g_t[..., n_h:2 * n_h]
         g_t = _i_f_o_g_t[..., 3 * n_h:]
         i_t = _i_f_o_g_t[..., :n_h]

@@ -505,12 +505,10 @@ def _forward(params, x, c0, h0):
         # p_f * c_{t-1}: into the pre-activation of f_t
         _z_i_f_o_t = _z_i_f_o_t.at[..., 2 * n_h:3 * n_h].add(p_f * c_prev)
         z_t = _z_i_f_o_t[..., :n_h]
-        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t)
-        _z_i_f_o_t = _z_i_f_o_t.at[..., :n_h].set(jnp.tanh(z_t))
         _i_f_t = _z_i_f_o_t[..., n_h:3 * n_h]
-        # i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i * c_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f
-        # h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
-        _z_i_f_o_t = _z_i_f_o_t.at[..., n_h:3 * n_h].set(jax.nn.sigmoid(_i_f_t))
+        # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i *
+        # c_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
+        _z_i_f_o_t = jnp.concatenate((jnp.tanh(z_t), jax.nn.sigmoid(_i_f_t), _z_i_f_o_t[..., 3 * n_h:]), axis=-1)
         f_t = _z_i_f_o_t[..., 2 * n_h:3 * n_h]
         i_t = _z_i_f_o_t[..., n_h:2 * n_h]
         z_t = _z_i_f_o_t[..., :n_h]
@@ -518,7 +516,7 @@ def _forward(params, x, c0, h0):
         _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].add(p_o * c_t)  # p_o * c_t: into the pre-activation of o_t
         o_t = _z_i_f_o_t[..., 3 * n_h:]
         # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
-        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].set(jax.nn.sigmoid(o_t))
+        _z_i_f_o_t = jnp.concatenate((_z_i_f_o_t[..., :3 * n_h], jax.nn.sigmoid(o_t)), axis=-1)
         o_t = _z_i_f_o_t[..., 3 * n_h:]
         h_t = jnp.tanh(c_t) * o_t  # h_t = tanh(c_t) * o_t
         return ((c_t, h_t), (_z_i_f_o_t, c_t, h_t))
