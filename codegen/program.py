@@ -17,7 +17,7 @@ from bptt.codegen.passes import checkpoint, forward_mode, fuse, optimize
 from bptt.codegen.passes.collect import collect_products
 from bptt.codegen.passes.fresh import fresh_returns, shared_rows
 from bptt.codegen.passes.fuse_backward import stacked_window
-from bptt.codegen.passes.halve import halved_sigmoids, joined_sigmoids
+from bptt.codegen.passes.halve import halved_sigmoids
 from bptt.codegen.passes.loops import backward_schedule, forward_schedule
 from bptt.codegen.passes.slopes import name_slopes
 from bptt.codegen.passes.split import split_activations
@@ -80,11 +80,10 @@ def shared(model):
 
 
 # Each backend's own passes, after those every backend shares; its render.py builds with its list. Halved
-# sigmoids pay in NumPy (a sigmoid is several calls); in torch only where the halved sigmoid joins a tanh in one
-# call (an LSTM's gates, not a GRU's: measured); not in JAX. JAX's backward prints the window pass, so its flows
-# through the gates' weights are stacked there.
+# sigmoids pay where the gates are computed in place (NumPy, torch), not in JAX's functional code; JAX's backward
+# prints the window pass, so its flows through the gates' weights are stacked there.
 NUMPY_PASSES = (halved_sigmoids,)
-TORCH_PASSES = (joined_sigmoids,)
+TORCH_PASSES = (halved_sigmoids,)
 JAX_PASSES = (stacked_window,)
 
 

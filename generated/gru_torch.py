@@ -507,37 +507,41 @@ def _forward(params, sizes, dtype, device, x, h0, compile=False):
     n = work["n"]
     h = work["h"]
     s = work["s"]
-    _b_r_z = work["_b_r_z"]
-    _W_ir_W_iz = work["_W_ir_W_iz"]
-    _W_hr_W_hz_W_hn_T = work["_W_hr_W_hz_W_hn_T"]
+    _b_r_z_halved = work["_b_r_z_halved"]
+    _W_ir_W_iz_halved = work["_W_ir_W_iz_halved"]
+    _W_hr_W_hz_W_hn_halved_T = work["_W_hr_W_hz_W_hn_halved_T"]
+    _number_0_5 = work["_number_0_5"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     T = x.shape[0]
     h[0] = 0 if h0 is None else h0
-    torch.cat((b_hr + b_ir, b_hz + b_iz), out=_b_r_z)
-    torch.cat((W_ir, W_iz), out=_W_ir_W_iz)
-    torch.cat((W_hr.T, W_hz.T, W_hn.T), dim=1, out=_W_hr_W_hz_W_hn_T)
+    torch.cat((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz), out=_b_r_z_halved)
+    torch.cat((0.5 * W_ir, 0.5 * W_iz), out=_W_ir_W_iz_halved)
+    torch.cat(((0.5 * W_hr).T, (0.5 * W_hz).T, W_hn.T), dim=1, out=_W_hr_W_hz_W_hn_halved_T)
+    _number_0_5.fill_(0.5)
     # b_in + W_in x_t, all steps at once
     torch.matmul(x.reshape(-1, n_d), W_in.T, out=n[1:].reshape(-1, n_h))
     torch.add(n[1:], b_in, out=n[1:])
     # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
-    torch.matmul(x.reshape(-1, n_d), _W_ir_W_iz.T, out=_r_z[1:].reshape(-1, 2 * n_h))
-    torch.add(_r_z[1:], _b_r_z, out=_r_z[1:])
+    torch.matmul(x.reshape(-1, n_d), _W_ir_W_iz_halved.T, out=_r_z[1:].reshape(-1, 2 * n_h))
+    torch.add(_r_z[1:], _b_r_z_halved, out=_r_z[1:])
     # b_hn, all steps at once
     m[1:].copy_(b_hn)
     _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
         if _step is not None:
-            _step(_r_z_m[t], h[t - 1 : t + 1], n[t], _W_hr_W_hz_W_hn_T, n_h)
+            _step(_r_z_m[t], h[t - 1 : t + 1], n[t], _W_hr_W_hz_W_hn_halved_T, n_h)
             continue
         _r_z_m_t, h_prev, _r_z_t, n_t, m_t = _r_z_m[t], h[t - 1], _r_z[t], n[t], m[t]
         r_t, h_t, z_t = r[t], h[t], z[t]
         # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
-        _r_z_m_t.addmm_(h_prev, _W_hr_W_hz_W_hn_T)
+        _r_z_m_t.addmm_(h_prev, _W_hr_W_hz_W_hn_halved_T)
         # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t +
         # W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
-        torch.sigmoid(_r_z_t, out=_r_z_t)
+        torch.tanh(_r_z_t, out=_r_z_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        torch.add(_number_0_5, _r_z_t, alpha=0.5, out=_r_z_t)
         # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
         n_t.addcmul_(m_t, r_t)
         torch.tanh(n_t, out=n_t)
@@ -560,9 +564,10 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "n": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
         "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
         "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
-        "_b_r_z": torch.empty((2 * n_h,), dtype=dtype, device=device),
-        "_W_ir_W_iz": torch.empty((2 * n_h, n_d), dtype=dtype, device=device),
-        "_W_hr_W_hz_W_hn_T": torch.empty((n_h, 3 * n_h), dtype=dtype, device=device),
+        "_b_r_z_halved": torch.empty((2 * n_h,), dtype=dtype, device=device),
+        "_W_ir_W_iz_halved": torch.empty((2 * n_h, n_d), dtype=dtype, device=device),
+        "_W_hr_W_hz_W_hn_halved_T": torch.empty((n_h, 3 * n_h), dtype=dtype, device=device),
+        "_number_0_5": torch.empty((1,), dtype=dtype, device=device),
     }
     work["_r_z_m"][0] = 0
     work["r"] = work["_r_z_m"][..., :n_h]
@@ -1500,17 +1505,18 @@ def _summed(totals, part, first):
     return totals
 
 
-def _forward_step(_r_z_m_t, h_steps, n_t, _W_hr_W_hz_W_hn_T, n_h):
+def _forward_step(_r_z_m_t, h_steps, n_t, _W_hr_W_hz_W_hn_halved_T, n_h):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     _r_z_t, m_t, r_t, z_t, h_prev = (
         _r_z_m_t[..., :2 * n_h], _r_z_m_t[..., 2 * n_h:3 * n_h], _r_z_m_t[..., :n_h], _r_z_m_t[..., n_h:2 * n_h],
         h_steps[0]
     )
     h_t = h_steps[1]
-    _r_z_m_t.add_(h_prev @ _W_hr_W_hz_W_hn_T)  # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
+    _r_z_m_t.add_(h_prev @ _W_hr_W_hz_W_hn_halved_T)  # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
     # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t + W_hz
     # h_{t-1}; z_t = sigmoid(z_bar_t)
-    _r_z_t.copy_(torch.sigmoid(_r_z_t))
+    _r_z_t.copy_(torch.tanh(_r_z_t))
+    _r_z_t.copy_(0.5 + 0.5 * _r_z_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
     n_t.copy_(torch.tanh(m_t * r_t + n_t))  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
     h_t.copy_((-n_t + h_prev) * z_t + n_t)  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
 

@@ -555,18 +555,20 @@ def _forward(params, sizes, dtype, device, x, c0, h0, compile=False):
     _p_i_halved = work["_p_i_halved"]
     _p_f_halved = work["_p_f_halved"]
     _number_0_5 = work["_number_0_5"]
+    _p_o_halved = work["_p_o_halved"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     T = x.shape[0]
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
-    torch.cat((b_z, 0.5 * b_i, 0.5 * b_f, b_o), out=_b_z_i_f_o_halved)
-    torch.cat((W_z, 0.5 * W_i, 0.5 * W_f, W_o), out=_W_z_W_i_W_f_W_o_halved)
-    torch.cat((R_z.T, (0.5 * R_i).T, (0.5 * R_f).T, R_o.T), dim=1, out=_R_z_R_i_R_f_R_o_halved_T)
+    torch.cat((b_z, 0.5 * b_i, 0.5 * b_f, 0.5 * b_o), out=_b_z_i_f_o_halved)
+    torch.cat((W_z, 0.5 * W_i, 0.5 * W_f, 0.5 * W_o), out=_W_z_W_i_W_f_W_o_halved)
+    torch.cat((R_z.T, (0.5 * R_i).T, (0.5 * R_f).T, (0.5 * R_o).T), dim=1, out=_R_z_R_i_R_f_R_o_halved_T)
     torch.cat((0.5 * p_i,), out=_p_i_halved)
     torch.cat((0.5 * p_f,), out=_p_f_halved)
     _number_0_5.fill_(0.5)
+    torch.cat((0.5 * p_o,), out=_p_o_halved)
     # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o
     # x_t, all steps at once
     torch.matmul(x.reshape(-1, n_d), _W_z_W_i_W_f_W_o_halved.T, out=_z_i_f_o[1:].reshape(-1, 4 * n_h))
@@ -576,7 +578,7 @@ def _forward(params, sizes, dtype, device, x, c0, h0, compile=False):
         if _step is not None:
             _step(
                 _z_i_f_o[t], h[t - 1 : t + 1], c[t - 1 : t + 1], _R_z_R_i_R_f_R_o_halved_T, _p_i_halved, _p_f_halved,
-                p_o, n_h
+                _p_o_halved, n_h
             )
             continue
         _z_i_f_o_t, h_prev, i_t, c_prev, f_t = _z_i_f_o[t], h[t - 1], i[t], c[t - 1], f[t]
@@ -597,9 +599,11 @@ def _forward(params, sizes, dtype, device, x, c0, h0, compile=False):
         torch.mul(c_prev, f_t, out=c_t)
         c_t.addcmul_(i_t, z_t)
         # p_o * c_t: into the pre-activation of o_t
-        o_t.addcmul_(p_o, c_t)
+        o_t.addcmul_(_p_o_halved, c_t)
         # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
-        torch.sigmoid(o_t, out=o_t)
+        torch.tanh(o_t, out=o_t)
+        # (1 + tanh(z / 2)) / 2: the sigmoid
+        torch.add(_number_0_5, o_t, alpha=0.5, out=o_t)
         # h_t = tanh(c_t) * o_t
         torch.tanh(c_t, out=h_t)
         torch.mul(h_t, o_t, out=h_t)
@@ -627,6 +631,7 @@ def _forward_arrays(T, B, sizes, dtype, device):
         "_p_i_halved": torch.empty((n_h,), dtype=dtype, device=device),
         "_p_f_halved": torch.empty((n_h,), dtype=dtype, device=device),
         "_number_0_5": torch.empty((1,), dtype=dtype, device=device),
+        "_p_o_halved": torch.empty((n_h,), dtype=dtype, device=device),
     }
     work["_z_i_f_o"][0] = 0
     work["z"] = work["_z_i_f_o"][..., :n_h]
@@ -1628,7 +1633,7 @@ def _summed(totals, part, first):
     return totals
 
 
-def _forward_step(_z_i_f_o_t, h_steps, c_steps, _R_z_R_i_R_f_R_o_halved_T, _p_i_halved, _p_f_halved, p_o, n_h):
+def _forward_step(_z_i_f_o_t, h_steps, c_steps, _R_z_R_i_R_f_R_o_halved_T, _p_i_halved, _p_f_halved, _p_o_halved, n_h):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     i_t, f_t, _z_i_f_t, _i_f_t, z_t = (
         _z_i_f_o_t[..., n_h:2 * n_h], _z_i_f_o_t[..., 2 * n_h:3 * n_h], _z_i_f_o_t[..., :3 * n_h],
@@ -1644,8 +1649,9 @@ def _forward_step(_z_i_f_o_t, h_steps, c_steps, _R_z_R_i_R_f_R_o_halved_T, _p_i_
     _z_i_f_t.copy_(torch.tanh(_z_i_f_t))
     _i_f_t.copy_(0.5 + 0.5 * _i_f_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
     c_t.copy_(c_prev * f_t + i_t * z_t)  # c_t = c_{t-1} * f_t + i_t * z_t
-    o_t.add_(p_o * c_t)  # p_o * c_t: into the pre-activation of o_t
-    o_t.copy_(torch.sigmoid(o_t))  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+    o_t.add_(_p_o_halved * c_t)  # p_o * c_t: into the pre-activation of o_t
+    o_t.copy_(torch.tanh(o_t))  # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
+    o_t.copy_(0.5 + 0.5 * o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
     h_t.copy_(torch.tanh(c_t) * o_t)  # h_t = tanh(c_t) * o_t
 
 

@@ -11,15 +11,9 @@ from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import matrix_sum
 
 
-def joined_sigmoids(program):
-    """halved_sigmoids for the sigmoids that then join a tanh in one call only: torch's pass (its sigmoid is one
-    kernel, so a halved one that joins nothing costs a call more)."""
-    return halved_sigmoids(program, joined_only=True)
-
-
-def halved_sigmoids(program, joined_only=False):
-    """The Program with its forward loop's gate sigmoids halved (halve_sigmoids): NumPy's pass (its sigmoid is
-    several calls)."""
+def halved_sigmoids(program):
+    """The Program with its forward loop's gate sigmoids halved (halve_sigmoids): a pass of the backends that
+    compute the gates in place."""
     forward = program.forward
     statements = list(forward.statements)
     at = next((k for k, s in enumerate(statements) if isinstance(s, Loop)), None)
@@ -27,24 +21,21 @@ def halved_sigmoids(program, joined_only=False):
         return program
     groups = [array for array in forward.arrays if array.members]
     outside = statements[:at] + statements[at + 1 :]
-    body, stacks = list(statements[at].body), list(forward.stacks)
-    inside, outside, stacks, groups = halve_sigmoids(body, outside, stacks, groups, joined_only)
+    inside, outside, stacks, groups = halve_sigmoids(list(statements[at].body), outside, list(forward.stacks), groups)
     statements = outside[:at] + [Loop(tuple(inside), statements[at].backward)] + outside[at:]
     by_name = {group.name: group for group in groups}
     arrays = tuple(by_name.get(array.name, array) for array in forward.arrays)
     return replace(program, forward=replace(forward, statements=tuple(statements), arrays=arrays, stacks=tuple(stacks)))
 
 
-def halve_sigmoids(inside, hoisted, stacks, groups, joined_only=False):
+def halve_sigmoids(inside, hoisted, stacks, groups):
     """sigmoid(z) = (1 + tanh(z / 2)) / 2 with z / 2 from weights and biases halved once per call: a
     span's in-place sigmoid joins the tanh of the span beside it, before or after (one call for every gate),
     and is then scaled: 3 calls instead of 5 for an LSTM's gates. Only for gates that nothing but the fused
     product, the hoisted terms and elementwise terms of their own (a peephole's p_i * c_{t-1}) write into.
-    joined_only: only those that join a tanh. Returns (inside, hoisted, stacks, groups)."""
+    Returns (inside, hoisted, stacks, groups)."""
     spans = {name: (group, first, count) for group in groups for name, first, count in views(group)}
     plan = {k: spans[s.target.name] for k, s in enumerate(inside) if _halvable(s, inside, spans)}
-    if joined_only:
-        plan = {k: place for k, place in plan.items() if _joins(inside, k, place, spans)}
     if not plan:
         return inside, hoisted, stacks, groups
     halved, out, skip, by_name = {}, [], set(), {group.name: group for group in groups}
@@ -86,14 +77,6 @@ def _tanh_beside(statement, spans, group):
     """(group, first, count) of an in-place tanh of a span of the group, or None."""
     place = spans.get(getattr(getattr(statement, "target", None), "name", None))
     return place if _in_place_function(statement) == "tanh" and place and place[0] is group else None
-
-
-def _joins(inside, k, place, spans):
-    """Whether the sigmoid of inside[k] on a span has an in-place tanh of the span just before or after it."""
-    group, first, count = place
-    before = _tanh_beside(inside[k - 1] if k else None, spans, group)
-    after = _tanh_beside(inside[k + 1] if k + 1 < len(inside) else None, spans, group)
-    return bool(before and before[1] + before[2] == first) or bool(after and after[1] == first + count)
 
 
 def _in_place_function(statement):
