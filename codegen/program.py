@@ -80,8 +80,9 @@ def shared(model):
 
 
 # Each backend's own passes, after those every backend shares; its render.py builds with its list. Halved
-# sigmoids pay where the gates are computed in place (NumPy, torch), not in JAX's functional code; JAX's backward
-# prints the window pass, so its flows through the gates' weights are stacked there.
+# sigmoids pay in NumPy's in-place loops (a sigmoid is several calls there) and, measured, in torch's LSTM (not
+# clearly in its GRU); not in JAX's functional code. JAX's backward prints the window pass, so its flows through
+# the gates' weights are stacked there.
 NUMPY_PASSES = (halved_sigmoids,)
 TORCH_PASSES = (halved_sigmoids,)
 JAX_PASSES = (stacked_window,)
