@@ -192,7 +192,8 @@ def joined_lines(printer, groups, read, scanned):
             if name not in read or name in scanned:
                 continue
             if group.name in scanned:
-                rows = printer.span(offsets[members[0]][0], sum(offsets[m][1] for m in members) + offsets[members[0]][0], group.rows)
+                start = offsets[members[0]][0]
+                rows = printer.span(start, start + sum(offsets[m][1] for m in members), group.rows)
                 lines.append(f"{name} = {group.name}[..., {rows}]  # the gates' adjoints side by side")
                 read.add(group.name)
             else:

@@ -154,7 +154,8 @@ class _Joins:
             self.waiting.remove(group)
             node = Adj(SeqAt(_of_array(group.name), t, group.rows, "intermediate"))
             parts = tupled(str(self.step(n)) for n in nodes)
-            lines.append(f"{step_name(node, 0)} = jnp.concatenate({parts}, axis=-1)  # the gates' adjoints side by side")
+            code = f"jnp.concatenate({parts}, axis=-1)"
+            lines.append(f"{step_name(node, 0)} = {code}  # the gates' adjoints side by side")
             self.step.assigned.add(step_name(node, 0))
             targets[node.of.name] = node
         return lines
