@@ -37,7 +37,7 @@ three matrix expressions of the IR's own: Rows(matrix, start, count), Copy(value
 Inside a Loop a statement is one step t; outside, it holds for every step at once.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import sympy as sp
@@ -308,6 +308,22 @@ def walk(statements):
         yield statement
         if isinstance(statement, (Loop, Guard)):
             yield from walk(statement.body)
+
+
+def rewrite(statements, leaf=None, guard=None):
+    """statements with each one that is not a Loop or Guard replaced by leaf(statement) (kept if leaf is None),
+    and every Loop and Guard rebuilt around its body rewritten so (a Boundary keeps its other fields), each
+    Guard then replaced by guard(rebuilt) if guard is given: a pass's loop-body recursion, in one place."""
+
+    def one(statement):
+        if isinstance(statement, Loop):
+            return replace(statement, body=rewrite(statement.body, leaf, guard))
+        if isinstance(statement, Guard):
+            rebuilt = replace(statement, body=rewrite(statement.body, leaf, guard))
+            return guard(rebuilt) if guard else rebuilt
+        return leaf(statement) if leaf else statement
+
+    return tuple(one(statement) for statement in statements)
 
 
 def step_rows(arrays):

@@ -16,7 +16,8 @@ from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loo
 from bptt.codegen.passes import checkpoint, forward_mode, fuse, optimize
 from bptt.codegen.passes.collect import collect_products
 from bptt.codegen.passes.fresh import fresh_returns, shared_rows
-from bptt.codegen.passes.halve import halve_sigmoids
+from bptt.codegen.passes.fuse_backward import stacked_window
+from bptt.codegen.passes.halve import halved_sigmoids
 from bptt.codegen.passes.loops import backward_schedule, forward_schedule
 from bptt.codegen.passes.slopes import name_slopes
 from bptt.codegen.passes.split import split_activations
@@ -25,8 +26,22 @@ from bptt.derive.nodes import Adj, matrix_sum, values
 from bptt.derive.text import equation, text
 
 
-@functools.cache  # every backend prints the same statements of a model
-def build(model):
+@functools.cache  # a backend prints the same statements of a model every time
+def build(model, passes=()):
+    """The model's Program: shared(model), rewritten by `passes` (a backend's own, each Program -> Program, in
+    order: NUMPY_PASSES, TORCH_PASSES, JAX_PASSES below)."""
+    return rewritten(shared(model), passes)
+
+
+def rewritten(program, passes):
+    """program rewritten by each pass in turn."""
+    return functools.reduce(lambda done, rewrite: rewrite(done), passes, program)
+
+
+@functools.cache  # every backend starts from the same statements of a model
+def shared(model):
+    """The Program every backend's passes start from: the derivation's statements, the forward loop fused and
+    hoisted (forward_pass), the backward pass's statements made fast (optimize.backward), checkpoints planned."""
     derivation = derive(model, named="all", loss=model.concrete_loss())
     statements, recurrent = backward_statements(derivation)
     initial = initial_gradients(derivation, recurrent)
@@ -62,6 +77,15 @@ def build(model):
         forward_mode=Pass(forward_mode.statements(model)),
         checkpoints=checkpoint.plan(model, forward, adjoints, statements, cache, crossings, window_crossings, recurrent),
     )
+
+
+# Each backend's own passes, after those every backend shares; its render.py builds with its list. Halved
+# sigmoids pay in NumPy's in-place loops (a sigmoid is several calls there) and, measured, in torch's LSTM (not
+# clearly in its GRU); not in JAX's functional code. JAX's backward prints the window pass, so its flows through
+# the gates' weights are stacked there.
+NUMPY_PASSES = (halved_sigmoids,)
+TORCH_PASSES = (halved_sigmoids,)
+JAX_PASSES = (stacked_window,)
 
 
 def _zeros_like(value, like):
@@ -134,7 +158,7 @@ def forward_pass(model, cached):
     inside = split_activations(inside, groups)
     inside, groups = fuse.activations(inside, groups)
     hoisted, more, groups = fuse.stacked(hoisted, groups)
-    inside, hoisted, stacks, groups = halve_sigmoids(inside, hoisted, stacks + more, groups)
+    stacks = stacks + more
     inside = collect_products(inside)
     loop = [Loop(tuple(inside))] if inside else []
     statements = steps.forced + steps.before + hoisted + loop + steps.after

@@ -439,16 +439,16 @@ def _forward(params, x, h0):
     n_h = params["W_ir"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["W_ir"].dtype
-    _W_hr_W_hz_W_hn_halved = jnp.concatenate((0.5 * W_hr, 0.5 * W_hz, W_hn))  # stacked once per call
-    _W_ir_W_iz_halved = jnp.concatenate((0.5 * W_ir, 0.5 * W_iz))  # stacked once per call
-    _b_r_z_halved = jnp.concatenate((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz))  # stacked once per call
+    _W_hr_W_hz_W_hn = jnp.concatenate((W_hr, W_hz, W_hn))  # stacked once per call
+    _W_ir_W_iz = jnp.concatenate((W_ir, W_iz))  # stacked once per call
+    _b_r_z = jnp.concatenate((b_hr + b_ir, b_hz + b_iz))  # stacked once per call
     _r_z_m = jnp.zeros((T + 1, B, 3 * n_h), dtype)
     n = jnp.zeros((T + 1, B, n_h), dtype)
     h = jnp.zeros((T + 1, B, n_h), dtype)
     h = h.at[0].set(h0)
     n = n.at[1:].set(b_in + x @ W_in.T)  # b_in + W_in x_t, all steps at once
     # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
-    _r_z_m = _r_z_m.at[1:, ..., :2 * n_h].set(_b_r_z_halved + x @ _W_ir_W_iz_halved.T)
+    _r_z_m = _r_z_m.at[1:, ..., :2 * n_h].set(_b_r_z + x @ _W_ir_W_iz.T)
     _r_z_m = _r_z_m.at[1:, ..., 2 * n_h:].set(b_hn)  # b_hn, all steps at once
 
     def _step(carry, inputs):
@@ -456,13 +456,11 @@ def _forward(params, x, h0):
         (h_prev,) = carry
         (_r_z_m_t, n_t) = inputs
         # [W_hr; W_hz; W_hn] h_{t-1}: the products of every gate at once
-        _r_z_m_t = _r_z_m_t + h_prev @ _W_hr_W_hz_W_hn_halved.T
+        _r_z_m_t = _r_z_m_t + h_prev @ _W_hr_W_hz_W_hn.T
         _r_z_t = _r_z_m_t[..., :2 * n_h]
         # r_bar_t = b_hr + b_ir + W_ir x_t + W_hr h_{t-1}; r_t = sigmoid(r_bar_t); z_bar_t = b_hz + b_iz + W_iz x_t +
         # W_hz h_{t-1}; z_t = sigmoid(z_bar_t)
-        _r_z_m_t = _r_z_m_t.at[..., :2 * n_h].set(jnp.tanh(_r_z_t))
-        _r_z_t = _r_z_m_t[..., :2 * n_h]
-        _r_z_m_t = _r_z_m_t.at[..., :2 * n_h].set(0.5 + 0.5 * _r_z_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+        _r_z_m_t = jnp.concatenate((jax.nn.sigmoid(_r_z_t), _r_z_m_t[..., 2 * n_h:]), axis=-1)
         m_t = _r_z_m_t[..., 2 * n_h:]
         r_t = _r_z_m_t[..., :n_h]
         n_t = jnp.tanh(m_t * r_t + n_t)  # n_bar_t = b_in + W_in x_t + m_t * r_t; n_t = tanh(n_bar_t)
@@ -509,20 +507,18 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     n_q = params["V"].shape[0]
     B = d_s.shape[1]
     dtype = params["W_ir"].dtype
+    _W_hr_W_hz_W_hn = jnp.concatenate((W_hr, W_hz, W_hn))  # stacked once per call
     d_h = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     keep_next = _following(keep, following.get("keep"))  # keep[t], t = 1..T
     zero_n_h = _fresh(jnp.zeros((B, n_h), dtype), ages)  # nothing after step T
 
     def _step(carry, inputs):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
-        (d_h_next, d_m_next, d_r_bar_next, d_z_bar_next) = carry
+        (d_h_next, _d_r_bar_z_bar_m_next) = carry
         (z_next, d_h_t, z_t, n_t, r_t, h_prev, m_t, keep_t) = inputs
         d_h_t = _fresh(d_h_t, ages)  # computed outside the loop: at age 0 in a window
         # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T dL/dz_bar_{t+1}
-        d_h_t = (
-            d_h_t
-            + _flow(z_next * d_h_next + d_m_next @ W_hn + d_r_bar_next @ W_hr + d_z_bar_next @ W_hz, keep_t, ages)
-        )
+        d_h_t = d_h_t + _flow(z_next * d_h_next + _d_r_bar_z_bar_m_next @ _W_hr_W_hz_W_hn, keep_t, ages)
         d_n_t = (1 - z_t) * d_h_t  # dL/dn_t = diag(1 - z_t) dL/dh_t
         d_n_bar_t = (1 - n_t ** 2) * d_n_t  # dL/dn_bar_t = diag(1 - n_t^2) dL/dn_t
         d_m_t = r_t * d_n_bar_t  # dL/dm_t = diag(r_t) dL/dn_bar_t
@@ -530,31 +526,26 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         d_z_bar_t = ((1 - z_t) * z_t) * d_z_t  # dL/dz_bar_t = diag((1 - z_t) * z_t) dL/dz_t
         d_r_t = m_t * d_n_bar_t  # dL/dr_t = diag(m_t) dL/dn_bar_t
         d_r_bar_t = ((1 - r_t) * r_t) * d_r_t  # dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t
-        return (
-            (d_h_t, d_m_t, d_r_bar_t, d_z_bar_t),
-            (_total(d_n_bar_t, ages), _total(d_m_t, ages), _total(d_z_bar_t, ages), _total(d_r_bar_t, ages))
-        )
+        _d_r_bar_z_bar_m_t = jnp.concatenate((d_r_bar_t, d_z_bar_t, d_m_t), axis=-1)  # the gates' adjoints side by side
+        return ((d_h_t, _d_r_bar_z_bar_m_t), (_total(d_n_bar_t, ages), _total(_d_r_bar_z_bar_m_t, ages)))
 
     # t = T..1
-    carry, (d_n_bar, d_m, d_z_bar, d_r_bar) = jax.lax.scan(
+    carry, (d_n_bar, _d_r_bar_z_bar_m) = jax.lax.scan(
         _step,
         (
-            following.get("_d_next_h", zero_n_h), following.get("_d_next_m", zero_n_h),
-            following.get("_d_next_r_bar", zero_n_h), following.get("_d_next_z_bar", zero_n_h)
+            following.get("_d_next_h", zero_n_h),
+            following.get("_d_next_r_bar_z_bar_m", _fresh(jnp.zeros((B, 3 * n_h), dtype), ages))
         ),
         (_following(z[1:], following.get("_next_z")), d_h, z[1:], n[1:], r[1:], h[:-1], m[1:], keep_next),
         reverse=True
     )
-    (d_h_1, d_m_1, d_r_bar_1, d_z_bar_1) = carry  # the adjoints at step 1
+    (d_h_1, _d_r_bar_z_bar_m_1) = carry  # the adjoints at step 1
     # step 1's values, for the segment before this one
-    handed = {
-        "_d_next_h": d_h_1, "_d_next_m": d_m_1, "_d_next_r_bar": d_r_bar_1, "_d_next_z_bar": d_z_bar_1, "_next_z": z[1]
-    }
+    handed = {"_d_next_h": d_h_1, "_d_next_r_bar_z_bar_m": _d_r_bar_z_bar_m_1, "_next_z": z[1]}
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
-    d_h0 = _total(_flow(z[1] * d_h_1 + d_m_1 @ W_hn + d_r_bar_1 @ W_hr + d_z_bar_1 @ W_hz, keep_0, ages), ages)
-    _d_r_bar_z_bar_m = jnp.concatenate((d_r_bar, d_z_bar, d_m), axis=-1)  # the gates' adjoints side by side
-    _d_r_bar_z_bar = jnp.concatenate((d_r_bar, d_z_bar), axis=-1)  # the gates' adjoints side by side
+    d_h0 = _total(_flow(z[1] * d_h_1 + _d_r_bar_z_bar_m_1 @ _W_hr_W_hz_W_hn, keep_0, ages), ages)
+    _d_r_bar_z_bar = _d_r_bar_z_bar_m[..., :2 * n_h]  # the gates' adjoints side by side
     _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar.reshape(-1, 2 * n_h)).T  # the gradients of W_ir, W_iz at once
     _d_b_ir_b_iz_b_hn = _d_r_bar_z_bar_m.reshape(-1, 3 * n_h).sum(axis=0)  # the gradients of b_ir, b_iz, b_hn at once
     # the gradients of W_hr, W_hz, W_hn at once

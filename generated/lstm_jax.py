@@ -488,12 +488,9 @@ def _forward(params, x, c0, h0):
     n_h = params["W_ii"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["W_ii"].dtype
-    _W_hi_W_hf_W_ho_W_hg_halved = jnp.concatenate((0.5 * W_hi, 0.5 * W_hf, 0.5 * W_ho, W_hg))  # stacked once per call
-    _W_ii_W_if_W_io_W_ig_halved = jnp.concatenate((0.5 * W_ii, 0.5 * W_if, 0.5 * W_io, W_ig))  # stacked once per call
-    # stacked once per call
-    _b_i_f_o_g_halved = jnp.concatenate(
-        (0.5 * b_hi + 0.5 * b_ii, 0.5 * b_hf + 0.5 * b_if, 0.5 * b_ho + 0.5 * b_io, b_hg + b_ig)
-    )
+    _W_hi_W_hf_W_ho_W_hg = jnp.concatenate((W_hi, W_hf, W_ho, W_hg))  # stacked once per call
+    _W_ii_W_if_W_io_W_ig = jnp.concatenate((W_ii, W_if, W_io, W_ig))  # stacked once per call
+    _b_i_f_o_g = jnp.concatenate((b_hi + b_ii, b_hf + b_if, b_ho + b_io, b_hg + b_ig))  # stacked once per call
     _i_f_o_g = jnp.zeros((T + 1, B, 4 * n_h), dtype)
     c = jnp.zeros((T + 1, B, n_h), dtype)
     h = jnp.zeros((T + 1, B, n_h), dtype)
@@ -501,20 +498,20 @@ def _forward(params, x, c0, h0):
     h = h.at[0].set(h0)
     # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all
     # steps at once; b_hg + b_ig + W_ig x_t, all steps at once
-    _i_f_o_g = _i_f_o_g.at[1:].set(_b_i_f_o_g_halved + x @ _W_ii_W_if_W_io_W_ig_halved.T)
+    _i_f_o_g = _i_f_o_g.at[1:].set(_b_i_f_o_g + x @ _W_ii_W_if_W_io_W_ig.T)
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
         (c_prev, h_prev) = carry
         (_i_f_o_g_t,) = inputs
         # [W_hi; W_hf; W_ho; W_hg] h_{t-1}: the products of every gate at once
-        _i_f_o_g_t = _i_f_o_g_t + h_prev @ _W_hi_W_hf_W_ho_W_hg_halved.T
+        _i_f_o_g_t = _i_f_o_g_t + h_prev @ _W_hi_W_hf_W_ho_W_hg.T
+        _i_f_o_t = _i_f_o_g_t[..., :3 * n_h]
+        g_t = _i_f_o_g_t[..., 3 * n_h:]
         # i_bar_t = b_hi + b_ii + W_ii x_t + W_hi h_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_hf + b_if + W_if x_t +
         # W_hf h_{t-1}; f_t = sigmoid(f_bar_t); o_bar_t = b_ho + b_io + W_io x_t + W_ho h_{t-1}; o_t = sigmoid(o_bar_t);
         # g_bar_t = b_hg + b_ig + W_ig x_t + W_hg h_{t-1}; g_t = tanh(g_bar_t)
-        _i_f_o_g_t = jnp.tanh(_i_f_o_g_t)
-        _i_f_o_t = _i_f_o_g_t[..., :3 * n_h]
-        _i_f_o_g_t = _i_f_o_g_t.at[..., :3 * n_h].set(0.5 + 0.5 * _i_f_o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+        _i_f_o_g_t = jnp.concatenate((jax.nn.sigmoid(_i_f_o_t), jnp.tanh(g_t)), axis=-1)
         f_t = _i_f_o_g_t[..., n_h:2 * n_h]
         g_t = _i_f_o_g_t[..., 3 * n_h:]
         i_t = _i_f_o_g_t[..., :n_h]
@@ -565,20 +562,18 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     n_q = params["V"].shape[0]
     B = d_s.shape[1]
     dtype = params["W_ii"].dtype
+    _W_hi_W_hf_W_ho_W_hg = jnp.concatenate((W_hi, W_hf, W_ho, W_hg))  # stacked once per call
     d_h = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     keep_next = _following(keep, following.get("keep"))  # keep[t], t = 1..T
     zero_n_h = _fresh(jnp.zeros((B, n_h), dtype), ages)  # nothing after step T
 
     def _step(carry, inputs):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
-        (d_f_bar_next, d_g_bar_next, d_i_bar_next, d_o_bar_next, d_c_next) = carry
+        (_d_i_bar_to_g_bar_next, d_c_next) = carry
         (d_h_t, o_t, c_t, f_next, i_t, g_t, c_prev, f_t, keep_t) = inputs
         d_h_t = _fresh(d_h_t, ages)  # computed outside the loop: at age 0 in a window
         # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T dL/do_bar_{t+1}
-        d_h_t = (
-            d_h_t
-            + _flow(d_f_bar_next @ W_hf + d_g_bar_next @ W_hg + d_i_bar_next @ W_hi + d_o_bar_next @ W_ho, keep_t, ages)
-        )
+        d_h_t = d_h_t + _flow(_d_i_bar_to_g_bar_next @ _W_hi_W_hf_W_ho_W_hg, keep_t, ages)
         d_c_t = (1 - jnp.tanh(c_t) ** 2) * (o_t * d_h_t)  # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
         d_c_t = d_c_t + _flow(f_next * d_c_next, keep_t, ages)  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
         d_o_t = jnp.tanh(c_t) * d_h_t  # dL/do_t = diag(tanh(c_t)) dL/dh_t
@@ -589,34 +584,27 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         d_f_bar_t = ((1 - f_t) * f_t) * d_f_t  # dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
         d_i_t = g_t * d_c_t  # dL/di_t = diag(g_t) dL/dc_t
         d_i_bar_t = ((1 - i_t) * i_t) * d_i_t  # dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
-        return (
-            (d_f_bar_t, d_g_bar_t, d_i_bar_t, d_o_bar_t, d_c_t),
-            (_total(d_o_bar_t, ages), _total(d_g_bar_t, ages), _total(d_f_bar_t, ages), _total(d_i_bar_t, ages))
-        )
+        # the gates' adjoints side by side
+        _d_i_bar_to_g_bar_t = jnp.concatenate((d_i_bar_t, d_f_bar_t, d_o_bar_t, d_g_bar_t), axis=-1)
+        return ((_d_i_bar_to_g_bar_t, d_c_t), (_total(_d_i_bar_to_g_bar_t, ages),))
 
     # t = T..1
-    carry, (d_o_bar, d_g_bar, d_f_bar, d_i_bar) = jax.lax.scan(
+    carry, (_d_i_bar_to_g_bar,) = jax.lax.scan(
         _step,
         (
-            following.get("_d_next_f_bar", zero_n_h), following.get("_d_next_g_bar", zero_n_h),
-            following.get("_d_next_i_bar", zero_n_h), following.get("_d_next_o_bar", zero_n_h),
+            following.get("_d_next_i_bar_to_g_bar", _fresh(jnp.zeros((B, 4 * n_h), dtype), ages)),
             following.get("_d_next_c", zero_n_h)
         ),
         (d_h, o[1:], c[1:], _following(f[1:], following.get("_next_f")), i[1:], g[1:], c[:-1], f[1:], keep_next),
         reverse=True
     )
-    (d_f_bar_1, d_g_bar_1, d_i_bar_1, d_o_bar_1, d_c_1) = carry  # the adjoints at step 1
+    (_d_i_bar_to_g_bar_1, d_c_1) = carry  # the adjoints at step 1
     # step 1's values, for the segment before this one
-    handed = {
-        "_d_next_c": d_c_1, "_d_next_f_bar": d_f_bar_1, "_d_next_g_bar": d_g_bar_1, "_d_next_i_bar": d_i_bar_1,
-        "_d_next_o_bar": d_o_bar_1, "_next_f": f[1]
-    }
+    handed = {"_d_next_c": d_c_1, "_d_next_i_bar_to_g_bar": _d_i_bar_to_g_bar_1, "_next_f": f[1]}
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     d_c0 = _total(_flow(f[1] * d_c_1, keep_0, ages), ages)  # dL/dc_0 = diag(f_1) dL/dc_1
     # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
-    d_h0 = _total(_flow(d_f_bar_1 @ W_hf + d_g_bar_1 @ W_hg + d_i_bar_1 @ W_hi + d_o_bar_1 @ W_ho, keep_0, ages), ages)
-    # the gates' adjoints side by side
-    _d_i_bar_to_g_bar = jnp.concatenate((d_i_bar, d_f_bar, d_o_bar, d_g_bar), axis=-1)
+    d_h0 = _total(_flow(_d_i_bar_to_g_bar_1 @ _W_hi_W_hf_W_ho_W_hg, keep_0, ages), ages)
     # the gradients of W_ii, W_if, W_io, W_ig at once
     _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_to_g_bar.reshape(-1, 4 * n_h)).T
     # the gradients of b_ii, b_if, b_io, b_ig at once

@@ -483,12 +483,9 @@ def _forward(params, x, c0, h0):
     n_h = params["W_z"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["W_z"].dtype
-    _R_z_R_i_R_f_R_o_halved = jnp.concatenate((R_z, 0.5 * R_i, 0.5 * R_f, 0.5 * R_o))  # stacked once per call
-    _p_i_halved = jnp.concatenate((0.5 * p_i,))  # stacked once per call
-    _p_f_halved = jnp.concatenate((0.5 * p_f,))  # stacked once per call
-    _p_o_halved = jnp.concatenate((0.5 * p_o,))  # stacked once per call
-    _W_z_W_i_W_f_W_o_halved = jnp.concatenate((W_z, 0.5 * W_i, 0.5 * W_f, 0.5 * W_o))  # stacked once per call
-    _b_z_i_f_o_halved = jnp.concatenate((b_z, 0.5 * b_i, 0.5 * b_f, 0.5 * b_o))  # stacked once per call
+    _R_z_R_i_R_f_R_o = jnp.concatenate((R_z, R_i, R_f, R_o))  # stacked once per call
+    _W_z_W_i_W_f_W_o = jnp.concatenate((W_z, W_i, W_f, W_o))  # stacked once per call
+    _b_z_i_f_o = jnp.concatenate((b_z, b_i, b_f, b_o))  # stacked once per call
     _z_i_f_o = jnp.zeros((T + 1, B, 4 * n_h), dtype)
     c = jnp.zeros((T + 1, B, n_h), dtype)
     h = jnp.zeros((T + 1, B, n_h), dtype)
@@ -496,34 +493,30 @@ def _forward(params, x, c0, h0):
     h = h.at[0].set(h0)
     # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o
     # x_t, all steps at once
-    _z_i_f_o = _z_i_f_o.at[1:].set(_b_z_i_f_o_halved + x @ _W_z_W_i_W_f_W_o_halved.T)
+    _z_i_f_o = _z_i_f_o.at[1:].set(_b_z_i_f_o + x @ _W_z_W_i_W_f_W_o.T)
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
         (c_prev, h_prev) = carry
         (_z_i_f_o_t,) = inputs
         # [R_z; R_i; R_f; R_o] h_{t-1}: the products of every gate at once
-        _z_i_f_o_t = _z_i_f_o_t + h_prev @ _R_z_R_i_R_f_R_o_halved.T
-        # p_i * c_{t-1}: into the pre-activation of i_t
-        _z_i_f_o_t = _z_i_f_o_t.at[..., n_h:2 * n_h].add(_p_i_halved * c_prev)
+        _z_i_f_o_t = _z_i_f_o_t + h_prev @ _R_z_R_i_R_f_R_o.T
+        _z_i_f_o_t = _z_i_f_o_t.at[..., n_h:2 * n_h].add(p_i * c_prev)  # p_i * c_{t-1}: into the pre-activation of i_t
         # p_f * c_{t-1}: into the pre-activation of f_t
-        _z_i_f_o_t = _z_i_f_o_t.at[..., 2 * n_h:3 * n_h].add(_p_f_halved * c_prev)
-        _z_i_f_t = _z_i_f_o_t[..., :3 * n_h]
+        _z_i_f_o_t = _z_i_f_o_t.at[..., 2 * n_h:3 * n_h].add(p_f * c_prev)
+        z_t = _z_i_f_o_t[..., :n_h]
+        _i_f_t = _z_i_f_o_t[..., n_h:3 * n_h]
         # z_bar_t = b_z + W_z x_t + R_z h_{t-1}; z_t = tanh(z_bar_t); i_bar_t = b_i + W_i x_t + R_i h_{t-1} + p_i *
         # c_{t-1}; i_t = sigmoid(i_bar_t); f_bar_t = b_f + W_f x_t + R_f h_{t-1} + p_f * c_{t-1}; f_t = sigmoid(f_bar_t)
-        _z_i_f_o_t = _z_i_f_o_t.at[..., :3 * n_h].set(jnp.tanh(_z_i_f_t))
-        _i_f_t = _z_i_f_o_t[..., n_h:3 * n_h]
-        _z_i_f_o_t = _z_i_f_o_t.at[..., n_h:3 * n_h].set(0.5 + 0.5 * _i_f_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+        _z_i_f_o_t = jnp.concatenate((jnp.tanh(z_t), jax.nn.sigmoid(_i_f_t), _z_i_f_o_t[..., 3 * n_h:]), axis=-1)
         f_t = _z_i_f_o_t[..., 2 * n_h:3 * n_h]
         i_t = _z_i_f_o_t[..., n_h:2 * n_h]
         z_t = _z_i_f_o_t[..., :n_h]
         c_t = c_prev * f_t + i_t * z_t  # c_t = c_{t-1} * f_t + i_t * z_t
-        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].add(_p_o_halved * c_t)  # p_o * c_t: into the pre-activation of o_t
+        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].add(p_o * c_t)  # p_o * c_t: into the pre-activation of o_t
         o_t = _z_i_f_o_t[..., 3 * n_h:]
         # o_bar_t = b_o + W_o x_t + p_o * c_t + R_o h_{t-1}; o_t = sigmoid(o_bar_t)
-        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].set(jnp.tanh(o_t))
-        o_t = _z_i_f_o_t[..., 3 * n_h:]
-        _z_i_f_o_t = _z_i_f_o_t.at[..., 3 * n_h:].set(0.5 + 0.5 * o_t)  # (1 + tanh(z / 2)) / 2: the sigmoid
+        _z_i_f_o_t = jnp.concatenate((_z_i_f_o_t[..., :3 * n_h], jax.nn.sigmoid(o_t)), axis=-1)
         o_t = _z_i_f_o_t[..., 3 * n_h:]
         h_t = jnp.tanh(c_t) * o_t  # h_t = tanh(c_t) * o_t
         return ((c_t, h_t), (_z_i_f_o_t, c_t, h_t))
@@ -573,20 +566,18 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     n_q = params["V"].shape[0]
     B = d_s.shape[1]
     dtype = params["W_z"].dtype
+    _R_z_R_i_R_f_R_o = jnp.concatenate((R_z, R_i, R_f, R_o))  # stacked once per call
     d_h = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     keep_next = _following(keep, following.get("keep"))  # keep[t], t = 1..T
     zero_n_h = _fresh(jnp.zeros((B, n_h), dtype), ages)  # nothing after step T
 
     def _step(carry, inputs):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
-        (d_f_bar_next, d_i_bar_next, d_o_bar_next, d_z_bar_next, d_c_next) = carry
+        (_d_z_bar_to_o_bar_next, d_f_bar_next, d_i_bar_next, d_c_next) = carry
         (d_h_t, c_t, o_t, f_next, c_prev, f_t, z_t, i_t, keep_t) = inputs
         d_h_t = _fresh(d_h_t, ages)  # computed outside the loop: at age 0 in a window
         # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
-        d_h_t = (
-            d_h_t
-            + _flow(d_f_bar_next @ R_f + d_i_bar_next @ R_i + d_o_bar_next @ R_o + d_z_bar_next @ R_z, keep_t, ages)
-        )
+        d_h_t = d_h_t + _flow(_d_z_bar_to_o_bar_next @ _R_z_R_i_R_f_R_o, keep_t, ages)
         d_o_t = jnp.tanh(c_t) * d_h_t  # dL/do_t = diag(tanh(c_t)) dL/dh_t
         d_o_bar_t = ((1 - o_t) * o_t) * d_o_t  # dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         # dL/dc_t = diag(p_o) dL/do_bar_t + diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
@@ -599,35 +590,38 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         d_i_bar_t = ((1 - i_t) * i_t) * d_i_t  # dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
         d_z_t = i_t * d_c_t  # dL/dz_t = diag(i_t) dL/dc_t
         d_z_bar_t = (1 - z_t ** 2) * d_z_t  # dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t
+        # the gates' adjoints side by side
+        _d_z_bar_to_o_bar_t = jnp.concatenate((d_z_bar_t, d_i_bar_t, d_f_bar_t, d_o_bar_t), axis=-1)
         return (
-            (d_f_bar_t, d_i_bar_t, d_o_bar_t, d_z_bar_t, d_c_t),
-            (_total(d_o_bar_t, ages), _total(d_f_bar_t, ages), _total(d_i_bar_t, ages), _total(d_z_bar_t, ages))
+            (_d_z_bar_to_o_bar_t, d_f_bar_t, d_i_bar_t, d_c_t),
+            (
+                _total(d_o_bar_t, ages), _total(d_f_bar_t, ages), _total(d_i_bar_t, ages),
+                _total(_d_z_bar_to_o_bar_t, ages)
+            )
         )
 
     # t = T..1
-    carry, (d_o_bar, d_f_bar, d_i_bar, d_z_bar) = jax.lax.scan(
+    carry, (d_o_bar, d_f_bar, d_i_bar, _d_z_bar_to_o_bar) = jax.lax.scan(
         _step,
         (
+            following.get("_d_next_z_bar_to_o_bar", _fresh(jnp.zeros((B, 4 * n_h), dtype), ages)),
             following.get("_d_next_f_bar", zero_n_h), following.get("_d_next_i_bar", zero_n_h),
-            following.get("_d_next_o_bar", zero_n_h), following.get("_d_next_z_bar", zero_n_h),
             following.get("_d_next_c", zero_n_h)
         ),
         (d_h, c[1:], o[1:], _following(f[1:], following.get("_next_f")), c[:-1], f[1:], z[1:], i[1:], keep_next),
         reverse=True
     )
-    (d_f_bar_1, d_i_bar_1, d_o_bar_1, d_z_bar_1, d_c_1) = carry  # the adjoints at step 1
+    (_d_z_bar_to_o_bar_1, d_f_bar_1, d_i_bar_1, d_c_1) = carry  # the adjoints at step 1
     # step 1's values, for the segment before this one
     handed = {
-        "_d_next_c": d_c_1, "_d_next_f_bar": d_f_bar_1, "_d_next_i_bar": d_i_bar_1, "_d_next_o_bar": d_o_bar_1,
-        "_d_next_z_bar": d_z_bar_1, "_next_f": f[1]
+        "_d_next_c": d_c_1, "_d_next_f_bar": d_f_bar_1, "_d_next_i_bar": d_i_bar_1,
+        "_d_next_z_bar_to_o_bar": _d_z_bar_to_o_bar_1, "_next_f": f[1]
     }
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
     d_c0 = _total(_flow(p_f * d_f_bar_1 + p_i * d_i_bar_1 + f[1] * d_c_1, keep_0, ages), ages)
     # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
-    d_h0 = _total(_flow(d_f_bar_1 @ R_f + d_i_bar_1 @ R_i + d_o_bar_1 @ R_o + d_z_bar_1 @ R_z, keep_0, ages), ages)
-    # the gates' adjoints side by side
-    _d_z_bar_to_o_bar = jnp.concatenate((d_z_bar, d_i_bar, d_f_bar, d_o_bar), axis=-1)
+    d_h0 = _total(_flow(_d_z_bar_to_o_bar_1 @ _R_z_R_i_R_f_R_o, keep_0, ages), ages)
     # the gradients of W_z, W_i, W_f, W_o at once
     _d_W_z_W_i_W_f_W_o = (x.reshape(-1, n_d).T @ _d_z_bar_to_o_bar.reshape(-1, 4 * n_h)).T
     # the gradients of R_z, R_i, R_f, R_o at once

@@ -13,7 +13,7 @@ from bptt.codegen.ir import Array, Loop, Steps, walk
 from bptt.codegen.jax import forward_mode as jax_forward_mode
 from bptt.codegen.jax.memory import XLA_STEP_FACTOR
 from bptt.codegen.jax.printer import JaxPrinter, first_step_name
-from bptt.codegen.jax.scan import forward_lines
+from bptt.codegen.jax.scan import forward_lines, stack_lines
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
 from bptt.codegen.printing.bindings import params_bound, time_and_batch
 from bptt.codegen.printing.checkpoints import input_rows
@@ -22,7 +22,7 @@ from bptt.codegen.printing.facts import fixed_helpers, model_facts
 from bptt.codegen.printing.layout import Layout, imported
 from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
-from bptt.codegen.program import build
+from bptt.codegen.program import JAX_PASSES, build
 from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
@@ -62,7 +62,7 @@ def module_source(model, program=None):
 
 
 def layout(model, program=None):
-    program = program or build(model)
+    program = program or build(model, JAX_PASSES)
     # held beside the derivation's arrays: the cache's copy of the inputs (a jitted function's outputs are new
     # buffers) and dL/doutputs beside the outputs; XLA's temporaries are the template's _XLA_STEP_FACTOR
     facts = model_facts(model, program, "JAX", (input_rows(model), model.outputs[0][0].rows))
@@ -130,13 +130,8 @@ def gradient_body(program):
     gradient_lines = [f"{s.target.name} = {gradient(s.value)}  # {s.comment}" for s in program.gradients.statements]
     returns = [f'"{key}": {gradient(value)},  # {comment}' for key, value, comment in program.returns]
     read = gradient.used.arrays
-    joined = []
-    for group in groups:
-        for name, first, count in ((group.name, 0, len(group.members)), *group.spans):
-            if name in read:
-                parts = ", ".join(member for member, _ in group.members[first : first + count])
-                joined.append(f"{name} = jnp.concatenate(({parts}), axis=-1)  # the gates' adjoints side by side")
-                read |= {member for member, _ in group.members[first : first + count]}
+    scanned = [group for group in program.window.arrays if group.members] if _loop(statements) else []
+    joined = joined_lines(gradient, groups, read, {group.name for group in scanned})
     printer = JaxPrinter(stacked=True, arrays=arrays)
     lines, local = [], set()
     for statement in statements:
@@ -152,37 +147,72 @@ def gradient_body(program):
     carried = []
     if loop is not None:
         crossings = {c.node: c.name for c in program.checkpoints.window_crossings}
-        built = backward_scan(printer, loop, read, initial_reads, local, crossings)
+        built = backward_scan(printer, loop, read, initial_reads, local, crossings, scanned)
         carried = built.carried
         following = printer.helper("_following")
         lines.append(f'keep_next = {following}(keep, following.get("keep"))  # keep[t], t = 1..T')
-        rows = sorted({size_name(targets[n].rows) for n in carried})
+        rows = {built.rows[n] for n in carried}
         lines += [
-            f"zero_{r} = {printer.helper('_fresh')}(jnp.zeros((B, {r}), dtype), ages)  # nothing after step T"
-            for r in rows
+            f"zero_{size_name(r)} = {zeros(printer, r)}  # nothing after step T"
+            for r in sorted(rows, key=str)
+            if r.is_Symbol
         ]
-        first = [start(c, targets, crossings) for c in built.scan.carry]
+        first = [start(printer, c, built.rows, crossings) for c in built.scan.carry]
         doc = "One step t, last first: the adjoints at t+1 in, those at t out."
         lines += built.scan.lines(doc, first, reverse=True, last="carry")
         lines.append(f"{tupled([first_step_name(c.node) for c in built.scan.carry])} = carry  # the adjoints at step 1")
         lines.append(handed(printer, program.checkpoints.window_crossings, built.scan.carry))
-        printer.used.sizes |= {str(targets[n].rows) for n in carried} | {"B", "dtype"}
+        printer.used.sizes |= {str(size) for r in rows for size in r.free_symbols} | {"B", "dtype"}
     if any(item.weighted for item in program.window_initial):
         lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
     lines += [initial_code(printer, item, carried) for item in program.window_initial]
+    stacks = stack_lines(printer, program.window.stacks)
     used = printer.used | gradient.used
     head = bindings(model, used, f"d_{model.outputs[0][0].name}", program.cache)
     if loop is None:
         lines.append("handed = {}  # no flow through time")
-    body = head + lines + joined + gradient_lines + ["return {"] + ["    " + r for r in returns]
+    body = head + stacks + lines + joined + gradient_lines + ["return {"] + ["    " + r for r in returns]
     comments = {item.key: item.comment for item in program.window_initial}
     body += [f'    "{key}": d_{key},  # {comments[key]}' for key in (f"{seq.name}0" for seq in model.states)]
     return body + ["}, handed"], used.helpers
 
 
-def start(carried, targets, crossings):
-    """A carried adjoint's value after step T: the next segment's at its step 1 if there is one, else zero."""
-    zero = f"zero_{size_name(targets[carried.node.of.name].rows)}"
+def _loop(statements):
+    return any(isinstance(s, Loop) for s in statements)
+
+
+def joined_lines(printer, groups, read, scanned):
+    """Lines binding the gates' adjoints side by side that the gradients read (a group or a span of one), from
+    their members; a group the backward scan binds is its output, and a span of it its rows. Marks what they read."""
+    lines = []
+    for group in groups:
+        offsets = group.offsets()
+        for name, first, count in ((group.name, 0, len(group.members)), *group.spans):
+            members = [member for member, _ in group.members[first : first + count]]
+            if name not in read or name in scanned:
+                continue
+            if group.name in scanned:
+                start = offsets[members[0]][0]
+                rows = printer.span(start, start + sum(offsets[m][1] for m in members), group.rows)
+                lines.append(f"{name} = {group.name}[..., {rows}]  # the gates' adjoints side by side")
+                read.add(group.name)
+            else:
+                parts = ", ".join(members)
+                lines.append(f"{name} = jnp.concatenate(({parts}), axis=-1)  # the gates' adjoints side by side")
+                read |= set(members)
+    return lines
+
+
+def zeros(printer, rows):
+    """A carried adjoint's zeros after step T (at age 0 in a window)."""
+    return f"{printer.helper('_fresh')}(jnp.zeros((B, {printer(rows)}), dtype), ages)"
+
+
+def start(printer, carried, rows, crossings):
+    """A carried adjoint's value after step T: the next segment's at its step 1 if there is one, else zero
+    (`zero_n_h`, bound once for every adjoint of h rows; a group's, of 4h rows, in place)."""
+    size = rows[carried.node.of.name]
+    zero = f"zero_{size_name(size)}" if size.is_Symbol else zeros(printer, size)
     if carried.node in crossings:
         return f'following.get("{crossings[carried.node]}", {zero})'
     return zero

@@ -20,6 +20,7 @@ from bptt.codegen.jax.printer import JaxPrinter
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input
 from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
+from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, t
 
 
@@ -146,10 +147,42 @@ class PassPrinter(JaxPrinter):
     # writing
 
     def lines(self, statements):
-        out = []
-        for statement in statements:
-            out += self._print(statement)
+        out, statements, k = [], list(statements), 0
+        while k < len(statements):
+            run = self.activations(statements, k)
+            out += self.joined(run) if run else self._print(statements[k])
+            k += len(run) or 1
         return out
+
+    def activations(self, statements, k):
+        """At one step, the run from statements[k] of in-place activations (S = f(S)) of neighbouring parts of
+        one array, none of it whole: printed as one new value of the array, not one partial update each."""
+        run = []
+        for statement in statements[k:] if not self.stacked else ():
+            value = getattr(statement, "value", None)
+            place = self.places.get(getattr(statement.target, "name", None)) if value is not None else None
+            if not (isinstance(value, Apply) and value.arg == statement.target and place and not place.whole):
+                break
+            if run and (place.home != run[-1][1].home or sp.expand(place.first - run[-1][1].first - run[-1][1].rows)):
+                break
+            run.append((statement, place))
+        return run
+
+    def joined(self, run):
+        """`home_t = jnp.concatenate((home_t[..., :a], f(S), g(U), home_t[..., b:]), axis=-1)`: each part's
+        activation of what it held before the run, the rows around them as they are."""
+        self.pending = []
+        array = self.homes[run[0][1].home]
+        current = self.current(array)
+        parts = [str(self(statement.value)) for statement, _ in run]
+        first, last = run[0][1].first, run[-1][1].first + run[-1][1].rows
+        head = [f"{current}[..., :{self(first)}]"] if first != 0 else []
+        tail = [f"{current}[..., {self(last)}:]"] if sp.expand(last - array.rows) else []
+        self.written.add(array.name)
+        self.bound -= {f"{name}_t" for name, other in self.places.items() if other.home == array.name}
+        comment = "; ".join(statement.comment for statement, _ in run if statement.comment)
+        code = f"jnp.concatenate(({tuple_items(head + parts + tail)}), axis=-1)"
+        return self.pending + [f"{array.name}_t = {code}" + (f"  # {comment}" if comment else "")]
 
     def _print_Assign(self, statement):
         return self.write(statement, "set")

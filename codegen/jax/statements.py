@@ -11,7 +11,7 @@ from typing import NamedTuple
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Accumulate, Assign, Flow, Guard, Loop
 from bptt.codegen.jax.printer import JaxPrinter, step_name
-from bptt.derive.nodes import Adj, t
+from bptt.derive.nodes import Adj, SeqAt, t
 
 
 class Carried(NamedTuple):
@@ -73,17 +73,22 @@ def scanned_input(printer, node, shift, crossings=None):
 class BackwardScan:
     scan: Scan
     carried: list  # adjoint names whose step-1 value the final carry holds
+    rows: dict  # {adjoint name: rows} of every adjoint the step computes (a group's too)
 
 
-def backward_scan(printer, loop, wanted, initial_reads, local, crossings):
+def backward_scan(printer, loop, wanted, initial_reads, local, crossings, groups=()):
     """The backward recursion as a Scan, last step first. wanted: adjoint arrays read after the loop;
     initial_reads: names of the adjoints that dL/dS_0 reads at step 1; local: names of the adjoints
     whose local terms were computed for all steps before the loop; crossings: {value at t+1: its name}
-    where a segment of steps reads it from the next one."""
+    where a segment of steps reads it from the next one; groups: the Arrays of the gates' adjoints side by
+    side (their flows are one product with the stacked weights), each bound in the step after its members."""
     step = JaxPrinter(stacked=False, arrays=printer.arrays)
     step.used = printer.used
     body, targets, zero = [], {}, []
-    for statement in _flatten(loop.body):
+    statements = list(_flatten(loop.body))
+    joins = _Joins(step, groups, {s.target.of.name for s in statements})
+    body += joins.ready(targets)
+    for statement in statements:
         seq = statement.target.of
         name = step_name(statement.target, 0)
         code = step(statement.value)
@@ -99,6 +104,7 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings):
             body.append(f"{name} = {step(statement.target)} + {flow}  # {statement.comment}")
         step.assigned.add(name)
         targets.setdefault(seq.name, statement.target)
+        body += joins.ready(targets)
     fresh = [
         f"{local} = {step.helper('_fresh')}({local}, ages)  # computed outside the loop: at age 0 in a window"
         for local, (node, shift) in step.reads.items()
@@ -127,7 +133,37 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings):
         for name, target in targets.items()
         if adjoint_array(name) in wanted
     ]
-    return BackwardScan(scan, carried)
+    return BackwardScan(scan, carried, {name: target.of.rows for name, target in targets.items()})
+
+
+class _Joins:
+    """Each group's adjoint at t, its members side by side (`_d_i_f_t = jnp.concatenate((d_i_t, d_f_t), axis=-1)`),
+    bound as soon as the step has computed every member it computes (the others are scanned in)."""
+
+    def __init__(self, step, groups, computed):
+        self.step, self.computed = step, computed
+        self.waiting = list(groups)
+
+    def ready(self, targets):
+        """The lines binding the groups whose members are all computed now; each added to targets."""
+        lines = []
+        for group in list(self.waiting):
+            nodes = [Adj(SeqAt(_of_array(name), t, rows, "intermediate")) for name, rows in group.members]
+            if any(n.of.name in self.computed and step_name(n, 0) not in self.step.assigned for n in nodes):
+                continue
+            self.waiting.remove(group)
+            node = Adj(SeqAt(_of_array(group.name), t, group.rows, "intermediate"))
+            parts = tupled(str(self.step(n)) for n in nodes)
+            code = f"jnp.concatenate({parts}, axis=-1)"
+            lines.append(f"{step_name(node, 0)} = {code}  # the gates' adjoints side by side")
+            self.step.assigned.add(step_name(node, 0))
+            targets[node.of.name] = node
+        return lines
+
+
+def _of_array(name):
+    """The sequence name of an adjoint's array: `h` of `d_h`, `_x` of `_d_x` (array_names.adjoint_array)."""
+    return name[2:]
 
 
 def _flatten(statements):

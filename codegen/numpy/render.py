@@ -10,7 +10,7 @@ from bptt.codegen.printing.facts import fixed_helpers, model_facts
 from bptt.codegen.printing.layout import Layout, allocation, backward_bodies, forward_body, imported, rtrl_body
 from bptt.codegen.printing.printer import RowPrinter
 from bptt.codegen.printing.templates import environment
-from bptt.codegen.program import build
+from bptt.codegen.program import NUMPY_PASSES, build
 
 _env = environment(pathlib.Path(__file__).parent)
 
@@ -58,7 +58,7 @@ def module_source(model, program=None):
 
 
 def layout(model, program=None):
-    program = program or build(model)
+    program = program or build(model, NUMPY_PASSES)
     forward_arrays, forward_lines, forward_used, _ = forward_body(program)
     backward = backward_bodies(program)
     # held beside the derivation's arrays: the printer's scratch (the loss overwrites the outputs with dL/doutputs)

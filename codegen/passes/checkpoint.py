@@ -12,7 +12,7 @@ backward pass, and the backward pass's own arrays), in rows per sample.
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import Guard, Loop, Pass, step_rows, walk
+from bptt.codegen.ir import Pass, rewrite, step_rows, walk
 from bptt.codegen.ir_checkpoints import Boundary, Checkpoints, Crossing
 from bptt.derive.nodes import Adj, SeqAt, t, values
 
@@ -44,24 +44,15 @@ def with_boundaries(a_pass):
     """(the Pass with each Guard of its loop a Boundary, the Crossings, sorted by name)."""
     crossings = {}
 
-    def rewrite(statements):
-        out = []
-        for statement in statements:
-            if isinstance(statement, Loop):
-                out.append(Loop(tuple(rewrite(statement.body)), statement.backward))
-            elif isinstance(statement, Guard):
-                nodes = reads_next(statement.body)
-                found = [crossing(node) for node in nodes]
-                crossings.update((c.name, c) for c in found)
-                mapping = {node: c.read for node, c in zip(nodes, found, strict=True)}
-                following = tuple(_substituted(s, mapping) for s in statement.body)
-                names = tuple(sorted(c.name for c in found))
-                out.append(Boundary(statement.body, following, names))
-            else:
-                out.append(statement)
-        return out
+    def boundary(guard):
+        nodes = reads_next(guard.body)
+        found = [crossing(node) for node in nodes]
+        crossings.update((c.name, c) for c in found)
+        mapping = {node: c.read for node, c in zip(nodes, found, strict=True)}
+        following = tuple(_substituted(s, mapping) for s in guard.body)
+        return Boundary(guard.body, following, tuple(sorted(c.name for c in found)))
 
-    statements = tuple(rewrite(a_pass.statements))
+    statements = rewrite(a_pass.statements, guard=boundary)
     return Pass(statements, a_pass.arrays, a_pass.stacks), tuple(crossings[name] for name in sorted(crossings))
 
 

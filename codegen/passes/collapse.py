@@ -16,7 +16,7 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import Assign, Guard, Loop, walk
+from bptt.codegen.ir import Assign, Loop, rewrite, walk
 from bptt.derive.nodes import Adj, Diag, matrix_sum, t
 from bptt.derive.text import text
 
@@ -29,17 +29,18 @@ def collapse(statements, others, grouped):
     if loop is None:
         return statements
     definitions = _definitions(loop.body, statements)
-    body, after = [_collected(s, definitions) for s in loop.body], []
+    body, after = list(rewrite(loop.body, lambda s: _collected(s, definitions))), []
     for name in list(_definitions(body, statements)):
         definitions = _definitions(body, statements)
         if name not in definitions or adjoint_array(name) in grouped or not _only_chains(body, name):
             continue
         own, chain = definitions[name]
-        body = [_substituted(s, name, chain) for s in body if s is not own]
+        kept = [s for s in body if s is not own]
+        body = list(rewrite(kept, lambda s, name=name, chain=chain: _substituted(s, name, chain)))
         if any(_reads(value, name) for value in others):
             after.append(replace(own, comment=f"{own.comment}, all steps at once"))
     definitions = _definitions(body, statements)
-    body = [_collected(s, definitions) for s in body]
+    body = list(rewrite(body, lambda s: _collected(s, definitions)))
     out = []
     for statement in statements:
         out += [Loop(tuple(body), loop.backward)] + after if statement is loop else [statement]
@@ -116,8 +117,6 @@ def _slope(chains, rows):
 def _collected(statement, definitions):
     """A statement whose terms, read through the definitions, have two or more that read the same adjoint:
     those terms as one diag product. Other terms as they were."""
-    if isinstance(statement, Guard):
-        return Guard(tuple(_collected(s, definitions) for s in statement.body))
     if not hasattr(statement, "value"):
         return statement
     terms = _terms(statement.value)
@@ -160,8 +159,6 @@ def _reads_inside(chain, name):
 
 def _substituted(statement, name, chain):
     """The statement with each term that reads dL/dY (Y = name) read through Y's chain."""
-    if isinstance(statement, Guard):
-        return Guard(tuple(_substituted(s, name, chain) for s in statement.body))
     if not hasattr(statement, "value"):
         return statement
     terms, read = [], None

@@ -8,10 +8,13 @@ neighbouring members become one product over their span, each parameter's
 gradient its rows of it.
 """
 
+from dataclasses import replace
+
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Loop, Rows, Steps
+from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Pass, Rows, Steps, rewrite
+from bptt.codegen.passes import checkpoint
 from bptt.codegen.passes.fuse import internal, total_rows
 from bptt.derive.blocks import split
 from bptt.derive.nodes import Adj, SeqAt, T, TimeSum, matrix_sum, t
@@ -71,18 +74,22 @@ def flows(statements, initial, stacks):
 
     Returns (statements, initial, {group sequence name: Array}, the stacks used)."""
     groups = Groups(stacks)
-
-    def rewrite(statement):
-        if isinstance(statement, Loop):
-            return Loop(tuple(rewrite(s) for s in statement.body), statement.backward)
-        if isinstance(statement, Guard):
-            return Guard(tuple(rewrite(s) for s in statement.body))
-        return type(statement)(statement.target, groups.fuse(statement.value), statement.comment)
-
-    statements = [rewrite(s) for s in statements]
+    statements = list(rewrite(statements, lambda s: type(s)(s.target, groups.fuse(s.value), s.comment)))
     initial = [type(i)(i.key, groups.fuse(i.value), i.weighted, i.comment) for i in initial]
     used = [stack for stack in stacks if stack.name in groups.members]
     return statements, initial, groups.arrays(), used
+
+
+def stacked_window(program):
+    """The Program with the window pass's flows through the gates' weights stacked (flows): its Pass holds the
+    adjoint groups and the stacks they read; its Boundaries and crossings are made anew. A pass of the
+    backends that print the window pass as their backward (JAX)."""
+    window = program.window
+    plain = rewrite(window.statements, guard=lambda boundary: Guard(boundary.body))  # made anew below
+    statements, initial, groups, used = flows(plain, program.window_initial, program.forward.stacks)
+    window, crossings = checkpoint.with_boundaries(Pass(tuple(statements), tuple(groups.values()), tuple(used)))
+    checkpoints = replace(program.checkpoints, window_crossings=crossings)
+    return replace(program, window=window, window_initial=tuple(initial), checkpoints=checkpoints)
 
 
 def gradients(returns, groups):

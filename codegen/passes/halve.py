@@ -1,12 +1,31 @@
 """sigmoid(z) = (1 + tanh(z / 2)) / 2 with z / 2 from weights and biases halved once per call: in a
 gated cell the gates' sigmoids join the tanh of the candidate in one call (see halve_sigmoids)."""
 
+from dataclasses import replace
+
 import sympy as sp
 
-from bptt.codegen.ir import Accumulate, Assign, Stack
+from bptt.codegen.ir import Accumulate, Assign, Loop, Stack
 from bptt.codegen.passes.fuse import span_seq, views, with_span
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import matrix_sum
+
+
+def halved_sigmoids(program):
+    """The Program with its forward loop's gate sigmoids halved (halve_sigmoids): a pass of the backends that
+    compute the gates in place."""
+    forward = program.forward
+    statements = list(forward.statements)
+    at = next((k for k, s in enumerate(statements) if isinstance(s, Loop)), None)
+    if at is None:
+        return program
+    groups = [array for array in forward.arrays if array.members]
+    outside = statements[:at] + statements[at + 1 :]
+    inside, outside, stacks, groups = halve_sigmoids(list(statements[at].body), outside, list(forward.stacks), groups)
+    statements = outside[:at] + [Loop(tuple(inside), statements[at].backward)] + outside[at:]
+    by_name = {group.name: group for group in groups}
+    arrays = tuple(by_name.get(array.name, array) for array in forward.arrays)
+    return replace(program, forward=replace(forward, statements=tuple(statements), arrays=arrays, stacks=tuple(stacks)))
 
 
 def halve_sigmoids(inside, hoisted, stacks, groups):

@@ -14,7 +14,7 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import Array, Assign, Guard, Loop, Pass, walk
+from bptt.codegen.ir import Array, Assign, Loop, Pass, rewrite, walk
 from bptt.codegen.passes import fuse_backward
 from bptt.codegen.passes.collapse import collapse
 from bptt.codegen.passes.fuse import sum_terms
@@ -189,16 +189,14 @@ def hoist_factors(statements, names=("_k", "_f")):
     Returns (statements, the factor arrays)."""
     factors = {}
 
-    def rewrite(statement):
-        if isinstance(statement, Guard):
-            return Guard(tuple(rewrite(s) for s in statement.body))
+    def hoisted(statement):
         terms = statement.value.args if isinstance(statement.value, sp.MatAdd) else (statement.value,)
         return replace(statement, value=matrix_sum([_hoisted(term, factors, names[0]) for term in terms]))
 
     loop = next((s for s in statements if isinstance(s, Loop)), None)
     if loop is None:
         return statements, []
-    body = tuple(rewrite(s) for s in loop.body)
+    body = rewrite(loop.body, hoisted)
     shared = _shared_functions(factors, names[1])
     before = [Assign(seq(t), value, f"{text(value)}, all steps at once") for value, seq in shared.items()]
     before += [

@@ -15,7 +15,7 @@ from bptt.codegen.printing.checks import CheckStyle, checks, input_checks
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
 from bptt.codegen.printing.layout import Layout, allocation, forward_body, imported
 from bptt.codegen.printing.templates import environment
-from bptt.codegen.program import build
+from bptt.codegen.program import TORCH_PASSES, build
 from bptt.codegen.torch.backward import fast_adjoints_body, gradients_body, window_body
 from bptt.codegen.torch.printer import TorchPrinter
 from bptt.codegen.torch.rtrl import rtrl_body
@@ -64,7 +64,7 @@ def module_source(model, program=None):
 
 def layout(model, program=None):
     """The torch module's Layout: the forward pass printed as the NumPy module's, the backward as torch/backward.py's."""
-    program = program or build(model)
+    program = program or build(model, TORCH_PASSES)
     forward_arrays, forward_lines, forward_helpers, forward_printer = forward_body(program, TorchStatements)
     gradients, returns, reads = gradients_body(program)
     (full, backward_arrays, adjoints_steps), window = fast_adjoints_body(program, reads), window_body(program, reads)

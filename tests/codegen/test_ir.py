@@ -15,7 +15,7 @@ from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import RowPrinter
 from bptt.codegen.printing.statements import NumPyPrinter
-from bptt.codegen.program import build
+from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, TORCH_PASSES, rewritten, shared
 from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.models import load, names
@@ -202,8 +202,10 @@ def test_threads_computing_at_once_get_the_single_threaded_results():
 
 @pytest.mark.parametrize("name", ["linear", "elman-jordan", "gru"])
 def test_programs_are_deterministic(name):
-    """Building the statements twice, past build's memo, gives equal Programs (regeneration is byte-identical;
+    """Building the statements twice, past shared's memo, gives equal Programs (regeneration is byte-identical;
     test_seam.py builds them under other hash seeds too)."""
-    first, second = build.__wrapped__(load(name)), build.__wrapped__(load(name))
+    first, second = shared.__wrapped__(load(name)), shared.__wrapped__(load(name))
     assert first is not second and first.forward is not second.forward
     assert first == second
+    for passes in (NUMPY_PASSES, TORCH_PASSES, JAX_PASSES):  # each backend's own passes too
+        assert rewritten(first, passes) == rewritten(second, passes)

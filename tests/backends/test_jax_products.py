@@ -1,0 +1,67 @@
+"""The JAX module's compiled program against jax.grad of a scan of the same cell (app/bench/peers_jax.py): no
+more matrix products per step, counted in XLA's compiled HLO (the dot operations a while loop's body runs, in
+it and in the computations it calls). A structural count, the same on every run: the gates' flows in the
+backward scan are one product with the stacked weights (passes/fuse_backward.stacked_window), as jax.grad
+transposes the forward pass's one product."""
+
+import pytest
+
+pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
+
+import re
+
+import jax
+import jax.numpy as jnp
+
+from bptt.app.bench import peers_jax
+from bptt.codegen.backends import BACKENDS
+from bptt.derive.models import load
+
+jax.config.update("jax_enable_x64", True)
+
+T, B, SIZES = 50, 16, {"d": 8, "h": 16, "q": 4}
+HEADER = re.compile(r"^(?:ENTRY )?(%[\w.\-]+) .*\{$")
+CALLED = re.compile(r"(?:calls|to_apply|body|condition)=(%[\w.\-]+)")
+
+
+def computations(text):
+    """{name: its instruction lines} of an HLO module's text."""
+    out, current = {}, None
+    for line in text.splitlines():
+        header = HEADER.match(line)
+        if header:
+            current = out.setdefault(header.group(1), [])
+        elif current is not None and line.strip() not in ("", "}"):
+            current.append(line)
+    return out
+
+
+def products_per_step(text):
+    """The dot operations the while loops' bodies run per iteration, summed over the loops."""
+    found = computations(text)
+    count = 0
+    for body in re.findall(r" while\(.*?body=(%[\w.\-]+)", text):
+        seen, todo = set(), [body]
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo += [called for line in found[name] for called in CALLED.findall(line)]
+        count += sum(" dot(" in line for name in seen for line in found[name])
+    return count
+
+
+def compiled(function, *args):
+    return jax.jit(function).lower(*args).compile().as_text()
+
+
+@pytest.mark.parametrize("name", ["gru", "lstm"])
+def test_the_module_runs_no_more_products_per_step_than_jax_grad_of_a_scan(name):
+    module = __import__(f"bptt.generated.{name}{BACKENDS['jax'].suffix}", fromlist=["_"])
+    params = module.init_params(jax.random.key(0), jnp.float32, **SIZES)
+    xs, ys = module.random_inputs(jax.random.key(1), T, B, jnp.float32, **SIZES)
+    start = {f"{seq.name}0": jnp.zeros((B, SIZES["h"]), jnp.float32) for seq in load(name).states}
+    ours = products_per_step(compiled(lambda p, x, y, s: module.loss_and_grads(p, x, y, **s), params, xs, ys, start))
+    loss = peers_jax._gated(name, jax, jnp, B)
+    theirs = products_per_step(compiled(jax.value_and_grad(loss, argnums=(0, 1)), params, start, xs, ys))
+    assert 2 <= ours <= theirs, (ours, theirs)  # forward and backward: at least one product a step each

@@ -1,0 +1,116 @@
+"""Each backend's own passes (program.py: NUMPY_PASSES, TORCH_PASSES, JAX_PASSES), each Program -> Program, and
+what each does to a small Program (the GRU's): halved sigmoids for the backends that compute the gates in place,
+the window pass's gate flows as one product with the stacked weights for JAX, which prints that pass."""
+
+import pathlib
+from dataclasses import fields, replace
+
+import sympy as sp
+
+from bptt.codegen.backends import BACKENDS
+from bptt.codegen.ir import Assign, Flow, Guard, Loop, Program, rewrite, walk
+from bptt.codegen.ir_checkpoints import Boundary
+from bptt.codegen.passes.fuse_backward import stacked_window
+from bptt.codegen.passes.halve import halved_sigmoids
+from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, TORCH_PASSES, build, shared
+from bptt.derive.elementwise import Apply
+from bptt.derive.models import load, names
+from bptt.derive.nodes import Adj, SeqAt, t
+
+GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
+
+
+def changed_fields(before, after):
+    """The names of the Program's fields a pass changed."""
+    return {f.name for f in fields(Program) if getattr(before, f.name) != getattr(after, f.name)}
+
+
+def loop_body(a_pass):
+    (loop,) = [s for s in a_pass.statements if isinstance(s, Loop)]
+    return list(walk(loop.body))
+
+
+def functions(statements):
+    """The elementwise functions the statements' values apply."""
+    return {node.function for s in statements for node in sp.preorder_traversal(s.value) if isinstance(node, Apply)}
+
+
+def test_each_backend_has_its_own_list_of_program_passes():
+    program = shared(load("gru"))
+    for passes in (NUMPY_PASSES, TORCH_PASSES, JAX_PASSES):
+        for one in passes:
+            assert isinstance(one(program), Program), one
+    assert halved_sigmoids in NUMPY_PASSES and halved_sigmoids not in JAX_PASSES
+    assert JAX_PASSES == (stacked_window,)
+    assert build(load("gru"), JAX_PASSES) == stacked_window(program)
+
+
+def test_halved_sigmoids_before_and_after():
+    """The forward loop's gate sigmoids become one tanh of the halved pre-activations and a scaling; the
+    weights and biases of the halved gates are stacked halved; nothing but the forward pass changes."""
+    before = shared(load("gru"))
+    after = halved_sigmoids(before)
+    assert "sigmoid" in functions(loop_body(before.forward))
+    assert "sigmoid" not in functions(loop_body(after.forward)) and "tanh" in functions(loop_body(after.forward))
+    assert not [s for s in before.forward.stacks if s.name.endswith("_halved")]
+    stacks = {s.name: s.parts for s in after.forward.stacks}
+    params = {p.name: p for p in before.model.params}
+    assert stacks["_W_hr_W_hz_W_hn_halved"] == (params["W_hr"] / 2, params["W_hz"] / 2, params["W_hn"])
+    assert changed_fields(before, after) == {"forward"}
+
+
+def test_stacked_window_before_and_after():
+    """The window pass's flow into dL/dh_t through the three gates' weights becomes one product with their
+    stack and the gates' adjoints side by side (a group of the Pass), dL/dh_0 too; the boundaries cross the
+    group; nothing else changes."""
+    before = shared(load("gru"))
+    after = stacked_window(before)
+
+    def flow(program):
+        (statement,) = [s for s in loop_body(program.window) if isinstance(s, Flow)]
+        return statement.value
+
+    def products(value):
+        return [term for term in value.args if isinstance(term, sp.MatMul) and isinstance(term.args[0], sp.Transpose)]
+
+    assert len(products(flow(before))) == 3 and before.window.arrays == ()
+    (product,) = products(flow(after))
+    assert product.args[0].arg.name == "_W_hr_W_hz_W_hn" and isinstance(product.args[1], Adj)
+    (group,) = after.window.arrays
+    assert group.name == "_d_r_bar_z_bar_m" and [m for m, _ in group.members] == ["d_r_bar", "d_z_bar", "d_m"]
+    assert [s.name for s in after.window.stacks] == ["_W_hr_W_hz_W_hn"]
+    assert len(products(after.window_initial[0].value)) == 1
+    crossings = {c.name for c in after.checkpoints.window_crossings}
+    assert "_d_next_r_bar_z_bar_m" in crossings and "_d_next_m" not in crossings
+    assert changed_fields(before, after) == {"window", "window_initial", "checkpoints"}
+    assert after.checkpoints.crossings == before.checkpoints.crossings  # the fast pass's own, untouched
+
+
+def test_no_jax_module_carries_halved_sigmoids():
+    """Halved sigmoids pay in NumPy's in-place code; JAX's modules compute sigmoid(z) as it is."""
+    for name in names():
+        jax_source = (GENERATED / BACKENDS["jax"].filename(name)).read_text(encoding="utf-8")
+        assert "_halved" not in jax_source, name
+    assert "_halved" in (GENERATED / BACKENDS["numpy"].filename("gru")).read_text(encoding="utf-8")
+
+
+def test_rewrite_opens_every_loop_and_guard_and_keeps_what_they_are():
+    """ir.rewrite, the passes' loop-body recursion: every statement outside a Loop or Guard through leaf, at any
+    depth; a backward Loop stays backward and a Boundary keeps its following statements and crossings; guard
+    sees each Guard rebuilt."""
+    h = sp.Symbol("h")
+    a, b, c = (SeqAt(name, t, h, "intermediate") for name in "abc")
+    boundary = Boundary((Flow(a, b, "flow"),), following=(Flow(a, c, "next"),), crossings=("_next_b",))
+    statements = (Assign(c, a, "before"), Loop((Assign(b, a, "inside"), boundary), backward=True))
+
+    def marked(statement):
+        return replace(statement, comment=statement.comment + "!")
+
+    done = rewrite(statements, marked)
+    assert [s.comment for s in walk(done) if hasattr(s, "comment")] == ["before!", "inside!", "flow!"]
+    (loop,) = [s for s in done if isinstance(s, Loop)]
+    assert loop.backward and isinstance(loop.body[1], Boundary)
+    assert loop.body[1].following == boundary.following and loop.body[1].crossings == ("_next_b",)
+    plain = rewrite(statements, guard=lambda guard: Guard(guard.body))
+    assert type(plain[1].body[1]) is Guard and plain[1].body[1].body == boundary.body
+    assert rewrite(statements) == statements
