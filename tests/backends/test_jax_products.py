@@ -1,7 +1,7 @@
 """The JAX module's compiled program against jax.grad of a scan of the same cell (app/bench/peers_jax.py): no
 more matrix products per step, counted in XLA's compiled HLO (the dot operations a while loop's body runs, in
 it and in the computations it calls). A structural count, the same on every run: the gates' flows in the
-backward scan are one product with the stacked weights (passes/fuse_backward.stacked_window), as jax.grad
+backward scan are one product with the stacked weights (stacked_window in codegen/passes/fuse_backward.py), as jax.grad
 transposes the forward pass's one product."""
 
 import pytest
