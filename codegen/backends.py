@@ -22,13 +22,15 @@ class Backend:
     extra: str  # pip install 'bptt[extra]' brings the framework ("" for numpy, a dependency)
     renderer: str  # bptt.codegen.<renderer>.module_source(model): the backend's folder
 
-    def module_source(self, model, program=None):
-        """The module's source; program: the model's statements to print (program.build(model)'s if None).
+    def module_source(self, model, program=None, standalone=False):
+        """The module's source; program: the model's statements to print (program.build(model)'s if None);
+        standalone: the module carries the runtime it calls instead of importing bptt.runtime.
         ModelError if a name of the model is one the generated code uses itself; a Refusal (naming the model,
         this backend and the equation) if the model has a node with no rule or no code."""
         names.check(model)
         with refusing(model, self.title):
-            source = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source(model, program)
+            render = importlib.import_module(f"bptt.codegen.{self.renderer}.render")
+            source = render.module_source(model, program, standalone)
         return columns(source)
 
     def filename(self, model_name):

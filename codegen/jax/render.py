@@ -56,7 +56,7 @@ class JaxLayout(Layout):
     arrays_are = "Arrays are JAX arrays,"
 
 
-def module_source(model, program=None):
+def module_source(model, program=None, standalone=False):
     """The source of generated/<model>_jax.py; program: the model's statements (program.build's if None)."""
     return _env.get_template("module.py.j2").render(m=layout(model, program))
 

@@ -27,6 +27,8 @@ SCAFFOLD = (  # the helpers the template's fixed parts call
     "_check_cache",
     "_check_array",
     "_blamed",
+    "_Spec",
+    "_Segments",
 )
 
 STYLE = CheckStyle(
@@ -52,12 +54,13 @@ class NumPyLayout(Layout):
     adjoint_names: str  # what _adjoints returns: `d_c0, d_h0`
 
 
-def module_source(model, program=None):
-    """The source of generated/<model>.py; program: the model's statements (program.build's if None)."""
-    return _env.get_template("module.py.j2").render(m=layout(model, program))
+def module_source(model, program=None, standalone=False):
+    """The source of generated/<model>.py; program: the model's statements (program.build's if None);
+    standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
+    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone))
 
 
-def layout(model, program=None):
+def layout(model, program=None, standalone=False):
     program = program or build(model)
     forward_arrays, forward_lines, forward_used, _ = forward_body(program)
     backward = backward_bodies(program)
@@ -68,7 +71,7 @@ def layout(model, program=None):
     losses = RowPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
     used = forward_used | backward.helpers | rtrl.helpers | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
-    imports, source = imported(used, "numpy")
+    imports, source = imported(used, "numpy", standalone=standalone)
     return NumPyLayout(
         facts=facts,
         checks=checks(facts, STYLE),

@@ -49,10 +49,11 @@ class Layout:
     array: ClassVar[str] = "array"
 
 
-def imported(helpers_used, backend, extra=()):
+def imported(helpers_used, backend, extra=(), standalone=True):
     """(imports, helpers source) of a module whose code calls helpers_used, and whose template
-    needs the `extra` import lines: the import blocks, one string."""
-    blocks, source = helpers(backend).source(sorted(helpers_used), extra)
+    needs the `extra` import lines: the import blocks, one string. standalone: the module carries the
+    helpers' source; else it imports them from the runtime (printing/helpers.py)."""
+    blocks, source = helpers(backend).source(sorted(helpers_used), extra, standalone)
     return "\n\n".join(blocks), source
 
 

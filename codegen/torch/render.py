@@ -57,7 +57,7 @@ class TorchLayout(Layout):
     array = "tensor"
 
 
-def module_source(model, program=None):
+def module_source(model, program=None, standalone=False):
     """The source of generated/<model>_torch.py; program: the model's statements (program.build's if None)."""
     return _env.get_template("module.py.j2").render(m=layout(model, program))
 
