@@ -184,8 +184,7 @@ def _budget(checkpoints, state_bytes, step_bytes):
     budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
     if budget is None:
         raise ValueError(
-            "checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', "
-            f"got {checkpoints!r}"
+            f"checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', got {checkpoints!r}"
         )
     if budget < step_bytes:
         raise ValueError(

@@ -27,8 +27,8 @@ from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
 _env.globals["xla_step_factor"] = XLA_STEP_FACTOR
-SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_forward_kept", "_param_sizes")
+SCAFFOLD = ("_Spec", "_Segments", "clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
+SCAFFOLD += ("_extent", "_checkpoint_actions", "_ages", "_check_cache", "_check_array", "_forward_kept", "_param_sizes")
 
 
 IMPORTS = ("import functools", "import jax", "import jax.numpy as jnp")  # what the template's own code calls
@@ -57,11 +57,12 @@ class JaxLayout(Layout):
 
 
 def module_source(model, program=None, standalone=False):
-    """The source of generated/<model>_jax.py; program: the model's statements (program.build's if None)."""
-    return _env.get_template("module.py.j2").render(m=layout(model, program))
+    """The source of generated/<model>_jax.py; program: the model's statements (program.build's if None);
+    standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
+    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone))
 
 
-def layout(model, program=None):
+def layout(model, program=None, standalone=False):
     program = program or build(model)
     # held beside the derivation's arrays: the cache's copy of the inputs (a jitted function's outputs are new
     # buffers) and dL/doutputs beside the outputs; XLA's temporaries are the template's _XLA_STEP_FACTOR
@@ -72,7 +73,7 @@ def layout(model, program=None):
     losses = JaxPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
     used = forward_used | gradients_used | rtrl_used | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
-    imports, source = imported(used, "jax", IMPORTS)
+    imports, source = imported(used, "jax", IMPORTS, standalone)
     return JaxLayout(
         facts=facts,
         checks=checks(facts, STYLE),

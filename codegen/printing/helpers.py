@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 CODEGEN = pathlib.Path(__file__).parent.parent  # codegen/: a backend folder each, and printing/
 RUNTIME = CODEGEN.parent / "runtime"  # the runtime's files, read as text
-IMPORTED = ("numpy",)  # the backends whose modules import their runtime (the others carry their helpers)
+IMPORTED = ("numpy", "torch", "jax")  # the backends whose modules import their runtime
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Definition:
 
 
 class Helpers:
-    """The definitions and imports of helpers files, e.g. numpy/helpers.py then
+    """The definitions and imports of runtime or helpers files, e.g. runtime/numpy.py then
     printing/common_helpers.py: a name's first definition wins, and the order is the files'."""
 
     def __init__(self, *files):
@@ -62,7 +62,8 @@ class Helpers:
         lines of the named definitions (and no source)."""
         if not standalone and all(self.definitions[name].module for name in names):
             imported = [self.definitions[name] for name in names]
-            return [*_blocks(self.imports["np"], *extra), _runtime_imports(imported)], ""
+            numpy = [self.imports["np"]] if "np" in self.imports else []  # the NumPy module's own code uses it
+            return [*_blocks(*numpy, *extra), _runtime_imports(imported)], ""
         chosen = self.closure(names)
         reads = set().union(*(d.reads for d in chosen)) | {"np"}
         lines = {line for name, line in self.imports.items() if name in reads} | set(extra)
@@ -152,14 +153,7 @@ def namespace(names=None, backend="numpy", scope=None):
 
 @functools.cache
 def helpers(backend="numpy"):
-    """The backend's own runtime (or helpers file), then the shared ones for the names the backend does not
-    define (runtime/schedule.py: the checkpoint schedule; runtime/checkpoints.py or printing/checkpointed.py:
-    the passes that follow it)."""
-    if backend in IMPORTED:
-        files = [RUNTIME / f"{backend}.py"] + [
-            RUNTIME / name for name in ("common.py", "schedule.py", "checkpoints.py")
-        ]
-    else:
-        files = [CODEGEN / backend / "helpers.py", CODEGEN / "printing" / "common_helpers.py"]
-        files += [RUNTIME / "schedule.py", CODEGEN / "printing" / "checkpointed.py"]
-    return Helpers(*files)
+    """The backend's own runtime, then the shared one for the names the backend does not define
+    (common.py; schedule.py: the checkpoint schedule; checkpoints.py: the passes that follow it)."""
+    names = (f"{backend}.py", "common.py", "schedule.py", "checkpoints.py")
+    return Helpers(*(RUNTIME / name for name in names))

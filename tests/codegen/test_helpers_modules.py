@@ -1,6 +1,7 @@
 """The helpers files are real modules: each imports on its own and its functions run, and the splitter
 (codegen/printing/helpers.py) copies into a generated module only the definitions it calls, never the
-files' imports of each other or their stand-ins for the module's own constants."""
+files' imports of each other or their stand-ins for the module's own constants. NumPy's runtime
+(runtime/numpy.py) is tested in tests/runtime/; a NumPy module imports what it calls from it."""
 
 import ast
 import importlib
@@ -28,17 +29,6 @@ def test_the_common_helpers_run_alone():
     assert common_helpers._bind_sizes({}, ()) == ({}, None)
     with pytest.raises(ValueError, match=r"has shape \(2, 0\); every dimension must be at least 1"):
         common_helpers._check_shape("x", (2, 0), ("B", "h"), {})
-
-
-def test_the_numpy_helpers_run_alone():
-    numpy_helpers = helpers_module("numpy")
-    z = np.linspace(-8.0, 8.0, 17)
-    out = np.empty_like(z)
-    assert numpy_helpers._sigmoid(z, out=out) is out  # as (1 + tanh(z / 2)) / 2: absolute error ~ eps
-    assert np.allclose(out, 1 / (1 + np.exp(-z)), rtol=1e-14, atol=1e-16)
-    grads = {"W": np.full((2, 3), 2.0), "b": np.full(3, 2.0)}  # global norm 2 sqrt(9) = 6
-    clipped = numpy_helpers.clip_grads(grads, 3.0)
-    assert all(np.allclose(clipped[key], grads[key] / 2) for key in grads)
 
 
 def test_the_torch_helpers_run_alone():
@@ -73,10 +63,12 @@ def test_the_splitter_copies_no_stand_in_and_no_import_of_another_helpers_file(b
 
 
 def top_level(tree):
-    """name -> node of each function and assignment at a module's top level."""
+    """name -> node of each function, assignment and import from bptt at a module's top level."""
     named = {}
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
+        if isinstance(node, ast.ImportFrom) and node.module.startswith("bptt."):
+            named.update((alias.asname or alias.name, node) for alias in node.names)
+        elif isinstance(node, ast.FunctionDef):
             named[node.name] = node
         elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             named[node.targets[0].id] = node
@@ -92,7 +84,7 @@ MODULES = sorted(path.name for path in GENERATED.glob("*.py") if path.name != "_
 
 @pytest.mark.parametrize("filename", MODULES)
 def test_every_private_helper_a_generated_module_carries_is_called_in_it(filename):
-    """A module carries only what it calls: each private helper definition is read by the rest of the module."""
+    """A module carries (or imports) only what it calls: each private helper is read by the rest of the module."""
     tree = ast.parse((GENERATED / filename).read_text(encoding="utf-8"))
     matching = [b for b in BACKENDS if filename.endswith(BACKENDS[b].suffix + ".py")]
     backend = max(matching, key=lambda b: len(BACKENDS[b].suffix))  # numpy's suffix "" matches every file

@@ -25,11 +25,9 @@ from bptt.tests.support.refusal_cells import CELLS, INTERNAL, with_function
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FOLDERS = ("derive", "codegen")
 RUNTIME = (  # imported by generated modules: they check a call's arguments, not a model
-    "codegen/numpy/helpers.py",
     "codegen/torch/helpers.py",
     "codegen/jax/helpers.py",
     "codegen/printing/common_helpers.py",
-    "codegen/printing/schedule.py",
     "codegen/printing/checkpointed.py",
 )
 

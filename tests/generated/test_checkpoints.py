@@ -7,8 +7,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from bptt.codegen.printing import schedule
 from bptt.derive.models import names
+from bptt.runtime import schedule
 from bptt.tests.support.checkpoints import (
     BAD,
     TRUNCATIONS,

@@ -1,0 +1,114 @@
+"""`bptt codegen --standalone`: a module that carries the runtime parts it calls instead of importing
+bptt.runtime. For every zoo model, in every backend whose modules import their runtime, the standalone
+module and the importing one give bit-identical results, and the standalone one imports nothing of bptt."""
+
+import ast
+import functools
+import sys
+
+import numpy as np
+import pytest
+
+from bptt.codegen.backends import BACKENDS
+from bptt.codegen.printing.helpers import IMPORTED
+from bptt.codegen.program import build
+from bptt.derive.models import load, names
+from bptt.tests.support.cli import GENERATED, assert_ok, assert_user_error, bptt
+from bptt.tests.support.modules import forward
+
+T, B = 6, 2
+SIZES = (2, 3, 4, 5)
+CALLS = ({}, {"truncate": ("chunk", 2)}, {"truncate": ("window", 2)}, {"checkpoints": 3})
+
+
+def bptt_imports(source):
+    """The modules of bptt a module's source imports."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+    return sorted(name for name in found if name.split(".")[0] == "bptt")
+
+
+@functools.cache
+def sources(name, backend):
+    """(the importing module's source, the standalone one's) of a zoo model."""
+    model = load(name)
+    program = build(model)
+    entry = BACKENDS[backend]
+    return entry.module_source(model, program), entry.module_source(model, program, standalone=True)
+
+
+def loaded(source, label):
+    module = type(sys)(label)
+    exec(compile(source, f"<{label}>", "exec"), module.__dict__)
+    return module
+
+
+def bits(value):
+    """A result as NumPy arrays (dicts and tuples of them too), for a comparison bit for bit."""
+    if isinstance(value, dict):
+        return {key: bits(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return tuple(bits(item) for item in value)
+    return np.asarray(value)
+
+
+def assert_identical(expected, got):
+    expected, got = bits(expected), bits(got)
+    if isinstance(expected, dict):
+        assert list(expected) == list(got)
+        expected, got = tuple(expected.values()), tuple(got.values())
+    if isinstance(expected, tuple):
+        assert len(expected) == len(got)
+        for one, other in zip(expected, got, strict=True):
+            assert_identical(one, other)
+        return
+    assert expected.dtype == got.dtype and expected.shape == got.shape
+    assert np.array_equal(expected, got, equal_nan=True)
+
+
+@pytest.mark.parametrize("backend", IMPORTED)
+@pytest.mark.parametrize("name", names())
+def test_a_standalone_module_imports_nothing_of_bptt_and_computes_the_same_bits(name, backend):
+    importing, standalone = sources(name, backend)
+    assert bptt_imports(standalone) == []
+    assert bptt_imports(importing) and all(module.startswith("bptt.runtime.") for module in bptt_imports(importing))
+    ours, theirs = loaded(importing, f"importing_{name}"), loaded(standalone, f"standalone_{name}")
+    rng = np.random.default_rng(3)
+    sizes = dict(zip(ours.SIZES, SIZES, strict=False))
+    params = ours.init_params(rng, **sizes)
+    xs, ys = ours.random_inputs(rng, T, B, **sizes)
+    for keywords in CALLS:
+        assert_identical(
+            ours.loss_and_grads(params, xs, ys, **keywords), theirs.loss_and_grads(params, xs, ys, **keywords)
+        )
+    outputs, cache = forward(ours, params, xs, ys)
+    d_outputs = np.asarray(rng.standard_normal(outputs.shape), outputs.dtype)
+    for keywords in ({}, {"truncate": ("chunk", 2), "checkpoints": 2}):
+        assert_identical(
+            ours.backward(params, cache, d_outputs, **keywords), theirs.backward(params, cache, d_outputs, **keywords)
+        )
+    assert_identical(ours.forward_mode_grads(params, xs, ys), theirs.forward_mode_grads(params, xs, ys))
+
+
+def test_codegen_standalone_writes_a_module_of_its_framework_only(tmp_path):
+    assert_ok(bptt("codegen", "linear", "--standalone", "--out", tmp_path))
+    assert bptt_imports((tmp_path / "linear.py").read_text(encoding="utf-8")) == []
+    assert_ok(bptt("codegen", "linear", "--standalone", "--check", "--out", tmp_path))
+    stale = bptt("codegen", "linear", "--check", "--out", tmp_path)  # the importing module is another text
+    assert stale.returncode == 1 and "linear.py" in stale.stdout + stale.stderr
+
+
+def test_codegen_standalone_never_writes_over_the_zoo():
+    before = (GENERATED / "linear.py").read_bytes()
+    assert_user_error(bptt("codegen", "linear", "--standalone"), "--standalone", "--out DIR")
+    assert (GENERATED / "linear.py").read_bytes() == before
+
+
+def test_codegen_help_names_the_standalone_flag():
+    result = bptt("codegen", "--help")
+    assert_ok(result)
+    assert "--standalone" in result.stdout and "only its framework" in " ".join(result.stdout.split())
