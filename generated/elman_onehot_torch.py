@@ -601,7 +601,8 @@ def _gradients(params, sizes, cache, adjoints, d_z):
     }
 
 
-
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
 
 
 def _forward_step(s_steps, _W_T):
@@ -614,7 +615,3 @@ def _adjoints_step(d_s_steps, _k1_next, W, keep_t):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     d_s_t, d_s_next = d_s_steps[0], d_s_steps[1]
     d_s_t.add_(keep_t * (_k1_next * d_s_next @ W))  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)

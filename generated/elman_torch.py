@@ -620,7 +620,8 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     }
 
 
-
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
 
 
 def _forward_step(h_steps, _W_T):
@@ -634,7 +635,3 @@ def _adjoints_step(d_h_steps, _k1_t, W, n_h, keep_t):
     d_h_t, d_a_next, d_a_t = d_h_steps[0], d_h_steps[1][..., :n_h], d_h_steps[0][..., :n_h]
     d_h_t.add_(keep_t * (d_a_next @ W))  # dL/dh_t += W^T dL/da_{t+1}
     d_a_t.copy_(_k1_t * d_h_t)  # dL/da_t = diag(1 - h_t^2) dL/dh_t
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)

@@ -867,7 +867,8 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     }
 
 
-
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
 
 
 def _forward_step(_r_z_m_t, h_steps, n_t, _W_hr_W_hz_W_hn_halved_T, n_h):
@@ -900,7 +901,3 @@ def _adjoints_step(d_h_steps, z_next, _d_r_bar_z_bar_m_steps, _a1_t, _k2_t, _a2_
     d_z_bar_t.copy_(_k2_t * d_h_t)
     # dL/dr_t = diag(m_t) dL/dn_bar_t; dL/dr_bar_t = diag((1 - r_t) * r_t) dL/dr_t (from dL/dh_t)
     d_r_bar_t.copy_(_a2_t * d_h_t)
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)

@@ -580,7 +580,8 @@ def _gradients(params, sizes, cache, adjoints, d_o):
     }
 
 
-
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
 
 
 def _forward_step(h_steps, _W_hh_T):
@@ -593,7 +594,3 @@ def _adjoints_step(d_h_steps, W_hh, keep_t):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     d_h_t, d_h_next = d_h_steps[0], d_h_steps[1]
     d_h_t.add_(keep_t * (d_h_next @ W_hh))  # dL/dh_t += W_hh^T dL/dh_{t+1}
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)

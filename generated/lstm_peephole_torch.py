@@ -995,7 +995,8 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     }
 
 
-
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
 
 
 def _forward_step(_z_i_f_o_t, h_steps, c_steps, _R_z_R_i_R_f_R_o_halved_T, _p_i_halved, _p_f_halved, _p_o_halved, n_h):
@@ -1042,7 +1043,3 @@ def _adjoints_step(
     d_f_bar_t.copy_(_k3_t * d_c_t)  # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
     d_i_bar_t.copy_(_k4_t * d_c_t)  # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
     d_z_bar_t.copy_(_k5_t * d_c_t)  # dL/dz_t = diag(i_t) dL/dc_t; dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)

@@ -949,7 +949,8 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     }
 
 
-
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
 
 
 def _forward_step(_i_f_o_g_t, h_steps, c_steps, _W_hi_W_hf_W_ho_W_hg_halved_T, n_h):
@@ -989,7 +990,3 @@ def _adjoints_step(
     d_g_bar_t.copy_(_k3_t * d_c_t)  # dL/dg_t = diag(i_t) dL/dc_t; dL/dg_bar_t = diag(1 - g_t^2) dL/dg_t
     d_f_bar_t.copy_(_k4_t * d_c_t)  # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
     d_i_bar_t.copy_(_k5_t * d_c_t)  # dL/di_t = diag(g_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)

@@ -118,7 +118,9 @@ def imported_modules(path):
 
 @pytest.mark.parametrize("path", sorted((ROOT / "generated").glob("*.py")), ids=lambda path: path.name)
 def test_generated_modules_import_only_their_framework_and_runtime(path):
-    framework = {"": "numpy", "_torch": "torch", "_jax": "jax"}[next(s for s in ("_torch", "_jax", "") if path.stem.endswith(s))]
+    framework = {"": "numpy", "_torch": "torch", "_jax": "jax"}[
+        next(s for s in ("_torch", "_jax", "") if path.stem.endswith(s))
+    ]
     imported = imported_modules(path)
     if path.name == "__init__.py":
         assert not imported
