@@ -22,8 +22,8 @@ thread's. What forward returns and every gradient are fresh arrays, never overwr
 
 import numpy as np
 
-from bptt.runtime.checkpoints import _checkpointed, _segmented, _Segments
-from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _Spec
+from bptt.runtime.checkpoints import _checkpointed, _segmented
+from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
 from bptt.runtime.numpy import (
     _age,
     _blamed,
@@ -34,10 +34,12 @@ from bptt.runtime.numpy import (
     _check_params,
     _directions,
     _float_dtype,
-    _keep_weights,
+    _init_params,
     _logsumexp,
+    _Passes,
     _softmax_cross_entropy,
     _truncation,
+    _truncation_weights,
     _workspace,
 )
 from bptt.runtime.numpy import clip_grads as clip_grads
@@ -65,14 +67,7 @@ CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps:
 
 def init_params(rng, dtype=np.float64, **sizes):
     """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01)."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    params = {}
-    for name, dims in SHAPES.items():
-        shape = tuple(_extent(dim, sizes) for dim in dims)
-        scale = 0.1 if len(shape) == 1 else 1 / np.sqrt(shape[1])
-        params[name] = (scale * rng.standard_normal(shape)).astype(dtype)
-    return params
+    return _init_params(_SPEC, rng, dtype, sizes)
 
 
 def random_inputs(rng, T, B, dtype=np.float64, **sizes):
@@ -118,19 +113,8 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
     if checkpoints is not None:
         keep = _truncation_weights(mode, value, sizes["T"], rng, dtype)
-        return _segmented(
-            _SEGMENTS, mode, value, keep, params, sizes, cache, d_s, checkpoints, np.dtype(dtype).itemsize
-        )
-    return _backward(mode, value, rng, params, sizes, dtype, cache, d_s)
-
-
-def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
-    """backward, its arguments checked (loss_and_grads checks its own: a forward pass that
-    overflows gives a nan loss and gradients there, not an error)."""
-    T, B = sizes["T"], sizes["B"]
-    work = _workspace(_SPEC, _backward_arrays, T, B, sizes, dtype)
-    keep = _truncation_weights(mode, value, T, rng, dtype)
-    return _backward_into(mode, value, keep, params, sizes, cache, d_s, work)
+        return _segmented(_PASSES, mode, value, keep, params, sizes, cache, d_s, checkpoints, np.dtype(dtype).itemsize)
+    return _PASSES.backward(mode, value, rng, params, sizes, dtype, cache, d_s)
 
 
 def _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following=None):
@@ -161,11 +145,6 @@ def _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following
     }
 
 
-def _truncation_weights(mode, value, T, rng, dtype):
-    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
-    return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, dtype)
-
-
 def losses(outputs, ys):
     """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B)."""
     sizes = {}
@@ -191,14 +170,14 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints
         sizes.update(T=T, B=B)
         initial = (h0,)
         loss, grads = _checkpointed(
-            _SEGMENTS, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
+            _PASSES, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
         )
         return _blamed(_SPEC, params, loss, grads)
     work = _workspace(_SPEC, _forward_arrays, T, B, sizes, dtype)
     _forward(params, sizes, x, h0, work)
     loss = _softmax_cross_entropy(work["s"], y, B)  # the outputs become dL/ds_t
     sizes.update(T=T, B=B)
-    grads = _backward(mode, value, rng, params, sizes, dtype, {"x": x, "h": work["h"]}, work["s"])
+    grads = _PASSES.backward(mode, value, rng, params, sizes, dtype, {"x": x, "h": work["h"]}, work["s"])
     return _blamed(_SPEC, params, loss, grads)
 
 
@@ -372,32 +351,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
     return d_h0
 
 
-def _segment_forward(params, sizes, dtype, x, y, initial):
-    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
-    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype)
-    _forward(params, sizes, x, *initial, work)
-    return work["s"], {"x": x, "h": work["h"]}
-
-
-def _segment_loss(s, y, T):
-    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t in place of s)."""
-    B = s.shape[1]
-    return _softmax_cross_entropy(s, y, B), s
-
-
-def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following):
-    """The gradients of a segment of steps, in fresh arrays; following as for _adjoints."""
-    T, B = d_s.shape[0], d_s.shape[1]
-    sizes = dict(sizes, T=T, B=B)
-    work = _backward_arrays(T, B, sizes, d_s.dtype)
-    return _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following)
-
-
-def _states_at(cache, _step):
-    """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["h"][_step].copy(), )
-
-
 def _checkpoint_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
     n_h = sizes["h"]
@@ -434,4 +387,7 @@ def _backward_arrays(T, B, sizes, dtype):
 
 
 _SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
+_PASSES = _Passes(
+    _SPEC, output="s", forced=False, forward=_forward, forward_arrays=_forward_arrays, backward_into=_backward_into,
+    backward_arrays=_backward_arrays, loss=_softmax_cross_entropy, mean=False, checkpoint_bytes=_checkpoint_bytes
+)

@@ -3,6 +3,8 @@ the workspace, truncation weights, the helpers its printed code calls). common.p
 shares; a model's facts come in as its _Spec."""
 
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -10,11 +12,14 @@ from bptt.runtime.common import (
     _check_cache_keys,
     _check_param_keys,
     _check_shape,
+    _check_sizes,
     _check_theta,
     _common_dtype,
     _dtype_name,
+    _extent,
     _param_sizes,
     _parse_truncation,
+    _Spec,
 )
 
 _THREAD = threading.local()  # each thread's work arrays
@@ -69,6 +74,23 @@ def _keep_weights(mode, value, T, rng, dtype):
     elif mode == "random":
         keep[:] = (rng.random(T) < value) / value  # xi_{t+1}: 0 with probability 1 - pi, else 1/pi
     return keep
+
+
+def _truncation_weights(mode, value, T, rng, dtype):
+    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
+    return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, dtype)
+
+
+def _init_params(spec, rng, dtype, sizes):
+    """Random parameters of the spec's shapes: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01)."""
+    dtype = _check_dtype(dtype)
+    sizes = _check_sizes(spec, sizes)
+    params = {}
+    for name, dims in spec.shapes.items():
+        shape = tuple(_extent(dim, sizes) for dim in dims)
+        scale = 0.1 if len(shape) == 1 else 1 / np.sqrt(shape[1])
+        params[name] = (scale * rng.standard_normal(shape)).astype(dtype)
+    return params
 
 
 def _age(flow):
@@ -270,3 +292,54 @@ def _check_labels(name, labels, sizes, classes):
             f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
         )
     return labels.astype(np.intp, copy=False)
+
+
+@dataclass(frozen=True)
+class _Passes:
+    """A NumPy module's passes, what the checkpoint driver (checkpoints.py) runs over a segment of steps."""
+
+    spec: _Spec
+    output: str  # the outputs' name among the forward pass's arrays
+    forced: bool  # teacher forcing: the forward pass reads the targets
+    forward: Callable  # (params, sizes, x, [y,] *initial states, work): the forward pass, into work
+    forward_arrays: Callable  # (T, B, sizes, dtype): the arrays the forward pass works in
+    backward_into: Callable  # (mode, value, keep, params, sizes, cache, d_outputs, work, following): gradients
+    backward_arrays: Callable  # (T, B, sizes, dtype): the arrays the backward pass works in
+    loss: Callable  # (outputs, y, count): the loss, the outputs replaced by dL/doutputs
+    mean: bool  # the loss is averaged over the steps too (count T * B, else B)
+    checkpoint_bytes: Callable  # (sizes, B, itemsize, ages): bytes of (a kept state, a forward step, a backward one)
+
+    def cache(self, x, work):
+        """What forward keeps for backward: the inputs, then the forward pass's arrays the cache names."""
+        first, *rest = self.spec.cache
+        return {first: x, **{name: work[name] for name in rest}}
+
+    def backward(self, mode, value, rng, params, sizes, dtype, cache, d_outputs):
+        """The module's backward, its arguments checked (loss_and_grads checks its own: a forward pass that
+        overflows gives a nan loss and gradients there, not an error), in this thread's workspace."""
+        T, B = sizes["T"], sizes["B"]
+        work = _workspace(self.spec, self.backward_arrays, T, B, sizes, dtype)
+        keep = _truncation_weights(mode, value, T, rng, dtype)
+        return self.backward_into(mode, value, keep, params, sizes, cache, d_outputs, work)
+
+    def segment_forward(self, params, sizes, dtype, x, y, initial):
+        """(outputs, cache) of the forward pass over the steps of x from the states initial."""
+        work = self.forward_arrays(x.shape[0], x.shape[1], sizes, dtype)
+        self.forward(params, sizes, x, *((y,) if self.forced else ()), *initial, work)
+        return work[self.output], self.cache(x, work)
+
+    def segment_loss(self, outputs, y, T):
+        """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs in place
+        of the outputs)."""
+        return self.loss(outputs, y, T * outputs.shape[1] if self.mean else outputs.shape[1]), outputs
+
+    def segment_backward(self, mode, value, keep, params, sizes, cache, d_outputs, following):
+        """The gradients of a segment of steps, in fresh arrays; following as for the module's _adjoints."""
+        T, B = d_outputs.shape[0], d_outputs.shape[1]
+        sizes = dict(sizes, T=T, B=B)
+        work = self.backward_arrays(T, B, sizes, d_outputs.dtype)
+        return self.backward_into(mode, value, keep, params, sizes, cache, d_outputs, work, following)
+
+    def states_at(self, cache, step):
+        """Copies of the states at a step of a segment's cache, in the spec's order (h0: the cache's h)."""
+        return tuple(cache[name.removesuffix("0")][step].copy() for name in self.spec.states)

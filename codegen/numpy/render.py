@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, from_shape, target_checks
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
-from bptt.codegen.printing.layout import Layout, allocation, backward_bodies, forward_body, imported, rtrl_body
+from bptt.codegen.printing.layout import SPEC, Layout, allocation, backward_bodies, forward_body, imported, rtrl_body
 from bptt.codegen.printing.printer import RowPrinter
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
@@ -15,12 +15,12 @@ from bptt.codegen.program import build
 _env = environment(pathlib.Path(__file__).parent)
 
 SCAFFOLD = (  # the helpers the template's fixed parts call
-    "_extent",
+    "_init_params",
     "free_workspace",
     "clip_grads",
     "_workspace",
     "_truncation",
-    "_keep_weights",
+    "_truncation_weights",
     "_check_dtype",
     "_check_sizes",
     "_check_params",
@@ -28,15 +28,15 @@ SCAFFOLD = (  # the helpers the template's fixed parts call
     "_check_array",
     "_blamed",
     "_Spec",
-    "_Segments",
+    "_Passes",
 )
 
 STYLE = CheckStyle(
     device=False,
     batch=("T", "B"),
     no_state="None",
-    draw_labels='{name} = rng.integers(0, {rows}, size=(T, B))',
-    draw_floats='{name} = rng.standard_normal((T, B, {rows})).astype(dtype)',
+    draw_labels="{name} = rng.integers(0, {rows}, size=(T, B))",
+    draw_floats="{name} = rng.standard_normal((T, B, {rows})).astype(dtype)",
 )
 
 
@@ -71,7 +71,7 @@ def layout(model, program=None, standalone=False):
     losses = RowPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
     used = forward_used | backward.helpers | rtrl.helpers | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
-    imports, source = imported(used, "numpy", standalone=standalone)
+    imports, source = imported(used, "numpy", standalone=standalone, facts=passes(facts))
     return NumPyLayout(
         facts=facts,
         checks=checks(facts, STYLE),
@@ -99,3 +99,12 @@ def output_gradient_lines(facts):
     lines += [f"dtype = {s.name}.dtype"] if not facts.forced and not y.labels else []
     lines += target_checks(facts, STYLE, f'dict(zip(("T", "B", "{s.rows}"), {s.name}.shape, strict=True))')
     return tuple(lines + ([f"{y.name} = ys"] if facts.forced else []))
+
+
+def passes(facts):
+    """The module's last lines: its _Spec and _Passes, what it hands the runtime."""
+    named = {"output": f'"{facts.output.name}"', "forced": str(bool(facts.forced)), "forward": "_forward"}
+    named |= {"forward_arrays": "_forward_arrays", "backward_into": "_backward_into"}
+    named |= {"backward_arrays": "_backward_arrays", "loss": facts.loss_helper, "mean": str(facts.mean)}
+    named |= {"checkpoint_bytes": "_checkpoint_bytes"}
+    return f"{SPEC}\n_PASSES = _Passes(_SPEC, {', '.join(f'{key}={value}' for key, value in named.items())})"

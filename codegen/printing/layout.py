@@ -50,16 +50,18 @@ class Layout:
 
 
 # A module's last lines: what it hands the runtime (after the runtime's definitions, in a standalone module)
-RUNTIME_FACTS = """_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)"""
+SPEC = "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model"
+SEGMENTS = (
+    "_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)"
+)
 
 
-def imported(helpers_used, backend, extra=(), standalone=True):
+def imported(helpers_used, backend, extra=(), standalone=True, facts=f"{SPEC}\n{SEGMENTS}"):
     """(imports, the module's tail) of a module whose code calls helpers_used, and whose template
     needs the `extra` import lines: the import blocks, one string; the helpers' source if standalone (else
-    they are imported from the runtime: printing/helpers.py), then RUNTIME_FACTS."""
+    they are imported from the runtime: printing/helpers.py), then `facts`, what it hands the runtime."""
     blocks, source = helpers(backend).source(sorted(helpers_used), extra, standalone)
-    return "\n\n".join(blocks), "\n\n\n".join(filter(None, (source, RUNTIME_FACTS)))
+    return "\n\n".join(blocks), "\n\n\n".join(filter(None, (source, facts)))
 
 
 @dataclass(frozen=True)

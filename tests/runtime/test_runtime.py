@@ -98,7 +98,7 @@ def test_each_module_keeps_its_own_workspace():
 
 @pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
 def test_the_checkpoint_driver_runs_a_models_segments(truncate):
-    """_checkpointed, called directly with a module's _Segments, gives full BPTT's loss and gradients."""
+    """_checkpointed, called directly with a module's _Passes, gives full BPTT's loss and gradients."""
     module = module_of("linear")
     rng = np.random.default_rng(1)
     sizes = {"d": 2, "h": 3, "q": 2}
@@ -108,7 +108,7 @@ def test_the_checkpoint_driver_runs_a_models_segments(truncate):
     mode, value = common._parse_truncation(truncate)
     keep = None if mode in ("full", "window") else runtime._keep_weights(mode, value, 9, None, np.float64)
     got_loss, got = checkpoints._checkpointed(
-        module._SEGMENTS, mode, value, keep, theta, dict(sizes, T=9, B=2), np.float64, xs, ys, (None,), 4, 8
+        module._PASSES, mode, value, keep, theta, dict(sizes, T=9, B=2), np.float64, xs, ys, (None,), 4, 8
     )
     assert np.isclose(got_loss, loss, rtol=1e-14)
     assert all(np.allclose(got[key], expected[key], rtol=1e-12, atol=1e-14) for key in expected)
