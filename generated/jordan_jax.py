@@ -185,7 +185,9 @@ def apply(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints=None):
     initial = {"o0": o0}
     keep = _keep_weights(mode, value, x.shape[0], rng, dtype)
     if checkpoints is not None:
-        _checkpoint_actions(mode, value, sizes, x.shape[1], jnp.dtype(dtype).itemsize, checkpoints, x.shape[0])
+        _checkpoint_actions(
+            _SEGMENTS, mode, value, sizes, x.shape[1], jnp.dtype(dtype).itemsize, checkpoints, x.shape[0]
+        )
         return _apply_checkpointed((mode, value, checkpoints), params, x, y, initial, keep)
     return _apply(_ages(mode, value), params, x, y, initial, keep)
 

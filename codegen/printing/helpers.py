@@ -2,11 +2,7 @@
 (runtime/common.py, schedule.py, checkpoints.py), split into their top-level definitions by Python's own
 parser, never imported (codegen imports no framework). A generated module imports the definitions its code
 calls from the runtime, one import line per runtime module; a standalone one (`bptt codegen --standalone`)
-carries those definitions and those they call instead, nothing else, and imports nothing of bptt.
-
-torch and JAX still read their helpers files (codegen/<backend>/helpers.py, printing/common_helpers.py,
-printing/checkpointed.py), whose annotated stand-ins (`PARAMS: tuple = ()`) each of their modules defines
-for itself: those two backends' modules always carry their helpers."""
+carries those definitions and those they call instead, nothing else, and imports nothing of bptt."""
 
 import ast
 import functools
@@ -29,8 +25,9 @@ class Definition:
 
 
 class Helpers:
-    """The definitions and imports of runtime or helpers files, e.g. runtime/numpy.py then
-    printing/common_helpers.py: a name's first definition wins, and the order is the files'."""
+    """The definitions and imports of runtime files, e.g. runtime/common.py then runtime/numpy.py: a name's
+    last definition wins (a backend's own), and the order is the files' (what a backend's classes and
+    module-level code read comes first)."""
 
     def __init__(self, *files):
         self.imports = {}  # bound name -> import line
@@ -39,8 +36,7 @@ class Helpers:
             module = f"bptt.runtime.{path.stem}" if path.parent == RUNTIME else ""
             imports, definitions = _read(path.read_text(encoding="utf-8"), module)
             self.imports.update(imports)
-            for name, definition in definitions.items():
-                self.definitions.setdefault(name, definition)
+            self.definitions.update(definitions)
 
     def closure(self, names):
         """The named definitions and every definition they read, in the files' order."""
@@ -153,7 +149,7 @@ def namespace(names=None, backend="numpy", scope=None):
 
 @functools.cache
 def helpers(backend="numpy"):
-    """The backend's own runtime, then the shared one for the names the backend does not define
-    (common.py; schedule.py: the checkpoint schedule; checkpoints.py: the passes that follow it)."""
-    names = (f"{backend}.py", "common.py", "schedule.py", "checkpoints.py")
+    """The shared runtime (common.py; schedule.py: the checkpoint schedule; checkpoints.py: the passes that
+    follow it), then the backend's own, whose definitions win."""
+    names = ("common.py", "schedule.py", "checkpoints.py", f"{backend}.py")
     return Helpers(*(RUNTIME / name for name in names))
