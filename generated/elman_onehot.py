@@ -22,11 +22,9 @@ thread's. What forward returns and every gradient are fresh arrays, never overwr
 
 import numpy as np
 
-from bptt.runtime.checkpoints import _checkpointed, _segmented
 from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
 from bptt.runtime.numpy import (
     _age,
-    _blamed,
     _check_array,
     _check_cache,
     _check_dtype,
@@ -41,8 +39,6 @@ from bptt.runtime.numpy import (
     _scatter_columns,
     _softmax_cross_entropy,
     _truncation,
-    _truncation_weights,
-    _workspace,
 )
 from bptt.runtime.numpy import clip_grads as clip_grads
 from bptt.runtime.numpy import free_workspace as free_workspace
@@ -88,11 +84,8 @@ def forward(params, xs, s0=None):
     """
     sizes, dtype = _check_params(_SPEC, params)
     x = _check_labels("xs", xs, sizes, "d")
-    T, B = x.shape[0], x.shape[1]
     s0 = None if s0 is None else _check_array("s0", s0, ("B", "h"), sizes, dtype)
-    work = _forward_arrays(T, B, sizes, dtype)
-    _forward(params, sizes, x, s0, work)
-    return work["z"], {"x": x, "s": work["s"]}
+    return _PASSES.segment_forward(params, sizes, dtype, x, None, (s0,))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
@@ -111,10 +104,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     sizes, dtype = _check_params(_SPEC, params, check_finite)
     _check_cache(_SPEC, cache, sizes, dtype, "d")
     d_z = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    if checkpoints is not None:
-        keep = _truncation_weights(mode, value, sizes["T"], rng, dtype)
-        return _segmented(_PASSES, mode, value, keep, params, sizes, cache, d_z, checkpoints, np.dtype(dtype).itemsize)
-    return _PASSES.backward(mode, value, rng, params, sizes, dtype, cache, d_z)
+    return _PASSES.backward(mode, value, rng, params, sizes, dtype, cache, d_z, checkpoints)
 
 
 def _backward_into(mode, value, keep, params, sizes, cache, d_z, work, following=None):
@@ -157,23 +147,9 @@ def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
     x = _check_labels("xs", xs, sizes, "d")
-    T, B = x.shape[0], x.shape[1]
     s0 = None if s0 is None else _check_array("s0", s0, ("B", "h"), sizes, dtype)
     y = _check_labels("ys", ys, sizes, "q")
-    if checkpoints is not None:
-        keep = _truncation_weights(mode, value, T, rng, dtype)
-        sizes.update(T=T, B=B)
-        initial = (s0,)
-        loss, grads = _checkpointed(
-            _PASSES, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
-        )
-        return _blamed(_SPEC, params, loss, grads)
-    work = _workspace(_SPEC, _forward_arrays, T, B, sizes, dtype)
-    _forward(params, sizes, x, s0, work)
-    loss = _softmax_cross_entropy(work["z"], y, B)  # the outputs become dL/dz_t
-    sizes.update(T=T, B=B)
-    grads = _PASSES.backward(mode, value, rng, params, sizes, dtype, {"x": x, "s": work["s"]}, work["z"])
-    return _blamed(_SPEC, params, loss, grads)
+    return _PASSES.loss_and_grads(mode, value, rng, params, sizes, dtype, x, y, (s0,), checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, s0=None):

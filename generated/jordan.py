@@ -23,10 +23,8 @@ thread's. What forward returns and every gradient are fresh arrays, never overwr
 
 import numpy as np
 
-from bptt.runtime.checkpoints import _checkpointed, _segmented
 from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
 from bptt.runtime.numpy import (
-    _blamed,
     _check_array,
     _check_cache,
     _check_dtype,
@@ -40,8 +38,6 @@ from bptt.runtime.numpy import (
     _Passes,
     _softmax_cross_entropy,
     _truncation,
-    _truncation_weights,
-    _workspace,
 )
 from bptt.runtime.numpy import clip_grads as clip_grads
 from bptt.runtime.numpy import free_workspace as free_workspace
@@ -91,12 +87,9 @@ def forward(params, xs, ys, o0=None):
     """
     sizes, dtype = _check_params(_SPEC, params)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    T, B = x.shape[0], x.shape[1]
     y = _check_labels("ys", ys, sizes, "q")
     o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    work = _forward_arrays(T, B, sizes, dtype)
-    _forward(params, sizes, x, y, o0, work)
-    return work["s"], {"x": x, "o": work["o"], "h": work["h"]}
+    return _PASSES.segment_forward(params, sizes, dtype, x, y, (o0,))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
@@ -115,10 +108,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     sizes, dtype = _check_params(_SPEC, params, check_finite)
     _check_cache(_SPEC, cache, sizes, dtype)
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    if checkpoints is not None:
-        keep = _truncation_weights(mode, value, sizes["T"], rng, dtype)
-        return _segmented(_PASSES, mode, value, keep, params, sizes, cache, d_s, checkpoints, np.dtype(dtype).itemsize)
-    return _PASSES.backward(mode, value, rng, params, sizes, dtype, cache, d_s)
+    return _PASSES.backward(mode, value, rng, params, sizes, dtype, cache, d_s, checkpoints)
 
 
 def _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following=None):
@@ -167,25 +157,9 @@ def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    T, B = x.shape[0], x.shape[1]
     y = _check_labels("ys", ys, sizes, "q")
     o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    if checkpoints is not None:
-        keep = _truncation_weights(mode, value, T, rng, dtype)
-        sizes.update(T=T, B=B)
-        initial = (o0,)
-        loss, grads = _checkpointed(
-            _PASSES, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
-        )
-        return _blamed(_SPEC, params, loss, grads)
-    work = _workspace(_SPEC, _forward_arrays, T, B, sizes, dtype)
-    _forward(params, sizes, x, y, o0, work)
-    loss = _softmax_cross_entropy(work["s"], y, B)  # the outputs become dL/ds_t
-    sizes.update(T=T, B=B)
-    grads = _PASSES.backward(
-        mode, value, rng, params, sizes, dtype, {"x": x, "o": work["o"], "h": work["h"]}, work["s"]
-    )
-    return _blamed(_SPEC, params, loss, grads)
+    return _PASSES.loss_and_grads(mode, value, rng, params, sizes, dtype, x, y, (o0,), checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, o0=None):

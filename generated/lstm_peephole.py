@@ -32,11 +32,9 @@ thread's. What forward returns and every gradient are fresh arrays, never overwr
 
 import numpy as np
 
-from bptt.runtime.checkpoints import _checkpointed, _segmented
 from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
 from bptt.runtime.numpy import (
     _age,
-    _blamed,
     _check_array,
     _check_cache,
     _check_dtype,
@@ -47,8 +45,6 @@ from bptt.runtime.numpy import (
     _Passes,
     _squared_error,
     _truncation,
-    _truncation_weights,
-    _workspace,
 )
 from bptt.runtime.numpy import clip_grads as clip_grads
 from bptt.runtime.numpy import free_workspace as free_workspace
@@ -113,15 +109,9 @@ def forward(params, xs, c0=None, h0=None):
     """
     sizes, dtype = _check_params(_SPEC, params)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    T, B = x.shape[0], x.shape[1]
     c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    work = _forward_arrays(T, B, sizes, dtype)
-    _forward(params, sizes, x, c0, h0, work)
-    return (
-        work["s"],
-        {"x": x, "c": work["c"], "h": work["h"], "z": work["z"], "i": work["i"], "f": work["f"], "o": work["o"]}
-    )
+    return _PASSES.segment_forward(params, sizes, dtype, x, None, (c0, h0))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
@@ -140,10 +130,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     sizes, dtype = _check_params(_SPEC, params, check_finite)
     _check_cache(_SPEC, cache, sizes, dtype)
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    if checkpoints is not None:
-        keep = _truncation_weights(mode, value, sizes["T"], rng, dtype)
-        return _segmented(_PASSES, mode, value, keep, params, sizes, cache, d_s, checkpoints, np.dtype(dtype).itemsize)
-    return _PASSES.backward(mode, value, rng, params, sizes, dtype, cache, d_s)
+    return _PASSES.backward(mode, value, rng, params, sizes, dtype, cache, d_s, checkpoints)
 
 
 def _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following=None):
@@ -224,28 +211,10 @@ def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, ch
     mode, value = _truncation(truncate, rng)
     sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    T, B = x.shape[0], x.shape[1]
     c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
-    if checkpoints is not None:
-        keep = _truncation_weights(mode, value, T, rng, dtype)
-        sizes.update(T=T, B=B)
-        initial = (c0, h0)
-        loss, grads = _checkpointed(
-            _PASSES, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
-        )
-        return _blamed(_SPEC, params, loss, grads)
-    work = _workspace(_SPEC, _forward_arrays, T, B, sizes, dtype)
-    _forward(params, sizes, x, c0, h0, work)
-    loss = _squared_error(work["s"], y, B)  # the outputs become dL/ds_t
-    sizes.update(T=T, B=B)
-    grads = _PASSES.backward(
-        mode, value, rng, params, sizes, dtype,
-        {"x": x, "c": work["c"], "h": work["h"], "z": work["z"], "i": work["i"], "f": work["f"], "o": work["o"]},
-        work["s"]
-    )
-    return _blamed(_SPEC, params, loss, grads)
+    return _PASSES.loss_and_grads(mode, value, rng, params, sizes, dtype, x, y, (c0, h0), checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bptt.runtime.checkpoints import _checkpointed, _segmented
 from bptt.runtime.common import (
     _check_cache_keys,
     _check_param_keys,
@@ -314,13 +315,39 @@ class _Passes:
         first, *rest = self.spec.cache
         return {first: x, **{name: work[name] for name in rest}}
 
-    def backward(self, mode, value, rng, params, sizes, dtype, cache, d_outputs):
+    def backward(self, mode, value, rng, params, sizes, dtype, cache, d_outputs, checkpoints=None):
         """The module's backward, its arguments checked (loss_and_grads checks its own: a forward pass that
-        overflows gives a nan loss and gradients there, not an error), in this thread's workspace."""
+        overflows gives a nan loss and gradients there, not an error), in this thread's workspace; or with
+        checkpoints in segments of steps whose arrays fit in that memory."""
         T, B = sizes["T"], sizes["B"]
+        if checkpoints is not None:
+            keep = _truncation_weights(mode, value, T, rng, dtype)
+            return _segmented(
+                self, mode, value, keep, params, sizes, cache, d_outputs, checkpoints, np.dtype(dtype).itemsize
+            )
         work = _workspace(self.spec, self.backward_arrays, T, B, sizes, dtype)
         keep = _truncation_weights(mode, value, T, rng, dtype)
         return self.backward_into(mode, value, keep, params, sizes, cache, d_outputs, work)
+
+    def loss_and_grads(self, mode, value, rng, params, sizes, dtype, x, y, initial, checkpoints):
+        """The module's loss_and_grads, its arguments checked: the forward pass in this thread's workspace,
+        the loss, then backward; or in the memory checkpoints allows (_checkpointed). A parameter holding nan
+        or inf is named from the result (_blamed)."""
+        T, B = x.shape[0], x.shape[1]
+        if checkpoints is not None:
+            keep = _truncation_weights(mode, value, T, rng, dtype)
+            sizes.update(T=T, B=B)
+            itemsize = np.dtype(dtype).itemsize
+            loss, grads = _checkpointed(
+                self, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize
+            )
+            return _blamed(self.spec, params, loss, grads)
+        work = _workspace(self.spec, self.forward_arrays, T, B, sizes, dtype)
+        self.forward(params, sizes, x, *((y,) if self.forced else ()), *initial, work)
+        loss = self.loss(work[self.output], y, T * B if self.mean else B)  # the outputs become dL/doutputs
+        sizes.update(T=T, B=B)
+        grads = self.backward(mode, value, rng, params, sizes, dtype, self.cache(x, work), work[self.output])
+        return _blamed(self.spec, params, loss, grads)
 
     def segment_forward(self, params, sizes, dtype, x, y, initial):
         """(outputs, cache) of the forward pass over the steps of x from the states initial."""

@@ -18,22 +18,19 @@ SCAFFOLD = (  # the helpers the template's fixed parts call
     "_init_params",
     "free_workspace",
     "clip_grads",
-    "_workspace",
     "_truncation",
-    "_truncation_weights",
     "_check_dtype",
     "_check_sizes",
     "_check_params",
     "_check_cache",
     "_check_array",
-    "_blamed",
     "_Spec",
     "_Passes",
 )
 
 STYLE = CheckStyle(
     device=False,
-    batch=("T", "B"),
+    batch=(),
     no_state="None",
     draw_labels="{name} = rng.integers(0, {rows}, size=(T, B))",
     draw_floats="{name} = rng.standard_normal((T, B, {rows})).astype(dtype)",
@@ -52,6 +49,7 @@ class NumPyLayout(Layout):
     returns: tuple  # (key, code, comment)
     output_gradient_lines: tuple  # _loss_and_output_gradient's, between the forward pass and the loss
     adjoint_names: str  # what _adjoints returns: `d_c0, d_h0`
+    forward_target: str  # what forward's pass reads of the targets: y when teacher-forced, else None
 
 
 def module_source(model, program=None, standalone=False):
@@ -88,6 +86,7 @@ def layout(model, program=None, standalone=False):
         returns=tuple(backward.returns),
         output_gradient_lines=output_gradient_lines(facts),
         adjoint_names=", ".join(f"d_{name}" for name in facts.state_names),
+        forward_target=facts.target.name if facts.forced else "None",
     )
 
 
