@@ -29,7 +29,8 @@ _env = environment(pathlib.Path(__file__).parent)
 _env.globals["xla_step_factor"] = XLA_STEP_FACTOR
 SCAFFOLD = ("_Spec", "_Segments", "_checkpointed", "_segmented")  # what the module hands the runtime, and its calls
 SCAFFOLD += ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_extent", "_checkpoint_actions", "_ages", "_check_cache", "_check_array", "_forward_kept", "_param_sizes")
+SCAFFOLD += ("_extent", "_checkpoint_actions")
+SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_forward_kept", "_param_sizes")
 
 
 IMPORTS = ("import functools", "import jax", "import jax.numpy as jnp")  # what the template's own code calls

@@ -24,7 +24,8 @@ from bptt.codegen.torch.statements import TorchStatements
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("_Spec", "_Segments", "_checkpointed", "_segmented")  # what the module hands the runtime, and its calls
 SCAFFOLD += ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_bind_sizes", "_budget", "_check_cache", "_check_array", "_extent", "_forward_kept", "_check_compile", "_loss_parts", "_blamed")
+SCAFFOLD += ("_bind_sizes", "_budget")
+SCAFFOLD += ("_check_cache", "_check_array", "_extent", "_forward_kept", "_check_compile", "_loss_parts", "_blamed")
 
 STYLE = CheckStyle(
     device=True,
