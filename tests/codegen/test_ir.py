@@ -21,7 +21,7 @@ from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, SeqAt, t, tanh
-from bptt.tests.support.modules import module_of
+from bptt.tests.support.modules import module_of, runtime_of
 
 
 def top_level(module):
@@ -164,7 +164,7 @@ def test_values_are_computed_in_place_in_the_loop():
 
 def test_workspace_is_reused_per_thread_and_freed():
     module = module_of("elman")
-    runtime = sys.modules[module._workspace.__module__]  # the runtime the module imports: each thread's arrays
+    runtime = runtime_of(module)  # where each thread's arrays are kept
     params = module.init_params(np.random.default_rng(0), d=2, h=3, q=4)
     xs, ys = module.random_inputs(np.random.default_rng(1), 5, 2, d=2, h=3, q=4)
     module.free_workspace()
