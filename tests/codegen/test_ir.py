@@ -4,7 +4,6 @@ are fused, backward stores and reads no more than it needs, and the workspace is
 
 import ast
 import inspect
-import sys
 import threading
 
 import numpy as np
