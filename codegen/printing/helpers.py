@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 CODEGEN = pathlib.Path(__file__).parent.parent  # codegen/: a backend folder each, and printing/
 RUNTIME = CODEGEN.parent / "runtime"  # the runtime's files, read as text
-IMPORTED = ("numpy", "torch", "jax")  # the backends whose modules import their runtime
 
 
 @dataclass(frozen=True)
@@ -21,7 +20,7 @@ class Definition:
     source: str
     reads: frozenset  # every name its code reads
     takes_out: bool  # a function with an `out` parameter
-    module: str  # the runtime module that defines it (bptt.runtime.numpy), or "" in a helpers file
+    module: str  # the runtime module that defines it (bptt.runtime.numpy)
 
 
 class Helpers:
@@ -33,8 +32,7 @@ class Helpers:
         self.imports = {}  # bound name -> import line
         self.definitions = {}
         for path in files:
-            module = f"bptt.runtime.{path.stem}" if path.parent == RUNTIME else ""
-            imports, definitions = _read(path.read_text(encoding="utf-8"), module)
+            imports, definitions = _read(path.read_text(encoding="utf-8"), f"bptt.runtime.{path.stem}")
             self.imports.update(imports)
             self.definitions.update(definitions)
 
@@ -46,7 +44,7 @@ class Helpers:
             if name in wanted:
                 continue
             if name not in self.definitions:
-                raise KeyError(f"the helpers files have no definition {name!r}")
+                raise KeyError(f"the runtime files have no definition {name!r}")
             wanted.add(name)
             todo += [read for read in self.definitions[name].reads if read in self.definitions]
         return [d for d in self.definitions.values() if d.name in wanted]
@@ -56,7 +54,7 @@ class Helpers:
         `extra` import lines): the standard library's import lines, then the others', each block one string
         of sorted lines. standalone: the definitions and those they call, copied; else the runtime's import
         lines of the named definitions (and no source)."""
-        if not standalone and all(self.definitions[name].module for name in names):
+        if not standalone:
             imported = [self.definitions[name] for name in names]
             numpy = [self.imports["np"]] if "np" in self.imports else []  # the NumPy module's own code uses it
             return [*_blocks(*numpy, *extra), _runtime_imports(imported)], ""
@@ -112,8 +110,8 @@ def _isort_key(name):
     return kind, name.lower()
 
 
-def _read(text, module=""):
-    """The imports (bound name -> import line) and top-level definitions (by name) of one helpers file."""
+def _read(text, module):
+    """The imports (bound name -> import line) and top-level definitions (by name) of one runtime file."""
     tree = ast.parse(text)
     lines = text.splitlines()
     imports, definitions = {}, {}
@@ -121,7 +119,7 @@ def _read(text, module=""):
         first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
         source = "\n".join(lines[first - 1 : node.end_lineno])
         if isinstance(node, ast.ImportFrom) and node.module.partition(".")[0] == "bptt":
-            continue  # another helpers file: the module carries its definitions itself
+            continue  # another runtime file: its definitions are read from it
         if isinstance(node, ast.Import):
             for alias in node.names:
                 imports[alias.asname or alias.name] = source
