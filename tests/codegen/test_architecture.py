@@ -28,7 +28,8 @@ RULES = (
     # it loads a backend's render by name, lays its source in 120 columns, and parses checkpoints arguments
     ("codegen.backends", (*PRINTING, "runtime.schedule")),
     ("codegen", ()),  # codegen/__init__.py; a new module of codegen/ needs a rule of its own
-    ("app", ("derive", "documents", "codegen.backends", "app", "generated")),  # codegen only through its registry
+    # codegen only through its registry; the runtime its generated modules run on
+    ("app", ("derive", "documents", "codegen.backends", "app", "generated", "runtime")),
     ("runtime", ("runtime",)),  # what generated modules import: nothing of bptt but itself
     ("notebook", ("app",)),
     ("__main__", ("app",)),
