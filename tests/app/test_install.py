@@ -44,7 +44,7 @@ def test_only_bptt_is_installed_at_the_top_level(installed):
     top = {p.name for p in installed.iterdir() if not p.name.endswith(".dist-info") and p.name != "bin"}
     assert top == {"bptt"}
     package = installed / "bptt"
-    assert {"derive", "documents", "codegen", "app", "generated", "__main__.py"} <= {p.name for p in package.iterdir()}
+    assert {"derive", "documents", "codegen", "app", "generated", "runtime", "__main__.py"} <= {p.name for p in package.iterdir()}
     for backend in ("numpy", "torch", "jax"):
         assert (package / "codegen" / backend / "module.py.j2").is_file(), f"the {backend} template is not installed"
     assert any(package.glob("documents/templates/*.j2")), "the document templates are not installed"
