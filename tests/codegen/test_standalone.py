@@ -1,6 +1,6 @@
 """`bptt codegen --standalone`: a module that carries the runtime parts it calls instead of importing
-bptt.runtime. For every zoo model, in every backend, the standalone
-module and the importing one give bit-identical results, and the standalone one imports nothing of bptt."""
+bptt.runtime. For every zoo model, in every backend, the standalone module and the importing one give
+bit-identical results, and the standalone one imports nothing of bptt."""
 
 import ast
 import functools
