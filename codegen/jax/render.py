@@ -19,7 +19,7 @@ from bptt.codegen.printing.bindings import params_bound, time_and_batch
 from bptt.codegen.printing.checkpoints import input_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, from_shape
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
-from bptt.codegen.printing.layout import Layout, imported
+from bptt.codegen.printing.layout import STANDALONE, Layout, imported
 from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
@@ -61,7 +61,7 @@ class JaxLayout(Layout):
 def module_source(model, program=None, standalone=False):
     """The source of generated/<model>_jax.py; program: the model's statements (program.build's if None);
     standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
-    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone))
+    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone), flag=STANDALONE[standalone])
 
 
 def layout(model, program=None, standalone=False):

@@ -7,7 +7,16 @@ from dataclasses import dataclass
 from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, from_shape, target_checks
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
-from bptt.codegen.printing.layout import SPEC, Layout, allocation, backward_bodies, forward_body, imported, rtrl_body
+from bptt.codegen.printing.layout import (
+    SPEC,
+    STANDALONE,
+    Layout,
+    allocation,
+    backward_bodies,
+    forward_body,
+    imported,
+    rtrl_body,
+)
 from bptt.codegen.printing.printer import RowPrinter
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
@@ -55,7 +64,7 @@ class NumPyLayout(Layout):
 def module_source(model, program=None, standalone=False):
     """The source of generated/<model>.py; program: the model's statements (program.build's if None);
     standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
-    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone))
+    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone), flag=STANDALONE[standalone])
 
 
 def layout(model, program=None, standalone=False):

@@ -49,6 +49,8 @@ class Layout:
     array: ClassVar[str] = "array"
 
 
+STANDALONE = {False: "", True: " --standalone"}  # the command's option, in a module's docstring
+
 # A module's last lines: what it hands the runtime (after the runtime's definitions, in a standalone module)
 SPEC = "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model"
 SEGMENTS = (

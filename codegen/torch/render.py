@@ -13,7 +13,7 @@ from bptt.codegen.printing.bindings import order, output_adjoint, params_bound, 
 from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, input_checks
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
-from bptt.codegen.printing.layout import Layout, allocation, forward_body, imported
+from bptt.codegen.printing.layout import STANDALONE, Layout, allocation, forward_body, imported
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import build
 from bptt.codegen.torch.backward import fast_adjoints_body, gradients_body, window_body
@@ -62,7 +62,7 @@ class TorchLayout(Layout):
 def module_source(model, program=None, standalone=False):
     """The source of generated/<model>_torch.py; program: the model's statements (program.build's if None);
     standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
-    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone))
+    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone), flag=STANDALONE[standalone])
 
 
 def layout(model, program=None, standalone=False):
