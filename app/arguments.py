@@ -133,6 +133,12 @@ def parser(runs):
         help="write into DIR (default: the checkout's generated/ for a zoo model, the current folder for a user's)",
     )
     sub.add_argument(
+        "--standalone",
+        action="store_true",
+        help="a module that carries the runtime parts it calls, importing only its framework (default: it imports "
+        "them from bptt.runtime); a zoo model's needs --out DIR",
+    )
+    sub.add_argument(
         "--backend",
         choices=(*BACKENDS, "all"),
         default="numpy",

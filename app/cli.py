@@ -92,7 +92,7 @@ def cmd_codegen(args):
                 f"the module for {spec} would replace the model file itself, {path}: "
                 "rename the file or the model, or give --out (nothing was written)"
             )
-        sources[path] = BACKENDS[backend].module_source(model)
+        sources[path] = BACKENDS[backend].module_source(model, standalone=args.standalone)
     for path in sources:
         if path.parent.is_dir():  # a folder still to be made holds nothing to refuse
             output_target(path)  # refuses folders, devices, FIFOs before anything is written
@@ -112,6 +112,11 @@ def _folder(args, from_zoo):
     Installed without a checkout, only --check may use the installed generated/ (reading it); writing needs --out."""
     if args.out is not None:
         return output_folder(args.out, "--out")  # made when written (not by --check), if only its parent exists
+    if from_zoo and args.standalone:
+        raise UsageError(
+            f"--standalone: {GENERATED} holds the zoo's modules, which import bptt.runtime; "
+            "give --out DIR for standalone ones (nothing was written)"
+        )
     if not from_zoo:
         folder = pathlib.Path()
     elif CHECKOUT or args.check:

@@ -23,24 +23,25 @@ class Backend:
     extra: str  # pip install 'bptt[extra]' brings the framework ("" for numpy, a dependency)
     renderer: str  # bptt.codegen.<renderer>.module_source(model): the backend's folder
 
-    def module_source(self, model, program=None):
+    def module_source(self, model, program=None, standalone=False):
         """The module's source, laid out in 120 columns (printing/columns.py): `rendered`'s."""
-        return columns(self.rendered(model, program))
+        return columns(self.rendered(model, program, standalone))
 
-    def rendered(self, model, program=None):
+    def rendered(self, model, program=None, standalone=False):
         """The module's source before its layout, its names given by one Namer (codegen/namer.py); program:
         statements to print as they are (a test's, built from the model; its names must meet none of the
         code's), else built here. ModelError if a name of the model is one the generated code cannot give way
         to (names.check); a Refusal (naming the model, this backend and the equation) if the model has a node
-        with no rule or no code."""
+        with no rule or no code. standalone: the module carries the runtime it calls instead of importing
+        bptt.runtime."""
         names.check(model)
         render = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source
         with refusing(model, self.title):
             if program is not None:
-                return render(model, program)
+                return render(model, program, standalone)
             namer = Namer(model)
             with namer.rendering(self.title) as hidden:
-                source = render(hidden, None)
+                source = render(hidden, None, standalone)
         return namer.spell(source)
 
     def filename(self, model_name):
@@ -101,17 +102,17 @@ def helpers_scope(names=None, scope=None, ones=None):
 def check_checkpoints(checkpoints, state_bytes=1, step_bytes=1):
     """ValueError in one line if a checkpoints argument is neither a number of slots nor a byte budget such as
     "32MiB", or holds no step of step_bytes (what the generated modules' own check says)."""
-    from bptt.codegen.printing import schedule
+    from bptt.runtime import schedule
 
     schedule._budget(checkpoints, state_bytes, step_bytes)
 
 
 def checkpoint_cost(checkpoints, state_bytes, step_bytes, steps):
     """(step evaluations, bytes stored at most: kept states and a segment's steps) of the schedule a generated
-    module runs for a checkpoints argument over `steps` steps (printing/schedule.py); None: full BPTT."""
+    module runs for a checkpoints argument over `steps` steps (runtime/schedule.py); None: full BPTT."""
     if checkpoints is None:
         return steps, steps * step_bytes
-    from bptt.codegen.printing import schedule
+    from bptt.runtime import schedule
 
     capacities = schedule._capacities(*schedule._budget(checkpoints, state_bytes, step_bytes), steps)
     evaluations = schedule._evaluations(schedule._schedule(steps, capacities))

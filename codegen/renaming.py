@@ -103,15 +103,15 @@ def parse_statements(lines, statements):
 def module_names(lines, statements):
     """The names the module's top-level statements bind: defs, classes, assignments, imports."""
     found = set()
-    for first, _ in statements:
+    for first, last in statements:
         line = lines[first - 1]
         while line.startswith("@"):
             first += 1
             line = lines[first - 1]
         if match := re.match(r"(?:async\s+)?(?:def|class)\s+(\w+)|(\w+)\s*(?::[^=]*)?=", line):
             found.add(match[1] or match[2])
-        elif line.startswith(("import ", "from ")):
-            found |= bound_names(ast.walk(ast.parse(line)))
+        elif line.startswith(("import ", "from ")):  # an import may run over several lines
+            found |= bound_names(ast.walk(ast.parse("\n".join(lines[first - 1 : last]))))
     return found
 
 

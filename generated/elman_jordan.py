@@ -21,11 +21,27 @@ has its own, so calls from several threads are safe; free_workspace() releases t
 thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
 """
 
-import itertools
-import numbers
-import threading
-
 import numpy as np
+
+from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
+from bptt.runtime.numpy import (
+    _age,
+    _check_array,
+    _check_cache,
+    _check_dtype,
+    _check_labels,
+    _check_params,
+    _directions,
+    _float_dtype,
+    _init_params,
+    _logsumexp,
+    _onehot,
+    _Passes,
+    _softmax_cross_entropy,
+    _truncation,
+)
+from bptt.runtime.numpy import clip_grads as clip_grads
+from bptt.runtime.numpy import free_workspace as free_workspace
 
 PARAMS = ("U", "W", "R", "V", "b", "c")
 SIZES = ("d", "h", "q")
@@ -52,20 +68,13 @@ CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps:
 
 def init_params(rng, dtype=np.float64, **sizes):
     """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01)."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(sizes)
-    params = {}
-    for name, dims in SHAPES.items():
-        shape = tuple(_extent(dim, sizes) for dim in dims)
-        scale = 0.1 if len(shape) == 1 else 1 / np.sqrt(shape[1])
-        params[name] = (scale * rng.standard_normal(shape)).astype(dtype)
-    return params
+    return _init_params(_SPEC, rng, dtype, sizes)
 
 
 def random_inputs(rng, T, B, dtype=np.float64, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes."""
     dtype = _check_dtype(dtype)
-    sizes = _check_sizes(sizes)
+    sizes = _check_sizes(_SPEC, sizes)
     _check_lengths(T, B)
     xs = rng.standard_normal((T, B, sizes["d"])).astype(dtype)
     ys = rng.integers(0, sizes["q"], size=(T, B))
@@ -79,15 +88,12 @@ def forward(params, xs, ys, h0=None, o0=None):
     Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
     cache holds what backward needs. Both are fresh arrays.
     """
-    sizes, dtype = _check_params(params)
+    sizes, dtype = _check_params(_SPEC, params)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    T, B = x.shape[0], x.shape[1]
     y = _check_labels("ys", ys, sizes, "q")
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
     o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    work = _forward_arrays(T, B, sizes, dtype)
-    _forward(params, sizes, x, y, h0, o0, work)
-    return work["s"], {"x": x, "h": work["h"], "o": work["o"]}
+    return _PASSES.segment_forward(params, sizes, dtype, x, y, (h0, o0))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
@@ -103,22 +109,10 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     such as "32MiB"): it runs through the cache in segments of steps that fit.
     """
     mode, value = _truncation(truncate, rng)
-    sizes, dtype = _check_params(params, check_finite)
-    _check_cache(cache, sizes, dtype)
+    sizes, dtype = _check_params(_SPEC, params, check_finite)
+    _check_cache(_SPEC, cache, sizes, dtype)
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    if checkpoints is not None:
-        keep = _truncation_weights(mode, value, sizes["T"], rng, dtype)
-        return _segmented(mode, value, keep, params, sizes, cache, d_s, checkpoints, np.dtype(dtype).itemsize)
-    return _backward(mode, value, rng, params, sizes, dtype, cache, d_s)
-
-
-def _backward(mode, value, rng, params, sizes, dtype, cache, d_s):
-    """backward, its arguments checked (loss_and_grads checks its own: a forward pass that
-    overflows gives a nan loss and gradients there, not an error)."""
-    T, B = sizes["T"], sizes["B"]
-    work = _workspace(_backward_arrays, T, B, sizes, dtype)
-    keep = _truncation_weights(mode, value, T, rng, dtype)
-    return _backward_into(mode, value, keep, params, sizes, cache, d_s, work)
+    return _PASSES.backward(mode, value, rng, params, sizes, dtype, cache, d_s, checkpoints)
 
 
 def _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following=None):
@@ -153,11 +147,6 @@ def _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following
     }
 
 
-def _truncation_weights(mode, value, T, rng, dtype):
-    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
-    return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, dtype)
-
-
 def losses(outputs, ys):
     """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B)."""
     sizes = {}
@@ -173,26 +162,12 @@ def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None, ch
     one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal schedule keeps some
     states, recomputes the steps between them, and frees them (the same gradients)."""
     mode, value = _truncation(truncate, rng)
-    sizes, dtype = _check_params(params, finite=False)  # a parameter's nan or inf: _blamed, from the result
+    sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    T, B = x.shape[0], x.shape[1]
     y = _check_labels("ys", ys, sizes, "q")
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
     o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    if checkpoints is not None:
-        keep = _truncation_weights(mode, value, T, rng, dtype)
-        sizes.update(T=T, B=B)
-        initial = (h0, o0)
-        loss, grads = _checkpointed(
-            mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, np.dtype(dtype).itemsize
-        )
-        return _blamed(params, loss, grads)
-    work = _workspace(_forward_arrays, T, B, sizes, dtype)
-    _forward(params, sizes, x, y, h0, o0, work)
-    loss = _softmax_cross_entropy(work["s"], y, B)  # the outputs become dL/ds_t
-    sizes.update(T=T, B=B)
-    grads = _backward(mode, value, rng, params, sizes, dtype, {"x": x, "h": work["h"], "o": work["o"]}, work["s"])
-    return _blamed(params, loss, grads)
+    return _PASSES.loss_and_grads(mode, value, rng, params, sizes, dtype, x, y, (h0, o0), checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, h0=None, o0=None):
@@ -206,7 +181,7 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     Run online, RTRL needs no stored history; here it reads the forward cache.
     """
     loss, d_s, cache = _loss_and_output_gradient(params, xs, ys, h0, o0)
-    sizes, dtype = _check_params(params)
+    sizes, dtype = _check_params(_SPEC, params)
     U = params["U"]
     W = params["W"]
     R = params["R"]
@@ -388,32 +363,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
     return d_h0, d_o0
 
 
-def _segment_forward(params, sizes, dtype, x, y, initial):
-    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
-    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype)
-    _forward(params, sizes, x, y, *initial, work)
-    return work["s"], {"x": x, "h": work["h"], "o": work["o"]}
-
-
-def _segment_loss(s, y, T):
-    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t in place of s)."""
-    B = s.shape[1]
-    return _softmax_cross_entropy(s, y, B), s
-
-
-def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following):
-    """The gradients of a segment of steps, in fresh arrays; following as for _adjoints."""
-    T, B = d_s.shape[0], d_s.shape[1]
-    sizes = dict(sizes, T=T, B=B)
-    work = _backward_arrays(T, B, sizes, d_s.dtype)
-    return _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following)
-
-
-def _states_at(cache, _step):
-    """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["h"][_step].copy(), cache["o"][_step].copy(), )
-
-
 def _checkpoint_bytes(sizes, B, itemsize, ages):
     """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
     n_h = sizes["h"]
@@ -452,638 +401,8 @@ def _backward_arrays(T, B, sizes, dtype):
     return work
 
 
-_THREAD = threading.local()  # each thread's work arrays
-
-
-_FLOATS = (np.float32, np.float64)  # the dtypes the modules compute in
-
-
-def _workspace(make, T, B, sizes, dtype):
-    """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
-    calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
-    key = (T, B, tuple(sizes[name] for name in SIZES), np.dtype(dtype))
-    held = _THREAD.__dict__.get(make.__name__)
-    if held is None or held[0] != key:
-        _THREAD.__dict__.pop(make.__name__, None)  # the old arrays go before the new ones are made
-        held = _THREAD.__dict__[make.__name__] = (key, make(T, B, sizes, dtype))
-    return held[1]
-
-
-def free_workspace():
-    """Release the work arrays that loss_and_grads and backward keep for the calling thread
-    (they are made again on the next call). Other threads' arrays go when their threads end."""
-    _THREAD.__dict__.clear()
-
-
-def clip_grads(grads, theta):
-    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all arrays."""
-    theta = _check_theta(theta)
-    norm = np.sqrt(sum(float(np.sum(np.square(g))) for g in grads.values()))
-    scale = min(1.0, theta / norm) if norm > 0 else 1.0
-    return {name: g * np.asarray(scale, dtype=g.dtype) for name, g in grads.items()}
-
-
-def _check_rng(rng):
-    """rng for random truncation: a NumPy Generator, else ValueError."""
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"truncate=('random', pi) needs rng=np.random.default_rng(seed), got rng={rng!r}")
-
-
-def _keep_weights(mode, value, T, rng, dtype):
-    """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1."""
-    keep = np.ones(T, dtype)
-    if mode == "chunk":
-        keep[value::value] = 0  # h_k, h_2k, ... enter the next step detached
-    elif mode == "random":
-        keep[:] = (rng.random(T) < value) / value  # xi_{t+1}: 0 with probability 1 - pi, else 1/pi
-    return keep
-
-
-def _age(flow):
-    """The flow from step t+1 arrives one step older; the window drops the oldest age."""
-    older = np.zeros_like(flow)
-    older[1:] = flow[:-1]
-    return older
-
-
-def _directions(v, rows):
-    """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
-    shape (rows * cols, B, rows) for v of shape (B, cols)."""
-    cols = v.shape[-1]
-    out = np.zeros((rows, cols) + v.shape[:-1] + (rows,), v.dtype)
-    for i in range(rows):
-        out[i, ..., i] = np.moveaxis(v, -1, 0)
-    return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
-
-
-def _logsumexp(z):
-    top = z.max(axis=-1, keepdims=True)
-    return (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))[..., 0]
-
-
-def _onehot(labels, classes, dtype, out=None):
-    if out is None:
-        out = np.zeros(labels.shape + (classes,), dtype)
-    else:
-        out.fill(0)
-    np.put_along_axis(out, labels[..., None], 1, axis=-1)
-    return out
-
-
-def _softmax_cross_entropy(s, y, count):
-    """sum_t -log softmax(s_t)[y_t] / count, and s replaced by its gradient (softmax(s_t) - onehot(y_t)) / count:
-    one exp of the logits, in place, on the (T*B, classes) rows."""
-    rows = s.reshape(-1, s.shape[-1])
-    picks = np.arange(rows.shape[0]) * rows.shape[1] + y.reshape(-1)  # the labels' places in s.flat
-    np.subtract(rows, rows.max(axis=1, keepdims=True), out=rows)
-    picked = rows.reshape(-1)[picks]
-    np.exp(rows, out=rows)
-    total = rows.sum(axis=1, keepdims=True)
-    loss = (np.log(total[:, 0]) - picked).sum() / count
-    np.multiply(rows, 1 / (total * count), out=rows)
-    rows.reshape(-1)[picks] -= 1 / count
-    return loss
-
-
-def _check_dtype(dtype):
-    """dtype as a NumPy dtype: float32 or float64, the dtypes the modules compute in."""
-    try:
-        dtype = np.dtype(dtype)
-    except TypeError:
-        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-    return dtype
-
-
-def _blamed(params, loss, grads):
-    """(loss, grads) of loss_and_grads, whose parameters it did not scan: if the loss or an initial state's
-    gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow."""
-    if not (np.isfinite(loss) and all(np.isfinite(grads[name]).all() for name in STATES)):
-        _check_params(params)
-    return loss, grads
-
-
-def _check_params(params, finite=True):
-    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
-
-    If one parameter disagrees with all the others, the error names it."""
-    _check_param_keys(params)
-    dtype = _params_dtype(params)
-    arrays = [params[name] for name in PARAMS]
-    for name, array in zip(PARAMS, arrays, strict=True):
-        good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(SHAPES[name])
-        if not (good and array.size):
-            _check_array(f"params['{name}']", array, SHAPES[name], {}, dtype, finite)  # says what is wrong
-    # all at once; only if one may not be finite is each looked at, entry by entry
-    if finite and not _all_finite(arrays):
-        for name in PARAMS:
-            _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)  # names the first bad entry
-    return _param_sizes(params), dtype
-
-
-_JOINED = 65_536  # entries up to which arrays are joined to be looked at by one call (beyond, copying costs more)
-
-
-def _all_finite(arrays):
-    """True if every entry of the arrays (of one dtype) is finite; False if one may not be. Small arrays are
-    joined and looked at once; large ones are summed each (a sum of finite entries that overflows says False)."""
-    if sum([array.size for array in arrays]) <= _JOINED:
-        return bool(np.isfinite(np.concatenate(arrays, axis=None)).all())
-    with np.errstate(over="ignore", invalid="ignore"):
-        return bool(np.isfinite(sum([np.add.reduce(array, None) for array in arrays])))
-
-
-def _check_array(name, array, dims, sizes, dtype, finite=True):
-    """array with the named dims (binding sizes not yet known) and the given dtype;
-    if finite, a float array must hold no nan or inf."""
-    if not isinstance(array, np.ndarray):
-        raise ValueError(f"{name} must be a NumPy array, got {type(array).__name__}")
-    _check_shape(name, array.shape, dims, sizes)
-    if array.dtype != dtype:
-        raise ValueError(f"{name} has dtype {array.dtype}; expected {np.dtype(dtype)} like the parameters")
-    if finite and array.dtype.kind == "f" and not np.isfinite(array).all():
-        index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
-        raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
-    sizes.update(zip(dims, array.shape, strict=True))
-    return array
-
-
-def _check_labels(name, labels, sizes, classes):
-    """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as intp
-    (what indexing takes: a uint64 index array is refused)."""
-    if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(
-            f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
-        )
-    _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
-    if labels.min() < 0 or labels.max() >= sizes[classes]:
-        bad = (labels < 0) | (labels >= sizes[classes])
-        value = labels[bad].flat[0]
-        raise ValueError(
-            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
-        )
-    return labels.astype(np.intp, copy=False)
-
-
-def _truncation(truncate, rng):
-    """(mode, value) of a truncate argument, or ValueError saying what is allowed."""
-    if truncate is None:
-        return "full", None
-    modes = ("window", "chunk", "random")
-    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
-        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
-    mode, value = truncate
-    if mode != "random" and not _is_count(value):
-        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
-    if mode == "random":
-        if not (_is_number(value) and 0 < value <= 1):
-            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
-        _check_rng(rng)
-        return mode, float(value)
-    return mode, int(value)  # a NumPy integer too, as a Python int
-
-
-def _is_number(value):
-    """A real number: a Python or NumPy int or float (a bool is not a number here)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _is_count(value):
-    """An integer >= 1, Python's or NumPy's (a bool is not a count)."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
-
-
-def _check_theta(theta):
-    """clip_grads' threshold as a float: a positive number, else ValueError."""
-    if not (_is_number(theta) and theta > 0):
-        raise ValueError(f"theta must be a positive number, got {theta!r}")
-    return float(theta)
-
-
-def _check_lengths(T, B):
-    """random_inputs' T and B: positive integers, else ValueError naming the one that is not."""
-    for name, value in (("T", T), ("B", B)):
-        if not _is_count(value):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _dtype_name(dtype):
-    """A dtype as the messages name it: float64."""
-    return str(dtype)
-
-
-def _params_dtype(params):
-    """The dtype most parameters have (the first one's if tied), so that a parameter whose dtype differs
-    from the others' is the one an error names; ValueError naming a parameter if it is no float dtype."""
-    dtypes = [getattr(params[name], "dtype", None) for name in PARAMS]
-    dtype = dtypes[0] if dtypes.count(dtypes[0]) == len(dtypes) else max(dtypes, key=dtypes.count)
-    name = PARAMS[dtypes.index(dtype)]
-    if dtype not in _FLOATS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)  # not an array?
-        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
-
-
-def _float_dtype(name, array):
-    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
-    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
-    dtype = getattr(array, "dtype", None)
-    if dtype is not None and dtype not in _FLOATS:
-        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
-
-
-def _check_sizes(sizes):
-    missing = [name for name in SIZES if name not in sizes]
-    unknown = sorted(set(sizes) - set(SIZES))
-    if missing or unknown:
-        raise ValueError(f"sizes must be exactly {', '.join(SIZES)}; missing {missing}, unknown {unknown}")
-    for name, value in sizes.items():
-        if not _is_count(value):
-            raise ValueError(f"size {name} must be a positive integer, got {value!r}")
-    return sizes
-
-
-def _check_param_keys(params):
-    """params is a dict with exactly the keys PARAMS, else ValueError saying what is missing or unknown."""
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict of arrays with keys {', '.join(PARAMS)}, got {type(params).__name__}")
-    if params.keys() == set(PARAMS):  # the common case, in one comparison
-        return
-    missing = [name for name in PARAMS if name not in params]
-    if missing:
-        raise ValueError(f"params is missing {', '.join(missing)} (expected keys {', '.join(PARAMS)})")
-    unknown = [repr(key) for key in params if key not in PARAMS]
-    if unknown:
-        raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(PARAMS)})")
-
-
-_BOUND = {}  # parameters' shapes -> the sizes they bind: a training loop passes the same shapes every call
-
-
-def _param_sizes(params):
-    """The sizes the parameters' shapes bind (a fresh dict); if they disagree, ValueError naming the parameter
-    that disagrees with all the others if one does, else the first that disagrees with those before it."""
-    shapes = tuple([tuple(params[name].shape) for name in PARAMS])
-    sizes = _BOUND.get(shapes)
-    if sizes is None:
-        sizes = _bound_sizes(params)
-        if len(_BOUND) >= 16:
-            _BOUND.clear()
-        _BOUND[shapes] = sizes
-    return dict(sizes)
-
-
-def _bound_sizes(params):
-    """_param_sizes, worked out from the shapes."""
-    sizes, clash = _bind_sizes(params, PARAMS)
-    if clash:
-        order = list(PARAMS)
-        for odd in PARAMS:
-            rest = [name for name in PARAMS if name != odd]
-            if _bind_sizes(params, rest)[1] is None:
-                order = rest + [odd]  # the others agree: check them first, then blame the odd one
-                break
-        sizes, clash = _bind_sizes(params, order)
-        name, dim, other = clash
-        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        got = tuple(params[name].shape)
-        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
-    return sizes
-
-
-def _bind_sizes(params, names):
-    """(sizes, None) if the named parameters' shapes agree; else (the sizes bound before the first
-    parameter that disagrees, (that parameter, the size it disagrees on, the parameter that set it))."""
-    sizes, setter = {}, {}
-    for name in names:
-        before = dict(sizes)
-        for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
-            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
-            count = int(count or 1)
-            if n % count or sizes.setdefault(size, n // count) != n // count:
-                return before, (name, size, setter.get(size, name))
-            setter.setdefault(size, name)
-    return sizes, None
-
-
-def _extent(dim, sizes):
-    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
-    count, _, size = dim.rpartition("*")
-    return int(count or 1) * sizes[size]
-
-
-def _check_cache(cache, sizes, dtype, classes=None):
-    """Check that cache is what forward returns for this model and these sizes: its keys,
-    its arrays' shapes and dtypes; bind T, B and T+1. classes: the size of one-hot inputs,
-    which the cache keeps as integer labels."""
-    if not isinstance(cache, dict):
-        raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
-    if set(cache) != set(CACHE):
-        got = ", ".join(map(repr, cache))
-        raise ValueError(
-            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
-        )
-    first, *rest = CACHE
-    if classes is None:
-        _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, finite=False)
-    else:
-        _check_labels(f"cache['{first}']", cache[first], sizes, classes)
-    sizes["T+1"] = sizes["T"] + 1
-    for name in rest:
-        _check_array(f"cache['{name}']", cache[name], CACHE[name], sizes, dtype, finite=False)
-
-
-def _check_shape(name, shape, dims, sizes):
-    """shape (a tuple) has the named dims, those in sizes of their known lengths, and no zero."""
-    if len(shape) != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, shape, strict=True)):
-        expected = ", ".join(f"{dim}={sizes[dim]}" if dim in sizes else dim for dim in dims)
-        raise ValueError(f"{name} has shape {shape}; expected ({expected})")
-    if 0 in shape:
-        raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")
-
-
-_EXACT = 100_000  # table entries (levels x steps) up to which the programme is solved exactly (~0.2 s)
-
-
-_COARSE = 1_000_000  # beyond: a coarser grid of at most this many entries, the search near the last split (~3 s)
-
-
-_NEAR = 16  # splits tried past the last one beyond the exact tables
-
-
-_SCHEDULES = {}  # (T, capacities) -> actions: the last few schedules computed, reused
-
-
-_UNITS = {  # bytes
-    **{"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20},
-    **{"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40},
-}
-
-
-def _capacities(budget, state, step, T):
-    """How many steps a segment may store while k states are kept, k = 0, 1, ...: budget - k * state
-    units, in whole steps, as long as one step fits, as far as T steps can use them (_fitted)."""
-    return _fitted(((budget - kept * state) // step for kept in itertools.count()), T)
-
-
-def _fitted(capacities, T):
-    """The capacities T steps can use: with k states kept at most T - k steps are left, so no capacity is
-    larger, and the levels stop at the first that stores all it can be given (no later level is reached):
-    never more than T levels; (T,) is full BPTT's schedule. capacities: any iterable, read only so far."""
-    out = []
-    for capacity in capacities:
-        left = T - len(out)
-        if capacity < 1:
-            break
-        out.append(min(capacity, left))
-        if capacity >= left:
-            break
-    return tuple(out)
-
-
-def _zeros(count, kind):
-    """count machine integers, zero: 8-byte signed ("q") or 4-byte unsigned ("I"), no Python int each."""
-    return memoryview(bytearray(count * {"q": 8, "I": 4}[kind])).cast(kind)
-
-
-def _one_leaf_costs(T, leaf):
-    """Q(t) for t = 0..T when no further state can be kept: segments of `leaf` steps from the end, each
-    reached from the start again: sum of the segments' last steps."""
-    costs = _zeros(T + 1, "q")
-    for t in range(1, T + 1):
-        count = -(-t // leaf)
-        costs[t] = count * t - leaf * count * (count - 1) // 2
-    return costs
-
-
-def _costs(T, capacities, near=None):
-    """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
-    keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
-    search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
-    it never is: a stored step holds its state). near: try at most that many splits past the last one."""
-    deepest = len(capacities) - 1
-    deeper = _one_leaf_costs(T, capacities[deepest])
-    splits = [None] * (deepest + 1)
-    for level in range(deepest - 1, -1, -1):
-        costs, split = _zeros(T + 1, "q"), _zeros(T + 1, "I")  # 12 bytes a step
-        whole = min(capacities[level], T)
-        for t in range(1, whole + 1):
-            costs[t] = t
-        y = 1
-        for t in range(whole + 1, T + 1):
-            best, best_y, z = y + deeper[t - y] + costs[y], y, y + 1
-            stop = t if near is None else min(t, y + near)
-            while z < stop:
-                cost = z + deeper[t - z] + costs[z]
-                if cost < best:
-                    best, best_y = cost, z
-                elif cost > best:
-                    break
-                z += 1
-            costs[t], split[t], y = best, best_y, best_y
-        splits[level], deeper = split, costs
-    return deeper, splits
-
-
-def _actions(T, capacities, splits, scale=1):
-    """The schedule as actions, in order: ("advance", a, b, chunk) runs steps a+1..b from the state at a,
-    storing at most chunk steps at a time; ("keep", b) keeps the state reached; ("backward", a, b) runs
-    steps a+1..b from the state at a (kept, or just reached), storing them, then backward through them;
-    ("free", a) drops a kept state. The tables count steps of `scale` real steps each (the last shorter)."""
-
-    def at(step):
-        return min(step * scale, T)
-
-    out, todo = [], [("solve", 0, -(-T // scale), 0)]
-    while todo:
-        kind, a, t, level = todo.pop()
-        if kind == "free":
-            out.append(("free", at(a)))
-        elif t <= capacities[level]:
-            out.append(("backward", at(a), at(a + t)))
-        elif level == len(capacities) - 1:  # no further state fits: segments from the end, each from a
-            leaf = capacities[level]
-            for end in range(t, 0, -leaf):
-                start = max(end - leaf, 0)
-                if start:
-                    out.append(("advance", at(a), at(a + start), leaf * scale))
-                out.append(("backward", at(a + start), at(a + end)))
-        else:
-            y = splits[level][t]
-            out += [("advance", at(a), at(a + y), capacities[level] * scale), ("keep", at(a + y))]
-            todo += [("solve", a, y, level), ("free", a + y, 0, 0), ("solve", a + y, t - y, level + 1)]
-    return tuple(out)
-
-
-def _schedule(T, capacities):
-    """The actions of the optimal schedule for T steps (_actions), capacities from _capacities. Exact while
-    the tables hold at most _EXACT entries; beyond, near the optimum: solved on a grid of groups of `scale`
-    steps (kept states between groups) with at most _COARSE entries, each split sought near the last one
-    (T = 10,000 with 100 slots: 0.7 % above the optimum); _evaluations counts what it costs."""
-    if capacities[0] >= T:  # every step stored: full BPTT
-        return (("backward", 0, T),)
-    key = (T, capacities)
-    if key not in _SCHEDULES:
-        scale, near = 1, None
-        if _coarse_size(T, capacities, 1) > _EXACT:
-            near, scale = _NEAR, _scale(T, capacities)
-        coarse = _grid(T, capacities, scale)
-        _, splits = _costs(-(-T // scale), coarse, near)
-        if len(_SCHEDULES) >= 8:
-            _SCHEDULES.pop(next(iter(_SCHEDULES)))
-        _SCHEDULES[key] = _actions(T, coarse, splits, scale)
-    return _SCHEDULES[key]
-
-
-def _scale(T, capacities):
-    """The smallest group of steps whose grid's tables hold at most _COARSE entries (at most n levels of
-    n groups each: groups of T / 1000 steps always fit), or the largest capacity."""
-    scale = 1
-    while _coarse_size(T, capacities, scale) > _COARSE and capacities[0] // (scale + 1) >= 1:
-        scale += 1
-    return scale
-
-
-def _grid(T, capacities, scale):
-    """The capacities in groups of `scale` steps, as far as the groups of T steps can use them (_fitted)."""
-    return _fitted((c // scale for c in capacities), -(-T // scale))
-
-
-def _coarse_size(T, capacities, scale):
-    """The entries of the programme's tables on a grid of `scale` steps."""
-    return len(_grid(T, capacities, scale)) * -(-T // scale)
-
-
-def _segments(T, steps):
-    """Backward through stored values in segments of at most `steps` steps, the last segment first."""
-    return tuple(("backward", max(end - steps, 0), end) for end in range(T, 0, -steps))
-
-
-def _budget(checkpoints, state_bytes, step_bytes):
-    """(budget, kept state, stored step) in one unit, _capacities's first arguments, of a checkpoints argument:
-    a number of slots (a kept state or a stored step each) or a byte budget such as "32MiB"; ValueError in
-    one line if it is neither or holds no step. Only parsed: as cheap for a terabyte as for a byte."""
-    if isinstance(checkpoints, numbers.Integral) and not isinstance(checkpoints, bool) and checkpoints >= 1:
-        return int(checkpoints), 1, 1
-    budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
-    if budget is None:
-        raise ValueError(
-            "checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', "
-            f"got {checkpoints!r}"
-        )
-    if budget < step_bytes:
-        raise ValueError(
-            f"checkpoints={checkpoints!r} holds no step: one stored step takes {step_bytes} bytes here "
-            f"(a kept state {state_bytes})"
-        )
-    return budget, state_bytes, step_bytes
-
-
-def _bytes(text):
-    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, ..., TB, TiB), else None."""
-    text = text.strip()
-    digits = len(text) - len(text.lstrip("0123456789"))
-    number, unit = text[:digits], text[digits:].strip()
-    if not number or unit not in _UNITS or len(number) > 4000 or int(number) == 0:
-        return None  # (int() refuses over 4300 digits)
-    return int(number) * _UNITS[unit]
-
-
-def _checkpointed(
-    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
-):
-    """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
-    keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
-    keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
-    autograd Function's backward), the loss is not computed and kept holds the states its forward pass kept
-    (_forward_kept): the schedule's first forward pass is not run again."""
-    T = x.shape[0]
-    actions = _checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T)
-    if kept is None:
-        kept, start = {0: states}, 0
-    else:
-        kept, start = dict(kept), len(_sweep(actions))
-    reached, following, totals, loss = None, {}, None, 0
-    for action in actions[start:]:
-        kind, a = action[0], action[1]
-        if kind == "advance":
-            reached = (action[2], _advance(params, sizes, dtype, x, y, kept[a], a, action[2], action[3]))
-        elif kind == "keep":
-            kept[a] = reached[1]
-        elif kind == "free":
-            del kept[a]
-        else:
-            b = action[2]
-            initial = kept[a] if a in kept else reached[1]
-            outputs, cache = _segment_forward(params, sizes, dtype, x[a:b], _steps(y, a, b), initial)
-            if d_outputs is None:
-                part_loss, d_part = _segment_loss(outputs, y[a:b], T)
-                loss = loss + part_loss
-            else:
-                d_part = d_outputs[a:b]
-            part = _segment_backward(mode, value, _kept_weights(keep, a, b), params, sizes, cache, d_part, following)
-            totals = _summed(totals, part, a == 0)
-    return loss, totals
-
-
-def _checkpoint_actions(mode, value, sizes, B, itemsize, checkpoints, T):
-    """The schedule for T steps in the memory `checkpoints` allows (ValueError in one line if it cannot be)."""
-    state, forward_step, backward_step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)
-    return _schedule(T, _capacities(*_budget(checkpoints, state, forward_step + backward_step), T))
-
-
-def _sweep(actions):
-    """The schedule's first forward pass: its actions before the first backward."""
-    first = next(k for k, action in enumerate(actions) if action[0] == "backward")
-    return actions[:first]
-
-
-def _advance(params, sizes, dtype, x, y, states, a, b, chunk):
-    """The states at step b from those at a: the forward pass over at most chunk steps at a time, nothing kept."""
-    while a < b:
-        n = min(chunk, b - a)
-        states = _states_at(_segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)[1], n)
-        a += n
-    return states
-
-
-def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, itemsize):
-    """The gradients of backward, given the whole forward cache, in segments whose backward arrays fit in
-    the memory `checkpoints` allows (nothing is recomputed: the cache holds every step)."""
-    T, B = d_outputs.shape[0], d_outputs.shape[1]
-    step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
-    budget, _, step = _budget(checkpoints, step, step)
-    steps = budget // step
-    following, totals = {}, None
-    for _, a, b in _segments(T, steps):
-        part_cache = {
-            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
-        }
-        weights = _kept_weights(keep, a, b)
-        part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
-        totals = _summed(totals, part, a == 0)
-    return totals
-
-
-def _steps(y, a, b):
-    """Steps a+1..b of the targets (None: an autograd Function's forward pass has none)."""
-    return None if y is None else y[a:b]
-
-
-def _kept_weights(keep, a, b):
-    """keep for the steps a+1..b of a segment and the flow from step b+1 into b (None: no truncation)."""
-    return None if keep is None else keep[a : b + 1]
-
-
-def _summed(totals, part, first):
-    """The gradients of the segments so far plus those of one more; the initial states' from the first
-    segment only (steps 1.., the last to run)."""
-    part = {key: value for key, value in part.items() if first or key not in STATES}
-    if totals is None:
-        return part
-    for key, value in part.items():
-        totals[key] = totals[key] + value if key in totals else value
-    return totals
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_PASSES = _Passes(
+    _SPEC, output="s", forced=True, forward=_forward, forward_arrays=_forward_arrays, backward_into=_backward_into,
+    backward_arrays=_backward_arrays, loss=_softmax_cross_entropy, mean=False, checkpoint_bytes=_checkpoint_bytes
+)

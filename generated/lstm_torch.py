@@ -28,10 +28,30 @@ is the derived one, and Model an nn.Module holding the parameters: loss.backward
 work, under DistributedDataParallel too.
 """
 
-import itertools
-import numbers
-
 import torch
+
+from bptt.runtime.checkpoints import _checkpointed, _forward_kept, _segmented, _Segments
+from bptt.runtime.common import _bind_sizes, _check_lengths, _check_sizes, _extent, _Spec
+from bptt.runtime.schedule import _budget
+from bptt.runtime.torch import (
+    _age,
+    _blamed,
+    _check_array,
+    _check_cache,
+    _check_compile,
+    _check_dtype,
+    _check_params,
+    _compiled,
+    _directions,
+    _float_dtype,
+    _flow_weights,
+    _keep_weights,
+    _loss_parts,
+    _squared_error,
+    _truncation,
+    _weighted,
+)
+from bptt.runtime.torch import clip_grads as clip_grads
 
 PARAMS = (
     "W_ii", "b_ii", "W_hi", "b_hi", "W_if", "b_if", "W_hf", "b_hf", "W_ig", "b_ig", "W_hg", "b_hg", "W_io", "b_io",
@@ -77,7 +97,7 @@ CACHE = {  # what forward keeps for backward: the dims of each tensor (T+1 steps
 def init_params(rng=None, dtype=torch.float64, device=None, **sizes):
     """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01); rng a torch.Generator (or None)."""
     dtype = _check_dtype(dtype)
-    sizes = _check_sizes(sizes)
+    sizes = _check_sizes(_SPEC, sizes)
     params = {}
     for name, dims in SHAPES.items():
         shape = tuple(_extent(dim, sizes) for dim in dims)
@@ -90,7 +110,7 @@ def init_params(rng=None, dtype=torch.float64, device=None, **sizes):
 def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes; rng a torch.Generator (or None)."""
     dtype = _check_dtype(dtype)
-    sizes = _check_sizes(sizes)
+    sizes = _check_sizes(_SPEC, sizes)
     _check_lengths(T, B)
     where = None if rng is None else rng.device
     xs = torch.randn((T, B, sizes["d"]), generator=rng, dtype=dtype, device=where)
@@ -105,7 +125,7 @@ def forward(params, xs, c0=None, h0=None, compile=False):
     cache holds what backward needs. compile as for loss_and_grads.
     """
     compile = _check_compile(compile)
-    sizes, dtype = _check_params(params)
+    sizes, dtype = _check_params(_SPEC, params)
     device = params["W_ii"].device
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
     c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, True, device)
@@ -129,14 +149,14 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     """
     mode, value = _truncation(truncate, rng)
     compile = _check_compile(compile, checkpoints)
-    sizes, dtype = _check_params(params, check_finite)
+    sizes, dtype = _check_params(_SPEC, params, check_finite)
     device = params["W_ii"].device
-    _check_cache(cache, sizes, dtype, device)
+    _check_cache(_SPEC, cache, sizes, dtype, device)
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite, device)
     with torch.no_grad():
         if checkpoints is not None:
             keep = _truncation_weights(mode, value, sizes["T"], rng, d_s)
-            return _segmented(mode, value, keep, params, sizes, cache, d_s, checkpoints, dtype.itemsize)
+            return _segmented(_SEGMENTS, mode, value, keep, params, sizes, cache, d_s, checkpoints, dtype.itemsize)
         return _backward(mode, value, rng, params, sizes, cache, d_s, compile)
 
 
@@ -191,7 +211,7 @@ def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, ch
     loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, c0, h0, compile, check_finite=False)
     with torch.no_grad():
         grads = _backward(mode, value, rng, params, sizes, cache, d_s, compile)
-    return _blamed(params, loss, grads)  # a parameter's nan or inf, named from the result
+    return _blamed(_SPEC, params, loss, grads)  # a parameter's nan or inf, named from the result
 
 
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):
@@ -343,7 +363,7 @@ class BPTT(torch.autograd.Function):
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
-        sizes = _bind_sizes(named, PARAMS)[0]
+        sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
         s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, c0, h0, compile)
         ctx.compile = compile
         ctx.truncation = _truncation(truncate, rng) + (rng,)
@@ -374,7 +394,7 @@ class CompiledBPTT(BPTT):
 @torch.no_grad()
 def _checkpointed_loss(mode, value, rng, params, xs, ys, c0, h0, checkpoints):
     """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
-    sizes, dtype = _check_params(params, finite=False)
+    sizes, dtype = _check_params(_SPEC, params, finite=False)
     device = params["W_ii"].device
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
     c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, True, device)
@@ -382,8 +402,10 @@ def _checkpointed_loss(mode, value, rng, params, xs, ys, c0, h0, checkpoints):
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
     keep = _truncation_weights(mode, value, sizes["T"], rng, params["W_ii"])
     initial = (c0, h0)
-    loss, grads = _checkpointed(mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize)
-    return _blamed(params, loss, grads)
+    loss, grads = _checkpointed(
+        _SEGMENTS, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
+    )
+    return _blamed(_SPEC, params, loss, grads)
 
 
 class CheckpointedBPTT(torch.autograd.Function):
@@ -396,14 +418,14 @@ class CheckpointedBPTT(torch.autograd.Function):
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
         named = dict(zip(PARAMS, params, strict=True))
-        sizes = _bind_sizes(named, PARAMS)[0]
+        sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
         sizes.update(T=xs.shape[0], B=xs.shape[1])
         mode, value = _truncation(truncate, rng)
         dtype = params[0].dtype
         initial, targets = (c0, h0), None
         outputs = _Steps(xs.shape[0])
         _, kept = _forward_kept(
-            mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
+            _SEGMENTS, mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
         )
         ctx.inputs = (xs, targets, initial, kept, checkpoints, mode, value, rng)
         ctx.sizes, ctx.given = sizes, (c0 is not None, h0 is not None,)
@@ -419,7 +441,7 @@ class CheckpointedBPTT(torch.autograd.Function):
         keep = _truncation_weights(mode, value, xs.shape[0], rng, d_s)
         dtype = d_s.dtype
         _, grads = _checkpointed(
-            mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
+            _SEGMENTS, mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
             d_s.contiguous(), kept
         )
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
@@ -492,7 +514,7 @@ class Model(torch.nn.Module):
         params = self.params()
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
-        sizes, dtype = _check_params(params, finite=False)
+        sizes, dtype = _check_params(_SPEC, params, finite=False)
         device = params["W_ii"].device
         x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, False, device)
         c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, False, device)
@@ -511,7 +533,7 @@ class Model(torch.nn.Module):
 def _loss_and_output_gradient(params, xs, ys, c0, h0, compile=False, check_finite=True):
     """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes;
     check_finite=False: the parameters are not scanned for nan and inf (the caller looks at its result)."""
-    sizes, dtype = _check_params(params, check_finite)
+    sizes, dtype = _check_params(_SPEC, params, check_finite)
     device = params["W_ii"].device
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
     c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, True, device)
@@ -927,675 +949,8 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     }
 
 
-_FLOATS = (torch.float32, torch.float64)  # the dtypes the modules compute in
-
-
-def clip_grads(grads, theta):
-    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all tensors (no host sync)."""
-    theta = _check_theta(theta)
-    norm = torch.sqrt(sum(g.double().square().sum() for g in grads.values()))
-    scale = torch.clamp(theta / norm, max=1.0)  # theta / 0 = inf: scale 1
-    return {name: g * scale.to(g.dtype) for name, g in grads.items()}
-
-
-def _check_rng(rng):
-    """rng for random truncation: a torch Generator, else ValueError."""
-    if not isinstance(rng, torch.Generator):
-        raise ValueError(f"truncate=('random', pi) needs rng=torch.Generator().manual_seed(seed), got rng={rng!r}")
-
-
-def _keep_weights(mode, value, T, rng, like):
-    """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1, on like's
-    device and in its dtype. random: T float64 uniforms drawn from rng (on its device), xi = (u < pi) / pi."""
-    keep = torch.ones(T, dtype=like.dtype, device=like.device)
-    if mode == "chunk":
-        keep[value::value] = 0  # h_k, h_2k, ... enter the next step detached
-    elif mode == "random":
-        draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
-        keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
-    return keep
-
-
-def _flow_weights(keep, T):
-    """keep[t] as Python numbers, what the flows from step t+1 are scaled by in place (alpha=), taken off
-    the device once per call; all 1 without truncation (keep None)."""
-    return [1.0] * (T + 1) if keep is None else keep.tolist()
-
-
-def _check_compile(compile, checkpoints=None):
-    """compile, a bool: True runs each step of the loops through torch.compile, which takes no checkpoints."""
-    if not isinstance(compile, bool):
-        raise ValueError(f"compile must be True or False, got {compile!r}")
-    if compile and checkpoints is not None:
-        raise ValueError(
-            "compile=True does not combine with checkpoints (their segments run as written); give one of them"
-        )
-    return compile
-
-
-_COMPILED = {}  # step function -> the same through torch.compile, made on first use
-
-
-def _compiled(step):
-    """step through torch.compile, made once per process (torch compiles it again for another dtype or shape);
-    RuntimeError in one line where torch.compile is not available or cannot compile it (no C++ compiler)."""
-    if step not in _COMPILED:
-        if not callable(getattr(torch, "compile", None)):
-            raise RuntimeError(
-                f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
-            )
-        try:
-            compiled = torch.compile(step)
-        except RuntimeError as error:  # a Python or platform torch.compile does not support
-            raise RuntimeError(f"compile=True: torch.compile is not available: {_first_line(error)}") from None
-
-        def run(*args):
-            try:
-                return compiled(*args)
-            except torch._dynamo.exc.BackendCompilerFailed as error:
-                cause = getattr(error, "inner_exception", error)  # the compiler's own error
-                why = f"{type(cause).__name__}: {_first_line(cause)}"
-                raise RuntimeError(f"compile=True: torch.compile cannot compile {step.__name__}: {why}") from None
-
-        _COMPILED[step] = run
-    return _COMPILED[step]
-
-
-def _first_line(error):
-    return (str(error).strip().splitlines() or [type(error).__name__])[0]
-
-
-def _weighted(keep, t, flow):
-    """The gradient flowing back from step t+1, weighted by keep[t] when truncating."""
-    return flow if keep is None else keep[t] * flow
-
-
-def _age(flow):
-    """The flow from step t+1 arrives one step older; the window drops the oldest age."""
-    return torch.cat((torch.zeros_like(flow[:1]), flow[:-1]))
-
-
-def _directions(v, rows):
-    """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
-    shape (rows * cols, B, rows) for v of shape (B, cols)."""
-    cols = v.shape[-1]
-    eye = torch.eye(rows, dtype=v.dtype, device=v.device)
-    out = eye[:, None, None, :] * torch.movedim(v, -1, 0)[None, ..., None]
-    return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
-
-
-def _squared_error(s, y, count):
-    """(sum_t 1/2 ||s_t - y_t||^2 / count, its gradient (s_t - y_t) / count)."""
-    difference = s - y
-    loss = (0.5 * difference.square().sum(-1)).sum() / count  # l_t first: its rounding is that of losses()
-    return loss, difference / count
-
-
-def _dtype_name(dtype):
-    """float64, as NumPy and the NumPy module's messages name it."""
-    return str(dtype).removeprefix("torch.")
-
-
-def _check_dtype(dtype):
-    """dtype, a torch dtype: float32 or float64, the dtypes the modules compute in."""
-    if dtype not in (torch.float32, torch.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}")
-    return dtype
-
-
-def _blamed(params, loss, grads):
-    """(loss, grads) of loss_and_grads, whose parameters it did not scan: if the loss or an initial state's
-    gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow."""
-    if not (bool(torch.isfinite(loss)) and all(_finite(grads[name]) for name in STATES)):
-        _check_params(params)
-    return loss, grads
-
-
-def _check_params(params, finite=True):
-    """The sizes implied by the parameters' shapes, their common dtype and device; finite: no nan or inf.
-
-    If one parameter disagrees with all the others, the error names it."""
-    _check_param_keys(params)
-    dtype = _params_dtype(params)
-    device = next(params[name].device for name in PARAMS if getattr(params[name], "dtype", None) == dtype)
-    for name in PARAMS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite, device)
-    return _param_sizes(params), dtype
-
-
-def _check_cache(cache, sizes, dtype, device, classes=None):
-    """Check that cache is what forward returns for this model and these sizes: its keys,
-    its tensors' shapes, dtypes and device; bind T, B and T+1. classes: the size of one-hot inputs,
-    which the cache keeps as integer labels."""
-    if not isinstance(cache, dict):
-        raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
-    if set(cache) != set(CACHE):
-        got = ", ".join(map(repr, cache))
-        raise ValueError(
-            f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns"
-        )
-    first, *rest = CACHE
-    if classes is None:
-        _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, False, device)
-    else:
-        _check_labels(f"cache['{first}']", cache[first], sizes, classes, device)
-    sizes["T+1"] = sizes["T"] + 1
-    for name in rest:
-        _check_array(f"cache['{name}']", cache[name], CACHE[name], sizes, dtype, False, device)
-
-
-def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
-    """array with the named dims (binding sizes not yet known), the given dtype and device;
-    if finite, a float array must hold no nan or inf."""
-    if not isinstance(array, torch.Tensor):
-        raise ValueError(f"{name} must be a torch tensor, got {type(array).__name__}")
-    shape = tuple(array.shape)
-    _check_shape(name, shape, dims, sizes)
-    if array.dtype != dtype:
-        raise ValueError(
-            f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters"
-        )
-    if device is not None and array.device != device:
-        raise ValueError(f"{name} is on device {array.device}; expected {device} like the parameters")
-    if finite and array.is_floating_point() and not _finite(array):
-        index = tuple(int(i) for i in torch.nonzero(~torch.isfinite(array))[0])
-        raise ValueError(f"{name} holds {array[index].item()} at index {index}; expected finite numbers")
-    sizes.update(zip(dims, shape, strict=True))
-    return array
-
-
-def _finite(array):
-    """Whether array holds no nan or inf, tested a million entries at a time: torch.isfinite of a whole long
-    sequence would take temporaries several times its size (BPTT in bounded memory keeps that bound)."""
-    return all(bool(torch.isfinite(part).all()) for part in array.reshape(-1).split(1 << 20))
-
-
-def _check_labels(name, labels, sizes, classes, device=None):
-    """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as int64
-    (what indexing takes, and comparisons: torch has none for uint16, uint32, uint64)."""
-    if not isinstance(
-        labels, torch.Tensor
-    ) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
-        kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
-        raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
-    _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
-    wide = labels.long()  # a uint64 label of 2**63 or more wraps below 0: out of range either way
-    bad = (wide < 0) | (wide >= sizes[classes])
-    if bad.any():
-        value = wide[bad][0].item()
-        if labels.dtype == torch.uint64 and value < 0:
-            value += 2**64  # the label as given, before .long() wrapped it
-        raise ValueError(
-            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
-        )
-    return wide
-
-
-_LOSS_PART = 2**20  # bytes of the outputs whose loss and gradient _Loss computes at once
-
-
-def _loss_parts(outputs):
-    """Slices of consecutive steps of the outputs, of about _LOSS_PART bytes each (at least one step)."""
-    T = outputs.shape[0]
-    steps = max(1, _LOSS_PART // max(1, outputs[:1].nbytes))
-    return [slice(start, min(start + steps, T)) for start in range(0, T, steps)] or [slice(0, 0)]
-
-
-def _truncation(truncate, rng):
-    """(mode, value) of a truncate argument, or ValueError saying what is allowed."""
-    if truncate is None:
-        return "full", None
-    modes = ("window", "chunk", "random")
-    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
-        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
-    mode, value = truncate
-    if mode != "random" and not _is_count(value):
-        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
-    if mode == "random":
-        if not (_is_number(value) and 0 < value <= 1):
-            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
-        _check_rng(rng)
-        return mode, float(value)
-    return mode, int(value)  # a NumPy integer too, as a Python int
-
-
-def _is_number(value):
-    """A real number: a Python or NumPy int or float (a bool is not a number here)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _is_count(value):
-    """An integer >= 1, Python's or NumPy's (a bool is not a count)."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
-
-
-def _check_theta(theta):
-    """clip_grads' threshold as a float: a positive number, else ValueError."""
-    if not (_is_number(theta) and theta > 0):
-        raise ValueError(f"theta must be a positive number, got {theta!r}")
-    return float(theta)
-
-
-def _check_lengths(T, B):
-    """random_inputs' T and B: positive integers, else ValueError naming the one that is not."""
-    for name, value in (("T", T), ("B", B)):
-        if not _is_count(value):
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _params_dtype(params):
-    """The dtype most parameters have (the first one's if tied), so that a parameter whose dtype differs
-    from the others' is the one an error names; ValueError naming a parameter if it is no float dtype."""
-    dtypes = [getattr(params[name], "dtype", None) for name in PARAMS]
-    dtype = dtypes[0] if dtypes.count(dtypes[0]) == len(dtypes) else max(dtypes, key=dtypes.count)
-    name = PARAMS[dtypes.index(dtype)]
-    if dtype not in _FLOATS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)  # not an array?
-        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
-
-
-def _float_dtype(name, array):
-    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
-    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
-    dtype = getattr(array, "dtype", None)
-    if dtype is not None and dtype not in _FLOATS:
-        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
-
-
-def _check_sizes(sizes):
-    missing = [name for name in SIZES if name not in sizes]
-    unknown = sorted(set(sizes) - set(SIZES))
-    if missing or unknown:
-        raise ValueError(f"sizes must be exactly {', '.join(SIZES)}; missing {missing}, unknown {unknown}")
-    for name, value in sizes.items():
-        if not _is_count(value):
-            raise ValueError(f"size {name} must be a positive integer, got {value!r}")
-    return sizes
-
-
-def _check_param_keys(params):
-    """params is a dict with exactly the keys PARAMS, else ValueError saying what is missing or unknown."""
-    if not isinstance(params, dict):
-        raise ValueError(f"params must be a dict of arrays with keys {', '.join(PARAMS)}, got {type(params).__name__}")
-    if params.keys() == set(PARAMS):  # the common case, in one comparison
-        return
-    missing = [name for name in PARAMS if name not in params]
-    if missing:
-        raise ValueError(f"params is missing {', '.join(missing)} (expected keys {', '.join(PARAMS)})")
-    unknown = [repr(key) for key in params if key not in PARAMS]
-    if unknown:
-        raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(PARAMS)})")
-
-
-_BOUND = {}  # parameters' shapes -> the sizes they bind: a training loop passes the same shapes every call
-
-
-def _param_sizes(params):
-    """The sizes the parameters' shapes bind (a fresh dict); if they disagree, ValueError naming the parameter
-    that disagrees with all the others if one does, else the first that disagrees with those before it."""
-    shapes = tuple([tuple(params[name].shape) for name in PARAMS])
-    sizes = _BOUND.get(shapes)
-    if sizes is None:
-        sizes = _bound_sizes(params)
-        if len(_BOUND) >= 16:
-            _BOUND.clear()
-        _BOUND[shapes] = sizes
-    return dict(sizes)
-
-
-def _bound_sizes(params):
-    """_param_sizes, worked out from the shapes."""
-    sizes, clash = _bind_sizes(params, PARAMS)
-    if clash:
-        order = list(PARAMS)
-        for odd in PARAMS:
-            rest = [name for name in PARAMS if name != odd]
-            if _bind_sizes(params, rest)[1] is None:
-                order = rest + [odd]  # the others agree: check them first, then blame the odd one
-                break
-        sizes, clash = _bind_sizes(params, order)
-        name, dim, other = clash
-        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in SHAPES[name])
-        got = tuple(params[name].shape)
-        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
-    return sizes
-
-
-def _bind_sizes(params, names):
-    """(sizes, None) if the named parameters' shapes agree; else (the sizes bound before the first
-    parameter that disagrees, (that parameter, the size it disagrees on, the parameter that set it))."""
-    sizes, setter = {}, {}
-    for name in names:
-        before = dict(sizes)
-        for dim, n in zip(SHAPES[name], params[name].shape, strict=True):
-            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
-            count = int(count or 1)
-            if n % count or sizes.setdefault(size, n // count) != n // count:
-                return before, (name, size, setter.get(size, name))
-            setter.setdefault(size, name)
-    return sizes, None
-
-
-def _extent(dim, sizes):
-    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
-    count, _, size = dim.rpartition("*")
-    return int(count or 1) * sizes[size]
-
-
-def _check_shape(name, shape, dims, sizes):
-    """shape (a tuple) has the named dims, those in sizes of their known lengths, and no zero."""
-    if len(shape) != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, shape, strict=True)):
-        expected = ", ".join(f"{dim}={sizes[dim]}" if dim in sizes else dim for dim in dims)
-        raise ValueError(f"{name} has shape {shape}; expected ({expected})")
-    if 0 in shape:
-        raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")
-
-
-_EXACT = 100_000  # table entries (levels x steps) up to which the programme is solved exactly (~0.2 s)
-
-
-_COARSE = 1_000_000  # beyond: a coarser grid of at most this many entries, the search near the last split (~3 s)
-
-
-_NEAR = 16  # splits tried past the last one beyond the exact tables
-
-
-_SCHEDULES = {}  # (T, capacities) -> actions: the last few schedules computed, reused
-
-
-_UNITS = {  # bytes
-    **{"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20},
-    **{"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40},
-}
-
-
-def _capacities(budget, state, step, T):
-    """How many steps a segment may store while k states are kept, k = 0, 1, ...: budget - k * state
-    units, in whole steps, as long as one step fits, as far as T steps can use them (_fitted)."""
-    return _fitted(((budget - kept * state) // step for kept in itertools.count()), T)
-
-
-def _fitted(capacities, T):
-    """The capacities T steps can use: with k states kept at most T - k steps are left, so no capacity is
-    larger, and the levels stop at the first that stores all it can be given (no later level is reached):
-    never more than T levels; (T,) is full BPTT's schedule. capacities: any iterable, read only so far."""
-    out = []
-    for capacity in capacities:
-        left = T - len(out)
-        if capacity < 1:
-            break
-        out.append(min(capacity, left))
-        if capacity >= left:
-            break
-    return tuple(out)
-
-
-def _zeros(count, kind):
-    """count machine integers, zero: 8-byte signed ("q") or 4-byte unsigned ("I"), no Python int each."""
-    return memoryview(bytearray(count * {"q": 8, "I": 4}[kind])).cast(kind)
-
-
-def _one_leaf_costs(T, leaf):
-    """Q(t) for t = 0..T when no further state can be kept: segments of `leaf` steps from the end, each
-    reached from the start again: sum of the segments' last steps."""
-    costs = _zeros(T + 1, "q")
-    for t in range(1, T + 1):
-        count = -(-t // leaf)
-        costs[t] = count * t - leaf * count * (count - 1) // 2
-    return costs
-
-
-def _costs(T, capacities, near=None):
-    """The programme's tables: (Q(t) at level 0 for t = 0..T, [split y of level k at t, ...]) where level k
-    keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
-    search starts at the last one and stops where the cost starts to rise (exact where tested against the
-    full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
-    it never is: a stored step holds its state). near: try at most that many splits past the last one."""
-    deepest = len(capacities) - 1
-    deeper = _one_leaf_costs(T, capacities[deepest])
-    splits = [None] * (deepest + 1)
-    for level in range(deepest - 1, -1, -1):
-        costs, split = _zeros(T + 1, "q"), _zeros(T + 1, "I")  # 12 bytes a step
-        whole = min(capacities[level], T)
-        for t in range(1, whole + 1):
-            costs[t] = t
-        y = 1
-        for t in range(whole + 1, T + 1):
-            best, best_y, z = y + deeper[t - y] + costs[y], y, y + 1
-            stop = t if near is None else min(t, y + near)
-            while z < stop:
-                cost = z + deeper[t - z] + costs[z]
-                if cost < best:
-                    best, best_y = cost, z
-                elif cost > best:
-                    break
-                z += 1
-            costs[t], split[t], y = best, best_y, best_y
-        splits[level], deeper = split, costs
-    return deeper, splits
-
-
-def _actions(T, capacities, splits, scale=1):
-    """The schedule as actions, in order: ("advance", a, b, chunk) runs steps a+1..b from the state at a,
-    storing at most chunk steps at a time; ("keep", b) keeps the state reached; ("backward", a, b) runs
-    steps a+1..b from the state at a (kept, or just reached), storing them, then backward through them;
-    ("free", a) drops a kept state. The tables count steps of `scale` real steps each (the last shorter)."""
-
-    def at(step):
-        return min(step * scale, T)
-
-    out, todo = [], [("solve", 0, -(-T // scale), 0)]
-    while todo:
-        kind, a, t, level = todo.pop()
-        if kind == "free":
-            out.append(("free", at(a)))
-        elif t <= capacities[level]:
-            out.append(("backward", at(a), at(a + t)))
-        elif level == len(capacities) - 1:  # no further state fits: segments from the end, each from a
-            leaf = capacities[level]
-            for end in range(t, 0, -leaf):
-                start = max(end - leaf, 0)
-                if start:
-                    out.append(("advance", at(a), at(a + start), leaf * scale))
-                out.append(("backward", at(a + start), at(a + end)))
-        else:
-            y = splits[level][t]
-            out += [("advance", at(a), at(a + y), capacities[level] * scale), ("keep", at(a + y))]
-            todo += [("solve", a, y, level), ("free", a + y, 0, 0), ("solve", a + y, t - y, level + 1)]
-    return tuple(out)
-
-
-def _schedule(T, capacities):
-    """The actions of the optimal schedule for T steps (_actions), capacities from _capacities. Exact while
-    the tables hold at most _EXACT entries; beyond, near the optimum: solved on a grid of groups of `scale`
-    steps (kept states between groups) with at most _COARSE entries, each split sought near the last one
-    (T = 10,000 with 100 slots: 0.7 % above the optimum); _evaluations counts what it costs."""
-    if capacities[0] >= T:  # every step stored: full BPTT
-        return (("backward", 0, T),)
-    key = (T, capacities)
-    if key not in _SCHEDULES:
-        scale, near = 1, None
-        if _coarse_size(T, capacities, 1) > _EXACT:
-            near, scale = _NEAR, _scale(T, capacities)
-        coarse = _grid(T, capacities, scale)
-        _, splits = _costs(-(-T // scale), coarse, near)
-        if len(_SCHEDULES) >= 8:
-            _SCHEDULES.pop(next(iter(_SCHEDULES)))
-        _SCHEDULES[key] = _actions(T, coarse, splits, scale)
-    return _SCHEDULES[key]
-
-
-def _scale(T, capacities):
-    """The smallest group of steps whose grid's tables hold at most _COARSE entries (at most n levels of
-    n groups each: groups of T / 1000 steps always fit), or the largest capacity."""
-    scale = 1
-    while _coarse_size(T, capacities, scale) > _COARSE and capacities[0] // (scale + 1) >= 1:
-        scale += 1
-    return scale
-
-
-def _grid(T, capacities, scale):
-    """The capacities in groups of `scale` steps, as far as the groups of T steps can use them (_fitted)."""
-    return _fitted((c // scale for c in capacities), -(-T // scale))
-
-
-def _coarse_size(T, capacities, scale):
-    """The entries of the programme's tables on a grid of `scale` steps."""
-    return len(_grid(T, capacities, scale)) * -(-T // scale)
-
-
-def _segments(T, steps):
-    """Backward through stored values in segments of at most `steps` steps, the last segment first."""
-    return tuple(("backward", max(end - steps, 0), end) for end in range(T, 0, -steps))
-
-
-def _budget(checkpoints, state_bytes, step_bytes):
-    """(budget, kept state, stored step) in one unit, _capacities's first arguments, of a checkpoints argument:
-    a number of slots (a kept state or a stored step each) or a byte budget such as "32MiB"; ValueError in
-    one line if it is neither or holds no step. Only parsed: as cheap for a terabyte as for a byte."""
-    if isinstance(checkpoints, numbers.Integral) and not isinstance(checkpoints, bool) and checkpoints >= 1:
-        return int(checkpoints), 1, 1
-    budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
-    if budget is None:
-        raise ValueError(
-            "checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', "
-            f"got {checkpoints!r}"
-        )
-    if budget < step_bytes:
-        raise ValueError(
-            f"checkpoints={checkpoints!r} holds no step: one stored step takes {step_bytes} bytes here "
-            f"(a kept state {state_bytes})"
-        )
-    return budget, state_bytes, step_bytes
-
-
-def _bytes(text):
-    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, ..., TB, TiB), else None."""
-    text = text.strip()
-    digits = len(text) - len(text.lstrip("0123456789"))
-    number, unit = text[:digits], text[digits:].strip()
-    if not number or unit not in _UNITS or len(number) > 4000 or int(number) == 0:
-        return None  # (int() refuses over 4300 digits)
-    return int(number) * _UNITS[unit]
-
-
-def _checkpointed(
-    mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
-):
-    """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
-    keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
-    keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
-    autograd Function's backward), the loss is not computed and kept holds the states its forward pass kept
-    (_forward_kept): the schedule's first forward pass is not run again."""
-    T = x.shape[0]
-    actions = _checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T)
-    if kept is None:
-        kept, start = {0: states}, 0
-    else:
-        kept, start = dict(kept), len(_sweep(actions))
-    reached, following, totals, loss = None, {}, None, 0
-    for action in actions[start:]:
-        kind, a = action[0], action[1]
-        if kind == "advance":
-            reached = (action[2], _advance(params, sizes, dtype, x, y, kept[a], a, action[2], action[3]))
-        elif kind == "keep":
-            kept[a] = reached[1]
-        elif kind == "free":
-            del kept[a]
-        else:
-            b = action[2]
-            initial = kept[a] if a in kept else reached[1]
-            outputs, cache = _segment_forward(params, sizes, dtype, x[a:b], _steps(y, a, b), initial)
-            if d_outputs is None:
-                part_loss, d_part = _segment_loss(outputs, y[a:b], T)
-                loss = loss + part_loss
-            else:
-                d_part = d_outputs[a:b]
-            part = _segment_backward(mode, value, _kept_weights(keep, a, b), params, sizes, cache, d_part, following)
-            totals = _summed(totals, part, a == 0)
-    return loss, totals
-
-
-def _checkpoint_actions(mode, value, sizes, B, itemsize, checkpoints, T):
-    """The schedule for T steps in the memory `checkpoints` allows (ValueError in one line if it cannot be)."""
-    state, forward_step, backward_step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)
-    return _schedule(T, _capacities(*_budget(checkpoints, state, forward_step + backward_step), T))
-
-
-def _sweep(actions):
-    """The schedule's first forward pass: its actions before the first backward."""
-    first = next(k for k, action in enumerate(actions) if action[0] == "backward")
-    return actions[:first]
-
-
-def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
-    """(the outputs of every step, in parts of consecutive steps; the states the schedule's first forward pass
-    keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed.
-    parts: where to append each part (a list if None; torch's copies each into one tensor as it comes)."""
-    T = x.shape[0]
-    sweep = _sweep(_checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
-    wanted = {action[2] for action in sweep if action[0] == "advance"}
-    chunk = next((action[3] for action in sweep if action[0] == "advance"), T)
-    kept, parts, a = {0: states}, [] if parts is None else parts, 0
-    for stop in sorted(wanted | {T}):
-        while a < stop:
-            n = min(chunk, stop - a)
-            outputs, cache = _segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)
-            parts.append(outputs)
-            states, a = _states_at(cache, n), a + n
-        if a in wanted:
-            kept[a] = states
-    return parts, kept
-
-
-def _advance(params, sizes, dtype, x, y, states, a, b, chunk):
-    """The states at step b from those at a: the forward pass over at most chunk steps at a time, nothing kept."""
-    while a < b:
-        n = min(chunk, b - a)
-        states = _states_at(_segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)[1], n)
-        a += n
-    return states
-
-
-def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, itemsize):
-    """The gradients of backward, given the whole forward cache, in segments whose backward arrays fit in
-    the memory `checkpoints` allows (nothing is recomputed: the cache holds every step)."""
-    T, B = d_outputs.shape[0], d_outputs.shape[1]
-    step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
-    budget, _, step = _budget(checkpoints, step, step)
-    steps = budget // step
-    following, totals = {}, None
-    for _, a, b in _segments(T, steps):
-        part_cache = {
-            name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()
-        }
-        weights = _kept_weights(keep, a, b)
-        part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
-        totals = _summed(totals, part, a == 0)
-    return totals
-
-
-def _steps(y, a, b):
-    """Steps a+1..b of the targets (None: an autograd Function's forward pass has none)."""
-    return None if y is None else y[a:b]
-
-
-def _kept_weights(keep, a, b):
-    """keep for the steps a+1..b of a segment and the flow from step b+1 into b (None: no truncation)."""
-    return None if keep is None else keep[a : b + 1]
-
-
-def _summed(totals, part, first):
-    """The gradients of the segments so far plus those of one more; the initial states' from the first
-    segment only (steps 1.., the last to run)."""
-    part = {key: value for key, value in part.items() if first or key not in STATES}
-    if totals is None:
-        return part
-    for key, value in part.items():
-        totals[key] = totals[key] + value if key in totals else value
-    return totals
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
 
 
 def _forward_step(_i_f_o_g_t, h_steps, c_steps, _W_hi_W_hf_W_ho_W_hg_halved_T, n_h):

@@ -27,6 +27,7 @@ def measure(backend, name, steps, slots):
     import numpy as np
 
     from bptt.codegen.backends import checkpoint_cost
+    from bptt.runtime import schedule
 
     numpy_module = __import__(f"bptt.generated.{name}", fromlist=["_"])
     module = __import__(f"bptt.generated.{name}{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
@@ -57,7 +58,7 @@ def measure(backend, name, steps, slots):
     if backend == "numpy":  # what its arrays and the schedule's tables take at the peak, as tracemalloc sees them
         import tracemalloc
 
-        module._SCHEDULES.clear()
+        schedule._SCHEDULES.clear()  # the runtime keeps the last schedules: computed again, counted
         tracemalloc.start()
         module.loss_and_grads(params, xs, ys, checkpoints=slots)
         allocated = tracemalloc.get_traced_memory()[1] / 2**20

@@ -19,7 +19,7 @@ from bptt.codegen.printing.bindings import params_bound, time_and_batch
 from bptt.codegen.printing.checkpoints import input_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, from_shape
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
-from bptt.codegen.printing.layout import Layout, imported
+from bptt.codegen.printing.layout import STANDALONE, Layout, imported
 from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import JAX_PASSES, build
@@ -27,7 +27,9 @@ from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
 _env.globals["xla_step_factor"] = XLA_STEP_FACTOR
-SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
+SCAFFOLD = ("_Spec", "_Segments", "_checkpointed", "_segmented")  # what the module hands the runtime, and its calls
+SCAFFOLD += ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
+SCAFFOLD += ("_extent", "_checkpoint_actions")
 SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_forward_kept", "_param_sizes")
 
 
@@ -56,12 +58,13 @@ class JaxLayout(Layout):
     arrays_are = "Arrays are JAX arrays,"
 
 
-def module_source(model, program=None):
-    """The source of generated/<model>_jax.py; program: the model's statements (program.build's if None)."""
-    return _env.get_template("module.py.j2").render(m=layout(model, program))
+def module_source(model, program=None, standalone=False):
+    """The source of generated/<model>_jax.py; program: the model's statements (program.build's if None);
+    standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
+    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone), flag=STANDALONE[standalone])
 
 
-def layout(model, program=None):
+def layout(model, program=None, standalone=False):
     program = program or build(model, JAX_PASSES)
     # held beside the derivation's arrays: the cache's copy of the inputs (a jitted function's outputs are new
     # buffers) and dL/doutputs beside the outputs; XLA's temporaries are the template's _XLA_STEP_FACTOR
@@ -72,7 +75,7 @@ def layout(model, program=None):
     losses = JaxPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
     used = forward_used | gradients_used | rtrl_used | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
-    imports, source = imported(used, "jax", IMPORTS)
+    imports, source = imported(used, "jax", IMPORTS, standalone)
     return JaxLayout(
         facts=facts,
         checks=checks(facts, STYLE),

@@ -1,6 +1,6 @@
 """Checkpointing as a pass over the program: what a bounded-memory backward pass needs of the statements.
 
-The schedule (printing/schedule.py) cuts the steps into segments at run time; each segment's backward pass is
+The schedule (runtime/schedule.py) cuts the steps into segments at run time; each segment's backward pass is
 the program's own, over its steps, and step T of a segment reads what step T+1 would have given it from
 the segment after it. This pass marks those reads: each Guard of the backward loop (the flows from step
 t+1) becomes a Boundary whose second body reads, in place of the values at t+1, the values at step 1 of

@@ -124,7 +124,6 @@ def _array(seq):
 
 
 SHARED = ("_check_lengths", "_float_dtype")  # what every backend's template calls (random_inputs, losses)
-SHARED += ("_checkpointed", "_segmented")  # loss_and_grads and backward with checkpoints
 
 
 def fixed_helpers(model, scaffold):

@@ -38,7 +38,7 @@ class Layout:
     facts: Facts
     checks: Checks
     imports: str  # the import blocks
-    helpers: str  # the definitions of the helpers the module calls
+    helpers: str  # the module's tail: the runtime's definitions it calls if standalone, then RUNTIME_FACTS
     losses: str  # the per-step loss, code over all steps
     forward_lines: tuple  # the body of _forward
     rtrl_lines: tuple  # the body of forward mode
@@ -49,11 +49,21 @@ class Layout:
     array: ClassVar[str] = "array"
 
 
-def imported(helpers_used, backend, extra=()):
-    """(imports, helpers source) of a module whose code calls helpers_used, and whose template
-    needs the `extra` import lines: the import blocks, one string."""
-    blocks, source = helpers(backend).source(sorted(helpers_used), extra)
-    return "\n\n".join(blocks), source
+STANDALONE = {False: "", True: " --standalone"}  # the command's option, in a module's docstring
+
+# A module's last lines: what it hands the runtime (after the runtime's definitions, in a standalone module)
+SPEC = "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model"
+SEGMENTS = (
+    "_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)"
+)
+
+
+def imported(helpers_used, backend, extra=(), standalone=True, facts=f"{SPEC}\n{SEGMENTS}"):
+    """(imports, the module's tail) of a module whose code calls helpers_used, and whose template
+    needs the `extra` import lines: the import blocks, one string; the helpers' source if standalone (else
+    they are imported from the runtime: printing/helpers.py), then `facts`, what it hands the runtime."""
+    blocks, source = helpers(backend).source(sorted(helpers_used), extra, standalone)
+    return "\n\n".join(blocks), "\n\n\n".join(filter(None, (source, facts)))
 
 
 @dataclass(frozen=True)

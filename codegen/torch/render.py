@@ -13,7 +13,7 @@ from bptt.codegen.printing.bindings import order, output_adjoint, params_bound, 
 from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, input_checks
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
-from bptt.codegen.printing.layout import Layout, allocation, forward_body, imported
+from bptt.codegen.printing.layout import STANDALONE, Layout, allocation, forward_body, imported
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import TORCH_PASSES, build
 from bptt.codegen.torch.backward import fast_adjoints_body, gradients_body, window_body
@@ -22,7 +22,9 @@ from bptt.codegen.torch.rtrl import rtrl_body
 from bptt.codegen.torch.statements import TorchStatements
 
 _env = environment(pathlib.Path(__file__).parent)
-SCAFFOLD = ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
+SCAFFOLD = ("_Spec", "_Segments", "_checkpointed", "_segmented")  # what the module hands the runtime, and its calls
+SCAFFOLD += ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
+SCAFFOLD += ("_bind_sizes", "_budget")
 SCAFFOLD += ("_check_cache", "_check_array", "_extent", "_forward_kept", "_check_compile", "_loss_parts", "_blamed")
 
 STYLE = CheckStyle(
@@ -57,12 +59,13 @@ class TorchLayout(Layout):
     array = "tensor"
 
 
-def module_source(model, program=None):
-    """The source of generated/<model>_torch.py; program: the model's statements (program.build's if None)."""
-    return _env.get_template("module.py.j2").render(m=layout(model, program))
+def module_source(model, program=None, standalone=False):
+    """The source of generated/<model>_torch.py; program: the model's statements (program.build's if None);
+    standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
+    return _env.get_template("module.py.j2").render(m=layout(model, program, standalone), flag=STANDALONE[standalone])
 
 
-def layout(model, program=None):
+def layout(model, program=None, standalone=False):
     """The torch module's Layout: the forward pass printed as the NumPy module's, the backward as torch/backward.py's."""
     program = program or build(model, TORCH_PASSES)
     forward_arrays, forward_lines, forward_helpers, forward_printer = forward_body(program, TorchStatements)
@@ -79,7 +82,7 @@ def layout(model, program=None):
     used = fixed_helpers(model, SCAFFOLD) | losses.used.helpers | rtrl.helpers | forward_helpers
     for body in (full, window, gradients):
         used |= body.helpers
-    imports, source = imported(used, "torch", ("import torch",))
+    imports, source = imported(used, "torch", ("import torch",), standalone)
     cache = set(program.cache)
     count = ", ".join(f'sizes["{name}"]' for name in facts.count_sizes)
     return TorchLayout(

@@ -1,5 +1,5 @@
 """`bptt bench MODEL --checkpoints s1,s2,...`: a row per budget next to full BPTT's, the gradients checked
-first, the schedule's evaluations as printing/schedule.py counts them, -o's CSV and PNG; a benchmark, so
+first, the schedule's evaluations as runtime/schedule.py counts them, -o's CSV and PNG; a benchmark, so
 no time is asserted. Bad budgets are usage errors (exit 2, one line). The NumPy module's bench runs as a user
 runs it; torch's and the errors in this process (the child's measurement called as bench's child would)."""
 
@@ -12,8 +12,8 @@ import pytest
 from bptt.app import cli
 from bptt.app.bench import bench, checkpoints
 from bptt.app.bench.checkpoints import COLUMNS
-from bptt.codegen.printing import schedule
 from bptt.generated import elman
+from bptt.runtime import schedule
 from bptt.tests.support.cli import assert_ok, bptt
 
 SMALL = ("--steps", "20", "--batch", "2", "--sizes", "d=2,h=3,q=4", "--dtype", "float64", "--repeats", "1")

@@ -20,6 +20,7 @@ import torch
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.torch import render as torch_render
 from bptt.derive.models import load, names
+from bptt.tests.support.modules import runtime_of
 
 NAMES = names()
 GENERATED = pathlib.Path(__file__).parents[2] / "generated"
@@ -226,8 +227,8 @@ def test_loss_and_grads_reads_finite_parameters_once(checkpoints, monkeypatch):
     params = torch_module.init_params(torch.Generator().manual_seed(0), **SIZES)
     xs, ys = torch_module.random_inputs(torch.Generator().manual_seed(0), T, B, **SIZES)
     scanned = []
-    finite = torch_module._finite
-    monkeypatch.setattr(torch_module, "_finite", lambda a: scanned.append(a) or finite(a))
+    finite = runtime_of(torch_module)._finite
+    monkeypatch.setattr(runtime_of(torch_module), "_finite", lambda a: scanned.append(a) or finite(a))
     torch_module.loss_and_grads(params, xs, ys, checkpoints=checkpoints)
     assert not any(a is p for a in scanned for p in params.values())
     outputs, cache = torch_module.forward(params, xs)

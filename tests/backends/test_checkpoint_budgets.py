@@ -9,7 +9,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from bptt.tests.support.modules import module_of
+from bptt.runtime.checkpoints import _checkpoint_actions
+from bptt.tests.support.modules import count_forward_steps, module_of, segments_of
 
 HUGE = (10**12, "1000000GiB", "1TiB")  # far past full BPTT's need here
 BUDGETS = ("32MiB", "1GiB", *HUGE)
@@ -57,7 +58,7 @@ def test_a_huge_budget_is_full_bptt_at_once(backend, budget):
     """The module's own copy of the schedule: one backward segment over all T steps; the loss and the
     gradients are full BPTT's, bit for bit (the same operations on the same arrays)."""
     module, params, xs, ys = setup(backend)
-    actions = module._checkpoint_actions("full", None, SIZES, BATCH, 8, budget, STEPS)
+    actions = _checkpoint_actions(segments_of(module), "full", None, SIZES, BATCH, 8, budget, STEPS)
     assert actions == (("backward", 0, STEPS),)
     loss, expected = module.loss_and_grads(params, xs, ys)
     other, got = module.loss_and_grads(params, xs, ys, checkpoints=budget)
@@ -67,8 +68,7 @@ def test_a_huge_budget_is_full_bptt_at_once(backend, budget):
 
 def test_a_huge_budget_runs_each_step_once(monkeypatch):
     module, params, xs, ys = setup("numpy")
-    counted, forward = [], module._forward
-    monkeypatch.setattr(module, "_forward", lambda params, sizes, x, *rest: counted.append(len(x)) or forward(params, sizes, x, *rest))
+    counted = count_forward_steps(monkeypatch, module)
     module.loss_and_grads(params, xs, ys, checkpoints="1TiB")
     assert sum(counted) == STEPS
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bptt.tests.support.checkpoints import SIZES, problem
-from bptt.tests.support.modules import module_of
+from bptt.tests.support.modules import module_of, runtime_of
 
 GENERATED = pathlib.Path(__file__).parents[2] / "generated"
 MODELS = sorted(path.stem.removesuffix("_torch") for path in GENERATED.glob("*_torch.py"))
@@ -76,7 +76,7 @@ def test_model_loss_keeps_nothing_beside_the_outputs(name, monkeypatch):
     steps, such as log-softmax's), and its backward, a few steps at a time, is the derived dL/doutputs."""
     torch = pytest.importorskip("torch")
     module, params, sizes, xs, ys, _ = setup(name, "torch", 9, torch.from_numpy)
-    monkeypatch.setattr(module, "_LOSS_PART", 2 * BATCH * 8 * max(sizes.values()))  # a few steps a part
+    monkeypatch.setattr(runtime_of(module), "_LOSS_PART", 2 * BATCH * 8 * max(sizes.values()))  # a few steps a part
     model = module.Model(*(sizes[size] for size in module_of(name).SIZES), checkpoints=3)
     outputs = model(xs, *([ys] if "ys" in module.Model.forward.__code__.co_varnames else []))
     outputs.retain_grad()

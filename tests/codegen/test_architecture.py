@@ -27,10 +27,12 @@ RULES = (
     *((f"codegen.{name}", (*PRINTING, f"codegen.{name}")) for name in BACKEND_FOLDERS),
     ("codegen.renaming", ()),
     ("codegen.namer", (*CORE, "codegen.renaming")),
-    # codegen/backends.py loads a backend's render by name, and lays its source in 120 columns
-    ("codegen.backends", (*PRINTING, "codegen.namer")),
+    # it loads a backend's render by name, lays its source in 120 columns, and parses checkpoints arguments
+    ("codegen.backends", (*PRINTING, "codegen.namer", "runtime.schedule")),
     ("codegen", ()),  # codegen/__init__.py; a new module of codegen/ needs a rule of its own
-    ("app", ("derive", "documents", "codegen.backends", "app", "generated")),  # codegen only through its registry
+    # codegen only through its registry; the runtime its generated modules run on
+    ("app", ("derive", "documents", "codegen.backends", "app", "generated", "runtime")),
+    ("runtime", ("runtime",)),  # what generated modules import: nothing of bptt but itself
     ("notebook", ("app",)),
     ("__main__", ("app",)),
 )
@@ -106,19 +108,41 @@ def test_a_backend_folder_imports_no_other_backend():
                 assert not [i for i in imported if any(within(i, other) for other in others)], module
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "generated").glob("*.py")), ids=lambda path: path.name)
-def test_generated_modules_import_only_their_framework(path):
-    framework = {"": "numpy", "_torch": "torch", "_jax": "jax"}[next(s for s in ("_torch", "_jax", "") if path.stem.endswith(s))]
+def imported_modules(path):
+    """Every module a file imports, dotted."""
     imported = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
+            imported |= {alias.name for alias in node.names}
         if isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
+            imported.add(node.module)
+    return imported
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "generated").glob("*.py")), ids=lambda path: path.name)
+def test_generated_modules_import_only_their_framework_and_runtime(path):
+    framework = {"": "numpy", "_torch": "torch", "_jax": "jax"}[
+        next(s for s in ("_torch", "_jax", "") if path.stem.endswith(s))
+    ]
+    imported = imported_modules(path)
     if path.name == "__init__.py":
         assert not imported
         return
-    assert imported - set(sys.stdlib_module_names) == {framework}, (path.name, imported)
+    tops = {name.split(".")[0] for name in imported}
+    assert tops - set(sys.stdlib_module_names) == {framework, "bptt"}, (path.name, imported)
+    ours = {name for name in imported if name.startswith("bptt.")}
+    assert ours <= {f"bptt.runtime.{name}" for name in ("common", "schedule", "checkpoints", framework)}, ours
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "runtime").glob("*.py")), ids=lambda path: path.name)
+def test_the_runtime_imports_only_itself_and_its_framework(path):
+    """runtime/<backend>.py imports its framework; common.py, schedule.py, checkpoints.py only the standard
+    library (codegen reads them, and codegen imports no framework)."""
+    framework = {"numpy": {"numpy"}, "torch": {"torch"}, "jax": {"jax"}}.get(path.stem, set())
+    imported = imported_modules(path)
+    tops = {name.split(".")[0] for name in imported} - set(sys.stdlib_module_names)
+    assert tops <= framework | {"bptt"}, (path.name, tops)
+    assert all(name.startswith("bptt.runtime.") for name in imported if name.startswith("bptt")), imported
 
 
 def test_the_rules_catch_a_wrong_import():
@@ -136,7 +160,7 @@ def test_the_rules_catch_a_wrong_import():
 
 def test_the_document_names_every_room():
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
-    for room in ("derive/", "documents/", "codegen/passes/", "codegen/printing/", "app/", "generated/"):
+    for room in ("derive/", "documents/", "codegen/passes/", "codegen/printing/", "app/", "generated/", "runtime/"):
         assert room in text, room
     for room in ("bench/", "analysis/", "verify/"):
         assert (ROOT / "app" / room).is_dir() and room in text, room

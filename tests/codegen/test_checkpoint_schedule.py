@@ -1,4 +1,4 @@
-"""The checkpoint schedule (codegen/printing/schedule.py): its count of step evaluations is the optimum of
+"""The checkpoint schedule (runtime/schedule.py): its count of step evaluations is the optimum of
 Gruslys et al.'s dynamic programme, computed here independently by the full search over every split, and
 its actions are a valid bounded-memory backward pass (simulated: every step backward once, last first, from
 a state that is there, never more memory than the budget)."""
@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from bptt.codegen.printing import schedule
+from bptt.runtime import schedule
 from bptt.tests.support.checkpoints import optimum
 
 

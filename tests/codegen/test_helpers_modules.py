@@ -1,6 +1,7 @@
-"""The helpers files are real modules: each imports on its own and its functions run, and the splitter
-(codegen/printing/helpers.py) copies into a generated module only the definitions it calls, never the
-files' imports of each other or their stand-ins for the module's own constants."""
+"""The runtime's files are real modules: each imports on its own and its functions run (more in
+tests/runtime/), and the splitter (codegen/printing/helpers.py) gives a generated module the import lines
+of the definitions it calls, or, standalone, copies those and the definitions they call, never the files'
+imports of each other."""
 
 import ast
 import importlib
@@ -10,35 +11,24 @@ import numpy as np
 import pytest
 
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.printing import common_helpers
 from bptt.codegen.printing.helpers import helpers
 
 GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
 
 
 def helpers_module(backend):
-    """bptt.codegen.<backend>.helpers, imported (its framework too: skipped if that is missing)."""
+    """bptt.runtime.<backend>, imported (its framework too: skipped if that is missing)."""
     pytest.importorskip(BACKENDS[backend].framework)
-    return importlib.import_module(f"bptt.codegen.{backend}.helpers")
+    return importlib.import_module(f"bptt.runtime.{backend}")
 
 
-def test_the_common_helpers_run_alone():
-    assert common_helpers._truncation(("chunk", np.int64(3)), None) == ("chunk", 3)
-    assert common_helpers._extent("4*h", {"h": 3}) == 12
-    assert common_helpers._bind_sizes({}, ()) == ({}, None)
+def test_the_common_runtime_runs_alone():
+    common = importlib.import_module("bptt.runtime.common")
+    assert common._parse_truncation(("chunk", np.int64(3))) == ("chunk", 3)
+    assert common._extent("4*h", {"h": 3}) == 12
+    assert common._bind_sizes(common._Spec((), (), {}, {}, {}), {}, ()) == ({}, None)
     with pytest.raises(ValueError, match=r"has shape \(2, 0\); every dimension must be at least 1"):
-        common_helpers._check_shape("x", (2, 0), ("B", "h"), {})
-
-
-def test_the_numpy_helpers_run_alone():
-    numpy_helpers = helpers_module("numpy")
-    z = np.linspace(-8.0, 8.0, 17)
-    out = np.empty_like(z)
-    assert numpy_helpers._sigmoid(z, out=out) is out  # as (1 + tanh(z / 2)) / 2: absolute error ~ eps
-    assert np.allclose(out, 1 / (1 + np.exp(-z)), rtol=1e-14, atol=1e-16)
-    grads = {"W": np.full((2, 3), 2.0), "b": np.full(3, 2.0)}  # global norm 2 sqrt(9) = 6
-    clipped = numpy_helpers.clip_grads(grads, 3.0)
-    assert all(np.allclose(clipped[key], grads[key] / 2) for key in grads)
+        common._check_shape("x", (2, 0), ("B", "h"), {})
 
 
 def test_the_torch_helpers_run_alone():
@@ -64,19 +54,24 @@ def test_the_jax_helpers_run_alone():
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-def test_the_splitter_copies_no_stand_in_and_no_import_of_another_helpers_file(backend):
+def test_the_splitter_copies_no_import_of_another_runtime_file(backend):
     chosen = helpers(backend)
     assert not {"PARAMS", "SIZES", "SHAPES", "CACHE", "TYPE_CHECKING"} & chosen.definitions.keys()
     imports, source = chosen.source(sorted(chosen.definitions))
-    assert "bptt" not in "\n".join(imports) + source and "PARAMS: tuple" not in source
+    assert "from bptt" not in "\n".join(imports) + source
     assert "def _check_theta(" in source  # the shared file's definitions are copied themselves
+    imports, source = chosen.source(["_check_params", "clip_grads"], standalone=False)
+    assert source == "" and f"from bptt.runtime.{backend} import _check_params" in imports[-1]
+    assert "from bptt.runtime.common import _check_theta" not in imports[-1]  # called by clip_grads, not the module
 
 
 def top_level(tree):
-    """name -> node of each function and assignment at a module's top level."""
+    """name -> node of each function, assignment and import from bptt at a module's top level."""
     named = {}
     for node in tree.body:
-        if isinstance(node, ast.FunctionDef):
+        if isinstance(node, ast.ImportFrom) and node.module.startswith("bptt."):
+            named.update((alias.asname or alias.name, node) for alias in node.names)
+        elif isinstance(node, ast.FunctionDef):
             named[node.name] = node
         elif isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
             named[node.targets[0].id] = node
@@ -92,7 +87,7 @@ MODULES = sorted(path.name for path in GENERATED.glob("*.py") if path.name != "_
 
 @pytest.mark.parametrize("filename", MODULES)
 def test_every_private_helper_a_generated_module_carries_is_called_in_it(filename):
-    """A module carries only what it calls: each private helper definition is read by the rest of the module."""
+    """A module carries (or imports) only what it calls: each private helper is read by the rest of the module."""
     tree = ast.parse((GENERATED / filename).read_text(encoding="utf-8"))
     matching = [b for b in BACKENDS if filename.endswith(BACKENDS[b].suffix + ".py")]
     backend = max(matching, key=lambda b: len(BACKENDS[b].suffix))  # numpy's suffix "" matches every file

@@ -20,7 +20,7 @@ from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, SeqAt, t, tanh
-from bptt.tests.support.modules import module_of
+from bptt.tests.support.modules import module_of, runtime_of
 
 
 def top_level(module):
@@ -38,12 +38,21 @@ def called_names(node):
 
 @pytest.mark.parametrize("name", names())
 def test_a_module_carries_only_the_helpers_it_calls(name):
-    """Every private function of a generated module is read by some other definition in it."""
+    """Every private function of a generated module is read by some other definition in it (the model's passes
+    over a segment of steps by the _Segments it hands the runtime)."""
     module = module_of(name)
     tree = ast.parse(inspect.getsource(module))
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    handed = {
+        n.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for n in ast.walk(node.value)
+        if isinstance(n, ast.Name)
+    }
     for helper in (n for n in functions if n.startswith("_")):
         readers = [other for other, node in functions.items() if other != helper and helper in called_names(node)]
+        readers += ["_SEGMENTS"] if helper in handed else []
         assert readers, f"{name}: {helper} is defined but nothing calls it"
 
 
@@ -154,27 +163,28 @@ def test_values_are_computed_in_place_in_the_loop():
 
 def test_workspace_is_reused_per_thread_and_freed():
     module = module_of("elman")
+    runtime = runtime_of(module)  # where each thread's arrays are kept
     params = module.init_params(np.random.default_rng(0), d=2, h=3, q=4)
     xs, ys = module.random_inputs(np.random.default_rng(1), 5, 2, d=2, h=3, q=4)
     module.free_workspace()
     first = module.loss_and_grads(params, xs, ys)
-    held = {name: id(array) for name, (_, work) in module._THREAD.__dict__.items() for name, array in work.items()}
+    held = {name: id(array) for name, (_, work) in runtime._THREAD.__dict__.items() for name, array in work.items()}
     again = module.loss_and_grads(params, xs, ys)
     assert held == {
-        name: id(array) for name, (_, work) in module._THREAD.__dict__.items() for name, array in work.items()
+        name: id(array) for name, (_, work) in runtime._THREAD.__dict__.items() for name, array in work.items()
     }
     assert first[0] == again[0] and all(np.array_equal(first[1][k], again[1][k]) for k in first[1])
     assert not any(np.shares_memory(first[1][k], again[1][k]) for k in first[1])  # fresh gradients every call
     other = {}
     thread = threading.Thread(
-        target=lambda: other.update(result=module.loss_and_grads(params, xs, ys), held=dict(module._THREAD.__dict__))
+        target=lambda: other.update(result=module.loss_and_grads(params, xs, ys), held=dict(runtime._THREAD.__dict__))
     )
     thread.start()
     thread.join()
     assert other["result"][0] == first[0]
     assert not any(id(a) in set(held.values()) for _, work in other["held"].values() for a in work.values())
     module.free_workspace()
-    assert module._THREAD.__dict__ == {}
+    assert runtime._THREAD.__dict__ == {}
 
 
 def test_threads_computing_at_once_get_the_single_threaded_results():

@@ -2,6 +2,7 @@
 its scalar form, every backend's code of it against the scalar form, and cells built with each
 (and with a function a user registers) checked end to end."""
 
+import importlib
 import json
 import pathlib
 import random
@@ -17,7 +18,6 @@ from bptt.app.verify.check import check, load_module
 from bptt.codegen.jax.printer import JAX_FUNCTIONS
 from bptt.codegen.printing.function_code import SUM, Term
 from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
-from bptt.codegen.printing.helpers import namespace
 from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.elementwise import FUNCTIONS, Apply, derivative
 from bptt.derive.explicit import explicit
@@ -79,7 +79,8 @@ def test_every_registry_function_has_code_in_every_backend():
 def evaluated(name, backend, values):
     """The backend's code of the function on values, read through a compound argument (2 * a - a),
     so that an operand the code leaves unparenthesised computes something else."""
-    scope = namespace(backend=backend)  # the framework and every helper a generated module may call
+    runtime = importlib.import_module(f"bptt.runtime.{backend}")  # the framework and the helpers a module calls
+    scope = {**vars(importlib.import_module("bptt.runtime.common")), **vars(runtime)}
     scope["a"] = values
     code = TABLES[backend].code(FUNCTIONS[name], Term("2 * a - a", SUM))
     return eval(code.text, scope)

@@ -7,8 +7,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from bptt.codegen.printing import schedule
 from bptt.derive.models import names
+from bptt.runtime import schedule
 from bptt.tests.support.checkpoints import (
     BAD,
     TRUNCATIONS,
@@ -19,7 +19,7 @@ from bptt.tests.support.checkpoints import (
     optimum,
     problem,
 )
-from bptt.tests.support.modules import module_of
+from bptt.tests.support.modules import count_forward_steps, module_of
 
 
 @pytest.mark.parametrize("mode", TRUNCATIONS)
@@ -62,9 +62,7 @@ def test_the_step_evaluations_are_the_schedules(monkeypatch):
     """Every step the forward pass runs is counted: their number is the schedule's, the optimum's."""
     module = module_of("elman")
     values = problem(module, steps=60)
-    counted = []
-    forward = module._forward
-    monkeypatch.setattr(module, "_forward", lambda params, sizes, x, *rest: counted.append(len(x)) or forward(params, sizes, x, *rest))
+    counted = count_forward_steps(monkeypatch, module)
     numpy_run(module, values, None, 7)
     assert sum(counted) == schedule._evaluations(schedule._schedule(60, schedule._capacities(7, 1, 1, 60)))
     assert sum(counted) == optimum(60, schedule._capacities(7, 1, 1, 60))  # the full search of the programme

@@ -23,7 +23,7 @@ import re
 import tokenize
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SOURCES = ("derive", "documents", "codegen", "app", "benchmarks", "tests")
+SOURCES = ("derive", "documents", "codegen", "runtime", "app", "benchmarks", "tests")
 TOP = (*SOURCES, "generated", "docs", "examples")  # a word starting with one of these is a path, even once gone
 EXTENSIONS = "py md j2 json js toml txt tex sh cfg ipynb csv png pdf html".split()
 FILE_NAME_EXTENSIONS = set(EXTENSIONS) - {"js"}  # a name alone: Node.js and commonmark.js are software

@@ -162,7 +162,7 @@ def shadow_package(root):
     Its code folders are symlinks into the repository; like an installed bptt, it has no pyproject.toml."""
     package = root / "bptt"
     package.mkdir(parents=True)
-    for name in ("__init__.py", "__main__.py", "notebook.py", "derive", "documents", "codegen", "app"):
+    for name in ("__init__.py", "__main__.py", "notebook.py", "derive", "documents", "codegen", "app", "runtime"):
         (package / name).symlink_to(REPO / name)
     shutil.copytree(GENERATED, package / "generated", ignore=shutil.ignore_patterns("__pycache__"))
     return package

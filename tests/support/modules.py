@@ -1,6 +1,8 @@
 """Helpers shared by the tests of the generated modules."""
 
+import dataclasses
 import importlib
+import sys
 
 import pytest
 
@@ -18,3 +20,30 @@ def forward(module, params, xs, ys, **initial):
     if module.TEACHER_FORCED:
         return module.forward(params, xs, ys, **initial)
     return module.forward(params, xs, **initial)
+
+
+def runtime_of(module):
+    """Where a generated module's runtime lives: bptt.runtime.<backend>, which it imports its checks from
+    (the module itself if it was generated with --standalone)."""
+    return sys.modules[module._check_params.__module__]
+
+
+def segments_of(module):
+    """What a module hands the checkpoint driver (runtime/checkpoints.py): NumPy's _PASSES, torch's and
+    JAX's _SEGMENTS."""
+    return getattr(module, "_PASSES", None) or module._SEGMENTS
+
+
+def count_forward_steps(monkeypatch, module):
+    """The steps each run of the module's forward pass takes, appended to the list returned as they run: its
+    _forward counts, and so does the one a NumPy module's _PASSES hands the runtime."""
+    counted, forward = [], module._forward
+
+    def counting(params, sizes, x, *rest):
+        counted.append(len(x))
+        return forward(params, sizes, x, *rest)
+
+    monkeypatch.setattr(module, "_forward", counting)
+    if hasattr(module, "_PASSES"):
+        monkeypatch.setattr(module, "_PASSES", dataclasses.replace(module._PASSES, forward=counting))
+    return counted

@@ -304,7 +304,7 @@ INTERNAL = {
     "codegen/printing/printer.py RowPrinter._print_GenericLoss:": "invariant",  # model_facts refuses the loss first
     "codegen/printing/function_code.py Term.__getattr__:": "internal",
     "codegen/printing/function_code.py Library.__getattr__:": "internal",
-    "codegen/printing/helpers.py Helpers.closure: the helpers files have no definition": "invariant",
+    "codegen/printing/helpers.py Helpers.closure: the runtime files have no definition": "invariant",
     "codegen/printing/printer.py RowPrinter.sequence: holds one step; it cannot be read for all steps": "invariant",
     "codegen/printing/printer.py RowPrinter.sequence: cannot stack at time over t = 1..T": "invariant",
     "codegen/printing/printer.py RowPrinter.emptyPrinter: has no code yet": "invariant",

@@ -13,8 +13,8 @@ there. With s slots (a kept state or one stored step each) the fewest step evalu
 Memory is counted in units: a kept state takes `state` units, one stored step `step` units (what the
 forward pass stores for the backward pass and the backward pass's own arrays); a byte budget weighs the two
 as the derivation sizes them (Gruslys's mixed variant: storing a step's intermediates against
-recomputing them from a kept state). Plain Python, framework-free: codegen/printing/helpers.py copies the
-definitions a generated module calls into it, as it does common_helpers.py's.
+recomputing them from a kept state). Plain Python, framework-free: generated modules import it
+(checkpoints.py's driver runs it), and the bytes of a checkpoints argument are parsed here.
 """
 
 import itertools
@@ -184,8 +184,7 @@ def _budget(checkpoints, state_bytes, step_bytes):
     budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
     if budget is None:
         raise ValueError(
-            "checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', "
-            f"got {checkpoints!r}"
+            f"checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', got {checkpoints!r}"
         )
     if budget < step_bytes:
         raise ValueError(

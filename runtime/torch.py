@@ -1,20 +1,17 @@
-"""The torch backend's helpers. A generated module carries the definitions its code calls and those they
-call, from this file, then from printing/common_helpers.py for the names this file does not define;
-printing/helpers.py splits both by Python's parser (it never imports them, so codegen needs no torch).
-The checks say what the NumPy module's say, in the same words, about torch tensors."""
+"""The torch backend's runtime: what a generated torch module runs besides its model's maths (argument
+checks, truncation weights, compile glue, the helpers its printed code calls), saying what the NumPy
+runtime's checks say, in the same words, about torch tensors. A model's facts come in as its _Spec."""
 
 import torch
 
-from bptt.codegen.printing.common_helpers import (  # a generated module carries them itself
-    CACHE,
-    PARAMS,
-    SHAPES,
-    STATES,
+from bptt.runtime.common import (
+    _check_cache_keys,
     _check_param_keys,
     _check_shape,
     _check_theta,
+    _common_dtype,
     _param_sizes,
-    _params_dtype,
+    _parse_truncation,
 )
 
 _FLOATS = (torch.float32, torch.float64)  # the dtypes the modules compute in
@@ -26,6 +23,14 @@ def clip_grads(grads, theta):
     norm = torch.sqrt(sum(g.double().square().sum() for g in grads.values()))
     scale = torch.clamp(theta / norm, max=1.0)  # theta / 0 = inf: scale 1
     return {name: g * scale.to(g.dtype) for name, g in grads.items()}
+
+
+def _truncation(truncate, rng):
+    """(mode, value) of a truncate argument (common.py's _parse_truncation), rng checked for random truncation."""
+    mode, value = _parse_truncation(truncate)
+    if mode == "random":
+        _check_rng(rng)
+    return mode, value
 
 
 def _check_rng(rng):
@@ -57,7 +62,9 @@ def _check_compile(compile, checkpoints=None):
     if not isinstance(compile, bool):
         raise ValueError(f"compile must be True or False, got {compile!r}")
     if compile and checkpoints is not None:
-        raise ValueError("compile=True does not combine with checkpoints (their segments run as written); give one of them")
+        raise ValueError(
+            "compile=True does not combine with checkpoints (their segments run as written); give one of them"
+        )
     return compile
 
 
@@ -69,7 +76,9 @@ def _compiled(step):
     RuntimeError in one line where torch.compile is not available or cannot compile it (no C++ compiler)."""
     if step not in _COMPILED:
         if not callable(getattr(torch, "compile", None)):
-            raise RuntimeError(f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}")
+            raise RuntimeError(
+                f"compile=True needs torch.compile (torch 2.0 or later); this is torch {torch.__version__}"
+            )
         try:
             compiled = torch.compile(step)
         except RuntimeError as error:  # a Python or platform torch.compile does not support
@@ -165,43 +174,39 @@ def _check_dtype(dtype):
     return dtype
 
 
-def _blamed(params, loss, grads):
+def _blamed(spec, params, loss, grads):
     """(loss, grads) of loss_and_grads, whose parameters it did not scan: if the loss or an initial state's
     gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow."""
-    if not (bool(torch.isfinite(loss)) and all(_finite(grads[name]) for name in STATES)):
-        _check_params(params)
+    if not (bool(torch.isfinite(loss)) and all(_finite(grads[name]) for name in spec.states)):
+        _check_params(spec, params)
     return loss, grads
 
 
-def _check_params(params, finite=True):
+def _check_params(spec, params, finite=True):
     """The sizes implied by the parameters' shapes, their common dtype and device; finite: no nan or inf.
 
     If one parameter disagrees with all the others, the error names it."""
-    _check_param_keys(params)
-    dtype = _params_dtype(params)
-    device = next(params[name].device for name in PARAMS if getattr(params[name], "dtype", None) == dtype)
-    for name in PARAMS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite, device)
-    return _param_sizes(params), dtype
+    _check_param_keys(spec, params)
+    dtype = _params_dtype(spec, params)
+    device = next(params[name].device for name in spec.params if getattr(params[name], "dtype", None) == dtype)
+    for name in spec.params:
+        _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite, device)
+    return _param_sizes(spec, params), dtype
 
 
-def _check_cache(cache, sizes, dtype, device, classes=None):
+def _check_cache(spec, cache, sizes, dtype, device, classes=None):
     """Check that cache is what forward returns for this model and these sizes: its keys,
     its tensors' shapes, dtypes and device; bind T, B and T+1. classes: the size of one-hot inputs,
     which the cache keeps as integer labels."""
-    if not isinstance(cache, dict):
-        raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
-    if set(cache) != set(CACHE):
-        got = ", ".join(map(repr, cache))
-        raise ValueError(f"cache has keys {got}; expected the keys {', '.join(CACHE)} that this model's forward returns")
-    first, *rest = CACHE
+    _check_cache_keys(spec, cache)
+    first, *rest = spec.cache
     if classes is None:
-        _check_array(f"cache['{first}']", cache[first], CACHE[first], sizes, dtype, False, device)
+        _check_array(f"cache['{first}']", cache[first], spec.cache[first], sizes, dtype, False, device)
     else:
         _check_labels(f"cache['{first}']", cache[first], sizes, classes, device)
     sizes["T+1"] = sizes["T"] + 1
     for name in rest:
-        _check_array(f"cache['{name}']", cache[name], CACHE[name], sizes, dtype, False, device)
+        _check_array(f"cache['{name}']", cache[name], spec.cache[name], sizes, dtype, False, device)
 
 
 def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
@@ -212,7 +217,9 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
     shape = tuple(array.shape)
     _check_shape(name, shape, dims, sizes)
     if array.dtype != dtype:
-        raise ValueError(f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters")
+        raise ValueError(
+            f"{name} has dtype {_dtype_name(array.dtype)}; expected {_dtype_name(dtype)} like the parameters"
+        )
     if device is not None and array.device != device:
         raise ValueError(f"{name} is on device {array.device}; expected {device} like the parameters")
     if finite and array.is_floating_point() and not _finite(array):
@@ -231,7 +238,12 @@ def _finite(array):
 def _check_labels(name, labels, sizes, classes, device=None):
     """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as int64
     (what indexing takes, and comparisons: torch has none for uint16, uint32, uint64)."""
-    if not isinstance(labels, torch.Tensor) or labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+    if (
+        not isinstance(labels, torch.Tensor)
+        or labels.is_floating_point()
+        or labels.is_complex()
+        or labels.dtype == torch.bool
+    ):
         kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
         raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
@@ -241,7 +253,9 @@ def _check_labels(name, labels, sizes, classes, device=None):
         value = wide[bad][0].item()
         if labels.dtype == torch.uint64 and value < 0:
             value += 2**64  # the label as given, before .long() wrapped it
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return wide
 
 
@@ -253,3 +267,22 @@ def _loss_parts(outputs):
     T = outputs.shape[0]
     steps = max(1, _LOSS_PART // max(1, outputs[:1].nbytes))
     return [slice(start, min(start + steps, T)) for start in range(0, T, steps)] or [slice(0, 0)]
+
+
+def _params_dtype(spec, params):
+    """The dtype most parameters have (common.py's _common_dtype); ValueError naming a parameter if it is no
+    float dtype."""
+    dtype, name = _common_dtype(spec, params)
+    if dtype not in _FLOATS:
+        _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)  # not an array?
+        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
+
+
+def _float_dtype(name, array):
+    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
+    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and dtype not in _FLOATS:
+        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype

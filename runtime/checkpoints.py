@@ -1,35 +1,38 @@
 """The bounded-memory backward pass every backend runs: the schedule's actions (schedule.py) carried out
-with the module's own forward and backward passes over segments of steps, through the adapters its
-template prints (stubbed below). Framework-free, like schedule.py: codegen/printing/helpers.py copies what
-a module calls into it. y: the targets (teacher forcing reads them). Only _forward_kept's chunks of the
-first forward pass may take more memory than a stored step of the schedule allows there: the Function's
-outputs are all kept anyway."""
+with a model's own forward and backward passes over segments of steps, which its generated module hands over
+as one _Segments value. Framework-free. y: the targets (teacher forcing reads them). Only _forward_kept's
+chunks of the first forward pass may take more memory than a stored step of the schedule allows there: the
+Function's outputs are all kept anyway."""
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from bptt.codegen.printing.common_helpers import CACHE  # a generated module carries them itself
-from bptt.codegen.printing.schedule import _budget, _capacities, _schedule, _segments
-
-if TYPE_CHECKING:  # the adapters each generated module defines for itself (its module.py.j2)
-
-    def _segment_forward(params, sizes, dtype, x, y, states): ...  # (outputs, cache) of x's steps from states
-    def _segment_loss(outputs, y, T): ...  # (the segment's share of the loss over all T steps, dL/doutputs)
-    def _segment_backward(mode, value, keep, params, sizes, cache, d_outputs, following): ...  # gradients
-    def _states_at(cache, step): ...  # copies of the states at a step of a segment's cache
-    def _checkpoint_bytes(sizes, B, itemsize, ages): ...  # bytes of (a kept state, a forward step, a backward one)
+from bptt.runtime.common import _Spec
+from bptt.runtime.schedule import _budget, _capacities, _schedule, _segments
 
 
-STATES: tuple = ()  # module.py.j2 writes each generated module's own; this stand-in is never copied
+@dataclass(frozen=True)
+class _Segments:
+    """A model's passes over a segment of steps, what the driver below runs them through."""
+
+    spec: _Spec
+    segment_forward: Callable  # (params, sizes, dtype, x, y, states) -> (outputs, cache) of x's steps
+    segment_loss: Callable  # (outputs, y, T) -> (the segment's share of the loss over all T steps, dL/doutputs)
+    segment_backward: Callable  # (mode, value, keep, params, sizes, cache, d_outputs, following) -> gradients
+    states_at: Callable  # (cache, step) -> copies of the states at a step of a segment's cache
+    checkpoint_bytes: Callable  # (sizes, B, itemsize, ages) -> bytes of (a kept state, a forward step, a backward one)
 
 
-def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None):
+def _checkpointed(
+    model, mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
     autograd Function's backward), the loss is not computed and kept holds the states its forward pass kept
     (_forward_kept): the schedule's first forward pass is not run again."""
     T = x.shape[0]
-    actions = _checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T)
+    actions = _checkpoint_actions(model, mode, value, sizes, x.shape[1], itemsize, checkpoints, T)
     if kept is None:
         kept, start = {0: states}, 0
     else:
@@ -38,7 +41,7 @@ def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpo
     for action in actions[start:]:
         kind, a = action[0], action[1]
         if kind == "advance":
-            reached = (action[2], _advance(params, sizes, dtype, x, y, kept[a], a, action[2], action[3]))
+            reached = (action[2], _advance(model, params, sizes, dtype, x, y, kept[a], a, action[2], action[3]))
         elif kind == "keep":
             kept[a] = reached[1]
         elif kind == "free":
@@ -46,20 +49,24 @@ def _checkpointed(mode, value, keep, params, sizes, dtype, x, y, states, checkpo
         else:
             b = action[2]
             initial = kept[a] if a in kept else reached[1]
-            outputs, cache = _segment_forward(params, sizes, dtype, x[a:b], _steps(y, a, b), initial)
+            outputs, cache = model.segment_forward(params, sizes, dtype, x[a:b], _steps(y, a, b), initial)
             if d_outputs is None:
-                part_loss, d_part = _segment_loss(outputs, y[a:b], T)
+                part_loss, d_part = model.segment_loss(outputs, y[a:b], T)
                 loss = loss + part_loss
             else:
                 d_part = d_outputs[a:b]
-            part = _segment_backward(mode, value, _kept_weights(keep, a, b), params, sizes, cache, d_part, following)
-            totals = _summed(totals, part, a == 0)
+            part = model.segment_backward(
+                mode, value, _kept_weights(keep, a, b), params, sizes, cache, d_part, following
+            )
+            totals = _summed(model.spec, totals, part, a == 0)
     return loss, totals
 
 
-def _checkpoint_actions(mode, value, sizes, B, itemsize, checkpoints, T):
+def _checkpoint_actions(model, mode, value, sizes, B, itemsize, checkpoints, T):
     """The schedule for T steps in the memory `checkpoints` allows (ValueError in one line if it cannot be)."""
-    state, forward_step, backward_step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)
+    state, forward_step, backward_step = model.checkpoint_bytes(
+        sizes, B, itemsize, value + 1 if mode == "window" else 1
+    )
     return _schedule(T, _capacities(*_budget(checkpoints, state, forward_step + backward_step), T))
 
 
@@ -69,48 +76,53 @@ def _sweep(actions):
     return actions[:first]
 
 
-def _forward_kept(mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
+def _forward_kept(model, mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
     """(the outputs of every step, in parts of consecutive steps; the states the schedule's first forward pass
     keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed.
     parts: where to append each part (a list if None; torch's copies each into one tensor as it comes)."""
     T = x.shape[0]
-    sweep = _sweep(_checkpoint_actions(mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
+    sweep = _sweep(_checkpoint_actions(model, mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
     wanted = {action[2] for action in sweep if action[0] == "advance"}
     chunk = next((action[3] for action in sweep if action[0] == "advance"), T)
     kept, parts, a = {0: states}, [] if parts is None else parts, 0
     for stop in sorted(wanted | {T}):
         while a < stop:
             n = min(chunk, stop - a)
-            outputs, cache = _segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)
+            outputs, cache = model.segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)
             parts.append(outputs)
-            states, a = _states_at(cache, n), a + n
+            states, a = model.states_at(cache, n), a + n
         if a in wanted:
             kept[a] = states
     return parts, kept
 
 
-def _advance(params, sizes, dtype, x, y, states, a, b, chunk):
+def _advance(model, params, sizes, dtype, x, y, states, a, b, chunk):
     """The states at step b from those at a: the forward pass over at most chunk steps at a time, nothing kept."""
     while a < b:
         n = min(chunk, b - a)
-        states = _states_at(_segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)[1], n)
+        states = model.states_at(
+            model.segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)[1], n
+        )
         a += n
     return states
 
 
-def _segmented(mode, value, keep, params, sizes, cache, d_outputs, checkpoints, itemsize):
+def _segmented(model, mode, value, keep, params, sizes, cache, d_outputs, checkpoints, itemsize):
     """The gradients of backward, given the whole forward cache, in segments whose backward arrays fit in
     the memory `checkpoints` allows (nothing is recomputed: the cache holds every step)."""
     T, B = d_outputs.shape[0], d_outputs.shape[1]
-    step = _checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
+    step = model.checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
     budget, _, step = _budget(checkpoints, step, step)
     steps = budget // step
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
-        part_cache = {name: array[a:b] if name == next(iter(CACHE)) else array[a : b + 1] for name, array in cache.items()}
+        part_cache = {
+            name: array[a:b] if name == next(iter(model.spec.cache)) else array[a : b + 1]
+            for name, array in cache.items()
+        }
         weights = _kept_weights(keep, a, b)
-        part = _segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
-        totals = _summed(totals, part, a == 0)
+        part = model.segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
+        totals = _summed(model.spec, totals, part, a == 0)
     return totals
 
 
@@ -124,10 +136,10 @@ def _kept_weights(keep, a, b):
     return None if keep is None else keep[a : b + 1]
 
 
-def _summed(totals, part, first):
+def _summed(spec, totals, part, first):
     """The gradients of the segments so far plus those of one more; the initial states' from the first
     segment only (steps 1.., the last to run)."""
-    part = {key: value for key, value in part.items() if first or key not in STATES}
+    part = {key: value for key, value in part.items() if first or key not in spec.states}
     if totals is None:
         return part
     for key, value in part.items():

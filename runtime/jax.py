@@ -1,18 +1,19 @@
-"""The JAX backend's helpers. A generated module carries the definitions its code calls and those they
-call, from this file, then from printing/common_helpers.py for the names this file does not define;
-printing/helpers.py splits both by Python's parser (it never imports them, so codegen needs no JAX)."""
+"""The JAX backend's runtime: what a generated JAX module runs besides its model's maths (argument checks,
+truncation weights, the flows of the backward pass, the helpers its printed code calls). A model's facts
+come in as its _Spec."""
 
 import jax
 import jax.numpy as jnp
 
-from bptt.codegen.printing.common_helpers import (  # a generated module carries them itself
-    PARAMS,
-    SHAPES,
+from bptt.runtime.common import (
+    _check_cache_keys,
     _check_param_keys,
     _check_shape,
     _check_theta,
+    _common_dtype,
+    _dtype_name,
     _param_sizes,
-    _params_dtype,
+    _parse_truncation,
 )
 
 _FLOATS = (jnp.float32, jnp.float64)  # the dtypes the modules compute in
@@ -26,6 +27,14 @@ def clip_grads(grads, theta):
     norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in grads.values()))
     scale = jnp.where(norm > 0, jnp.minimum(1.0, theta / jnp.where(norm > 0, norm, 1.0)), 1.0)
     return {name: g * scale.astype(g.dtype) for name, g in grads.items()}
+
+
+def _truncation(truncate, rng):
+    """(mode, value) of a truncate argument (common.py's _parse_truncation), rng checked for random truncation."""
+    mode, value = _parse_truncation(truncate)
+    if mode == "random":
+        _check_rng(rng)
+    return mode, value
 
 
 def _check_rng(rng):
@@ -144,18 +153,33 @@ def _check_dtype(dtype):
     return dtype
 
 
-def _check_params(params, finite=True):
+def _check_params(spec, params, finite=True):
     """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them
     (concrete arrays only: under jit the values are not known). If one parameter disagrees with all the
     others, the error names it."""
-    _check_param_keys(params)
-    dtype = _params_dtype(params)
-    for name in PARAMS:
-        _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype, finite=False)
-    if finite and not _all_finite([params[name] for name in PARAMS]):
-        for name in PARAMS:
-            _check_array(f"params['{name}']", params[name], SHAPES[name], {}, dtype)  # names the first bad entry
-    return _param_sizes(params), dtype
+    _check_param_keys(spec, params)
+    dtype = _params_dtype(spec, params)
+    for name in spec.params:
+        _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)
+    if finite and not _all_finite([params[name] for name in spec.params]):
+        for name in spec.params:
+            _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype)  # names the first bad entry
+    return _param_sizes(spec, params), dtype
+
+
+def _check_cache(spec, cache, sizes, dtype, classes=None):
+    """Check that cache is what forward returns for this model and these sizes: its keys,
+    its arrays' shapes and dtypes; bind T, B and T+1. classes: the size of one-hot inputs,
+    which the cache keeps as integer labels."""
+    _check_cache_keys(spec, cache)
+    first, *rest = spec.cache
+    if classes is None:
+        _check_array(f"cache['{first}']", cache[first], spec.cache[first], sizes, dtype, finite=False)
+    else:
+        _check_labels(f"cache['{first}']", cache[first], sizes, classes)
+    sizes["T+1"] = sizes["T"] + 1
+    for name in rest:
+        _check_array(f"cache['{name}']", cache[name], spec.cache[name], sizes, dtype, finite=False)
 
 
 def _check_array(name, array, dims, sizes, dtype, finite=True):
@@ -187,11 +211,34 @@ def _check_labels(name, labels, sizes, classes):
     """Integer labels of shape (T, B), each in range(sizes[classes]) (checked on concrete arrays), of any
     integer dtype; returned as int64 (int32 without x64), so that every label dtype runs the same code."""
     if not isinstance(labels, jax.Array) or not jnp.issubdtype(labels.dtype, jnp.integer):
-        raise ValueError(f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}")
+        raise ValueError(
+            f"{name} must be an integer JAX array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
     low, high = _label_range(labels)
     if not isinstance(low, jax.core.Tracer) and (low < 0 or high >= sizes[classes]):
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad][0]
-        raise ValueError(f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})")
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
     return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
+
+
+def _params_dtype(spec, params):
+    """The dtype most parameters have (common.py's _common_dtype); ValueError naming a parameter if it is no
+    float dtype."""
+    dtype, name = _common_dtype(spec, params)
+    if dtype not in _FLOATS:
+        _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)  # not an array?
+        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
+
+
+def _float_dtype(name, array):
+    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
+    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and dtype not in _FLOATS:
+        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype

@@ -1,0 +1,174 @@
+"""The runtime every backend shares, framework-free: a model's facts (Spec), truncation arguments, counts,
+and the sizes a model's parameters bind. A backend's runtime (numpy.py, ...) adds what needs its framework."""
+
+import numbers
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, eq=False)
+class _Spec:
+    """What the runtime reads of one model, the constants its generated module writes: the parameters
+    (PARAMS), the sizes (SIZES), each parameter's dims (SHAPES), the initial states and their sizes (STATES),
+    and what forward keeps for backward (CACHE)."""
+
+    params: tuple
+    sizes: tuple
+    shapes: dict
+    states: dict
+    cache: dict
+    bound: dict = field(default_factory=dict, repr=False)  # parameters' shapes -> the sizes they bind
+
+
+def _parse_truncation(truncate):
+    """(mode, value) of a truncate argument, or ValueError saying what is allowed (the backend checks rng)."""
+    if truncate is None:
+        return "full", None
+    modes = ("window", "chunk", "random")
+    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
+        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
+    mode, value = truncate
+    if mode != "random" and not _is_count(value):
+        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
+    if mode == "random":
+        if not (_is_number(value) and 0 < value <= 1):
+            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
+        return mode, float(value)
+    return mode, int(value)  # a NumPy integer too, as a Python int
+
+
+def _is_number(value):
+    """A real number: a Python or NumPy int or float (a bool is not a number here)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_count(value):
+    """An integer >= 1, Python's or NumPy's (a bool is not a count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+def _check_theta(theta):
+    """clip_grads' threshold as a float: a positive number, else ValueError."""
+    if not (_is_number(theta) and theta > 0):
+        raise ValueError(f"theta must be a positive number, got {theta!r}")
+    return float(theta)
+
+
+def _check_lengths(T, B):
+    """random_inputs' T and B: positive integers, else ValueError naming the one that is not."""
+    for name, value in (("T", T), ("B", B)):
+        if not _is_count(value):
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _dtype_name(dtype):
+    """A dtype as the messages name it: float64."""
+    return str(dtype)
+
+
+def _common_dtype(spec, params):
+    """(the dtype most parameters have, the first one's if tied; the first parameter that has it), so that a
+    parameter whose dtype differs from the others' is the one an error names."""
+    dtypes = [getattr(params[name], "dtype", None) for name in spec.params]
+    dtype = dtypes[0] if dtypes.count(dtypes[0]) == len(dtypes) else max(dtypes, key=dtypes.count)
+    return dtype, spec.params[dtypes.index(dtype)]
+
+
+def _check_sizes(spec, sizes):
+    """sizes (init_params' and random_inputs' keywords): exactly the model's sizes, each a positive integer."""
+    missing = [name for name in spec.sizes if name not in sizes]
+    unknown = sorted(set(sizes) - set(spec.sizes))
+    if missing or unknown:
+        raise ValueError(f"sizes must be exactly {', '.join(spec.sizes)}; missing {missing}, unknown {unknown}")
+    for name, value in sizes.items():
+        if not _is_count(value):
+            raise ValueError(f"size {name} must be a positive integer, got {value!r}")
+    return sizes
+
+
+def _check_param_keys(spec, params):
+    """params is a dict with exactly the model's parameters as keys, else ValueError saying what is missing
+    or unknown."""
+    names = spec.params
+    if not isinstance(params, dict):
+        raise ValueError(f"params must be a dict of arrays with keys {', '.join(names)}, got {type(params).__name__}")
+    if params.keys() == set(names):  # the common case, in one comparison
+        return
+    missing = [name for name in names if name not in params]
+    if missing:
+        raise ValueError(f"params is missing {', '.join(missing)} (expected keys {', '.join(names)})")
+    unknown = [repr(key) for key in params if key not in names]
+    if unknown:
+        raise ValueError(f"params has unknown keys {', '.join(unknown)} (expected keys {', '.join(names)})")
+
+
+def _check_cache_keys(spec, cache):
+    """cache is a dict with the keys forward returns, else ValueError."""
+    if not isinstance(cache, dict):
+        raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
+    if set(cache) != set(spec.cache):
+        got = ", ".join(map(repr, cache))
+        keys = ", ".join(spec.cache)
+        raise ValueError(f"cache has keys {got}; expected the keys {keys} that this model's forward returns")
+
+
+def _param_sizes(spec, params):
+    """The sizes the parameters' shapes bind (a fresh dict); if they disagree, ValueError naming the parameter
+    that disagrees with all the others if one does, else the first that disagrees with those before it.
+    A training loop passes the same shapes every call: the last few bindings are kept."""
+    shapes = tuple([tuple(params[name].shape) for name in spec.params])
+    sizes = spec.bound.get(shapes)
+    if sizes is None:
+        sizes = _bound_sizes(spec, params)
+        if len(spec.bound) >= 16:
+            spec.bound.clear()
+        spec.bound[shapes] = sizes
+    return dict(sizes)
+
+
+def _bound_sizes(spec, params):
+    """_param_sizes, worked out from the shapes."""
+    sizes, clash = _bind_sizes(spec, params, spec.params)
+    if clash:
+        order = list(spec.params)
+        for odd in spec.params:
+            rest = [name for name in spec.params if name != odd]
+            if _bind_sizes(spec, params, rest)[1] is None:
+                order = rest + [odd]  # the others agree: check them first, then blame the odd one
+                break
+        sizes, clash = _bind_sizes(spec, params, order)
+        name, dim, other = clash
+        dims = spec.shapes[name]
+        expected = ", ".join(f"{d}={_extent(d, sizes)}" if d.rpartition("*")[2] in sizes else d for d in dims)
+        got = tuple(params[name].shape)
+        raise ValueError(f"params['{name}'] has shape {got}; expected ({expected}), {dim} as in params['{other}']")
+    return sizes
+
+
+def _bind_sizes(spec, params, names):
+    """(sizes, None) if the named parameters' shapes agree; else (the sizes bound before the first
+    parameter that disagrees, (that parameter, the size it disagrees on, the parameter that set it))."""
+    sizes, setter = {}, {}
+    for name in names:
+        before = dict(sizes)
+        for dim, n in zip(spec.shapes[name], params[name].shape, strict=True):
+            count, _, size = dim.rpartition("*")  # "4*h": a parameter of stacked blocks, 4 blocks of h rows
+            count = int(count or 1)
+            if n % count or sizes.setdefault(size, n // count) != n // count:
+                return before, (name, size, setter.get(size, name))
+            setter.setdefault(size, name)
+    return sizes, None
+
+
+def _extent(dim, sizes):
+    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
+    count, _, size = dim.rpartition("*")
+    return int(count or 1) * sizes[size]
+
+
+def _check_shape(name, shape, dims, sizes):
+    """shape (a tuple) has the named dims, those in sizes of their known lengths, and no zero."""
+    if len(shape) != len(dims) or any(dim in sizes and sizes[dim] != n for dim, n in zip(dims, shape, strict=True)):
+        expected = ", ".join(f"{dim}={sizes[dim]}" if dim in sizes else dim for dim in dims)
+        raise ValueError(f"{name} has shape {shape}; expected ({expected})")
+    if 0 in shape:
+        raise ValueError(f"{name} has shape {shape}; every dimension must be at least 1")

@@ -1,0 +1,372 @@
+"""The NumPy backend's runtime: what a generated NumPy module runs besides its model's maths (argument checks,
+the workspace, truncation weights, the helpers its printed code calls). common.py holds what every backend
+shares; a model's facts come in as its _Spec."""
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from bptt.runtime.checkpoints import _checkpointed, _segmented
+from bptt.runtime.common import (
+    _check_cache_keys,
+    _check_param_keys,
+    _check_shape,
+    _check_sizes,
+    _check_theta,
+    _common_dtype,
+    _dtype_name,
+    _extent,
+    _param_sizes,
+    _parse_truncation,
+    _Spec,
+)
+
+_THREAD = threading.local()  # each thread's work arrays
+_FLOATS = (np.float32, np.float64)  # the dtypes the modules compute in
+
+
+def _workspace(spec, make, T, B, sizes, dtype):
+    """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
+    calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
+    key = (T, B, tuple(sizes[name] for name in spec.sizes), np.dtype(dtype))
+    held = _THREAD.__dict__.get(make)
+    if held is None or held[0] != key:
+        _THREAD.__dict__.pop(make, None)  # the old arrays go before the new ones are made
+        held = _THREAD.__dict__[make] = (key, make(T, B, sizes, dtype))
+    return held[1]
+
+
+def free_workspace():
+    """Release the work arrays that loss_and_grads and backward keep for the calling thread, those of every
+    generated module that imports this runtime (they are made again on the next call). Other threads' arrays
+    go when their threads end."""
+    _THREAD.__dict__.clear()
+
+
+def clip_grads(grads, theta):
+    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all arrays."""
+    theta = _check_theta(theta)
+    norm = np.sqrt(sum(float(np.sum(np.square(g))) for g in grads.values()))
+    scale = min(1.0, theta / norm) if norm > 0 else 1.0
+    return {name: g * np.asarray(scale, dtype=g.dtype) for name, g in grads.items()}
+
+
+def _truncation(truncate, rng):
+    """(mode, value) of a truncate argument (common.py's _parse_truncation), rng checked for random truncation."""
+    mode, value = _parse_truncation(truncate)
+    if mode == "random":
+        _check_rng(rng)
+    return mode, value
+
+
+def _check_rng(rng):
+    """rng for random truncation: a NumPy Generator, else ValueError."""
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"truncate=('random', pi) needs rng=np.random.default_rng(seed), got rng={rng!r}")
+
+
+def _keep_weights(mode, value, T, rng, dtype):
+    """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1."""
+    keep = np.ones(T, dtype)
+    if mode == "chunk":
+        keep[value::value] = 0  # h_k, h_2k, ... enter the next step detached
+    elif mode == "random":
+        keep[:] = (rng.random(T) < value) / value  # xi_{t+1}: 0 with probability 1 - pi, else 1/pi
+    return keep
+
+
+def _truncation_weights(mode, value, T, rng, dtype):
+    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
+    return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, dtype)
+
+
+def _init_params(spec, rng, dtype, sizes):
+    """Random parameters of the spec's shapes: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01)."""
+    dtype = _check_dtype(dtype)
+    sizes = _check_sizes(spec, sizes)
+    params = {}
+    for name, dims in spec.shapes.items():
+        shape = tuple(_extent(dim, sizes) for dim in dims)
+        scale = 0.1 if len(shape) == 1 else 1 / np.sqrt(shape[1])
+        params[name] = (scale * rng.standard_normal(shape)).astype(dtype)
+    return params
+
+
+def _age(flow):
+    """The flow from step t+1 arrives one step older; the window drops the oldest age."""
+    older = np.zeros_like(flow)
+    older[1:] = flow[:-1]
+    return older
+
+
+def _directions(v, rows):
+    """M_dot v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
+    shape (rows * cols, B, rows) for v of shape (B, cols)."""
+    cols = v.shape[-1]
+    out = np.zeros((rows, cols) + v.shape[:-1] + (rows,), v.dtype)
+    for i in range(rows):
+        out[i, ..., i] = np.moveaxis(v, -1, 0)
+    return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
+
+
+def _sigmoid(z, out=None):
+    """1 / (1 + exp(-z)) as (1 + tanh(z / 2)) / 2, which never overflows; into out if given."""
+    out = np.multiply(z, 0.5, out=out)
+    np.tanh(out, out=out)
+    out *= 0.5
+    out += 0.5
+    return out
+
+
+def _logsumexp(z):
+    top = z.max(axis=-1, keepdims=True)
+    return (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))[..., 0]
+
+
+def _softmax(z, out=None):
+    out = np.subtract(z, z.max(axis=-1, keepdims=True), out=out)
+    np.exp(out, out=out)
+    out /= out.sum(axis=-1, keepdims=True)
+    return out
+
+
+def _onehot(labels, classes, dtype, out=None):
+    if out is None:
+        out = np.zeros(labels.shape + (classes,), dtype)
+    else:
+        out.fill(0)
+    np.put_along_axis(out, labels[..., None], 1, axis=-1)
+    return out
+
+
+def _softmax_cross_entropy(s, y, count):
+    """sum_t -log softmax(s_t)[y_t] / count, and s replaced by its gradient (softmax(s_t) - onehot(y_t)) / count:
+    one exp of the logits, in place, on the (T*B, classes) rows."""
+    rows = s.reshape(-1, s.shape[-1])
+    picks = np.arange(rows.shape[0]) * rows.shape[1] + y.reshape(-1)  # the labels' places in s.flat
+    np.subtract(rows, rows.max(axis=1, keepdims=True), out=rows)
+    picked = rows.reshape(-1)[picks]
+    np.exp(rows, out=rows)
+    total = rows.sum(axis=1, keepdims=True)
+    loss = (np.log(total[:, 0]) - picked).sum() / count
+    np.multiply(rows, 1 / (total * count), out=rows)
+    rows.reshape(-1)[picks] -= 1 / count
+    return loss
+
+
+def _squared_error(s, y, count):
+    """sum_t 1/2 ||s_t - y_t||^2 / count, and s replaced by its gradient (s_t - y_t) / count, in place."""
+    np.subtract(s, y, out=s)
+    loss = (0.5 * np.square(s).sum(axis=-1)).sum() / count  # l_t first: its rounding is that of losses()
+    np.divide(s, count, out=s)
+    return loss
+
+
+def _placed(like, *blocks):
+    """The gradient of a parameter read by blocks: zero, each (index, value) block added in at its index."""
+    out = np.zeros_like(like)
+    for index, value in blocks:
+        out[index] += value
+    return out
+
+
+def _scatter_columns(values, labels, columns):
+    """sum_t values_t onehot(labels_t)^T: each row of values added into column labels of the result."""
+    out = np.zeros((columns, values.shape[-1]), values.dtype)
+    np.add.at(out, labels.reshape(-1), values.reshape(-1, values.shape[-1]))
+    return out.T
+
+
+def _check_dtype(dtype):
+    """dtype as a NumPy dtype: float32 or float64, the dtypes the modules compute in."""
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    return dtype
+
+
+def _blamed(spec, params, loss, grads):
+    """(loss, grads) of loss_and_grads, whose parameters it did not scan: if the loss or an initial state's
+    gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow."""
+    if not (np.isfinite(loss) and all(np.isfinite(grads[name]).all() for name in spec.states)):
+        _check_params(spec, params)
+    return loss, grads
+
+
+def _check_params(spec, params, finite=True):
+    """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
+
+    If one parameter disagrees with all the others, the error names it."""
+    _check_param_keys(spec, params)
+    dtype = _params_dtype(spec, params)
+    arrays = [params[name] for name in spec.params]
+    for name, array in zip(spec.params, arrays, strict=True):
+        dims = spec.shapes[name]
+        good = isinstance(array, np.ndarray) and array.dtype == dtype and array.ndim == len(dims)
+        if not (good and array.size):
+            _check_array(f"params['{name}']", array, dims, {}, dtype, finite)  # says what is wrong
+    # all at once; only if one may not be finite is each looked at, entry by entry
+    if finite and not _all_finite(arrays):
+        for name in spec.params:
+            _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype)  # names the first bad entry
+    return _param_sizes(spec, params), dtype
+
+
+def _params_dtype(spec, params):
+    """The dtype most parameters have (common.py's _common_dtype); ValueError naming a parameter if it is no
+    float dtype."""
+    dtype, name = _common_dtype(spec, params)
+    if dtype not in _FLOATS:
+        _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)  # not an array?
+        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
+
+
+def _float_dtype(name, array):
+    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
+    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and dtype not in _FLOATS:
+        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
+
+
+def _check_cache(spec, cache, sizes, dtype, classes=None):
+    """Check that cache is what forward returns for this model and these sizes: its keys,
+    its arrays' shapes and dtypes; bind T, B and T+1. classes: the size of one-hot inputs,
+    which the cache keeps as integer labels."""
+    _check_cache_keys(spec, cache)
+    first, *rest = spec.cache
+    if classes is None:
+        _check_array(f"cache['{first}']", cache[first], spec.cache[first], sizes, dtype, finite=False)
+    else:
+        _check_labels(f"cache['{first}']", cache[first], sizes, classes)
+    sizes["T+1"] = sizes["T"] + 1
+    for name in rest:
+        _check_array(f"cache['{name}']", cache[name], spec.cache[name], sizes, dtype, finite=False)
+
+
+_JOINED = 65_536  # entries up to which arrays are joined to be looked at by one call (beyond, copying costs more)
+
+
+def _all_finite(arrays):
+    """True if every entry of the arrays (of one dtype) is finite; False if one may not be. Small arrays are
+    joined and looked at once; large ones are summed each (a sum of finite entries that overflows says False)."""
+    if sum([array.size for array in arrays]) <= _JOINED:
+        return bool(np.isfinite(np.concatenate(arrays, axis=None)).all())
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(sum([np.add.reduce(array, None) for array in arrays])))
+
+
+def _check_array(name, array, dims, sizes, dtype, finite=True):
+    """array with the named dims (binding sizes not yet known) and the given dtype;
+    if finite, a float array must hold no nan or inf."""
+    if not isinstance(array, np.ndarray):
+        raise ValueError(f"{name} must be a NumPy array, got {type(array).__name__}")
+    _check_shape(name, array.shape, dims, sizes)
+    if array.dtype != dtype:
+        raise ValueError(f"{name} has dtype {array.dtype}; expected {np.dtype(dtype)} like the parameters")
+    if finite and array.dtype.kind == "f" and not np.isfinite(array).all():
+        index = tuple(int(i) for i in np.argwhere(~np.isfinite(array))[0])
+        raise ValueError(f"{name} holds {array[index]} at index {index}; expected finite numbers")
+    sizes.update(zip(dims, array.shape, strict=True))
+    return array
+
+
+def _check_labels(name, labels, sizes, classes):
+    """Integer labels of shape (T, B), each in range(sizes[classes]), of any integer dtype; returned as intp
+    (what indexing takes: a uint64 index array is refused)."""
+    if not isinstance(labels, np.ndarray) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
+        )
+    _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
+    if labels.min() < 0 or labels.max() >= sizes[classes]:
+        bad = (labels < 0) | (labels >= sizes[classes])
+        value = labels[bad].flat[0]
+        raise ValueError(
+            f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
+        )
+    return labels.astype(np.intp, copy=False)
+
+
+@dataclass(frozen=True)
+class _Passes:
+    """A NumPy module's passes, what the checkpoint driver (checkpoints.py) runs over a segment of steps."""
+
+    spec: _Spec
+    output: str  # the outputs' name among the forward pass's arrays
+    forced: bool  # teacher forcing: the forward pass reads the targets
+    forward: Callable  # (params, sizes, x, [y,] *initial states, work): the forward pass, into work
+    forward_arrays: Callable  # (T, B, sizes, dtype): the arrays the forward pass works in
+    backward_into: Callable  # (mode, value, keep, params, sizes, cache, d_outputs, work, following): gradients
+    backward_arrays: Callable  # (T, B, sizes, dtype): the arrays the backward pass works in
+    loss: Callable  # (outputs, y, count): the loss, the outputs replaced by dL/doutputs
+    mean: bool  # the loss is averaged over the steps too (count T * B, else B)
+    checkpoint_bytes: Callable  # (sizes, B, itemsize, ages): bytes of (a kept state, a forward step, a backward one)
+
+    def cache(self, x, work):
+        """What forward keeps for backward: the inputs, then the forward pass's arrays the cache names."""
+        first, *rest = self.spec.cache
+        return {first: x, **{name: work[name] for name in rest}}
+
+    def backward(self, mode, value, rng, params, sizes, dtype, cache, d_outputs, checkpoints=None):
+        """The module's backward, its arguments checked (loss_and_grads checks its own: a forward pass that
+        overflows gives a nan loss and gradients there, not an error), in this thread's workspace; or with
+        checkpoints in segments of steps whose arrays fit in that memory."""
+        T, B = sizes["T"], sizes["B"]
+        if checkpoints is not None:
+            keep = _truncation_weights(mode, value, T, rng, dtype)
+            return _segmented(
+                self, mode, value, keep, params, sizes, cache, d_outputs, checkpoints, np.dtype(dtype).itemsize
+            )
+        work = _workspace(self.spec, self.backward_arrays, T, B, sizes, dtype)
+        keep = _truncation_weights(mode, value, T, rng, dtype)
+        return self.backward_into(mode, value, keep, params, sizes, cache, d_outputs, work)
+
+    def loss_and_grads(self, mode, value, rng, params, sizes, dtype, x, y, initial, checkpoints):
+        """The module's loss_and_grads, its arguments checked: the forward pass in this thread's workspace,
+        the loss, then backward; or in the memory checkpoints allows (_checkpointed). A parameter holding nan
+        or inf is named from the result (_blamed)."""
+        T, B = x.shape[0], x.shape[1]
+        if checkpoints is not None:
+            keep = _truncation_weights(mode, value, T, rng, dtype)
+            sizes.update(T=T, B=B)
+            itemsize = np.dtype(dtype).itemsize
+            loss, grads = _checkpointed(
+                self, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize
+            )
+            return _blamed(self.spec, params, loss, grads)
+        work = _workspace(self.spec, self.forward_arrays, T, B, sizes, dtype)
+        self.forward(params, sizes, x, *((y,) if self.forced else ()), *initial, work)
+        loss = self.loss(work[self.output], y, T * B if self.mean else B)  # the outputs become dL/doutputs
+        sizes.update(T=T, B=B)
+        grads = self.backward(mode, value, rng, params, sizes, dtype, self.cache(x, work), work[self.output])
+        return _blamed(self.spec, params, loss, grads)
+
+    def segment_forward(self, params, sizes, dtype, x, y, initial):
+        """(outputs, cache) of the forward pass over the steps of x from the states initial."""
+        work = self.forward_arrays(x.shape[0], x.shape[1], sizes, dtype)
+        self.forward(params, sizes, x, *((y,) if self.forced else ()), *initial, work)
+        return work[self.output], self.cache(x, work)
+
+    def segment_loss(self, outputs, y, T):
+        """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs in place
+        of the outputs)."""
+        return self.loss(outputs, y, T * outputs.shape[1] if self.mean else outputs.shape[1]), outputs
+
+    def segment_backward(self, mode, value, keep, params, sizes, cache, d_outputs, following):
+        """The gradients of a segment of steps, in fresh arrays; following as for the module's _adjoints."""
+        T, B = d_outputs.shape[0], d_outputs.shape[1]
+        sizes = dict(sizes, T=T, B=B)
+        work = self.backward_arrays(T, B, sizes, d_outputs.dtype)
+        return self.backward_into(mode, value, keep, params, sizes, cache, d_outputs, work, following)
+
+    def states_at(self, cache, step):
+        """Copies of the states at a step of a segment's cache, in the spec's order (h0: the cache's h)."""
+        return tuple(cache[name.removesuffix("0")][step].copy() for name in self.spec.states)

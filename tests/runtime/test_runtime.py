@@ -1,0 +1,125 @@
+"""The runtime (runtime/): real modules, imported and run here directly: a model's facts come in as a _Spec,
+its passes over segments as _Segments, so one runtime serves every generated module without mixing two
+models' facts, and it imports nothing of bptt but itself (no sympy when a generated module imports it)."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bptt.runtime import checkpoints, common
+from bptt.runtime import numpy as runtime
+from bptt.tests.support.modules import module_of
+
+SPEC = common._Spec(
+    params=("W", "U", "b"),
+    sizes=("d", "h"),
+    shapes={"W": ("4*h", "d"), "U": ("4*h", "h"), "b": ("4*h",)},
+    states={"h0": "h"},
+    cache={"x": ("T", "B", "d"), "h": ("T+1", "B", "h")},
+)
+
+
+def params(h=3, d=2, dtype=np.float64):
+    return {"W": np.ones((4 * h, d), dtype), "U": np.ones((4 * h, h), dtype), "b": np.ones(4 * h, dtype)}
+
+
+def test_truncation_arguments_parse_to_a_mode_and_a_value():
+    assert common._parse_truncation(None) == ("full", None)
+    assert common._parse_truncation(("chunk", np.int64(3))) == ("chunk", 3)
+    assert common._parse_truncation(("random", 1)) == ("random", 1.0)
+    for bad in (("window", 0), ("chunk", True), ("random", 0), ("random", 1.5), ("every", 2), ["chunk", 2]):
+        with pytest.raises(ValueError, match="truncate"):
+            common._parse_truncation(bad)
+    with pytest.raises(ValueError, match="needs rng=np.random.default_rng"):
+        runtime._truncation(("random", 0.5), None)
+    assert runtime._truncation(("random", 0.5), np.random.default_rng(0)) == ("random", 0.5)
+
+
+def test_the_parameters_bind_the_sizes_of_their_spec():
+    assert common._param_sizes(SPEC, params(h=3, d=2)) == {"h": 3, "d": 2}
+    assert common._extent("4*h", {"h": 3}) == 12
+    with pytest.raises(ValueError, match=r"params\['U'\] has shape \(12, 5\); expected \(4\*h=12, h=3\)"):
+        common._param_sizes(SPEC, dict(params(), U=np.ones((12, 5))))
+    with pytest.raises(ValueError, match="sizes must be exactly d, h; missing \\['h'\\]"):
+        common._check_sizes(SPEC, {"d": 2})
+    with pytest.raises(ValueError, match="params is missing b"):
+        common._check_param_keys(SPEC, {"W": 0, "U": 0})
+
+
+def test_two_models_with_parameters_of_the_same_shapes_keep_their_own_sizes():
+    """Bindings are kept per spec: one runtime serves every module, and (3, 2) binds h, d differently."""
+    first = common._Spec(("W",), ("d", "h"), {"W": ("h", "d")}, {}, {})
+    second = common._Spec(("W",), ("d", "h"), {"W": ("d", "h")}, {}, {})
+    W = {"W": np.ones((3, 2))}
+    assert common._param_sizes(first, W) == {"h": 3, "d": 2}
+    assert common._param_sizes(second, W) == {"d": 3, "h": 2}
+
+
+def test_the_numpy_checks_name_what_is_wrong():
+    sizes, dtype = runtime._check_params(SPEC, params())
+    assert sizes == {"h": 3, "d": 2} and dtype == np.float64
+    with pytest.raises(ValueError, match=r"params\['b'\] has dtype float32; expected float64 like the parameters"):
+        runtime._check_params(SPEC, dict(params(), b=np.ones(12, np.float32)))
+    bad = params()
+    bad["U"][1, 2] = np.nan
+    with pytest.raises(ValueError, match=r"params\['U'\] holds nan at index \(1, 2\)"):
+        runtime._check_params(SPEC, bad)
+    assert runtime._check_params(SPEC, bad, finite=False)[0] == {"h": 3, "d": 2}
+    with pytest.raises(ValueError, match="cache has keys 'x'; expected the keys x, h"):
+        runtime._check_cache(SPEC, {"x": np.ones((2, 1, 2))}, dict(sizes, T=2, B=1), dtype)
+    z = np.linspace(-8.0, 8.0, 17)
+    out = np.empty_like(z)
+    assert runtime._sigmoid(z, out=out) is out  # as (1 + tanh(z / 2)) / 2: absolute error ~ eps
+    assert np.allclose(out, 1 / (1 + np.exp(-z)), rtol=1e-14, atol=1e-16)
+    grads = {"W": np.full((2, 3), 2.0), "b": np.full(3, 2.0)}  # global norm 2 sqrt(9) = 6
+    assert all(np.allclose(runtime.clip_grads(grads, 3.0)[key], grads[key] / 2) for key in grads)
+
+
+def test_each_module_keeps_its_own_workspace():
+    """Two modules' array makers of one name (_forward_arrays) never share arrays; free_workspace frees both."""
+
+    def maker(rows):
+        def _forward_arrays(T, B, sizes, dtype):
+            return {"h": np.zeros((T, B, rows), dtype)}
+
+        return _forward_arrays
+
+    first, second = maker(2), maker(5)
+    one = runtime._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64)
+    other = runtime._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64)
+    assert one["h"].shape == (4, 1, 2) and other["h"].shape == (4, 1, 5)
+    assert runtime._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64) is one  # kept
+    assert runtime._workspace(SPEC, first, 5, 1, {"d": 2, "h": 3}, np.float64) is not one  # replaced
+    runtime.free_workspace()
+    assert runtime._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64) is not other
+
+
+@pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
+def test_the_checkpoint_driver_runs_a_models_segments(truncate):
+    """_checkpointed, called directly with a module's _Passes, gives full BPTT's loss and gradients."""
+    module = module_of("linear")
+    rng = np.random.default_rng(1)
+    sizes = {"d": 2, "h": 3, "q": 2}
+    theta = module.init_params(rng, **sizes)
+    xs, ys = module.random_inputs(rng, 9, 2, **sizes)
+    loss, expected = module.loss_and_grads(theta, xs, ys, truncate=truncate)
+    mode, value = common._parse_truncation(truncate)
+    keep = None if mode in ("full", "window") else runtime._keep_weights(mode, value, 9, None, np.float64)
+    got_loss, got = checkpoints._checkpointed(
+        module._PASSES, mode, value, keep, theta, dict(sizes, T=9, B=2), np.float64, xs, ys, (None,), 4, 8
+    )
+    assert np.isclose(got_loss, loss, rtol=1e-14)
+    assert all(np.allclose(got[key], expected[key], rtol=1e-12, atol=1e-14) for key in expected)
+    summed = checkpoints._summed(SPEC, {"W": 1, "h0": 1}, {"W": 2, "h0": 5}, first=False)
+    assert summed == {"W": 3, "h0": 1}  # an initial state's gradient comes from the first segment only
+
+
+def test_a_generated_module_imports_the_runtime_and_no_sympy():
+    code = (
+        "import sys, bptt.generated.linear as m\n"
+        "assert 'sympy' not in sys.modules and 'jinja2' not in sys.modules, 'heavy'\n"
+        "assert m.clip_grads.__module__ == 'bptt.runtime.numpy', m.clip_grads.__module__\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
