@@ -53,7 +53,7 @@ def test_jordan_under_teacher_forcing_has_no_recursion():
     text = document(model, "md")
     assert "no gradient flows back through time" in text
     assert "the term is cut" in text
-    assert "for t in range" not in inspect.getsource(jordan._backward) + inspect.getsource(jordan._adjoints)
+    assert "for t in range" not in inspect.getsource(jordan._backward_into) + inspect.getsource(jordan._adjoints)
 
 
 def test_elman_jordan_backpropagates_through_the_hidden_path_only():
