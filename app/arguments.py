@@ -234,7 +234,10 @@ def parser(runs):
         help="time loss_and_grads in bounded memory with each budget (slots, or bytes such as 32MiB) against full BPTT",
     )
     sub.add_argument(
-        "-o", "--output", metavar="DIR", help="with --checkpoints: write checkpoints.png and .csv into DIR (bptt[plots])"
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="with --checkpoints: write checkpoints.png and .csv into DIR (bptt[plots])",
     )
     sub.set_defaults(run=runs["bench"])
     return top

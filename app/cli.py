@@ -28,6 +28,7 @@ GENERATED = pathlib.Path(generated.__file__).parent
 # A checkout holds pyproject.toml beside generated/; an installed bptt (site-packages) has none.
 CHECKOUT = GENERATED.parent if (GENERATED.parent / "pyproject.toml").is_file() else None
 
+
 def _model(spec):
     try:
         return load(spec)

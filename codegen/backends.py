@@ -71,8 +71,7 @@ def require(backend):
         return importlib.import_module(entry.framework)
     except ImportError as error:
         raise MissingFramework(
-            f"the {backend} backend needs {entry.framework}, which is not installed: "
-            f"pip install 'bptt[{entry.extra}]'"
+            f"the {backend} backend needs {entry.framework}, which is not installed: pip install 'bptt[{entry.extra}]'"
         ) from error
 
 

@@ -75,7 +75,9 @@ def shared(model):
         owned_returns=tuple((key, shared_rows(value), comment) for key, value, comment in fast_returns),
         recurrent=tuple(sorted(_aged(statements, recurrent))),
         forward_mode=Pass(forward_mode.statements(model)),
-        checkpoints=checkpoint.plan(model, forward, adjoints, statements, cache, crossings, window_crossings, recurrent),
+        checkpoints=checkpoint.plan(
+            model, forward, adjoints, statements, cache, crossings, window_crossings, recurrent
+        ),
     )
 
 
@@ -164,7 +166,9 @@ def forward_pass(model, cached):
     statements = steps.forced + steps.before + hoisted + loop + steps.after
     seqs = [seq for seq, _ in model.teacher_forcing] + list(steps.computed)
     arrays = [
-        Array(seq.name, seq.rows, Steps.FROM_ONE if seq.role == "output" else Steps.FROM_ZERO) for seq in seqs if seq.name not in members
+        Array(seq.name, seq.rows, Steps.FROM_ONE if seq.role == "output" else Steps.FROM_ZERO)
+        for seq in seqs
+        if seq.name not in members
     ]
     return Pass(tuple(statements), tuple(groups + arrays), tuple(stacks))
 

@@ -21,7 +21,9 @@ def check_block(node):
     if not isinstance(node.parent, sp.MatrixSymbol):
         raise SliceError(f"the block {notation(node)} has no adjoint rule: only a block of a parameter has one", node)
     if node.rowslice[2] != 1 or node.colslice[2] != 1:
-        raise SliceError(f"the block {notation(node)} has no adjoint rule: a block takes consecutive rows and columns", node)
+        raise SliceError(
+            f"the block {notation(node)} has no adjoint rule: a block takes consecutive rows and columns", node
+        )
 
 
 class Placed(MatrixExpr):

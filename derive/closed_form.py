@@ -225,4 +225,6 @@ def _distributed(expr):
     if not any(isinstance(arg, sp.MatAdd) for arg in args):
         return sp.MatMul(*args).doit(deep=False)
     choices = [arg.args if isinstance(arg, sp.MatAdd) else (arg,) for arg in args]
-    return sp.MatAdd(*(sp.MatMul(*factors).doit(deep=False) for factors in itertools.product(*choices))).doit(deep=False)
+    return sp.MatAdd(*(sp.MatMul(*factors).doit(deep=False) for factors in itertools.product(*choices))).doit(
+        deep=False
+    )

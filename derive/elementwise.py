@@ -173,9 +173,7 @@ def _gelu(z):
 
 _Z = sp.Symbol("z", real=True)
 _gelu_slope = register_slope("gelu", lambda z: sp.diff(_gelu(_Z), _Z).subs(_Z, z), r"\operatorname{GELU}'")
-gelu = register(
-    Elementwise("gelu", _gelu, lambda x, y: _gelu_slope(x), r"\operatorname{GELU}", sp.Rational(113, 100))
-)
+gelu = register(Elementwise("gelu", _gelu, lambda x, y: _gelu_slope(x), r"\operatorname{GELU}", sp.Rational(113, 100)))
 
 
 def register_leaky_relu(slope=0.01, name="leaky_relu"):

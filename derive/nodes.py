@@ -41,7 +41,9 @@ def matrix_sum(terms, rows=None):
     return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
 
 
-@functools.lru_cache(maxsize=4096)  # simplify takes milliseconds, and printers ask about the same few sizes again and again
+@functools.lru_cache(
+    maxsize=4096
+)  # simplify takes milliseconds, and printers ask about the same few sizes again and again
 def equal(a, b):
     """Whether two sizes or time indices are the same expression however written (2*n and n + n)."""
     return sp.simplify(a - b) == 0

@@ -78,7 +78,10 @@ def gate_names(model):
     which is written inside its activation's tangent: one line per gate, z_dot_t = diag(1 - z_t^2) (W_dot x_t + ...)."""
     computed = [value for seq, value in model.assignments if seq not in model.forced]
     reads = Counter(
-        node.name for value in computed for node in sp.preorder_traversal(value) if isinstance(node, SeqAt) and node.time == t
+        node.name
+        for value in computed
+        for node in sp.preorder_traversal(value)
+        if isinstance(node, SeqAt) and node.time == t
     )
     activated = {value.arg.name for value in computed if isinstance(value, Apply) and isinstance(value.arg, SeqAt)}
     live = live_states(model)

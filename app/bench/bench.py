@@ -179,7 +179,9 @@ def main(argv=None):
     from bptt.app.bench.machine import line
 
     print(f"machine: {line()} (to scale these times by)")
-    print(f"{model.name}{'' if backend == 'numpy' else f', generated for {backend}'}: {model_calls(model, backend).line(backend)}")
+    print(
+        f"{model.name}{'' if backend == 'numpy' else f', generated for {backend}'}: {model_calls(model, backend).line(backend)}"
+    )
     failed = False
     for dtype in spec["dtypes"]:
         rows, held = run(

@@ -43,7 +43,11 @@ def measure(backend, name, steps, slots):
         import jax
 
         jax.config.update("jax_enable_x64", True)
-        params, xs, ys = {k: jax.numpy.asarray(v) for k, v in params.items()}, jax.numpy.asarray(xs), jax.numpy.asarray(ys)
+        params, xs, ys = (
+            {k: jax.numpy.asarray(v) for k, v in params.items()},
+            jax.numpy.asarray(xs),
+            jax.numpy.asarray(ys),
+        )
     calls = []
     for _ in range(2):
         with open("/proc/self/clear_refs", "w") as handle:

@@ -110,7 +110,9 @@ def main(argv):
     from bptt.generated import elman, elman_jax, elman_torch
 
     step = max(sum(module._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:]) for module in (elman, elman_torch, elman_jax))
-    print(f"elman B={BATCH}, d=q=16, h=64, float64, one thread; MiB added at the peak; bound = uses + in + out + {CONSTANT}")
+    print(
+        f"elman B={BATCH}, d=q=16, h=64, float64, one thread; MiB added at the peak; bound = uses + in + out + {CONSTANT}"
+    )
     head = ("T", "budget", "kind", "evaluations", "uses", "in", "out", "first", "again", "bound", "within")
     print(" ".join(f"{cell:>12}" for cell in head))
     for steps in [int(t) for t in argv[0].split(",")] if argv else (7, 1000, 100_000):
@@ -123,7 +125,9 @@ def main(argv):
                     print(" ".join(f"{cell:>12}" for cell in cells + ["(not run: too many evaluations)"]), flush=True)
                     continue
                 command = [sys.executable, "-m", __spec__.name, "child", kind, str(steps), str(budget)]
-                done = subprocess.run(command, env={**os.environ, **THREADS}, capture_output=True, text=True, check=True)
+                done = subprocess.run(
+                    command, env={**os.environ, **THREADS}, capture_output=True, text=True, check=True
+                )
                 row = json.loads(done.stdout.splitlines()[-1])
                 bound = uses + row["inputs"] + row["outputs"] + CONSTANT
                 measured = row["again"] if kind == "jax" else max(row["first"], row["again"])

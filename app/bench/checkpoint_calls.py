@@ -47,7 +47,12 @@ def _arrays(backend, problem):
         jax = require("jax")
         jax.config.update("jax_enable_x64", True)
         convert = jax.numpy.asarray
-    return {k: convert(v) for k, v in params.items()}, convert(xs), convert(ys), {k: convert(v) for k, v in initial.items()}
+    return (
+        {k: convert(v) for k, v in params.items()},
+        convert(xs),
+        convert(ys),
+        {k: convert(v) for k, v in initial.items()},
+    )
 
 
 def _ready(backend, result):

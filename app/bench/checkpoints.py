@@ -171,10 +171,14 @@ def child(spec, module, core):
         maker = module if params is not None else spec["numpy_module"]
         params = params or maker.init_params(rng, np.dtype(dtype), **spec["sizes"])
         xs, ys = maker.random_inputs(rng, spec["steps"], spec["batch"], np.dtype(dtype), **spec["sizes"])
-        rows, share = measure(module, (params, xs, ys, {}), spec["sizes"], spec["checkpoints"], spec["repeats"], spec["backend"])
+        rows, share = measure(
+            module, (params, xs, ys, {}), spec["sizes"], spec["checkpoints"], spec["repeats"], spec["backend"]
+        )
         shown = ", ".join(f"{k}={v}" for k, v in spec["sizes"].items())
         title = f"{spec['model']} {dtype} ({spec['backend']}): T={spec['steps']} B={spec['batch']} {shown}"
-        print(f"{title}; core {core}, one thread, median of {spec['repeats']}; forward pass {share:.0%} of full BPTT's time")
+        print(
+            f"{title}; core {core}, one thread, median of {spec['repeats']}; forward pass {share:.0%} of full BPTT's time"
+        )
         table = as_table(rows, title)
         print(table.text().split("\n", 1)[1] + "\n")
         failed = failed or any(row.error > TOLERANCE[dtype] for row in rows)

@@ -81,7 +81,9 @@ def load_module(model, from_zoo, backend="numpy"):
             if error.name != f"bptt.generated.{name}":
                 raise  # the module is there, its framework is not
             flag = "" if backend == "numpy" else f" --backend {backend}"
-            raise FileNotFoundError(f"generated/{name}.py does not exist; run `bptt codegen {model.name}{flag}`") from None
+            raise FileNotFoundError(
+                f"generated/{name}.py does not exist; run `bptt codegen {model.name}{flag}`"
+            ) from None
     module = types.ModuleType(name)
     source = BACKENDS[backend].module_source(model)
     exec(compile(source, f"<bptt {model.name} {backend}>", "exec"), module.__dict__)

@@ -129,7 +129,9 @@ def _blocks(arrays, dims, shared):
     count, shape = len(arrays), arrays[0].shape
     out = np.zeros([m for axis, n in enumerate(shape) for m in ((count, n) if axis in wide else (n,))], arrays[0].dtype)
     diagonal = np.arange(count)  # the same block index along every widened axis
-    index = tuple(i for axis in range(len(shape)) for i in ((diagonal, slice(None)) if axis in wide else (slice(None),)))
+    index = tuple(
+        i for axis in range(len(shape)) for i in ((diagonal, slice(None)) if axis in wide else (slice(None),))
+    )
     out[index] = np.stack(arrays)  # indices apart from each other: the blocks' axis comes first
     return out.reshape([count * n if axis in wide else n for axis, n in enumerate(shape)])
 
@@ -164,5 +166,3 @@ def _jittered(instance):
     """The instance's values, each entry moved by about 1% of itself (a second set, unlike the first)."""
     rng = np.random.default_rng(0)
     return {key: value * (1 + 0.01 * rng.standard_normal(value.shape)) for key, value in _values(instance).items()}
-
-

@@ -39,8 +39,8 @@ STYLE = CheckStyle(
     device=False,
     batch=("B",),
     no_state='jnp.zeros((B, sizes["{size}"]), dtype)',
-    draw_labels='{name} = jax.random.randint({key}, (T, B), 0, {rows})',
-    draw_floats='{name} = jax.random.normal({key}, (T, B, {rows}), dtype)',
+    draw_labels="{name} = jax.random.randint({key}, (T, B), 0, {rows})",
+    draw_floats="{name} = jax.random.normal({key}, (T, B, {rows}), dtype)",
 )
 
 
@@ -125,10 +125,14 @@ def gradient_body(program):
     model = program.model
     statements = program.window.statements
     targets = {s.target.of.name: s.target.of for s in walk(statements) if isinstance(getattr(s, "target", None), Adj)}
-    arrays = {adjoint_array(name): Array(adjoint_array(name), seq.rows, Steps.FROM_ONE) for name, seq in targets.items()}
+    arrays = {
+        adjoint_array(name): Array(adjoint_array(name), seq.rows, Steps.FROM_ONE) for name, seq in targets.items()
+    }
     groups = [a for a in program.adjoints.arrays if a.members]
     for group in groups:  # the gates' adjoints side by side, for one product per gradient
-        arrays.update({name: Array(name, None, Steps.FROM_ONE) for name in [group.name] + [span[0] for span in group.spans]})
+        arrays.update(
+            {name: Array(name, None, Steps.FROM_ONE) for name in [group.name] + [span[0] for span in group.spans]}
+        )
     gradient = JaxPrinter(stacked=True, arrays=arrays)
     gradient_lines = [f"{s.target.name} = {gradient(s.value)}  # {s.comment}" for s in program.gradients.statements]
     returns = [f'"{key}": {gradient(value)},  # {comment}' for key, value, comment in program.returns]

@@ -201,7 +201,9 @@ class PassPrinter(JaxPrinter):
             raise PrintError(f"the forward pass writes {statement.target.name}, which is not one of its arrays")
         array = self.homes[place.home]
         if place.whole and how == "set" and (not self.stacked or array.steps is Steps.FROM_ONE):
-            code = self.zeros(array) if zero else value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
+            code = (
+                self.zeros(array) if zero else value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
+            )
         elif place.whole and how == "add" and not self.stacked:
             code = f"{self.current(array)} + {value}"
         else:
@@ -296,4 +298,3 @@ def stack_lines(printer, stacks):
             parts = tuple_items(printer(part) for part in stack.parts)
             lines.append(f"{stack.name} = jnp.concatenate(({parts}))  # stacked once per call")
     return lines
-

@@ -111,9 +111,7 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings, groups
         if isinstance(node, Adj) and (shift == 0 or node.of.name not in targets)
     ]
     step.used.sizes |= {"B", "dtype"} if zero else set()
-    starts = [
-        f"{local} = {step.helper('_fresh')}(jnp.zeros((B, {step(rows)}), dtype), ages)" for local, rows in zero
-    ]
+    starts = [f"{local} = {step.helper('_fresh')}(jnp.zeros((B, {step(rows)}), dtype), ages)" for local, rows in zero]
     scan = Scan(fresh + starts + body)
     carried = []
     for local, (node, shift) in step.reads.items():

@@ -63,7 +63,9 @@ def _substituted(statement, mapping):
 def plan(model, forward, adjoints, window_statements, cache, crossings, window_crossings, recurrent):
     """The Checkpoints of a program's passes."""
     kept = tuple(model.states)
-    targets = {s.target.of.name: s.target.of for s in walk(window_statements) if isinstance(getattr(s, "target", None), Adj)}
+    targets = {
+        s.target.of.name: s.target.of for s in walk(window_statements) if isinstance(getattr(s, "target", None), Adj)
+    }
     aged = sum((seq.rows for name, seq in targets.items() if name in recurrent), sp.S.Zero)
     plain = sum((seq.rows for name, seq in targets.items() if name not in recurrent), sp.S.Zero)
     return Checkpoints(
@@ -76,4 +78,3 @@ def plan(model, forward, adjoints, window_statements, cache, crossings, window_c
         crossings=crossings,
         window_crossings=window_crossings,
     )
-

@@ -127,7 +127,11 @@ def gradients(returns, groups):
             for k in range(first, first + count):
                 for index, total in members[k]:
                     key_name, value, comment = returns[index]
-                    returns[index] = (key_name, value.xreplace({total: Rows(symbol, offset, group.members[k][1])}), comment)
+                    returns[index] = (
+                        key_name,
+                        value.xreplace({total: Rows(symbol, offset, group.members[k][1])}),
+                        comment,
+                    )
                 offset += group.members[k][1]
     return statements, returns, list(groups.values())
 

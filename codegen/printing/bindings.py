@@ -20,9 +20,7 @@ class Printed:
     def of(cls, lines, used, arrays=None):
         """The body of lines from a printer that recorded `used`; arrays: those it reads if not all it used."""
         arrays = used.arrays if arrays is None else arrays
-        return cls(
-            tuple(lines), *(frozenset(names) for names in (used.helpers, used.params, arrays, used.sizes))
-        )
+        return cls(tuple(lines), *(frozenset(names) for names in (used.helpers, used.params, arrays, used.sizes)))
 
 
 def quoted(name):

@@ -15,7 +15,10 @@ def hand_back(printer, crossings):
         return []
     at_step = printer.at(False)
     items = ", ".join(f'"{c.name}": {at_step(Copy(c.first))}[None]' for c in crossings)
-    return ["if following is not None:  # step 1's values, for the segment before this one", f"    following.update({{{items}}})"]
+    return [
+        "if following is not None:  # step 1's values, for the segment before this one",
+        f"    following.update({{{items}}})",
+    ]
 
 
 def bytes_lines(checkpoints, model, held=(0, 0)):

@@ -51,11 +51,11 @@ def input_checks(facts, style, finite=None):
     """The checks of xs (then ys when teacher-forced) and the initial states, binding T and B as the backend does."""
     x, y = facts.input, facts.target
     if x.labels:
-        lines = [f'{x.name} = {style.labels("xs", "sizes", x.rows)}']
+        lines = [f"{x.name} = {style.labels('xs', 'sizes', x.rows)}"]
     else:
-        lines = [f'{x.name} = {style.array("xs", ("T", "B", x.rows), "sizes", "dtype", finite)}']
+        lines = [f"{x.name} = {style.array('xs', ('T', 'B', x.rows), 'sizes', 'dtype', finite)}"]
     lines += [from_shape(style.batch, x.name)] if style.batch else []
-    lines += [f'{y.name} = {style.labels("ys", "sizes", y.rows)}'] if facts.forced else []
+    lines += [f"{y.name} = {style.labels('ys', 'sizes', y.rows)}"] if facts.forced else []
     for name, size in facts.states:
         check = style.array(f"{name}0", ("B", size), "sizes", "dtype", finite)
         lines.append(f"{name}0 = {style.no_state.format(size=size)} if {name}0 is None else {check}")
@@ -68,17 +68,17 @@ def target_checks(facts, style, sizes="sizes"):
     if facts.forced:
         return ()
     if y.labels:
-        return (f'{y.name} = {style.labels("ys", sizes, y.rows)}',)
-    return (f'{y.name} = {style.array("ys", ("T", "B", y.rows), sizes, "dtype")}',)
+        return (f"{y.name} = {style.labels('ys', sizes, y.rows)}",)
+    return (f"{y.name} = {style.array('ys', ('T', 'B', y.rows), sizes, 'dtype')}",)
 
 
 def losses_checks(facts, style):
     """losses' checks: the outputs (any float dtype, not scanned for nan), the targets in their dtype and device."""
     s, y = facts.output, facts.target
     dtype = '_float_dtype("outputs", outputs)'
-    lines = [f'{s.name} = {style.array("outputs", ("T", "B", s.rows), "sizes", dtype, "False", device=None)}']
+    lines = [f"{s.name} = {style.array('outputs', ('T', 'B', s.rows), 'sizes', dtype, 'False', device=None)}"]
     if y.labels:
-        lines.append(f'{y.name} = {style.labels("ys", "sizes", y.rows, device=f"{s.name}.device")}')
+        lines.append(f"{y.name} = {style.labels('ys', 'sizes', y.rows, device=f'{s.name}.device')}")
     else:
         check = style.array("ys", ("T", "B", y.rows), "sizes", f"{s.name}.dtype", device=f"{s.name}.device")
         lines.append(f"{y.name} = {check}")
@@ -112,4 +112,6 @@ class Checks:
 
 
 def checks(facts, style):
-    return Checks(input_checks(facts, style), target_checks(facts, style), losses_checks(facts, style), draws(facts, style))
+    return Checks(
+        input_checks(facts, style), target_checks(facts, style), losses_checks(facts, style), draws(facts, style)
+    )

@@ -17,7 +17,9 @@ def no_factor_code(factor):
 
 def unspecified_loss(loss):
     """The refusal of a loss with no code (GenericLoss: l(o_t, y_t) left unspecified)."""
-    return PrintError(f"the loss {notation(loss)} is not specified, so it has no code; give the model a concrete code_loss")
+    return PrintError(
+        f"the loss {notation(loss)} is not specified, so it has no code; give the model a concrete code_loss"
+    )
 
 
 class Code(str):

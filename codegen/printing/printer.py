@@ -262,7 +262,9 @@ class RowPrinter(ProductPrinting, Printer):
         raise PrintError(f"{described(expr)} has no code yet", expr)
 
 
-@functools.lru_cache(maxsize=8192)  # -term rebuilds the whole term (a deep doit), and every backend prints the same terms
+@functools.lru_cache(
+    maxsize=8192
+)  # -term rebuilds the whole term (a deep doit), and every backend prints the same terms
 def negated(term):
     return -term
 

@@ -164,7 +164,11 @@ class NumPyPrinter(Statements, RowPrinter):
         if isinstance(expr, sp.HadamardPower):
             base, lines = self.operand_into(expr.base, out, rows)
             square = expr.exp == 2
-            call = self.calls.line("square", x=base, out=out) if square else self.calls.line("power", x=base, p=expr.exp, out=out)
+            call = (
+                self.calls.line("square", x=base, out=out)
+                if square
+                else self.calls.line("power", x=base, p=expr.exp, out=out)
+            )
             return lines + [call]
         if isinstance(expr, Apply):
             return self.emit_apply(expr, out, rows, self_ref)
@@ -207,7 +211,9 @@ class NumPyPrinter(Statements, RowPrinter):
             rest.remove(second)
         elif negated(first) is not None and scalar is not None:
             value, lines = self.operand_into(negated(first), out, rows)
-            lines = lines + [line.format(c=self.number(constant(scalar)), x=value, out=out) for line in self.calls.minus_from]
+            lines = lines + [
+                line.format(c=self.number(constant(scalar)), x=value, out=out) for line in self.calls.minus_from
+            ]
             rest.remove(scalar)
         elif negated(first) is not None:
             lines = self.emit(negated(first), out, rows, self_ref) + [self.calls.line("negative", x=out, out=out)]

@@ -36,7 +36,9 @@ class Statements:
         """A Guard, and at step T of a segment the same flows from the segment after it (passes/checkpoint.py)."""
         bind = [f'{name} = following["{name}"]' for name in boundary.crossings]
         body = ["    " + line for line in bind + self.lines(boundary.following)]
-        return self._print_Guard(boundary) + ["elif following:  # step T of a segment: the flow from the next one"] + body
+        return (
+            self._print_Guard(boundary) + ["elif following:  # step T of a segment: the flow from the next one"] + body
+        )
 
 
 class WindowPrinter(Statements, RowPrinter):

@@ -31,8 +31,8 @@ STYLE = CheckStyle(
     device=True,
     batch=(),
     no_state="None",
-    draw_labels='{name} = torch.randint(0, {rows}, (T, B), generator=rng, device=where)',
-    draw_floats='{name} = torch.randn((T, B, {rows}), generator=rng, dtype=dtype, device=where)',
+    draw_labels="{name} = torch.randint(0, {rows}, (T, B), generator=rng, device=where)",
+    draw_floats="{name} = torch.randn((T, B, {rows}), generator=rng, dtype=dtype, device=where)",
 )
 
 
@@ -98,7 +98,8 @@ def layout(model, program=None, standalone=False):
         adjoints_lines=full.lines,
         window_lines=adjoints_lines(model, window, cache),
         gradients_lines=tuple(
-            bind(model, gradients, sources(gradients, cache) | dict.fromkeys(reads, "adjoints"), dy) + list(gradients.lines)
+            bind(model, gradients, sources(gradients, cache) | dict.fromkeys(reads, "adjoints"), dy)
+            + list(gradients.lines)
         ),
         returns=returns,
         module_checks=input_checks(facts, STYLE, finite="False"),
@@ -130,4 +131,6 @@ def sources(body, cache):
 def adjoints_lines(model, body, cache):
     """The body of _adjoints or _window_adjoints: bindings, the adjoint tensors' dtype and device, the statements."""
     dy = output_adjoint(model)
-    return tuple(bind(model, body, sources(body, cache), dy) + [f"dtype, device = {dy}.dtype, {dy}.device"] + list(body.lines))
+    return tuple(
+        bind(model, body, sources(body, cache), dy) + [f"dtype, device = {dy}.dtype, {dy}.device"] + list(body.lines)
+    )

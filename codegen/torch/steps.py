@@ -45,7 +45,9 @@ class StepFunction:
 
     def call(self):
         """The lines at the top of the loop's body that run the step compiled, when it is."""
-        test, why = ("_step is not None and t < T", "  # step T as written") if self.flows else ("_step is not None", "")
+        test, why = (
+            ("_step is not None and t < T", "  # step T as written") if self.flows else ("_step is not None", "")
+        )
         return [f"if {test}:{why}", f"    _step({', '.join(self.args.values())})", "    continue"]
 
 
@@ -171,5 +173,7 @@ class StepLoops:
         for names, more in zip(vars(self.used).values(), vars(steps.used).values(), strict=True):
             names |= more  # what the step reads, bound where the loop is
         self.step_functions.append(function)
-        choose = f"_step = {self.helper('_compiled')}({name}) if compile else None  # compile=True: through torch.compile"
+        choose = (
+            f"_step = {self.helper('_compiled')}({name}) if compile else None  # compile=True: through torch.compile"
+        )
         return [choose, head] + ["    " + line for line in function.call() + body]

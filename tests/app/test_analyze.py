@@ -148,7 +148,12 @@ def run_main(argv, capsys):
 def test_every_model_with_a_recurrent_state_is_analyzed(name, capsys):
     code, out, err = run_main(["analyze", name, "--steps", "3", "--radius", "0.9"], capsys)
     assert code == 0 and err == "", err
-    titles = ["Gradient norms against", "Eigenvalues of the recurrent", "|cos(M^k x, v1)|", "Global gradient norm before"]
+    titles = [
+        "Gradient norms against",
+        "Eigenvalues of the recurrent",
+        "|cos(M^k x, v1)|",
+        "Global gradient norm before",
+    ]
     titles += ["The constant error carousel through"] if name in ("gru", "lstm", "lstm-peephole") else []
     assert [line for line in out.splitlines() if line.startswith(tuple(titles))] == [
         table.title for table in analysis.analyze(load(name), 3, 0, (0.9,)).tables
@@ -172,7 +177,10 @@ def test_every_model_with_a_recurrent_state_is_analyzed(name, capsys):
         (["analyze", "nosuch"], "unknown model 'nosuch'"),
         (["analyze", "examples/nosuch.py:f"], "does not exist"),
         (["analyze", "jordan"], "teacher forcing makes every state data"),
-        (["analyze", "elman", "-o", "no/such/folder"], "output folder 'no/such/folder' does not exist, nor does its parent 'no/such'"),
+        (
+            ["analyze", "elman", "-o", "no/such/folder"],
+            "output folder 'no/such/folder' does not exist, nor does its parent 'no/such'",
+        ),
         (["analyze", "elman", "-o", "README.md"], "-o: 'README.md' is not a folder"),
         (["analyze", "elman", "--scale", "0"], "argument --scale: expected a positive number, got '0'"),
         (["analyze", "elman", "--scale", "nan"], "argument --scale"),

@@ -237,7 +237,11 @@ def test_ctrl_c_early_in_a_real_process_exits_130_quietly(tmp_path):
 # The generated modules, the same cases in every backend: (module, array maker, a maker of an rng). Nothing here
 # may start JAX while the suite is collected: a test should not pay for JAX's start-up at collection.
 BACKENDS = {
-    "numpy": (lambda name: importlib.import_module(f"bptt.generated.{name}"), np.asarray, lambda: np.random.default_rng(0)),
+    "numpy": (
+        lambda name: importlib.import_module(f"bptt.generated.{name}"),
+        np.asarray,
+        lambda: np.random.default_rng(0),
+    ),
     "torch": (lambda name: importlib.import_module(f"bptt.generated.{name}_torch"), torch.as_tensor, lambda: None),
     "jax": (lambda name: importlib.import_module(f"bptt.generated.{name}_jax"), jnp.asarray, lambda: jax.random.key(0)),
 }

@@ -31,7 +31,9 @@ def test_a_row_per_budget_checked_against_full_bptt(tmp_path):
     rows = rows_of(result.stdout)
     assert list(rows) == ["full", "3", "5", "2KiB"]
     for budget in (3, 5):
-        assert int(rows[str(budget)][1]) == schedule._evaluations(schedule._schedule(20, schedule._capacities(budget, 1, 1, 20)))
+        assert int(rows[str(budget)][1]) == schedule._evaluations(
+            schedule._schedule(20, schedule._capacities(budget, 1, 1, 20))
+        )
     state, forward_step, backward_step = elman._checkpoint_bytes({"d": 2, "h": 3, "q": 4}, 2, 8, 1)
     capacities = schedule._capacities(*schedule._budget("2KiB", state, forward_step + backward_step), 20)
     assert int(rows["2KiB"][1]) == schedule._evaluations(schedule._schedule(20, capacities))

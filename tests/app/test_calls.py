@@ -25,7 +25,7 @@ BOUNDS = {  # name: (NumPy's, torch's)
     "lstm-peephole": ((19, 9), (12, 7)),
 }
 
-MODULE = '''
+MODULE = """
 import numpy as np
 
 def _affine(z, out):
@@ -47,7 +47,7 @@ def _forward(params, x, h, T):
 
 def _adjoints(keep, d_h, T):
     return d_h
-'''
+"""
 
 
 def test_a_step_is_counted_call_by_call():

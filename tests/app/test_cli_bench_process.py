@@ -181,7 +181,19 @@ def interrupted(whom, folder, repeats):
     the `bptt` process, its child, or both as a terminal's Ctrl-C) once the child has loaded NumPy; None if
     it finished first (a starved test process can miss the moment)."""
     parent = subprocess.Popen(
-        [sys.executable, "-m", "bptt", "bench", "elman", *SMALL[:-1], str(repeats), "--checkpoints", "4,8", "-o", folder],
+        [
+            sys.executable,
+            "-m",
+            "bptt",
+            "bench",
+            "elman",
+            *SMALL[:-1],
+            str(repeats),
+            "--checkpoints",
+            "4,8",
+            "-o",
+            folder,
+        ],
         cwd=REPO,
         env=clean_env(),
         stdout=subprocess.DEVNULL,
@@ -200,7 +212,7 @@ def interrupted(whom, folder, repeats):
      "child": lambda: os.kill(child, signal.SIGINT),
      "group": lambda: os.killpg(parent.pid, signal.SIGINT)}[whom]()  # fmt: skip
     _, err = parent.communicate(timeout=120)
-    return (None if parent.returncode == 0 else (parent.returncode, err.decode(), child))
+    return None if parent.returncode == 0 else (parent.returncode, err.decode(), child)
 
 
 @pytest.mark.parametrize("whom", ["parent", "child", "group"])

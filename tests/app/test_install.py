@@ -44,12 +44,16 @@ def test_only_bptt_is_installed_at_the_top_level(installed):
     top = {p.name for p in installed.iterdir() if not p.name.endswith(".dist-info") and p.name != "bin"}
     assert top == {"bptt"}
     package = installed / "bptt"
-    assert {"derive", "documents", "codegen", "app", "generated", "runtime", "__main__.py"} <= {p.name for p in package.iterdir()}
+    assert {"derive", "documents", "codegen", "app", "generated", "runtime", "__main__.py"} <= {
+        p.name for p in package.iterdir()
+    }
     for backend in ("numpy", "torch", "jax"):
         assert (package / "codegen" / backend / "module.py.j2").is_file(), f"the {backend} template is not installed"
     assert any(package.glob("documents/templates/*.j2")), "the document templates are not installed"
     folders = {init.parent.relative_to(REPO) for init in REPO.rglob("__init__.py")}  # pyproject.toml lists each
-    folders = {f for f in folders if not f.parts or not (f.parts[0] in ("tests", "build") or f.parts[0].startswith("."))}
+    folders = {
+        f for f in folders if not f.parts or not (f.parts[0] in ("tests", "build") or f.parts[0].startswith("."))
+    }
     assert sorted(str(f) for f in folders if not (package / f / "__init__.py").is_file()) == []
 
 

@@ -45,6 +45,8 @@ def test_fail_on_skip_turns_every_skip_into_a_failure(suite):
 
 
 def test_fail_on_skip_fails_a_test_that_skips(suite):
-    result = suite.runpytest("-p", "no:xdist", "-p", "no:cacheprovider", "--fail-on-skip", "test_other.py", "test_plain.py")
+    result = suite.runpytest(
+        "-p", "no:xdist", "-p", "no:cacheprovider", "--fail-on-skip", "test_other.py", "test_plain.py"
+    )
     result.assert_outcomes(passed=1, failed=1)
     assert "skipped under --fail-on-skip" in result.stdout.str()

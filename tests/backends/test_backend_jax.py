@@ -98,9 +98,12 @@ def case(name):
 def jax_loss_and_grads(name, mode, dtype=jnp.float64):
     _, module, (params, xs, ys, initial), key, _ = case(name)
     return module.loss_and_grads(
-        to_jax(params, dtype), jnp.asarray(xs if xs.dtype.kind != "f" else xs.astype(dtype)),
-        jnp.asarray(ys if ys.dtype.kind != "f" else ys.astype(dtype)), **to_jax(initial, dtype),
-        truncate=mode, rng=key if mode and mode[0] == "random" else None,
+        to_jax(params, dtype),
+        jnp.asarray(xs if xs.dtype.kind != "f" else xs.astype(dtype)),
+        jnp.asarray(ys if ys.dtype.kind != "f" else ys.astype(dtype)),
+        **to_jax(initial, dtype),
+        truncate=mode,
+        rng=key if mode and mode[0] == "random" else None,
     )
 
 
@@ -179,7 +182,10 @@ def test_custom_vjp_under_jit_vmap_and_grad(name):
         return by_apply, by_forward
 
     results = jax.jit(both)(to_jax(params), xs, ys, initial)
-    grads = {label: {**by_param, **by_state} for label, (by_param, by_state) in zip(("apply", "forward"), results, strict=True)}
+    grads = {
+        label: {**by_param, **by_state}
+        for label, (by_param, by_state) in zip(("apply", "forward"), results, strict=True)
+    }
     assert_close(grads["apply"], grads["forward"], 1e-12, f"{name} apply vs jax.grad of forward")
     assert_close(grads["apply"], expected, 1e-12, f"{name} apply vs NumPy")
 
@@ -254,16 +260,33 @@ def bad_calls(numpy_module, module, params, xs, ys, initial):
     bad_ys = ys.copy()
     bad_ys[2, 1] = 99
     return [
-        ("nan in xs", lambda: numpy_module.loss_and_grads(params, nan_xs, ys), lambda: module.loss_and_grads(
-            to_jax(params), jnp.asarray(nan_xs), jnp.asarray(ys))),
-        ("a parameter's shape", lambda: numpy_module.loss_and_grads(wide, xs, ys), lambda: module.loss_and_grads(
-            to_jax(wide), jnp.asarray(xs), jnp.asarray(ys))),
-        ("a label out of range", lambda: numpy_module.loss_and_grads(params, xs, bad_ys), lambda: module.loss_and_grads(
-            to_jax(params), jnp.asarray(xs), jnp.asarray(bad_ys))),
-        ("truncate", lambda: numpy_module.loss_and_grads(params, xs, ys, truncate=("window", 0)),
-         lambda: module.loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(ys), truncate=("window", 0))),
-        ("h0's batch", lambda: numpy_module.loss_and_grads(params, xs, ys, h0=initial["h0"][:1]),
-         lambda: module.loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(ys), h0=jnp.asarray(initial["h0"][:1]))),
+        (
+            "nan in xs",
+            lambda: numpy_module.loss_and_grads(params, nan_xs, ys),
+            lambda: module.loss_and_grads(to_jax(params), jnp.asarray(nan_xs), jnp.asarray(ys)),
+        ),
+        (
+            "a parameter's shape",
+            lambda: numpy_module.loss_and_grads(wide, xs, ys),
+            lambda: module.loss_and_grads(to_jax(wide), jnp.asarray(xs), jnp.asarray(ys)),
+        ),
+        (
+            "a label out of range",
+            lambda: numpy_module.loss_and_grads(params, xs, bad_ys),
+            lambda: module.loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(bad_ys)),
+        ),
+        (
+            "truncate",
+            lambda: numpy_module.loss_and_grads(params, xs, ys, truncate=("window", 0)),
+            lambda: module.loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(ys), truncate=("window", 0)),
+        ),
+        (
+            "h0's batch",
+            lambda: numpy_module.loss_and_grads(params, xs, ys, h0=initial["h0"][:1]),
+            lambda: module.loss_and_grads(
+                to_jax(params), jnp.asarray(xs), jnp.asarray(ys), h0=jnp.asarray(initial["h0"][:1])
+            ),
+        ),
     ]
 
 

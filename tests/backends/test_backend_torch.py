@@ -128,7 +128,9 @@ def forward_both(numpy_module, torch_module, arrays):
     params, xs, ys, initial = arrays
     teacher = (ys,) if numpy_module.TEACHER_FORCED else ()
     expected = numpy_module.forward(params, xs, *teacher, **initial)
-    got = torch_module.forward(tensors(params), torch.from_numpy(xs), *map(torch.from_numpy, teacher), **tensors(initial))
+    got = torch_module.forward(
+        tensors(params), torch.from_numpy(xs), *map(torch.from_numpy, teacher), **tensors(initial)
+    )
     return expected, got
 
 
@@ -198,7 +200,9 @@ def bad_inputs():
         "nan parameter, checkpoints": lambda m, p, xs, ys: m.loss_and_grads(
             {**p, "W": p["W"] * float("nan")}, xs, ys, checkpoints=2
         ),
-        "xs dtype": lambda m, p, xs, ys: m.loss_and_grads(p, xs.astype(np.float32) if isinstance(xs, np.ndarray) else xs.float(), ys),
+        "xs dtype": lambda m, p, xs, ys: m.loss_and_grads(
+            p, xs.astype(np.float32) if isinstance(xs, np.ndarray) else xs.float(), ys
+        ),
         "window k": lambda m, p, xs, ys: m.loss_and_grads(p, xs, ys, truncate=("window", 0)),
         "truncate before xs": lambda m, p, xs, ys: m.loss_and_grads(p, xs[..., :1], ys, truncate=("window", 0)),
         "truncate mode": lambda m, p, xs, ys: m.loss_and_grads(p, xs, ys, truncate=("sometimes", 2)),
@@ -274,7 +278,12 @@ def test_a_users_cell_with_stacked_weights_matches_numpy():
     numpy_module, torch_module = in_memory(load(str(GENERATED.parent / "examples" / "torch_lstm.py") + ":lstm"))
     arrays = user_problem(numpy_module, 4)
     for truncate in (None, ("window", 2)):
-        assert_grads_equal(run_torch(torch_module, arrays, truncate)[1], run_numpy(numpy_module, arrays, truncate)[1], 1e-12, str(truncate))
+        assert_grads_equal(
+            run_torch(torch_module, arrays, truncate)[1],
+            run_numpy(numpy_module, arrays, truncate)[1],
+            1e-12,
+            str(truncate),
+        )
     rtrl = torch_module.forward_mode_grads(*map(tensors_of, arrays[:3]), **tensors(arrays[3]))
     assert_grads_equal(rtrl[1], run_numpy(numpy_module, arrays)[1], 1e-12, "forward mode")
 

@@ -41,7 +41,10 @@ def torch_held(name, steps):
     d_outputs = module._segment_loss(outputs, ys, steps)[1]
     work = module._backward_arrays(steps, BATCH, sizes, torch.float64, "cpu")
     inputs = {xs.untyped_storage().data_ptr(), ys.untyped_storage().data_ptr()}
-    storages = {t.untyped_storage().data_ptr(): t.untyped_storage().nbytes() for t in (outputs, d_outputs, *cache.values(), *work.values())}
+    storages = {
+        t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
+        for t in (outputs, d_outputs, *cache.values(), *work.values())
+    }
     return sum(size for pointer, size in storages.items() if pointer not in inputs)
 
 
@@ -67,7 +70,9 @@ def test_the_estimate_counts_what_a_stored_step_holds(name, held):
     per_step = (held(name, long) - held(name, short)) / (long - short)
     module = module_of(f"{name}_{held.__name__.removesuffix('_held')}")
     sizes = dict(zip(module_of(name).SIZES, SIZES, strict=True))
-    assert per_step <= estimate(module, sizes), f"{name}: {per_step:.0f} bytes a step, estimated {estimate(module, sizes)}"
+    assert per_step <= estimate(module, sizes), (
+        f"{name}: {per_step:.0f} bytes a step, estimated {estimate(module, sizes)}"
+    )
 
 
 @pytest.mark.parametrize("name", ["elman", "lstm", "linear"])
@@ -82,7 +87,9 @@ def test_model_loss_keeps_nothing_beside_the_outputs(name, monkeypatch):
     outputs.retain_grad()
     given = {outputs.untyped_storage().data_ptr(), ys.untyped_storage().data_ptr()}
     saved = []
-    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t.untyped_storage().data_ptr()) or t, lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(
+        lambda t: saved.append(t.untyped_storage().data_ptr()) or t, lambda t: t
+    ):
         loss = model.loss(outputs, ys)
     assert set(saved) <= given
     loss.backward()

@@ -26,7 +26,12 @@ STEPS, SLOTS = 4, 3
 def arrays(name):
     params, xs, ys, initial = problem(module_of(name), steps=STEPS)
     convert = jnp.asarray
-    return {k: convert(v) for k, v in params.items()}, convert(xs), convert(ys), {k: convert(v) for k, v in initial.items()}
+    return (
+        {k: convert(v) for k, v in params.items()},
+        convert(xs),
+        convert(ys),
+        {k: convert(v) for k, v in initial.items()},
+    )
 
 
 @pytest.mark.parametrize("mode", TRUNCATIONS)

@@ -92,7 +92,9 @@ def test_the_step_functions_run_as_written_give_the_default_path(module, monkeyp
     params, xs, ys = problem(module)
     for truncate in (None, ("random", 0.5)):
         expected = module.loss_and_grads(params, xs, ys, truncate=truncate, rng=torch.Generator().manual_seed(3))
-        got = module.loss_and_grads(params, xs, ys, truncate=truncate, rng=torch.Generator().manual_seed(3), compile=True)
+        got = module.loss_and_grads(
+            params, xs, ys, truncate=truncate, rng=torch.Generator().manual_seed(3), compile=True
+        )
         assert float(got[0]) == float(expected[0])
         assert_grads_equal(got[1], expected[1], 1e-12, f"{module.__name__} {truncate}")
 
@@ -104,7 +106,9 @@ def test_compiled_steps_give_the_default_path():
     params, xs, ys = problem(lstm_torch)
     for truncate in (None, ("random", 0.5)):
         expected = lstm_torch.loss_and_grads(params, xs, ys, truncate=truncate, rng=torch.Generator().manual_seed(3))
-        got = lstm_torch.loss_and_grads(params, xs, ys, truncate=truncate, rng=torch.Generator().manual_seed(3), compile=True)
+        got = lstm_torch.loss_and_grads(
+            params, xs, ys, truncate=truncate, rng=torch.Generator().manual_seed(3), compile=True
+        )
         assert float(got[0]) == pytest.approx(float(expected[0]), rel=1e-12)
         assert_grads_equal(got[1], expected[1], 1e-12, f"lstm {truncate}")
     grads = []

@@ -53,7 +53,9 @@ def test_every_model_s_nn_module_gives_the_derived_gradients(problem):
     loss.backward()
     expected_loss, expected = run_torch(torch_module, (params, xs, ys, initial))
     assert abs(float(loss.detach()) - float(expected_loss)) <= 1e-12 * abs(float(expected_loss))
-    got = {key: value.grad for key, value in model.named_parameters()} | {key: value.grad for key, value in states.items()}
+    got = {key: value.grad for key, value in model.named_parameters()} | {
+        key: value.grad for key, value in states.items()
+    }
     assert_grads_equal(got, expected, 1e-12, name)
 
 
@@ -108,7 +110,10 @@ def test_inputs_that_require_grad_are_refused():
     torch_module, model, xs, ys = zoo_lstm()
     front = torch.nn.Linear(SIZES["d"], SIZES["d"], dtype=torch.float64)
     upstream = front(xs)
-    for run in (lambda: model(upstream), lambda: torch_module.BPTT.apply(None, None, upstream, None, None, *model.parameters())):
+    for run in (
+        lambda: model(upstream),
+        lambda: torch_module.BPTT.apply(None, None, upstream, None, None, *model.parameters()),
+    ):
         with pytest.raises(ValueError, match=r"^xs requires grad: .*detach xs") as error:
             run()
         assert "\n" not in str(error.value)

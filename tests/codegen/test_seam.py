@@ -31,7 +31,10 @@ from dataclasses import replace
 
 # XLA's fast compile, as test_backend_jax.py sets it (once): read when JAX starts its CPU backend.
 os.environ["XLA_FLAGS"] = " ".join(
-    dict.fromkeys(os.environ.get("XLA_FLAGS", "").split() + ["--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true"])
+    dict.fromkeys(
+        os.environ.get("XLA_FLAGS", "").split()
+        + ["--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true"]
+    )
 )
 
 import jax
@@ -56,7 +59,9 @@ EXAMPLES = (
 )
 MODES = (None, ("window", 2), ("chunk", 2))
 T, B = 5, 3
-XDIST_GROUP = "zoo modules at T=5, B=3"  # with test_backend_jax.py and the oracle tests: the same shapes, compiled once for all
+XDIST_GROUP = (
+    "zoo modules at T=5, B=3"  # with test_backend_jax.py and the oracle tests: the same shapes, compiled once for all
+)
 BUILDERS = ("ir", "program", "passes.")  # codegen's modules that build statements: the IR and its passes
 FORWARD_MODE = {"jax.forward_mode", "torch.rtrl"}  # forward mode's printers: the tangent loops' own statements
 STATEMENTS = {"Assign", "Accumulate", "Flow", "Loop", "Guard", "Stack", "Pass", "Program"}
@@ -150,11 +155,17 @@ def torch_two_layer_lstm(params, xs, ys, initial):
             for layer in (1, 2):
                 getattr(lstm, f"{theirs}_l{layer - 1}").copy_(torch.from_numpy(params[f"{ours}{layer}"]))
     V = torch.tensor(params["V"], requires_grad=True)
-    states = {key: torch.tensor(np.stack([initial[f"{key}10"], initial[f"{key}20"]]), requires_grad=True) for key in "hc"}
+    states = {
+        key: torch.tensor(np.stack([initial[f"{key}10"], initial[f"{key}20"]]), requires_grad=True) for key in "hc"
+    }
     hidden, _ = lstm(torch.from_numpy(xs), (states["h"], states["c"]))
     loss = 0.5 * ((hidden @ V.T - torch.from_numpy(ys)) ** 2).sum() / xs.shape[1]
     loss.backward()
-    grads = {f"{ours}{layer}": getattr(lstm, f"{theirs}_l{layer - 1}").grad for ours, theirs in names.items() for layer in (1, 2)}
+    grads = {
+        f"{ours}{layer}": getattr(lstm, f"{theirs}_l{layer - 1}").grad
+        for ours, theirs in names.items()
+        for layer in (1, 2)
+    }
     grads |= {f"{key}{layer}0": states[key].grad[layer - 1] for key in "hc" for layer in (1, 2)}
     return float(loss.detach()), grads | {"V": V.grad}
 
@@ -280,7 +291,9 @@ def test_the_forward_pass_does_not_depend_on_the_hash_seed():
     process whose hash seed differs from this one's (this one's is random, or the PYTHONHASHSEED it was given)."""
     code = HASHED.format(example=ROOT / "examples" / "lstm_2layer.py")
     seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed})
+    other = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}
+    )
     assert other.returncode == 0, other.stderr
     here = io.StringIO()
     with contextlib.redirect_stdout(here):

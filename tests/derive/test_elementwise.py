@@ -26,7 +26,20 @@ from bptt.documents.latex import latex
 
 ENTRIES = sorted(FUNCTIONS)
 DIFFERENTIABLE = [name for name in ENTRIES if FUNCTIONS[name].derivative is not None]  # slopes have none
-SHIPPED = ["elu", "exp", "gelu", "identity", "leaky_relu", "log", "relu", "sigmoid", "silu", "softplus", "softsign", "tanh"]
+SHIPPED = [
+    "elu",
+    "exp",
+    "gelu",
+    "identity",
+    "leaky_relu",
+    "log",
+    "relu",
+    "sigmoid",
+    "silu",
+    "softplus",
+    "softsign",
+    "tanh",
+]
 
 
 def _points(seed, n=6, positive=False):
@@ -89,7 +102,11 @@ def evaluated(name, backend, values):
 def assert_code_computes_the_function(name, dtype, backend="numpy"):
     entry = FUNCTIONS[name]
     points = np.array([float(v) for v in _points(seed=7, positive=name == "log")], dtype)
-    values = {"numpy": lambda: points, "torch": lambda: _torch().from_numpy(points), "jax": lambda: _jnp().asarray(points)}
+    values = {
+        "numpy": lambda: points,
+        "torch": lambda: _torch().from_numpy(points),
+        "jax": lambda: _jnp().asarray(points),
+    }
     got = np.asarray(evaluated(name, backend, values[backend]()))
     want = np.array([float(entry.scalar(sp.Float(float(v), 30))) for v in points])
     assert got.dtype == dtype, (name, backend)
@@ -130,7 +147,7 @@ def test_latex_names_the_functions():
 
 
 CELL = textwrap.dedent(
-    '''
+    """
     import sympy as sp
     from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
     from bptt.derive.elementwise import Elementwise, register
@@ -166,7 +183,7 @@ CELL = textwrap.dedent(
             outputs=((o, V * hidden()),),
             loss=SquaredError(o(), y()),
         )
-    '''
+    """
 )
 
 CELL_FUNCTIONS = ["relu", "leaky_relu", "elu", "softplus", "softsign", "silu", "gelu", "exp", "identity", "cubic"]
@@ -232,7 +249,12 @@ def test_a_function_without_a_backend_s_code_is_refused_in_one_line(cell_file, t
     status = main(["codegen", f"{cell_file}:cubic_rnn", "--backend", "torch", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert status == 2 and list(tmp_path.iterdir()) == []
-    assert err.count("\n") == 1 and "(torch backend)" in err and "'cubic' has no code" in err and "TORCH_FUNCTIONS.register('cubic'" in err
+    assert (
+        err.count("\n") == 1
+        and "(torch backend)" in err
+        and "'cubic' has no code" in err
+        and "TORCH_FUNCTIONS.register('cubic'" in err
+    )
 
 
 def test_a_function_registered_again_is_derived_again():

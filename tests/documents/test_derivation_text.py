@@ -291,7 +291,9 @@ def test_the_closed_form_uses_the_named_jacobian():
 def test_long_lists_of_equations_are_named_in_the_text():
     """A sentence names the consumer equations when written out they would take more than a line of text."""
     [recursion] = [e for e in displayed("gru") if e.why.startswith("For $t < T$")]
-    assert recursion.why.startswith(r"For $t < T$, by the chain rule through the equations of $\bar{\mathbf{r}}_{t+1}$, ")
+    assert recursion.why.startswith(
+        r"For $t < T$, by the chain rule through the equations of $\bar{\mathbf{r}}_{t+1}$, "
+    )
     assert " = " not in recursion.why
     [short] = [e for e in displayed("elman") if e.why.startswith("For $t < T$")]
     assert r"$\mathbf{s}_{t} = \mathbf{c} + \mathbf{V} \mathbf{h}_{t}$" in short.why

@@ -88,8 +88,10 @@ class KeptPattern(Problem):
         """Per step t: the forward pass's data arguments and the unperturbed run's states at t (the same
         for every evaluation of the loss, so kept)."""
         if not hasattr(self, "_steps"):
-            data = [(self.xs[t : t + 1], self.ys[t : t + 1]) if self.module.TEACHER_FORCED else (self.xs[t : t + 1],)
-                    for t in range(len(self.xs))]
+            data = [
+                (self.xs[t : t + 1], self.ys[t : t + 1]) if self.module.TEACHER_FORCED else (self.xs[t : t + 1],)
+                for t in range(len(self.xs))
+            ]
             held = [{key: self.frozen[key[:-1]][t] for key in self.initial} for t in range(len(self.xs))]
             self._steps = list(zip(data, held, strict=True))
         return self._steps

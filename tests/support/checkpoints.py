@@ -39,7 +39,9 @@ def problem(module, dtype=np.float64, steps=STEPS, batch=BATCH, seed=0):
     sizes = dict(zip(module.SIZES, SIZES, strict=True))
     params = module.init_params(rng, dtype, **sizes)
     xs, ys = module.random_inputs(rng, steps, batch, dtype, **sizes)
-    initial = {key: (0.5 * rng.standard_normal((batch, sizes[size]))).astype(dtype) for key, size in module.STATES.items()}
+    initial = {
+        key: (0.5 * rng.standard_normal((batch, sizes[size]))).astype(dtype) for key, size in module.STATES.items()
+    }
     return params, xs, ys, initial
 
 
@@ -73,7 +75,13 @@ def torch_run(module, values, truncate, checkpoints):
     states = {k: torch.from_numpy(v) for k, v in initial.items()}
     rng = torch.Generator().manual_seed(7)
     loss, grads = module.loss_and_grads(
-        tensors, torch.from_numpy(xs), torch.from_numpy(ys), **states, truncate=truncate, rng=rng, checkpoints=checkpoints
+        tensors,
+        torch.from_numpy(xs),
+        torch.from_numpy(ys),
+        **states,
+        truncate=truncate,
+        rng=rng,
+        checkpoints=checkpoints,
     )
     return float(loss), {k: v.numpy() for k, v in grads.items()}
 

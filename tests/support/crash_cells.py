@@ -15,8 +15,17 @@ W, U, V = matrix("W", h, d), matrix("U", h, h), matrix("V", q, h)
 
 
 def _cell(steps, params):
-    return Model(name="cell", title="", source="", sizes=(d, h, q), params=(*params, V), inputs=(x,),
-                 steps=tuple(steps), outputs=((s, V * hid()),), loss=SquaredError(s(), y()))
+    return Model(
+        name="cell",
+        title="",
+        source="",
+        sizes=(d, h, q),
+        params=(*params, V),
+        inputs=(x,),
+        steps=tuple(steps),
+        outputs=((s, V * hid()),),
+        loss=SquaredError(s(), y()),
+    )
 
 
 def unread_gate():
@@ -56,8 +65,17 @@ def only_a_multiple_of_d():
     """x_t has 2d rows and U2 is h x 2d: no array has d rows or columns (the JAX module could not read d, and
     random_inputs drew sizes["2*d"])."""
     x2, U2 = sequence("x", 2 * d, "input"), matrix("U2", h, 2 * d)
-    return Model(name="cell", title="", source="", sizes=(d, h, q), params=(U2, U, V), inputs=(x2,),
-                 steps=((hid, tanh(U2 * x2() + U * hid(t - 1))),), outputs=((s, V * hid()),), loss=SquaredError(s(), y()))
+    return Model(
+        name="cell",
+        title="",
+        source="",
+        sizes=(d, h, q),
+        params=(U2, U, V),
+        inputs=(x2,),
+        steps=((hid, tanh(U2 * x2() + U * hid(t - 1))),),
+        outputs=((s, V * hid()),),
+        loss=SquaredError(s(), y()),
+    )
 
 
 ZERO = {

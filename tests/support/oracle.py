@@ -203,7 +203,17 @@ def _bind(sizes, dims, shape, what):
 
 
 def compare(
-    module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12, forward_mode=False, expected=None, options=None
+    module,
+    model,
+    params,
+    xs,
+    ys,
+    initial=None,
+    truncate=None,
+    tol=1e-12,
+    forward_mode=False,
+    expected=None,
+    options=None,
 ):
     """Run a generated module's forward and loss_and_grads (NumPy, torch or JAX) and the oracle on the
     same batch; AssertionError naming the first output, loss or gradient that differs by more than tol,
@@ -225,7 +235,9 @@ def compare(
     outputs, _ = module.forward(theirs, *data[: 2 if model.teacher_forcing else 1], **states, **options)
     name = model.outputs[0][0].name
     _agree(f"output {name}", to_numpy(outputs), expected.outputs[name], tol)
-    _agree_gradients("", module.loss_and_grads(theirs, *data, **states, truncate=truncate, **options), expected, to_numpy, tol)
+    _agree_gradients(
+        "", module.loss_and_grads(theirs, *data, **states, truncate=truncate, **options), expected, to_numpy, tol
+    )
     if forward_mode:
         _agree_gradients("forward mode: ", module.forward_mode_grads(theirs, *data, **states), expected, to_numpy, tol)
 

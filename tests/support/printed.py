@@ -109,7 +109,9 @@ def pdflatex(tex, measure=False):
     pdf = tex.with_suffix(".pdf")
     assert pdf.is_file() and pdf.read_bytes().startswith(b"%PDF"), f"no PDF from {tex.name}"
     aux = tex.with_suffix(".aux")
-    found = re.findall(r"\\bpttat\{(.*?)\}\{(\d+)\}\{(\d+)\}", aux.read_text(encoding="latin-1") if aux.exists() else "")
+    found = re.findall(
+        r"\\bpttat\{(.*?)\}\{(\d+)\}\{(\d+)\}", aux.read_text(encoding="latin-1") if aux.exists() else ""
+    )
     marks = {name: (int(page), int(sp) / 65536) for name, page, sp in found}
     return Printed(tex, tex.with_suffix(".log").read_text(encoding="latin-1"), marks)
 
@@ -125,7 +127,9 @@ def overfull_lines(log, tex):
         last = int(match[4] or match[3])
         first = int(match[3])
         if match[2].startswith("detected"):
-            first = max(n for n in range(1, last + 1) if source[n - 1].startswith(("\\begin{equation*}", "\\begin{align*}")))
+            first = max(
+                n for n in range(1, last + 1) if source[n - 1].startswith(("\\begin{equation*}", "\\begin{align*}"))
+            )
         found.append(f"{match[1]}pt too wide: " + " / ".join(source[first - 1 : last])[:300])
     return found
 
