@@ -17,6 +17,9 @@ class _Spec:
     states: dict
     cache: dict
     bound: dict = field(default_factory=dict, repr=False)  # parameters' shapes -> the sizes they bind
+    # (the keys, each parameter's type, dtype and shape) -> (sizes, dtype) of parameters that passed the checks
+    # of everything but their values: a training loop passes the same kinds of arrays every call
+    passed: dict = field(default_factory=dict, repr=False)
 
 
 def _parse_truncation(truncate):

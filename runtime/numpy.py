@@ -2,6 +2,7 @@
 the workspace, truncation weights, the helpers its printed code calls). common.py holds what every backend
 shares; a model's facts come in as its _Spec."""
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -192,8 +193,11 @@ def _check_dtype(dtype):
 
 def _blamed(spec, params, loss, grads):
     """(loss, grads) of loss_and_grads, whose parameters it did not scan: if the loss or an initial state's
-    gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow."""
-    if not (np.isfinite(loss) and all(np.isfinite(grads[name]).all() for name in spec.states)):
+    gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow.
+    One sum says it: nan or inf anywhere makes it so (a sum of finite gradients that overflows only costs
+    the scan, which then finds nothing)."""
+    total = float(loss) + sum([float(np.add.reduce(grads[name], None)) for name in spec.states])
+    if not math.isfinite(total):
         _check_params(spec, params)
     return loss, grads
 
@@ -201,7 +205,27 @@ def _blamed(spec, params, loss, grads):
 def _check_params(spec, params, finite=True):
     """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
 
-    If one parameter disagrees with all the others, the error names it."""
+    If one parameter disagrees with all the others, the error names it. Parameters of the same kinds as
+    a call's before (keys, types, dtypes, shapes) pass at once unless their values are to be scanned."""
+    kinds = None
+    if type(params) is dict and not finite:
+        kinds = (
+            tuple(params),
+            tuple([(type(a), getattr(a, "dtype", None), getattr(a, "shape", None)) for a in params.values()]),
+        )
+        if kinds in spec.passed:
+            sizes, dtype = spec.passed[kinds]
+            return dict(sizes), dtype
+    sizes, dtype = _checked_params(spec, params, finite)
+    if kinds is not None:
+        if len(spec.passed) >= 16:
+            spec.passed.clear()
+        spec.passed[kinds] = sizes, dtype
+    return dict(sizes), dtype
+
+
+def _checked_params(spec, params, finite):
+    """_check_params, every check made."""
     _check_param_keys(spec, params)
     dtype = _params_dtype(spec, params)
     arrays = [params[name] for name in spec.params]
@@ -286,7 +310,7 @@ def _check_labels(name, labels, sizes, classes):
             f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
         )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
-    if labels.min() < 0 or labels.max() >= sizes[classes]:
+    if labels.view(f"u{labels.itemsize}").max() >= sizes[classes]:  # one pass: a negative label reads as huge
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
         raise ValueError(
