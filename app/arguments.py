@@ -158,7 +158,8 @@ def parser(runs):
         "--truncate",
         type=truncate,
         metavar="MODE:K",
-        help="check truncated BPTT: window:K, chunk:K (against the truncated loss) or random:PI (exact expectation over all 2^T keep patterns, T <= 12)",
+        help="check truncated BPTT: window:K, chunk:K (against the truncated loss) "
+        "or random:PI (exact expectation over all 2^T keep patterns, T <= 12)",
     )
     sub.add_argument(
         "--backend",

@@ -70,7 +70,8 @@ def output_folder(path, option):
     parent = pathlib.Path(os.path.abspath(folder)).parent
     if not parent.is_dir():
         raise OutputError(
-            f"{option}: output folder {str(path)!r} does not exist, nor does its parent {str(folder.parent)!r} to make it in"
+            f"{option}: output folder {str(path)!r} does not exist, "
+            f"nor does its parent {str(folder.parent)!r} to make it in"
         )
     return folder
 

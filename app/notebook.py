@@ -133,7 +133,8 @@ class Analysis:
         a = self.analysis
         scale = f", the cell's input weights and biases times {a.scale:g}" if a.scale != 1 else ""
         parts = [
-            f"<p>Gradient flow of <b>{html.escape(a.model)}</b>: T = {a.steps}, seed {a.seed}, one random sequence{scale}.</p>"
+            f"<p>Gradient flow of <b>{html.escape(a.model)}</b>: T = {a.steps}, seed {a.seed}, "
+            f"one random sequence{scale}.</p>"
         ]
         image = self._repr_png_()
         if image:

@@ -1,8 +1,8 @@
 """The backends a model's module can be generated for: one entry each, read by the CLI, the renderer and the tests.
 
-A backend is a printer of the statement IR (with its table of elementwise code) and a helpers module; `renderer` names the codegen sub-package whose
-render module's `module_source(model)` lays out its module. Codegen never imports the framework itself: only the generated
-module does, so `bptt codegen --backend torch` works without torch installed.
+A backend is a printer of the statement IR (with its table of elementwise code) and a helpers module; `renderer`
+names the codegen sub-package whose render module's `module_source(model)` lays out its module. Codegen never imports
+the framework itself: only the generated module does, so `bptt codegen --backend torch` works without torch installed.
 """
 
 import importlib

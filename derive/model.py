@@ -241,7 +241,8 @@ def _check_dimension(where, name, dim, sizes):
     if not (size in sizes and count.is_Integer and count >= 1):
         shown = ", ".join(map(str, sizes))
         raise ModelError(
-            f"{where}: {name} has a dimension {dim}; expected one of its sizes ({shown}) or a multiple of one such as 4*h"
+            f"{where}: {name} has a dimension {dim}; "
+            f"expected one of its sizes ({shown}) or a multiple of one such as 4*h"
         )
 
 
@@ -267,7 +268,8 @@ def _check_inner_shapes(where, seq, rhs):
             for left, right in zip(factors, factors[1:], strict=False):
                 if left.shape[1] != right.shape[0]:
                     raise ModelError(
-                        f"{where}: in the equation of {seq.name}_t, {notation(left)} ({left.shape[0]} x {left.shape[1]}) "
+                        f"{where}: in the equation of {seq.name}_t, "
+                        f"{notation(left)} ({left.shape[0]} x {left.shape[1]}) "
                         f"times {notation(right)} ({right.shape[0]} x {right.shape[1]}): the inner sizes differ"
                     )
         elif isinstance(node, (sp.MatAdd, sp.HadamardProduct)):

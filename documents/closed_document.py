@@ -135,7 +135,8 @@ def _windows(facts):
                 lhs,
                 randomized_closed(named),
                 "The randomized recursion unrolled: every path from step $j$ back to $t$ carries a product of "
-                "independent $\\xi_k$ of mean 1, so its expectation is the full closed form, and the estimate is unbiased:",
+                "independent $\\xi_k$ of mean 1, so its expectation is the full closed form, "
+                "and the estimate is unbiased:",
             )
         )
     return out

@@ -160,7 +160,10 @@ def _intermediate_section(model, derivation):
     if not substituted:
         kept = "Each keeps its name in the results below."
     elif not named:
-        kept = f"Each is a single term with at most one diagonal factor, so it is substituted where it is used ({listed(substituted)})."
+        kept = (
+            "Each is a single term with at most one diagonal factor, "
+            f"so it is substituted where it is used ({listed(substituted)})."
+        )
     else:
         kept = (
             f"An adjoint that is a single term with at most one diagonal factor ({listed(substituted)}) is substituted "

@@ -33,7 +33,10 @@ SCALE = 34  # SVG pixels per centimetre
 GREEK = {
     name: chr(code)
     for name, code in zip(
-        "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau upsilon phi chi psi omega".split(),
+        (
+            "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu "
+            "nu xi omicron pi rho sigma tau upsilon phi chi psi omega"
+        ).split(),
         [*range(0x3B1, 0x3C2), *range(0x3C3, 0x3CA)],
         strict=True,
     )

@@ -68,7 +68,8 @@ def _single(flow):
     ]
     why = (
         "By the chain rule through the steps between, the newest step's Jacobian on the left (matrices do not "
-        "commute, so the order matters). Transposed, it is the closed form's $\\mathbf{A}_{t+1} \\cdots \\mathbf{A}_T$, "
+        "commute, so the order matters). "
+        "Transposed, it is the closed form's $\\mathbf{A}_{t+1} \\cdots \\mathbf{A}_T$, "
         f"which carries ${_d('L_T', seq(T))}$ back to ${_d('L_T', seq(t))}$"
     )
     if flow.is_power:
@@ -119,7 +120,8 @@ def _bound(flow, lhs, norm):
     loose = "the activations saturate or " if slopes else ""
     why = (
         f"The norm of a product is at most the product of the norms, with {diag}"
-        f"$\\left\\|\\mathbf{{W}}\\right\\|_2 = \\sigma_{{\\max}}(\\mathbf{{W}})$, the largest singular value ({PASCANU}). "
+        f"$\\left\\|\\mathbf{{W}}\\right\\|_2 = \\sigma_{{\\max}}(\\mathbf{{W}})$, "
+        f"the largest singular value ({PASCANU}). "
         "A base below 1 makes the gradient vanish exponentially in $T - t$ (a sufficient condition); "
         f"exploding needs a base above 1, $\\sigma_{{\\max}} > {threshold}$ (a necessary condition). This "
         f"upper bound is loose where {loose}the weights' singular vectors do not line up:"
@@ -137,10 +139,12 @@ def _eigen(flow, lhs, power):
         Equation(
             power,
             r"\mathbf{Q} \boldsymbol{\Lambda}^{T-t} \mathbf{Q}^{-1}",
-            f"For a diagonalizable ${latex(flow.jacobian)} = \\mathbf{{Q}} \\boldsymbol{{\\Lambda}} \\mathbf{{Q}}^{{-1}}$ "
+            "For a diagonalizable "
+            f"${latex(flow.jacobian)} = \\mathbf{{Q}} \\boldsymbol{{\\Lambda}} \\mathbf{{Q}}^{{-1}}$ "
             f"the inner $\\mathbf{{Q}}^{{-1}} \\mathbf{{Q}}$ cancel{checked}, so "
-            "$\\boldsymbol{\\Lambda}^{T-t} = \\operatorname{diag}(\\lambda_i^{T-t})$: along an eigenvector the gradient is "
-            "scaled by $\\lambda_i^{T-t}$, which vanishes for $|\\lambda_i| < 1$ and explodes for $|\\lambda_i| > 1$. "
+            "$\\boldsymbol{\\Lambda}^{T-t} = \\operatorname{diag}(\\lambda_i^{T-t})$: "
+            "along an eigenvector the gradient is scaled by $\\lambda_i^{T-t}$, "
+            "which vanishes for $|\\lambda_i| < 1$ and explodes for $|\\lambda_i| > 1$. "
             "For a normal matrix ($\\mathbf{Q}$ unitary) the norm of the power is exactly $\\rho^{T-t}$, "
             "$\\rho$ the spectral radius:",
         ),
@@ -197,7 +201,8 @@ def _others(model, found):
     rest = makeup(model, matrix_sum(others))
     held = (
         [
-            f"the slope{'s' if len(rest.slopes) > 1 else ''} of {listed(FUNCTIONS[n].latex.join('$$') for n in rest.slopes)}"
+            f"the slope{'s' if len(rest.slopes) > 1 else ''} of "
+            f"{listed(FUNCTIONS[n].latex.join('$$') for n in rest.slopes)}"
         ]
         if rest.slopes
         else []

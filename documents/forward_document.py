@@ -29,7 +29,8 @@ def lemma_section(facts):
     check = (
         " Proved by induction (checked symbolically): the solution at $t = 1$ is $\\boldsymbol{\\beta}_1$; at $t + 1$, "
         "splitting the newest factor $\\boldsymbol{\\Gamma}_{t+1}$ off every product turns the $i = t$ term into "
-        "$\\boldsymbol{\\Gamma}_{t+1} \\boldsymbol{\\beta}_t$ and the rest into $\\boldsymbol{\\Gamma}_{t+1}$ times the sum at $t$."
+        "$\\boldsymbol{\\Gamma}_{t+1} \\boldsymbol{\\beta}_t$ "
+        "and the rest into $\\boldsymbol{\\Gamma}_{t+1}$ times the sum at $t$."
     )
     equations = (
         Equation(
@@ -46,7 +47,8 @@ def lemma_section(facts):
     closed = any(not isinstance(form, NoClosedForm) for form in facts.closed.values())
     closed = closed or facts.block is not None and not isinstance(facts.block, NoClosedForm)
     text = (
-        "Any recursion $\\boldsymbol{\\alpha}_t = \\boldsymbol{\\beta}_t + \\boldsymbol{\\Gamma}_t \\boldsymbol{\\alpha}_{t-1}$ "
+        "Any recursion "
+        "$\\boldsymbol{\\alpha}_t = \\boldsymbol{\\beta}_t + \\boldsymbol{\\Gamma}_t \\boldsymbol{\\alpha}_{t-1}$ "
         "unrolls into a sum (Dive into Deep Learning, 9.7). The forward tangents obey it with "
         "$\\boldsymbol{\\Gamma}_t$ the step's Jacobian"
         + ("; the closed form of the backward recursion is the same lemma run from $t = T$ down." if closed else ".")
@@ -103,8 +105,9 @@ def _table(model, shown, named):
         )
     why = (
         "Along a direction of another parameter the equations are the same, with the term of this table in place of "
-        f"the one of ${latex(Tangent(shown))}$, in the tangent of the value whose equation reads that parameter; along a "
-        f"direction of an initial state, {listed(maths(Tangent(s(0))) for s in live_states(model))}, the direction is "
+        f"the one of ${latex(Tangent(shown))}$, in the tangent of the value whose equation reads that parameter; "
+        f"along a direction of an initial state, {listed(maths(Tangent(s(0))) for s in live_states(model))}, "
+        "the direction is "
         "the first tangent and no term is added:"
     )
     return Table(why, ("tangent", "factor", "times the term of one direction"), tuple(rows))
@@ -142,8 +145,9 @@ def _outputs(model):
             Equation(
                 "\\dot{L}",
                 latex(total),
-                f"The loss's derivative along the direction, with ${latex(Tangent(seq()))}$ from the chain rule through "
-                "the output equation. One pass gives one direction, so the whole gradient, $|\\theta|$ numbers, takes "
+                f"The loss's derivative along the direction, with ${latex(Tangent(seq()))}$ "
+                "from the chain rule through the output equation. "
+                "One pass gives one direction, so the whole gradient, $|\\theta|$ numbers, takes "
                 "$|\\theta|$ directions, each carrying the tangents of the state: with $n$ numbers in the state, "
                 "$O(n^2 |\\theta|)$ work per step against $O(n^2)$ for BPTT:",
             )

@@ -10,7 +10,8 @@ from bptt.documents.prose import listed
 LEGEND = (
     "Grey arrows are the forward computation: an arrow from $u$ to $v$ means that the equation of $v$ reads $u$. "
     "Red arrows are the backward recursion: an arrow from $u$ to $v$ means that $\\partial L / \\partial v$ is "
-    "computed from $\\partial L / \\partial u$. Inputs and labels are grey, states blue, outputs green, the losses $\\ell_t$ orange."
+    "computed from $\\partial L / \\partial u$. "
+    "Inputs and labels are grey, states blue, outputs green, the losses $\\ell_t$ orange."
 )
 
 

@@ -179,9 +179,8 @@ def main(argv=None):
     from bptt.app.bench.machine import line
 
     print(f"machine: {line()} (to scale these times by)")
-    print(
-        f"{model.name}{'' if backend == 'numpy' else f', generated for {backend}'}: {model_calls(model, backend).line(backend)}"
-    )
+    generated_for = "" if backend == "numpy" else f", generated for {backend}"
+    print(f"{model.name}{generated_for}: {model_calls(model, backend).line(backend)}")
     failed = False
     for dtype in spec["dtypes"]:
         rows, held = run(
@@ -198,7 +197,8 @@ def main(argv=None):
         )
         shown = ", ".join(f"{k}={v}" for k, v in spec["sizes"].items())
         print(
-            f"{model.name} {dtype}{'' if backend == 'numpy' else f', generated for {backend}'}: T={spec['steps']} B={spec['batch']} {shown}; core {core}, one thread, median of {spec['repeats']} (round-robin, after {WARMUP} warm-up rounds)"
+            f"{model.name} {dtype}{generated_for}: T={spec['steps']} B={spec['batch']} {shown}; core {core}, "
+            f"one thread, median of {spec['repeats']} (round-robin, after {WARMUP} warm-up rounds)"
         )
         print(table(rows, NUMPY if backend == "numpy" else ("numpy",)))
         if backend == "numpy":

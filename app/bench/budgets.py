@@ -111,7 +111,8 @@ def main(argv):
 
     step = max(sum(module._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:]) for module in (elman, elman_torch, elman_jax))
     print(
-        f"elman B={BATCH}, d=q=16, h=64, float64, one thread; MiB added at the peak; bound = uses + in + out + {CONSTANT}"
+        f"elman B={BATCH}, d=q=16, h=64, float64, one thread; "
+        f"MiB added at the peak; bound = uses + in + out + {CONSTANT}"
     )
     head = ("T", "budget", "kind", "evaluations", "uses", "in", "out", "first", "again", "bound", "within")
     print(" ".join(f"{cell:>12}" for cell in head))

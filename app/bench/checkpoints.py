@@ -177,7 +177,8 @@ def child(spec, module, core):
         shown = ", ".join(f"{k}={v}" for k, v in spec["sizes"].items())
         title = f"{spec['model']} {dtype} ({spec['backend']}): T={spec['steps']} B={spec['batch']} {shown}"
         print(
-            f"{title}; core {core}, one thread, median of {spec['repeats']}; forward pass {share:.0%} of full BPTT's time"
+            f"{title}; core {core}, one thread, median of {spec['repeats']}; "
+            f"forward pass {share:.0%} of full BPTT's time"
         )
         table = as_table(rows, title)
         print(table.text().split("\n", 1)[1] + "\n")

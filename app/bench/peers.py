@@ -124,8 +124,9 @@ class HandElman:
         key = (T, B, d, h, q, dtype)
         if key != self.key:
             self.buffers = {
-                "H": np.empty((T + 1, B, h), dtype), "S": np.empty((T, B, q), dtype), "dA": np.empty((T + 1, B, h), dtype),
-                "slope": np.empty((T + 1, B, h), dtype), "tmp": np.empty((B, h), dtype), "WT": np.empty((h, h), dtype),
+                "H": np.empty((T + 1, B, h), dtype), "S": np.empty((T, B, q), dtype),
+                "dA": np.empty((T + 1, B, h), dtype), "slope": np.empty((T + 1, B, h), dtype),
+                "tmp": np.empty((B, h), dtype), "WT": np.empty((h, h), dtype),
                 "VT": np.empty((h, q), dtype), "ones": np.ones(T * B, dtype),
             }  # fmt: skip
             self.key = key

@@ -1,10 +1,10 @@
 """Print derived matrix expressions as JAX code (the JAX backend's expressions).
 
-The algebra is the NumPy backend's row form (numpy_printer.RowPrinter); what differs is printed
-here: the elementwise functions as NumPy's table writes them on jnp, softmax and one-hot from jax.nn, sums over all steps and samples,
-the loss, and the names a scan's step reads. Inside `jax.lax.scan` there is no array indexed by
-t: a value at step t is the local `h_t`, at t-1 `h_prev` (the carry or a stacked input), at t+1
-`d_a_next`; jax/statements.py decides where each comes from.
+The algebra is the NumPy backend's row form (numpy_printer.RowPrinter); what differs is printed here: the
+elementwise functions as NumPy's table writes them on jnp, softmax and one-hot from jax.nn, sums over all steps and
+samples, the loss, and the names a scan's step reads. Inside `jax.lax.scan` there is no array indexed by t: a value at
+step t is the local `h_t`, at t-1 `h_prev` (the carry or a stacked input), at t+1 `d_a_next`; jax/statements.py
+decides where each comes from.
 """
 
 import sympy as sp

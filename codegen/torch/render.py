@@ -66,7 +66,7 @@ def module_source(model, program=None, standalone=False):
 
 
 def layout(model, program=None, standalone=False):
-    """The torch module's Layout: the forward pass printed as the NumPy module's, the backward as torch/backward.py's."""
+    """The torch module's Layout: the forward pass as the NumPy module's, the backward as torch/backward.py's."""
     program = program or build(model, TORCH_PASSES)
     forward_arrays, forward_lines, forward_helpers, forward_printer = forward_body(program, TorchStatements)
     gradients, returns, reads = gradients_body(program)

@@ -40,7 +40,10 @@ class StepFunction:
 
     def lines(self):
         """The function's definition."""
-        doc = '"""Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""'
+        doc = (
+            '"""Step t of the loop, for compile=True (torch.compile fuses it): '
+            'each tensor as the rows of the steps read."""'
+        )
         return (f"def {self.name}({', '.join(self.args)}):", "    " + doc, *("    " + line for line in self.body))
 
     def call(self):

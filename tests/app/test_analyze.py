@@ -396,7 +396,8 @@ from bptt.derive.nodes import SquaredError, t, tanh
 def leaky():
     d, h, q = sizes("d h q")
     U, V = matrix("U", h, d), matrix("V", q, h)
-    x, hidden, o, y = sequence("x", d, "input"), sequence("h", h, "state"), sequence("o", q, "output"), sequence("y", q, "target")
+    x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
+    o, y = sequence("o", q, "output"), sequence("y", q, "target")
     return Model(
         name="leaky", title="No recurrent matrix", source="a test", sizes=(d, h, q), params=(U, V), inputs=(x,),
         steps=((hidden, tanh(U * x() + hidden(t - 1))),), outputs=((o, V * hidden()),), loss=SquaredError(o(), y()),

@@ -44,8 +44,10 @@ FORBIDDEN = ("NumPy form", "Tangent", "Diag", "Apply", "HadamardPower", "MatAdd"
 EXPECTED = {
     "transposed": "h_t = U x_t + W^T h_{t-1}: the generated code cannot multiply by the transpose W^T yet",
     "antisymmetric": "h_t = tanh(U x_t + (W - W^T) h_{t-1}): the generated code cannot multiply by the sum W - W^T yet",
-    "ones": "h_t = tanh(U x_t + ones(h x h) h_{t-1}): the generated code cannot multiply by a matrix of ones (h x h) yet",
-    "power": "h_t = (U x_t + W h_{t-1})^(-1/2): an elementwise power (U x_t + W h_{t-1})^(-1/2) has no adjoint rule yet",
+    "ones": "h_t = tanh(U x_t + ones(h x h) h_{t-1}): "
+    "the generated code cannot multiply by a matrix of ones (h x h) yet",
+    "power": "h_t = (U x_t + W h_{t-1})^(-1/2): "
+    "an elementwise power (U x_t + W h_{t-1})^(-1/2) has no adjoint rule yet",
 }
 TITLES = {"numpy": "NumPy", "torch": "torch", "jax": "JAX"}
 

@@ -305,7 +305,9 @@ def cell(biased):
     x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
     z, g = sequence("z", h, "intermediate"), sequence("g", h, "intermediate")
     o, y = sequence("o", q, "output"), sequence("y", q, "target")
-    z_in, g_in = (W_z * hidden(t - 1) + b_z, W_g * hidden(t - 1) + b_g) if biased else (W_z * hidden(t - 1), W_g * hidden(t - 1))
+    z_in, g_in = W_z * hidden(t - 1), W_g * hidden(t - 1)
+    if biased:
+        z_in, g_in = z_in + b_z, g_in + b_g
     return Model(
         name="gates", title="gates without input projections", source="a test", sizes=(d, h, q),
         params=(W_z, W_g, U, V) + ((b_z, b_g) if biased else ()), inputs=(x,),

@@ -47,18 +47,10 @@ def modules():
         yield ".".join(part for part in parts if part != "__init__") or "__init__", path
 
 
-def runtime_nodes(tree):
-    """Every node of tree but those under `if TYPE_CHECKING:` (names for a type checker, never imported)."""
-    for node in ast.iter_child_nodes(tree):
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            continue
-        yield node
-        yield from runtime_nodes(node)
-
-
 def bptt_imports(tree):
-    """The bptt modules (under bptt, dotted) a syntax tree imports when it runs."""
-    for node in runtime_nodes(tree):
+    """The bptt modules (under bptt, dotted) a syntax tree imports anywhere: in a function, under
+    `if TYPE_CHECKING:` too (a type checker's import is still a dependency the rules forbid or allow)."""
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level:
             raise AssertionError(f"a relative import at line {node.lineno}: the rules read absolute ones")
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "bptt":
@@ -76,6 +68,16 @@ def room_of(module):
     return next((room, allowed) for room, allowed in RULES if within(module, room))
 
 
+def wrong_imports(module, source):
+    """The bptt modules the source of module imports that its room's rule does not allow."""
+    room, allowed = room_of(module)
+    return sorted(
+        imported
+        for imported in set(bptt_imports(ast.parse(source)))
+        if not any(within(imported, prefix) for prefix in allowed) and not within(imported, room)
+    )
+
+
 def test_every_module_has_a_room():
     homeless = []
     for module, _ in modules():
@@ -90,12 +92,8 @@ def test_every_module_has_a_room():
 def test_imports_go_one_way(module, path):
     if module == "__init__":
         return
+    wrong = wrong_imports(module, path.read_text(encoding="utf-8"))
     room, allowed = room_of(module)
-    wrong = sorted(
-        imported
-        for imported in set(bptt_imports(ast.parse(path.read_text(encoding="utf-8"))))
-        if not any(within(imported, prefix) for prefix in allowed) and not within(imported, room)
-    )
     assert not wrong, f"{module} ({room}) imports {wrong}; docs/architecture.md allows {allowed}"
 
 
@@ -156,6 +154,17 @@ def test_the_rules_catch_a_wrong_import():
     _, allowed = room_of("app.bench.peers")
     assert any(within("codegen.backends.step_printer", p) for p in allowed)
     assert not any(within("codegen.printing.printer.RowPrinter", p) for p in allowed)
+
+
+@pytest.mark.parametrize("guard", ["TYPE_CHECKING", "typing.TYPE_CHECKING"])
+def test_a_type_checking_import_counts(guard):
+    """An import for the type checker alone still breaks a rule: a pass naming a printer's class, or a cycle."""
+    source = f"import typing\nfrom typing import TYPE_CHECKING\n\nif {guard}:\n"
+    printer = source + "    from bptt.codegen.printing.printer import RowPrinter\n"
+    assert wrong_imports("codegen.passes.fuse", printer) == ["codegen.printing.printer.RowPrinter"]
+    assert wrong_imports("codegen.printing.printer", printer) == []
+    back = set(bptt_imports(ast.parse(source + "    from bptt.app import a\n")))
+    assert cycle({"app.a": {"app.b"}, "app.b": back}) == ["app.a", "app.b"]
 
 
 def test_the_document_names_every_room():

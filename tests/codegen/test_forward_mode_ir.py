@@ -1,7 +1,7 @@
 """Forward mode (RTRL) is IR: codegen/passes/forward_mode.py builds statements (ir.Units, one ir.TangentLoop,
-an ir.Gradient per key) into the Program once, and every backend prints the Program's statements. A planted change in those statements
-shows up in every backend's generated forward_mode_grads, so a backend that printed its own forward mode
-again would fail here. And the users' cells of examples/ give BPTT's gradients by forward mode in every
+an ir.Gradient per key) into the Program once, and every backend prints the Program's statements. A planted change
+in those statements shows up in every backend's generated forward_mode_grads, so a backend that printed its own
+forward mode again would fail here. And the users' cells of examples/ give BPTT's gradients by forward mode in every
 backend, to 1e-12."""
 
 import pytest

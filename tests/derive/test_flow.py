@@ -57,7 +57,7 @@ def test_blocks_are_the_block_closed_form_transposed():
     ids=["linear", "tanh", "sigmoid"],
 )
 def test_bound_reads_gamma_from_the_registry(model, gamma, slopes, matrices):
-    """gamma = sup|phi'| of the activation whose slope is the diagonal factor of J_k: 1 for tanh, 1/4 for the sigmoid."""
+    """gamma = sup|phi'| of the activation whose slope is J_k's diagonal factor: 1 for tanh, 1/4 for the sigmoid."""
     bound = gradient_flow(model).bound
     assert (bound.gamma, bound.slopes, tuple(w.name for w in bound.matrices)) == (gamma, slopes, matrices)
 
@@ -68,7 +68,8 @@ def test_no_bound_is_read_off_a_sum(name):
 
 
 def test_lstm_constant_error_carousel():
-    """dc_t/dc_{t-1} = diag(f_t) for torch's LSTM; with peepholes the gates add to it, the direct path is still diag(f_t)."""
+    """dc_t/dc_{t-1} = diag(f_t) for torch's LSTM; with peepholes the gates add to it, the direct path is still
+    diag(f_t)."""
     f_k = sequence("f", sizes("h"), "intermediate")(k)
     (carousel,) = gradient_flow(load("lstm")).carousels
     assert (carousel.state.name, carousel.direct, carousel.partial) == ("c", Diag(f_k), Diag(f_k))

@@ -1,6 +1,6 @@
 """The cells the oracle found wrong in the fast backward pass (tests/support/oracle_found_cells.py), through
-codegen and every backend, against the oracle: outputs, loss and every gradient to 1e-12, full BPTT,
-window 2 and chunk 2 (JAX's marked slow). Before the fix, NumPy and torch were wrong by 4e-2 to 1.3 in full and chunk."""
+codegen and every backend, against the oracle: outputs, loss and every gradient to 1e-12, full BPTT, window 2 and
+chunk 2 (JAX's marked slow). Before the fix, NumPy and torch were wrong by 4e-2 to 1.3 in full and chunk."""
 
 import pytest
 

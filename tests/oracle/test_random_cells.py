@@ -1,7 +1,8 @@
 """Random cells composed from the model language (tests/support/cells.py), proven in every backend: each is
 derived, generated for numpy, torch and JAX by the entry `bptt codegen --backend all` uses, and
 compared with the oracle (tests/support/oracle.py, which shares no code with codegen) in full BPTT and in a
-drawn window or chunk truncation (torch's compile=True path too, its step functions run uncompiled). The generator is shown to write the shapes that broke users."""
+drawn window or chunk truncation (torch's compile=True path too, its step functions run uncompiled). The generator
+is shown to write the shapes that broke users."""
 
 import pytest
 

@@ -10,8 +10,8 @@ step 0, which no statement computes.
     gate_reads_gate_times_sum_no_bias   r = tanh(z * (N h_{t-1} + U h_{t-1})), h = r
     gate_reads_gate_times_sum_identity  r = z * (N h_{t-1} + e), h = tanh(r)
     copy_state_gate_times_sum           r = tanh(U h_{t-1} + z * (N h_{t-1} + e)), h = r
-    interpolate_unnamed_reset           z named tanh(U_z h_{t-1} + W x_t), r = tanh(U_r h_{t-1} + b + z * (N h_{t-1} + e)),
-                                        h = (1 - z) * r + z * h_{t-1}
+    interpolate_unnamed_reset           z named tanh(U_z h_{t-1} + W x_t),
+                                        r = tanh(U_r h_{t-1} + b + z * (N h_{t-1} + e)), h = (1 - z) * r + z * h_{t-1}
 """
 
 from sympy import HadamardProduct as odot

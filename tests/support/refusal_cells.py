@@ -260,7 +260,8 @@ CELLS = {
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("eval", h, h)),
     ),
     # codegen: nodes with no code
-    "codegen/printing/printer.py RowPrinter.elementwise: the elementwise function has no code; add it with .register(,": (
+    "codegen/printing/printer.py RowPrinter.elementwise: "
+    "the elementwise function has no code; add it with .register(,": (
         "numpy",
         with_function,
     ),
@@ -309,7 +310,8 @@ INTERNAL = {
     "codegen/printing/printer.py RowPrinter.sequence: cannot stack at time over t = 1..T": "invariant",
     "codegen/printing/printer.py RowPrinter.emptyPrinter: has no code yet": "invariant",
     "codegen/printing/products.py outer_factors: a parameter's gradient term must be a column times a": "invariant",
-    "codegen/printing/tangents.py TangentPrinter.tangent: the forward-mode direction of must multiply a vector": "invariant",
+    "codegen/printing/tangents.py TangentPrinter.tangent: "
+    "the forward-mode direction of must multiply a vector": "invariant",
     "codegen/printing/terms.py Scratch.take: too many scratch arrays in one statement": "invariant",
     "codegen/torch/backward.py fast_adjoints_body: the fast adjoints do not hold": "invariant",
     "codegen/torch/steps.py StepPrinter.sequence: a step function reads at , not as a step": "invariant",
