@@ -12,6 +12,7 @@ PASSES = (*CORE, "codegen.passes")
 PROGRAM = (*PASSES, "codegen.program")
 PRINTING = (*PROGRAM, "codegen.printing")
 BACKEND_FOLDERS = ("numpy", "torch", "jax")
+NOT_PASSES = tuple(room for room in PRINTING if room != "codegen.passes")
 
 # (room, the bptt modules it may import): the first room whose name prefixes a module's is its room
 RULES = (
@@ -24,7 +25,8 @@ RULES = (
     ("codegen.passes", PASSES),
     ("codegen.program", PROGRAM),
     ("codegen.printing", PRINTING),
-    *((f"codegen.{name}", (*PRINTING, f"codegen.{name}")) for name in BACKEND_FOLDERS),
+    # a backend folder: the printing and below, but never the passes (docs/architecture.md's table)
+    *((f"codegen.{name}", (*NOT_PASSES, f"codegen.{name}")) for name in BACKEND_FOLDERS),
     ("codegen.renaming", ()),
     ("codegen.namer", (*CORE, "codegen.renaming")),
     # it loads a backend's render by name, lays its source in 120 columns, and parses checkpoints arguments
