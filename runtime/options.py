@@ -5,7 +5,11 @@ CLI's text (parse), checked, and described in words. Framework-free; the one mod
 import numbers
 from typing import NamedTuple
 
-FULL, WINDOW, CHUNK, RANDOM = "full", "window", "chunk", "random"  # Truncation's modes
+# Truncation's modes
+FULL = "full"
+WINDOW = "window"
+CHUNK = "chunk"
+RANDOM = "random"
 _UNITS = {  # bytes
     **{"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20},
     **{"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40},
@@ -27,9 +31,7 @@ class Truncation(NamedTuple):
             return cls(FULL)
         modes = (WINDOW, CHUNK, RANDOM)
         if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
-            raise ValueError(
-                f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}"
-            )
+            raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
         mode, value = truncate
         if mode != RANDOM and not _is_count(value):
             raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
