@@ -27,7 +27,7 @@ class Truncation(NamedTuple):
     @classmethod
     def of(cls, truncate):
         """The truncation a truncate argument says (None: full BPTT), or ValueError saying what is allowed."""
-        if truncate is None:
+        if truncate is None or (isinstance(truncate, Truncation) and truncate.full):
             return cls(FULL)
         modes = (WINDOW, CHUNK, RANDOM)
         if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
