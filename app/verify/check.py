@@ -132,13 +132,13 @@ def check(module, steps=5, batch=3, seed=0, dtype="float64", sizes=None, truncat
     Raises NonFiniteForward if the forward pass overflows, TooManyPatterns if truncate is random:PI
     and steps is over RANDOM_STEPS."""
     require_enumerable(steps, truncate)
-    randomized = Truncation.of(truncate).randomized
+    truncation = Truncation.of(truncate)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported, not warned about
         instance = problem(module, steps, batch, seed, sizes)
         for kind in dict.fromkeys((dtype, "float64")):
             instance.require_finite(kind)
-        if randomized:
-            return check_unbiased(instance, truncate[1], dtype)
+        if truncation.randomized:
+            return check_unbiased(instance, truncation.value, dtype)
         return check_gradients(instance, dtype, truncate, np.random.default_rng(seed + 1), max_entries)
 
 
