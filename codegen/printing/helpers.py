@@ -1,6 +1,6 @@
 """A backend's runtime (runtime/numpy.py, ...) and the framework-free runtime all backends share
-(runtime/options.py, common.py, schedule.py, checkpoints.py), split into their top-level definitions by Python's own
-parser, never imported (codegen imports no framework). A generated module imports the definitions its code
+(runtime/options.py, common.py, schedule.py, checkpoints.py), split into their top-level definitions by
+Python's own parser, never imported (codegen imports no framework). A generated module imports the definitions its code
 calls from the runtime, one import line per runtime module; a standalone one (`bptt codegen --standalone`)
 carries those definitions and those they call instead, nothing else, and imports nothing of bptt."""
 
