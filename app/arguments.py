@@ -6,6 +6,7 @@ from bptt.app.analysis import analyze as analysis
 from bptt.app.bench import bench as benchmark
 from bptt.codegen.backends import BACKENDS
 from bptt.documents.document import NAMES as SECTIONS
+from bptt.runtime.options import Truncation
 
 EXIT_STATUS = """exit status:
   0  done; every check passed
@@ -53,17 +54,10 @@ def positive(text):
 
 
 def truncate(text):
-    mode, _, value = text.partition(":")
     try:
-        if mode in ("window", "chunk") and int(value) >= 1:
-            return mode, int(value)
-        if mode == "random" and 0 < float(value) <= 1:
-            return mode, float(value)
-    except ValueError:
-        pass
-    raise argparse.ArgumentTypeError(
-        f"expected window:K or chunk:K with K >= 1, or random:PI with 0 < PI <= 1; got {text!r}"
-    )
+        return Truncation.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def seed(text):

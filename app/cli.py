@@ -175,7 +175,7 @@ def cmd_check(args):
     try:  # before any work: a long T is refused in a time independent of T
         checking.require_enumerable(args.steps, args.truncate)
     except checking.TooManyPatterns as error:
-        raise UsageError(f"--steps {args.steps} with --truncate random:{args.truncate[1]}: {error}") from error
+        raise UsageError(f"--steps {args.steps} with --truncate {args.truncate.text()}: {error}") from error
     model = _model(args.model)
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
     for backend in backends:

@@ -98,14 +98,6 @@ def helpers_scope(names=None, scope=None, ones=None):
     return scope
 
 
-def check_checkpoints(checkpoints, state_bytes=1, step_bytes=1):
-    """ValueError in one line if a checkpoints argument is neither a number of slots nor a byte budget such as
-    "32MiB", or holds no step of step_bytes (what the generated modules' own check says)."""
-    from bptt.runtime import schedule
-
-    schedule._budget(checkpoints, state_bytes, step_bytes)
-
-
 def checkpoint_cost(checkpoints, state_bytes, step_bytes, steps):
     """(step evaluations, bytes stored at most: kept states and a segment's steps) of the schedule a generated
     module runs for a checkpoints argument over `steps` steps (runtime/schedule.py); None: full BPTT."""

@@ -118,7 +118,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
     such as "32MiB"): it runs through the cache in segments of steps that fit. compile as for loss_and_grads.
     """
-    mode, value = _truncation(truncate, rng)
+    truncation = _truncation(truncate, rng)
     compile = _check_compile(compile, checkpoints)
     sizes, dtype = _check_params(_SPEC, params, check_finite)
     device = params["U"].device
@@ -126,9 +126,9 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     d_z = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite, device)
     with torch.no_grad():
         if checkpoints is not None:
-            keep = _truncation_weights(mode, value, sizes["T"], rng, d_z)
-            return _segmented(_SEGMENTS, mode, value, keep, params, sizes, cache, d_z, checkpoints, dtype.itemsize)
-        return _backward(mode, value, rng, params, sizes, cache, d_z, compile)
+            keep = _truncation_weights(truncation, sizes["T"], rng, d_z)
+            return _segmented(_SEGMENTS, truncation, keep, params, sizes, cache, d_z, checkpoints, dtype.itemsize)
+        return _backward(truncation, rng, params, sizes, cache, d_z, compile)
 
 
 def losses(outputs, ys):
@@ -175,13 +175,13 @@ def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints
     compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
     as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
     work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
-    mode, value = _truncation(truncate, rng)
+    truncation = _truncation(truncate, rng)
     compile = _check_compile(compile, checkpoints)
     if checkpoints is not None:
-        return _checkpointed_loss(mode, value, rng, params, xs, ys, s0, checkpoints)
+        return _checkpointed_loss(truncation, rng, params, xs, ys, s0, checkpoints)
     loss, d_z, cache, sizes = _loss_and_output_gradient(params, xs, ys, s0, compile, check_finite=False)
     with torch.no_grad():
-        grads = _backward(mode, value, rng, params, sizes, cache, d_z, compile)
+        grads = _backward(truncation, rng, params, sizes, cache, d_z, compile)
     return _blamed(_SPEC, params, loss, grads)  # a parameter's nan or inf, named from the result
 
 
@@ -256,7 +256,7 @@ class BPTT(torch.autograd.Function):
         sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
         z, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, s0, compile)
         ctx.compile = compile
-        ctx.truncation = _truncation(truncate, rng) + (rng,)
+        ctx.truncation = (_truncation(truncate, rng), rng)
         ctx.given = (s0 is not None,)
         ctx.sizes, ctx.cache = sizes, cache
         ctx.save_for_backward(*params)
@@ -266,8 +266,8 @@ class BPTT(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_z):
         params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        mode, value, rng = ctx.truncation
-        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_z.contiguous(), ctx.compile)
+        truncation, rng = ctx.truncation
+        grads = _backward(truncation, rng, params, ctx.sizes, ctx.cache, d_z.contiguous(), ctx.compile)
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, *states, *(grads[name] for name in PARAMS))
 
@@ -282,17 +282,17 @@ class CompiledBPTT(BPTT):
 
 
 @torch.no_grad()
-def _checkpointed_loss(mode, value, rng, params, xs, ys, s0, checkpoints):
+def _checkpointed_loss(truncation, rng, params, xs, ys, s0, checkpoints):
     """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
     sizes, dtype = _check_params(_SPEC, params, finite=False)
     device = params["U"].device
     x = _check_labels("xs", xs, sizes, "d", device)
     s0 = None if s0 is None else _check_array("s0", s0, ("B", "h"), sizes, dtype, True, device)
     y = _check_labels("ys", ys, sizes, "q", device)
-    keep = _truncation_weights(mode, value, sizes["T"], rng, params["U"])
+    keep = _truncation_weights(truncation, sizes["T"], rng, params["U"])
     initial = (s0,)
     loss, grads = _checkpointed(
-        _SEGMENTS, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
+        _SEGMENTS, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
     )
     return _blamed(_SPEC, params, loss, grads)
 
@@ -309,14 +309,14 @@ class CheckpointedBPTT(torch.autograd.Function):
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
         sizes.update(T=xs.shape[0], B=xs.shape[1])
-        mode, value = _truncation(truncate, rng)
+        truncation = _truncation(truncate, rng)
         dtype = params[0].dtype
         initial, targets = (s0,), None
         outputs = _Steps(xs.shape[0])
         _, kept = _forward_kept(
-            _SEGMENTS, mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
+            _SEGMENTS, truncation, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
         )
-        ctx.inputs = (xs, targets, initial, kept, checkpoints, mode, value, rng)
+        ctx.inputs = (xs, targets, initial, kept, checkpoints, truncation, rng)
         ctx.sizes, ctx.given = sizes, (s0 is not None,)
         ctx.save_for_backward(*params)
         return outputs.tensor
@@ -325,12 +325,12 @@ class CheckpointedBPTT(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_z):
         params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        xs, targets, initial, kept, checkpoints, mode, value, rng = ctx.inputs
+        xs, targets, initial, kept, checkpoints, truncation, rng = ctx.inputs
         ctx.inputs = None  # the kept states go as the schedule frees them
-        keep = _truncation_weights(mode, value, xs.shape[0], rng, d_z)
+        keep = _truncation_weights(truncation, xs.shape[0], rng, d_z)
         dtype = d_z.dtype
         _, grads = _checkpointed(
-            _SEGMENTS, mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
+            _SEGMENTS, truncation, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
             d_z.contiguous(), kept
         )
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
@@ -478,17 +478,17 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _backward(mode, value, rng, params, sizes, cache, d_z, compile=False):
-    """The gradients of backward, unchecked (mode, value from _truncation)."""
-    keep = _truncation_weights(mode, value, d_z.shape[0], rng, d_z)
-    return _segment_backward(mode, value, keep, params, sizes, cache, d_z, None, compile)
+def _backward(truncation, rng, params, sizes, cache, d_z, compile=False):
+    """The gradients of backward, unchecked (truncation from _truncation)."""
+    keep = _truncation_weights(truncation, d_z.shape[0], rng, d_z)
+    return _segment_backward(truncation, keep, params, sizes, cache, d_z, None, compile)
 
 
-def _segment_backward(mode, value, keep, params, sizes, cache, d_z, following=None, compile=False):
+def _segment_backward(truncation, keep, params, sizes, cache, d_z, following=None, compile=False):
     """The gradients, all steps or a segment of them; following and compile as for _adjoints (a window's
     adjoints are not compiled)."""
-    if mode == "window":
-        adjoints, initial = _window_adjoints(value, params, sizes, cache, d_z, following)
+    if truncation.windowed:
+        adjoints, initial = _window_adjoints(truncation.value, params, sizes, cache, d_z, following)
     else:
         adjoints, initial = _adjoints(keep, params, sizes, cache, d_z, following, compile)
     grads = _gradients(params, sizes, cache, adjoints, d_z)
@@ -496,9 +496,9 @@ def _segment_backward(mode, value, keep, params, sizes, cache, d_z, following=No
     return grads
 
 
-def _truncation_weights(mode, value, T, rng, like):
+def _truncation_weights(truncation, T, rng, like):
     """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
-    return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
+    return _keep_weights(truncation, T, rng, like) if truncation.weighted else None
 
 
 def _adjoints(keep, params, sizes, cache, d_z, following=None, compile=False):

@@ -120,16 +120,16 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     the memory the backward pass's own arrays may take (a number of steps, or bytes such as "32MiB"): it
     runs through the cache in segments of steps that fit, each a scan.
     """
-    mode, value = _truncation(truncate, rng)
+    truncation = _truncation(truncate, rng)
     sizes, dtype = _check_params(_SPEC, params, check_finite)
     _check_cache(_SPEC, cache, sizes, dtype)
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    keep = _keep_weights(mode, value, sizes["T"], rng, dtype)
+    keep = _keep_weights(truncation, sizes["T"], rng, dtype)
     if checkpoints is not None:
         return _segmented(
-            _SEGMENTS, mode, value, keep, params, sizes, cache, d_s, checkpoints, jnp.dtype(dtype).itemsize
+            _SEGMENTS, truncation, keep, params, sizes, cache, d_s, checkpoints, jnp.dtype(dtype).itemsize
         )
-    return _gradients(_ages(mode, value), params, cache, d_s, keep)
+    return _gradients(_ages(truncation), params, cache, d_s, keep)
 
 
 def losses(outputs, ys):
@@ -146,21 +146,21 @@ def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints
     of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
     the optimal schedule keeps some states, recomputes the steps between them (each segment a scan,
     compiled once per length), and frees them."""
-    mode, value = _truncation(truncate, rng)
+    truncation = _truncation(truncate, rng)
     sizes, dtype = _check_params(_SPEC, params)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     B = x.shape[1]
     y = _check_labels("ys", ys, sizes, "q")
     o0 = jnp.zeros((B, sizes["q"]), dtype) if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    keep = _keep_weights(mode, value, x.shape[0], rng, dtype)
+    keep = _keep_weights(truncation, x.shape[0], rng, dtype)
     if checkpoints is not None:
         sizes.update(T=x.shape[0], B=x.shape[1])
         initial = (o0,)
         return _checkpointed(
-            _SEGMENTS, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize
+            _SEGMENTS, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize
         )
     loss, d_s, cache = _loss_and_output_gradient(params, x, y, o0)
-    return loss, _gradients(_ages(mode, value), params, cache, d_s, keep)
+    return loss, _gradients(_ages(truncation), params, cache, d_s, keep)
 
 
 def apply(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints=None):
@@ -176,20 +176,20 @@ def apply(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints=None):
     checkpoints (static under jit) as for loss_and_grads: the forward pass keeps only the states the
     schedule keeps; the backward pass recomputes the rest, a scan per segment.
     """
-    mode, value = _truncation(truncate, rng)
+    truncation = _truncation(truncate, rng)
     sizes, dtype = _check_params(_SPEC, params)
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     B = x.shape[1]
     y = _check_labels("ys", ys, sizes, "q")
     o0 = jnp.zeros((B, sizes["q"]), dtype) if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
     initial = {"o0": o0}
-    keep = _keep_weights(mode, value, x.shape[0], rng, dtype)
+    keep = _keep_weights(truncation, x.shape[0], rng, dtype)
     if checkpoints is not None:
         _checkpoint_actions(
-            _SEGMENTS, mode, value, sizes, x.shape[1], jnp.dtype(dtype).itemsize, checkpoints, x.shape[0]
+            _SEGMENTS, truncation, sizes, x.shape[1], jnp.dtype(dtype).itemsize, checkpoints, x.shape[0]
         )
-        return _apply_checkpointed((mode, value, checkpoints), params, x, y, initial, keep)
-    return _apply(_ages(mode, value), params, x, y, initial, keep)
+        return _apply_checkpointed((truncation, checkpoints), params, x, y, initial, keep)
+    return _apply(_ages(truncation), params, x, y, initial, keep)
 
 
 def forward_mode_grads(params, xs, ys, o0=None):
@@ -302,30 +302,30 @@ _apply.defvjp(_apply_forward, _apply_backward)
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
 def _apply_checkpointed(how, params, x, ys, initial, keep):
-    """The outputs; how = (mode, value, checkpoints), static."""
+    """The outputs; how = (truncation, checkpoints), static."""
     return _apply_checkpointed_forward(how, params, x, ys, initial, keep)[0]
 
 
 def _apply_checkpointed_forward(how, params, x, ys, initial, keep):
     """The outputs, and as residuals the states the schedule's first forward pass keeps (_forward_kept)."""
-    mode, value, checkpoints = how
+    truncation, checkpoints = how
     sizes, dtype = _param_sizes(_SPEC, params), params["U"].dtype
     sizes.update(T=x.shape[0], B=x.shape[1])
     states = tuple(initial[name] for name in STATES)
     parts, kept = _forward_kept(
-        _SEGMENTS, mode, value, params, sizes, dtype, x, ys, states, checkpoints, jnp.dtype(dtype).itemsize
+        _SEGMENTS, truncation, params, sizes, dtype, x, ys, states, checkpoints, jnp.dtype(dtype).itemsize
     )
     return jnp.concatenate(parts), (params, x, ys, states, kept, keep)
 
 
 def _apply_checkpointed_backward(how, residuals, d_s):
     """The derived BPTT in bounded memory: the schedule after its first forward pass."""
-    mode, value, checkpoints = how
+    truncation, checkpoints = how
     params, x, ys, states, kept, keep = residuals
     sizes, dtype = _param_sizes(_SPEC, params), params["U"].dtype
     sizes.update(T=x.shape[0], B=x.shape[1])
     _, grads = _checkpointed(
-        _SEGMENTS, mode, value, keep, params, sizes, dtype, x, ys, states, checkpoints, jnp.dtype(dtype).itemsize, d_s,
+        _SEGMENTS, truncation, keep, params, sizes, dtype, x, ys, states, checkpoints, jnp.dtype(dtype).itemsize, d_s,
         kept
     )
     initial = {name: grads[name] for name in STATES}
@@ -347,12 +347,12 @@ def _segment_loss(s, y, T):
     return _softmax_cross_entropy(s, y, B)
 
 
-def _segment_backward(mode, value, keep, params, sizes, cache, d_s, following):
+def _segment_backward(truncation, keep, params, sizes, cache, d_s, following):
     """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
     segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
     T = d_s.shape[0]
     after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
-    grads, handed = _gradients_and_following(_ages(mode, value), params, cache, d_s, keep[:T], after or None)
+    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, keep[:T], after or None)
     following.clear()
     following.update(handed)
     return grads

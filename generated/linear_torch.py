@@ -113,7 +113,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
     such as "32MiB"): it runs through the cache in segments of steps that fit. compile as for loss_and_grads.
     """
-    mode, value = _truncation(truncate, rng)
+    truncation = _truncation(truncate, rng)
     compile = _check_compile(compile, checkpoints)
     sizes, dtype = _check_params(_SPEC, params, check_finite)
     device = params["W_hx"].device
@@ -121,9 +121,9 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     d_o = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite, device)
     with torch.no_grad():
         if checkpoints is not None:
-            keep = _truncation_weights(mode, value, sizes["T"], rng, d_o)
-            return _segmented(_SEGMENTS, mode, value, keep, params, sizes, cache, d_o, checkpoints, dtype.itemsize)
-        return _backward(mode, value, rng, params, sizes, cache, d_o, compile)
+            keep = _truncation_weights(truncation, sizes["T"], rng, d_o)
+            return _segmented(_SEGMENTS, truncation, keep, params, sizes, cache, d_o, checkpoints, dtype.itemsize)
+        return _backward(truncation, rng, params, sizes, cache, d_o, compile)
 
 
 def losses(outputs, ys):
@@ -170,13 +170,13 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints
     compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
     as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
     work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
-    mode, value = _truncation(truncate, rng)
+    truncation = _truncation(truncate, rng)
     compile = _check_compile(compile, checkpoints)
     if checkpoints is not None:
-        return _checkpointed_loss(mode, value, rng, params, xs, ys, h0, checkpoints)
+        return _checkpointed_loss(truncation, rng, params, xs, ys, h0, checkpoints)
     loss, d_o, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0, compile, check_finite=False)
     with torch.no_grad():
-        grads = _backward(mode, value, rng, params, sizes, cache, d_o, compile)
+        grads = _backward(truncation, rng, params, sizes, cache, d_o, compile)
     return _blamed(_SPEC, params, loss, grads)  # a parameter's nan or inf, named from the result
 
 
@@ -249,7 +249,7 @@ class BPTT(torch.autograd.Function):
         sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
         o, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, h0, compile)
         ctx.compile = compile
-        ctx.truncation = _truncation(truncate, rng) + (rng,)
+        ctx.truncation = (_truncation(truncate, rng), rng)
         ctx.given = (h0 is not None,)
         ctx.sizes, ctx.cache = sizes, cache
         ctx.save_for_backward(*params)
@@ -259,8 +259,8 @@ class BPTT(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_o):
         params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        mode, value, rng = ctx.truncation
-        grads = _backward(mode, value, rng, params, ctx.sizes, ctx.cache, d_o.contiguous(), ctx.compile)
+        truncation, rng = ctx.truncation
+        grads = _backward(truncation, rng, params, ctx.sizes, ctx.cache, d_o.contiguous(), ctx.compile)
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
         return (None, None, None, *states, *(grads[name] for name in PARAMS))
 
@@ -275,17 +275,17 @@ class CompiledBPTT(BPTT):
 
 
 @torch.no_grad()
-def _checkpointed_loss(mode, value, rng, params, xs, ys, h0, checkpoints):
+def _checkpointed_loss(truncation, rng, params, xs, ys, h0, checkpoints):
     """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
     sizes, dtype = _check_params(_SPEC, params, finite=False)
     device = params["W_hx"].device
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
-    keep = _truncation_weights(mode, value, sizes["T"], rng, params["W_hx"])
+    keep = _truncation_weights(truncation, sizes["T"], rng, params["W_hx"])
     initial = (h0,)
     loss, grads = _checkpointed(
-        _SEGMENTS, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
+        _SEGMENTS, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
     )
     return _blamed(_SPEC, params, loss, grads)
 
@@ -302,14 +302,14 @@ class CheckpointedBPTT(torch.autograd.Function):
         named = dict(zip(PARAMS, params, strict=True))
         sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
         sizes.update(T=xs.shape[0], B=xs.shape[1])
-        mode, value = _truncation(truncate, rng)
+        truncation = _truncation(truncate, rng)
         dtype = params[0].dtype
         initial, targets = (h0,), None
         outputs = _Steps(xs.shape[0])
         _, kept = _forward_kept(
-            _SEGMENTS, mode, value, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
+            _SEGMENTS, truncation, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
         )
-        ctx.inputs = (xs, targets, initial, kept, checkpoints, mode, value, rng)
+        ctx.inputs = (xs, targets, initial, kept, checkpoints, truncation, rng)
         ctx.sizes, ctx.given = sizes, (h0 is not None,)
         ctx.save_for_backward(*params)
         return outputs.tensor
@@ -318,12 +318,12 @@ class CheckpointedBPTT(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_o):
         params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        xs, targets, initial, kept, checkpoints, mode, value, rng = ctx.inputs
+        xs, targets, initial, kept, checkpoints, truncation, rng = ctx.inputs
         ctx.inputs = None  # the kept states go as the schedule frees them
-        keep = _truncation_weights(mode, value, xs.shape[0], rng, d_o)
+        keep = _truncation_weights(truncation, xs.shape[0], rng, d_o)
         dtype = d_o.dtype
         _, grads = _checkpointed(
-            _SEGMENTS, mode, value, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
+            _SEGMENTS, truncation, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
             d_o.contiguous(), kept
         )
         states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
@@ -471,17 +471,17 @@ def _forward_arrays(T, B, sizes, dtype, device):
     return work
 
 
-def _backward(mode, value, rng, params, sizes, cache, d_o, compile=False):
-    """The gradients of backward, unchecked (mode, value from _truncation)."""
-    keep = _truncation_weights(mode, value, d_o.shape[0], rng, d_o)
-    return _segment_backward(mode, value, keep, params, sizes, cache, d_o, None, compile)
+def _backward(truncation, rng, params, sizes, cache, d_o, compile=False):
+    """The gradients of backward, unchecked (truncation from _truncation)."""
+    keep = _truncation_weights(truncation, d_o.shape[0], rng, d_o)
+    return _segment_backward(truncation, keep, params, sizes, cache, d_o, None, compile)
 
 
-def _segment_backward(mode, value, keep, params, sizes, cache, d_o, following=None, compile=False):
+def _segment_backward(truncation, keep, params, sizes, cache, d_o, following=None, compile=False):
     """The gradients, all steps or a segment of them; following and compile as for _adjoints (a window's
     adjoints are not compiled)."""
-    if mode == "window":
-        adjoints, initial = _window_adjoints(value, params, sizes, cache, d_o, following)
+    if truncation.windowed:
+        adjoints, initial = _window_adjoints(truncation.value, params, sizes, cache, d_o, following)
     else:
         adjoints, initial = _adjoints(keep, params, sizes, cache, d_o, following, compile)
     grads = _gradients(params, sizes, cache, adjoints, d_o)
@@ -489,9 +489,9 @@ def _segment_backward(mode, value, keep, params, sizes, cache, d_o, following=No
     return grads
 
 
-def _truncation_weights(mode, value, T, rng, like):
+def _truncation_weights(truncation, T, rng, like):
     """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
-    return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, like)
+    return _keep_weights(truncation, T, rng, like) if truncation.weighted else None
 
 
 def _adjoints(keep, params, sizes, cache, d_o, following=None, compile=False):

@@ -126,17 +126,17 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     checkpoints: None, or the memory the backward pass's own arrays may take (a number of steps, or bytes
     such as "32MiB"): it runs through the cache in segments of steps that fit.
     """
-    mode, value = _truncation(truncate, rng)
+    truncation = _truncation(truncate, rng)
     sizes, dtype = _check_params(_SPEC, params, check_finite)
     _check_cache(_SPEC, cache, sizes, dtype)
     d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    return _PASSES.backward(mode, value, rng, params, sizes, dtype, cache, d_s, checkpoints)
+    return _PASSES.backward(truncation, rng, params, sizes, dtype, cache, d_s, checkpoints)
 
 
-def _backward_into(mode, value, keep, params, sizes, cache, d_s, work, following=None):
+def _backward_into(truncation, keep, params, sizes, cache, d_s, work, following=None):
     """The gradients, in the arrays of work; following: as for _adjoints (a segment of steps)."""
-    if mode == "window":
-        d_c0, d_h0 = _window_adjoints(value, params, sizes, cache, d_s, work, following)
+    if truncation.windowed:
+        d_c0, d_h0 = _window_adjoints(truncation.value, params, sizes, cache, d_s, work, following)
     else:
         d_c0, d_h0 = _adjoints(keep, params, sizes, cache, d_s, work, following)
     x = cache["x"]
@@ -208,13 +208,13 @@ def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, ch
     checkpoints: None keeps every step for the backward pass; a number of slots (each a kept state or
     one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal schedule keeps some
     states, recomputes the steps between them, and frees them (the same gradients)."""
-    mode, value = _truncation(truncate, rng)
+    truncation = _truncation(truncate, rng)
     sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
     x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
     c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
     h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
     y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
-    return _PASSES.loss_and_grads(mode, value, rng, params, sizes, dtype, x, y, (c0, h0), checkpoints)
+    return _PASSES.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, (c0, h0), checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):

@@ -18,13 +18,13 @@ class _Segments:
     spec: _Spec
     segment_forward: Callable  # (params, sizes, dtype, x, y, states) -> (outputs, cache) of x's steps
     segment_loss: Callable  # (outputs, y, T) -> (the segment's share of the loss over all T steps, dL/doutputs)
-    segment_backward: Callable  # (mode, value, keep, params, sizes, cache, d_outputs, following) -> gradients
+    segment_backward: Callable  # (truncation, keep, params, sizes, cache, d_outputs, following) -> gradients
     states_at: Callable  # (cache, step) -> copies of the states at a step of a segment's cache
     checkpoint_bytes: Callable  # (sizes, B, itemsize, ages) -> bytes of (a kept state, a forward step, a backward one)
 
 
 def _checkpointed(
-    model, mode, value, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+    model, truncation, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
 ):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
@@ -32,7 +32,7 @@ def _checkpointed(
     autograd Function's backward), the loss is not computed and kept holds the states its forward pass kept
     (_forward_kept): the schedule's first forward pass is not run again."""
     T = x.shape[0]
-    actions = _checkpoint_actions(model, mode, value, sizes, x.shape[1], itemsize, checkpoints, T)
+    actions = _checkpoint_actions(model, truncation, sizes, x.shape[1], itemsize, checkpoints, T)
     if kept is None:
         kept, start = {0: states}, 0
     else:
@@ -56,17 +56,15 @@ def _checkpointed(
             else:
                 d_part = d_outputs[a:b]
             part = model.segment_backward(
-                mode, value, _kept_weights(keep, a, b), params, sizes, cache, d_part, following
+                truncation, _kept_weights(keep, a, b), params, sizes, cache, d_part, following
             )
             totals = _summed(model.spec, totals, part, a == 0)
     return loss, totals
 
 
-def _checkpoint_actions(model, mode, value, sizes, B, itemsize, checkpoints, T):
+def _checkpoint_actions(model, truncation, sizes, B, itemsize, checkpoints, T):
     """The schedule for T steps in the memory `checkpoints` allows (ValueError in one line if it cannot be)."""
-    state, forward_step, backward_step = model.checkpoint_bytes(
-        sizes, B, itemsize, value + 1 if mode == "window" else 1
-    )
+    state, forward_step, backward_step = model.checkpoint_bytes(sizes, B, itemsize, truncation.ages)
     return _schedule(T, _capacities(*_budget(checkpoints, state, forward_step + backward_step), T))
 
 
@@ -76,12 +74,12 @@ def _sweep(actions):
     return actions[:first]
 
 
-def _forward_kept(model, mode, value, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
+def _forward_kept(model, truncation, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
     """(the outputs of every step, in parts of consecutive steps; the states the schedule's first forward pass
     keeps or reaches, by step): the forward pass of an autograd Function whose backward is _checkpointed.
     parts: where to append each part (a list if None; torch's copies each into one tensor as it comes)."""
     T = x.shape[0]
-    sweep = _sweep(_checkpoint_actions(model, mode, value, sizes, x.shape[1], itemsize, checkpoints, T))
+    sweep = _sweep(_checkpoint_actions(model, truncation, sizes, x.shape[1], itemsize, checkpoints, T))
     wanted = {action[2] for action in sweep if action[0] == "advance"}
     chunk = next((action[3] for action in sweep if action[0] == "advance"), T)
     kept, parts, a = {0: states}, [] if parts is None else parts, 0
@@ -107,11 +105,11 @@ def _advance(model, params, sizes, dtype, x, y, states, a, b, chunk):
     return states
 
 
-def _segmented(model, mode, value, keep, params, sizes, cache, d_outputs, checkpoints, itemsize):
+def _segmented(model, truncation, keep, params, sizes, cache, d_outputs, checkpoints, itemsize):
     """The gradients of backward, given the whole forward cache, in segments whose backward arrays fit in
     the memory `checkpoints` allows (nothing is recomputed: the cache holds every step)."""
     T, B = d_outputs.shape[0], d_outputs.shape[1]
-    step = model.checkpoint_bytes(sizes, B, itemsize, value + 1 if mode == "window" else 1)[2]
+    step = model.checkpoint_bytes(sizes, B, itemsize, truncation.ages)[2]
     budget, _, step = _budget(checkpoints, step, step)
     steps = budget // step
     following, totals = {}, None
@@ -121,7 +119,7 @@ def _segmented(model, mode, value, keep, params, sizes, cache, d_outputs, checkp
             for name, array in cache.items()
         }
         weights = _kept_weights(keep, a, b)
-        part = model.segment_backward(mode, value, weights, params, sizes, part_cache, d_outputs[a:b], following)
+        part = model.segment_backward(truncation, weights, params, sizes, part_cache, d_outputs[a:b], following)
         totals = _summed(model.spec, totals, part, a == 0)
     return totals
 

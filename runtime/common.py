@@ -1,8 +1,9 @@
-"""The runtime every backend shares, framework-free: a model's facts (Spec), truncation arguments, counts,
+"""The runtime every backend shares, framework-free: a model's facts (Spec), counts,
 and the sizes a model's parameters bind. A backend's runtime (numpy.py, ...) adds what needs its framework."""
 
-import numbers
 from dataclasses import dataclass, field
+
+from bptt.runtime.options import _is_count, _is_number
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,33 +21,6 @@ class _Spec:
     # (the keys, each parameter's type, dtype and shape) -> (sizes, dtype) of parameters that passed the checks
     # of everything but their values: a training loop passes the same kinds of arrays every call
     passed: dict = field(default_factory=dict, repr=False)
-
-
-def _parse_truncation(truncate):
-    """(mode, value) of a truncate argument, or ValueError saying what is allowed (the backend checks rng)."""
-    if truncate is None:
-        return "full", None
-    modes = ("window", "chunk", "random")
-    if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
-        raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
-    mode, value = truncate
-    if mode != "random" and not _is_count(value):
-        raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
-    if mode == "random":
-        if not (_is_number(value) and 0 < value <= 1):
-            raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
-        return mode, float(value)
-    return mode, int(value)  # a NumPy integer too, as a Python int
-
-
-def _is_number(value):
-    """A real number: a Python or NumPy int or float (a bool is not a number here)."""
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _is_count(value):
-    """An integer >= 1, Python's or NumPy's (a bool is not a count)."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
 
 
 def _check_theta(theta):

@@ -13,8 +13,8 @@ from bptt.runtime.common import (
     _common_dtype,
     _dtype_name,
     _param_sizes,
-    _parse_truncation,
 )
+from bptt.runtime.options import Truncation
 
 _FLOATS = (jnp.float32, jnp.float64)  # the dtypes the modules compute in
 
@@ -30,11 +30,11 @@ def clip_grads(grads, theta):
 
 
 def _truncation(truncate, rng):
-    """(mode, value) of a truncate argument (common.py's _parse_truncation), rng checked for random truncation."""
-    mode, value = _parse_truncation(truncate)
-    if mode == "random":
+    """The Truncation of a truncate argument (options.py), rng checked for random truncation."""
+    truncation = Truncation.of(truncate)
+    if truncation.randomized:
         _check_rng(rng)
-    return mode, value
+    return truncation
 
 
 def _check_rng(rng):
@@ -52,30 +52,31 @@ def _is_key(rng):
     return rng.dtype == jnp.uint32 and rng.shape == (2,)
 
 
-def _keep_weights(mode, value, T, rng, dtype):
+def _keep_weights(truncation, T, rng, dtype):
     """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1: ones but
     for chunks and random truncation (compiled once per mode, k or pi, T and dtype)."""
-    if mode in ("chunk", "random"):
-        return _truncated_keep(mode, value, T, rng, dtype)
+    if truncation.weighted:
+        return _truncated_keep(truncation, T, rng, dtype)
     return jnp.ones(T, dtype)
 
 
-def _cut_or_drawn(mode, value, T, rng, dtype):
+def _cut_or_drawn(truncation, T, rng, dtype):
     """Chunks: cut at steps k, 2k, ...; random: xi_{t+1} = (u_t < pi) / pi for the uniforms
     u = jax.random.uniform(rng, (T,)), drawn in float64 if x64 is on, else in float32."""
-    if mode == "chunk":
+    k = pi = truncation.value
+    if truncation.chunked:
         steps = jnp.arange(T)
-        return ((steps % value != 0) | (steps == 0)).astype(dtype)  # h_k, h_2k, ... enter the next step detached
+        return ((steps % k != 0) | (steps == 0)).astype(dtype)  # h_k, h_2k, ... enter the next step detached
     u = jax.random.uniform(rng, (T,), dtype=jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
-    return ((u < value) / value).astype(dtype)
+    return ((u < pi) / pi).astype(dtype)
 
 
-_truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 2, 4))
+_truncated_keep = jax.jit(_cut_or_drawn, static_argnums=(0, 1, 3))
 
 
-def _ages(mode, value):
+def _ages(truncation):
     """k + 1 ages (0..k steps flowed) for a window of k steps, else None (no age axis)."""
-    return value + 1 if mode == "window" else None
+    return truncation.ages if truncation.windowed else None
 
 
 def _following(values, after=None):

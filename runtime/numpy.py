@@ -20,9 +20,9 @@ from bptt.runtime.common import (
     _dtype_name,
     _extent,
     _param_sizes,
-    _parse_truncation,
     _Spec,
 )
+from bptt.runtime.options import Truncation
 
 _THREAD = threading.local()  # each thread's work arrays
 _FLOATS = (np.float32, np.float64)  # the dtypes the modules compute in
@@ -55,11 +55,11 @@ def clip_grads(grads, theta):
 
 
 def _truncation(truncate, rng):
-    """(mode, value) of a truncate argument (common.py's _parse_truncation), rng checked for random truncation."""
-    mode, value = _parse_truncation(truncate)
-    if mode == "random":
+    """The Truncation of a truncate argument (options.py), rng checked for random truncation."""
+    truncation = Truncation.of(truncate)
+    if truncation.randomized:
         _check_rng(rng)
-    return mode, value
+    return truncation
 
 
 def _check_rng(rng):
@@ -68,19 +68,20 @@ def _check_rng(rng):
         raise ValueError(f"truncate=('random', pi) needs rng=np.random.default_rng(seed), got rng={rng!r}")
 
 
-def _keep_weights(mode, value, T, rng, dtype):
+def _keep_weights(truncation, T, rng, dtype):
     """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1."""
     keep = np.ones(T, dtype)
-    if mode == "chunk":
-        keep[value::value] = 0  # h_k, h_2k, ... enter the next step detached
-    elif mode == "random":
-        keep[:] = (rng.random(T) < value) / value  # xi_{t+1}: 0 with probability 1 - pi, else 1/pi
+    k = pi = truncation.value
+    if truncation.chunked:
+        keep[k::k] = 0  # h_k, h_2k, ... enter the next step detached
+    elif truncation.randomized:
+        keep[:] = (rng.random(T) < pi) / pi  # xi_{t+1}: 0 with probability 1 - pi, else 1/pi
     return keep
 
 
-def _truncation_weights(mode, value, T, rng, dtype):
+def _truncation_weights(truncation, T, rng, dtype):
     """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
-    return None if mode in ("full", "window") else _keep_weights(mode, value, T, rng, dtype)
+    return _keep_weights(truncation, T, rng, dtype) if truncation.weighted else None
 
 
 def _init_params(spec, rng, dtype, sizes):
@@ -328,7 +329,7 @@ class _Passes:
     forced: bool  # teacher forcing: the forward pass reads the targets
     forward: Callable  # (params, sizes, x, [y,] *initial states, work): the forward pass, into work
     forward_arrays: Callable  # (T, B, sizes, dtype): the arrays the forward pass works in
-    backward_into: Callable  # (mode, value, keep, params, sizes, cache, d_outputs, work, following): gradients
+    backward_into: Callable  # (truncation, keep, params, sizes, cache, d_outputs, work, following): gradients
     backward_arrays: Callable  # (T, B, sizes, dtype): the arrays the backward pass works in
     loss: Callable  # (outputs, y, count): the loss, the outputs replaced by dL/doutputs
     mean: bool  # the loss is averaged over the steps too (count T * B, else B)
@@ -339,38 +340,38 @@ class _Passes:
         first, *rest = self.spec.cache
         return {first: x, **{name: work[name] for name in rest}}
 
-    def backward(self, mode, value, rng, params, sizes, dtype, cache, d_outputs, checkpoints=None):
+    def backward(self, truncation, rng, params, sizes, dtype, cache, d_outputs, checkpoints=None):
         """The module's backward, its arguments checked (loss_and_grads checks its own: a forward pass that
         overflows gives a nan loss and gradients there, not an error), in this thread's workspace; or with
         checkpoints in segments of steps whose arrays fit in that memory."""
         T, B = sizes["T"], sizes["B"]
         if checkpoints is not None:
-            keep = _truncation_weights(mode, value, T, rng, dtype)
+            keep = _truncation_weights(truncation, T, rng, dtype)
             return _segmented(
-                self, mode, value, keep, params, sizes, cache, d_outputs, checkpoints, np.dtype(dtype).itemsize
+                self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, np.dtype(dtype).itemsize
             )
         work = _workspace(self.spec, self.backward_arrays, T, B, sizes, dtype)
-        keep = _truncation_weights(mode, value, T, rng, dtype)
-        return self.backward_into(mode, value, keep, params, sizes, cache, d_outputs, work)
+        keep = _truncation_weights(truncation, T, rng, dtype)
+        return self.backward_into(truncation, keep, params, sizes, cache, d_outputs, work)
 
-    def loss_and_grads(self, mode, value, rng, params, sizes, dtype, x, y, initial, checkpoints):
+    def loss_and_grads(self, truncation, rng, params, sizes, dtype, x, y, initial, checkpoints):
         """The module's loss_and_grads, its arguments checked: the forward pass in this thread's workspace,
         the loss, then backward; or in the memory checkpoints allows (_checkpointed). A parameter holding nan
         or inf is named from the result (_blamed)."""
         T, B = x.shape[0], x.shape[1]
         if checkpoints is not None:
-            keep = _truncation_weights(mode, value, T, rng, dtype)
+            keep = _truncation_weights(truncation, T, rng, dtype)
             sizes.update(T=T, B=B)
             itemsize = np.dtype(dtype).itemsize
             loss, grads = _checkpointed(
-                self, mode, value, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize
+                self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize
             )
             return _blamed(self.spec, params, loss, grads)
         work = _workspace(self.spec, self.forward_arrays, T, B, sizes, dtype)
         self.forward(params, sizes, x, *((y,) if self.forced else ()), *initial, work)
         loss = self.loss(work[self.output], y, T * B if self.mean else B)  # the outputs become dL/doutputs
         sizes.update(T=T, B=B)
-        grads = self.backward(mode, value, rng, params, sizes, dtype, self.cache(x, work), work[self.output])
+        grads = self.backward(truncation, rng, params, sizes, dtype, self.cache(x, work), work[self.output])
         return _blamed(self.spec, params, loss, grads)
 
     def segment_forward(self, params, sizes, dtype, x, y, initial):
@@ -384,12 +385,12 @@ class _Passes:
         of the outputs)."""
         return self.loss(outputs, y, T * outputs.shape[1] if self.mean else outputs.shape[1]), outputs
 
-    def segment_backward(self, mode, value, keep, params, sizes, cache, d_outputs, following):
+    def segment_backward(self, truncation, keep, params, sizes, cache, d_outputs, following):
         """The gradients of a segment of steps, in fresh arrays; following as for the module's _adjoints."""
         T, B = d_outputs.shape[0], d_outputs.shape[1]
         sizes = dict(sizes, T=T, B=B)
         work = self.backward_arrays(T, B, sizes, d_outputs.dtype)
-        return self.backward_into(mode, value, keep, params, sizes, cache, d_outputs, work, following)
+        return self.backward_into(truncation, keep, params, sizes, cache, d_outputs, work, following)
 
     def states_at(self, cache, step):
         """Copies of the states at a step of a segment's cache, in the spec's order (h0: the cache's h)."""

@@ -14,20 +14,17 @@ Memory is counted in units: a kept state takes `state` units, one stored step `s
 forward pass stores for the backward pass and the backward pass's own arrays); a byte budget weighs the two
 as the derivation sizes them (Gruslys's mixed variant: storing a step's intermediates against
 recomputing them from a kept state). Plain Python, framework-free: generated modules import it
-(checkpoints.py's driver runs it), and the bytes of a checkpoints argument are parsed here.
+(checkpoints.py's driver runs it), and a checkpoints argument (options.py) weighs its units here.
 """
 
 import itertools
-import numbers
+
+from bptt.runtime.options import Checkpoints
 
 _EXACT = 100_000  # table entries (levels x steps) up to which the programme is solved exactly (~0.2 s)
 _COARSE = 1_000_000  # beyond: a coarser grid of at most this many entries, the search near the last split (~3 s)
 _NEAR = 16  # splits tried past the last one beyond the exact tables
 _SCHEDULES = {}  # (T, capacities) -> actions: the last few schedules computed, reused
-_UNITS = {  # bytes
-    **{"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20},
-    **{"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40},
-}
 
 
 def _capacities(budget, state, step, T):
@@ -179,26 +176,4 @@ def _budget(checkpoints, state_bytes, step_bytes):
     """(budget, kept state, stored step) in one unit, _capacities's first arguments, of a checkpoints argument:
     a number of slots (a kept state or a stored step each) or a byte budget such as "32MiB"; ValueError in
     one line if it is neither or holds no step. Only parsed: as cheap for a terabyte as for a byte."""
-    if isinstance(checkpoints, numbers.Integral) and not isinstance(checkpoints, bool) and checkpoints >= 1:
-        return int(checkpoints), 1, 1
-    budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
-    if budget is None:
-        raise ValueError(
-            f"checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', got {checkpoints!r}"
-        )
-    if budget < step_bytes:
-        raise ValueError(
-            f"checkpoints={checkpoints!r} holds no step: one stored step takes {step_bytes} bytes here "
-            f"(a kept state {state_bytes})"
-        )
-    return budget, state_bytes, step_bytes
-
-
-def _bytes(text):
-    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, ..., TB, TiB), else None."""
-    text = text.strip()
-    digits = len(text) - len(text.lstrip("0123456789"))
-    number, unit = text[:digits], text[digits:].strip()
-    if not number or unit not in _UNITS or len(number) > 4000 or int(number) == 0:
-        return None  # (int() refuses over 4300 digits)
-    return int(number) * _UNITS[unit]
+    return Checkpoints.of(checkpoints).budget(state_bytes, step_bytes)

@@ -11,8 +11,8 @@ from bptt.runtime.common import (
     _check_theta,
     _common_dtype,
     _param_sizes,
-    _parse_truncation,
 )
+from bptt.runtime.options import Truncation
 
 _FLOATS = (torch.float32, torch.float64)  # the dtypes the modules compute in
 
@@ -26,11 +26,11 @@ def clip_grads(grads, theta):
 
 
 def _truncation(truncate, rng):
-    """(mode, value) of a truncate argument (common.py's _parse_truncation), rng checked for random truncation."""
-    mode, value = _parse_truncation(truncate)
-    if mode == "random":
+    """The Truncation of a truncate argument (options.py), rng checked for random truncation."""
+    truncation = Truncation.of(truncate)
+    if truncation.randomized:
         _check_rng(rng)
-    return mode, value
+    return truncation
 
 
 def _check_rng(rng):
@@ -39,15 +39,16 @@ def _check_rng(rng):
         raise ValueError(f"truncate=('random', pi) needs rng=torch.Generator().manual_seed(seed), got rng={rng!r}")
 
 
-def _keep_weights(mode, value, T, rng, like):
+def _keep_weights(truncation, T, rng, like):
     """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1, on like's
     device and in its dtype. random: T float64 uniforms drawn from rng (on its device), xi = (u < pi) / pi."""
     keep = torch.ones(T, dtype=like.dtype, device=like.device)
-    if mode == "chunk":
-        keep[value::value] = 0  # h_k, h_2k, ... enter the next step detached
-    elif mode == "random":
+    k = pi = truncation.value
+    if truncation.chunked:
+        keep[k::k] = 0  # h_k, h_2k, ... enter the next step detached
+    elif truncation.randomized:
         draws = torch.rand(T, generator=rng, dtype=torch.float64, device=rng.device)
-        keep = ((draws < value).double() / value).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
+        keep = ((draws < pi).double() / pi).to(like.device, like.dtype)  # xi_{t+1}: 0 or 1/pi
     return keep
 
 

@@ -20,7 +20,8 @@ from bptt.app.analysis.drawing import gid
 from bptt.app.analysis.table import Table
 from bptt.app.bench.measuring import TOLERANCE, disagreement, memory, rounds
 from bptt.app.files import write_atomic
-from bptt.codegen.backends import check_checkpoints, checkpoint_cost
+from bptt.codegen.backends import checkpoint_cost
+from bptt.runtime.options import Checkpoints
 
 NAME = "checkpoints"  # the file stem of the CSV and PNG that -o writes
 COLUMNS = ("budget", "evaluations", "extra passes", "stored MiB", "predicted time/full", "median ms")
@@ -42,13 +43,7 @@ class Budget:
 
 def parse(text):
     """The budgets of --checkpoints: integers (slots) and byte budgets ("32MiB"), comma-separated."""
-    out = []
-    for item in text.split(","):
-        item = item.strip()
-        value = int(item) if item.isdigit() else item
-        check_checkpoints(value)  # a bad one: ValueError in one line
-        out.append(value)
-    return out
+    return [Checkpoints.parse(item.strip()).argument for item in text.split(",")]  # a bad one: ValueError
 
 
 def _bytes(module, sizes, batch, itemsize):
@@ -65,7 +60,7 @@ def require_a_step(module, sizes, batch, dtypes, budgets):
     for dtype in dtypes:
         for budget in budgets:
             try:
-                check_checkpoints(budget, *_bytes(module, sizes, batch, np.dtype(dtype).itemsize))
+                Checkpoints.of(budget).budget(*_bytes(module, sizes, batch, np.dtype(dtype).itemsize))
             except ValueError as error:
                 shown = ", ".join(f"{k}={v}" for k, v in sizes.items())
                 raise ValueError(f"{error} in {dtype} with B={batch}, {shown}") from None

@@ -30,6 +30,7 @@ from bptt.app.verify.problem import problem
 from bptt.app.verify.ridders import ladder, points, ridders, start
 from bptt.app.verify.sets import Layout
 from bptt.codegen.backends import BACKENDS, module_filename
+from bptt.runtime.options import RANDOM, Truncation
 
 TOLERANCE = {"float64": 1e-7, "float32": 1e-3}
 FLOOR = 1e-3  # entries below this fraction of their array's largest are measured against it
@@ -46,7 +47,7 @@ class TooManyPatterns(ValueError):
 def require_enumerable(steps, truncate):
     """Raise TooManyPatterns if truncate is random:PI and T = steps is over RANDOM_STEPS; compares
     T itself, so that no T, however long, costs time or memory (2**T is never computed beyond)."""
-    if truncate is not None and truncate[0] == "random" and steps > RANDOM_STEPS:
+    if Truncation.of(truncate).randomized and steps > RANDOM_STEPS:
         raise TooManyPatterns(
             f"randomized truncation is checked exactly, over all 2**T keep patterns, for T <= {RANDOM_STEPS} "
             f"(at most {2**RANDOM_STEPS}): T={steps} is too long; a sampled mean has no honest bound "
@@ -131,13 +132,13 @@ def check(module, steps=5, batch=3, seed=0, dtype="float64", sizes=None, truncat
     Raises NonFiniteForward if the forward pass overflows, TooManyPatterns if truncate is random:PI
     and steps is over RANDOM_STEPS."""
     require_enumerable(steps, truncate)
-    randomized = truncate is not None and truncate[0] == "random"
+    truncation = Truncation.of(truncate)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported, not warned about
         instance = problem(module, steps, batch, seed, sizes)
         for kind in dict.fromkeys((dtype, "float64")):
             instance.require_finite(kind)
-        if randomized:
-            return check_unbiased(instance, truncate[1], dtype)
+        if truncation.randomized:
+            return check_unbiased(instance, truncation.value, dtype)
         return check_gradients(instance, dtype, truncate, np.random.default_rng(seed + 1), max_entries)
 
 
@@ -215,7 +216,7 @@ def expected_gradient(instance, pi, dtype="float64"):
     for kept in itertools.product((True, False), repeat=steps):
         probability = pi ** sum(kept) * (1 - pi) ** (steps - sum(kept))
         if probability > 0:
-            for name, grad in instance.grads(dtype, ("random", pi), PatternRng(kept)).items():
+            for name, grad in instance.grads(dtype, Truncation(RANDOM, pi), PatternRng(kept)).items():
                 total[name] = total.get(name, 0.0) + probability * grad.astype(np.float64)
     return total
 

@@ -17,6 +17,7 @@ import numpy as np
 from bptt.app.verify import check as checking
 from bptt.app.verify.problem import problem
 from bptt.codegen.backends import require
+from bptt.runtime.options import Truncation
 
 AGREEMENT = {"float64": 1e-12, "float32": 1e-5}  # max |framework - NumPy| / max |NumPy|
 
@@ -94,7 +95,7 @@ def against_numpy(framework, instance, dtype, truncate, seed):
     and every gradient, both modules computing in dtype; random truncation with the framework's draws."""
     params, xs, ys, initial = instance.cast(dtype)
     rng, replayed = None, None
-    if truncate is not None and truncate[0] == "random":
+    if Truncation.of(truncate).randomized:
         rng, uniforms = framework.draws(seed, len(xs))
         replayed = Replay(uniforms)
     reference = framework.reference
@@ -133,12 +134,12 @@ def report(model, backend, module, reference, options):
     """(the lines `bptt check` prints for one backend, whether every row passed). module: the backend's
     generated module (the NumPy one for numpy); reference: the NumPy module."""
     o = options
-    randomized = o.truncate is not None and o.truncate[0] == "random"
+    randomized = Truncation.of(o.truncate).randomized
     framework = None if backend == "numpy" else Framework(backend, module, reference)
     checked = reference if framework is None or randomized else framework
     rows = checking.check(checked, o.steps, o.batch, o.seed, o.dtype, o.sizes, o.truncate)
     shown = " ".join(f"{k}={v}" for k, v in o.sizes.items())
-    mode = "full BPTT" if o.truncate is None else "truncate={}:{}".format(*o.truncate)
+    mode = "full BPTT" if o.truncate is None else f"truncate={Truncation.of(o.truncate).text()}"
     which = "" if framework is None else f" ({backend} module)"
     lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch} seed={o.seed} dtype={o.dtype} {shown}"]
     if randomized and framework is not None:
@@ -160,7 +161,7 @@ def report(model, backend, module, reference, options):
 
 
 def _verdict(backend, truncate, steps):
-    if truncate is not None and truncate[0] == "random":
+    if Truncation.of(truncate).randomized:
         verdict = f"the expectation over all {2**steps} keep patterns equals full BPTT"
     else:
         verdict = "all gradients agree with finite differences" + ("" if truncate is None else " of the truncated loss")

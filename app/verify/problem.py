@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bptt.runtime.options import Truncation
+
 
 class NonFiniteForward(Exception):
     """The forward pass overflowed: finite differences of it would be meaningless."""
@@ -103,12 +105,13 @@ class Problem:
         steps = len(self.xs)
         if truncate is None:
             return self.segment(0, steps, False).sum(0)
-        mode, k = truncate
-        if mode == "chunk":  # the state entering each chunk is detached
+        truncation = Truncation.of(truncate)
+        k = truncation.value
+        if truncation.chunked:  # the state entering each chunk is detached
             full = range(0, steps - k + 1, k)  # the chunks of k steps; a shorter one may end the sequence
             rest = self.segment(len(full) * k, steps, len(full) > 0).sum(0) if steps % k else 0.0
             return self.segments(full, k, [a > 0 for a in full]).sum((0, 1)) + rest if full else rest
-        if mode == "window":  # output j sees the state at j-k-1 (if any) as a constant
+        if truncation.windowed:  # output j sees the state at j-k-1 (if any) as a constant
             whole = self.segment(0, min(k, steps), False).sum(0)  # outputs 1..k see every state before them
             later = range(steps - k)  # output a+k+1 of a run from the state at a, for a = 0..T-k-1
             return whole + (self.segments(later, k + 1, [True] * len(later))[-1].sum(0) if later else 0.0)

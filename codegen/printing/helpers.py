@@ -1,6 +1,6 @@
 """A backend's runtime (runtime/numpy.py, ...) and the framework-free runtime all backends share
-(runtime/common.py, schedule.py, checkpoints.py), split into their top-level definitions by Python's own
-parser, never imported (codegen imports no framework). A generated module imports the definitions its code
+(runtime/options.py, common.py, schedule.py, checkpoints.py), split into their top-level definitions by
+Python's own parser, never imported (codegen imports no framework). A generated module imports the definitions its code
 calls from the runtime, one import line per runtime module; a standalone one (`bptt codegen --standalone`)
 carries those definitions and those they call instead, nothing else, and imports nothing of bptt."""
 
@@ -147,7 +147,7 @@ def namespace(names=None, backend="numpy", scope=None):
 
 @functools.cache
 def helpers(backend="numpy"):
-    """The shared runtime (common.py; schedule.py: the checkpoint schedule; checkpoints.py: the passes that
-    follow it), then the backend's own, whose definitions win."""
-    names = ("common.py", "schedule.py", "checkpoints.py", f"{backend}.py")
+    """The shared runtime (options.py: the option values; common.py; schedule.py: the checkpoint schedule;
+    checkpoints.py: the passes that follow it), then the backend's own, whose definitions win."""
+    names = ("options.py", "common.py", "schedule.py", "checkpoints.py", f"{backend}.py")
     return Helpers(*(RUNTIME / name for name in names))

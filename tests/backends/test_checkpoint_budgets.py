@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from bptt.runtime.checkpoints import _checkpoint_actions
+from bptt.runtime.options import Truncation
 from bptt.tests.support.modules import count_forward_steps, module_of, segments_of
 
 HUGE = (10**12, "1000000GiB", "1TiB")  # far past full BPTT's need here
@@ -58,7 +59,7 @@ def test_a_huge_budget_is_full_bptt_at_once(backend, budget):
     """The module's own copy of the schedule: one backward segment over all T steps; the loss and the
     gradients are full BPTT's, bit for bit (the same operations on the same arrays)."""
     module, params, xs, ys = setup(backend)
-    actions = _checkpoint_actions(segments_of(module), "full", None, SIZES, BATCH, 8, budget, STEPS)
+    actions = _checkpoint_actions(segments_of(module), Truncation.of(None), SIZES, BATCH, 8, budget, STEPS)
     assert actions == (("backward", 0, STEPS),)
     loss, expected = module.loss_and_grads(params, xs, ys)
     other, got = module.loss_and_grads(params, xs, ys, checkpoints=budget)

@@ -7,7 +7,7 @@ import tracemalloc
 
 import pytest
 
-from bptt.runtime import schedule
+from bptt.runtime import options, schedule
 from bptt.tests.support.checkpoints import optimum
 
 
@@ -110,10 +110,10 @@ def test_a_budget_below_one_step_is_refused():
 
 
 def test_byte_budgets_parse_their_units():
-    assert schedule._bytes("32MiB") == 32 * 2**20
-    assert schedule._bytes(" 500 kB ") == 500_000
+    assert options._bytes("32MiB") == 32 * 2**20
+    assert options._bytes(" 500 kB ") == 500_000
     assert schedule._budget("1KiB", 100, 300) == (1024, 100, 300)
-    assert schedule._bytes("1TiB") == 2**40
+    assert options._bytes("1TiB") == 2**40
 
 
 HUGE = (10**12, "1000000GiB", "1TiB")  # issue 25: a budget far past what full BPTT needs

@@ -10,6 +10,7 @@ import pytest
 
 from bptt.runtime import checkpoints, common
 from bptt.runtime import numpy as runtime
+from bptt.runtime.options import Truncation
 from bptt.tests.support.modules import module_of
 
 SPEC = common._Spec(
@@ -26,12 +27,12 @@ def params(h=3, d=2, dtype=np.float64):
 
 
 def test_truncation_arguments_parse_to_a_mode_and_a_value():
-    assert common._parse_truncation(None) == ("full", None)
-    assert common._parse_truncation(("chunk", np.int64(3))) == ("chunk", 3)
-    assert common._parse_truncation(("random", 1)) == ("random", 1.0)
+    assert Truncation.of(None) == ("full", None)
+    assert Truncation.of(("chunk", np.int64(3))) == ("chunk", 3)
+    assert Truncation.of(("random", 1)) == ("random", 1.0)
     for bad in (("window", 0), ("chunk", True), ("random", 0), ("random", 1.5), ("every", 2), ["chunk", 2]):
         with pytest.raises(ValueError, match="truncate"):
-            common._parse_truncation(bad)
+            Truncation.of(bad)
     with pytest.raises(ValueError, match="needs rng=np.random.default_rng"):
         runtime._truncation(("random", 0.5), None)
     assert runtime._truncation(("random", 0.5), np.random.default_rng(0)) == ("random", 0.5)
@@ -105,10 +106,10 @@ def test_the_checkpoint_driver_runs_a_models_segments(truncate):
     theta = module.init_params(rng, **sizes)
     xs, ys = module.random_inputs(rng, 9, 2, **sizes)
     loss, expected = module.loss_and_grads(theta, xs, ys, truncate=truncate)
-    mode, value = common._parse_truncation(truncate)
-    keep = None if mode in ("full", "window") else runtime._keep_weights(mode, value, 9, None, np.float64)
+    truncation = Truncation.of(truncate)
+    keep = runtime._keep_weights(truncation, 9, None, np.float64) if truncation.weighted else None
     got_loss, got = checkpoints._checkpointed(
-        module._PASSES, mode, value, keep, theta, dict(sizes, T=9, B=2), np.float64, xs, ys, (None,), 4, 8
+        module._PASSES, truncation, keep, theta, dict(sizes, T=9, B=2), np.float64, xs, ys, (None,), 4, 8
     )
     assert np.isclose(got_loss, loss, rtol=1e-14)
     assert all(np.allclose(got[key], expected[key], rtol=1e-12, atol=1e-14) for key in expected)

@@ -1,0 +1,175 @@
+"""The options of a generated module's calls as values, each defined here once: Truncation (truncate=) and
+Checkpoints (checkpoints=), made from the API's tuples and strings at the start of a call (of) or from the
+CLI's text (parse), checked, and described in words. Framework-free; the one module that spells the modes."""
+
+import numbers
+from typing import NamedTuple
+
+# Truncation's modes
+FULL = "full"
+WINDOW = "window"
+CHUNK = "chunk"
+RANDOM = "random"
+_UNITS = {  # bytes
+    **{"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20},
+    **{"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40},
+}
+
+
+class Truncation(NamedTuple):
+    """How backward truncates the gradient's flow: FULL (value None), WINDOW or CHUNK (value k, a length of
+    steps >= 1) or RANDOM (value pi, the probability a flow is kept). A tuple: (mode, value), so the value
+    of a truncation is also a truncate argument."""
+
+    mode: str
+    value: object = None
+
+    @classmethod
+    def of(cls, truncate):
+        """The truncation a truncate argument says (None: full BPTT), or ValueError saying what is allowed."""
+        if truncate is None or (isinstance(truncate, Truncation) and truncate.full):
+            return cls(FULL)
+        modes = (WINDOW, CHUNK, RANDOM)
+        if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
+            raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
+        mode, value = truncate
+        if mode != RANDOM and not _is_count(value):
+            raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
+        if mode == RANDOM:
+            if not (_is_number(value) and 0 < value <= 1):
+                raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
+            return cls(RANDOM, float(value))
+        return cls(modes[modes.index(mode)], int(value))  # a NumPy integer too, as a Python int
+
+    @classmethod
+    def parse(cls, text):
+        """The truncation of the CLI's text window:K, chunk:K or random:PI, or ValueError in one line."""
+        mode, _, value = text.partition(":")
+        try:
+            if mode in (WINDOW, CHUNK):
+                return cls.of((mode, int(value)))
+            if mode == RANDOM:
+                return cls.of((mode, float(value)))
+        except ValueError:
+            pass
+        raise ValueError(f"expected window:K or chunk:K with K >= 1, or random:PI with 0 < PI <= 1; got {text!r}")
+
+    @property
+    def full(self):
+        return self.mode == FULL
+
+    @property
+    def windowed(self):
+        return self.mode == WINDOW
+
+    @property
+    def chunked(self):
+        return self.mode == CHUNK
+
+    @property
+    def randomized(self):
+        return self.mode == RANDOM
+
+    @property
+    def weighted(self):
+        """Chunks and random truncation weight each step's flow (keep weights); full BPTT and windows don't."""
+        return self.mode in (CHUNK, RANDOM)
+
+    @property
+    def ages(self):
+        """How many steps' states each step's backward reads: a window's k + 1, else 1."""
+        return self.value + 1 if self.mode == WINDOW else 1
+
+    @property
+    def argument(self):
+        """The truncate argument of a generated module's calls: None or (mode, value)."""
+        return None if self.mode == FULL else (self.mode, self.value)
+
+    def text(self):
+        """The CLI's text (parse reads it back); full BPTT has none: None."""
+        return None if self.mode == FULL else f"{self.mode}:{self.value}"
+
+    def describe(self):
+        """In words, for a report."""
+        if self.mode == WINDOW:
+            return f"each output's gradient flows back at most {self.value} steps"
+        if self.mode == CHUNK:
+            return f"the gradient is cut every {self.value} steps (chunks of {self.value})"
+        if self.mode == RANDOM:
+            return f"each step's flow is kept with probability {self.value} and scaled by 1/{self.value}"
+        return "full BPTT"
+
+
+class Checkpoints(NamedTuple):
+    """A memory bound on backward: a number of slots (a kept state or a stored step each), or a byte budget
+    (bytes, as the user spelled it: spelled)."""
+
+    slots: int | None = None
+    bytes: int | None = None
+    spelled: str | None = None
+
+    @classmethod
+    def of(cls, checkpoints):
+        """The bound of a checkpoints argument: a positive integer (slots) or a byte budget such as "32MiB",
+        else ValueError in one line. Only parsed: as cheap for a terabyte as for a byte."""
+        if isinstance(checkpoints, Checkpoints):
+            return checkpoints
+        if _is_count(checkpoints):
+            return cls(slots=int(checkpoints))
+        budget = _bytes(checkpoints) if isinstance(checkpoints, str) else None
+        if budget is None:
+            raise ValueError(
+                f"checkpoints must be a positive integer (slots) or a byte budget such as '32MiB', got {checkpoints!r}"
+            )
+        return cls(bytes=budget, spelled=checkpoints)
+
+    @classmethod
+    def parse(cls, text):
+        """The bound of the CLI's text: digits are slots, anything else a byte budget."""
+        return cls.of(int(text) if text.strip().isdigit() else text)
+
+    @property
+    def argument(self):
+        """The checkpoints argument of a generated module's calls: slots, or the budget as spelled."""
+        return self.slots if self.bytes is None else self.spelled
+
+    def text(self):
+        return str(self.argument)
+
+    def budget(self, state_bytes, step_bytes):
+        """(budget, kept state, stored step) in one unit, the schedule's capacities' first arguments: slots
+        count one each; a byte budget weighs them as given; ValueError in one line if it holds no step."""
+        if self.bytes is None:
+            return self.slots, 1, 1
+        if self.bytes < step_bytes:
+            raise ValueError(
+                f"checkpoints={self.spelled!r} holds no step: one stored step takes {step_bytes} bytes here "
+                f"(a kept state {state_bytes})"
+            )
+        return self.bytes, state_bytes, step_bytes
+
+    def describe(self):
+        """In words, for a report."""
+        if self.bytes is None:
+            return f"{self.slots} slots (a kept state or a stored step each)"
+        return f"a budget of {self.spelled.strip()} ({self.bytes} bytes)"
+
+
+def _bytes(text):
+    """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, ..., TB, TiB), else None."""
+    text = text.strip()
+    digits = len(text) - len(text.lstrip("0123456789"))
+    number, unit = text[:digits], text[digits:].strip()
+    if not number or unit not in _UNITS or len(number) > 4000 or int(number) == 0:
+        return None  # (int() refuses over 4300 digits)
+    return int(number) * _UNITS[unit]
+
+
+def _is_number(value):
+    """A real number: a Python or NumPy int or float (a bool is not a number here)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def _is_count(value):
+    """An integer >= 1, Python's or NumPy's (a bool is not a count)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
