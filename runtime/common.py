@@ -88,6 +88,23 @@ def _check_cache_keys(spec, cache):
         raise ValueError(f"cache has keys {got}; expected the keys {keys} that this model's forward returns")
 
 
+def _passed_before(spec, params, finite, checked, attributes):
+    """(sizes, dtype) that checked(spec, params, finite) gives, at once for parameters of the kinds (keys, and
+    each one's type and named attributes) a call passed before, unless their values are to be scanned."""
+    kinds = None
+    if type(params) is dict and not finite:
+        kinds = tuple(params), tuple([(type(a), *(getattr(a, k, None) for k in attributes)) for a in params.values()])
+        if kinds in spec.passed:
+            sizes, dtype = spec.passed[kinds]
+            return dict(sizes), dtype
+    sizes, dtype = checked(spec, params, finite)
+    if kinds is not None:
+        if len(spec.passed) >= 16:
+            spec.passed.clear()
+        spec.passed[kinds] = sizes, dtype
+    return dict(sizes), dtype
+
+
 def _param_sizes(spec, params):
     """The sizes the parameters' shapes bind (a fresh dict); if they disagree, ValueError naming the parameter
     that disagrees with all the others if one does, else the first that disagrees with those before it.

@@ -20,6 +20,7 @@ from bptt.runtime.common import (
     _dtype_name,
     _extent,
     _param_sizes,
+    _passed_before,
     _Spec,
 )
 from bptt.runtime.options import Truncation
@@ -208,21 +209,7 @@ def _check_params(spec, params, finite=True):
 
     If one parameter disagrees with all the others, the error names it. Parameters of the same kinds as
     a call's before (keys, types, dtypes, shapes) pass at once unless their values are to be scanned."""
-    kinds = None
-    if type(params) is dict and not finite:
-        kinds = (
-            tuple(params),
-            tuple([(type(a), getattr(a, "dtype", None), getattr(a, "shape", None)) for a in params.values()]),
-        )
-        if kinds in spec.passed:
-            sizes, dtype = spec.passed[kinds]
-            return dict(sizes), dtype
-    sizes, dtype = _checked_params(spec, params, finite)
-    if kinds is not None:
-        if len(spec.passed) >= 16:
-            spec.passed.clear()
-        spec.passed[kinds] = sizes, dtype
-    return dict(sizes), dtype
+    return _passed_before(spec, params, finite, _checked_params, ("dtype", "shape"))
 
 
 def _checked_params(spec, params, finite):

@@ -11,6 +11,7 @@ from bptt.runtime.common import (
     _check_theta,
     _common_dtype,
     _param_sizes,
+    _passed_before,
 )
 from bptt.runtime.options import Truncation
 
@@ -191,18 +192,7 @@ def _check_params(spec, params, finite=True):
 
     If one parameter disagrees with all the others, the error names it. Parameters of the same kinds as
     a call's before (keys, types, dtypes, devices, shapes) pass at once unless their values are scanned."""
-    kinds = None
-    if type(params) is dict and not finite:
-        kinds = tuple(params), tuple([(type(a), *(getattr(a, k, None) for k in KINDS)) for a in params.values()])
-        if kinds in spec.passed:
-            sizes, dtype = spec.passed[kinds]
-            return dict(sizes), dtype
-    sizes, dtype = _checked_params(spec, params, finite)
-    if kinds is not None:
-        if len(spec.passed) >= 16:
-            spec.passed.clear()
-        spec.passed[kinds] = sizes, dtype
-    return dict(sizes), dtype
+    return _passed_before(spec, params, finite, _checked_params, KINDS)
 
 
 KINDS = ("dtype", "device", "shape")  # what the checks of a tensor read besides its type and values
