@@ -348,11 +348,8 @@ def _segment_backward(truncation, keep, params, sizes, cache, d_s, following):
     """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
     segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
     T = d_s.shape[0]
-    after = dict(following)
-    if keep is not None and keep.shape[0] > T:
-        after["keep"] = keep[T]
-    weights = None if keep is None else keep[:T]
-    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, weights, after or None)
+    after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
+    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, keep[:T], after or None)
     following.clear()
     following.update(handed)
     return grads
@@ -411,9 +408,9 @@ def _forward(params, x, h0):
 
 
 def _gradients(ages, params, cache, d_s, keep):
-    """Every gradient, given dL/ds_t. keep[t]: the weight of the flow from step t+1 into step t (None for
-    full BPTT and windows: not weighted); ages: k + 1 when each output's gradient flows back at most k steps
-    (the adjoints that flow through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
+    """Every gradient, given dL/ds_t. keep[t]: the weight of the flow from step t+1 into step t (ones for
+    full BPTT); ages: k + 1 when each output's gradient flows back at most k steps (the adjoints that flow
+    through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
     return _gradients_and_following(ages, params, cache, d_s, keep)[0]
 
 
@@ -449,7 +446,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     carry, (d_a,) = jax.lax.scan(_step, (following.get("_d_next_a", zero_n_h),), (d_h, h[1:], keep_next), reverse=True)
     (d_a_1,) = carry  # the adjoints at step 1
     handed = {"_d_next_a": d_a_1}  # step 1's values, for the segment before this one
-    keep_0 = None if keep is None else keep[0]  # the weight of the flow from step 1 into step 0
+    keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     d_h0 = _total(_flow(d_a_1 @ W, keep_0, ages), ages)  # dL/dh_0 = W^T dL/da_1
     return {
         "U": (x.reshape(-1, n_d).T @ d_a.reshape(-1, n_h)).T,  # dL/dU = sum_t dL/da_t x_t^T

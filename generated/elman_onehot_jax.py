@@ -338,11 +338,8 @@ def _segment_backward(truncation, keep, params, sizes, cache, d_z, following):
     """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
     segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
     T = d_z.shape[0]
-    after = dict(following)
-    if keep is not None and keep.shape[0] > T:
-        after["keep"] = keep[T]
-    weights = None if keep is None else keep[:T]
-    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_z, weights, after or None)
+    after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
+    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_z, keep[:T], after or None)
     following.clear()
     following.update(handed)
     return grads
@@ -398,9 +395,9 @@ def _forward(params, x, s0):
 
 
 def _gradients(ages, params, cache, d_z, keep):
-    """Every gradient, given dL/dz_t. keep[t]: the weight of the flow from step t+1 into step t (None for
-    full BPTT and windows: not weighted); ages: k + 1 when each output's gradient flows back at most k steps
-    (the adjoints that flow through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
+    """Every gradient, given dL/dz_t. keep[t]: the weight of the flow from step t+1 into step t (ones for
+    full BPTT); ages: k + 1 when each output's gradient flows back at most k steps (the adjoints that flow
+    through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
     return _gradients_and_following(ages, params, cache, d_z, keep)[0]
 
 
@@ -439,7 +436,7 @@ def _gradients_and_following(ages, params, cache, d_z, keep, following=None):
     )
     (d_s_1,) = carry  # the adjoints at step 1
     handed = {"_d_next_s": d_s_1, "_next_s": s[1]}  # step 1's values, for the segment before this one
-    keep_0 = None if keep is None else keep[0]  # the weight of the flow from step 1 into step 0
+    keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     d_s0 = _total(_flow((1 - s[1] ** 2) * d_s_1 @ W, keep_0, ages), ages)  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
     return {
         "U": _scatter_columns(((1 - s[1:] ** 2) * d_s), x, n_d),  # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T

@@ -412,11 +412,8 @@ def _segment_backward(truncation, keep, params, sizes, cache, d_s, following):
     """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
     segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
     T = d_s.shape[0]
-    after = dict(following)
-    if keep is not None and keep.shape[0] > T:
-        after["keep"] = keep[T]
-    weights = None if keep is None else keep[:T]
-    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, weights, after or None)
+    after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
+    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, keep[:T], after or None)
     following.clear()
     following.update(handed)
     return grads
@@ -506,9 +503,9 @@ def _forward(params, x, h0):
 
 
 def _gradients(ages, params, cache, d_s, keep):
-    """Every gradient, given dL/ds_t. keep[t]: the weight of the flow from step t+1 into step t (None for
-    full BPTT and windows: not weighted); ages: k + 1 when each output's gradient flows back at most k steps
-    (the adjoints that flow through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
+    """Every gradient, given dL/ds_t. keep[t]: the weight of the flow from step t+1 into step t (ones for
+    full BPTT); ages: k + 1 when each output's gradient flows back at most k steps (the adjoints that flow
+    through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
     return _gradients_and_following(ages, params, cache, d_s, keep)[0]
 
 
@@ -568,7 +565,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     (d_h_1, _d_r_bar_z_bar_m_1) = carry  # the adjoints at step 1
     # step 1's values, for the segment before this one
     handed = {"_d_next_h": d_h_1, "_d_next_r_bar_z_bar_m": _d_r_bar_z_bar_m_1, "_next_z": z[1]}
-    keep_0 = None if keep is None else keep[0]  # the weight of the flow from step 1 into step 0
+    keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
     d_h0 = _total(_flow(z[1] * d_h_1 + _d_r_bar_z_bar_m_1 @ _W_hr_W_hz_W_hn, keep_0, ages), ages)
     _d_r_bar_z_bar = _d_r_bar_z_bar_m[..., :2 * n_h]  # the gates' adjoints side by side

@@ -351,11 +351,8 @@ def _segment_backward(truncation, keep, params, sizes, cache, d_s, following):
     """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
     segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
     T = d_s.shape[0]
-    after = dict(following)
-    if keep is not None and keep.shape[0] > T:
-        after["keep"] = keep[T]
-    weights = None if keep is None else keep[:T]
-    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, weights, after or None)
+    after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
+    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, keep[:T], after or None)
     following.clear()
     following.update(handed)
     return grads
@@ -407,9 +404,9 @@ def _forward(params, x, y, o0):
 
 
 def _gradients(ages, params, cache, d_s, keep):
-    """Every gradient, given dL/ds_t. keep[t]: the weight of the flow from step t+1 into step t (None for
-    full BPTT and windows: not weighted); ages: k + 1 when each output's gradient flows back at most k steps
-    (the adjoints that flow through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
+    """Every gradient, given dL/ds_t. keep[t]: the weight of the flow from step t+1 into step t (ones for
+    full BPTT); ages: k + 1 when each output's gradient flows back at most k steps (the adjoints that flow
+    through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
     return _gradients_and_following(ages, params, cache, d_s, keep)[0]
 
 

@@ -455,11 +455,8 @@ def _segment_backward(truncation, keep, params, sizes, cache, d_s, following):
     """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
     segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
     T = d_s.shape[0]
-    after = dict(following)
-    if keep is not None and keep.shape[0] > T:
-        after["keep"] = keep[T]
-    weights = None if keep is None else keep[:T]
-    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, weights, after or None)
+    after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
+    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, keep[:T], after or None)
     following.clear()
     following.update(handed)
     return grads
@@ -559,9 +556,9 @@ def _forward(params, x, c0, h0):
 
 
 def _gradients(ages, params, cache, d_s, keep):
-    """Every gradient, given dL/ds_t. keep[t]: the weight of the flow from step t+1 into step t (None for
-    full BPTT and windows: not weighted); ages: k + 1 when each output's gradient flows back at most k steps
-    (the adjoints that flow through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
+    """Every gradient, given dL/ds_t. keep[t]: the weight of the flow from step t+1 into step t (ones for
+    full BPTT); ages: k + 1 when each output's gradient flows back at most k steps (the adjoints that flow
+    through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
     return _gradients_and_following(ages, params, cache, d_s, keep)[0]
 
 
@@ -627,7 +624,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     (_d_i_bar_to_g_bar_1, d_c_1) = carry  # the adjoints at step 1
     # step 1's values, for the segment before this one
     handed = {"_d_next_c": d_c_1, "_d_next_i_bar_to_g_bar": _d_i_bar_to_g_bar_1, "_next_f": f[1]}
-    keep_0 = None if keep is None else keep[0]  # the weight of the flow from step 1 into step 0
+    keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     d_c0 = _total(_flow(f[1] * d_c_1, keep_0, ages), ages)  # dL/dc_0 = diag(f_1) dL/dc_1
     # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
     d_h0 = _total(_flow(_d_i_bar_to_g_bar_1 @ _W_hi_W_hf_W_ho_W_hg, keep_0, ages), ages)

@@ -53,12 +53,11 @@ def _is_key(rng):
 
 
 def _keep_weights(truncation, T, rng, dtype):
-    """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1, for chunks and
-    random truncation (compiled once per mode, k or pi, T and dtype); None otherwise: every flow passes whole,
-    and the backward pass, traced without weights, multiplies by none."""
+    """keep[t]: the weight of the gradient flowing from step t+1 back into step t, t = 0..T-1: ones but
+    for chunks and random truncation (compiled once per mode, k or pi, T and dtype)."""
     if truncation.weighted:
         return _truncated_keep(truncation, T, rng, dtype)
-    return None
+    return jnp.ones(T, dtype)
 
 
 def _cut_or_drawn(truncation, T, rng, dtype):
@@ -82,9 +81,7 @@ def _ages(truncation):
 
 def _following(values, after=None):
     """values at step t+1 for t = 1..T: at T, after (the value at step 1 of the next segment of steps), or
-    zero (nothing follows the last step). None (no keep weights) stays None."""
-    if values is None:
-        return None
+    zero (nothing follows the last step)."""
     last = jnp.zeros_like(values[:1]) if after is None else jnp.asarray(after, values.dtype)[None]
     return jnp.concatenate([values[1:], last])
 
@@ -97,10 +94,9 @@ def _fresh(local, ages):
 
 
 def _flow(value, keep_t, ages):
-    """The gradient flowing back from step t+1, weighted by keep_t (None: not weighted); one age older in a
-    window (the oldest age dropped)."""
-    if keep_t is not None:
-        value = value * keep_t
+    """The gradient flowing back from step t+1, weighted by keep_t; one age older in a window
+    (the oldest age dropped)."""
+    value = value * keep_t
     if ages is None:
         return value
     return jnp.concatenate([jnp.zeros_like(value[:1]), value[:-1]])

@@ -171,7 +171,7 @@ def gradient_body(program):
         lines.append(handed(printer, program.checkpoints.window_crossings, built.scan.carry))
         printer.used.sizes |= {str(size) for r in rows for size in r.free_symbols} | {"B", "dtype"}
     if any(item.weighted for item in program.window_initial):
-        lines.append("keep_0 = None if keep is None else keep[0]  # the weight of the flow from step 1 into step 0")
+        lines.append("keep_0 = keep[0]  # the weight of the flow from step 1 into step 0")
     lines += [initial_code(printer, item, carried) for item in program.window_initial]
     stacks = stack_lines(printer, program.window.stacks)
     used = printer.used | gradient.used

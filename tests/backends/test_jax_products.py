@@ -11,7 +11,6 @@ pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 import re
 
 import jax
-import jax.extend.core
 import jax.numpy as jnp
 
 from bptt.app.bench import peers_jax
@@ -66,31 +65,3 @@ def test_the_module_runs_no_more_products_per_step_than_jax_grad_of_a_scan(name)
     loss = peers_jax._gated(name, jax, jnp, B)
     theirs = products_per_step(compiled(jax.value_and_grad(loss, argnums=(0, 1)), params, start, xs, ys))
     assert 2 <= ours <= theirs, (ours, theirs)  # forward and backward: at least one product a step each
-
-
-def backward_scans(jaxpr):
-    """The reversed scans in a jaxpr and the jaxprs it calls: (eqn, the avals of what each step reads)."""
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name == "scan" and eqn.params["reverse"]:
-            first = eqn.params["num_consts"] + eqn.params["num_carry"]
-            yield eqn, [v.aval for v in eqn.invars[first:]]
-        for value in eqn.params.values():
-            inner = getattr(value, "jaxpr", value)
-            if isinstance(inner, jax.extend.core.Jaxpr):
-                yield from backward_scans(inner)
-
-
-@pytest.mark.parametrize("name", ["gru", "lstm"])
-@pytest.mark.parametrize("truncate", [None, ("window", 3), ("chunk", 5), ("random", 0.5)])
-def test_the_backward_scan_reads_keep_weights_only_when_truncation_weights_the_flows(name, truncate):
-    """Full BPTT and windows weight no flow: the backward step is traced without keep_t (a number a step, shape
-    (T,) scanned), so it multiplies by none; chunks and random truncation read it."""
-    module = __import__(f"bptt.generated.{name}{BACKENDS['jax'].suffix}", fromlist=["_"])
-    params = module.init_params(jax.random.key(0), jnp.float32, **SIZES)
-    xs, ys = module.random_inputs(jax.random.key(1), T, B, jnp.float32, **SIZES)
-    rng = jax.random.key(2)
-    jaxpr = jax.make_jaxpr(lambda p, x, y: module.loss_and_grads(p, x, y, truncate=truncate, rng=rng))(params, xs, ys)
-    scans = list(backward_scans(jaxpr.jaxpr))
-    assert len(scans) == 1
-    weighted = any(aval.shape == (T,) for aval in scans[0][1])
-    assert weighted == (truncate is not None and truncate[0] in ("chunk", "random"))
