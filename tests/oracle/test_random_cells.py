@@ -350,3 +350,32 @@ def test_draws_do_not_depend_on_the_modules_loaded(tmp_path, monkeypatch):
     spec.loader.exec_module(module)
     monkeypatch.setitem(sys.modules, "many_constants", module)
     assert draws() == before
+
+
+# The cell these tests found wrong in JAX under window truncation (stacked_window on a teacher-forced model)
+FORCED_TERMS = (
+    (("recurrent", "c1", ""), ("recurrent", "p", ""), ("recurrent", "h1", ""), ("input", "", "")),
+    (("recurrent", "c1", ""), ("recurrent", "p", ""), ("recurrent", "h1", ""), ("now", "c1", "")),
+)
+FORCED_IDENTITY = Plan(
+    layers=(
+        Layer(
+            index=1,
+            states=("c1", "h1"),
+            stacked=False,
+            gates=(),
+            updates=(
+                Update("c1", "activation", (), "identity", tuple(Term(*t) for t in FORCED_TERMS[0]), False),
+                Update("h1", "activation", (), "identity", tuple(Term(*t) for t in FORCED_TERMS[1]), False),
+            ),
+        ),
+    ),
+    loss="softmax",
+    mean=False,
+    forcing=True,
+    head_bias=False,
+)
+
+
+def test_a_teacher_forced_cell_under_window_truncation_agrees_in_every_backend():
+    check_random_cell(FORCED_IDENTITY, 3, ("window", 2), 31871)
