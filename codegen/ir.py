@@ -326,6 +326,17 @@ def rewrite(statements, leaf=None, guard=None):
     return tuple(one(statement) for statement in statements)
 
 
+def the_loop(statements):
+    """The Loop among a Pass's top-level statements (a Pass has at most one), or None."""
+    return next((statement for statement in statements if isinstance(statement, Loop)), None)
+
+
+def spliced(statements, old, new):
+    """statements with `old` (one of them, by identity) replaced by the statements `new`: a loop rebuilt, with
+    what a pass computes before or after it."""
+    return tuple(item for statement in statements for item in (tuple(new) if statement is old else (statement,)))
+
+
 def step_rows(arrays):
     """The rows of one step of the arrays that hold every step (a group once: its members are views)."""
     return sum((array.rows for array in arrays if array.steps in (Steps.FROM_ZERO, Steps.FROM_ONE)), sp.S.Zero)

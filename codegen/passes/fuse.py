@@ -8,14 +8,73 @@ projections) become one statement on a span of the group. fuse_backward.py
 does the same for the adjoints.
 """
 
+from dataclasses import replace
+
 import sympy as sp
 
 from bptt.codegen.array_names import code_name
-from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, Steps
+from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Loop, Pass, Stack, Steps, spliced, the_loop
 from bptt.codegen.names import shown
+from bptt.codegen.passes.loops import loop_names
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
 from bptt.derive.text import text
+
+
+def fused_products(program):
+    """The Program whose forward loop computes the products P_k v that two or more of its statements share as
+    one product into a group of their arrays (_products), the weights stacked once per call."""
+    forward = program.forward
+    loop = the_loop(forward.statements)
+    if loop is None:
+        return program
+    inside, stacks, groups = _products(list(loop.body), loop_names(program))
+    members = {name for group in groups for name, _ in group.members}
+    arrays = tuple(groups) + tuple(array for array in forward.arrays if array.name not in members)
+    statements = spliced(forward.statements, loop, [Loop(tuple(inside))])
+    return replace(program, forward=Pass(statements, arrays, forward.stacks + tuple(stacks)))
+
+
+def fused_activations(program):
+    """The Program whose forward loop applies one activation to neighbouring members of a group that the same
+    function takes in place (_activations)."""
+    forward = program.forward
+    loop = the_loop(forward.statements)
+    if loop is None:
+        return program
+    inside, groups = _activations(list(loop.body), groups_of(forward))
+    statements = spliced(forward.statements, loop, [Loop(tuple(inside))])
+    return replace(program, forward=with_groups(replace(forward, statements=statements), groups))
+
+
+def stacked_inputs(program):
+    """The Program whose statements before the forward loop compute neighbouring members' hoisted terms of the
+    same form (P x_t + b + ...) as one (_stacked)."""
+    forward = program.forward
+    loop = the_loop(forward.statements)
+    if loop is None:
+        return program
+    at = forward.statements.index(loop)
+    head, more, groups = _stacked(list(forward.statements[:at]), groups_of(forward))
+    statements = (*head, *forward.statements[at:])
+    stacked = replace(forward, statements=statements, stacks=forward.stacks + tuple(more))
+    return replace(program, forward=with_groups(stacked, groups))
+
+
+def groups_of(a_pass):
+    """The groups among a Pass's arrays (arrays with members)."""
+    return [array for array in a_pass.arrays if array.members]
+
+
+def members_of(a_pass):
+    """The names of the members of a Pass's groups."""
+    return {name for group in groups_of(a_pass) for name, _ in group.members}
+
+
+def with_groups(a_pass, groups):
+    """The Pass with each of its arrays that is one of the groups (by name) replaced by it."""
+    by_name = {group.name: group for group in groups}
+    return replace(a_pass, arrays=tuple(by_name.get(array.name, array) for array in a_pass.arrays))
 
 
 def sum_terms(value):
@@ -97,7 +156,7 @@ def _shared(statements, loop_names):
     return found
 
 
-def products(statements, loop_names):
+def _products(statements, loop_names):
     """Fuse the loop's products P_k v that two or more statements share.
 
     Returns (statements, stacks, groups). The fused product is accumulated into the group before
@@ -137,7 +196,7 @@ def products(statements, loop_names):
     return out, stacks, groups
 
 
-def activations(statements, groups):
+def _activations(statements, groups):
     """Consecutive X = f(X) on neighbouring members of a group, with the same f, become one statement on their span."""
     where = {name: (group.name, k) for group in groups for k, (name, _) in enumerate(group.members)}
     by_name = {group.name: group for group in groups}
@@ -183,7 +242,7 @@ def _in_place(statement, where):
     return None
 
 
-def stacked(statements, groups):
+def _stacked(statements, groups):
     """Hoisted statements of neighbouring members with the same form (P x_t + b + ...) become one:
     the weights stacked per operand, each member's bias vectors summed and stacked.
     Returns (statements, stacks, groups); members first, in group order (the statements are independent)."""
