@@ -1,8 +1,8 @@
 """The IR: the statements between a model's derivation and a backend's printer, and every node they are made of.
 
 codegen/program.py builds a Program from the derivation (codegen/passes/forward_mode.py the forward-mode
-loops); the passes in codegen/passes/ (optimize.py, fuse.py, fuse_backward.py, halve.py, slopes.py,
-fresh.py) rewrite its statements. Each backend prints them: codegen/printing/statements.py in place (NumPy,
+loops); the passes in codegen/passes/, each Program -> Program, rewrite it (program.py lists them in order;
+rewrite below is their loop-body recursion). Each backend prints them: codegen/printing/statements.py in place (NumPy,
 and torch with torch's calls), printing/window.py the window-truncated adjoints (torch/backward.py with
 torch's), jax/scan.py and jax/statements.py as JAX scans, and printing/tangents.py, torch/rtrl.py and
 jax/forward_mode.py the forward mode. The templates only lay the module out. Boundary, Crossing and

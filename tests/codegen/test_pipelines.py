@@ -12,12 +12,13 @@ from bptt.codegen.ir import Assign, Flow, Guard, Loop, Program, rewrite, walk
 from bptt.codegen.ir_checkpoints import Boundary
 from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
-from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, TORCH_PASSES, build, shared
+from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, SHARED_PASSES, TORCH_PASSES, build, shared
 from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Adj, SeqAt, t
 
 GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
+HERE = pathlib.Path(__file__).resolve().parent
 
 
 def changed_fields(before, after):
@@ -43,6 +44,16 @@ def test_each_backend_has_its_own_list_of_program_passes():
     assert halved_sigmoids in NUMPY_PASSES and halved_sigmoids not in JAX_PASSES
     assert JAX_PASSES == (stacked_window,)
     assert build(load("gru"), JAX_PASSES) == stacked_window(program)
+
+
+def test_every_pass_of_every_list_has_its_own_test():
+    """A pass in a pipeline list is tested on its own: a test named after it (test_<pass>_...) here or in
+    tests/codegen/passes/, and every pass is Program -> Program (shared(model) is derived(model) rewritten
+    by SHARED_PASSES)."""
+    tests = [HERE / "test_pipelines.py", *sorted((HERE / "passes").glob("test_*.py"))]
+    text = "\n".join(path.read_text(encoding="utf-8") for path in tests)
+    for one in dict.fromkeys(SHARED_PASSES + NUMPY_PASSES + TORCH_PASSES + JAX_PASSES):
+        assert f"def test_{one.__name__}_" in text, one.__name__
 
 
 def test_halved_sigmoids_before_and_after():

@@ -17,11 +17,11 @@ from bptt.codegen.passes.inline import inlined_adjoints
 from bptt.codegen.passes.slopes import named_slopes
 from bptt.codegen.passes.storage import adjoint_arrays
 from bptt.codegen.passes.window import aged_adjoints, plain_window
-from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.models import load
-from bptt.derive.nodes import Adj, Diag, SeqAt, SquaredError, t, tanh
+from bptt.derive.nodes import Adj, Diag, SeqAt, t
 from bptt.tests.support import user_cells
 from bptt.tests.support.passes import before, in_loop, outside_loop
+from bptt.tests.support.window_cells import local_flow
 
 XDIST_GROUP = "passes"  # one worker derives each cell once for every pass's test
 
@@ -196,28 +196,9 @@ def test_checkpointed_marks_the_boundaries_and_plans_the_checkpoints():
     assert changed(start, done) == {"adjoints", "window", "checkpoints"}
 
 
-def local_flow():
-    """h_t = z_t * c_t with z_t = tanh(U c_{t-1} + W_z x_t): dL/dz_{t+1} comes from the head alone (a local
-    adjoint), yet the flow into dL/dc_t reads it (tests/oracle/test_window_local_adjoint.py)."""
-    d, h, q = sizes("d h q")
-    W, R, U, W_z, V = matrix("W", h, d), matrix("R", h, h), matrix("U", h, h), matrix("W_z", h, d), matrix("V", q, h)
-    x, c, z = sequence("x", d, "input"), sequence("c", h, "state"), sequence("z", h, "intermediate")
-    hidden, s, y = sequence("h", h, "state"), sequence("s", q, "output"), sequence("y", q, "target")
-    return Model(
-        name="local_flow",
-        title="An intermediate read at t+1 whose adjoint is local",
-        source="tests/oracle/test_window_local_adjoint.py",
-        sizes=(d, h, q),
-        params=(W, R, U, W_z, V),
-        inputs=(x,),
-        steps=((c, tanh(W * x() + R * c(t - 1))), (z, tanh(U * c(t - 1) + W_z * x())), (hidden, odot(z(), c()))),
-        outputs=((s, V * hidden()),),
-        loss=SquaredError(s(), y()),
-    )
-
-
 def test_aged_adjoints_adds_a_local_adjoint_that_a_flow_reads():
-    """dL/dz is local (not recurrent), but the flow into dL/dc_t reads dL/dz_{t+1}: it carries an age axis."""
+    """In local_flow (tests/support/window_cells.py) dL/dz is local, not recurrent, but the flow into dL/dc_t
+    reads dL/dz_{t+1}: it carries an age axis."""
     start, done = applied(local_flow(), aged_adjoints)
     assert "z" not in start.recurrent and "z" in done.recurrent
     assert set(done.recurrent) - set(start.recurrent) == {"z"}
