@@ -1,9 +1,9 @@
-"""The forward-mode (RTRL) gradient as IR statements (ir.TangentLoop and its parts), from bptt.derive.rtrl.
+"""The forward-mode (RTRL) gradient as IR statements (ir_tangents.TangentLoop and its parts), from bptt.derive.rtrl.
 
 One loop over time for every gradient: the directions of all gradients that the tangents carry are
 stacked on the first axis of each tangent array, (P, B, n). The step's tangents are derived once, along
 every direction (derive.rtrl.step_tangents); a tangent's terms through the tangents of the step before it
-apply to every direction at once, and each parameter's local term is added into its own rows (ir.AddAlong).
+apply to every direction at once, and each parameter's local term is added into its own rows (ir_tangents.AddAlong).
 Every tangent of the step is named, so each statement is one equation of the step. Every backend prints
 these statements (printing/tangents.py, torch/rtrl.py, jax/forward_mode.py).
 """
@@ -13,11 +13,10 @@ import functools
 
 import sympy as sp
 
-from bptt.codegen.ir import (
+from bptt.codegen.ir import Assign, Copy
+from bptt.codegen.ir_tangents import (
     AddAlong,
-    Assign,
     Contract,
-    Copy,
     Direction,
     Gradient,
     Previous,
