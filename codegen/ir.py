@@ -230,6 +230,12 @@ def the_loop(statements):
     return next((statement for statement in statements if isinstance(statement, Loop)), None)
 
 
+def with_body(a_pass, body):
+    """The Pass with its Loop's body replaced by the statements `body` (the loop's direction kept)."""
+    loop = the_loop(a_pass.statements)
+    return replace(a_pass, statements=spliced(a_pass.statements, loop, [replace(loop, body=tuple(body))]))
+
+
 def spliced(statements, old, new):
     """statements with `old` (one of them, by identity) replaced by the statements `new`: a loop rebuilt, with
     what a pass computes before or after it."""

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Assign, Loop, spliced, the_loop
+from bptt.codegen.ir import Assign, the_loop, with_body
 from bptt.derive.nodes import SeqAt
 from bptt.derive.text import text
 
@@ -25,9 +25,7 @@ def collected_products(program):
     if loop is None:
         return program
     inside = [_collected(s) if isinstance(s, Assign) and isinstance(s.target, SeqAt) else s for s in loop.body]
-    return replace(
-        program, forward=replace(forward, statements=spliced(forward.statements, loop, [Loop(tuple(inside))]))
-    )
+    return replace(program, forward=with_body(forward, inside))
 
 
 def _collected(statement):

@@ -13,7 +13,7 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.array_names import code_name
-from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Loop, Pass, Stack, Steps, spliced, the_loop
+from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, Steps, the_loop, with_body
 from bptt.codegen.names import shown
 from bptt.codegen.passes.loops import loop_names
 from bptt.derive.elementwise import Apply
@@ -31,8 +31,8 @@ def fused_products(program):
     inside, stacks, groups = _products(list(loop.body), loop_names(program))
     members = {name for group in groups for name, _ in group.members}
     arrays = tuple(groups) + tuple(array for array in forward.arrays if array.name not in members)
-    statements = spliced(forward.statements, loop, [Loop(tuple(inside))])
-    return replace(program, forward=Pass(statements, arrays, forward.stacks + tuple(stacks)))
+    fused = replace(with_body(forward, inside), arrays=arrays, stacks=forward.stacks + tuple(stacks))
+    return replace(program, forward=fused)
 
 
 def fused_activations(program):
@@ -43,8 +43,7 @@ def fused_activations(program):
     if loop is None:
         return program
     inside, groups = _activations(list(loop.body), groups_of(forward))
-    statements = spliced(forward.statements, loop, [Loop(tuple(inside))])
-    return replace(program, forward=with_groups(replace(forward, statements=statements), groups))
+    return replace(program, forward=with_groups(with_body(forward, inside), groups))
 
 
 def stacked_inputs(program):

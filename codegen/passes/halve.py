@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Accumulate, Assign, Loop, Stack, rewrite, spliced, the_loop
+from bptt.codegen.ir import Accumulate, Assign, Loop, Stack, rewrite, the_loop, with_body
 from bptt.codegen.passes.fuse import groups_of, span_seq, views, with_groups, with_span
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import matrix_sum
@@ -24,9 +24,7 @@ def halved_sigmoids(program):
     if not plan:
         return program
     inside, halved, groups = _halved_loop(list(loop.body), plan, spans, groups)
-    statements = spliced(forward.statements, loop, [Loop(tuple(inside), loop.backward)])
-    forward = with_groups(replace(forward, statements=statements), groups)
-    return replace(program, forward=_halved_inputs(forward, halved))
+    return replace(program, forward=_halved_inputs(with_groups(with_body(forward, inside), groups), halved))
 
 
 def _halved_loop(inside, plan, spans, groups):

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Assign, Loop, spliced, the_loop, walk
+from bptt.codegen.ir import Assign, Loop, spliced, the_loop, walk, with_body
 from bptt.derive.nodes import Adj, SeqAt, values
 
 
@@ -66,9 +66,8 @@ def inlined_values(program):
                 gone.add(seq.name)
                 changed = True
                 break
-    statements = spliced(forward.statements, loop, [Loop(tuple(steps))])
     arrays = tuple(array for array in forward.arrays if array.name not in gone)
-    return replace(program, forward=replace(forward, statements=statements, arrays=arrays))
+    return replace(program, forward=replace(with_body(forward, steps), arrays=arrays))
 
 
 def inlined_adjoints(program):

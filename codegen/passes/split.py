@@ -8,7 +8,7 @@ activations are in place, so that fuse.activations joins neighbouring ones and h
 
 from dataclasses import replace
 
-from bptt.codegen.ir import Accumulate, Assign, Loop, spliced, the_loop
+from bptt.codegen.ir import Accumulate, Assign, the_loop, with_body
 from bptt.codegen.passes.fuse import groups_of, sum_terms, views
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
@@ -21,10 +21,7 @@ def split_activations(program):
     loop = the_loop(forward.statements)
     if loop is None:
         return program
-    inside = _split(list(loop.body), groups_of(forward))
-    return replace(
-        program, forward=replace(forward, statements=spliced(forward.statements, loop, [Loop(tuple(inside))]))
-    )
+    return replace(program, forward=with_body(forward, _split(list(loop.body), groups_of(forward))))
 
 
 def _split(statements, groups):

@@ -8,7 +8,7 @@ from dataclasses import fields, replace
 import sympy as sp
 
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.ir import Assign, Flow, Guard, Loop, Program, rewrite, walk
+from bptt.codegen.ir import Assign, Flow, Guard, Loop, Pass, Program, rewrite, spliced, the_loop, walk, with_body
 from bptt.codegen.ir_checkpoints import Boundary
 from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
@@ -125,3 +125,18 @@ def test_rewrite_opens_every_loop_and_guard_and_keeps_what_they_are():
     plain = rewrite(statements, guard=lambda guard: Guard(guard.body))
     assert type(plain[1].body[1]) is Guard and plain[1].body[1].body == boundary.body
     assert rewrite(statements) == statements
+
+
+def test_a_pass_rebuilds_its_loop_in_place():
+    """ir.the_loop finds a Pass's loop, ir.with_body replaces its body (a backward loop stays backward) and
+    ir.spliced puts statements in its place, by identity: the passes' way of rewriting the loop as a whole."""
+    h = sp.Symbol("h")
+    a, b = (SeqAt(name, t, h, "intermediate") for name in "ab")
+    first, inside = Assign(a, b, "first"), Assign(b, a, "inside")
+    loop = Loop((inside,), backward=True)
+    a_pass = Pass((first, loop, first))
+    assert the_loop(a_pass.statements) is loop and the_loop((first,)) is None
+    again = Assign(b, a + a, "again")
+    rebuilt = with_body(a_pass, [inside, again])
+    assert rebuilt.statements == (first, Loop((inside, again), backward=True), first)
+    assert spliced(a_pass.statements, loop, [again, loop]) == (first, again, loop, first)
