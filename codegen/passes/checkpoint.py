@@ -30,7 +30,7 @@ def checkpointed(program):
     return replace(planned, checkpoints=_plan(planned, crossings, window_crossings))
 
 
-def crossing(node):
+def _crossing(node):
     """The Crossing of a value at t+1 (a SeqAt, or the adjoint of one)."""
     seq = node.of if isinstance(node, Adj) else node
     moved = SeqAt(NEXT + seq.name.lstrip("_"), 0, seq.rows, seq.role)
@@ -39,7 +39,7 @@ def crossing(node):
     return Crossing(name, node, read, node.subs(t, 0))
 
 
-def reads_next(statements):
+def _reads_next(statements):
     """The values at t+1 the statements read (adjoints, and sequence values not under an adjoint)."""
     found = set()
     for statement in walk(statements):
@@ -56,8 +56,8 @@ def with_boundaries(a_pass):
     crossings = {}
 
     def boundary(guard):
-        nodes = reads_next(guard.body)
-        found = [crossing(node) for node in nodes]
+        nodes = _reads_next(guard.body)
+        found = [_crossing(node) for node in nodes]
         crossings.update((c.name, c) for c in found)
         mapping = {node: c.read for node, c in zip(nodes, found, strict=True)}
         following = tuple(_substituted(s, mapping) for s in guard.body)

@@ -34,7 +34,7 @@ from bptt.derive.text import text
 def statements(model):
     """Units for every vector whose directions the loop reads, the TangentLoop, then each gradient in the order
     of the gradients' keys (a ZeroGradient for one that no output depends on)."""
-    steps = step_tangents(model, named_tangents(model))
+    steps = step_tangents(model, _named_tangents(model))
     directions = [Direction(p.name, p) for p in model.params] + [Direction(f"{s.name}0", s) for s in model.states]
     modes = {d.key: steps.along(d.wrt) for d in directions}
     kept = _needed(steps, modes.values())
@@ -48,10 +48,10 @@ def statements(model):
         for d in directions
     )
     loops = (loop,) if loop else ()
-    return tuple(Units(rows) for rows in units_read(loops)) + loops + grads
+    return tuple(Units(rows) for rows in _units_read(loops)) + loops + grads
 
 
-def named_tangents(model):
+def _named_tangents(model):
     """Every sequence the step computes: each tangent is then as long as its own equation."""
     return tuple(seq for seq, _ in model.steps if seq not in model.forced)
 
@@ -191,7 +191,7 @@ def _reread(body, states):
     return reread
 
 
-def units_read(loops):
+def _units_read(loops):
     """The rows of every vector whose directions the loops read, in the order they are first read: the tangent
     of a vector parameter, and of an initial state that starts a tangent."""
     rows = []

@@ -85,7 +85,7 @@ def sum_terms(value):
     return (lambda total: total), list(value.args) if isinstance(value, sp.MatAdd) else [value]
 
 
-def product(term):
+def _product(term):
     """(P, v) if term is a parameter matrix P times a sequence value v, else (None, None)."""
     if isinstance(term, sp.MatMul):
         coeff, factors = term.as_coeff_matrices()
@@ -146,7 +146,7 @@ def _shared(statements, loop_names):
             continue
         per_operand = {}
         for term in sum_terms(statement.value)[1]:
-            matrix, operand = product(term)
+            matrix, operand = _product(term)
             if matrix is not None and operand.name in loop_names:
                 per_operand.setdefault(operand, []).append((index, term, matrix))
         for operand, items in per_operand.items():
@@ -273,7 +273,7 @@ def _form(statement, where):
     if isinstance(statement.value, Apply):
         return None
     for term in sum_terms(statement.value)[1]:
-        matrix, operand = product(term)
+        matrix, operand = _product(term)
         if matrix is not None and operand not in operands:
             operands[operand] = matrix
         elif isinstance(term, PARAMETER) and term.shape[1] == 1:

@@ -13,7 +13,7 @@ from bptt.codegen.ir import Assign, Loop, spliced, the_loop, walk, with_body
 from bptt.derive.nodes import Adj, SeqAt, values
 
 
-def value_reads(expr, name):
+def _value_reads(expr, name):
     """How many times expr reads the sequence value `name`."""
     return sum(1 for node in sp.preorder_traversal(expr) if isinstance(node, SeqAt) and node.name == name)
 
@@ -56,7 +56,7 @@ def inlined_values(program):
             seq = statement.target
             if seq.role != "intermediate" or seq.name in cached:
                 continue
-            counts = [value_reads(other.value, seq.name) if j != k else 0 for j, other in enumerate(steps)]
+            counts = [_value_reads(other.value, seq.name) if j != k else 0 for j, other in enumerate(steps)]
             if sum(counts) == 1:
                 j = counts.index(1)
                 reader = steps[j]

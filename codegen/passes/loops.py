@@ -16,7 +16,7 @@ from bptt.derive.bptt import NEXT
 from bptt.derive.nodes import Adj, SeqAt, t
 
 
-def reads(expr, at):
+def _reads(expr, at):
     """Names read at time t + at."""
     return {r.name for r in expr.atoms(SeqAt) if sp.simplify(r.time - t) == at}
 
@@ -47,14 +47,14 @@ def _schedule(steps, live_states):
     steps: the assignments of one step (outputs last); live_states: names of states not teacher-forced."""
     recurrent = set()
     for step in steps:
-        if reads(step.value, -1) & live_states or reads(step.value, 0) & recurrent:
+        if _reads(step.value, -1) & live_states or _reads(step.value, 0) & recurrent:
             recurrent.add(step.target.name)
     needed = set()
     for step in steps:
-        needed |= reads(step.value, -1) & live_states & recurrent
+        needed |= _reads(step.value, -1) & live_states & recurrent
     for step in reversed(steps):
         if step.target.name in needed:
-            needed |= reads(step.value, 0) & recurrent
+            needed |= _reads(step.value, 0) & recurrent
     before = [step for step in steps if step.target.name not in recurrent]
     loop = [step for step in steps if step.target.name in needed]
     after = [step for step in steps if step.target.name in recurrent - needed]
