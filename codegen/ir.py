@@ -242,6 +242,22 @@ def spliced(statements, old, new):
     return tuple(item for statement in statements for item in (tuple(new) if statement is old else (statement,)))
 
 
+def groups_of(a_pass):
+    """The groups among a Pass's arrays (arrays with members)."""
+    return [array for array in a_pass.arrays if array.members]
+
+
+def members_of(a_pass):
+    """The names of the members of a Pass's groups."""
+    return {name for group in groups_of(a_pass) for name, _ in group.members}
+
+
+def with_groups(a_pass, groups):
+    """The Pass with each of its arrays that is one of the groups (by name) replaced by it."""
+    by_name = {group.name: group for group in groups}
+    return replace(a_pass, arrays=tuple(by_name.get(array.name, array) for array in a_pass.arrays))
+
+
 def step_rows(arrays):
     """The rows of one step of the arrays that hold every step (a group once: its members are views)."""
     return sum((array.rows for array in arrays if array.steps in (Steps.FROM_ZERO, Steps.FROM_ONE)), sp.S.Zero)

@@ -16,8 +16,7 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import Assign, Loop, rewrite, spliced, the_loop, walk
-from bptt.codegen.passes.fuse import members_of
+from bptt.codegen.ir import Assign, Loop, members_of, rewrite, spliced, the_loop, walk
 from bptt.codegen.passes.inline import read_after
 from bptt.derive.nodes import Adj, Diag, matrix_sum, t
 from bptt.derive.text import text

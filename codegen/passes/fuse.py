@@ -13,7 +13,18 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.array_names import code_name
-from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, Steps, the_loop, with_body
+from bptt.codegen.ir import (
+    PARAMETER,
+    Accumulate,
+    Array,
+    Assign,
+    Stack,
+    Steps,
+    groups_of,
+    the_loop,
+    with_body,
+    with_groups,
+)
 from bptt.codegen.names import shown
 from bptt.codegen.passes.loops import loop_names
 from bptt.derive.elementwise import Apply
@@ -58,22 +69,6 @@ def stacked_inputs(program):
     statements = (*head, *forward.statements[at:])
     stacked = replace(forward, statements=statements, stacks=forward.stacks + tuple(more))
     return replace(program, forward=with_groups(stacked, groups))
-
-
-def groups_of(a_pass):
-    """The groups among a Pass's arrays (arrays with members)."""
-    return [array for array in a_pass.arrays if array.members]
-
-
-def members_of(a_pass):
-    """The names of the members of a Pass's groups."""
-    return {name for group in groups_of(a_pass) for name, _ in group.members}
-
-
-def with_groups(a_pass, groups):
-    """The Pass with each of its arrays that is one of the groups (by name) replaced by it."""
-    by_name = {group.name: group for group in groups}
-    return replace(a_pass, arrays=tuple(by_name.get(array.name, array) for array in a_pass.arrays))
 
 
 def sum_terms(value):

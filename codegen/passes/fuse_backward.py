@@ -13,9 +13,9 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Pass, Rows, Steps, rewrite
+from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Pass, Rows, Steps, groups_of, rewrite, with_groups
 from bptt.codegen.passes import checkpoint
-from bptt.codegen.passes.fuse import internal, total_rows, with_groups
+from bptt.codegen.passes.fuse import internal, total_rows
 from bptt.derive.blocks import split
 from bptt.derive.nodes import Adj, SeqAt, T, TimeSum, matrix_sum, t
 
@@ -186,7 +186,7 @@ def fused_flows(program):
 def fused_gradients(program):
     """The Program whose gradients of neighbouring members of a group are one product over their span
     (gradients): program.gradients computes the products, and each return reads its rows."""
-    groups = {array.name: array for array in program.adjoints.arrays if array.members}
+    groups = {array.name: array for array in groups_of(program.adjoints)}
     statements, returns, groups = gradients(program.returns, groups)
     adjoints = with_groups(program.adjoints, groups)
     return replace(program, adjoints=adjoints, gradients=Pass(tuple(statements)), returns=tuple(returns))

@@ -5,8 +5,8 @@ from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Accumulate, Assign, Loop, Stack, rewrite, the_loop, with_body
-from bptt.codegen.passes.fuse import groups_of, span_seq, views, with_groups, with_span
+from bptt.codegen.ir import Accumulate, Assign, Loop, Stack, groups_of, rewrite, the_loop, with_body, with_groups
+from bptt.codegen.passes.fuse import span_seq, views, with_span
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import matrix_sum
 

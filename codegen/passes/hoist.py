@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Array, Assign, Loop, rewrite, spliced, the_loop
-from bptt.codegen.passes.fuse import members_of, sum_terms
+from bptt.codegen.ir import Array, Assign, Loop, members_of, rewrite, spliced, the_loop
+from bptt.codegen.passes.fuse import sum_terms
 from bptt.codegen.passes.loops import loop_names
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, SeqAt, matrix_sum, t

@@ -8,8 +8,8 @@ activations are in place, so that fuse.activations joins neighbouring ones and h
 
 from dataclasses import replace
 
-from bptt.codegen.ir import Accumulate, Assign, the_loop, with_body
-from bptt.codegen.passes.fuse import groups_of, sum_terms, views
+from bptt.codegen.ir import Accumulate, Assign, groups_of, the_loop, with_body
+from bptt.codegen.passes.fuse import sum_terms, views
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
 from bptt.derive.text import text

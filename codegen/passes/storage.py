@@ -6,8 +6,7 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import Array, Assign, the_loop, walk
-from bptt.codegen.passes.fuse import groups_of, members_of
+from bptt.codegen.ir import Array, Assign, groups_of, members_of, the_loop, walk
 from bptt.codegen.passes.inline import adjoint_reads, read_after
 from bptt.derive.nodes import Adj, Diag, t
 
