@@ -1,35 +1,41 @@
 """Turn a model's derivation into the statements of its generated module: an ir.Program.
 
-Only the recursions loop over time. Everything else (input projections,
-outputs, local adjoint terms, parameter gradients) is one stacked statement
-over all steps. optimize.py and fuse.py then rewrite the statements for speed:
-what backward never reads is not stored, loop-invariant factors leave the loop,
-gate products that share an operand become one product.
+derived(model) is the Program as the derivation gives it: the forward steps in one loop, the adjoints' local
+terms before their loop and the rest in it, the gradients as sums over time. Every pass is Program -> Program;
+SHARED_PASSES make it fast for every backend (only the recursions loop over time: input projections, outputs,
+local adjoint terms and parameter gradients become one stacked statement over all steps; what backward never
+reads is not stored; loop-invariant terms leave the loop; gate products that share an operand become one
+product), then each backend's own list (NUMPY_PASSES, TORCH_PASSES, JAX_PASSES) rewrites it for that backend.
 """
 
 import functools
-from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, Program, Steps, ZerosLike, walk
-from bptt.codegen.passes import checkpoint, forward_mode, fuse, optimize
-from bptt.codegen.passes.collect import collect_products
-from bptt.codegen.passes.fresh import fresh_returns, shared_rows
-from bptt.codegen.passes.fuse_backward import stacked_window
+from bptt.codegen.ir import Accumulate, Array, Assign, Flow, Guard, Initial, Loop, Pass, Program, Steps, ZerosLike
+from bptt.codegen.passes import forward_mode
+from bptt.codegen.passes.checkpoint import checkpointed
+from bptt.codegen.passes.collapse import collapsed_chains
+from bptt.codegen.passes.collect import collected_products
+from bptt.codegen.passes.fresh import fresh_returns
+from bptt.codegen.passes.fuse import fused_activations, fused_products, stacked_inputs
+from bptt.codegen.passes.fuse_backward import fused_flows, fused_gradients, stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
-from bptt.codegen.passes.loops import backward_schedule, forward_schedule
-from bptt.codegen.passes.slopes import name_slopes
+from bptt.codegen.passes.hoist import hoisted_factors, hoisted_slopes, hoisted_terms
+from bptt.codegen.passes.inline import cached_values, inlined_adjoints, inlined_values
+from bptt.codegen.passes.loops import backward_schedule, scheduled_forward
+from bptt.codegen.passes.slopes import named_slopes
 from bptt.codegen.passes.split import split_activations
+from bptt.codegen.passes.storage import adjoint_arrays
+from bptt.codegen.passes.window import aged_adjoints, plain_window
 from bptt.derive.bptt import derive
-from bptt.derive.nodes import Adj, matrix_sum, values
+from bptt.derive.nodes import Adj, matrix_sum
 from bptt.derive.text import equation, text
 
 
 @functools.cache  # a backend prints the same statements of a model every time
 def build(model, passes=()):
-    """The model's Program: shared(model), rewritten by `passes` (a backend's own, each Program -> Program, in
-    order: NUMPY_PASSES, TORCH_PASSES, JAX_PASSES below)."""
+    """The model's Program: shared(model), rewritten by `passes` (a backend's own list below)."""
     return rewritten(shared(model), passes)
 
 
@@ -40,54 +46,71 @@ def rewritten(program, passes):
 
 @functools.cache  # every backend starts from the same statements of a model
 def shared(model):
-    """The Program every backend's passes start from: the derivation's statements, the forward loop fused and
-    hoisted (forward_pass), the backward pass's statements made fast (optimize.backward), checkpoints planned."""
-    derivation = derive(model, named="all", loss=model.concrete_loss())
-    statements, recurrent = backward_statements(derivation)
-    initial = initial_gradients(derivation, recurrent)
-    returns = [
-        (p.name, _zeros_like(derivation.param_gradient(p), p), f"dL/d{p.name} = {text(derivation.param_gradient(p))}")
-        for p in model.params
-    ]
-    statements, initial, returns = name_slopes(statements, initial, returns)
-    recurrent = _recurrent(statements, recurrent)
-    read = {s.name for s in model.states}
-    for expr in [_value(s) for s in walk(statements)] + [i.value for i in initial] + [r[1] for r in returns]:
-        read |= values_read(expr)
-    cached = tuple(seq.name for seq in model.states + model.intermediates if seq.name in read)
-    forward = forward_pass(model, cached)
-    adjoints, fast_initial, gradients, fast_returns = optimize.backward(statements, initial, returns, forward.stacks)
-    products = {statement.target.name for statement in gradients.statements}
-    fast_returns, fast_initial, initial = fresh_returns(fast_returns, fast_initial, initial, products)
-    adjoints, crossings = checkpoint.with_boundaries(adjoints)
-    window, window_crossings = checkpoint.with_boundaries(Pass(tuple(statements)))
-    cache = (model.inputs[0].name, *cached)
-    return Program(
-        model=model,
-        cache=cache,
-        forward=forward,
-        adjoints=adjoints,
-        window=window,
-        initial=tuple(fast_initial),
-        window_initial=tuple(initial),
-        gradients=gradients,
-        returns=tuple(fast_returns),
-        owned_returns=tuple((key, shared_rows(value), comment) for key, value, comment in fast_returns),
-        recurrent=tuple(sorted(_aged(statements, recurrent))),
-        forward_mode=Pass(forward_mode.statements(model)),
-        checkpoints=checkpoint.plan(
-            model, forward, adjoints, statements, cache, crossings, window_crossings, recurrent
-        ),
-    )
+    """The Program every backend's passes start from: derived(model) rewritten by SHARED_PASSES."""
+    return rewritten(derived(model), SHARED_PASSES)
 
 
-# Each backend's own passes, after those every backend shares; its render.py builds with its list. Halved
-# sigmoids pay in NumPy's in-place loops (a sigmoid is several calls there) and, measured, in torch's LSTM (not
-# clearly in its GRU); not in JAX's functional code. JAX's backward prints the window pass, so its flows through
-# the gates' weights are stacked there.
+# The passes every backend shares, in order. The backward statements first name the slopes they share and are
+# kept plain for the window pass; what backward reads decides what forward stores.
+SHARED_PASSES = (
+    named_slopes,  # slopes.py: dL/d(pre-activation) named where every read of an adjoint is after one diag factor
+    plain_window,  # window.py: the window pass prints the adjoints as they are here
+    cached_values,  # inline.py: what forward keeps for backward (Program.cache)
+    inlined_values,  # inline.py: an uncached intermediate read once, inlined into its reader
+    scheduled_forward,  # loops.py: only the recursion loops; the rest before or after it, all steps at once
+    fused_products,  # fuse.py: gate products that share an operand, one product with the weights stacked
+    hoisted_terms,  # hoist.py: the terms of a loop statement that read nothing of the loop, before it
+    split_activations,  # split.py: a gate's own terms added before its activation
+    fused_activations,  # fuse.py: one activation over neighbouring gates
+    stacked_inputs,  # fuse.py: the hoisted input projections of neighbouring gates, one product
+    collected_products,  # collect.py: a step's products collected by a common factor
+    inlined_adjoints,  # inline.py: an adjoint read once in its own step, inlined into its reader
+    fused_flows,  # fuse_backward.py: the gates' flows one product with the stacked weights
+    fused_gradients,  # fuse_backward.py: the gradients of neighbouring gates one product
+    hoisted_factors,  # hoist.py: the slopes of the activations, all steps at once before the loop
+    collapsed_chains,  # collapse.py: chains of diag factors through one adjoint collapsed
+    hoisted_slopes,  # hoist.py: the slopes that collapse summed, before the loop
+    adjoint_arrays,  # storage.py: the adjoints' arrays, one shared where it can be
+    fresh_returns,  # fresh.py: returned gradients share no memory
+    checkpointed,  # checkpoint.py: the boundaries between segments of steps, and what the schedule weighs
+    aged_adjoints,  # window.py: the adjoints that carry an age axis in a window
+)
+
+# Each backend's own passes, after the shared ones; its render.py builds with its list. Halved sigmoids pay in
+# NumPy's in-place loops (a sigmoid is several calls there) and, measured, in torch's LSTM (not clearly in its
+# GRU); not in JAX's functional code. JAX's backward prints the window pass, so its flows through the gates'
+# weights are stacked there.
 NUMPY_PASSES = (halved_sigmoids,)
 TORCH_PASSES = (halved_sigmoids,)
 JAX_PASSES = (stacked_window,)
+
+
+@functools.cache  # the passes' tests start from it too
+def derived(model):
+    """The model's Program before any pass: the teacher-forced values, then every step and output in one
+    forward loop; the adjoint statements (backward_statements); dL/dS_0 and the gradients as the derivation
+    gives them; forward mode. The window pass, the gradient products and the checkpoints are still empty."""
+    derivation = derive(model, named="all", loss=model.concrete_loss())
+    statements, recurrent = backward_statements(derivation)
+    returns = tuple(
+        (p.name, _zeros_like(derivation.param_gradient(p), p), f"dL/d{p.name} = {text(derivation.param_gradient(p))}")
+        for p in model.params
+    )
+    return Program(
+        model=model,
+        cache=(model.inputs[0].name,),
+        forward=forward_statements(model),
+        adjoints=Pass(tuple(statements)),
+        window=Pass(()),
+        initial=tuple(initial_gradients(derivation, recurrent)),
+        window_initial=(),
+        gradients=Pass(()),
+        returns=returns,
+        owned_returns=(),
+        recurrent=tuple(sorted(recurrent)),
+        forward_mode=Pass(forward_mode.statements(model)),
+        checkpoints=None,
+    )
 
 
 def _zeros_like(value, like):
@@ -95,82 +118,17 @@ def _zeros_like(value, like):
     return ZerosLike(like) if isinstance(value, sp.ZeroMatrix) else value
 
 
-def _recurrent(statements, recurrent):
-    """The recurrent adjoints, with those that read one (a named slope of a recurrent one)."""
-    recurrent = set(recurrent)
-    for statement in walk(statements):
-        if (
-            isinstance(getattr(statement, "target", None), Adj)
-            and {a.of.name for a in statement.value.atoms(Adj)} & recurrent
-        ):
-            recurrent.add(statement.target.of.name)
-    return recurrent
-
-
-def _aged(statements, recurrent):
-    """The adjoints that carry an age axis in a window: the recurrent ones, and those a flow from step t+1
-    reads (a local adjoint there enters at age 0, not at every age of the flow it joins)."""
-    read = {a.of.name for s in walk(statements) if isinstance(s, Flow) for a in s.value.atoms(Adj)}
-    return set(recurrent) | read
-
-
-def _value(statement):
-    return getattr(statement, "value", sp.S.Zero)
-
-
-def values_read(expr):
-    """The names of the sequence values expr reads (not those of which it reads only the adjoint)."""
-    return {seq.name for seq in values(expr)}
-
-
-@dataclass(frozen=True)
-class ForwardSteps:
-    """The forward pass scheduled, before forward_pass hoists and fuses its loop (backends print the result)."""
-
-    forced: list  # Assigns of the teacher-forced values, all steps at once
-    before: list  # Assigns stacked before the loop (they read no state of the previous step)
-    loop: list  # Assigns of the recursion, in order
-    after: list  # Assigns stacked after the loop
-    loop_names: set  # the names the loop assigns, and the live states
-    computed: tuple  # the Seqs computed (not teacher-forced), in the model's order, values inlined
-
-
-def forward_steps(model, cached):
-    """The model's steps and outputs with the uncached values inlined, scheduled before, in and after the loop."""
-    steps = [(seq, rhs, equation(seq(), rhs)) for seq, rhs in model.steps + model.outputs if seq not in model.forced]
-    steps = optimize.inline_values(steps, cached)
-    comments = {seq.name: comment for seq, _, comment in steps}
-    live = {seq.name for seq in model.states if seq not in model.forced}
-    before, loop, after = forward_schedule([(seq, rhs) for seq, rhs, _ in steps], live)
-
-    def assign(pairs):
-        return [Assign(seq(), rhs, comments[seq.name]) for seq, rhs in pairs]
-
+def forward_statements(model):
+    """The teacher-forced values, then every step and output in one loop; an array per sequence value."""
     forced = [Assign(seq(), value, equation(seq(), value)) for seq, value in model.teacher_forcing]
-    loop_names = {seq.name for seq, _ in loop} | live
-    return ForwardSteps(forced, assign(before), assign(loop), assign(after), loop_names, tuple(s for s, _, _ in steps))
-
-
-def forward_pass(model, cached):
-    """The forward statements: teacher forcing and non-recurrent values stacked, the recursion in a loop."""
-    steps = forward_steps(model, cached)
-    inside, stacks, groups = fuse.products(steps.loop, steps.loop_names)
-    members = {name for group in groups for name, _ in group.members}
-    hoisted, inside = optimize.hoist(inside, steps.loop_names, members)
-    inside = split_activations(inside, groups)
-    inside, groups = fuse.activations(inside, groups)
-    hoisted, more, groups = fuse.stacked(hoisted, groups)
-    stacks = stacks + more
-    inside = collect_products(inside)
-    loop = [Loop(tuple(inside))] if inside else []
-    statements = steps.forced + steps.before + hoisted + loop + steps.after
-    seqs = [seq for seq, _ in model.teacher_forcing] + list(steps.computed)
-    arrays = [
-        Array(seq.name, seq.rows, Steps.FROM_ONE if seq.role == "output" else Steps.FROM_ZERO)
-        for seq in seqs
-        if seq.name not in members
+    steps = [
+        Assign(seq(), rhs, equation(seq(), rhs)) for seq, rhs in model.steps + model.outputs if seq not in model.forced
     ]
-    return Pass(tuple(statements), tuple(groups + arrays), tuple(stacks))
+    seqs = [seq for seq, _ in model.teacher_forcing] + [s.target for s in steps]
+    arrays = tuple(
+        Array(seq.name, seq.rows, Steps.FROM_ONE if seq.role == "output" else Steps.FROM_ZERO) for seq in seqs
+    )
+    return Pass((*forced, Loop(tuple(steps))), arrays)
 
 
 def backward_statements(derivation):

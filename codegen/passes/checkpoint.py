@@ -9,6 +9,8 @@ a kept state (the states the recursion carries) and one stored step (what the fo
 backward pass, and the backward pass's own arrays), in rows per sample.
 """
 
+from dataclasses import replace
+
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
@@ -19,7 +21,16 @@ from bptt.derive.nodes import Adj, SeqAt, t, values
 NEXT = "_next_"  # the prefix of a value read from the segment after
 
 
-def crossing(node):
+def checkpointed(program):
+    """The Program with each Guard of its adjoints' and its window's loops a Boundary, and its Checkpoints:
+    what a bounded-memory backward pass keeps, stores and hands across a boundary."""
+    adjoints, crossings = with_boundaries(program.adjoints)
+    window, window_crossings = with_boundaries(program.window)
+    planned = replace(program, adjoints=adjoints, window=window)
+    return replace(planned, checkpoints=_plan(planned, crossings, window_crossings))
+
+
+def _crossing(node):
     """The Crossing of a value at t+1 (a SeqAt, or the adjoint of one)."""
     seq = node.of if isinstance(node, Adj) else node
     moved = SeqAt(NEXT + seq.name.lstrip("_"), 0, seq.rows, seq.role)
@@ -28,7 +39,7 @@ def crossing(node):
     return Crossing(name, node, read, node.subs(t, 0))
 
 
-def reads_next(statements):
+def _reads_next(statements):
     """The values at t+1 the statements read (adjoints, and sequence values not under an adjoint)."""
     found = set()
     for statement in walk(statements):
@@ -45,8 +56,8 @@ def with_boundaries(a_pass):
     crossings = {}
 
     def boundary(guard):
-        nodes = reads_next(guard.body)
-        found = [crossing(node) for node in nodes]
+        nodes = _reads_next(guard.body)
+        found = [_crossing(node) for node in nodes]
         crossings.update((c.name, c) for c in found)
         mapping = {node: c.read for node, c in zip(nodes, found, strict=True)}
         following = tuple(_substituted(s, mapping) for s in guard.body)
@@ -60,20 +71,23 @@ def _substituted(statement, mapping):
     return type(statement)(statement.target, statement.value.xreplace(mapping), statement.comment)
 
 
-def plan(model, forward, adjoints, window_statements, cache, crossings, window_crossings, recurrent):
-    """The Checkpoints of a program's passes."""
+def _plan(program, crossings, window_crossings):
+    """The Checkpoints of a program's passes (its adjoints with boundaries)."""
+    model, recurrent = program.model, program.recurrent
     kept = tuple(model.states)
     targets = {
-        s.target.of.name: s.target.of for s in walk(window_statements) if isinstance(getattr(s, "target", None), Adj)
+        s.target.of.name: s.target.of
+        for s in walk(program.window.statements)
+        if isinstance(getattr(s, "target", None), Adj)
     }
     aged = sum((seq.rows for name, seq in targets.items() if name in recurrent), sp.S.Zero)
     plain = sum((seq.rows for name, seq in targets.items() if name not in recurrent), sp.S.Zero)
     return Checkpoints(
         kept=kept,
-        reads=tuple(cache[1:]),
+        reads=tuple(program.cache[1:]),
         state_rows=sum((seq.rows for seq in kept), sp.S.Zero),
-        forward_rows=step_rows(forward.arrays),
-        backward_rows=step_rows(adjoints.arrays) + plain,
+        forward_rows=step_rows(program.forward.arrays),
+        backward_rows=step_rows(program.adjoints.arrays) + plain,
         aged_rows=aged,
         crossings=crossings,
         window_crossings=window_crossings,

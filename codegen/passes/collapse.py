@@ -2,7 +2,7 @@
 
 An adjoint that the loop assigns as a chain of diag factors of another one, dL/dY_t = diag(a_t) dL/dX_t
 (a gate's pre-activation: diag(sigma'(o_t)) dL/dh_t), can be read through X: diag(b) dL/dY_t is
-diag(b * a_t) dL/dX_t, and hoist_factors computes b * a_t for all steps before the loop. Two ways that
+diag(b * a_t) dL/dX_t, and hoist.py's hoisted_slopes computes b * a_t for all steps before the loop. Two ways that
 saves calls at every step:
 
 - terms that then read the same adjoint add up in one slope: the peephole LSTM's
@@ -16,16 +16,24 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import Assign, Loop, rewrite, walk
+from bptt.codegen.ir import Assign, Loop, members_of, rewrite, spliced, the_loop, walk
+from bptt.codegen.passes.inline import read_after
 from bptt.derive.nodes import Adj, Diag, matrix_sum, t
 from bptt.derive.text import text
 
 
-def collapse(statements, others, grouped):
+def collapsed_chains(program):
+    """The Program with its backward loop's diag chains collapsed (_collapse)."""
+    adjoints = program.adjoints
+    statements = _collapse(adjoints.statements, read_after(program), members_of(adjoints))
+    return replace(program, adjoints=replace(adjoints, statements=tuple(statements)))
+
+
+def _collapse(statements, others, grouped):
     """statements with the backward loop's diag chains collapsed; others: the values read after the loop
-    (initial gradients, returns), which may still read any adjoint; grouped: the arrays of the adjoints that
-    are members of a group (read with the group's other members: they stay in the loop)."""
-    loop = next((s for s in statements if isinstance(s, Loop)), None)
+    (initial gradients, returns, gradient products), which may still read any adjoint; grouped: the arrays of
+    the adjoints that are members of a group (read with the group's other members: they stay in the loop)."""
+    loop = the_loop(statements)
     if loop is None:
         return statements
     definitions = _definitions(loop.body, statements)
@@ -41,10 +49,7 @@ def collapse(statements, others, grouped):
             after.append(replace(own, comment=f"{own.comment}, all steps at once"))
     definitions = _definitions(body, statements)
     body = list(rewrite(body, lambda s: _collected(s, definitions)))
-    out = []
-    for statement in statements:
-        out += [Loop(tuple(body), loop.backward)] + after if statement is loop else [statement]
-    return out
+    return spliced(statements, loop, [Loop(tuple(body), loop.backward)] + after)
 
 
 def _chain(value):

@@ -11,16 +11,21 @@ from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Assign
+from bptt.codegen.ir import Assign, the_loop, with_body
 from bptt.derive.nodes import SeqAt
 from bptt.derive.text import text
 
 LARGEST = 12  # operations: a larger value is left as it is (its expansion could grow without bound)
 
 
-def collect_products(statements):
-    """The loop's statements with each Assign of an elementwise value in its cheapest collected form."""
-    return [_collected(s) if isinstance(s, Assign) and isinstance(s.target, SeqAt) else s for s in statements]
+def collected_products(program):
+    """The Program with each Assign of an elementwise value in its forward loop in its cheapest collected form."""
+    forward = program.forward
+    loop = the_loop(forward.statements)
+    if loop is None:
+        return program
+    inside = [_collected(s) if isinstance(s, Assign) and isinstance(s.target, SeqAt) else s for s in loop.body]
+    return replace(program, forward=with_body(forward, inside))
 
 
 def _collected(statement):

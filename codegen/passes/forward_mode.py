@@ -1,9 +1,9 @@
-"""The forward-mode (RTRL) gradient as IR statements (ir.TangentLoop and its parts), from bptt.derive.rtrl.
+"""The forward-mode (RTRL) gradient as IR statements (ir_tangents.TangentLoop and its parts), from bptt.derive.rtrl.
 
 One loop over time for every gradient: the directions of all gradients that the tangents carry are
 stacked on the first axis of each tangent array, (P, B, n). The step's tangents are derived once, along
 every direction (derive.rtrl.step_tangents); a tangent's terms through the tangents of the step before it
-apply to every direction at once, and each parameter's local term is added into its own rows (ir.AddAlong).
+apply to every direction at once, and each parameter's local term is added into its own rows (ir_tangents.AddAlong).
 Every tangent of the step is named, so each statement is one equation of the step. Every backend prints
 these statements (printing/tangents.py, torch/rtrl.py, jax/forward_mode.py).
 """
@@ -13,11 +13,10 @@ import functools
 
 import sympy as sp
 
-from bptt.codegen.ir import (
+from bptt.codegen.ir import Assign, Copy
+from bptt.codegen.ir_tangents import (
     AddAlong,
-    Assign,
     Contract,
-    Copy,
     Direction,
     Gradient,
     Previous,
@@ -35,7 +34,7 @@ from bptt.derive.text import text
 def statements(model):
     """Units for every vector whose directions the loop reads, the TangentLoop, then each gradient in the order
     of the gradients' keys (a ZeroGradient for one that no output depends on)."""
-    steps = step_tangents(model, named_tangents(model))
+    steps = step_tangents(model, _named_tangents(model))
     directions = [Direction(p.name, p) for p in model.params] + [Direction(f"{s.name}0", s) for s in model.states]
     modes = {d.key: steps.along(d.wrt) for d in directions}
     kept = _needed(steps, modes.values())
@@ -49,10 +48,10 @@ def statements(model):
         for d in directions
     )
     loops = (loop,) if loop else ()
-    return tuple(Units(rows) for rows in units_read(loops)) + loops + grads
+    return tuple(Units(rows) for rows in _units_read(loops)) + loops + grads
 
 
-def named_tangents(model):
+def _named_tangents(model):
     """Every sequence the step computes: each tangent is then as long as its own equation."""
     return tuple(seq for seq, _ in model.steps if seq not in model.forced)
 
@@ -192,7 +191,7 @@ def _reread(body, states):
     return reread
 
 
-def units_read(loops):
+def _units_read(loops):
     """The rows of every vector whose directions the loops read, in the order they are first read: the tangent
     of a vector parameter, and of an initial state that starts a tangent."""
     rows = []

@@ -9,6 +9,8 @@ printed by each backend as its copy. Views of disjoint rows of one product share
 np.shares_memory); a torch tensor's storage is the whole product, so torch/backward.py copies those too.
 """
 
+from dataclasses import replace
+
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
@@ -16,10 +18,12 @@ from bptt.codegen.ir import Copy, Rows
 from bptt.derive.nodes import Adj, SeqAt
 
 
-def fresh_returns(returns, initial, window_initial, products):
-    """(returns, initial, window_initial) with a Copy around each value that views memory another return
-    views, or a work array, a cached value or a parameter. products: the names of the gradient products
-    computed for this call (the gradients pass), whose rows the returns may view."""
+def fresh_returns(program):
+    """The Program with a Copy around each returned value (a gradient, dL/dS_0 in either pass) that views memory
+    another return views, or a work array, a cached value or a parameter; the products it may view are the
+    gradient products computed for this call (program.gradients). owned_returns: the returns with every rows
+    view copied too (_shared_rows)."""
+    products = {statement.target.name for statement in program.gradients.statements}
     taken = []  # (array, first row, end row) of the views returned so far
 
     def fresh(value):
@@ -32,13 +36,14 @@ def fresh_returns(returns, initial, window_initial, products):
         taken.append(view)
         return value
 
-    returns = [(key, fresh(value), comment) for key, value, comment in returns]
-    initial = [type(i)(i.key, fresh(i.value), i.weighted, i.comment) for i in initial]
-    window_initial = [type(i)(i.key, fresh(i.value), i.weighted, i.comment) for i in window_initial]
-    return returns, initial, window_initial
+    returns = tuple((key, fresh(value), comment) for key, value, comment in program.returns)
+    initial = tuple(replace(i, value=fresh(i.value)) for i in program.initial)
+    window_initial = tuple(replace(i, value=fresh(i.value)) for i in program.window_initial)
+    owned = tuple((key, _shared_rows(value), comment) for key, value, comment in returns)
+    return replace(program, returns=returns, initial=initial, window_initial=window_initial, owned_returns=owned)
 
 
-def shared_rows(value):
+def _shared_rows(value):
     """A Copy of value if it is rows of a gradient product (which another return's rows may share)."""
     return Copy(value) if isinstance(value, Rows) else value
 

@@ -8,14 +8,67 @@ projections) become one statement on a span of the group. fuse_backward.py
 does the same for the adjoints.
 """
 
+from dataclasses import replace
+
 import sympy as sp
 
 from bptt.codegen.array_names import code_name
-from bptt.codegen.ir import PARAMETER, Accumulate, Array, Assign, Stack, Steps
+from bptt.codegen.ir import (
+    PARAMETER,
+    Accumulate,
+    Array,
+    Assign,
+    Stack,
+    Steps,
+    groups_of,
+    the_loop,
+    with_body,
+    with_groups,
+)
 from bptt.codegen.names import shown
+from bptt.codegen.passes.loops import loop_names
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
 from bptt.derive.text import text
+
+
+def fused_products(program):
+    """The Program whose forward loop computes the products P_k v that two or more of its statements share as
+    one product into a group of their arrays (_products), the weights stacked once per call."""
+    forward = program.forward
+    loop = the_loop(forward.statements)
+    if loop is None:
+        return program
+    inside, stacks, groups = _products(list(loop.body), loop_names(program))
+    members = {name for group in groups for name, _ in group.members}
+    arrays = tuple(groups) + tuple(array for array in forward.arrays if array.name not in members)
+    fused = replace(with_body(forward, inside), arrays=arrays, stacks=forward.stacks + tuple(stacks))
+    return replace(program, forward=fused)
+
+
+def fused_activations(program):
+    """The Program whose forward loop applies one activation to neighbouring members of a group that the same
+    function takes in place (_activations)."""
+    forward = program.forward
+    loop = the_loop(forward.statements)
+    if loop is None:
+        return program
+    inside, groups = _activations(list(loop.body), groups_of(forward))
+    return replace(program, forward=with_groups(with_body(forward, inside), groups))
+
+
+def stacked_inputs(program):
+    """The Program whose statements before the forward loop compute neighbouring members' hoisted terms of the
+    same form (P x_t + b + ...) as one (_stacked)."""
+    forward = program.forward
+    loop = the_loop(forward.statements)
+    if loop is None:
+        return program
+    at = forward.statements.index(loop)
+    head, more, groups = _stacked(list(forward.statements[:at]), groups_of(forward))
+    statements = (*head, *forward.statements[at:])
+    stacked = replace(forward, statements=statements, stacks=forward.stacks + tuple(more))
+    return replace(program, forward=with_groups(stacked, groups))
 
 
 def sum_terms(value):
@@ -27,7 +80,7 @@ def sum_terms(value):
     return (lambda total: total), list(value.args) if isinstance(value, sp.MatAdd) else [value]
 
 
-def product(term):
+def _product(term):
     """(P, v) if term is a parameter matrix P times a sequence value v, else (None, None)."""
     if isinstance(term, sp.MatMul):
         coeff, factors = term.as_coeff_matrices()
@@ -88,7 +141,7 @@ def _shared(statements, loop_names):
             continue
         per_operand = {}
         for term in sum_terms(statement.value)[1]:
-            matrix, operand = product(term)
+            matrix, operand = _product(term)
             if matrix is not None and operand.name in loop_names:
                 per_operand.setdefault(operand, []).append((index, term, matrix))
         for operand, items in per_operand.items():
@@ -97,7 +150,7 @@ def _shared(statements, loop_names):
     return found
 
 
-def products(statements, loop_names):
+def _products(statements, loop_names):
     """Fuse the loop's products P_k v that two or more statements share.
 
     Returns (statements, stacks, groups). The fused product is accumulated into the group before
@@ -137,7 +190,7 @@ def products(statements, loop_names):
     return out, stacks, groups
 
 
-def activations(statements, groups):
+def _activations(statements, groups):
     """Consecutive X = f(X) on neighbouring members of a group, with the same f, become one statement on their span."""
     where = {name: (group.name, k) for group in groups for k, (name, _) in enumerate(group.members)}
     by_name = {group.name: group for group in groups}
@@ -183,7 +236,7 @@ def _in_place(statement, where):
     return None
 
 
-def stacked(statements, groups):
+def _stacked(statements, groups):
     """Hoisted statements of neighbouring members with the same form (P x_t + b + ...) become one:
     the weights stacked per operand, each member's bias vectors summed and stacked.
     Returns (statements, stacks, groups); members first, in group order (the statements are independent)."""
@@ -215,7 +268,7 @@ def _form(statement, where):
     if isinstance(statement.value, Apply):
         return None
     for term in sum_terms(statement.value)[1]:
-        matrix, operand = product(term)
+        matrix, operand = _product(term)
         if matrix is not None and operand not in operands:
             operands[operand] = matrix
         elif isinstance(term, PARAMETER) and term.shape[1] == 1:

@@ -13,7 +13,7 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Pass, Rows, Steps, rewrite
+from bptt.codegen.ir import PARAMETER, Array, Assign, Guard, Pass, Rows, Steps, groups_of, rewrite, with_groups
 from bptt.codegen.passes import checkpoint
 from bptt.codegen.passes.fuse import internal, total_rows
 from bptt.derive.blocks import split
@@ -173,3 +173,20 @@ def _runs(indices):
                 out.append((start, index - start + 1))
             start = None
     return out
+
+
+def fused_flows(program):
+    """The Program with the stacked weights' terms fused in its adjoints and dL/dS_0 (flows): its adjoints Pass
+    holds the adjoint groups and the stacks they read."""
+    statements, initial, groups, used = flows(program.adjoints.statements, program.initial, program.forward.stacks)
+    adjoints = Pass(tuple(statements), tuple(groups.values()), tuple(used))
+    return replace(program, adjoints=adjoints, initial=tuple(initial))
+
+
+def fused_gradients(program):
+    """The Program whose gradients of neighbouring members of a group are one product over their span
+    (gradients): program.gradients computes the products, and each return reads its rows."""
+    groups = {array.name: array for array in groups_of(program.adjoints)}
+    statements, returns, groups = gradients(program.returns, groups)
+    adjoints = with_groups(program.adjoints, groups)
+    return replace(program, adjoints=adjoints, gradients=Pass(tuple(statements)), returns=tuple(returns))

@@ -1,43 +1,35 @@
 """sigmoid(z) = (1 + tanh(z / 2)) / 2 with z / 2 from weights and biases halved once per call: in a
-gated cell the gates' sigmoids join the tanh of the candidate in one call (see halve_sigmoids)."""
+gated cell the gates' sigmoids join the tanh of the candidate in one call (halved_sigmoids)."""
 
 from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Accumulate, Assign, Loop, Stack
+from bptt.codegen.ir import Accumulate, Assign, Loop, Stack, groups_of, rewrite, the_loop, with_body, with_groups
 from bptt.codegen.passes.fuse import span_seq, views, with_span
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import matrix_sum
 
 
 def halved_sigmoids(program):
-    """The Program with its forward loop's gate sigmoids halved (halve_sigmoids): a pass of the backends that
-    compute the gates in place."""
+    """The Program with its forward loop's gate sigmoids halved: a span's in-place sigmoid joins the tanh of the
+    span beside it, before or after (one call for every gate), and is then scaled: 3 calls instead of 5 for an
+    LSTM's gates. Only for gates that nothing but the fused product, the hoisted terms and elementwise terms of
+    their own (a peephole's p_i * c_{t-1}) write into. A pass of the backends that compute the gates in place."""
     forward = program.forward
-    statements = list(forward.statements)
-    at = next((k for k, s in enumerate(statements) if isinstance(s, Loop)), None)
-    if at is None:
-        return program
-    groups = [array for array in forward.arrays if array.members]
-    outside = statements[:at] + statements[at + 1 :]
-    inside, outside, stacks, groups = halve_sigmoids(list(statements[at].body), outside, list(forward.stacks), groups)
-    statements = outside[:at] + [Loop(tuple(inside), statements[at].backward)] + outside[at:]
-    by_name = {group.name: group for group in groups}
-    arrays = tuple(by_name.get(array.name, array) for array in forward.arrays)
-    return replace(program, forward=replace(forward, statements=tuple(statements), arrays=arrays, stacks=tuple(stacks)))
-
-
-def halve_sigmoids(inside, hoisted, stacks, groups):
-    """sigmoid(z) = (1 + tanh(z / 2)) / 2 with z / 2 from weights and biases halved once per call: a
-    span's in-place sigmoid joins the tanh of the span beside it, before or after (one call for every gate),
-    and is then scaled: 3 calls instead of 5 for an LSTM's gates. Only for gates that nothing but the fused
-    product, the hoisted terms and elementwise terms of their own (a peephole's p_i * c_{t-1}) write into.
-    Returns (inside, hoisted, stacks, groups)."""
+    loop = the_loop(forward.statements)
+    groups = groups_of(forward)
     spans = {name: (group, first, count) for group in groups for name, first, count in views(group)}
-    plan = {k: spans[s.target.name] for k, s in enumerate(inside) if _halvable(s, inside, spans)}
+    plan = {k: spans[s.target.name] for k, s in enumerate(loop.body) if _halvable(s, loop.body, spans)} if loop else {}
     if not plan:
-        return inside, hoisted, stacks, groups
+        return program
+    inside, halved, groups = _halved_loop(list(loop.body), plan, spans, groups)
+    return replace(program, forward=_halved_inputs(with_groups(with_body(forward, inside), groups), halved))
+
+
+def _halved_loop(inside, plan, spans, groups):
+    """(the loop's statements with each planned sigmoid a tanh, joined with the tanh beside it, and a scaling;
+    {group name: the indices of its halved members}, the groups with the spans the joined tanhs take)."""
     halved, out, skip, by_name = {}, [], set(), {group.name: group for group in groups}
     for index, statement in enumerate(inside):
         if index in skip:
@@ -69,8 +61,7 @@ def halve_sigmoids(inside, hoisted, stacks, groups):
                 "(1 + tanh(z / 2)) / 2: the sigmoid",
             )
         )
-    out, hoisted, more = _halve_inputs(out, hoisted, stacks, groups, halved)
-    return out, hoisted, list(stacks) + more, list(by_name.values())
+    return out, halved, list(by_name.values())
 
 
 def _tanh_beside(statement, spans, group):
@@ -108,13 +99,14 @@ def _halved_stack(stack, rows):
     return Stack(stack.name + "_halved", parts)
 
 
-def _halve_inputs(inside, hoisted, stacks, groups, halved):
-    """The fused products' and the hoisted statements' stacks with the halved members' rows halved."""
-    by_name = {stack.name: stack for stack in stacks}
-    spans = {name: (group, first, count) for group in groups for name, first, count in views(group)}
+def _halved_inputs(forward, halved):
+    """The forward Pass with the halved members' rows halved in the fused products (and the elementwise terms)
+    in the loop and in the hoisted statements, through halved stacks."""
+    by_name = {stack.name: stack for stack in forward.stacks}
+    spans = {name: (group, first, count) for group in groups_of(forward) for name, first, count in views(group)}
     more = {}
 
-    def rewrite(statement):
+    def halved_rows(statement):
         place = spans.get(getattr(getattr(statement, "target", None), "name", None))
         if place is None or place[0].name not in halved:
             return statement
@@ -131,9 +123,13 @@ def _halve_inputs(inside, hoisted, stacks, groups, halved):
                 swap[symbol] = sp.MatrixSymbol(stack.name, *symbol.shape)
         return type(statement)(statement.target, statement.value.xreplace(swap), statement.comment)
 
-    inside = [rewrite(s) if isinstance(s, Accumulate) else s for s in inside]  # fused products, elementwise terms
-    hoisted = [rewrite(s) for s in hoisted]
-    return inside, hoisted, list(more.values())
+    def one(statement):  # in the loop the fused products and the elementwise terms; outside it, the hoisted
+        return halved_rows(statement) if isinstance(statement, Accumulate) else statement
+
+    loop = the_loop(forward.statements)
+    inside = Loop(rewrite(loop.body, one), loop.backward)
+    statements = tuple(inside if s is loop else halved_rows(s) for s in forward.statements)
+    return replace(forward, statements=statements, stacks=forward.stacks + tuple(more.values()))
 
 
 def _halved(value, more):

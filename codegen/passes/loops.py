@@ -7,34 +7,57 @@ Backward: an adjoint is recurrent if the next step contributes to it, or if it
 reads a recurrent adjoint. Only those loop, last step first.
 """
 
+from dataclasses import replace
+
 import sympy as sp
 
+from bptt.codegen.ir import Loop, spliced, the_loop
 from bptt.derive.bptt import NEXT
 from bptt.derive.nodes import Adj, SeqAt, t
 
 
-def reads(expr, at):
+def _reads(expr, at):
     """Names read at time t + at."""
     return {r.name for r in expr.atoms(SeqAt) if sp.simplify(r.time - t) == at}
 
 
-def forward_schedule(steps, live_states):
-    """(before, loop, after): the step assignments (Seq, rhs), in evaluation order.
+def loop_names(program):
+    """The names the forward loop assigns, and the states it carries (those not teacher-forced)."""
+    loop = the_loop(program.forward.statements)
+    return {s.target.name for s in (loop.body if loop else ())} | _live(program.model)
+
+
+def _live(model):
+    return {seq.name for seq in model.states if seq not in model.forced}
+
+
+def scheduled_forward(program):
+    """The Program whose forward loop holds only the recursion: the values that read no state of the step
+    before (through each other) stacked before it, those no later step reads after it (_schedule)."""
+    forward = program.forward
+    loop = the_loop(forward.statements)
+    before, inside, after = _schedule(loop.body, _live(program.model))
+    statements = spliced(forward.statements, loop, before + ([Loop(tuple(inside))] if inside else []) + after)
+    return replace(program, forward=replace(forward, statements=statements))
+
+
+def _schedule(steps, live_states):
+    """(before, loop, after): the step assignments, in evaluation order.
 
     steps: the assignments of one step (outputs last); live_states: names of states not teacher-forced."""
     recurrent = set()
-    for seq, rhs in steps:
-        if reads(rhs, -1) & live_states or reads(rhs, 0) & recurrent:
-            recurrent.add(seq.name)
+    for step in steps:
+        if _reads(step.value, -1) & live_states or _reads(step.value, 0) & recurrent:
+            recurrent.add(step.target.name)
     needed = set()
-    for _, rhs in steps:
-        needed |= reads(rhs, -1) & live_states & recurrent
-    for seq, rhs in reversed(steps):
-        if seq.name in needed:
-            needed |= reads(rhs, 0) & recurrent
-    before = [(seq, rhs) for seq, rhs in steps if seq.name not in recurrent]
-    loop = [(seq, rhs) for seq, rhs in steps if seq.name in needed]
-    after = [(seq, rhs) for seq, rhs in steps if seq.name in recurrent - needed]
+    for step in steps:
+        needed |= _reads(step.value, -1) & live_states & recurrent
+    for step in reversed(steps):
+        if step.target.name in needed:
+            needed |= _reads(step.value, 0) & recurrent
+    before = [step for step in steps if step.target.name not in recurrent]
+    loop = [step for step in steps if step.target.name in needed]
+    after = [step for step in steps if step.target.name in recurrent - needed]
     return before, loop, after
 
 

@@ -6,22 +6,36 @@ that product once per step (dL/d_pre_f_t), as the zoo's LSTM names dL/df_bar_t, 
 and lets the gates' flows and gradients fuse as the zoo's do (fuse_backward.py).
 """
 
+from dataclasses import replace
+
 import sympy as sp
 
-from bptt.codegen.ir import Assign, Loop, walk
+from bptt.codegen.ir import Assign, Loop, rewrite, spliced, the_loop, walk
 from bptt.derive.nodes import Adj, Diag, SeqAt, t
 from bptt.derive.text import text
 
 
-def name_slopes(statements, initial, returns):
-    """(statements, initial, returns) with every such product named. An adjoint qualifies when it is
-    assigned in the loop and read at least twice, always right after the same diag factor."""
-    loop = next((s for s in statements if isinstance(s, Loop)), None)
+def named_slopes(program):
+    """The Program with every such product named in its adjoints, dL/dS_0 and returns: an adjoint qualifies
+    when it is assigned in the loop and read at least twice, always right after the same diag factor. The
+    adjoints that read a recurrent one (a named slope of one) are recurrent too."""
+    statements, initial, returns = _named(program.adjoints.statements, program.initial, program.returns)
+    return replace(
+        program,
+        adjoints=replace(program.adjoints, statements=tuple(statements)),
+        initial=tuple(initial),
+        returns=tuple(returns),
+        recurrent=tuple(sorted(_recurrent(statements, program.recurrent))),
+    )
+
+
+def _named(statements, initial, returns):
+    """(statements, initial, returns) with every qualifying product named."""
+    loop = the_loop(statements)
     if loop is None:
         return statements, initial, returns
     values = [s.value for s in walk(statements) if hasattr(s, "value")] + [i.value for i in initial]
     values += [value for _, value, _ in returns]
-    body = list(loop.body)
     for statement in loop.body:
         target = getattr(statement, "target", None)
         if not (isinstance(statement, Assign) and isinstance(target, Adj) and target.of.role == "intermediate"):
@@ -33,16 +47,28 @@ def name_slopes(statements, initial, returns):
         named = SeqAt(f"_pre_{seq.name}", t, seq.rows, "intermediate")
         rename = _renamer(seq.name, slope, named)
         values = [rename(value) for value in values]
-        body = [_renamed(s, rename) for s in body]
+        statements = rewrite(statements, lambda s, rename=rename: _renamed(s, rename))
+        body = list(the_loop(statements).body)
         comment = f"dL/d(pre-activation of {seq.name})_t = {text(Diag(slope) * target)}"
         # a slope named before may have renamed this statement's value: find it by its target
         at = next(k for k, item in enumerate(body) if isinstance(item, Assign) and item.target == target)
         body.insert(at + 1, Assign(Adj(named), Diag(slope) * target, comment))
-        statements = [Loop(tuple(body), True) if s is loop else _renamed(s, rename) for s in statements]
-        loop = next(s for s in statements if isinstance(s, Loop))
+        statements = spliced(statements, the_loop(statements), [Loop(tuple(body), True)])
         initial = [type(i)(i.key, rename(i.value), i.weighted, i.comment) for i in initial]
         returns = [(key, rename(value), comment) for key, value, comment in returns]
     return statements, initial, returns
+
+
+def _recurrent(statements, recurrent):
+    """The recurrent adjoints, with those that read one (a named slope of a recurrent one)."""
+    recurrent = set(recurrent)
+    for statement in walk(statements):
+        if (
+            isinstance(getattr(statement, "target", None), Adj)
+            and {a.of.name for a in statement.value.atoms(Adj)} & recurrent
+        ):
+            recurrent.add(statement.target.of.name)
+    return recurrent
 
 
 def _reads(expr, name):
@@ -108,6 +134,4 @@ def _renamer(name, slope, named):
 def _renamed(statement, rename):
     if hasattr(statement, "value"):
         return type(statement)(statement.target, rename(statement.value), statement.comment)
-    if hasattr(statement, "body"):
-        return type(statement)(tuple(_renamed(s, rename) for s in statement.body))
     return statement

@@ -6,14 +6,25 @@ activations are in place, so that fuse.activations joins neighbouring ones and h
 (one tanh for z, i and f). Each added term moves up to just after what it reads at step t.
 """
 
-from bptt.codegen.ir import Accumulate, Assign
+from dataclasses import replace
+
+from bptt.codegen.ir import Accumulate, Assign, groups_of, the_loop, with_body
 from bptt.codegen.passes.fuse import sum_terms, views
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
 from bptt.derive.text import text
 
 
-def split_activations(statements, groups):
+def split_activations(program):
+    """The Program whose forward loop adds a gate's own elementwise terms before its activation (_split)."""
+    forward = program.forward
+    loop = the_loop(forward.statements)
+    if loop is None:
+        return program
+    return replace(program, forward=with_body(forward, _split(list(loop.body), groups_of(forward))))
+
+
+def _split(statements, groups):
     """statements with each X = f(X + e) of a member X of one of the groups split into X += e, placed as early
     as what e reads at step t allows, and X = f(X) where it was."""
     places = {name: (group.name, first, count) for group in groups for name, first, count in views(group)}

@@ -1,4 +1,4 @@
-"""Print the forward-mode statements (ir.Units, ir.TangentLoop and its parts) as one NumPy loop over time;
+"""Print the forward-mode statements (ir_tangents.Units, TangentLoop and its parts) as one NumPy loop over time;
 torch/rtrl.py and jax/forward_mode.py print the same statements with their own arrays (and JAX as a scan).
 
 A tangent array has a first axis of directions, (P, B, n): the directions of every carried gradient, each
@@ -10,7 +10,7 @@ bound once (`units_n_h`). Every step adds its share of each gradient into `total
 import sympy as sp
 
 from bptt.codegen.array_names import along_name, previous_tangent_array, tangent_array, units_name
-from bptt.codegen.ir import Previous
+from bptt.codegen.ir_tangents import Previous
 from bptt.codegen.printing.printer import ATOM, PRODUCT, Code, PrintError, RowPrinter
 from bptt.derive.nodes import SeqAt, t
 from bptt.derive.tangent import Tangent

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-CORE = ("derive", "codegen.ir", "codegen.ir_checkpoints", "codegen.array_names", "codegen.names")
+CORE = ("derive", "codegen.ir", "codegen.ir_checkpoints", "codegen.ir_tangents", "codegen.array_names", "codegen.names")
 PASSES = (*CORE, "codegen.passes")
 PROGRAM = (*PASSES, "codegen.program")
 PRINTING = (*PROGRAM, "codegen.printing")
@@ -20,6 +20,7 @@ RULES = (
     ("documents", ("derive", "documents")),
     ("codegen.ir", CORE),
     ("codegen.ir_checkpoints", CORE),
+    ("codegen.ir_tangents", CORE),
     ("codegen.array_names", CORE),
     ("codegen.names", CORE),
     ("codegen.passes", PASSES),

@@ -1,8 +1,8 @@
-"""Forward mode (RTRL) is IR: codegen/passes/forward_mode.py builds statements (ir.Units, one ir.TangentLoop,
-an ir.Gradient per key) into the Program once, and every backend prints the Program's statements. A planted change
-in those statements shows up in every backend's generated forward_mode_grads, so a backend that printed its own
-forward mode again would fail here. And the users' cells of examples/ give BPTT's gradients by forward mode in every
-backend, to 1e-12."""
+"""Forward mode (RTRL) is IR: codegen/passes/forward_mode.py builds statements (ir_tangents.py: Units, one
+TangentLoop, a Gradient per key) into the Program once, and every backend prints the Program's statements. A
+planted change in those statements shows up in every backend's generated forward_mode_grads, so a backend that
+printed its own forward mode again would fail here. And the users' cells of examples/ give BPTT's gradients by
+forward mode in every backend, to 1e-12."""
 
 import pytest
 
@@ -27,7 +27,7 @@ import sympy as sp
 import torch
 
 from bptt.app.verify.check import load_module
-from bptt.codegen import ir
+from bptt.codegen import ir, ir_tangents
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.ir import Pass
 from bptt.codegen.passes import forward_mode
@@ -40,7 +40,7 @@ jax.config.update("jax_enable_x64", True)
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = [f"{ROOT / 'examples' / 'gated_rnn.py'}:gated_rnn", f"{ROOT / 'examples' / 'lstm.py'}:lstm"]
 EXAMPLES.append(f"{ROOT / 'examples' / 'torch_lstm.py'}:lstm")
-STEP_STATEMENTS = (ir.Previous, ir.Assign, ir.AddAlong, ir.Contract)
+STEP_STATEMENTS = (ir_tangents.Previous, ir.Assign, ir_tangents.AddAlong, ir_tangents.Contract)
 
 
 def problem(module, seed=5, steps=4, batch=3):
@@ -73,31 +73,31 @@ def test_forward_mode_is_statements_in_the_program(name):
     no code in them, only comments."""
     model = load(name)
     statements = build(model).forward_mode.statements
-    units = [s for s in statements if isinstance(s, ir.Units)]
-    (loop,) = [s for s in statements if isinstance(s, ir.TangentLoop)]
+    units = [s for s in statements if isinstance(s, ir_tangents.Units)]
+    (loop,) = [s for s in statements if isinstance(s, ir_tangents.TangentLoop)]
     grads = statements[len(units) + 1 :]
     assert units and statements[len(units)] is loop
-    assert all(isinstance(g, (ir.Gradient, ir.ZeroGradient)) for g in grads)
+    assert all(isinstance(g, (ir_tangents.Gradient, ir_tangents.ZeroGradient)) for g in grads)
     keys = [p.name for p in model.params] + [f"{s.name}0" for s in model.states]
-    assert [g.direction.key if isinstance(g, ir.Gradient) else g.key for g in grads] == keys
+    assert [g.direction.key if isinstance(g, ir_tangents.Gradient) else g.key for g in grads] == keys
     assert sorted(d.key for d in loop.directions) == sorted(
-        g.direction.key for g in grads if isinstance(g, ir.Gradient)
+        g.direction.key for g in grads if isinstance(g, ir_tangents.Gradient)
     )
     assert all(isinstance(s, STEP_STATEMENTS) for s in loop.body), name
-    contracts = [s for s in loop.body if isinstance(s, ir.Contract)]
+    contracts = [s for s in loop.body if isinstance(s, ir_tangents.Contract)]
     assert contracts and all(isinstance(c.tangent, sp.MatrixExpr) for c in contracts)
-    for assign in (s for s in loop.body if isinstance(s, (ir.Assign, ir.AddAlong))):
+    for assign in (s for s in loop.body if isinstance(s, (ir.Assign, ir_tangents.AddAlong))):
         assert isinstance(assign.value, sp.MatrixExpr) and isinstance(assign.target, Tangent)
         assert "np." not in assign.comment
 
 
 @pytest.mark.parametrize("name", ["elman", "lstm"])
 def test_a_local_term_goes_into_its_parameters_rows(name):
-    """Each parameter's local term is added into its own rows (ir.AddAlong) and reads the tangent of that
+    """Each parameter's local term is added into its own rows (ir_tangents.AddAlong) and reads the tangent of that
     parameter only; the terms through other tangents are assigned for every direction at once."""
     model = load(name)
-    (loop,) = [s for s in build(model).forward_mode.statements if isinstance(s, ir.TangentLoop)]
-    adds = [s for s in loop.body if isinstance(s, ir.AddAlong)]
+    (loop,) = [s for s in build(model).forward_mode.statements if isinstance(s, ir_tangents.TangentLoop)]
+    adds = [s for s in loop.body if isinstance(s, ir_tangents.AddAlong)]
     carried = {d.wrt for d in loop.directions[: loop.carried] if not d.per_sample}
     assert {add.along.wrt for add in adds} == carried  # every carried parameter has its local term, once
     assert len(adds) == len(carried)
@@ -112,7 +112,8 @@ def test_forward_mode_module_prints_nothing():
     assert forward_mode.statements(model) == build(model).forward_mode.statements
     tree = ast.parse((ROOT / "codegen" / "passes" / "forward_mode.py").read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    allowed = {"bptt.derive.nodes", "bptt.derive.rtrl", "bptt.derive.tangent", "bptt.codegen.ir", "bptt.derive.text"}
+    allowed = {"bptt.derive.nodes", "bptt.derive.rtrl", "bptt.derive.tangent", "bptt.derive.text"}
+    allowed |= {"bptt.codegen.ir", "bptt.codegen.ir_tangents"}
     assert imported <= allowed, imported
 
 
@@ -120,12 +121,12 @@ def planted(program):
     """The program with the contraction of c's local term doubled, and the loop's comment marked."""
 
     def plant(statement):
-        if isinstance(statement, ir.Contract) and statement.along is not None and statement.along.key == "c":
+        if isinstance(statement, ir_tangents.Contract) and statement.along is not None and statement.along.key == "c":
             return dataclasses.replace(statement, tangent=2 * statement.tangent)
         return statement
 
     def plant_loop(statement):
-        if not isinstance(statement, ir.TangentLoop):
+        if not isinstance(statement, ir_tangents.TangentLoop):
             return statement
         body = tuple(plant(s) for s in statement.body)
         return dataclasses.replace(statement, body=body, comment="PLANTED: c doubled")

@@ -2,7 +2,7 @@
 the step's order and written through the tangents assigned before it (dot_c_t in dot_h_t, layer 1's
 dot_h1_t in layer 2's gates), so none is longer than its own equation. One loop carries the directions of
 every gradient at once. Cells that exercise the order: a state's tangent at t - 1 read after its own at t
-(ir.Previous), and a state that reads no past, whose initial value's directions live one step only.
+(ir_tangents.Previous), and a state that reads no past, whose initial value's directions live one step only.
 """
 
 import pytest
@@ -27,7 +27,7 @@ import torch
 from test_forward_mode_ir import problem, relative, run_forward_mode
 
 from bptt.app.verify.check import load_module
-from bptt.codegen import ir
+from bptt.codegen import ir, ir_tangents
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.program import build
 from bptt.derive.model import Model, matrix, sequence, sizes
@@ -45,7 +45,7 @@ EVERY_BACKEND = tuple(sorted(BACKENDS))
 
 
 def loop_of(model):
-    (loop,) = [s for s in build(model).forward_mode.statements if isinstance(s, ir.TangentLoop)]
+    (loop,) = [s for s in build(model).forward_mode.statements if isinstance(s, ir_tangents.TangentLoop)]
     return loop
 
 
@@ -71,9 +71,9 @@ def test_a_tangent_reads_only_tangents_already_there(name):
     loop = loop_of(load(name))
     before = {(a.state.name, -1) for a in loop.arrays}
     for statement in loop.body:
-        if isinstance(statement, ir.AddAlong):
+        if isinstance(statement, ir_tangents.AddAlong):
             assert read(statement.value) == {statement.along.key}, statement
-        elif isinstance(statement, (ir.Assign, ir.Contract)):
+        elif isinstance(statement, (ir.Assign, ir_tangents.Contract)):
             value = statement.value if isinstance(statement, ir.Assign) else statement.tangent
             own = {(statement.target.of.name, 0)} if isinstance(statement, ir.Assign) else set()
             params = {d.key for d in loop.directions if not d.per_sample}
@@ -92,7 +92,7 @@ def test_a_two_layer_lstm_writes_layer_two_through_layer_one():
     assert through(loop, "h2") == {("c2", 0), ("o2", 0)}
     assert through(loop, "c2") == {("c2", -1), ("f2", 0), ("g2", 0), ("i2", 0)}
     layer_one = {name for name in order if name.endswith("1") or name.endswith("1_bar")}
-    for add in (s for s in loop.body if isinstance(s, ir.AddAlong)):
+    for add in (s for s in loop.body if isinstance(s, ir_tangents.AddAlong)):
         if add.along.key.endswith("2"):
             assert add.target.of.name not in layer_one, add
 
@@ -154,11 +154,11 @@ def fresh():
 
 
 def test_the_order_cells_have_their_statements():
-    """reread keeps c's tangent at t - 1 (ir.Previous) and reads it after assigning c's at t; fresh's m reads no
+    """reread keeps c's tangent at t - 1 (Previous) and reads it after assigning c's at t; fresh's m reads no
     past, so m's tangent starts as the directions of m_0 and is assigned without them (no term through m_{t-1})."""
     loop = loop_of(reread())
-    assert [s.state.name for s in loop.body if isinstance(s, ir.Previous)] == ["c"]
-    assert isinstance(loop.body[0], ir.Previous)
+    assert [s.state.name for s in loop.body if isinstance(s, ir_tangents.Previous)] == ["c"]
+    assert isinstance(loop.body[0], ir_tangents.Previous)
     assert ("c", -1) in through(loop, "h")
     loop = loop_of(fresh())
     m = next(a for a in loop.arrays if a.state.name == "m")

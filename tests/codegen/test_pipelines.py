@@ -8,16 +8,17 @@ from dataclasses import fields, replace
 import sympy as sp
 
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.ir import Assign, Flow, Guard, Loop, Program, rewrite, walk
+from bptt.codegen.ir import Assign, Flow, Guard, Loop, Pass, Program, rewrite, spliced, the_loop, walk, with_body
 from bptt.codegen.ir_checkpoints import Boundary
 from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
-from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, TORCH_PASSES, build, shared
+from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, SHARED_PASSES, TORCH_PASSES, build, shared
 from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Adj, SeqAt, t
 
 GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
+HERE = pathlib.Path(__file__).resolve().parent
 
 
 def changed_fields(before, after):
@@ -43,6 +44,16 @@ def test_each_backend_has_its_own_list_of_program_passes():
     assert halved_sigmoids in NUMPY_PASSES and halved_sigmoids not in JAX_PASSES
     assert JAX_PASSES == (stacked_window,)
     assert build(load("gru"), JAX_PASSES) == stacked_window(program)
+
+
+def test_every_pass_of_every_list_has_its_own_test():
+    """A pass in a pipeline list is tested on its own: a test named after it (test_<pass>_...) here or in
+    tests/codegen/passes/, and every pass is Program -> Program (shared(model) is derived(model) rewritten
+    by SHARED_PASSES)."""
+    tests = [HERE / "test_pipelines.py", *sorted((HERE / "passes").glob("test_*.py"))]
+    text = "\n".join(path.read_text(encoding="utf-8") for path in tests)
+    for one in dict.fromkeys(SHARED_PASSES + NUMPY_PASSES + TORCH_PASSES + JAX_PASSES):
+        assert f"def test_{one.__name__}_" in text, one.__name__
 
 
 def test_halved_sigmoids_before_and_after():
@@ -114,3 +125,18 @@ def test_rewrite_opens_every_loop_and_guard_and_keeps_what_they_are():
     plain = rewrite(statements, guard=lambda guard: Guard(guard.body))
     assert type(plain[1].body[1]) is Guard and plain[1].body[1].body == boundary.body
     assert rewrite(statements) == statements
+
+
+def test_a_pass_rebuilds_its_loop_in_place():
+    """ir.the_loop finds a Pass's loop, ir.with_body replaces its body (a backward loop stays backward) and
+    ir.spliced puts statements in its place, by identity: the passes' way of rewriting the loop as a whole."""
+    h = sp.Symbol("h")
+    a, b = (SeqAt(name, t, h, "intermediate") for name in "ab")
+    first, inside = Assign(a, b, "first"), Assign(b, a, "inside")
+    loop = Loop((inside,), backward=True)
+    a_pass = Pass((first, loop, first))
+    assert the_loop(a_pass.statements) is loop and the_loop((first,)) is None
+    again = Assign(b, a + a, "again")
+    rebuilt = with_body(a_pass, [inside, again])
+    assert rebuilt.statements == (first, Loop((inside, again), backward=True), first)
+    assert spliced(a_pass.statements, loop, [again, loop]) == (first, again, loop, first)

@@ -65,7 +65,7 @@ XDIST_GROUP = (
 BUILDERS = ("ir", "program", "passes.")  # codegen's modules that build statements: the IR and its passes
 FORWARD_MODE = {"jax.forward_mode", "torch.rtrl"}  # forward mode's printers: the tangent loops' own statements
 STATEMENTS = {"Assign", "Accumulate", "Flow", "Loop", "Guard", "Stack", "Pass", "Program"}
-PASS_BUILDERS = {"forward_steps", "forward_pass", "backward_statements", "build"}
+PASS_BUILDERS = {"derived", "forward_statements", "backward_statements", "shared", "rewritten", "build"}
 
 
 def rendered(model, program=None):
@@ -258,7 +258,7 @@ def imports(tree):
 
 def test_only_the_ir_passes_build_statements():
     """No printer, layout or renderer constructs an ir statement, imports a pass, or builds a pass from the
-    model (program.forward_steps...): a backend that rebuilt its forward pass would."""
+    model (program.derived...): a backend that rebuilt its forward pass would."""
     names = dict(codegen_modules())
     assert {"ir", "program", "passes.fuse", "printing.printer", "torch.printer", "jax.scan"} <= set(names)
     found = []

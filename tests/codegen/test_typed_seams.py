@@ -10,7 +10,7 @@ import re
 import pytest
 import sympy as sp
 
-from bptt.codegen import ir, ir_checkpoints
+from bptt.codegen import ir, ir_checkpoints, ir_tangents
 from bptt.codegen.ir import Array, PerCall, Steps
 from bptt.codegen.printing.layout import allocation, backward_bodies, forward_body
 from bptt.codegen.printing.printer import PrintError, RowPrinter
@@ -52,7 +52,7 @@ def ir_classes():
     """The node classes ir.py defines: dataclasses, enums and SymPy matrix expressions."""
     return {
         name
-        for module in (ir, ir_checkpoints)
+        for module in (ir, ir_checkpoints, ir_tangents)
         for name, value in vars(module).items()
         if inspect.isclass(value)
         and value.__module__ == module.__name__
@@ -62,19 +62,19 @@ def ir_classes():
 
 @pytest.mark.parametrize("name", ["elman", "lstm", "jordan"])
 def test_every_node_of_a_program_is_an_ir_class(name):
-    """What program.build returns is made of the IR's classes only (ir.py's and ir_checkpoints.py's; no node
-    defined in a pass or a printer)."""
+    """What program.build returns is made of the IR's classes only (ir.py's, ir_checkpoints.py's and
+    ir_tangents.py's; no node defined in a pass or a printer)."""
     classes = codegen_classes(build(load(name)))
-    assert {ir.Program, ir.Pass, ir.Assign, ir.Array, ir.Steps, ir.Initial, ir.TangentLoop} <= classes
+    assert {ir.Program, ir.Pass, ir.Assign, ir.Array, ir.Steps, ir.Initial, ir_tangents.TangentLoop} <= classes
     assert ir_checkpoints.Checkpoints in classes and (ir_checkpoints.Boundary in classes) == (name != "jordan")
-    modules = (ir.__name__, ir_checkpoints.__name__)
+    modules = (ir.__name__, ir_checkpoints.__name__, ir_tangents.__name__)
     assert {c.__qualname__ for c in classes if c.__module__ not in modules} == set()
 
 
 def test_the_docstring_of_ir_draws_every_node_class():
     classes = ir_classes()
     assert {"Program", "Pass", "Initial", "Assign", "Steps", "PerCall", "Rows", "Copy", "ZerosLike"} <= classes
-    assert {"Boundary", "Crossing", "Checkpoints"} <= classes
+    assert {"Boundary", "Crossing", "Checkpoints", "TangentLoop", "Units"} <= classes
     assert sorted(name for name in classes if not drawn(name)) == []
 
 

@@ -10,37 +10,17 @@ pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
 import jax
-from sympy import HadamardProduct as odot
 from test_oracle import random_problem
 from test_oracle_cells import generate
 
 from bptt.codegen.backends import BACKENDS
-from bptt.derive.model import Model, matrix, sequence, sizes
-from bptt.derive.nodes import SquaredError, t, tanh
 from bptt.tests.support.oracle import compare
-
-
-def cell():
-    d, h, q = sizes("d h q")
-    W, R, U, W_z, V = matrix("W", h, d), matrix("R", h, h), matrix("U", h, h), matrix("W_z", h, d), matrix("V", q, h)
-    x, c, z = sequence("x", d, "input"), sequence("c", h, "state"), sequence("z", h, "intermediate")
-    hidden, s, y = sequence("h", h, "state"), sequence("s", q, "output"), sequence("y", q, "target")
-    return Model(
-        name="local_flow",
-        title="An intermediate read at t+1 whose adjoint is local",
-        source="found by the random cells",
-        sizes=(d, h, q),
-        params=(W, R, U, W_z, V),
-        inputs=(x,),
-        steps=((c, tanh(W * x() + R * c(t - 1))), (z, tanh(U * c(t - 1) + W_z * x())), (hidden, odot(z(), c()))),
-        outputs=((s, V * hidden()),),
-        loss=SquaredError(s(), y()),
-    )
+from bptt.tests.support.window_cells import local_flow
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_local_adjoint_enters_the_window_at_age_0(backend):
-    model = cell()
+    model = local_flow()
     problem = random_problem(model, seed=5)
     module = generate(model, backend)
     with jax.disable_jit():
