@@ -98,7 +98,7 @@ def forward_body(program, printer_type=NumPyPrinter):
     """(arrays, lines of _forward, helpers used, the printer): program.forward printed in place by printer_type,
     the NumPy printer or that printer with another library's calls (torch/statements.py's TorchStatements)."""
     model, forward = program.model, program.forward
-    accepts_out = helpers(printer_type.backend).accepts_out
+    accepts_out = helpers(printer_type.spelling.backend).accepts_out
     printer = printer_type(forward.arrays, accepts_out, forward.stacks, model_names(model))
     lines = printer.lines(forward.statements)
     lines = [line for line, _ in printer.prepared.values()] + lines

@@ -13,7 +13,7 @@ from bptt.codegen.ir import PARAMETER, Array, PerCall
 from bptt.codegen.printing.array_calls import NUMPY
 from bptt.codegen.printing.code import no_factor_code, tuple_items
 from bptt.codegen.printing.function_code import in_place
-from bptt.codegen.printing.printer import ATOM, Code, RowPrinter
+from bptt.codegen.printing.printer import ATOM, Code
 from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
 from bptt.codegen.printing.window import Statements
 from bptt.derive.elementwise import Apply
@@ -32,7 +32,7 @@ def bound_views(views):
     return lines
 
 
-class NumPyPrinter(Statements, RowPrinter):
+class NumPyPrinter(Statements):
     """Statements (`_print_Assign`, `_print_Loop`, ...) as lines of NumPy code, in place.
 
     arrays: the ir.Arrays the statements work in (groups bring their members and spans);

@@ -14,8 +14,8 @@ from bptt.codegen.printing.printer import RowPrinter, array_name, size_name
 from bptt.derive.nodes import Adj
 
 
-class Statements:
-    """Loops and guards, shared by the NumPy statement printers."""
+class Statements(RowPrinter):
+    """Loops and guards: the base of the statement printers (this module's, statements.py's, torch's steps.py)."""
 
     def lines(self, statements):
         out = []
@@ -41,7 +41,7 @@ class Statements:
         )
 
 
-class WindowPrinter(Statements, RowPrinter):
+class WindowPrinter(Statements):
     """aged: the names of the sequences whose adjoints carry an age axis."""
 
     def __init__(self, aged):
