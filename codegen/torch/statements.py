@@ -2,8 +2,8 @@
 spelling and calls, its loops' sums one in-place call a term (sums.py), and each loop's step a function too, run
 through torch.compile for compile=True (steps.py)."""
 
-from bptt.codegen.printing.array_calls import TORCH
 from bptt.codegen.printing.code import PrintError
+from bptt.codegen.torch.calls import TORCH
 from bptt.codegen.torch.printer import SPELLING
 from bptt.codegen.torch.steps import StepPrinter
 from bptt.codegen.torch.sums import InPlaceSums

@@ -274,7 +274,7 @@ CELLS = {
         "torch",
         lambda: state(tanh(W_hx * x() + W_hh.T * hidden(t - 1))),
     ),
-    "codegen/printing/statements.py NumPyPrinter.gemm_matrix:": (
+    "codegen/printing/statements.py InPlacePrinter.gemm_matrix:": (
         "torch",
         lambda: state(tanh(W_hx * x() + (W_hh - W_hh.T) * hidden(t - 1))),
     ),
