@@ -19,12 +19,12 @@ def arrays(backend, problem):
     return adapter.to_framework(tuple(problem))
 
 
-def generated_call(backend, module, problem, jit=True):
-    """(run, collect) for the generated module of `backend`: collect(run()) -> (loss, {key: NumPy gradient}).
-    jit: as a training step calls it (the checks of values run outside jit)."""
+def generated_call(backend, module, problem):
+    """(run, collect) for the generated module of `backend`: collect(run()) -> (loss, {key: NumPy gradient}),
+    loss_and_grads under the adapter's jit, as a training step calls it (the checks of values run outside jit)."""
     adapter = of(backend)
     params, xs, ys, initial = arrays(backend, problem)
-    step = adapter.jit(module.loss_and_grads) if jit else module.loss_and_grads
+    step = adapter.jit(module.loss_and_grads)
 
     def run():
         return adapter.ready(step(params, xs, ys, **initial))
