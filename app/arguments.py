@@ -4,7 +4,7 @@ import argparse
 
 from bptt.app.analysis import analyze as analysis
 from bptt.app.bench import bench as benchmark
-from bptt.codegen.backends import BACKENDS
+from bptt.codegen.backends import BACKENDS, reference
 from bptt.documents.document import NAMES as SECTIONS
 from bptt.runtime.options import Truncation
 
@@ -135,7 +135,7 @@ def parser(runs):
     sub.add_argument(
         "--backend",
         choices=(*BACKENDS, "all"),
-        default="numpy",
+        default=reference().name,
         help="the framework the module runs on: <model>.py for numpy (default), <model>_torch.py, <model>_jax.py; "
         "all: every one",
     )
@@ -158,7 +158,7 @@ def parser(runs):
     sub.add_argument(
         "--backend",
         choices=(*BACKENDS, "all"),
-        default="numpy",
+        default=reference().name,
         help="the module checked (default numpy); torch and jax are also compared with the NumPy module; all: each",
     )
     sub.set_defaults(run=runs["check"])
@@ -214,13 +214,13 @@ def parser(runs):
     )
     sub.add_argument(
         "--peers",
-        type=choices(("numpy", *benchmark.PEERS), "peers"),
+        type=choices((reference().name, *benchmark.PEERS), "peers"),
         help="peers (default: naive, hand, torch, jax; with --backend torch: numpy, torch; jax: numpy, jax)",
     )
     sub.add_argument(
         "--backend",
         choices=tuple(BACKENDS),
-        default="numpy",
+        default=reference().name,
         help="time the module generated for this framework (default numpy) against that framework's own",
     )
     sub.add_argument(

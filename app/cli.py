@@ -17,7 +17,7 @@ from bptt.app.files import OutputError, output_folder, output_target, writable_f
 from bptt.app.verify import check as checking
 from bptt.app.verify import problem as instances
 from bptt.app.verify.check_backend import Options, report
-from bptt.codegen.backends import BACKENDS, MissingFramework, module_filename, require
+from bptt.codegen.backends import BACKENDS, MissingFramework, module_filename, reference, require
 from bptt.derive.model import ModelError
 from bptt.derive.models import ZOO, load, names
 from bptt.derive.refusal import Refusal
@@ -136,7 +136,7 @@ def _report(args, sources):
     for path in outdated:
         print(f"{'stale' if path.exists() else 'missing'}: {path}")
     if outdated:
-        backend = [] if args.backend == "numpy" else ["--backend", args.backend]
+        backend = [] if args.backend == reference().name else ["--backend", args.backend]
         command = ["bptt", "codegen", *args.models, *backend, *(["--out", args.out] if args.out else [])]
         print(f"run `{shlex.join(command)}` to regenerate")
     unexpected = [] if args.models else _unexpected(sources)
@@ -181,12 +181,12 @@ def cmd_check(args):
     for backend in backends:
         require(backend)  # a missing framework: one line, before any work
     from_zoo = args.model in ZOO
-    reference = checking.load_module(model, from_zoo)
-    options = Options(args.steps, args.batch, args.seed, args.dtype, _sizes(args.sizes, reference), args.truncate)
+    numpy_module = checking.load_module(model, from_zoo)
+    options = Options(args.steps, args.batch, args.seed, args.dtype, _sizes(args.sizes, numpy_module), args.truncate)
     passed = True
     for backend in backends:
-        module = reference if backend == "numpy" else checking.load_module(model, from_zoo, backend)
-        lines, ok = report(model, backend, module, reference, options)  # NonFiniteForward is left to main
+        module = numpy_module if BACKENDS[backend].reference else checking.load_module(model, from_zoo, backend)
+        lines, ok = report(model, backend, module, numpy_module, options)  # NonFiniteForward is left to main
         print("\n".join(lines) + ("\n" if backend != backends[-1] else ""))
         passed = passed and ok
     return 0 if passed else 1
@@ -222,10 +222,10 @@ def cmd_bench(args):
     model = _model(args.model)
     module = checking.load_module(model, from_zoo=args.model in ZOO)
     sizes = _sizes(args.sizes, module) if args.sizes else {name: 32 for name in module.SIZES}
-    if args.backend != "numpy":
+    if not BACKENDS[args.backend].reference:
         require(args.backend)
         module = checking.load_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line
-    peers = args.peers or list(benchmark.BACKEND_PEERS[args.backend])
+    peers = args.peers or list(benchmark.default_peers(args.backend))
     spec = dict(model=args.model, sizes=sizes, steps=args.steps, batch=args.batch, dtypes=args.dtype)
     spec.update(checkpoints_spec(args, module, sizes))
     return benchmark.launch(dict(spec, repeats=args.repeats, peers=peers, backend=args.backend))

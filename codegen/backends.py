@@ -1,27 +1,41 @@
-"""The backends a model's module can be generated for: one entry each, read by the CLI, the renderer and the tests.
+"""The backends a model's module can be generated for: one registry entry each, read by the CLI, the renderer and
+the tests, and app's one door into codegen.
 
-A backend is a printer of the statement IR (with its table of elementwise code) and a helpers module; `renderer`
-names the codegen sub-package whose render module's `module_source(model)` lays out its module. Codegen never imports
-the framework itself: only the generated module does, so `bptt codegen --backend torch` works without torch installed.
+A backend is one folder under codegen/ whose `adapter.py` holds ADAPTER (codegen/adapter.py): its names, the
+render module that prints its module from the statement IR, and what the app needs of its framework (arrays to
+and from NumPy, jit, random numbers, bench's peers). REGISTRY names the folders of this package; a backend of
+another package registers itself as an entry point of the group ENTRY_POINTS naming its adapter module, e.g.
+`toy = toy_backend.adapter`. Codegen never imports a framework itself: only the generated module does (and an
+adapter when the app calls it), so `bptt codegen --backend torch` works without torch installed.
 """
 
 import importlib
+import importlib.metadata
 from dataclasses import dataclass
 
 from bptt.codegen import names
+from bptt.codegen.adapter import Adapter, MissingFramework  # noqa: F401 (the app catches it from here)
 from bptt.codegen.namer import Namer
 from bptt.codegen.printing.columns import columns
 from bptt.derive.refusal import refusing
 
+REGISTRY = {  # a backend's name: the module holding its ADAPTER
+    "numpy": "bptt.codegen.numpy.adapter",
+    "torch": "bptt.codegen.torch.adapter",
+    "jax": "bptt.codegen.jax.adapter",
+}
+ENTRY_POINTS = "bptt.backends"  # another package's backends: name = the module holding its ADAPTER
+
 
 @dataclass(frozen=True)
 class Backend:
-    name: str
-    title: str  # its name in words: NumPy, torch, JAX
-    suffix: str  # generated/<model><suffix>.py
-    framework: str  # what the generated module imports
-    extra: str  # pip install 'bptt[extra]' brings the framework ("" for numpy, a dependency)
-    renderer: str  # bptt.codegen.<renderer>.module_source(model): the backend's folder
+    """A registered backend: its adapter's attributes and methods (name, title, suffix, to_framework, ...),
+    and the module it prints for a model."""
+
+    adapter: Adapter
+
+    def __getattr__(self, name):
+        return getattr(self.adapter, name)
 
     def module_source(self, model, program=None, standalone=False):
         """The module's source, laid out in 120 columns (printing/columns.py): `rendered`'s."""
@@ -35,7 +49,7 @@ class Backend:
         with no rule or no code. standalone: the module carries the runtime it calls instead of importing
         bptt.runtime."""
         names.check(model)
-        render = importlib.import_module(f"bptt.codegen.{self.renderer}.render").module_source
+        render = importlib.import_module(self.renderer).module_source
         with refusing(model, self.title):
             if program is not None:
                 return render(model, program, standalone)
@@ -48,31 +62,41 @@ class Backend:
         return model_name.replace("-", "_") + self.suffix + ".py"
 
 
-BACKENDS = {
-    "numpy": Backend("numpy", "NumPy", "", "numpy", "", "numpy"),
-    "torch": Backend("torch", "torch", "_torch", "torch", "torch", "torch"),
-    "jax": Backend("jax", "JAX", "_jax", "jax", "jax", "jax"),
-}
+def _registered():
+    """{name: Backend}: this package's folders (REGISTRY), then those other packages register (ENTRY_POINTS)."""
+    modules = dict(REGISTRY)
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINTS):
+        modules.setdefault(entry.name, entry.value)
+    found = {}
+    for name, module in modules.items():
+        adapter = importlib.import_module(module).ADAPTER
+        if adapter.name != name:
+            raise ImportError(f"the backend registered as {name} ({module}) calls itself {adapter.name}")
+        found[name] = Backend(adapter)
+    return found
 
 
-def module_filename(model, backend="numpy"):
+BACKENDS = _registered()
+
+
+def reference():
+    """The backend every other one is checked and benchmarked against (NumPy)."""
+    return next(backend for backend in BACKENDS.values() if backend.reference)
+
+
+def of(name=None):
+    """The backend of that name; None: the reference."""
+    return reference() if name is None else BACKENDS[name]
+
+
+def module_filename(model, backend=None):
     """generated/<model>.py, or <model>_<backend>.py for a framework's backend."""
-    return BACKENDS[backend].filename(model.name)
-
-
-class MissingFramework(ImportError):
-    """A backend's framework is not installed: a one-line error naming the extra that brings it."""
+    return of(backend).filename(model.name)
 
 
 def require(backend):
     """Import a backend's framework, or raise MissingFramework naming the extra."""
-    entry = BACKENDS[backend]
-    try:
-        return importlib.import_module(entry.framework)
-    except ImportError as error:
-        raise MissingFramework(
-            f"the {backend} backend needs {entry.framework}, which is not installed: pip install 'bptt[{entry.extra}]'"
-        ) from error
+    return BACKENDS[backend].load()
 
 
 # What app/ reads of codegen beyond the registry (docs/architecture.md: app imports codegen only here).
@@ -92,7 +116,7 @@ def helpers_scope(names=None, scope=None, ones=None):
     from bptt.codegen.printing.helpers import namespace
     from bptt.codegen.printing.products import ONES
 
-    scope = namespace(names, "numpy", scope)
+    scope = namespace(names, reference().name, scope)
     if ones is not None:
         scope[ONES] = ones
     return scope

@@ -13,6 +13,7 @@ its peak (the high-water mark reset through /proc/self/clear_refs), and the mino
 call. The generated module's work arrays, kept between calls, are counted apart ("workspace").
 """
 
+import importlib
 import json
 import os
 import sys
@@ -20,10 +21,24 @@ from dataclasses import dataclass
 
 from bptt.app.bench import checkpoints, process
 from bptt.app.bench.measuring import THREADS, TOLERANCE, WARMUP, disagreement, memory, rounds
+from bptt.codegen.backends import BACKENDS, of, reference
 
-PEERS = ("naive", "hand", "torch", "jax")
-BACKEND_PEERS = {"numpy": PEERS, "torch": ("numpy", "torch"), "jax": ("numpy", "jax")}  # the default peers
-NUMPY = ("generated", "naive", "hand", "GEMMs only")  # whose allocations tracemalloc sees
+NUMPY = ("naive", "hand", "GEMMs only")  # the NumPy peers (peers.py), whose allocations tracemalloc sees
+PEERS = (*reference().peers, *(backend.name for backend in BACKENDS.values() if backend.peer))
+
+
+def default_peers(backend):
+    """The peers `bptt bench --backend` measures unless --peers names them: the reference's own and every
+    framework's peer for the reference (NumPy); else the reference's module and the backend's framework's peer."""
+    adapter = BACKENDS[backend]
+    if adapter.reference:
+        return PEERS
+    return (reference().name, *((adapter.name,) if adapter.peer else ()))
+
+
+def numpy_names(backend):
+    """The implementations whose allocations tracemalloc sees, when the generated module is the backend's."""
+    return (("generated",) if BACKENDS[backend].numpy_arrays else ()) + NUMPY + (reference().name,)
 
 
 @dataclass
@@ -38,25 +53,25 @@ class Row:
     note: str = ""
 
 
-def implementations(model, module, problem, peers, backend="numpy", numpy_module=None):
+def implementations(model, module, problem, peers, backend=None, numpy_module=None):
     """{name: (run, collect)}: the generated module first, then every peer that has this model. With a
     framework's backend, `module` is its generated module and `numpy_module` the NumPy one (peer "numpy")."""
     from bptt.app.bench import peers as numpy_peers
-    from bptt.app.bench import peers_jax, peers_torch
     from bptt.app.bench.backends import generated_call
 
     params, xs, ys, initial = problem
-    if backend == "numpy":
+    adapter = of(backend)
+    if adapter.reference:
         out = {"generated": (lambda: module.loss_and_grads(params, xs, ys, **initial), lambda r: r)}
     else:
-        out = {"generated": generated_call(backend, module, problem)}
-        if "numpy" in peers:
-            out["numpy"] = (lambda: numpy_module.loss_and_grads(params, xs, ys, **initial), lambda r: r)
+        out = {"generated": generated_call(adapter.name, module, problem)}
+        if reference().name in peers:
+            out[reference().name] = (lambda: numpy_module.loss_and_grads(params, xs, ys, **initial), lambda r: r)
     notes = {}
     for name, peer in numpy_peers.numpy_peers(model).items():
         if name in peers or (name == "GEMMs only" and "hand" in peers):
             out[name] = (lambda peer=peer: peer(params, xs, ys, initial), lambda r: r)
-    for name, library in (("torch", peers_torch), ("jax", peers_jax)):
+    for name, library in ((b.name, importlib.import_module(b.peer)) for b in BACKENDS.values() if b.peer):
         if name not in peers:
             continue
         if not library.available():
@@ -76,12 +91,12 @@ def workspace_mib(module):
     return sum(a.nbytes for a in arrays) / 2**20
 
 
-def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=0, backend="numpy", numpy_module=None):
+def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=0, backend=None, numpy_module=None):
     """Rows for the generated module and every peer, and the workspace size in MiB (NumPy's module).
     With a framework's backend, numpy_module (the NumPy module) makes the problem."""
     import numpy as np
 
-    maker = module if backend == "numpy" else numpy_module
+    maker = numpy_module or module
     rng = np.random.default_rng(seed)
     params = maker.init_params(rng, dtype, **sizes)
     xs, ys = maker.random_inputs(rng, steps, batch, dtype, **sizes)
@@ -110,7 +125,7 @@ def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=
     return list(rows.values()), workspace_mib(module)
 
 
-def table(rows, numpy_names=NUMPY):
+def table(rows, numpy_names=("generated", *NUMPY)):
     """The rows as an aligned text table; allocations shown for the NumPy implementations only."""
     head = (
         "implementation",
@@ -171,7 +186,8 @@ def main(argv=None):
     from bptt.derive.models import ZOO, load
 
     model = load(spec["model"])
-    backend = spec.get("backend", "numpy")
+    backend = spec.get("backend", reference().name)
+    adapter = of(backend)
     numpy_module = load_module(model, from_zoo=spec["model"] in ZOO)
     module = load_module(model, from_zoo=spec["model"] in ZOO, backend=backend)
     if spec.get("checkpoints"):
@@ -179,7 +195,7 @@ def main(argv=None):
     from bptt.app.bench.machine import line
 
     print(f"machine: {line()} (to scale these times by)")
-    generated_for = "" if backend == "numpy" else f", generated for {backend}"
+    generated_for = "" if adapter.reference else f", generated for {backend}"
     print(f"{model.name}{generated_for}: {model_calls(model, backend).line(backend)}")
     failed = False
     for dtype in spec["dtypes"]:
@@ -200,8 +216,8 @@ def main(argv=None):
             f"{model.name} {dtype}{generated_for}: T={spec['steps']} B={spec['batch']} {shown}; core {core}, "
             f"one thread, median of {spec['repeats']} (round-robin, after {WARMUP} warm-up rounds)"
         )
-        print(table(rows, NUMPY if backend == "numpy" else ("numpy",)))
-        if backend == "numpy":
+        print(table(rows, numpy_names(backend)))
+        if adapter.numpy_arrays:
             print(f"generated workspace: {held:.2f} MiB kept between calls\n")
         failed = failed or any(row.note.startswith("gradients differ") for row in rows)
     return 1 if failed else 0

@@ -26,28 +26,17 @@ def measure(backend, name, steps, slots):
 
     import numpy as np
 
-    from bptt.codegen.backends import checkpoint_cost
+    from bptt.app.bench.backends import arrays
+    from bptt.codegen.backends import checkpoint_cost, of
     from bptt.runtime import schedule
 
+    adapter = of(backend)
     numpy_module = __import__(f"bptt.generated.{name}", fromlist=["_"])
-    module = __import__(f"bptt.generated.{name}{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
+    module = __import__(f"bptt.generated.{adapter.filename(name)[:-3]}", fromlist=["_"])
     rng = np.random.default_rng(0)
     params = numpy_module.init_params(rng, **SIZES)
     xs, ys = numpy_module.random_inputs(rng, steps, 8, **SIZES)
-    if backend == "torch":
-        import torch
-
-        torch.set_num_threads(1)
-        params, xs, ys = {k: torch.from_numpy(v) for k, v in params.items()}, torch.from_numpy(xs), torch.from_numpy(ys)
-    elif backend == "jax":
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-        params, xs, ys = (
-            {k: jax.numpy.asarray(v) for k, v in params.items()},
-            jax.numpy.asarray(xs),
-            jax.numpy.asarray(ys),
-        )
+    params, xs, ys, _ = arrays(backend, (params, xs, ys, {}))
     calls = []
     for _ in range(2):
         with open("/proc/self/clear_refs", "w") as handle:
@@ -59,7 +48,7 @@ def measure(backend, name, steps, slots):
         calls.append(((status("VmHWM") - before) / 2**20, time.perf_counter() - start))
         del loss, grads
     allocated = float("nan")
-    if backend == "numpy":  # what its arrays and the schedule's tables take at the peak, as tracemalloc sees them
+    if adapter.numpy_arrays:  # what its arrays and the schedule's tables take at the peak, as tracemalloc sees them
         import tracemalloc
 
         schedule._SCHEDULES.clear()  # the runtime keeps the last schedules: computed again, counted
@@ -82,8 +71,10 @@ def main(argv):
     print(f"T={steps}, {slots} slots, B=8, d=q=16, h=64, float64, one thread; MiB (allocated: NumPy's arrays)")
     head = ("model", "backend", "first: RSS+", "s", "second: RSS+", "s", "allocated", "full BPTT", "passes")
     print(" ".join(f"{cell:>13}" for cell in head))
+    from bptt.codegen.backends import BACKENDS
+
     for name in ("elman", "lstm"):
-        for backend in ("numpy", "torch", "jax"):
+        for backend in BACKENDS:
             command = [sys.executable, "-m", __spec__.name, str(steps), str(slots), backend, name]
             done = subprocess.run(command, env={**os.environ, **THREADS}, capture_output=True, text=True, check=True)
             row = json.loads(done.stdout.splitlines()[-1])

@@ -23,7 +23,23 @@ from bptt.app.bench.measuring import THREADS, status
 SIZES, BATCH = {"d": 16, "h": 64, "q": 16}, 8
 CONSTANT = 16  # MiB a call may add beyond its budget, inputs and outputs (the README states it)
 LIMIT = 400_000  # step evaluations at most, to keep the runs short
-KINDS = ("numpy", "torch", "jax", "Model()", "Model step")
+MODEL_KINDS = ("Model()", "Model step")  # a backend's Model class (adapter.model_class): built, and one training step
+
+
+def kinds():
+    """Every backend's loss_and_grads, then the Model kinds."""
+    from bptt.codegen.backends import BACKENDS
+
+    return (*BACKENDS, *MODEL_KINDS)
+
+
+def backend_of(kind):
+    """The backend whose module a kind calls: its own, or the one whose modules define Model."""
+    from bptt.codegen.backends import BACKENDS
+
+    if kind in MODEL_KINDS:
+        return next(backend for backend in BACKENDS.values() if backend.model_class)
+    return BACKENDS[kind]
 
 
 def budgets(step):
@@ -35,24 +51,15 @@ def problem(kind, steps):
     """(the module of the kind's backend, params, xs, ys) in its arrays, random."""
     import numpy as np
 
+    from bptt.app.bench.backends import arrays
     from bptt.generated import elman
 
-    backend = {"Model()": "torch", "Model step": "torch"}.get(kind, kind)
-    module = __import__(f"bptt.generated.elman{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
+    backend = backend_of(kind)
+    module = __import__(f"bptt.generated.{backend.filename('elman')[:-3]}", fromlist=["_"])
     rng = np.random.default_rng(0)
     params = elman.init_params(rng, **SIZES)
     xs, ys = elman.random_inputs(rng, steps, BATCH, **SIZES)
-    if backend == "torch":
-        import torch
-
-        torch.set_num_threads(1)
-        return module, {k: torch.from_numpy(v) for k, v in params.items()}, torch.from_numpy(xs), torch.from_numpy(ys)
-    if backend == "jax":
-        import jax
-
-        jax.config.update("jax_enable_x64", True)
-        convert = jax.numpy.asarray
-        return module, {k: convert(v) for k, v in params.items()}, convert(xs), convert(ys)
+    params, xs, ys, _ = arrays(backend.name, (params, xs, ys, {}))
     return module, params, xs, ys
 
 
@@ -89,13 +96,13 @@ def child(kind, steps, budget):
     return found
 
 
-def plan(steps, budget, kind="numpy"):
+def plan(steps, budget, kind=None):
     """(step evaluations, MiB the budget can use: its kept states and stored steps, at most full BPTT's) in
-    the kind's backend, as its module sizes them."""
-    from bptt.codegen.backends import checkpoint_cost
+    the kind's backend (None: the reference), as its module sizes them."""
+    from bptt.codegen.backends import checkpoint_cost, reference
 
-    backend = {"Model()": "torch", "Model step": "torch"}.get(kind, kind)
-    elman = __import__(f"bptt.generated.elman{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
+    backend = reference() if kind is None else backend_of(kind)
+    elman = __import__(f"bptt.generated.{backend.filename('elman')[:-3]}", fromlist=["_"])
     state, forward_step, backward_step = elman._checkpoint_bytes(SIZES, BATCH, 8, 1)
     step = forward_step + backward_step
     evaluations, most = checkpoint_cost(budget, state, step, steps)
@@ -107,9 +114,10 @@ def main(argv):
         budget = int(argv[3]) if argv[3].isdigit() else argv[3]
         print(json.dumps(child(argv[1], int(argv[2]), budget)))
         return 0
-    from bptt.generated import elman, elman_jax, elman_torch
+    from bptt.codegen.backends import BACKENDS
 
-    step = max(sum(module._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:]) for module in (elman, elman_torch, elman_jax))
+    modules = [__import__(f"bptt.generated.{b.filename('elman')[:-3]}", fromlist=["_"]) for b in BACKENDS.values()]
+    step = max(sum(module._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:]) for module in modules)
     print(
         f"elman B={BATCH}, d=q=16, h=64, float64, one thread; "
         f"MiB added at the peak; bound = uses + in + out + {CONSTANT}"
@@ -119,7 +127,7 @@ def main(argv):
     for steps in [int(t) for t in argv[0].split(",")] if argv else (7, 1000, 100_000):
         for budget in budgets(step):
             evaluations, uses = plan(steps, budget)
-            for kind in KINDS:
+            for kind in kinds():
                 evaluations, uses = plan(steps, budget, kind)
                 cells = [steps, budget, kind, evaluations, f"{uses:.1f}"]
                 if evaluations > LIMIT and kind != "Model()":
@@ -131,7 +139,7 @@ def main(argv):
                 )
                 row = json.loads(done.stdout.splitlines()[-1])
                 bound = uses + row["inputs"] + row["outputs"] + CONSTANT
-                measured = row["again"] if kind == "jax" else max(row["first"], row["again"])
+                measured = row["again"] if backend_of(kind).compiles else max(row["first"], row["again"])
                 cells += [f"{row[k]:.1f}" for k in ("inputs", "outputs", "first", "again")]
                 cells += [f"{bound:.1f}", "yes" if measured <= bound else "NO"]
                 print(" ".join(f"{cell:>12}" for cell in cells), flush=True)

@@ -37,12 +37,15 @@ class StepCalls:
     forward: int | None
     backward: int | None
 
-    def line(self, backend="numpy"):
+    def line(self, backend=None):
         """`calls per step: forward 10, backward 9 (...)` (a pass without a loop: `no loop`)."""
+        from bptt.codegen.backends import of
+
+        adapter = of(backend)
         forward, backward = ("no loop" if n is None else str(n) for n in (self.forward, self.backward))
-        if backend == "jax":
+        if adapter.traced:
             return f"operations traced per step: forward {forward}, backward {backward} (jit fuses them)"
-        return f"calls per step: forward {forward}, backward {backward} ({backend} calls in one step of each loop)"
+        return f"calls per step: forward {forward}, backward {backward} ({adapter.name} calls in one step of each loop)"
 
 
 def step_calls(source):
@@ -128,8 +131,8 @@ def _decided(test):
     return TRUTH[code]
 
 
-def model_calls(model, backend="numpy"):
+def model_calls(model, backend=None):
     """StepCalls of the module the backend prints for the model."""
-    from bptt.codegen.backends import BACKENDS
+    from bptt.codegen.backends import of
 
-    return step_calls(BACKENDS[backend].module_source(model))
+    return step_calls(of(backend).module_source(model))

@@ -1,18 +1,19 @@
 """The calls `bptt bench --checkpoints` times: a generated module's loss_and_grads with a budget (None:
-full BPTT), and its forward pass alone, on NumPy's, torch's or JAX's arrays (made once in NumPy)."""
+full BPTT), and its forward pass alone, on its backend's arrays (made once in NumPy: app/bench/backends.py)."""
 
 import numpy as np
 
-from bptt.codegen.backends import require
+from bptt.app.bench.backends import arrays
+from bptt.codegen.backends import of
 
 
 def call(backend, module, problem, checkpoints):
     """(run, collect): collect(run()) -> (loss, {key: NumPy gradient})."""
-    params, xs, ys, initial = _arrays(backend, problem)
+    params, xs, ys, initial = arrays(backend, problem)
+    ready = of(backend).ready
 
     def run():
-        result = module.loss_and_grads(params, xs, ys, **initial, checkpoints=checkpoints)
-        return _ready(backend, result)
+        return ready(module.loss_and_grads(params, xs, ys, **initial, checkpoints=checkpoints))
 
     def collect(result):
         loss, grads = result
@@ -30,33 +31,7 @@ def fresh(module, run):
 
 def forward_call(backend, module, problem):
     """A call of the forward pass alone (its outputs and cache), the share of the time recomputation repeats."""
-    params, xs, ys, initial = _arrays(backend, problem)
+    params, xs, ys, initial = arrays(backend, problem)
     teacher = (ys,) if getattr(module, "TEACHER_FORCED", ()) else ()
-    return lambda: _ready(backend, module.forward(params, xs, *teacher, **initial))
-
-
-def _arrays(backend, problem):
-    params, xs, ys, initial = problem
-    if backend == "numpy":
-        return problem
-    if backend == "torch":
-        torch = require("torch")
-        torch.set_num_threads(1)
-        convert = torch.from_numpy
-    else:
-        jax = require("jax")
-        jax.config.update("jax_enable_x64", True)
-        convert = jax.numpy.asarray
-    return (
-        {k: convert(v) for k, v in params.items()},
-        convert(xs),
-        convert(ys),
-        {k: convert(v) for k, v in initial.items()},
-    )
-
-
-def _ready(backend, result):
-    """result, computed to the end (JAX dispatches asynchronously)."""
-    if backend == "jax":
-        return require("jax").block_until_ready(result)
-    return result
+    ready = of(backend).ready
+    return lambda: ready(module.forward(params, xs, *teacher, **initial))

@@ -71,7 +71,7 @@ def plan(module, sizes, steps, batch, itemsize, budget):
     return checkpoint_cost(budget, *_bytes(module, sizes, batch, itemsize), steps)
 
 
-def measure(module, problem, sizes, budgets, repeats, backend="numpy"):
+def measure(module, problem, sizes, budgets, repeats, backend=None):
     """Budget rows, full BPTT first: checked, timed round-robin with the forward pass alone (its share f
     of full BPTT's time goes into the prediction), memory one at a time."""
     import numpy as np
@@ -162,9 +162,8 @@ def child(spec, module, core):
     failed = False
     for dtype in spec["dtypes"]:
         rng = np.random.default_rng(0)
-        params = module.init_params(rng, np.dtype(dtype), **spec["sizes"]) if spec["backend"] == "numpy" else None
-        maker = module if params is not None else spec["numpy_module"]
-        params = params or maker.init_params(rng, np.dtype(dtype), **spec["sizes"])
+        maker = spec["numpy_module"]  # the problem is NumPy's, converted for the backend's module
+        params = maker.init_params(rng, np.dtype(dtype), **spec["sizes"])
         xs, ys = maker.random_inputs(rng, spec["steps"], spec["batch"], np.dtype(dtype), **spec["sizes"])
         rows, share = measure(
             module, (params, xs, ys, {}), spec["sizes"], spec["checkpoints"], spec["repeats"], spec["backend"]

@@ -53,23 +53,21 @@ def instrument(modules):
 
 
 def problem(module, backend, steps, batch, sizes, dtype):
-    """Parameters, inputs and targets drawn by the module itself."""
-    if backend == "torch":
-        import torch
+    """Parameters, inputs and targets drawn by the module itself, from its backend's generator."""
+    from bptt.codegen.backends import of
 
-        generator = torch.Generator().manual_seed(0)
-        params = module.init_params(generator, dtype=getattr(torch, dtype), **sizes)
-        return params, *module.random_inputs(generator, steps, batch, dtype=getattr(torch, dtype), **sizes)
-    rng = __import__("numpy").random.default_rng(0)
+    adapter = of(backend)
+    rng, dtype = adapter.generator(0), adapter.dtype(dtype)
     return module.init_params(rng, dtype=dtype, **sizes), *module.random_inputs(rng, steps, batch, dtype=dtype, **sizes)
 
 
 def share(backend, config, dtype, repeats):
     """The median share of a call spent in checks."""
     model, steps, batch, sizes = CONFIGS[config]
-    suffix = "" if backend == "numpy" else "_" + backend
-    module = importlib.import_module(f"bptt.generated.{model.replace('-', '_')}{suffix}")
-    runtime = importlib.import_module(f"bptt.runtime.{backend}")
+    from bptt.codegen.backends import of
+
+    module = importlib.import_module(f"bptt.generated.{of(backend).filename(model)[:-3]}")
+    runtime = importlib.import_module(of(backend).runtime)
     common = importlib.import_module("bptt.runtime.common")
     params, xs, ys = problem(module, backend, steps, batch, sizes, dtype)
     instrument([module, runtime, common])
@@ -85,8 +83,11 @@ def share(backend, config, dtype, repeats):
 
 
 def main():
+    from bptt.codegen.backends import BACKENDS, of, reference
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--backend", choices=("numpy", "torch"), default="numpy")
+    eager = [name for name, backend in BACKENDS.items() if not backend.traced]  # a jit's checks run when traced
+    parser.add_argument("--backend", choices=eager, default=reference().name)
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--repeats", type=int, default=7)
     args = parser.parse_args()
@@ -97,10 +98,7 @@ def main():
         env = {**os.environ, **THREADS}  # before NumPy loads BLAS
         sys.exit(subprocess.run([sys.executable, "-m", __spec__.name, *sys.argv[1:]], env=env, check=False).returncode)
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
-    if args.backend == "torch":
-        import torch
-
-        torch.set_num_threads(1)
+    of(args.backend).single_thread()
     print(f"{args.backend}: the checks' share of a loss_and_grads call, median of {args.repeats}")
     for config in args.configs.split(","):
         for dtype in ("float64", "float32"):

@@ -26,7 +26,7 @@ CONFIGS = {  # name: (model, T, B, sizes)
     "gru-large": ("gru", 100, 64, {"d": 256, "h": 512, "q": 256}),
     "lstm-large": ("lstm", 100, 64, {"d": 256, "h": 512, "q": 256}),
 }
-PEERS = ("hand", "torch", "jax")
+PEERS = ("hand", "torch", "jax")  # the table's columns
 # The framework backends against the framework's own modules: (model, T, B, sizes) of the gated configs' two sizes
 BACKEND_CONFIGS = [
     (model, steps, batch, sizes)
@@ -84,6 +84,7 @@ def backends_table(repeats):
 
     from bptt.app.bench import bench
     from bptt.app.verify.check import load_module
+    from bptt.codegen.backends import BACKENDS
     from bptt.derive.models import load
 
     print("\n| model (T, B, sizes) | dtype | torch module / torch.nn | JAX module / jax.grad of scan |")
@@ -93,7 +94,7 @@ def backends_table(repeats):
         numpy_module = load_module(model, from_zoo=True)
         for dtype in ("float64", "float32"):
             cells = []
-            for backend in ("torch", "jax"):
+            for backend in (name for name, b in BACKENDS.items() if b.peer):
                 module = load_module(model, from_zoo=True, backend=backend)
                 rows, _ = bench.run(model, module, sizes, steps, batch, np.dtype(dtype), repeats, (backend,), 0,
                                     backend, numpy_module)  # fmt: skip

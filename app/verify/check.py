@@ -29,7 +29,7 @@ import numpy as np
 from bptt.app.verify.problem import problem
 from bptt.app.verify.ridders import ladder, points, ridders, start
 from bptt.app.verify.sets import Layout
-from bptt.codegen.backends import BACKENDS, module_filename
+from bptt.codegen.backends import BACKENDS, module_filename, reference
 from bptt.runtime.options import RANDOM, Truncation
 
 TOLERANCE = {"float64": 1e-7, "float32": 1e-3}
@@ -71,9 +71,10 @@ class Row:
         return self.ratio <= 1
 
 
-def load_module(model, from_zoo, backend="numpy"):
+def load_module(model, from_zoo, backend=None):
     """generated/<model>.py (or <model>_<backend>.py) for a zoo model, or the module rendered in memory for a
     user's model."""
+    backend = backend or reference().name
     name = module_filename(model, backend)[:-3]
     if from_zoo:
         try:
@@ -81,7 +82,7 @@ def load_module(model, from_zoo, backend="numpy"):
         except ModuleNotFoundError as error:
             if error.name != f"bptt.generated.{name}":
                 raise  # the module is there, its framework is not
-            flag = "" if backend == "numpy" else f" --backend {backend}"
+            flag = "" if backend == reference().name else f" --backend {backend}"
             raise FileNotFoundError(
                 f"generated/{name}.py does not exist; run `bptt codegen {model.name}{flag}`"
             ) from None

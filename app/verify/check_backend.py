@@ -16,7 +16,7 @@ import numpy as np
 
 from bptt.app.verify import check as checking
 from bptt.app.verify.problem import problem
-from bptt.codegen.backends import require
+from bptt.codegen.backends import BACKENDS
 from bptt.runtime.options import Truncation
 
 AGREEMENT = {"float64": 1e-12, "float32": 1e-5}  # max |framework - NumPy| / max |NumPy|
@@ -34,36 +34,25 @@ class Replay(np.random.Generator):
 
 
 class Framework:
-    """A torch or JAX generated module as check.py reads the NumPy one."""
+    """A framework's generated module (torch, JAX) as check.py reads the NumPy one, through its backend's adapter
+    (codegen/adapter.py): NumPy arrays in, the framework's computing (JAX's under jax.jit), NumPy arrays out."""
 
     def __init__(self, backend, module, reference):
-        self.backend, self.module, self.reference = backend, module, reference
+        self.adapter, self.module, self.reference = BACKENDS[backend], module, reference
         for name in ("PARAMS", "SIZES", "SHAPES", "CACHE", "STATES", "TEACHER_FORCED", "MEAN"):
             setattr(self, name, getattr(module, name))
         self.init_params, self.random_inputs = reference.init_params, reference.random_inputs
-        self.framework = require(backend)
-        if backend == "jax":
-            import jax
-
-            jax.config.update("jax_enable_x64", True)
-            self._forward, self._losses = jax.jit(module.forward), jax.jit(module.losses)
-            self._loss_and_grads = jax.jit(module.loss_and_grads, static_argnames="truncate")
-        else:
-            self._forward, self._losses, self._loss_and_grads = module.forward, module.losses, module.loss_and_grads
+        self.adapter.load()
+        self.adapter.prepare()
+        jit = self.adapter.jit
+        self._forward, self._losses = jit(module.forward), jit(module.losses)
+        self._loss_and_grads = jit(module.loss_and_grads, static=("truncate",))
 
     def to(self, value):
-        """NumPy arrays (in dicts) as the framework's, dtype kept."""
-        if isinstance(value, dict):
-            return {key: self.to(item) for key, item in value.items()}
-        if self.backend == "torch":
-            return self.framework.from_numpy(np.ascontiguousarray(value))
-        return self.framework.numpy.asarray(value)
+        return self.adapter.to_framework(value)
 
     def back(self, value):
-        """The framework's arrays (in dicts) as NumPy arrays."""
-        if isinstance(value, dict):
-            return {key: self.back(item) for key, item in value.items()}
-        return value.detach().cpu().numpy() if self.backend == "torch" else np.asarray(value)
+        return self.adapter.to_numpy(value)
 
     def forward(self, params, *data, **initial):
         outputs, cache = self._forward(self.to(params), *map(self.to, data), **self.to(initial))
@@ -80,14 +69,7 @@ class Framework:
 
     def draws(self, seed, steps):
         """(the framework's generator seeded with seed, the steps uniforms its module draws from it)."""
-        if self.backend == "torch":
-            torch = self.framework
-            uniforms = torch.rand(steps, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-            return torch.Generator().manual_seed(seed), uniforms.numpy()
-        import jax
-
-        key = jax.random.key(seed)
-        return key, np.asarray(jax.random.uniform(key, (steps,), dtype=jax.numpy.float64))
+        return self.adapter.draws(seed, steps)
 
 
 def against_numpy(framework, instance, dtype, truncate, seed):
@@ -135,7 +117,7 @@ def report(model, backend, module, reference, options):
     generated module (the NumPy one for numpy); reference: the NumPy module."""
     o = options
     randomized = Truncation.of(o.truncate).randomized
-    framework = None if backend == "numpy" else Framework(backend, module, reference)
+    framework = None if BACKENDS[backend].reference else Framework(backend, module, reference)
     checked = reference if framework is None or randomized else framework
     rows = checking.check(checked, o.steps, o.batch, o.seed, o.dtype, o.sizes, o.truncate)
     shown = " ".join(f"{k}={v}" for k, v in o.sizes.items())
@@ -165,6 +147,6 @@ def _verdict(backend, truncate, steps):
         verdict = f"the expectation over all {2**steps} keep patterns equals full BPTT"
     else:
         verdict = "all gradients agree with finite differences" + ("" if truncate is None else " of the truncated loss")
-    if backend != "numpy":
+    if not BACKENDS[backend].reference:
         verdict += f", and the {backend} module's loss, outputs and gradients with the NumPy module's"
     return verdict

@@ -6,13 +6,24 @@ The tangents are carried along the directions of every gradient at once, an arra
 NumPy module; JAX is functional, so a local term goes into its rows as `dot_a.at[along_W].add(...)`."""
 
 from bptt.codegen.array_names import tangent_array
-from bptt.codegen.jax.printer import JaxPrinter
+from bptt.codegen.jax.printer import SPELLING, scan_read
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input
 from bptt.codegen.printing.tangents import TangentPrinter
 
 
-class JaxTangentPrinter(TangentPrinter, JaxPrinter):
-    """Tangents in row form with a first axis of directions; values at t read as in a scan's step."""
+class JaxTangentPrinter(TangentPrinter):
+    """Tangents in row form with a first axis of directions; values at t read as in a scan's step (as
+    jax/printer.py's JaxPrinter reads them: scan_read)."""
+
+    spelling = SPELLING
+    carried, aged = frozenset(), False  # no adjoint is read
+
+    def __init__(self, stacked=False):
+        super().__init__(stacked=stacked)
+        self.reads, self.assigned = {}, set()
+
+    def sequence(self, node):
+        return scan_read(self, node, super().sequence)
 
     def zeros(self, shape):
         self.used.sizes |= {"B", "dtype"}

@@ -1,17 +1,18 @@
-"""Print derived matrix expressions as JAX code (the JAX backend's expressions).
+"""Print derived matrix expressions as JAX code (the JAX backend's expression printer).
 
-The algebra is the NumPy backend's row form (numpy_printer.RowPrinter); what differs is printed here: the
-elementwise functions as NumPy's table writes them on jnp, softmax and one-hot from jax.nn, sums over all steps and
-samples, the loss, and the names a scan's step reads. Inside `jax.lax.scan` there is no array indexed by t: a value at
-step t is the local `h_t`, at t-1 `h_prev` (the carry or a stacked input), at t+1 `d_a_next`; jax/statements.py
-decides where each comes from.
+The algebra is the NumPy backend's row form (printing/printer.py's RowPrinter); what differs is JAX's spelling
+(SPELLING: the elementwise functions as NumPy's table writes them on jnp, softmax and one-hot from jax.nn, sums
+over all steps and samples, the loss) and the names a scan's step reads (scan_read). Inside `jax.lax.scan` there
+is no array indexed by t: a value at step t is the local `h_t`, at t-1 `h_prev` (the carry or a stacked input),
+at t+1 `d_a_next`; jax/statements.py decides where each comes from.
 """
 
 import sympy as sp
 
 from bptt.codegen.printing.function_code import FunctionTable, Library, function
 from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
-from bptt.codegen.printing.printer import PRODUCT, SUM, Code, PrintError, RowPrinter, array_name
+from bptt.codegen.printing.printer import ATOM, PRODUCT, SUM, Code, PrintError, RowPrinter, array_name
+from bptt.codegen.printing.spelling import Spelling
 from bptt.derive.nodes import Adj, t
 
 SUFFIX = {-1: "prev", 0: "t", 1: "next"}
@@ -31,13 +32,67 @@ def first_step_name(node):
     return f"{array_name(node)}_1"
 
 
+class JaxSpelling(Spelling):
+    backend, blocks, functions = "jax", "jnp.s_", JAX_FUNCTIONS
+
+    def copy(self, p, expr):
+        return Code(f"jnp.copy({p._print(expr.value)})")
+
+    def zeros_like(self, p, expr):
+        return Code(f"jnp.zeros_like({p._print(expr.like)})")
+
+    def softmax(self, p, expr):
+        return Code(f"jax.nn.softmax({p._print(expr.arg)}, axis=-1)")
+
+    def one_hot(self, p, expr):
+        p.used.sizes.add("dtype")
+        return Code(f"jax.nn.one_hot({p.label(expr.label)}, {p._print(expr.shape[0])}, dtype=dtype)")
+
+    def vector_sum(self, p, term, rows):
+        return f"{p.operand(term, ATOM)}.reshape(-1, {rows}).sum(axis=0)"
+
+    def cross_entropy(self, p, loss):
+        logits, labels = p._print(loss.prediction), p._print(loss.target)
+        picked = f"jnp.take_along_axis({logits}, {labels}[..., None], axis=-1)[..., 0]"
+        return Code(f"jax.nn.logsumexp({logits}, axis=-1) - {picked}", SUM)
+
+    def squared_error(self, p, loss):
+        difference = f"{p._print(loss.prediction)} - {p._print(loss.target)}"
+        return Code(f"0.5 * jnp.square({difference}).sum(axis=-1)", PRODUCT)
+
+
+SPELLING = JaxSpelling()
+
+
+def scan_read(printer, node, stored):
+    """The code of a sequence's value or adjoint read by a printer in a scan's step (see JaxPrinter); stored:
+    the row form's code of it, for reads the scan does not hand the step."""
+    seq = node.of if isinstance(node, Adj) else node
+    if not seq.time.has(t):
+        if isinstance(node, Adj) and seq.name in printer.carried and seq.time == 1:
+            return Code(first_step_name(node))
+        if isinstance(node, Adj) and printer.aged and seq.time == 1:
+            return Code(f"{printer.helper('_fresh')}({stored(node)}, ages)")
+        return stored(node)
+    if printer.stacked:
+        return stored(node)
+    shift = int(sp.simplify(seq.time - t))
+    if shift not in SUFFIX:
+        raise PrintError(f"a step reads {seq.name} at time {seq.time}; only t-1, t and t+1 can be scanned")
+    name = step_name(node, shift)
+    printer.used.arrays.add(array_name(node))
+    if name not in printer.assigned:
+        printer.reads.setdefault(name, (node, shift))
+    return Code(name)
+
+
 class JaxPrinter(RowPrinter):
     """Row form for JAX. At one step (stacked=False) every read of a time-t sequence becomes a local
     name and is recorded in `reads` (name -> (node, shift)) unless `assigned` holds it already.
     carried: the adjoints whose value at step 1 is the scan's final carry (`d_a_1`); aged: whether the other
     adjoints read at step 1 join carried ones in a window, and so enter at age 0."""
 
-    backend, form, blocks, functions = "jax", "JAX", "jnp.s_", JAX_FUNCTIONS
+    spelling = SPELLING
 
     def __init__(self, stacked=False, arrays=None, carried=(), aged=False):
         super().__init__(stacked=stacked, arrays=arrays)
@@ -47,50 +102,4 @@ class JaxPrinter(RowPrinter):
         self.assigned = set()
 
     def sequence(self, node):
-        seq = node.of if isinstance(node, Adj) else node
-        if not seq.time.has(t):
-            if isinstance(node, Adj) and seq.name in self.carried and seq.time == 1:
-                return Code(first_step_name(node))
-            if isinstance(node, Adj) and self.aged and seq.time == 1:
-                return Code(f"{self.helper('_fresh')}({super().sequence(node)}, ages)")
-            return super().sequence(node)
-        if self.stacked:
-            return super().sequence(node)
-        shift = int(sp.simplify(seq.time - t))
-        if shift not in SUFFIX:
-            raise PrintError(f"a step reads {seq.name} at time {seq.time}; only t-1, t and t+1 can be scanned")
-        name = step_name(node, shift)
-        self.used.arrays.add(array_name(node))
-        if name not in self.assigned:
-            self.reads.setdefault(name, (node, shift))
-        return Code(name)
-
-    def _print_Copy(self, expr):
-        return Code(f"jnp.copy({self._print(expr.value)})")
-
-    def _print_ZerosLike(self, expr):
-        return Code(f"jnp.zeros_like({self._print(expr.like)})")
-
-    def _print_Softmax(self, expr):
-        return Code(f"jax.nn.softmax({self._print(expr.arg)}, axis=-1)")
-
-    def _print_OneHot(self, expr):
-        self.used.sizes.add("dtype")
-        return Code(f"jax.nn.one_hot({self.label(expr.label)}, {self._print(expr.shape[0])}, dtype=dtype)")
-
-    def gradient_term(self, term):
-        """One term of sum_t (...) of a parameter gradient: a vector summed over the T*B rows, else the
-        NumPy backend's single (T*B)-long product (or scatter into columns for one-hot inputs)."""
-        if term.shape[1] == 1:
-            rows = self._print(term.shape[0])
-            return f"{self.operand(term, 5)}.reshape(-1, {rows}).sum(axis=0)"
-        return super().gradient_term(term)
-
-    def _print_SoftmaxCrossEntropy(self, loss):
-        logits, labels = self._print(loss.prediction), self._print(loss.target)
-        picked = f"jnp.take_along_axis({logits}, {labels}[..., None], axis=-1)[..., 0]"
-        return Code(f"jax.nn.logsumexp({logits}, axis=-1) - {picked}", SUM)
-
-    def _print_SquaredError(self, loss):
-        difference = f"{self._print(loss.prediction)} - {self._print(loss.target)}"
-        return Code(f"0.5 * jnp.square({difference}).sum(axis=-1)", PRODUCT)
+        return scan_read(self, node, super().sequence)

@@ -1,22 +1,14 @@
 """The NumPy backend's module (generated/<model>.py): its Layout, every piece decided here and placed by
-this folder's template; the bodies are printing/layout.py's."""
+this folder's template; the bodies are printing/layout.py's and this folder's bodies.py's."""
 
 import pathlib
 from dataclasses import dataclass
 
+from bptt.codegen.numpy.bodies import backward_bodies, rtrl_body
 from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, from_shape, target_checks
 from bptt.codegen.printing.facts import fixed_helpers, model_facts
-from bptt.codegen.printing.layout import (
-    SPEC,
-    STANDALONE,
-    Layout,
-    allocation,
-    backward_bodies,
-    forward_body,
-    imported,
-    rtrl_body,
-)
+from bptt.codegen.printing.layout import SPEC, STANDALONE, Layout, allocation, forward_body, imported
 from bptt.codegen.printing.printer import RowPrinter
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import NUMPY_PASSES, build

@@ -1,6 +1,6 @@
-"""What every backend's module.py.j2 lays out for one model: the base Layout, and the bodies the NumPy
-backend prints (torch's forward pass too). Each body is printed first, then the names it read are bound
-at its top."""
+"""What every backend's module.py.j2 lays out for one model: the base Layout, the import blocks, the forward
+pass's body printed in place (NumPy's and torch's), and the work arrays' allocation (numpy/bodies.py holds the
+NumPy backend's other bodies). Each body is printed first, then the names it read are bound at its top."""
 
 from dataclasses import dataclass
 from typing import ClassVar
@@ -11,23 +11,16 @@ from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, PerCall, Steps
 from bptt.codegen.printing.array_calls import NUMPY
 from bptt.codegen.printing.bindings import (
-    bound,
-    initial_keys,
-    output_adjoint,
     quoted,
     sized,
     time_and_batch,
     work_bound,
 )
-from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.checks import Checks
 from bptt.codegen.printing.facts import Facts
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import RowPrinter, size_name
-from bptt.codegen.printing.products import ONES
-from bptt.codegen.printing.statements import NumPyPrinter
-from bptt.codegen.printing.tangents import TangentPrinter
-from bptt.codegen.printing.window import window_body
+from bptt.codegen.printing.statements import InPlacePrinter
 
 
 @dataclass(frozen=True)
@@ -66,23 +59,6 @@ def imported(helpers_used, backend, extra=(), standalone=True, facts=f"{SPEC}\n{
     return "\n\n".join(blocks), "\n\n\n".join(filter(None, (source, facts)))
 
 
-@dataclass(frozen=True)
-class Body:
-    lines: tuple
-    helpers: frozenset
-
-
-def rtrl_body(program):
-    """The body of forward_mode_grads after its checks: the Program's forward-mode statements."""
-    model = program.model
-    printer = TangentPrinter(stacked=False)
-    lines = printer.lines(program.forward_mode.statements)
-    head = bound(printer.used, model, set(), set(program.cache))
-    first = output_adjoint(model)
-    head += [f"T, B = {first}.shape[0], {first}.shape[1]", "grads = {}"]
-    return Body(tuple(head + lines), frozenset(printer.used.helpers))
-
-
 def model_names(model):
     """Every name the model's sequences, adjoints, tangents, parameters and sizes take in the code."""
     seqs = (
@@ -94,11 +70,11 @@ def model_names(model):
     return names | {adjoint_array(name) for name in seqs} | {f"dot_{name}" for name in seqs}
 
 
-def forward_body(program, printer_type=NumPyPrinter):
+def forward_body(program, printer_type=InPlacePrinter):
     """(arrays, lines of _forward, helpers used, the printer): program.forward printed in place by printer_type,
-    the NumPy printer or that printer with another library's calls (torch/statements.py's TorchStatements)."""
+    the in-place printer (NumPy's) or a backend's subclass of it (torch/statements.py's TorchStatements)."""
     model, forward = program.model, program.forward
-    accepts_out = helpers(printer_type.backend).accepts_out
+    accepts_out = helpers(printer_type.spelling.backend).accepts_out
     printer = printer_type(forward.arrays, accepts_out, forward.stacks, model_names(model))
     lines = printer.lines(forward.statements)
     lines = [line for line, _ in printer.prepared.values()] + lines
@@ -113,50 +89,6 @@ def forward_body(program, printer_type=NumPyPrinter):
     for seq in model.states:
         head.append(f"{seq.name}[0] = 0 if {seq.name}0 is None else {seq.name}0")
     return arrays, head + lines, used.helpers, printer
-
-
-@dataclass(frozen=True)
-class Backward:
-    arrays: tuple
-    adjoints: tuple
-    window: tuple
-    gradients: tuple
-    returns: tuple
-    helpers: set
-
-
-def backward_bodies(program):
-    model, adjoints = program.model, program.adjoints
-    printer = NumPyPrinter(adjoints.arrays, helpers("numpy").accepts_out, adjoints.stacks, model_names(model))
-    lines = printer.lines(adjoints.statements)
-    initial = []
-    for item in program.initial:
-        code = printer.at(False)(item.value)
-        initial.append(f"d_{item.key} = {code}  # {item.comment}")
-        if item.weighted:
-            initial += ["if keep is not None:", f"    d_{item.key} *= keep[0]"]
-    initial += hand_back(printer, program.checkpoints.crossings)
-    lines = [line for line, _ in printer.prepared.values()] + lines
-    arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
-    work = {a.name for a in every_array(arrays)}
-    cache = set(program.cache)
-    viewed = views(arrays)
-    body = bound(printer.used, model, work, cache, viewed)
-    body += time_and_batch(printer.used.sizes, output_adjoint(model)) + lines + initial
-    body.append("return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model)))
-    gradient = NumPyPrinter(adjoints.arrays)
-    gradient_lines = [
-        f"{statement.target.name} = {gradient(statement.value)}  # {statement.comment}"
-        for statement in program.gradients.statements
-    ]
-    returns = [(key, str(gradient(value)), comment) for key, value, comment in program.returns]
-    if ONES in gradient.used.arrays:
-        arrays.append(Array(ONES, None, Steps.ONES))
-        work.add(ONES)
-    gradient_lines = bound(gradient.used, model, work, cache, viewed) + gradient_lines
-    window = window_body(program, gradient.used.arrays, arrays)
-    helpers_used = printer.used.helpers | gradient.used.helpers | window[1]
-    return Backward(tuple(arrays), tuple(body), tuple(window[0]), tuple(gradient_lines), tuple(returns), helpers_used)
 
 
 def every_array(arrays):

@@ -10,14 +10,13 @@ Parentheses follow from the precedence of the node printed, never from its text.
 import functools
 
 import sympy as sp
-from sympy.printing.printer import Printer
 
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Steps
 from bptt.codegen.printing.code import Code, PrintError, unspecified_loss
 from bptt.codegen.printing.function_code import ATOM, POWER, PRODUCT, SUM, UNARY, Term
-from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.products import ProductPrinting
+from bptt.codegen.printing.spelling import Spelling
 from bptt.codegen.printing.used import Used
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
@@ -46,15 +45,14 @@ def default_array(node):
     return Array(array_name(node), seq.rows, Steps.FROM_ZERO if seq.role in ALIGNED else Steps.FROM_ONE)
 
 
-class RowPrinter(ProductPrinting, Printer):
+class RowPrinter(ProductPrinting):
     """Prints expressions at one step (`stacked=False`, time variable `t`) or for all steps
     t = 1..T at once (`stacked=True`). `arrays` says where each sequence lives (ir.Array
-    by array name); it records the parameters, sizes, arrays and helpers it prints in `used` (a Used)."""
+    by array name); it records the parameters, sizes, arrays and helpers it prints in `used` (a Used).
+    spelling: how its backend spells what backends print differently (spelling.py; NumPy's here)."""
 
     printmethod = None
-    backend = "numpy"  # the key of the helpers file
-    functions = NUMPY_FUNCTIONS  # the code of the elementwise functions
-    blocks = "np.s_"  # what indexes a block of a parameter
+    spelling = Spelling()
 
     def __init__(self, stacked=False, arrays=None):
         super().__init__()
@@ -191,8 +189,8 @@ class RowPrinter(ProductPrinting, Printer):
         return Code(f"{self.helper('_placed')}({self._print(parameter)}, {listed})")
 
     def index_of(self, block):
-        """What indexes a block in its parameter, np.s_[n_h:2 * n_h]; the whole parameter for None."""
-        return f"{self.blocks}[{':' if block is None else self.block_index(block)}]"
+        """What indexes a block in its parameter (np.s_[n_h:2 * n_h]); the whole parameter for None."""
+        return self.spelling.index_of(self, block)
 
     def _print_MatAdd(self, expr):
         whole, placed = split(expr)
@@ -209,10 +207,10 @@ class RowPrinter(ProductPrinting, Printer):
         return Code(out, SUM)
 
     def _print_Copy(self, expr):
-        return Code(f"{self.operand(expr.value, ATOM)}.copy()")
+        return self.spelling.copy(self, expr)
 
     def _print_ZerosLike(self, expr):
-        return Code(f"np.zeros_like({self._print(expr.like)})")
+        return self.spelling.zeros_like(self, expr)
 
     def _print_HadamardProduct(self, expr):
         return Code(" * ".join(self.operand(arg, POWER) for arg in expr.args), PRODUCT)
@@ -228,32 +226,29 @@ class RowPrinter(ProductPrinting, Printer):
         """(x, code): the printed argument `arg` as a Term x, and the code of the elementwise function of x from
         this backend's table (printing/functions.py for NumPy), the helpers it calls recorded."""
         entry = lookup(function)
-        if entry.kind not in self.functions:
+        functions = self.spelling.functions
+        if entry.kind not in functions:
             raise PrintError(
                 f"the elementwise function {function!r} has no code; "
-                f"add it with {self.functions.name}.register({entry.kind!r}, lambda xp, x: ...)"
+                f"add it with {functions.name}.register({entry.kind!r}, lambda xp, x: ...)"
             )
         x = Term(str(arg), getattr(arg, "level", ATOM))
-        code = self.functions.code(entry, x)
+        code = functions.code(entry, x)
         for name in sorted(code.helpers):
             self.helper(name)
         return x, code
 
     def _print_Softmax(self, expr):
-        return Code(f"{self.helper('_softmax')}({self._print(expr.arg)})")
+        return self.spelling.softmax(self, expr)
 
     def _print_OneHot(self, expr):
-        classes = self._print(expr.shape[0])
-        return Code(f"{self.helper('_onehot')}({self.label(expr.label)}, {classes}, dtype)")
+        return self.spelling.one_hot(self, expr)
 
     def _print_SquaredError(self, loss):
-        difference = f"{self._print(loss.prediction)} - {self._print(loss.target)}"
-        return Code(f"0.5 * (({difference}) ** 2).sum(axis=-1)", PRODUCT)
+        return self.spelling.squared_error(self, loss)
 
     def _print_SoftmaxCrossEntropy(self, loss):
-        logits, labels = self._print(loss.prediction), self._print(loss.target)
-        picked = f"np.take_along_axis({logits}, {labels}[..., None], axis=-1)[..., 0]"
-        return Code(f"{self.helper('_logsumexp')}({logits}) - {picked}", SUM)
+        return self.spelling.cross_entropy(self, loss)
 
     def _print_GenericLoss(self, loss):
         raise unspecified_loss(loss)

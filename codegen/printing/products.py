@@ -1,8 +1,9 @@
 """How the expression printers print matrix products: a factor at a time onto the row form of the vector on
 the right (W v as `v @ W.T`, diag(u) v as `u * v`), a one-hot column as a lookup, and a parameter gradient's
-sum over time as one product over all T*B rows. A mixin of printer.RowPrinter."""
+sum over time as one product over all T*B rows. The base of printer.RowPrinter."""
 
 import sympy as sp
+from sympy.printing.printer import Printer
 
 from bptt.codegen.ir import PARAMETER
 from bptt.codegen.printing.code import Code, PrintError, no_factor_code
@@ -13,8 +14,8 @@ from bptt.derive.text import described, notation
 ONES = "_ones"  # the work array of T*B ones that sums over all steps and samples
 
 
-class ProductPrinting:
-    """_print_MatMul and _print_TimeSum for a printer with operand, label, helper, at and used."""
+class ProductPrinting(Printer):
+    """_print_MatMul and _print_TimeSum for a printer with operand, label, helper, at, used and spelling."""
 
     def _print_MatMul(self, expr):
         coeff, factors = expr.as_coeff_matrices()
@@ -63,8 +64,7 @@ class ProductPrinting:
         a product with ones, an outer product as one (T*B)-long product (transposed: BLAS is faster so)."""
         rows = self._print(term.shape[0])
         if term.shape[1] == 1:
-            self.used.arrays.add(ONES)
-            return f"{ONES} @ {self.operand(term, ATOM)}.reshape(-1, {rows})"
+            return self.spelling.vector_sum(self, term, rows)
         column, vector = outer_factors(term)
         left = self.operand(column, ATOM)
         if isinstance(vector, OneHot):  # sum_t g_t onehot(x_t)^T adds g_t into column x_t

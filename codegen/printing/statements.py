@@ -1,10 +1,12 @@
-"""Print ir statements as code that works in place: NumPy's, or torch's under torch.no_grad().
+"""Print ir statements as code that works in place: NumPy's, or torch's under torch.no_grad() (the base of
+torch/statements.py's printer).
 
 Every value is computed into an array that already exists: `np.matmul(a, b, out=c)`,
 `np.tanh(c, out=c)`, `np.add(c, d, out=c)`; intermediate results go to scratch arrays
 of one step (or, outside a loop, of all steps) that the workspace keeps. Products over
 all steps run on 2-D `(T*B, k)` views. Nothing is allocated in the loop. The library's
-calls come from its table (array_calls.py): torch's printer is this one with torch's table.
+calls come from its table (array_calls.py's NumPy's, torch/calls.py's), and its expressions are spelled as
+its backend spells them (spelling.py).
 """
 
 import sympy as sp
@@ -13,7 +15,7 @@ from bptt.codegen.ir import PARAMETER, Array, PerCall
 from bptt.codegen.printing.array_calls import NUMPY
 from bptt.codegen.printing.code import no_factor_code, tuple_items
 from bptt.codegen.printing.function_code import in_place
-from bptt.codegen.printing.printer import ATOM, Code, RowPrinter
+from bptt.codegen.printing.printer import ATOM, Code
 from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
 from bptt.codegen.printing.window import Statements
 from bptt.derive.elementwise import Apply
@@ -32,7 +34,7 @@ def bound_views(views):
     return lines
 
 
-class NumPyPrinter(Statements, RowPrinter):
+class InPlacePrinter(Statements):
     """Statements (`_print_Assign`, `_print_Loop`, ...) as lines of NumPy code, in place.
 
     arrays: the ir.Arrays the statements work in (groups bring their members and spans);

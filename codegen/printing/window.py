@@ -6,16 +6,13 @@ the window drops what would be older than k. Allocating, and slower than the ful
 
 import sympy as sp
 
-from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import walk
-from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, quoted
-from bptt.codegen.printing.checkpoints import hand_back
-from bptt.codegen.printing.printer import RowPrinter, array_name, size_name
+from bptt.codegen.printing.printer import RowPrinter, array_name
 from bptt.derive.nodes import Adj
 
 
-class Statements:
-    """Loops and guards, shared by the NumPy statement printers."""
+class Statements(RowPrinter):
+    """Loops and guards: the base of the statement printers (this module's, statements.py's, torch's steps.py)."""
 
     def lines(self, statements):
         out = []
@@ -41,7 +38,7 @@ class Statements:
         )
 
 
-class WindowPrinter(Statements, RowPrinter):
+class WindowPrinter(Statements):
     """aged: the names of the sequences whose adjoints carry an age axis."""
 
     def __init__(self, aged):
@@ -75,40 +72,6 @@ class WindowPrinter(Statements, RowPrinter):
         return f"d_{initial.key} = {code}  # {initial.comment}"
 
 
-def window_body(program, read_by_gradients, fast_arrays):
-    """(lines of _window_adjoints, helpers used): aged arrays, the plain statements, then the
-    arrays the gradients read written into the workspace."""
-    model = program.model
-    printer = WindowPrinter(program.recurrent)
-    lines = printer.lines(program.window.statements)
-    initial = [printer.initial(i, bool(reads_aged(i.value, program.recurrent))) for i in program.window_initial]
-    targets = [s for s in adjoint_seqs(program.window.statements)]
-    allocate = []
-    for seq in targets:
-        ages = "ages, " if seq.name in program.recurrent else ""
-        allocate.append(f"{adjoint_array(seq.name)} = np.zeros((T + 1, {ages}B, {size_name(seq.rows)}), dtype)")
-    wanted = _members(read_by_gradients, fast_arrays)
-    write = []
-    for seq in targets:
-        name = adjoint_array(seq.name)
-        if name in wanted:
-            write.append(
-                f"np.sum({name}, axis=1, out=work[{quoted(name)}])"
-                if seq.name in program.recurrent
-                else f'work["{name}"][...] = {name}'
-            )
-    used = printer.used
-    used.sizes |= {str(seq.rows) for seq in targets}
-    head = bound(used, model, set(), set(program.cache))
-    first = output_adjoint(model)
-    head += [f"T, B = {first}.shape[0], {first}.shape[1]", f"dtype = {first}.dtype"]
-    if program.recurrent:
-        head.append("ages = k + 1  # how many steps back a gradient may have flowed")
-    ret = "return " + ", ".join(f"d_{key}" for key, _ in initial_keys(model))
-    back = hand_back(printer, program.checkpoints.window_crossings)
-    return head + allocate + lines + initial + write + back + [ret], used.helpers
-
-
 def reads_aged(expr, recurrent):
     return {a.of.name for a in expr.atoms(Adj)} & set(recurrent)
 
@@ -120,12 +83,3 @@ def adjoint_seqs(statements):
         if isinstance(target, Adj):
             seen.setdefault(target.of.name, target.of)
     return list(seen.values())
-
-
-def _members(names, arrays):
-    """The names, with each group or span replaced by its members."""
-    out = set(names)
-    for array in arrays:
-        if array.name in names or any(span[0] in names for span in array.spans):
-            out |= {name for name, _ in array.members}
-    return out

@@ -1,25 +1,24 @@
-"""Print derived matrix expressions as PyTorch code (the torch backend's expression printers).
+"""Print derived matrix expressions as PyTorch code (the torch backend's expression printer).
 
-The algebra is NumPy's row form (numpy_printer.RowPrinter): `W v` prints `v @ W.T`, and `.T` only
-ever meets a 2-D parameter or a 2-D `(T*B, k)` view, so it means the same in torch. What differs is
-printed here: elementwise functions from torch's table (torch/functions.py), sums over all steps and samples,
-the one-hot lookups and scatters, the losses. The statements of the forward pass and of full BPTT are
-printed in place by torch/statements.py; window truncation's as plain expressions into adjoint tensors
-with an age axis (WindowAdjointPrinter). All run under torch.no_grad().
+The algebra is NumPy's row form (printing/printer.py's RowPrinter): `W v` prints `v @ W.T`, and `.T` only
+ever meets a 2-D parameter or a 2-D `(T*B, k)` view, so it means the same in torch. What differs is torch's
+spelling (SPELLING): elementwise functions from torch's table (torch/functions.py), sums over all steps and samples,
+the blocks of a parameter, the losses. Every torch printer holds it: the statements of the forward pass and of
+full BPTT are printed in place by torch/statements.py; window truncation's as plain expressions into adjoint
+tensors with an age axis (WindowAdjointPrinter). All run under torch.no_grad().
 """
 
 from bptt.codegen.printing.printer import ATOM, SUM, Code, RowPrinter
+from bptt.codegen.printing.spelling import Spelling
 from bptt.codegen.printing.window import WindowPrinter
 from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.nodes import equal
 
 
-class TorchPrinter(RowPrinter):
-    """Row form in torch: one step (`stacked=False`) or all steps t = 1..T at once."""
-
+class TorchSpelling(Spelling):
     backend, functions = "torch", TORCH_FUNCTIONS
 
-    def index_of(self, block):
+    def index_of(self, p, block):
         """A block's index in its parameter as a tuple of slices: `(slice(n_h, 2 * n_h),)`; all for None."""
         if block is None:
             return "(slice(None),)"
@@ -29,34 +28,40 @@ class TorchPrinter(RowPrinter):
             ends.append(block.colslice[:2] + (columns,))
         parts = []
         for start, stop, size in ends:
-            first = "None" if start == 0 else self._print(start)
-            last = "None" if equal(stop, size) else self._print(stop)
+            first = "None" if start == 0 else p._print(start)
+            last = "None" if equal(stop, size) else p._print(stop)
             parts.append(f"slice({first}, {last})")
         return "(" + ", ".join(parts) + ",)"
 
-    def _print_Copy(self, expr):
-        return Code(f"{self.operand(expr.value, ATOM)}.clone()")
+    def copy(self, p, expr):
+        return Code(f"{p.operand(expr.value, ATOM)}.clone()")
 
-    def _print_ZerosLike(self, expr):
-        return Code(f"torch.zeros_like({self._print(expr.like)})")
+    def zeros_like(self, p, expr):
+        return Code(f"torch.zeros_like({p._print(expr.like)})")
 
-    def _print_Softmax(self, expr):
-        return Code(f"torch.softmax({self._print(expr.arg)}, dim=-1)")
+    def softmax(self, p, expr):
+        return Code(f"torch.softmax({p._print(expr.arg)}, dim=-1)")
 
-    def gradient_term(self, term):
-        """One term of sum_t (...): a vector summed over the T*B rows, or an outer product as one
-        (T*B)-long product of 2-D views."""
-        rows = self._print(term.shape[0])
-        if term.shape[1] == 1:
-            return f"{self.operand(term, ATOM)}.reshape(-1, {rows}).sum(0)"
-        return super().gradient_term(term)
+    def vector_sum(self, p, term, rows):
+        return f"{p.operand(term, ATOM)}.reshape(-1, {rows}).sum(0)"
 
-    def _print_SoftmaxCrossEntropy(self, loss):
-        logits, labels = self._print(loss.prediction), self._print(loss.target)
+    def cross_entropy(self, p, loss):
+        logits, labels = p._print(loss.prediction), p._print(loss.target)
         picked = f"torch.gather({logits}, -1, {labels}[..., None])[..., 0]"
         return Code(f"torch.logsumexp({logits}, -1) - {picked}", SUM)
 
 
-class WindowAdjointPrinter(WindowPrinter, TorchPrinter):
+SPELLING = TorchSpelling()
+
+
+class TorchPrinter(RowPrinter):
+    """Row form in torch: one step (`stacked=False`) or all steps t = 1..T at once."""
+
+    spelling = SPELLING
+
+
+class WindowAdjointPrinter(WindowPrinter):
     """The plain backward statements (ir.Assign, Accumulate, Flow, Loop, Guard) as torch lines for window
     truncation: the recurrent adjoints carry an age axis (printing/window.py), written into zero tensors."""
+
+    spelling = SPELLING

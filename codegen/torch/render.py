@@ -8,7 +8,6 @@ nn.Module that train with any torch optimiser."""
 import pathlib
 from dataclasses import dataclass
 
-from bptt.codegen.printing.array_calls import TORCH
 from bptt.codegen.printing.bindings import order, output_adjoint, params_bound, quoted, sized, time_and_batch
 from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.checks import CheckStyle, checks, input_checks
@@ -17,6 +16,7 @@ from bptt.codegen.printing.layout import STANDALONE, Layout, allocation, forward
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.program import TORCH_PASSES, build
 from bptt.codegen.torch.backward import fast_adjoints_body, gradients_body, window_body
+from bptt.codegen.torch.calls import TORCH
 from bptt.codegen.torch.printer import TorchPrinter
 from bptt.codegen.torch.rtrl import rtrl_body
 from bptt.codegen.torch.statements import TorchStatements

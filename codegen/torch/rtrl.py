@@ -4,11 +4,13 @@ gradient at once (P, B, n)."""
 
 from bptt.codegen.printing.bindings import Printed, bound, output_adjoint
 from bptt.codegen.printing.tangents import TangentPrinter
-from bptt.codegen.torch.printer import TorchPrinter
+from bptt.codegen.torch.printer import SPELLING
 
 
-class TorchTangentPrinter(TangentPrinter, TorchPrinter):
+class TorchTangentPrinter(TangentPrinter):
     """The forward-mode loops on tensors of the output gradient's dtype and device."""
+
+    spelling = SPELLING
 
     def zeros(self, shape):
         return f"torch.zeros({shape}, dtype=dtype, device=device)"

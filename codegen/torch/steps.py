@@ -20,7 +20,7 @@ from bptt.codegen.printing.function_code import POWER, PRODUCT
 from bptt.codegen.printing.statements import bound_views
 from bptt.codegen.printing.terms import constant
 from bptt.codegen.printing.window import Statements
-from bptt.codegen.torch.printer import TorchPrinter
+from bptt.codegen.torch.printer import SPELLING
 from bptt.codegen.torch.sums import WEIGHTS
 from bptt.derive.nodes import Adj, t
 
@@ -54,11 +54,13 @@ class StepFunction:
         return [f"if {test}:{why}", f"    _step({', '.join(self.args.values())})", "    continue"]
 
 
-class StepPrinter(Statements, TorchPrinter):
+class StepPrinter(Statements):
     """The statements of a loop's step t as plain torch code over views at t - 1, t and t + 1 (a member of a
     stacked tensor as its rows of it), bound at the top from one argument per tensor; parameters, sizes and
     the stacked and transposed weights that `eager`, the in-place printer of the loop, makes once per call,
     by name."""
+
+    spelling = SPELLING
 
     def __init__(self, eager):
         super().__init__(stacked=False, arrays=eager.arrays)
@@ -160,23 +162,3 @@ class StepPrinter(Statements, TorchPrinter):
 
 def commented(statement, code):
     return [f"{code}  # {statement.comment}" if statement.comment else code]
-
-
-class StepLoops:
-    """A mixin of the in-place printer (torch/statements.py): each step of a loop runs its step function
-    through torch.compile when compile=True (for t < T in the backward loop), else as printed in place."""
-
-    def _print_Loop(self, loop):
-        head, body = self.loop_parts(loop)
-        name = "_adjoints_step" if loop.backward else "_forward_step"
-        if any(function.name == name for function in self.step_functions):
-            raise PrintError(f"a second {'backward' if loop.backward else 'forward'} loop: {name} is taken")
-        steps = StepPrinter(self)
-        function = steps.function(name, loop.body)
-        for names, more in zip(vars(self.used).values(), vars(steps.used).values(), strict=True):
-            names |= more  # what the step reads, bound where the loop is
-        self.step_functions.append(function)
-        choose = (
-            f"_step = {self.helper('_compiled')}({name}) if compile else None  # compile=True: through torch.compile"
-        )
-        return [choose, head] + ["    " + line for line in function.call() + body]

@@ -8,6 +8,7 @@ import sympy as sp
 
 from bptt.codegen.ir import PARAMETER, Array, PerCall
 from bptt.codegen.printing.function_code import PRODUCT
+from bptt.codegen.printing.statements import InPlacePrinter
 from bptt.codegen.printing.terms import constant
 from bptt.derive.nodes import Diag, OneHot
 
@@ -15,9 +16,10 @@ WEIGHTS = "_weights"  # keep[t] as Python numbers (_flow_weights), all 1 without
 WEIGHT = f"{WEIGHTS}[t]"  # the weight of the flow from step t+1 into step t
 
 
-class InPlaceSums:
-    """A mixin of the in-place statement printer (statements.NumPyPrinter) for torch: Accumulate and Flow
-    in a loop's step, a term at a time; outside a loop, and for products, NumPy's way."""
+class InPlaceSums(InPlacePrinter):
+    """The in-place statement printer (printing/statements.py) with torch's sums: Accumulate and Flow in a
+    loop's step, a term at a time; outside a loop, and for products, NumPy's way. torch/statements.py's
+    TorchStatements is this with torch's spelling, calls and step functions."""
 
     def _print_Flow(self, statement):
         out, rows = self(statement.target), statement.target.rows

@@ -6,13 +6,15 @@ import sys
 
 import pytest
 
+from bptt.codegen.backends import REGISTRY
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CORE = ("derive", "codegen.ir", "codegen.ir_checkpoints", "codegen.ir_tangents", "codegen.array_names", "codegen.names")
 PASSES = (*CORE, "codegen.passes")
 PROGRAM = (*PASSES, "codegen.program")
 PRINTING = (*PROGRAM, "codegen.printing")
-BACKEND_FOLDERS = ("numpy", "torch", "jax")
-NOT_PASSES = tuple(room for room in PRINTING if room != "codegen.passes")
+BACKEND_FOLDERS = tuple(module.split(".")[2] for module in REGISTRY.values())  # codegen/<folder>/adapter.py
+NOT_PASSES = (*(room for room in PRINTING if room != "codegen.passes"), "codegen.adapter")
 
 # (room, the bptt modules it may import): the first room whose name prefixes a module's is its room
 RULES = (
@@ -28,10 +30,11 @@ RULES = (
     ("codegen.printing", PRINTING),
     # a backend folder: the printing and below, but never the passes (docs/architecture.md's table)
     *((f"codegen.{name}", (*NOT_PASSES, f"codegen.{name}")) for name in BACKEND_FOLDERS),
+    ("codegen.adapter", ()),  # what a backend's adapter is: it names its framework, imported when called
     ("codegen.renaming", ()),
     ("codegen.namer", (*CORE, "codegen.renaming")),
     # it loads a backend's render by name, lays its source in 120 columns, and parses checkpoints arguments
-    ("codegen.backends", (*PRINTING, "codegen.namer", "runtime.schedule")),
+    ("codegen.backends", (*PRINTING, "codegen.adapter", "codegen.namer", "runtime.schedule")),
     ("codegen", ()),  # codegen/__init__.py; a new module of codegen/ needs a rule of its own
     # codegen only through its registry; the runtime its generated modules run on
     ("app", ("derive", "documents", "codegen.backends", "app", "generated", "runtime")),

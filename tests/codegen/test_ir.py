@@ -14,7 +14,7 @@ from bptt.codegen.printing.function_code import PRODUCT, SUM, Term, in_place
 from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import RowPrinter
-from bptt.codegen.printing.statements import NumPyPrinter
+from bptt.codegen.printing.statements import InPlacePrinter
 from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, TORCH_PASSES, rewritten, shared
 from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.elementwise import FUNCTIONS
@@ -83,7 +83,7 @@ def test_parentheses_come_from_precedence():
 def test_library_calls_become_in_place_calls():
     """A function's code that is one call of a ufunc (or helper) taking out=, on the argument first and
     numbers after, gets out= as a keyword of the call; any other code is computed, then copied."""
-    takes_out = NumPyPrinter(accepts_out=helpers("numpy").accepts_out).takes_out
+    takes_out = InPlacePrinter(accepts_out=helpers("numpy").accepts_out).takes_out
     x = Term("a")
 
     def into_b(name):

@@ -38,7 +38,7 @@ def test_a_template_takes_no_decision(path):
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 def test_each_backend_has_a_layout_of_its_own_with_the_facts_in_one_field(backend):
-    render = importlib.import_module(f"bptt.codegen.{BACKENDS[backend].renderer}.render")
+    render = importlib.import_module(BACKENDS[backend].renderer)
     laid = render.layout(load("jordan"))  # teacher forcing, labels
     assert isinstance(laid, Layout) and type(laid) is not Layout and dataclasses.is_dataclass(laid)
     assert isinstance(laid.facts, Facts) and laid.facts.forced_ys == ", ys"

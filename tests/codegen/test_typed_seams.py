@@ -12,7 +12,8 @@ import sympy as sp
 
 from bptt.codegen import ir, ir_checkpoints, ir_tangents
 from bptt.codegen.ir import Array, PerCall, Steps
-from bptt.codegen.printing.layout import allocation, backward_bodies, forward_body
+from bptt.codegen.numpy.bodies import backward_bodies
+from bptt.codegen.printing.layout import allocation, forward_body
 from bptt.codegen.printing.printer import PrintError, RowPrinter
 from bptt.codegen.printing.used import Used
 from bptt.codegen.program import build

@@ -274,7 +274,7 @@ CELLS = {
         "torch",
         lambda: state(tanh(W_hx * x() + W_hh.T * hidden(t - 1))),
     ),
-    "codegen/printing/statements.py NumPyPrinter.gemm_matrix:": (
+    "codegen/printing/statements.py InPlacePrinter.gemm_matrix:": (
         "torch",
         lambda: state(tanh(W_hx * x() + (W_hh - W_hh.T) * hidden(t - 1))),
     ),
@@ -296,8 +296,11 @@ INTERNAL = {
     ),
     "codegen/renaming.py _Finder.walk: namer: an except clause binds": "invariant: no except clause binds a name",
     "codegen/renaming.py apply: namer: is not at line , column :": "invariant",
-    "codegen/backends.py require: the backend needs , which is not installed: pip install": "environment",
-    "codegen/jax/printer.py JaxPrinter.sequence: a step reads at time ; only t-1, t and": "invariant",
+    "codegen/adapter.py Adapter.load: the backend needs , which is not installed: pip install": "environment",
+    "codegen/backends.py _registered: the backend registered as () calls itself": (
+        "environment: another package's entry point names an adapter of another name"
+    ),
+    "codegen/jax/printer.py scan_read: a step reads at time ; only t-1, t and": "invariant",
     "codegen/jax/scan.py PassPrinter.shift: the forward pass reads at time ; only t and": "invariant",
     "codegen/jax/scan.py PassPrinter.step_value: the forward loop reads at t before it assigns it": "invariant",
     "codegen/jax/scan.py PassPrinter.step_value: the forward loop reads at t-1, which holds steps 1..T": "invariant",
@@ -315,7 +318,7 @@ INTERNAL = {
     "codegen/printing/terms.py Scratch.take: too many scratch arrays in one statement": "invariant",
     "codegen/torch/backward.py fast_adjoints_body: the fast adjoints do not hold": "invariant",
     "codegen/torch/steps.py StepPrinter.sequence: a step function reads at , not as a step": "invariant",
-    "codegen/torch/steps.py StepLoops._print_Loop: a second loop: is taken": "invariant",
+    "codegen/torch/statements.py TorchStatements._print_Loop: a second loop: is taken": "invariant",
     "derive/closed_form.py linear_coefficient: is not a left multiple of": "caught",
     "derive/closed_form.py closed_form: closed forms are derived for single-state cells": "caught",
     "derive/closed_form.py closed_form: the local term must depend on output adjoints only": "caught",

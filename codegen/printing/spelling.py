@@ -1,0 +1,50 @@
+"""How a backend spells what the row form prints differently: one Spelling object per backend, held by every
+printer of that backend (printer.RowPrinter.spelling), so that a backend's statement printers are the shared
+ones with its spelling, each of a single base class, as SymPy's printers of one algebra differ by their
+module's names.
+
+This base class is NumPy's spelling; torch/printer.py and jax/printer.py hold theirs. Each method prints one
+kind of node with the printer p (its _print, operand, helper, used), in the order the printer reads it.
+"""
+
+from bptt.codegen.printing.code import Code
+from bptt.codegen.printing.function_code import ATOM, PRODUCT, SUM
+from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
+from bptt.codegen.printing.products import ONES
+
+
+class Spelling:
+    backend = "numpy"  # the key of the helpers file
+    functions = NUMPY_FUNCTIONS  # the code of the elementwise functions
+    blocks = "np.s_"  # what indexes a block of a parameter
+
+    def index_of(self, p, block):
+        """What indexes a block in its parameter, np.s_[n_h:2 * n_h]; the whole parameter for None."""
+        return f"{self.blocks}[{':' if block is None else p.block_index(block)}]"
+
+    def copy(self, p, expr):
+        return Code(f"{p.operand(expr.value, ATOM)}.copy()")
+
+    def zeros_like(self, p, expr):
+        return Code(f"np.zeros_like({p._print(expr.like)})")
+
+    def softmax(self, p, expr):
+        return Code(f"{p.helper('_softmax')}({p._print(expr.arg)})")
+
+    def one_hot(self, p, expr):
+        classes = p._print(expr.shape[0])
+        return Code(f"{p.helper('_onehot')}({p.label(expr.label)}, {classes}, dtype)")
+
+    def vector_sum(self, p, term, rows):
+        """A vector summed over the T*B rows: a product with ones."""
+        p.used.arrays.add(ONES)
+        return f"{ONES} @ {p.operand(term, ATOM)}.reshape(-1, {rows})"
+
+    def squared_error(self, p, loss):
+        difference = f"{p._print(loss.prediction)} - {p._print(loss.target)}"
+        return Code(f"0.5 * (({difference}) ** 2).sum(axis=-1)", PRODUCT)
+
+    def cross_entropy(self, p, loss):
+        logits, labels = p._print(loss.prediction), p._print(loss.target)
+        picked = f"np.take_along_axis({logits}, {labels}[..., None], axis=-1)[..., 0]"
+        return Code(f"{p.helper('_logsumexp')}({logits}) - {picked}", SUM)
