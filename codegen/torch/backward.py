@@ -73,7 +73,7 @@ def window_reads(program, reads, aged):
 
 
 def fast_adjoints_body(program, reads):
-    """The body of _adjoints(keep, ...) from the fast statements (optimize.backward), printed in place as the
+    """The body of _adjoints(keep, ...) from the backward passes of SHARED_PASSES, printed in place as the
     NumPy module prints them (TorchStatements) into the tensors _backward_arrays makes: slopes for all steps
     before the loop, the flows of gates that share an operand one product with their weights stacked, each
     step's sums in place (torch/sums.py), and each step for compile=True (torch/steps.py). reads: the
