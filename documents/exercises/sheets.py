@@ -1,0 +1,172 @@
+"""The problem sheet and the solution sheet of an exercise, as sections of paragraphs and displays."""
+
+from dataclasses import dataclass
+
+import sympy as sp
+
+from bptt.derive.nodes import Adj, t
+from bptt.documents.document import model_section
+from bptt.documents.equation import equation
+from bptt.documents.exercises.curve import curve_question
+from bptt.documents.exercises.numbers import matrix, total
+from bptt.documents.latex import latex
+from bptt.documents.prose import listed
+
+
+@dataclass(frozen=True)
+class Rows:
+    """A display: rows aligned on their `&=` (one row: no alignment)."""
+
+    rows: tuple
+
+
+@dataclass(frozen=True)
+class Part:
+    """A section of a sheet: a heading, then paragraphs (str, may hold $...$ maths) and displays (Rows)."""
+
+    title: str
+    items: tuple
+
+
+def problem_parts(found, worked):
+    return (_model_part(found), _data_part(found), Part("Questions", tuple(_questions(found, worked))))
+
+
+def solution_parts(found, worked):
+    return (_data_part(found, given_only=True), *_solutions(found, worked))
+
+
+def _model_part(found):
+    section = model_section(found.model)
+    items = [section.text]
+    for display in section.items:
+        items.append(Rows(tuple(row if "&" in row else row.replace(" = ", " &= ", 1) for row in display.rows)))
+    return Part("The model", tuple(items))
+
+
+def _named(model, expr, steps):
+    """Named values for their definitions (softmax(s_k) is o_k) at every step."""
+    names = {definition.subs(t, k): seq(k) for seq, definition in model.names for k in range(steps + 2)}
+    return expr.xreplace(names)
+
+
+def _data_part(found, given_only=False):
+    model, items = found.model, []
+    if not given_only:
+        sizes = listed(f"${latex(size)} = {n}$" for size, n in found.sizes.items())
+        items.append(f"Take $T = {found.steps}$ steps and the sizes {sizes}. The parameters:")
+        items.append(_value_rows([(latex(p), found.data[p]) for p in model.params]))
+        items.append("The initial " + ("states" if len(model.states) > 1 else "state") + " and the data:")
+        data = [(latex(key), value) for key, value in found.data.items() if key not in model.params]
+        items.append(_value_rows(data, labels=_labels(model)))
+    if found.given:
+        items.append(
+            "These activations would be irrational; take them as given, each the simple fraction nearest its "
+            "true value, so that everything else is exact arithmetic:"
+        )
+        shown = [(latex(_named(model, node, found.steps)), value) for node, value in found.given.items()]
+        items.append(_value_rows(shown))
+    return Part("The data" if not given_only else "The given activations", tuple(items))
+
+
+def _labels(model):
+    labels = [seq.name for seq in model.sequences() if seq.role == "label"]
+    return set(labels)
+
+
+def _value_rows(pairs, labels=(), per_row=3):
+    """name = value pairs, a few to a row (every value exact)."""
+    cells = [f"{name} = {matrix(value)}" for name, value in pairs]
+    rows = [r",\quad ".join(cells[n : n + per_row]) for n in range(0, len(cells), per_row)]
+    return Rows(tuple(rows))
+
+
+def _adjoint(node):
+    return latex(Adj(node))
+
+
+def _questions(found, worked):
+    model, T = found.model, found.steps
+    computed = [seq for seq, _ in model.assignments if seq not in model.forced]
+    states = [seq for seq in model.states if seq not in model.forced]
+    items = [
+        f"1. The forward pass: compute {listed(f'${latex(seq())}$' for seq in computed)} for "
+        f"$t = 1, \\ldots, {T}$, with the activations given above.",
+        f"2. The gradient with respect to the outputs: compute "
+        f"{listed(f'${_adjoint(seq())}$' for seq in worked.derivation.output_adjoints)} for $t = 1, \\ldots, {T}$.",
+    ]
+    if states:
+        adjoints = listed(f"${_adjoint(seq(T))}$" for seq in states)
+        items.append(
+            f"3. Backpropagation through time: compute {adjoints}, then "
+            f"{listed(f'${_adjoint(seq())}$' for seq in states)} for $t = {T - 1}, \\ldots, 1$ from the step after "
+            f"it, and {listed(f'${_adjoint(seq(0))}$' for seq in states)}."
+        )
+    else:
+        items.append("3. Under teacher forcing, which values does the gradient flow through from one step to the last?")
+    if worked.gate is not None:
+        items.append(f"4. One gate's adjoint: compute ${_adjoint(worked.gate())}$ for $t = 1, \\ldots, {T}$.")
+    asked = listed(f"$\\partial L / \\partial {latex(p)}$" for p in worked.asked)
+    items.append(f"{len(items) + 1}. The parameter gradients: compute {asked}.")
+    first = f"$\\partial L / \\partial {latex(worked.asked[0])}$"
+    items.append(
+        f"{len(items) + 1}. Truncated BPTT in chunks of $\\tau = {found.tau}$ "
+        f"{'step' if found.tau == 1 else 'steps'}: the flow from step $t+1$ into step $t$ is cut where $\\tau$ "
+        f"divides $t$. Compute the state adjoints again, and the truncated {first}."
+    )
+    items.append(f"{len(items) + 1}. {curve_question(found, worked.flow).question}")
+    return items
+
+
+def _worked_rows(model, one, steps):
+    """lhs = formula = the terms' values = the value, aligned on the `=`."""
+    lhs = (
+        latex(_named(model, one.lhs, steps))
+        if not isinstance(one.lhs, sp.MatrixSymbol)
+        else (rf"\frac{{\partial L}}{{\partial {latex(one.lhs)}}}")
+    )
+    formula = _named(model, one.formula, steps)
+    shown = equation(lhs, formula)
+    rows = list(shown.rows)
+    rows[0] = rows[0] if "&=" in rows[0] else rows[0].replace(" = ", " &= ", 1)
+    if one.shown_terms:
+        rows.append("&= " + total([(_negated(term), value) for term, value in one.terms]))
+    rows.append("&= " + matrix(one.value))
+    return Rows(tuple(rows))
+
+
+def _solutions(found, worked):
+    model, steps = found.model, found.steps
+    forward = [
+        Rows((f"{latex(seq(k))} &= {matrix(found.env[seq(k)])}",))
+        for k in range(1, steps + 1)
+        for seq, _ in model.assignments
+        if seq not in model.forced
+    ]
+    parts = [Part("1. The forward pass", tuple(_grouped(forward)))]
+    parts.append(Part("2. The output adjoints", tuple(_worked_rows(model, one, steps) for one in worked.outputs)))
+    parts.append(Part("3. The state adjoints", tuple(_worked_rows(model, one, steps) for one in worked.backward)))
+    number_of = 4
+    if worked.gate is not None:
+        gate = [one for one in worked.backward if getattr(one.lhs, "of", one.lhs).name == worked.gate.name]
+        text = f"The values found above on the way: {listed(f'${latex(one.lhs)}$' for one in gate)}."
+        parts.append(Part(f"4. The adjoint of ${latex(worked.gate())}$", (text,)))
+        number_of = 5
+    parts.append(
+        Part(
+            f"{number_of}. The parameter gradients", tuple(_worked_rows(model, one, steps) for one in worked.gradients)
+        )
+    )
+    cut = tuple(_worked_rows(model, one, steps) for one in worked.truncated + worked.truncated_gradients)
+    parts.append(Part(f"{number_of + 1}. Truncated in chunks of $\\tau = {found.tau}$", cut))
+    parts.append(Part(f"{number_of + 2}. Predicting the curve", (curve_question(found, worked.flow).answer,)))
+    return parts
+
+
+def _negated(term):
+    return isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
+
+
+def _grouped(rows, per_row=3):
+    cells = [row.rows[0].replace("&=", "=") for row in rows]
+    return [Rows((r",\quad ".join(cells[n : n + per_row]),)) for n in range(0, len(cells), per_row)]
