@@ -14,7 +14,7 @@ MOST = 100  # instances in one run, at most: each takes a fraction of a second, 
 
 
 def file_names(model, seed, fmt):
-    """{sheet kind: file name} of one instance: elman-3-problems.tex, elman-3-solutions.tex."""
+    """{sheet kind: file name} of one instance: the model's name, the seed and the kind, as elman-3-problems."""
     return {kind: f"{model.name}-{seed}-{kind}.{fmt}" for kind in KINDS}
 
 
