@@ -66,7 +66,7 @@ def _radius(flow, small, large):
     if linear:
         answer += (
             f"Run B: here $\\mathbf{{J}}_k = {name}$ exactly, so the product is ${name}^{{T-t}}$, of norm "
-            f"$\\rho_B^{{T-t}}$ along the top eigenvector ({number(b_value)} at $T - t = {SPAN}$): curve B explodes."
+            f"$\\rho_B^{{T-t}}$ along the top eigenvector (${number(b_value)}$ at $T - t = {SPAN}$): curve B explodes."
         )
     else:
         answer += (
@@ -78,10 +78,10 @@ def _radius(flow, small, large):
 
 
 def _carousel(carousel, small, kept):
-    state = latex(carousel.state())
-    factor = latex(carousel.direct)
+    k = sp.Symbol("k", integer=True)
+    before, after, factor = latex(carousel.state(k - 1)), latex(carousel.state(k)), latex(carousel.direct)
     question = (
-        f"Predict the curve: along the path from ${state.replace('t', 'k-1')}$ to ${state.replace('t', 'k')}$ "
+        f"Predict the curve: along the path from ${before}$ to ${after}$ "
         f"the factor is ${factor}$. In run A every entry of that gate is ${number(small)}$, in run B "
         f"${number(kept)}$. Curves A and B plot the product of these factors from step $t$ to $T$ against "
         f"$T - t$. Which vanishes fast?"

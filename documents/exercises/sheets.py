@@ -58,23 +58,33 @@ def _data_part(found, given_only=False):
         items.append(_value_rows([(latex(p), found.data[p]) for p in model.params]))
         items.append("The initial " + ("states" if len(model.states) > 1 else "state") + " and the data:")
         data = [(latex(key), value) for key, value in found.data.items() if key not in model.params]
-        items.append(_value_rows(data, labels=_labels(model)))
+        items.append(_value_rows(data))
+        labels = [f"${latex(seq())}$" for seq in model.sequences() if seq.role == "label"]
+        if labels:
+            items.append(
+                f"{listed(labels)} "
+                f"{'is an index' if len(labels) == 1 else 'are indices'}, counted from 0: "
+                "$\\operatorname{onehot}(k)$ is the column with a 1 in entry $k + 1$ and 0 elsewhere."
+            )
     if found.given:
+        step = "halves" if found.denominators == (2,) else "halves or quarters"
         items.append(
-            "These activations would be irrational; take them as given, each the simple fraction nearest its "
-            "true value, so that everything else is exact arithmetic:"
+            "These activations would be irrational; take them as given, so that everything else is exact "
+            f"arithmetic. Each is the value in {step} nearest the true one, inside the function's range:"
         )
-        shown = [(latex(_named(model, node, found.steps)), value) for node, value in found.given.items()]
+        shown = [(_given_name(model, node, found.steps), value) for node, value in found.given.items()]
         items.append(_value_rows(shown))
     return Part("The data" if not given_only else "The given activations", tuple(items))
 
 
-def _labels(model):
-    labels = [seq.name for seq in model.sequences() if seq.role == "label"]
-    return set(labels)
+def _given_name(model, node, steps):
+    """`h_1 = tanh(a_1)` for a value its model names by an equation, else the activation alone."""
+    names = {rhs.subs(t, k): seq(k) for seq, rhs in model.assignments for k in range(1, steps + 1)}
+    shown = latex(_named(model, node, steps))
+    return f"{latex(names[node])} = {shown}" if node in names else shown
 
 
-def _value_rows(pairs, labels=(), per_row=3):
+def _value_rows(pairs, per_row=3):
     """name = value pairs, a few to a row (every value exact)."""
     cells = [f"{name} = {matrix(value)}" for name, value in pairs]
     rows = [r",\quad ".join(cells[n : n + per_row]) for n in range(0, len(cells), per_row)]
@@ -85,27 +95,32 @@ def _adjoint(node):
     return latex(Adj(node))
 
 
+def _times(steps):
+    """`$t = 1, 2, 3$` (descending when steps run backwards), or `$t = 1$` for one step."""
+    return "$t = " + ", ".join(str(k) for k in steps) + "$"
+
+
 def _questions(found, worked):
     model, T = found.model, found.steps
     computed = [seq for seq, _ in model.assignments if seq not in model.forced]
     states = [seq for seq in model.states if seq not in model.forced]
     items = [
         f"1. The forward pass: compute {listed(f'${latex(seq())}$' for seq in computed)} for "
-        f"$t = 1, \\ldots, {T}$, with the activations given above.",
+        f"{_times(range(1, T + 1))}, with the activations given above.",
         f"2. The gradient with respect to the outputs: compute "
-        f"{listed(f'${_adjoint(seq())}$' for seq in worked.derivation.output_adjoints)} for $t = 1, \\ldots, {T}$.",
+        f"{listed(f'${_adjoint(seq())}$' for seq in worked.derivation.output_adjoints)} for {_times(range(1, T + 1))}.",
     ]
     if states:
         adjoints = listed(f"${_adjoint(seq(T))}$" for seq in states)
         items.append(
             f"3. Backpropagation through time: compute {adjoints}, then "
-            f"{listed(f'${_adjoint(seq())}$' for seq in states)} for $t = {T - 1}, \\ldots, 1$ from the step after "
-            f"it, and {listed(f'${_adjoint(seq(0))}$' for seq in states)}."
+            f"{listed(f'${_adjoint(seq())}$' for seq in states)} for {_times(range(T - 1, 0, -1))}, each from the "
+            f"step after it, and {listed(f'${_adjoint(seq(0))}$' for seq in states)}."
         )
     else:
         items.append("3. Under teacher forcing, which values does the gradient flow through from one step to the last?")
     if worked.gate is not None:
-        items.append(f"4. One gate's adjoint: compute ${_adjoint(worked.gate())}$ for $t = 1, \\ldots, {T}$.")
+        items.append(f"4. One gate's adjoint: compute ${_adjoint(worked.gate())}$ for {_times(range(1, T + 1))}.")
     asked = listed(f"$\\partial L / \\partial {latex(p)}$" for p in worked.asked)
     items.append(f"{len(items) + 1}. The parameter gradients: compute {asked}.")
     first = f"$\\partial L / \\partial {latex(worked.asked[0])}$"
@@ -137,13 +152,13 @@ def _worked_rows(model, one, steps):
 
 def _solutions(found, worked):
     model, steps = found.model, found.steps
-    forward = [
-        Rows((f"{latex(seq(k))} &= {matrix(found.env[seq(k)])}",))
-        for k in range(1, steps + 1)
-        for seq, _ in model.assignments
-        if seq not in model.forced
-    ]
-    parts = [Part("1. The forward pass", tuple(_grouped(forward)))]
+    forward = []
+    for k in range(1, steps + 1):
+        cells = [
+            f"{latex(seq(k))} = {matrix(found.env[seq(k)])}" for seq, _ in model.assignments if seq not in model.forced
+        ]
+        forward.append(Rows(tuple(r",\quad ".join(cells[n : n + 4]) for n in range(0, len(cells), 4))))
+    parts = [Part("1. The forward pass", tuple(forward))]
     parts.append(Part("2. The output adjoints", tuple(_worked_rows(model, one, steps) for one in worked.outputs)))
     parts.append(Part("3. The state adjoints", tuple(_worked_rows(model, one, steps) for one in worked.backward)))
     number_of = 4
@@ -165,8 +180,3 @@ def _solutions(found, worked):
 
 def _negated(term):
     return isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
-
-
-def _grouped(rows, per_row=3):
-    cells = [row.rows[0].replace("&=", "=") for row in rows]
-    return [Rows((r",\quad ".join(cells[n : n + per_row]),)) for n in range(0, len(cells), per_row)]

@@ -35,7 +35,8 @@ class Answers:
     gradients: tuple  # Worked parameter gradients of the asked parameters
     truncated: tuple  # Worked state adjoints under chunks of tau steps
     truncated_gradients: tuple
-    gate: object  # the named intermediate whose adjoint is asked (a Seq), or None
+    gate: object  # the gate whose adjoint is asked (an intermediate Seq), or None
+    gate_steps: tuple  # Worked adjoints of the gate at steps 1..T
     asked: tuple  # the parameters whose gradients are asked
     derivation: object
     flow: object
@@ -69,9 +70,37 @@ def answers(found):
     cut = dict(env)
     truncated = tuple(_backward(derivation, found, cut, lambda seq: chunked(derivation, seq), found.tau))
     truncated_gradients = tuple(_gradient(derivation, found, cut, p) for p in asked[:1])
-    gates = sorted(derivation.named, key=lambda seq: [s for s, _ in model.steps].index(seq))
-    gate = gates[len(gates) // 2] if gates else None
-    return Answers(outputs, backward, gradients, truncated, truncated_gradients, gate, asked, derivation, flow)
+    gate, gate_steps = _gate(derivation, found, env)
+    return Answers(
+        outputs, backward, gradients, truncated, truncated_gradients, gate, gate_steps, asked, derivation, flow
+    )
+
+
+def _gate(derivation, found, env):
+    """One gate and its adjoints at steps 1..T: a named adjoint of the textbook derivation (the middle one), else
+    the first intermediate a sigmoid computes, its adjoint from the derivation that names every intermediate."""
+    model = derivation.model
+    order = [seq for seq, _ in model.steps]
+    named = sorted(derivation.named, key=order.index)
+    if named:
+        gate = named[len(named) // 2]
+        return gate, tuple(
+            _worked(Adj(gate(k)), derivation.intermediate(gate).subs(t, k), found, env)
+            for k in range(1, found.steps + 1)
+        )
+    gates = [
+        seq for seq, rhs in model.steps if seq.role == "intermediate" and getattr(rhs, "function", "") == "sigmoid"
+    ]
+    if not gates:
+        return None, ()
+    every = derive(model, "all", loss=model.concrete_loss())
+    steps, later = [], [seq for seq in reversed(model.intermediates)]
+    for k in range(found.steps, 0, -1):
+        for seq in later[: later.index(gates[0]) + 1]:
+            worked = _worked(Adj(seq(k)), every.intermediate(seq).subs(t, k), found, env)
+            env[Adj(seq(k))] = worked.value
+            steps += [worked] if seq == gates[0] else []
+    return gates[0], tuple(reversed(steps))
 
 
 def asked_params(model, flow):

@@ -3,7 +3,7 @@ which shares no code with the generator); seeds give distinct instances; bad inp
 
 import random
 import subprocess
-import sys
+import textwrap
 
 import pytest
 
@@ -12,15 +12,37 @@ from bptt.documents.exercises.instance import _activations_per_step, draw
 from bptt.documents.exercises.numbers import matrix
 from bptt.documents.exercises.render import sheets
 from bptt.documents.exercises.solve import exercise
+from bptt.tests.support.cli import REPO, assert_ok, assert_user_error, bptt
 from bptt.tests.support.exercise_oracle import Unrolled
+from bptt.tests.support.markdown_read import display_maths, errors, inline_maths
+
+GELU_CELL = textwrap.dedent(
+    """
+    from bptt.derive.model import Model, matrix, sequence, sizes
+    from bptt.derive.nodes import SquaredError, gelu, t
 
 
-@pytest.mark.parametrize("name", ["elman", "linear", "gru"])
+    def gelu_rnn():
+        d, h = sizes("d h")
+        W, U = matrix("W", h, h), matrix("U", h, d)
+        x, hidden, y = sequence("x", d, "input"), sequence("h", h, "state"), sequence("y", h, "target")
+        s = sequence("s", h, "output")
+        return Model(
+            name="gelu-rnn", title="A GELU cell", source="a test", sizes=(d, h), params=(W, U), inputs=(x,),
+            steps=((hidden, gelu(W * hidden(t - 1) + U * x())),), outputs=((s, hidden()),),
+            loss=SquaredError(s(), y()),
+        )
+    """
+)
+
+
+@pytest.mark.parametrize("name", ["elman", "linear", "gru", "lstm", "examples/gated_rnn.py:gated_rnn"])
 def test_every_answer_is_sympy_diff_of_the_unrolled_loss(name):
-    found, worked = exercise(load(name), 1)
-    full = [one.lhs.of for one in worked.backward] + list(worked.asked)
+    """Every state adjoint, the named adjoints, both parameter gradients, and the same under chunks."""
+    found, worked = exercise(load(name if name in ZOO else f"{REPO}/{name}"), 1)
+    full = [one.lhs.of for one in worked.backward + worked.gate_steps] + list(worked.asked)
     unrolled = Unrolled(found, full)
-    for one in worked.backward + worked.gradients:
+    for one in worked.backward + worked.gate_steps + worked.gradients:
         key = getattr(one.lhs, "of", one.lhs)
         assert unrolled.gradient(key) == one.value, key
     cut = Unrolled(found, [one.lhs.of for one in worked.truncated] + list(worked.asked[:1]), chunk=found.tau)
@@ -45,38 +67,61 @@ def test_fifty_distinct_instances_per_model(name):
     assert len(seen) >= 50
 
 
-def run(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "bptt", "exercises", *args], capture_output=True, text=True, cwd=cwd)
-
-
 @pytest.mark.parametrize(
     "args",
     [["nope"], ["elman", "--count", "0"], ["elman", "--count", "100000000000"], ["elman", "--format", "pdf"]],
 )
 def test_bad_input_is_one_line_and_exit_2(args, tmp_path):
-    done = run(*args, "-o", str(tmp_path / "out"), cwd=tmp_path)
-    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert_user_error(bptt("exercises", *args, "-o", tmp_path / "out", cwd=tmp_path))
     assert not (tmp_path / "out").exists()
 
 
 def test_a_file_in_the_way_is_refused(tmp_path):
     (tmp_path / "out").write_text("mine")
-    done = run("elman", "-o", "out", cwd=tmp_path)
-    assert done.returncode == 2 and "not a folder" in done.stderr
+    assert_user_error(bptt("exercises", "elman", "-o", "out", cwd=tmp_path), "not a folder")
     (tmp_path / "dir").mkdir()
     (tmp_path / "dir" / "elman-0-problems.tex").mkdir()
-    done = run("elman", "-o", "dir", cwd=tmp_path)
-    assert done.returncode == 2 and not (tmp_path / "dir" / "elman-0-solutions.tex").exists()
+    assert_user_error(bptt("exercises", "elman", "-o", "dir", cwd=tmp_path), "elman-0-problems.tex")
+    assert list((tmp_path / "dir").iterdir()) == [tmp_path / "dir" / "elman-0-problems.tex"]
 
 
-def test_writes_both_sheets_that_compile(tmp_path):
-    done = run("elman", "--seed", "3", "-o", "ex", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    for kind in ("problems", "solutions"):
-        tex = tmp_path / "ex" / f"elman-3-{kind}.tex"
-        assert tex.read_text().startswith("\\documentclass")
+def test_an_activation_with_no_exact_values_is_refused(tmp_path):
+    (tmp_path / "cell.py").write_text(GELU_CELL)
+    assert_user_error(bptt("exercises", "cell.py:gelu_rnn", cwd=tmp_path), "gelu")
+
+
+def test_a_users_cell():
+    """A gated cell of a user's file: its sheets, with a gate's adjoint (its answers are checked above)."""
+    done = bptt("exercises", "examples/gated_rnn.py:gated_rnn", "--seed", "2", "--format", "md")
+    assert_ok(done)
+    assert "## Questions" in done.stdout and "The adjoint of" in done.stdout
+
+
+@pytest.mark.parametrize("name", ["elman", "gru", "linear"])
+def test_sheets_compile_with_no_overfull_line(name, tmp_path):
+    for kind, text in sheets(load(name), 1).items():
+        tex = tmp_path / f"{kind}.tex"
+        tex.write_text(text, encoding="utf-8")
         compiled = subprocess.run(
-            ["pdflatex", "-interaction=nonstopmode", tex.name], cwd=tex.parent, capture_output=True, text=True
+            ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", tex.name],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
         )
-        assert compiled.returncode == 0
+        assert compiled.returncode == 0, compiled.stdout[-2000:]
         assert "Overfull \\hbox" not in tex.with_suffix(".log").read_text(errors="replace")
+
+
+def test_markdown_maths_renders_with_katex(markdown_reader):
+    """Every $$ block and inline $...$ of the sheets renders with KaTeX, in one Node.js process: a softmax model
+    with labels, a teacher-forced one, a gated one (the answers' shapes repeat over seeds and models)."""
+    texts = [text for name in ("elman-onehot", "jordan", "lstm") for text in sheets(load(name), 0, "md").values()]
+    formulas = sorted({f for text in texts for f in display_maths(text) + inline_maths(text)})
+    refused = errors(formulas, markdown_reader(formulas, [])[0])
+    assert not refused, f"{len(refused)} formulas KaTeX refuses: {refused[:3]}"
+
+
+def test_writes_both_sheets(tmp_path):
+    assert_ok(bptt("exercises", "elman", "--seed", "3", "--count", "2", "-o", "ex", cwd=tmp_path))
+    names = sorted(path.name for path in (tmp_path / "ex").iterdir())
+    assert names == [f"elman-{s}-{k}.tex" for s in (3, 4) for k in ("problems", "solutions")]
