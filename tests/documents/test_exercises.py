@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+from bptt.app.notebook import exercises
 from bptt.derive.models import ZOO, load
 from bptt.documents.exercises.instance import _activations_per_step, draw
 from bptt.documents.exercises.numbers import matrix
@@ -125,3 +126,11 @@ def test_writes_both_sheets(tmp_path):
     assert_ok(bptt("exercises", "elman", "--seed", "3", "--count", "2", "-o", "ex", cwd=tmp_path))
     names = sorted(path.name for path in (tmp_path / "ex").iterdir())
     assert names == [f"elman-{s}-{k}.tex" for s in (3, 4) for k in ("problems", "solutions")]
+
+
+def test_the_notebook_folds_the_solutions():
+    shown = exercises("elman", seed=3)._repr_markdown_()
+    problems, _, solutions = shown.partition("<details><summary>")
+    assert problems.startswith("# Backpropagation through time: exercises") and "## Questions" in problems
+    assert "## 3. The state adjoints" in solutions and "## 3. The state adjoints" not in problems
+    assert solutions.rstrip().endswith("</details>")
