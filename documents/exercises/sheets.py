@@ -41,6 +41,11 @@ def _model_part(found):
     items = [section.text]
     for display in section.items:
         items.append(Rows(tuple(row if "&" in row else row.replace(" = ", " &= ", 1) for row in display.rows)))
+    for seq, data in found.model.teacher_forcing:
+        items.append(
+            f"The cell is trained with teacher forcing: for $t \\ge 1$ the next step reads ${latex(data)}$ in place "
+            f"of ${latex(seq())}$, so ${latex(seq())}$ is data there and no gradient flows back through it."
+        )
     return Part("The model", tuple(items))
 
 
@@ -53,7 +58,7 @@ def _named(model, expr, steps):
 def _data_part(found, given_only=False):
     model, items = found.model, []
     if not given_only:
-        sizes = listed(f"${latex(size)} = {n}$" for size, n in found.sizes.items())
+        sizes = listed(f"${latex(size)} = {n}$ ({_size_of(model, size)})" for size, n in found.sizes.items())
         items.append(f"Take $T = {found.steps}$ steps and the sizes {sizes}. The parameters:")
         items.append(_value_rows([(latex(p), found.data[p]) for p in model.params]))
         items.append("The initial " + ("states" if len(model.states) > 1 else "state") + " and the data:")
@@ -75,6 +80,16 @@ def _data_part(found, given_only=False):
         shown = [(_given_name(model, node, found.steps), value) for node, value in found.given.items()]
         items.append(_value_rows(shown))
     return Part("The data" if not given_only else "The given activations", tuple(items))
+
+
+def _size_of(model, size):
+    """What a size measures, in words: the rows of the first sequence that has them, or the classes of a label."""
+    roles = ("input", "state", "output", "label", "target", "intermediate")
+    for seq in sorted(model.sequences(), key=lambda seq: roles.index(seq.role)):
+        if seq.rows == size:
+            kind = "classes of" if seq.role == "label" else "size of"
+            return f"the {'number of ' if seq.role == 'label' else ''}{kind} ${latex(seq())}$"
+    return "a size of the parameters"
 
 
 def _given_name(model, node, steps):
@@ -110,24 +125,32 @@ def _questions(found, worked):
         f"2. The gradient with respect to the outputs: compute "
         f"{listed(f'${_adjoint(seq())}$' for seq in worked.derivation.output_adjoints)} for {_times(range(1, T + 1))}.",
     ]
+    initial = listed(f"${_adjoint(seq(0))}$" for seq in model.states)
     if states:
-        adjoints = listed(f"${_adjoint(seq(T))}$" for seq in states)
         items.append(
-            f"3. Backpropagation through time: compute {adjoints}, then "
+            f"3. Backpropagation through time: compute {listed(f'${_adjoint(seq(T))}$' for seq in states)}, then "
             f"{listed(f'${_adjoint(seq())}$' for seq in states)} for {_times(range(T - 1, 0, -1))}, each from the "
-            f"step after it, and {listed(f'${_adjoint(seq(0))}$' for seq in states)}."
+            f"step after it, and {initial}."
         )
     else:
-        items.append("3. Under teacher forcing, which values does the gradient flow through from one step to the last?")
+        items.append(
+            f"3. Under teacher forcing the only value a step reads from the one before is given: compute {initial}."
+        )
     if worked.gate is not None:
-        items.append(f"4. One gate's adjoint: compute ${_adjoint(worked.gate())}$ for {_times(range(1, T + 1))}.")
+        items.append(
+            f"{len(items) + 1}. One gate's adjoint: compute ${_adjoint(worked.gate())}$ for {_times(range(1, T + 1))}."
+        )
     asked = listed(f"$\\partial L / \\partial {latex(p)}$" for p in worked.asked)
     items.append(f"{len(items) + 1}. The parameter gradients: compute {asked}.")
     first = f"$\\partial L / \\partial {latex(worked.asked[0])}$"
-    items.append(
-        f"{len(items) + 1}. Truncated BPTT in chunks of $\\tau = {found.tau}$ "
-        f"{'step' if found.tau == 1 else 'steps'}: the flow from step $t+1$ into step $t$ is cut where $\\tau$ "
-        f"divides $t$. Compute the state adjoints again, and the truncated {first}."
+    items += (
+        []
+        if not states
+        else [
+            f"{len(items) + 1}. Truncated BPTT in chunks of $\\tau = {found.tau}$ "
+            f"{'step' if found.tau == 1 else 'steps'}: the flow from step $t+1$ into step $t$ is cut where $\\tau$ "
+            f"divides $t$. Compute the state adjoints again, and the truncated {first}."
+        ]
     )
     items.append(f"{len(items) + 1}. {curve_question(found, worked.flow).question}")
     return items
@@ -172,9 +195,11 @@ def _solutions(found, worked):
             f"{number_of}. The parameter gradients", tuple(_worked_rows(model, one, steps) for one in worked.gradients)
         )
     )
-    cut = tuple(_worked_rows(model, one, steps) for one in worked.truncated + worked.truncated_gradients)
-    parts.append(Part(f"{number_of + 1}. Truncated in chunks of $\\tau = {found.tau}$", cut))
-    parts.append(Part(f"{number_of + 2}. Predicting the curve", (curve_question(found, worked.flow).answer,)))
+    if worked.derivation.states:
+        cut = tuple(_worked_rows(model, one, steps) for one in worked.truncated + worked.truncated_gradients)
+        number_of += 1
+        parts.append(Part(f"{number_of}. Truncated in chunks of $\\tau = {found.tau}$", cut))
+    parts.append(Part(f"{number_of + 1}. Predicting the curve", (curve_question(found, worked.flow).answer,)))
     return parts
 
 
