@@ -87,8 +87,8 @@ def _size_of(model, size):
     roles = ("input", "state", "output", "label", "target", "intermediate")
     for seq in sorted(model.sequences(), key=lambda seq: roles.index(seq.role)):
         if seq.rows == size:
-            kind = "classes of" if seq.role == "label" else "size of"
-            return f"the {'number of ' if seq.role == 'label' else ''}{kind} ${latex(seq())}$"
+            kind = "number of values of" if seq.role == "label" else "size of"
+            return f"the {kind} ${latex(seq())}$"
     return "a size of the parameters"
 
 
