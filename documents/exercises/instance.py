@@ -91,8 +91,8 @@ def _int(dim, sizes):
 
 
 def _sizes(model, rng):
-    """Each size 1 or 2 (a softmax's classes and a label's values 2), shrunk to 1 from the largest while the parameters have too many
-    entries to do by hand."""
+    """Each size 1 or 2 (a softmax's classes and a label's values 2), shrunk to 1 from the largest while the
+    parameters have too many entries to do by hand."""
     classes = {model.loss.prediction.rows} if isinstance(model.loss, SoftmaxCrossEntropy) else set()
     classes |= {seq.rows for seq in model.sequences() if seq.role == "label"}  # one class would be no choice
     sizes = {size: 2 if size in classes else rng.choice((1, 2)) for size in model.sizes}

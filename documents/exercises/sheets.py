@@ -1,5 +1,6 @@
 """The problem sheet and the solution sheet of an exercise, as sections of paragraphs and displays."""
 
+import re
 from dataclasses import dataclass
 
 import sympy as sp
@@ -10,7 +11,9 @@ from bptt.documents.equation import equation
 from bptt.documents.exercises.curve import curve_question
 from bptt.documents.exercises.numbers import matrix, total
 from bptt.documents.latex import latex
+from bptt.documents.linebreak import BUDGET
 from bptt.documents.prose import listed
+from bptt.documents.width import width
 
 
 @dataclass(frozen=True)
@@ -99,11 +102,29 @@ def _given_name(model, node, steps):
     return f"{latex(names[node])} = {shown}" if node in names else shown
 
 
-def _value_rows(pairs, per_row=3):
-    """name = value pairs, a few to a row (every value exact)."""
-    cells = [f"{name} = {matrix(value)}" for name, value in pairs]
-    rows = [r",\quad ".join(cells[n : n + per_row]) for n in range(0, len(cells), per_row)]
-    return Rows(tuple(rows))
+def _value_rows(pairs):
+    """name = value pairs, as many to a row as the page holds (every value exact)."""
+    return Rows(_packed([f"{name} = {matrix(value)}" for name, value in pairs]))
+
+
+def _packed(cells, most=4):
+    """Cells joined by commas into rows that fit the page, at most `most` to a row."""
+    rows, row = [], []
+    for cell in cells:
+        if row and (len(row) == most or _width(r",\quad ".join([*row, cell])) > BUDGET):
+            rows.append(r",\quad ".join(row))
+            row = []
+        row.append(cell)
+    return tuple(rows + [r",\quad ".join(row)] if row else rows)
+
+
+def _width(text):
+    """The estimated width of a row of maths, a pmatrix as wide as its widest row."""
+
+    def widest(match):
+        return max(match[1].split(r" \\ "), key=width)
+
+    return width(re.sub(r"\\begin\{pmatrix\}(.*?)\\end\{pmatrix\}", widest, text))
 
 
 def _adjoint(node):
@@ -180,7 +201,7 @@ def _solutions(found, worked):
         cells = [
             f"{latex(seq(k))} = {matrix(found.env[seq(k)])}" for seq, _ in model.assignments if seq not in model.forced
         ]
-        forward.append(Rows(tuple(r",\quad ".join(cells[n : n + 4]) for n in range(0, len(cells), 4))))
+        forward.append(Rows(_packed(cells)))
     parts = [Part("1. The forward pass", tuple(forward))]
     parts.append(Part("2. The output adjoints", tuple(_worked_rows(model, one, steps) for one in worked.outputs)))
     parts.append(Part("3. The state adjoints", tuple(_worked_rows(model, one, steps) for one in worked.backward)))

@@ -6,11 +6,13 @@ import subprocess
 import textwrap
 
 import pytest
+import sympy as sp
 
 from bptt.app.notebook import exercises
 from bptt.derive.models import ZOO, load
+from bptt.documents.exercises.curve import KEPT, LARGE, SMALL, SPAN, curve_question
 from bptt.documents.exercises.instance import _activations_per_step, draw
-from bptt.documents.exercises.numbers import matrix
+from bptt.documents.exercises.numbers import matrix, number
 from bptt.documents.exercises.render import sheets
 from bptt.documents.exercises.solve import exercise
 from bptt.tests.support.cli import REPO, assert_ok, assert_user_error, bptt
@@ -134,3 +136,25 @@ def test_the_notebook_folds_the_solutions():
     assert problems.startswith("# Backpropagation through time: exercises") and "## Questions" in problems
     assert "## 3. The state adjoints" in solutions and "## 3. The state adjoints" not in problems
     assert solutions.rstrip().endswith("</details>")
+
+
+@pytest.mark.parametrize("name", ["linear", "elman", "lstm", "jordan"])
+def test_the_curve_to_predict(name):
+    """The answer's numbers are the norms of the products it speaks of, computed here: a symmetric W of the run's
+    spectral radius to the power 10 (exact for the linear cell, the bound for tanh), the carousel's gate to the
+    power 10; under teacher forcing nothing flows."""
+    found, worked = exercise(load(name), 0)
+    shown = curve_question(found, worked.flow)
+    rng = random.Random(f"{found.model.name}:{found.seed}:curve")
+    small, large, kept = rng.choice(SMALL), rng.choice(LARGE), rng.choice(KEPT)
+    if name == "jordan":
+        assert shown.vanishes == "" and "Neither" in shown.answer
+        return
+    assert shown.vanishes == "A"
+    if name == "lstm":
+        assert f"${number(small**SPAN)}$ in run A and ${number(kept**SPAN)}$ in run B" in shown.answer
+        return
+    for radius, run in ((small, "A"), (large, "B")):
+        W = sp.Matrix([[radius, 0], [0, radius / 3]])  # symmetric, spectral radius `radius`
+        assert number((W**SPAN).norm(2)) in shown.answer, run
+    assert ("explodes" in shown.answer) == (name == "linear")
