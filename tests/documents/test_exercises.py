@@ -2,6 +2,7 @@
 which shares no code with the generator); seeds give distinct instances; bad input is one line and nothing written."""
 
 import random
+import re
 import subprocess
 import textwrap
 
@@ -158,3 +159,13 @@ def test_the_curve_to_predict(name):
         W = sp.Matrix([[radius, 0], [0, radius / 3]])  # symmetric, spectral radius `radius`
         assert number((W**SPAN).norm(2)) in shown.answer, run
     assert ("explodes" in shown.answer) == (name == "linear")
+
+
+def test_the_readme_excerpt_is_the_tools_output():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    found = re.findall(
+        r"<!-- begin exercises excerpt: bptt exercises (\S+) --seed (\d+) --format md -->\n(.*?)<!--", readme, re.S
+    )
+    assert found
+    for name, seed, text in found:
+        assert text.strip() and text in sheets(load(name), int(seed), "md")["solutions"]
