@@ -1,5 +1,6 @@
 """The answers of an exercise: the derivation's formulas, with the instance's numbers substituted, step by step."""
 
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
@@ -45,6 +46,7 @@ class Answers:
 ATTEMPTS = 20  # instances tried for a seed before its last is kept, degenerate or not
 
 
+@functools.lru_cache(maxsize=16)  # both sheets, in both formats, and the tests read the same exercise
 def exercise(model, seed):
     """(instance, answers) of a seed: its first instance whose asked gradients are not zero."""
     for _, found in zip(range(ATTEMPTS), attempts(model, seed), strict=False):
