@@ -1,6 +1,5 @@
 """`bptt exercises`: a model's exercises, each a problem sheet and a solution sheet with every answer exact."""
 
-import pathlib
 import sys
 
 from bptt.app.arguments import UsageError
@@ -49,7 +48,3 @@ def cmd_exercises(args):
             write_atomic(targets[seed][kind], text)
             print(f"wrote {targets[seed][kind]}", file=sys.stderr)
     return 0
-
-
-def written(folder, model, seed, fmt):
-    return [pathlib.Path(folder) / name for name in file_names(model, seed, fmt).values()]

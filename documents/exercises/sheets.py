@@ -32,7 +32,12 @@ class Part:
 
 
 def problem_parts(found, worked):
-    return (_model_part(found), _data_part(found), Part("Questions", tuple(_questions(found, worked))))
+    notation = (
+        "Below, $\\partial L / \\partial \\mathbf{v}$ is the gradient of the loss with respect to a value "
+        "$\\mathbf{v}$, of the shape of $\\mathbf{v}$, each later value computed from $\\mathbf{v}$ as the "
+        "model says; exact fractions are expected throughout."
+    )
+    return (_model_part(found), _data_part(found), Part("Questions", (notation, *_questions(found, worked))))
 
 
 def solution_parts(found, worked):

@@ -9,7 +9,7 @@ from bptt.derive.bptt import derive
 from bptt.derive.closed_form import NoClosedForm
 from bptt.derive.explicit import evaluate
 from bptt.derive.flow import gradient_flow
-from bptt.derive.nodes import Adj, SeqAt, T, t
+from bptt.derive.nodes import Adj, T, t
 from bptt.derive.order import term_order
 from bptt.derive.truncation import Kept, chunked, tau
 from bptt.documents.exercises.instance import attempts
@@ -169,13 +169,3 @@ def _gradient(derivation, found, env, param):
     terms = tuple((body.subs(t, k), _value(body.subs(t, k), found, env)) for k in range(1, found.steps + 1))
     value = sp.ImmutableMatrix(sum((v for _, v in terms[1:]), terms[0][1]))
     return Worked(param, total.subs(T, found.steps), terms, value)
-
-
-def state_values(found):
-    """The forward pass's values at steps 1..T, in the order computed: [(k, SeqAt, value)]."""
-    model = found.model
-    return [(k, seq(k), found.env[seq(k)]) for k in range(1, found.steps + 1) for seq, _ in model.assignments]
-
-
-def is_state(node):
-    return isinstance(node, SeqAt) and node.role == "state"
