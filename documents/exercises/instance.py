@@ -12,7 +12,7 @@ import sympy as sp
 
 from bptt.derive.elementwise import Apply, lookup
 from bptt.derive.explicit import evaluate
-from bptt.derive.nodes import Softmax, SoftmaxCrossEntropy, t
+from bptt.derive.nodes import GenericLoss, Softmax, SoftmaxCrossEntropy, t
 
 PARAMETER_VALUES = tuple(sp.Rational(v) for v in ("-1", "-1/2", "1/2", "1", "2"))
 INPUT_VALUES = tuple(sp.Rational(v) for v in ("-1", "1", "2"))
@@ -25,7 +25,8 @@ RANGES = {"tanh": (-1, 1), "sigmoid": (0, 1), "exp": (0, None)}
 
 
 class NotExact(ValueError):
-    """A model with an activation whose values cannot be given as simple rationals (gelu, softplus, ...)."""
+    """A model whose answers cannot be exact numbers: an activation whose values cannot be given as simple
+    rationals (gelu, softplus, ...), or a loss left unspecified."""
 
 
 @dataclass
@@ -55,6 +56,11 @@ class Instance:
 def attempts(model, seed):
     """The exercises of this seed, one after another from one stream of random numbers: the first is the
     seed's, unless its answers come out degenerate (a zero gradient asked for), when the next is taken."""
+    if isinstance(model.concrete_loss(), GenericLoss):
+        raise NotExact(
+            "its loss is left unspecified (GenericLoss), so no answer has a number; give it a concrete loss such as "
+            "SquaredError (as code_loss, if the derivation should keep l general)"
+        )
     rng = random.Random(f"{model.name}:{seed}")
     many = _activations_per_step(model) > 2  # a gated cell: two steps, and given values in halves
     while True:

@@ -23,19 +23,23 @@ from bptt.tests.support.markdown_read import display_maths, errors, inline_maths
 GELU_CELL = textwrap.dedent(
     """
     from bptt.derive.model import Model, matrix, sequence, sizes
-    from bptt.derive.nodes import SquaredError, gelu, t
+    from bptt.derive.nodes import GenericLoss, SquaredError, gelu, t, tanh
 
 
-    def gelu_rnn():
+    def gelu_rnn(activation=gelu, loss=SquaredError):
         d, h = sizes("d h")
         W, U = matrix("W", h, h), matrix("U", h, d)
         x, hidden, y = sequence("x", d, "input"), sequence("h", h, "state"), sequence("y", h, "target")
         s = sequence("s", h, "output")
         return Model(
             name="gelu-rnn", title="A GELU cell", source="a test", sizes=(d, h), params=(W, U), inputs=(x,),
-            steps=((hidden, gelu(W * hidden(t - 1) + U * x())),), outputs=((s, hidden()),),
-            loss=SquaredError(s(), y()),
+            steps=((hidden, activation(W * hidden(t - 1) + U * x())),), outputs=((s, hidden()),),
+            loss=loss(s(), y()),
         )
+
+
+    def unspecified_loss():
+        return gelu_rnn(tanh, GenericLoss)
     """
 )
 
@@ -89,9 +93,12 @@ def test_a_file_in_the_way_is_refused(tmp_path):
     assert list((tmp_path / "dir").iterdir()) == [tmp_path / "dir" / "elman-0-problems.tex"]
 
 
-def test_an_activation_with_no_exact_values_is_refused(tmp_path):
+@pytest.mark.parametrize("cell, named", [("gelu_rnn", "gelu"), ("unspecified_loss", "GenericLoss")])
+def test_a_cell_with_no_exact_answers_is_refused(cell, named, tmp_path):
+    """An activation whose values cannot be given as halves or quarters; a loss left as l(o, y)."""
     (tmp_path / "cell.py").write_text(GELU_CELL)
-    assert_user_error(bptt("exercises", "cell.py:gelu_rnn", cwd=tmp_path), "gelu")
+    assert_user_error(bptt("exercises", f"cell.py:{cell}", "-o", "out", cwd=tmp_path), named)
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_users_cell(tmp_path):
