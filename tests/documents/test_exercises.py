@@ -145,6 +145,10 @@ def test_the_notebook_folds_the_solutions():
     assert problems.startswith("# Backpropagation through time: exercises") and "## Questions" in problems
     assert "## 3. The state adjoints" in solutions and "## 3. The state adjoints" not in problems
     assert solutions.rstrip().endswith("</details>")
+    with pytest.raises(ValueError, match="seed must be an integer >= 0, got -1"):
+        exercises("elman", seed=-1)
+    with pytest.raises(TypeError, match="model must be a zoo name"):
+        exercises(42)
 
 
 @pytest.mark.parametrize("name", ["linear", "elman", "lstm", "jordan"])
