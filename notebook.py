@@ -1,5 +1,5 @@
-"""The notebook API, `from bptt.notebook import analyze, derive`: it lives in bptt.app.notebook."""
+"""The notebook API, `from bptt.notebook import analyze, derive, exercises`: it lives in bptt.app.notebook."""
 
-from bptt.app.notebook import analyze, derive
+from bptt.app.notebook import analyze, derive, exercises
 
-__all__ = ["analyze", "derive"]
+__all__ = ["analyze", "derive", "exercises"]

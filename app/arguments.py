@@ -235,4 +235,22 @@ def parser(runs):
         help="with --checkpoints: write checkpoints.png and .csv into DIR (bptt[plots])",
     )
     sub.set_defaults(run=runs["bench"])
+
+    sub = commands.add_parser(
+        "exercises", help="write exercises with checked solutions: a problem sheet and a solution sheet", **documented
+    )
+    sub.add_argument("model", help=model_help)
+    sub.add_argument("--seed", type=seed, default=0, metavar="S", help="the first instance's seed (default 0)")
+    sub.add_argument(
+        "--count", type=positive, default=1, metavar="N", help="instances, seeds S, S+1, ... (default 1, at most 100)"
+    )
+    sub.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="write MODEL-S-problems.tex and MODEL-S-solutions.tex (.md) per instance into DIR, made if its parent "
+        "exists (default: both sheets to standard output)",
+    )
+    sub.add_argument("--format", choices=("tex", "md"), default="tex", help="LaTeX (default) or Markdown")
+    sub.set_defaults(run=runs["exercises"])
     return top

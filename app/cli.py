@@ -13,6 +13,7 @@ from bptt.app.arguments import UsageError, parser
 from bptt.app.bench import bench as benchmark
 from bptt.app.bench import checkpoints as bench_checkpoints
 from bptt.app.bench.process import Killed
+from bptt.app.exercises import cmd_exercises
 from bptt.app.files import OutputError, output_folder, output_target, writable_folder, write_atomic
 from bptt.app.verify import check as checking
 from bptt.app.verify import problem as instances
@@ -260,6 +261,7 @@ COMMANDS = {
     "check": cmd_check,
     "analyze": cmd_analyze,
     "bench": cmd_bench,
+    "exercises": cmd_exercises,
 }
 
 

@@ -6,6 +6,7 @@
     analyze("lstm", steps=60)          # the plots in one PNG above the tables, folded
     analyze("lstm").table("carousel")  # one table, displayed as a table
     analyze("examples/gated_rnn.py:gated_rnn", radii=(0.5, 1.0, 1.5)).save("plots/")
+    exercises("elman", seed=3)         # the problem sheet, its solutions folded below it
 
 A model is a zoo name, a user's "path/to/file.py:function", or a Model. Jupyter calls the _repr_*_
 methods and shows the richest: HTML for an analysis (its PNG embedded, so that the plots show wherever
@@ -24,6 +25,7 @@ from bptt.app.analysis import plots as _plots
 from bptt.derive.model import Model
 from bptt.derive.models import load
 from bptt.documents.document import sections
+from bptt.documents.exercises.render import sheets
 from bptt.documents.render import rendered
 
 
@@ -161,3 +163,26 @@ def analyze(model, steps=_analysis.STEPS, seed=0, radii=_analysis.RADII, theta=_
             raise ValueError(f"{name} must be a positive number, got {value!r}")
     scale = None if scale is None else float(scale)
     return Analysis(_analysis.analyze(_model(model), steps, seed, radii, float(theta), scale))
+
+
+class Exercises:
+    """An exercise: `.problems` and `.solutions`, its two sheets as Markdown with LaTeX (`bptt exercises`)."""
+
+    def __init__(self, model, seed):
+        self.model, self.seed = _model(model), seed
+        texts = sheets(self.model, seed, "md")
+        self.problems, self.solutions = texts["problems"], texts["solutions"]
+
+    def _repr_markdown_(self):
+        """The problem sheet, then the solution sheet folded under a summary a click opens."""
+        return (
+            f"{self.problems}\n<details><summary>Solutions (click to open)</summary>\n\n{self.solutions}\n</details>\n"
+        )
+
+    def __repr__(self):
+        return f"<exercises on {self.model.name}, seed {self.seed}>"
+
+
+def exercises(model, seed=0):
+    """The exercise of a seed (a non-negative integer) on a model, for display: its solutions folded."""
+    return Exercises(model, _integer("seed", seed, 0))
