@@ -56,24 +56,13 @@ from bptt.runtime.jax import clip_grads as clip_grads
 PARAMS = ("U", "W", "R", "V", "b", "c")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "U": ("h", "d"),
-    "W": ("h", "h"),
-    "R": ("h", "q"),
-    "V": ("q", "h"),
-    "b": ("h",),
-    "c": ("q",),
+    "U": ("h", "d"), "W": ("h", "h"), "R": ("h", "q"), "V": ("q", "h"), "b": ("h",), "c": ("q",),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ("o",)  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "h0": "h",
-    "o0": "q",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "h": ("T+1", "B", "h"),
-    "o": ("T+1", "B", "q"),
-}
+STATES = {"h0": "h", "o0": "q"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {"x": ("T", "B", "d"), "h": ("T+1", "B", "h"), "o": ("T+1", "B", "q")}
 
 
 def init_params(rng, dtype=jnp.float32, **sizes):

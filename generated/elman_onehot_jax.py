@@ -55,20 +55,12 @@ from bptt.runtime.jax import clip_grads as clip_grads
 
 PARAMS = ("U", "W", "V")
 SIZES = ("d", "h", "q")
-SHAPES = {
-    "U": ("h", "d"),
-    "W": ("h", "h"),
-    "V": ("q", "h"),
-}
+SHAPES = {"U": ("h", "d"), "W": ("h", "h"), "V": ("q", "h")}
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "s0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B"),  # integer labels
-    "s": ("T+1", "B", "h"),
-}
+STATES = {"s0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {"x": ("T", "B"), "s": ("T+1", "B", "h")}  # x: integer labels
 
 
 def init_params(rng, dtype=jnp.float32, **sizes):

@@ -54,32 +54,17 @@ from bptt.runtime.torch import clip_grads as clip_grads
 PARAMS = ("W_ir", "b_ir", "W_hr", "b_hr", "W_iz", "b_iz", "W_hz", "b_hz", "W_in", "b_in", "W_hn", "b_hn", "V")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "W_ir": ("h", "d"),
-    "b_ir": ("h",),
-    "W_hr": ("h", "h"),
-    "b_hr": ("h",),
-    "W_iz": ("h", "d"),
-    "b_iz": ("h",),
-    "W_hz": ("h", "h"),
-    "b_hz": ("h",),
-    "W_in": ("h", "d"),
-    "b_in": ("h",),
-    "W_hn": ("h", "h"),
-    "b_hn": ("h",),
+    "W_ir": ("h", "d"), "b_ir": ("h",), "W_hr": ("h", "h"), "b_hr": ("h",), "W_iz": ("h", "d"), "b_iz": ("h",),
+    "W_hz": ("h", "h"), "b_hz": ("h",), "W_in": ("h", "d"), "b_in": ("h",), "W_hn": ("h", "h"), "b_hn": ("h",),
     "V": ("q", "h"),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "h0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "h": ("T+1", "B", "h"),
-    "r": ("T+1", "B", "h"),
-    "z": ("T+1", "B", "h"),
-    "m": ("T+1", "B", "h"),
-    "n": ("T+1", "B", "h"),
+STATES = {"h0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
+CACHE = {
+    "x": ("T", "B", "d"), "h": ("T+1", "B", "h"), "r": ("T+1", "B", "h"), "z": ("T+1", "B", "h"),
+    "m": ("T+1", "B", "h"), "n": ("T+1", "B", "h"),
 }
 
 

@@ -51,22 +51,13 @@ from bptt.runtime.jax import clip_grads as clip_grads
 PARAMS = ("U", "R", "V", "b", "c")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "U": ("h", "d"),
-    "R": ("h", "q"),
-    "V": ("q", "h"),
-    "b": ("h",),
-    "c": ("q",),
+    "U": ("h", "d"), "R": ("h", "q"), "V": ("q", "h"), "b": ("h",), "c": ("q",),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ("o",)  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "o0": "q",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "o": ("T+1", "B", "q"),
-    "h": ("T+1", "B", "h"),
-}
+STATES = {"o0": "q"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {"x": ("T", "B", "d"), "o": ("T+1", "B", "q"), "h": ("T+1", "B", "h")}
 
 
 def init_params(rng, dtype=jnp.float32, **sizes):

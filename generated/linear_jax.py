@@ -52,19 +52,13 @@ from bptt.runtime.jax import clip_grads as clip_grads
 PARAMS = ("W_hx", "W_hh", "W_qh")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "W_hx": ("h", "d"),
-    "W_hh": ("h", "h"),
-    "W_qh": ("q", "h"),
+    "W_hx": ("h", "d"), "W_hh": ("h", "h"), "W_qh": ("q", "h"),
 }
 MEAN = True  # L = (1/T) sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "h0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "h": ("T+1", "B", "h"),
-}
+STATES = {"h0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {"x": ("T", "B", "d"), "h": ("T+1", "B", "h")}
 
 
 def init_params(rng, dtype=jnp.float32, **sizes):

@@ -65,38 +65,17 @@ PARAMS = (
 )
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "W_ii": ("h", "d"),
-    "b_ii": ("h",),
-    "W_hi": ("h", "h"),
-    "b_hi": ("h",),
-    "W_if": ("h", "d"),
-    "b_if": ("h",),
-    "W_hf": ("h", "h"),
-    "b_hf": ("h",),
-    "W_ig": ("h", "d"),
-    "b_ig": ("h",),
-    "W_hg": ("h", "h"),
-    "b_hg": ("h",),
-    "W_io": ("h", "d"),
-    "b_io": ("h",),
-    "W_ho": ("h", "h"),
-    "b_ho": ("h",),
-    "V": ("q", "h"),
+    "W_ii": ("h", "d"), "b_ii": ("h",), "W_hi": ("h", "h"), "b_hi": ("h",), "W_if": ("h", "d"), "b_if": ("h",),
+    "W_hf": ("h", "h"), "b_hf": ("h",), "W_ig": ("h", "d"), "b_ig": ("h",), "W_hg": ("h", "h"), "b_hg": ("h",),
+    "W_io": ("h", "d"), "b_io": ("h",), "W_ho": ("h", "h"), "b_ho": ("h",), "V": ("q", "h"),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "c0": "h",
-    "h0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "c": ("T+1", "B", "h"),
-    "h": ("T+1", "B", "h"),
-    "i": ("T+1", "B", "h"),
-    "f": ("T+1", "B", "h"),
-    "g": ("T+1", "B", "h"),
-    "o": ("T+1", "B", "h"),
+STATES = {"c0": "h", "h0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {
+    "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "i": ("T+1", "B", "h"),
+    "f": ("T+1", "B", "h"), "g": ("T+1", "B", "h"), "o": ("T+1", "B", "h"),
 }
 
 

@@ -63,37 +63,17 @@ from bptt.runtime.jax import clip_grads as clip_grads
 PARAMS = ("W_z", "R_z", "b_z", "W_i", "R_i", "b_i", "W_f", "R_f", "b_f", "W_o", "R_o", "b_o", "p_i", "p_f", "p_o", "V")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "W_z": ("h", "d"),
-    "R_z": ("h", "h"),
-    "b_z": ("h",),
-    "W_i": ("h", "d"),
-    "R_i": ("h", "h"),
-    "b_i": ("h",),
-    "W_f": ("h", "d"),
-    "R_f": ("h", "h"),
-    "b_f": ("h",),
-    "W_o": ("h", "d"),
-    "R_o": ("h", "h"),
-    "b_o": ("h",),
-    "p_i": ("h",),
-    "p_f": ("h",),
-    "p_o": ("h",),
-    "V": ("q", "h"),
+    "W_z": ("h", "d"), "R_z": ("h", "h"), "b_z": ("h",), "W_i": ("h", "d"), "R_i": ("h", "h"), "b_i": ("h",),
+    "W_f": ("h", "d"), "R_f": ("h", "h"), "b_f": ("h",), "W_o": ("h", "d"), "R_o": ("h", "h"), "b_o": ("h",),
+    "p_i": ("h",), "p_f": ("h",), "p_o": ("h",), "V": ("q", "h"),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "c0": "h",
-    "h0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "c": ("T+1", "B", "h"),
-    "h": ("T+1", "B", "h"),
-    "z": ("T+1", "B", "h"),
-    "i": ("T+1", "B", "h"),
-    "f": ("T+1", "B", "h"),
-    "o": ("T+1", "B", "h"),
+STATES = {"c0": "h", "h0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {
+    "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "z": ("T+1", "B", "h"),
+    "i": ("T+1", "B", "h"), "f": ("T+1", "B", "h"), "o": ("T+1", "B", "h"),
 }
 
 

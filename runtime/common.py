@@ -1,6 +1,7 @@
 """The runtime every backend shares, framework-free: a model's facts (Spec), counts,
 and the sizes a model's parameters bind. A backend's runtime (numpy.py, ...) adds what needs its framework."""
 
+import functools
 from dataclasses import dataclass, field
 
 from bptt.runtime.options import _is_count, _is_number
@@ -10,13 +11,20 @@ from bptt.runtime.options import _is_count, _is_number
 class _Spec:
     """What the runtime reads of one model, the constants its generated module writes: the parameters
     (PARAMS), the sizes (SIZES), each parameter's dims (SHAPES), the initial states and their sizes (STATES),
-    and what forward keeps for backward (CACHE)."""
+    what forward keeps for backward (CACHE), the rows of a step of xs, ys and the outputs (DATA), which of
+    those hold integer labels (LABELS: their rows are the classes), whether the loss is a mean over the
+    steps (MEAN), the states teacher forcing sets (TEACHER_FORCED), and the outputs' name in the maths."""
 
     params: tuple
     sizes: tuple
     shapes: dict
     states: dict
     cache: dict
+    mean: bool = False
+    forced: tuple = ()
+    data: dict = field(default_factory=dict)
+    labels: tuple = ()
+    output: str = ""
     bound: dict = field(default_factory=dict, repr=False)  # parameters' shapes -> the sizes they bind
     # (the keys, each parameter's type, dtype and shape) -> (sizes, dtype) of parameters that passed the checks
     # of everything but their values: a training loop passes the same kinds of arrays every call
@@ -154,9 +162,27 @@ def _bind_sizes(spec, params, names):
 
 
 def _extent(dim, sizes):
-    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
-    count, _, size = dim.rpartition("*")
-    return int(count or 1) * sizes[size]
+    """The length of a dimension named by a size ("h"), a multiple of one ("4*h"), or a sum of such terms
+    ("q + 6*h", "T+1", "T*B"), the sizes' lengths in sizes."""
+    total = 0
+    for count, names in _terms(dim):
+        for name in names:
+            count *= sizes[name]
+        total += count
+    return total
+
+
+@functools.cache
+def _terms(dim):
+    """A dimension as its terms, each (a count, the sizes it multiplies): "q + 6*h" -> ((1, ("q",)), (6, ("h",)))."""
+    terms = []
+    for term in dim.split("+"):
+        factors = [factor.strip() for factor in term.split("*")]
+        count = 1
+        for factor in factors:
+            count *= int(factor) if factor.isdigit() else 1
+        terms.append((count, tuple(factor for factor in factors if not factor.isdigit())))
+    return tuple(terms)
 
 
 def _check_shape(name, shape, dims, sizes):

@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from bptt.app.bench.measuring import THREADS, status
+from bptt.app.bench.measuring import THREADS, status, step_bytes
 
 SIZES, BATCH = {"d": 16, "h": 64, "q": 16}, 8
 CONSTANT = 16  # MiB a call may add beyond its budget, inputs and outputs (the README states it)
@@ -96,7 +96,7 @@ def plan(steps, budget, kind="numpy"):
 
     backend = {"Model()": "torch", "Model step": "torch"}.get(kind, kind)
     elman = __import__(f"bptt.generated.elman{'' if backend == 'numpy' else '_' + backend}", fromlist=["_"])
-    state, forward_step, backward_step = elman._checkpoint_bytes(SIZES, BATCH, 8, 1)
+    state, forward_step, backward_step = step_bytes(elman, SIZES, BATCH, 8)
     step = forward_step + backward_step
     evaluations, most = checkpoint_cost(budget, state, step, steps)
     return evaluations, most / 2**20
@@ -109,7 +109,7 @@ def main(argv):
         return 0
     from bptt.generated import elman, elman_jax, elman_torch
 
-    step = max(sum(module._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:]) for module in (elman, elman_torch, elman_jax))
+    step = max(sum(step_bytes(module, SIZES, BATCH, 8)[1:]) for module in (elman, elman_torch, elman_jax))
     print(
         f"elman B={BATCH}, d=q=16, h=64, float64, one thread; "
         f"MiB added at the peak; bound = uses + in + out + {CONSTANT}"

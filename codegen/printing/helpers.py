@@ -148,6 +148,7 @@ def namespace(names=None, backend="numpy", scope=None):
 @functools.cache
 def helpers(backend="numpy"):
     """The shared runtime (options.py: the option values; common.py; schedule.py: the checkpoint schedule;
-    checkpoints.py: the passes that follow it), then the backend's own, whose definitions win."""
-    names = ("options.py", "common.py", "schedule.py", "checkpoints.py", f"{backend}.py")
-    return Helpers(*(RUNTIME / name for name in names))
+    checkpoints.py: the passes that follow it), then the backend's own (its passes, if apart, last), whose
+    definitions win."""
+    names = ("options.py", "common.py", "schedule.py", "checkpoints.py", f"{backend}.py", f"{backend}_passes.py")
+    return Helpers(*(RUNTIME / name for name in names if (RUNTIME / name).exists()))

@@ -1,4 +1,4 @@
-"""A module's _checkpoint_bytes counts what its backend holds per stored step (issue 25): a schedule
+"""A module's checkpoint_bytes (its runtime's) counts what its backend holds per stored step (issue 25): a schedule
 sized by an undercount stores more steps than the budget pays for. Counted from the arrays themselves,
 per step (the difference between two lengths T, so what does not grow with T drops out), in full BPTT:
 torch's segment outputs, its cache (the inputs aside), dL/doutputs and the backward pass's work tensors;
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bptt.tests.support.checkpoints import SIZES, problem
-from bptt.tests.support.modules import module_of, runtime_of
+from bptt.tests.support.modules import module_of, runtime_of, segments_of
 
 GENERATED = pathlib.Path(__file__).parents[2] / "generated"
 MODELS = sorted(path.stem.removesuffix("_torch") for path in GENERATED.glob("*_torch.py"))
@@ -20,7 +20,7 @@ LENGTHS, BATCH = (40, 80), 2
 
 def estimate(module, sizes):
     """The module's bytes of one stored step: its forward pass's and its backward pass's."""
-    return sum(module._checkpoint_bytes(sizes, BATCH, 8, 1)[1:])
+    return sum(segments_of(module).checkpoint_bytes(sizes, BATCH, 8, 1)[1:])
 
 
 def setup(name, backend, steps, convert):

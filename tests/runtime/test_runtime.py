@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from bptt.runtime import checkpoints, common
+from bptt.runtime import checkpoints, common, numpy_passes
 from bptt.runtime import numpy as runtime
 from bptt.runtime.options import Truncation
 from bptt.tests.support.modules import module_of
@@ -88,13 +88,13 @@ def test_each_module_keeps_its_own_workspace():
         return _forward_arrays
 
     first, second = maker(2), maker(5)
-    one = runtime._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64)
-    other = runtime._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64)
+    one = numpy_passes._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64)
+    other = numpy_passes._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64)
     assert one["h"].shape == (4, 1, 2) and other["h"].shape == (4, 1, 5)
-    assert runtime._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64) is one  # kept
-    assert runtime._workspace(SPEC, first, 5, 1, {"d": 2, "h": 3}, np.float64) is not one  # replaced
-    runtime.free_workspace()
-    assert runtime._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64) is not other
+    assert numpy_passes._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64) is one  # kept
+    assert numpy_passes._workspace(SPEC, first, 5, 1, {"d": 2, "h": 3}, np.float64) is not one  # replaced
+    numpy_passes.free_workspace()
+    assert numpy_passes._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64) is not other
 
 
 @pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
