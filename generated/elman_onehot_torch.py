@@ -54,8 +54,8 @@ SHAPES = {"U": ("h", "d"), "W": ("h", "h"), "V": ("q", "h")}
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
 STATES = {"s0": "h"}  # initial states: their sizes
-# what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
-CACHE = {"x": ("T", "B"), "s": ("T+1", "B", "h")}  # x: integer labels
+# what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first); x: integer labels
+CACHE = {"x": ("T", "B"), "s": ("T+1", "B", "h")}
 
 
 def init_params(rng=None, dtype=torch.float64, device=None, **sizes):

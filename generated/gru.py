@@ -19,7 +19,6 @@ One step at time t:
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_ir (h, d), b_ir (h), W_hr (h, h), b_hr (h), W_iz (h, d), b_iz (h), W_hz (h,
 h), b_hz (h), W_in (h, d), b_in (h), W_hn (h, h), b_hn (h), V (q, h).
-
 Work arrays are kept per thread between calls (bptt.runtime.numpy_passes); what the functions return is fresh.
 """
 
@@ -59,25 +58,19 @@ def random_inputs(rng, T, B, dtype=np.float64, **sizes):
 
 
 def forward(params, xs, h0=None):
-    """Run the model over all steps.
-
-    Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. Both are fresh arrays.
-    """
+    """Run the model over all steps. Returns (outputs, cache), fresh arrays:
+    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs."""
     return _PASSES.forward_call(params, xs, None, (h0,))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
-    """Gradients of every parameter and of the initial state, given
-    d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial state, given d_outputs = dL/ds_t of shape (T, B, q).
 
     truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
     ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
-    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
-    checkpoints: None, or the memory the backward pass's own arrays may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
-    """
+    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng. check_finite=False
+    accepts nan and inf in d_outputs and does not scan the parameters for them. checkpoints: None, or the
+    memory the backward pass's arrays may take (steps, or bytes such as "32MiB"), in segments of steps."""
     return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
@@ -96,12 +89,8 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is carried forward with the
-    steps (a_t = b_t + c_t a_{t-1}): |theta| tangents of B x h numbers, O(B h^2 |theta|) work per step
-    against O(B h^2) for backward, so it is practical only for small models.
-    """
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
+    derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0,))
     W_ir = params["W_ir"]
     b_ir = params["b_ir"]
@@ -264,10 +253,8 @@ def _forward(params, sizes, x, h0, work):
 
 
 def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
-    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
-    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of h0.
-    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
+    full BPTT); following: the next segment's step-1 values, replaced by this one's. Returns dL/dh0."""
     W_hr = params["W_hr"]
     W_hz = params["W_hz"]
     W_hn = params["W_hn"]
@@ -363,9 +350,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
-    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
-    following as for _adjoints."""
+    """_adjoints when each output's gradient flows back at most k steps: the adjoints flowing through time
+    carry an age axis (steps flowed, 0..k), a flow older than k dropped; following as for _adjoints."""
     W_hr = params["W_hr"]
     W_hz = params["W_hz"]
     W_hn = params["W_hn"]
@@ -477,12 +463,9 @@ def _gradients(params, sizes, cache, d_s, work):
     }
 
 
-_SPEC = _Spec(  # what the runtime reads of this model
-    PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED,
-    data={"xs": "d", "ys": "q", "outputs": "q"}, labels=(), output="s",
-)
-_PASSES = _Passes(  # its maths, its work arrays' dims (a view: its stacked array's rows)
-    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="s")
+_PASSES = _Passes(_SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
     forward_work={
         "_r_z_m": ("T+1", "B", "3*h"), "n": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"),
         "_b_r_z_halved": ("2*h",), "_W_ir_W_iz_halved": ("2*h", "d"), "_W_hr_W_hz_W_hn_halved_T": ("h", "3*h"),
@@ -500,6 +483,5 @@ _PASSES = _Passes(  # its maths, its work arrays' dims (a view: its stacked arra
         "d_z_bar": ("_d_r_bar_z_bar_m", "h", "2*h"), "d_m": ("_d_r_bar_z_bar_m", "2*h", "3*h"),
         "_d_r_bar_z_bar": ("_d_r_bar_z_bar_m", "0", "2*h"),
     },
-    ones=("_ones",),
-    step_rows=("h", "q + 5*h", "11*h", "8*h"),  # a kept state's, a forward step's, a backward step's, an age's
+    ones=("_ones",), step_rows=("h", "q + 5*h", "11*h", "8*h"),
 )

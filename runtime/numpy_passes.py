@@ -29,6 +29,9 @@ from bptt.runtime.numpy import (
 )
 
 _THREAD = threading.local()  # each thread's work arrays
+# the functions a generated NumPy module defines: its public shells, each a call of its _Passes, then its maths
+SHELLS = ("init_params", "random_inputs", "forward", "backward", "losses", "loss_and_grads", "forward_mode_grads")
+MODULE_FUNCTIONS = (*SHELLS, "_forward", "_adjoints", "_window_adjoints", "_gradients")
 
 
 def _workspace(spec, make, T, B, sizes, dtype):
@@ -64,7 +67,7 @@ class _Passes:
     backward_work: dict
     views: dict = field(default_factory=dict)  # name -> (stacked array, first row, end row)
     ones: tuple = ()  # the backward arrays that start as ones
-    step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, an age
+    step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
 
     def random_inputs(self, rng, T, B, dtype, sizes):
         """The module's random_inputs: xs, then ys, each of the kind the model takes."""

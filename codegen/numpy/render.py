@@ -9,12 +9,14 @@ from bptt.codegen.printing.facts import model_facts
 from bptt.codegen.printing.layout import STANDALONE, Layout, backward_bodies, forward_body, imported, rtrl_body
 from bptt.codegen.printing.printer import RowPrinter
 from bptt.codegen.printing.templates import environment
-from bptt.codegen.printing.work import literal, ones, step_rows, table, views
+from bptt.codegen.printing.work import literal, step_rows, table, views
+from bptt.codegen.printing.work import ones as ones_of
 from bptt.codegen.program import NUMPY_PASSES, build
 
 _env = environment(pathlib.Path(__file__).parent)
 
 SCAFFOLD = ("_init_params", "free_workspace", "clip_grads", "_Spec", "_Passes")  # what the template calls
+MATHS = ("_SPEC", "_forward", "_adjoints", "_window_adjoints", "_gradients")  # what a module hands its _Passes
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,9 @@ def spec(facts):
     data = {"xs": facts.input.rows, "ys": facts.target.rows, "outputs": facts.output.rows}
     labels = tuple(name for name, array in (("xs", facts.input), ("ys", facts.target)) if array.labels)
     return (
-        "_SPEC = _Spec(  # what the runtime reads of this model\n    PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN,"
-        f' TEACHER_FORCED,\n    data={literal(data)}, labels={literal(labels)}, output="{facts.output.name}",\n)'
+        f"_DATA = {literal(data)}  # the rows of a step of xs, ys and the outputs\n"
+        "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA,"
+        f' labels={literal(labels)}, output="{facts.output.name}")'
     )
 
 
@@ -77,10 +80,9 @@ def passes(facts, forward_arrays, backward_arrays, rows):
     every = list(forward_arrays) + list(backward_arrays)
     work = {"forward_work": table(forward_arrays), "backward_work": table(backward_arrays)}
     work |= {"views": views(every)} if views(every) else {}
-    work |= {"ones": ones(backward_arrays)} if ones(backward_arrays) else {}
     entries = "".join(f"    {key}={literal(value, f'    {key}=')},\n" for key, value in work.items())
+    ones = f"ones={literal(ones_of(backward_arrays))}, " if ones_of(backward_arrays) else ""
     return (
-        f"{spec(facts)}\n_PASSES = _Passes(  # its maths, its work arrays' dims (a view: its stacked array's rows)\n"
-        f"    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, {facts.loss_helper},\n"
-        f"{entries}    step_rows={literal(rows)},  # a kept state's, a forward step's, a backward step's, an age's\n)"
+        f"{spec(facts)}\n_PASSES = _Passes({', '.join(MATHS)}, {facts.loss_helper},\n"
+        f"{entries}    {ones}step_rows={literal(rows)},\n)"
     )

@@ -138,7 +138,7 @@ def cache_dims(model, names):
     seqs = {seq.name: seq for seq in model.inputs + model.states + model.intermediates}
     first = model.inputs[0]
     if first.role == "label":
-        dims = [(first.name, ("T", "B"), f"  # {first.name}: integer labels")]
+        dims = [(first.name, ("T", "B"), f"; {first.name}: integer labels")]
     else:
         dims = [(first.name, ("T", "B", str(first.rows)), "")]
     return tuple(dims + [(name, ("T+1", "B", str(seqs[name].rows)), "") for name in names[1:]])

@@ -16,10 +16,13 @@ def body(lines, depth=1):
     return "\n".join("    " * depth + line if line else "" for line in lines)
 
 
-def table(rows, prefix="", suffix=""):
-    """A dict of (key, value, ...) rows as Python writes it, on one line after prefix if it fits (work.literal);
-    suffix: what each key ends in (an initial state's 0)."""
-    return literal({f"{row[0]}{suffix}": row[1] for row in rows}, prefix)
+def table(rows, prefix="", suffix="", comment=""):
+    """prefix, then a dict of (key, value, ...) rows as Python writes it, on one line if it fits (work.literal);
+    suffix: what each key ends in (an initial state's 0); comment: after it, or above it if it takes lines."""
+    text = prefix + literal({f"{row[0]}{suffix}": row[1] for row in rows}, prefix)
+    if not comment:
+        return text
+    return f"{text}  # {comment}" if "\n" not in text else f"# {comment}\n{text}"
 
 
 def environment(folder):
