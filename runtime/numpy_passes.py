@@ -27,6 +27,7 @@ from bptt.runtime.numpy import (
     _truncation,
     _truncation_weights,
 )
+from bptt.runtime.options import Checkpoints
 
 _THREAD = threading.local()  # each thread's work arrays
 # the functions a generated NumPy module defines: its public shells, each a call of its _Passes, then its maths
@@ -190,6 +191,7 @@ class _Passes:
         checkpoints in segments of steps whose arrays fit in that memory."""
         T, B = sizes["T"], sizes["B"]
         if checkpoints is not None:
+            checkpoints = Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
             keep = _truncation_weights(truncation, T, rng, dtype)
             return _segmented(
                 self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, np.dtype(dtype).itemsize
@@ -204,6 +206,7 @@ class _Passes:
         or inf is named from the result (_blamed)."""
         T, B = x.shape[0], x.shape[1]
         if checkpoints is not None:
+            checkpoints = Checkpoints.of(checkpoints)
             keep = _truncation_weights(truncation, T, rng, dtype)
             sizes.update(T=T, B=B)
             itemsize = np.dtype(dtype).itemsize

@@ -9,14 +9,12 @@ from bptt.codegen.printing.facts import model_facts
 from bptt.codegen.printing.layout import STANDALONE, Layout, backward_bodies, forward_body, imported, rtrl_body
 from bptt.codegen.printing.printer import RowPrinter
 from bptt.codegen.printing.templates import environment
-from bptt.codegen.printing.work import literal, step_rows, table, views
-from bptt.codegen.printing.work import ones as ones_of
+from bptt.codegen.printing.work import passes, step_rows
 from bptt.codegen.program import NUMPY_PASSES, build
 
 _env = environment(pathlib.Path(__file__).parent)
 
 SCAFFOLD = ("_init_params", "free_workspace", "clip_grads", "_Spec", "_Passes")  # what the template calls
-MATHS = ("_SPEC", "_forward", "_adjoints", "_window_adjoints", "_gradients")  # what a module hands its _Passes
 
 
 @dataclass(frozen=True)
@@ -60,29 +58,4 @@ def layout(model, program=None, standalone=False):
         window_lines=tuple(backward.window),
         gradients_lines=tuple(backward.gradients),
         returns=tuple(backward.returns),
-    )
-
-
-def spec(facts):
-    """The module's _Spec: its constants, and its data's rows (labels: their classes) and outputs' name."""
-    data = {"xs": facts.input.rows, "ys": facts.target.rows, "outputs": facts.output.rows}
-    labels = tuple(name for name, array in (("xs", facts.input), ("ys", facts.target)) if array.labels)
-    return (
-        f"_DATA = {literal(data)}  # the rows of a step of xs, ys and the outputs\n"
-        "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA,"
-        f' labels={literal(labels)}, output="{facts.output.name}")'
-    )
-
-
-def passes(facts, forward_arrays, backward_arrays, rows):
-    """The module's last lines: its _Spec and _Passes, what it hands the runtime: its maths, and the tables
-    of its work arrays."""
-    every = list(forward_arrays) + list(backward_arrays)
-    work = {"forward_work": table(forward_arrays), "backward_work": table(backward_arrays)}
-    work |= {"views": views(every)} if views(every) else {}
-    entries = "".join(f"    {key}={literal(value, f'    {key}=')},\n" for key, value in work.items())
-    ones = f"ones={literal(ones_of(backward_arrays))}, " if ones_of(backward_arrays) else ""
-    return (
-        f"{spec(facts)}\n_PASSES = _Passes({', '.join(MATHS)}, {facts.loss_helper},\n"
-        f"{entries}    {ones}step_rows={literal(rows)},\n)"
     )

@@ -76,3 +76,32 @@ def literal(value, prefix=""):
         return "{" + entries + "}"
     indent = " " * (len(prefix) - len(prefix.lstrip()))
     return "{\n" + indent + "    " + entries + ",\n" + indent + "}"
+
+
+MATHS = ("_SPEC", "_forward", "_adjoints", "_window_adjoints", "_gradients")  # what a module hands its _Passes
+
+
+def spec(facts):
+    """The module's _Spec: its constants, and its data's rows (labels: their classes) and outputs' name."""
+    data = {"xs": facts.input.rows, "ys": facts.target.rows, "outputs": facts.output.rows}
+    labels = tuple(name for name, array in (("xs", facts.input), ("ys", facts.target)) if array.labels)
+    return (
+        f"_DATA = {literal(data)}  # the rows of a step of xs, ys and the outputs\n"
+        "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA,"
+        f' labels={literal(labels)}, output="{facts.output.name}")'
+    )
+
+
+def passes(facts, forward_arrays, backward_arrays, rows):
+    """A module's last lines: its _Spec and _Passes, what it hands the runtime: its maths, and the tables
+    of its work arrays (the arrays that start as ones, NumPy's, named)."""
+    every = list(forward_arrays) + list(backward_arrays)
+    work = {"forward_work": table(forward_arrays), "backward_work": table(backward_arrays)}
+    work |= {"views": views(every)} if views(every) else {}
+    entries = "".join(f"    {key}={literal(value, f'    {key}=')},\n" for key, value in work.items())
+    first = ones(backward_arrays)
+    first = f"ones={literal(first)}, " if first else ""
+    return (
+        f"{spec(facts)}\n_PASSES = _Passes({', '.join(MATHS)}, {facts.loss_helper},\n"
+        f"{entries}    {first}step_rows={literal(rows)},\n)"
+    )

@@ -37,9 +37,10 @@ def torch_held(name, steps):
     """Bytes torch holds at the peak of a segment's backward pass over `steps` steps, inputs aside."""
     torch = pytest.importorskip("torch")
     module, params, sizes, xs, ys, states = setup(name, "torch", steps, torch.from_numpy)
-    outputs, cache = module._segment_forward(params, sizes, torch.float64, xs, ys, states)
-    d_outputs = module._segment_loss(outputs, ys, steps)[1]
-    work = module._backward_arrays(steps, BATCH, sizes, torch.float64, "cpu")
+    passes = segments_of(module)
+    outputs, cache = passes.segment_forward(params, sizes, torch.float64, xs, ys, states)
+    d_outputs = passes.segment_loss(outputs, ys, steps)[1]
+    work = passes.arrays(passes.backward_work, steps, BATCH, sizes, torch.float64, "cpu")
     inputs = {xs.untyped_storage().data_ptr(), ys.untyped_storage().data_ptr()}
     storages = {
         t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()

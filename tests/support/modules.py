@@ -25,11 +25,12 @@ def forward(module, params, xs, ys, **initial):
 def runtime_of(module):
     """Where a generated module's runtime lives: bptt.runtime.<backend>, which it imports its checks from
     (the module itself if it was generated with --standalone)."""
-    return sys.modules[module._check_params.__module__]
+    checks = getattr(module, "_check_params", None) or sys.modules[type(segments_of(module)).__module__]._check_params
+    return sys.modules[checks.__module__]
 
 
 def segments_of(module):
-    """What a module hands the checkpoint driver (runtime/checkpoints.py): NumPy's _PASSES, torch's and
+    """What a module hands the checkpoint driver (runtime/checkpoints.py): NumPy's and torch's _PASSES,
     JAX's _SEGMENTS."""
     return getattr(module, "_PASSES", None) or module._SEGMENTS
 
