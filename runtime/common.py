@@ -45,9 +45,31 @@ def _check_lengths(T, B):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+_FLOATS = ("float32", "float64")  # the dtypes the modules compute in, as _dtype_name names them
+
+
 def _dtype_name(dtype):
-    """A dtype as the messages name it: float64."""
-    return str(dtype)
+    """A dtype as the messages name it, NumPy's, torch's and JAX's alike: float64."""
+    return str(dtype).removeprefix("torch.")
+
+
+def _params_dtype(spec, params, check_array):
+    """The dtype most parameters have (_common_dtype); ValueError naming a parameter if it is no float dtype
+    (check_array, the backend's, says first if it is no array)."""
+    dtype, name = _common_dtype(spec, params)
+    if _dtype_name(dtype) not in _FLOATS:
+        check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)  # not an array?
+        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
+
+
+def _float_dtype(name, array):
+    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
+    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and _dtype_name(dtype) not in _FLOATS:
+        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
 
 
 def _common_dtype(spec, params):

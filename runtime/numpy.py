@@ -12,15 +12,12 @@ from bptt.runtime.common import (
     _check_shape,
     _check_sizes,
     _check_theta,
-    _common_dtype,
-    _dtype_name,
     _extent,
     _param_sizes,
+    _params_dtype,
     _passed_before,
 )
-from bptt.runtime.options import Truncation
-
-_FLOATS = (np.float32, np.float64)  # the dtypes the modules compute in
+from bptt.runtime.options import _Truncation
 
 
 def clip_grads(grads, theta):
@@ -33,7 +30,7 @@ def clip_grads(grads, theta):
 
 def _truncation(truncate, rng):
     """The Truncation of a truncate argument (options.py), rng checked for random truncation."""
-    truncation = Truncation.of(truncate)
+    truncation = _Truncation.of(truncate)
     if truncation.randomized:
         _check_rng(rng)
     return truncation
@@ -191,7 +188,7 @@ def _check_params(spec, params, finite=True):
 def _checked_params(spec, params, finite):
     """_check_params, every check made."""
     _check_param_keys(spec, params)
-    dtype = _params_dtype(spec, params)
+    dtype = _params_dtype(spec, params, _check_array)
     arrays = [params[name] for name in spec.params]
     for name, array in zip(spec.params, arrays, strict=True):
         dims = spec.shapes[name]
@@ -203,25 +200,6 @@ def _checked_params(spec, params, finite):
         for name in spec.params:
             _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype)  # names the first bad entry
     return _param_sizes(spec, params), dtype
-
-
-def _params_dtype(spec, params):
-    """The dtype most parameters have (common.py's _common_dtype); ValueError naming a parameter if it is no
-    float dtype."""
-    dtype, name = _common_dtype(spec, params)
-    if dtype not in _FLOATS:
-        _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)  # not an array?
-        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
-
-
-def _float_dtype(name, array):
-    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
-    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
-    dtype = getattr(array, "dtype", None)
-    if dtype is not None and dtype not in _FLOATS:
-        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
 
 
 def _check_cache(spec, cache, sizes, dtype, classes=None):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bptt.runtime.checkpoints import _checkpointed, _segmented
-from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _Spec
+from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec
 from bptt.runtime.numpy import (
     _blamed,
     _check_array,
@@ -23,11 +23,10 @@ from bptt.runtime.numpy import (
     _check_dtype,
     _check_labels,
     _check_params,
-    _float_dtype,
     _truncation,
     _truncation_weights,
 )
-from bptt.runtime.options import Checkpoints
+from bptt.runtime.options import _Checkpoints
 
 _THREAD = threading.local()  # each thread's work arrays
 # the functions a generated NumPy module defines: its public shells, each a call of its _Passes, then its maths
@@ -191,7 +190,7 @@ class _Passes:
         checkpoints in segments of steps whose arrays fit in that memory."""
         T, B = sizes["T"], sizes["B"]
         if checkpoints is not None:
-            checkpoints = Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
+            checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
             keep = _truncation_weights(truncation, T, rng, dtype)
             return _segmented(
                 self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, np.dtype(dtype).itemsize
@@ -206,7 +205,7 @@ class _Passes:
         or inf is named from the result (_blamed)."""
         T, B = x.shape[0], x.shape[1]
         if checkpoints is not None:
-            checkpoints = Checkpoints.of(checkpoints)
+            checkpoints = _Checkpoints.of(checkpoints)
             keep = _truncation_weights(truncation, T, rng, dtype)
             sizes.update(T=T, B=B)
             itemsize = np.dtype(dtype).itemsize

@@ -21,7 +21,8 @@ from bptt.codegen.torch.rtrl import rtrl_body
 from bptt.codegen.torch.statements import TorchStatements
 
 _env = environment(pathlib.Path(__file__).parent)
-SCAFFOLD = ("_Spec", "_Passes", "clip_grads", "_BPTT", "_CheckpointedBPTT", "_Model", "XS_REQUIRES_GRAD")  # templated
+SCAFFOLD = ("_Spec", "_Passes", "clip_grads", "_BPTT", "_CheckpointedBPTT", "_Model", "XS_REQUIRES_GRAD")
+SCAFFOLD += ("_bptt_forward", "_checkpointed_forward")  # what the template calls
 
 
 @dataclass(frozen=True)

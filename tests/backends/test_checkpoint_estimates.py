@@ -94,6 +94,6 @@ def test_model_loss_keeps_nothing_beside_the_outputs(name, monkeypatch):
         loss = model.loss(outputs, ys)
     assert set(saved) <= given
     loss.backward()
-    expected_loss, expected = module._segment_loss(outputs.detach(), ys, xs.shape[0])
+    expected_loss, expected = segments_of(module).segment_loss(outputs.detach(), ys, xs.shape[0])
     assert torch.allclose(loss, expected_loss, rtol=1e-14, atol=0)
     assert torch.allclose(outputs.grad, expected, rtol=1e-14, atol=1e-300)
