@@ -29,7 +29,7 @@ import torch
 from bptt.runtime.common import _Spec
 from bptt.runtime.torch import _age, _compiled, _directions, _flow_weights, _squared_error, _weighted
 from bptt.runtime.torch import clip_grads as clip_grads
-from bptt.runtime.torch_autograd import _BPTT, _bptt_forward, _checkpointed_forward, _CheckpointedBPTT, _Model
+from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
 from bptt.runtime.torch_passes import _Passes
 
@@ -534,52 +534,4 @@ def _adjoints_step(d_h_steps, z_next, _d_r_bar_z_bar_m_steps, _a1_t, _k2_t, _a2_
     d_r_bar_t.copy_(_a2_t * d_h_t)
 
 
-class BPTT(_BPTT):
-    """The model's outputs as a torch.autograd.Function whose backward is the derived BPTT.
-
-    BPTT.apply(truncate, rng, xs, h0, *params) with params in PARAMS order and
-    truncate, rng as for backward (None, None: full BPTT). The initial states get gradients when given
-    (None: zero); xs get none (the derivation is with respect to parameters and states), so xs
-    that requires grad (a layer in front of the model) is refused rather than left without a gradient.
-    """
-
-    @staticmethod
-    def forward(ctx, truncate, rng, xs, h0, *params):
-        return _bptt_forward(_PASSES, ctx, truncate, rng, xs, None, (h0,), params)
-
-
-class CompiledBPTT(_BPTT):
-    """BPTT whose loops run each step through torch.compile (compile=True): CompiledBPTT.apply takes what
-    BPTT.apply takes."""
-
-    @staticmethod
-    def forward(ctx, truncate, rng, xs, h0, *params):
-        return _bptt_forward(_PASSES, ctx, truncate, rng, xs, None, (h0,), params, True)
-
-
-class CheckpointedBPTT(_CheckpointedBPTT):
-    """BPTT in bounded memory: CheckpointedBPTT.apply(checkpoints, truncate, rng, xs, h0, *params), as
-    BPTT.apply with checkpoints as for loss_and_grads. The forward pass keeps only the states the schedule
-    keeps in its first forward pass; the backward pass recomputes the rest, and frees what the schedule frees."""
-
-    @staticmethod
-    def forward(ctx, checkpoints, truncate, rng, xs, h0, *params):
-        return _checkpointed_forward(_PASSES, ctx, checkpoints, truncate, rng, xs, None, (h0,), params)
-
-
-class Model(_Model):
-    """The model as an nn.Module: its parameters are nn.Parameters named as in PARAMS, its forward runs
-    through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
-    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT; compile as for
-    loss_and_grads, through CompiledBPTT)."""
-
-    def __init__(
-        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None,
-        checkpoints=None, compile=False
-    ):
-        sizes, functions = {"d": d, "h": h, "q": q}, (BPTT, CompiledBPTT, CheckpointedBPTT)
-        super().__init__(_PASSES, functions, sizes, dtype, device, truncate, rng, init_rng, checkpoints, compile)
-
-    def forward(self, xs, h0=None):
-        """The outputs s_t, shape (T, B, q); shapes, dtype and device are checked (not finiteness)."""
-        return self.outputs(xs, None, (h0,))
+BPTT, CompiledBPTT, CheckpointedBPTT, Model = _autograd(_PASSES, __name__)  # the autograd glue, the runtime's

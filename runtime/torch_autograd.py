@@ -1,7 +1,7 @@
-"""A generated torch module's autograd glue, built from its _Passes (torch_passes.py): the Functions whose
-backward is the derived BPTT (the module's BPTT, CompiledBPTT and CheckpointedBPTT subclass them, their
-forward handing the module's signature to _bptt_forward or _checkpointed_forward), the loss as a Function,
-and the nn.Module its Model subclasses."""
+"""A generated torch module's autograd glue, built from its _Passes (torch_passes.py) by _autograd: its BPTT,
+CompiledBPTT and CheckpointedBPTT, torch.autograd.Functions whose backward is the derived BPTT, and its Model,
+an nn.Module; each a class of the module (pickled by reference as its own), taking the model's arguments.
+The loss as a Function (Model.loss) is the runtime's."""
 
 import torch
 
@@ -122,23 +122,47 @@ class _Model(torch.nn.Module):
     """A module's Model: its parameters are nn.Parameters named as in PARAMS, its forward runs through the
     module's BPTT (CheckpointedBPTT with checkpoints, CompiledBPTT with compile=True)."""
 
-    def __init__(self, passes, functions, sizes, dtype, device, truncate, rng, init_rng, checkpoints, compile):
+    _passes, _functions, _inputs = None, (), ()  # the module's _Passes, its Functions, forward's inputs after xs
+
+    def __init__(
+        self,
+        *sizes,
+        dtype=torch.float64,
+        device=None,
+        truncate=None,
+        rng=None,
+        init_rng=None,
+        checkpoints=None,
+        compile=False,
+        **named,
+    ):
+        names = self._passes.spec.sizes
+        if len(sizes) > len(names):
+            raise TypeError(f"Model takes the sizes {', '.join(names)} and keywords; got {len(sizes)} sizes")
         super().__init__()
         _truncation(truncate, rng)
         if checkpoints is not None:
             _Checkpoints.of(checkpoints)  # a bad value fails here, in one line (a byte budget is checked per call)
         self.truncate, self.rng, self.checkpoints = truncate, rng, checkpoints
         self.compile_steps = _check_compile(compile, checkpoints)  # not .compile: nn.Module.compile is a method
-        self._passes, self._functions = passes, functions
-        for name, value in passes.init_params(init_rng, dtype, device, sizes).items():
+        sizes = dict(zip(names, sizes, strict=False)) | named  # by position or by name; init_params checks them
+        for name, value in self._passes.init_params(init_rng, dtype, device, sizes).items():
             self.register_parameter(name, torch.nn.Parameter(value))
 
     def params(self):
         """The parameters as the dict the functions take."""
         return {name: getattr(self, name) for name in self._passes.spec.params}
 
-    def outputs(self, xs, ys, states):
-        """The module's Model.forward: shapes, dtype and device are checked (not finiteness)."""
+    def forward(self, xs, *inputs, **named):
+        """The outputs, shape (T, B, rows): model(xs, [ys,] initial states...), the states by position or by
+        name (None: zero); shapes, dtype and device are checked (not finiteness)."""
+        given = dict(zip(self._inputs, inputs, strict=False)) | named
+        missing = "ys" in self._inputs and "ys" not in given
+        if len(inputs) > len(self._inputs) or set(given) - set(self._inputs) or missing:
+            raise TypeError(
+                f"Model.forward takes xs, {', '.join(self._inputs)}; got {len(inputs) + 1} and {sorted(named)}"
+            )
+        ys, states = given.get("ys"), tuple(given.get(name) for name in self._passes.spec.states)
         params = self.params()
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
@@ -167,3 +191,59 @@ class _Steps:
             self.tensor = part.new_empty((self.T, *part.shape[1:]))
         self.tensor[self.filled : self.filled + part.shape[0]] = part
         self.filled += part.shape[0]
+
+
+def _autograd(passes, module):
+    """(BPTT, CompiledBPTT, CheckpointedBPTT, Model) of the generated module named `module`, whose _Passes is
+    passes: their apply and forward take the model's data and initial states, in the module's order."""
+    spec = passes.spec
+    data = ("xs", "ys") if spec.forced else ("xs",)
+    inputs = ", ".join((*data, *spec.states))
+
+    def split(values):
+        """(xs, ys or None, initial states, parameters) of a Function's inputs."""
+        states = values[len(data) : len(data) + len(spec.states)]
+        return values[0], values[1] if spec.forced else None, states, values[len(data) + len(spec.states) :]
+
+    class BPTT(_BPTT):
+        @staticmethod
+        def forward(ctx, truncate, rng, *values):
+            return _bptt_forward(passes, ctx, truncate, rng, *split(values))
+
+    class CompiledBPTT(_BPTT):
+        @staticmethod
+        def forward(ctx, truncate, rng, *values):
+            return _bptt_forward(passes, ctx, truncate, rng, *split(values), compile=True)
+
+    class CheckpointedBPTT(_CheckpointedBPTT):
+        @staticmethod
+        def forward(ctx, checkpoints, truncate, rng, *values):
+            return _checkpointed_forward(passes, ctx, checkpoints, truncate, rng, *split(values))
+
+    class Model(_Model):
+        _passes, _functions, _inputs = passes, (BPTT, CompiledBPTT, CheckpointedBPTT), data[1:] + tuple(spec.states)
+
+    docs = {
+        BPTT: _BPTT_DOC.format(inputs=inputs, data=" and ".join(data)),
+        CompiledBPTT: f"BPTT, each step through torch.compile: CompiledBPTT.apply(truncate, rng, {inputs}, *params).",
+        CheckpointedBPTT: _CHECKPOINTED_DOC.format(inputs=inputs),
+        Model: _MODEL_DOC.format(sizes=", ".join(spec.sizes), inputs=inputs),
+    }
+    for cls, doc in docs.items():
+        cls.__module__, cls.__qualname__, cls.__doc__ = module, cls.__name__, doc
+    return BPTT, CompiledBPTT, CheckpointedBPTT, Model
+
+
+_BPTT_DOC = """The model's outputs as a torch.autograd.Function whose backward is the derived BPTT.
+
+BPTT.apply(truncate, rng, {inputs}, *params) with params in PARAMS order and truncate, rng as for backward
+(None, None: full BPTT). The initial states get gradients when given (None: zero); {data} get none (the
+derivation is with respect to parameters and states), so xs that requires grad (a layer in front of the
+model) is refused rather than left without a gradient."""
+_CHECKPOINTED_DOC = """BPTT in bounded memory: CheckpointedBPTT.apply(checkpoints, truncate, rng, {inputs}, *params), as
+BPTT.apply with checkpoints as for loss_and_grads. The forward pass keeps only the states the schedule keeps
+in its first forward pass; the backward pass recomputes the rest, and frees what the schedule frees."""
+_MODEL_DOC = """The model as an nn.Module: Model({sizes}, dtype=torch.float64, device=None, truncate=None, rng=None,
+init_rng=None, checkpoints=None, compile=False); its parameters are nn.Parameters named as in PARAMS, and
+model({inputs}) runs through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for
+backward; checkpoints as for loss_and_grads, through CheckpointedBPTT; compile through CompiledBPTT)."""

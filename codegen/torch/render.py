@@ -21,8 +21,7 @@ from bptt.codegen.torch.rtrl import rtrl_body
 from bptt.codegen.torch.statements import TorchStatements
 
 _env = environment(pathlib.Path(__file__).parent)
-SCAFFOLD = ("_Spec", "_Passes", "clip_grads", "_BPTT", "_CheckpointedBPTT", "_Model", "XS_REQUIRES_GRAD")
-SCAFFOLD += ("_bptt_forward", "_checkpointed_forward")  # what the template calls
+SCAFFOLD = ("_Spec", "_Passes", "clip_grads", "_autograd", "XS_REQUIRES_GRAD")  # what the template calls
 
 
 @dataclass(frozen=True)
@@ -34,8 +33,6 @@ class TorchLayout(Layout):
     window_lines: tuple
     gradients_lines: tuple
     returns: tuple  # (key, code, comment)
-    size_args: str  # Model's size arguments: "d, h, q, "
-    size_dict: str  # the same as the dict Model hands the runtime: {"d": d, "h": h, "q": q}
 
     in_framework = ", in PyTorch"
     option = " --backend torch"
@@ -85,8 +82,6 @@ def layout(model, program=None, standalone=False):
             + list(gradients.lines)
         ),
         returns=returns,
-        size_args="".join(f"{size}, " for size in facts.sizes),
-        size_dict="{" + ", ".join(f'"{size}": {size}' for size in facts.sizes) + "}",
     )
 
 
