@@ -32,8 +32,8 @@ from bptt.runtime.torch import (
     _weighted,
 )
 from bptt.runtime.torch import clip_grads as clip_grads
-from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
+from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_passes import _Passes
 
 PARAMS = ("U", "W", "V")

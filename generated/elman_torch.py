@@ -23,8 +23,8 @@ import torch
 from bptt.runtime.common import _Spec
 from bptt.runtime.torch import _age, _compiled, _directions, _flow_weights, _softmax_cross_entropy, _weighted
 from bptt.runtime.torch import clip_grads as clip_grads
-from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
+from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_passes import _Passes
 
 PARAMS = ("U", "W", "V", "b", "c")

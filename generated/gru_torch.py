@@ -29,8 +29,8 @@ import torch
 from bptt.runtime.common import _Spec
 from bptt.runtime.torch import _age, _compiled, _directions, _flow_weights, _squared_error, _weighted
 from bptt.runtime.torch import clip_grads as clip_grads
-from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
+from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_passes import _Passes
 
 PARAMS = ("W_ir", "b_ir", "W_hr", "b_hr", "W_iz", "b_iz", "W_hz", "b_hz", "W_in", "b_in", "W_hn", "b_hn", "V")

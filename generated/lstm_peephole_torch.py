@@ -33,8 +33,8 @@ import torch
 from bptt.runtime.common import _Spec
 from bptt.runtime.torch import _age, _compiled, _directions, _flow_weights, _squared_error, _weighted
 from bptt.runtime.torch import clip_grads as clip_grads
-from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
+from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_passes import _Passes
 
 PARAMS = ("W_z", "R_z", "b_z", "W_i", "R_i", "b_i", "W_f", "R_f", "b_f", "W_o", "R_o", "b_o", "p_i", "p_f", "p_o", "V")
