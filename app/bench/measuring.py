@@ -72,6 +72,5 @@ def status(field):
 
 def step_bytes(module, sizes, batch, itemsize, ages=1):
     """(bytes of a kept state, of a stored step's forward arrays, of its backward arrays) of a generated module,
-    as its runtime weighs them: what the module hands the runtime (NumPy's and torch's _PASSES, JAX's _SEGMENTS)."""
-    handed = getattr(module, "_PASSES", None) or module._SEGMENTS
-    return handed.checkpoint_bytes(sizes, batch, itemsize, ages)
+    as its runtime weighs them (the _Passes it hands the runtime)."""
+    return module._PASSES.checkpoint_bytes(sizes, batch, itemsize, ages)

@@ -51,14 +51,8 @@ class Layout:
 
 STANDALONE = {False: "", True: " --standalone"}  # the command's option, in a module's docstring
 
-# A module's last lines: what it hands the runtime (after the runtime's definitions, in a standalone module)
-SPEC = "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model"
-SEGMENTS = (
-    "_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)"
-)
 
-
-def imported(helpers_used, backend, extra=(), standalone=True, facts=f"{SPEC}\n{SEGMENTS}"):
+def imported(helpers_used, backend, extra=(), standalone=True, facts=""):
     """(imports, the module's tail) of a module whose code calls helpers_used, and whose template
     needs the `extra` import lines: the import blocks, one string; the helpers' source if standalone (else
     they are imported from the runtime: printing/helpers.py), then `facts`, what it hands the runtime."""

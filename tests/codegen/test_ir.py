@@ -40,7 +40,7 @@ def called_names(node):
 @pytest.mark.parametrize("name", names())
 def test_a_module_carries_only_the_helpers_it_calls(name):
     """Every private function of a generated module is read by some other definition in it (the model's passes
-    over a segment of steps by the _Segments it hands the runtime)."""
+    over a segment of steps by the _Passes it hands the runtime)."""
     module = module_of(name)
     tree = ast.parse(inspect.getsource(module))
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -53,7 +53,7 @@ def test_a_module_carries_only_the_helpers_it_calls(name):
     }
     for helper in (n for n in functions if n.startswith("_")):
         readers = [other for other, node in functions.items() if other != helper and helper in called_names(node)]
-        readers += ["_SEGMENTS"] if helper in handed else []
+        readers += ["_PASSES"] if helper in handed else []
         assert readers, f"{name}: {helper} is defined but nothing calls it"
 
 

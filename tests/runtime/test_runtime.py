@@ -1,5 +1,5 @@
 """The runtime (runtime/): real modules, imported and run here directly: a model's facts come in as a _Spec,
-its passes over segments as _Segments, so one runtime serves every generated module without mixing two
+its passes as its _Passes, so one runtime serves every generated module without mixing two
 models' facts, and it imports nothing of bptt but itself (no sympy when a generated module imports it)."""
 
 import subprocess

@@ -25,14 +25,13 @@ def forward(module, params, xs, ys, **initial):
 def runtime_of(module):
     """Where a generated module's runtime lives: bptt.runtime.<backend>, which it imports its checks from
     (the module itself if it was generated with --standalone)."""
-    checks = getattr(module, "_check_params", None) or sys.modules[type(segments_of(module)).__module__]._check_params
+    checks = sys.modules[type(segments_of(module)).__module__]._check_params
     return sys.modules[checks.__module__]
 
 
 def segments_of(module):
-    """What a module hands the checkpoint driver (runtime/checkpoints.py): NumPy's and torch's _PASSES,
-    JAX's _SEGMENTS."""
-    return getattr(module, "_PASSES", None) or module._SEGMENTS
+    """What a module hands its runtime and the checkpoint driver (runtime/checkpoints.py): its _Passes."""
+    return module._PASSES
 
 
 def count_forward_steps(monkeypatch, module):
