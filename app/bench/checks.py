@@ -70,9 +70,10 @@ def share(backend, config, dtype, repeats):
     suffix = "" if backend == "numpy" else "_" + backend
     module = importlib.import_module(f"bptt.generated.{model.replace('-', '_')}{suffix}")
     runtime = importlib.import_module(f"bptt.runtime.{backend}")
+    passes = importlib.import_module(f"bptt.runtime.{backend}_passes")  # the public calls, which make the checks
     common = importlib.import_module("bptt.runtime.common")
     params, xs, ys = problem(module, backend, steps, batch, sizes, dtype)
-    instrument([module, runtime, common])
+    instrument([module, runtime, passes, common])
     for _ in range(2):
         module.loss_and_grads(params, xs, ys)
     shares = []

@@ -54,8 +54,9 @@ def jax_held(name, steps):
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     module, params, sizes, xs, ys, states = setup(name, "jax", steps, jax.numpy.asarray)
-    outputs, cache = module._segment_forward(params, sizes, np.float64, xs, ys, states)
-    d_outputs = module._segment_loss(outputs, ys, steps)[1]
+    passes = segments_of(module)
+    outputs, cache = passes.segment_forward(params, sizes, np.float64, xs, ys, states)
+    d_outputs = passes.segment_loss(outputs, ys, steps)[1]
     keep = jax.numpy.ones((steps,))
     compiled = module._gradients_and_following.lower(None, params, cache, d_outputs, keep).compile()
     account = compiled.memory_analysis()
@@ -84,7 +85,7 @@ def test_model_loss_keeps_nothing_beside_the_outputs(name, monkeypatch):
     module, params, sizes, xs, ys, _ = setup(name, "torch", 9, torch.from_numpy)
     monkeypatch.setattr(runtime_of(module), "_LOSS_PART", 2 * BATCH * 8 * max(sizes.values()))  # a few steps a part
     model = module.Model(*(sizes[size] for size in module_of(name).SIZES), checkpoints=3)
-    outputs = model(xs, *([ys] if "ys" in module.Model.forward.__code__.co_varnames else []))
+    outputs = model(xs, *([ys] if module.TEACHER_FORCED else []))
     outputs.retain_grad()
     given = {outputs.untyped_storage().data_ptr(), ys.untyped_storage().data_ptr()}
     saved = []
