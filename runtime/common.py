@@ -194,6 +194,24 @@ def _extent(dim, sizes):
     return total
 
 
+def _step_bytes(step_rows, sizes, B, itemsize, ages, factor=1):
+    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's) of a module's
+    rows of a step (a kept state's, a forward step's, a backward step's, a window age's), a step's times
+    factor: what the framework holds beside them (XLA's temporaries, measured)."""
+    state, forward, backward, aged = [_extent(rows, sizes) for rows in step_rows]
+    row = B * itemsize  # one sample's row of one step
+    backward += ages * aged if ages > 1 else 0
+    return state * row, int(factor * forward * row), int(factor * backward * row)
+
+
+def _viewed(work, views, sizes):
+    """work with the views of its stacked arrays: each (the stacked array, first row, end row) of views."""
+    for name, (stacked, start, stop) in views.items():
+        if stacked in work:
+            work[name] = work[stacked][..., _extent(start, sizes) : _extent(stop, sizes)]
+    return work
+
+
 @functools.cache
 def _terms(dim):
     """A dimension as its terms, each (a count, the sizes it multiplies): "q + 6*h" -> ((1, ("q",)), (6, ("h",)))."""

@@ -18,7 +18,15 @@ import jax
 import jax.numpy as jnp
 
 from bptt.runtime.checkpoints import _checkpoint_actions, _checkpointed, _forward_kept, _segmented
-from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _param_sizes, _Spec
+from bptt.runtime.common import (
+    _check_lengths,
+    _check_sizes,
+    _extent,
+    _float_dtype,
+    _param_sizes,
+    _Spec,
+    _step_bytes,
+)
 from bptt.runtime.jax import (
     _ages,
     _check_array,
@@ -187,12 +195,8 @@ class _Passes:
         return tuple(cache[name.removesuffix("0")][step] for name in self.spec.states)
 
     def checkpoint_bytes(self, sizes, B, itemsize, ages):
-        """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's): a step's
-        are its arrays' times what XLA holds beside them (step_factor)."""
-        state, forward, backward, aged = [_extent(rows, sizes) for rows in self.step_rows]
-        row = B * itemsize  # one sample's row of one step
-        backward += ages * aged if ages > 1 else 0
-        return state * row, int(self.step_factor * forward * row), int(self.step_factor * backward * row)
+        """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+        return _step_bytes(self.step_rows, sizes, B, itemsize, ages, self.step_factor)
 
 
 def _applied(passes):

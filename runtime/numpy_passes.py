@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bptt.runtime.checkpoints import _checkpointed, _segmented
-from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec
+from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
 from bptt.runtime.numpy import (
     _blamed,
     _check_array,
@@ -152,10 +152,7 @@ class _Passes:
             work[name] = np.ones(shape, dtype) if name in self.ones else np.empty(shape, dtype)
             if first_steps and dims[0] == "T+1":
                 work[name][0] = 0
-        for name, (stacked, start, stop) in self.views.items():
-            if stacked in work:
-                work[name] = work[stacked][..., _extent(start, lengths) : _extent(stop, lengths)]
-        return work
+        return _viewed(work, self.views, lengths)
 
     def forward_arrays(self, T, B, sizes, dtype):
         return self.arrays(self.forward_work, T, B, sizes, dtype, first_steps=True)
@@ -165,9 +162,7 @@ class _Passes:
 
     def checkpoint_bytes(self, sizes, B, itemsize, ages):
         """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
-        state, forward, backward, aged = [_extent(rows, sizes) for rows in self.step_rows]
-        row = B * itemsize  # one sample's row of one step
-        return state * row, forward * row, (backward + (ages * aged if ages > 1 else 0)) * row
+        return _step_bytes(self.step_rows, sizes, B, itemsize, ages)
 
     def backward_into(self, truncation, keep, params, sizes, cache, d_outputs, work, following=None):
         """The gradients, in the arrays of work; following: as for the module's _adjoints (a segment of steps)."""

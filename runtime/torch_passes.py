@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import torch
 
 from bptt.runtime.checkpoints import _checkpointed, _segmented
-from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec
+from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
 from bptt.runtime.options import _Checkpoints
 from bptt.runtime.torch import (
     _blamed,
@@ -169,10 +169,7 @@ class _Passes:
             work[name] = torch.empty(tuple([_extent(dim, lengths) for dim in dims]), dtype=dtype, device=device)
             if first_steps and dims[0] == "T+1":
                 work[name][0] = 0
-        for name, (stacked, start, stop) in self.views.items():
-            if stacked in work:
-                work[name] = work[stacked][..., _extent(start, lengths) : _extent(stop, lengths)]
-        return work
+        return _viewed(work, self.views, lengths)
 
     @torch.no_grad()
     def run_forward(self, params, sizes, dtype, device, x, y, initial, compile=False):
@@ -215,10 +212,8 @@ class _Passes:
         return tuple(cache[name.removesuffix("0")][step].clone() for name in self.spec.states)
 
     def checkpoint_bytes(self, sizes, B, itemsize, ages):
-        """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
-        state, forward, backward, aged = [_extent(rows, sizes) for rows in self.step_rows]
-        row = B * itemsize  # one sample's row of one step
-        return state * row, forward * row, (backward + (ages * aged if ages > 1 else 0)) * row
+        """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+        return _step_bytes(self.step_rows, sizes, B, itemsize, ages)
 
 
 def _truncation_weights(truncation, T, rng, like):
