@@ -36,7 +36,7 @@ def segments_of(module):
 
 def count_forward_steps(monkeypatch, module):
     """The steps each run of the module's forward pass takes, appended to the list returned as they run: its
-    _forward counts, and so does the one a NumPy module's _PASSES hands the runtime."""
+    _forward counts, and so does the one its _PASSES hands the runtime."""
     counted, forward = [], module._forward
 
     def counting(params, sizes, x, *rest):
