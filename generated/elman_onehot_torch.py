@@ -13,9 +13,8 @@ One step at time t:
 Tensors are time-major: xs is (T, B) integer indices in range(d), outputs (T, B, q), ys (T, B) integer labels in
 range(q).
 Parameters keep the shapes of the maths: U (h, d), W (h, h), V (q, h).
-The functions take and return torch tensors, on the parameters' device and in their dtype (float32 or float64).
-BPTT is a torch.autograd.Function whose backward is the derived one, and Model an nn.Module holding the
-parameters: loss.backward() and any optimiser work, under DistributedDataParallel too (bptt.runtime.torch_passes).
+Tensors in and out, on the parameters' device and in their dtype. BPTT is a torch.autograd.Function whose backward
+is the derived BPTT, Model an nn.Module: loss.backward() and any optimiser work, under DistributedDataParallel too.
 """
 
 import torch
@@ -82,12 +81,10 @@ def losses(outputs, ys):
 
 def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints=None, compile=False):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "s0");
-    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
-    of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them, and frees them.
-    compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
-    as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
-    work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
+    truncate and rng as for backward. checkpoints: None keeps every step; a number of slots (a kept state or a
+    stored step each) or a byte budget such as "32MiB" bounds the memory (the optimal schedule recomputes steps).
+    compile=True runs each loop step (window truncation's excepted) through torch.compile, compiled on first use
+    per dtype and shape: its pointwise work fuses (on a GPU one kernel a step). Equal results; not with checkpoints."""
     return _PASSES.loss_and_grads_call(params, xs, ys, (s0,), truncate, rng, checkpoints, compile)
 
 
@@ -136,8 +133,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
 
 
 def _forward(params, sizes, x, s0, work, compile=False):
-    """The forward pass, in place into the tensors of work (no autograd graph); compile=True: each step of
-    the loop through torch.compile."""
+    """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     U = params["U"]
     W = params["W"]
     V = params["V"]
@@ -166,8 +162,7 @@ def _forward(params, sizes, x, s0, work, compile=False):
 
 def _adjoints(keep, params, sizes, cache, d_z, work, following=None, compile=False):
     """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
-    full BPTT); following: the next segment's step-1 values, replaced by this one's; compile=True: each step
-    of the loop through torch.compile. Returns ({adjoint: tensor}, the gradients of the initial states)."""
+    full BPTT); following: the next segment's step-1 values, replaced by its own; compile as for _forward."""
     T = d_z.shape[0]
     W = params["W"]
     V = params["V"]

@@ -19,9 +19,8 @@ One step at time t:
 Tensors are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_ir (h, d), b_ir (h), W_hr (h, h), b_hr (h), W_iz (h, d), b_iz (h), W_hz (h,
 h), b_hz (h), W_in (h, d), b_in (h), W_hn (h, h), b_hn (h), V (q, h).
-The functions take and return torch tensors, on the parameters' device and in their dtype (float32 or float64).
-BPTT is a torch.autograd.Function whose backward is the derived one, and Model an nn.Module holding the
-parameters: loss.backward() and any optimiser work, under DistributedDataParallel too (bptt.runtime.torch_passes).
+Tensors in and out, on the parameters' device and in their dtype. BPTT is a torch.autograd.Function whose backward
+is the derived BPTT, Model an nn.Module: loss.backward() and any optimiser work, under DistributedDataParallel too.
 """
 
 import torch
@@ -86,12 +85,10 @@ def losses(outputs, ys):
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None, compile=False):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "h0");
-    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
-    of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them, and frees them.
-    compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
-    as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
-    work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
+    truncate and rng as for backward. checkpoints: None keeps every step; a number of slots (a kept state or a
+    stored step each) or a byte budget such as "32MiB" bounds the memory (the optimal schedule recomputes steps).
+    compile=True runs each loop step (window truncation's excepted) through torch.compile, compiled on first use
+    per dtype and shape: its pointwise work fuses (on a GPU one kernel a step). Equal results; not with checkpoints."""
     return _PASSES.loss_and_grads_call(params, xs, ys, (h0,), truncate, rng, checkpoints, compile)
 
 
@@ -196,8 +193,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 
 def _forward(params, sizes, x, h0, work, compile=False):
-    """The forward pass, in place into the tensors of work (no autograd graph); compile=True: each step of
-    the loop through torch.compile."""
+    """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_ir = params["W_ir"]
     b_ir = params["b_ir"]
     W_hr = params["W_hr"]
@@ -267,8 +263,7 @@ def _forward(params, sizes, x, h0, work, compile=False):
 
 def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=False):
     """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
-    full BPTT); following: the next segment's step-1 values, replaced by this one's; compile=True: each step
-    of the loop through torch.compile. Returns ({adjoint: tensor}, the gradients of the initial states)."""
+    full BPTT); following: the next segment's step-1 values, replaced by its own; compile as for _forward."""
     T = d_s.shape[0]
     W_hr = params["W_hr"]
     W_hz = params["W_hz"]
