@@ -251,7 +251,8 @@ def _gradients(params, sizes, cache, d_s, work):
 
 _DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
 _SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=("ys",), output="s")
-_PASSES = _Passes(_SPEC, _forward, _adjoints, _window_adjoints, _gradients, _softmax_cross_entropy,
+_PASSES = _Passes(
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _softmax_cross_entropy,
     forward_work={
         "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_T": ("h", "h"), "_step_h": ("B", "h"),
     },

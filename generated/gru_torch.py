@@ -476,7 +476,8 @@ def _gradients(params, sizes, cache, adjoints, d_s):
 
 _DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
 _SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="s")
-_PASSES = _Passes(_SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+_PASSES = _Passes(
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
     forward_work={
         "_r_z_m": ("T+1", "B", "3*h"), "n": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"),
         "_b_r_z_halved": ("2*h",), "_W_ir_W_iz_halved": ("2*h", "d"), "_W_hr_W_hz_W_hn_halved_T": ("h", "3*h"),

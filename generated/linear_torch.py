@@ -223,7 +223,8 @@ def _gradients(params, sizes, cache, adjoints, d_o):
 
 _DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
 _SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="o")
-_PASSES = _Passes(_SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+_PASSES = _Passes(
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
     forward_work={
         "h": ("T+1", "B", "h"), "o": ("T", "B", "q"), "_W_hh_T": ("h", "h"),
     },

@@ -584,7 +584,8 @@ def _gradients(params, sizes, cache, adjoints, d_s):
 
 _DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
 _SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="s")
-_PASSES = _Passes(_SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+_PASSES = _Passes(
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
     forward_work={
         "_z_i_f_o": ("T+1", "B", "4*h"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"),
         "_b_z_i_f_o_halved": ("4*h",), "_W_z_W_i_W_f_W_o_halved": ("4*h", "d"),

@@ -544,7 +544,8 @@ def _gradients(params, sizes, cache, adjoints, d_s):
 
 _DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
 _SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="s")
-_PASSES = _Passes(_SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+_PASSES = _Passes(
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
     forward_work={
         "_i_f_o_g": ("T+1", "B", "4*h"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"),
         "_b_i_f_o_g_halved": ("4*h",), "_W_ii_W_if_W_io_W_ig_halved": ("4*h", "d"),

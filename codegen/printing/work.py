@@ -102,6 +102,6 @@ def passes(facts, forward_arrays, backward_arrays, rows):
     first = ones(backward_arrays)
     first = f"ones={literal(first)}, " if first else ""
     return (
-        f"{spec(facts)}\n_PASSES = _Passes({', '.join(MATHS)}, {facts.loss_helper},\n"
+        f"{spec(facts)}\n_PASSES = _Passes(\n    {', '.join(MATHS)}, {facts.loss_helper},\n"
         f"{entries}    {first}step_rows={literal(rows)},\n)"
     )
