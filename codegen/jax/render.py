@@ -51,9 +51,7 @@ def module_source(model, program=None, standalone=False):
 
 def layout(model, program=None, standalone=False):
     program = program or build(model, JAX_PASSES)
-    # held beside the derivation's arrays: the cache's copy of the inputs (a jitted function's outputs are new
-    # buffers) and dL/doutputs beside the outputs; XLA's temporaries are the template's _XLA_STEP_FACTOR
-    facts = model_facts(model, program, "JAX", (input_rows(model), model.outputs[0][0].rows))
+    facts = model_facts(model, program, "JAX")
     forward, forward_used = forward_body(program)
     gradients, gradients_used = gradient_body(program)
     rtrl, rtrl_used = rtrl_body(program)
@@ -63,7 +61,6 @@ def layout(model, program=None, standalone=False):
     imports, source = imported(used, "jax", IMPORTS, standalone, passes(facts, program, model))
     return JaxLayout(
         facts=facts,
-        checks=None,
         imports=imports,
         helpers=source,
         losses=losses_code,

@@ -39,7 +39,7 @@ def layout(model, program=None, standalone=False):
     backward = backward_bodies(program)
     # held beside the derivation's arrays: the printer's scratch (the loss overwrites the outputs with dL/doutputs)
     held = scratch_rows(forward_arrays, program.forward.arrays), scratch_rows(backward.arrays, program.adjoints.arrays)
-    facts = model_facts(model, program, "NumPy", held)
+    facts = model_facts(model, program, "NumPy")
     rtrl = rtrl_body(program)
     losses = RowPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
@@ -48,7 +48,6 @@ def layout(model, program=None, standalone=False):
     imports, source = imported(used, "numpy", standalone=standalone, facts=tail)
     return NumPyLayout(
         facts=facts,
-        checks=None,
         imports=imports,
         helpers=source,
         losses=losses_code,

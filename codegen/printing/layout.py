@@ -20,7 +20,6 @@ from bptt.codegen.printing.bindings import (
     work_bound,
 )
 from bptt.codegen.printing.checkpoints import hand_back
-from bptt.codegen.printing.checks import Checks
 from bptt.codegen.printing.facts import Facts
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import RowPrinter, size_name
@@ -32,11 +31,10 @@ from bptt.codegen.printing.window import window_body
 
 @dataclass(frozen=True)
 class Layout:
-    """What every backend's module.py.j2 places: the model's Facts and its fixed parts' Checks, then what
-    the backend prints for it. A backend's Layout adds its own bodies; its class says how its text names it."""
+    """What every backend's module.py.j2 places: the model's Facts, then what the backend prints for it. A
+    backend's Layout adds its own bodies; its class says how its text names it."""
 
     facts: Facts
-    checks: Checks
     imports: str  # the import blocks
     helpers: str  # the module's tail: the runtime's definitions it calls if standalone, then RUNTIME_FACTS
     losses: str  # the per-step loss, code over all steps

@@ -57,8 +57,9 @@ def views(arrays):
 
 def step_rows(checkpoints, held=(0, 0)):
     """The rows of a kept state, of a step of the forward pass's arrays and of the backward pass's, and of
-    one age of a window's aged adjoints (held: what the backend holds beside the derivation's, as
-    checkpoints.bytes_lines)."""
+    one age of a window's aged adjoints (held: the rows of a step the backend holds beside the derivation's
+    arrays, forward and backward; its render.py says which: the printer's scratch, a copy of the inputs,
+    dL/doutputs beside the outputs)."""
     rows = (checkpoints.state_rows, checkpoints.forward_rows + held[0], checkpoints.backward_rows + held[1])
     return tuple(dim_text(value) for value in (*rows, checkpoints.aged_rows))
 

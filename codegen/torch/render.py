@@ -55,7 +55,7 @@ def layout(model, program=None, standalone=False):
     # held beside the derivation's arrays: the printer's scratch, and dL/doutputs, a tensor beside the outputs
     forward_held = scratch_rows(forward_arrays, program.forward.arrays)
     backward_held = scratch_rows(backward_arrays, program.adjoints.arrays) + model.outputs[0][0].rows
-    facts = model_facts(model, program, "torch", (forward_held, backward_held))
+    facts = model_facts(model, program, "torch")
     dy = output_adjoint(model)
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
@@ -69,7 +69,6 @@ def layout(model, program=None, standalone=False):
     cache = set(program.cache)
     return TorchLayout(
         facts=facts,
-        checks=None,
         imports=imports,
         helpers=with_steps(source, forward_printer.step_functions + adjoints_steps),
         losses=losses_code,
