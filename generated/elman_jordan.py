@@ -13,57 +13,27 @@ One step at time t:
 
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B) integer labels in range(q).
 Parameters keep the shapes of the maths: U (h, d), W (h, h), R (h, q), V (q, h), b (h), c (q).
-
-Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
-_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
-them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
-has its own, so calls from several threads are safe; free_workspace() releases the calling
-thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
+Work arrays are kept per thread between calls (bptt.runtime.numpy_passes); what the functions return is fresh.
 """
 
 import numpy as np
 
-from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
-from bptt.runtime.numpy import (
-    _age,
-    _check_array,
-    _check_cache,
-    _check_dtype,
-    _check_labels,
-    _check_params,
-    _directions,
-    _float_dtype,
-    _init_params,
-    _logsumexp,
-    _onehot,
-    _Passes,
-    _softmax_cross_entropy,
-    _truncation,
-)
+from bptt.runtime.common import _Spec
+from bptt.runtime.numpy import _age, _directions, _init_params, _logsumexp, _onehot, _softmax_cross_entropy
 from bptt.runtime.numpy import clip_grads as clip_grads
-from bptt.runtime.numpy import free_workspace as free_workspace
+from bptt.runtime.numpy_passes import _Passes
+from bptt.runtime.numpy_passes import free_workspace as free_workspace
 
 PARAMS = ("U", "W", "R", "V", "b", "c")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "U": ("h", "d"),
-    "W": ("h", "h"),
-    "R": ("h", "q"),
-    "V": ("q", "h"),
-    "b": ("h",),
-    "c": ("q",),
+    "U": ("h", "d"), "W": ("h", "h"), "R": ("h", "q"), "V": ("q", "h"), "b": ("h",), "c": ("q",),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ("o",)  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "h0": "h",
-    "o0": "q",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "h": ("T+1", "B", "h"),
-    "o": ("T+1", "B", "q"),
-}
+STATES = {"h0": "h", "o0": "q"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {"x": ("T", "B", "d"), "h": ("T+1", "B", "h"), "o": ("T+1", "B", "q")}
 
 
 def init_params(rng, dtype=np.float64, **sizes):
@@ -73,115 +43,45 @@ def init_params(rng, dtype=np.float64, **sizes):
 
 def random_inputs(rng, T, B, dtype=np.float64, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    _check_lengths(T, B)
-    xs = rng.standard_normal((T, B, sizes["d"])).astype(dtype)
-    ys = rng.integers(0, sizes["q"], size=(T, B))
-    return xs, ys
+    return _PASSES.random_inputs(rng, T, B, dtype, sizes)
 
 
 def forward(params, xs, ys, h0=None, o0=None):
     """Run the model over all steps, with teacher forcing: the targets ys take the place of
-    o_t for t >= 1.
-
-    Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. Both are fresh arrays.
-    """
-    sizes, dtype = _check_params(_SPEC, params)
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    y = _check_labels("ys", ys, sizes, "q")
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    return _PASSES.segment_forward(params, sizes, dtype, x, y, (h0, o0))
+    o_t for t >= 1. Returns (outputs, cache), fresh arrays:
+    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs."""
+    return _PASSES.forward_call(params, xs, ys, (h0, o0))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
-    """Gradients of every parameter and of the initial states, given
-    d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial states, given d_outputs = dL/ds_t of shape (T, B, q).
 
-    truncate: None for full BPTT; ("window", k): each output's gradient flows back
-    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
-    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
-    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
-    checkpoints: None, or the memory the backward pass's own arrays may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
-    """
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    _check_cache(_SPEC, cache, sizes, dtype)
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    return _PASSES.backward(truncation, rng, params, sizes, dtype, cache, d_s, checkpoints)
-
-
-def _backward_into(truncation, keep, params, sizes, cache, d_s, work, following=None):
-    """The gradients, in the arrays of work; following: as for _adjoints (a segment of steps)."""
-    if truncation.windowed:
-        d_h0, d_o0 = _window_adjoints(truncation.value, params, sizes, cache, d_s, work, following)
-    else:
-        d_h0, d_o0 = _adjoints(keep, params, sizes, cache, d_s, work, following)
-    x = cache["x"]
-    h = cache["h"]
-    o = cache["o"]
-    _ones = work["_ones"]
-    d_a = work["d_a"]  # d_h's array, reused (a view of all of it)
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    return {
-        # dL/dU = sum_t dL/da_t x_t^T
-        "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dW = sum_t dL/da_t h_{t-1}^T
-        "W": (h[:-1].reshape(-1, n_h).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dR = sum_t dL/da_t o_{t-1}^T
-        "R": (o[:-1].reshape(-1, n_q).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
-        # dL/db = sum_t dL/da_t
-        "b": _ones @ d_a[1:].reshape(-1, n_h),
-        # dL/dc = sum_t dL/ds_t
-        "c": _ones @ d_s.reshape(-1, n_q),
-        "h0": d_h0,
-        "o0": d_o0,
-    }
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
+    ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
+    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng. check_finite=False
+    accepts nan and inf in d_outputs and does not scan the parameters for them. checkpoints: None, or the
+    memory the backward pass's arrays may take (steps, or bytes such as "32MiB"), in segments of steps."""
+    return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
 def losses(outputs, ys):
     """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B)."""
-    sizes = {}
-    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), finite=False)
-    y = _check_labels("ys", ys, sizes, "q")
+    s, y = _PASSES.loss_inputs(outputs, ys)
     return _logsumexp(s) - np.take_along_axis(s, y[..., None], axis=-1)[..., 0]
 
 
 def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None, checkpoints=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0", "o0");
-    truncate and rng as for backward. The forward pass runs in this thread's workspace.
-    checkpoints: None keeps every step for the backward pass; a number of slots (each a kept state or
-    one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal schedule keeps some
-    states, recomputes the steps between them, and frees them (the same gradients)."""
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    y = _check_labels("ys", ys, sizes, "q")
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    return _PASSES.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, (h0, o0), checkpoints)
+    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
+    slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the
+    optimal schedule keeps some states, recomputes the steps between them, and frees them."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (h0, o0), truncate, rng, checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, h0=None, o0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is
-    carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}).
-    That is |theta| tangents of B x h numbers, each pushed through the step's
-    Jacobian: O(B h^2 |theta|) work per step against O(B h^2) for backward, so
-    it is practical only for small models (the README gives measured sizes).
-    Run online, RTRL needs no stored history; here it reads the forward cache.
-    """
-    loss, d_s, cache = _loss_and_output_gradient(params, xs, ys, h0, o0)
-    sizes, dtype = _check_params(_SPEC, params)
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
+    derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
+    loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0, o0))
     U = params["U"]
     W = params["W"]
     R = params["R"]
@@ -238,15 +138,6 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     return loss, grads
 
 
-def _loss_and_output_gradient(params, xs, ys, h0, o0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
-    s, cache = forward(params, xs, ys, h0, o0)
-    B = s.shape[1]
-    y = ys
-    loss = _softmax_cross_entropy(s, y, B)  # s becomes dL/ds_t
-    return loss, s, cache
-
-
 def _forward(params, sizes, x, y, h0, o0, work):
     """The forward pass, into the arrays of work."""
     U = params["U"]
@@ -287,10 +178,8 @@ def _forward(params, sizes, x, y, h0, o0, work):
 
 
 def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
-    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
-    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of h0, o0.
-    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
+    full BPTT); following: the next segment's step-1 values, replaced by this one's. Returns dL/dh0, dL/do0."""
     W = params["W"]
     R = params["R"]
     V = params["V"]
@@ -334,9 +223,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
-    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
-    following as for _adjoints."""
+    """_adjoints when each output's gradient flows back at most k steps: the adjoints flowing through time
+    carry an age axis (steps flowed, 0..k), a flow older than k dropped; following as for _adjoints."""
     W = params["W"]
     R = params["R"]
     V = params["V"]
@@ -363,46 +251,43 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
     return d_h0, d_o0
 
 
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+def _gradients(params, sizes, cache, d_s, work):
+    """The parameters' gradients, from the adjoints in the arrays of work."""
+    x = cache["x"]
+    h = cache["h"]
+    o = cache["o"]
+    _ones = work["_ones"]
+    d_a = work["d_a"]  # d_h's array, reused (a view of all of it)
+    n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (n_h + n_q) * _row, (2 * n_h + 2 * n_q) * _row, (2 * n_h + (ages * (2 * n_h) if ages > 1 else 0)) * _row
-
-
-def _forward_arrays(T, B, sizes, dtype):
-    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    work = {
-        "o": np.empty((T + 1, B, n_q), dtype),
-        "h": np.empty((T + 1, B, n_h), dtype),
-        "s": np.empty((T, B, n_q), dtype),
-        "_W_T": np.empty((n_h, n_h), dtype),
-        "_all_h": np.empty((T, B, n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
+    return {
+        # dL/dU = sum_t dL/da_t x_t^T
+        "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,
+        # dL/dW = sum_t dL/da_t h_{t-1}^T
+        "W": (h[:-1].reshape(-1, n_h).T @ d_a[1:].reshape(-1, n_h)).T,
+        # dL/dR = sum_t dL/da_t o_{t-1}^T
+        "R": (o[:-1].reshape(-1, n_q).T @ d_a[1:].reshape(-1, n_h)).T,
+        # dL/dV = sum_t dL/ds_t h_t^T
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
+        # dL/db = sum_t dL/da_t
+        "b": _ones @ d_a[1:].reshape(-1, n_h),
+        # dL/dc = sum_t dL/ds_t
+        "c": _ones @ d_s.reshape(-1, n_q),
     }
-    work["o"][0] = 0
-    work["h"][0] = 0
-    return work
 
 
-def _backward_arrays(T, B, sizes, dtype):
-    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
-    n_h = sizes["h"]
-    work = {
-        "d_h": np.empty((T + 1, B, n_h), dtype),
-        "_k1": np.empty((T + 1, B, n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
-        "_ones": np.ones(T * B, dtype),
-    }
-    work["d_a"] = work["d_h"][..., :n_h]
-    return work
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=("ys",), output="s")
 _PASSES = _Passes(
-    _SPEC, output="s", forced=True, forward=_forward, forward_arrays=_forward_arrays, backward_into=_backward_into,
-    backward_arrays=_backward_arrays, loss=_softmax_cross_entropy, mean=False, checkpoint_bytes=_checkpoint_bytes
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _softmax_cross_entropy,
+    forward_work={
+        "o": ("T+1", "B", "q"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_T": ("h", "h"),
+        "_all_h": ("T", "B", "h"), "_step_h": ("B", "h"),
+    },
+    backward_work={
+        "d_h": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_ones": ("T*B",),
+    },
+    views={"d_a": ("d_h", "0", "h")},
+    ones=("_ones",), step_rows=("h + q", "2*h + 2*q", "2*h", "2*h"),
 )

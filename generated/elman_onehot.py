@@ -12,53 +12,33 @@ One step at time t:
 Arrays are time-major: xs is (T, B) integer indices in range(d), outputs (T, B, q), ys (T, B) integer labels in
 range(q).
 Parameters keep the shapes of the maths: U (h, d), W (h, h), V (q, h).
-
-Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
-_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
-them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
-has its own, so calls from several threads are safe; free_workspace() releases the calling
-thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
+Work arrays are kept per thread between calls (bptt.runtime.numpy_passes); what the functions return is fresh.
 """
 
 import numpy as np
 
-from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
+from bptt.runtime.common import _Spec
 from bptt.runtime.numpy import (
     _age,
-    _check_array,
-    _check_cache,
-    _check_dtype,
-    _check_labels,
-    _check_params,
     _directions,
-    _float_dtype,
     _init_params,
     _logsumexp,
     _onehot,
-    _Passes,
     _scatter_columns,
     _softmax_cross_entropy,
-    _truncation,
 )
 from bptt.runtime.numpy import clip_grads as clip_grads
-from bptt.runtime.numpy import free_workspace as free_workspace
+from bptt.runtime.numpy_passes import _Passes
+from bptt.runtime.numpy_passes import free_workspace as free_workspace
 
 PARAMS = ("U", "W", "V")
 SIZES = ("d", "h", "q")
-SHAPES = {
-    "U": ("h", "d"),
-    "W": ("h", "h"),
-    "V": ("q", "h"),
-}
+SHAPES = {"U": ("h", "d"), "W": ("h", "h"), "V": ("q", "h")}
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "s0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B"),  # integer labels
-    "s": ("T+1", "B", "h"),
-}
+STATES = {"s0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first); x: integer labels
+CACHE = {"x": ("T", "B"), "s": ("T+1", "B", "h")}
 
 
 def init_params(rng, dtype=np.float64, **sizes):
@@ -68,102 +48,44 @@ def init_params(rng, dtype=np.float64, **sizes):
 
 def random_inputs(rng, T, B, dtype=np.float64, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    _check_lengths(T, B)
-    xs = rng.integers(0, sizes["d"], size=(T, B))
-    ys = rng.integers(0, sizes["q"], size=(T, B))
-    return xs, ys
+    return _PASSES.random_inputs(rng, T, B, dtype, sizes)
 
 
 def forward(params, xs, s0=None):
-    """Run the model over all steps.
-
-    Returns (outputs, cache): outputs are z_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. Both are fresh arrays.
-    """
-    sizes, dtype = _check_params(_SPEC, params)
-    x = _check_labels("xs", xs, sizes, "d")
-    s0 = None if s0 is None else _check_array("s0", s0, ("B", "h"), sizes, dtype)
-    return _PASSES.segment_forward(params, sizes, dtype, x, None, (s0,))
+    """Run the model over all steps. Returns (outputs, cache), fresh arrays:
+    outputs are z_t for t = 1..T, shape (T, B, q); cache holds what backward needs."""
+    return _PASSES.forward_call(params, xs, None, (s0,))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
-    """Gradients of every parameter and of the initial state, given
-    d_outputs = dL/dz_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial state, given d_outputs = dL/dz_t of shape (T, B, q).
 
-    truncate: None for full BPTT; ("window", k): each output's gradient flows back
-    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
-    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
-    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
-    checkpoints: None, or the memory the backward pass's own arrays may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
-    """
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    _check_cache(_SPEC, cache, sizes, dtype, "d")
-    d_z = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    return _PASSES.backward(truncation, rng, params, sizes, dtype, cache, d_z, checkpoints)
-
-
-def _backward_into(truncation, keep, params, sizes, cache, d_z, work, following=None):
-    """The gradients, in the arrays of work; following: as for _adjoints (a segment of steps)."""
-    if truncation.windowed:
-        d_s0 = _window_adjoints(truncation.value, params, sizes, cache, d_z, work, following)
-    else:
-        d_s0 = _adjoints(keep, params, sizes, cache, d_z, work, following)
-    x = cache["x"]
-    s = cache["s"]
-    d_s = work["d_s"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    return {
-        # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T
-        "U": _scatter_columns(((1 - s[1:] ** 2) * d_s[1:]), x, n_d),
-        # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
-        "W": (s[:-1].reshape(-1, n_h).T @ ((1 - s[1:] ** 2) * d_s[1:]).reshape(-1, n_h)).T,
-        # dL/dV = sum_t dL/dz_t s_t^T
-        "V": (s[1:].reshape(-1, n_h).T @ d_z.reshape(-1, n_q)).T,
-        "s0": d_s0,
-    }
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
+    ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
+    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng. check_finite=False
+    accepts nan and inf in d_outputs and does not scan the parameters for them. checkpoints: None, or the
+    memory the backward pass's arrays may take (steps, or bytes such as "32MiB"), in segments of steps."""
+    return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
 def losses(outputs, ys):
     """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B)."""
-    sizes = {}
-    z = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), finite=False)
-    y = _check_labels("ys", ys, sizes, "q")
+    z, y = _PASSES.loss_inputs(outputs, ys)
     return _logsumexp(z) - np.take_along_axis(z, y[..., None], axis=-1)[..., 0]
 
 
 def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "s0");
-    truncate and rng as for backward. The forward pass runs in this thread's workspace.
-    checkpoints: None keeps every step for the backward pass; a number of slots (each a kept state or
-    one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal schedule keeps some
-    states, recomputes the steps between them, and frees them (the same gradients)."""
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
-    x = _check_labels("xs", xs, sizes, "d")
-    s0 = None if s0 is None else _check_array("s0", s0, ("B", "h"), sizes, dtype)
-    y = _check_labels("ys", ys, sizes, "q")
-    return _PASSES.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, (s0,), checkpoints)
+    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
+    slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the
+    optimal schedule keeps some states, recomputes the steps between them, and frees them."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (s0,), truncate, rng, checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, s0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is
-    carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}).
-    That is |theta| tangents of B x h numbers, each pushed through the step's
-    Jacobian: O(B h^2 |theta|) work per step against O(B h^2) for backward, so
-    it is practical only for small models (the README gives measured sizes).
-    Run online, RTRL needs no stored history; here it reads the forward cache.
-    """
-    loss, d_z, cache = _loss_and_output_gradient(params, xs, ys, s0)
-    sizes, dtype = _check_params(_SPEC, params)
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
+    derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
+    loss, d_z, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (s0,))
     U = params["U"]
     W = params["W"]
     V = params["V"]
@@ -200,15 +122,6 @@ def forward_mode_grads(params, xs, ys, s0=None):
     return loss, grads
 
 
-def _loss_and_output_gradient(params, xs, ys, s0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
-    z, cache = forward(params, xs, s0)
-    B = z.shape[1]
-    y = _check_labels("ys", ys, dict(zip(("T", "B", "q"), z.shape, strict=True)), "q")
-    loss = _softmax_cross_entropy(z, y, B)  # z becomes dL/dz_t
-    return loss, z, cache
-
-
 def _forward(params, sizes, x, s0, work):
     """The forward pass, into the arrays of work."""
     U = params["U"]
@@ -236,10 +149,8 @@ def _forward(params, sizes, x, s0, work):
 
 
 def _adjoints(keep, params, sizes, cache, d_z, work, following=None):
-    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
-    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of s0.
-    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
+    full BPTT); following: the next segment's step-1 values, replaced by this one's. Returns dL/ds0."""
     W = params["W"]
     V = params["V"]
     s = cache["s"]
@@ -282,9 +193,8 @@ def _adjoints(keep, params, sizes, cache, d_z, work, following=None):
 
 
 def _window_adjoints(k, params, sizes, cache, d_z, work, following=None):
-    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
-    following as for _adjoints."""
+    """_adjoints when each output's gradient flows back at most k steps: the adjoints flowing through time
+    carry an age axis (steps flowed, 0..k), a flow older than k dropped; following as for _adjoints."""
     W = params["W"]
     V = params["V"]
     s = cache["s"]
@@ -308,42 +218,33 @@ def _window_adjoints(k, params, sizes, cache, d_z, work, following=None):
     return d_s0
 
 
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+def _gradients(params, sizes, cache, d_z, work):
+    """The parameters' gradients, from the adjoints in the arrays of work."""
+    x = cache["x"]
+    s = cache["s"]
+    d_s = work["d_s"]
+    n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_h + n_q) * _row, (2 * n_h + (ages * (n_h) if ages > 1 else 0)) * _row
-
-
-def _forward_arrays(T, B, sizes, dtype):
-    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    work = {
-        "s": np.empty((T + 1, B, n_h), dtype),
-        "z": np.empty((T, B, n_q), dtype),
-        "_W_T": np.empty((n_h, n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
+    return {
+        # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T
+        "U": _scatter_columns(((1 - s[1:] ** 2) * d_s[1:]), x, n_d),
+        # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
+        "W": (s[:-1].reshape(-1, n_h).T @ ((1 - s[1:] ** 2) * d_s[1:]).reshape(-1, n_h)).T,
+        # dL/dV = sum_t dL/dz_t s_t^T
+        "V": (s[1:].reshape(-1, n_h).T @ d_z.reshape(-1, n_q)).T,
     }
-    work["s"][0] = 0
-    return work
 
 
-def _backward_arrays(T, B, sizes, dtype):
-    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
-    n_h = sizes["h"]
-    work = {
-        "d_s": np.empty((T + 1, B, n_h), dtype),
-        "_k1": np.empty((T + 1, B, n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
-        "_step_h_2": np.empty((B, n_h), dtype),
-    }
-    return work
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=("xs", "ys"), output="z")
 _PASSES = _Passes(
-    _SPEC, output="z", forced=False, forward=_forward, forward_arrays=_forward_arrays, backward_into=_backward_into,
-    backward_arrays=_backward_arrays, loss=_softmax_cross_entropy, mean=False, checkpoint_bytes=_checkpoint_bytes
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _softmax_cross_entropy,
+    forward_work={
+        "s": ("T+1", "B", "h"), "z": ("T", "B", "q"), "_W_T": ("h", "h"), "_step_h": ("B", "h"),
+    },
+    backward_work={
+        "d_s": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
+    },
+    step_rows=("h", "h + q", "2*h", "h"),
 )

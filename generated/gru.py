@@ -19,62 +19,31 @@ One step at time t:
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_ir (h, d), b_ir (h), W_hr (h, h), b_hr (h), W_iz (h, d), b_iz (h), W_hz (h,
 h), b_hz (h), W_in (h, d), b_in (h), W_hn (h, h), b_hn (h), V (q, h).
-
-Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
-_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
-them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
-has its own, so calls from several threads are safe; free_workspace() releases the calling
-thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
+Work arrays are kept per thread between calls (bptt.runtime.numpy_passes); what the functions return is fresh.
 """
 
 import numpy as np
 
-from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
-from bptt.runtime.numpy import (
-    _age,
-    _check_array,
-    _check_cache,
-    _check_dtype,
-    _check_params,
-    _directions,
-    _float_dtype,
-    _init_params,
-    _Passes,
-    _squared_error,
-    _truncation,
-)
+from bptt.runtime.common import _Spec
+from bptt.runtime.numpy import _age, _directions, _init_params, _squared_error
 from bptt.runtime.numpy import clip_grads as clip_grads
-from bptt.runtime.numpy import free_workspace as free_workspace
+from bptt.runtime.numpy_passes import _Passes
+from bptt.runtime.numpy_passes import free_workspace as free_workspace
 
 PARAMS = ("W_ir", "b_ir", "W_hr", "b_hr", "W_iz", "b_iz", "W_hz", "b_hz", "W_in", "b_in", "W_hn", "b_hn", "V")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "W_ir": ("h", "d"),
-    "b_ir": ("h",),
-    "W_hr": ("h", "h"),
-    "b_hr": ("h",),
-    "W_iz": ("h", "d"),
-    "b_iz": ("h",),
-    "W_hz": ("h", "h"),
-    "b_hz": ("h",),
-    "W_in": ("h", "d"),
-    "b_in": ("h",),
-    "W_hn": ("h", "h"),
-    "b_hn": ("h",),
+    "W_ir": ("h", "d"), "b_ir": ("h",), "W_hr": ("h", "h"), "b_hr": ("h",), "W_iz": ("h", "d"), "b_iz": ("h",),
+    "W_hz": ("h", "h"), "b_hz": ("h",), "W_in": ("h", "d"), "b_in": ("h",), "W_hn": ("h", "h"), "b_hn": ("h",),
     "V": ("q", "h"),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "h0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "h": ("T+1", "B", "h"),
-    "r": ("T+1", "B", "h"),
-    "z": ("T+1", "B", "h"),
-    "m": ("T+1", "B", "h"),
-    "n": ("T+1", "B", "h"),
+STATES = {"h0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {
+    "x": ("T", "B", "d"), "h": ("T+1", "B", "h"), "r": ("T+1", "B", "h"), "z": ("T+1", "B", "h"),
+    "m": ("T+1", "B", "h"), "n": ("T+1", "B", "h"),
 }
 
 
@@ -85,130 +54,44 @@ def init_params(rng, dtype=np.float64, **sizes):
 
 def random_inputs(rng, T, B, dtype=np.float64, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    _check_lengths(T, B)
-    xs = rng.standard_normal((T, B, sizes["d"])).astype(dtype)
-    ys = rng.standard_normal((T, B, sizes["q"])).astype(dtype)
-    return xs, ys
+    return _PASSES.random_inputs(rng, T, B, dtype, sizes)
 
 
 def forward(params, xs, h0=None):
-    """Run the model over all steps.
-
-    Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. Both are fresh arrays.
-    """
-    sizes, dtype = _check_params(_SPEC, params)
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    return _PASSES.segment_forward(params, sizes, dtype, x, None, (h0,))
+    """Run the model over all steps. Returns (outputs, cache), fresh arrays:
+    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs."""
+    return _PASSES.forward_call(params, xs, None, (h0,))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
-    """Gradients of every parameter and of the initial state, given
-    d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial state, given d_outputs = dL/ds_t of shape (T, B, q).
 
-    truncate: None for full BPTT; ("window", k): each output's gradient flows back
-    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
-    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
-    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
-    checkpoints: None, or the memory the backward pass's own arrays may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
-    """
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    _check_cache(_SPEC, cache, sizes, dtype)
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    return _PASSES.backward(truncation, rng, params, sizes, dtype, cache, d_s, checkpoints)
-
-
-def _backward_into(truncation, keep, params, sizes, cache, d_s, work, following=None):
-    """The gradients, in the arrays of work; following: as for _adjoints (a segment of steps)."""
-    if truncation.windowed:
-        d_h0 = _window_adjoints(truncation.value, params, sizes, cache, d_s, work, following)
-    else:
-        d_h0 = _adjoints(keep, params, sizes, cache, d_s, work, following)
-    x = cache["x"]
-    h = cache["h"]
-    _d_r_bar_z_bar = work["_d_r_bar_z_bar"]  # a view of _d_r_bar_z_bar_m[..., :2 * n_h]
-    _d_r_bar_z_bar_m = work["_d_r_bar_z_bar_m"]
-    _ones = work["_ones"]
-    d_n_bar = work["d_n_bar"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    # the gradients of W_ir, W_iz at once
-    _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar[1:].reshape(-1, 2 * n_h)).T
-    _d_b_ir_b_iz_b_hn = _ones @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)  # the gradients of b_ir, b_iz, b_hn at once
-    # the gradients of W_hr, W_hz, W_hn at once
-    _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)).T
-    return {
-        # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
-        "W_ir": _d_W_ir_W_iz[:n_h],
-        # dL/db_ir = sum_t dL/dr_bar_t
-        "b_ir": _d_b_ir_b_iz_b_hn[:n_h],
-        # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
-        "W_hr": _d_W_hr_W_hz_W_hn[:n_h],
-        # dL/db_hr = sum_t dL/dr_bar_t
-        "b_hr": _d_b_ir_b_iz_b_hn[:n_h].copy(),
-        # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
-        "W_iz": _d_W_ir_W_iz[n_h:2 * n_h],
-        # dL/db_iz = sum_t dL/dz_bar_t
-        "b_iz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h],
-        # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
-        "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h],
-        # dL/db_hz = sum_t dL/dz_bar_t
-        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].copy(),
-        # dL/dW_in = sum_t dL/dn_bar_t x_t^T
-        "W_in": (x.reshape(-1, n_d).T @ d_n_bar[1:].reshape(-1, n_h)).T,
-        # dL/db_in = sum_t dL/dn_bar_t
-        "b_in": _ones @ d_n_bar[1:].reshape(-1, n_h),
-        # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
-        "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h],
-        # dL/db_hn = sum_t dL/dm_t
-        "b_hn": _d_b_ir_b_iz_b_hn[2 * n_h:3 * n_h],
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
-        "h0": d_h0,
-    }
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
+    ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
+    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng. check_finite=False
+    accepts nan and inf in d_outputs and does not scan the parameters for them. checkpoints: None, or the
+    memory the backward pass's arrays may take (steps, or bytes such as "32MiB"), in segments of steps."""
+    return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
 def losses(outputs, ys):
     """The loss l_t = 1/2 ||s_t - y_t||^2 of every step and sample, shape (T, B)."""
-    sizes = {}
-    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), finite=False)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, s.dtype)
+    s, y = _PASSES.loss_inputs(outputs, ys)
     return 0.5 * ((s - y) ** 2).sum(axis=-1)
 
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0");
-    truncate and rng as for backward. The forward pass runs in this thread's workspace.
-    checkpoints: None keeps every step for the backward pass; a number of slots (each a kept state or
-    one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal schedule keeps some
-    states, recomputes the steps between them, and frees them (the same gradients)."""
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
-    return _PASSES.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, (h0,), checkpoints)
+    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
+    slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the
+    optimal schedule keeps some states, recomputes the steps between them, and frees them."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (h0,), truncate, rng, checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is
-    carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}).
-    That is |theta| tangents of B x h numbers, each pushed through the step's
-    Jacobian: O(B h^2 |theta|) work per step against O(B h^2) for backward, so
-    it is practical only for small models (the README gives measured sizes).
-    Run online, RTRL needs no stored history; here it reads the forward cache.
-    """
-    loss, d_s, cache = _loss_and_output_gradient(params, xs, ys, h0)
-    sizes, dtype = _check_params(_SPEC, params)
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
+    derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
+    loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0,))
     W_ir = params["W_ir"]
     b_ir = params["b_ir"]
     W_hr = params["W_hr"]
@@ -301,16 +184,6 @@ def forward_mode_grads(params, xs, ys, h0=None):
     return loss, grads
 
 
-def _loss_and_output_gradient(params, xs, ys, h0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
-    s, cache = forward(params, xs, h0)
-    B = s.shape[1]
-    dtype = s.dtype
-    y = _check_array("ys", ys, ("T", "B", "q"), dict(zip(("T", "B", "q"), s.shape, strict=True)), dtype)
-    loss = _squared_error(s, y, B)  # s becomes dL/ds_t
-    return loss, s, cache
-
-
 def _forward(params, sizes, x, h0, work):
     """The forward pass, into the arrays of work."""
     W_ir = params["W_ir"]
@@ -380,10 +253,8 @@ def _forward(params, sizes, x, h0, work):
 
 
 def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
-    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
-    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of h0.
-    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
+    full BPTT); following: the next segment's step-1 values, replaced by this one's. Returns dL/dh0."""
     W_hr = params["W_hr"]
     W_hz = params["W_hz"]
     W_hn = params["W_hn"]
@@ -479,9 +350,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
-    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
-    following as for _adjoints."""
+    """_adjoints when each output's gradient flows back at most k steps: the adjoints flowing through time
+    carry an age axis (steps flowed, 0..k), a flow older than k dropped; following as for _adjoints."""
     W_hr = params["W_hr"]
     W_hz = params["W_hz"]
     W_hn = params["W_hn"]
@@ -547,67 +417,72 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
     return d_h0
 
 
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_q + 5 * n_h) * _row, (11 * n_h + (ages * (8 * n_h) if ages > 1 else 0)) * _row
-
-
-def _forward_arrays(T, B, sizes, dtype):
-    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+def _gradients(params, sizes, cache, d_s, work):
+    """The parameters' gradients, from the adjoints in the arrays of work."""
+    x = cache["x"]
+    h = cache["h"]
+    _d_r_bar_z_bar = work["_d_r_bar_z_bar"]  # a view of _d_r_bar_z_bar_m[..., :2 * n_h]
+    _d_r_bar_z_bar_m = work["_d_r_bar_z_bar_m"]
+    _ones = work["_ones"]
+    d_n_bar = work["d_n_bar"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    work = {
-        "_r_z_m": np.empty((T + 1, B, 3 * n_h), dtype),
-        "n": np.empty((T + 1, B, n_h), dtype),
-        "h": np.empty((T + 1, B, n_h), dtype),
-        "s": np.empty((T, B, n_q), dtype),
-        "_b_r_z_halved": np.empty((2 * n_h,), dtype),
-        "_W_ir_W_iz_halved": np.empty((2 * n_h, n_d), dtype),
-        "_W_hr_W_hz_W_hn_halved_T": np.empty((n_h, 3 * n_h), dtype),
-        "_step_3h": np.empty((B, 3 * n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
+    # the gradients of W_ir, W_iz at once
+    _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar[1:].reshape(-1, 2 * n_h)).T
+    _d_b_ir_b_iz_b_hn = _ones @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)  # the gradients of b_ir, b_iz, b_hn at once
+    # the gradients of W_hr, W_hz, W_hn at once
+    _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)).T
+    return {
+        # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
+        "W_ir": _d_W_ir_W_iz[:n_h],
+        # dL/db_ir = sum_t dL/dr_bar_t
+        "b_ir": _d_b_ir_b_iz_b_hn[:n_h],
+        # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
+        "W_hr": _d_W_hr_W_hz_W_hn[:n_h],
+        # dL/db_hr = sum_t dL/dr_bar_t
+        "b_hr": _d_b_ir_b_iz_b_hn[:n_h].copy(),
+        # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
+        "W_iz": _d_W_ir_W_iz[n_h:2 * n_h],
+        # dL/db_iz = sum_t dL/dz_bar_t
+        "b_iz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h],
+        # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
+        "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h],
+        # dL/db_hz = sum_t dL/dz_bar_t
+        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].copy(),
+        # dL/dW_in = sum_t dL/dn_bar_t x_t^T
+        "W_in": (x.reshape(-1, n_d).T @ d_n_bar[1:].reshape(-1, n_h)).T,
+        # dL/db_in = sum_t dL/dn_bar_t
+        "b_in": _ones @ d_n_bar[1:].reshape(-1, n_h),
+        # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
+        "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h],
+        # dL/db_hn = sum_t dL/dm_t
+        "b_hn": _d_b_ir_b_iz_b_hn[2 * n_h:3 * n_h],
+        # dL/dV = sum_t dL/ds_t h_t^T
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
     }
-    work["_r_z_m"][0] = 0
-    work["r"] = work["_r_z_m"][..., :n_h]
-    work["z"] = work["_r_z_m"][..., n_h:2 * n_h]
-    work["m"] = work["_r_z_m"][..., 2 * n_h:3 * n_h]
-    work["_r_z"] = work["_r_z_m"][..., :2 * n_h]
-    work["n"][0] = 0
-    work["h"][0] = 0
-    return work
 
 
-def _backward_arrays(T, B, sizes, dtype):
-    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
-    n_h = sizes["h"]
-    work = {
-        "_d_r_bar_z_bar_m": np.empty((T + 1, B, 3 * n_h), dtype),
-        "d_h": np.empty((T + 1, B, n_h), dtype),
-        "d_n_bar": np.empty((T + 1, B, n_h), dtype),
-        "_k1": np.empty((T + 1, B, n_h), dtype),
-        "_k2": np.empty((T + 1, B, n_h), dtype),
-        "_k3": np.empty((T + 1, B, n_h), dtype),
-        "_a1": np.empty((T + 1, B, n_h), dtype),
-        "_a2": np.empty((T + 1, B, n_h), dtype),
-        "_W_hr_W_hz_W_hn": np.empty((3 * n_h, n_h), dtype),
-        "_all_h": np.empty((T, B, n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
-        "_step_h_2": np.empty((B, n_h), dtype),
-        "_ones": np.ones(T * B, dtype),
-    }
-    work["d_r_bar"] = work["_d_r_bar_z_bar_m"][..., :n_h]
-    work["d_z_bar"] = work["_d_r_bar_z_bar_m"][..., n_h:2 * n_h]
-    work["d_m"] = work["_d_r_bar_z_bar_m"][..., 2 * n_h:3 * n_h]
-    work["_d_r_bar_z_bar"] = work["_d_r_bar_z_bar_m"][..., :2 * n_h]
-    return work
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="s")
 _PASSES = _Passes(
-    _SPEC, output="s", forced=False, forward=_forward, forward_arrays=_forward_arrays, backward_into=_backward_into,
-    backward_arrays=_backward_arrays, loss=_squared_error, mean=False, checkpoint_bytes=_checkpoint_bytes
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+    forward_work={
+        "_r_z_m": ("T+1", "B", "3*h"), "n": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"),
+        "_b_r_z_halved": ("2*h",), "_W_ir_W_iz_halved": ("2*h", "d"), "_W_hr_W_hz_W_hn_halved_T": ("h", "3*h"),
+        "_step_3h": ("B", "3*h"), "_step_h": ("B", "h"),
+    },
+    backward_work={
+        "_d_r_bar_z_bar_m": ("T+1", "B", "3*h"), "d_h": ("T+1", "B", "h"), "d_n_bar": ("T+1", "B", "h"),
+        "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_k3": ("T+1", "B", "h"), "_a1": ("T+1", "B", "h"),
+        "_a2": ("T+1", "B", "h"), "_W_hr_W_hz_W_hn": ("3*h", "h"), "_all_h": ("T", "B", "h"), "_step_h": ("B", "h"),
+        "_step_h_2": ("B", "h"), "_ones": ("T*B",),
+    },
+    views={
+        "r": ("_r_z_m", "0", "h"), "z": ("_r_z_m", "h", "2*h"), "m": ("_r_z_m", "2*h", "3*h"),
+        "_r_z": ("_r_z_m", "0", "2*h"), "d_r_bar": ("_d_r_bar_z_bar_m", "0", "h"),
+        "d_z_bar": ("_d_r_bar_z_bar_m", "h", "2*h"), "d_m": ("_d_r_bar_z_bar_m", "2*h", "3*h"),
+        "_d_r_bar_z_bar": ("_d_r_bar_z_bar_m", "0", "2*h"),
+    },
+    ones=("_ones",), step_rows=("h", "q + 5*h", "11*h", "8*h"),
 )

@@ -13,15 +13,7 @@ One step at time t:
 
 Arrays are JAX arrays, time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B) integer labels in range(q).
 Parameters keep the shapes of the maths: U (h, d), R (h, q), V (q, h), b (h), c (q).
-
-The recursions are `jax.lax.scan`s (the backward one last step first); everything else is one
-expression over all steps. forward, backward and loss_and_grads check their arguments (shapes,
-dtypes, and nan, inf or labels out of range in concrete arrays), then run jitted code; they work
-under jax.jit too (truncate static: functools.partial, or static_argnames="truncate"), where
-values are not known and only shapes and dtypes are checked. The dtype of the parameters is kept
-and arrays stay on their device. float64 needs jax.config.update("jax_enable_x64", True) before
-the arrays are made: this module never changes that setting.
-
+The functions check their arguments, then run jitted code, under jax.jit too (bptt.runtime.jax_passes).
 apply(params, xs, ys...) is the forward pass as a jax.custom_vjp function whose backward is the
 derived BPTT (with any truncation): use it inside any loss under jax.grad, jax.jit and jax.vmap.
 """
@@ -31,136 +23,64 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from bptt.runtime.checkpoints import _checkpoint_actions, _checkpointed, _forward_kept, _segmented, _Segments
-from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _param_sizes, _Spec
-from bptt.runtime.jax import (
-    _ages,
-    _check_array,
-    _check_cache,
-    _check_dtype,
-    _check_labels,
-    _check_params,
-    _directions,
-    _float_dtype,
-    _keep_weights,
-    _softmax_cross_entropy,
-    _truncation,
-)
+from bptt.runtime.common import _Spec
+from bptt.runtime.jax import _directions, _softmax_cross_entropy
 from bptt.runtime.jax import clip_grads as clip_grads
+from bptt.runtime.jax_passes import _Passes
 
 PARAMS = ("U", "R", "V", "b", "c")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "U": ("h", "d"),
-    "R": ("h", "q"),
-    "V": ("q", "h"),
-    "b": ("h",),
-    "c": ("q",),
+    "U": ("h", "d"), "R": ("h", "q"), "V": ("q", "h"), "b": ("h",), "c": ("q",),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ("o",)  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "o0": "q",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "o": ("T+1", "B", "q"),
-    "h": ("T+1", "B", "h"),
-}
+STATES = {"o0": "q"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {"x": ("T", "B", "d"), "o": ("T+1", "B", "q"), "h": ("T+1", "B", "h")}
 
 
 def init_params(rng, dtype=jnp.float32, **sizes):
     """Random parameters from the key rng: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01)."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    params = {}
-    for key, (name, dims) in zip(jax.random.split(rng, len(SHAPES)), SHAPES.items(), strict=True):
-        shape = tuple(_extent(dim, sizes) for dim in dims)
-        scale = 0.1 if len(shape) == 1 else 1 / shape[1] ** 0.5
-        params[name] = scale * jax.random.normal(key, shape, dtype)
-    return params
+    return _PASSES.init_params(rng, dtype, sizes)
 
 
 def random_inputs(rng, T, B, dtype=jnp.float32, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes, from the key rng."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    _check_lengths(T, B)
-    x_key, y_key = jax.random.split(rng)
-    xs = jax.random.normal(x_key, (T, B, sizes["d"]), dtype)
-    ys = jax.random.randint(y_key, (T, B), 0, sizes["q"])
-    return xs, ys
+    return _PASSES.random_inputs(rng, T, B, dtype, sizes)
 
 
 def forward(params, xs, ys, o0=None):
     """Run the model over all steps, with teacher forcing: the targets ys take the place of
-    o_t for t >= 1 (initial states None: zeros).
-
-    Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. Differentiable by JAX itself (the plain scan).
-    """
-    sizes, dtype = _check_params(_SPEC, params)
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    B = x.shape[1]
-    y = _check_labels("ys", ys, sizes, "q")
-    o0 = jnp.zeros((B, sizes["q"]), dtype) if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    return _forward(params, x, y, o0)
+    o_t for t >= 1 (initial states None: zeros). Returns (outputs, cache):
+    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs. Differentiable by JAX itself."""
+    return _PASSES.forward_call(params, xs, ys, (o0,))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
-    """Gradients of every parameter and of the initial state, given
-    d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial state, given d_outputs = dL/ds_t of shape (T, B, q).
 
-    truncate: None for full BPTT; ("window", k): each output's gradient flows back
-    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
-    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
-    Ollivier's randomized truncation, unbiased, with xi_{t+1} = (u_t < pi) / pi for
-    u = jax.random.uniform(rng, (T,)) and rng = jax.random.key(seed). check_finite=False
-    accepts nan and inf in d_outputs and does not scan the parameters for them. checkpoints: None, or
-    the memory the backward pass's own arrays may take (a number of steps, or bytes such as "32MiB"): it
-    runs through the cache in segments of steps that fit, each a scan.
-    """
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    _check_cache(_SPEC, cache, sizes, dtype)
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    keep = _keep_weights(truncation, sizes["T"], rng, dtype)
-    if checkpoints is not None:
-        return _segmented(
-            _SEGMENTS, truncation, keep, params, sizes, cache, d_s, checkpoints, jnp.dtype(dtype).itemsize
-        )
-    return _gradients(_ages(truncation), params, cache, d_s, keep)
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
+    ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec and
+    Ollivier's unbiased randomized truncation, xi_{t+1} = (u_t < pi) / pi for u = jax.random.uniform(rng, (T,))
+    and rng = jax.random.key(seed). check_finite=False accepts nan and inf in d_outputs and does not scan the
+    parameters for them. checkpoints: None, or the memory the backward pass's arrays may take (steps, or
+    bytes such as "32MiB"), in segments of steps, each a scan."""
+    return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
 def losses(outputs, ys):
     """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B)."""
-    sizes = {}
-    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), finite=False)
-    y = _check_labels("ys", ys, sizes, "q")
+    s, y = _PASSES.loss_inputs(outputs, ys)
     return jax.nn.logsumexp(s, axis=-1) - jnp.take_along_axis(s, y[..., None], axis=-1)[..., 0]
 
 
 def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "o0");
-    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
-    of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them (each segment a scan,
-    compiled once per length), and frees them."""
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params)
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    B = x.shape[1]
-    y = _check_labels("ys", ys, sizes, "q")
-    o0 = jnp.zeros((B, sizes["q"]), dtype) if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    keep = _keep_weights(truncation, x.shape[0], rng, dtype)
-    if checkpoints is not None:
-        sizes.update(T=x.shape[0], B=x.shape[1])
-        initial = (o0,)
-        return _checkpointed(
-            _SEGMENTS, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, jnp.dtype(dtype).itemsize
-        )
-    loss, d_s, cache = _loss_and_output_gradient(params, x, y, o0)
-    return loss, _gradients(_ages(truncation), params, cache, d_s, keep)
+    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
+    slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal
+    schedule keeps some states, recomputes the steps between them (a scan per segment), and frees them."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (o0,), truncate, rng, checkpoints)
 
 
 def apply(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints=None):
@@ -176,43 +96,20 @@ def apply(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints=None):
     checkpoints (static under jit) as for loss_and_grads: the forward pass keeps only the states the
     schedule keeps; the backward pass recomputes the rest, a scan per segment.
     """
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params)
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    B = x.shape[1]
-    y = _check_labels("ys", ys, sizes, "q")
-    o0 = jnp.zeros((B, sizes["q"]), dtype) if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    initial = {"o0": o0}
-    keep = _keep_weights(truncation, x.shape[0], rng, dtype)
-    if checkpoints is not None:
-        _checkpoint_actions(
-            _SEGMENTS, truncation, sizes, x.shape[1], jnp.dtype(dtype).itemsize, checkpoints, x.shape[0]
-        )
-        return _apply_checkpointed((truncation, checkpoints), params, x, y, initial, keep)
-    return _apply(_ages(truncation), params, x, y, initial, keep)
+    return _PASSES.apply_call(params, xs, ys, (o0,), truncate, rng, checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, o0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is
-    carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}),
-    in one jax.lax.scan for every parameter. That is |theta| tangents of B x h numbers, each
-    pushed through the step's Jacobian: O(B h^2 |theta|) work per step against
-    O(B h^2) for backward, so it is practical only for small models.
-    """
-    sizes, dtype = _check_params(_SPEC, params)
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    B = x.shape[1]
-    y = _check_labels("ys", ys, sizes, "q")
-    o0 = jnp.zeros((B, sizes["q"]), dtype) if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype)
-    return _forward_mode(params, x, y, o0)
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning, one jax.lax.scan
+    for every parameter): the state's derivative along every parameter entry, O(B h^2 |theta|) work per step."""
+    _, _, x, y, initial = _PASSES.checked(params, xs, ys, (o0,), True)
+    return _forward_mode(params, x, y, *initial)
 
 
 @jax.jit
 def _forward_mode(params, x, y, o0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass."""
-    loss, d_s, cache = _loss_and_output_gradient(params, x, y, o0)
+    loss, d_s, cache = _PASSES.output_gradient(params, x, y, (o0,))
     U = params["U"]
     R = params["R"]
     V = params["V"]
@@ -270,119 +167,6 @@ def _forward_mode(params, x, y, o0):
 
 
 @jax.jit
-def _loss_and_output_gradient(params, x, y, o0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache."""
-    s, cache = _forward(params, x, y, o0)
-    B = s.shape[1]
-    loss, d_s = _softmax_cross_entropy(s, y, B)
-    return loss, d_s, cache
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _apply(ages, params, x, y, initial, keep):
-    """The outputs; ages and keep as for _gradients."""
-    return _forward(params, x, y, initial["o0"])[0]
-
-
-def _apply_forward(ages, params, x, y, initial, keep):
-    s, cache = _forward(params, x, y, initial["o0"])
-    return s, (params, cache, keep)
-
-
-def _apply_backward(ages, residuals, d_s):
-    """The derived BPTT: gradients for the parameters and initial states, none for the data."""
-    params, cache, keep = residuals
-    grads = _gradients(ages, params, cache, d_s, keep)
-    initial = {name: grads[name] for name in STATES}
-    return {name: grads[name] for name in PARAMS}, None, None, initial, None
-
-
-_apply.defvjp(_apply_forward, _apply_backward)
-
-
-@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-def _apply_checkpointed(how, params, x, ys, initial, keep):
-    """The outputs; how = (truncation, checkpoints), static."""
-    return _apply_checkpointed_forward(how, params, x, ys, initial, keep)[0]
-
-
-def _apply_checkpointed_forward(how, params, x, ys, initial, keep):
-    """The outputs, and as residuals the states the schedule's first forward pass keeps (_forward_kept)."""
-    truncation, checkpoints = how
-    sizes, dtype = _param_sizes(_SPEC, params), params["U"].dtype
-    sizes.update(T=x.shape[0], B=x.shape[1])
-    states = tuple(initial[name] for name in STATES)
-    parts, kept = _forward_kept(
-        _SEGMENTS, truncation, params, sizes, dtype, x, ys, states, checkpoints, jnp.dtype(dtype).itemsize
-    )
-    return jnp.concatenate(parts), (params, x, ys, states, kept, keep)
-
-
-def _apply_checkpointed_backward(how, residuals, d_s):
-    """The derived BPTT in bounded memory: the schedule after its first forward pass."""
-    truncation, checkpoints = how
-    params, x, ys, states, kept, keep = residuals
-    sizes, dtype = _param_sizes(_SPEC, params), params["U"].dtype
-    sizes.update(T=x.shape[0], B=x.shape[1])
-    _, grads = _checkpointed(
-        _SEGMENTS, truncation, keep, params, sizes, dtype, x, ys, states, checkpoints, jnp.dtype(dtype).itemsize, d_s,
-        kept
-    )
-    initial = {name: grads[name] for name in STATES}
-    return {name: grads[name] for name in PARAMS}, None, None, initial, None
-
-
-_apply_checkpointed.defvjp(_apply_checkpointed_forward, _apply_checkpointed_backward)
-
-
-def _segment_forward(params, sizes, dtype, x, y, initial):
-    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
-    return _forward(params, x, y, *initial)
-
-
-@functools.partial(jax.jit, static_argnums=2)
-def _segment_loss(s, y, T):
-    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t)."""
-    B = s.shape[1]
-    return _softmax_cross_entropy(s, y, B)
-
-
-def _segment_backward(truncation, keep, params, sizes, cache, d_s, following):
-    """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
-    segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
-    T = d_s.shape[0]
-    after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
-    grads, handed = _gradients_and_following(_ages(truncation), params, cache, d_s, keep[:T], after or None)
-    following.clear()
-    following.update(handed)
-    return grads
-
-
-def _states_at(cache, _step):
-    """The states at a step of a segment's cache, in STATES order."""
-    return (cache["o"][_step], )
-
-
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's): a step's
-    are the derivation's arrays (_array_bytes) times what XLA holds beside them."""
-    _state, _forward, _backward = _array_bytes(sizes, B, itemsize, ages)
-    return _state, int(_XLA_STEP_FACTOR * _forward), int(_XLA_STEP_FACTOR * _backward)
-
-
-_XLA_STEP_FACTOR = 2  # measured: bptt/codegen/jax/memory.py
-
-
-def _array_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (n_q) * _row, (n_d + n_h + 2 * n_q) * _row, (n_q + 4 * n_h) * _row
-
-
-@jax.jit
 def _forward(params, x, y, o0):
     """The forward pass: (outputs, cache)."""
     U = params["U"]
@@ -403,17 +187,13 @@ def _forward(params, x, y, o0):
     return s, {"x": x, "o": o, "h": h}
 
 
-def _gradients(ages, params, cache, d_s, keep):
-    """Every gradient, given dL/ds_t. keep[t]: the weight of the flow from step t+1 into step t (ones for
-    full BPTT); ages: k + 1 when each output's gradient flows back at most k steps (the adjoints that flow
-    through time then carry an age axis, 0..k, and an older flow is dropped), else None."""
-    return _gradients_and_following(ages, params, cache, d_s, keep)[0]
-
-
 @functools.partial(jax.jit, static_argnums=0)
 def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
-    """(the gradients of _gradients, what step 1 hands back to the segment of steps before this one).
-    following: for a segment of steps, the values at step 1 of the segment after it (and "keep", the
+    """(every gradient given dL/ds_t, what step 1 hands back to the segment of steps before this one).
+    keep[t]: the weight of the flow from step t+1 into step t (ones for full BPTT); ages: k + 1 when each
+    output's gradient flows back at most k steps (the adjoints that flow through time then carry an age axis,
+    0..k, and an older flow is dropped), else None. following: for a segment of steps, the values at step 1 of the
+    segment after it (and "keep", the
     weight of the flow from it), None for none."""
     following = {} if following is None else following
     R = params["R"]
@@ -438,5 +218,9 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     }, handed
 
 
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=("ys",), output="s")
+_PASSES = _Passes(
+    _SPEC, _forward, _gradients_and_following, _softmax_cross_entropy, step_rows=("q", "d + h + 2*q", "q + 4*h", "0"),
+    step_factor=2,
+)  # step_factor: measured, codegen/jax/memory.py

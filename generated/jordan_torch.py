@@ -13,186 +13,79 @@ One step at time t:
 
 Tensors are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B) integer labels in range(q).
 Parameters keep the shapes of the maths: U (h, d), R (h, q), V (q, h), b (h), c (q).
-
-The functions take and return torch tensors, on the parameters' device and in their dtype (float32
-or float64), as the NumPy module's take NumPy arrays. BPTT is a torch.autograd.Function whose backward
-is the derived one, and Model an nn.Module holding the parameters: loss.backward() and any optimiser
-work, under DistributedDataParallel too.
+Tensors in and out, on the parameters' device and in their dtype. BPTT is a torch.autograd.Function whose backward
+is the derived BPTT, Model an nn.Module: loss.backward() and any optimiser work, under DistributedDataParallel too.
 """
 
 import torch
 
-from bptt.runtime.checkpoints import _checkpointed, _forward_kept, _segmented, _Segments
-from bptt.runtime.common import _bind_sizes, _check_lengths, _check_sizes, _extent, _Spec
-from bptt.runtime.schedule import _budget
-from bptt.runtime.torch import (
-    _blamed,
-    _check_array,
-    _check_cache,
-    _check_compile,
-    _check_dtype,
-    _check_labels,
-    _check_params,
-    _directions,
-    _float_dtype,
-    _keep_weights,
-    _loss_parts,
-    _onehot,
-    _softmax_cross_entropy,
-    _truncation,
-)
+from bptt.runtime.common import _Spec
+from bptt.runtime.torch import _directions, _onehot, _softmax_cross_entropy
 from bptt.runtime.torch import clip_grads as clip_grads
+from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
+from bptt.runtime.torch_autograd import _autograd
+from bptt.runtime.torch_passes import _Passes
 
 PARAMS = ("U", "R", "V", "b", "c")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "U": ("h", "d"),
-    "R": ("h", "q"),
-    "V": ("q", "h"),
-    "b": ("h",),
-    "c": ("q",),
+    "U": ("h", "d"), "R": ("h", "q"), "V": ("q", "h"), "b": ("h",), "c": ("q",),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ("o",)  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "o0": "q",
-}
-CACHE = {  # what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "o": ("T+1", "B", "q"),
-    "h": ("T+1", "B", "h"),
-}
+STATES = {"o0": "q"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
+CACHE = {"x": ("T", "B", "d"), "o": ("T+1", "B", "q"), "h": ("T+1", "B", "h")}
 
 
 def init_params(rng=None, dtype=torch.float64, device=None, **sizes):
     """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01); rng a torch.Generator (or None)."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    params = {}
-    for name, dims in SHAPES.items():
-        shape = tuple(_extent(dim, sizes) for dim in dims)
-        scale = 0.1 if len(shape) == 1 else shape[1] ** -0.5
-        draws = torch.randn(shape, generator=rng, dtype=dtype, device=None if rng is None else rng.device)
-        params[name] = (scale * draws).to(device)
-    return params
+    return _PASSES.init_params(rng, dtype, device, sizes)
 
 
 def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes; rng a torch.Generator (or None)."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    _check_lengths(T, B)
-    where = None if rng is None else rng.device
-    xs = torch.randn((T, B, sizes["d"]), generator=rng, dtype=dtype, device=where)
-    ys = torch.randint(0, sizes["q"], (T, B), generator=rng, device=where)
-    return xs.to(device), ys.to(device)
+    return _PASSES.random_inputs(rng, T, B, dtype, device, sizes)
 
 
 def forward(params, xs, ys, o0=None, compile=False):
     """Run the model over all steps, with teacher forcing: the targets ys take the place of
-    o_t for t >= 1, without an autograd graph.
-
-    Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. compile as for loss_and_grads.
-    """
-    compile = _check_compile(compile)
-    sizes, dtype = _check_params(_SPEC, params)
-    device = params["U"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    y = _check_labels("ys", ys, sizes, "q", device)
-    o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype, True, device)
-    with torch.no_grad():
-        return _forward(params, sizes, dtype, device, x, y, o0, compile)
+    o_t for t >= 1, without an autograd graph. Returns (outputs, cache):
+    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs. compile as for loss_and_grads."""
+    return _PASSES.forward_call(params, xs, ys, (o0,), compile)
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
-    """Gradients of every parameter and of the initial state, given
-    d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial state, given d_outputs = dL/ds_t of shape (T, B, q).
 
-    truncate: None for full BPTT; ("window", k): each output's gradient flows back
-    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
-    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
-    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng
-    (a torch.Generator: T float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi).
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
-    checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit. compile as for loss_and_grads.
-    """
-    truncation = _truncation(truncate, rng)
-    compile = _check_compile(compile, checkpoints)
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    device = params["U"].device
-    _check_cache(_SPEC, cache, sizes, dtype, device)
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite, device)
-    with torch.no_grad():
-        if checkpoints is not None:
-            keep = _truncation_weights(truncation, sizes["T"], rng, d_s)
-            return _segmented(_SEGMENTS, truncation, keep, params, sizes, cache, d_s, checkpoints, dtype.itemsize)
-        return _backward(truncation, rng, params, sizes, cache, d_s, compile)
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
+    ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
+    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng (a torch.Generator: T
+    float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi). check_finite=False accepts nan and inf in
+    d_outputs and does not scan the parameters for them. checkpoints: None, or the memory the backward pass's
+    tensors may take (steps, or bytes such as "32MiB"), in segments of steps. compile as for loss_and_grads."""
+    return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile)
 
 
 def losses(outputs, ys):
     """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B) (differentiable)."""
-    s, y = _loss_inputs(outputs, ys)
+    s, y = _PASSES.loss_inputs(outputs, ys)
     return torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0]
-
-
-def _loss_inputs(outputs, ys):
-    """(outputs, ys), checked as the losses take them."""
-    sizes = {}
-    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), False)
-    y = _check_labels("ys", ys, sizes, "q", s.device)
-    return s, y
-
-
-class _Loss(torch.autograd.Function):
-    """Model.loss: the loss averaged as loss_and_grads averages it, and in backward the derived dL/doutputs,
-    each a part of _LOSS_PART bytes of the outputs at a time: nothing of all T steps but the gradient."""
-
-    @staticmethod
-    def forward(ctx, s, y):
-        ctx.save_for_backward(s, y)
-        loss = 0
-        for _part in _loss_parts(s):
-            loss = loss + _segment_loss(s[_part], y[_part], s.shape[0])[0]
-        return loss
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, _d_loss):
-        s, y = ctx.saved_tensors
-        d_s = torch.empty_like(s)
-        for _part in _loss_parts(s):
-            d_s[_part] = _segment_loss(s[_part], y[_part], s.shape[0])[1]
-        return d_s.mul_(_d_loss), None
 
 
 def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints=None, compile=False):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "o0");
-    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
-    of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them, and frees them.
-    compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
-    as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
-    work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
-    truncation = _truncation(truncate, rng)
-    compile = _check_compile(compile, checkpoints)
-    if checkpoints is not None:
-        return _checkpointed_loss(truncation, rng, params, xs, ys, o0, checkpoints)
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, o0, compile, check_finite=False)
-    with torch.no_grad():
-        grads = _backward(truncation, rng, params, sizes, cache, d_s, compile)
-    return _blamed(_SPEC, params, loss, grads)  # a parameter's nan or inf, named from the result
+    truncate and rng as for backward. checkpoints: None keeps every step; a number of slots (a kept state or a
+    stored step each) or a byte budget such as "32MiB" bounds the memory (the optimal schedule recomputes steps).
+    compile=True runs each loop step (window truncation's excepted) through torch.compile, compiled on first use
+    per dtype and shape: its pointwise work fuses (on a GPU one kernel a step). Equal results; not with checkpoints."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (o0,), truncate, rng, checkpoints, compile)
 
 
 def forward_mode_grads(params, xs, ys, o0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is carried forward
-    with the steps (a_t = b_t + c_t a_{t-1}): |theta| tangents of B x h numbers, O(B h^2 |theta|)
-    work per step against O(B h^2) for backward, so it is practical only for small models.
-    """
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, o0)
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
+    derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
+    loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (o0,))
     with torch.no_grad():
         U = params["U"]
         R = params["R"]
@@ -246,212 +139,8 @@ def forward_mode_grads(params, xs, ys, o0=None):
     return loss, grads
 
 
-XS_REQUIRES_GRAD = (
-    "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"
-    " detach xs (layers in front of the model would get no gradient)"
-)
-
-
-class BPTT(torch.autograd.Function):
-    """The model's outputs as a torch.autograd.Function whose backward is the derived BPTT.
-
-    BPTT.apply(truncate, rng, xs, ys, o0, *params) with params in PARAMS order and
-    truncate, rng as for backward (None, None: full BPTT). The initial states get gradients when given
-    (None: zero); xs, ys get none (the derivation is with respect to parameters and states), so xs
-    that requires grad (a layer in front of the model) is refused rather than left without a gradient.
-    """
-
-    @staticmethod
-    def forward(ctx, truncate, rng, xs, ys, o0, *params, compile=False):
-        if getattr(xs, "requires_grad", False):
-            raise ValueError(XS_REQUIRES_GRAD)
-        named = dict(zip(PARAMS, params, strict=True))
-        sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
-        s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, ys, o0, compile)
-        ctx.compile = compile
-        ctx.truncation = (_truncation(truncate, rng), rng)
-        ctx.given = (o0 is not None,)
-        ctx.sizes, ctx.cache = sizes, cache
-        ctx.save_for_backward(*params)
-        return s
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, d_s):
-        params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        truncation, rng = ctx.truncation
-        grads = _backward(truncation, rng, params, ctx.sizes, ctx.cache, d_s.contiguous(), ctx.compile)
-        states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
-        return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
-
-
-class CompiledBPTT(BPTT):
-    """BPTT whose loops run each step through torch.compile (compile=True): CompiledBPTT.apply takes what
-    BPTT.apply takes."""
-
-    @staticmethod
-    def forward(ctx, *inputs):
-        return BPTT.forward(ctx, *inputs, compile=True)
-
-
-@torch.no_grad()
-def _checkpointed_loss(truncation, rng, params, xs, ys, o0, checkpoints):
-    """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
-    sizes, dtype = _check_params(_SPEC, params, finite=False)
-    device = params["U"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    y = _check_labels("ys", ys, sizes, "q", device)
-    o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype, True, device)
-    keep = _truncation_weights(truncation, sizes["T"], rng, params["U"])
-    initial = (o0,)
-    loss, grads = _checkpointed(
-        _SEGMENTS, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
-    )
-    return _blamed(_SPEC, params, loss, grads)
-
-
-class CheckpointedBPTT(torch.autograd.Function):
-    """BPTT in bounded memory: CheckpointedBPTT.apply(checkpoints, truncate, rng, xs, ys, o0, *params), as
-    BPTT.apply with checkpoints as for loss_and_grads. The forward pass keeps only the states the schedule
-    keeps in its first forward pass; the backward pass recomputes the rest, and frees what the schedule frees."""
-
-    @staticmethod
-    def forward(ctx, checkpoints, truncate, rng, xs, ys, o0, *params):
-        if getattr(xs, "requires_grad", False):
-            raise ValueError(XS_REQUIRES_GRAD)
-        named = dict(zip(PARAMS, params, strict=True))
-        sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
-        sizes.update(T=xs.shape[0], B=xs.shape[1])
-        truncation = _truncation(truncate, rng)
-        dtype = params[0].dtype
-        initial, targets = (o0,), ys
-        outputs = _Steps(xs.shape[0])
-        _, kept = _forward_kept(
-            _SEGMENTS, truncation, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
-        )
-        ctx.inputs = (xs, targets, initial, kept, checkpoints, truncation, rng)
-        ctx.sizes, ctx.given = sizes, (o0 is not None,)
-        ctx.save_for_backward(*params)
-        return outputs.tensor
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, d_s):
-        params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        xs, targets, initial, kept, checkpoints, truncation, rng = ctx.inputs
-        ctx.inputs = None  # the kept states go as the schedule frees them
-        keep = _truncation_weights(truncation, xs.shape[0], rng, d_s)
-        dtype = d_s.dtype
-        _, grads = _checkpointed(
-            _SEGMENTS, truncation, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
-            d_s.contiguous(), kept
-        )
-        states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
-        return (None, None, None, None, None, *states, *(grads[name] for name in PARAMS))
-
-
-class _Steps:
-    """The outputs of all T steps in one tensor, each part copied in as _forward_kept appends it (no list
-    of parts beside their concatenation)."""
-
-    def __init__(self, T):
-        self.T, self.filled, self.tensor = T, 0, None
-
-    def append(self, _part):
-        if self.tensor is None:
-            self.tensor = _part.new_empty((self.T, *_part.shape[1:]))
-        self.tensor[self.filled : self.filled + _part.shape[0]] = _part
-        self.filled += _part.shape[0]
-
-
-def _segment_forward(params, sizes, dtype, x, y, initial):
-    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
-    return _forward(params, sizes, dtype, x.device, x, y, *initial)
-
-
-def _segment_loss(s, y, T):
-    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t)."""
-    B = s.shape[1]
-    return _softmax_cross_entropy(s, y, B)
-
-
-def _states_at(cache, _step):
-    """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["o"][_step].clone(), )
-
-
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (n_q) * _row, (2 * n_h + 2 * n_q) * _row, (n_q + 5 * n_h) * _row
-
-
-class Model(torch.nn.Module):
-    """The model as an nn.Module: its parameters are nn.Parameters named as in PARAMS, its forward runs
-    through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
-    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT; compile as for
-    loss_and_grads, through CompiledBPTT)."""
-
-    def __init__(
-        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None,
-        checkpoints=None, compile=False
-    ):
-        super().__init__()
-        _truncation(truncate, rng)
-        if checkpoints is not None:
-            _budget(checkpoints, 1, 1)  # a bad value fails here, in one line (a byte budget is checked per call)
-        self.truncate, self.rng, self.checkpoints = truncate, rng, checkpoints
-        self.compile_steps = _check_compile(compile, checkpoints)  # not .compile: nn.Module.compile is a method
-        for name, value in init_params(init_rng, dtype, device, d=d, h=h, q=q).items():
-            self.register_parameter(name, torch.nn.Parameter(value))
-
-    def params(self):
-        """The parameters as the dict the functions take."""
-        return {name: getattr(self, name) for name in PARAMS}
-
-    def forward(self, xs, ys, o0=None):
-        """The outputs s_t, shape (T, B, q); shapes, dtype and device are checked (not finiteness)."""
-        params = self.params()
-        if getattr(xs, "requires_grad", False):
-            raise ValueError(XS_REQUIRES_GRAD)
-        sizes, dtype = _check_params(_SPEC, params, finite=False)
-        device = params["U"].device
-        x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, False, device)
-        y = _check_labels("ys", ys, sizes, "q", device)
-        o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype, False, device)
-        if self.checkpoints is not None:
-            return CheckpointedBPTT.apply(self.checkpoints, self.truncate, self.rng, x, y, o0, *params.values())
-        if self.compile_steps:
-            return CompiledBPTT.apply(self.truncate, self.rng, x, y, o0, *params.values())
-        return BPTT.apply(self.truncate, self.rng, x, y, o0, *params.values())
-
-    def loss(self, outputs, ys):
-        """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss)."""
-        return _Loss.apply(*_loss_inputs(outputs, ys))
-
-
-def _loss_and_output_gradient(params, xs, ys, o0, compile=False, check_finite=True):
-    """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes;
-    check_finite=False: the parameters are not scanned for nan and inf (the caller looks at its result)."""
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    device = params["U"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    y = _check_labels("ys", ys, sizes, "q", device)
-    o0 = None if o0 is None else _check_array("o0", o0, ("B", "q"), sizes, dtype, True, device)
-    B = sizes["B"]
-    with torch.no_grad():
-        s, cache = _forward(params, sizes, dtype, device, x, y, o0, compile)
-        loss, d_s = _softmax_cross_entropy(s, y, B)
-    return loss, d_s, cache, sizes
-
-
-@torch.no_grad()
-def _forward(params, sizes, dtype, device, x, y, o0, compile=False):
-    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache); compile=True: each
-    step of the loop through torch.compile."""
-    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
+def _forward(params, sizes, x, y, o0, work, compile=False):
+    """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     U = params["U"]
     R = params["R"]
     V = params["V"]
@@ -476,55 +165,11 @@ def _forward(params, sizes, dtype, device, x, y, o0, compile=False):
     # s_t = c + V h_t
     torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
     torch.add(s, c, out=s)
-    return work["s"], {"x": x, "o": work["o"], "h": work["h"]}
 
 
-def _forward_arrays(T, B, sizes, dtype, device):
-    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    work = {
-        "o": torch.empty((T + 1, B, n_q), dtype=dtype, device=device),
-        "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
-        "_all_h": torch.empty((T, B, n_h), dtype=dtype, device=device),
-    }
-    work["o"][0] = 0
-    work["h"][0] = 0
-    return work
-
-
-def _backward(truncation, rng, params, sizes, cache, d_s, compile=False):
-    """The gradients of backward, unchecked (truncation from _truncation)."""
-    keep = _truncation_weights(truncation, d_s.shape[0], rng, d_s)
-    return _segment_backward(truncation, keep, params, sizes, cache, d_s, None, compile)
-
-
-def _segment_backward(truncation, keep, params, sizes, cache, d_s, following=None, compile=False):
-    """The gradients, all steps or a segment of them; following and compile as for _adjoints (a window's
-    adjoints are not compiled)."""
-    if truncation.windowed:
-        adjoints, initial = _window_adjoints(truncation.value, params, sizes, cache, d_s, following)
-    else:
-        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s, following, compile)
-    grads = _gradients(params, sizes, cache, adjoints, d_s)
-    grads.update(zip(STATES, initial, strict=True))
-    return grads
-
-
-def _truncation_weights(truncation, T, rng, like):
-    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
-    return _keep_weights(truncation, T, rng, like) if truncation.weighted else None
-
-
-def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
-    """dL/d of every stored value, last step first; the flow from step t+1 weighted by keep[t] when
-    truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
-    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own. compile=True: each step of the loop through torch.compile."""
-    T, B = d_s.shape[0], d_s.shape[1]
-    dtype, device = d_s.dtype, d_s.device
-    work = _backward_arrays(T, B, sizes, dtype, device)
+def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=False):
+    """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
+    full BPTT); following: the next segment's step-1 values, replaced by its own; compile as for _forward."""
     R = params["R"]
     V = params["V"]
     h = cache["h"]
@@ -544,21 +189,9 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     return {"d_a": d_a}, (d_o0,)
 
 
-def _backward_arrays(T, B, sizes, dtype, device):
-    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
-    n_h = sizes["h"]
-    work = {
-        "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "d_a": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_all_h": torch.empty((T, B, n_h), dtype=dtype, device=device),
-    }
-    return work
-
-
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
-    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
-    following as for _adjoints."""
+    """_adjoints when each output's gradient flows back at most k steps: the adjoints flowing through time
+    carry an age axis (steps flowed, 0..k), a flow older than k dropped; following as for _adjoints."""
     R = params["R"]
     V = params["V"]
     h = cache["h"]
@@ -596,5 +229,18 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     }
 
 
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=("ys",), output="s")
+_PASSES = _Passes(
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _softmax_cross_entropy,
+    forward_work={
+        "o": ("T+1", "B", "q"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_all_h": ("T", "B", "h"),
+    },
+    backward_work={
+        "d_h": ("T+1", "B", "h"), "d_a": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"),
+    },
+    step_rows=("q", "2*h + 2*q", "q + 5*h", "0"),
+)
+
+
+BPTT, CompiledBPTT, CheckpointedBPTT, Model = _autograd(_PASSES, __name__)  # the autograd glue, the runtime's

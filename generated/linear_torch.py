@@ -11,183 +11,78 @@ One step at time t:
 
 Tensors are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_hx (h, d), W_hh (h, h), W_qh (q, h).
-
-The functions take and return torch tensors, on the parameters' device and in their dtype (float32
-or float64), as the NumPy module's take NumPy arrays. BPTT is a torch.autograd.Function whose backward
-is the derived one, and Model an nn.Module holding the parameters: loss.backward() and any optimiser
-work, under DistributedDataParallel too.
+Tensors in and out, on the parameters' device and in their dtype. BPTT is a torch.autograd.Function whose backward
+is the derived BPTT, Model an nn.Module: loss.backward() and any optimiser work, under DistributedDataParallel too.
 """
 
 import torch
 
-from bptt.runtime.checkpoints import _checkpointed, _forward_kept, _segmented, _Segments
-from bptt.runtime.common import _bind_sizes, _check_lengths, _check_sizes, _extent, _Spec
-from bptt.runtime.schedule import _budget
-from bptt.runtime.torch import (
-    _age,
-    _blamed,
-    _check_array,
-    _check_cache,
-    _check_compile,
-    _check_dtype,
-    _check_params,
-    _compiled,
-    _directions,
-    _float_dtype,
-    _flow_weights,
-    _keep_weights,
-    _loss_parts,
-    _squared_error,
-    _truncation,
-    _weighted,
-)
+from bptt.runtime.common import _Spec
+from bptt.runtime.torch import _age, _compiled, _directions, _flow_weights, _squared_error, _weighted
 from bptt.runtime.torch import clip_grads as clip_grads
+from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
+from bptt.runtime.torch_autograd import _autograd
+from bptt.runtime.torch_passes import _Passes
 
 PARAMS = ("W_hx", "W_hh", "W_qh")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "W_hx": ("h", "d"),
-    "W_hh": ("h", "h"),
-    "W_qh": ("q", "h"),
+    "W_hx": ("h", "d"), "W_hh": ("h", "h"), "W_qh": ("q", "h"),
 }
 MEAN = True  # L = (1/T) sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "h0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "h": ("T+1", "B", "h"),
-}
+STATES = {"h0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
+CACHE = {"x": ("T", "B", "d"), "h": ("T+1", "B", "h")}
 
 
 def init_params(rng=None, dtype=torch.float64, device=None, **sizes):
     """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01); rng a torch.Generator (or None)."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    params = {}
-    for name, dims in SHAPES.items():
-        shape = tuple(_extent(dim, sizes) for dim in dims)
-        scale = 0.1 if len(shape) == 1 else shape[1] ** -0.5
-        draws = torch.randn(shape, generator=rng, dtype=dtype, device=None if rng is None else rng.device)
-        params[name] = (scale * draws).to(device)
-    return params
+    return _PASSES.init_params(rng, dtype, device, sizes)
 
 
 def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes; rng a torch.Generator (or None)."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    _check_lengths(T, B)
-    where = None if rng is None else rng.device
-    xs = torch.randn((T, B, sizes["d"]), generator=rng, dtype=dtype, device=where)
-    ys = torch.randn((T, B, sizes["q"]), generator=rng, dtype=dtype, device=where)
-    return xs.to(device), ys.to(device)
+    return _PASSES.random_inputs(rng, T, B, dtype, device, sizes)
 
 
 def forward(params, xs, h0=None, compile=False):
-    """Run the model over all steps, without an autograd graph.
-
-    Returns (outputs, cache): outputs are o_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. compile as for loss_and_grads.
-    """
-    compile = _check_compile(compile)
-    sizes, dtype = _check_params(_SPEC, params)
-    device = params["W_hx"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
-    with torch.no_grad():
-        return _forward(params, sizes, dtype, device, x, h0, compile)
+    """Run the model over all steps, without an autograd graph. Returns (outputs, cache):
+    outputs are o_t for t = 1..T, shape (T, B, q); cache holds what backward needs. compile as for loss_and_grads."""
+    return _PASSES.forward_call(params, xs, None, (h0,), compile)
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
-    """Gradients of every parameter and of the initial state, given
-    d_outputs = dL/do_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial state, given d_outputs = dL/do_t of shape (T, B, q).
 
-    truncate: None for full BPTT; ("window", k): each output's gradient flows back
-    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
-    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
-    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng
-    (a torch.Generator: T float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi).
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
-    checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit. compile as for loss_and_grads.
-    """
-    truncation = _truncation(truncate, rng)
-    compile = _check_compile(compile, checkpoints)
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    device = params["W_hx"].device
-    _check_cache(_SPEC, cache, sizes, dtype, device)
-    d_o = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite, device)
-    with torch.no_grad():
-        if checkpoints is not None:
-            keep = _truncation_weights(truncation, sizes["T"], rng, d_o)
-            return _segmented(_SEGMENTS, truncation, keep, params, sizes, cache, d_o, checkpoints, dtype.itemsize)
-        return _backward(truncation, rng, params, sizes, cache, d_o, compile)
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
+    ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
+    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng (a torch.Generator: T
+    float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi). check_finite=False accepts nan and inf in
+    d_outputs and does not scan the parameters for them. checkpoints: None, or the memory the backward pass's
+    tensors may take (steps, or bytes such as "32MiB"), in segments of steps. compile as for loss_and_grads."""
+    return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile)
 
 
 def losses(outputs, ys):
     """The loss l_t = 1/2 ||o_t - y_t||^2 of every step and sample, shape (T, B) (differentiable)."""
-    o, y = _loss_inputs(outputs, ys)
+    o, y = _PASSES.loss_inputs(outputs, ys)
     return 0.5 * ((o - y) ** 2).sum(axis=-1)
-
-
-def _loss_inputs(outputs, ys):
-    """(outputs, ys), checked as the losses take them."""
-    sizes = {}
-    o = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), False)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, o.dtype, True, o.device)
-    return o, y
-
-
-class _Loss(torch.autograd.Function):
-    """Model.loss: the loss averaged as loss_and_grads averages it, and in backward the derived dL/doutputs,
-    each a part of _LOSS_PART bytes of the outputs at a time: nothing of all T steps but the gradient."""
-
-    @staticmethod
-    def forward(ctx, o, y):
-        ctx.save_for_backward(o, y)
-        loss = 0
-        for _part in _loss_parts(o):
-            loss = loss + _segment_loss(o[_part], y[_part], o.shape[0])[0]
-        return loss
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, _d_loss):
-        o, y = ctx.saved_tensors
-        d_o = torch.empty_like(o)
-        for _part in _loss_parts(o):
-            d_o[_part] = _segment_loss(o[_part], y[_part], o.shape[0])[1]
-        return d_o.mul_(_d_loss), None
 
 
 def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None, compile=False):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "h0");
-    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
-    of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them, and frees them.
-    compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
-    as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
-    work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
-    truncation = _truncation(truncate, rng)
-    compile = _check_compile(compile, checkpoints)
-    if checkpoints is not None:
-        return _checkpointed_loss(truncation, rng, params, xs, ys, h0, checkpoints)
-    loss, d_o, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0, compile, check_finite=False)
-    with torch.no_grad():
-        grads = _backward(truncation, rng, params, sizes, cache, d_o, compile)
-    return _blamed(_SPEC, params, loss, grads)  # a parameter's nan or inf, named from the result
+    truncate and rng as for backward. checkpoints: None keeps every step; a number of slots (a kept state or a
+    stored step each) or a byte budget such as "32MiB" bounds the memory (the optimal schedule recomputes steps).
+    compile=True runs each loop step (window truncation's excepted) through torch.compile, compiled on first use
+    per dtype and shape: its pointwise work fuses (on a GPU one kernel a step). Equal results; not with checkpoints."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (h0,), truncate, rng, checkpoints, compile)
 
 
 def forward_mode_grads(params, xs, ys, h0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is carried forward
-    with the steps (a_t = b_t + c_t a_{t-1}): |theta| tangents of B x h numbers, O(B h^2 |theta|)
-    work per step against O(B h^2) for backward, so it is practical only for small models.
-    """
-    loss, d_o, cache, sizes = _loss_and_output_gradient(params, xs, ys, h0)
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
+    derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
+    loss, d_o, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0,))
     with torch.no_grad():
         W_hx = params["W_hx"]
         W_hh = params["W_hh"]
@@ -226,211 +121,8 @@ def forward_mode_grads(params, xs, ys, h0=None):
     return loss, grads
 
 
-XS_REQUIRES_GRAD = (
-    "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"
-    " detach xs (layers in front of the model would get no gradient)"
-)
-
-
-class BPTT(torch.autograd.Function):
-    """The model's outputs as a torch.autograd.Function whose backward is the derived BPTT.
-
-    BPTT.apply(truncate, rng, xs, h0, *params) with params in PARAMS order and
-    truncate, rng as for backward (None, None: full BPTT). The initial states get gradients when given
-    (None: zero); xs get none (the derivation is with respect to parameters and states), so xs
-    that requires grad (a layer in front of the model) is refused rather than left without a gradient.
-    """
-
-    @staticmethod
-    def forward(ctx, truncate, rng, xs, h0, *params, compile=False):
-        if getattr(xs, "requires_grad", False):
-            raise ValueError(XS_REQUIRES_GRAD)
-        named = dict(zip(PARAMS, params, strict=True))
-        sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
-        o, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, h0, compile)
-        ctx.compile = compile
-        ctx.truncation = (_truncation(truncate, rng), rng)
-        ctx.given = (h0 is not None,)
-        ctx.sizes, ctx.cache = sizes, cache
-        ctx.save_for_backward(*params)
-        return o
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, d_o):
-        params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        truncation, rng = ctx.truncation
-        grads = _backward(truncation, rng, params, ctx.sizes, ctx.cache, d_o.contiguous(), ctx.compile)
-        states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
-        return (None, None, None, *states, *(grads[name] for name in PARAMS))
-
-
-class CompiledBPTT(BPTT):
-    """BPTT whose loops run each step through torch.compile (compile=True): CompiledBPTT.apply takes what
-    BPTT.apply takes."""
-
-    @staticmethod
-    def forward(ctx, *inputs):
-        return BPTT.forward(ctx, *inputs, compile=True)
-
-
-@torch.no_grad()
-def _checkpointed_loss(truncation, rng, params, xs, ys, h0, checkpoints):
-    """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
-    sizes, dtype = _check_params(_SPEC, params, finite=False)
-    device = params["W_hx"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
-    keep = _truncation_weights(truncation, sizes["T"], rng, params["W_hx"])
-    initial = (h0,)
-    loss, grads = _checkpointed(
-        _SEGMENTS, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
-    )
-    return _blamed(_SPEC, params, loss, grads)
-
-
-class CheckpointedBPTT(torch.autograd.Function):
-    """BPTT in bounded memory: CheckpointedBPTT.apply(checkpoints, truncate, rng, xs, h0, *params), as
-    BPTT.apply with checkpoints as for loss_and_grads. The forward pass keeps only the states the schedule
-    keeps in its first forward pass; the backward pass recomputes the rest, and frees what the schedule frees."""
-
-    @staticmethod
-    def forward(ctx, checkpoints, truncate, rng, xs, h0, *params):
-        if getattr(xs, "requires_grad", False):
-            raise ValueError(XS_REQUIRES_GRAD)
-        named = dict(zip(PARAMS, params, strict=True))
-        sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
-        sizes.update(T=xs.shape[0], B=xs.shape[1])
-        truncation = _truncation(truncate, rng)
-        dtype = params[0].dtype
-        initial, targets = (h0,), None
-        outputs = _Steps(xs.shape[0])
-        _, kept = _forward_kept(
-            _SEGMENTS, truncation, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
-        )
-        ctx.inputs = (xs, targets, initial, kept, checkpoints, truncation, rng)
-        ctx.sizes, ctx.given = sizes, (h0 is not None,)
-        ctx.save_for_backward(*params)
-        return outputs.tensor
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, d_o):
-        params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        xs, targets, initial, kept, checkpoints, truncation, rng = ctx.inputs
-        ctx.inputs = None  # the kept states go as the schedule frees them
-        keep = _truncation_weights(truncation, xs.shape[0], rng, d_o)
-        dtype = d_o.dtype
-        _, grads = _checkpointed(
-            _SEGMENTS, truncation, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
-            d_o.contiguous(), kept
-        )
-        states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
-        return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
-
-
-class _Steps:
-    """The outputs of all T steps in one tensor, each part copied in as _forward_kept appends it (no list
-    of parts beside their concatenation)."""
-
-    def __init__(self, T):
-        self.T, self.filled, self.tensor = T, 0, None
-
-    def append(self, _part):
-        if self.tensor is None:
-            self.tensor = _part.new_empty((self.T, *_part.shape[1:]))
-        self.tensor[self.filled : self.filled + _part.shape[0]] = _part
-        self.filled += _part.shape[0]
-
-
-def _segment_forward(params, sizes, dtype, x, y, initial):
-    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
-    return _forward(params, sizes, dtype, x.device, x, *initial)
-
-
-def _segment_loss(o, y, T):
-    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/do_t)."""
-    B = o.shape[1]
-    return _squared_error(o, y, T * B)
-
-
-def _states_at(cache, _step):
-    """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["h"][_step].clone(), )
-
-
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (n_h) * _row, (n_h + n_q) * _row, (n_h + n_q + (ages * (n_h) if ages > 1 else 0)) * _row
-
-
-class Model(torch.nn.Module):
-    """The model as an nn.Module: its parameters are nn.Parameters named as in PARAMS, its forward runs
-    through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
-    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT; compile as for
-    loss_and_grads, through CompiledBPTT)."""
-
-    def __init__(
-        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None,
-        checkpoints=None, compile=False
-    ):
-        super().__init__()
-        _truncation(truncate, rng)
-        if checkpoints is not None:
-            _budget(checkpoints, 1, 1)  # a bad value fails here, in one line (a byte budget is checked per call)
-        self.truncate, self.rng, self.checkpoints = truncate, rng, checkpoints
-        self.compile_steps = _check_compile(compile, checkpoints)  # not .compile: nn.Module.compile is a method
-        for name, value in init_params(init_rng, dtype, device, d=d, h=h, q=q).items():
-            self.register_parameter(name, torch.nn.Parameter(value))
-
-    def params(self):
-        """The parameters as the dict the functions take."""
-        return {name: getattr(self, name) for name in PARAMS}
-
-    def forward(self, xs, h0=None):
-        """The outputs o_t, shape (T, B, q); shapes, dtype and device are checked (not finiteness)."""
-        params = self.params()
-        if getattr(xs, "requires_grad", False):
-            raise ValueError(XS_REQUIRES_GRAD)
-        sizes, dtype = _check_params(_SPEC, params, finite=False)
-        device = params["W_hx"].device
-        x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, False, device)
-        h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, False, device)
-        if self.checkpoints is not None:
-            return CheckpointedBPTT.apply(self.checkpoints, self.truncate, self.rng, x, h0, *params.values())
-        if self.compile_steps:
-            return CompiledBPTT.apply(self.truncate, self.rng, x, h0, *params.values())
-        return BPTT.apply(self.truncate, self.rng, x, h0, *params.values())
-
-    def loss(self, outputs, ys):
-        """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss)."""
-        return _Loss.apply(*_loss_inputs(outputs, ys))
-
-
-def _loss_and_output_gradient(params, xs, ys, h0, compile=False, check_finite=True):
-    """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes;
-    check_finite=False: the parameters are not scanned for nan and inf (the caller looks at its result)."""
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    device = params["W_hx"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
-    T, B = sizes["T"], sizes["B"]
-    with torch.no_grad():
-        o, cache = _forward(params, sizes, dtype, device, x, h0, compile)
-        loss, d_o = _squared_error(o, y, T * B)
-    return loss, d_o, cache, sizes
-
-
-@torch.no_grad()
-def _forward(params, sizes, dtype, device, x, h0, compile=False):
-    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache); compile=True: each
-    step of the loop through torch.compile."""
-    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
+def _forward(params, sizes, x, h0, work, compile=False):
+    """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_hx = params["W_hx"]
     W_hh = params["W_hh"]
     W_qh = params["W_qh"]
@@ -455,53 +147,12 @@ def _forward(params, sizes, dtype, device, x, h0, compile=False):
         h_t.addmm_(h_prev, _W_hh_T)
     # o_t = W_qh h_t
     torch.matmul(h[1:].reshape(-1, n_h), W_qh.T, out=o.reshape(-1, n_q))
-    return work["o"], {"x": x, "h": work["h"]}
 
 
-def _forward_arrays(T, B, sizes, dtype, device):
-    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    work = {
-        "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "o": torch.empty((T, B, n_q), dtype=dtype, device=device),
-        "_W_hh_T": torch.empty((n_h, n_h), dtype=dtype, device=device),
-    }
-    work["h"][0] = 0
-    return work
-
-
-def _backward(truncation, rng, params, sizes, cache, d_o, compile=False):
-    """The gradients of backward, unchecked (truncation from _truncation)."""
-    keep = _truncation_weights(truncation, d_o.shape[0], rng, d_o)
-    return _segment_backward(truncation, keep, params, sizes, cache, d_o, None, compile)
-
-
-def _segment_backward(truncation, keep, params, sizes, cache, d_o, following=None, compile=False):
-    """The gradients, all steps or a segment of them; following and compile as for _adjoints (a window's
-    adjoints are not compiled)."""
-    if truncation.windowed:
-        adjoints, initial = _window_adjoints(truncation.value, params, sizes, cache, d_o, following)
-    else:
-        adjoints, initial = _adjoints(keep, params, sizes, cache, d_o, following, compile)
-    grads = _gradients(params, sizes, cache, adjoints, d_o)
-    grads.update(zip(STATES, initial, strict=True))
-    return grads
-
-
-def _truncation_weights(truncation, T, rng, like):
-    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
-    return _keep_weights(truncation, T, rng, like) if truncation.weighted else None
-
-
-def _adjoints(keep, params, sizes, cache, d_o, following=None, compile=False):
-    """dL/d of every stored value, last step first; the flow from step t+1 weighted by keep[t] when
-    truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
-    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own. compile=True: each step of the loop through torch.compile."""
-    T, B = d_o.shape[0], d_o.shape[1]
-    dtype, device = d_o.dtype, d_o.device
-    work = _backward_arrays(T, B, sizes, dtype, device)
+def _adjoints(keep, params, sizes, cache, d_o, work, following=None, compile=False):
+    """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
+    full BPTT); following: the next segment's step-1 values, replaced by its own; compile as for _forward."""
+    T = d_o.shape[0]
     W_hh = params["W_hh"]
     W_qh = params["W_qh"]
     d_h = work["d_h"]
@@ -529,19 +180,9 @@ def _adjoints(keep, params, sizes, cache, d_o, following=None, compile=False):
     return {"d_h": d_h}, (d_h0,)
 
 
-def _backward_arrays(T, B, sizes, dtype, device):
-    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
-    n_h = sizes["h"]
-    work = {
-        "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-    }
-    return work
-
-
 def _window_adjoints(k, params, sizes, cache, d_o, following=None):
-    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
-    following as for _adjoints."""
+    """_adjoints when each output's gradient flows back at most k steps: the adjoints flowing through time
+    carry an age axis (steps flowed, 0..k), a flow older than k dropped; following as for _adjoints."""
     W_hh = params["W_hh"]
     W_qh = params["W_qh"]
     n_h = sizes["h"]
@@ -580,8 +221,16 @@ def _gradients(params, sizes, cache, adjoints, d_o):
     }
 
 
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="o")
+_PASSES = _Passes(
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+    forward_work={
+        "h": ("T+1", "B", "h"), "o": ("T", "B", "q"), "_W_hh_T": ("h", "h"),
+    },
+    backward_work={"d_h": ("T+1", "B", "h")},
+    step_rows=("h", "h + q", "h + q", "h"),
+)
 
 
 def _forward_step(h_steps, _W_hh_T):
@@ -594,3 +243,6 @@ def _adjoints_step(d_h_steps, W_hh, keep_t):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     d_h_t, d_h_next = d_h_steps[0], d_h_steps[1]
     d_h_t.add_(keep_t * (d_h_next @ W_hh))  # dL/dh_t += W_hh^T dL/dh_{t+1}
+
+
+BPTT, CompiledBPTT, CheckpointedBPTT, Model = _autograd(_PASSES, __name__)  # the autograd glue, the runtime's

@@ -21,32 +21,16 @@ One step at time t:
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_ii (h, d), b_ii (h), W_hi (h, h), b_hi (h), W_if (h, d), b_if (h), W_hf (h,
 h), b_hf (h), W_ig (h, d), b_ig (h), W_hg (h, h), b_hg (h), W_io (h, d), b_io (h), W_ho (h, h), b_ho (h), V (q, h).
-
-Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
-_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
-them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
-has its own, so calls from several threads are safe; free_workspace() releases the calling
-thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
+Work arrays are kept per thread between calls (bptt.runtime.numpy_passes); what the functions return is fresh.
 """
 
 import numpy as np
 
-from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
-from bptt.runtime.numpy import (
-    _age,
-    _check_array,
-    _check_cache,
-    _check_dtype,
-    _check_params,
-    _directions,
-    _float_dtype,
-    _init_params,
-    _Passes,
-    _squared_error,
-    _truncation,
-)
+from bptt.runtime.common import _Spec
+from bptt.runtime.numpy import _age, _directions, _init_params, _squared_error
 from bptt.runtime.numpy import clip_grads as clip_grads
-from bptt.runtime.numpy import free_workspace as free_workspace
+from bptt.runtime.numpy_passes import _Passes
+from bptt.runtime.numpy_passes import free_workspace as free_workspace
 
 PARAMS = (
     "W_ii", "b_ii", "W_hi", "b_hi", "W_if", "b_if", "W_hf", "b_hf", "W_ig", "b_ig", "W_hg", "b_hg", "W_io", "b_io",
@@ -54,38 +38,17 @@ PARAMS = (
 )
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "W_ii": ("h", "d"),
-    "b_ii": ("h",),
-    "W_hi": ("h", "h"),
-    "b_hi": ("h",),
-    "W_if": ("h", "d"),
-    "b_if": ("h",),
-    "W_hf": ("h", "h"),
-    "b_hf": ("h",),
-    "W_ig": ("h", "d"),
-    "b_ig": ("h",),
-    "W_hg": ("h", "h"),
-    "b_hg": ("h",),
-    "W_io": ("h", "d"),
-    "b_io": ("h",),
-    "W_ho": ("h", "h"),
-    "b_ho": ("h",),
-    "V": ("q", "h"),
+    "W_ii": ("h", "d"), "b_ii": ("h",), "W_hi": ("h", "h"), "b_hi": ("h",), "W_if": ("h", "d"), "b_if": ("h",),
+    "W_hf": ("h", "h"), "b_hf": ("h",), "W_ig": ("h", "d"), "b_ig": ("h",), "W_hg": ("h", "h"), "b_hg": ("h",),
+    "W_io": ("h", "d"), "b_io": ("h",), "W_ho": ("h", "h"), "b_ho": ("h",), "V": ("q", "h"),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "c0": "h",
-    "h0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "c": ("T+1", "B", "h"),
-    "h": ("T+1", "B", "h"),
-    "i": ("T+1", "B", "h"),
-    "f": ("T+1", "B", "h"),
-    "g": ("T+1", "B", "h"),
-    "o": ("T+1", "B", "h"),
+STATES = {"c0": "h", "h0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {
+    "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "i": ("T+1", "B", "h"),
+    "f": ("T+1", "B", "h"), "g": ("T+1", "B", "h"), "o": ("T+1", "B", "h"),
 }
 
 
@@ -96,140 +59,44 @@ def init_params(rng, dtype=np.float64, **sizes):
 
 def random_inputs(rng, T, B, dtype=np.float64, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    _check_lengths(T, B)
-    xs = rng.standard_normal((T, B, sizes["d"])).astype(dtype)
-    ys = rng.standard_normal((T, B, sizes["q"])).astype(dtype)
-    return xs, ys
+    return _PASSES.random_inputs(rng, T, B, dtype, sizes)
 
 
 def forward(params, xs, c0=None, h0=None):
-    """Run the model over all steps.
-
-    Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. Both are fresh arrays.
-    """
-    sizes, dtype = _check_params(_SPEC, params)
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    return _PASSES.segment_forward(params, sizes, dtype, x, None, (c0, h0))
+    """Run the model over all steps. Returns (outputs, cache), fresh arrays:
+    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs."""
+    return _PASSES.forward_call(params, xs, None, (c0, h0))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
-    """Gradients of every parameter and of the initial states, given
-    d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial states, given d_outputs = dL/ds_t of shape (T, B, q).
 
-    truncate: None for full BPTT; ("window", k): each output's gradient flows back
-    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
-    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
-    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
-    checkpoints: None, or the memory the backward pass's own arrays may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
-    """
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    _check_cache(_SPEC, cache, sizes, dtype)
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    return _PASSES.backward(truncation, rng, params, sizes, dtype, cache, d_s, checkpoints)
-
-
-def _backward_into(truncation, keep, params, sizes, cache, d_s, work, following=None):
-    """The gradients, in the arrays of work; following: as for _adjoints (a segment of steps)."""
-    if truncation.windowed:
-        d_c0, d_h0 = _window_adjoints(truncation.value, params, sizes, cache, d_s, work, following)
-    else:
-        d_c0, d_h0 = _adjoints(keep, params, sizes, cache, d_s, work, following)
-    x = cache["x"]
-    h = cache["h"]
-    _d_i_bar_to_g_bar = work["_d_i_bar_to_g_bar"]
-    _ones = work["_ones"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    # the gradients of W_ii, W_if, W_io, W_ig at once
-    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)).T
-    # the gradients of b_ii, b_if, b_io, b_ig at once
-    _d_b_ii_b_if_b_io_b_ig = _ones @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)
-    # the gradients of W_hi, W_hf, W_ho, W_hg at once
-    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)).T
-    return {
-        # dL/dW_ii = sum_t dL/di_bar_t x_t^T
-        "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h],
-        # dL/db_ii = sum_t dL/di_bar_t
-        "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h],
-        # dL/dW_hi = sum_t dL/di_bar_t h_{t-1}^T
-        "W_hi": _d_W_hi_W_hf_W_ho_W_hg[:n_h],
-        # dL/db_hi = sum_t dL/di_bar_t
-        "b_hi": _d_b_ii_b_if_b_io_b_ig[:n_h].copy(),
-        # dL/dW_if = sum_t dL/df_bar_t x_t^T
-        "W_if": _d_W_ii_W_if_W_io_W_ig[n_h:2 * n_h],
-        # dL/db_if = sum_t dL/df_bar_t
-        "b_if": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h],
-        # dL/dW_hf = sum_t dL/df_bar_t h_{t-1}^T
-        "W_hf": _d_W_hi_W_hf_W_ho_W_hg[n_h:2 * n_h],
-        # dL/db_hf = sum_t dL/df_bar_t
-        "b_hf": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].copy(),
-        # dL/dW_ig = sum_t dL/dg_bar_t x_t^T
-        "W_ig": _d_W_ii_W_if_W_io_W_ig[3 * n_h:4 * n_h],
-        # dL/db_ig = sum_t dL/dg_bar_t
-        "b_ig": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h],
-        # dL/dW_hg = sum_t dL/dg_bar_t h_{t-1}^T
-        "W_hg": _d_W_hi_W_hf_W_ho_W_hg[3 * n_h:4 * n_h],
-        # dL/db_hg = sum_t dL/dg_bar_t
-        "b_hg": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].copy(),
-        # dL/dW_io = sum_t dL/do_bar_t x_t^T
-        "W_io": _d_W_ii_W_if_W_io_W_ig[2 * n_h:3 * n_h],
-        # dL/db_io = sum_t dL/do_bar_t
-        "b_io": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h],
-        # dL/dW_ho = sum_t dL/do_bar_t h_{t-1}^T
-        "W_ho": _d_W_hi_W_hf_W_ho_W_hg[2 * n_h:3 * n_h],
-        # dL/db_ho = sum_t dL/do_bar_t
-        "b_ho": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].copy(),
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
-        "c0": d_c0,
-        "h0": d_h0,
-    }
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
+    ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
+    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng. check_finite=False
+    accepts nan and inf in d_outputs and does not scan the parameters for them. checkpoints: None, or the
+    memory the backward pass's arrays may take (steps, or bytes such as "32MiB"), in segments of steps."""
+    return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
 def losses(outputs, ys):
     """The loss l_t = 1/2 ||s_t - y_t||^2 of every step and sample, shape (T, B)."""
-    sizes = {}
-    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), finite=False)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, s.dtype)
+    s, y = _PASSES.loss_inputs(outputs, ys)
     return 0.5 * ((s - y) ** 2).sum(axis=-1)
 
 
 def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, checkpoints=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "c0", "h0");
-    truncate and rng as for backward. The forward pass runs in this thread's workspace.
-    checkpoints: None keeps every step for the backward pass; a number of slots (each a kept state or
-    one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal schedule keeps some
-    states, recomputes the steps between them, and frees them (the same gradients)."""
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
-    return _PASSES.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, (c0, h0), checkpoints)
+    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
+    slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the
+    optimal schedule keeps some states, recomputes the steps between them, and frees them."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (c0, h0), truncate, rng, checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is
-    carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}).
-    That is |theta| tangents of B x h numbers, each pushed through the step's
-    Jacobian: O(B h^2 |theta|) work per step against O(B h^2) for backward, so
-    it is practical only for small models (the README gives measured sizes).
-    Run online, RTRL needs no stored history; here it reads the forward cache.
-    """
-    loss, d_s, cache = _loss_and_output_gradient(params, xs, ys, c0, h0)
-    sizes, dtype = _check_params(_SPEC, params)
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
+    derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
+    loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (c0, h0))
     W_ii = params["W_ii"]
     b_ii = params["b_ii"]
     W_hi = params["W_hi"]
@@ -347,16 +214,6 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     return loss, grads
 
 
-def _loss_and_output_gradient(params, xs, ys, c0, h0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
-    s, cache = forward(params, xs, c0, h0)
-    B = s.shape[1]
-    dtype = s.dtype
-    y = _check_array("ys", ys, ("T", "B", "q"), dict(zip(("T", "B", "q"), s.shape, strict=True)), dtype)
-    loss = _squared_error(s, y, B)  # s becomes dL/ds_t
-    return loss, s, cache
-
-
 def _forward(params, sizes, x, c0, h0, work):
     """The forward pass, into the arrays of work."""
     W_ii = params["W_ii"]
@@ -430,10 +287,8 @@ def _forward(params, sizes, x, c0, h0, work):
 
 
 def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
-    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
-    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of c0, h0.
-    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
+    full BPTT); following: the next segment's step-1 values, replaced by this one's. Returns dL/dc0, dL/dh0."""
     W_hi = params["W_hi"]
     W_hf = params["W_hf"]
     W_hg = params["W_hg"]
@@ -548,9 +403,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
-    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
-    following as for _adjoints."""
+    """_adjoints when each output's gradient flows back at most k steps: the adjoints flowing through time
+    carry an age axis (steps flowed, 0..k), a flow older than k dropped; following as for _adjoints."""
     W_hi = params["W_hi"]
     W_hf = params["W_hf"]
     W_hg = params["W_hg"]
@@ -632,67 +486,79 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
     return d_c0, d_h0
 
 
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (12 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
-
-
-def _forward_arrays(T, B, sizes, dtype):
-    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+def _gradients(params, sizes, cache, d_s, work):
+    """The parameters' gradients, from the adjoints in the arrays of work."""
+    x = cache["x"]
+    h = cache["h"]
+    _d_i_bar_to_g_bar = work["_d_i_bar_to_g_bar"]
+    _ones = work["_ones"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    work = {
-        "_i_f_o_g": np.empty((T + 1, B, 4 * n_h), dtype),
-        "c": np.empty((T + 1, B, n_h), dtype),
-        "h": np.empty((T + 1, B, n_h), dtype),
-        "s": np.empty((T, B, n_q), dtype),
-        "_b_i_f_o_g_halved": np.empty((4 * n_h,), dtype),
-        "_W_ii_W_if_W_io_W_ig_halved": np.empty((4 * n_h, n_d), dtype),
-        "_W_hi_W_hf_W_ho_W_hg_halved_T": np.empty((n_h, 4 * n_h), dtype),
-        "_step_4h": np.empty((B, 4 * n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
+    # the gradients of W_ii, W_if, W_io, W_ig at once
+    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)).T
+    # the gradients of b_ii, b_if, b_io, b_ig at once
+    _d_b_ii_b_if_b_io_b_ig = _ones @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)
+    # the gradients of W_hi, W_hf, W_ho, W_hg at once
+    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)).T
+    return {
+        # dL/dW_ii = sum_t dL/di_bar_t x_t^T
+        "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h],
+        # dL/db_ii = sum_t dL/di_bar_t
+        "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h],
+        # dL/dW_hi = sum_t dL/di_bar_t h_{t-1}^T
+        "W_hi": _d_W_hi_W_hf_W_ho_W_hg[:n_h],
+        # dL/db_hi = sum_t dL/di_bar_t
+        "b_hi": _d_b_ii_b_if_b_io_b_ig[:n_h].copy(),
+        # dL/dW_if = sum_t dL/df_bar_t x_t^T
+        "W_if": _d_W_ii_W_if_W_io_W_ig[n_h:2 * n_h],
+        # dL/db_if = sum_t dL/df_bar_t
+        "b_if": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h],
+        # dL/dW_hf = sum_t dL/df_bar_t h_{t-1}^T
+        "W_hf": _d_W_hi_W_hf_W_ho_W_hg[n_h:2 * n_h],
+        # dL/db_hf = sum_t dL/df_bar_t
+        "b_hf": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].copy(),
+        # dL/dW_ig = sum_t dL/dg_bar_t x_t^T
+        "W_ig": _d_W_ii_W_if_W_io_W_ig[3 * n_h:4 * n_h],
+        # dL/db_ig = sum_t dL/dg_bar_t
+        "b_ig": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h],
+        # dL/dW_hg = sum_t dL/dg_bar_t h_{t-1}^T
+        "W_hg": _d_W_hi_W_hf_W_ho_W_hg[3 * n_h:4 * n_h],
+        # dL/db_hg = sum_t dL/dg_bar_t
+        "b_hg": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].copy(),
+        # dL/dW_io = sum_t dL/do_bar_t x_t^T
+        "W_io": _d_W_ii_W_if_W_io_W_ig[2 * n_h:3 * n_h],
+        # dL/db_io = sum_t dL/do_bar_t
+        "b_io": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h],
+        # dL/dW_ho = sum_t dL/do_bar_t h_{t-1}^T
+        "W_ho": _d_W_hi_W_hf_W_ho_W_hg[2 * n_h:3 * n_h],
+        # dL/db_ho = sum_t dL/do_bar_t
+        "b_ho": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].copy(),
+        # dL/dV = sum_t dL/ds_t h_t^T
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
     }
-    work["_i_f_o_g"][0] = 0
-    work["i"] = work["_i_f_o_g"][..., :n_h]
-    work["f"] = work["_i_f_o_g"][..., n_h:2 * n_h]
-    work["o"] = work["_i_f_o_g"][..., 2 * n_h:3 * n_h]
-    work["g"] = work["_i_f_o_g"][..., 3 * n_h:4 * n_h]
-    work["_i_f_o"] = work["_i_f_o_g"][..., :3 * n_h]
-    work["c"][0] = 0
-    work["h"][0] = 0
-    return work
 
 
-def _backward_arrays(T, B, sizes, dtype):
-    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
-    n_h = sizes["h"]
-    work = {
-        "_d_i_bar_to_g_bar": np.empty((T + 1, B, 4 * n_h), dtype),
-        "d_h": np.empty((T + 1, B, n_h), dtype),
-        "d_c": np.empty((T + 1, B, n_h), dtype),
-        "_f1": np.empty((T + 1, B, n_h), dtype),
-        "_k1": np.empty((T + 1, B, n_h), dtype),
-        "_k2": np.empty((T + 1, B, n_h), dtype),
-        "_k3": np.empty((T + 1, B, n_h), dtype),
-        "_k4": np.empty((T + 1, B, n_h), dtype),
-        "_k5": np.empty((T + 1, B, n_h), dtype),
-        "_W_hi_W_hf_W_ho_W_hg": np.empty((4 * n_h, n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
-        "_ones": np.ones(T * B, dtype),
-    }
-    work["d_i_bar"] = work["_d_i_bar_to_g_bar"][..., :n_h]
-    work["d_f_bar"] = work["_d_i_bar_to_g_bar"][..., n_h:2 * n_h]
-    work["d_o_bar"] = work["_d_i_bar_to_g_bar"][..., 2 * n_h:3 * n_h]
-    work["d_g_bar"] = work["_d_i_bar_to_g_bar"][..., 3 * n_h:4 * n_h]
-    return work
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="s")
 _PASSES = _Passes(
-    _SPEC, output="s", forced=False, forward=_forward, forward_arrays=_forward_arrays, backward_into=_backward_into,
-    backward_arrays=_backward_arrays, loss=_squared_error, mean=False, checkpoint_bytes=_checkpoint_bytes
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+    forward_work={
+        "_i_f_o_g": ("T+1", "B", "4*h"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"),
+        "_b_i_f_o_g_halved": ("4*h",), "_W_ii_W_if_W_io_W_ig_halved": ("4*h", "d"),
+        "_W_hi_W_hf_W_ho_W_hg_halved_T": ("h", "4*h"), "_step_4h": ("B", "4*h"), "_step_h": ("B", "h"),
+    },
+    backward_work={
+        "_d_i_bar_to_g_bar": ("T+1", "B", "4*h"), "d_h": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"),
+        "_f1": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_k3": ("T+1", "B", "h"),
+        "_k4": ("T+1", "B", "h"), "_k5": ("T+1", "B", "h"), "_W_hi_W_hf_W_ho_W_hg": ("4*h", "h"), "_step_h": ("B", "h"),
+        "_ones": ("T*B",),
+    },
+    views={
+        "i": ("_i_f_o_g", "0", "h"), "f": ("_i_f_o_g", "h", "2*h"), "o": ("_i_f_o_g", "2*h", "3*h"),
+        "g": ("_i_f_o_g", "3*h", "4*h"), "_i_f_o": ("_i_f_o_g", "0", "3*h"), "d_i_bar": ("_d_i_bar_to_g_bar", "0", "h"),
+        "d_f_bar": ("_d_i_bar_to_g_bar", "h", "2*h"), "d_o_bar": ("_d_i_bar_to_g_bar", "2*h", "3*h"),
+        "d_g_bar": ("_d_i_bar_to_g_bar", "3*h", "4*h"),
+    },
+    ones=("_ones",), step_rows=("2*h", "q + 6*h", "12*h", "10*h"),
 )

@@ -22,67 +22,31 @@ One step at time t:
 Arrays are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_z (h, d), R_z (h, h), b_z (h), W_i (h, d), R_i (h, h), b_i (h), W_f (h, d),
 R_f (h, h), b_f (h), W_o (h, d), R_o (h, h), b_o (h), p_i (h), p_f (h), p_o (h), V (q, h).
-
-Workspace: loss_and_grads and backward keep their work arrays (those _forward_arrays and
-_backward_arrays make: states, adjoints, slopes, scratch) from one call to the next and reuse
-them while T, B, the sizes and the dtype stay the same; other shapes replace them. Each thread
-has its own, so calls from several threads are safe; free_workspace() releases the calling
-thread's. What forward returns and every gradient are fresh arrays, never overwritten later.
+Work arrays are kept per thread between calls (bptt.runtime.numpy_passes); what the functions return is fresh.
 """
 
 import numpy as np
 
-from bptt.runtime.common import _check_lengths, _check_sizes, _Spec
-from bptt.runtime.numpy import (
-    _age,
-    _check_array,
-    _check_cache,
-    _check_dtype,
-    _check_params,
-    _directions,
-    _float_dtype,
-    _init_params,
-    _Passes,
-    _squared_error,
-    _truncation,
-)
+from bptt.runtime.common import _Spec
+from bptt.runtime.numpy import _age, _directions, _init_params, _squared_error
 from bptt.runtime.numpy import clip_grads as clip_grads
-from bptt.runtime.numpy import free_workspace as free_workspace
+from bptt.runtime.numpy_passes import _Passes
+from bptt.runtime.numpy_passes import free_workspace as free_workspace
 
 PARAMS = ("W_z", "R_z", "b_z", "W_i", "R_i", "b_i", "W_f", "R_f", "b_f", "W_o", "R_o", "b_o", "p_i", "p_f", "p_o", "V")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "W_z": ("h", "d"),
-    "R_z": ("h", "h"),
-    "b_z": ("h",),
-    "W_i": ("h", "d"),
-    "R_i": ("h", "h"),
-    "b_i": ("h",),
-    "W_f": ("h", "d"),
-    "R_f": ("h", "h"),
-    "b_f": ("h",),
-    "W_o": ("h", "d"),
-    "R_o": ("h", "h"),
-    "b_o": ("h",),
-    "p_i": ("h",),
-    "p_f": ("h",),
-    "p_o": ("h",),
-    "V": ("q", "h"),
+    "W_z": ("h", "d"), "R_z": ("h", "h"), "b_z": ("h",), "W_i": ("h", "d"), "R_i": ("h", "h"), "b_i": ("h",),
+    "W_f": ("h", "d"), "R_f": ("h", "h"), "b_f": ("h",), "W_o": ("h", "d"), "R_o": ("h", "h"), "b_o": ("h",),
+    "p_i": ("h",), "p_f": ("h",), "p_o": ("h",), "V": ("q", "h"),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "c0": "h",
-    "h0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "c": ("T+1", "B", "h"),
-    "h": ("T+1", "B", "h"),
-    "z": ("T+1", "B", "h"),
-    "i": ("T+1", "B", "h"),
-    "f": ("T+1", "B", "h"),
-    "o": ("T+1", "B", "h"),
+STATES = {"c0": "h", "h0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+CACHE = {
+    "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "z": ("T+1", "B", "h"),
+    "i": ("T+1", "B", "h"), "f": ("T+1", "B", "h"), "o": ("T+1", "B", "h"),
 }
 
 
@@ -93,142 +57,44 @@ def init_params(rng, dtype=np.float64, **sizes):
 
 def random_inputs(rng, T, B, dtype=np.float64, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    _check_lengths(T, B)
-    xs = rng.standard_normal((T, B, sizes["d"])).astype(dtype)
-    ys = rng.standard_normal((T, B, sizes["q"])).astype(dtype)
-    return xs, ys
+    return _PASSES.random_inputs(rng, T, B, dtype, sizes)
 
 
 def forward(params, xs, c0=None, h0=None):
-    """Run the model over all steps.
-
-    Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. Both are fresh arrays.
-    """
-    sizes, dtype = _check_params(_SPEC, params)
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    return _PASSES.segment_forward(params, sizes, dtype, x, None, (c0, h0))
+    """Run the model over all steps. Returns (outputs, cache), fresh arrays:
+    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs."""
+    return _PASSES.forward_call(params, xs, None, (c0, h0))
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
-    """Gradients of every parameter and of the initial states, given
-    d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial states, given d_outputs = dL/ds_t of shape (T, B, q).
 
-    truncate: None for full BPTT; ("window", k): each output's gradient flows back
-    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
-    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
-    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng.
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
-    checkpoints: None, or the memory the backward pass's own arrays may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit.
-    """
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    _check_cache(_SPEC, cache, sizes, dtype)
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite)
-    return _PASSES.backward(truncation, rng, params, sizes, dtype, cache, d_s, checkpoints)
-
-
-def _backward_into(truncation, keep, params, sizes, cache, d_s, work, following=None):
-    """The gradients, in the arrays of work; following: as for _adjoints (a segment of steps)."""
-    if truncation.windowed:
-        d_c0, d_h0 = _window_adjoints(truncation.value, params, sizes, cache, d_s, work, following)
-    else:
-        d_c0, d_h0 = _adjoints(keep, params, sizes, cache, d_s, work, following)
-    x = cache["x"]
-    c = cache["c"]
-    h = cache["h"]
-    _d_z_bar_to_o_bar = work["_d_z_bar_to_o_bar"]
-    _ones = work["_ones"]
-    d_f_bar = work["d_f_bar"]  # a view of _d_z_bar_to_o_bar[..., 2 * n_h:3 * n_h]
-    d_i_bar = work["d_i_bar"]  # a view of _d_z_bar_to_o_bar[..., n_h:2 * n_h]
-    d_o_bar = work["d_o_bar"]  # a view of _d_z_bar_to_o_bar[..., 3 * n_h:4 * n_h]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    # the gradients of W_z, W_i, W_f, W_o at once
-    _d_W_z_W_i_W_f_W_o = (x.reshape(-1, n_d).T @ _d_z_bar_to_o_bar[1:].reshape(-1, 4 * n_h)).T
-    # the gradients of R_z, R_i, R_f, R_o at once
-    _d_R_z_R_i_R_f_R_o = (h[:-1].reshape(-1, n_h).T @ _d_z_bar_to_o_bar[1:].reshape(-1, 4 * n_h)).T
-    # the gradients of b_z, b_i, b_f, b_o at once
-    _d_b_z_b_i_b_f_b_o = _ones @ _d_z_bar_to_o_bar[1:].reshape(-1, 4 * n_h)
-    return {
-        # dL/dW_z = sum_t dL/dz_bar_t x_t^T
-        "W_z": _d_W_z_W_i_W_f_W_o[:n_h],
-        # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
-        "R_z": _d_R_z_R_i_R_f_R_o[:n_h],
-        # dL/db_z = sum_t dL/dz_bar_t
-        "b_z": _d_b_z_b_i_b_f_b_o[:n_h],
-        # dL/dW_i = sum_t dL/di_bar_t x_t^T
-        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h],
-        # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
-        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h],
-        # dL/db_i = sum_t dL/di_bar_t
-        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h],
-        # dL/dW_f = sum_t dL/df_bar_t x_t^T
-        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h],
-        # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
-        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h],
-        # dL/db_f = sum_t dL/df_bar_t
-        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h],
-        # dL/dW_o = sum_t dL/do_bar_t x_t^T
-        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h],
-        # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
-        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h],
-        # dL/db_o = sum_t dL/do_bar_t
-        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h],
-        # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
-        "p_i": _ones @ (c[:-1] * d_i_bar[1:]).reshape(-1, n_h),
-        # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
-        "p_f": _ones @ (c[:-1] * d_f_bar[1:]).reshape(-1, n_h),
-        # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
-        "p_o": _ones @ (c[1:] * d_o_bar[1:]).reshape(-1, n_h),
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
-        "c0": d_c0,
-        "h0": d_h0,
-    }
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
+    ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
+    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng. check_finite=False
+    accepts nan and inf in d_outputs and does not scan the parameters for them. checkpoints: None, or the
+    memory the backward pass's arrays may take (steps, or bytes such as "32MiB"), in segments of steps."""
+    return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
 def losses(outputs, ys):
     """The loss l_t = 1/2 ||s_t - y_t||^2 of every step and sample, shape (T, B)."""
-    sizes = {}
-    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), finite=False)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, s.dtype)
+    s, y = _PASSES.loss_inputs(outputs, ys)
     return 0.5 * ((s - y) ** 2).sum(axis=-1)
 
 
 def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, checkpoints=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "c0", "h0");
-    truncate and rng as for backward. The forward pass runs in this thread's workspace.
-    checkpoints: None keeps every step for the backward pass; a number of slots (each a kept state or
-    one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal schedule keeps some
-    states, recomputes the steps between them, and frees them (the same gradients)."""
-    truncation = _truncation(truncate, rng)
-    sizes, dtype = _check_params(_SPEC, params, finite=False)  # a parameter's nan or inf: _blamed, from the result
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype)
-    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype)
-    return _PASSES.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, (c0, h0), checkpoints)
+    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
+    slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the
+    optimal schedule keeps some states, recomputes the steps between them, and frees them."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (c0, h0), truncate, rng, checkpoints)
 
 
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is
-    carried forward with the steps (the recurrence lemma's a_t = b_t + c_t a_{t-1}).
-    That is |theta| tangents of B x h numbers, each pushed through the step's
-    Jacobian: O(B h^2 |theta|) work per step against O(B h^2) for backward, so
-    it is practical only for small models (the README gives measured sizes).
-    Run online, RTRL needs no stored history; here it reads the forward cache.
-    """
-    loss, d_s, cache = _loss_and_output_gradient(params, xs, ys, c0, h0)
-    sizes, dtype = _check_params(_SPEC, params)
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
+    derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
+    loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (c0, h0))
     W_z = params["W_z"]
     R_z = params["R_z"]
     b_z = params["b_z"]
@@ -345,16 +211,6 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     return loss, grads
 
 
-def _loss_and_output_gradient(params, xs, ys, c0, h0):
-    """The batch-averaged loss, its gradient with respect to the outputs, and the forward cache (fresh arrays)."""
-    s, cache = forward(params, xs, c0, h0)
-    B = s.shape[1]
-    dtype = s.dtype
-    y = _check_array("ys", ys, ("T", "B", "q"), dict(zip(("T", "B", "q"), s.shape, strict=True)), dtype)
-    loss = _squared_error(s, y, B)  # s becomes dL/ds_t
-    return loss, s, cache
-
-
 def _forward(params, sizes, x, c0, h0, work):
     """The forward pass, into the arrays of work."""
     W_z = params["W_z"]
@@ -446,10 +302,8 @@ def _forward(params, sizes, x, c0, h0, work):
 
 
 def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
-    """dL/d of every stored value, into the arrays of work, last step first; the flow from step t+1
-    weighted by keep[t] when truncating (keep None: full BPTT). Returns the gradients of c0, h0.
-    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own."""
+    """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
+    full BPTT); following: the next segment's step-1 values, replaced by this one's. Returns dL/dc0, dL/dh0."""
     R_z = params["R_z"]
     R_i = params["R_i"]
     R_f = params["R_f"]
@@ -579,9 +433,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
 
 
 def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
-    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
-    following as for _adjoints."""
+    """_adjoints when each output's gradient flows back at most k steps: the adjoints flowing through time
+    carry an age axis (steps flowed, 0..k), a flow older than k dropped; following as for _adjoints."""
     R_z = params["R_z"]
     R_i = params["R_i"]
     R_f = params["R_f"]
@@ -665,74 +518,82 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
     return d_c0, d_h0
 
 
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (15 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
-
-
-def _forward_arrays(T, B, sizes, dtype):
-    """The arrays the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
+def _gradients(params, sizes, cache, d_s, work):
+    """The parameters' gradients, from the adjoints in the arrays of work."""
+    x = cache["x"]
+    c = cache["c"]
+    h = cache["h"]
+    _d_z_bar_to_o_bar = work["_d_z_bar_to_o_bar"]
+    _ones = work["_ones"]
+    d_f_bar = work["d_f_bar"]  # a view of _d_z_bar_to_o_bar[..., 2 * n_h:3 * n_h]
+    d_i_bar = work["d_i_bar"]  # a view of _d_z_bar_to_o_bar[..., n_h:2 * n_h]
+    d_o_bar = work["d_o_bar"]  # a view of _d_z_bar_to_o_bar[..., 3 * n_h:4 * n_h]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
-    work = {
-        "_z_i_f_o": np.empty((T + 1, B, 4 * n_h), dtype),
-        "c": np.empty((T + 1, B, n_h), dtype),
-        "h": np.empty((T + 1, B, n_h), dtype),
-        "s": np.empty((T, B, n_q), dtype),
-        "_b_z_i_f_o_halved": np.empty((4 * n_h,), dtype),
-        "_W_z_W_i_W_f_W_o_halved": np.empty((4 * n_h, n_d), dtype),
-        "_R_z_R_i_R_f_R_o_halved_T": np.empty((n_h, 4 * n_h), dtype),
-        "_p_i_halved": np.empty((n_h,), dtype),
-        "_p_f_halved": np.empty((n_h,), dtype),
-        "_p_o_halved": np.empty((n_h,), dtype),
-        "_step_4h": np.empty((B, 4 * n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
+    # the gradients of W_z, W_i, W_f, W_o at once
+    _d_W_z_W_i_W_f_W_o = (x.reshape(-1, n_d).T @ _d_z_bar_to_o_bar[1:].reshape(-1, 4 * n_h)).T
+    # the gradients of R_z, R_i, R_f, R_o at once
+    _d_R_z_R_i_R_f_R_o = (h[:-1].reshape(-1, n_h).T @ _d_z_bar_to_o_bar[1:].reshape(-1, 4 * n_h)).T
+    # the gradients of b_z, b_i, b_f, b_o at once
+    _d_b_z_b_i_b_f_b_o = _ones @ _d_z_bar_to_o_bar[1:].reshape(-1, 4 * n_h)
+    return {
+        # dL/dW_z = sum_t dL/dz_bar_t x_t^T
+        "W_z": _d_W_z_W_i_W_f_W_o[:n_h],
+        # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
+        "R_z": _d_R_z_R_i_R_f_R_o[:n_h],
+        # dL/db_z = sum_t dL/dz_bar_t
+        "b_z": _d_b_z_b_i_b_f_b_o[:n_h],
+        # dL/dW_i = sum_t dL/di_bar_t x_t^T
+        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h],
+        # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
+        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h],
+        # dL/db_i = sum_t dL/di_bar_t
+        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h],
+        # dL/dW_f = sum_t dL/df_bar_t x_t^T
+        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h],
+        # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
+        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h],
+        # dL/db_f = sum_t dL/df_bar_t
+        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h],
+        # dL/dW_o = sum_t dL/do_bar_t x_t^T
+        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h],
+        # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
+        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h],
+        # dL/db_o = sum_t dL/do_bar_t
+        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h],
+        # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
+        "p_i": _ones @ (c[:-1] * d_i_bar[1:]).reshape(-1, n_h),
+        # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
+        "p_f": _ones @ (c[:-1] * d_f_bar[1:]).reshape(-1, n_h),
+        # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
+        "p_o": _ones @ (c[1:] * d_o_bar[1:]).reshape(-1, n_h),
+        # dL/dV = sum_t dL/ds_t h_t^T
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
     }
-    work["_z_i_f_o"][0] = 0
-    work["z"] = work["_z_i_f_o"][..., :n_h]
-    work["i"] = work["_z_i_f_o"][..., n_h:2 * n_h]
-    work["f"] = work["_z_i_f_o"][..., 2 * n_h:3 * n_h]
-    work["o"] = work["_z_i_f_o"][..., 3 * n_h:4 * n_h]
-    work["_i_f"] = work["_z_i_f_o"][..., n_h:3 * n_h]
-    work["_z_i_f"] = work["_z_i_f_o"][..., :3 * n_h]
-    work["c"][0] = 0
-    work["h"][0] = 0
-    return work
 
 
-def _backward_arrays(T, B, sizes, dtype):
-    """The arrays the backward pass works in (uninitialised but _ones), and views of the stacked ones."""
-    n_h = sizes["h"]
-    work = {
-        "_d_z_bar_to_o_bar": np.empty((T + 1, B, 4 * n_h), dtype),
-        "d_h": np.empty((T + 1, B, n_h), dtype),
-        "d_c": np.empty((T + 1, B, n_h), dtype),
-        "_f1": np.empty((T + 1, B, n_h), dtype),
-        "_k1": np.empty((T + 1, B, n_h), dtype),
-        "_k2": np.empty((T + 1, B, n_h), dtype),
-        "_k3": np.empty((T + 1, B, n_h), dtype),
-        "_k4": np.empty((T + 1, B, n_h), dtype),
-        "_k5": np.empty((T + 1, B, n_h), dtype),
-        "_a1": np.empty((T + 1, B, n_h), dtype),
-        "_a2": np.empty((T + 1, B, n_h), dtype),
-        "_R_z_R_i_R_f_R_o": np.empty((4 * n_h, n_h), dtype),
-        "_all_h": np.empty((T, B, n_h), dtype),
-        "_step_h": np.empty((B, n_h), dtype),
-        "_ones": np.ones(T * B, dtype),
-    }
-    work["d_z_bar"] = work["_d_z_bar_to_o_bar"][..., :n_h]
-    work["d_i_bar"] = work["_d_z_bar_to_o_bar"][..., n_h:2 * n_h]
-    work["d_f_bar"] = work["_d_z_bar_to_o_bar"][..., 2 * n_h:3 * n_h]
-    work["d_o_bar"] = work["_d_z_bar_to_o_bar"][..., 3 * n_h:4 * n_h]
-    return work
-
-
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="s")
 _PASSES = _Passes(
-    _SPEC, output="s", forced=False, forward=_forward, forward_arrays=_forward_arrays, backward_into=_backward_into,
-    backward_arrays=_backward_arrays, loss=_squared_error, mean=False, checkpoint_bytes=_checkpoint_bytes
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+    forward_work={
+        "_z_i_f_o": ("T+1", "B", "4*h"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"),
+        "_b_z_i_f_o_halved": ("4*h",), "_W_z_W_i_W_f_W_o_halved": ("4*h", "d"),
+        "_R_z_R_i_R_f_R_o_halved_T": ("h", "4*h"), "_p_i_halved": ("h",), "_p_f_halved": ("h",), "_p_o_halved": ("h",),
+        "_step_4h": ("B", "4*h"), "_step_h": ("B", "h"),
+    },
+    backward_work={
+        "_d_z_bar_to_o_bar": ("T+1", "B", "4*h"), "d_h": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"),
+        "_f1": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_k3": ("T+1", "B", "h"),
+        "_k4": ("T+1", "B", "h"), "_k5": ("T+1", "B", "h"), "_a1": ("T+1", "B", "h"), "_a2": ("T+1", "B", "h"),
+        "_R_z_R_i_R_f_R_o": ("4*h", "h"), "_all_h": ("T", "B", "h"), "_step_h": ("B", "h"), "_ones": ("T*B",),
+    },
+    views={
+        "z": ("_z_i_f_o", "0", "h"), "i": ("_z_i_f_o", "h", "2*h"), "f": ("_z_i_f_o", "2*h", "3*h"),
+        "o": ("_z_i_f_o", "3*h", "4*h"), "_i_f": ("_z_i_f_o", "h", "3*h"), "_z_i_f": ("_z_i_f_o", "0", "3*h"),
+        "d_z_bar": ("_d_z_bar_to_o_bar", "0", "h"), "d_i_bar": ("_d_z_bar_to_o_bar", "h", "2*h"),
+        "d_f_bar": ("_d_z_bar_to_o_bar", "2*h", "3*h"), "d_o_bar": ("_d_z_bar_to_o_bar", "3*h", "4*h"),
+    },
+    ones=("_ones",), step_rows=("2*h", "q + 6*h", "15*h", "10*h"),
 )

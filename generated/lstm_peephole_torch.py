@@ -23,203 +23,83 @@ One step at time t:
 Tensors are time-major: xs is (T, B, d), outputs (T, B, q), ys (T, B, q).
 Parameters keep the shapes of the maths: W_z (h, d), R_z (h, h), b_z (h), W_i (h, d), R_i (h, h), b_i (h), W_f (h, d),
 R_f (h, h), b_f (h), W_o (h, d), R_o (h, h), b_o (h), p_i (h), p_f (h), p_o (h), V (q, h).
-
-The functions take and return torch tensors, on the parameters' device and in their dtype (float32
-or float64), as the NumPy module's take NumPy arrays. BPTT is a torch.autograd.Function whose backward
-is the derived one, and Model an nn.Module holding the parameters: loss.backward() and any optimiser
-work, under DistributedDataParallel too.
+Tensors in and out, on the parameters' device and in their dtype. BPTT is a torch.autograd.Function whose backward
+is the derived BPTT, Model an nn.Module: loss.backward() and any optimiser work, under DistributedDataParallel too.
 """
 
 import torch
 
-from bptt.runtime.checkpoints import _checkpointed, _forward_kept, _segmented, _Segments
-from bptt.runtime.common import _bind_sizes, _check_lengths, _check_sizes, _extent, _Spec
-from bptt.runtime.schedule import _budget
-from bptt.runtime.torch import (
-    _age,
-    _blamed,
-    _check_array,
-    _check_cache,
-    _check_compile,
-    _check_dtype,
-    _check_params,
-    _compiled,
-    _directions,
-    _float_dtype,
-    _flow_weights,
-    _keep_weights,
-    _loss_parts,
-    _squared_error,
-    _truncation,
-    _weighted,
-)
+from bptt.runtime.common import _Spec
+from bptt.runtime.torch import _age, _compiled, _directions, _flow_weights, _squared_error, _weighted
 from bptt.runtime.torch import clip_grads as clip_grads
+from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
+from bptt.runtime.torch_autograd import _autograd
+from bptt.runtime.torch_passes import _Passes
 
 PARAMS = ("W_z", "R_z", "b_z", "W_i", "R_i", "b_i", "W_f", "R_f", "b_f", "W_o", "R_o", "b_o", "p_i", "p_f", "p_o", "V")
 SIZES = ("d", "h", "q")
 SHAPES = {
-    "W_z": ("h", "d"),
-    "R_z": ("h", "h"),
-    "b_z": ("h",),
-    "W_i": ("h", "d"),
-    "R_i": ("h", "h"),
-    "b_i": ("h",),
-    "W_f": ("h", "d"),
-    "R_f": ("h", "h"),
-    "b_f": ("h",),
-    "W_o": ("h", "d"),
-    "R_o": ("h", "h"),
-    "b_o": ("h",),
-    "p_i": ("h",),
-    "p_f": ("h",),
-    "p_o": ("h",),
-    "V": ("q", "h"),
+    "W_z": ("h", "d"), "R_z": ("h", "h"), "b_z": ("h",), "W_i": ("h", "d"), "R_i": ("h", "h"), "b_i": ("h",),
+    "W_f": ("h", "d"), "R_f": ("h", "h"), "b_f": ("h",), "W_o": ("h", "d"), "R_o": ("h", "h"), "b_o": ("h",),
+    "p_i": ("h",), "p_f": ("h",), "p_o": ("h",), "V": ("q", "h"),
 }
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
-STATES = {  # initial state: its size
-    "c0": "h",
-    "h0": "h",
-}
-CACHE = {  # what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
-    "x": ("T", "B", "d"),
-    "c": ("T+1", "B", "h"),
-    "h": ("T+1", "B", "h"),
-    "z": ("T+1", "B", "h"),
-    "i": ("T+1", "B", "h"),
-    "f": ("T+1", "B", "h"),
-    "o": ("T+1", "B", "h"),
+STATES = {"c0": "h", "h0": "h"}  # initial states: their sizes
+# what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
+CACHE = {
+    "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "z": ("T+1", "B", "h"),
+    "i": ("T+1", "B", "h"), "f": ("T+1", "B", "h"), "o": ("T+1", "B", "h"),
 }
 
 
 def init_params(rng=None, dtype=torch.float64, device=None, **sizes):
     """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01); rng a torch.Generator (or None)."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    params = {}
-    for name, dims in SHAPES.items():
-        shape = tuple(_extent(dim, sizes) for dim in dims)
-        scale = 0.1 if len(shape) == 1 else shape[1] ** -0.5
-        draws = torch.randn(shape, generator=rng, dtype=dtype, device=None if rng is None else rng.device)
-        params[name] = (scale * draws).to(device)
-    return params
+    return _PASSES.init_params(rng, dtype, device, sizes)
 
 
 def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     """Random inputs xs and targets ys of the kinds this model takes; rng a torch.Generator (or None)."""
-    dtype = _check_dtype(dtype)
-    sizes = _check_sizes(_SPEC, sizes)
-    _check_lengths(T, B)
-    where = None if rng is None else rng.device
-    xs = torch.randn((T, B, sizes["d"]), generator=rng, dtype=dtype, device=where)
-    ys = torch.randn((T, B, sizes["q"]), generator=rng, dtype=dtype, device=where)
-    return xs.to(device), ys.to(device)
+    return _PASSES.random_inputs(rng, T, B, dtype, device, sizes)
 
 
 def forward(params, xs, c0=None, h0=None, compile=False):
-    """Run the model over all steps, without an autograd graph.
-
-    Returns (outputs, cache): outputs are s_t for t = 1..T, shape (T, B, q);
-    cache holds what backward needs. compile as for loss_and_grads.
-    """
-    compile = _check_compile(compile)
-    sizes, dtype = _check_params(_SPEC, params)
-    device = params["W_z"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, True, device)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
-    with torch.no_grad():
-        return _forward(params, sizes, dtype, device, x, c0, h0, compile)
+    """Run the model over all steps, without an autograd graph. Returns (outputs, cache):
+    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs. compile as for loss_and_grads."""
+    return _PASSES.forward_call(params, xs, None, (c0, h0), compile)
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
-    """Gradients of every parameter and of the initial states, given
-    d_outputs = dL/ds_t of shape (T, B, q) for any loss L.
+    """Gradients of every parameter and of the initial states, given d_outputs = dL/ds_t of shape (T, B, q).
 
-    truncate: None for full BPTT; ("window", k): each output's gradient flows back
-    at most k steps; ("chunk", k): the gradient is cut between steps k and k+1,
-    2k and 2k+1, ... (sequence chunks of k steps); ("random", pi): Tallec and
-    Ollivier's randomized truncation, unbiased, with xi_t = 0 or 1/pi drawn from rng
-    (a torch.Generator: T float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi).
-    check_finite=False accepts nan and inf in d_outputs and does not scan the parameters for them.
-    checkpoints: None, or the memory the backward pass's own tensors may take (a number of steps, or bytes
-    such as "32MiB"): it runs through the cache in segments of steps that fit. compile as for loss_and_grads.
-    """
-    truncation = _truncation(truncate, rng)
-    compile = _check_compile(compile, checkpoints)
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    device = params["W_z"].device
-    _check_cache(_SPEC, cache, sizes, dtype, device)
-    d_s = _check_array("d_outputs", d_outputs, ("T", "B", "q"), sizes, dtype, check_finite, device)
-    with torch.no_grad():
-        if checkpoints is not None:
-            keep = _truncation_weights(truncation, sizes["T"], rng, d_s)
-            return _segmented(_SEGMENTS, truncation, keep, params, sizes, cache, d_s, checkpoints, dtype.itemsize)
-        return _backward(truncation, rng, params, sizes, cache, d_s, compile)
+    truncate: None for full BPTT; ("window", k): each output's gradient flows back at most k steps;
+    ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
+    and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng (a torch.Generator: T
+    float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi). check_finite=False accepts nan and inf in
+    d_outputs and does not scan the parameters for them. checkpoints: None, or the memory the backward pass's
+    tensors may take (steps, or bytes such as "32MiB"), in segments of steps. compile as for loss_and_grads."""
+    return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile)
 
 
 def losses(outputs, ys):
     """The loss l_t = 1/2 ||s_t - y_t||^2 of every step and sample, shape (T, B) (differentiable)."""
-    s, y = _loss_inputs(outputs, ys)
+    s, y = _PASSES.loss_inputs(outputs, ys)
     return 0.5 * ((s - y) ** 2).sum(axis=-1)
-
-
-def _loss_inputs(outputs, ys):
-    """(outputs, ys), checked as the losses take them."""
-    sizes = {}
-    s = _check_array("outputs", outputs, ("T", "B", "q"), sizes, _float_dtype("outputs", outputs), False)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, s.dtype, True, s.device)
-    return s, y
-
-
-class _Loss(torch.autograd.Function):
-    """Model.loss: the loss averaged as loss_and_grads averages it, and in backward the derived dL/doutputs,
-    each a part of _LOSS_PART bytes of the outputs at a time: nothing of all T steps but the gradient."""
-
-    @staticmethod
-    def forward(ctx, s, y):
-        ctx.save_for_backward(s, y)
-        loss = 0
-        for _part in _loss_parts(s):
-            loss = loss + _segment_loss(s[_part], y[_part], s.shape[0])[0]
-        return loss
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, _d_loss):
-        s, y = ctx.saved_tensors
-        d_s = torch.empty_like(s)
-        for _part in _loss_parts(s):
-            d_s[_part] = _segment_loss(s[_part], y[_part], s.shape[0])[1]
-        return d_s.mul_(_d_loss), None
 
 
 def loss_and_grads(params, xs, ys, c0=None, h0=None, truncate=None, rng=None, checkpoints=None, compile=False):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "c0", "h0");
-    truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number
-    of slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory:
-    the optimal schedule keeps some states, recomputes the steps between them, and frees them.
-    compile=True runs each step of the forward loop and of the backward loop (window truncation's excepted)
-    as one function through torch.compile, compiled on first use for each dtype and shape: its pointwise
-    work fuses (on a GPU one kernel a step, the products aside). Equal results; not with checkpoints."""
-    truncation = _truncation(truncate, rng)
-    compile = _check_compile(compile, checkpoints)
-    if checkpoints is not None:
-        return _checkpointed_loss(truncation, rng, params, xs, ys, c0, h0, checkpoints)
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, c0, h0, compile, check_finite=False)
-    with torch.no_grad():
-        grads = _backward(truncation, rng, params, sizes, cache, d_s, compile)
-    return _blamed(_SPEC, params, loss, grads)  # a parameter's nan or inf, named from the result
+    truncate and rng as for backward. checkpoints: None keeps every step; a number of slots (a kept state or a
+    stored step each) or a byte budget such as "32MiB" bounds the memory (the optimal schedule recomputes steps).
+    compile=True runs each loop step (window truncation's excepted) through torch.compile, compiled on first use
+    per dtype and shape: its pointwise work fuses (on a GPU one kernel a step). Equal results; not with checkpoints."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (c0, h0), truncate, rng, checkpoints, compile)
 
 
 def forward_mode_grads(params, xs, ys, c0=None, h0=None):
-    """What loss_and_grads returns, computed forward in time: real-time recurrent learning.
-
-    For every entry of every parameter the derivative of the state along it is carried forward
-    with the steps (a_t = b_t + c_t a_{t-1}): |theta| tangents of B x h numbers, O(B h^2 |theta|)
-    work per step against O(B h^2) for backward, so it is practical only for small models.
-    """
-    loss, d_s, cache, sizes = _loss_and_output_gradient(params, xs, ys, c0, h0)
+    """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
+    derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
+    loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (c0, h0))
     with torch.no_grad():
         W_z = params["W_z"]
         R_z = params["R_z"]
@@ -340,214 +220,8 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     return loss, grads
 
 
-XS_REQUIRES_GRAD = (
-    "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"
-    " detach xs (layers in front of the model would get no gradient)"
-)
-
-
-class BPTT(torch.autograd.Function):
-    """The model's outputs as a torch.autograd.Function whose backward is the derived BPTT.
-
-    BPTT.apply(truncate, rng, xs, c0, h0, *params) with params in PARAMS order and
-    truncate, rng as for backward (None, None: full BPTT). The initial states get gradients when given
-    (None: zero); xs get none (the derivation is with respect to parameters and states), so xs
-    that requires grad (a layer in front of the model) is refused rather than left without a gradient.
-    """
-
-    @staticmethod
-    def forward(ctx, truncate, rng, xs, c0, h0, *params, compile=False):
-        if getattr(xs, "requires_grad", False):
-            raise ValueError(XS_REQUIRES_GRAD)
-        named = dict(zip(PARAMS, params, strict=True))
-        sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
-        s, cache = _forward(named, sizes, params[0].dtype, params[0].device, xs, c0, h0, compile)
-        ctx.compile = compile
-        ctx.truncation = (_truncation(truncate, rng), rng)
-        ctx.given = (c0 is not None, h0 is not None,)
-        ctx.sizes, ctx.cache = sizes, cache
-        ctx.save_for_backward(*params)
-        return s
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, d_s):
-        params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        truncation, rng = ctx.truncation
-        grads = _backward(truncation, rng, params, ctx.sizes, ctx.cache, d_s.contiguous(), ctx.compile)
-        states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
-        return (None, None, None, *states, *(grads[name] for name in PARAMS))
-
-
-class CompiledBPTT(BPTT):
-    """BPTT whose loops run each step through torch.compile (compile=True): CompiledBPTT.apply takes what
-    BPTT.apply takes."""
-
-    @staticmethod
-    def forward(ctx, *inputs):
-        return BPTT.forward(ctx, *inputs, compile=True)
-
-
-@torch.no_grad()
-def _checkpointed_loss(truncation, rng, params, xs, ys, c0, h0, checkpoints):
-    """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
-    sizes, dtype = _check_params(_SPEC, params, finite=False)
-    device = params["W_z"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, True, device)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
-    keep = _truncation_weights(truncation, sizes["T"], rng, params["W_z"])
-    initial = (c0, h0)
-    loss, grads = _checkpointed(
-        _SEGMENTS, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
-    )
-    return _blamed(_SPEC, params, loss, grads)
-
-
-class CheckpointedBPTT(torch.autograd.Function):
-    """BPTT in bounded memory: CheckpointedBPTT.apply(checkpoints, truncate, rng, xs, c0, h0, *params), as
-    BPTT.apply with checkpoints as for loss_and_grads. The forward pass keeps only the states the schedule
-    keeps in its first forward pass; the backward pass recomputes the rest, and frees what the schedule frees."""
-
-    @staticmethod
-    def forward(ctx, checkpoints, truncate, rng, xs, c0, h0, *params):
-        if getattr(xs, "requires_grad", False):
-            raise ValueError(XS_REQUIRES_GRAD)
-        named = dict(zip(PARAMS, params, strict=True))
-        sizes = _bind_sizes(_SPEC, named, PARAMS)[0]
-        sizes.update(T=xs.shape[0], B=xs.shape[1])
-        truncation = _truncation(truncate, rng)
-        dtype = params[0].dtype
-        initial, targets = (c0, h0), None
-        outputs = _Steps(xs.shape[0])
-        _, kept = _forward_kept(
-            _SEGMENTS, truncation, named, sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize, outputs
-        )
-        ctx.inputs = (xs, targets, initial, kept, checkpoints, truncation, rng)
-        ctx.sizes, ctx.given = sizes, (c0 is not None, h0 is not None,)
-        ctx.save_for_backward(*params)
-        return outputs.tensor
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, d_s):
-        params = dict(zip(PARAMS, ctx.saved_tensors, strict=True))
-        xs, targets, initial, kept, checkpoints, truncation, rng = ctx.inputs
-        ctx.inputs = None  # the kept states go as the schedule frees them
-        keep = _truncation_weights(truncation, xs.shape[0], rng, d_s)
-        dtype = d_s.dtype
-        _, grads = _checkpointed(
-            _SEGMENTS, truncation, keep, params, ctx.sizes, dtype, xs, targets, initial, checkpoints, dtype.itemsize,
-            d_s.contiguous(), kept
-        )
-        states = tuple(grads[name] if given else None for name, given in zip(STATES, ctx.given, strict=True))
-        return (None, None, None, None, *states, *(grads[name] for name in PARAMS))
-
-
-class _Steps:
-    """The outputs of all T steps in one tensor, each part copied in as _forward_kept appends it (no list
-    of parts beside their concatenation)."""
-
-    def __init__(self, T):
-        self.T, self.filled, self.tensor = T, 0, None
-
-    def append(self, _part):
-        if self.tensor is None:
-            self.tensor = _part.new_empty((self.T, *_part.shape[1:]))
-        self.tensor[self.filled : self.filled + _part.shape[0]] = _part
-        self.filled += _part.shape[0]
-
-
-def _segment_forward(params, sizes, dtype, x, y, initial):
-    """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpointed.py)."""
-    return _forward(params, sizes, dtype, x.device, x, *initial)
-
-
-def _segment_loss(s, y, T):
-    """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/ds_t)."""
-    B = s.shape[1]
-    return _squared_error(s, y, B)
-
-
-def _states_at(cache, _step):
-    """Copies of the states at a step of a segment's cache, in STATES order."""
-    return (cache["c"][_step].clone(), cache["h"][_step].clone(), )
-
-
-def _checkpoint_bytes(sizes, B, itemsize, ages):
-    """(bytes of a kept state, of one step of the forward pass's tensors, of the backward pass's)."""
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    _row = B * itemsize  # one sample's row of one step
-    return (2 * n_h) * _row, (n_q + 6 * n_h) * _row, (n_q + 15 * n_h + (ages * (10 * n_h) if ages > 1 else 0)) * _row
-
-
-class Model(torch.nn.Module):
-    """The model as an nn.Module: its parameters are nn.Parameters named as in PARAMS, its forward runs
-    through BPTT, so loss.backward() gives the derived gradients (truncate, rng as for backward;
-    checkpoints as for loss_and_grads: BPTT in bounded memory through CheckpointedBPTT; compile as for
-    loss_and_grads, through CompiledBPTT)."""
-
-    def __init__(
-        self, d, h, q, dtype=torch.float64, device=None, truncate=None, rng=None, init_rng=None,
-        checkpoints=None, compile=False
-    ):
-        super().__init__()
-        _truncation(truncate, rng)
-        if checkpoints is not None:
-            _budget(checkpoints, 1, 1)  # a bad value fails here, in one line (a byte budget is checked per call)
-        self.truncate, self.rng, self.checkpoints = truncate, rng, checkpoints
-        self.compile_steps = _check_compile(compile, checkpoints)  # not .compile: nn.Module.compile is a method
-        for name, value in init_params(init_rng, dtype, device, d=d, h=h, q=q).items():
-            self.register_parameter(name, torch.nn.Parameter(value))
-
-    def params(self):
-        """The parameters as the dict the functions take."""
-        return {name: getattr(self, name) for name in PARAMS}
-
-    def forward(self, xs, c0=None, h0=None):
-        """The outputs s_t, shape (T, B, q); shapes, dtype and device are checked (not finiteness)."""
-        params = self.params()
-        if getattr(xs, "requires_grad", False):
-            raise ValueError(XS_REQUIRES_GRAD)
-        sizes, dtype = _check_params(_SPEC, params, finite=False)
-        device = params["W_z"].device
-        x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, False, device)
-        c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, False, device)
-        h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, False, device)
-        if self.checkpoints is not None:
-            return CheckpointedBPTT.apply(self.checkpoints, self.truncate, self.rng, x, c0, h0, *params.values())
-        if self.compile_steps:
-            return CompiledBPTT.apply(self.truncate, self.rng, x, c0, h0, *params.values())
-        return BPTT.apply(self.truncate, self.rng, x, c0, h0, *params.values())
-
-    def loss(self, outputs, ys):
-        """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss)."""
-        return _Loss.apply(*_loss_inputs(outputs, ys))
-
-
-def _loss_and_output_gradient(params, xs, ys, c0, h0, compile=False, check_finite=True):
-    """The batch-averaged loss, its gradient with respect to the outputs, the forward cache and the sizes;
-    check_finite=False: the parameters are not scanned for nan and inf (the caller looks at its result)."""
-    sizes, dtype = _check_params(_SPEC, params, check_finite)
-    device = params["W_z"].device
-    x = _check_array("xs", xs, ("T", "B", "d"), sizes, dtype, True, device)
-    c0 = None if c0 is None else _check_array("c0", c0, ("B", "h"), sizes, dtype, True, device)
-    h0 = None if h0 is None else _check_array("h0", h0, ("B", "h"), sizes, dtype, True, device)
-    y = _check_array("ys", ys, ("T", "B", "q"), sizes, dtype, True, device)
-    B = sizes["B"]
-    with torch.no_grad():
-        s, cache = _forward(params, sizes, dtype, device, x, c0, h0, compile)
-        loss, d_s = _squared_error(s, y, B)
-    return loss, d_s, cache, sizes
-
-
-@torch.no_grad()
-def _forward(params, sizes, dtype, device, x, c0, h0, compile=False):
-    """The forward pass, in place into fresh tensors (no autograd graph): (outputs, cache); compile=True: each
-    step of the loop through torch.compile."""
-    work = _forward_arrays(x.shape[0], x.shape[1], sizes, dtype, device)
+def _forward(params, sizes, x, c0, h0, work, compile=False):
+    """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_z = params["W_z"]
     R_z = params["R_z"]
     b_z = params["b_z"]
@@ -634,73 +308,12 @@ def _forward(params, sizes, dtype, device, x, c0, h0, compile=False):
         torch.mul(h_t, o_t, out=h_t)
     # s_t = V h_t
     torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
-    return (
-        work["s"],
-        {"x": x, "c": work["c"], "h": work["h"], "z": work["z"], "i": work["i"], "f": work["f"], "o": work["o"]}
-    )
 
 
-def _forward_arrays(T, B, sizes, dtype, device):
-    """The tensors the forward pass works in (step 0 zero, the rest uninitialised), and views of the stacked ones."""
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
-    work = {
-        "_z_i_f_o": torch.empty((T + 1, B, 4 * n_h), dtype=dtype, device=device),
-        "c": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "s": torch.empty((T, B, n_q), dtype=dtype, device=device),
-        "_b_z_i_f_o_halved": torch.empty((4 * n_h,), dtype=dtype, device=device),
-        "_W_z_W_i_W_f_W_o_halved": torch.empty((4 * n_h, n_d), dtype=dtype, device=device),
-        "_R_z_R_i_R_f_R_o_halved_T": torch.empty((n_h, 4 * n_h), dtype=dtype, device=device),
-        "_p_i_halved": torch.empty((n_h,), dtype=dtype, device=device),
-        "_p_f_halved": torch.empty((n_h,), dtype=dtype, device=device),
-        "_number_0_5": torch.empty((1,), dtype=dtype, device=device),
-        "_p_o_halved": torch.empty((n_h,), dtype=dtype, device=device),
-    }
-    work["_z_i_f_o"][0] = 0
-    work["z"] = work["_z_i_f_o"][..., :n_h]
-    work["i"] = work["_z_i_f_o"][..., n_h:2 * n_h]
-    work["f"] = work["_z_i_f_o"][..., 2 * n_h:3 * n_h]
-    work["o"] = work["_z_i_f_o"][..., 3 * n_h:4 * n_h]
-    work["_i_f"] = work["_z_i_f_o"][..., n_h:3 * n_h]
-    work["_z_i_f"] = work["_z_i_f_o"][..., :3 * n_h]
-    work["c"][0] = 0
-    work["h"][0] = 0
-    return work
-
-
-def _backward(truncation, rng, params, sizes, cache, d_s, compile=False):
-    """The gradients of backward, unchecked (truncation from _truncation)."""
-    keep = _truncation_weights(truncation, d_s.shape[0], rng, d_s)
-    return _segment_backward(truncation, keep, params, sizes, cache, d_s, None, compile)
-
-
-def _segment_backward(truncation, keep, params, sizes, cache, d_s, following=None, compile=False):
-    """The gradients, all steps or a segment of them; following and compile as for _adjoints (a window's
-    adjoints are not compiled)."""
-    if truncation.windowed:
-        adjoints, initial = _window_adjoints(truncation.value, params, sizes, cache, d_s, following)
-    else:
-        adjoints, initial = _adjoints(keep, params, sizes, cache, d_s, following, compile)
-    grads = _gradients(params, sizes, cache, adjoints, d_s)
-    grads.update(zip(STATES, initial, strict=True))
-    return grads
-
-
-def _truncation_weights(truncation, T, rng, like):
-    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
-    return _keep_weights(truncation, T, rng, like) if truncation.weighted else None
-
-
-def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
-    """dL/d of every stored value, last step first; the flow from step t+1 weighted by keep[t] when
-    truncating (keep None: full BPTT). Returns ({adjoint: tensor}, the gradients of the initial states).
-    following: for a segment of steps, the values at step 1 of the segment after it (empty: none),
-    replaced by this segment's own. compile=True: each step of the loop through torch.compile."""
-    T, B = d_s.shape[0], d_s.shape[1]
-    dtype, device = d_s.dtype, d_s.device
-    work = _backward_arrays(T, B, sizes, dtype, device)
+def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=False):
+    """dL/d of every stored value into work, last step first, the flow from step t+1 weighted by keep[t] (None:
+    full BPTT); following: the next segment's step-1 values, replaced by its own; compile as for _forward."""
+    T = d_s.shape[0]
     R_z = params["R_z"]
     R_i = params["R_i"]
     R_f = params["R_f"]
@@ -827,35 +440,9 @@ def _adjoints(keep, params, sizes, cache, d_s, following=None, compile=False):
     )
 
 
-def _backward_arrays(T, B, sizes, dtype, device):
-    """The tensors _adjoints works in (uninitialised), and views of the stacked ones."""
-    n_h = sizes["h"]
-    work = {
-        "_d_z_bar_to_o_bar": torch.empty((T + 1, B, 4 * n_h), dtype=dtype, device=device),
-        "d_h": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "d_c": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_f1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_k1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_k2": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_k3": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_k4": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_k5": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_a1": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_a2": torch.empty((T + 1, B, n_h), dtype=dtype, device=device),
-        "_R_z_R_i_R_f_R_o": torch.empty((4 * n_h, n_h), dtype=dtype, device=device),
-        "_all_h": torch.empty((T, B, n_h), dtype=dtype, device=device),
-    }
-    work["d_z_bar"] = work["_d_z_bar_to_o_bar"][..., :n_h]
-    work["d_i_bar"] = work["_d_z_bar_to_o_bar"][..., n_h:2 * n_h]
-    work["d_f_bar"] = work["_d_z_bar_to_o_bar"][..., 2 * n_h:3 * n_h]
-    work["d_o_bar"] = work["_d_z_bar_to_o_bar"][..., 3 * n_h:4 * n_h]
-    return work
-
-
 def _window_adjoints(k, params, sizes, cache, d_s, following=None):
-    """The adjoints of _adjoints when each output's gradient flows back at most k steps: the adjoints that
-    flow through time carry an age axis (steps flowed, 0..k); a flow older than k is dropped.
-    following as for _adjoints."""
+    """_adjoints when each output's gradient flows back at most k steps: the adjoints flowing through time
+    carry an age axis (steps flowed, 0..k), a flow older than k dropped; following as for _adjoints."""
     R_z = params["R_z"]
     R_i = params["R_i"]
     R_f = params["R_f"]
@@ -995,8 +582,30 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     }
 
 
-_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model
-_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)
+_DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys and the outputs
+_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="s")
+_PASSES = _Passes(
+    _SPEC, _forward, _adjoints, _window_adjoints, _gradients, _squared_error,
+    forward_work={
+        "_z_i_f_o": ("T+1", "B", "4*h"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "s": ("T", "B", "q"),
+        "_b_z_i_f_o_halved": ("4*h",), "_W_z_W_i_W_f_W_o_halved": ("4*h", "d"),
+        "_R_z_R_i_R_f_R_o_halved_T": ("h", "4*h"), "_p_i_halved": ("h",), "_p_f_halved": ("h",), "_number_0_5": ("1",),
+        "_p_o_halved": ("h",),
+    },
+    backward_work={
+        "_d_z_bar_to_o_bar": ("T+1", "B", "4*h"), "d_h": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"),
+        "_f1": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_k3": ("T+1", "B", "h"),
+        "_k4": ("T+1", "B", "h"), "_k5": ("T+1", "B", "h"), "_a1": ("T+1", "B", "h"), "_a2": ("T+1", "B", "h"),
+        "_R_z_R_i_R_f_R_o": ("4*h", "h"), "_all_h": ("T", "B", "h"),
+    },
+    views={
+        "z": ("_z_i_f_o", "0", "h"), "i": ("_z_i_f_o", "h", "2*h"), "f": ("_z_i_f_o", "2*h", "3*h"),
+        "o": ("_z_i_f_o", "3*h", "4*h"), "_i_f": ("_z_i_f_o", "h", "3*h"), "_z_i_f": ("_z_i_f_o", "0", "3*h"),
+        "d_z_bar": ("_d_z_bar_to_o_bar", "0", "h"), "d_i_bar": ("_d_z_bar_to_o_bar", "h", "2*h"),
+        "d_f_bar": ("_d_z_bar_to_o_bar", "2*h", "3*h"), "d_o_bar": ("_d_z_bar_to_o_bar", "3*h", "4*h"),
+    },
+    step_rows=("2*h", "q + 6*h", "q + 15*h", "10*h"),
+)
 
 
 def _forward_step(_z_i_f_o_t, h_steps, c_steps, _R_z_R_i_R_f_R_o_halved_T, _p_i_halved, _p_f_halved, _p_o_halved, n_h):
@@ -1043,3 +652,6 @@ def _adjoints_step(
     d_f_bar_t.copy_(_k3_t * d_c_t)  # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
     d_i_bar_t.copy_(_k4_t * d_c_t)  # dL/di_t = diag(z_t) dL/dc_t; dL/di_bar_t = diag((1 - i_t) * i_t) dL/di_t
     d_z_bar_t.copy_(_k5_t * d_c_t)  # dL/dz_t = diag(i_t) dL/dc_t; dL/dz_bar_t = diag(1 - z_t^2) dL/dz_t
+
+
+BPTT, CompiledBPTT, CheckpointedBPTT, Model = _autograd(_PASSES, __name__)  # the autograd glue, the runtime's

@@ -1,26 +1,13 @@
 """The bounded-memory backward pass every backend runs: the schedule's actions (schedule.py) carried out
 with a model's own forward and backward passes over segments of steps, which its generated module hands over
-as one _Segments value. Framework-free. y: the targets (teacher forcing reads them). Only _forward_kept's
-chunks of the first forward pass may take more memory than a stored step of the schedule allows there: the
-Function's outputs are all kept anyway."""
+as its _Passes (numpy_passes.py, torch_passes.py, jax_passes.py): its spec, segment_forward(params, sizes,
+dtype, x, y, states) -> (outputs, cache), segment_loss(outputs, y, T) -> (the segment's share of the loss,
+dL/doutputs), segment_backward(truncation, keep, params, sizes, cache, d_outputs, following) -> gradients,
+states_at(cache, step) and checkpoint_bytes(sizes, B, itemsize, ages). Framework-free. y: the targets
+(teacher forcing reads them). Only _forward_kept's chunks of the first forward pass may take more memory
+than a stored step of the schedule allows there: the Function's outputs are all kept anyway."""
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from bptt.runtime.common import _Spec
 from bptt.runtime.schedule import _budget, _capacities, _schedule, _segments
-
-
-@dataclass(frozen=True)
-class _Segments:
-    """A model's passes over a segment of steps, what the driver below runs them through."""
-
-    spec: _Spec
-    segment_forward: Callable  # (params, sizes, dtype, x, y, states) -> (outputs, cache) of x's steps
-    segment_loss: Callable  # (outputs, y, T) -> (the segment's share of the loss over all T steps, dL/doutputs)
-    segment_backward: Callable  # (truncation, keep, params, sizes, cache, d_outputs, following) -> gradients
-    states_at: Callable  # (cache, step) -> copies of the states at a step of a segment's cache
-    checkpoint_bytes: Callable  # (sizes, B, itemsize, ages) -> bytes of (a kept state, a forward step, a backward one)
 
 
 def _checkpointed(

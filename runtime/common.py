@@ -1,6 +1,7 @@
 """The runtime every backend shares, framework-free: a model's facts (Spec), counts,
 and the sizes a model's parameters bind. A backend's runtime (numpy.py, ...) adds what needs its framework."""
 
+import functools
 from dataclasses import dataclass, field
 
 from bptt.runtime.options import _is_count, _is_number
@@ -10,13 +11,20 @@ from bptt.runtime.options import _is_count, _is_number
 class _Spec:
     """What the runtime reads of one model, the constants its generated module writes: the parameters
     (PARAMS), the sizes (SIZES), each parameter's dims (SHAPES), the initial states and their sizes (STATES),
-    and what forward keeps for backward (CACHE)."""
+    what forward keeps for backward (CACHE), the rows of a step of xs, ys and the outputs (DATA), which of
+    those hold integer labels (LABELS: their rows are the classes), whether the loss is a mean over the
+    steps (MEAN), the states teacher forcing sets (TEACHER_FORCED), and the outputs' name in the maths."""
 
     params: tuple
     sizes: tuple
     shapes: dict
     states: dict
     cache: dict
+    mean: bool = False
+    forced: tuple = ()
+    data: dict = field(default_factory=dict)
+    labels: tuple = ()
+    output: str = ""
     bound: dict = field(default_factory=dict, repr=False)  # parameters' shapes -> the sizes they bind
     # (the keys, each parameter's type, dtype and shape) -> (sizes, dtype) of parameters that passed the checks
     # of everything but their values: a training loop passes the same kinds of arrays every call
@@ -37,9 +45,31 @@ def _check_lengths(T, B):
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+_FLOATS = ("float32", "float64")  # the dtypes the modules compute in, as _dtype_name names them
+
+
 def _dtype_name(dtype):
-    """A dtype as the messages name it: float64."""
-    return str(dtype)
+    """A dtype as the messages name it, NumPy's, torch's and JAX's alike: float64."""
+    return str(dtype).removeprefix("torch.")
+
+
+def _params_dtype(spec, params, check_array):
+    """The dtype most parameters have (_common_dtype); ValueError naming a parameter if it is no float dtype
+    (check_array, the backend's, says first if it is no array)."""
+    dtype, name = _common_dtype(spec, params)
+    if _dtype_name(dtype) not in _FLOATS:
+        check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)  # not an array?
+        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
+
+
+def _float_dtype(name, array):
+    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
+    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is not None and _dtype_name(dtype) not in _FLOATS:
+        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
+    return dtype
 
 
 def _common_dtype(spec, params):
@@ -154,9 +184,45 @@ def _bind_sizes(spec, params, names):
 
 
 def _extent(dim, sizes):
-    """The length of a dimension named by a size ("h") or a multiple of one ("4*h")."""
-    count, _, size = dim.rpartition("*")
-    return int(count or 1) * sizes[size]
+    """The length of a dimension named by a size ("h"), a multiple of one ("4*h"), or a sum of such terms
+    ("q + 6*h", "T+1", "T*B"), the sizes' lengths in sizes."""
+    total = 0
+    for count, names in _terms(dim):
+        for name in names:
+            count *= sizes[name]
+        total += count
+    return total
+
+
+def _step_bytes(step_rows, sizes, B, itemsize, ages, factor=1):
+    """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's) of a module's
+    rows of a step (a kept state's, a forward step's, a backward step's, a window age's), a step's times
+    factor: what the framework holds beside them (XLA's temporaries, measured)."""
+    state, forward, backward, aged = [_extent(rows, sizes) for rows in step_rows]
+    row = B * itemsize  # one sample's row of one step
+    backward += ages * aged if ages > 1 else 0
+    return state * row, int(factor * forward * row), int(factor * backward * row)
+
+
+def _viewed(work, views, sizes):
+    """work with the views of its stacked arrays: each (the stacked array, first row, end row) of views."""
+    for name, (stacked, start, stop) in views.items():
+        if stacked in work:
+            work[name] = work[stacked][..., _extent(start, sizes) : _extent(stop, sizes)]
+    return work
+
+
+@functools.cache
+def _terms(dim):
+    """A dimension as its terms, each (a count, the sizes it multiplies): "q + 6*h" -> ((1, ("q",)), (6, ("h",)))."""
+    terms = []
+    for term in dim.split("+"):
+        factors = [factor.strip() for factor in term.split("*")]
+        count = 1
+        for factor in factors:
+            count *= int(factor) if factor.isdigit() else 1
+        terms.append((count, tuple(factor for factor in factors if not factor.isdigit())))
+    return tuple(terms)
 
 
 def _check_shape(name, shape, dims, sizes):

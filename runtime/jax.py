@@ -10,13 +10,10 @@ from bptt.runtime.common import (
     _check_param_keys,
     _check_shape,
     _check_theta,
-    _common_dtype,
-    _dtype_name,
     _param_sizes,
+    _params_dtype,
 )
-from bptt.runtime.options import Truncation
-
-_FLOATS = (jnp.float32, jnp.float64)  # the dtypes the modules compute in
+from bptt.runtime.options import _Truncation
 
 
 def clip_grads(grads, theta):
@@ -31,7 +28,7 @@ def clip_grads(grads, theta):
 
 def _truncation(truncate, rng):
     """The Truncation of a truncate argument (options.py), rng checked for random truncation."""
-    truncation = Truncation.of(truncate)
+    truncation = _Truncation.of(truncate)
     if truncation.randomized:
         _check_rng(rng)
     return truncation
@@ -159,7 +156,7 @@ def _check_params(spec, params, finite=True):
     (concrete arrays only: under jit the values are not known). If one parameter disagrees with all the
     others, the error names it."""
     _check_param_keys(spec, params)
-    dtype = _params_dtype(spec, params)
+    dtype = _params_dtype(spec, params, _check_array)
     for name in spec.params:
         _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)
     if finite and not _all_finite([params[name] for name in spec.params]):
@@ -224,22 +221,3 @@ def _check_labels(name, labels, sizes, classes):
             f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
         )
     return labels.astype(jax.dtypes.canonicalize_dtype(jnp.int64))
-
-
-def _params_dtype(spec, params):
-    """The dtype most parameters have (common.py's _common_dtype); ValueError naming a parameter if it is no
-    float dtype."""
-    dtype, name = _common_dtype(spec, params)
-    if dtype not in _FLOATS:
-        _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)  # not an array?
-        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
-
-
-def _float_dtype(name, array):
-    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
-    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
-    dtype = getattr(array, "dtype", None)
-    if dtype is not None and dtype not in _FLOATS:
-        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype

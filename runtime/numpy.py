@@ -1,50 +1,23 @@
 """The NumPy backend's runtime: what a generated NumPy module runs besides its model's maths (argument checks,
-the workspace, truncation weights, the helpers its printed code calls). common.py holds what every backend
-shares; a model's facts come in as its _Spec."""
+truncation weights, the helpers its printed code calls); numpy_passes.py runs its passes around them.
+common.py holds what every backend shares; a model's facts come in as its _Spec."""
 
 import math
-import threading
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from bptt.runtime.checkpoints import _checkpointed, _segmented
 from bptt.runtime.common import (
     _check_cache_keys,
     _check_param_keys,
     _check_shape,
     _check_sizes,
     _check_theta,
-    _common_dtype,
-    _dtype_name,
     _extent,
     _param_sizes,
+    _params_dtype,
     _passed_before,
-    _Spec,
 )
-from bptt.runtime.options import Truncation
-
-_THREAD = threading.local()  # each thread's work arrays
-_FLOATS = (np.float32, np.float64)  # the dtypes the modules compute in
-
-
-def _workspace(spec, make, T, B, sizes, dtype):
-    """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
-    calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
-    key = (T, B, tuple(sizes[name] for name in spec.sizes), np.dtype(dtype))
-    held = _THREAD.__dict__.get(make)
-    if held is None or held[0] != key:
-        _THREAD.__dict__.pop(make, None)  # the old arrays go before the new ones are made
-        held = _THREAD.__dict__[make] = (key, make(T, B, sizes, dtype))
-    return held[1]
-
-
-def free_workspace():
-    """Release the work arrays that loss_and_grads and backward keep for the calling thread, those of every
-    generated module that imports this runtime (they are made again on the next call). Other threads' arrays
-    go when their threads end."""
-    _THREAD.__dict__.clear()
+from bptt.runtime.options import _Truncation
 
 
 def clip_grads(grads, theta):
@@ -57,7 +30,7 @@ def clip_grads(grads, theta):
 
 def _truncation(truncate, rng):
     """The Truncation of a truncate argument (options.py), rng checked for random truncation."""
-    truncation = Truncation.of(truncate)
+    truncation = _Truncation.of(truncate)
     if truncation.randomized:
         _check_rng(rng)
     return truncation
@@ -215,7 +188,7 @@ def _check_params(spec, params, finite=True):
 def _checked_params(spec, params, finite):
     """_check_params, every check made."""
     _check_param_keys(spec, params)
-    dtype = _params_dtype(spec, params)
+    dtype = _params_dtype(spec, params, _check_array)
     arrays = [params[name] for name in spec.params]
     for name, array in zip(spec.params, arrays, strict=True):
         dims = spec.shapes[name]
@@ -227,25 +200,6 @@ def _checked_params(spec, params, finite):
         for name in spec.params:
             _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype)  # names the first bad entry
     return _param_sizes(spec, params), dtype
-
-
-def _params_dtype(spec, params):
-    """The dtype most parameters have (common.py's _common_dtype); ValueError naming a parameter if it is no
-    float dtype."""
-    dtype, name = _common_dtype(spec, params)
-    if dtype not in _FLOATS:
-        _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)  # not an array?
-        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
-
-
-def _float_dtype(name, array):
-    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
-    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
-    dtype = getattr(array, "dtype", None)
-    if dtype is not None and dtype not in _FLOATS:
-        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
 
 
 def _check_cache(spec, cache, sizes, dtype, classes=None):
@@ -305,80 +259,3 @@ def _check_labels(name, labels, sizes, classes):
             f"{name} holds label {value}; labels must be in range({sizes[classes]}) ({classes}={sizes[classes]})"
         )
     return labels.astype(np.intp, copy=False)
-
-
-@dataclass(frozen=True)
-class _Passes:
-    """A NumPy module's passes, what the checkpoint driver (checkpoints.py) runs over a segment of steps."""
-
-    spec: _Spec
-    output: str  # the outputs' name among the forward pass's arrays
-    forced: bool  # teacher forcing: the forward pass reads the targets
-    forward: Callable  # (params, sizes, x, [y,] *initial states, work): the forward pass, into work
-    forward_arrays: Callable  # (T, B, sizes, dtype): the arrays the forward pass works in
-    backward_into: Callable  # (truncation, keep, params, sizes, cache, d_outputs, work, following): gradients
-    backward_arrays: Callable  # (T, B, sizes, dtype): the arrays the backward pass works in
-    loss: Callable  # (outputs, y, count): the loss, the outputs replaced by dL/doutputs
-    mean: bool  # the loss is averaged over the steps too (count T * B, else B)
-    checkpoint_bytes: Callable  # (sizes, B, itemsize, ages): bytes of (a kept state, a forward step, a backward one)
-
-    def cache(self, x, work):
-        """What forward keeps for backward: the inputs, then the forward pass's arrays the cache names."""
-        first, *rest = self.spec.cache
-        return {first: x, **{name: work[name] for name in rest}}
-
-    def backward(self, truncation, rng, params, sizes, dtype, cache, d_outputs, checkpoints=None):
-        """The module's backward, its arguments checked (loss_and_grads checks its own: a forward pass that
-        overflows gives a nan loss and gradients there, not an error), in this thread's workspace; or with
-        checkpoints in segments of steps whose arrays fit in that memory."""
-        T, B = sizes["T"], sizes["B"]
-        if checkpoints is not None:
-            keep = _truncation_weights(truncation, T, rng, dtype)
-            return _segmented(
-                self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, np.dtype(dtype).itemsize
-            )
-        work = _workspace(self.spec, self.backward_arrays, T, B, sizes, dtype)
-        keep = _truncation_weights(truncation, T, rng, dtype)
-        return self.backward_into(truncation, keep, params, sizes, cache, d_outputs, work)
-
-    def loss_and_grads(self, truncation, rng, params, sizes, dtype, x, y, initial, checkpoints):
-        """The module's loss_and_grads, its arguments checked: the forward pass in this thread's workspace,
-        the loss, then backward; or in the memory checkpoints allows (_checkpointed). A parameter holding nan
-        or inf is named from the result (_blamed)."""
-        T, B = x.shape[0], x.shape[1]
-        if checkpoints is not None:
-            keep = _truncation_weights(truncation, T, rng, dtype)
-            sizes.update(T=T, B=B)
-            itemsize = np.dtype(dtype).itemsize
-            loss, grads = _checkpointed(
-                self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize
-            )
-            return _blamed(self.spec, params, loss, grads)
-        work = _workspace(self.spec, self.forward_arrays, T, B, sizes, dtype)
-        self.forward(params, sizes, x, *((y,) if self.forced else ()), *initial, work)
-        loss = self.loss(work[self.output], y, T * B if self.mean else B)  # the outputs become dL/doutputs
-        sizes.update(T=T, B=B)
-        grads = self.backward(truncation, rng, params, sizes, dtype, self.cache(x, work), work[self.output])
-        return _blamed(self.spec, params, loss, grads)
-
-    def segment_forward(self, params, sizes, dtype, x, y, initial):
-        """(outputs, cache) of the forward pass over the steps of x from the states initial."""
-        work = self.forward_arrays(x.shape[0], x.shape[1], sizes, dtype)
-        self.forward(params, sizes, x, *((y,) if self.forced else ()), *initial, work)
-        return work[self.output], self.cache(x, work)
-
-    def segment_loss(self, outputs, y, T):
-        """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs in place
-        of the outputs)."""
-        return self.loss(outputs, y, T * outputs.shape[1] if self.mean else outputs.shape[1]), outputs
-
-    def segment_backward(self, truncation, keep, params, sizes, cache, d_outputs, following):
-        """The gradients of a segment of steps, in fresh arrays; following as for the module's _adjoints."""
-        T, B = d_outputs.shape[0], d_outputs.shape[1]
-        sizes = dict(sizes, T=T, B=B)
-        work = self.backward_arrays(T, B, sizes, d_outputs.dtype)
-        return self.backward_into(truncation, keep, params, sizes, cache, d_outputs, work, following)
-
-    def states_at(self, cache, step):
-        """Copies of the states at a step of a segment's cache, in the spec's order (h0: the cache's h)."""
-        return tuple(cache[name.removesuffix("0")][step].copy() for name in self.spec.states)

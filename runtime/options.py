@@ -5,18 +5,18 @@ CLI's text (parse), checked, and described in words. Framework-free; the one mod
 import numbers
 from typing import NamedTuple
 
-# Truncation's modes
-FULL = "full"
-WINDOW = "window"
-CHUNK = "chunk"
-RANDOM = "random"
+# Truncation's modes (public names below)
+_FULL = "full"
+_WINDOW = "window"
+_CHUNK = "chunk"
+_RANDOM = "random"
 _UNITS = {  # bytes
     **{"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20},
     **{"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40},
 }
 
 
-class Truncation(NamedTuple):
+class _Truncation(NamedTuple):
     """How backward truncates the gradient's flow: FULL (value None), WINDOW or CHUNK (value k, a length of
     steps >= 1) or RANDOM (value pi, the probability a flow is kept). A tuple: (mode, value), so the value
     of a truncation is also a truncate argument."""
@@ -27,18 +27,18 @@ class Truncation(NamedTuple):
     @classmethod
     def of(cls, truncate):
         """The truncation a truncate argument says (None: full BPTT), or ValueError saying what is allowed."""
-        if truncate is None or (isinstance(truncate, Truncation) and truncate.full):
-            return cls(FULL)
-        modes = (WINDOW, CHUNK, RANDOM)
+        if truncate is None or (isinstance(truncate, _Truncation) and truncate.full):
+            return cls(_FULL)
+        modes = (_WINDOW, _CHUNK, _RANDOM)
         if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
             raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
         mode, value = truncate
-        if mode != RANDOM and not _is_count(value):
+        if mode != _RANDOM and not _is_count(value):
             raise ValueError(f"truncate=('{mode}', k): k must be an integer >= 1, got {value!r}")
-        if mode == RANDOM:
+        if mode == _RANDOM:
             if not (_is_number(value) and 0 < value <= 1):
                 raise ValueError(f"truncate=('random', pi): pi must be in (0, 1], got {value!r}")
-            return cls(RANDOM, float(value))
+            return cls(_RANDOM, float(value))
         return cls(modes[modes.index(mode)], int(value))  # a NumPy integer too, as a Python int
 
     @classmethod
@@ -46,9 +46,9 @@ class Truncation(NamedTuple):
         """The truncation of the CLI's text window:K, chunk:K or random:PI, or ValueError in one line."""
         mode, _, value = text.partition(":")
         try:
-            if mode in (WINDOW, CHUNK):
+            if mode in (_WINDOW, _CHUNK):
                 return cls.of((mode, int(value)))
-            if mode == RANDOM:
+            if mode == _RANDOM:
                 return cls.of((mode, float(value)))
         except ValueError:
             pass
@@ -56,51 +56,51 @@ class Truncation(NamedTuple):
 
     @property
     def full(self):
-        return self.mode == FULL
+        return self.mode == _FULL
 
     @property
     def windowed(self):
-        return self.mode == WINDOW
+        return self.mode == _WINDOW
 
     @property
     def chunked(self):
-        return self.mode == CHUNK
+        return self.mode == _CHUNK
 
     @property
     def randomized(self):
-        return self.mode == RANDOM
+        return self.mode == _RANDOM
 
     @property
     def weighted(self):
         """Chunks and random truncation weight each step's flow (keep weights); full BPTT and windows don't."""
-        return self.mode in (CHUNK, RANDOM)
+        return self.mode in (_CHUNK, _RANDOM)
 
     @property
     def ages(self):
         """How many steps' states each step's backward reads: a window's k + 1, else 1."""
-        return self.value + 1 if self.mode == WINDOW else 1
+        return self.value + 1 if self.mode == _WINDOW else 1
 
     @property
     def argument(self):
         """The truncate argument of a generated module's calls: None or (mode, value)."""
-        return None if self.mode == FULL else (self.mode, self.value)
+        return None if self.mode == _FULL else (self.mode, self.value)
 
     def text(self):
         """The CLI's text (parse reads it back); full BPTT has none: None."""
-        return None if self.mode == FULL else f"{self.mode}:{self.value}"
+        return None if self.mode == _FULL else f"{self.mode}:{self.value}"
 
     def describe(self):
         """In words, for a report."""
-        if self.mode == WINDOW:
+        if self.mode == _WINDOW:
             return f"each output's gradient flows back at most {self.value} steps"
-        if self.mode == CHUNK:
+        if self.mode == _CHUNK:
             return f"the gradient is cut every {self.value} steps (chunks of {self.value})"
-        if self.mode == RANDOM:
+        if self.mode == _RANDOM:
             return f"each step's flow is kept with probability {self.value} and scaled by 1/{self.value}"
         return "full BPTT"
 
 
-class Checkpoints(NamedTuple):
+class _Checkpoints(NamedTuple):
     """A memory bound on backward: a number of slots (a kept state or a stored step each), or a byte budget
     (bytes, as the user spelled it: spelled)."""
 
@@ -112,7 +112,7 @@ class Checkpoints(NamedTuple):
     def of(cls, checkpoints):
         """The bound of a checkpoints argument: a positive integer (slots) or a byte budget such as "32MiB",
         else ValueError in one line. Only parsed: as cheap for a terabyte as for a byte."""
-        if isinstance(checkpoints, Checkpoints):
+        if isinstance(checkpoints, _Checkpoints):
             return checkpoints
         if _is_count(checkpoints):
             return cls(slots=int(checkpoints))
@@ -173,3 +173,13 @@ def _is_number(value):
 def _is_count(value):
     """An integer >= 1, Python's or NumPy's (a bool is not a count)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+
+
+# The public names, what the CLI, derive, codegen and users read. The runtime's own code reads the private
+# ones, so a standalone module, which carries the definitions its code reads, has no public name of them.
+Truncation = _Truncation
+Checkpoints = _Checkpoints
+FULL = _FULL
+WINDOW = _WINDOW
+CHUNK = _CHUNK
+RANDOM = _RANDOM

@@ -19,7 +19,7 @@ recomputing them from a kept state). Plain Python, framework-free: generated mod
 
 import itertools
 
-from bptt.runtime.options import Checkpoints
+from bptt.runtime.options import _Checkpoints
 
 _EXACT = 100_000  # table entries (levels x steps) up to which the programme is solved exactly (~0.2 s)
 _COARSE = 1_000_000  # beyond: a coarser grid of at most this many entries, the search near the last split (~3 s)
@@ -176,4 +176,4 @@ def _budget(checkpoints, state_bytes, step_bytes):
     """(budget, kept state, stored step) in one unit, _capacities's first arguments, of a checkpoints argument:
     a number of slots (a kept state or a stored step each) or a byte budget such as "32MiB"; ValueError in
     one line if it is neither or holds no step. Only parsed: as cheap for a terabyte as for a byte."""
-    return Checkpoints.of(checkpoints).budget(state_bytes, step_bytes)
+    return _Checkpoints.of(checkpoints).budget(state_bytes, step_bytes)

@@ -9,13 +9,12 @@ from bptt.runtime.common import (
     _check_param_keys,
     _check_shape,
     _check_theta,
-    _common_dtype,
+    _dtype_name,
     _param_sizes,
+    _params_dtype,
     _passed_before,
 )
-from bptt.runtime.options import Truncation
-
-_FLOATS = (torch.float32, torch.float64)  # the dtypes the modules compute in
+from bptt.runtime.options import _Truncation
 
 
 def clip_grads(grads, theta):
@@ -28,7 +27,7 @@ def clip_grads(grads, theta):
 
 def _truncation(truncate, rng):
     """The Truncation of a truncate argument (options.py), rng checked for random truncation."""
-    truncation = Truncation.of(truncate)
+    truncation = _Truncation.of(truncate)
     if truncation.randomized:
         _check_rng(rng)
     return truncation
@@ -164,11 +163,6 @@ def _scatter_columns(values, labels, columns):
     return out.T
 
 
-def _dtype_name(dtype):
-    """float64, as NumPy and the NumPy module's messages name it."""
-    return str(dtype).removeprefix("torch.")
-
-
 def _check_dtype(dtype):
     """dtype, a torch dtype: float32 or float64, the dtypes the modules compute in."""
     if dtype not in (torch.float32, torch.float64):
@@ -201,7 +195,7 @@ KINDS = ("dtype", "device", "shape")  # what the checks of a tensor read besides
 def _checked_params(spec, params, finite):
     """_check_params, every check made."""
     _check_param_keys(spec, params)
-    dtype = _params_dtype(spec, params)
+    dtype = _params_dtype(spec, params, _check_array)
     device = next(params[name].device for name in spec.params if getattr(params[name], "dtype", None) == dtype)
     for name in spec.params:
         _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite, device)
@@ -285,22 +279,3 @@ def _loss_parts(outputs):
     T = outputs.shape[0]
     steps = max(1, _LOSS_PART // max(1, outputs[:1].nbytes))
     return [slice(start, min(start + steps, T)) for start in range(0, T, steps)] or [slice(0, 0)]
-
-
-def _params_dtype(spec, params):
-    """The dtype most parameters have (common.py's _common_dtype); ValueError naming a parameter if it is no
-    float dtype."""
-    dtype, name = _common_dtype(spec, params)
-    if dtype not in _FLOATS:
-        _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite=False)  # not an array?
-        raise ValueError(f"params['{name}'] has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype
-
-
-def _float_dtype(name, array):
-    """The dtype of an array that must be float32 or float64 (the outputs given to losses); ValueError
-    naming it otherwise. None for what has no dtype (_check_array then says what it must be)."""
-    dtype = getattr(array, "dtype", None)
-    if dtype is not None and dtype not in _FLOATS:
-        raise ValueError(f"{name} has dtype {_dtype_name(dtype)}; expected float32 or float64")
-    return dtype

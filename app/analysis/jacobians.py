@@ -111,7 +111,7 @@ def state_gradients(module, params, xs, ys, states, progress=lambda: None):
     """[dL_T/ds_t for t = 0..T-1], L_T the loss of the last step and s_t the given states at t stacked.
 
     Each is the module's backward through the run from step t on, started from the states at t."""
-    _, d_outputs, cache = module._loss_and_output_gradient(params, xs, ys, *[None] * len(module.STATES))
+    _, d_outputs, cache = module._PASSES.output_gradient(params, xs, ys, (None,) * len(module.STATES))[:3]
     last = np.zeros_like(d_outputs)
     last[-1] = d_outputs[-1]
     found = []

@@ -78,7 +78,7 @@ def state_deviation(module, flow, xs, ys, runs):
     of s giving the parameters of one run."""
 
     def states(params):
-        cache = module._loss_and_output_gradient(params, xs, ys, *[None] * len(module.STATES))[2]
+        cache = module._PASSES.output_gradient(params, xs, ys, (None,) * len(module.STATES))[2]
         return [cache[state.name] for state in flow.states]
 
     def deviation(scale):

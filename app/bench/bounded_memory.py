@@ -7,7 +7,7 @@ Each measurement runs in a fresh process on one thread: the inputs are made, the
 high-water mark is reset (/proc/self/clear_refs), a call runs, and what it added to the resident memory
 at its peak is reported, for the first call (the schedule computed, JAX compiling a program per segment
 length) and the second, next to what full BPTT would store (T steps of the arrays the derivation sizes,
-_checkpoint_bytes), with the calls' times and the step evaluations. B = 8, d = q = 16, h = 64, float64.
+the runtime's checkpoint_bytes), with the calls' times and the step evaluations. B = 8, d = q = 16, h = 64, float64.
 """
 
 import json
@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-from bptt.app.bench.measuring import THREADS, status
+from bptt.app.bench.measuring import THREADS, status, step_bytes
 
 SIZES = {"d": 16, "h": 64, "q": 16}
 
@@ -56,7 +56,7 @@ def measure(backend, name, steps, slots):
         module.loss_and_grads(params, xs, ys, checkpoints=slots)
         allocated = tracemalloc.get_traced_memory()[1] / 2**20
         tracemalloc.stop()
-    state, forward_step, backward_step = numpy_module._checkpoint_bytes(SIZES, 8, 8, 1)
+    state, forward_step, backward_step = step_bytes(numpy_module, SIZES, 8, 8)
     evaluations, _ = checkpoint_cost(slots, state, forward_step + backward_step, steps)
     full = steps * (forward_step + backward_step) / 2**20
     return {"calls": calls, "allocated": allocated, "full": full, "passes": evaluations / steps}

@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from bptt.app.bench.measuring import THREADS, status
+from bptt.app.bench.measuring import THREADS, status, step_bytes
 
 SIZES, BATCH = {"d": 16, "h": 64, "q": 16}, 8
 CONSTANT = 16  # MiB a call may add beyond its budget, inputs and outputs (the README states it)
@@ -103,7 +103,7 @@ def plan(steps, budget, kind=None):
 
     backend = reference() if kind is None else backend_of(kind)
     elman = __import__(f"bptt.generated.{backend.filename('elman')[:-3]}", fromlist=["_"])
-    state, forward_step, backward_step = elman._checkpoint_bytes(SIZES, BATCH, 8, 1)
+    state, forward_step, backward_step = step_bytes(elman, SIZES, BATCH, 8)
     step = forward_step + backward_step
     evaluations, most = checkpoint_cost(budget, state, step, steps)
     return evaluations, most / 2**20
@@ -117,7 +117,7 @@ def main(argv):
     from bptt.codegen.backends import BACKENDS
 
     modules = [__import__(f"bptt.generated.{b.filename('elman')[:-3]}", fromlist=["_"]) for b in BACKENDS.values()]
-    step = max(sum(module._checkpoint_bytes(SIZES, BATCH, 8, 1)[1:]) for module in modules)
+    step = max(sum(step_bytes(module, SIZES, BATCH, 8)[1:]) for module in modules)
     print(
         f"elman B={BATCH}, d=q=16, h=64, float64, one thread; "
         f"MiB added at the peak; bound = uses + in + out + {CONSTANT}"

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from bptt.app.analysis import plots
 from bptt.app.analysis.drawing import gid
 from bptt.app.analysis.table import Table
-from bptt.app.bench.measuring import TOLERANCE, disagreement, memory, rounds
+from bptt.app.bench.measuring import TOLERANCE, disagreement, memory, rounds, step_bytes
 from bptt.app.files import write_atomic
 from bptt.codegen.backends import checkpoint_cost
 from bptt.runtime.options import Checkpoints
@@ -48,7 +48,7 @@ def parse(text):
 
 def _bytes(module, sizes, batch, itemsize):
     """(bytes of a kept state, bytes of a stored step) of this module and problem."""
-    state, forward_step, backward_step = module._checkpoint_bytes(sizes, batch, itemsize, 1)
+    state, forward_step, backward_step = step_bytes(module, sizes, batch, itemsize)
     return state, forward_step + backward_step
 
 

@@ -68,9 +68,10 @@ def share(backend, config, dtype, repeats):
 
     module = importlib.import_module(f"bptt.generated.{of(backend).filename(model)[:-3]}")
     runtime = importlib.import_module(of(backend).runtime)
+    passes = importlib.import_module(of(backend).runtime + "_passes")  # the public calls, which make the checks
     common = importlib.import_module("bptt.runtime.common")
     params, xs, ys = problem(module, backend, steps, batch, sizes, dtype)
-    instrument([module, runtime, common])
+    instrument([module, runtime, passes, common])
     for _ in range(2):
         module.loss_and_grads(params, xs, ys)
     shares = []

@@ -68,3 +68,9 @@ def status(field):
     """A field of /proc/self/status (VmRSS, VmHWM, ...) in bytes."""
     with open("/proc/self/status") as handle:
         return next(int(line.split()[1]) for line in handle if line.startswith(field + ":")) * 1024
+
+
+def step_bytes(module, sizes, batch, itemsize, ages=1):
+    """(bytes of a kept state, of a stored step's forward arrays, of its backward arrays) of a generated module,
+    as its runtime weighs them (the _Passes it hands the runtime)."""
+    return module._PASSES.checkpoint_bytes(sizes, batch, itemsize, ages)

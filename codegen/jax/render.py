@@ -17,41 +17,26 @@ from bptt.codegen.jax.scan import forward_lines, stack_lines
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
 from bptt.codegen.printing.bindings import params_bound, time_and_batch
 from bptt.codegen.printing.checkpoints import input_rows
-from bptt.codegen.printing.checks import CheckStyle, checks, from_shape
-from bptt.codegen.printing.facts import fixed_helpers, model_facts
+from bptt.codegen.printing.facts import model_facts
 from bptt.codegen.printing.layout import STANDALONE, Layout, imported
 from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
+from bptt.codegen.printing.work import literal, spec, step_rows
 from bptt.codegen.program import JAX_PASSES, build
 from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
-_env.globals["xla_step_factor"] = XLA_STEP_FACTOR
-SCAFFOLD = ("_Spec", "_Segments", "_checkpointed", "_segmented")  # what the module hands the runtime, and its calls
-SCAFFOLD += ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_extent", "_checkpoint_actions")
-SCAFFOLD += ("_ages", "_check_cache", "_check_array", "_forward_kept", "_param_sizes")
+SCAFFOLD = ("_Spec", "_Passes", "clip_grads")  # what the template calls
 
 
 IMPORTS = ("import functools", "import jax", "import jax.numpy as jnp")  # what the template's own code calls
-
-STYLE = CheckStyle(
-    device=False,
-    batch=("B",),
-    no_state='jnp.zeros((B, sizes["{size}"]), dtype)',
-    draw_labels="{name} = jax.random.randint({key}, (T, B), 0, {rows})",
-    draw_floats="{name} = jax.random.normal({key}, (T, B, {rows}), dtype)",
-)
 
 
 @dataclass(frozen=True)
 class JaxLayout(Layout):
     """What jax/module.py.j2 places; the *_lines fields are printed function bodies."""
 
-    gradient_lines: tuple  # the body of _gradients
-    count_from_outputs: str  # binds the sizes the loss's count reads, from the outputs' shape
-    initial: str  # apply's initial states as a dict: '"h0": h0, "c0": c0'
-    initial_args: str  # the same passed on to _forward: ', initial["h0"], initial["c0"]'
+    gradient_lines: tuple  # the body of _gradients_and_following
 
     in_framework = ", in JAX"
     option = " --backend jax"
@@ -66,28 +51,33 @@ def module_source(model, program=None, standalone=False):
 
 def layout(model, program=None, standalone=False):
     program = program or build(model, JAX_PASSES)
-    # held beside the derivation's arrays: the cache's copy of the inputs (a jitted function's outputs are new
-    # buffers) and dL/doutputs beside the outputs; XLA's temporaries are the template's _XLA_STEP_FACTOR
-    facts = model_facts(model, program, "JAX", (input_rows(model), model.outputs[0][0].rows))
+    facts = model_facts(model, program, "JAX")
     forward, forward_used = forward_body(program)
     gradients, gradients_used = gradient_body(program)
     rtrl, rtrl_used = rtrl_body(program)
     losses = JaxPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
-    used = forward_used | gradients_used | rtrl_used | losses.used.helpers | fixed_helpers(model, SCAFFOLD)
-    imports, source = imported(used, "jax", IMPORTS, standalone)
+    used = forward_used | gradients_used | rtrl_used | losses.used.helpers | set(SCAFFOLD) | {facts.loss_helper}
+    imports, source = imported(used, "jax", IMPORTS, standalone, passes(facts, program, model))
     return JaxLayout(
         facts=facts,
-        checks=checks(facts, STYLE),
         imports=imports,
         helpers=source,
         losses=losses_code,
         forward_lines=tuple(forward),
         rtrl_lines=tuple(rtrl),
         gradient_lines=tuple(gradients),
-        count_from_outputs=from_shape(facts.count_sizes, facts.output.name),
-        initial=", ".join(f'"{name}": {name}' for name in facts.state_names),
-        initial_args="".join(f', initial["{name}"]' for name in facts.state_names),
+    )
+
+
+def passes(facts, program, model):
+    """The module's last lines: its _Spec and _Passes, what it hands the runtime: its maths, and the rows of a
+    step (held beside the derivation's arrays: the cache's copy of the inputs, a jitted function's outputs
+    being new buffers, and dL/doutputs beside the outputs) with XLA's temporaries beside them, measured."""
+    rows = step_rows(program.checkpoints, (input_rows(model), model.outputs[0][0].rows))
+    return (
+        f"{spec(facts)}\n_PASSES = _Passes(\n    _SPEC, _forward, _gradients_and_following, {facts.loss_helper},"
+        f" step_rows={literal(rows)}, step_factor={XLA_STEP_FACTOR},\n)  # step_factor: measured, codegen/jax/memory.py"
     )
 
 

@@ -4,7 +4,6 @@ docstrings, signatures and constants write them, and the helpers its fixed parts
 
 from dataclasses import dataclass
 
-from bptt.codegen.printing.checkpoints import bytes_lines
 from bptt.codegen.printing.code import unspecified_loss
 from bptt.codegen.program import shape_of
 from bptt.derive.nodes import SoftmaxCrossEntropy, SquaredError
@@ -33,8 +32,6 @@ class Facts:
     loss_text: str  # l_t: 1/2 ||o_t - y_t||^2
     sum_text: str  # how the steps' losses combine: "(1/T) sum_t" or "sum_t"
     mean: bool
-    count: str  # what the loss divides by: "T * B" (mean over steps) or "B"
-    count_sizes: tuple  # the sizes `count` reads: ("T", "B") or ("B",)
     loss_helper: str
     params: tuple  # (name, shape as size names)
     params_text: str  # "W (h, h), b (h)"
@@ -53,9 +50,6 @@ class Facts:
     forced_ys: str  # the data arguments after xs in forward's signature: "" or ", ys"
     forced_target: str  # the same, as the checked arrays: "" or ", y"
     data_names: str  # the data a derived gradient leaves out: "xs" or "xs or ys"
-    data_nones: str  # one None per data argument (their gradients): "None" or "None, None"
-    classes: str  # _check_cache's labels argument: "" or ', "V"'
-    checkpoint_bytes: tuple  # the body of _checkpoint_bytes (printing/checkpoints.py)
 
     @property
     def state_args(self):
@@ -76,9 +70,8 @@ class Facts:
         return "".join(f", {name}=None" for name in self.state_names)
 
 
-def model_facts(model, program, backend, held=(0, 0)):
-    """The model's Facts; a loss with no helper is a PrintError. held: the rows of a step the backend holds
-    beside the derivation's arrays, forward and backward (checkpoints.bytes_lines)."""
+def model_facts(model, program, backend):
+    """The model's Facts; a loss with no helper is a PrintError."""
     loss = model.concrete_loss()
     if type(loss) not in LOSSES:
         raise unspecified_loss(loss)
@@ -93,8 +86,6 @@ def model_facts(model, program, backend, held=(0, 0)):
         loss_text=text(loss),
         sum_text="(1/T) sum_t" if model.mean else "sum_t",
         mean=model.mean,
-        count="T * B" if model.mean else "B",
-        count_sizes=("T", "B") if model.mean else ("B",),
         loss_helper=LOSSES[type(loss)],
         params=tuple((p.name, shape_of(p)) for p in model.params),
         params_text=", ".join(f"{p.name} ({', '.join(shape_of(p))})" for p in model.params),
@@ -113,9 +104,6 @@ def model_facts(model, program, backend, held=(0, 0)):
         forced_ys=", ys" if forced else "",
         forced_target=f", {target.name}" if forced else "",
         data_names="xs or ys" if forced else "xs",
-        data_nones="None, None" if forced else "None",
-        classes=f', "{first.rows}"' if first.labels else "",
-        checkpoint_bytes=tuple(bytes_lines(program.checkpoints, model, held)),
     )
 
 
@@ -123,22 +111,12 @@ def _array(seq):
     return Array(seq.name, str(seq.rows), seq.role == "label")
 
 
-SHARED = ("_check_lengths", "_float_dtype")  # what every backend's template calls (random_inputs, losses)
-
-
-def fixed_helpers(model, scaffold):
-    """The helpers the template's fixed parts call: its scaffold, the loss's, and the label check if any."""
-    loss = model.concrete_loss()
-    labels = model.inputs[0].role == "label" or loss.target.role == "label" or model.teacher_forcing
-    return set(scaffold) | set(SHARED) | {LOSSES[type(loss)]} | ({"_check_labels"} if labels else set())
-
-
 def cache_dims(model, names):
     """(name, dims, comment) of what forward keeps: the input, then sequences of T+1 steps."""
     seqs = {seq.name: seq for seq in model.inputs + model.states + model.intermediates}
     first = model.inputs[0]
     if first.role == "label":
-        dims = [(first.name, ("T", "B"), "  # integer labels")]
+        dims = [(first.name, ("T", "B"), f"; {first.name}: integer labels")]
     else:
         dims = [(first.name, ("T", "B", str(first.rows)), "")]
     return tuple(dims + [(name, ("T+1", "B", str(seqs[name].rows)), "") for name in names[1:]])

@@ -98,9 +98,10 @@ def _runtime_imports(definitions):
         line = f"from {module} import {', '.join(private)}"
         if len(line) > 120:
             line = f"from {module} import (\n" + "".join(f"    {name},\n" for name in private) + ")"
-        lines += [line] if private else []
-        # the module's own API (clip_grads, ...): re-exported, as PEP 484 spells it
-        lines += [f"from {module} import {name} as {name}" for name in names if not name.startswith("_")]
+        entries = [(_isort_key(private[0]), line)] if private else []
+        # the module's own API (clip_grads, ...): re-exported, as PEP 484 spells it; in isort's order of first names
+        entries += [(_isort_key(name), f"from {module} import {name} as {name}") for name in names if name[0] != "_"]
+        lines += [line for _, line in sorted(entries)]
     return "\n".join(lines)
 
 
@@ -148,6 +149,8 @@ def namespace(names=None, backend="numpy", scope=None):
 @functools.cache
 def helpers(backend="numpy"):
     """The shared runtime (options.py: the option values; common.py; schedule.py: the checkpoint schedule;
-    checkpoints.py: the passes that follow it), then the backend's own, whose definitions win."""
-    names = ("options.py", "common.py", "schedule.py", "checkpoints.py", f"{backend}.py")
-    return Helpers(*(RUNTIME / name for name in names))
+    checkpoints.py: the passes that follow it), then the backend's own (its passes and autograd glue, if apart), whose
+    definitions win."""
+    names = ("options.py", "common.py", "schedule.py", "checkpoints.py", f"{backend}.py", f"{backend}_passes.py")
+    names += (f"{backend}_autograd.py",)  # torch's
+    return Helpers(*(RUNTIME / name for name in names if (RUNTIME / name).exists()))

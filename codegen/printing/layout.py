@@ -8,15 +8,13 @@ from typing import ClassVar
 import sympy as sp
 
 from bptt.codegen.array_names import adjoint_array
-from bptt.codegen.ir import Array, PerCall, Steps
-from bptt.codegen.printing.array_calls import NUMPY
+from bptt.codegen.ir import Array
 from bptt.codegen.printing.bindings import (
     quoted,
     sized,
     time_and_batch,
     work_bound,
 )
-from bptt.codegen.printing.checks import Checks
 from bptt.codegen.printing.facts import Facts
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.printer import RowPrinter, size_name
@@ -25,11 +23,10 @@ from bptt.codegen.printing.statements import InPlacePrinter
 
 @dataclass(frozen=True)
 class Layout:
-    """What every backend's module.py.j2 places: the model's Facts and its fixed parts' Checks, then what
-    the backend prints for it. A backend's Layout adds its own bodies; its class says how its text names it."""
+    """What every backend's module.py.j2 places: the model's Facts, then what the backend prints for it. A
+    backend's Layout adds its own bodies; its class says how its text names it."""
 
     facts: Facts
-    checks: Checks
     imports: str  # the import blocks
     helpers: str  # the module's tail: the runtime's definitions it calls if standalone, then RUNTIME_FACTS
     losses: str  # the per-step loss, code over all steps
@@ -44,14 +41,8 @@ class Layout:
 
 STANDALONE = {False: "", True: " --standalone"}  # the command's option, in a module's docstring
 
-# A module's last lines: what it hands the runtime (after the runtime's definitions, in a standalone module)
-SPEC = "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE)  # what the runtime reads of this model"
-SEGMENTS = (
-    "_SEGMENTS = _Segments(_SPEC, _segment_forward, _segment_loss, _segment_backward, _states_at, _checkpoint_bytes)"
-)
 
-
-def imported(helpers_used, backend, extra=(), standalone=True, facts=f"{SPEC}\n{SEGMENTS}"):
+def imported(helpers_used, backend, extra=(), standalone=True, facts=""):
     """(imports, the module's tail) of a module whose code calls helpers_used, and whose template
     needs the `extra` import lines: the import blocks, one string; the helpers' source if standalone (else
     they are imported from the runtime: printing/helpers.py), then `facts`, what it hands the runtime."""
@@ -122,41 +113,6 @@ def views(arrays):
                 else f"a view of {array.name}[..., {_slice(printer, start, stop)}]"
             )
     return out
-
-
-def allocation(arrays, first_steps=False, calls=NUMPY):
-    """The body of _forward_arrays or _backward_arrays: empty arrays (calls: the library's), then the views
-    of groups. first_steps: step 0 of the arrays of steps 0..T is zero (what the cache holds before the first step)."""
-    printer = RowPrinter()
-    entries, views = [], []
-    for array in arrays:
-        if array.steps is Steps.ONES:
-            entries.append(f"    {quoted(array.name)}: {calls.line('ones', shape='T * B')},")
-            continue
-        entries.append(f"    {quoted(array.name)}: {calls.line('empty', shape=_shape(printer, array))},")
-        if first_steps and array.steps is Steps.FROM_ZERO:
-            views.append(f"work[{quoted(array.name)}][0] = 0")
-        starts, offset = {}, sp.S.Zero
-        for name, rows in array.members:
-            starts[name] = (offset, offset + rows)
-            views.append(
-                f"work[{quoted(name)}] = work[{quoted(array.name)}][..., {_slice(printer, offset, offset + rows)}]"
-            )
-            offset += rows
-        for name, first, count in array.spans:
-            names = [m for m, _ in array.members[first : first + count]]
-            start, stop = starts[names[0]][0], starts[names[-1]][1]
-            views.append(f"work[{quoted(name)}] = work[{quoted(array.name)}][..., {_slice(printer, start, stop)}]")
-    head = [f'{size_name(s)} = sizes["{s}"]' for s in sorted(printer.used.sizes)]
-    return head + ["work = {"] + entries + ["}"] + views + ["return work"]
-
-
-def _shape(printer, array):
-    if isinstance(array.steps, PerCall):
-        cols = array.steps.cols
-        return f"({printer(array.rows)},)" if cols == 1 else f"({printer(array.rows)}, {printer(cols)})"
-    steps = {Steps.FROM_ZERO: "T + 1, B, ", Steps.FROM_ONE: "T, B, ", Steps.ONE: "B, "}[array.steps]
-    return f"({steps}{printer(array.rows)})"
 
 
 def _slice(printer, start, stop):

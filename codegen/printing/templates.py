@@ -6,6 +6,7 @@ import pathlib
 import jinja2
 
 from bptt.codegen.printing.checks import pytuple
+from bptt.codegen.printing.work import literal
 
 PRINTING = pathlib.Path(__file__).parent
 
@@ -13,6 +14,15 @@ PRINTING = pathlib.Path(__file__).parent
 def body(lines, depth=1):
     """Lines of a function body, each indented `depth` levels (a blank line stays empty), one string."""
     return "\n".join("    " * depth + line if line else "" for line in lines)
+
+
+def table(rows, prefix="", suffix="", comment=""):
+    """prefix, then a dict of (key, value, ...) rows as Python writes it, on one line if it fits (work.literal);
+    suffix: what each key ends in (an initial state's 0); comment: after it, or above it if it takes lines."""
+    text = prefix + literal({f"{row[0]}{suffix}": row[1] for row in rows}, prefix)
+    if not comment:
+        return text
+    return f"{text}  # {comment}" if "\n" not in text else f"# {comment}\n{text}"
 
 
 def environment(folder):
@@ -25,4 +35,5 @@ def environment(folder):
     )
     env.filters["pytuple"] = pytuple
     env.filters["body"] = body
+    env.filters["table"] = table
     return env

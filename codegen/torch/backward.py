@@ -74,10 +74,10 @@ def window_reads(program, reads, aged):
 
 def fast_adjoints_body(program, reads):
     """The body of _adjoints(keep, ...) from the backward passes of SHARED_PASSES, printed in place as the
-    NumPy module prints them (TorchStatements) into the tensors _backward_arrays makes: slopes for all steps
-    before the loop, the flows of gates that share an operand one product with their weights stacked, each
+    NumPy module prints them (TorchStatements) into the tensors of work (made from their dims): slopes for all
+    steps before the loop, the flows of gates that share an operand one product with their weights stacked, each
     step's sums in place (torch/sums.py), and each step for compile=True (torch/steps.py). reads: the
-    adjoints _gradients reads. Returns (Printed, the arrays of _backward_arrays, the loop's StepFunctions)."""
+    adjoints _gradients reads. Returns (Printed, the arrays of work, the loop's StepFunctions)."""
     model, adjoints = program.model, program.adjoints
     printer = TorchStatements(adjoints.arrays, helpers("torch").accepts_out, adjoints.stacks, model_names(model))
     body = printer.lines(adjoints.statements)
@@ -96,10 +96,10 @@ def fast_adjoints_body(program, reads):
     used = printer.used
     used.arrays |= set(reads)
     dy = output_adjoint(model)
-    head = time_and_batch({"T", "B"}, dy) + [f"dtype, device = {dy}.dtype, {dy}.device"]
-    head += ["work = _backward_arrays(T, B, sizes, dtype, device)"]
+    weighted = "_flow_weights" in used.helpers  # its line reads T
+    head = time_and_batch(set(used.sizes) | ({"T"} if weighted else set()), dy)  # work: made by the runtime
     head += bound(used, model, work, set(program.cache), views(arrays))
-    head += [f"{WEIGHTS} = _flow_weights(keep, T)"] if "_flow_weights" in used.helpers else []
+    head += [f"{WEIGHTS} = _flow_weights(keep, T)"] if weighted else []
     returned = ", ".join(f'"{name}": {name}' for name in sorted(reads))
     keys = ", ".join(f"d_{i.key}" for i in program.initial) + ("," if len(program.initial) == 1 else "")
     prepared = [line for line, _ in printer.prepared.values()]

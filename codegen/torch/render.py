@@ -10,30 +10,18 @@ from dataclasses import dataclass
 
 from bptt.codegen.printing.bindings import order, output_adjoint, params_bound, quoted, sized, time_and_batch
 from bptt.codegen.printing.checkpoints import scratch_rows
-from bptt.codegen.printing.checks import CheckStyle, checks, input_checks
-from bptt.codegen.printing.facts import fixed_helpers, model_facts
-from bptt.codegen.printing.layout import STANDALONE, Layout, allocation, forward_body, imported
+from bptt.codegen.printing.facts import model_facts
+from bptt.codegen.printing.layout import STANDALONE, Layout, forward_body, imported
 from bptt.codegen.printing.templates import environment
+from bptt.codegen.printing.work import passes, step_rows
 from bptt.codegen.program import TORCH_PASSES, build
 from bptt.codegen.torch.backward import fast_adjoints_body, gradients_body, window_body
-from bptt.codegen.torch.calls import TORCH
 from bptt.codegen.torch.printer import TorchPrinter
 from bptt.codegen.torch.rtrl import rtrl_body
 from bptt.codegen.torch.statements import TorchStatements
 
 _env = environment(pathlib.Path(__file__).parent)
-SCAFFOLD = ("_Spec", "_Segments", "_checkpointed", "_segmented")  # what the module hands the runtime, and its calls
-SCAFFOLD += ("clip_grads", "_truncation", "_keep_weights", "_check_dtype", "_check_sizes", "_check_params")
-SCAFFOLD += ("_bind_sizes", "_budget")
-SCAFFOLD += ("_check_cache", "_check_array", "_extent", "_forward_kept", "_check_compile", "_loss_parts", "_blamed")
-
-STYLE = CheckStyle(
-    device=True,
-    batch=(),
-    no_state="None",
-    draw_labels="{name} = torch.randint(0, {rows}, (T, B), generator=rng, device=where)",
-    draw_floats="{name} = torch.randn((T, B, {rows}), generator=rng, dtype=dtype, device=where)",
-)
+SCAFFOLD = ("_Spec", "_Passes", "clip_grads", "_autograd", "XS_REQUIRES_GRAD")  # what the template calls
 
 
 @dataclass(frozen=True)
@@ -41,17 +29,10 @@ class TorchLayout(Layout):
     """What torch/module.py.j2 places; the *_lines fields are printed function bodies (fresh tensors each
     call: no workspace is kept)."""
 
-    forward_arrays_lines: tuple
-    backward_arrays_lines: tuple
     adjoints_lines: tuple
     window_lines: tuple
     gradients_lines: tuple
     returns: tuple  # (key, code, comment)
-    module_checks: tuple  # Model.forward's checks of its arguments: shapes, dtype and device, not finiteness
-    count_from_sizes: str  # binds the sizes the loss's count reads, from `sizes`
-    given: str  # which initial states BPTT.apply was given: "h0 is not None, c0 is not None"
-    size_args: str  # Model's size arguments: "d, h, q, "
-    size_keywords: str  # the same passed on: "d=d, h=h, q=q"
 
     in_framework = ", in PyTorch"
     option = " --backend torch"
@@ -74,27 +55,25 @@ def layout(model, program=None, standalone=False):
     # held beside the derivation's arrays: the printer's scratch, and dL/doutputs, a tensor beside the outputs
     forward_held = scratch_rows(forward_arrays, program.forward.arrays)
     backward_held = scratch_rows(backward_arrays, program.adjoints.arrays) + model.outputs[0][0].rows
-    facts = model_facts(model, program, "torch", (forward_held, backward_held))
+    facts = model_facts(model, program, "torch")
     dy = output_adjoint(model)
     rtrl = rtrl_body(program)
     losses = TorchPrinter(stacked=True)
     losses_code = str(losses(model.concrete_loss()))
-    used = fixed_helpers(model, SCAFFOLD) | losses.used.helpers | rtrl.helpers | forward_helpers
+    used = set(SCAFFOLD) | {facts.loss_helper} | losses.used.helpers | rtrl.helpers | forward_helpers
     for body in (full, window, gradients):
         used |= body.helpers
-    imports, source = imported(used, "torch", ("import torch",), standalone)
+    rows = step_rows(program.checkpoints, (forward_held, backward_held))
+    tail = passes(facts, forward_arrays, backward_arrays, rows)
+    imports, source = imported(used, "torch", ("import torch",), standalone, tail)
     cache = set(program.cache)
-    count = ", ".join(f'sizes["{name}"]' for name in facts.count_sizes)
     return TorchLayout(
         facts=facts,
-        checks=checks(facts, STYLE),
         imports=imports,
         helpers=with_steps(source, forward_printer.step_functions + adjoints_steps),
         losses=losses_code,
         forward_lines=tuple(forward_lines),
         rtrl_lines=rtrl.lines,
-        forward_arrays_lines=tuple(allocation(forward_arrays, first_steps=True, calls=TORCH)),
-        backward_arrays_lines=tuple(allocation(backward_arrays, calls=TORCH)),
         adjoints_lines=full.lines,
         window_lines=adjoints_lines(model, window, cache),
         gradients_lines=tuple(
@@ -102,11 +81,6 @@ def layout(model, program=None, standalone=False):
             + list(gradients.lines)
         ),
         returns=returns,
-        module_checks=input_checks(facts, STYLE, finite="False"),
-        count_from_sizes=f"{', '.join(facts.count_sizes)} = {count}",
-        given=", ".join(f"{name} is not None" for name in facts.state_names),
-        size_args="".join(f"{size}, " for size in facts.sizes),
-        size_keywords=", ".join(f"{size}={size}" for size in facts.sizes),
     )
 
 

@@ -34,7 +34,7 @@ def test_a_row_per_budget_checked_against_full_bptt(tmp_path):
         assert int(rows[str(budget)][1]) == schedule._evaluations(
             schedule._schedule(20, schedule._capacities(budget, 1, 1, 20))
         )
-    state, forward_step, backward_step = elman._checkpoint_bytes({"d": 2, "h": 3, "q": 4}, 2, 8, 1)
+    state, forward_step, backward_step = elman._PASSES.checkpoint_bytes({"d": 2, "h": 3, "q": 4}, 2, 8, 1)
     capacities = schedule._capacities(*schedule._budget("2KiB", state, forward_step + backward_step), 20)
     assert int(rows["2KiB"][1]) == schedule._evaluations(schedule._schedule(20, capacities))
     assert all(float(row[-1]) <= 1e-12 for row in rows.values())  # the gradients agree with full BPTT's

@@ -243,12 +243,12 @@ def test_check_takes_every_option():
 
 
 def corrupt(path, name="W_hh", factor="1.01"):
-    """Multiply the gradient of `name` that _backward_into() returns by `factor` in a generated module's source."""
+    """Multiply the gradient of `name` that _gradients() returns by `factor` in a generated module's source."""
     source = path.read_text(encoding="utf-8")
-    start = source.index("\ndef _backward_into(")
-    end = source.index("\ndef ", start + 1)
+    start = source.index("\ndef _gradients(")
+    end = start + 1 + re.search(r"\n(?=\S)", source[start + 1 :]).start()  # the next top-level line
     body, count = re.subn(rf'^(\s*"{name}": )(.*),$', rf"\g<1>{factor} * (\g<2>),", source[start:end], flags=re.M)
-    assert count == 1, f"no single gradient line for {name} in _backward_into() of {path}"
+    assert count == 1, f"no single gradient line for {name} in _gradients() of {path}"
     path.write_text(source[:start] + body + source[end:], encoding="utf-8")
 
 

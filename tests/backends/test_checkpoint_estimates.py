@@ -1,4 +1,4 @@
-"""A module's _checkpoint_bytes counts what its backend holds per stored step (issue 25): a schedule
+"""A module's checkpoint_bytes (its runtime's) counts what its backend holds per stored step (issue 25): a schedule
 sized by an undercount stores more steps than the budget pays for. Counted from the arrays themselves,
 per step (the difference between two lengths T, so what does not grow with T drops out), in full BPTT:
 torch's segment outputs, its cache (the inputs aside), dL/doutputs and the backward pass's work tensors;
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bptt.tests.support.checkpoints import SIZES, problem
-from bptt.tests.support.modules import module_of, runtime_of
+from bptt.tests.support.modules import module_of, runtime_of, segments_of
 
 GENERATED = pathlib.Path(__file__).parents[2] / "generated"
 MODELS = sorted(path.stem.removesuffix("_torch") for path in GENERATED.glob("*_torch.py"))
@@ -20,7 +20,7 @@ LENGTHS, BATCH = (40, 80), 2
 
 def estimate(module, sizes):
     """The module's bytes of one stored step: its forward pass's and its backward pass's."""
-    return sum(module._checkpoint_bytes(sizes, BATCH, 8, 1)[1:])
+    return sum(segments_of(module).checkpoint_bytes(sizes, BATCH, 8, 1)[1:])
 
 
 def setup(name, backend, steps, convert):
@@ -37,9 +37,10 @@ def torch_held(name, steps):
     """Bytes torch holds at the peak of a segment's backward pass over `steps` steps, inputs aside."""
     torch = pytest.importorskip("torch")
     module, params, sizes, xs, ys, states = setup(name, "torch", steps, torch.from_numpy)
-    outputs, cache = module._segment_forward(params, sizes, torch.float64, xs, ys, states)
-    d_outputs = module._segment_loss(outputs, ys, steps)[1]
-    work = module._backward_arrays(steps, BATCH, sizes, torch.float64, "cpu")
+    passes = segments_of(module)
+    outputs, cache = passes.segment_forward(params, sizes, torch.float64, xs, ys, states)
+    d_outputs = passes.segment_loss(outputs, ys, steps)[1]
+    work = passes.arrays(passes.backward_work, steps, BATCH, sizes, torch.float64, "cpu")
     inputs = {xs.untyped_storage().data_ptr(), ys.untyped_storage().data_ptr()}
     storages = {
         t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
@@ -53,8 +54,9 @@ def jax_held(name, steps):
     jax = pytest.importorskip("jax")
     jax.config.update("jax_enable_x64", True)
     module, params, sizes, xs, ys, states = setup(name, "jax", steps, jax.numpy.asarray)
-    outputs, cache = module._segment_forward(params, sizes, np.float64, xs, ys, states)
-    d_outputs = module._segment_loss(outputs, ys, steps)[1]
+    passes = segments_of(module)
+    outputs, cache = passes.segment_forward(params, sizes, np.float64, xs, ys, states)
+    d_outputs = passes.segment_loss(outputs, ys, steps)[1]
     keep = jax.numpy.ones((steps,))
     compiled = module._gradients_and_following.lower(None, params, cache, d_outputs, keep).compile()
     account = compiled.memory_analysis()
@@ -83,7 +85,7 @@ def test_model_loss_keeps_nothing_beside_the_outputs(name, monkeypatch):
     module, params, sizes, xs, ys, _ = setup(name, "torch", 9, torch.from_numpy)
     monkeypatch.setattr(runtime_of(module), "_LOSS_PART", 2 * BATCH * 8 * max(sizes.values()))  # a few steps a part
     model = module.Model(*(sizes[size] for size in module_of(name).SIZES), checkpoints=3)
-    outputs = model(xs, *([ys] if "ys" in module.Model.forward.__code__.co_varnames else []))
+    outputs = model(xs, *([ys] if module.TEACHER_FORCED else []))
     outputs.retain_grad()
     given = {outputs.untyped_storage().data_ptr(), ys.untyped_storage().data_ptr()}
     saved = []
@@ -93,6 +95,6 @@ def test_model_loss_keeps_nothing_beside_the_outputs(name, monkeypatch):
         loss = model.loss(outputs, ys)
     assert set(saved) <= given
     loss.backward()
-    expected_loss, expected = module._segment_loss(outputs.detach(), ys, xs.shape[0])
+    expected_loss, expected = segments_of(module).segment_loss(outputs.detach(), ys, xs.shape[0])
     assert torch.allclose(loss, expected_loss, rtol=1e-14, atol=0)
     assert torch.allclose(outputs.grad, expected, rtol=1e-14, atol=1e-300)

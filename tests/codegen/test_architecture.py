@@ -135,14 +135,15 @@ def test_generated_modules_import_only_their_framework_and_runtime(path):
     tops = {name.split(".")[0] for name in imported}
     assert tops - set(sys.stdlib_module_names) == {framework, "bptt"}, (path.name, imported)
     ours = {name for name in imported if name.startswith("bptt.")}
-    assert ours <= {f"bptt.runtime.{name}" for name in ("common", "schedule", "checkpoints", framework)}, ours
+    runtime = ("common", "schedule", "checkpoints", framework, f"{framework}_passes", f"{framework}_autograd")
+    assert ours <= {f"bptt.runtime.{name}" for name in runtime}, ours
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "runtime").glob("*.py")), ids=lambda path: path.name)
 def test_the_runtime_imports_only_itself_and_its_framework(path):
-    """runtime/<backend>.py imports its framework; common.py, schedule.py, checkpoints.py only the standard
-    library (codegen reads them, and codegen imports no framework)."""
-    framework = {"numpy": {"numpy"}, "torch": {"torch"}, "jax": {"jax"}}.get(path.stem, set())
+    """runtime/<backend>.py and <backend>_*.py import their framework; common.py, schedule.py, checkpoints.py
+    only the standard library (codegen reads them, and codegen imports no framework)."""
+    framework = {"numpy": {"numpy"}, "torch": {"torch"}, "jax": {"jax"}}.get(path.stem.partition("_")[0], set())
     imported = imported_modules(path)
     tops = {name.split(".")[0] for name in imported} - set(sys.stdlib_module_names)
     assert tops <= framework | {"bptt"}, (path.name, tops)

@@ -4,6 +4,7 @@ are fused, backward stores and reads no more than it needs, and the workspace is
 
 import ast
 import inspect
+import sys
 import threading
 
 import numpy as np
@@ -20,7 +21,7 @@ from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Diag, SeqAt, t, tanh
-from bptt.tests.support.modules import module_of, runtime_of
+from bptt.tests.support.modules import module_of
 
 
 def top_level(module):
@@ -39,7 +40,7 @@ def called_names(node):
 @pytest.mark.parametrize("name", names())
 def test_a_module_carries_only_the_helpers_it_calls(name):
     """Every private function of a generated module is read by some other definition in it (the model's passes
-    over a segment of steps by the _Segments it hands the runtime)."""
+    over a segment of steps by the _Passes it hands the runtime)."""
     module = module_of(name)
     tree = ast.parse(inspect.getsource(module))
     functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
@@ -52,7 +53,7 @@ def test_a_module_carries_only_the_helpers_it_calls(name):
     }
     for helper in (n for n in functions if n.startswith("_")):
         readers = [other for other, node in functions.items() if other != helper and helper in called_names(node)]
-        readers += ["_SEGMENTS"] if helper in handed else []
+        readers += ["_PASSES"] if helper in handed else []
         assert readers, f"{name}: {helper} is defined but nothing calls it"
 
 
@@ -163,7 +164,7 @@ def test_values_are_computed_in_place_in_the_loop():
 
 def test_workspace_is_reused_per_thread_and_freed():
     module = module_of("elman")
-    runtime = runtime_of(module)  # where each thread's arrays are kept
+    runtime = sys.modules[module.free_workspace.__module__]  # where each thread's arrays are kept
     params = module.init_params(np.random.default_rng(0), d=2, h=3, q=4)
     xs, ys = module.random_inputs(np.random.default_rng(1), 5, 2, d=2, h=3, q=4)
     module.free_workspace()

@@ -318,7 +318,8 @@ def module_names(source, backend):
     own = helpers(backend).definitions
     top, inside, reads = set(), set(), set()
     for node in ast.parse(source).body:
-        name = node.targets[0].id if isinstance(node, ast.Assign) else getattr(node, "name", None)
+        single = isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)  # not torch's glue line
+        name = node.targets[0].id if single else getattr(node, "name", None)
         if name in own:
             top.add(name)
         else:

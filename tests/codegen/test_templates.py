@@ -1,5 +1,5 @@
 """The module templates only lay out: every decision about a model (its roles, teacher forcing, the mean,
-the labels) is taken in Python (printing/facts.py, printing/checks.py, each backend's render.py), and the
+the labels) is taken in Python (printing/facts.py, printing/work.py, each backend's render.py), and the
 templates place what was decided. Each backend lays out its own Layout type, one Facts field in it."""
 
 import dataclasses

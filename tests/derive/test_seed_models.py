@@ -15,7 +15,7 @@ from bptt.generated import elman_jordan, elman_onehot, jordan
 def test_onehot_inputs_are_looked_up_and_scattered_never_densified():
     """U onehot(x_t) is a column lookup and dL/dU a scatter-add: no (T, B, vocabulary) one-hot of the inputs."""
     forward = inspect.getsource(elman_onehot._forward)
-    backward = "".join(inspect.getsource(f) for f in (elman_onehot._backward_into, elman_onehot._adjoints))
+    backward = "".join(inspect.getsource(f) for f in (elman_onehot._gradients, elman_onehot._adjoints))
     assert "U.T[x]" in forward and "_onehot(x" not in forward
     assert "_scatter_columns(" in backward and "_onehot(x" not in backward
 
@@ -53,7 +53,7 @@ def test_jordan_under_teacher_forcing_has_no_recursion():
     text = document(model, "md")
     assert "no gradient flows back through time" in text
     assert "the term is cut" in text
-    assert "for t in range" not in inspect.getsource(jordan._backward_into) + inspect.getsource(jordan._adjoints)
+    assert "for t in range" not in inspect.getsource(jordan._gradients) + inspect.getsource(jordan._adjoints)
 
 
 def test_elman_jordan_backpropagates_through_the_hidden_path_only():

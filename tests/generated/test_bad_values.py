@@ -3,13 +3,12 @@ any array the user passes, unknown parameters, dtypes the modules do not compute
 where a length or a probability belongs, and a cache from another model or shape."""
 
 import re
-import sys
 
 import numpy as np
 import pytest
 from test_bad_input import NAMES, B, T, calls, facts, message, setup
 
-from bptt.tests.support.modules import forward, module_of
+from bptt.tests.support.modules import forward, module_of, runtime_of
 
 BAD_NUMBERS = (np.nan, np.inf, -np.inf)
 
@@ -74,7 +73,7 @@ def test_loss_and_grads_reads_finite_parameters_once(name, monkeypatch):
     """A call whose result is finite looks at no parameter's values: the checks it makes of them are of keys,
     dtypes and shapes, whose cost does not grow with the parameters' sizes."""
     module, _, _, params, xs, ys, initial = setup(name)
-    checks = sys.modules[module._check_params.__module__]  # the runtime the module imports its checks from
+    checks = runtime_of(module)  # the runtime the module's checks are in
     scanned = []
     for helper in ("_all_finite", "_check_array"):
         original = getattr(checks, helper)

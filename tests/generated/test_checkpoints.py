@@ -19,7 +19,7 @@ from bptt.tests.support.checkpoints import (
     optimum,
     problem,
 )
-from bptt.tests.support.modules import count_forward_steps, module_of
+from bptt.tests.support.modules import count_forward_steps, module_of, segments_of
 
 
 @pytest.mark.parametrize("mode", TRUNCATIONS)
@@ -87,7 +87,7 @@ def test_memory_stays_within_the_budget():
     xs, ys = module.random_inputs(rng, steps, batch, **sizes)
     module.free_workspace()
     full = peak(lambda: module.loss_and_grads(params, xs, ys))
-    state, forward_step, backward_step = module._checkpoint_bytes(sizes, batch, 8, 1)
+    state, forward_step, backward_step = segments_of(module).checkpoint_bytes(sizes, batch, 8, 1)
     stored = 20 * (forward_step + backward_step)
     tables = 20 * steps * 12  # the programme's tables: 12 bytes per level and step
     gradients = sum(p.nbytes for p in params.values())

@@ -301,17 +301,17 @@ def plant(module, backend, state):
     """Wrap the module's _forward so that the cached state array it hands backward is 1 + 1e-6 times too big."""
     original = module._forward
 
-    def numpy_forward(*args):  # (params, sizes, x, ..., work): fills the work arrays
+    def numpy_forward(*args):  # (params, sizes, x, ..., work[, compile]): fills the work arrays (NumPy, torch)
         original(*args)
-        args[-1][state] *= 1 + 1e-6
+        work = args[-1] if isinstance(args[-1], dict) else args[-2]
+        work[state] *= 1 + 1e-6
 
     def framework_forward(*args):  # returns (outputs, cache)
         outputs, cache = original(*args)
         return outputs, {**cache, state: cache[state] * (1 + 1e-6)}
 
-    module._forward = numpy_forward if backend == "numpy" else framework_forward
-    if hasattr(module, "_PASSES"):  # NumPy's forward and loss_and_grads run the one its _PASSES hands the runtime
-        module._PASSES = dataclasses.replace(module._PASSES, forward=module._forward)
+    module._forward = framework_forward if backend == "jax" else numpy_forward
+    module._PASSES = dataclasses.replace(module._PASSES, forward=module._forward)  # the one the runtime runs
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -1,5 +1,5 @@
 """The runtime (runtime/): real modules, imported and run here directly: a model's facts come in as a _Spec,
-its passes over segments as _Segments, so one runtime serves every generated module without mixing two
+its passes as its _Passes, so one runtime serves every generated module without mixing two
 models' facts, and it imports nothing of bptt but itself (no sympy when a generated module imports it)."""
 
 import subprocess
@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from bptt.runtime import checkpoints, common
+from bptt.runtime import checkpoints, common, numpy_passes
 from bptt.runtime import numpy as runtime
 from bptt.runtime.options import Truncation
 from bptt.tests.support.modules import module_of
@@ -88,13 +88,13 @@ def test_each_module_keeps_its_own_workspace():
         return _forward_arrays
 
     first, second = maker(2), maker(5)
-    one = runtime._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64)
-    other = runtime._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64)
+    one = numpy_passes._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64)
+    other = numpy_passes._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64)
     assert one["h"].shape == (4, 1, 2) and other["h"].shape == (4, 1, 5)
-    assert runtime._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64) is one  # kept
-    assert runtime._workspace(SPEC, first, 5, 1, {"d": 2, "h": 3}, np.float64) is not one  # replaced
-    runtime.free_workspace()
-    assert runtime._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64) is not other
+    assert numpy_passes._workspace(SPEC, first, 4, 1, {"d": 2, "h": 3}, np.float64) is one  # kept
+    assert numpy_passes._workspace(SPEC, first, 5, 1, {"d": 2, "h": 3}, np.float64) is not one  # replaced
+    numpy_passes.free_workspace()
+    assert numpy_passes._workspace(SPEC, second, 4, 1, {"d": 2, "h": 3}, np.float64) is not other
 
 
 @pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
@@ -124,3 +124,41 @@ def test_a_generated_module_imports_the_runtime_and_no_sympy():
         "assert m.clip_grads.__module__ == 'bptt.runtime.numpy', m.clip_grads.__module__\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_dims_are_sums_of_multiples_of_sizes():
+    assert common._extent("q + 6*h", {"q": 2, "h": 3}) == 20
+    assert common._extent("T+1", {"T": 4}) == 5 and common._extent("T*B", {"T": 4, "B": 3}) == 12
+    assert common._extent("0", {}) == 0
+
+
+def test_work_arrays_come_from_their_tables():
+    """A module's tables of dims make its arrays: steps 0..T zero at step 0 in the forward pass, views of a
+    stacked array share its memory, ones start as ones; a step's bytes are its rows times B times the itemsize."""
+    passes = numpy_passes._Passes(
+        SPEC,
+        *[None] * 5,
+        forward_work={"_i_f": ("T+1", "B", "2*h"), "_step": ("B", "h")},
+        backward_work={"_ones": ("T*B",)},
+        views={"i": ("_i_f", "0", "h"), "f": ("_i_f", "h", "2*h")},
+        ones=("_ones",),
+        step_rows=("h", "d + 2*h", "h", "2*h"),
+    )
+    work = passes.forward_arrays(4, 2, {"d": 2, "h": 3}, np.float32)
+    assert work["_i_f"].shape == (5, 2, 6) and work["_step"].shape == (2, 3) and work["_i_f"].dtype == np.float32
+    assert not work["_i_f"][0].any() and work["f"].shape == (5, 2, 3)
+    work["f"][1] = 7
+    assert (work["_i_f"][1, :, 3:] == 7).all() and not (work["i"][1] == 7).any()
+    assert (passes.backward_arrays(4, 2, {"d": 2, "h": 3}, np.float64)["_ones"] == 1).all()
+    assert passes.checkpoint_bytes({"d": 2, "h": 3}, 2, 8, 1) == (48, 128, 48)
+    assert passes.checkpoint_bytes({"d": 2, "h": 3}, 2, 8, 3) == (48, 128, 48 + 3 * 96)
+
+
+def test_a_standalone_module_has_no_public_options():
+    """The runtime reads its options' private names; the public ones (Truncation, ...) are aliases a standalone
+    module, carrying what it reads, does not carry."""
+    from bptt.codegen.printing.helpers import helpers
+
+    chosen = {d.name for d in helpers("numpy").closure(["_Passes", "_truncation"])}
+    assert {"_Truncation", "_Checkpoints", "_WINDOW"} <= chosen
+    assert not chosen & {"Truncation", "Checkpoints", "FULL", "WINDOW", "CHUNK", "RANDOM", "SHELLS"}

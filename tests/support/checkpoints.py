@@ -9,6 +9,8 @@ largest entry in float64, a few ulps in float32)."""
 
 import numpy as np
 
+from bptt.tests.support.modules import segments_of
+
 SIZES = (2, 3, 4)  # distinct, in the order of a module's SIZES
 STEPS, BATCH = 9, 2
 TRUNCATIONS = {"full": None, "window": ("window", 3), "chunk": ("chunk", 4), "random": ("random", 0.5)}
@@ -24,7 +26,7 @@ def budgets(module, truncate):
     stored steps and two kept states as the module sizes them for this problem."""
     ages = truncate[1] + 1 if truncate and truncate[0] == "window" else 1
     sizes = dict(zip(module.SIZES, SIZES, strict=True))
-    state, forward_step, backward_step = module._checkpoint_bytes(sizes, BATCH, 8, ages)
+    state, forward_step, backward_step = segments_of(module).checkpoint_bytes(sizes, BATCH, 8, ages)
     return (1, 3, f"{3 * (forward_step + backward_step) + 2 * state}B")
 
 

@@ -25,18 +25,18 @@ def forward(module, params, xs, ys, **initial):
 def runtime_of(module):
     """Where a generated module's runtime lives: bptt.runtime.<backend>, which it imports its checks from
     (the module itself if it was generated with --standalone)."""
-    return sys.modules[module._check_params.__module__]
+    checks = sys.modules[type(segments_of(module)).__module__]._check_params
+    return sys.modules[checks.__module__]
 
 
 def segments_of(module):
-    """What a module hands the checkpoint driver (runtime/checkpoints.py): NumPy's _PASSES, torch's and
-    JAX's _SEGMENTS."""
-    return getattr(module, "_PASSES", None) or module._SEGMENTS
+    """What a module hands its runtime and the checkpoint driver (runtime/checkpoints.py): its _Passes."""
+    return module._PASSES
 
 
 def count_forward_steps(monkeypatch, module):
     """The steps each run of the module's forward pass takes, appended to the list returned as they run: its
-    _forward counts, and so does the one a NumPy module's _PASSES hands the runtime."""
+    _forward counts, and so does the one its _PASSES hands the runtime."""
     counted, forward = [], module._forward
 
     def counting(params, sizes, x, *rest):

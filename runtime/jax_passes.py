@@ -1,0 +1,256 @@
+"""A generated JAX module's passes and API glue, run around its maths (_forward and _gradients_and_following,
+jitted there): its public functions' argument checks, in the order their signatures give the arguments;
+apply's jax.custom_vjp functions and the jitted loss, built once per module; and the segments the checkpoint
+driver (checkpoints.py) runs.
+
+The recursions are jax.lax.scans (the backward one last step first); everything else is one expression over
+all steps. forward, backward and loss_and_grads check their arguments (shapes, dtypes, and nan, inf or labels
+out of range in concrete arrays), then run jitted code; they work under jax.jit too (truncate static:
+functools.partial, or static_argnames="truncate"), where values are not known and only shapes and dtypes are
+checked. The dtype of the parameters is kept and arrays stay on their device. float64 needs
+jax.config.update("jax_enable_x64", True) before the arrays are made: a module never changes that setting."""
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+
+from bptt.runtime.checkpoints import _checkpoint_actions, _checkpointed, _forward_kept, _segmented
+from bptt.runtime.common import (
+    _check_lengths,
+    _check_sizes,
+    _extent,
+    _float_dtype,
+    _param_sizes,
+    _Spec,
+    _step_bytes,
+)
+from bptt.runtime.jax import (
+    _ages,
+    _check_array,
+    _check_cache,
+    _check_dtype,
+    _check_labels,
+    _check_params,
+    _keep_weights,
+    _truncation,
+)
+from bptt.runtime.options import _Checkpoints
+
+
+@dataclass(frozen=True, eq=False)
+class _Passes:
+    """A JAX module's maths, and what a step of it holds: its arrays' rows (a kept state's, a forward step's,
+    a backward step's, a window age's), and XLA's temporaries beside them, a factor measured once
+    (codegen/jax/memory.py)."""
+
+    spec: _Spec
+    forward: Callable  # jitted (params, x, [y,] *initial states) -> (outputs, cache)
+    gradients: Callable  # jitted, ages static: (ages, params, cache, d_outputs, keep, following) -> (grads, handed)
+    loss: Callable  # (outputs, y, count) -> (loss, dL/doutputs)
+    step_rows: tuple = ("0", "0", "0", "0")
+    step_factor: float = 1
+
+    def __post_init__(self):
+        made = {"segment_loss": jax.jit(self._segment_loss, static_argnums=2)}
+        made |= {"output_gradient": jax.jit(self._output_gradient), "apply": _applied(self)}
+        made |= {"apply_checkpointed": _applied_checkpointed(self)}
+        for name, value in made.items():
+            object.__setattr__(self, name, value)
+
+    def init_params(self, rng, dtype, sizes):
+        """Random parameters from the key rng: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01)."""
+        dtype = _check_dtype(dtype)
+        sizes = _check_sizes(self.spec, sizes)
+        params = {}
+        shapes = self.spec.shapes
+        for key, (name, dims) in zip(jax.random.split(rng, len(shapes)), shapes.items(), strict=True):
+            shape = tuple(_extent(dim, sizes) for dim in dims)
+            scale = 0.1 if len(shape) == 1 else 1 / shape[1] ** 0.5
+            params[name] = scale * jax.random.normal(key, shape, dtype)
+        return params
+
+    def random_inputs(self, rng, T, B, dtype, sizes):
+        """xs, then ys, each of the kind the model takes, from the key rng."""
+        dtype = _check_dtype(dtype)
+        sizes = _check_sizes(self.spec, sizes)
+        _check_lengths(T, B)
+        drawn = []
+        for key, name in zip(jax.random.split(rng), ("xs", "ys"), strict=True):
+            rows = self.spec.data[name]
+            if name in self.spec.labels:
+                drawn.append(jax.random.randint(key, (T, B), 0, sizes[rows]))
+            else:
+                drawn.append(jax.random.normal(key, (T, B, _extent(rows, sizes)), dtype))
+        return tuple(drawn)
+
+    def checked(self, params, xs, ys, states, targets):
+        """(sizes, dtype, x, y, initial states) of the arguments, checked in the order of the module's
+        signature: params, xs, ys when teacher-forced, the initial states (None: zeros), then ys if targets."""
+        spec = self.spec
+        sizes, dtype = _check_params(spec, params)
+        x = self._data("xs", xs, sizes, dtype)
+        B = x.shape[1]
+        y = self._data("ys", ys, sizes, dtype) if spec.forced else None
+        initial = tuple(
+            jnp.zeros((B, sizes[size]), dtype)
+            if value is None
+            else _check_array(name, value, ("B", size), sizes, dtype)
+            for (name, size), value in zip(spec.states.items(), states, strict=True)
+        )
+        if targets and not spec.forced:
+            y = self._data("ys", ys, sizes, dtype)
+        return sizes, dtype, x, y, initial
+
+    def _data(self, name, array, sizes, dtype):
+        """xs or ys checked: integer labels, or floats of (T, B, rows)."""
+        rows = self.spec.data[name]
+        if name in self.spec.labels:
+            return _check_labels(name, array, sizes, rows)
+        return _check_array(name, array, ("T", "B", rows), sizes, dtype)
+
+    def run_forward(self, params, x, y, initial):
+        """(outputs, cache) of the module's _forward."""
+        return self.forward(params, x, *((y,) if self.spec.forced else ()), *initial)
+
+    def forward_call(self, params, xs, ys, states):
+        """The module's forward: (outputs, cache)."""
+        _, _, x, y, initial = self.checked(params, xs, ys, states, False)
+        return self.run_forward(params, x, y, initial)
+
+    def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints):
+        """The module's backward, its arguments checked."""
+        spec = self.spec
+        truncation = _truncation(truncate, rng)
+        sizes, dtype = _check_params(spec, params, check_finite)
+        _check_cache(spec, cache, sizes, dtype, spec.data["xs"] if "xs" in spec.labels else None)
+        dims = ("T", "B", spec.data["outputs"])
+        d_outputs = _check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite)
+        keep = _keep_weights(truncation, sizes["T"], rng, dtype)
+        if checkpoints is not None:
+            checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
+            itemsize = jnp.dtype(dtype).itemsize
+            return _segmented(self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, itemsize)
+        return self.gradients(_ages(truncation), params, cache, d_outputs, keep)[0]
+
+    def loss_inputs(self, outputs, ys):
+        """(outputs, ys) as the module's losses takes them: float outputs (not scanned), ys in their dtype."""
+        sizes, rows = {}, self.spec.data["outputs"]
+        outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, _float_dtype("outputs", outputs), False)
+        return outputs, self._data("ys", ys, sizes, outputs.dtype)
+
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints):
+        """The module's loss_and_grads, its arguments checked."""
+        truncation = _truncation(truncate, rng)
+        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, True)
+        keep = _keep_weights(truncation, x.shape[0], rng, dtype)
+        if checkpoints is not None:
+            sizes.update(T=x.shape[0], B=x.shape[1])
+            checkpoints, itemsize = _Checkpoints.of(checkpoints), jnp.dtype(dtype).itemsize
+            return _checkpointed(self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize)
+        loss, d_outputs, cache = self.output_gradient(params, x, y, initial)
+        return loss, self.gradients(_ages(truncation), params, cache, d_outputs, keep)[0]
+
+    def apply_call(self, params, xs, ys, states, truncate, rng, checkpoints):
+        """The module's apply: the outputs through a custom_vjp whose backward is the derived BPTT."""
+        truncation = _truncation(truncate, rng)
+        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, False)
+        keep = _keep_weights(truncation, x.shape[0], rng, dtype)
+        if checkpoints is not None:
+            checkpoints, itemsize = _Checkpoints.of(checkpoints), jnp.dtype(dtype).itemsize
+            _checkpoint_actions(self, truncation, sizes, x.shape[1], itemsize, checkpoints, x.shape[0])  # fits?
+            return self.apply_checkpointed((truncation, checkpoints), params, x, y, initial, keep)
+        return self.apply(_ages(truncation), params, x, y, initial, keep)
+
+    def _output_gradient(self, params, x, y, initial):
+        """(the batch-averaged loss, dL/doutputs, the forward cache); jitted as output_gradient."""
+        outputs, cache = self.run_forward(params, x, y, initial)
+        loss, d_outputs = self._segment_loss(outputs, y, outputs.shape[0])
+        return loss, d_outputs, cache
+
+    def _segment_loss(self, outputs, y, T):
+        """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs);
+        jitted as segment_loss, T static."""
+        B = outputs.shape[1]
+        return self.loss(outputs, y, T * B if self.spec.mean else B)
+
+    def segment_forward(self, params, sizes, dtype, x, y, initial):
+        """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpoints.py)."""
+        return self.run_forward(params, x, y, initial)
+
+    def segment_backward(self, truncation, keep, params, sizes, cache, d_outputs, following):
+        """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
+        segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
+        T = d_outputs.shape[0]
+        after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
+        grads, handed = self.gradients(_ages(truncation), params, cache, d_outputs, keep[:T], after or None)
+        following.clear()
+        following.update(handed)
+        return grads
+
+    def states_at(self, cache, step):
+        """The states at a step of a segment's cache, in STATES order."""
+        return tuple(cache[name.removesuffix("0")][step] for name in self.spec.states)
+
+    def checkpoint_bytes(self, sizes, B, itemsize, ages):
+        """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+        return _step_bytes(self.step_rows, sizes, B, itemsize, ages, self.step_factor)
+
+
+def _applied(passes):
+    """apply's jax.custom_vjp function (ages static): the outputs; the derived BPTT as its backward."""
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def apply(ages, params, x, y, initial, keep):
+        return passes.run_forward(params, x, y, initial)[0]
+
+    def forward(ages, params, x, y, initial, keep):
+        outputs, cache = passes.run_forward(params, x, y, initial)
+        return outputs, (params, cache, keep)
+
+    def backward(ages, residuals, d_outputs):
+        params, cache, keep = residuals
+        grads = passes.gradients(ages, params, cache, d_outputs, keep)[0]
+        return _cotangents(passes.spec, grads)
+
+    apply.defvjp(forward, backward)
+    return apply
+
+
+def _applied_checkpointed(passes):
+    """apply's jax.custom_vjp function in bounded memory (how = (truncation, checkpoints), static): the
+    forward pass keeps only the states the schedule's first forward pass keeps (_forward_kept); the backward
+    pass runs the rest of the schedule."""
+
+    def sized(params, x):
+        sizes = _param_sizes(passes.spec, params)
+        sizes.update(T=x.shape[0], B=x.shape[1])
+        return sizes, params[passes.spec.params[0]].dtype
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def apply(how, params, x, y, initial, keep):
+        return forward(how, params, x, y, initial, keep)[0]
+
+    def forward(how, params, x, y, initial, keep):
+        (truncation, checkpoints), (sizes, dtype) = how, sized(params, x)
+        itemsize = jnp.dtype(dtype).itemsize
+        parts, kept = _forward_kept(passes, truncation, params, sizes, dtype, x, y, initial, checkpoints, itemsize)
+        return jnp.concatenate(parts), (params, x, y, initial, kept, keep)
+
+    def backward(how, residuals, d_outputs):
+        (truncation, checkpoints), (params, x, y, initial, kept, keep) = how, residuals
+        sizes, dtype = sized(params, x)
+        itemsize = jnp.dtype(dtype).itemsize
+        args = (params, sizes, dtype, x, y, initial, checkpoints, itemsize, d_outputs, kept)
+        return _cotangents(passes.spec, _checkpointed(passes, truncation, keep, *args)[1])
+
+    apply.defvjp(forward, backward)
+    return apply
+
+
+def _cotangents(spec, grads):
+    """What a custom_vjp's backward returns for (params, x, y, initial, keep): gradients for the parameters
+    and the initial states, none for the data and the weights."""
+    return {name: grads[name] for name in spec.params}, None, None, tuple(grads[name] for name in spec.states), None

@@ -1,0 +1,238 @@
+"""A generated NumPy module's passes, run around its maths (_forward, _adjoints, _window_adjoints, _gradients):
+its public functions' argument checks, in the order their signatures give the arguments; the work arrays,
+made from the module's tables of their dims and kept per thread (the workspace); the loss; and the
+segments the checkpoint driver (checkpoints.py) runs.
+
+Workspace: loss_and_grads and backward keep their work arrays (states, adjoints, slopes, scratch) from one
+call to the next and reuse them while T, B, the sizes and the dtype stay the same; other shapes replace
+them. Each thread has its own, so calls from several threads are safe; free_workspace() releases the calling
+thread's. What forward returns and every gradient are fresh arrays, never overwritten later."""
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bptt.runtime.checkpoints import _checkpointed, _segmented
+from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
+from bptt.runtime.numpy import (
+    _blamed,
+    _check_array,
+    _check_cache,
+    _check_dtype,
+    _check_labels,
+    _check_params,
+    _truncation,
+    _truncation_weights,
+)
+from bptt.runtime.options import _Checkpoints
+
+_THREAD = threading.local()  # each thread's work arrays
+# the functions a generated NumPy module defines: its public shells, each a call of its _Passes, then its maths
+SHELLS = ("init_params", "random_inputs", "forward", "backward", "losses", "loss_and_grads", "forward_mode_grads")
+MODULE_FUNCTIONS = (*SHELLS, "_forward", "_adjoints", "_window_adjoints", "_gradients")
+
+
+def _workspace(spec, make, T, B, sizes, dtype):
+    """The arrays make(T, B, sizes, dtype) returns, made on this thread's first call and kept for its later
+    calls with the same T, B, sizes and dtype; a call with other shapes replaces them."""
+    shapes = (T, B, tuple([sizes[name] for name in spec.sizes]), np.dtype(dtype))
+    held = _THREAD.__dict__.get(make)
+    if held is None or held[0] != shapes:
+        _THREAD.__dict__.pop(make, None)  # the old arrays go before the new ones are made
+        held = _THREAD.__dict__[make] = (shapes, make(T, B, sizes, dtype))
+    return held[1]
+
+
+def free_workspace():
+    """Release the work arrays that loss_and_grads and backward keep for the calling thread, those of every
+    generated module that imports this runtime (they are made again on the next call). Other threads' arrays
+    go when their threads end."""
+    _THREAD.__dict__.clear()
+
+
+@dataclass(frozen=True, eq=False)
+class _Passes:
+    """A NumPy module's maths and the tables of its work arrays: dims as CACHE writes them, a view of a
+    stacked array as (that array, its first row, its end row)."""
+
+    spec: _Spec
+    forward: Callable  # (params, sizes, x, [y,] *initial states, work): the forward pass, into work
+    adjoints: Callable  # (keep, params, sizes, cache, d_outputs, work, following): the initial states' gradients
+    window_adjoints: Callable  # (k, params, sizes, cache, d_outputs, work, following): the same, windowed
+    gradients: Callable  # (params, sizes, cache, d_outputs, work): the parameters' gradients
+    loss: Callable  # (outputs, y, count): the loss, the outputs replaced by dL/doutputs
+    forward_work: dict  # name -> dims (arrays of steps 0..T start zero at step 0)
+    backward_work: dict
+    views: dict = field(default_factory=dict)  # name -> (stacked array, first row, end row)
+    ones: tuple = ()  # the backward arrays that start as ones
+    step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
+
+    def random_inputs(self, rng, T, B, dtype, sizes):
+        """The module's random_inputs: xs, then ys, each of the kind the model takes."""
+        dtype = _check_dtype(dtype)
+        sizes = _check_sizes(self.spec, sizes)
+        _check_lengths(T, B)
+        return tuple(self._draw(rng, T, B, dtype, sizes, name) for name in ("xs", "ys"))
+
+    def _draw(self, rng, T, B, dtype, sizes, name):
+        rows = self.spec.data[name]
+        if name in self.spec.labels:
+            return rng.integers(0, sizes[rows], size=(T, B))
+        return rng.standard_normal((T, B, _extent(rows, sizes))).astype(dtype)
+
+    def checked(self, params, xs, ys, states, finite, targets):
+        """(sizes, dtype, x, y, initial states) of the arguments, checked in the order of the module's
+        signature: params (finite: scanned for nan and inf), xs, ys when teacher-forced, the initial states
+        (None: zero), then ys if targets (y None when neither reads them)."""
+        spec = self.spec
+        sizes, dtype = _check_params(spec, params, finite)
+        x = self._data("xs", xs, sizes, dtype)
+        y = self._data("ys", ys, sizes, dtype) if spec.forced else None
+        initial = tuple(
+            None if state is None else _check_array(name, state, ("B", size), sizes, dtype)
+            for (name, size), state in zip(spec.states.items(), states, strict=True)
+        )
+        if targets and not spec.forced:
+            y = self._data("ys", ys, sizes, dtype)
+        return sizes, dtype, x, y, initial
+
+    def _data(self, name, array, sizes, dtype):
+        """xs or ys checked: integer labels, or floats of (T, B, rows)."""
+        rows = self.spec.data[name]
+        if name in self.spec.labels:
+            return _check_labels(name, array, sizes, rows)
+        return _check_array(name, array, ("T", "B", rows), sizes, dtype)
+
+    def forward_call(self, params, xs, ys, states):
+        """The module's forward: (outputs, cache), fresh arrays."""
+        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, True, False)
+        return self.segment_forward(params, sizes, dtype, x, y, initial)
+
+    def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints):
+        """The module's backward, its arguments checked."""
+        spec = self.spec
+        truncation = _truncation(truncate, rng)
+        sizes, dtype = _check_params(spec, params, check_finite)
+        _check_cache(spec, cache, sizes, dtype, spec.data["xs"] if "xs" in spec.labels else None)
+        dims = ("T", "B", spec.data["outputs"])
+        d_outputs = _check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite)
+        return self.backward(truncation, rng, params, sizes, dtype, cache, d_outputs, checkpoints)
+
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints):
+        """The module's loss_and_grads, its arguments checked (a parameter's nan or inf: _blamed, from the result)."""
+        truncation = _truncation(truncate, rng)
+        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, False, True)
+        return self.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, initial, checkpoints)
+
+    def loss_inputs(self, outputs, ys):
+        """(outputs, ys) as the module's losses takes them: float outputs (not scanned), ys in their dtype."""
+        sizes, rows = {}, self.spec.data["outputs"]
+        dtype = _float_dtype("outputs", outputs)
+        outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, dtype, finite=False)
+        return outputs, self._data("ys", ys, sizes, outputs.dtype)
+
+    def output_gradient(self, params, xs, ys, states):
+        """(the batch-averaged loss, dL/doutputs, the forward cache, sizes, dtype): fresh arrays."""
+        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, True, False)
+        outputs, cache = self.segment_forward(params, sizes, dtype, x, y, initial)
+        dims = ("T", "B", self.spec.data["outputs"])
+        y = self._data("ys", ys, dict(zip(dims, outputs.shape, strict=True)), dtype)
+        loss = self.segment_loss(outputs, y, outputs.shape[0])[0]  # the outputs become dL/doutputs
+        return loss, outputs, cache, sizes, dtype
+
+    def arrays(self, table, T, B, sizes, dtype, first_steps=False):
+        """The arrays of a table (uninitialised but ones), then the views of its stacked ones; first_steps:
+        step 0 of the arrays of steps 0..T is zero (what the cache holds before the first step)."""
+        lengths = dict(sizes, T=T, B=B)
+        work = {}
+        for name, dims in table.items():
+            shape = tuple([_extent(dim, lengths) for dim in dims])
+            work[name] = np.ones(shape, dtype) if name in self.ones else np.empty(shape, dtype)
+            if first_steps and dims[0] == "T+1":
+                work[name][0] = 0
+        return _viewed(work, self.views, lengths)
+
+    def forward_arrays(self, T, B, sizes, dtype):
+        return self.arrays(self.forward_work, T, B, sizes, dtype, first_steps=True)
+
+    def backward_arrays(self, T, B, sizes, dtype):
+        return self.arrays(self.backward_work, T, B, sizes, dtype)
+
+    def checkpoint_bytes(self, sizes, B, itemsize, ages):
+        """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+        return _step_bytes(self.step_rows, sizes, B, itemsize, ages)
+
+    def backward_into(self, truncation, keep, params, sizes, cache, d_outputs, work, following=None):
+        """The gradients, in the arrays of work; following: as for the module's _adjoints (a segment of steps)."""
+        if truncation.windowed:
+            initial = self.window_adjoints(truncation.value, params, sizes, cache, d_outputs, work, following)
+        else:
+            initial = self.adjoints(keep, params, sizes, cache, d_outputs, work, following)
+        grads = self.gradients(params, sizes, cache, d_outputs, work)
+        grads.update(zip(self.spec.states, initial if len(self.spec.states) > 1 else (initial,), strict=True))
+        return grads
+
+    def cache(self, x, work):
+        """What forward keeps for backward: the inputs, then the forward pass's arrays the cache names."""
+        first, *rest = self.spec.cache
+        return {first: x, **{name: work[name] for name in rest}}
+
+    def backward(self, truncation, rng, params, sizes, dtype, cache, d_outputs, checkpoints=None):
+        """The module's backward, its arguments checked (loss_and_grads checks its own: a forward pass that
+        overflows gives a nan loss and gradients there, not an error), in this thread's workspace; or with
+        checkpoints in segments of steps whose arrays fit in that memory."""
+        T, B = sizes["T"], sizes["B"]
+        if checkpoints is not None:
+            checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
+            keep = _truncation_weights(truncation, T, rng, dtype)
+            return _segmented(
+                self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, np.dtype(dtype).itemsize
+            )
+        work = _workspace(self.spec, self.backward_arrays, T, B, sizes, dtype)
+        keep = _truncation_weights(truncation, T, rng, dtype)
+        return self.backward_into(truncation, keep, params, sizes, cache, d_outputs, work)
+
+    def loss_and_grads(self, truncation, rng, params, sizes, dtype, x, y, initial, checkpoints):
+        """The module's loss_and_grads, its arguments checked: the forward pass in this thread's workspace,
+        the loss, then backward; or in the memory checkpoints allows (_checkpointed). A parameter holding nan
+        or inf is named from the result (_blamed)."""
+        T, B = x.shape[0], x.shape[1]
+        if checkpoints is not None:
+            checkpoints = _Checkpoints.of(checkpoints)
+            keep = _truncation_weights(truncation, T, rng, dtype)
+            sizes.update(T=T, B=B)
+            itemsize = np.dtype(dtype).itemsize
+            loss, grads = _checkpointed(
+                self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize
+            )
+            return _blamed(self.spec, params, loss, grads)
+        work = _workspace(self.spec, self.forward_arrays, T, B, sizes, dtype)
+        self.forward(params, sizes, x, *((y,) if self.spec.forced else ()), *initial, work)
+        loss = self.loss(work[self.spec.output], y, T * B if self.spec.mean else B)  # outputs become dL/doutputs
+        sizes.update(T=T, B=B)
+        grads = self.backward(truncation, rng, params, sizes, dtype, self.cache(x, work), work[self.spec.output])
+        return _blamed(self.spec, params, loss, grads)
+
+    def segment_forward(self, params, sizes, dtype, x, y, initial):
+        """(outputs, cache) of the forward pass over the steps of x from the states initial."""
+        work = self.forward_arrays(x.shape[0], x.shape[1], sizes, dtype)
+        self.forward(params, sizes, x, *((y,) if self.spec.forced else ()), *initial, work)
+        return work[self.spec.output], self.cache(x, work)
+
+    def segment_loss(self, outputs, y, T):
+        """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs in place
+        of the outputs)."""
+        return self.loss(outputs, y, T * outputs.shape[1] if self.spec.mean else outputs.shape[1]), outputs
+
+    def segment_backward(self, truncation, keep, params, sizes, cache, d_outputs, following):
+        """The gradients of a segment of steps, in fresh arrays; following as for the module's _adjoints."""
+        T, B = d_outputs.shape[0], d_outputs.shape[1]
+        sizes = dict(sizes, T=T, B=B)
+        work = self.backward_arrays(T, B, sizes, d_outputs.dtype)
+        return self.backward_into(truncation, keep, params, sizes, cache, d_outputs, work, following)
+
+    def states_at(self, cache, step):
+        """Copies of the states at a step of a segment's cache, in the spec's order (h0: the cache's h)."""
+        return tuple(cache[name.removesuffix("0")][step].copy() for name in self.spec.states)

@@ -1,0 +1,221 @@
+"""A generated torch module's passes, run around its maths (_forward, _adjoints, _window_adjoints, _gradients):
+its public functions' argument checks, in the order their signatures give the arguments; its tensors, made
+fresh each call from the module's tables of their dims; and the segments the checkpoint driver
+(checkpoints.py) runs. torch_autograd.py holds its autograd Functions and nn.Module."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from bptt.runtime.checkpoints import _checkpointed, _segmented
+from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
+from bptt.runtime.options import _Checkpoints
+from bptt.runtime.torch import (
+    _blamed,
+    _check_array,
+    _check_cache,
+    _check_compile,
+    _check_dtype,
+    _check_labels,
+    _check_params,
+    _keep_weights,
+    _truncation,
+)
+
+# the functions and classes a generated torch module defines: its public shells, each a call of its _Passes,
+# the autograd glue that hands its signature to the runtime's, then its maths (and their steps for compile=True,
+# if its loops have any)
+SHELLS = ("init_params", "random_inputs", "forward", "backward", "losses", "loss_and_grads", "forward_mode_grads")
+GLUE = ("BPTT", "CompiledBPTT", "CheckpointedBPTT", "Model")
+MATHS = ("_forward", "_adjoints", "_window_adjoints", "_gradients", "_forward_step", "_adjoints_step")
+
+
+@dataclass(frozen=True, eq=False)
+class _Passes:
+    """A torch module's maths and the tables of its work tensors: dims as CACHE writes them, a view of a
+    stacked tensor as (that tensor, its first row, its end row)."""
+
+    spec: _Spec
+    forward: Callable  # (params, sizes, x, [y,] *initial states, work, compile): the forward pass, into work
+    adjoints: Callable  # (keep, params, sizes, cache, d_outputs, work, following, compile) -> (adjoints, initial)
+    window_adjoints: Callable  # (k, params, sizes, cache, d_outputs, following) -> (adjoints, initial)
+    gradients: Callable  # (params, sizes, cache, adjoints, d_outputs): the parameters' gradients
+    loss: Callable  # (outputs, y, count) -> (loss, dL/doutputs)
+    forward_work: dict
+    backward_work: dict
+    views: dict = field(default_factory=dict)
+    step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
+
+    def init_params(self, rng, dtype, device, sizes):
+        """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01); rng a torch.Generator (or None)."""
+        dtype = _check_dtype(dtype)
+        sizes = _check_sizes(self.spec, sizes)
+        params = {}
+        for name, dims in self.spec.shapes.items():
+            shape = tuple(_extent(dim, sizes) for dim in dims)
+            scale = 0.1 if len(shape) == 1 else shape[1] ** -0.5
+            draws = torch.randn(shape, generator=rng, dtype=dtype, device=None if rng is None else rng.device)
+            params[name] = (scale * draws).to(device)
+        return params
+
+    def random_inputs(self, rng, T, B, dtype, device, sizes):
+        """xs, then ys, each of the kind the model takes, on device."""
+        dtype = _check_dtype(dtype)
+        sizes = _check_sizes(self.spec, sizes)
+        _check_lengths(T, B)
+        where = None if rng is None else rng.device
+        drawn = []
+        for name in ("xs", "ys"):
+            rows = self.spec.data[name]
+            if name in self.spec.labels:
+                drawn.append(torch.randint(0, sizes[rows], (T, B), generator=rng, device=where))
+            else:
+                shape = (T, B, _extent(rows, sizes))
+                drawn.append(torch.randn(shape, generator=rng, dtype=dtype, device=where))
+        return drawn[0].to(device), drawn[1].to(device)
+
+    def checked(self, params, xs, ys, states, finite, targets, finite_data=True):
+        """(sizes, dtype, device, x, y, initial states) of the arguments, checked in the order of the module's
+        signature: params (finite: scanned for nan and inf), xs, ys when teacher-forced, the initial states
+        (None: zero), then ys if targets; finite_data: the tensors given are scanned too."""
+        spec = self.spec
+        sizes, dtype = _check_params(spec, params, finite)
+        device = params[spec.params[0]].device
+        x = self._data("xs", xs, sizes, dtype, device, finite_data)
+        y = self._data("ys", ys, sizes, dtype, device, finite_data) if spec.forced else None
+        initial = tuple(
+            None if state is None else _check_array(name, state, ("B", size), sizes, dtype, finite_data, device)
+            for (name, size), state in zip(spec.states.items(), states, strict=True)
+        )
+        if targets and not spec.forced:
+            y = self._data("ys", ys, sizes, dtype, device)
+        return sizes, dtype, device, x, y, initial
+
+    def _data(self, name, array, sizes, dtype, device, finite=True):
+        """xs or ys checked: integer labels, or floats of (T, B, rows)."""
+        rows = self.spec.data[name]
+        if name in self.spec.labels:
+            return _check_labels(name, array, sizes, rows, device)
+        return _check_array(name, array, ("T", "B", rows), sizes, dtype, finite, device)
+
+    def forward_call(self, params, xs, ys, states, compile):
+        """The module's forward: (outputs, cache), without an autograd graph."""
+        compile = _check_compile(compile)
+        sizes, dtype, device, x, y, initial = self.checked(params, xs, ys, states, True, False)
+        return self.run_forward(params, sizes, dtype, device, x, y, initial, compile)
+
+    def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile):
+        """The module's backward, its arguments checked."""
+        spec = self.spec
+        truncation = _truncation(truncate, rng)
+        compile = _check_compile(compile, checkpoints)
+        sizes, dtype = _check_params(spec, params, check_finite)
+        device = params[spec.params[0]].device
+        _check_cache(spec, cache, sizes, dtype, device, spec.data["xs"] if "xs" in spec.labels else None)
+        dims = ("T", "B", spec.data["outputs"])
+        d_outputs = _check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite, device)
+        with torch.no_grad():
+            if checkpoints is not None:
+                checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
+                keep = _truncation_weights(truncation, sizes["T"], rng, d_outputs)
+                return _segmented(self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, dtype.itemsize)
+            return self.backward(truncation, rng, params, sizes, cache, d_outputs, compile)
+
+    def loss_inputs(self, outputs, ys):
+        """(outputs, ys) as the module's losses takes them: float outputs (not scanned), ys on their device."""
+        sizes, rows = {}, self.spec.data["outputs"]
+        dtype = _float_dtype("outputs", outputs)
+        outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, dtype, False)
+        return outputs, self._data("ys", ys, sizes, outputs.dtype, outputs.device)
+
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, compile):
+        """The module's loss_and_grads, its arguments checked (a parameter's nan or inf named from the result)."""
+        truncation = _truncation(truncate, rng)
+        compile = _check_compile(compile, checkpoints)
+        if checkpoints is not None:
+            return self.checkpointed_loss(truncation, rng, params, xs, ys, states, checkpoints)
+        loss, d_outputs, cache, sizes = self.output_gradient(params, xs, ys, states, compile, check_finite=False)
+        with torch.no_grad():
+            grads = self.backward(truncation, rng, params, sizes, cache, d_outputs, compile)
+        return _blamed(self.spec, params, loss, grads)
+
+    def output_gradient(self, params, xs, ys, states, compile=False, check_finite=True):
+        """(the batch-averaged loss, dL/doutputs, the forward cache, sizes); check_finite=False: the parameters
+        are not scanned for nan and inf (the caller looks at its result)."""
+        sizes, dtype, device, x, y, initial = self.checked(params, xs, ys, states, check_finite, True)
+        with torch.no_grad():
+            outputs, cache = self.run_forward(params, sizes, dtype, device, x, y, initial, compile)
+            loss, d_outputs = self.segment_loss(outputs, y, sizes["T"])
+        return loss, d_outputs, cache, sizes
+
+    @torch.no_grad()
+    def checkpointed_loss(self, truncation, rng, params, xs, ys, states, checkpoints):
+        """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
+        sizes, dtype, device, x, y, initial = self.checked(params, xs, ys, states, False, True)
+        checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
+        keep = _truncation_weights(truncation, sizes["T"], rng, params[self.spec.params[0]])
+        loss, grads = _checkpointed(
+            self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
+        )
+        return _blamed(self.spec, params, loss, grads)
+
+    def arrays(self, table, T, B, sizes, dtype, device, first_steps=False):
+        """The tensors of a table (uninitialised), then the views of its stacked ones; first_steps: step 0 of
+        the tensors of steps 0..T is zero (what the cache holds before the first step)."""
+        lengths = dict(sizes, T=T, B=B)
+        work = {}
+        for name, dims in table.items():
+            work[name] = torch.empty(tuple([_extent(dim, lengths) for dim in dims]), dtype=dtype, device=device)
+            if first_steps and dims[0] == "T+1":
+                work[name][0] = 0
+        return _viewed(work, self.views, lengths)
+
+    @torch.no_grad()
+    def run_forward(self, params, sizes, dtype, device, x, y, initial, compile=False):
+        """(outputs, cache): the forward pass in place into fresh tensors (no autograd graph); compile=True:
+        each step of the loop through torch.compile."""
+        work = self.arrays(self.forward_work, x.shape[0], x.shape[1], sizes, dtype, device, first_steps=True)
+        self.forward(params, sizes, x, *((y,) if self.spec.forced else ()), *initial, work, compile)
+        first, *rest = self.spec.cache
+        return work[self.spec.output], {first: x, **{name: work[name] for name in rest}}
+
+    def backward(self, truncation, rng, params, sizes, cache, d_outputs, compile=False):
+        """The gradients of backward, unchecked (truncation from _truncation)."""
+        keep = _truncation_weights(truncation, d_outputs.shape[0], rng, d_outputs)
+        return self.segment_backward(truncation, keep, params, sizes, cache, d_outputs, None, compile)
+
+    def segment_backward(self, truncation, keep, params, sizes, cache, d_outputs, following=None, compile=False):
+        """The gradients, all steps or a segment of them; following and compile as for the module's _adjoints
+        (a window's adjoints are not compiled)."""
+        if truncation.windowed:
+            adjoints, initial = self.window_adjoints(truncation.value, params, sizes, cache, d_outputs, following)
+        else:
+            T, B = d_outputs.shape[0], d_outputs.shape[1]
+            work = self.arrays(self.backward_work, T, B, sizes, d_outputs.dtype, d_outputs.device)
+            adjoints, initial = self.adjoints(keep, params, sizes, cache, d_outputs, work, following, compile)
+        grads = self.gradients(params, sizes, cache, adjoints, d_outputs)
+        grads.update(zip(self.spec.states, initial, strict=True))
+        return grads
+
+    def segment_forward(self, params, sizes, dtype, x, y, initial):
+        """(outputs, cache) of the forward pass over the steps of x from the states initial (checkpoints.py)."""
+        return self.run_forward(params, sizes, dtype, x.device, x, y, initial)
+
+    def segment_loss(self, outputs, y, T):
+        """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs)."""
+        B = outputs.shape[1]
+        return self.loss(outputs, y, T * B if self.spec.mean else B)
+
+    def states_at(self, cache, step):
+        """Copies of the states at a step of a segment's cache, in STATES order."""
+        return tuple(cache[name.removesuffix("0")][step].clone() for name in self.spec.states)
+
+    def checkpoint_bytes(self, sizes, B, itemsize, ages):
+        """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""
+        return _step_bytes(self.step_rows, sizes, B, itemsize, ages)
+
+
+def _truncation_weights(truncation, T, rng, like):
+    """keep (_keep_weights) when chunks or random truncation weight the flows, else None."""
+    return _keep_weights(truncation, T, rng, like) if truncation.weighted else None
