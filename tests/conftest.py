@@ -5,13 +5,17 @@ import os
 # One thread per worker process (pytest-xdist runs a worker per core): BLAS, torch's OpenMP and XLA's Eigen pool
 # would otherwise each start a thread per core in every worker, and their waiting threads take CPU from the others.
 # Set before numpy, torch or jax is imported; the workers and the CLI processes the tests start inherit it.
+# XLA compiles fast rather than well (tests/support/xla.py): the tests' arrays are tiny.
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+
+from bptt.tests.support import xla  # noqa: E402
+
+os.environ["XLA_FLAGS"] = xla.flags(os.environ.get("XLA_FLAGS", ""))
 
 import pytest  # noqa: E402
 
-from bptt.tests.support.problems import make_problem
+from bptt.tests.support.problems import make_problem  # noqa: E402
 
 
 def _draws_independent_of_loaded_modules():

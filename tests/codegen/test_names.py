@@ -22,11 +22,6 @@ import subprocess
 import sys
 import textwrap
 
-# XLA's compile time dominates the JAX runs (tiny arrays); as tests/backends/test_backend_jax.py.
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-).strip()
-
 import jax
 import jax.numpy as jnp
 import numpy as np
