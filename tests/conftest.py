@@ -79,15 +79,25 @@ def pytest_make_collect_report(collector):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: a long proof, scheduled first so that the workers finish together")
+    config.addinivalue_line(
+        "markers",
+        "slow(seconds=0): a long proof, scheduled first so that the workers finish together; those given about how "
+        "many CPU seconds they take on CI before the others, the longest first",
+    )
+
+
+def _order(item):
+    """Slow tests first, the longest of those given seconds first; the others in the order collected."""
+    slow = item.get_closest_marker("slow")
+    return (slow is None, -slow.kwargs.get("seconds", 0) if slow else 0)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items):
-    """Slow tests first, each a work unit of its own; the other tests of a module form one unit (of modules
-    naming the same XDIST_GROUP, one unit together), so that their fixtures and caches are computed by one
-    worker, not by each."""
+    """Slow tests first (_order), each a work unit of its own; the other tests of a module form one unit (of
+    modules naming the same XDIST_GROUP, one unit together), so that their fixtures and caches are computed by
+    one worker, not by each."""
     for item in items:
         if item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.xdist_group(getattr(item.module, "XDIST_GROUP", item.module.__name__)))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    items.sort(key=_order)
