@@ -10,9 +10,8 @@ import pytest
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.namer import Namer
 from bptt.codegen.names import shown
-from bptt.derive.model import Model, matrix, sequence, sizes, vector
 from bptt.derive.models import ZOO, load
-from bptt.derive.nodes import SquaredError, t, tanh
+from bptt.tests.support.named_cell import make
 
 
 def hidden_sources(model):
@@ -22,25 +21,6 @@ def hidden_sources(model):
         namer = Namer(model)
         with namer.rendering(backend.title) as hidden:
             yield name, namer, render(hidden, None, False)
-
-
-def elman(W="W", b="b", h="h", a="a"):
-    """A small Elman cell, some of whose names a test chooses."""
-    d, n, q = sizes("d n q")
-    U, W, V, b = matrix("U", n, d), matrix(W, n, n), matrix("V", q, n), vector(b, n)
-    x, a, h = sequence("x", d, "input"), sequence(a, n, "intermediate"), sequence(h, n, "state")
-    o, y = sequence("o", q, "output"), sequence("y", q, "target")
-    return Model(
-        name="cell",
-        title="An Elman cell",
-        source="tests/codegen/test_namer_shortcut.py",
-        sizes=(d, n, q),
-        params=(U, W, V, b),
-        inputs=(x,),
-        steps=((a, U * x() + W * h(t - 1) + b), (h, tanh(a()))),
-        outputs=((o, V * h()),),
-        loss=SquaredError(o(), y()),
-    )
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
@@ -58,7 +38,7 @@ RESPELLED = [dict(W="work"), dict(W="np"), dict(b="range"), dict(b="d_h"), dict(
 @pytest.mark.parametrize("choices", RESPELLED, ids=[next(iter(c.values())) for c in RESPELLED])
 def test_a_model_that_takes_a_code_name_is_read_in_full(choices):
     respelled = []
-    for backend, namer, source in hidden_sources(elman(**choices)):
+    for backend, namer, source in hidden_sources(make(**choices)):
         assert namer.spell(source) == namer.respelled(source), f"{choices}, {backend}"
         if namer.respelled(source) != shown(source):
             assert not namer._all_spelled_as_shown(source), f"{choices}, {backend}"
@@ -67,12 +47,12 @@ def test_a_model_that_takes_a_code_name_is_read_in_full(choices):
 
 
 def test_a_name_outside_ascii_is_read_in_full():
-    for backend, namer, source in hidden_sources(elman(W="W\u00e9")):
+    for backend, namer, source in hidden_sources(make(W="W\u00e9")):
         assert not namer._all_spelled_as_shown(source), backend
         assert namer.spell(source) == namer.respelled(source), backend
 
 
 def test_a_source_with_an_f_string_is_read_in_full():
-    backend, namer, source = next(hidden_sources(elman()))
+    backend, namer, source = next(hidden_sources(make()))
     assert namer._all_spelled_as_shown(source)
     assert not namer._all_spelled_as_shown(source + '\nmessage = f"{x}"\n')
