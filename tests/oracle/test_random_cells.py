@@ -187,7 +187,7 @@ def check_random_cell(plan, steps, truncate, seed):
 # 120 new plans of its half (half, a rule of the plan), the others rejected. No shrinking: every cell generates
 # three modules, and the plan of a failing one is printed whole (tests/support/cell_plans.py builds it). The two
 # are the suite's longest proofs: handed out first, one to each worker (each compiles JAX's eager operations, the
-# first cells' ~400 XLA compiles, about 8 s), so that neither waits for the other.
+# ~480 XLA compiles of a half, about 7 CPU seconds), so that neither waits for the other.
 HALF = pytest.mark.slow(seconds=100)
 CELLS = settings(
     max_examples=120,
