@@ -18,11 +18,14 @@ Another spelling is the name with a leading `_` (derive/model.py refuses such na
 model's), then with a trailing `_` too, then numbered: `_work`, `_work_`, `_work_2`, ... The code already
 keeps `_` for its own (scratch arrays `_W_T`, helpers `_check_params`), so `_np` reads as "the code's np".
 Comments and docstrings read the model's names as written. The same model gives the same bytes.
+Most models take none of the code's names: a scan of the source's words says so, and `spell` then only shows
+the hidden names, without reading the source by ast (tests/codegen/test_namer_shortcut.py).
 """
 
 import ast
 import contextlib
 import dataclasses
+import re
 
 import sympy as sp
 
@@ -35,6 +38,7 @@ from bptt.codegen.renaming import (
     module_names,
     parse_statements,
     top_statements,
+    walk,
 )
 from bptt.derive.model import ModelError, Seq
 from bptt.derive.nodes import SeqAt
@@ -73,10 +77,14 @@ class Namer:
     def spell(self, source):
         """The rendered source of the hidden model, with the model's names, the code's, and the names made
         from the model's spelled as this module's policy says (the module docstring)."""
+        return shown(source) if self._all_spelled_as_shown(source) else self.respelled(source)
+
+    def respelled(self, source):
+        """spell's source read in full: each identifier by ast, where each name resolves by Python's scopes."""
         lines = source.splitlines()
         statements = top_statements(lines)
         tree = parse_statements(lines, [s for s in statements if MARKER in "".join(lines[s[0] - 1 : s[1]])])
-        nodes = list(ast.walk(tree))  # only the statements that meet the model's names are parsed: not helpers
+        nodes = walk(tree)  # only the statements that meet the model's names are parsed: not helpers
         places = list(identifier_places(nodes, lines))
         words = {word for _, _, word in places} | bound_names(nodes) | module_names(lines, statements)
         code = {word for word in words if MARKER not in word}
@@ -93,7 +101,7 @@ class Namer:
         def clashes(name, function):
             """Whether the function (with those inside it) reads or binds the model's name."""
             if function not in reading:
-                inner = list(ast.walk(function))
+                inner = walk(function)
                 reading[function] = {n.id for n in inner if isinstance(n, ast.Name)}
                 reading[function] |= {n.arg for n in inner if isinstance(n, ast.arg)}
             return hidden_name(name) in reading[function]
@@ -101,10 +109,36 @@ class Namer:
         edits, builtin = code_edits(tree, nodes, lines, spellings, clashes, MARKER) if spellings else ([], {})
         if edits is None:  # a module-level name, or an argument a call may pass by keyword: the whole module
             whole = ast.parse(source)
-            edits, builtin = code_edits(whole, list(ast.walk(whole)), lines, spellings, clashes, MARKER, whole=True)
-        edits += [(row, col, word, made.get(word, shown(word))) for row, col, word in places if MARKER in word]
+            edits, builtin = code_edits(whole, walk(whole), lines, spellings, clashes, MARKER, whole=True)
+        spelled = {word: made[word] if word in made else shown(word) for word in words if MARKER in word}
+        edits += [(row, col, word, spelled[word]) for row, col, word in places if word in spelled]
         edits += _key_edits(nodes, lines, made)
         return _bind_builtins(shown(apply(source, edits)), builtin)  # then the comments' and docstrings' names
+
+    def _all_spelled_as_shown(self, source):
+        """Whether spell would write every name as shown: no code name is one of the model's, no name made from
+        the model's is taken, and no f-string may hold a model's name (which spell refuses). Read from every
+        word of the source outside strings and comments: for ASCII names, a superset of the identifiers spell
+        reads (an ASCII identifier is a maximal ASCII word), so that nothing respelled here is nothing there."""
+        if not all(name.isascii() for name in self.names) or re.search(r"""\b[rRbB]?[fF][rR]?['"]""", source):
+            return False
+        words = set(WORD.findall(NOT_CODE.sub(" ", source)))
+        code = {word for word in words if MARKER not in word}
+        if code & {shown(word) for word in words if HIDDEN.fullmatch(word)}:
+            return False
+        used = code | self.names
+        for word in sorted(w for w in words if MARKER in w and not HIDDEN.fullmatch(w)):
+            if shown(word) in used:
+                return False
+            used.add(shown(word))
+        return True
+
+
+WORD = re.compile(r"\w+", re.ASCII)
+# Strings and comments, as Python reads them from left to right (an f-string's braces aside)
+NOT_CODE = re.compile(
+    "|".join((r"'''[\s\S]*?'''", r'"""[\s\S]*?"""', r"'(?:\\.|[^'\\\n])*'", r'"(?:\\.|[^"\\\n])*"', r"#[^\n]*"))
+)
 
 
 def hide(model):

@@ -53,13 +53,13 @@ def identifier_places(nodes, lines):
     """(line, column, name) of every identifier the code writes among nodes (a module's, ast.walk'd):
     names, arguments, keywords, attributes, defs and classes (not an import's: those hold no model's name)."""
     for node in nodes:
-        if isinstance(node, ast.Name):
-            yield _at(lines, node, node.id, None)[:3]
-        elif isinstance(node, ast.arg) or isinstance(node, ast.keyword) and node.arg is not None:
-            yield _at(lines, node, node.arg, None)[:3]
-        elif isinstance(node, ast.Attribute):
-            line = lines[node.end_lineno - 1]
-            end = len(line.encode()[: node.end_col_offset].decode())
+        kind = type(node)
+        if kind is ast.Name:
+            yield node.lineno, _column(lines[node.lineno - 1], node.col_offset), node.id
+        elif kind is ast.arg or kind is ast.keyword and node.arg is not None:
+            yield node.lineno, _column(lines[node.lineno - 1], node.col_offset), node.arg
+        elif kind is ast.Attribute:
+            end = _column(lines[node.end_lineno - 1], node.end_col_offset)
             yield node.end_lineno, end - len(node.attr), node.attr
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             line = lines[node.lineno - 1]
@@ -92,12 +92,30 @@ def top_statements(lines):
 
 
 def parse_statements(lines, statements):
-    """A module of these top-level statements alone, parsed at their lines."""
-    body = []
+    """A module of these top-level statements alone, parsed at their lines (one parse, the other lines blank)."""
+    kept = [""] * len(lines)
     for first, last in statements:
-        tree = ast.parse("\n".join(lines[first - 1 : last]))
-        body += ast.increment_lineno(tree, first - 1).body
-    return ast.Module(body=body, type_ignores=[])
+        kept[first - 1 : last] = lines[first - 1 : last]
+    return ast.parse("\n".join(kept))
+
+
+def walk(node):
+    """Every node under node (itself first), as ast.walk's, in a few times less time (no generator per node)."""
+    found, index = [node], 0
+    while index < len(found):
+        _add_children(found[index], found)
+        index += 1
+    return found
+
+
+def _add_children(node, found):
+    """Append node's children to found, in ast.iter_child_nodes' order."""
+    for field in node._fields:
+        value = getattr(node, field, None)
+        if isinstance(value, list):
+            found += [item for item in value if isinstance(item, ast.AST)]
+        elif isinstance(value, ast.AST):
+            found.append(value)
 
 
 def module_names(lines, statements):
@@ -111,7 +129,7 @@ def module_names(lines, statements):
         if match := re.match(r"(?:async\s+)?(?:def|class)\s+(\w+)|(\w+)\s*(?::[^=]*)?=", line):
             found.add(match[1] or match[2])
         elif line.startswith(("import ", "from ")):  # an import may run over several lines
-            found |= bound_names(ast.walk(ast.parse("\n".join(lines[first - 1 : last]))))
+            found |= bound_names(walk(ast.parse("\n".join(lines[first - 1 : last]))))
     return found
 
 
@@ -134,18 +152,21 @@ class _Finder:
 
     def walk(self, node, chain, top):
         """node and everything under it; chain: the scopes around it; top: the top-level function holding it."""
-        if isinstance(node, SCOPES):
-            self.scope(node, chain, top)
-            return
-        if isinstance(node, ast.Name) and node.id in self.spellings:
-            self.add(node.id, chain, top, _at(self.lines, node, node.id, self.spellings[node.id]))
-        elif isinstance(node, ast.alias) and (node.asname or node.name) in self.spellings:
-            bound = node.asname or node.name
-            self.add(bound, chain, top, _alias_edit(self.lines, node, self.spellings[bound]))
-        elif isinstance(node, ast.ExceptHandler) and node.name in self.spellings:
-            raise NotImplementedError(f"namer: an except clause binds {node.name!r}")
-        for child in ast.iter_child_nodes(node):
-            self.walk(child, chain, top)
+        stack = [node]
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            if kind in SCOPES:
+                self.scope(node, chain, top)
+                continue
+            if kind is ast.Name and node.id in self.spellings:
+                self.add(node.id, chain, top, _at(self.lines, node, node.id, self.spellings[node.id]))
+            elif kind is ast.alias and (node.asname or node.name) in self.spellings:
+                bound = node.asname or node.name
+                self.add(bound, chain, top, _alias_edit(self.lines, node, self.spellings[bound]))
+            elif kind is ast.ExceptHandler and node.name in self.spellings:
+                raise NotImplementedError(f"namer: an except clause binds {node.name!r}")
+            _add_children(node, stack)
 
     def scope(self, node, chain, top):
         if not isinstance(node, ast.Lambda) and node.name in self.spellings:
@@ -231,14 +252,18 @@ def _bound(scope):
             names.add((node.asname or node.name).partition(".")[0])
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             declared |= set(node.names)
-        stack += list(ast.iter_child_nodes(node))
+        _add_children(node, stack)
     return names - declared
 
 
 def _at(lines, node, old, new):
     """The edit of old at node's place (its column in characters, not UTF-8 bytes)."""
-    line = lines[node.lineno - 1]
-    return node.lineno, len(line.encode()[: node.col_offset].decode()), old, new
+    return node.lineno, _column(lines[node.lineno - 1], node.col_offset), old, new
+
+
+def _column(line, offset):
+    """The column in characters of a UTF-8 byte offset into line."""
+    return offset if line.isascii() else len(line.encode()[:offset].decode())
 
 
 def _alias_edit(lines, node, new):

@@ -5,13 +5,17 @@ import os
 # One thread per worker process (pytest-xdist runs a worker per core): BLAS, torch's OpenMP and XLA's Eigen pool
 # would otherwise each start a thread per core in every worker, and their waiting threads take CPU from the others.
 # Set before numpy, torch or jax is imported; the workers and the CLI processes the tests start inherit it.
+# XLA compiles fast rather than well (tests/support/xla.py): the tests' arrays are tiny.
 for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
-os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")
+
+from bptt.tests.support import xla  # noqa: E402
+
+os.environ["XLA_FLAGS"] = xla.flags(os.environ.get("XLA_FLAGS", ""))
 
 import pytest  # noqa: E402
 
-from bptt.tests.support.problems import make_problem
+from bptt.tests.support.problems import make_problem  # noqa: E402
 
 
 def _draws_independent_of_loaded_modules():
@@ -75,15 +79,25 @@ def pytest_make_collect_report(collector):
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "slow: a long proof, scheduled first so that the workers finish together")
+    config.addinivalue_line(
+        "markers",
+        "slow(seconds=0): a long proof, scheduled first so that the workers finish together; those given about how "
+        "many CPU seconds they take on CI before the others, the longest first",
+    )
+
+
+def _order(item):
+    """Slow tests first, the longest of those given seconds first; the others in the order collected."""
+    slow = item.get_closest_marker("slow")
+    return (slow is None, -slow.kwargs.get("seconds", 0) if slow else 0)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items):
-    """Slow tests first, each a work unit of its own; the other tests of a module form one unit (of modules
-    naming the same XDIST_GROUP, one unit together), so that their fixtures and caches are computed by one
-    worker, not by each."""
+    """Slow tests first (_order), each a work unit of its own; the other tests of a module form one unit (of
+    modules naming the same XDIST_GROUP, one unit together), so that their fixtures and caches are computed by
+    one worker, not by each."""
     for item in items:
         if item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.xdist_group(getattr(item.module, "XDIST_GROUP", item.module.__name__)))
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    items.sort(key=_order)

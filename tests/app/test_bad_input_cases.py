@@ -16,10 +16,6 @@ import subprocess
 import sys
 import time
 
-os.environ["XLA_FLAGS"] = (  # as tests/backends/test_backend_jax.py: XLA's compile time dominates tiny arrays
-    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-).strip()
-
 import jax
 import jax.numpy as jnp
 import numpy as np

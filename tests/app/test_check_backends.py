@@ -35,10 +35,6 @@ def assert_rows(rows, names, quantities=()):
         assert len(rows.get(name, ())) == 1 and " ok (tolerance 1e-12)" in rows[name][0], rows.get(name)
 
 
-# XLA compiles tiny arrays faster without its expensive passes, to the same IEEE numbers (test_backend_jax.py)
-FAST_XLA = {"XLA_FLAGS": "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"}
-
-
 def planted(root):
     """A package whose torch and JAX modules of linear return dL/dW_hh one part in a billion off."""
     package = shadow_package(root)
@@ -57,11 +53,11 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("check")
     user = root / "cells.py"
     user.write_text(USER_MODELS, encoding="utf-8")
-    env = clean_env(**FAST_XLA)
+    env = clean_env()  # with XLA's fast compile (tests/conftest.py)
     invocations = {
         "user": (("check", f"{user}:sigmoid_rnn", "--backend", "all", *SMALL), env),
         "random": (("check", "elman", "--backend", "torch", "--truncate", "random:0.5", *SMALL), env),
-        "planted": (("check", "linear", "--backend", "all", *SMALL), pythonpath(planted(root / "planted")) | FAST_XLA),
+        "planted": (("check", "linear", "--backend", "all", *SMALL), pythonpath(planted(root / "planted"))),
     }
     with concurrent.futures.ThreadPoolExecutor(len(invocations)) as pool:
         futures = {name: pool.submit(bptt, *args, env=env) for name, (args, env) in invocations.items()}

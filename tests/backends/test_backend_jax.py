@@ -11,16 +11,9 @@ pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
 import functools
 import importlib
-import os
 import pathlib
 import subprocess
 import sys
-
-# XLA's compile time dominates these tests (tiny arrays): LLVM without its expensive passes compiles
-# about twice as fast and computes the same IEEE numbers. Read when JAX starts its CPU backend.
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-).strip()
 
 import jax
 import jax.numpy as jnp

@@ -11,14 +11,8 @@ pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
 import ast
 import dataclasses
-import os
 import pathlib
 import types
-
-# as in test_backend_jax.py: XLA compiles tiny arrays about twice as fast without its expensive passes
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-).strip()
 
 import jax
 import jax.numpy as jnp

@@ -10,13 +10,6 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
-import os
-
-# as in test_backend_jax.py: XLA compiles tiny arrays about twice as fast without its expensive passes
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-).strip()
-
 import pathlib
 
 import jax

@@ -29,14 +29,6 @@ import subprocess
 import sys
 from dataclasses import replace
 
-# XLA's fast compile, as test_backend_jax.py sets it (once): read when JAX starts its CPU backend.
-os.environ["XLA_FLAGS"] = " ".join(
-    dict.fromkeys(
-        os.environ.get("XLA_FLAGS", "").split()
-        + ["--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true"]
-    )
-)
-
 import jax
 import jax.numpy as jnp
 import numpy as np

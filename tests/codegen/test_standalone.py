@@ -5,13 +5,7 @@ nothing of bptt."""
 
 import ast
 import functools
-import os
 import sys
-
-# XLA's compile time dominates the JAX runs (tiny arrays); as tests/oracle/test_oracle.py.
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-).strip()
 
 import numpy as np
 import pytest

@@ -48,7 +48,7 @@ print(len(bodies))
 """
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=60)  # its two processes at once
 def test_documents_of_random_cells_have_no_overfull_line(tmp_path):
     shares = os.cpu_count() or 2
     files = [tmp_path / f"cells{n}.tex" for n in range(shares)]

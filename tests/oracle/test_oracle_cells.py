@@ -13,14 +13,8 @@ import pytest
 
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 
-import os
-
-# XLA's compile time dominates the JAX modules' checks (tiny arrays); see test_backend_jax.py.
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
-).strip()
-
 import importlib.util
+import os
 import pathlib
 import tempfile
 

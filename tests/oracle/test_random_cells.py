@@ -185,10 +185,10 @@ def check_random_cell(plan, steps, truncate, seed):
 
 # Two tests of 120 cells, 240 distinct cells whatever the version of Hypothesis: each draws cells until it has
 # 120 new plans of its half (half, a rule of the plan), the others rejected. No shrinking: every cell generates
-# three modules, and the plan of a failing one is printed whole (tests/support/cell_plans.py builds it). The two are one
-# pytest-xdist work unit: run by one worker, one after the other, they compile JAX's eager operations (the
-# first cells' ~400 XLA compiles) and warm SymPy's caches once, not once in each worker.
-ONE_WORKER = pytest.mark.xdist_group("random cells")
+# three modules, and the plan of a failing one is printed whole (tests/support/cell_plans.py builds it). The two
+# are the suite's longest proofs: handed out first, one to each worker (each compiles JAX's eager operations, the
+# ~480 XLA compiles of a half, about 7 CPU seconds), so that neither waits for the other.
+HALF = pytest.mark.slow(seconds=100)
 CELLS = settings(
     max_examples=120,
     phases=(Phase.explicit, Phase.generate),
@@ -219,14 +219,12 @@ def prove_cells(which):
     return proven
 
 
-@pytest.mark.slow
-@ONE_WORKER
+@HALF
 def test_random_cells_agree_with_the_oracle_in_every_backend():
     prove_cells(0)
 
 
-@pytest.mark.slow
-@ONE_WORKER
+@HALF
 def test_more_random_cells_agree_with_the_oracle_in_every_backend():
     prove_cells(1)
 
