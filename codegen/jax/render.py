@@ -150,7 +150,7 @@ def gradient_body(program):
                 f"{adjoint_array(statement.target.of.name)} = {printer(statement.value)}  # {statement.comment}"
             )
     loop = next((s for s in statements if isinstance(s, Loop)), None)
-    initial_reads = {a.of.name for i in program.window_initial for a in i.value.atoms(Adj)}
+    initial_reads = sorted({a.of.name for i in program.window_initial for a in i.value.atoms(Adj)})  # in one order
     carried = []
     if loop is not None:
         crossings = {c.node: c.name for c in program.checkpoints.window_crossings}
