@@ -580,9 +580,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     f = cache["f"]
     g = cache["g"]
     o = cache["o"]
-    n_d = params["W_ii"].shape[1]
     n_h = params["W_ii"].shape[0]
-    n_q = params["V"].shape[0]
     B = d_s.shape[1]
     dtype = params["W_ii"].dtype
     _W_hi_W_hf_W_ho_W_hg = jnp.concatenate((W_hi, W_hf, W_ho, W_hg))  # stacked once per call
@@ -629,11 +627,11 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
     d_h0 = _total(_flow(_d_i_bar_to_g_bar_1 @ _W_hi_W_hf_W_ho_W_hg, keep_0, ages), ages)
     # the gradients of W_ii, W_if, W_io, W_ig at once
-    _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_to_g_bar.reshape(-1, 4 * n_h)).T
+    _d_W_ii_W_if_W_io_W_ig = jnp.tensordot(_d_i_bar_to_g_bar, x, ((0, 1), (0, 1)))
     # the gradients of b_ii, b_if, b_io, b_ig at once
     _d_b_ii_b_if_b_io_b_ig = _d_i_bar_to_g_bar.reshape(-1, 4 * n_h).sum(axis=0)
     # the gradients of W_hi, W_hf, W_ho, W_hg at once
-    _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_to_g_bar.reshape(-1, 4 * n_h)).T
+    _d_W_hi_W_hf_W_ho_W_hg = jnp.tensordot(_d_i_bar_to_g_bar, h[:-1], ((0, 1), (0, 1)))
     return {
         "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h],  # dL/dW_ii = sum_t dL/di_bar_t x_t^T
         "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h],  # dL/db_ii = sum_t dL/di_bar_t
@@ -651,7 +649,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         "b_io": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h],  # dL/db_io = sum_t dL/do_bar_t
         "W_ho": _d_W_hi_W_hf_W_ho_W_hg[2 * n_h:3 * n_h],  # dL/dW_ho = sum_t dL/do_bar_t h_{t-1}^T
         "b_ho": jnp.copy(_d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h]),  # dL/db_ho = sum_t dL/do_bar_t
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
+        "V": jnp.tensordot(d_s, h[1:], ((0, 1), (0, 1))),  # dL/dV = sum_t dL/ds_t h_t^T
         "c0": d_c0,  # dL/dc_0 = diag(f_1) dL/dc_1
         "h0": d_h0,  # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
     }, handed

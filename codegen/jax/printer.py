@@ -9,10 +9,11 @@ decides where each comes from.
 
 import sympy as sp
 
-from bptt.codegen.printing.function_code import FunctionTable, Library, function
+from bptt.codegen.printing.function_code import ATOM, FunctionTable, Library, function
 from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.printer import PRODUCT, SUM, Code, PrintError, RowPrinter, array_name
-from bptt.derive.nodes import Adj, t
+from bptt.codegen.printing.products import outer_factors
+from bptt.derive.nodes import Adj, OneHot, t
 
 SUFFIX = {-1: "prev", 0: "t", 1: "next"}
 # NumPy's entries on jnp, the same functions by the same names but sigmoid (one table: a function registered
@@ -79,12 +80,19 @@ class JaxPrinter(RowPrinter):
         return Code(f"jax.nn.one_hot({self.label(expr.label)}, {self._print(expr.shape[0])}, dtype=dtype)")
 
     def gradient_term(self, term):
-        """One term of sum_t (...) of a parameter gradient: a vector summed over the T*B rows, else the
-        NumPy backend's single (T*B)-long product (or scatter into columns for one-hot inputs)."""
+        """One term of sum_t (...) of a parameter gradient: a vector summed over the T*B rows; an outer
+        product u_t v_t^T as one contraction over the step and batch axes (XLA's CPU backend hands it to its
+        fast GEMM, where the NumPy backend's (T*B)-long transposed product takes its slower dot: 1.5-2x on
+        the GRU's weight gradients); else as the NumPy backend prints it (scatter into columns for one-hot
+        inputs)."""
         if term.shape[1] == 1:
             rows = self._print(term.shape[0])
             return f"{self.operand(term, 5)}.reshape(-1, {rows}).sum(axis=0)"
-        return super().gradient_term(term)
+        column, vector = outer_factors(term)
+        if isinstance(vector, OneHot):
+            return super().gradient_term(term)
+        left, right = self.operand(column, ATOM), self.operand(vector, ATOM)
+        return f"jnp.tensordot({left}, {right}, ((0, 1), (0, 1)))"
 
     def _print_SoftmaxCrossEntropy(self, loss):
         logits, labels = self._print(loss.prediction), self._print(loss.target)
