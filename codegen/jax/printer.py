@@ -13,7 +13,7 @@ from bptt.codegen.printing.function_code import ATOM, FunctionTable, Library, fu
 from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.printer import PRODUCT, SUM, Code, PrintError, RowPrinter, array_name
 from bptt.codegen.printing.products import outer_factors
-from bptt.derive.nodes import Adj, OneHot, t
+from bptt.derive.nodes import Adj, OneHot, TimeSum, t
 
 SUFFIX = {-1: "prev", 0: "t", 1: "next"}
 # NumPy's entries on jnp, the same functions by the same names but sigmoid (one table: a function registered
@@ -46,6 +46,7 @@ class JaxPrinter(RowPrinter):
         self.aged = aged
         self.reads = {}
         self.assigned = set()
+        self.transposed = set()  # the gradient products held transposed (gradient_line)
 
     def sequence(self, node):
         seq = node.of if isinstance(node, Adj) else node
@@ -93,6 +94,27 @@ class JaxPrinter(RowPrinter):
             return super().gradient_term(term)
         left, right = self.operand(column, ATOM), self.operand(vector, ATOM)
         return f"jnp.tensordot({left}, {right}, ((0, 1), (0, 1)))"
+
+    def gradient_line(self, statement):
+        """`name = ...` for a product of program.gradients (the gradients of a stacked weight's parameters):
+        one outer product sum_t u_t v_t^T is held transposed, sum_t v_t u_t^T, and each parameter's rows of it
+        read as its columns, transposed (_print_Rows). XLA's CPU backend then copies the smaller operand v to
+        run its fast GEMM; a transpose of the whole product it would fold into its slower dot instead."""
+        body = statement.value.body if isinstance(statement.value, TimeSum) else None
+        vector = None
+        if body is not None and body.shape[1] != 1 and not isinstance(body, sp.MatAdd):
+            column, vector = outer_factors(body)
+        if vector is None or isinstance(vector, OneHot):
+            return f"{statement.target.name} = {self(statement.value)}  # {statement.comment}"
+        self.transposed.add(statement.target.name)
+        stacked = self.at(True)
+        code = f"jnp.tensordot({stacked.operand(vector, ATOM)}, {stacked.operand(column, ATOM)}, ((0, 1), (0, 1)))"
+        return f"{statement.target.name} = {code}  # {statement.comment}, transposed"
+
+    def _print_Rows(self, expr):
+        if expr.matrix.name in self.transposed:
+            return Code(f"{expr.matrix.name}[:, {self.span(expr.start, expr.start + expr.count)}].T")
+        return super()._print_Rows(expr)
 
     def _print_SoftmaxCrossEntropy(self, loss):
         logits, labels = self._print(loss.prediction), self._print(loss.target)

@@ -134,7 +134,7 @@ def gradient_body(program):
             {name: Array(name, None, Steps.FROM_ONE) for name in [group.name] + [span[0] for span in group.spans]}
         )
     gradient = JaxPrinter(stacked=True, arrays=arrays)
-    gradient_lines = [f"{s.target.name} = {gradient(s.value)}  # {s.comment}" for s in program.gradients.statements]
+    gradient_lines = [gradient.gradient_line(s) for s in program.gradients.statements]
     returns = [f'"{key}": {gradient(value)},  # {comment}' for key, value, comment in program.returns]
     read = gradient.used.arrays
     scanned = [group for group in program.window.arrays if group.members] if _loop(statements) else []
