@@ -203,7 +203,6 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     V = params["V"]
     x = cache["x"]
     h = cache["h"]
-    n_d = params["U"].shape[1]
     n_h = params["U"].shape[0]
     n_q = params["V"].shape[0]
     B = d_s.shape[1]
@@ -228,9 +227,9 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     d_h0 = _total(_flow(d_a_1 @ W, keep_0, ages), ages)  # dL/dh_0 = W^T dL/da_1
     return {
-        "U": (x.reshape(-1, n_d).T @ d_a.reshape(-1, n_h)).T,  # dL/dU = sum_t dL/da_t x_t^T
-        "W": (h[:-1].reshape(-1, n_h).T @ d_a.reshape(-1, n_h)).T,  # dL/dW = sum_t dL/da_t h_{t-1}^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
+        "U": jnp.tensordot(d_a, x, ((0, 1), (0, 1))),  # dL/dU = sum_t dL/da_t x_t^T
+        "W": jnp.tensordot(d_a, h[:-1], ((0, 1), (0, 1))),  # dL/dW = sum_t dL/da_t h_{t-1}^T
+        "V": jnp.tensordot(d_s, h[1:], ((0, 1), (0, 1))),  # dL/dV = sum_t dL/ds_t h_t^T
         "b": d_a.reshape(-1, n_h).sum(axis=0),  # dL/db = sum_t dL/da_t
         "c": d_s.reshape(-1, n_q).sum(axis=0),  # dL/dc = sum_t dL/ds_t
         "h0": d_h0,  # dL/dh_0 = W^T dL/da_1

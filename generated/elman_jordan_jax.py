@@ -223,7 +223,6 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     x = cache["x"]
     h = cache["h"]
     o = cache["o"]
-    n_d = params["U"].shape[1]
     n_h = params["U"].shape[0]
     n_q = params["R"].shape[1]
     B = d_s.shape[1]
@@ -249,10 +248,10 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     d_h0 = _total(_flow(d_a_1 @ W, keep_0, ages), ages)  # dL/dh_0 = W^T dL/da_1
     d_o0 = _total(d_a_1 @ R, ages)  # dL/do_0 = R^T dL/da_1
     return {
-        "U": (x.reshape(-1, n_d).T @ d_a.reshape(-1, n_h)).T,  # dL/dU = sum_t dL/da_t x_t^T
-        "W": (h[:-1].reshape(-1, n_h).T @ d_a.reshape(-1, n_h)).T,  # dL/dW = sum_t dL/da_t h_{t-1}^T
-        "R": (o[:-1].reshape(-1, n_q).T @ d_a.reshape(-1, n_h)).T,  # dL/dR = sum_t dL/da_t o_{t-1}^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
+        "U": jnp.tensordot(d_a, x, ((0, 1), (0, 1))),  # dL/dU = sum_t dL/da_t x_t^T
+        "W": jnp.tensordot(d_a, h[:-1], ((0, 1), (0, 1))),  # dL/dW = sum_t dL/da_t h_{t-1}^T
+        "R": jnp.tensordot(d_a, o[:-1], ((0, 1), (0, 1))),  # dL/dR = sum_t dL/da_t o_{t-1}^T
+        "V": jnp.tensordot(d_s, h[1:], ((0, 1), (0, 1))),  # dL/dV = sum_t dL/ds_t h_t^T
         "b": d_a.reshape(-1, n_h).sum(axis=0),  # dL/db = sum_t dL/da_t
         "c": d_s.reshape(-1, n_q).sum(axis=0),  # dL/dc = sum_t dL/ds_t
         "h0": d_h0,  # dL/dh_0 = W^T dL/da_1

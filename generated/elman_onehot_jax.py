@@ -192,7 +192,6 @@ def _gradients_and_following(ages, params, cache, d_z, keep, following=None):
     s = cache["s"]
     n_d = params["U"].shape[1]
     n_h = params["U"].shape[0]
-    n_q = params["V"].shape[0]
     B = d_z.shape[1]
     dtype = params["U"].dtype
     d_s = d_z @ V  # dL/ds_t = V^T dL/dz_t + ...
@@ -220,8 +219,8 @@ def _gradients_and_following(ages, params, cache, d_z, keep, following=None):
     return {
         "U": _scatter_columns(((1 - s[1:] ** 2) * d_s), x, n_d),  # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T
         # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
-        "W": (s[:-1].reshape(-1, n_h).T @ ((1 - s[1:] ** 2) * d_s).reshape(-1, n_h)).T,
-        "V": (s[1:].reshape(-1, n_h).T @ d_z.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/dz_t s_t^T
+        "W": jnp.tensordot(((1 - s[1:] ** 2) * d_s), s[:-1], ((0, 1), (0, 1))),
+        "V": jnp.tensordot(d_z, s[1:], ((0, 1), (0, 1))),  # dL/dV = sum_t dL/dz_t s_t^T
         "s0": d_s0,  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
     }, handed
 

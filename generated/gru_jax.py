@@ -298,9 +298,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     z = cache["z"]
     m = cache["m"]
     n = cache["n"]
-    n_d = params["W_ir"].shape[1]
     n_h = params["W_ir"].shape[0]
-    n_q = params["V"].shape[0]
     B = d_s.shape[1]
     dtype = params["W_ir"].dtype
     _W_hr_W_hz_W_hn = jnp.concatenate((W_hr, W_hz, W_hn))  # stacked once per call
@@ -342,24 +340,24 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
     d_h0 = _total(_flow(z[1] * d_h_1 + _d_r_bar_z_bar_m_1 @ _W_hr_W_hz_W_hn, keep_0, ages), ages)
     _d_r_bar_z_bar = _d_r_bar_z_bar_m[..., :2 * n_h]  # the gates' adjoints side by side
-    _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar.reshape(-1, 2 * n_h)).T  # the gradients of W_ir, W_iz at once
+    _d_W_ir_W_iz = jnp.tensordot(x, _d_r_bar_z_bar, ((0, 1), (0, 1)))  # the gradients of W_ir, W_iz at once, transposed
     _d_b_ir_b_iz_b_hn = _d_r_bar_z_bar_m.reshape(-1, 3 * n_h).sum(axis=0)  # the gradients of b_ir, b_iz, b_hn at once
-    # the gradients of W_hr, W_hz, W_hn at once
-    _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m.reshape(-1, 3 * n_h)).T
+    # the gradients of W_hr, W_hz, W_hn at once, transposed
+    _d_W_hr_W_hz_W_hn = jnp.tensordot(h[:-1], _d_r_bar_z_bar_m, ((0, 1), (0, 1)))
     return {
-        "W_ir": _d_W_ir_W_iz[:n_h],  # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
+        "W_ir": _d_W_ir_W_iz[:, :n_h].T,  # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
         "b_ir": _d_b_ir_b_iz_b_hn[:n_h],  # dL/db_ir = sum_t dL/dr_bar_t
-        "W_hr": _d_W_hr_W_hz_W_hn[:n_h],  # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
+        "W_hr": _d_W_hr_W_hz_W_hn[:, :n_h].T,  # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
         "b_hr": jnp.copy(_d_b_ir_b_iz_b_hn[:n_h]),  # dL/db_hr = sum_t dL/dr_bar_t
-        "W_iz": _d_W_ir_W_iz[n_h:2 * n_h],  # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
+        "W_iz": _d_W_ir_W_iz[:, n_h:2 * n_h].T,  # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
         "b_iz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h],  # dL/db_iz = sum_t dL/dz_bar_t
-        "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h],  # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
+        "W_hz": _d_W_hr_W_hz_W_hn[:, n_h:2 * n_h].T,  # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
         "b_hz": jnp.copy(_d_b_ir_b_iz_b_hn[n_h:2 * n_h]),  # dL/db_hz = sum_t dL/dz_bar_t
-        "W_in": (x.reshape(-1, n_d).T @ d_n_bar.reshape(-1, n_h)).T,  # dL/dW_in = sum_t dL/dn_bar_t x_t^T
+        "W_in": jnp.tensordot(d_n_bar, x, ((0, 1), (0, 1))),  # dL/dW_in = sum_t dL/dn_bar_t x_t^T
         "b_in": d_n_bar.reshape(-1, n_h).sum(axis=0),  # dL/db_in = sum_t dL/dn_bar_t
-        "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h],  # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
+        "W_hn": _d_W_hr_W_hz_W_hn[:, 2 * n_h:3 * n_h].T,  # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
         "b_hn": _d_b_ir_b_iz_b_hn[2 * n_h:3 * n_h],  # dL/db_hn = sum_t dL/dm_t
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
+        "V": jnp.tensordot(d_s, h[1:], ((0, 1), (0, 1))),  # dL/dV = sum_t dL/ds_t h_t^T
         "h0": d_h0,  # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
     }, handed
 

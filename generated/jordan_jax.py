@@ -201,7 +201,6 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     x = cache["x"]
     o = cache["o"]
     h = cache["h"]
-    n_d = params["U"].shape[1]
     n_h = params["U"].shape[0]
     n_q = params["R"].shape[1]
     d_h = d_s @ V  # dL/dh_t = V^T dL/ds_t
@@ -209,9 +208,9 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     d_o0 = d_a[0] @ R  # dL/do_0 = R^T dL/da_1
     handed = {}  # no flow through time
     return {
-        "U": (x.reshape(-1, n_d).T @ d_a.reshape(-1, n_h)).T,  # dL/dU = sum_t dL/da_t x_t^T
-        "R": (o[:-1].reshape(-1, n_q).T @ d_a.reshape(-1, n_h)).T,  # dL/dR = sum_t dL/da_t o_{t-1}^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
+        "U": jnp.tensordot(d_a, x, ((0, 1), (0, 1))),  # dL/dU = sum_t dL/da_t x_t^T
+        "R": jnp.tensordot(d_a, o[:-1], ((0, 1), (0, 1))),  # dL/dR = sum_t dL/da_t o_{t-1}^T
+        "V": jnp.tensordot(d_s, h[1:], ((0, 1), (0, 1))),  # dL/dV = sum_t dL/ds_t h_t^T
         "b": d_a.reshape(-1, n_h).sum(axis=0),  # dL/db = sum_t dL/da_t
         "c": d_s.reshape(-1, n_q).sum(axis=0),  # dL/dc = sum_t dL/ds_t
         "o0": d_o0,  # dL/do_0 = R^T dL/da_1

@@ -188,9 +188,7 @@ def _gradients_and_following(ages, params, cache, d_o, keep, following=None):
     W_qh = params["W_qh"]
     x = cache["x"]
     h = cache["h"]
-    n_d = params["W_hx"].shape[1]
     n_h = params["W_hx"].shape[0]
-    n_q = params["W_qh"].shape[0]
     B = d_o.shape[1]
     dtype = params["W_hx"].dtype
     d_h = d_o @ W_qh  # dL/dh_t = W_qh^T dL/do_t + ...
@@ -212,9 +210,9 @@ def _gradients_and_following(ages, params, cache, d_o, keep, following=None):
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     d_h0 = _total(_flow(d_h_1 @ W_hh, keep_0, ages), ages)  # dL/dh_0 = W_hh^T dL/dh_1
     return {
-        "W_hx": (x.reshape(-1, n_d).T @ d_h.reshape(-1, n_h)).T,  # dL/dW_hx = sum_t dL/dh_t x_t^T
-        "W_hh": (h[:-1].reshape(-1, n_h).T @ d_h.reshape(-1, n_h)).T,  # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
-        "W_qh": (h[1:].reshape(-1, n_h).T @ d_o.reshape(-1, n_q)).T,  # dL/dW_qh = sum_t dL/do_t h_t^T
+        "W_hx": jnp.tensordot(d_h, x, ((0, 1), (0, 1))),  # dL/dW_hx = sum_t dL/dh_t x_t^T
+        "W_hh": jnp.tensordot(d_h, h[:-1], ((0, 1), (0, 1))),  # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
+        "W_qh": jnp.tensordot(d_o, h[1:], ((0, 1), (0, 1))),  # dL/dW_qh = sum_t dL/do_t h_t^T
         "h0": d_h0,  # dL/dh_0 = W_hh^T dL/dh_1
     }, handed
 

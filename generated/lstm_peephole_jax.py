@@ -346,9 +346,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     i = cache["i"]
     f = cache["f"]
     o = cache["o"]
-    n_d = params["W_z"].shape[1]
     n_h = params["W_z"].shape[0]
-    n_q = params["V"].shape[0]
     B = d_s.shape[1]
     dtype = params["W_z"].dtype
     _R_z_R_i_R_f_R_o = jnp.concatenate((R_z, R_i, R_f, R_o))  # stacked once per call
@@ -407,29 +405,29 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     d_c0 = _total(_flow(p_f * d_f_bar_1 + p_i * d_i_bar_1 + f[1] * d_c_1, keep_0, ages), ages)
     # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
     d_h0 = _total(_flow(_d_z_bar_to_o_bar_1 @ _R_z_R_i_R_f_R_o, keep_0, ages), ages)
-    # the gradients of W_z, W_i, W_f, W_o at once
-    _d_W_z_W_i_W_f_W_o = (x.reshape(-1, n_d).T @ _d_z_bar_to_o_bar.reshape(-1, 4 * n_h)).T
-    # the gradients of R_z, R_i, R_f, R_o at once
-    _d_R_z_R_i_R_f_R_o = (h[:-1].reshape(-1, n_h).T @ _d_z_bar_to_o_bar.reshape(-1, 4 * n_h)).T
+    # the gradients of W_z, W_i, W_f, W_o at once, transposed
+    _d_W_z_W_i_W_f_W_o = jnp.tensordot(x, _d_z_bar_to_o_bar, ((0, 1), (0, 1)))
+    # the gradients of R_z, R_i, R_f, R_o at once, transposed
+    _d_R_z_R_i_R_f_R_o = jnp.tensordot(h[:-1], _d_z_bar_to_o_bar, ((0, 1), (0, 1)))
     # the gradients of b_z, b_i, b_f, b_o at once
     _d_b_z_b_i_b_f_b_o = _d_z_bar_to_o_bar.reshape(-1, 4 * n_h).sum(axis=0)
     return {
-        "W_z": _d_W_z_W_i_W_f_W_o[:n_h],  # dL/dW_z = sum_t dL/dz_bar_t x_t^T
-        "R_z": _d_R_z_R_i_R_f_R_o[:n_h],  # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
+        "W_z": _d_W_z_W_i_W_f_W_o[:, :n_h].T,  # dL/dW_z = sum_t dL/dz_bar_t x_t^T
+        "R_z": _d_R_z_R_i_R_f_R_o[:, :n_h].T,  # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
         "b_z": _d_b_z_b_i_b_f_b_o[:n_h],  # dL/db_z = sum_t dL/dz_bar_t
-        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h],  # dL/dW_i = sum_t dL/di_bar_t x_t^T
-        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h],  # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
+        "W_i": _d_W_z_W_i_W_f_W_o[:, n_h:2 * n_h].T,  # dL/dW_i = sum_t dL/di_bar_t x_t^T
+        "R_i": _d_R_z_R_i_R_f_R_o[:, n_h:2 * n_h].T,  # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
         "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h],  # dL/db_i = sum_t dL/di_bar_t
-        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h],  # dL/dW_f = sum_t dL/df_bar_t x_t^T
-        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h],  # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
+        "W_f": _d_W_z_W_i_W_f_W_o[:, 2 * n_h:3 * n_h].T,  # dL/dW_f = sum_t dL/df_bar_t x_t^T
+        "R_f": _d_R_z_R_i_R_f_R_o[:, 2 * n_h:3 * n_h].T,  # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
         "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h],  # dL/db_f = sum_t dL/df_bar_t
-        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h],  # dL/dW_o = sum_t dL/do_bar_t x_t^T
-        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h],  # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
+        "W_o": _d_W_z_W_i_W_f_W_o[:, 3 * n_h:4 * n_h].T,  # dL/dW_o = sum_t dL/do_bar_t x_t^T
+        "R_o": _d_R_z_R_i_R_f_R_o[:, 3 * n_h:4 * n_h].T,  # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
         "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h],  # dL/db_o = sum_t dL/do_bar_t
         "p_i": (c[:-1] * d_i_bar).reshape(-1, n_h).sum(axis=0),  # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
         "p_f": (c[:-1] * d_f_bar).reshape(-1, n_h).sum(axis=0),  # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
         "p_o": (c[1:] * d_o_bar).reshape(-1, n_h).sum(axis=0),  # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
+        "V": jnp.tensordot(d_s, h[1:], ((0, 1), (0, 1))),  # dL/dV = sum_t dL/ds_t h_t^T
         "c0": d_c0,  # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
         "h0": d_h0,  # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
     }, handed

@@ -124,7 +124,7 @@ def gradient_body(program):
             {name: Array(name, None, Steps.FROM_ONE) for name in [group.name] + [span[0] for span in group.spans]}
         )
     gradient = JaxPrinter(stacked=True, arrays=arrays)
-    gradient_lines = [f"{s.target.name} = {gradient(s.value)}  # {s.comment}" for s in program.gradients.statements]
+    gradient_lines = [gradient.gradient_line(s) for s in program.gradients.statements]
     returns = [f'"{key}": {gradient(value)},  # {comment}' for key, value, comment in program.returns]
     read = gradient.used.arrays
     scanned = [group for group in program.window.arrays if group.members] if _loop(statements) else []
@@ -140,7 +140,7 @@ def gradient_body(program):
                 f"{adjoint_array(statement.target.of.name)} = {printer(statement.value)}  # {statement.comment}"
             )
     loop = next((s for s in statements if isinstance(s, Loop)), None)
-    initial_reads = {a.of.name for i in program.window_initial for a in i.value.atoms(Adj)}
+    initial_reads = sorted({a.of.name for i in program.window_initial for a in i.value.atoms(Adj)})  # in one order
     carried = []
     if loop is not None:
         crossings = {c.node: c.name for c in program.checkpoints.window_crossings}

@@ -86,9 +86,9 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings, groups
     step.used = printer.used
     body, targets, zero = [], {}, []
     statements = list(_flatten(loop.body))
-    joins = _Joins(step, groups, {s.target.of.name for s in statements})
-    body += joins.ready(targets)
-    for statement in statements:
+    joins = _Joins(step, groups, statements)
+    body += joins.ready(targets, 0)
+    for done, statement in enumerate(statements, 1):
         seq = statement.target.of
         name = step_name(statement.target, 0)
         code = step(statement.value)
@@ -104,7 +104,7 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings, groups
             body.append(f"{name} = {step(statement.target)} + {flow}  # {statement.comment}")
         step.assigned.add(name)
         targets.setdefault(seq.name, statement.target)
-        body += joins.ready(targets)
+        body += joins.ready(targets, done)
     fresh = [
         f"{local} = {step.helper('_fresh')}({local}, ages)  # computed outside the loop: at age 0 in a window"
         for local, (node, shift) in step.reads.items()
@@ -136,18 +136,21 @@ def backward_scan(printer, loop, wanted, initial_reads, local, crossings, groups
 
 class _Joins:
     """Each group's adjoint at t, its members side by side (`_d_i_f_t = jnp.concatenate((d_i_t, d_f_t), axis=-1)`),
-    bound as soon as the step has computed every member it computes (the others are scanned in)."""
+    bound once the step has written every member it computes for the last time (a member assigned, then added
+    to by a flow, joins with the flow; the others are scanned in)."""
 
-    def __init__(self, step, groups, computed):
-        self.step, self.computed = step, computed
+    def __init__(self, step, groups, statements):
+        self.step = step
+        self.last = {s.target.of.name: k for k, s in enumerate(statements, 1)}  # each target's last write
         self.waiting = list(groups)
 
-    def ready(self, targets):
-        """The lines binding the groups whose members are all computed now; each added to targets."""
+    def ready(self, targets, done):
+        """The lines binding the groups whose members' last writes are among the first `done` statements;
+        each added to targets."""
         lines = []
         for group in list(self.waiting):
             nodes = [Adj(SeqAt(_of_array(name), t, rows, "intermediate")) for name, rows in group.members]
-            if any(n.of.name in self.computed and step_name(n, 0) not in self.step.assigned for n in nodes):
+            if any(self.last.get(n.of.name, 0) > done for n in nodes):
                 continue
             self.waiting.remove(group)
             node = Adj(SeqAt(_of_array(group.name), t, group.rows, "intermediate"))

@@ -83,11 +83,7 @@ def flows(statements, initial, stacks):
 def stacked_window(program):
     """The Program with the window pass's flows through the gates' weights stacked (flows): its Pass holds the
     adjoint groups and the stacks they read; its Boundaries and crossings are made anew. A pass of the
-    backends that print the window pass as their backward (JAX). Not for a teacher-forced model: there it
-    gave a wrong window-truncated gradient (a random cell of tests/oracle/test_random_cells.py, 2026-12-06),
-    not yet understood, so such a model keeps the plain window pass."""
-    if program.model.teacher_forcing:
-        return program
+    backends that print the window pass as their backward (JAX)."""
     window = program.window
     plain = rewrite(window.statements, guard=lambda boundary: Guard(boundary.body))  # made anew below
     statements, initial, groups, used = flows(plain, program.window_initial, program.forward.stacks)

@@ -350,7 +350,7 @@ def test_draws_do_not_depend_on_the_modules_loaded(tmp_path, monkeypatch):
     assert draws() == before
 
 
-# The cell these tests found wrong in JAX under window truncation (stacked_window on a teacher-forced model)
+# The cell these tests found wrong in JAX under window truncation (its JAX step joined a group too early, below)
 FORCED_TERMS = (
     (("recurrent", "c1", ""), ("recurrent", "p", ""), ("recurrent", "h1", ""), ("input", "", "")),
     (("recurrent", "c1", ""), ("recurrent", "p", ""), ("recurrent", "h1", ""), ("now", "c1", "")),
@@ -377,3 +377,29 @@ FORCED_IDENTITY = Plan(
 
 def test_a_teacher_forced_cell_under_window_truncation_agrees_in_every_backend():
     check_random_cell(FORCED_IDENTITY, 3, ("window", 2), 31871)
+
+
+# The cause, without teacher forcing: c1 is read by h1 in its own step (M c1_t), so dL/dc1_t is assigned
+# M^T dL/dh1_t and then added to by its flow from t+1. The JAX step joined [dL/dc1_t, dL/dh1_t] (the group
+# its stacked flows and gradients read) after the assignment, before the flow, in full BPTT as in a window.
+STATE_READ_IN_ITS_STEP = dataclasses.replace(
+    FORCED_IDENTITY,
+    forcing=False,
+    layers=(
+        dataclasses.replace(
+            FORCED_IDENTITY.layers[0],
+            updates=tuple(
+                dataclasses.replace(update, terms=tuple(term for term in update.terms if term.source != "p"))
+                for update in FORCED_IDENTITY.layers[0].updates
+            ),
+        ),
+    ),
+)
+
+
+def test_a_state_read_in_its_own_step_agrees_in_every_backend_and_in_jax_in_both_modes():
+    """Every backend as any cell (JAX in full BPTT by the even seed; NumPy and torch keep a group's members as
+    views of it, so theirs cannot lag), and JAX in the window too."""
+    check_random_cell(STATE_READ_IN_ITS_STEP, 3, ("window", 2), 31870)
+    model, modules = generated(STATE_READ_IN_ITS_STEP)
+    compare("jax", modules["jax"], model, random_values(model, 3, BATCH, 31870), ("window", 2))
