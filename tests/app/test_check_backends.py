@@ -41,7 +41,7 @@ def planted(root):
     for backend in ("torch", "jax"):
         path = package / "generated" / f"linear_{backend}.py"
         source = path.read_text()
-        line = next(line for line in source.splitlines() if line.strip().startswith('"W_hh": (h[:-1]'))
+        line = next(line for line in source.splitlines() if line.strip().startswith('"W_hh": ') and "h[:-1]" in line)
         path.write_text(source.replace(line, line.replace('"W_hh": ', '"W_hh": (1 + 1e-9) * ', 1), 1))
     return root
 

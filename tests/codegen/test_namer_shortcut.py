@@ -17,7 +17,7 @@ from bptt.tests.support.named_cell import make
 def hidden_sources(model):
     """(backend, the model's Namer, the source rendered from its hidden model) for every backend."""
     for name, backend in BACKENDS.items():
-        render = importlib.import_module(f"bptt.codegen.{backend.renderer}.render").module_source
+        render = importlib.import_module(backend.renderer).module_source
         namer = Namer(model)
         with namer.rendering(backend.title) as hidden:
             yield name, namer, render(hidden, None, False)
