@@ -239,8 +239,7 @@ def _gradients(params, sizes, cache, adjoints, d_z):
         "U": _scatter_columns(((1 - s[1:] ** 2) * d_s[1:]), x, n_d),
         # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
         "W": (s[:-1].reshape(-1, n_h).T @ ((1 - s[1:] ** 2) * d_s[1:]).reshape(-1, n_h)).T,
-        # dL/dV = sum_t dL/dz_t s_t^T
-        "V": (s[1:].reshape(-1, n_h).T @ d_z.reshape(-1, n_q)).T,
+        "V": (s[1:].reshape(-1, n_h).T @ d_z.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/dz_t s_t^T
     }
 
 

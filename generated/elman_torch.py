@@ -243,16 +243,11 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     n_h = sizes["h"]
     n_q = sizes["q"]
     return {
-        # dL/dU = sum_t dL/da_t x_t^T
-        "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dW = sum_t dL/da_t h_{t-1}^T
-        "W": (h[:-1].reshape(-1, n_h).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
-        # dL/db = sum_t dL/da_t
-        "b": d_a[1:].reshape(-1, n_h).sum(0),
-        # dL/dc = sum_t dL/ds_t
-        "c": d_s.reshape(-1, n_q).sum(0),
+        "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dU = sum_t dL/da_t x_t^T
+        "W": (h[:-1].reshape(-1, n_h).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dW = sum_t dL/da_t h_{t-1}^T
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
+        "b": d_a[1:].reshape(-1, n_h).sum(0),  # dL/db = sum_t dL/da_t
+        "c": d_s.reshape(-1, n_q).sum(0),  # dL/dc = sum_t dL/ds_t
     }
 
 

@@ -445,32 +445,19 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     # the gradients of W_hr, W_hz, W_hn at once
     _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)).T
     return {
-        # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
-        "W_ir": _d_W_ir_W_iz[:n_h].clone(),
-        # dL/db_ir = sum_t dL/dr_bar_t
-        "b_ir": _d_b_ir_b_iz_b_hn[:n_h].clone(),
-        # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
-        "W_hr": _d_W_hr_W_hz_W_hn[:n_h].clone(),
-        # dL/db_hr = sum_t dL/dr_bar_t
-        "b_hr": _d_b_ir_b_iz_b_hn[:n_h].clone(),
-        # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
-        "W_iz": _d_W_ir_W_iz[n_h:2 * n_h].clone(),
-        # dL/db_iz = sum_t dL/dz_bar_t
-        "b_iz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].clone(),
-        # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
-        "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h].clone(),
-        # dL/db_hz = sum_t dL/dz_bar_t
-        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].clone(),
-        # dL/dW_in = sum_t dL/dn_bar_t x_t^T
-        "W_in": (x.reshape(-1, n_d).T @ d_n_bar[1:].reshape(-1, n_h)).T,
-        # dL/db_in = sum_t dL/dn_bar_t
-        "b_in": d_n_bar[1:].reshape(-1, n_h).sum(0),
-        # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
-        "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h].clone(),
-        # dL/db_hn = sum_t dL/dm_t
-        "b_hn": _d_b_ir_b_iz_b_hn[2 * n_h:3 * n_h].clone(),
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
+        "W_ir": _d_W_ir_W_iz[:n_h].clone(),  # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
+        "b_ir": _d_b_ir_b_iz_b_hn[:n_h].clone(),  # dL/db_ir = sum_t dL/dr_bar_t
+        "W_hr": _d_W_hr_W_hz_W_hn[:n_h].clone(),  # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
+        "b_hr": _d_b_ir_b_iz_b_hn[:n_h].clone(),  # dL/db_hr = sum_t dL/dr_bar_t
+        "W_iz": _d_W_ir_W_iz[n_h:2 * n_h].clone(),  # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
+        "b_iz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].clone(),  # dL/db_iz = sum_t dL/dz_bar_t
+        "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h].clone(),  # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
+        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].clone(),  # dL/db_hz = sum_t dL/dz_bar_t
+        "W_in": (x.reshape(-1, n_d).T @ d_n_bar[1:].reshape(-1, n_h)).T,  # dL/dW_in = sum_t dL/dn_bar_t x_t^T
+        "b_in": d_n_bar[1:].reshape(-1, n_h).sum(0),  # dL/db_in = sum_t dL/dn_bar_t
+        "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h].clone(),  # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
+        "b_hn": _d_b_ir_b_iz_b_hn[2 * n_h:3 * n_h].clone(),  # dL/db_hn = sum_t dL/dm_t
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
     }
 
 

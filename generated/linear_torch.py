@@ -212,12 +212,9 @@ def _gradients(params, sizes, cache, adjoints, d_o):
     n_h = sizes["h"]
     n_q = sizes["q"]
     return {
-        # dL/dW_hx = sum_t dL/dh_t x_t^T
-        "W_hx": (x.reshape(-1, n_d).T @ d_h[1:].reshape(-1, n_h)).T,
-        # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
-        "W_hh": (h[:-1].reshape(-1, n_h).T @ d_h[1:].reshape(-1, n_h)).T,
-        # dL/dW_qh = sum_t dL/do_t h_t^T
-        "W_qh": (h[1:].reshape(-1, n_h).T @ d_o.reshape(-1, n_q)).T,
+        "W_hx": (x.reshape(-1, n_d).T @ d_h[1:].reshape(-1, n_h)).T,  # dL/dW_hx = sum_t dL/dh_t x_t^T
+        "W_hh": (h[:-1].reshape(-1, n_h).T @ d_h[1:].reshape(-1, n_h)).T,  # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
+        "W_qh": (h[1:].reshape(-1, n_h).T @ d_o.reshape(-1, n_q)).T,  # dL/dW_qh = sum_t dL/do_t h_t^T
     }
 
 

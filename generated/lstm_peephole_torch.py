@@ -547,38 +547,22 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     # the gradients of b_z, b_i, b_f, b_o at once
     _d_b_z_b_i_b_f_b_o = _d_z_bar_to_o_bar[1:].reshape(-1, 4 * n_h).sum(0)
     return {
-        # dL/dW_z = sum_t dL/dz_bar_t x_t^T
-        "W_z": _d_W_z_W_i_W_f_W_o[:n_h].clone(),
-        # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
-        "R_z": _d_R_z_R_i_R_f_R_o[:n_h].clone(),
-        # dL/db_z = sum_t dL/dz_bar_t
-        "b_z": _d_b_z_b_i_b_f_b_o[:n_h].clone(),
-        # dL/dW_i = sum_t dL/di_bar_t x_t^T
-        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h].clone(),
-        # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
-        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h].clone(),
-        # dL/db_i = sum_t dL/di_bar_t
-        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h].clone(),
-        # dL/dW_f = sum_t dL/df_bar_t x_t^T
-        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h].clone(),
-        # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
-        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h].clone(),
-        # dL/db_f = sum_t dL/df_bar_t
-        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h].clone(),
-        # dL/dW_o = sum_t dL/do_bar_t x_t^T
-        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h].clone(),
-        # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
-        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h].clone(),
-        # dL/db_o = sum_t dL/do_bar_t
-        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h].clone(),
-        # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
-        "p_i": (c[:-1] * d_i_bar[1:]).reshape(-1, n_h).sum(0),
-        # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
-        "p_f": (c[:-1] * d_f_bar[1:]).reshape(-1, n_h).sum(0),
-        # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
-        "p_o": (c[1:] * d_o_bar[1:]).reshape(-1, n_h).sum(0),
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
+        "W_z": _d_W_z_W_i_W_f_W_o[:n_h].clone(),  # dL/dW_z = sum_t dL/dz_bar_t x_t^T
+        "R_z": _d_R_z_R_i_R_f_R_o[:n_h].clone(),  # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
+        "b_z": _d_b_z_b_i_b_f_b_o[:n_h].clone(),  # dL/db_z = sum_t dL/dz_bar_t
+        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h].clone(),  # dL/dW_i = sum_t dL/di_bar_t x_t^T
+        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h].clone(),  # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
+        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h].clone(),  # dL/db_i = sum_t dL/di_bar_t
+        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h].clone(),  # dL/dW_f = sum_t dL/df_bar_t x_t^T
+        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h].clone(),  # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
+        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h].clone(),  # dL/db_f = sum_t dL/df_bar_t
+        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h].clone(),  # dL/dW_o = sum_t dL/do_bar_t x_t^T
+        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h].clone(),  # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
+        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h].clone(),  # dL/db_o = sum_t dL/do_bar_t
+        "p_i": (c[:-1] * d_i_bar[1:]).reshape(-1, n_h).sum(0),  # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
+        "p_f": (c[:-1] * d_f_bar[1:]).reshape(-1, n_h).sum(0),  # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
+        "p_o": (c[1:] * d_o_bar[1:]).reshape(-1, n_h).sum(0),  # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
     }
 
 

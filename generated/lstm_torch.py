@@ -505,40 +505,23 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     # the gradients of W_hi, W_hf, W_ho, W_hg at once
     _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)).T
     return {
-        # dL/dW_ii = sum_t dL/di_bar_t x_t^T
-        "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h].clone(),
-        # dL/db_ii = sum_t dL/di_bar_t
-        "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h].clone(),
-        # dL/dW_hi = sum_t dL/di_bar_t h_{t-1}^T
-        "W_hi": _d_W_hi_W_hf_W_ho_W_hg[:n_h].clone(),
-        # dL/db_hi = sum_t dL/di_bar_t
-        "b_hi": _d_b_ii_b_if_b_io_b_ig[:n_h].clone(),
-        # dL/dW_if = sum_t dL/df_bar_t x_t^T
-        "W_if": _d_W_ii_W_if_W_io_W_ig[n_h:2 * n_h].clone(),
-        # dL/db_if = sum_t dL/df_bar_t
-        "b_if": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].clone(),
-        # dL/dW_hf = sum_t dL/df_bar_t h_{t-1}^T
-        "W_hf": _d_W_hi_W_hf_W_ho_W_hg[n_h:2 * n_h].clone(),
-        # dL/db_hf = sum_t dL/df_bar_t
-        "b_hf": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].clone(),
-        # dL/dW_ig = sum_t dL/dg_bar_t x_t^T
-        "W_ig": _d_W_ii_W_if_W_io_W_ig[3 * n_h:4 * n_h].clone(),
-        # dL/db_ig = sum_t dL/dg_bar_t
-        "b_ig": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].clone(),
-        # dL/dW_hg = sum_t dL/dg_bar_t h_{t-1}^T
-        "W_hg": _d_W_hi_W_hf_W_ho_W_hg[3 * n_h:4 * n_h].clone(),
-        # dL/db_hg = sum_t dL/dg_bar_t
-        "b_hg": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].clone(),
-        # dL/dW_io = sum_t dL/do_bar_t x_t^T
-        "W_io": _d_W_ii_W_if_W_io_W_ig[2 * n_h:3 * n_h].clone(),
-        # dL/db_io = sum_t dL/do_bar_t
-        "b_io": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].clone(),
-        # dL/dW_ho = sum_t dL/do_bar_t h_{t-1}^T
-        "W_ho": _d_W_hi_W_hf_W_ho_W_hg[2 * n_h:3 * n_h].clone(),
-        # dL/db_ho = sum_t dL/do_bar_t
-        "b_ho": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].clone(),
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
+        "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h].clone(),  # dL/dW_ii = sum_t dL/di_bar_t x_t^T
+        "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h].clone(),  # dL/db_ii = sum_t dL/di_bar_t
+        "W_hi": _d_W_hi_W_hf_W_ho_W_hg[:n_h].clone(),  # dL/dW_hi = sum_t dL/di_bar_t h_{t-1}^T
+        "b_hi": _d_b_ii_b_if_b_io_b_ig[:n_h].clone(),  # dL/db_hi = sum_t dL/di_bar_t
+        "W_if": _d_W_ii_W_if_W_io_W_ig[n_h:2 * n_h].clone(),  # dL/dW_if = sum_t dL/df_bar_t x_t^T
+        "b_if": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].clone(),  # dL/db_if = sum_t dL/df_bar_t
+        "W_hf": _d_W_hi_W_hf_W_ho_W_hg[n_h:2 * n_h].clone(),  # dL/dW_hf = sum_t dL/df_bar_t h_{t-1}^T
+        "b_hf": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].clone(),  # dL/db_hf = sum_t dL/df_bar_t
+        "W_ig": _d_W_ii_W_if_W_io_W_ig[3 * n_h:4 * n_h].clone(),  # dL/dW_ig = sum_t dL/dg_bar_t x_t^T
+        "b_ig": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].clone(),  # dL/db_ig = sum_t dL/dg_bar_t
+        "W_hg": _d_W_hi_W_hf_W_ho_W_hg[3 * n_h:4 * n_h].clone(),  # dL/dW_hg = sum_t dL/dg_bar_t h_{t-1}^T
+        "b_hg": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].clone(),  # dL/db_hg = sum_t dL/dg_bar_t
+        "W_io": _d_W_ii_W_if_W_io_W_ig[2 * n_h:3 * n_h].clone(),  # dL/dW_io = sum_t dL/do_bar_t x_t^T
+        "b_io": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].clone(),  # dL/db_io = sum_t dL/do_bar_t
+        "W_ho": _d_W_hi_W_hf_W_ho_W_hg[2 * n_h:3 * n_h].clone(),  # dL/dW_ho = sum_t dL/do_bar_t h_{t-1}^T
+        "b_ho": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].clone(),  # dL/db_ho = sum_t dL/do_bar_t
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
     }
 
 
