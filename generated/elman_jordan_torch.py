@@ -242,8 +242,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     ages = k + 1  # how many steps back a gradient may have flowed
-    d_h = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_a = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
+    d_h, d_a = torch.zeros((2, T + 1, ages, B, n_h), dtype=dtype, device=device)
     d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     for t in range(T, 0, -1):
         if t < T:

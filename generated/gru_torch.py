@@ -375,14 +375,9 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     ages = k + 1  # how many steps back a gradient may have flowed
-    d_h = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_n = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_n_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_m = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_z = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_z_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_r = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_r_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
+    d_h, d_n, d_n_bar, d_m, d_z, d_z_bar, d_r, d_r_bar = torch.zeros(
+        (8, T + 1, ages, B, n_h), dtype=dtype, device=device
+    )
     d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     for t in range(T, 0, -1):
         if t < T:

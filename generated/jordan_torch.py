@@ -198,8 +198,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     n_h = sizes["h"]
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
-    d_h = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_a = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
+    d_h, d_a = torch.zeros((2, T + 1, B, n_h), dtype=dtype, device=device)
     d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t
     d_a[1:] = (1 - h[1:] ** 2) * d_h[1:]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_o0 = d_a[1] @ R  # dL/do_0 = R^T dL/da_1
