@@ -88,12 +88,7 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0, o0))
     with torch.no_grad():
-        U = params["U"]
-        W = params["W"]
-        R = params["R"]
-        V = params["V"]
-        b = params["b"]
-        c = params["c"]
+        U, W, R, V, b, c = (params[name] for name in PARAMS)
         x = cache["x"]
         h = cache["h"]
         o = cache["o"]
@@ -150,12 +145,7 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
 
 def _forward(params, sizes, x, y, h0, o0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    U = params["U"]
-    W = params["W"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, W, R, V, b, c = (params[name] for name in PARAMS)
     o = work["o"]
     h = work["h"]
     s = work["s"]
@@ -220,7 +210,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             d_h_t.addmm_(d_a[t + 1], W, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            # dL/dh_t += W^T dL/da_{t+1}
             d_h_t.addmm_(_d_next_a[0], W, alpha=_weights[t])
         # dL/da_t = diag(1 - h_t^2) dL/dh_t
         torch.mul(_k1_t, d_h_t, out=d_a_t)
@@ -249,7 +238,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             d_h[t] += _age(d_a[t + 1] @ W)  # dL/dh_t += W^T dL/da_{t+1}
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            d_h[t] += _age(_d_next_a[0] @ W)  # dL/dh_t += W^T dL/da_{t+1}
+            d_h[t] += _age(_d_next_a[0] @ W)
         d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_h0 = _age(d_a[1] @ W).sum(axis=0)  # dL/dh_0 = W^T dL/da_1
     d_o0 = (d_a[1] @ R).sum(axis=0)  # dL/do_0 = R^T dL/da_1

@@ -86,11 +86,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0,))
     with torch.no_grad():
-        U = params["U"]
-        W = params["W"]
-        V = params["V"]
-        b = params["b"]
-        c = params["c"]
+        U, W, V, b, c = (params[name] for name in PARAMS)
         x = cache["x"]
         h = cache["h"]
         n_h = sizes["h"]
@@ -137,11 +133,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 def _forward(params, sizes, x, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, W, V, b, c = (params[name] for name in PARAMS)
     h = work["h"]
     s = work["s"]
     _W_T = work["_W_T"]
@@ -198,7 +190,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             d_h_t.addmm_(d_a[t + 1], W, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            # dL/dh_t += W^T dL/da_{t+1}
             d_h_t.addmm_(_d_next_a[0], W, alpha=_weights[t])
         # dL/da_t = diag(1 - h_t^2) dL/dh_t
         torch.mul(_k1_t, d_h_t, out=d_a_t)
@@ -225,7 +216,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             d_h[t] += _age(d_a[t + 1] @ W)  # dL/dh_t += W^T dL/da_{t+1}
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            d_h[t] += _age(_d_next_a[0] @ W)  # dL/dh_t += W^T dL/da_{t+1}
+            d_h[t] += _age(_d_next_a[0] @ W)
         d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_h0 = _age(d_a[1] @ W).sum(axis=0)  # dL/dh_0 = W^T dL/da_1
     if following is not None:  # step 1's values, for the segment before this one

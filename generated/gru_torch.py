@@ -97,19 +97,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0,))
     with torch.no_grad():
-        W_ir = params["W_ir"]
-        b_ir = params["b_ir"]
-        W_hr = params["W_hr"]
-        b_hr = params["b_hr"]
-        W_iz = params["W_iz"]
-        b_iz = params["b_iz"]
-        W_hz = params["W_hz"]
-        b_hz = params["b_hz"]
-        W_in = params["W_in"]
-        b_in = params["b_in"]
-        W_hn = params["W_hn"]
-        b_hn = params["b_hn"]
-        V = params["V"]
+        W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
         x = cache["x"]
         h = cache["h"]
         r = cache["r"]
@@ -194,19 +182,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 def _forward(params, sizes, x, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    W_ir = params["W_ir"]
-    b_ir = params["b_ir"]
-    W_hr = params["W_hr"]
-    b_hr = params["b_hr"]
-    W_iz = params["W_iz"]
-    b_iz = params["b_iz"]
-    W_hz = params["W_hz"]
-    b_hz = params["b_hz"]
-    W_in = params["W_in"]
-    b_in = params["b_in"]
-    W_hn = params["W_hn"]
-    b_hn = params["b_hn"]
-    V = params["V"]
+    W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
     _r_z_m = work["_r_z_m"]
     r = work["r"]  # a view of _r_z_m[..., :n_h]
     z = work["z"]  # a view of _r_z_m[..., n_h:2 * n_h]
@@ -335,8 +311,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             _d_next_h = following["_d_next_h"]
             _d_next_r_bar_z_bar_m = following["_d_next_r_bar_z_bar_m"]
             _next_z = following["_next_z"]
-            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
-            # dL/dz_bar_{t+1}
             d_h_t.addcmul_(_next_z[0], _d_next_h[0], value=_weights[t])
             d_h_t.addmm_(_d_next_r_bar_z_bar_m[0], _W_hr_W_hz_W_hn, alpha=_weights[t])
         # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
@@ -390,8 +364,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             _d_next_r_bar = following["_d_next_r_bar"]
             _d_next_z_bar = following["_d_next_z_bar"]
             _next_z = following["_next_z"]
-            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
-            # dL/dz_bar_{t+1}
             d_h[t] += _age(
                 _next_z[0] * _d_next_h[0]
                 + _d_next_m[0] @ W_hn

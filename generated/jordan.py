@@ -82,11 +82,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
     """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (o0,))
-    U = params["U"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, R, V, b, c = (params[name] for name in PARAMS)
     x = cache["x"]
     o = cache["o"]
     h = cache["h"]
@@ -132,11 +128,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
 
 def _forward(params, sizes, x, y, o0, work):
     """The forward pass, into the arrays of work."""
-    U = params["U"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, R, V, b, c = (params[name] for name in PARAMS)
     o = work["o"]
     h = work["h"]
     s = work["s"]

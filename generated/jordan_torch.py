@@ -87,11 +87,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (o0,))
     with torch.no_grad():
-        U = params["U"]
-        R = params["R"]
-        V = params["V"]
-        b = params["b"]
-        c = params["c"]
+        U, R, V, b, c = (params[name] for name in PARAMS)
         x = cache["x"]
         o = cache["o"]
         h = cache["h"]
@@ -141,11 +137,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
 
 def _forward(params, sizes, x, y, o0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    U = params["U"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, R, V, b, c = (params[name] for name in PARAMS)
     o = work["o"]
     h = work["h"]
     s = work["s"]

@@ -102,23 +102,9 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (c0, h0))
     with torch.no_grad():
-        W_ii = params["W_ii"]
-        b_ii = params["b_ii"]
-        W_hi = params["W_hi"]
-        b_hi = params["b_hi"]
-        W_if = params["W_if"]
-        b_if = params["b_if"]
-        W_hf = params["W_hf"]
-        b_hf = params["b_hf"]
-        W_ig = params["W_ig"]
-        b_ig = params["b_ig"]
-        W_hg = params["W_hg"]
-        b_hg = params["b_hg"]
-        W_io = params["W_io"]
-        b_io = params["b_io"]
-        W_ho = params["W_ho"]
-        b_ho = params["b_ho"]
-        V = params["V"]
+        W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
+            params[name] for name in PARAMS
+        )
         x = cache["x"]
         c = cache["c"]
         h = cache["h"]
@@ -224,23 +210,9 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 
 def _forward(params, sizes, x, c0, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    W_ii = params["W_ii"]
-    b_ii = params["b_ii"]
-    W_hi = params["W_hi"]
-    b_hi = params["b_hi"]
-    W_if = params["W_if"]
-    b_if = params["b_if"]
-    W_hf = params["W_hf"]
-    b_hf = params["b_hf"]
-    W_ig = params["W_ig"]
-    b_ig = params["b_ig"]
-    W_hg = params["W_hg"]
-    b_hg = params["b_hg"]
-    W_io = params["W_io"]
-    b_io = params["b_io"]
-    W_ho = params["W_ho"]
-    b_ho = params["b_ho"]
-    V = params["V"]
+    W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
+        params[name] for name in PARAMS
+    )
     _i_f_o_g = work["_i_f_o_g"]
     i = work["i"]  # a view of _i_f_o_g[..., :n_h]
     f = work["f"]  # a view of _i_f_o_g[..., n_h:2 * n_h]
@@ -373,8 +345,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             d_h_t.addmm_(_d_i_bar_to_g_bar[t + 1], _W_hi_W_hf_W_ho_W_hg, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_i_bar_to_g_bar = following["_d_next_i_bar_to_g_bar"]
-            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
-            # dL/do_bar_{t+1}
             d_h_t.addmm_(_d_next_i_bar_to_g_bar[0], _W_hi_W_hf_W_ho_W_hg, alpha=_weights[t])
         # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
         torch.mul(_k1_t, d_h_t, out=d_c_t)
@@ -384,7 +354,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
-            # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
             d_c_t.addcmul_(_next_f[0], _d_next_c[0], value=_weights[t])
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         torch.mul(_k2_t, d_h_t, out=d_o_bar_t)
@@ -443,8 +412,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             _d_next_g_bar = following["_d_next_g_bar"]
             _d_next_i_bar = following["_d_next_i_bar"]
             _d_next_o_bar = following["_d_next_o_bar"]
-            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
-            # dL/do_bar_{t+1}
             d_h[t] += _age(
                 _d_next_f_bar[0] @ W_hf
                 + _d_next_g_bar[0] @ W_hg
@@ -457,7 +424,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
-            d_c[t] += _age(_next_f[0] * _d_next_c[0])  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            d_c[t] += _age(_next_f[0] * _d_next_c[0])
         d_o[t] = torch.tanh(c[t]) * d_h[t]  # dL/do_t = diag(tanh(c_t)) dL/dh_t
         d_o_bar[t] = ((1 - o[t]) * o[t]) * d_o[t]  # dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         d_g[t] = i[t] * d_c[t]  # dL/dg_t = diag(i_t) dL/dc_t

@@ -3,7 +3,11 @@ the workspace, sizes from sizes, T and B from an array's shape."""
 
 from dataclasses import dataclass
 
+from bptt.codegen.names import shown
+from bptt.codegen.printing.columns import STEP, WIDTH
 from bptt.codegen.printing.printer import size_name
+
+UNPACKED = WIDTH - 2 * len(STEP)  # the unpacked names stay on one line inside a `with` block
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,13 @@ def initial_keys(model):
 
 
 def params_bound(names, model):
-    """Bindings of the named parameters from params, in the model's order."""
-    return [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in names]
+    """Bindings of the named parameters from params, in the model's order: every parameter one unpacking of
+    PARAMS's order when it fits its line, else one line each."""
+    every = [p.name for p in model.params]
+    unpacked = f"{', '.join(every)} = ("  # the first line of the unpacking, laid out (columns.py)
+    if len(every) > 1 and set(every) <= set(names) and len(shown(unpacked)) <= UNPACKED:
+        return [f"{unpacked}params[name] for name in PARAMS)"]
+    return [f"{name} = params[{quoted(name)}]" for name in every if name in names]
 
 
 def bound(used, model, work, cache, views=None):
