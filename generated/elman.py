@@ -81,8 +81,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0,))
     U, W, V, b, c = (params[name] for name in PARAMS)
-    x = cache["x"]
-    h = cache["h"]
+    x, h = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
@@ -219,8 +218,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
 
 def _gradients(params, sizes, cache, d_s, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
-    x = cache["x"]
-    h = cache["h"]
+    x, h = (cache[name] for name in CACHE)
     _ones = work["_ones"]
     d_a = work["d_a"]  # d_h's array, reused (a view of all of it)
     n_d = sizes["d"]

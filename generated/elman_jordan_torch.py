@@ -89,9 +89,7 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0, o0))
     with torch.no_grad():
         U, W, R, V, b, c = (params[name] for name in PARAMS)
-        x = cache["x"]
-        h = cache["h"]
-        o = cache["o"]
+        x, h, o = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]

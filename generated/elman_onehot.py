@@ -87,8 +87,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_z, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (s0,))
     U, W, V = (params[name] for name in PARAMS)
-    x = cache["x"]
-    s = cache["s"]
+    x, s = (cache[name] for name in CACHE)
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -215,8 +214,7 @@ def _window_adjoints(k, params, sizes, cache, d_z, work, following=None):
 
 def _gradients(params, sizes, cache, d_z, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
-    x = cache["x"]
-    s = cache["s"]
+    x, s = (cache[name] for name in CACHE)
     d_s = work["d_s"]
     n_d = sizes["d"]
     n_h = sizes["h"]

@@ -94,8 +94,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
     loss, d_z, cache, sizes = _PASSES.output_gradient(params, xs, ys, (s0,))
     with torch.no_grad():
         U, W, V = (params[name] for name in PARAMS)
-        x = cache["x"]
-        s = cache["s"]
+        x, s = (cache[name] for name in CACHE)
         n_d = sizes["d"]
         n_h = sizes["h"]
         n_q = sizes["q"]

@@ -98,12 +98,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0,))
     with torch.no_grad():
         W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
-        x = cache["x"]
-        h = cache["h"]
-        r = cache["r"]
-        z = cache["z"]
-        m = cache["m"]
-        n = cache["n"]
+        x, h, r, z, m, n = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]

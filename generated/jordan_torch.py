@@ -88,9 +88,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (o0,))
     with torch.no_grad():
         U, R, V, b, c = (params[name] for name in PARAMS)
-        x = cache["x"]
-        o = cache["o"]
-        h = cache["h"]
+        x, o, h = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]

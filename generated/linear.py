@@ -80,8 +80,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_o, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0,))
     W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
-    x = cache["x"]
-    h = cache["h"]
+    x, h = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_o.shape[0], d_o.shape[1]
@@ -195,8 +194,7 @@ def _window_adjoints(k, params, sizes, cache, d_o, work, following=None):
 
 def _gradients(params, sizes, cache, d_o, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
-    x = cache["x"]
-    h = cache["h"]
+    x, h = (cache[name] for name in CACHE)
     d_h = work["d_h"]
     n_d = sizes["d"]
     n_h = sizes["h"]

@@ -85,8 +85,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
     loss, d_o, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0,))
     with torch.no_grad():
         W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
-        x = cache["x"]
-        h = cache["h"]
+        x, h = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_o.shape[0], d_o.shape[1]

@@ -100,13 +100,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
         params[name] for name in PARAMS
     )
-    x = cache["x"]
-    c = cache["c"]
-    h = cache["h"]
-    i = cache["i"]
-    f = cache["f"]
-    g = cache["g"]
-    o = cache["o"]
+    x, c, h, i, f, g, o = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]

@@ -102,13 +102,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (c0, h0))
     with torch.no_grad():
         W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
-        x = cache["x"]
-        c = cache["c"]
-        h = cache["h"]
-        z = cache["z"]
-        i = cache["i"]
-        f = cache["f"]
-        o = cache["o"]
+        x, c, h, z, i, f, o = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]

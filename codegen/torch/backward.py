@@ -105,7 +105,7 @@ def fast_adjoints_body(program, reads):
     dy = output_adjoint(model)
     weighted = "_flow_weights" in used.helpers  # its line reads T
     head = time_and_batch(set(used.sizes) | ({"T"} if weighted else set()), dy)  # work: made by the runtime
-    head += bound(used, model, work, set(program.cache), views(arrays))
+    head += bound(used, model, work, program.cache, views(arrays))
     head += [f"{WEIGHTS} = _flow_weights(keep, T)"] if weighted else []
     returned = ", ".join(f'"{name}": {name}' for name in sorted(reads))
     keys = ", ".join(f"d_{i.key}" for i in program.initial) + ("," if len(program.initial) == 1 else "")
