@@ -80,13 +80,8 @@ def forward_mode_grads(params, xs, ys, h0=None):
     """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0,))
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
-    x = cache["x"]
-    h = cache["h"]
+    U, W, V, b, c = (params[name] for name in PARAMS)
+    x, h = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
@@ -127,11 +122,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 def _forward(params, sizes, x, h0, work):
     """The forward pass, into the arrays of work."""
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, W, V, b, c = (params[name] for name in PARAMS)
     h = work["h"]
     s = work["s"]
     _W_T = work["_W_T"]
@@ -184,7 +175,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             np.add(d_h_t, _step_h, out=d_h_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            # dL/dh_t += W^T dL/da_{t+1}
             np.dot(_d_next_a[0], W, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
@@ -217,7 +207,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
             d_h[t] += _age(d_a[t + 1] @ W)  # dL/dh_t += W^T dL/da_{t+1}
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            d_h[t] += _age(_d_next_a[0] @ W)  # dL/dh_t += W^T dL/da_{t+1}
+            d_h[t] += _age(_d_next_a[0] @ W)
         d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_h0 = _age(d_a[1] @ W).sum(axis=0)  # dL/dh_0 = W^T dL/da_1
     np.sum(d_a, axis=1, out=work["d_a"])
@@ -228,8 +218,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
 
 def _gradients(params, sizes, cache, d_s, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
-    x = cache["x"]
-    h = cache["h"]
+    x, h = (cache[name] for name in CACHE)
     _ones = work["_ones"]
     d_a = work["d_a"]  # d_h's array, reused (a view of all of it)
     n_d = sizes["d"]

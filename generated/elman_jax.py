@@ -109,11 +109,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 def _forward_mode(params, x, y, h0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass."""
     loss, d_s, cache = _PASSES.output_gradient(params, x, y, (h0,))
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, W, V, b, c = (params[name] for name in PARAMS)
     h = cache["h"]
     n_h = params["U"].shape[0]
     n_q = params["V"].shape[0]
@@ -165,11 +161,7 @@ def _forward_mode(params, x, y, h0):
 @jax.jit
 def _forward(params, x, h0):
     """The forward pass: (outputs, cache)."""
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, W, V, b, c = (params[name] for name in PARAMS)
     n_h = params["U"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["U"].dtype

@@ -82,15 +82,8 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0, o0))
-    U = params["U"]
-    W = params["W"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
-    x = cache["x"]
-    h = cache["h"]
-    o = cache["o"]
+    U, W, R, V, b, c = (params[name] for name in PARAMS)
+    x, h, o = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
@@ -140,12 +133,7 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
 
 def _forward(params, sizes, x, y, h0, o0, work):
     """The forward pass, into the arrays of work."""
-    U = params["U"]
-    W = params["W"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, W, R, V, b, c = (params[name] for name in PARAMS)
     o = work["o"]
     h = work["h"]
     s = work["s"]
@@ -206,7 +194,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             np.add(d_h_t, _step_h, out=d_h_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            # dL/dh_t += W^T dL/da_{t+1}
             np.dot(_d_next_a[0], W, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
@@ -241,7 +228,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
             d_h[t] += _age(d_a[t + 1] @ W)  # dL/dh_t += W^T dL/da_{t+1}
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            d_h[t] += _age(_d_next_a[0] @ W)  # dL/dh_t += W^T dL/da_{t+1}
+            d_h[t] += _age(_d_next_a[0] @ W)
         d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_h0 = _age(d_a[1] @ W).sum(axis=0)  # dL/dh_0 = W^T dL/da_1
     d_o0 = (d_a[1] @ R).sum(axis=0)  # dL/do_0 = R^T dL/da_1
@@ -253,9 +240,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
 
 def _gradients(params, sizes, cache, d_s, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
-    x = cache["x"]
-    h = cache["h"]
-    o = cache["o"]
+    x, h, o = (cache[name] for name in CACHE)
     _ones = work["_ones"]
     d_a = work["d_a"]  # d_h's array, reused (a view of all of it)
     n_d = sizes["d"]

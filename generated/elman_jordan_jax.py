@@ -111,12 +111,7 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
 def _forward_mode(params, x, y, h0, o0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass."""
     loss, d_s, cache = _PASSES.output_gradient(params, x, y, (h0, o0))
-    U = params["U"]
-    W = params["W"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, W, R, V, b, c = (params[name] for name in PARAMS)
     h = cache["h"]
     o = cache["o"]
     n_h = params["U"].shape[0]
@@ -178,12 +173,7 @@ def _forward_mode(params, x, y, h0, o0):
 @jax.jit
 def _forward(params, x, y, h0, o0):
     """The forward pass: (outputs, cache)."""
-    U = params["U"]
-    W = params["W"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, W, R, V, b, c = (params[name] for name in PARAMS)
     n_h = params["U"].shape[0]
     n_q = params["R"].shape[1]
     T, B = x.shape[0], x.shape[1]

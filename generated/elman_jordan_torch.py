@@ -88,15 +88,8 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0, o0))
     with torch.no_grad():
-        U = params["U"]
-        W = params["W"]
-        R = params["R"]
-        V = params["V"]
-        b = params["b"]
-        c = params["c"]
-        x = cache["x"]
-        h = cache["h"]
-        o = cache["o"]
+        U, W, R, V, b, c = (params[name] for name in PARAMS)
+        x, h, o = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
@@ -150,12 +143,7 @@ def forward_mode_grads(params, xs, ys, h0=None, o0=None):
 
 def _forward(params, sizes, x, y, h0, o0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    U = params["U"]
-    W = params["W"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, W, R, V, b, c = (params[name] for name in PARAMS)
     o = work["o"]
     h = work["h"]
     s = work["s"]
@@ -220,7 +208,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             d_h_t.addmm_(d_a[t + 1], W, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            # dL/dh_t += W^T dL/da_{t+1}
             d_h_t.addmm_(_d_next_a[0], W, alpha=_weights[t])
         # dL/da_t = diag(1 - h_t^2) dL/dh_t
         torch.mul(_k1_t, d_h_t, out=d_a_t)
@@ -242,15 +229,14 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     ages = k + 1  # how many steps back a gradient may have flowed
-    d_h = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_a = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
+    d_h, d_a = torch.zeros((2, T + 1, ages, B, n_h), dtype=dtype, device=device)
     d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     for t in range(T, 0, -1):
         if t < T:
             d_h[t] += _age(d_a[t + 1] @ W)  # dL/dh_t += W^T dL/da_{t+1}
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a = following["_d_next_a"]
-            d_h[t] += _age(_d_next_a[0] @ W)  # dL/dh_t += W^T dL/da_{t+1}
+            d_h[t] += _age(_d_next_a[0] @ W)
         d_a[t] = (1 - h[t] ** 2) * d_h[t]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_h0 = _age(d_a[1] @ W).sum(axis=0)  # dL/dh_0 = W^T dL/da_1
     d_o0 = (d_a[1] @ R).sum(axis=0)  # dL/do_0 = R^T dL/da_1
@@ -269,18 +255,12 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     n_h = sizes["h"]
     n_q = sizes["q"]
     return {
-        # dL/dU = sum_t dL/da_t x_t^T
-        "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dW = sum_t dL/da_t h_{t-1}^T
-        "W": (h[:-1].reshape(-1, n_h).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dR = sum_t dL/da_t o_{t-1}^T
-        "R": (o[:-1].reshape(-1, n_q).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
-        # dL/db = sum_t dL/da_t
-        "b": d_a[1:].reshape(-1, n_h).sum(0),
-        # dL/dc = sum_t dL/ds_t
-        "c": d_s.reshape(-1, n_q).sum(0),
+        "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dU = sum_t dL/da_t x_t^T
+        "W": (h[:-1].reshape(-1, n_h).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dW = sum_t dL/da_t h_{t-1}^T
+        "R": (o[:-1].reshape(-1, n_q).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dR = sum_t dL/da_t o_{t-1}^T
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
+        "b": d_a[1:].reshape(-1, n_h).sum(0),  # dL/db = sum_t dL/da_t
+        "c": d_s.reshape(-1, n_q).sum(0),  # dL/dc = sum_t dL/ds_t
     }
 
 

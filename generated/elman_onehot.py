@@ -86,11 +86,8 @@ def forward_mode_grads(params, xs, ys, s0=None):
     """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_z, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (s0,))
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
-    x = cache["x"]
-    s = cache["s"]
+    U, W, V = (params[name] for name in PARAMS)
+    x, s = (cache[name] for name in CACHE)
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -124,9 +121,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
 
 def _forward(params, sizes, x, s0, work):
     """The forward pass, into the arrays of work."""
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
+    U, W, V = (params[name] for name in PARAMS)
     s = work["s"]
     z = work["z"]
     _W_T = work["_W_T"]
@@ -178,7 +173,6 @@ def _adjoints(keep, params, sizes, cache, d_z, work, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_s = following["_d_next_s"]
             _next_k1 = following["_next_k1"]
-            # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
             np.multiply(_next_k1[0], _d_next_s[0], out=_step_h_2)
             np.dot(_step_h_2, W, out=_step_h)
             if keep is not None:
@@ -210,7 +204,7 @@ def _window_adjoints(k, params, sizes, cache, d_z, work, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_s = following["_d_next_s"]
             _next_s = following["_next_s"]
-            d_s[t] += _age((1 - _next_s[0] ** 2) * _d_next_s[0] @ W)  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
+            d_s[t] += _age((1 - _next_s[0] ** 2) * _d_next_s[0] @ W)
     d_s0 = _age((1 - s[1] ** 2) * d_s[1] @ W).sum(axis=0)  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
     np.sum(d_s, axis=1, out=work["d_s"])
     if following is not None:  # step 1's values, for the segment before this one
@@ -220,8 +214,7 @@ def _window_adjoints(k, params, sizes, cache, d_z, work, following=None):
 
 def _gradients(params, sizes, cache, d_z, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
-    x = cache["x"]
-    s = cache["s"]
+    x, s = (cache[name] for name in CACHE)
     d_s = work["d_s"]
     n_d = sizes["d"]
     n_h = sizes["h"]

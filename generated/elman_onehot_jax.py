@@ -107,9 +107,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
 def _forward_mode(params, x, y, s0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass."""
     loss, d_z, cache = _PASSES.output_gradient(params, x, y, (s0,))
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
+    U, W, V = (params[name] for name in PARAMS)
     s = cache["s"]
     n_d = params["U"].shape[1]
     n_h = params["U"].shape[0]
@@ -154,9 +152,7 @@ def _forward_mode(params, x, y, s0):
 @jax.jit
 def _forward(params, x, s0):
     """The forward pass: (outputs, cache)."""
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
+    U, W, V = (params[name] for name in PARAMS)
     n_h = params["U"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["U"].dtype

@@ -93,11 +93,8 @@ def forward_mode_grads(params, xs, ys, s0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_z, cache, sizes = _PASSES.output_gradient(params, xs, ys, (s0,))
     with torch.no_grad():
-        U = params["U"]
-        W = params["W"]
-        V = params["V"]
-        x = cache["x"]
-        s = cache["s"]
+        U, W, V = (params[name] for name in PARAMS)
+        x, s = (cache[name] for name in CACHE)
         n_d = sizes["d"]
         n_h = sizes["h"]
         n_q = sizes["q"]
@@ -134,9 +131,7 @@ def forward_mode_grads(params, xs, ys, s0=None):
 
 def _forward(params, sizes, x, s0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    U = params["U"]
-    W = params["W"]
-    V = params["V"]
+    U, W, V = (params[name] for name in PARAMS)
     s = work["s"]
     z = work["z"]
     _W_T = work["_W_T"]
@@ -192,7 +187,6 @@ def _adjoints(keep, params, sizes, cache, d_z, work, following=None, compile=Fal
         elif following:  # step T of a segment: the flow from the next one
             _d_next_s = following["_d_next_s"]
             _next_k1 = following["_next_k1"]
-            # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
             torch.mul(_next_k1[0], _d_next_s[0], out=_step_h)
             d_s_t.addmm_(_step_h, W, alpha=_weights[t])
     d_s0 = _weighted(keep, 0, (1 - s[1] ** 2) * d_s[1] @ W)  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
@@ -219,7 +213,7 @@ def _window_adjoints(k, params, sizes, cache, d_z, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_s = following["_d_next_s"]
             _next_s = following["_next_s"]
-            d_s[t] += _age((1 - _next_s[0] ** 2) * _d_next_s[0] @ W)  # dL/ds_t += W^T diag(1 - s_{t+1}^2) dL/ds_{t+1}
+            d_s[t] += _age((1 - _next_s[0] ** 2) * _d_next_s[0] @ W)
     d_s0 = _age((1 - s[1] ** 2) * d_s[1] @ W).sum(axis=0)  # dL/ds_0 = W^T diag(1 - s_1^2) dL/ds_1
     if following is not None:  # step 1's values, for the segment before this one
         following.update({"_d_next_s": d_s[1].clone()[None], "_next_s": s[1].clone()[None]})
@@ -239,8 +233,7 @@ def _gradients(params, sizes, cache, adjoints, d_z):
         "U": _scatter_columns(((1 - s[1:] ** 2) * d_s[1:]), x, n_d),
         # dL/dW = sum_t diag(1 - s_t^2) dL/ds_t s_{t-1}^T
         "W": (s[:-1].reshape(-1, n_h).T @ ((1 - s[1:] ** 2) * d_s[1:]).reshape(-1, n_h)).T,
-        # dL/dV = sum_t dL/dz_t s_t^T
-        "V": (s[1:].reshape(-1, n_h).T @ d_z.reshape(-1, n_q)).T,
+        "V": (s[1:].reshape(-1, n_h).T @ d_z.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/dz_t s_t^T
     }
 
 

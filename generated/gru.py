@@ -92,25 +92,8 @@ def forward_mode_grads(params, xs, ys, h0=None):
     """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0,))
-    W_ir = params["W_ir"]
-    b_ir = params["b_ir"]
-    W_hr = params["W_hr"]
-    b_hr = params["b_hr"]
-    W_iz = params["W_iz"]
-    b_iz = params["b_iz"]
-    W_hz = params["W_hz"]
-    b_hz = params["b_hz"]
-    W_in = params["W_in"]
-    b_in = params["b_in"]
-    W_hn = params["W_hn"]
-    b_hn = params["b_hn"]
-    V = params["V"]
-    x = cache["x"]
-    h = cache["h"]
-    r = cache["r"]
-    z = cache["z"]
-    m = cache["m"]
-    n = cache["n"]
+    W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
+    x, h, r, z, m, n = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
@@ -186,19 +169,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 def _forward(params, sizes, x, h0, work):
     """The forward pass, into the arrays of work."""
-    W_ir = params["W_ir"]
-    b_ir = params["b_ir"]
-    W_hr = params["W_hr"]
-    b_hr = params["b_hr"]
-    W_iz = params["W_iz"]
-    b_iz = params["b_iz"]
-    W_hz = params["W_hz"]
-    b_hz = params["b_hz"]
-    W_in = params["W_in"]
-    b_in = params["b_in"]
-    W_hn = params["W_hn"]
-    b_hn = params["b_hn"]
-    V = params["V"]
+    W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
     _r_z_m = work["_r_z_m"]
     r = work["r"]  # a view of _r_z_m[..., :n_h]
     z = work["z"]  # a view of _r_z_m[..., n_h:2 * n_h]
@@ -319,8 +290,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             _d_next_h = following["_d_next_h"]
             _d_next_r_bar_z_bar_m = following["_d_next_r_bar_z_bar_m"]
             _next_z = following["_next_z"]
-            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
-            # dL/dz_bar_{t+1}
             np.dot(_d_next_r_bar_z_bar_m[0], _W_hr_W_hz_W_hn, out=_step_h)
             np.multiply(_next_z[0], _d_next_h[0], out=_step_h_2)
             np.add(_step_h, _step_h_2, out=_step_h)
@@ -385,8 +354,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
             _d_next_r_bar = following["_d_next_r_bar"]
             _d_next_z_bar = following["_d_next_z_bar"]
             _next_z = following["_next_z"]
-            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
-            # dL/dz_bar_{t+1}
             d_h[t] += _age(
                 _next_z[0] * _d_next_h[0]
                 + _d_next_m[0] @ W_hn

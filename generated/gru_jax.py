@@ -120,19 +120,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 def _forward_mode(params, x, y, h0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass."""
     loss, d_s, cache = _PASSES.output_gradient(params, x, y, (h0,))
-    W_ir = params["W_ir"]
-    b_ir = params["b_ir"]
-    W_hr = params["W_hr"]
-    b_hr = params["b_hr"]
-    W_iz = params["W_iz"]
-    b_iz = params["b_iz"]
-    W_hz = params["W_hz"]
-    b_hz = params["b_hz"]
-    W_in = params["W_in"]
-    b_in = params["b_in"]
-    W_hn = params["W_hn"]
-    b_hn = params["b_hn"]
-    V = params["V"]
+    W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
     h = cache["h"]
     r = cache["r"]
     z = cache["z"]
@@ -223,19 +211,7 @@ def _forward_mode(params, x, y, h0):
 @jax.jit
 def _forward(params, x, h0):
     """The forward pass: (outputs, cache)."""
-    W_ir = params["W_ir"]
-    b_ir = params["b_ir"]
-    W_hr = params["W_hr"]
-    b_hr = params["b_hr"]
-    W_iz = params["W_iz"]
-    b_iz = params["b_iz"]
-    W_hz = params["W_hz"]
-    b_hz = params["b_hz"]
-    W_in = params["W_in"]
-    b_in = params["b_in"]
-    W_hn = params["W_hn"]
-    b_hn = params["b_hn"]
-    V = params["V"]
+    W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
     n_h = params["W_ir"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["W_ir"].dtype

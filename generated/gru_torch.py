@@ -97,25 +97,8 @@ def forward_mode_grads(params, xs, ys, h0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0,))
     with torch.no_grad():
-        W_ir = params["W_ir"]
-        b_ir = params["b_ir"]
-        W_hr = params["W_hr"]
-        b_hr = params["b_hr"]
-        W_iz = params["W_iz"]
-        b_iz = params["b_iz"]
-        W_hz = params["W_hz"]
-        b_hz = params["b_hz"]
-        W_in = params["W_in"]
-        b_in = params["b_in"]
-        W_hn = params["W_hn"]
-        b_hn = params["b_hn"]
-        V = params["V"]
-        x = cache["x"]
-        h = cache["h"]
-        r = cache["r"]
-        z = cache["z"]
-        m = cache["m"]
-        n = cache["n"]
+        W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
+        x, h, r, z, m, n = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
@@ -194,19 +177,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 def _forward(params, sizes, x, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    W_ir = params["W_ir"]
-    b_ir = params["b_ir"]
-    W_hr = params["W_hr"]
-    b_hr = params["b_hr"]
-    W_iz = params["W_iz"]
-    b_iz = params["b_iz"]
-    W_hz = params["W_hz"]
-    b_hz = params["b_hz"]
-    W_in = params["W_in"]
-    b_in = params["b_in"]
-    W_hn = params["W_hn"]
-    b_hn = params["b_hn"]
-    V = params["V"]
+    W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
     _r_z_m = work["_r_z_m"]
     r = work["r"]  # a view of _r_z_m[..., :n_h]
     z = work["z"]  # a view of _r_z_m[..., n_h:2 * n_h]
@@ -335,8 +306,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             _d_next_h = following["_d_next_h"]
             _d_next_r_bar_z_bar_m = following["_d_next_r_bar_z_bar_m"]
             _next_z = following["_next_z"]
-            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
-            # dL/dz_bar_{t+1}
             d_h_t.addcmul_(_next_z[0], _d_next_h[0], value=_weights[t])
             d_h_t.addmm_(_d_next_r_bar_z_bar_m[0], _W_hr_W_hz_W_hn, alpha=_weights[t])
         # dL/dm_t = diag(r_t) dL/dn_bar_t (from dL/dh_t)
@@ -375,14 +344,9 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     ages = k + 1  # how many steps back a gradient may have flowed
-    d_h = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_n = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_n_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_m = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_z = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_z_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_r = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_r_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
+    d_h, d_n, d_n_bar, d_m, d_z, d_z_bar, d_r, d_r_bar = torch.zeros(
+        (8, T + 1, ages, B, n_h), dtype=dtype, device=device
+    )
     d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     for t in range(T, 0, -1):
         if t < T:
@@ -395,8 +359,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             _d_next_r_bar = following["_d_next_r_bar"]
             _d_next_z_bar = following["_d_next_z_bar"]
             _next_z = following["_next_z"]
-            # dL/dh_t += diag(z_{t+1}) dL/dh_{t+1} + W_hn^T dL/dm_{t+1} + W_hr^T dL/dr_bar_{t+1} + W_hz^T
-            # dL/dz_bar_{t+1}
             d_h[t] += _age(
                 _next_z[0] * _d_next_h[0]
                 + _d_next_m[0] @ W_hn
@@ -445,32 +407,19 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     # the gradients of W_hr, W_hz, W_hn at once
     _d_W_hr_W_hz_W_hn = (h[:-1].reshape(-1, n_h).T @ _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h)).T
     return {
-        # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
-        "W_ir": _d_W_ir_W_iz[:n_h].clone(),
-        # dL/db_ir = sum_t dL/dr_bar_t
-        "b_ir": _d_b_ir_b_iz_b_hn[:n_h].clone(),
-        # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
-        "W_hr": _d_W_hr_W_hz_W_hn[:n_h].clone(),
-        # dL/db_hr = sum_t dL/dr_bar_t
-        "b_hr": _d_b_ir_b_iz_b_hn[:n_h].clone(),
-        # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
-        "W_iz": _d_W_ir_W_iz[n_h:2 * n_h].clone(),
-        # dL/db_iz = sum_t dL/dz_bar_t
-        "b_iz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].clone(),
-        # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
-        "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h].clone(),
-        # dL/db_hz = sum_t dL/dz_bar_t
-        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].clone(),
-        # dL/dW_in = sum_t dL/dn_bar_t x_t^T
-        "W_in": (x.reshape(-1, n_d).T @ d_n_bar[1:].reshape(-1, n_h)).T,
-        # dL/db_in = sum_t dL/dn_bar_t
-        "b_in": d_n_bar[1:].reshape(-1, n_h).sum(0),
-        # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
-        "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h].clone(),
-        # dL/db_hn = sum_t dL/dm_t
-        "b_hn": _d_b_ir_b_iz_b_hn[2 * n_h:3 * n_h].clone(),
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
+        "W_ir": _d_W_ir_W_iz[:n_h].clone(),  # dL/dW_ir = sum_t dL/dr_bar_t x_t^T
+        "b_ir": _d_b_ir_b_iz_b_hn[:n_h].clone(),  # dL/db_ir = sum_t dL/dr_bar_t
+        "W_hr": _d_W_hr_W_hz_W_hn[:n_h].clone(),  # dL/dW_hr = sum_t dL/dr_bar_t h_{t-1}^T
+        "b_hr": _d_b_ir_b_iz_b_hn[:n_h].clone(),  # dL/db_hr = sum_t dL/dr_bar_t
+        "W_iz": _d_W_ir_W_iz[n_h:2 * n_h].clone(),  # dL/dW_iz = sum_t dL/dz_bar_t x_t^T
+        "b_iz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].clone(),  # dL/db_iz = sum_t dL/dz_bar_t
+        "W_hz": _d_W_hr_W_hz_W_hn[n_h:2 * n_h].clone(),  # dL/dW_hz = sum_t dL/dz_bar_t h_{t-1}^T
+        "b_hz": _d_b_ir_b_iz_b_hn[n_h:2 * n_h].clone(),  # dL/db_hz = sum_t dL/dz_bar_t
+        "W_in": (x.reshape(-1, n_d).T @ d_n_bar[1:].reshape(-1, n_h)).T,  # dL/dW_in = sum_t dL/dn_bar_t x_t^T
+        "b_in": d_n_bar[1:].reshape(-1, n_h).sum(0),  # dL/db_in = sum_t dL/dn_bar_t
+        "W_hn": _d_W_hr_W_hz_W_hn[2 * n_h:3 * n_h].clone(),  # dL/dW_hn = sum_t dL/dm_t h_{t-1}^T
+        "b_hn": _d_b_ir_b_iz_b_hn[2 * n_h:3 * n_h].clone(),  # dL/db_hn = sum_t dL/dm_t
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
     }
 
 

@@ -82,14 +82,8 @@ def forward_mode_grads(params, xs, ys, o0=None):
     """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (o0,))
-    U = params["U"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
-    x = cache["x"]
-    o = cache["o"]
-    h = cache["h"]
+    U, R, V, b, c = (params[name] for name in PARAMS)
+    x, o, h = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
@@ -132,11 +126,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
 
 def _forward(params, sizes, x, y, o0, work):
     """The forward pass, into the arrays of work."""
-    U = params["U"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, R, V, b, c = (params[name] for name in PARAMS)
     o = work["o"]
     h = work["h"]
     s = work["s"]
@@ -199,9 +189,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
 
 def _gradients(params, sizes, cache, d_s, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
-    x = cache["x"]
-    o = cache["o"]
-    h = cache["h"]
+    x, o, h = (cache[name] for name in CACHE)
     _ones = work["_ones"]
     d_a = work["d_a"]
     n_d = sizes["d"]

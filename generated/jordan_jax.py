@@ -110,11 +110,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
 def _forward_mode(params, x, y, o0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass."""
     loss, d_s, cache = _PASSES.output_gradient(params, x, y, (o0,))
-    U = params["U"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, R, V, b, c = (params[name] for name in PARAMS)
     o = cache["o"]
     h = cache["h"]
     n_h = params["U"].shape[0]
@@ -169,11 +165,7 @@ def _forward_mode(params, x, y, o0):
 @jax.jit
 def _forward(params, x, y, o0):
     """The forward pass: (outputs, cache)."""
-    U = params["U"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, R, V, b, c = (params[name] for name in PARAMS)
     n_h = params["U"].shape[0]
     n_q = params["R"].shape[1]
     T, B = x.shape[0], x.shape[1]

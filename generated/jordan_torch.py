@@ -87,14 +87,8 @@ def forward_mode_grads(params, xs, ys, o0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (o0,))
     with torch.no_grad():
-        U = params["U"]
-        R = params["R"]
-        V = params["V"]
-        b = params["b"]
-        c = params["c"]
-        x = cache["x"]
-        o = cache["o"]
-        h = cache["h"]
+        U, R, V, b, c = (params[name] for name in PARAMS)
+        x, o, h = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
@@ -141,11 +135,7 @@ def forward_mode_grads(params, xs, ys, o0=None):
 
 def _forward(params, sizes, x, y, o0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    U = params["U"]
-    R = params["R"]
-    V = params["V"]
-    b = params["b"]
-    c = params["c"]
+    U, R, V, b, c = (params[name] for name in PARAMS)
     o = work["o"]
     h = work["h"]
     s = work["s"]
@@ -198,8 +188,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     n_h = sizes["h"]
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
-    d_h = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
-    d_a = torch.zeros((T + 1, B, n_h), dtype=dtype, device=device)
+    d_h, d_a = torch.zeros((2, T + 1, B, n_h), dtype=dtype, device=device)
     d_h[1:] = d_s @ V  # dL/dh_t = V^T dL/ds_t
     d_a[1:] = (1 - h[1:] ** 2) * d_h[1:]  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_o0 = d_a[1] @ R  # dL/do_0 = R^T dL/da_1
@@ -216,16 +205,11 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     n_h = sizes["h"]
     n_q = sizes["q"]
     return {
-        # dL/dU = sum_t dL/da_t x_t^T
-        "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dR = sum_t dL/da_t o_{t-1}^T
-        "R": (o[:-1].reshape(-1, n_q).T @ d_a[1:].reshape(-1, n_h)).T,
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
-        # dL/db = sum_t dL/da_t
-        "b": d_a[1:].reshape(-1, n_h).sum(0),
-        # dL/dc = sum_t dL/ds_t
-        "c": d_s.reshape(-1, n_q).sum(0),
+        "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dU = sum_t dL/da_t x_t^T
+        "R": (o[:-1].reshape(-1, n_q).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dR = sum_t dL/da_t o_{t-1}^T
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
+        "b": d_a[1:].reshape(-1, n_h).sum(0),  # dL/db = sum_t dL/da_t
+        "c": d_s.reshape(-1, n_q).sum(0),  # dL/dc = sum_t dL/ds_t
     }
 
 

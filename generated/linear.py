@@ -79,11 +79,8 @@ def forward_mode_grads(params, xs, ys, h0=None):
     """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_o, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0,))
-    W_hx = params["W_hx"]
-    W_hh = params["W_hh"]
-    W_qh = params["W_qh"]
-    x = cache["x"]
-    h = cache["h"]
+    W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
+    x, h = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_o.shape[0], d_o.shape[1]
@@ -115,9 +112,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 def _forward(params, sizes, x, h0, work):
     """The forward pass, into the arrays of work."""
-    W_hx = params["W_hx"]
-    W_hh = params["W_hh"]
-    W_qh = params["W_qh"]
+    W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
     h = work["h"]
     o = work["o"]
     _W_hh_T = work["_W_hh_T"]
@@ -161,7 +156,6 @@ def _adjoints(keep, params, sizes, cache, d_o, work, following=None):
             np.add(d_h_t, _step_h, out=d_h_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_h = following["_d_next_h"]
-            # dL/dh_t += W_hh^T dL/dh_{t+1}
             np.dot(_d_next_h[0], W_hh, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
@@ -190,7 +184,7 @@ def _window_adjoints(k, params, sizes, cache, d_o, work, following=None):
             d_h[t] += _age(d_h[t + 1] @ W_hh)  # dL/dh_t += W_hh^T dL/dh_{t+1}
         elif following:  # step T of a segment: the flow from the next one
             _d_next_h = following["_d_next_h"]
-            d_h[t] += _age(_d_next_h[0] @ W_hh)  # dL/dh_t += W_hh^T dL/dh_{t+1}
+            d_h[t] += _age(_d_next_h[0] @ W_hh)
     d_h0 = _age(d_h[1] @ W_hh).sum(axis=0)  # dL/dh_0 = W_hh^T dL/dh_1
     np.sum(d_h, axis=1, out=work["d_h"])
     if following is not None:  # step 1's values, for the segment before this one
@@ -200,8 +194,7 @@ def _window_adjoints(k, params, sizes, cache, d_o, work, following=None):
 
 def _gradients(params, sizes, cache, d_o, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
-    x = cache["x"]
-    h = cache["h"]
+    x, h = (cache[name] for name in CACHE)
     d_h = work["d_h"]
     n_d = sizes["d"]
     n_h = sizes["h"]

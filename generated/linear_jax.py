@@ -107,9 +107,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 def _forward_mode(params, x, y, h0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass."""
     loss, d_o, cache = _PASSES.output_gradient(params, x, y, (h0,))
-    W_hx = params["W_hx"]
-    W_hh = params["W_hh"]
-    W_qh = params["W_qh"]
+    W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
     h = cache["h"]
     n_h = params["W_hx"].shape[0]
     n_q = params["W_qh"].shape[0]
@@ -152,9 +150,7 @@ def _forward_mode(params, x, y, h0):
 @jax.jit
 def _forward(params, x, h0):
     """The forward pass: (outputs, cache)."""
-    W_hx = params["W_hx"]
-    W_hh = params["W_hh"]
-    W_qh = params["W_qh"]
+    W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
     n_h = params["W_hx"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["W_hx"].dtype

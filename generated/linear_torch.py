@@ -84,11 +84,8 @@ def forward_mode_grads(params, xs, ys, h0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_o, cache, sizes = _PASSES.output_gradient(params, xs, ys, (h0,))
     with torch.no_grad():
-        W_hx = params["W_hx"]
-        W_hh = params["W_hh"]
-        W_qh = params["W_qh"]
-        x = cache["x"]
-        h = cache["h"]
+        W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
+        x, h = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_o.shape[0], d_o.shape[1]
@@ -123,9 +120,7 @@ def forward_mode_grads(params, xs, ys, h0=None):
 
 def _forward(params, sizes, x, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    W_hx = params["W_hx"]
-    W_hh = params["W_hh"]
-    W_qh = params["W_qh"]
+    W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
     h = work["h"]
     o = work["o"]
     _W_hh_T = work["_W_hh_T"]
@@ -172,7 +167,6 @@ def _adjoints(keep, params, sizes, cache, d_o, work, following=None, compile=Fal
             d_h_t.addmm_(d_h[t + 1], W_hh, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_h = following["_d_next_h"]
-            # dL/dh_t += W_hh^T dL/dh_{t+1}
             d_h_t.addmm_(_d_next_h[0], W_hh, alpha=_weights[t])
     d_h0 = _weighted(keep, 0, d_h[1] @ W_hh)  # dL/dh_0 = W_hh^T dL/dh_1
     if following is not None:  # step 1's values, for the segment before this one
@@ -196,7 +190,7 @@ def _window_adjoints(k, params, sizes, cache, d_o, following=None):
             d_h[t] += _age(d_h[t + 1] @ W_hh)  # dL/dh_t += W_hh^T dL/dh_{t+1}
         elif following:  # step T of a segment: the flow from the next one
             _d_next_h = following["_d_next_h"]
-            d_h[t] += _age(_d_next_h[0] @ W_hh)  # dL/dh_t += W_hh^T dL/dh_{t+1}
+            d_h[t] += _age(_d_next_h[0] @ W_hh)
     d_h0 = _age(d_h[1] @ W_hh).sum(axis=0)  # dL/dh_0 = W_hh^T dL/dh_1
     if following is not None:  # step 1's values, for the segment before this one
         following.update({"_d_next_h": d_h[1].clone()[None]})
@@ -212,12 +206,9 @@ def _gradients(params, sizes, cache, adjoints, d_o):
     n_h = sizes["h"]
     n_q = sizes["q"]
     return {
-        # dL/dW_hx = sum_t dL/dh_t x_t^T
-        "W_hx": (x.reshape(-1, n_d).T @ d_h[1:].reshape(-1, n_h)).T,
-        # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
-        "W_hh": (h[:-1].reshape(-1, n_h).T @ d_h[1:].reshape(-1, n_h)).T,
-        # dL/dW_qh = sum_t dL/do_t h_t^T
-        "W_qh": (h[1:].reshape(-1, n_h).T @ d_o.reshape(-1, n_q)).T,
+        "W_hx": (x.reshape(-1, n_d).T @ d_h[1:].reshape(-1, n_h)).T,  # dL/dW_hx = sum_t dL/dh_t x_t^T
+        "W_hh": (h[:-1].reshape(-1, n_h).T @ d_h[1:].reshape(-1, n_h)).T,  # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T
+        "W_qh": (h[1:].reshape(-1, n_h).T @ d_o.reshape(-1, n_q)).T,  # dL/dW_qh = sum_t dL/do_t h_t^T
     }
 
 

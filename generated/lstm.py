@@ -97,30 +97,10 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (c0, h0))
-    W_ii = params["W_ii"]
-    b_ii = params["b_ii"]
-    W_hi = params["W_hi"]
-    b_hi = params["b_hi"]
-    W_if = params["W_if"]
-    b_if = params["b_if"]
-    W_hf = params["W_hf"]
-    b_hf = params["b_hf"]
-    W_ig = params["W_ig"]
-    b_ig = params["b_ig"]
-    W_hg = params["W_hg"]
-    b_hg = params["b_hg"]
-    W_io = params["W_io"]
-    b_io = params["b_io"]
-    W_ho = params["W_ho"]
-    b_ho = params["b_ho"]
-    V = params["V"]
-    x = cache["x"]
-    c = cache["c"]
-    h = cache["h"]
-    i = cache["i"]
-    f = cache["f"]
-    g = cache["g"]
-    o = cache["o"]
+    W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
+        params[name] for name in PARAMS
+    )
+    x, c, h, i, f, g, o = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
@@ -216,23 +196,9 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 
 def _forward(params, sizes, x, c0, h0, work):
     """The forward pass, into the arrays of work."""
-    W_ii = params["W_ii"]
-    b_ii = params["b_ii"]
-    W_hi = params["W_hi"]
-    b_hi = params["b_hi"]
-    W_if = params["W_if"]
-    b_if = params["b_if"]
-    W_hf = params["W_hf"]
-    b_hf = params["b_hf"]
-    W_ig = params["W_ig"]
-    b_ig = params["b_ig"]
-    W_hg = params["W_hg"]
-    b_hg = params["b_hg"]
-    W_io = params["W_io"]
-    b_io = params["b_io"]
-    W_ho = params["W_ho"]
-    b_ho = params["b_ho"]
-    V = params["V"]
+    W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
+        params[name] for name in PARAMS
+    )
     _i_f_o_g = work["_i_f_o_g"]
     i = work["i"]  # a view of _i_f_o_g[..., :n_h]
     f = work["f"]  # a view of _i_f_o_g[..., n_h:2 * n_h]
@@ -355,8 +321,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             np.add(d_h_t, _step_h, out=d_h_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_i_bar_to_g_bar = following["_d_next_i_bar_to_g_bar"]
-            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
-            # dL/do_bar_{t+1}
             np.dot(_d_next_i_bar_to_g_bar[0], _W_hi_W_hf_W_ho_W_hg, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
@@ -372,7 +336,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
-            # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
             np.multiply(_next_f[0], _d_next_c[0], out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
@@ -445,8 +408,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
             _d_next_g_bar = following["_d_next_g_bar"]
             _d_next_i_bar = following["_d_next_i_bar"]
             _d_next_o_bar = following["_d_next_o_bar"]
-            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
-            # dL/do_bar_{t+1}
             d_h[t] += _age(
                 _d_next_f_bar[0] @ W_hf
                 + _d_next_g_bar[0] @ W_hg
@@ -459,7 +420,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
-            d_c[t] += _age(_next_f[0] * _d_next_c[0])  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            d_c[t] += _age(_next_f[0] * _d_next_c[0])
         d_o[t] = np.tanh(c[t]) * d_h[t]  # dL/do_t = diag(tanh(c_t)) dL/dh_t
         d_o_bar[t] = ((1 - o[t]) * o[t]) * d_o[t]  # dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         d_g[t] = i[t] * d_c[t]  # dL/dg_t = diag(i_t) dL/dc_t

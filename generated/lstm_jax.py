@@ -125,23 +125,9 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 def _forward_mode(params, x, y, c0, h0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass."""
     loss, d_s, cache = _PASSES.output_gradient(params, x, y, (c0, h0))
-    W_ii = params["W_ii"]
-    b_ii = params["b_ii"]
-    W_hi = params["W_hi"]
-    b_hi = params["b_hi"]
-    W_if = params["W_if"]
-    b_if = params["b_if"]
-    W_hf = params["W_hf"]
-    b_hf = params["b_hf"]
-    W_ig = params["W_ig"]
-    b_ig = params["b_ig"]
-    W_hg = params["W_hg"]
-    b_hg = params["b_hg"]
-    W_io = params["W_io"]
-    b_io = params["b_io"]
-    W_ho = params["W_ho"]
-    b_ho = params["b_ho"]
-    V = params["V"]
+    W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
+        params[name] for name in PARAMS
+    )
     c = cache["c"]
     h = cache["h"]
     i = cache["i"]
@@ -256,23 +242,9 @@ def _forward_mode(params, x, y, c0, h0):
 @jax.jit
 def _forward(params, x, c0, h0):
     """The forward pass: (outputs, cache)."""
-    W_ii = params["W_ii"]
-    b_ii = params["b_ii"]
-    W_hi = params["W_hi"]
-    b_hi = params["b_hi"]
-    W_if = params["W_if"]
-    b_if = params["b_if"]
-    W_hf = params["W_hf"]
-    b_hf = params["b_hf"]
-    W_ig = params["W_ig"]
-    b_ig = params["b_ig"]
-    W_hg = params["W_hg"]
-    b_hg = params["b_hg"]
-    W_io = params["W_io"]
-    b_io = params["b_io"]
-    W_ho = params["W_ho"]
-    b_ho = params["b_ho"]
-    V = params["V"]
+    W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
+        params[name] for name in PARAMS
+    )
     n_h = params["W_ii"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["W_ii"].dtype

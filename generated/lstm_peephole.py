@@ -95,29 +95,8 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     """What loss_and_grads returns, computed forward in time (real-time recurrent learning): the state's
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (c0, h0))
-    W_z = params["W_z"]
-    R_z = params["R_z"]
-    b_z = params["b_z"]
-    W_i = params["W_i"]
-    R_i = params["R_i"]
-    b_i = params["b_i"]
-    W_f = params["W_f"]
-    R_f = params["R_f"]
-    b_f = params["b_f"]
-    W_o = params["W_o"]
-    R_o = params["R_o"]
-    b_o = params["b_o"]
-    p_i = params["p_i"]
-    p_f = params["p_f"]
-    p_o = params["p_o"]
-    V = params["V"]
-    x = cache["x"]
-    c = cache["c"]
-    h = cache["h"]
-    z = cache["z"]
-    i = cache["i"]
-    f = cache["f"]
-    o = cache["o"]
+    W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
+    x, c, h, z, i, f, o = (cache[name] for name in CACHE)
     n_h = sizes["h"]
     n_q = sizes["q"]
     T, B = d_s.shape[0], d_s.shape[1]
@@ -213,22 +192,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 
 def _forward(params, sizes, x, c0, h0, work):
     """The forward pass, into the arrays of work."""
-    W_z = params["W_z"]
-    R_z = params["R_z"]
-    b_z = params["b_z"]
-    W_i = params["W_i"]
-    R_i = params["R_i"]
-    b_i = params["b_i"]
-    W_f = params["W_f"]
-    R_f = params["R_f"]
-    b_f = params["b_f"]
-    W_o = params["W_o"]
-    R_o = params["R_o"]
-    b_o = params["b_o"]
-    p_i = params["p_i"]
-    p_f = params["p_f"]
-    p_o = params["p_o"]
-    V = params["V"]
+    W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
     _z_i_f_o = work["_z_i_f_o"]
     z = work["z"]  # a view of _z_i_f_o[..., :n_h]
     i = work["i"]  # a view of _z_i_f_o[..., n_h:2 * n_h]
@@ -383,7 +347,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             np.add(d_h_t, _step_h, out=d_h_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_z_bar_to_o_bar = following["_d_next_z_bar_to_o_bar"]
-            # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
             np.dot(_d_next_z_bar_to_o_bar[0], _R_z_R_i_R_f_R_o, out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
@@ -402,8 +365,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_a2 = following["_next_a2"]
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
-            # times dL/dc_{t+1})
             np.multiply(_next_a2[0], _d_next_c[0], out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
@@ -472,7 +433,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
             _d_next_i_bar = following["_d_next_i_bar"]
             _d_next_o_bar = following["_d_next_o_bar"]
             _d_next_z_bar = following["_d_next_z_bar"]
-            # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
             d_h[t] += _age(
                 _d_next_f_bar[0] @ R_f
                 + _d_next_i_bar[0] @ R_i
@@ -491,7 +451,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
             _d_next_f_bar = following["_d_next_f_bar"]
             _d_next_i_bar = following["_d_next_i_bar"]
             _next_f = following["_next_f"]
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
             d_c[t] += _age(p_f * _d_next_f_bar[0] + p_i * _d_next_i_bar[0] + _next_f[0] * _d_next_c[0])
         d_f[t] = c[t - 1] * d_c[t]  # dL/df_t = diag(c_{t-1}) dL/dc_t
         d_f_bar[t] = ((1 - f[t]) * f[t]) * d_f[t]  # dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t

@@ -123,22 +123,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 def _forward_mode(params, x, y, c0, h0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass."""
     loss, d_s, cache = _PASSES.output_gradient(params, x, y, (c0, h0))
-    W_z = params["W_z"]
-    R_z = params["R_z"]
-    b_z = params["b_z"]
-    W_i = params["W_i"]
-    R_i = params["R_i"]
-    b_i = params["b_i"]
-    W_f = params["W_f"]
-    R_f = params["R_f"]
-    b_f = params["b_f"]
-    W_o = params["W_o"]
-    R_o = params["R_o"]
-    b_o = params["b_o"]
-    p_i = params["p_i"]
-    p_f = params["p_f"]
-    p_o = params["p_o"]
-    V = params["V"]
+    W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
     c = cache["c"]
     h = cache["h"]
     z = cache["z"]
@@ -253,22 +238,7 @@ def _forward_mode(params, x, y, c0, h0):
 @jax.jit
 def _forward(params, x, c0, h0):
     """The forward pass: (outputs, cache)."""
-    W_z = params["W_z"]
-    R_z = params["R_z"]
-    b_z = params["b_z"]
-    W_i = params["W_i"]
-    R_i = params["R_i"]
-    b_i = params["b_i"]
-    W_f = params["W_f"]
-    R_f = params["R_f"]
-    b_f = params["b_f"]
-    W_o = params["W_o"]
-    R_o = params["R_o"]
-    b_o = params["b_o"]
-    p_i = params["p_i"]
-    p_f = params["p_f"]
-    p_o = params["p_o"]
-    V = params["V"]
+    W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
     n_h = params["W_z"].shape[0]
     T, B = x.shape[0], x.shape[1]
     dtype = params["W_z"].dtype

@@ -101,29 +101,8 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (c0, h0))
     with torch.no_grad():
-        W_z = params["W_z"]
-        R_z = params["R_z"]
-        b_z = params["b_z"]
-        W_i = params["W_i"]
-        R_i = params["R_i"]
-        b_i = params["b_i"]
-        W_f = params["W_f"]
-        R_f = params["R_f"]
-        b_f = params["b_f"]
-        W_o = params["W_o"]
-        R_o = params["R_o"]
-        b_o = params["b_o"]
-        p_i = params["p_i"]
-        p_f = params["p_f"]
-        p_o = params["p_o"]
-        V = params["V"]
-        x = cache["x"]
-        c = cache["c"]
-        h = cache["h"]
-        z = cache["z"]
-        i = cache["i"]
-        f = cache["f"]
-        o = cache["o"]
+        W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
+        x, c, h, z, i, f, o = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
@@ -222,22 +201,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 
 def _forward(params, sizes, x, c0, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    W_z = params["W_z"]
-    R_z = params["R_z"]
-    b_z = params["b_z"]
-    W_i = params["W_i"]
-    R_i = params["R_i"]
-    b_i = params["b_i"]
-    W_f = params["W_f"]
-    R_f = params["R_f"]
-    b_f = params["b_f"]
-    W_o = params["W_o"]
-    R_o = params["R_o"]
-    b_o = params["b_o"]
-    p_i = params["p_i"]
-    p_f = params["p_f"]
-    p_o = params["p_o"]
-    V = params["V"]
+    W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
     _z_i_f_o = work["_z_i_f_o"]
     z = work["z"]  # a view of _z_i_f_o[..., :n_h]
     i = work["i"]  # a view of _z_i_f_o[..., n_h:2 * n_h]
@@ -401,7 +365,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             d_h_t.addmm_(_d_z_bar_to_o_bar[t + 1], _R_z_R_i_R_f_R_o, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_z_bar_to_o_bar = following["_d_next_z_bar_to_o_bar"]
-            # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
             d_h_t.addmm_(_d_next_z_bar_to_o_bar[0], _R_z_R_i_R_f_R_o, alpha=_weights[t])
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         torch.mul(_k1_t, d_h_t, out=d_o_bar_t)
@@ -414,8 +377,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_a2 = following["_next_a2"]
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1} (one slope
-            # times dL/dc_{t+1})
             d_c_t.addcmul_(_next_a2[0], _d_next_c[0], value=_weights[t])
         # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
         torch.mul(_k3_t, d_c_t, out=d_f_bar_t)
@@ -460,16 +421,9 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     ages = k + 1  # how many steps back a gradient may have flowed
-    d_h = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_o = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_o_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_c = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_f = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_f_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_i = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_i_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_z = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_z_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
+    d_h, d_o, d_o_bar, d_c, d_f, d_f_bar, d_i, d_i_bar, d_z, d_z_bar = torch.zeros(
+        (10, T + 1, ages, B, n_h), dtype=dtype, device=device
+    )
     d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     for t in range(T, 0, -1):
         if t < T:
@@ -480,7 +434,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             _d_next_i_bar = following["_d_next_i_bar"]
             _d_next_o_bar = following["_d_next_o_bar"]
             _d_next_z_bar = following["_d_next_z_bar"]
-            # dL/dh_t += R_f^T dL/df_bar_{t+1} + R_i^T dL/di_bar_{t+1} + R_o^T dL/do_bar_{t+1} + R_z^T dL/dz_bar_{t+1}
             d_h[t] += _age(
                 _d_next_f_bar[0] @ R_f
                 + _d_next_i_bar[0] @ R_i
@@ -499,7 +452,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             _d_next_f_bar = following["_d_next_f_bar"]
             _d_next_i_bar = following["_d_next_i_bar"]
             _next_f = following["_next_f"]
-            # dL/dc_t += diag(p_f) dL/df_bar_{t+1} + diag(p_i) dL/di_bar_{t+1} + diag(f_{t+1}) dL/dc_{t+1}
             d_c[t] += _age(p_f * _d_next_f_bar[0] + p_i * _d_next_i_bar[0] + _next_f[0] * _d_next_c[0])
         d_f[t] = c[t - 1] * d_c[t]  # dL/df_t = diag(c_{t-1}) dL/dc_t
         d_f_bar[t] = ((1 - f[t]) * f[t]) * d_f[t]  # dL/df_bar_t = diag((1 - f_t) * f_t) dL/df_t
@@ -547,38 +499,22 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     # the gradients of b_z, b_i, b_f, b_o at once
     _d_b_z_b_i_b_f_b_o = _d_z_bar_to_o_bar[1:].reshape(-1, 4 * n_h).sum(0)
     return {
-        # dL/dW_z = sum_t dL/dz_bar_t x_t^T
-        "W_z": _d_W_z_W_i_W_f_W_o[:n_h].clone(),
-        # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
-        "R_z": _d_R_z_R_i_R_f_R_o[:n_h].clone(),
-        # dL/db_z = sum_t dL/dz_bar_t
-        "b_z": _d_b_z_b_i_b_f_b_o[:n_h].clone(),
-        # dL/dW_i = sum_t dL/di_bar_t x_t^T
-        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h].clone(),
-        # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
-        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h].clone(),
-        # dL/db_i = sum_t dL/di_bar_t
-        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h].clone(),
-        # dL/dW_f = sum_t dL/df_bar_t x_t^T
-        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h].clone(),
-        # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
-        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h].clone(),
-        # dL/db_f = sum_t dL/df_bar_t
-        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h].clone(),
-        # dL/dW_o = sum_t dL/do_bar_t x_t^T
-        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h].clone(),
-        # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
-        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h].clone(),
-        # dL/db_o = sum_t dL/do_bar_t
-        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h].clone(),
-        # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
-        "p_i": (c[:-1] * d_i_bar[1:]).reshape(-1, n_h).sum(0),
-        # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
-        "p_f": (c[:-1] * d_f_bar[1:]).reshape(-1, n_h).sum(0),
-        # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
-        "p_o": (c[1:] * d_o_bar[1:]).reshape(-1, n_h).sum(0),
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
+        "W_z": _d_W_z_W_i_W_f_W_o[:n_h].clone(),  # dL/dW_z = sum_t dL/dz_bar_t x_t^T
+        "R_z": _d_R_z_R_i_R_f_R_o[:n_h].clone(),  # dL/dR_z = sum_t dL/dz_bar_t h_{t-1}^T
+        "b_z": _d_b_z_b_i_b_f_b_o[:n_h].clone(),  # dL/db_z = sum_t dL/dz_bar_t
+        "W_i": _d_W_z_W_i_W_f_W_o[n_h:2 * n_h].clone(),  # dL/dW_i = sum_t dL/di_bar_t x_t^T
+        "R_i": _d_R_z_R_i_R_f_R_o[n_h:2 * n_h].clone(),  # dL/dR_i = sum_t dL/di_bar_t h_{t-1}^T
+        "b_i": _d_b_z_b_i_b_f_b_o[n_h:2 * n_h].clone(),  # dL/db_i = sum_t dL/di_bar_t
+        "W_f": _d_W_z_W_i_W_f_W_o[2 * n_h:3 * n_h].clone(),  # dL/dW_f = sum_t dL/df_bar_t x_t^T
+        "R_f": _d_R_z_R_i_R_f_R_o[2 * n_h:3 * n_h].clone(),  # dL/dR_f = sum_t dL/df_bar_t h_{t-1}^T
+        "b_f": _d_b_z_b_i_b_f_b_o[2 * n_h:3 * n_h].clone(),  # dL/db_f = sum_t dL/df_bar_t
+        "W_o": _d_W_z_W_i_W_f_W_o[3 * n_h:4 * n_h].clone(),  # dL/dW_o = sum_t dL/do_bar_t x_t^T
+        "R_o": _d_R_z_R_i_R_f_R_o[3 * n_h:4 * n_h].clone(),  # dL/dR_o = sum_t dL/do_bar_t h_{t-1}^T
+        "b_o": _d_b_z_b_i_b_f_b_o[3 * n_h:4 * n_h].clone(),  # dL/db_o = sum_t dL/do_bar_t
+        "p_i": (c[:-1] * d_i_bar[1:]).reshape(-1, n_h).sum(0),  # dL/dp_i = sum_t diag(c_{t-1}) dL/di_bar_t
+        "p_f": (c[:-1] * d_f_bar[1:]).reshape(-1, n_h).sum(0),  # dL/dp_f = sum_t diag(c_{t-1}) dL/df_bar_t
+        "p_o": (c[1:] * d_o_bar[1:]).reshape(-1, n_h).sum(0),  # dL/dp_o = sum_t diag(c_t) dL/do_bar_t
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
     }
 
 

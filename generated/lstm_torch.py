@@ -102,30 +102,10 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
     derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
     loss, d_s, cache, sizes = _PASSES.output_gradient(params, xs, ys, (c0, h0))
     with torch.no_grad():
-        W_ii = params["W_ii"]
-        b_ii = params["b_ii"]
-        W_hi = params["W_hi"]
-        b_hi = params["b_hi"]
-        W_if = params["W_if"]
-        b_if = params["b_if"]
-        W_hf = params["W_hf"]
-        b_hf = params["b_hf"]
-        W_ig = params["W_ig"]
-        b_ig = params["b_ig"]
-        W_hg = params["W_hg"]
-        b_hg = params["b_hg"]
-        W_io = params["W_io"]
-        b_io = params["b_io"]
-        W_ho = params["W_ho"]
-        b_ho = params["b_ho"]
-        V = params["V"]
-        x = cache["x"]
-        c = cache["c"]
-        h = cache["h"]
-        i = cache["i"]
-        f = cache["f"]
-        g = cache["g"]
-        o = cache["o"]
+        W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
+            params[name] for name in PARAMS
+        )
+        x, c, h, i, f, g, o = (cache[name] for name in CACHE)
         n_h = sizes["h"]
         n_q = sizes["q"]
         T, B = d_s.shape[0], d_s.shape[1]
@@ -224,23 +204,9 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
 
 def _forward(params, sizes, x, c0, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
-    W_ii = params["W_ii"]
-    b_ii = params["b_ii"]
-    W_hi = params["W_hi"]
-    b_hi = params["b_hi"]
-    W_if = params["W_if"]
-    b_if = params["b_if"]
-    W_hf = params["W_hf"]
-    b_hf = params["b_hf"]
-    W_ig = params["W_ig"]
-    b_ig = params["b_ig"]
-    W_hg = params["W_hg"]
-    b_hg = params["b_hg"]
-    W_io = params["W_io"]
-    b_io = params["b_io"]
-    W_ho = params["W_ho"]
-    b_ho = params["b_ho"]
-    V = params["V"]
+    W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
+        params[name] for name in PARAMS
+    )
     _i_f_o_g = work["_i_f_o_g"]
     i = work["i"]  # a view of _i_f_o_g[..., :n_h]
     f = work["f"]  # a view of _i_f_o_g[..., n_h:2 * n_h]
@@ -373,8 +339,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             d_h_t.addmm_(_d_i_bar_to_g_bar[t + 1], _W_hi_W_hf_W_ho_W_hg, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_i_bar_to_g_bar = following["_d_next_i_bar_to_g_bar"]
-            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
-            # dL/do_bar_{t+1}
             d_h_t.addmm_(_d_next_i_bar_to_g_bar[0], _W_hi_W_hf_W_ho_W_hg, alpha=_weights[t])
         # dL/dc_t = diag(1 - tanh(c_t)^2) diag(o_t) dL/dh_t
         torch.mul(_k1_t, d_h_t, out=d_c_t)
@@ -384,7 +348,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
-            # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
             d_c_t.addcmul_(_next_f[0], _d_next_c[0], value=_weights[t])
         # dL/do_t = diag(tanh(c_t)) dL/dh_t; dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         torch.mul(_k2_t, d_h_t, out=d_o_bar_t)
@@ -424,16 +387,9 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
     T, B = d_s.shape[0], d_s.shape[1]
     dtype, device = d_s.dtype, d_s.device
     ages = k + 1  # how many steps back a gradient may have flowed
-    d_h = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_c = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_o = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_o_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_g = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_g_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_f = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_f_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_i = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
-    d_i_bar = torch.zeros((T + 1, ages, B, n_h), dtype=dtype, device=device)
+    d_h, d_c, d_o, d_o_bar, d_g, d_g_bar, d_f, d_f_bar, d_i, d_i_bar = torch.zeros(
+        (10, T + 1, ages, B, n_h), dtype=dtype, device=device
+    )
     d_h[1:, 0] = d_s @ V  # dL/dh_t = V^T dL/ds_t + ...
     for t in range(T, 0, -1):
         if t < T:
@@ -450,8 +406,6 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             _d_next_g_bar = following["_d_next_g_bar"]
             _d_next_i_bar = following["_d_next_i_bar"]
             _d_next_o_bar = following["_d_next_o_bar"]
-            # dL/dh_t += W_hf^T dL/df_bar_{t+1} + W_hg^T dL/dg_bar_{t+1} + W_hi^T dL/di_bar_{t+1} + W_ho^T
-            # dL/do_bar_{t+1}
             d_h[t] += _age(
                 _d_next_f_bar[0] @ W_hf
                 + _d_next_g_bar[0] @ W_hg
@@ -464,7 +418,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
-            d_c[t] += _age(_next_f[0] * _d_next_c[0])  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            d_c[t] += _age(_next_f[0] * _d_next_c[0])
         d_o[t] = torch.tanh(c[t]) * d_h[t]  # dL/do_t = diag(tanh(c_t)) dL/dh_t
         d_o_bar[t] = ((1 - o[t]) * o[t]) * d_o[t]  # dL/do_bar_t = diag((1 - o_t) * o_t) dL/do_t
         d_g[t] = i[t] * d_c[t]  # dL/dg_t = diag(i_t) dL/dc_t
@@ -505,40 +459,23 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     # the gradients of W_hi, W_hf, W_ho, W_hg at once
     _d_W_hi_W_hf_W_ho_W_hg = (h[:-1].reshape(-1, n_h).T @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)).T
     return {
-        # dL/dW_ii = sum_t dL/di_bar_t x_t^T
-        "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h].clone(),
-        # dL/db_ii = sum_t dL/di_bar_t
-        "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h].clone(),
-        # dL/dW_hi = sum_t dL/di_bar_t h_{t-1}^T
-        "W_hi": _d_W_hi_W_hf_W_ho_W_hg[:n_h].clone(),
-        # dL/db_hi = sum_t dL/di_bar_t
-        "b_hi": _d_b_ii_b_if_b_io_b_ig[:n_h].clone(),
-        # dL/dW_if = sum_t dL/df_bar_t x_t^T
-        "W_if": _d_W_ii_W_if_W_io_W_ig[n_h:2 * n_h].clone(),
-        # dL/db_if = sum_t dL/df_bar_t
-        "b_if": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].clone(),
-        # dL/dW_hf = sum_t dL/df_bar_t h_{t-1}^T
-        "W_hf": _d_W_hi_W_hf_W_ho_W_hg[n_h:2 * n_h].clone(),
-        # dL/db_hf = sum_t dL/df_bar_t
-        "b_hf": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].clone(),
-        # dL/dW_ig = sum_t dL/dg_bar_t x_t^T
-        "W_ig": _d_W_ii_W_if_W_io_W_ig[3 * n_h:4 * n_h].clone(),
-        # dL/db_ig = sum_t dL/dg_bar_t
-        "b_ig": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].clone(),
-        # dL/dW_hg = sum_t dL/dg_bar_t h_{t-1}^T
-        "W_hg": _d_W_hi_W_hf_W_ho_W_hg[3 * n_h:4 * n_h].clone(),
-        # dL/db_hg = sum_t dL/dg_bar_t
-        "b_hg": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].clone(),
-        # dL/dW_io = sum_t dL/do_bar_t x_t^T
-        "W_io": _d_W_ii_W_if_W_io_W_ig[2 * n_h:3 * n_h].clone(),
-        # dL/db_io = sum_t dL/do_bar_t
-        "b_io": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].clone(),
-        # dL/dW_ho = sum_t dL/do_bar_t h_{t-1}^T
-        "W_ho": _d_W_hi_W_hf_W_ho_W_hg[2 * n_h:3 * n_h].clone(),
-        # dL/db_ho = sum_t dL/do_bar_t
-        "b_ho": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].clone(),
-        # dL/dV = sum_t dL/ds_t h_t^T
-        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
+        "W_ii": _d_W_ii_W_if_W_io_W_ig[:n_h].clone(),  # dL/dW_ii = sum_t dL/di_bar_t x_t^T
+        "b_ii": _d_b_ii_b_if_b_io_b_ig[:n_h].clone(),  # dL/db_ii = sum_t dL/di_bar_t
+        "W_hi": _d_W_hi_W_hf_W_ho_W_hg[:n_h].clone(),  # dL/dW_hi = sum_t dL/di_bar_t h_{t-1}^T
+        "b_hi": _d_b_ii_b_if_b_io_b_ig[:n_h].clone(),  # dL/db_hi = sum_t dL/di_bar_t
+        "W_if": _d_W_ii_W_if_W_io_W_ig[n_h:2 * n_h].clone(),  # dL/dW_if = sum_t dL/df_bar_t x_t^T
+        "b_if": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].clone(),  # dL/db_if = sum_t dL/df_bar_t
+        "W_hf": _d_W_hi_W_hf_W_ho_W_hg[n_h:2 * n_h].clone(),  # dL/dW_hf = sum_t dL/df_bar_t h_{t-1}^T
+        "b_hf": _d_b_ii_b_if_b_io_b_ig[n_h:2 * n_h].clone(),  # dL/db_hf = sum_t dL/df_bar_t
+        "W_ig": _d_W_ii_W_if_W_io_W_ig[3 * n_h:4 * n_h].clone(),  # dL/dW_ig = sum_t dL/dg_bar_t x_t^T
+        "b_ig": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].clone(),  # dL/db_ig = sum_t dL/dg_bar_t
+        "W_hg": _d_W_hi_W_hf_W_ho_W_hg[3 * n_h:4 * n_h].clone(),  # dL/dW_hg = sum_t dL/dg_bar_t h_{t-1}^T
+        "b_hg": _d_b_ii_b_if_b_io_b_ig[3 * n_h:4 * n_h].clone(),  # dL/db_hg = sum_t dL/dg_bar_t
+        "W_io": _d_W_ii_W_if_W_io_W_ig[2 * n_h:3 * n_h].clone(),  # dL/dW_io = sum_t dL/do_bar_t x_t^T
+        "b_io": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].clone(),  # dL/db_io = sum_t dL/do_bar_t
+        "W_ho": _d_W_hi_W_hf_W_ho_W_hg[2 * n_h:3 * n_h].clone(),  # dL/dW_ho = sum_t dL/do_bar_t h_{t-1}^T
+        "b_ho": _d_b_ii_b_if_b_io_b_ig[2 * n_h:3 * n_h].clone(),  # dL/db_ho = sum_t dL/do_bar_t
+        "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
     }
 
 

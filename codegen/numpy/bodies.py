@@ -29,7 +29,7 @@ def rtrl_body(program):
     model = program.model
     printer = TangentPrinter(stacked=False)
     lines = printer.lines(program.forward_mode.statements)
-    head = bound(printer.used, model, set(), set(program.cache))
+    head = bound(printer.used, model, set(), program.cache)
     first = output_adjoint(model)
     head += [f"T, B = {first}.shape[0], {first}.shape[1]", "grads = {}"]
     return Body(tuple(head + lines), frozenset(printer.used.helpers))
@@ -59,7 +59,7 @@ def backward_bodies(program):
     lines = [line for line, _ in printer.prepared.values()] + lines
     arrays = list(adjoints.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     work = {a.name for a in every_array(arrays)}
-    cache = set(program.cache)
+    cache = program.cache
     viewed = views(arrays)
     body = bound(printer.used, model, work, cache, viewed)
     body += time_and_batch(printer.used.sizes, output_adjoint(model)) + lines + initial
@@ -103,7 +103,7 @@ def window_body(program, read_by_gradients, fast_arrays):
             )
     used = printer.used
     used.sizes |= {str(seq.rows) for seq in targets}
-    head = bound(used, model, set(), set(program.cache))
+    head = bound(used, model, set(), program.cache)
     first = output_adjoint(model)
     head += [f"T, B = {first}.shape[0], {first}.shape[1]", f"dtype = {first}.dtype"]
     if program.recurrent:

@@ -3,7 +3,11 @@ the workspace, sizes from sizes, T and B from an array's shape."""
 
 from dataclasses import dataclass
 
+from bptt.codegen.names import shown
+from bptt.codegen.printing.columns import STEP, WIDTH
 from bptt.codegen.printing.printer import size_name
+
+UNPACKED = WIDTH - 2 * len(STEP)  # the unpacked names stay on one line inside a `with` block
 
 
 @dataclass(frozen=True)
@@ -48,16 +52,30 @@ def initial_keys(model):
 
 
 def params_bound(names, model):
-    """Bindings of the named parameters from params, in the model's order."""
-    return [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in names]
+    """Bindings of the named parameters from params, in the model's order (every one: one unpacking)."""
+    return unpacked([p.name for p in model.params], names, "params", "PARAMS")
+
+
+def unpacked(every, names, source, constant):
+    """Bindings of the named entries of the dict `source`, whose keys are `every`, the module's `constant`:
+    all of them one unpacking in that order when its names fit their line, else one line each."""
+    first = f"{', '.join(every)} = ("  # the first line of the unpacking, laid out (columns.py)
+    if len(every) > 1 and set(every) <= set(names) and len(shown(first)) <= UNPACKED:
+        return [f"{first}{source}[name] for name in {constant})"]
+    return [f"{name} = {source}[{quoted(name)}]" for name in every if name in names]
 
 
 def bound(used, model, work, cache, views=None):
-    """Bindings of the params, cache arrays, work arrays and sizes a body used (not its arguments);
-    views: {name: what it is a view of} for the work arrays that are views of another (said where bound)."""
+    """Bindings of the params, cache arrays, work arrays and sizes a body used (not its arguments); cache: the
+    names CACHE holds, in its order; views: {name: what it is a view of} for the work arrays that are views of
+    another (said where bound)."""
     head = params_bound(used.params, model)
-    head += [f"{name} = cache[{quoted(name)}]" for name in sorted(used.arrays & cache, key=order(model))]
-    head += [work_bound(name, views or {}) for name in sorted(used.arrays & work - cache)]
+    cached = set(cache) & used.arrays
+    if cached == set(cache):
+        head += unpacked(list(cache), cached, "cache", "CACHE")
+    else:
+        head += [f"{name} = cache[{quoted(name)}]" for name in sorted(cached, key=order(model))]
+    head += [work_bound(name, views or {}) for name in sorted(used.arrays & work - set(cache))]
     head += sized(used.sizes, model)
     return head
 

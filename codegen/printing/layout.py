@@ -10,7 +10,7 @@ import sympy as sp
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array
 from bptt.codegen.printing.bindings import (
-    quoted,
+    params_bound,
     sized,
     time_and_batch,
     work_bound,
@@ -71,7 +71,7 @@ def forward_body(program, printer_type=InPlacePrinter):
     lines = [line for line, _ in printer.prepared.values()] + lines
     arrays = list(forward.arrays) + [a for _, a in printer.prepared.values()] + list(printer.scratch.arrays.values())
     used = printer.used
-    head = [f"{p.name} = params[{quoted(p.name)}]" for p in model.params if p.name in used.params]
+    head = params_bound(used.params, model)
     viewed = views(arrays)
     head += [work_bound(a.name, viewed) for a in every_array(arrays) if a.name in used.arrays]
     head += sized(used.sizes, model)

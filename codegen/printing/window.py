@@ -4,9 +4,11 @@ has flowed, 0..k): local terms enter at age 0, a flow from step t+1 arrives one 
 the window drops what would be older than k. Allocating, and slower than the full pass; only
 `truncate=("window", k)` takes it."""
 
+from dataclasses import replace
+
 import sympy as sp
 
-from bptt.codegen.ir import walk
+from bptt.codegen.ir import Statement, walk
 from bptt.codegen.printing.printer import RowPrinter, array_name
 from bptt.derive.nodes import Adj
 
@@ -31,8 +33,12 @@ class Statements(RowPrinter):
 
     def _print_Boundary(self, boundary):
         """A Guard, and at step T of a segment the same flows from the segment after it (passes/checkpoint.py)."""
+        said = {s.comment for s in boundary.body if isinstance(s, Statement)}  # the equations, said in the guard
+        following = [
+            replace(s, comment="") if isinstance(s, Statement) and s.comment in said else s for s in boundary.following
+        ]
         bind = [f'{name} = following["{name}"]' for name in boundary.crossings]
-        body = ["    " + line for line in bind + self.lines(boundary.following)]
+        body = ["    " + line for line in bind + self.lines(following)]
         return (
             self._print_Guard(boundary) + ["elif following:  # step T of a segment: the flow from the next one"] + body
         )
@@ -54,14 +60,14 @@ class WindowPrinter(Statements):
     def _print_Assign(self, statement):
         if isinstance(statement.value, sp.ZeroMatrix):
             return []  # the aged arrays start at zero
-        return [f"{self.target(statement.target)} = {self(statement.value)}  # {statement.comment}"]
+        return [said(f"{self.target(statement.target)} = {self(statement.value)}", statement.comment)]
 
     def _print_Accumulate(self, statement):
-        return [f"{self.target(statement.target)} += {self(statement.value)}  # {statement.comment}"]
+        return [said(f"{self.target(statement.target)} += {self(statement.value)}", statement.comment)]
 
     def _print_Flow(self, statement):
         flow = f"{self.helper('_age')}({self(statement.value)})"
-        return [f"{self.target(statement.target)} += {flow}  # {statement.comment}"]
+        return [said(f"{self.target(statement.target)} += {flow}", statement.comment)]
 
     def initial(self, initial, aged_reads):
         """dL/dS_0: the flow from step 1, one age older (if it is not data), summed over the ages."""
@@ -70,6 +76,11 @@ class WindowPrinter(Statements):
             code = f"{self.helper('_age')}({code})" if initial.weighted else f"({code})"
             code += ".sum(axis=0)"
         return f"d_{initial.key} = {code}  # {initial.comment}"
+
+
+def said(code, comment):
+    """code, its equation as a trailing comment (none for a flow from the next segment: said in the guard)."""
+    return f"{code}  # {comment}" if comment else code
 
 
 def reads_aged(expr, recurrent):

@@ -24,12 +24,12 @@ def window_body(program, reads):
     initial = [printer.initial(i, bool(reads_aged(i.value, program.recurrent))) for i in program.window_initial]
     seqs = adjoint_seqs(statements)
     aged = {seq.name for seq in seqs if seq.name in program.recurrent}
-    zeros = []
+    shapes = {}  # the adjoints of one shape, as the rows of one tensor of zeros
     for seq in seqs:
         printer.used.sizes |= {"T", "B", str(seq.rows)}
         ages = "ages, " if seq.name in aged else ""
-        shape = f"(T + 1, {ages}B, {size_name(seq.rows)})"
-        zeros.append(f"{adjoint_array(seq.name)} = torch.zeros({shape}, dtype=dtype, device=device)")
+        shapes.setdefault(f"T + 1, {ages}B, {size_name(seq.rows)}", []).append(adjoint_array(seq.name))
+    zeros = [zeros_of(names, shape) for shape, names in shapes.items()]
     head = ["ages = k + 1  # how many steps back a gradient may have flowed"] if aged else []
     names = window_reads(program, reads, {adjoint_array(name) for name in aged})
     keys = ", ".join(f"d_{i.key}" for i in program.window_initial) + ("," if len(program.window_initial) == 1 else "")
@@ -37,6 +37,13 @@ def window_body(program, reads):
     used = printer.used
     arrays = frozenset(used.arrays) - {adjoint_array(seq.name) for seq in seqs} - {output_adjoint(program.model)}
     return Printed.of(head + zeros + body + initial + tail, used, arrays)
+
+
+def zeros_of(names, shape):
+    """Zero tensors of one shape: one tensor, its rows unpacked when there are several."""
+    if len(names) == 1:
+        return f"{names[0]} = torch.zeros(({shape}), dtype=dtype, device=device)"
+    return f"{', '.join(names)} = torch.zeros(({len(names)}, {shape}), dtype=dtype, device=device)"
 
 
 def gradients_body(program):
@@ -98,7 +105,7 @@ def fast_adjoints_body(program, reads):
     dy = output_adjoint(model)
     weighted = "_flow_weights" in used.helpers  # its line reads T
     head = time_and_batch(set(used.sizes) | ({"T"} if weighted else set()), dy)  # work: made by the runtime
-    head += bound(used, model, work, set(program.cache), views(arrays))
+    head += bound(used, model, work, program.cache, views(arrays))
     head += [f"{WEIGHTS} = _flow_weights(keep, T)"] if weighted else []
     returned = ", ".join(f'"{name}": {name}' for name in sorted(reads))
     keys = ", ".join(f"d_{i.key}" for i in program.initial) + ("," if len(program.initial) == 1 else "")

@@ -34,6 +34,6 @@ def rtrl_body(program):
     output = output_adjoint(model)
     printer = TorchTangentPrinter(stacked=False)
     lines = printer.lines(program.forward_mode.statements)
-    head = bound(printer.used, model, set(), set(program.cache))
+    head = bound(printer.used, model, set(), program.cache)
     head += [f"T, B = {output}.shape[0], {output}.shape[1]", f"dtype, device = {output}.dtype, {output}.device"]
     return Printed.of(head + ["grads = {}"] + lines, printer.used)
