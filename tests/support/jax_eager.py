@@ -5,6 +5,7 @@ operation): its jitted functions called as the Python functions they wrap, its s
 would take seconds."""
 
 import contextlib
+import dataclasses
 
 import jax
 import jax.numpy as jnp
@@ -22,17 +23,40 @@ def python_scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_t
     return carry, jax.tree.map(lambda *steps: jnp.stack(steps), *ys)
 
 
+JITTED = type(jax.jit(abs))
+
+
+def _unjitted(value):
+    return value.__wrapped__ if isinstance(value, JITTED) else value
+
+
+def _eager_passes(passes):
+    """The module's _Passes (what its public functions run) with the module's maths and the runtime's own
+    jitted functions as the functions they wrap: else every cell's module would be compiled whole, and the
+    compiled programs of hundreds of cells exhaust the process's memory maps (XLA then crashes)."""
+    eager = dataclasses.replace(passes, forward=_unjitted(passes.forward), gradients=_unjitted(passes.gradients))
+    for name, value in vars(eager).items():
+        if isinstance(value, JITTED):
+            object.__setattr__(eager, name, value.__wrapped__)
+    return eager
+
+
 @contextlib.contextmanager
 def eagerly(module):
     """Within: the module's jitted functions are the functions they wrap, and jax.lax.scan a loop."""
-    jitted = {name: value for name, value in vars(module).items() if isinstance(value, type(jax.jit(abs)))}
+    jitted = {name: value for name, value in vars(module).items() if isinstance(value, JITTED)}
+    passes = vars(module).get("_PASSES")
     scan = jax.lax.scan
     try:
         for name, function in jitted.items():
             setattr(module, name, function.__wrapped__)
+        if passes is not None:
+            module._PASSES = _eager_passes(passes)
         jax.lax.scan = python_scan
         yield module
     finally:
         jax.lax.scan = scan
         for name, function in jitted.items():
             setattr(module, name, function)
+        if passes is not None:
+            module._PASSES = passes
