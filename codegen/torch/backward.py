@@ -3,8 +3,10 @@ place, with keep weights when truncating; the plain ones with an age axis for wi
 parameter gradients as derived, one product over all steps each."""
 
 from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.names import shown
 from bptt.codegen.printing.bindings import Printed, bound, output_adjoint, time_and_batch
 from bptt.codegen.printing.checkpoints import hand_back
+from bptt.codegen.printing.columns import STEP, WIDTH
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.layout import every_array, model_names, views
 from bptt.codegen.printing.printer import PrintError, size_name
@@ -29,7 +31,7 @@ def window_body(program, reads):
         printer.used.sizes |= {"T", "B", str(seq.rows)}
         ages = "ages, " if seq.name in aged else ""
         shapes.setdefault(f"T + 1, {ages}B, {size_name(seq.rows)}", []).append(adjoint_array(seq.name))
-    zeros = [zeros_of(names, shape) for shape, names in shapes.items()]
+    zeros = [line for shape, names in shapes.items() for line in zeros_of(names, shape)]
     head = ["ages = k + 1  # how many steps back a gradient may have flowed"] if aged else []
     names = window_reads(program, reads, {adjoint_array(name) for name in aged})
     keys = ", ".join(f"d_{i.key}" for i in program.window_initial) + ("," if len(program.window_initial) == 1 else "")
@@ -40,10 +42,19 @@ def window_body(program, reads):
 
 
 def zeros_of(names, shape):
-    """Zero tensors of one shape: one tensor, its rows unpacked when there are several."""
+    """Zero tensors of one shape: one tensor, its rows unpacked when there are several (as many tensors as
+    keep each unpacking, in a function's body, within WIDTH columns up to the call's bracket)."""
     if len(names) == 1:
-        return f"{names[0]} = torch.zeros(({shape}), dtype=dtype, device=device)"
-    return f"{', '.join(names)} = torch.zeros(({len(names)}, {shape}), dtype=dtype, device=device)"
+        return [f"{names[0]} = torch.zeros(({shape}), dtype=dtype, device=device)"]
+    lines, chunk = [], []
+    for name in names:
+        if chunk and len(shown(", ".join([*chunk, name]) + STEP + " = torch.zeros(")) > WIDTH:
+            lines += zeros_of(chunk, shape)
+            chunk = []
+        chunk.append(name)
+    if len(chunk) == 1:
+        return lines + zeros_of(chunk, shape)
+    return lines + [f"{', '.join(chunk)} = torch.zeros(({len(chunk)}, {shape}), dtype=dtype, device=device)"]
 
 
 def gradients_body(program):
