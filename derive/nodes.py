@@ -159,7 +159,7 @@ class Loss(sp.Expr):
 class GenericLoss(Loss):
     """An unspecified loss l(o_t, y_t), as in d2l's derivation."""
 
-    derivative_in_words = "left as it is, since the loss is not specified"
+    derivative_in_words = "left as it is, since the derivation leaves $l$ general"
 
 
 class SquaredError(Loss):

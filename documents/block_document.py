@@ -68,7 +68,12 @@ def block_section(facts):
                 "The local terms, what each state's adjoint receives from the outputs of its own step:",
             )
         )
-    check = " It satisfies the recursion (checked symbolically), as for a single state." if proved else ""
+    check = (
+        " It satisfies the recursion: its $j = t$ term is $\\boldsymbol{\\beta}_t$ and the rest is $\\mathbf{A}_{t+1}$ "
+        "times the sum at $t+1$."
+        if proved
+        else ""
+    )
     recursion = (
         rf"${latex(_stacked(form))} = {latex(form.jacobian.subs(k, t + 1))} {latex(_stacked(form, t + 1))}"
         rf" + {latex(form.stacked_local.subs(form.expr.index, t))}$"

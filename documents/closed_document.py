@@ -15,7 +15,7 @@ from bptt.documents.latex import latex
 from bptt.documents.prose import reason
 
 CHECK = (
-    " It satisfies the recursion (checked symbolically): its $j = t$ term is the local term and the rest is "
+    " It satisfies the recursion: its $j = t$ term is the local term and the rest is "
     "$\\mathbf{A}_{t+1}$ times the sum at $t+1$."
 )
 

@@ -19,6 +19,8 @@ from bptt.documents.latex import latex
 from bptt.documents.parameter_document import param_section
 from bptt.documents.prose import DEFINITIONS, listed, maths, through
 
+LOSS = r"\ell_{t}"  # the loss of step t; L is their sum (or mean)
+
 # Every section a document may have, in order: what `bptt latex --sections` takes.
 NAMES = (
     "model",
@@ -123,7 +125,8 @@ def _shift_of(definition, expr):
 def model_section(model):
     weight = r"\frac{1}{T} " if model.mean else ""
     equations = [equation(latex(seq()), rhs) for seq, rhs in model.assignments]
-    equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {latex(model.loss)}", ""))
+    equations.append(Equation(LOSS, latex(model.loss), ""))
+    equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {LOSS}", ""))
     for seq, definition in model.names:
         equations.append(equation(latex(seq()), definition))
     initial = listed(f"${latex(s(0))}$" for s in model.states)
@@ -136,7 +139,8 @@ def model_section(model):
     )
     names = [f"${latex(seq())}$ names ${latex(definition)}$" for seq, definition in model.names]
     text = " ".join((text, *(f"{listed(names).capitalize()}." for _ in names[:1]), *model.notes))
-    return Section("model", "The model", text + " The step:", displays(equations))
+    closing = f" The step, its loss ${LOSS}$ and the loss $L$ of the sequence:"
+    return Section("model", "The model", text + closing, displays(equations))
 
 
 def _output_section(model, derivation):
@@ -145,8 +149,8 @@ def _output_section(model, derivation):
         equation(
             latex(Adj(seq())),
             _named(model, value),
-            f"Only the step-$t$ loss reads ${latex(seq())}$, so its adjoint is {weight}the derivative of "
-            f"${latex(model.loss)}$, {model.loss.derivative_in_words}:",
+            f"Only the loss of step $t$, ${LOSS}$, reads ${latex(seq())}$, so its adjoint is {weight}the derivative "
+            f"of ${LOSS} = {latex(model.loss)}$, {model.loss.derivative_in_words}:",
         )
         for seq, value in derivation.output_adjoints.items()
     ]
@@ -158,27 +162,24 @@ def _intermediate_section(model, derivation):
     named = [maths(seq()) for seq in model.intermediates if seq in derivation.named]
     substituted = [maths(seq()) for seq in model.intermediates if seq not in derivation.named]
     if not substituted:
-        kept = "Each keeps its name in the results below."
+        kept = "Each keeps its name in the sections below."
     elif not named:
-        kept = (
-            "Each is a single term with at most one diagonal factor, "
-            f"so it is substituted where it is used ({listed(substituted)})."
-        )
+        kept = f"The sections below write the adjoints of {listed(substituted)} out in full where they are used."
     else:
         kept = (
-            f"An adjoint that is a single term with at most one diagonal factor ({listed(substituted)}) is substituted "
-            f"where it is used; the others ({listed(named)}) keep their names in the results below."
+            f"The sections below write the adjoints of {listed(substituted)} out in full where they are used, and "
+            f"use those of {listed(named)} by name."
         )
     text = (
-        f"Each by the chain rule through the equations of the step that read it, from the step's last equation "
-        f"back to its first. {kept}"
+        f"{kept} The adjoint of each intermediate value follows by the chain rule through the equations of the "
+        "step that read it, from the step's last equation back to its first:"
     )
     return Section("intermediates", "Intermediate adjoints", text, displays(equations), ("adjoint",))
 
 
 def _state_section(derivation):
     equations = []
-    for seq in derivation.states:
+    for seq in _readers_last(derivation):
         same = [c for c in derivation.states[seq] if c.when != NEXT]
         nxt = [c for c in derivation.states[seq] if c.when == NEXT]
         at_end = through(same, T) or "nothing"
@@ -203,6 +204,20 @@ def _state_section(derivation):
     return Section(
         "backward", "Backpropagation through time: the state adjoints", text, displays(equations), ("adjoint",)
     )
+
+
+def _readers_last(derivation):
+    """The states in an order in which each state's adjoint at the last step is shown after the adjoints of the
+    other states it reads at that step (the LSTM's dL/dc_T reads dL/dh_T), in the derivation's order otherwise."""
+    states = list(derivation.states)
+    names = {seq.name for seq in states}
+    reads = {seq: {a.of.name for a in derivation.terminal(seq).atoms(Adj)} & names - {seq.name} for seq in states}
+    ordered = []
+    while states:
+        ready = next((s for s in states if reads[s] <= {o.name for o in ordered}), states[0])
+        ordered.append(ready)
+        states.remove(ready)
+    return ordered
 
 
 def _forcing_section(model, derivation):

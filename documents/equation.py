@@ -13,12 +13,14 @@ LONG = 20  # rows of an equation more than a page may not hold beside the senten
 @dataclass(frozen=True)
 class Equation:
     """`lhs = rhs` and the sentence that says where it comes from. lhs and rhs are LaTeX on one line;
-    `lines` is rhs broken to fit the page, empty when it is one line; `expr` the SymPy rhs, when there is one."""
+    `lines` is rhs broken to fit the page, empty when it is one line; `expr` the SymPy rhs, when there is one;
+    `after`, sentences that read the equation once it is shown (a paragraph after its display)."""
 
     lhs: str
     rhs: str
     why: str
     lines: tuple = ()
+    after: str = ""
     expr: object = field(default=None, compare=False, repr=False)
     fitted_beside: float | None = field(default=None, compare=False, repr=False)  # the lhs width lines fit
 
@@ -60,17 +62,19 @@ class Equation:
         return replace(fitted, lines=broken)
 
 
-def equation(lhs, rhs, why=""):
+def equation(lhs, rhs, why="", after=""):
     """The Equation `lhs = rhs` of a SymPy expression rhs, broken into lines where it does not fit the page."""
-    return Equation(lhs, latex(rhs), why, expr=rhs).beside(width(lhs))
+    return Equation(lhs, latex(rhs), why, after=after, expr=rhs).beside(width(lhs))
 
 
 @dataclass(frozen=True)
 class Display:
-    """Equations shown together after one sentence (the sentence may be empty: the section's text leads in)."""
+    """Equations shown together after one sentence (the sentence may be empty: the section's text leads in),
+    and the sentences that read them, `after` (a paragraph of its own after the display)."""
 
     why: str
     equations: tuple
+    after: str = ""
 
     @property
     def rows(self):
@@ -104,14 +108,14 @@ def displays(equations):
     groups = []
     for eq in equations:
         group = groups[-1] if groups else None
-        if group is not None and eq.why in (group[0].why, "") and _fits(eq, group):
+        if group is not None and not group[-1].after and eq.why in (group[0].why, "") and _fits(eq, group):
             group.append(eq)
         else:
             groups.append([eq])
     out = []
     for group in groups:
         widest = max(width(eq.lhs) for eq in group)
-        out.append(Display(group[0].why, tuple(eq.beside(widest) for eq in group)))
+        out.append(Display(group[0].why, tuple(eq.beside(widest) for eq in group), group[-1].after))
     return tuple(out)
 
 

@@ -5,12 +5,13 @@ import sympy as sp
 
 from bptt.derive.closed_form import NoClosedForm, k
 from bptt.derive.elementwise import FUNCTIONS
-from bptt.derive.flow import eigen_power_step, gate, makeup
+from bptt.derive.flow import gate, makeup
 from bptt.derive.nodes import T, matrix_sum, t
 from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed, maths, reason
 
+LAST_LOSS = r"\ell_{T}"  # the loss of the last step, whose gradient the flow follows back
 PASCANU = "Pascanu, Mikolov and Bengio, 2013"
 SHORT = 3  # the most lines of a Jacobian written out again
 NO_BOUND = (
@@ -68,22 +69,21 @@ def _single(flow):
     ]
     why = (
         "By the chain rule through the steps between, the newest step's Jacobian on the left (matrices do not "
-        "commute, so the order matters). "
+        "commute, so the order matters)"
+    )
+    carries = (
         "Transposed, it is the closed form's $\\mathbf{A}_{t+1} \\cdots \\mathbf{A}_T$, "
-        f"which carries ${_d('L_T', seq(T))}$ back to ${_d('L_T', seq(t))}$"
+        f"which carries ${_d(LAST_LOSS, seq(T))}$ back to ${_d(LAST_LOSS, seq(t))}$."
     )
     if flow.is_power:
         power = f"{latex(flow.jacobian)}^{{T-t}}"
-        out.append(Equation(lhs, power, why + ". Here every factor is the same matrix, so it is a power:"))
-        out += _bound(flow, lhs, f"\\left\\|{power}\\right\\|_2") + _eigen(flow, lhs, power)
-    else:
         out.append(
-            Equation(
-                lhs,
-                r"\mathbf{J}_T \mathbf{J}_{T-1} \cdots \mathbf{J}_{t+1}",
-                why + "." + (NO_BOUND if flow.bound is None else "") + " So:",
-            )
+            Equation(lhs, power, why + "; every factor is the same matrix, so the product is a power:", after=carries)
         )
+        out += _bound(flow, lhs, f"\\left\\|{power}\\right\\|_2") + _eigen(flow, power)
+    else:
+        after = carries + (NO_BOUND if flow.bound is None else "")
+        out.append(Equation(lhs, r"\mathbf{J}_T \mathbf{J}_{T-1} \cdots \mathbf{J}_{t+1}", why + ":", after=after))
         out += _bound(flow, lhs, r"\left\|\mathbf{J}_T \cdots \mathbf{J}_{t+1}\right\|_2")
     return out
 
@@ -108,8 +108,8 @@ def _bound(flow, lhs, norm):
             Equation(
                 r"\gamma",
                 f"{sups} = {gamma}",
-                "The largest slope of the activation (1 for $\\tanh$, $\\frac{1}{4}$ for the sigmoid): every "
-                "diagonal factor of $\\mathbf{J}_k$ has norm at most $\\gamma$:",
+                "The largest slope of the activation (1 for $\\tanh$, $\\frac{1}{4}$ for the sigmoid):",
+                after="Every diagonal factor of $\\mathbf{J}_k$ has norm at most $\\gamma$.",
             )
         )
     slopes = " \\le \\gamma" if flow.bound.slopes else ""
@@ -121,32 +121,35 @@ def _bound(flow, lhs, norm):
     why = (
         f"The norm of a product is at most the product of the norms, with {diag}"
         f"$\\left\\|\\mathbf{{W}}\\right\\|_2 = \\sigma_{{\\max}}(\\mathbf{{W}})$, "
-        f"the largest singular value ({PASCANU}). "
+        f"the largest singular value ({PASCANU}), so:"
+    )
+    after = (
         "A base below 1 makes the gradient vanish exponentially in $T - t$ (a sufficient condition); "
-        f"exploding needs a base above 1, $\\sigma_{{\\max}} > {threshold}$ (a necessary condition). This "
-        f"upper bound is loose where {loose}the weights' singular vectors do not line up:"
+        f"exploding needs a base above 1, $\\sigma_{{\\max}} > {threshold}$ (a necessary condition). The bound "
+        f"is loose where {loose}the weights' singular vectors do not line up."
     )
     base = sigma if gamma == "1" else rf"{gamma} \, {sigma}"
-    out.append(Equation(rf"\left\|{lhs}\right\|_2", rf"{norm} \le \left({base}\right)^{{T-t}}", why))
+    out.append(Equation(rf"\left\|{lhs}\right\|_2", rf"{norm} \le \left({base}\right)^{{T-t}}", why, after=after))
     return out
 
 
-def _eigen(flow, lhs, power):
-    """W = Q Lambda Q^-1 gives W^n = Q Lambda^n Q^-1 (the induction step checked by SymPy), and d2l's exercise."""
-    step, expected = eigen_power_step()
-    checked = " (checked symbolically)" if step.doit() == expected else ""
-    out = [
+def _eigen(flow, power):
+    """W = Q Lambda Q^-1 gives W^n = Q Lambda^n Q^-1, and d2l's exercise."""
+    weight = latex(flow.jacobian)
+    return [
         Equation(
             power,
             r"\mathbf{Q} \boldsymbol{\Lambda}^{T-t} \mathbf{Q}^{-1}",
-            "For a diagonalizable "
-            f"${latex(flow.jacobian)} = \\mathbf{{Q}} \\boldsymbol{{\\Lambda}} \\mathbf{{Q}}^{{-1}}$ "
-            f"the inner $\\mathbf{{Q}}^{{-1}} \\mathbf{{Q}}$ cancel{checked}, so "
-            "$\\boldsymbol{\\Lambda}^{T-t} = \\operatorname{diag}(\\lambda_i^{T-t})$: "
-            "along an eigenvector the gradient is scaled by $\\lambda_i^{T-t}$, "
-            "which vanishes for $|\\lambda_i| < 1$ and explodes for $|\\lambda_i| > 1$. "
-            "For a normal matrix ($\\mathbf{Q}$ unitary) the norm of the power is exactly $\\rho^{T-t}$, "
-            "$\\rho$ the spectral radius:",
+            f"For a diagonalizable ${weight} = \\mathbf{{Q}} \\boldsymbol{{\\Lambda}} \\mathbf{{Q}}^{{-1}}$ "
+            "the inner $\\mathbf{Q}^{-1} \\mathbf{Q}$ of the power cancel:",
+            after=(
+                "Here $\\boldsymbol{\\Lambda}^{T-t} = \\operatorname{diag}(\\lambda_i^{T-t})$. The gradient "
+                f"travels back through the transpose, $({weight}^\\top)^{{T-t}}$, whose eigenvalues are the same "
+                f"$\\lambda_i$: along an eigenvector of ${weight}^\\top$ the gradient is scaled by "
+                "$\\lambda_i^{T-t}$, which vanishes for $|\\lambda_i| < 1$ and explodes for $|\\lambda_i| > 1$. "
+                "For a normal matrix ($\\mathbf{Q}$ unitary) the norm of the power is exactly $\\rho^{T-t}$, "
+                "$\\rho$ the spectral radius."
+            ),
         ),
         Equation(
             r"\mathbf{M}^{k} \mathbf{x}",
@@ -159,12 +162,19 @@ def _eigen(flow, lhs, power):
             r"\operatorname{tan}^2 \varphi_k",
             r"\sum_{i \ge 2} \frac{c_i^2}{c_1^2} \left(\frac{\lambda_i}{\lambda_1}\right)^{2k}"
             r" \le \left(\frac{\lambda_2}{\lambda_1}\right)^{2k} \operatorname{tan}^2 \varphi_0",
-            "The angle $\\varphi_k$ between $\\mathbf{M}^k \\mathbf{x}$ and $\\mathbf{v}_1$ shrinks at the rate "
-            "$|\\lambda_2| / |\\lambda_1|$ per step, so $|\\cos \\varphi_k| \\to 1$: powers align with the top "
-            "eigenvector (power iteration), and the gradient with them:",
+            "So the angle $\\varphi_k$ between $\\mathbf{M}^k \\mathbf{x}$ and $\\mathbf{v}_1$ obeys:",
+            after=(
+                "It shrinks at the rate $|\\lambda_2| / |\\lambda_1|$ per step, so $|\\cos \\varphi_k| \\to 1$: powers "
+                "align with the top eigenvector (power iteration), and the gradient with them."
+            ),
         ),
     ]
-    return out
+
+
+def direct_name(seq, time=k):
+    """D^c_k: the direct Jacobian of a state, its own equation's derivative by its value at the step before with
+    the other states held fixed (not the block A^cc_k, which counts every path through the step)."""
+    return rf"\mathbf{{D}}^{{{seq.name}}}_{{{latex(time)}}}"
 
 
 def _carousels(model, flow):
@@ -177,17 +187,22 @@ def _carousels(model, flow):
         if flow.jacobian is None:
             out.append(
                 equation(
-                    _d(seq(k), seq(k - 1)),
+                    direct_name(seq),
                     found.partial,
-                    f"With the other states at step $k - 1$ held fixed, ${latex(seq(k))}$'s own equation reads "
-                    f"${latex(seq(k - 1))}$ through the diagonal ${direct}${_others(model, found)}:",
+                    f"Write ${direct_name(seq)}$ for the direct Jacobian of ${latex(seq())}$: the derivative of "
+                    f"${latex(seq(k))}$'s own equation by ${latex(seq(k - 1))}$, with the other states at step "
+                    "$k - 1$ held fixed. It is not the block of $\\mathbf{A}_k$, which also counts the paths through "
+                    f"the other states. ${latex(seq(k))}$'s own equation reads ${latex(seq(k - 1))}$ through the "
+                    f"diagonal ${direct}${_others(model, found)}:",
                 )
             )
         out.append(
             Equation(
                 rf"{latex(found.direct.subs(k, T))} \cdots {latex(found.direct.subs(k, t + 1))}",
                 rf"\operatorname{{diag}}\left({factor} \odot \cdots \odot {last}\right)",
-                _carousel_text(model, flow, found, direct),
+                f"Along the direct path from ${latex(seq(t))}$ to ${latex(seq(T))}$, where each step reads the last "
+                f"through ${direct}$, the factors are diagonal, so they multiply elementwise:",
+                after=_carousel_text(model, flow, found),
             )
         )
     return out
@@ -221,19 +236,18 @@ def _others(model, found):
     return f" and through other {kind}" + (f", which hold {listed(held)}" if held else "")
 
 
-def _carousel_text(model, flow, found, direct):
-    """The direct path's product, said from what the factors are: always diagonal, a gate or not."""
-    seq, own = found.state, makeup(model, found.direct)
+def _carousel_text(model, flow, found):
+    """What the direct path's product says, from what the factors are: always diagonal, a gate or not."""
+    own = makeup(model, found.direct)
     slope = (
         f"but a slope of {listed(FUNCTIONS[n].latex.join('$$') for n in own.slopes)}"
         if own.slopes
         else "and no activation slope"
     )
     text = (
-        f"Along the direct path from ${latex(seq(t))}$ to ${latex(seq(T))}$, where each step reads the last through "
-        f"${direct}$, the factors are diagonal: they multiply elementwise, with no weight matrix {slope}, so where "
-        "they are near 1 the gradient stays near 1 over long distances. It is the constant error carousel of "
-        "Hochreiter and Schmidhuber (1997), whose factor is 1."
+        f"The product holds no weight matrix {slope}, so where its factors are near 1 the product stays near 1 "
+        "over long distances, and the gradient along this path neither vanishes nor explodes. It is the constant "
+        "error carousel of Hochreiter and Schmidhuber (1997), whose factor is 1."
     )
     gated = gate(model, found.direct.vector)
     if gated is not None:
@@ -244,7 +258,7 @@ def _carousel_text(model, flow, found, direct):
     paths = makeup(model, flow.jacobian) if flow.jacobian is not None else None
     if len(_terms(found.partial)) > 1 or paths is not None and not paths.diagonal:
         text += " The other paths pass through the other terms of the step's Jacobian, as above."
-    return text + " So:"
+    return text
 
 
 def _clipping(exploding):
@@ -252,18 +266,19 @@ def _clipping(exploding):
         "Clipping the gradient by its norm (Pascanu et al., 2013): $\\mathbf{g}$ holds the gradients of every "
         "parameter and initial state, $\\left\\|\\mathbf{g}\\right\\|$ is their joint norm and $g_{\\max}$ the "
         "largest norm allowed. The direction is kept and the norm becomes "
-        "$\\min(\\left\\|\\mathbf{g}\\right\\|, g_{\\max})$"
-        + (
-            ": a step stays bounded when the product of Jacobians explodes; it does nothing for vanishing gradients:"
-            if exploding
-            else ", which caps a step's size:"
-        )
+        "$\\min(\\left\\|\\mathbf{g}\\right\\|, g_{\\max})$:"
+    )
+    after = (
+        "A step stays bounded when the product of Jacobians explodes; clipping does nothing for vanishing gradients."
+        if exploding
+        else "Clipping caps a step's size."
     )
     return [
         Equation(
             r"\operatorname{clip}(\mathbf{g})",
             r"\min\left(1, \frac{g_{\max}}{\left\|\mathbf{g}\right\|}\right) \mathbf{g}",
             why,
+            after=after,
         )
     ]
 

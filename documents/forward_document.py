@@ -15,19 +15,28 @@ from bptt.documents.latex import latex
 from bptt.documents.prose import listed, maths
 
 RTRL = (
-    "Real-time recurrent learning (Williams and Zipser, 1989; the WildML tutorial's "
-    "$\\partial \\mathbf{s}_t / \\partial \\mathbf{W}$, where $\\mathbf{s}_t$ is the state) carries the tangents "
-    "forward in time, alongside the forward pass: the tangent $\\dot{\\mathbf{v}}$ of a value $\\mathbf{v}$ is its "
-    "derivative along a direction $\\dot{\\theta}$ of the parameters, $\\dot{\\mathbf{v}} = (\\partial \\mathbf{v} / "
-    "\\partial \\theta) \\, \\dot{\\theta}$."
+    "Real-time recurrent learning (Williams and Zipser, 1989) carries the tangents forward in time, alongside the "
+    "forward pass: the tangent $\\dot{\\mathbf{v}}$ of a value $\\mathbf{v}$ is its derivative along a direction "
+    "$\\dot{\\theta}$ of the parameters, $\\dot{\\mathbf{v}} = (\\partial \\mathbf{v} / \\partial \\theta) "
+    "\\, \\dot{\\theta}$."
 )
+
+
+def _wildml(state, param):
+    """The WildML tutorial's derivative of the state by a weight, in this document's symbols (the tutorial
+    names the state s, a letter that means another value in several of these documents)."""
+    return (
+        f" The tangent ${latex(Tangent(state()))}$ along ${latex(Tangent(param))}$ is the derivative "
+        f"$\\partial {latex(state())} / \\partial {latex(param)}$ applied to ${latex(Tangent(param))}$: "
+        "the derivative the WildML tutorial, part 3, carries forward."
+    )
 
 
 def lemma_section(facts):
     a, b, c, solution = lemma()
     proved = all(x == y for x, y in lemma_induction(solution, b, c))
     check = (
-        " Proved by induction (checked symbolically): the solution at $t = 1$ is $\\boldsymbol{\\beta}_1$; at $t + 1$, "
+        " Proved by induction: the solution at $t = 1$ is $\\boldsymbol{\\beta}_1$; at $t + 1$, "
         "splitting the newest factor $\\boldsymbol{\\Gamma}_{t+1}$ off every product turns the $i = t$ term into "
         "$\\boldsymbol{\\Gamma}_{t+1} \\boldsymbol{\\beta}_t$ "
         "and the rest into $\\boldsymbol{\\Gamma}_{t+1}$ times the sum at $t$."
@@ -86,7 +95,10 @@ def forward_mode_sections(facts):
     equations = [equation(latex(Tangent(seq())), factored(terms), why) for seq, terms in mode.tangents.items()]
     items = [*displays(equations), _table(model, param, named)]
     items += displays(_jacobian(model, live) + _outputs(model))
-    text = f"{RTRL} Every direction gives the same equations but for the term the direction itself adds."
+    text = (
+        f"{RTRL}{_wildml(live[-1], param)} Every direction gives the same equations but for the term the direction "
+        "itself adds."
+    )
     section = Section("forward", "Forward mode: real-time recurrent learning", text, tuple(items), ("adjoint",))
     return [section, lemma_section(facts)]
 

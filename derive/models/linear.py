@@ -22,7 +22,8 @@ def linear():
         code_loss=SquaredError(o(), y()),
         mean=True,
         notes=(
-            "To compute with, $l$ is taken to be the squared error "
+            "Like the source, the derivation leaves the loss function $l$ general; a computation needs one, and "
+            "takes the squared error "
             "$l(\\mathbf{o}_t, \\mathbf{y}_t) = \\tfrac12\\|\\mathbf{o}_t - \\mathbf{y}_t\\|^2$.",
         ),
     )
