@@ -69,7 +69,7 @@ def block_section(facts):
             )
         )
     check = (
-        " It satisfies the recursion: its $j = t$ term is $\\boldsymbol{\\beta}_t$ and the rest is $\\mathbf{A}_{t+1}$ "
+        "It satisfies the recursion: its $j = t$ term is $\\boldsymbol{\\beta}_t$ and the rest is $\\mathbf{A}_{t+1}$ "
         "times the sum at $t+1$."
         if proved
         else ""
@@ -83,7 +83,8 @@ def block_section(facts):
             latex(_stacked(form)),
             form.expr,
             f"Unrolling the stacked recursion {recursion} from $t = T$, the oldest step's block Jacobian on the left "
-            f"(none when $j = t$).{check} So:",
+            "(none when $j = t$):",
+            after=check,
         )
     )
     names = listed(maths(s()) for s in states)

@@ -28,9 +28,9 @@ def backward_reads(model):
 
 def checkpoint_section(model):
     """The section: reads, checkpoint, recomputed values and the schedule's cost."""
-    data = {seq.name for seq in model.inputs} | {model.concrete_loss().target.name}
+    data = {seq.name for seq in (*model.inputs, *model.forced)} | {model.concrete_loss().target.name}
     stored = [seq for seq in backward_reads(model) if seq.name not in data]
-    states = model.states
+    states = [seq for seq in model.states if seq not in model.forced]  # a teacher-forced state is data
     several = len(states) > 1
     recomputed = [seq for seq in stored if seq.role != "state" and seq.time == t]
     rows = sp.Add(*[seq.rows for seq in states])

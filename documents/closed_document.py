@@ -12,10 +12,10 @@ from bptt.documents.block_document import block_window
 from bptt.documents.equation import Section, displays, equation
 from bptt.documents.graph_document import truncation_figure
 from bptt.documents.latex import latex
-from bptt.documents.prose import reason
+from bptt.documents.prose import past_unread, reason
 
 CHECK = (
-    " It satisfies the recursion: its $j = t$ term is the local term and the rest is "
+    "It satisfies the recursion: its $j = t$ term is the local term and the rest is "
     "$\\mathbf{A}_{t+1}$ times the sum at $t+1$."
 )
 
@@ -36,7 +36,7 @@ def closed_form_sections(facts):
             continue
         proved = all(a == b for a, b in recursion_residual(form))
         jacobian = rf"\left(\partial {latex(seq(k))} / \partial {latex(seq(k - 1))}\right)^\top"
-        same = " It is the same at every step, so a product of $j - t$ of them is a power." if form.is_power else ""
+        same = "It is the same at every step, so a product of $j - t$ of them is a power." if form.is_power else ""
         lhs = latex(Adj(seq()))
         order = (
             "the power of $\\mathbf{A}$ that carries it back over the steps between"
@@ -53,10 +53,8 @@ def closed_form_sections(facts):
             equation(
                 lhs,
                 jacobian_named(form).expr,
-                f"Unrolling the recursion from $t = T$: the local term of every step $j \\ge t$, times {order}."
-                + same
-                + (CHECK if proved else "")
-                + " So:",
+                f"Unrolling the recursion from $t = T$ gives the local term of every step $j \\ge t$, times {order}:",
+                after=" ".join(filter(None, (same, CHECK if proved else ""))),
             ),
         ]
         if form.is_power:
@@ -86,7 +84,7 @@ def truncation_section(facts):
         "keep their form, with these adjoints."
     )
     if not recursive:
-        text = "No step reads an earlier state but as data or through a flat function: there is nothing to truncate."
+        text = f"{past_unread(facts.model)}: there is nothing to truncate."
         return Section("truncation", "Truncated backpropagation through time", text, (), ("adjoint",))
     chunk = (
         "Chunks of $\\tau$ steps, the first from step 1: the state entering a later chunk is detached, so "

@@ -9,7 +9,7 @@ from bptt.derive.flow import gate, makeup
 from bptt.derive.nodes import T, matrix_sum, t
 from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
-from bptt.documents.prose import listed, maths, reason
+from bptt.documents.prose import listed, maths, past_unread, reason
 
 LAST_LOSS = r"\ell_{T}"  # the loss of the last step, whose gradient the flow follows back
 PASCANU = "Pascanu, Mikolov and Bengio, 2013"
@@ -34,8 +34,8 @@ def flow_section(facts):
         return Section("flow", "Gradient flow through time", text, displays(_clipping(exploding=True)))
     if not flow.states:
         text = (
-            "No step reads the past but as data (teacher forcing) or through a flat function: the Jacobian between "
-            "steps is zero, no gradient flows back through time, and nothing can vanish or explode."
+            f"{past_unread(facts.model)}: the Jacobian between steps is zero, no gradient flows back through time, "
+            "and nothing can vanish or explode."
         )
         return Section("flow", "Gradient flow through time", text, displays(_clipping(exploding=False)))
     text = (
@@ -202,10 +202,23 @@ def _carousels(model, flow):
                 rf"\operatorname{{diag}}\left({factor} \odot \cdots \odot {last}\right)",
                 f"Along the direct path from ${latex(seq(t))}$ to ${latex(seq(T))}$, where each step reads the last "
                 f"through ${direct}$, the factors are diagonal, so they multiply elementwise:",
-                after=_carousel_text(model, flow, found),
+                after=_carousel_text(model, flow, found) + (_every_path(seq) if flow.jacobian is None else ""),
             )
         )
     return out
+
+
+def every_path_name(seq):
+    """Phi^c_{T,t}: the block of a state in the Jacobian of the states at T by the states at t, every path counted."""
+    return rf"\boldsymbol{{\Phi}}^{{{seq.name}}}_{{T,t}}"
+
+
+def _every_path(seq):
+    return (
+        f" Write ${every_path_name(seq)}$ for the block of ${latex(seq(T))}$ by ${latex(seq(t))}$ in the Jacobian of "
+        "all the states at step $T$ by all the states at step $t$: it counts every path, this product and those "
+        "through the other states."
+    )
 
 
 def _others(model, found):

@@ -36,7 +36,7 @@ def lemma_section(facts):
     a, b, c, solution = lemma()
     proved = all(x == y for x, y in lemma_induction(solution, b, c))
     check = (
-        " Proved by induction: the solution at $t = 1$ is $\\boldsymbol{\\beta}_1$; at $t + 1$, "
+        "Proved by induction: the solution at $t = 1$ is $\\boldsymbol{\\beta}_1$; at $t + 1$, "
         "splitting the newest factor $\\boldsymbol{\\Gamma}_{t+1}$ off every product turns the $i = t$ term into "
         "$\\boldsymbol{\\Gamma}_{t+1} \\boldsymbol{\\beta}_t$ "
         "and the rest into $\\boldsymbol{\\Gamma}_{t+1}$ times the sum at $t$."
@@ -45,12 +45,13 @@ def lemma_section(facts):
         Equation(
             latex(a),
             f"{latex(b)} + {latex(c)} {latex(a.subs(t, t - 1))}",
-            "With $\\boldsymbol{\\alpha}_0 = 0$, the recursion:",
+            "Take the recursion, with $\\boldsymbol{\\alpha}_0 = 0$:",
         ),
         Equation(
             latex(a),
             latex(solution),
-            "unrolls into a sum, the newest factor of each product on the left." + (check if proved else "") + " So:",
+            "It unrolls into a sum over the steps $i < t$, the newest factor of each product on the left:",
+            after=check if proved else "",
         ),
     )
     closed = any(not isinstance(form, NoClosedForm) for form in facts.closed.values())
@@ -161,7 +162,8 @@ def _outputs(model):
                 "from the chain rule through the output equation. "
                 "One pass gives one direction, so the whole gradient, $|\\theta|$ numbers, takes "
                 "$|\\theta|$ directions, each carrying the tangents of the state: with $n$ numbers in the state, "
-                "$O(n^2 |\\theta|)$ work per step against $O(n^2)$ for BPTT:",
+                "$O(n^2 |\\theta|)$ work per step against $O(|\\theta|)$ for BPTT, which reads each parameter once "
+                "forward and twice backward:",
             )
         )
     return out

@@ -99,8 +99,13 @@ def _dotted(letters):
 
 
 def bold(name, style=_mathbf):
-    """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`, `W1` -> `\\mathbf{W}^{(1)}`."""
+    """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`, `W1` -> `\\mathbf{W}^{(1)}`; a layer's
+    digits after the subscript's letters are its superscript, as a state's are:
+    `W_ih1` -> `\\mathbf{W}^{(1)}_\\textrm{ih}`."""
     letters, sub = _split(name)
+    digits = len(sub) - len(sub.rstrip("0123456789"))
+    if 0 < digits < len(sub) and sub[:-digits].isalpha() and not letters[-1:].isdigit():
+        letters, sub = letters + sub[-digits:], sub[:-digits]
     return layer(letters, style) + _subscript(sub)
 
 

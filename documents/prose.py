@@ -17,6 +17,16 @@ DEFINITIONS = {
 }
 
 
+def past_unread(model):
+    """Why no gradient flows back through time, in words: the past is read as data (teacher forcing), or only
+    through a flat function, or both."""
+    ways = ["as data, which teacher forcing puts in place of the value the step before computed"]
+    ways = ways if model.teacher_forcing else []
+    if any(seq not in model.forced for seq in model.states):
+        ways.append("through a flat function, one whose derivative is zero wherever it is defined (a step function)")
+    return f"No step reads an earlier state but {listed(ways, 'or')}"
+
+
 def reason(error):
     """Why a closed form or a flow is not shown, in words (the message of one that shows expressions is not)."""
     return getattr(error, "in_words", str(error))

@@ -32,6 +32,7 @@ def _show(item, fmt):
 
 
 _env.globals["show"] = _show
+_env.globals["is_figure"] = lambda item: isinstance(item, Figure)  # set first in its section, before the text
 
 
 def document(model, fmt="tex", only=None, figures=None):

@@ -297,6 +297,6 @@ def _carousel_table(found, radius):
             f"$b_{{{gate}}}$",
             "$T-t$",
             rf"the carousel $\|\mathrm{{diag}}({symbol(gate)}_T) \cdots \mathrm{{diag}}({symbol(gate)}_{{t+1}})\|$",
-            rf"every path $\|\partial {symbol(state)}_T/\partial {symbol(state)}_t\|$",
+            rf"every path $\|\boldsymbol{{\Phi}}^{{{state}}}_{{T,t}}\|$",
         ),
     )
