@@ -18,6 +18,7 @@ from bptt.documents.graph_document import graph_section
 from bptt.documents.latex import latex
 from bptt.documents.parameter_document import param_section
 from bptt.documents.prose import DEFINITIONS, listed, maths, through
+from bptt.documents.source_document import compared, source_section
 
 LOSS = r"\ell_{t}"  # the loss of step t; L is their sum (or mean)
 
@@ -36,6 +37,7 @@ NAMES = (
     "flow",
     "forward",
     "lemma",
+    "source",
 )
 
 
@@ -47,6 +49,7 @@ def available(model):
     """The names of the sections a model's document has, in order."""
     live = [s for s in model.states if s not in model.forced]
     missing = {"intermediates": not model.intermediates, "forcing": not model.teacher_forcing}
+    missing["source"] = not compared(model)
     missing |= {name: not live for name in ("backward", "closed-form", "truncation", "checkpoints", "lemma")}
     return tuple(name for name in NAMES if not missing.get(name))
 
@@ -87,6 +90,7 @@ def _build(name, facts):
         "flow": lambda: [flow_section(facts)],
         "forward": lambda: forward_mode_sections(facts),
         "lemma": lambda: [],
+        "source": lambda: [source_section(model)],
     }
     return builders[name]()
 
