@@ -3,7 +3,7 @@
 from bptt.derive.closed_form import ClosedForm, NoClosedForm, block_name, k, recursion_residual
 from bptt.derive.nodes import Adj, MatAt, SeqAt, t
 from bptt.derive.truncation import windowed
-from bptt.documents.equation import Equation, Section, displays, equation
+from bptt.documents.equation import Section, displays, equation
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed, maths, reason
 
@@ -12,12 +12,6 @@ DELTA = "delta"  # the stacked adjoint's name
 
 def _stacked(form, time=t):
     return SeqAt(DELTA, time, sum(s.rows for s in form.states), "intermediate")
-
-
-def _blocks(rows):
-    """A block matrix written inline, rows separated by `;` and blocks by `,` (no matrix
-    environment, so it reads the same in LaTeX and in Markdown's MathJax)."""
-    return r"\left[" + r" ;\; ".join(", ".join(latex(item) for item in row) for row in rows) + r"\right]"
 
 
 def _reaches(row, col, couplings):
@@ -40,32 +34,19 @@ def block_section(facts):
     states = form.states
     stacked = ClosedForm(None, form.jacobian, form.stacked_local, form.expr)  # one recursion over delta_t
     proved = all(a == b for a, b in recursion_residual(stacked))
-    equations = [
-        Equation(latex(_stacked(form)), _blocks([[Adj(s())] for s in states]), ""),
-        Equation(
-            latex(form.jacobian),
-            _blocks([[block_name(r, c) for c in states] for r in states]),
-            "The block transposed Jacobian of step $k$: the block in the row of a state $\\mathbf{u}$ and the column "
-            r"of a state $\mathbf{v}$ is $\left(\partial \mathbf{v}_{k} / \partial \mathbf{u}_{k-1}\right)^\top$:",
-        ),
-    ]
     couplings = () if isinstance(facts.flow, NoClosedForm) else tuple(facts.flow.couplings)
-    for (row, col), block in form.blocks.items():
-        equations.append(equation(latex(block_name(row, col)), block, _reaches(row, col, couplings)))
+    equations = [
+        equation(latex(block_name(row, col)), block, _reaches(row, col, couplings))
+        for (row, col), block in form.blocks.items()
+    ]
     local_names = [MatAt(f"beta^{s.name}", form.expr.index, s.rows, 1) for s in states]
-    equations.append(
-        Equation(
-            latex(form.stacked_local),
-            _blocks([[name] for name in local_names]),
-            "The local terms, what each state's adjoint receives from the outputs of its own step:",
-        )
-    )
     for name, state in zip(local_names, states, strict=True):
         equations.append(
             equation(
                 latex(name),
                 form.local[state],
-                "The local terms, what each state's adjoint receives from the outputs of its own step:",
+                f"The local terms, what each state's adjoint receives from the outputs of its own step, stacked "
+                f"as ${latex(_stacked(form))}$ is into ${latex(form.stacked_local)}$:",
             )
         )
     check = (
@@ -88,7 +69,14 @@ def block_section(facts):
         )
     )
     names = listed(maths(s()) for s in states)
-    text = f"With several states, stack their adjoints: the recursions of {names} become one, over:"
+    adjoints = listed(maths(Adj(s())) for s in states)
+    text = (
+        f"With several states, stack their adjoints into one column ${latex(_stacked(form))}$, {adjoints} from top "
+        f"to bottom: the recursions of {names} become one. The block transposed Jacobian ${latex(form.jacobian)}$ "
+        "of step $k$ has in the row of a state $\\mathbf{u}$ and the column of a state $\\mathbf{v}$ the block "
+        "$\\mathbf{A}^{uv}_k = \\left(\\partial \\mathbf{v}_{k} / \\partial \\mathbf{u}_{k-1}\\right)^\\top$, "
+        "in the same order of the states."
+    )
     return Section("closed-form", "Closed form over the stacked states", text, displays(equations), ("adjoint",))
 
 

@@ -26,9 +26,10 @@ _env.filters |= {
 _TEMPLATES = {Display: "display", Figure: "figure", Table: "table"}  # an item's type -> its template's name
 
 
-def _show(item, fmt):
-    """An item of a section (a display, a figure, a table) in its own template."""
-    return _env.get_template(f"{_TEMPLATES[type(item)]}.{fmt}.j2").render(item=item).rstrip("\n")
+def _show(item, fmt, **context):
+    """An item of a section (a display, a figure, a table) in its own template; context: more of its variables
+    (a figure's label)."""
+    return _env.get_template(f"{_TEMPLATES[type(item)]}.{fmt}.j2").render(item=item, **context).rstrip("\n")
 
 
 _env.globals["show"] = _show

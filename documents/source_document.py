@@ -43,7 +43,7 @@ SOURCES = {
         "with one change.",
         (
             (
-                r"The notes write the recursion of the hidden state's gradient as:",
+                r"The notes write the recursion of the hidden state's gradient $\nabla_{\mathbf{h}^{(t)}} L$ as:",
                 r"\nabla_{\mathbf{h}^{(t)}} L",
                 r"\mathbf{W}^\top \left(\nabla_{\mathbf{h}^{(t+1)}} L\right) "
                 r"\operatorname{diag}\left(1 - \left(\mathbf{h}^{(t+1)}\right)^2\right) "
@@ -80,7 +80,7 @@ SOURCES = {
         "softmax of the scores $z_3 = V s_3$ and $s_t$ the state, as here.",
         (
             (
-                r"It writes the output weights' gradient as an outer product:",
+                r"It writes the gradient of the output weights $V$ as an outer product:",
                 r"\frac{\partial E_3}{\partial V}",
                 r"(\hat{y}_3 - y_3) \otimes s_3",
                 r"The $t = 3$ term of $\partial L / \partial \mathbf{V}$ above: "
@@ -155,7 +155,7 @@ SOURCES = {
         "differentiation.",
         (
             (
-                r"Its cell and hidden state:",
+                r"Its cell $c_t$ and hidden state $h_t$:",
                 r"c_t",
                 r"f_t \odot c_{t-1} + i_t \odot g_t, \qquad h_t = o_t \odot \tanh(c_t)",
                 r"The same as above, each gate reading two biases, $\mathbf{b}_\textrm{i}$ and "
@@ -170,7 +170,7 @@ SOURCES = {
         "output's $\\tanh$.",
         (
             (
-                r"Their recursion of the cell's gradient:",
+                r"Their recursion of the cell's gradient $\delta \mathbf{c}_t$:",
                 r"\delta \mathbf{c}_t",
                 r"\delta \mathbf{y}_t \odot \mathbf{o}_t \odot h'(\mathbf{c}_t) + \mathbf{p}_o \odot "
                 r"\delta \bar{\mathbf{o}}_t + \mathbf{p}_i \odot \delta \bar{\mathbf{i}}_{t+1} + \mathbf{p}_f \odot "
@@ -179,7 +179,7 @@ SOURCES = {
                 r"$\operatorname{diag}(\mathbf{v})$.",
             ),
             (
-                r"And of the block's output:",
+                r"And of the block's output $\delta \mathbf{y}_t$:",
                 r"\delta \mathbf{y}_t",
                 r"\Delta_t + \mathbf{R}_z^\top \delta \bar{\mathbf{z}}_{t+1} + \mathbf{R}_i^\top "
                 r"\delta \bar{\mathbf{i}}_{t+1} + \mathbf{R}_f^\top \delta \bar{\mathbf{f}}_{t+1} + "

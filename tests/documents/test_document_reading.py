@@ -8,10 +8,11 @@ import re
 import pytest
 
 from bptt.derive.models import load
-from bptt.derive.nodes import Adj
+from bptt.documents.document import sections
 from bptt.documents.equation import Display, Figure
 from bptt.documents.latex import latex
 from bptt.tests.support.printed import DOCUMENTS, GROUP, ZOO, shown, shown_document
+from bptt.tests.support.user_cells import mgu
 
 XDIST_GROUP = GROUP  # the documents of shown() are built once for the modules that read them
 
@@ -32,7 +33,7 @@ def introductions(name):
         for item in section.items:
             if isinstance(item, Display):
                 out.append((item.why or before, item, section))
-                before = item.after
+                before = getattr(item, "after", "")
             elif not isinstance(item, Figure):
                 before = getattr(item, "why", "")
     return out
@@ -67,3 +68,170 @@ LEAD_INS = (
     "The adjoint of each intermediate value follows by the chain rule",
     "By the chain rule through the steps between",
 )
+
+
+def adjoints_read(rhs, states):
+    """The names of the states whose adjoint at the last step T a display's right-hand side reads."""
+    return set(re.findall(r"\\frac\{\\partial L\}\{\\partial \\mathbf\{(\w+)\}_\{T\}\}", rhs)) & states
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_a_state_adjoint_is_given_before_one_that_reads_it(name):
+    """In the state adjoints, an adjoint at step T is shown before any other that reads it (the LSTM's
+    dL/dc_T reads dL/dh_T, so dL/dh_T comes first)."""
+    states = {seq.name for seq in load(name).states}
+    given = set()
+    for section in shown(name):
+        for eq in section.equations if section.name == "backward" else ():
+            assert adjoints_read(eq.rhs, states) <= given | set(re.findall(r"mathbf\{(\w+)\}_\{T\}", eq.lhs)), (
+                eq.lhs,
+                given,
+            )
+            given |= set(re.findall(r"\\mathbf\{(\w+)\}_\{T\}\}$", eq.lhs))
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_the_loss_has_one_name_per_meaning(name):
+    """l is the loss function (where the source leaves it general), ell_t the loss of step t, defined in the
+    model's equations before any other use, L the loss of the sequence; there is no L_T."""
+    text = shown_document(name)
+    assert "L_T" not in text and "L_{T}" not in text
+    model_section = text.split("\\label{model}", 1)[1].split("\\section*", 1)[0]
+    assert "\\ell_{t} &= " in model_section and "\\sum_{t=1}^{T} \\ell_{t}" in model_section
+    assert text.index("\\ell_{t} &= ") < min(text.index(m) for m in ("\\ell_{1}", "\\ell_t$", "\\ell_{T}") if m in text)
+
+
+def test_linears_loss_is_general_in_every_sentence():
+    """The model's note and the outputs' adjoint say the same: l is left general, and a computation picks one."""
+    text = words("linear")
+    assert "not specified" not in text and "taken to be" not in text
+    assert "leaves the loss function $l$ general" in text and "since the derivation leaves $l$ general" in text
+
+
+@pytest.mark.parametrize("name", ["lstm", "lstm-peephole", "examples/lstm.py:lstm"])
+def test_the_carousels_quantities_have_their_own_names(name):
+    """The block A^cc_k counts the paths through h_{k-1}; the carousel's derivative with the other states held
+    fixed is the direct Jacobian D^c_k; the plot's every-path block is Phi^c_{T,t}: no display calls the second
+    dc_k/dc_{k-1}, and each name is written in a sentence before its first display."""
+    (flow,) = [s for s in shown(name) if s.name == "flow"]
+    c = r"\mathbf{c}"
+    lhs = [eq.lhs for eq in flow.equations]
+    assert rf"\frac{{\partial {c}_{{k}}}}{{\partial {c}_{{k-1}}}}" not in lhs
+    (direct,) = [d for d in flow.displays if d.equations[0].lhs == r"\mathbf{D}^{c}_{k}"]
+    assert direct.why.startswith(r"Write $\mathbf{D}^{c}_{k}$ for the direct Jacobian of $\mathbf{c}_{t}$")
+    assert "It is not the block of $\\mathbf{A}_k$" in direct.why
+    assert r"Write $\boldsymbol{\Phi}^{c}_{T,t}$ for the block of" in words(name)
+
+
+def test_the_plots_every_path_curve_has_the_documents_name():
+    """The carousel plot's every-path curve is labelled Phi^c_{T,t}, as the document names it, not dc_T/dc_t."""
+    import inspect
+
+    from bptt.app.analysis import analyze
+
+    source = inspect.getsource(analyze._carousel_table)
+    assert r"every path $\|\boldsymbol{{\Phi}}" in source and r"every path $\|\partial" not in source
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_figures_sit_at_the_top_of_their_own_section(name, documents):
+    """No figure floats: each is set right after its section's title, before its text, on the title's page, and
+    before the next section starts, so that no figure splits another section's equations."""
+    printed = documents[name].printed
+    tex = printed.tex.read_text(encoding="utf-8")
+    assert "\\begin{figure}" not in tex
+    order = [label for label, _ in sorted(printed.marks.items(), key=lambda item: printed.position(item[0]))]
+    figures = re.findall(r"\\label\{(figure-([\w-]+)-\d+)\}", tex)
+    assert figures, name
+    for figure, section in figures:
+        start = tex.index(f"\\label{{{section}}}") + len(f"\\label{{{section}}}")
+        assert tex[start:].startswith("\\nobreak\n\\begin{placedfigure}"), (name, section)
+        assert order.index(figure) == order.index(section) + 1, (name, figure, order)
+        assert printed.marks[figure][0] == printed.marks[section][0], (name, figure, "not on its title's page")
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_the_prose_speaks_of_the_maths_not_of_the_tools_rules(name):
+    text = words(name)
+    for phrase in (
+        "checked symbolically",
+        "Each by the chain rule",  # a fragment with no verb
+        "single term with at most one diagonal factor",  # the inlining rule
+        "the gradient stays near 1",  # it is the factor that does
+        "against $O(n^2)$ for BPTT",  # BPTT's step is O(|theta|)
+    ):
+        assert phrase not in text, (name, phrase)
+    rows = [row for section in shown(name) for display in section.displays for row in display.rows]
+    assert not any(r" ;\; " in row for row in rows), name  # no MATLAB-style blocks [A, B ; C, D]
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_is_the_state_only_of_a_state(name):
+    """ "x is the state" names a state of the model (WildML's s_t is the output scores in six documents)."""
+    states = {latex(seq()) for seq in load(name).states}
+    for said in re.findall(r"\$([^$]*)\$ is the state", words(name)):
+        assert said.replace("_t", "_{t}") in states, (name, said)
+    (forward,) = [s for s in shown(name) if s.name == "forward"]
+    assert "where $\\mathbf{s}_t$ is the state" not in forward.text
+
+
+def test_linears_eigenvectors_are_those_of_the_transpose():
+    assert "along an eigenvector of $\\mathbf{W}_\\textrm{hh}^\\top$ the gradient is scaled by" in words("linear")
+
+
+def test_a_teacher_forced_state_is_not_checkpointed():
+    """Under teacher forcing o_t is data: elman-jordan's checkpoint holds h_t alone, and a step reads no o."""
+    (checkpoints,) = [s for s in shown("elman-jordan") if s.name == "checkpoints"]
+    assert "must hold the state $\\mathbf{h}_{t}$ alone" in checkpoints.text
+    assert "\\mathbf{o}_{t" not in checkpoints.text
+
+
+def test_a_flat_function_is_explained_and_teacher_forcing_named():
+    assert "flat function" not in words("jordan")
+    assert "as data, which teacher forcing puts in place of the value" in words("jordan")
+
+
+def test_a_layers_parameters_are_printed_as_its_states():
+    """W_ih1 prints with the layer as a superscript, as h1 does: W^(1)_ih, h^(1)_t."""
+    assert latex(load("examples/lstm_2layer.py:lstm").params[0]) == r"{\mathbf{W}^{(1)}}_\textrm{ih}"
+
+
+@pytest.mark.parametrize("name", ZOO)
+def test_each_zoo_document_ends_against_its_source(name):
+    """The last section compares with the source: a formula of the source per display, and after it what this
+    derivation says of it."""
+    last = shown(name)[-1]
+    assert (last.name, last.title) == ("source", "Against the source")
+    assert last.displays and all(d.why.endswith(":") and d.after for d in last.displays)
+
+
+def test_the_source_section_says_where_a_source_is_wrong():
+    """elman: the DL-book notes' W^T (grad) diag(...) is not a valid product, and the book's order is the
+    derivation's; linear: d2l truncates the forward sum dh_t/dw_h, which is the window truncation run forward."""
+    (elman,) = [s for s in shown("elman") if s.name == "source"]
+    (notes,) = [d for d in elman.displays if "The notes write the recursion" in d.why]
+    assert r"\mathbf{W}^\top \left(\nabla_{\mathbf{h}^{(t+1)}} L\right) \operatorname{diag}" in notes.rows[0]
+    assert notes.after.startswith("That product is not defined")
+    (linear,) = [s for s in shown("linear") if s.name == "source"]
+    after = [d.after for d in linear.displays]
+    assert any("truncates this sum after $\\tau$ steps" in a and "window truncation" in a for a in after)
+
+
+def test_a_users_cell_named_as_a_zoo_model_has_no_comparison():
+    assert "source" not in [s.name for s in shown("examples/lstm.py:lstm")]
+    assert "source" not in [s.name for s in sections(mgu())]
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_markdown_carries_the_text_of_the_pdf(name):
+    """Every sentence of the LaTeX document is in the Markdown one, in the same order, the figures first in their
+    sections in both."""
+    md, tex = shown_document(name, "md"), shown_document(name)
+    at = 0
+    for section in shown(name):
+        for text in (section.text, *(getattr(i, k, "") for i in section.items for k in ("why", "after"))):
+            if text:
+                assert text in tex, text[:80]
+                found = md.find(text, at)
+                assert found >= 0, (name, text[:80])
+                at = found
