@@ -56,7 +56,7 @@ def test_documents_of_several_states_show_the_block_closed_form_and_window(name)
 
     by_title = {section.title: section for section in sections(load(name))}
     block = by_title["Closed form over the stacked states"]
-    assert any("It satisfies the recursion: its $j = t$ term" in eq.why for eq in block.equations)
+    assert any("It satisfies the recursion: its $j = t$ term" in display.after for display in block.displays)
     assert sum(eq.lhs.startswith(r"\mathbf{A}^{") for eq in block.equations) == 4
     window = by_title["Truncated backpropagation through time"].equations
     assert any("over the stacked states" in eq.why and r"\min" in eq.rhs for eq in window)

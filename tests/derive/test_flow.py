@@ -141,7 +141,7 @@ def test_every_model_gets_the_section(sections):
         assert any(eq.lhs == r"\operatorname{clip}(\mathbf{g})" for eq in section.equations), name
     assert "no gradient flows back through time" in sections["jordan"].text
     lhs = [eq.lhs for eq in sections["lstm"].equations]
-    assert r"\frac{\partial \mathbf{c}_{k}}{\partial \mathbf{c}_{k-1}}" in lhs
+    assert r"\mathbf{D}^{c}_{k}" in lhs  # the direct Jacobian, not the block A^cc_k
     assert any(r"\operatorname{diag}\left(\mathbf{f}_{T} \odot \cdots" in eq.rhs for eq in sections["lstm"].equations)
     rows = [row for eq in sections["elman"].equations for row in eq.rows]
     assert r"\mathbf{J}_T \mathbf{J}_{T-1} \cdots \mathbf{J}_{t+1}" in " ".join(rows)

@@ -26,6 +26,7 @@ def prose(name):
     for section in shown(name):
         out.append(section.text)
         out += [getattr(item, "why", "") or getattr(item, "caption", "") for item in section.items]
+        out += [getattr(item, "after", "") for item in section.items]
     return " ".join(out)
 
 
@@ -60,7 +61,7 @@ def test_a_model_without_recursion_claims_nothing_it_lacks():
     for claim in ("the product above", "product of Jacobians", "closed form", "tangents of the state", "|\\theta|"):
         assert claim not in text, claim
     assert "nothing is carried from one step to the next" in text
-    assert [s.name for s in shown("jordan")][-1] == "forward"  # no lemma
+    assert [s.name for s in shown("jordan")][-2:] == ["forward", "source"]  # no lemma
 
 
 def test_a_jacobians_form_is_read_off_the_derivation():
@@ -95,7 +96,7 @@ def test_a_gate_is_spoken_of_only_where_there_is_one():
     for name in ZOO:
         assert "forget gate" not in prose(name), name
     (flow,) = [s for s in sections(carried_by_a_tanh()) if s.name == "flow"]
-    text = " ".join(item.why for item in flow.items)
+    text = " ".join(f"{item.why} {item.after}" for item in flow.items)
     assert "constant error carousel" in text and "gate" not in text
 
 
@@ -133,7 +134,7 @@ def test_forward_modes_cost_names_its_size():
     """The cost of forward mode is in the size of the state, n, not in h, which is a state of the LSTM."""
     for name in ("elman-onehot", "lstm"):
         text = prose(name)
-        assert "with $n$ numbers in the state, $O(n^2 |\\theta|)$ work per step against $O(n^2)$" in text, name
+        assert "with $n$ numbers in the state, $O(n^2 |\\theta|)$ work per step against $O(|\\theta|)$" in text, name
         assert "O(h^2" not in text
 
 
