@@ -58,10 +58,10 @@ SOURCES = {
                 r"the slope at step $t+1$ applied before $\mathbf{W}^\top$.",
             ),
             (
-                r"Both write the gradient of the scores $\mathbf{o}^{(t)}$, with $\mathbf{1}_{y^{(t)}}$ the one-hot "
-                r"vector of the label:",
-                r"\nabla_{\mathbf{o}^{(t)}} L",
-                r"\hat{\mathbf{y}}^{(t)} - \mathbf{1}_{y^{(t)}}",
+                r"Both write the gradient of the scores $\mathbf{o}^{(t)}$ entry by entry, with "
+                r"$\mathbf{1}_{i = y^{(t)}}$ one where $i$ is the label and zero elsewhere:",
+                r"\left(\nabla_{\mathbf{o}^{(t)}} L\right)_i",
+                r"\hat{y}^{(t)}_i - \mathbf{1}_{i = y^{(t)}}",
                 r"The same as $\partial L / \partial \mathbf{s}_t$ above, $\mathbf{s}_t$ being the book's "
                 r"$\mathbf{o}^{(t)}$ and $\mathbf{o}_t$ its $\hat{\mathbf{y}}^{(t)}$.",
             ),
