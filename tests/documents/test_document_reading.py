@@ -235,3 +235,12 @@ def test_markdown_carries_the_text_of_the_pdf(name):
                 found = md.find(text, at)
                 assert found >= 0, (name, text[:80])
                 at = found
+
+
+@pytest.mark.parametrize("name", ["linear", "examples/lstm.py:lstm"])
+def test_the_notebook_shows_the_markdown_of_the_pdf(name):
+    """The notebook's derivation is the Markdown document, so it carries the PDF's sentences as the test above
+    checks them."""
+    from bptt.app.notebook import derive
+
+    assert derive(name)._repr_markdown_() == shown_document(name, "md")
