@@ -73,7 +73,8 @@ def _single(flow):
     )
     carries = (
         "Transposed, it is the closed form's $\\mathbf{A}_{t+1} \\cdots \\mathbf{A}_T$, "
-        f"which carries ${_d(LAST_LOSS, seq(T))}$ back to ${_d(LAST_LOSS, seq(t))}$."
+        f"which carries $\\partial {LAST_LOSS} / \\partial {latex(seq(T))}$ back to "
+        f"$\\partial {LAST_LOSS} / \\partial {latex(seq(t))}$."
     )
     if flow.is_power:
         power = f"{latex(flow.jacobian)}^{{T-t}}"

@@ -39,7 +39,7 @@ SOURCES = {
     ),
     "elman": (
         "Goodfellow, Bengio and Courville (section 10.2.2) derive this model's gradients with $\\mathbf{o}$ for the "
-        "scores and $\\hat{\\mathbf{y}}$ for their softmax, and the widely read notes on that section copy them "
+        "scores and $\\hat{\\mathbf{y}}$ for their softmax; a set of study notes on that section copies them "
         "with one change.",
         (
             (
@@ -144,8 +144,10 @@ SOURCES = {
                 r"Cho et al.'s candidate state, with $U$ their recurrent weights:",
                 r"\tilde{h}_t",
                 r"\tanh\left(W x_t + U \left(r_t \odot h_{t-1}\right)\right)",
-                r"A different cell: there $\partial L / \partial \mathbf{r}$ reads $\mathbf{h}_{t-1}$ after "
-                r"$U^\top$, here it reads $\mathbf{m}_t$. Both write the new state as the gate $\mathbf{z}_t$'s "
+                r"A different cell: there $\partial L / \partial \mathbf{r}_t = \operatorname{diag}(\mathbf{h}_{t-1}) "
+                r"\, U^\top \partial L / \partial \bar{\mathbf{n}}_t$, here it is "
+                r"$\operatorname{diag}(\mathbf{m}_t) \, \partial L / \partial \bar{\mathbf{n}}_t$. "
+                r"Both write the new state as the gate $\mathbf{z}_t$'s "
                 r"mix of the state before and the candidate.",
             ),
         ),
