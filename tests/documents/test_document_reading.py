@@ -244,3 +244,13 @@ def test_the_notebook_shows_the_markdown_of_the_pdf(name):
     from bptt.app.notebook import derive
 
     assert derive(name)._repr_markdown_() == shown_document(name, "md")
+
+
+def test_d2ls_closed_form_is_the_documents_as_the_source_section_says():
+    """ "The same as the closed form above": d2l's formula, in its notation (W_{hh}), is the document's reindexed
+    closed form once the document's upright subscripts (W_\\textrm{hh}) are written as d2l writes them."""
+    (closed,) = [s for s in shown("linear") if s.name == "closed-form"]
+    (source,) = [s for s in shown("linear") if s.name == "source"]
+    reindexed = [eq.rhs for eq in closed.equations if "T+t-i" in eq.rhs]
+    (d2l,) = [eq.rhs for eq in source.equations if eq.lhs == r"\frac{\partial L}{\partial \mathbf{h}_t}"]
+    assert [re.sub(r"_\\textrm\{(\w+)\}", r"_{\1}", rhs) for rhs in reindexed] == [d2l]
