@@ -10,7 +10,7 @@ import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.blocks import Placed, SliceError, check_block
-from bptt.derive.elementwise import Apply, UnknownFunction, derivative, registrations
+from bptt.derive.elementwise import Apply, UnknownFunction, derivative, power, registrations
 from bptt.derive.nodes import Diag, GenericLoss, LossGrad, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError
 from bptt.derive.refusal import Refusal
 from bptt.derive.text import described
@@ -62,6 +62,15 @@ def _apply(node, g, out):
     return [(node.arg, g if isinstance(slope, OneMatrix) else Diag(slope) * g)]  # identity: slope 1
 
 
+def _power(node, g, out):
+    """x^p elementwise: the adjoint of x is diag(p x^(p - 1)) g, as for any elementwise function."""
+    try:
+        slope = power(node.exp).derivative(node.base, out)
+    except UnknownFunction as error:
+        raise NoRule(str(error), node) from error
+    return [(node.base, g if isinstance(slope, OneMatrix) else Diag(slope) * g)]
+
+
 def _slice(node, g, out):
     """A slice of a parameter: its adjoint lands in its block of the parameter's gradient."""
     try:
@@ -90,6 +99,7 @@ RULES = {
     sp.Transpose: _transpose,
     sp.HadamardProduct: _hadamard,
     Apply: _apply,
+    sp.HadamardPower: _power,
     sp.MatrixSlice: _slice,
     SquaredError: _squared_error,
     SoftmaxCrossEntropy: _softmax_cross_entropy,
