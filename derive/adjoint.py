@@ -10,6 +10,7 @@ import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.blocks import Placed, SliceError, check_block
+from bptt.derive.distribute import FACTORS, coded_factor
 from bptt.derive.elementwise import Apply, UnknownFunction, derivative, power, registrations
 from bptt.derive.nodes import Diag, GenericLoss, LossGrad, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError
 from bptt.derive.refusal import Refusal
@@ -27,6 +28,12 @@ def _transposed(factor):
 
 def _matmul(node, g, out):
     scalar, factors = node.as_coeff_matrices()
+    if node.shape[1] == 1:  # a vector: each matrix factor must be one the code multiplies by
+        for k, factor in enumerate(factors[:-1]):
+            if not coded_factor(factor, before_label=isinstance(factors[k + 1], OneHot)):
+                raise NoRule(
+                    f"a product by {described(factor)} has no adjoint rule yet (a factor is {FACTORS})", factor
+                )
     grads = []
     for i, factor in enumerate(factors):
         left = [_transposed(f) for f in reversed(factors[:i])]

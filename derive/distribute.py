@@ -1,8 +1,11 @@
-"""Products by a sum of matrices, distributed: (W - W^T - c I) h = W h - W^T h - c h.
+"""The matrices a vector may be multiplied by, and products by a sum of them distributed:
+(W - W^T - c I) h = W h - W^T h - c h.
 
 The derivation keeps the sum whole, as the paper writes it (AntisymmetricRNN's W - W^T - gamma I); the generated
 code multiplies by one matrix at a time, so codegen derives the model with its products distributed, each
 term a product by a parameter, its transpose or a block of one (the identity dropped, a matrix of ones kept).
+A factor of any other kind is refused by the derivation (coded_factor), so that `bptt latex` and `bptt codegen`
+refuse the same cells with the same line.
 """
 
 import dataclasses
@@ -10,6 +13,24 @@ import functools
 
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
+from sympy.matrices.expressions.special import OneMatrix
+
+FACTORS = "a parameter, a block of one, a parameter's transpose, the identity, ones, and their sums and products"
+
+
+def coded_factor(factor, before_label=False):
+    """Whether the generated code can multiply a vector by factor (FACTORS); before_label: it multiplies a one-hot
+    vector, a lookup of a parameter's column (a parameter, its transpose, or the identity)."""
+    if isinstance(factor, sp.MatAdd):
+        return all(coded_factor(term, before_label) for term in factor.args)
+    if isinstance(factor, sp.MatMul):
+        factors = factor.as_coeff_matrices()[1]
+        return all(coded_factor(f, before_label and k == len(factors) - 1) for k, f in enumerate(factors))
+    if isinstance(factor, sp.Transpose) and isinstance(factor.arg, sp.MatAdd):
+        return coded_factor(factor.arg, before_label)
+    if isinstance(factor, sp.Transpose) or isinstance(factor, (sp.MatrixSymbol, sp.Identity)):
+        return isinstance(getattr(factor, "arg", factor), (sp.MatrixSymbol, sp.Identity))
+    return isinstance(factor, (sp.MatrixSlice, OneMatrix)) and not before_label
 
 
 @functools.cache  # the same steps are asked of by the forward, backward and forward-mode statements
