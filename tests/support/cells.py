@@ -4,15 +4,27 @@
 What they cover: 1-3 states (a layer's h, an LSTM-like c, a teacher-forced output state p),
 1-3 layers (layer l+1 reads layer l's state at the same step t), gates feeding gates with and
 without named pre-activations, stacked weights read by blocks, a matrix times an elementwise
-product U (r_t * h_{t-1}), scalars (1 - z_t, + 1), every built-in elementwise function, both
-losses summed or averaged, and teacher forcing.
+product U (r_t * h_{t-1}), scalars (1 - z_t, + 1), every built-in elementwise function, transposed and
+antisymmetric weights (A^T, A - A^T - I/4), elementwise powers (a square, (1 + s^2)^(-1/2)), both losses summed
+or averaged, and teacher forcing.
 """
 
 from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from bptt.tests.support.cell_plans import ACTIVATIONS, MAX_STATES, Gate, Layer, Plan, Term, Update, build, sums
+from bptt.tests.support.cell_plans import (
+    ACTIVATIONS,
+    MAX_STATES,
+    POWERS_AND_TRANSPOSES,
+    Gate,
+    Layer,
+    Plan,
+    Term,
+    Update,
+    build,
+    sums,
+)
 
 
 def activations():
@@ -26,6 +38,7 @@ def terms(draw, states, gates, forced=()):
     (q rows) by a recurrent one only."""
     options = [Term("input"), Term("bias")]
     options += [Term("recurrent", source=s) for s in (*states, *forced)]
+    options += [Term(kind, source=s) for kind in POWERS_AND_TRANSPOSES for s in states]
     for g in gates:
         options.append(Term("gate", gate=g))
         options += [Term(kind, source=s, gate=g) for kind in ("product", "reset") for s in states]
