@@ -28,18 +28,27 @@ def _transposed(factor):
 
 def _matmul(node, g, out):
     scalar, factors = node.as_coeff_matrices()
-    if node.shape[1] == 1:  # a vector: each matrix factor must be one the code multiplies by
-        for k, factor in enumerate(factors[:-1]):
-            if not coded_factor(factor, before_label=isinstance(factors[k + 1], OneHot)):
-                raise NoRule(
-                    f"a product by {described(factor)} has no adjoint rule yet (a factor is {FACTORS})", factor
-                )
     grads = []
     for i, factor in enumerate(factors):
         left = [_transposed(f) for f in reversed(factors[:i])]
         right = [_transposed(f) for f in reversed(factors[i + 1 :])]
         grads.append((factor, sp.MatMul(scalar, *left, g, *right).doit(deep=False)))
     return grads
+
+
+def check_products(model):
+    """Refuse the first product of the model's equations (then its loss) by a matrix the generated code cannot
+    multiply a vector by (distribute.FACTORS): derive and codegen both ask first, so that `bptt latex` and
+    `bptt codegen` refuse the same cells with the same line."""
+    for rhs in [rhs for _, rhs in model.assignments] + [model.loss]:
+        for node in sp.preorder_traversal(rhs):
+            if not (isinstance(node, sp.MatMul) and node.shape[1] == 1):
+                continue
+            factors = node.as_coeff_matrices()[1]
+            for k, factor in enumerate(factors[:-1]):
+                if not coded_factor(factor, before_label=isinstance(factors[k + 1], OneHot)):
+                    what = f"a product by {described(factor)} has no adjoint rule yet (a factor is {FACTORS})"
+                    raise NoRule(what, node)
 
 
 def _matadd(node, g, out):

@@ -114,13 +114,17 @@ SHAPES = {
     "three states": lambda m: len(m.states) == 3,
     "three layers": lambda m: "h3" in {s.name for s in m.states},
     "teacher forcing": lambda m: bool(m.teacher_forcing),
-    "a transposed weight, A^T s_{t-1}": _transposed_weight,
-    "a weight minus its transpose and I/4": _weight_minus_its_transpose,
-    "a square SymPy folded, s_{t-1}^2": lambda m: _power(m, 2),
-    "an elementwise power, (1 + s_{t-1}^2)^(-1/2)": lambda m: _power(m, sp.Rational(-1, 2)),
     "a summed squared error": lambda m: isinstance(m.loss, SquaredError) and not m.mean,
     "a mean squared error": lambda m: isinstance(m.loss, SquaredError) and m.mean,
     "a summed softmax cross-entropy": lambda m: isinstance(m.loss, SoftmaxCrossEntropy) and not m.mean,
     "a mean softmax cross-entropy": lambda m: isinstance(m.loss, SoftmaxCrossEntropy) and m.mean,
     **{f"the elementwise function {name}": (lambda m, name=name: name in _functions(m)) for name in ACTIVATIONS},
+}
+
+# The shapes of issue 28's nodes, which cells.powered_plans() draws (tests/oracle/test_latex_codegen_agree.py).
+POWER_SHAPES = {
+    "a transposed weight, A^T s_{t-1}": _transposed_weight,
+    "a weight minus its transpose and I/4": _weight_minus_its_transpose,
+    "a square SymPy folded, s_{t-1}^2": lambda m: _power(m, 2),
+    "an elementwise power, (1 + s_{t-1}^2)^(-1/2)": lambda m: _power(m, sp.Rational(-1, 2)),
 }
