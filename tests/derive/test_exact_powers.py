@@ -1,7 +1,7 @@
 """Issue 28: the derivation of cells with elementwise powers, transposes and sums of parameters equals the chain rule
 over the unrolled loss (tests/support/brute_force.py: sympy.diff of every operation of the unrolled computation),
-at d=2, h=3, q=4, T=3, to 30 digits: a cell with all of them (tests/support/paper_cells.py:powered), minLSTM and
-AntisymmetricRNN as examples/ writes them."""
+at d=2, h=3, q=4, T=3, to 30 digits: a cell with all of them (tests/support/paper_cells.py:powered), and minLSTM
+as examples/ writes it."""
 
 import pathlib
 
@@ -18,7 +18,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SPECS = {
     "powered": f"{ROOT / 'tests' / 'support' / 'paper_cells.py'}:powered",
     "min_lstm": f"{ROOT / 'examples' / 'min_lstm.py'}:min_lstm",
-    "antisymmetric_rnn": f"{ROOT / 'examples' / 'antisymmetric_rnn.py'}:antisymmetric_rnn",
 }
 
 
