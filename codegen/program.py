@@ -28,7 +28,9 @@ from bptt.codegen.passes.slopes import named_slopes
 from bptt.codegen.passes.split import split_activations
 from bptt.codegen.passes.storage import adjoint_arrays
 from bptt.codegen.passes.window import aged_adjoints, plain_window
+from bptt.derive.adjoint import check_products
 from bptt.derive.bptt import derive
+from bptt.derive.distribute import distributed_model
 from bptt.derive.nodes import Adj, matrix_sum
 from bptt.derive.text import equation, text
 
@@ -89,7 +91,10 @@ JAX_PASSES = (stacked_window,)
 def derived(model):
     """The model's Program before any pass: the teacher-forced values, then every step and output in one
     forward loop; the adjoint statements (backward_statements); dL/dS_0 and the gradients as the derivation
-    gives them; forward mode. The window pass, the gradient products and the checkpoints are still empty."""
+    gives them; forward mode. The window pass, the gradient products and the checkpoints are still empty.
+    The code multiplies by one matrix at a time: the model is derived with its products distributed."""
+    check_products(model)  # as the derivation of the model as written refuses them
+    model = distributed_model(model)
     derivation = derive(model, named="all", loss=model.concrete_loss())
     statements, recurrent = backward_statements(derivation)
     returns = tuple(

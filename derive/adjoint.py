@@ -10,7 +10,8 @@ import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.blocks import Placed, SliceError, check_block
-from bptt.derive.elementwise import Apply, UnknownFunction, derivative, registrations
+from bptt.derive.distribute import FACTORS, coded_factor
+from bptt.derive.elementwise import Apply, UnknownFunction, derivative, power, registrations
 from bptt.derive.nodes import Diag, GenericLoss, LossGrad, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError
 from bptt.derive.refusal import Refusal
 from bptt.derive.text import described
@@ -33,6 +34,21 @@ def _matmul(node, g, out):
         right = [_transposed(f) for f in reversed(factors[i + 1 :])]
         grads.append((factor, sp.MatMul(scalar, *left, g, *right).doit(deep=False)))
     return grads
+
+
+def check_products(model):
+    """Refuse the first product of the model's equations (then its loss) by a matrix the generated code cannot
+    multiply a vector by (distribute.FACTORS): derive and codegen both ask first, so that `bptt latex` and
+    `bptt codegen` refuse the same cells with the same line."""
+    for rhs in [rhs for _, rhs in model.assignments] + [model.loss]:
+        for node in sp.preorder_traversal(rhs):
+            if not (isinstance(node, sp.MatMul) and node.shape[1] == 1):
+                continue
+            factors = node.as_coeff_matrices()[1]
+            for k, factor in enumerate(factors[:-1]):
+                if not coded_factor(factor, before_label=isinstance(factors[k + 1], OneHot)):
+                    what = f"a product by {described(factor)} has no adjoint rule yet (a factor is {FACTORS})"
+                    raise NoRule(what, node)
 
 
 def _matadd(node, g, out):
@@ -60,6 +76,15 @@ def _apply(node, g, out):
     if isinstance(slope, sp.ZeroMatrix):  # a flat function (step): nothing flows into its argument
         return []
     return [(node.arg, g if isinstance(slope, OneMatrix) else Diag(slope) * g)]  # identity: slope 1
+
+
+def _power(node, g, out):
+    """x^p elementwise: the adjoint of x is diag(p x^(p - 1)) g, as for any elementwise function."""
+    try:
+        slope = power(node.exp).derivative(node.base, out)
+    except UnknownFunction as error:
+        raise NoRule(str(error), node) from error
+    return [(node.base, g if isinstance(slope, OneMatrix) else Diag(slope) * g)]
 
 
 def _slice(node, g, out):
@@ -90,6 +115,7 @@ RULES = {
     sp.Transpose: _transpose,
     sp.HadamardProduct: _hadamard,
     Apply: _apply,
+    sp.HadamardPower: _power,
     sp.MatrixSlice: _slice,
     SquaredError: _squared_error,
     SoftmaxCrossEntropy: _softmax_cross_entropy,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from bptt.derive.adjoint import backprop
+from bptt.derive.adjoint import backprop, check_products
 from bptt.derive.blocks import sum_over_time
 from bptt.derive.model import references
 from bptt.derive.nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
@@ -82,6 +82,7 @@ def derive(model, named="none", loss=None):
     """The Derivation of BPTT for a model; named is "none", "all" or "textbook";
     `loss` overrides the model's loss node. A Refusal names the model and the equation."""
     with refusing(model):
+        check_products(model)
         return _derive(model, named, loss)
 
 

@@ -103,6 +103,31 @@ def _ones(v):
     return OneMatrix(*v.shape)
 
 
+@functools.cache  # a cell's powers, derived and printed many times over
+def power(exponent):
+    """The entry of x^p elementwise (`HadamardPower(x, p)`) for a rational p: sigma^-1 is p = -1/2, the square
+    SymPy folds `x * x` into p = 2. One entry per exponent, of the family `power` whose constant is p; SymPy's
+    own node carries it, so it is looked up by its exponent, not registered by name. The slope p x^(p - 1)."""
+    p = sp.nsimplify(exponent)
+    if not p.is_Rational:
+        raise UnknownFunction(f"an elementwise power must have a rational exponent, not {p}")
+    return Elementwise(
+        f"power({p})",
+        lambda z: z**p,
+        lambda x, y: _power_slope(x, p),
+        rf"(\cdot)^{{\odot {sp.latex(p)}}}",
+        family="power",
+        constants=(("exponent", p),),
+    )
+
+
+def _power_slope(x, p):
+    """p x^(p - 1): the ones for p = 1, p x for p = 2."""
+    if p == 1:
+        return _ones(x)
+    return p * (x if p == 2 else sp.HadamardPower(x, p - 1))
+
+
 def register_slope(name, scalar, latex, family="", constants=()):
     """Register f' of the function `name` as an elementwise function of its own, `name'`, for an f'
     with no short form in x and y; its constructor, for the derivative of f's entry."""

@@ -12,7 +12,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.adjoint import CONSTANTS, NoRule
-from bptt.derive.elementwise import Apply, UnknownFunction, derivative, lookup
+from bptt.derive.elementwise import Apply, UnknownFunction, derivative, lookup, power
 from bptt.derive.nodes import Diag, SeqAt
 from bptt.derive.text import described
 
@@ -80,6 +80,17 @@ def _apply(node, tangent, out):
     return [_scaled(slope, term) for term in tangent(node.arg)]
 
 
+def _power(node, tangent, out):
+    """x^p elementwise: diag(p x^(p - 1)) x_dot."""
+    try:
+        slope = power(node.exp).derivative(node.base, out)
+    except UnknownFunction as error:
+        raise NoRule(str(error), node) from error
+    if isinstance(slope, OneMatrix):
+        return tangent(node.base)
+    return [_scaled(slope, term) for term in tangent(node.base)]
+
+
 def tangent_terms(expr, leaf, out=None):
     """The terms of d expr, where leaf(node) gives the terms for a SeqAt or parameter.
 
@@ -100,6 +111,8 @@ def tangent_terms(expr, leaf, out=None):
             return _hadamard(node, tangent)
         if isinstance(node, Apply):
             return _apply(node, tangent, name if name is not None else node)
+        if isinstance(node, sp.HadamardPower):
+            return _power(node, tangent, name if name is not None else node)
         if isinstance(node, sp.MatrixSlice):  # the same block of the parameter's tangent
             return [sp.MatrixSlice(term, node.rowslice, node.colslice) for term in tangent(node.parent)]
         raise NoRule(f"{described(node)} has no forward-mode rule yet", node)

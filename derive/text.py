@@ -49,6 +49,9 @@ class TextPrinter(StrPrinter):
         exp = expr.exp
         return f"{self._wrap(expr.base)}^{exp if exp.is_Integer and exp > 0 else f'({exp})'}"
 
+    def _print_MatPow(self, expr):
+        return f"{self._wrap(expr.base)}^{expr.exp}"
+
     def _print_OneMatrix(self, expr):
         return "1"
 

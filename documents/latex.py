@@ -280,8 +280,11 @@ class BPTTLatexPrinter(LatexPrinter):
 
 
 def parenthesized(expr):
-    """Whether a factor prints in parentheses: a sum, a Hadamard product, a negated product."""
-    return isinstance(expr, (sp.MatAdd, sp.HadamardProduct)) or (isinstance(expr, sp.MatMul) and expr.args[0] == -1)
+    """Whether a factor prints in parentheses: a sum, a Hadamard product, a product with a negative coefficient
+    (a power's slope, -1/2 v^(-3/2))."""
+    if isinstance(expr, (sp.MatAdd, sp.HadamardProduct)):
+        return True
+    return isinstance(expr, sp.MatMul) and bool(expr.args[0].is_number and expr.args[0].is_negative)
 
 
 @functools.lru_cache(maxsize=1 << 16)  # every printer sorts the same terms, each a walk of its whole tree

@@ -111,6 +111,13 @@ def _directions(v, rows):
     return out.reshape((rows * v.shape[-1],) + v.shape[:-1] + (rows,))
 
 
+def _transposed_directions(v, cols):
+    """M_dot^T v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
+    shape (rows * cols, B, cols) for v of shape (B, rows)."""
+    out = jnp.einsum("jk,bi->ijbk", jnp.eye(cols, dtype=v.dtype), v)  # out[i, j, b, k] = [j = k] v[b, i]
+    return out.reshape((v.shape[-1] * cols,) + v.shape[:-1] + (cols,))
+
+
 def _softmax_cross_entropy(s, y, count):
     """(sum_t -log softmax(s_t)[y_t] / count, its gradient (softmax(s_t) - onehot(y_t)) / count)."""
     log_p = jax.nn.log_softmax(s, axis=-1)

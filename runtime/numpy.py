@@ -87,6 +87,16 @@ def _directions(v, rows):
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
+def _transposed_directions(v, cols):
+    """M_dot^T v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
+    shape (rows * cols, B, cols) for v of shape (B, rows)."""
+    rows = v.shape[-1]
+    out = np.zeros((rows, cols) + v.shape[:-1] + (cols,), v.dtype)
+    for j in range(cols):
+        out[:, j, ..., j] = np.moveaxis(v, -1, 0)
+    return out.reshape((rows * cols,) + v.shape[:-1] + (cols,))
+
+
 def _sigmoid(z, out=None):
     """1 / (1 + exp(-z)) as (1 + tanh(z / 2)) / 2, which never overflows; into out if given."""
     out = np.multiply(z, 0.5, out=out)

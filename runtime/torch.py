@@ -120,6 +120,15 @@ def _directions(v, rows):
     return out.reshape((rows * cols,) + v.shape[:-1] + (rows,))
 
 
+def _transposed_directions(v, cols):
+    """M_dot^T v for every direction M_dot = E_ij of a (rows, cols) matrix, (i, j) row-major:
+    shape (rows * cols, B, cols) for v of shape (B, rows)."""
+    rows = v.shape[-1]
+    eye = torch.eye(cols, dtype=v.dtype, device=v.device)
+    out = torch.movedim(v, -1, 0)[:, None, ..., None] * eye[None, :, None, :]
+    return out.reshape((rows * cols,) + v.shape[:-1] + (cols,))
+
+
 def _onehot(labels, classes, dtype, out=None):
     """One-hot rows of the labels, into out if given."""
     onehot = torch.nn.functional.one_hot(labels, classes).to(dtype)

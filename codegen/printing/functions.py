@@ -36,6 +36,7 @@ ENTRIES = {
     "gelu": lambda xp, x: 0.5 * x * (1 + xp.tanh(_gelu_inner(x))),
     "leaky_relu'": lambda xp, x, slope: float(slope) + float(1 - slope) * xp.heaviside(x, 0),
     "leaky_relu": lambda xp, x, slope: xp.maximum(x, float(slope) * x),
+    "power": lambda xp, x, exponent: x**exponent,
 }
 
 NUMPY = Library("np", sigmoid=helper("_sigmoid"))  # as (1 + tanh(z / 2)) / 2, which never overflows

@@ -19,7 +19,7 @@ from bptt.codegen.printing.products import ProductPrinting
 from bptt.codegen.printing.spelling import Spelling
 from bptt.codegen.printing.used import Used
 from bptt.derive.blocks import split
-from bptt.derive.elementwise import lookup
+from bptt.derive.elementwise import lookup, power
 from bptt.derive.nodes import Adj, equal, matrix_sum, t
 from bptt.derive.order import term_order
 from bptt.derive.text import described
@@ -216,7 +216,8 @@ class RowPrinter(ProductPrinting):
         return Code(" * ".join(self.operand(arg, POWER) for arg in expr.args), PRODUCT)
 
     def _print_HadamardPower(self, expr):
-        return Code(f"{self.operand(expr.base, ATOM)} ** {expr.exp}", POWER)
+        _, code = self.elementwise(power(expr.exp), self._print(expr.base))
+        return Code(code.text, code.level)
 
     def _print_Apply(self, expr):
         _, code = self.elementwise(expr.function, self._print(expr.arg))
@@ -224,8 +225,10 @@ class RowPrinter(ProductPrinting):
 
     def elementwise(self, function, arg):
         """(x, code): the printed argument `arg` as a Term x, and the code of the elementwise function of x from
-        this backend's table (printing/functions.py for NumPy), the helpers it calls recorded."""
-        entry = lookup(function)
+        this backend's table (printing/functions.py for NumPy), the helpers it calls recorded. function: the
+        registry's name, or its entry (a power's)."""
+        entry = lookup(function) if isinstance(function, str) else function
+        function = entry.name
         functions = self.spelling.functions
         if entry.kind not in functions:
             raise PrintError(

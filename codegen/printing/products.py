@@ -3,6 +3,7 @@ the right (W v as `v @ W.T`, diag(u) v as `u * v`), a one-hot column as a lookup
 sum over time as one product over all T*B rows. The base of printer.RowPrinter."""
 
 import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
 from sympy.printing.printer import Printer
 
 from bptt.codegen.ir import PARAMETER
@@ -45,6 +46,8 @@ class ProductPrinting(Printer):
         if isinstance(factor, Diag):
             right = acc if acc.level >= POWER else f"({acc})"
             return Code(f"{self.operand(factor.vector, POWER)} * {right}", PRODUCT)
+        if isinstance(factor, OneMatrix):  # ones(r x c) v: the sum of v's entries in each of r rows
+            return self.spelling.ones_times(self, acc, self._print(factor.shape[0]))
         left = acc if acc.level >= PRODUCT else f"({acc})"
         if isinstance(factor, sp.Transpose) and isinstance(factor.arg, PARAMETER):
             return Code(f"{left} @ {self._print(factor.arg)}", PRODUCT)

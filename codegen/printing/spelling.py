@@ -35,6 +35,11 @@ class Spelling:
         classes = p._print(expr.shape[0])
         return Code(f"{p.helper('_onehot')}({p.label(expr.label)}, {classes}, dtype)")
 
+    def ones_times(self, p, acc, rows):
+        """A matrix of ones (rows x cols) times the vectors whose row form is the code acc: each row's sum, `rows`
+        times."""
+        return Code(f"{row_sums(acc)}.repeat({rows}, axis=-1)")
+
     def vector_sum(self, p, term, rows):
         """A vector summed over the T*B rows: a product with ones."""
         p.used.arrays.add(ONES)
@@ -48,3 +53,9 @@ class Spelling:
         logits, labels = p._print(loss.prediction), p._print(loss.target)
         picked = f"np.take_along_axis({logits}, {labels}[..., None], axis=-1)[..., 0]"
         return Code(f"{p.helper('_logsumexp')}({logits}) - {picked}", SUM)
+
+
+def row_sums(code):
+    """The sum of the entries of each row of the row form `code`, kept as an axis of one (it broadcasts)."""
+    operand = code if getattr(code, "level", ATOM) >= ATOM else f"({code})"
+    return f"{operand}.sum(axis=-1, keepdims=True)"

@@ -10,12 +10,14 @@ its backend spells them (spelling.py).
 """
 
 import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.codegen.ir import PARAMETER, Array, PerCall
 from bptt.codegen.printing.array_calls import NUMPY
 from bptt.codegen.printing.code import no_factor_code, tuple_items
 from bptt.codegen.printing.function_code import in_place
 from bptt.codegen.printing.printer import ATOM, Code
+from bptt.codegen.printing.spelling import row_sums
 from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
 from bptt.codegen.printing.window import Statements
 from bptt.derive.elementwise import Apply
@@ -244,6 +246,10 @@ class InPlacePrinter(Statements):
                     vector = self.scratch.take(factor.shape[0], self.stacked)
                     lines += self.emit(factor.vector, vector, factor.shape[0])
                 lines.append(self.calls.line("multiply", a=vector, b=acc, out=dest))
+            elif isinstance(factor, OneMatrix):  # each row's sum, broadcast into its rows
+                if acc == dest:
+                    dest = self.scratch.take(factor.shape[0], self.stacked)
+                lines.append(self.calls.line("copy", out=dest, x=row_sums(acc)))
             else:
                 if acc == dest:
                     dest = self.scratch.take(factor.shape[0], self.stacked)

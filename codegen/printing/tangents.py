@@ -158,6 +158,11 @@ class TangentPrinter(RowPrinter):
                 raise PrintError(f"forward mode takes blocks of whole columns only, not {notation(node)}", node)
             rows = self.span(*node.rowslice[:2], size=node.parent.shape[0])
             return Code(f"{self.tangent(node.parent, operand)}[..., {rows}]")
+        if isinstance(node, sp.Transpose):  # M_dot^T operand for every direction M_dot = E_ij of a parameter
+            if operand is None:
+                raise PrintError(f"the forward-mode direction of {notation(node)} must multiply a vector", node)
+            rows = self(node.arg.of.shape[1])
+            return Code(f"{self.helper('_transposed_directions')}({self(operand)}, {rows})")
         of = node.of
         if isinstance(of, SeqAt):
             reread = of.name in self.previous and sp.simplify(of.time - t) == -1
@@ -183,5 +188,7 @@ class TangentPrinter(RowPrinter):
 
 
 def _tangent_of(factor):
-    """The Tangent a factor is, or a block of."""
-    return factor.parent if isinstance(factor, sp.MatrixSlice) else factor
+    """The Tangent a factor is, or a block or the transpose of."""
+    if isinstance(factor, sp.MatrixSlice):
+        return factor.parent
+    return factor.arg if isinstance(factor, sp.Transpose) else factor

@@ -8,7 +8,7 @@ A function of your own gets its torch code here: TORCH_FUNCTIONS.register("mish"
 from bptt.codegen.printing.function_code import FunctionTable, Library
 from bptt.codegen.printing.functions import ENTRIES
 
-SAME_AS_NUMPY = ("identity", "tanh", "sigmoid", "exp", "log", "softsign'", "softsign", "silu", "gelu'", "gelu")
+SAME_AS_NUMPY = ("identity", "tanh", "sigmoid", "exp", "log", "softsign'", "softsign", "silu", "gelu'", "gelu", "power")
 
 OWN = {
     "step": lambda torch, x: (x > 0).to(x.dtype),

@@ -1,5 +1,7 @@
 """Issue 25, item 7: a cell the tool refuses is one line, exit 2, naming the model, the backend being generated and
-the equation in the user's notation (W^T, not Tangent(W).T; a matrix of ones, not "the factor 1")."""
+the equation in the user's notation (W^T, not Tangent(W).T; a matrix of ones, not "the factor 1"). Issue 28: the
+cells it refused for a transpose, a sum of parameters, a matrix of ones or an elementwise power generate in every
+backend; `bptt latex` and `bptt codegen` refuse the others with the same line."""
 
 import pytest
 
@@ -35,19 +37,38 @@ def ones():
 
 
 def power():
-    return _cell("power", lambda W, U, x, hid: sp.HadamardPower(W * hid(t - 1) + U * x(), sp.Rational(-1, 2)))
+    return _cell("power", lambda W, U, x, hid: sp.HadamardPower(1 + W * hid(t - 1) + U * x(), sp.Rational(-1, 2)))
+
+
+def damped():
+    return _cell("damped", lambda W, U, x, hid: tanh((W - W.T - sp.Identity(h) / 4) * hid(t - 1) + U * x()))
+
+
+def outer():
+    return _cell("outer", lambda W, U, x, hid: tanh(hid(t - 1) * hid(t - 1).T * hid(t - 1) + U * x()))
+
+
+def squared():
+    return _cell("squared", lambda W, U, x, hid: tanh(W**2 * hid(t - 1) + U * x()))
+
+
+def irrational():
+    return _cell("irrational", lambda W, U, x, hid: sp.HadamardPower(1 + W * hid(t - 1) + U * x(), sp.sqrt(2)))
 """
 
 FORBIDDEN = ("NumPy form", "Tangent", "Diag", "Apply", "HadamardPower", "MatAdd", "MatMul", "the factor 1", "SeqAt")
 
+GENERATED = ("transposed", "antisymmetric", "damped", "ones", "power")
+FACTORS = (
+    "(a factor is a parameter, a block of one, a parameter's transpose, the identity, ones, "
+    "and their sums and products)"
+)
 # (cell, what the message says after "model 'cell' (<backend> backend), in ")
 EXPECTED = {
-    "transposed": "h_t = U x_t + W^T h_{t-1}: the generated code cannot multiply by the transpose W^T yet",
-    "antisymmetric": "h_t = tanh(U x_t + (W - W^T) h_{t-1}): the generated code cannot multiply by the sum W - W^T yet",
-    "ones": "h_t = tanh(U x_t + ones(h x h) h_{t-1}): "
-    "the generated code cannot multiply by a matrix of ones (h x h) yet",
-    "power": "h_t = (U x_t + W h_{t-1})^(-1/2): "
-    "an elementwise power (U x_t + W h_{t-1})^(-1/2) has no adjoint rule yet",
+    "outer": "h_t = tanh(U x_t + h_{t-1} h_{t-1}^T h_{t-1}): a product by h_{t-1} has no adjoint rule yet " + FACTORS,
+    "squared": "h_t = tanh(U x_t + W^2 h_{t-1}): a product by a matrix power W^2 has no adjoint rule yet " + FACTORS,
+    "irrational": "h_t = (1 + U x_t + W h_{t-1})^(sqrt(2)): "
+    "an elementwise power must have a rational exponent, not sqrt(2)",
 }
 TITLES = {"numpy": "NumPy", "torch": "torch", "jax": "JAX"}
 
@@ -70,9 +91,17 @@ def test_codegen_refuses_in_one_line_naming_model_backend_and_equation(cells, ce
     assert not (tmp_path / "out").exists()  # nothing written
 
 
-def test_latex_names_the_model_and_the_equation_of_an_elementwise_power(cells, capsys):
-    """The document has no backend: the model and the equation, and the power in the user's notation."""
-    status = main(["latex", f"{cells}:power"])
+@pytest.mark.parametrize("cell", sorted(EXPECTED))
+def test_latex_refuses_with_the_line_codegen_refuses_with(cells, cell, capsys):
+    """The document has no backend: the model and the equation, and the reason, in the user's notation."""
+    status = main(["latex", f"{cells}:{cell}"])
     err = capsys.readouterr().err
     assert status == 2
-    assert err == f"bptt latex: error: model 'power', in {EXPECTED['power']}\n"
+    assert err == f"bptt latex: error: model '{cell}', in {EXPECTED[cell]}\n"
+
+
+@pytest.mark.parametrize("cell", GENERATED)
+def test_transposes_sums_ones_and_powers_generate_in_every_backend(cells, cell, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["codegen", f"{cells}:{cell}", "--backend", "all", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert sorted(path.name for path in out.iterdir()) == sorted(f"{cell}{end}.py" for end in ("", "_jax", "_torch"))

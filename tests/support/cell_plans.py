@@ -24,6 +24,7 @@ VALUES = {"d": 2, "h": 3, "q": 4}  # distinct, so that a transposed shape cannot
 # The built-in functions with a derivative (the slope entries such as elu' are not activations).
 ACTIVATIONS = tuple(sorted(name for name, entry in FUNCTIONS.items() if entry.derivative is not None))
 MAX_STATES = 3
+POWERS_AND_TRANSPOSES = ("transposed", "antisymmetric", "square", "power")  # term kinds reading a state, own weight
 
 # What a pre-activation term reads:
 #   input      W u_t               u_t is x_t in layer 1, the previous layer's state h_t above
@@ -34,6 +35,10 @@ MAX_STATES = 3
 #   reset      g_t * (U s_{t-1} + b)   as the GRU's candidate reads its reset gate
 #   one        + 1                 a scalar in a sum
 #   now        M c_t               the layer's other state, at t (an LSTM-like h_t reading c_t)
+#   transposed A^T s_{t-1}         a state's own weight, transposed
+#   antisymmetric (A - A^T - 1/4 I) s_{t-1}   AntisymmetricRNN's damped antisymmetric weight
+#   square     K (s_{t-1} * s_{t-1})          SymPy folds the product into the power s_{t-1}^2
+#   power      P (1 + s_{t-1} * s_{t-1})^(-1/2)   an elementwise power of a positive vector (sigma^-1)
 
 
 @dataclass(frozen=True)
@@ -167,11 +172,23 @@ class _Cell:
         stacked = f"W_h{term.source[0]}{layer}"
         if kind == "recurrent":
             return weights.take(f"U_{term.source}_{target}", h, stacked) * source(t - 1)
+        if kind in POWERS_AND_TRANSPOSES:
+            return self.power_or_transpose(kind, self.param(f"A_{term.source}_{target}", h, h), source(t - 1))
         gate = self.seqs[term.gate]()
         if kind == "product":
             return weights.take(f"K_{term.source}_{target}", h, stacked) * HadamardProduct(gate, source(t - 1))
         inner = weights.take(f"N_{term.source}_{target}", h, stacked) * source(t - 1)
         return HadamardProduct(gate, inner + weights.take(f"e_{term.source}_{target}", 1, f"b_hh{layer}"))
+
+    @staticmethod
+    def power_or_transpose(kind, weight, previous):
+        """A term of a kind in POWERS_AND_TRANSPOSES: the weight (own, never a block) times s_{t-1}."""
+        if kind == "transposed":
+            return weight.T * previous
+        if kind == "antisymmetric":
+            return (weight - weight.T - sp.Rational(1, 4) * sp.Identity(h)) * previous
+        square = HadamardProduct(previous, previous)
+        return weight * (square if kind == "square" else sp.HadamardPower(1 + square, sp.Rational(-1, 2)))
 
     def update(self, weights, step, layer, below):
         previous = self.seqs[step.state](t - 1)

@@ -76,6 +76,28 @@ def _stacked_blocks(model):
     return any(parents.count(p) >= 2 and p.shape[0] == parents.count(p) * h for p in parents)
 
 
+def _power(model, exponent):
+    return any(isinstance(node, sp.HadamardPower) and node.exp == exponent for _, node in nodes(model))
+
+
+def _transposed_weight(model):
+    """A^T s_{t-1}: a product whose first factor is a parameter's transpose."""
+    return any(
+        isinstance(node, sp.MatMul) and isinstance(node.args[0], sp.Transpose) and node.args[0].arg in model.params
+        for _, node in nodes(model)
+    )
+
+
+def _weight_minus_its_transpose(model):
+    """(A - A^T - I/4) s_{t-1}: a product by a sum of a parameter, its transpose and the identity."""
+    return any(
+        isinstance(node, sp.MatAdd)
+        and any(isinstance(a, sp.Identity) for a in sp.preorder_traversal(node))
+        and any(isinstance(a, sp.Transpose) for a in sp.preorder_traversal(node))
+        for _, node in nodes(model)
+    )
+
+
 def _functions(model):
     return {node.function for _, node in nodes(model) if isinstance(node, Apply)}
 
@@ -97,4 +119,12 @@ SHAPES = {
     "a summed softmax cross-entropy": lambda m: isinstance(m.loss, SoftmaxCrossEntropy) and not m.mean,
     "a mean softmax cross-entropy": lambda m: isinstance(m.loss, SoftmaxCrossEntropy) and m.mean,
     **{f"the elementwise function {name}": (lambda m, name=name: name in _functions(m)) for name in ACTIVATIONS},
+}
+
+# The shapes of issue 28's nodes, which cells.powered_plans() draws (tests/oracle/test_latex_codegen_agree.py).
+POWER_SHAPES = {
+    "a transposed weight, A^T s_{t-1}": _transposed_weight,
+    "a weight minus its transpose and I/4": _weight_minus_its_transpose,
+    "a square SymPy folded, s_{t-1}^2": lambda m: _power(m, 2),
+    "an elementwise power, (1 + s_{t-1}^2)^(-1/2)": lambda m: _power(m, sp.Rational(-1, 2)),
 }

@@ -5,14 +5,26 @@ What they cover: 1-3 states (a layer's h, an LSTM-like c, a teacher-forced outpu
 1-3 layers (layer l+1 reads layer l's state at the same step t), gates feeding gates with and
 without named pre-activations, stacked weights read by blocks, a matrix times an elementwise
 product U (r_t * h_{t-1}), scalars (1 - z_t, + 1), every built-in elementwise function, both
-losses summed or averaged, and teacher forcing.
+losses summed or averaged, and teacher forcing. `powered_plans()` adds transposed and antisymmetric
+weights (A^T, A - A^T - I/4) and elementwise powers (a square, (1 + s^2)^(-1/2)).
 """
 
 from dataclasses import replace
 
 from hypothesis import strategies as st
 
-from bptt.tests.support.cell_plans import ACTIVATIONS, MAX_STATES, Gate, Layer, Plan, Term, Update, build, sums
+from bptt.tests.support.cell_plans import (
+    ACTIVATIONS,
+    MAX_STATES,
+    POWERS_AND_TRANSPOSES,
+    Gate,
+    Layer,
+    Plan,
+    Term,
+    Update,
+    build,
+    sums,
+)
 
 
 def activations():
@@ -115,6 +127,34 @@ def plans(draw):
         drawn.append(layer)
         budget -= len(layer.states)
     return Plan(tuple(drawn), loss, draw(st.booleans()), forcing, draw(st.booleans()))
+
+
+@st.composite
+def powered_plans(draw):
+    """plans() with 1-3 terms that read a power or a transpose of a layer's state (POWERS_AND_TRANSPOSES) added
+    to drawn sums, the first to the first layer's first sum; apart from plans(), whose draws are the proven cells'."""
+    plan = draw(plans())
+    layers = list(plan.layers)
+    for n in range(draw(st.integers(1, 3))):
+        k = draw(st.integers(0, len(layers) - 1)) if n else 0
+        term = Term(draw(st.sampled_from(POWERS_AND_TRANSPOSES)), source=draw(st.sampled_from(layers[k].states)))
+        layers[k] = with_term(layers[k], draw(st.integers(0, len(sums(layers[k])) - 1)) if n else 0, term)
+    return replace(plan, layers=tuple(layers))
+
+
+def with_term(layer, index, term):
+    """The layer with term added to its sum number `index` (sums' order), unless that sum has it."""
+    if index < len(layer.gates):
+        gate = layer.gates[index]
+        gates = list(layer.gates)
+        gates[index] = gate if term in gate.terms else replace(gate, terms=gate.terms + (term,))
+        return replace(layer, gates=tuple(gates))
+    summed = [k for k, update in enumerate(layer.updates) if update.form == "activation"]
+    at = summed[index - len(layer.gates)]
+    updates = list(layer.updates)
+    update = updates[at]
+    updates[at] = update if term in update.terms else replace(update, terms=update.terms + (term,))
+    return replace(layer, updates=tuple(updates))
 
 
 def cells():

@@ -1,6 +1,7 @@
 """Cells users write from their papers, outside the zoo, as Model functions (`tests/support/paper_cells.py:mgu`);
 proved by tests/oracle/test_paper_cells.py."""
 
+from sympy import HadamardPower, Identity, Rational
 from sympy import HadamardProduct as odot
 
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
@@ -105,3 +106,21 @@ def plus_one():
     W, U = matrix("W", h, d), matrix("U", h, h)
     steps = ((hidden, tanh(W * x() + U * hidden(t - 1) + 1)),)
     return _cell("plus-one", "Elman cell with a scalar in its sum", "a user", (d, h, q), (W, U), x, hidden, steps)
+
+
+def powered():
+    """Issue 28's nodes in one cell: a damped antisymmetric weight, a transpose, an elementwise power and the square
+    SymPy folds a_t * a_t into.
+
+    a_t = (W - W^T - 1/4 I) h_{t-1} + U x_t
+    h_t = a_t * (1 + a_t * a_t)^(-1/2) + 1/2 K^T (h_{t-1} * h_{t-1})
+    """
+    d, h, q = sizes("d h q")
+    x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
+    W, U, K = matrix("W", h, h), matrix("U", h, d), matrix("K", h, h)
+    scale = HadamardPower(1 + odot(a(), a()), Rational(-1, 2))
+    steps = (
+        (a, (W - W.T - Identity(h) / 4) * hidden(t - 1) + U * x()),
+        (hidden, odot(a(), scale) + K.T * odot(hidden(t - 1), hidden(t - 1)) / 2),
+    )
+    return _cell("powered", "Powers and transposes", "issue 28", (d, h, q), (W, U, K), x, hidden, steps)

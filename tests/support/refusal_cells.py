@@ -16,6 +16,15 @@ x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a
 o, y = sequence("o", q, "output"), sequence("y", q, "target")
 
 
+class Clipped(sp.MatrixExpr):
+    """A node of a user's own that no rule knows, clip(v)."""
+
+    def __new__(cls, arg):
+        return sp.MatrixExpr.__new__(cls, arg)
+
+    shape = property(lambda self: self.args[0].shape)
+
+
 def tiny(**changes):
     fields = dict(
         name="tiny",
@@ -219,7 +228,20 @@ CELLS = {
     "derive/adjoint.py _slice:": ("derive", lambda: state(tanh(W_hx * x() + W2[0 : 2 * h : 2, :] * hidden(t - 1)), W2)),
     "derive/adjoint.py _backprop: has no adjoint rule yet": (
         "latex",
-        lambda: state(sp.HadamardPower(W_hx * x() + W_hh * hidden(t - 1), sp.Rational(-1, 2))),
+        lambda: state(Clipped(W_hx * x() + W_hh * hidden(t - 1))),
+    ),
+    "derive/adjoint.py _power:": (
+        "derive",
+        lambda: state(sp.HadamardPower(W_hx * x() + W_hh * hidden(t - 1), sp.sqrt(2))),
+    ),
+    "derive/elementwise.py power: an elementwise power must have a rational exponent, not": (
+        "latex",
+        lambda: state(sp.HadamardPower(W_hx * x() + W_hh * hidden(t - 1), sp.sqrt(2))),
+    ),
+    "derive/tangent.py _power:": ("jax", lambda: unread(sp.HadamardPower(W_hx * x(), sp.sqrt(2)))),
+    "derive/adjoint.py check_products:": (
+        "numpy",
+        lambda: state(tanh(W_hx * x() + hidden(t - 1) * hidden(t - 1).T * hidden(t - 1))),
     ),
     "derive/blocks.py check_block: the block has no adjoint rule: only a block of": (
         "derive",
@@ -240,7 +262,7 @@ CELLS = {
     "derive/tangent.py _slope:": ("numpy", lambda: unread(Apply("swish", W_hx * x()))),
     "derive/tangent.py tangent_terms.tangent: has no forward-mode rule yet": (
         "torch",
-        lambda: unread(sp.HadamardPower(W_hx * x(), sp.Rational(-1, 2))),
+        lambda: unread(Clipped(W_hx * x())),
     ),
     # codegen/names.py: the API's words, torch's Module attributes, the namer's marker
     "codegen/names.py check: : is a word of the generated modules' API (their": (
@@ -266,18 +288,6 @@ CELLS = {
         with_function,
     ),
     "codegen/printing/facts.py model_facts:": ("torch", lambda: tiny(loss=GenericLoss(o(), y()))),
-    "codegen/printing/products.py ProductPrinting.lookup: a one-hot vector must be multiplied by a parameter, not": (
-        "numpy",
-        lambda: onehot_cell(W_hx + V, V),
-    ),
-    "codegen/printing/products.py ProductPrinting.apply:": (
-        "torch",
-        lambda: state(tanh(W_hx * x() + W_hh.T * hidden(t - 1))),
-    ),
-    "codegen/printing/statements.py InPlacePrinter.gemm_matrix:": (
-        "torch",
-        lambda: state(tanh(W_hx * x() + (W_hh - W_hh.T) * hidden(t - 1))),
-    ),
     "codegen/printing/tangents.py TangentPrinter.tangent: forward mode takes blocks of whole columns only, not": (
         "numpy",
         lambda: tiny(params=(U2, W_hh, W_qh), steps=((hidden, U2[:, :d] * x() + W_hh * hidden(t - 1)),)),
@@ -312,6 +322,18 @@ INTERNAL = {
     "codegen/printing/printer.py RowPrinter.sequence: holds one step; it cannot be read for all steps": "invariant",
     "codegen/printing/printer.py RowPrinter.sequence: cannot stack at time over t = 1..T": "invariant",
     "codegen/printing/printer.py RowPrinter.emptyPrinter: has no code yet": "invariant",
+    "codegen/printing/products.py ProductPrinting.lookup: a one-hot vector must be multiplied by a parameter, not": (
+        "invariant: derive/adjoint.py check_products refuses any other factor of a one-hot vector first"
+    ),
+    "codegen/printing/products.py ProductPrinting.apply:": (
+        "invariant: derive/adjoint.py check_products refuses any other factor first, and codegen distributes sums"
+    ),
+    "codegen/printing/statements.py InPlacePrinter.gemm_matrix:": (
+        "invariant: derive/adjoint.py check_products refuses any other factor first, and codegen distributes sums"
+    ),
+    "codegen/printing/tangents.py TangentPrinter.tangent: the forward-mode direction of must multiply a vector #2": (
+        "invariant: a parameter's transpose is a factor before a vector (check_products)"
+    ),
     "codegen/printing/products.py outer_factors: a parameter's gradient term must be a column times a": "invariant",
     "codegen/printing/tangents.py TangentPrinter.tangent: "
     "the forward-mode direction of must multiply a vector": "invariant",
