@@ -131,14 +131,19 @@ def gradient_body(program):
     joined = joined_lines(gradient, groups, read, {group.name for group in scanned})
     printer = JaxPrinter(stacked=True, arrays=arrays)
     lines, local = [], set()
+    read_before_loop = {a.of.name for s in statements if not isinstance(s, Loop) for a in s.value.atoms(Adj)}
     for statement in statements:
         if isinstance(statement, Loop):
             continue
-        if not isinstance(statement.value, sp.ZeroMatrix):
-            local.add(statement.target.of.name)
-            lines.append(
-                f"{adjoint_array(statement.target.of.name)} = {printer(statement.value)}  # {statement.comment}"
-            )
+        name = statement.target.of.name
+        if isinstance(statement.value, sp.ZeroMatrix) and name in read_before_loop:  # an adjoint nothing reaches
+            local.add(name)
+            rows = printer(targets[name].rows)
+            printer.used.sizes |= {"T", "B", "dtype"}
+            lines.append(f"{adjoint_array(name)} = jnp.zeros((T, B, {rows}), dtype)  # {statement.comment}")
+        elif not isinstance(statement.value, sp.ZeroMatrix):
+            local.add(name)
+            lines.append(f"{adjoint_array(name)} = {printer(statement.value)}  # {statement.comment}")
     loop = next((s for s in statements if isinstance(s, Loop)), None)
     initial_reads = sorted({a.of.name for i in program.window_initial for a in i.value.atoms(Adj)})  # in one order
     carried = []

@@ -403,3 +403,49 @@ def test_a_state_read_in_its_own_step_agrees_in_every_backend_and_in_jax_in_both
     check_random_cell(STATE_READ_IN_ITS_STEP, 3, ("window", 2), 31870)
     model, modules = generated(STATE_READ_IN_ITS_STEP)
     compare("jax", modules["jax"], model, random_values(model, 3, BATCH, 31870), ("window", 2))
+
+
+# h1 is read by nothing (layer 2 reads x), so dL/dh1_t is 0, and dL/dc1_t's hoisted part reads it. The JAX
+# module left out the zero's assignment (as it does for a hoisted part the loop writes), and chunk truncation's
+# gradients stopped on `NameError: name 'd_h1' is not defined`.
+UNREAD_STATE = Plan(
+    layers=(
+        Layer(
+            index=1,
+            states=("c1", "h1"),
+            stacked=True,
+            gates=(
+                Gate("z1", "silu", (Term("recurrent", "c1", ""), Term("input", "", "")), named=True),
+                Gate("r1", "tanh", (Term("recurrent", "c1", ""),), named=True),
+            ),
+            updates=(
+                Update("c1", "cell", ("z1", "r1"), "identity", (), swapped=False),
+                Update("h1", "output", ("r1",), "gelu", (), swapped=False),
+            ),
+        ),
+        Layer(
+            index=2,
+            states=("h2",),
+            stacked=False,
+            gates=(Gate("z2", "step", (Term("recurrent", "h2", ""), Term("input", "", "")), named=False),),
+            updates=(
+                Update(
+                    "h2",
+                    "activation",
+                    (),
+                    "gelu",
+                    (Term("product", "h2", "z2"), Term("recurrent", "h2", "")),
+                    swapped=False,
+                ),
+            ),
+        ),
+    ),
+    loss="softmax",
+    mean=False,
+    forcing=False,
+    head_bias=False,
+)
+
+
+def test_an_adjoint_nothing_reaches_is_zeros_in_jax_under_chunk_truncation():
+    check_random_cell(UNREAD_STATE, 4, ("chunk", 4), 10893)  # an odd seed: JAX in the truncation
