@@ -64,12 +64,14 @@ def _levels(nodes, edges, loss):
 
 def _initial_levels(nodes, level):
     """Each initial state at the level of its step-1 value, or the nearest level no other initial state takes
-    (step 0's column is one node wide); those with a step-1 value are placed first."""
-    top = max(level.values(), default=0)
+    (step 0's column is one node wide); those with a step-1 value are placed first. A cell
+    of more initial states than levels gets levels above its highest, one each."""
+    initial = sorted((n for n in nodes if n.step == 0), key=lambda n: (n.name, 1) not in level)
+    levels = range(max(max(level.values(), default=0) + 2, len(initial)))
     taken = set()
-    for node in sorted((n for n in nodes if n.step == 0), key=lambda n: (n.name, 1) not in level):
+    for node in initial:
         wanted = level.get((node.name, 1), 0)
-        free = min((n for n in range(top + 2) if n not in taken), key=lambda n: (abs(n - wanted), n))
+        free = min((n for n in levels if n not in taken), key=lambda n: (abs(n - wanted), n))
         level[node.key] = free
         taken.add(free)
 
