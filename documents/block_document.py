@@ -5,6 +5,7 @@ from bptt.derive.nodes import Adj, MatAt, SeqAt, t
 from bptt.derive.truncation import windowed
 from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
+from bptt.documents.linebreak import bracketed
 from bptt.documents.prose import listed, maths, reason
 
 DELTA = "delta"  # the stacked adjoint's name
@@ -14,10 +15,13 @@ def _stacked(form, time=t):
     return SeqAt(DELTA, time, sum(s.rows for s in form.states), "intermediate")
 
 
-def _blocks(rows):
-    """A block matrix written inline, rows separated by `;` and blocks by `,` (no matrix
-    environment, so it reads the same in LaTeX and in Markdown's MathJax)."""
-    return r"\left[" + r" ;\; ".join(", ".join(latex(item) for item in row) for row in rows) + r"\right]"
+def _blocks(lhs, rows, why):
+    """The Equation lhs = a block matrix written inline, rows separated by `;` and blocks by `,` (no matrix
+    environment, so it reads the same in LaTeX and in Markdown's MathJax), broken into lines where it is too wide
+    (a cell of many states)."""
+    items = bracketed([[latex(item) for item in row] for row in rows])
+    rhs = items[0].text + "".join(piece.glue + piece.text for piece in items[1:])
+    return Equation(lhs, rhs, why, pieces=items)
 
 
 def _reaches(row, col, couplings):
@@ -41,10 +45,10 @@ def block_section(facts):
     stacked = ClosedForm(None, form.jacobian, form.stacked_local, form.expr)  # one recursion over delta_t
     proved = all(a == b for a, b in recursion_residual(stacked))
     equations = [
-        Equation(latex(_stacked(form)), _blocks([[Adj(s())] for s in states]), ""),
-        Equation(
+        _blocks(latex(_stacked(form)), [[Adj(s())] for s in states], ""),
+        _blocks(
             latex(form.jacobian),
-            _blocks([[block_name(r, c) for c in states] for r in states]),
+            [[block_name(r, c) for c in states] for r in states],
             "The block transposed Jacobian of step $k$: the block in the row of a state $\\mathbf{u}$ and the column "
             r"of a state $\mathbf{v}$ is $\left(\partial \mathbf{v}_{k} / \partial \mathbf{u}_{k-1}\right)^\top$:",
         ),
@@ -54,9 +58,9 @@ def block_section(facts):
         equations.append(equation(latex(block_name(row, col)), block, _reaches(row, col, couplings)))
     local_names = [MatAt(f"beta^{s.name}", form.expr.index, s.rows, 1) for s in states]
     equations.append(
-        Equation(
+        _blocks(
             latex(form.stacked_local),
-            _blocks([[name] for name in local_names]),
+            [[name] for name in local_names],
             "The local terms, what each state's adjoint receives from the outputs of its own step:",
         )
     )

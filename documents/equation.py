@@ -4,7 +4,17 @@ equations that share a sentence, sections."""
 from dataclasses import dataclass, field, replace
 
 from bptt.documents.latex import latex
-from bptt.documents.linebreak import BUDGET, CALLS, FACTORS, INDENT, PLAIN, lines, merged_diagonals, overflows
+from bptt.documents.linebreak import (
+    BUDGET,
+    CALLS,
+    FACTORS,
+    INDENT,
+    PLAIN,
+    lines,
+    merged_diagonals,
+    overflows,
+    piece_lines,
+)
 from bptt.documents.width import width
 
 LONG = 20  # rows of an equation more than a page may not hold beside the sentence before it
@@ -13,7 +23,8 @@ LONG = 20  # rows of an equation more than a page may not hold beside the senten
 @dataclass(frozen=True)
 class Equation:
     """`lhs = rhs` and the sentence that says where it comes from. lhs and rhs are LaTeX on one line;
-    `lines` is rhs broken to fit the page, empty when it is one line; `expr` the SymPy rhs, when there is one."""
+    `lines` is rhs broken to fit the page, empty when it is one line; `expr` the SymPy rhs, when there is one, or
+    else `pieces`, rhs cut where a line may break (linebreak.Piece: a block matrix's, linebreak.bracketed)."""
 
     lhs: str
     rhs: str
@@ -21,6 +32,7 @@ class Equation:
     lines: tuple = ()
     expr: object = field(default=None, compare=False, repr=False)
     fitted_beside: float | None = field(default=None, compare=False, repr=False)  # the lhs width lines fit
+    pieces: tuple = field(default=(), compare=False, repr=False)
 
     @property
     def rows(self):
@@ -44,8 +56,11 @@ class Equation:
     def _broken(self, lhs_width):
         """A product is never broken between its factors: where one is too long for a line, the runs of diagonal
         factors of the products are merged (diag(a) diag(b) = diag(a odot b)), and then broken at an odot."""
-        if self.expr is None or width(f"{self.lhs} = {self.rhs}") - width(self.lhs) + lhs_width <= BUDGET:
+        fits = width(f"{self.lhs} = {self.rhs}") - width(self.lhs) + lhs_width <= BUDGET
+        if fits or (self.expr is None and not self.pieces):
             return replace(self, lines=())
+        if self.expr is None:
+            return replace(self, lines=piece_lines(self.pieces, self.lhs, lhs_width))
         broken = lines(self.expr, self.lhs, lhs_width)
         if not overflows(broken, lhs_width):
             return replace(self, lines=broken)

@@ -191,8 +191,14 @@ def lines(expr, lhs, beside=None, reach=PLAIN):
     left-hand side `beside` points wide, the widest of a display's equations). reach: CALLS to break
     inside the parentheses of diag(...), tanh(...) and softmax(...) too, where a product does not fit a line;
     FACTORS, the last resort, between two factors too, the line after starting with an explicit \\cdot."""
+    return piece_lines(pieces(expr, reach), lhs, beside)
+
+
+def piece_lines(items, lhs, beside=None):
+    """Pieces packed into lines beside lhs, as `lines` packs an expression's: a line that leaves pieces open
+    closes them with `\\right.`, the next reopens them with `\\left.`."""
     beside = width(lhs) if beside is None else beside
-    packed = pack(pieces(expr, reach), BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
+    packed = pack(items, BUDGET - beside - width("="), BUDGET - beside - width(INDENT))
     out = []
     for n, line in enumerate(packed):
         opened = line[0].depth if n else 0
@@ -201,3 +207,12 @@ def lines(expr, lhs, beside=None, reach=PLAIN):
         body = "".join(piece.glue + piece.text for piece in line[1:])
         out.append(start + line[0].text + body + r" \right." * closed)
     return tuple(out)
+
+
+def bracketed(rows):
+    """The pieces of a block matrix written inline, `\\left[a, b ;\\; c, d\\right]` (rows of LaTeX items): a line
+    may break after any item, the bracket closed with `\\right.` and reopened with `\\left.`."""
+    texts = [item + ("," if n + 1 < len(row) else r" ;\;") for row in rows for n, item in enumerate(row)]
+    texts[-1] = texts[-1].removesuffix(r" ;\;") + r"\right]"
+    first, *rest = texts
+    return (Piece(r"\left[" + first), *(Piece(text, " ", TERM, 1) for text in rest))

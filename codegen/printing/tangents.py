@@ -14,7 +14,6 @@ from bptt.codegen.ir_tangents import Previous
 from bptt.codegen.printing.printer import ATOM, PRODUCT, Code, PrintError, RowPrinter
 from bptt.derive.nodes import SeqAt, t
 from bptt.derive.tangent import Tangent
-from bptt.derive.text import notation
 
 DIRECTIONS = "directions"  # the number of carried directions: the first axis of every tangent array
 
