@@ -4,10 +4,11 @@ import sympy as sp
 
 
 def code_name(matrix):
-    """A parameter's name in code; a block's, its parameter's and first row's: W_ih[2h:3h, :] -> W_ih_2h."""
+    """A parameter's name in code; a block's, its parameter's and first row's, and its first column's where that is
+    not the first: W_ih[2h:3h, :] -> W_ih_2h, W_ih[2h:3h, h:2h] -> W_ih_2h_h."""
     if isinstance(matrix, sp.MatrixSlice):
-        start = "".join(char for char in str(matrix.rowslice[0]) if char.isalnum())
-        return f"{matrix.parent.name}_{start}"
+        starts = [matrix.rowslice[0]] + ([matrix.colslice[0]] if matrix.colslice[0] != 0 else [])
+        return "_".join([matrix.parent.name] + ["".join(char for char in str(s) if char.isalnum()) for s in starts])
     return matrix.name
 
 

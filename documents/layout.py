@@ -1,7 +1,8 @@
 """Where the nodes of an unrolled graph go: a column per step (step 0, the initial states, a narrow one, a
 node a level), each value at the level of the longest chain of same-step reads below it, and within a level
 placed under the values it feeds and above those it reads (three barycentre sweeps), never closer than a
-node's width."""
+node's width. A level with more values than a step's column holds side by side (the eight gates of two LSTM
+chains) takes as many rows as it needs, its values shared among them in order."""
 
 import itertools
 from collections import defaultdict
@@ -18,7 +19,8 @@ GUTTER = 0.3  # the least room between the boxes of two steps' columns
 def laid_out(nodes, edges, loss, half_width):
     """The nodes with x and y set; `loss` the name of the loss nodes, whose labels stand beside them;
     half_width(node) half the width of a node's box, in centimetres."""
-    level = _levels(nodes, edges, loss)
+    halves = {node.key: half_width(node) for node in nodes}
+    level = _levels(nodes, edges, loss, halves)
     rows = defaultdict(list)
     for node in nodes:
         rows[(node.step, level[node.key])].append(node.key)
@@ -27,7 +29,6 @@ def laid_out(nodes, edges, loss, half_width):
         if not edge.backward and edge.source[1] == edge.target[1]:
             reads[edge.target].append(edge.source)
             feeds[edge.source].append(edge.target)
-    halves = {node.key: half_width(node) for node in nodes}
     x = {}
     for (step, _), keys in rows.items():
         x.update(_spread([(key, _centre(step)) for key in keys], step, halves))
@@ -46,15 +47,16 @@ def _centre(step):
     return 0.0 if step == 0 else FIRST + (step - 0.5) * COLUMN
 
 
-def _levels(nodes, edges, loss):
-    """The longest chain of same-step reads below each node; an initial state at the level of its later values, a
-    label beside the loss that reads it."""
+def _levels(nodes, edges, loss, halves):
+    """The longest chain of same-step reads below each node, a level too wide for a column in several rows; an
+    initial state at the level of its later values, a label beside the loss that reads it."""
     level = {node.key: 0 for node in nodes}
     forward = [e for e in edges if not e.backward]
     for _ in nodes:  # relaxed until stable: the reads within a step form no cycle
         for edge in forward:
             if edge.source[1] == edge.target[1]:
                 level[edge.target] = max(level[edge.target], level[edge.source] + 1)
+    _split_wide_levels(nodes, level, halves)
     _initial_levels(nodes, level)
     for node in nodes:
         if node.role in ("label", "target") and any(e.source == node.key and e.target[0] == loss for e in forward):
@@ -62,14 +64,48 @@ def _levels(nodes, edges, loss):
     return level
 
 
+def _split_wide_levels(nodes, level, halves):
+    """Each level in as many rows as the widest step's values in it need to stand apart in its column (_fits), each
+    row a run of them in the nodes' order; the levels above move up by the rows added."""
+    rows = defaultdict(list)
+    for node in nodes:
+        if node.step > 0:
+            rows[(node.step, level[node.key])].append(node.key)
+    count = defaultdict(lambda: 1)
+    for (step, height), keys in rows.items():
+        count[height] = max(count[height], next(k for k in range(1, len(keys) + 1) if _fits(keys, k, step, halves)))
+    if all(count[height] == 1 for height in set(level.values())):
+        return
+    start, rows_below = {}, 0
+    for height in range(max(level.values()) + 1):
+        start[height], rows_below = rows_below, rows_below + count[height]
+    for node in nodes:
+        keys = rows.get((node.step, level[node.key]), [node.key])
+        level[node.key] = start[level[node.key]] + keys.index(node.key) * count[level[node.key]] // len(keys)
+
+
+def _fits(keys, parts, step, halves):
+    """Whether keys shared in order among `parts` rows stand apart in the step's column, every box clear of the next."""
+    for part in range(parts):
+        row = [key for n, key in enumerate(keys) if n * parts // len(keys) == part]
+        gaps, squeeze = _gaps(row, step, halves)
+        if any(
+            gap * squeeze < halves[a] + halves[b] for gap, (a, b) in zip(gaps, itertools.pairwise(row), strict=True)
+        ):
+            return False
+    return True
+
+
 def _initial_levels(nodes, level):
     """Each initial state at the level of its step-1 value, or the nearest level no other initial state takes
-    (step 0's column is one node wide); those with a step-1 value are placed first."""
-    top = max(level.values(), default=0)
+    (step 0's column is one node wide); those with a step-1 value are placed first. A cell
+    of more initial states than levels gets levels above its highest, one each."""
+    initial = sorted((n for n in nodes if n.step == 0), key=lambda n: (n.name, 1) not in level)
+    levels = range(max(max(level.values(), default=0) + 2, len(initial)))
     taken = set()
-    for node in sorted((n for n in nodes if n.step == 0), key=lambda n: (n.name, 1) not in level):
+    for node in initial:
         wanted = level.get((node.name, 1), 0)
-        free = min((n for n in range(top + 2) if n not in taken), key=lambda n: (abs(n - wanted), n))
+        free = min((n for n in levels if n not in taken), key=lambda n: (abs(n - wanted), n))
         level[node.key] = free
         taken.add(free)
 
@@ -79,16 +115,27 @@ def _spread(wanted, step, halves):
     half widths and MARGIN (less where the column is too narrow), the row then moved back into its column, every
     box inside it (step 0's centres within a narrow band)."""
     keys = [key for key, _ in wanted]
-    if step == 0:
-        low, high = -0.25, 0.25
-    else:
-        room = (COLUMN - GUTTER) / 2
-        low, high = _centre(step) - room + halves[keys[0]], _centre(step) + room - halves[keys[-1]]
-    gaps = [max(GAP, halves[a] + halves[b] + MARGIN) for a, b in itertools.pairwise(keys)]
-    squeeze = min(1.0, (high - low) / sum(gaps)) if gaps else 1.0
+    low, high = _bounds(keys, step, halves)
+    gaps, squeeze = _gaps(keys, step, halves)
     placed = []
     for n, (key, want) in enumerate(wanted):
         placed.append((key, want if not placed else max(want, placed[-1][1] + gaps[n - 1] * squeeze)))
     shift = sum(w for _, w in wanted) / len(wanted) - sum(p for _, p in placed) / len(placed)
     shift = min(max(shift, low - placed[0][1]), high - placed[-1][1])
     return {key: position + shift for key, position in placed}
+
+
+def _bounds(keys, step, halves):
+    """The least and the greatest centre of a row of keys in its step's column (step 0's within a narrow band)."""
+    if step == 0:
+        return -0.25, 0.25
+    room = (COLUMN - GUTTER) / 2
+    return _centre(step) - room + halves[keys[0]], _centre(step) + room - halves[keys[-1]]
+
+
+def _gaps(keys, step, halves):
+    """(the distance each of a row's centres wants from the one before, the factor all of them are multiplied by
+    to fit the column)."""
+    low, high = _bounds(keys, step, halves)
+    gaps = [max(GAP, halves[a] + halves[b] + MARGIN) for a, b in itertools.pairwise(keys)]
+    return gaps, min(1.0, (high - low) / sum(gaps)) if gaps else 1.0

@@ -39,6 +39,9 @@ class JaxTangentPrinter(TangentPrinter):
     def fresh(self, code):
         return code  # a JAX array is never written in place
 
+    def pad_columns(self, code, before, after):
+        return f"jnp.pad({code}, ((0, 0), ({before}, {after})))"
+
     def add_into(self, target, rows, value):
         return f"{target} = {target}.at[{rows}].add({value})"
 

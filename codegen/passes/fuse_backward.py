@@ -103,7 +103,7 @@ def gradients(returns, groups):
             if found:
                 (key, k), operand = found
                 keyed.setdefault((key, operand), {}).setdefault(k, []).append((index, total))
-    statements, returns, groups = [], list(returns), dict(groups)
+    statements, returns, groups, taken = [], list(returns), dict(groups), set()
     for (key, operand), members in keyed.items():
         for first, count in _runs(sorted(members)):
             group = groups[key]
@@ -121,7 +121,8 @@ def gradients(returns, groups):
             adjoint = Adj(SeqAt(internal(names), t, rows, "intermediate"))
             body = adjoint if operand is None else adjoint * operand
             keys = list(dict.fromkeys(returns[members[k][0][0]][0] for k in range(first, first + count)))
-            symbol = sp.MatrixSymbol(f"_d{internal(keys)}", rows, 1 if operand is None else operand.shape[1])
+            name = _fresh(f"_d{internal(keys)}", operand, taken)
+            symbol = sp.MatrixSymbol(name, rows, 1 if operand is None else operand.shape[1])
             statements.append(Assign(symbol, TimeSum(body, t, 1, T), f"the gradients of {', '.join(keys)} at once"))
             offset = sp.S.Zero
             for k in range(first, first + count):
@@ -134,6 +135,19 @@ def gradients(returns, groups):
                     )
                 offset += group.members[k][1]
     return statements, returns, list(groups.values())
+
+
+def _fresh(name, operand, taken):
+    """name, or for a second product of the same gradients (by another operand: blocks of columns of the same
+    parameters, W[:, :h] h1_t and W[:, h:] h2_t) name_<operand>, numbered if still taken; added to taken."""
+    if name in taken and operand is not None and isinstance(operand.arg, SeqAt):
+        name = f"{name}_{operand.arg.name}"
+    fresh, number = name, 1
+    while fresh in taken:
+        number += 1
+        fresh = f"{name}_{number}"
+    taken.add(fresh)
+    return fresh
 
 
 def _time_sums(value):

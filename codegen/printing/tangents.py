@@ -43,6 +43,10 @@ class TangentPrinter(RowPrinter):
         """A copy of an array, sharing no memory with it."""
         return f"{code}.copy()"
 
+    def pad_columns(self, code, before, after):
+        """A (B, n) array with `before` zero columns left of it and `after` right."""
+        return f"np.pad({code}, ((0, 0), ({before}, {after})))"
+
     def add_into(self, target, rows, value):
         """target[rows] += value, as a line."""
         return f"{target}[{rows}] += {value}"
@@ -150,14 +154,12 @@ class TangentPrinter(RowPrinter):
     def _print_Copy(self, expr):
         return Code(self.fresh(self.operand(expr.value, ATOM)))
 
-    def tangent(self, node, operand):
-        """Code for node (a Tangent, or a block of one) times operand (a vector expression, or None)."""
+    def tangent(self, node, operand, padding=None):
+        """Code for node (a Tangent, or a block of one) times operand (a vector expression, or None), the operand
+        padded with (left, right) zero columns if given."""
         if isinstance(node, sp.MatrixSlice):  # the block's rows of every direction of the whole parameter
-            columns = node.parent.shape[1]
-            if columns != 1 and not (node.colslice[0] == 0 and sp.simplify(node.colslice[1] - columns) == 0):
-                raise PrintError(f"forward mode takes blocks of whole columns only, not {notation(node)}", node)
             rows = self.span(*node.rowslice[:2], size=node.parent.shape[0])
-            return Code(f"{self.tangent(node.parent, operand)}[..., {rows}]")
+            return Code(f"{self.tangent(node.parent, operand, self.padding(node))}[..., {rows}]")
         if isinstance(node, sp.Transpose):  # M_dot^T operand for every direction M_dot = E_ij of a parameter
             if operand is None:
                 raise PrintError(f"the forward-mode direction of {notation(node)} must multiply a vector", node)
@@ -172,7 +174,16 @@ class TangentPrinter(RowPrinter):
             return Code(units_name(rows))
         if operand is None:
             raise PrintError(f"the forward-mode direction of {of.name} must multiply a vector", node)
-        return Code(f"{self.helper('_directions')}({self(operand)}, {self(rows)})")
+        vector = self(operand) if padding is None else self.pad_columns(self(operand), *padding)
+        return Code(f"{self.helper('_directions')}({vector}, {self(rows)})")
+
+    def padding(self, block):
+        """(zero columns left, right) that place the operand of a block of some of a matrix's columns among all its
+        columns, so that every direction of the whole matrix applies to it (E_ij of W[:, a:b] v is E_ij of W times v
+        placed in columns a:b); None for a block of all its columns."""
+        first, stop = block.colslice[:2]
+        after = sp.simplify(block.parent.shape[1] - stop)
+        return None if first == 0 and after == 0 else (self(first), self(after))
 
     def _print_MatMul(self, expr):
         coeff, factors = expr.as_coeff_matrices()

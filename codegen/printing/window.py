@@ -9,8 +9,8 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.ir import Statement, walk
-from bptt.codegen.printing.printer import RowPrinter, array_name
-from bptt.derive.nodes import Adj
+from bptt.codegen.printing.printer import Code, RowPrinter, array_name
+from bptt.derive.nodes import Adj, t
 
 
 class Statements(RowPrinter):
@@ -47,9 +47,25 @@ class Statements(RowPrinter):
 class WindowPrinter(Statements):
     """aged: the names of the sequences whose adjoints carry an age axis."""
 
+    young = False  # printing the value of an adjoint without an age axis
+
     def __init__(self, aged):
         super().__init__(stacked=True)
         self.aged = frozenset(aged)
+
+    def value(self, statement):
+        """A statement's value. An adjoint without an age axis reads no recurrent adjoint (passes/loops.py), so an
+        aged one it reads at t is aged only for the flow from t + 1 that reads it, and holds its values at age 0."""
+        printer = self.at(self.stacked)
+        printer.young = statement.target.of.name not in self.aged
+        return printer(statement.value)
+
+    def sequence(self, node):
+        if self.young and isinstance(node, Adj) and node.of.name in self.aged and node.of.time == t:
+            name = array_name(node)  # (T + 1, ages, B, rows)
+            self.used.arrays.add(name)
+            return Code(f"{name}[1:, 0]" if self.stacked else f"{name}[t, 0]")
+        return super().sequence(node)
 
     def target(self, node):
         if self.stacked and node.of.name in self.aged:
@@ -60,10 +76,10 @@ class WindowPrinter(Statements):
     def _print_Assign(self, statement):
         if isinstance(statement.value, sp.ZeroMatrix):
             return []  # the aged arrays start at zero
-        return [said(f"{self.target(statement.target)} = {self(statement.value)}", statement.comment)]
+        return [said(f"{self.target(statement.target)} = {self.value(statement)}", statement.comment)]
 
     def _print_Accumulate(self, statement):
-        return [said(f"{self.target(statement.target)} += {self(statement.value)}", statement.comment)]
+        return [said(f"{self.target(statement.target)} += {self.value(statement)}", statement.comment)]
 
     def _print_Flow(self, statement):
         flow = f"{self.helper('_age')}({self(statement.value)})"

@@ -21,6 +21,9 @@ class TorchTangentPrinter(TangentPrinter):
     def fresh(self, code):
         return f"{code}.clone()"
 
+    def pad_columns(self, code, before, after):
+        return f"torch.nn.functional.pad({code}, ({before}, {after}))"
+
     def einsum(self, spec, *operands):
         return f'torch.einsum("{spec}", {", ".join(operands)})'
 

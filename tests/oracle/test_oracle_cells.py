@@ -26,7 +26,7 @@ from bptt.derive.models import load
 from bptt.tests.support.oracle import compare, run
 
 CELLS_FILE = pathlib.Path(__file__).parents[1] / "support" / "user_cells.py"
-CELLS = ["lstm2_stacked", "lstm2_gates", "gru_unnamed", "mgu", "gru_cho", "plus_one"]
+CELLS = ["lstm2_stacked", "lstm2_gates", "gru_unnamed", "mgu", "gru_cho", "plus_one", "elman2_chains"]
 TRUNCATIONS = {"full": None, "window2": ("window", 2), "chunk2": ("chunk", 2)}
 XDIST_GROUP = "zoo modules at T=5, B=3"  # with test_oracle.py: the zoo GRU's JAX module compiled once for both
 

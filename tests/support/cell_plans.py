@@ -5,9 +5,15 @@ users write cells (examples/*.py, the README's "Write your own cell"). tests/sup
 A plan comes before its SymPy so that a stacked weight knows how many blocks its layer reads
 (W_ih1 is k*h x d for k blocks), and so that a test can build the Model itself and report an
 error the model language raises while building it.
+
+Blocks of columns, as a layer that reads both directions of a bidirectional layer below writes them: a wide
+layer's input term reads every state of the layer below through a block of columns each (W_z2[:, :h] c1_t +
+W_z2[:, h:2h] h1_t; in a stacked layer W_ih2[k*h:(k+1)*h, :h] c1_t + ...), and a wide head reads every state of
+h rows (V[:, :h] h1_t + V[:, h:2h] h2_t).
 """
 
 import functools
+import itertools
 import operator
 from dataclasses import dataclass
 
@@ -82,6 +88,7 @@ class Layer:
     stacked: bool  # every input, recurrent and bias term reads a block of one stacked weight
     gates: tuple
     updates: tuple
+    wide: bool = False  # layer 2 or 3: its input term reads every state of the layer below, a block of columns each
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,7 @@ class Plan:
     mean: bool
     forcing: bool  # a state p_t = softmax(head), replaced by onehot(y_t) in training
     head_bias: bool
+    wide_head: bool = False  # the head reads every state of h rows, a block of columns of V each
 
     @property
     def states(self):
@@ -127,6 +135,7 @@ class _Cell:
         self.params = {}  # name: MatrixSymbol, in order of first use
         self.seqs = {"x": sequence("x", d, "input")}
         self.steps = []
+        self.layers = []  # the states of each layer added
 
     def param(self, name, rows, cols):
         if name not in self.params:
@@ -137,7 +146,10 @@ class _Cell:
         return self.seqs.setdefault(name, sequence(name, rows, role))
 
     def add_layer(self, layer):
-        below = self.seqs["x"]() if layer.index == 1 else self.seqs[f"h{layer.index - 1}"]()
+        below = [self.seqs["x"]()] if layer.index == 1 else [self.seqs[f"h{layer.index - 1}"]()]
+        if layer.wide and layer.index > 1:
+            below = [self.seqs[name]() for name in self.layers[layer.index - 2]]
+        self.layers.append(layer.states)
         weights = _Weights(self, layer)
         for name in layer.states:
             self.seq(name, h, "state")
@@ -160,7 +172,7 @@ class _Cell:
         if kind == "one":
             return 1
         if kind == "input":
-            return weights.take(f"W_{target}", below.rows, f"W_ih{layer}") * below
+            return columns(weights.take(f"W_{target}", sum(v.rows for v in below), f"W_ih{layer}"), below)
         if kind == "bias":
             return weights.take(f"b_{target}", 1, f"b_ih{layer}")
         if kind in ("gate", "now"):
@@ -208,8 +220,10 @@ class _Cell:
         return HadamardProduct(gates[0], apply(step.activation, other))
 
     def model(self, plan):
-        top = self.seqs[f"h{len(plan.layers)}"]()
-        head = self.param("V", q, h) * top
+        read = [self.seqs[f"h{len(plan.layers)}"]()]
+        if plan.wide_head:
+            read = [self.seqs[name]() for name in plan.states if self.seqs[name].rows == h]
+        head = columns(self.param("V", q, len(read) * h), read)
         if plan.head_bias:
             head = head + self.param("b_s", q, 1)
         s = sequence("s", q, "output")
@@ -237,6 +251,15 @@ class _Cell:
             mean=plan.mean,
             teacher_forcing=forcing,
         )
+
+
+def columns(weight, read):
+    """weight times each value read through its own block of consecutive columns, or weight times the one value."""
+    if len(read) == 1:
+        return weight * read[0]
+    stops = list(itertools.accumulate(value.rows for value in read))
+    blocks = [weight[:, stop - value.rows : stop] * value for stop, value in zip(stops, read, strict=True)]
+    return functools.reduce(operator.add, blocks)
 
 
 class _Weights:

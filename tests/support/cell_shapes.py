@@ -98,6 +98,19 @@ def _weight_minus_its_transpose(model):
     )
 
 
+def _column_blocks(model, head):
+    """The head (head True) or a step reads two or more blocks of columns of one parameter, each block fewer
+    columns than the parameter's."""
+    blocks = [
+        node
+        for seq, node in nodes(model)
+        if (seq.role == "output") == head
+        and isinstance(node, sp.MatrixSlice)
+        and (node.colslice[0] != 0 or node.colslice[1] != node.parent.shape[1])
+    ]
+    return any(len({b.colslice for b in blocks if b.parent == block.parent}) >= 2 for block in blocks)
+
+
 def _functions(model):
     return {node.function for _, node in nodes(model) if isinstance(node, Apply)}
 
@@ -109,6 +122,8 @@ SHAPES = {
     "+ 1 in a sum": _plus_one,
     "1 - z_t": _one_minus_a_gate,
     "stacked weights read by blocks": _stacked_blocks,
+    "a layer reads the states of the layer below through blocks of columns": lambda m: _column_blocks(m, head=False),
+    "a head reads the states through blocks of columns of V": lambda m: _column_blocks(m, head=True),
     "a named pre-activation feeds a gate": lambda m: any(s.name.endswith("_bar") for s in m.intermediates),
     "two states in a layer (h, c)": lambda m: {"h1", "c1"} <= {s.name for s in m.states},
     "three states": lambda m: len(m.states) == 3,

@@ -2,8 +2,9 @@
 `cells()` draws a Model, `plans()` the Plan it is built from (tests/support/cell_plans.py).
 
 What they cover: 1-3 states (a layer's h, an LSTM-like c, a teacher-forced output state p),
-1-3 layers (layer l+1 reads layer l's state at the same step t), gates feeding gates with and
-without named pre-activations, stacked weights read by blocks, a matrix times an elementwise
+1-3 layers (layer l+1 reads layer l's state at the same step t, or every state of layer l through blocks of
+columns), gates feeding gates with and without named pre-activations, stacked weights read by blocks of rows,
+a head reading every state through blocks of columns of V, a matrix times an elementwise
 product U (r_t * h_{t-1}), scalars (1 - z_t, + 1), every built-in elementwise function, both
 losses summed or averaged, and teacher forcing. `powered_plans()` adds transposed and antisymmetric
 weights (A^T, A - A^T - I/4) and elementwise powers (a square, (1 + s^2)^(-1/2)).
@@ -89,8 +90,9 @@ def distinct(draw, names, count):
 
 
 @st.composite
-def layers(draw, index, states_left, forcing):
-    """Layer `index`: one state h, or two (c, then h reading c_t) when the budget allows."""
+def layers(draw, index, states_left, forcing, below=1):
+    """Layer `index`: one state h, or two (c, then h reading c_t) when the budget allows; reading every one of the
+    `below` states of the layer below (wide), when there are two, or its h."""
     two = states_left >= 2 and draw(st.booleans())
     names = (f"c{index}", f"h{index}") if two else (f"h{index}",)
     forced = ("p",) if forcing and index == 1 else ()
@@ -99,7 +101,8 @@ def layers(draw, index, states_left, forcing):
     updates = [draw(update(names[0], gate_names, names, forced))]
     if two:
         updates.append(draw(update(names[1], gate_names, names, forced, read_now=names[0])))
-    layer = Layer(index, names, draw(st.booleans()), layer_gates, tuple(updates))
+    wide = below > 1 and draw(st.booleans())
+    layer = Layer(index, names, draw(st.booleans()), layer_gates, tuple(updates), wide)
     layer = read_somewhere(layer, Term("input"))  # x_t, or the layer below at t
     return read_somewhere(layer, Term("recurrent", source="p")) if forced else layer
 
@@ -123,10 +126,11 @@ def plans(draw):
     budget = MAX_STATES - forcing
     drawn = []
     while budget > 0 and (not drawn or draw(st.booleans())):
-        layer = draw(layers(len(drawn) + 1, budget, forcing))
+        layer = draw(layers(len(drawn) + 1, budget, forcing, len(drawn[-1].states) if drawn else 1))
         drawn.append(layer)
         budget -= len(layer.states)
-    return Plan(tuple(drawn), loss, draw(st.booleans()), forcing, draw(st.booleans()))
+    wide_head = sum(len(layer.states) for layer in drawn) > 1 and draw(st.booleans())
+    return Plan(tuple(drawn), loss, draw(st.booleans()), forcing, draw(st.booleans()), wide_head)
 
 
 @st.composite

@@ -7,6 +7,8 @@ examples/*.py). Each has a linear head s_t = V h_t and the squared error 1/2 ||s
     mgu             the Minimal Gated Unit (Zhou, Wu, Zhang and Zhou, 2016)
     gru_cho         Cho et al.'s (2014) original GRU
     plus_one        tanh(W x_t + U h_{t-1} + 1)
+    elman2_chains   two Elman chains h1f, h1b in layer 1 (blocks of rows of W_ih1), layer 2 reading [h1f_t; h1b_t]
+                    through blocks of columns of W_ih2, its head s_t = V[:, :h] h2_t + V[:, h:2h] h1b_t
 """
 
 from sympy import HadamardProduct
@@ -144,3 +146,28 @@ def plus_one():
     W, U = matrix("W", h, d), matrix("U", h, h)
     steps = [(hidden, tanh(W * x() + U * hidden(t - 1) + 1))]
     return _model("plus-one", "a user's cell", (d, h, q), [W, U], x, hidden, steps)
+
+
+def elman2_chains():
+    d, h, q = sizes("d h q")
+    x = sequence("x", d, "input")
+    forward, backward, top = (sequence(name, h, "state") for name in ("h1f", "h1b", "h2"))
+    W_ih1, W_hh1f, W_hh1b = matrix("W_ih1", 2 * h, d), matrix("W_hh1f", h, h), matrix("W_hh1b", h, h)
+    W_ih2, W_hh2, b_2 = matrix("W_ih2", h, 2 * h), matrix("W_hh2", h, h), vector("b_2", h)
+    V, s, y = matrix("V", q, 2 * h), sequence("s", q, "output"), sequence("y", q, "target")
+    steps = [
+        (forward, tanh(W_ih1[:h, :] * x() + W_hh1f * forward(t - 1))),
+        (backward, tanh(W_ih1[h : 2 * h, :] * x() + W_hh1b * backward(t - 1))),
+        (top, tanh(W_ih2[:, :h] * forward() + W_ih2[:, h : 2 * h] * backward() + W_hh2 * top(t - 1) + b_2)),
+    ]
+    return Model(
+        name="elman2-chains",
+        title="Two Elman chains read by a second layer through blocks of columns",
+        source="a user's cell: torch.nn.RNN(num_layers=2, bidirectional=True)'s layout, both chains forward",
+        sizes=(d, h, q),
+        params=(W_ih1, W_hh1f, W_hh1b, W_ih2, W_hh2, b_2, V),
+        inputs=(x,),
+        steps=tuple(steps),
+        outputs=((s, V[:, :h] * top() + V[:, h : 2 * h] * backward()),),
+        loss=SquaredError(s(), y()),
+    )
