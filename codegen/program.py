@@ -29,6 +29,7 @@ from bptt.codegen.passes.split import split_activations
 from bptt.codegen.passes.storage import adjoint_arrays
 from bptt.codegen.passes.window import aged_adjoints, plain_window
 from bptt.derive.bptt import derive
+from bptt.derive.direction import forward_only
 from bptt.derive.nodes import Adj, matrix_sum
 from bptt.derive.text import equation, text
 
@@ -90,6 +91,7 @@ def derived(model):
     """The model's Program before any pass: the teacher-forced values, then every step and output in one
     forward loop; the adjoint statements (backward_statements); dL/dS_0 and the gradients as the derivation
     gives them; forward mode. The window pass, the gradient products and the checkpoints are still empty."""
+    forward_only(model, "the generated code")
     derivation = derive(model, named="all", loss=model.concrete_loss())
     statements, recurrent = backward_statements(derivation)
     returns = tuple(

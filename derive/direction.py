@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from bptt.derive.nodes import SeqAt, T, t
+from bptt.derive.refusal import Refusal
 
 FORWARD, REVERSE = "forward", "reverse"
 
@@ -53,7 +54,8 @@ def directions(model):
         if read.get(seq.name) == {-1, 1}:
             later = _readers(model, seq.name, 1)
             raise DirectionError(
-                f"{', '.join(later)} read {seq.name} at t+1, but {seq.name} is a forward state (read at t-1): "
+                f"{', '.join(f'{name}_t' for name in later)} read{'s' * (len(later) == 1)} {seq.name}_(t+1), "
+                f"but {seq.name} is a forward state (read at t-1): "
                 f"the forward state {seq.name} and the reverse state{'s' * (len(later) > 1)} "
                 f"{', '.join(later)} depend on each other in a cycle"
             )
@@ -64,6 +66,15 @@ def directions(model):
 def reverse_states(model):
     """The states read at t+1, in the model's order."""
     return tuple(seq for seq, way in directions(model).items() if way == REVERSE)
+
+
+def forward_only(model, what):
+    """Refuse a model with reverse-time states for `what` (the generated code, ...), naming the states."""
+    reverse = [seq.name for seq in reverse_states(model)]
+    if reverse:
+        error = Refusal(f"{what} cannot run reverse-time states yet ({', '.join(reverse)}, read at t+1)")
+        error.model = model.name
+        raise error
 
 
 def is_reverse(model, seq):
