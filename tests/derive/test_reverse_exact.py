@@ -9,8 +9,9 @@ cross-entropy agree to 30 digits."""
 import pytest
 
 from bptt.derive.bptt import derive
-from bptt.derive.explicit import backward
-from bptt.derive.nodes import identity
+from bptt.derive.directional import directional_forms
+from bptt.derive.explicit import backward, evaluate
+from bptt.derive.nodes import Adj, identity, t
 from bptt.examples.birnn import bidirectional, birnn, two_layers
 from bptt.tests.derive.test_exact import (
     NAMED,
@@ -71,3 +72,30 @@ def test_bidirectional_taggers_agree_to_30_digits(cell):
         derived = backward(derive(case.model, named=named), STEPS, dict(env))
         bad = disagreements(derived, brute, case, agree_to_30_digits)
         assert not bad, f"named={named!r}: " + report(bad)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_each_directions_closed_form_is_its_recursion_exactly(one_layer_linear, two_layer_linear, layers):
+    """dL/dh_f,t = sum_{j>=t} (A_{t+1} ... A_j) b_j and dL/dh_b,t = sum_{j<=t} (A_{t-1} ... A_j) b_j, evaluated
+    at every step, equal the adjoints the recursions computed, exactly (and so brute force's)."""
+    case, _ = one_layer_linear if layers == 1 else two_layer_linear
+    derivation = derive(case.model, loss=case.model.concrete_loss())
+    env = forward_values(case)
+    backward(derivation, STEPS, env)
+    forms = directional_forms(derivation)
+    assert [form.reverse for form in forms.values()] == [False, True] * layers
+    for seq, form in forms.items():
+        for step in range(1, STEPS + 1):
+            assert evaluate(form.expr.subs(t, step), env, STEPS) == env[Adj(seq(step))], (seq.name, step)
+
+
+def test_the_reverse_closed_form_orders_its_jacobians_latest_first():
+    """With tanh the Jacobians differ from step to step, so their order shows: A_{t-1} ... A_j, at 30 digits."""
+    case = make_problem(two_layers(), STEPS + 1, seed=8)
+    derivation = derive(case.model)
+    env = forward_values(case, DIGITS)
+    backward(derivation, case.steps, env)
+    for seq, form in directional_forms(derivation).items():
+        for step in range(1, case.steps + 1):
+            closed, recursive = evaluate(form.expr.subs(t, step), env, case.steps), env[Adj(seq(step))]
+            assert all(agree_to_30_digits(a, b) for a, b in zip(closed, recursive, strict=True)), (seq.name, step)
