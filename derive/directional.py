@@ -47,14 +47,16 @@ def _form(derivation, seq):
     coefficient = (
         linear_coefficient(matrix_sum(across, seq.rows), carried) if across else sp.ZeroMatrix(*[seq.rows] * 2)
     )
-    if reverse:  # A_k reads step k: the coefficient at t = k + 1
-        jacobian = coefficient.subs(t, k + 1)
-        product = DescendingTimeProduct(jacobian, k, j, t - 1)
-        expr = TimeSum(product * local.subs(t, j), j, 1, t)
-    else:
-        jacobian = coefficient.subs(t, k - 1)
-        expr = TimeSum(TimeProduct(jacobian, k, t + 1, j) * local.subs(t, j), j, t, T)
-    return DirectionalForm(seq, reverse, jacobian, local.subs(t, j), expr)
+    jacobian = coefficient.subs(t, k + 1 if reverse else k - 1)  # A_k reads step k
+    return DirectionalForm(seq, reverse, jacobian, local.subs(t, j), unrolled(reverse, jacobian, local.subs(t, j)))
+
+
+def unrolled(reverse, jacobian, local):
+    """The sum over j of the ordered product of A_k (jacobian) times b_j (local): j = 1..t with the latest
+    A_k on the left for a reverse state, j = t..T with the oldest on the left for a forward one."""
+    if reverse:
+        return TimeSum(DescendingTimeProduct(jacobian, k, j, t - 1) * local, j, 1, t)
+    return TimeSum(TimeProduct(jacobian, k, t + 1, j) * local, j, t, T)
 
 
 def meeting(derivation):
