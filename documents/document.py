@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from bptt.derive.bptt import ACROSS, SAME
 from bptt.derive.direction import initial_time, is_reverse, reverse_states
-from bptt.derive.nodes import Adj, SeqAt, T, t
+from bptt.derive.nodes import Adj, SeqAt, t
 from bptt.derive.refusal import refusing
 from bptt.documents.block_document import block_section
 from bptt.documents.checkpoint_document import checkpoint_section
@@ -207,12 +207,14 @@ def _state_section(derivation):
             equation(
                 latex(Adj(seq())),
                 derivation.recursion(seq),
-                f"For ${'t > 1' if reverse else 't < T'}$, by the chain rule through {through(derivation.states[seq])}:",
+                f"For ${'t > 1' if reverse else 't < T'}$, by the chain rule through {through(derivation.states[seq])}"
+                ":",
             ),
             equation(
                 latex(Adj(seq(start))),
                 derivation.initial(seq),
-                f"The initial state is read by step {'$T$' if reverse else '1'} only, through {through(across, start)}:",
+                f"The initial state is read by step {'$T$' if reverse else '1'} only, through "
+                f"{through(across, start)}:",
             ),
         ]
     return Section(
