@@ -53,12 +53,16 @@ def _met(facts):
     meets = meeting(facts.substituted)
     if not meets:
         return "The two directions share no adjoint of a step: their recursions are independent."
+    by_readers = {}
+    for adjoint, readers in meets:
+        by_readers.setdefault(readers, []).append(f"${latex(adjoint)}$")
     parts = [
-        f"${latex(adjoint)}$ enters the local terms of {listed(maths(seq()) for seq in readers)}"
-        for adjoint, readers in meets
+        f"{listed(adjoints)} {'enters' if len(adjoints) == 1 else 'enter'} the local terms of "
+        f"{listed(maths(seq()) for seq in readers)}"
+        for readers, adjoints in by_readers.items()
     ]
     return (
-        f"The two directions meet only in their local terms, at the same step: {listed(parts)}. Nothing carries "
+        f"The two directions meet only in their local terms, at the same step: {'; '.join(parts)}. Nothing carries "
         "a forward state's adjoint into a reverse-time state's across steps, so each recursion runs once, in its "
         "own direction, after the adjoints it reads."
     )

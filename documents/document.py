@@ -53,7 +53,8 @@ def available(model):
     live = [s for s in model.states if s not in model.forced]
     missing = {"intermediates": not model.intermediates, "forcing": not model.teacher_forcing}
     missing |= {name: not live for name in ("backward", "closed-form", "truncation", "checkpoints", "lemma")}
-    missing |= dict.fromkeys(FORWARD_ONLY, bool(reverse_states(model)))
+    if reverse_states(model):
+        missing |= dict.fromkeys(FORWARD_ONLY, True)
     return tuple(name for name in NAMES if not missing.get(name))
 
 

@@ -19,7 +19,13 @@ from bptt.documents.render import rendered
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ZOO = tuple(names())
-EXAMPLES = ("examples/gated_rnn.py:gated_rnn", "examples/lstm.py:lstm", "examples/torch_lstm.py:lstm")
+EXAMPLES = (
+    "examples/gated_rnn.py:gated_rnn",
+    "examples/lstm.py:lstm",
+    "examples/torch_lstm.py:lstm",
+    "examples/birnn.py:birnn",
+    "examples/birnn.py:two_layers",
+)
 DOCUMENTS = ZOO + EXAMPLES
 # the xdist group (a module's XDIST_GROUP) of the modules that read them, printed or in-process (shown())
 GROUP = "printed documents"
