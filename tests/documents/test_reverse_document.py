@@ -5,6 +5,8 @@ out."""
 
 import pytest
 
+from bptt.derive.model import Model, matrix, sequence, sizes
+from bptt.derive.nodes import SquaredError, t, tanh
 from bptt.documents.derived import derived
 from bptt.documents.document import available, sections
 from bptt.documents.graph_document import whole_graph
@@ -72,3 +74,31 @@ def test_the_unrolled_graph_draws_both_directions():
     assert (("h_f", 1), ("h_f", 0)) in backward
     final = graph.node(("h_b", 4))
     assert final.x > max(node.x for node in graph.nodes if node.step == 3)
+
+
+def test_a_direction_of_several_states_has_no_closed_form_and_says_why():
+    """h reads c at t-1 and c reads h at t-1: each recursion reads the other's adjoint from the next step, which
+    the per-state closed form does not cover; the document says so and derives the rest."""
+    d, h, q = sizes("d h q")
+    x, o, y = sequence("x", d, "input"), sequence("o", q, "output"), sequence("y", q, "target")
+    hidden, cell, back = (sequence(name, h, "state") for name in ("h", "c", "g"))
+    W, U, R, V = matrix("W", h, d), matrix("U", h, h), matrix("R", h, h), matrix("V", q, h)
+    model = Model(
+        name="pair",
+        title="pair",
+        source="tests",
+        sizes=(d, h, q),
+        params=(W, U, R, V),
+        inputs=(x,),
+        steps=(
+            (cell, tanh(W * x() + U * hidden(t - 1))),
+            (hidden, tanh(R * cell(t - 1))),
+            (back, tanh(W * x() + U * back(t + 1))),
+        ),
+        outputs=((o, V * hidden() + V * back()),),
+        loss=SquaredError(o(), y()),
+    )
+    closed = next(section for section in sections(model) if section.name == "closed-form")
+    assert closed.text == (
+        "No closed form is shown: a state's recursion reads another state's adjoint from another step."
+    )

@@ -339,6 +339,8 @@ INTERNAL = {
     "codegen/torch/steps.py StepPrinter.sequence: a step function reads at , not as a step": "invariant",
     "codegen/torch/statements.py TorchStatements._print_Loop: a second loop: is taken": "invariant",
     "derive/closed_form.py linear_coefficient: is not a left multiple of": "caught",
+    "derive/directional.py _form: a state's recursion reads another state's adjoint from another step": "caught",
+    "derive/directional.py _form: the local term reads an adjoint from another step": "caught",
     "derive/closed_form.py closed_form: closed forms are derived for single-state cells": "caught",
     "derive/closed_form.py closed_form: the local term must depend on output adjoints only": "caught",
     "derive/closed_form.py block_closed_form: a block closed form is for cells with several states": "caught",
