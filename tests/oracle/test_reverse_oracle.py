@@ -1,15 +1,18 @@
 """The oracle runs reverse-time states from the equations: the bidirectional Elman taggers of examples/birnn.py
 equal torch.nn.RNN(bidirectional=True) (one and two layers, torch's tanh cell with its two biases, one of them
 zero) with the same softmax head, to 1e-12 in float64: outputs, loss and every gradient, the initial states'
-included. And a reverse-time direction alone equals the forward cell run on the reversed sequence."""
+included. And a reverse-time direction alone equals the forward cell run on the reversed sequence, for the
+tagger's and for every zoo cell's (several states, gates, one-hot inputs)."""
 
 import numpy as np
 import pytest
 import torch
 
 from bptt.derive.model import Model
+from bptt.derive.models import load
 from bptt.derive.nodes import t
 from bptt.examples.birnn import birnn, two_layers
+from bptt.tests.derive.test_reverse_mirror import CELLS, mirrored
 from bptt.tests.support import oracle
 
 T, B, D, H, Q = 5, 3, 2, 4, 3
@@ -112,3 +115,32 @@ def _with(model, name, steps, params):
         outputs=((output, V_b * state() + c),),
         loss=model.loss,
     )
+
+
+@pytest.mark.parametrize("name", CELLS)
+def test_the_oracle_runs_every_zoo_cell_in_reverse_time(name):
+    """A zoo cell's mirror (its states read at t+1) on the reversed sequence: the cell's outputs reversed, its
+    loss and its gradients, the oracle's forward path against its sweeps."""
+    model = load(name)
+    mirror = mirrored(model)
+    rng = np.random.default_rng(4)
+    sizes = dict(zip(model.sizes, (D, H, Q), strict=True))
+    params = {}
+    for p in model.params:
+        rows, cols = (int(n.subs(sizes)) for n in p.shape)
+        params[p.name] = rng.normal(0, 0.5, (rows,) if cols == 1 else (rows, cols))
+    (x,) = model.inputs
+    rows_of = {seq: int(seq.rows.subs(sizes)) for seq in (x, *model.states)}
+    xs = rng.integers(0, rows_of[x], (T, B)) if x.role == "label" else rng.normal(size=(T, B, rows_of[x]))
+    target = model.concrete_loss().target
+    classes = int(target.rows.subs(sizes))
+    ys = rng.integers(0, classes, (T, B)) if target.role == "label" else rng.normal(size=(T, B, classes))
+    initial = {f"{seq.name}0": rng.normal(0, 0.5, (B, rows_of[seq])) for seq in model.states}
+    expected = oracle.run(model, params, xs, ys, initial)
+    got = oracle.run(mirror, params, xs[::-1].copy(), ys[::-1].copy(), initial)
+    assert got.loss == pytest.approx(expected.loss, rel=TOL)
+    for output in expected.outputs:
+        assert agree(got.outputs[output], expected.outputs[output][::-1])
+    assert set(got.grads) == set(expected.grads)
+    bad = [key for key in expected.grads if not agree(got.grads[key], expected.grads[key])]
+    assert not bad, bad
