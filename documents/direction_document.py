@@ -1,6 +1,7 @@
 """The closed forms of a model with reverse-time states, one per state, and where the two directions meet."""
 
 from bptt.derive.closed_form import NoClosedForm, j, k
+from bptt.derive.direction import reverse_states
 from bptt.derive.directional import meeting, unrolled
 from bptt.derive.nodes import Adj, MatAt
 from bptt.documents.equation import Section, displays, equation
@@ -51,6 +52,8 @@ def _form_equations(seq, form):
 def _met(facts):
     """Where the directions meet, in words: the adjoints of step t that local terms of both directions read."""
     meets = meeting(facts.substituted)
+    if len(set(reverse_states(facts.model))) == len(facts.model.states):
+        return "Every state runs in reverse time here: the recursions run forward in time, from $t = 1$."
     if not meets:
         return "The two directions share no adjoint of a step: their recursions are independent."
     by_readers = {}

@@ -6,11 +6,14 @@ out."""
 import pytest
 
 from bptt.derive.model import Model, matrix, sequence, sizes
-from bptt.derive.nodes import SquaredError, t, tanh
+from bptt.derive.models import load
+from bptt.derive.nodes import Adj, SquaredError, T, t, tanh
 from bptt.documents.derived import derived
 from bptt.documents.document import available, sections
 from bptt.documents.graph_document import whole_graph
+from bptt.documents.latex import latex
 from bptt.examples.birnn import birnn, two_layers
+from bptt.tests.derive.test_reverse_mirror import CELLS, mirrored
 
 H_B = r"\mathbf{h}_{\textrm{b},"  # h_b at some step, as the document prints it
 ADJ = r"\frac{\partial L}{\partial "
@@ -102,3 +105,18 @@ def test_a_direction_of_several_states_has_no_closed_form_and_says_why():
     assert closed.text == (
         "No closed form is shown: a state's recursion reads another state's adjoint from another step."
     )
+
+
+@pytest.mark.parametrize("name", CELLS)
+def test_every_zoo_cell_in_reverse_time_has_a_document(name):
+    """Each zoo cell with its states read at t+1: every state's adjoint starts at step 1 and ends at T+1."""
+    model = mirrored(load(name))
+    built = {section.name: section for section in sections(model)}
+    assert set(built) == set(available(model)) and "closed-form" in built and "truncation" not in built
+    lhs = [eq.split(" = ")[0] for _, eq in rows(built["backward"])]
+    for seq in model.states:
+        first, last = (latex(Adj(seq(time))) for time in (1, T + 1))
+        assert first in lhs and last in lhs, (seq.name, lhs)
+    single = "from $t = 1$"  # one state: its closed form; LSTM's h and c: the block form is forward states' only
+    several = "No closed form is shown: a state's recursion reads another state's adjoint from another step."
+    assert (single in built["closed-form"].text) if len(model.states) == 1 else built["closed-form"].text == several
