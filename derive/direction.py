@@ -38,8 +38,8 @@ def offsets(model):
     """{state name: set of time offsets (-1, +1) at which the model reads it}."""
     found = {}
     for _, rhs in model.assignments:
-        for ref in rhs.atoms(SeqAt):
-            offset = sp.simplify(ref.time - t)
+        for ref in _refs(rhs):
+            offset = ref.time - t
             if offset in (-1, 1):
                 found.setdefault(ref.name, set()).add(int(offset))
     return found
@@ -91,14 +91,14 @@ def sweeps(model):
     """The model's steps grouped into Sweeps, in the order they run; DirectionError on a cycle."""
     way = directions(model)
     names = {seq.name: seq for seq, _ in model.steps}
+    reads = {seq.name: {ref.name for ref in _refs(rhs) if ref.name in names} for seq, rhs in model.steps}
     sweep = dict.fromkeys(names, 0)
     limit = 2 * len(model.steps) + 2
     changed = True
     while changed:
         changed = False
-        for seq, rhs in model.steps:
-            reads = [sweep[ref.name] for ref in rhs.atoms(SeqAt) if ref.name in names]
-            at = max([sweep[seq.name], *reads])
+        for seq, _ in model.steps:
+            at = max([sweep[seq.name], *(sweep[name] for name in reads[seq.name])])
             if seq in way and (at % 2 == 1) != (way[seq] == REVERSE):
                 at += 1
             if at > limit:
@@ -110,6 +110,12 @@ def sweeps(model):
         Sweep(FORWARD if n % 2 == 0 else REVERSE, tuple((s, r) for s, r in model.steps if sweep[s.name] == n))
         for n in used
     )
+
+
+@functools.lru_cache(maxsize=4096)  # each equation asked by offsets and by sweeps
+def _refs(expr):
+    """The sequence values an equation reads."""
+    return tuple(expr.atoms(SeqAt))
 
 
 def _cycle(way, sweep, limit):
@@ -127,5 +133,5 @@ def _readers(model, name, offset):
     return [
         seq.name
         for seq, rhs in model.assignments
-        if any(r.name == name and sp.simplify(r.time - t) == offset for r in rhs.atoms(SeqAt))
+        if any(r.name == name and r.time - t == offset for r in rhs.atoms(SeqAt))
     ]
