@@ -30,6 +30,7 @@ from bptt.codegen.passes.storage import adjoint_arrays
 from bptt.codegen.passes.window import aged_adjoints, plain_window
 from bptt.derive.adjoint import check_products
 from bptt.derive.bptt import derive
+from bptt.derive.direction import forward_only
 from bptt.derive.distribute import distributed_model
 from bptt.derive.nodes import Adj, matrix_sum
 from bptt.derive.text import equation, text
@@ -93,6 +94,7 @@ def derived(model):
     forward loop; the adjoint statements (backward_statements); dL/dS_0 and the gradients as the derivation
     gives them; forward mode. The window pass, the gradient products and the checkpoints are still empty.
     The code multiplies by one matrix at a time: the model is derived with its products distributed."""
+    forward_only(model, "the generated code")
     check_products(model)  # as the derivation of the model as written refuses them
     model = distributed_model(model)
     derivation = derive(model, named="all", loss=model.concrete_loss())

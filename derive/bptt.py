@@ -1,7 +1,10 @@
 """Backpropagation through time, derived from a model's step equations.
 
 Every use of a value is a consumer: an assignment of the same step, or (for a
-state read at t-1) an assignment of the next step. The adjoint of a value is
+state read at t-1) an assignment of the next step, or (for a reverse-time state,
+read at t+1) an assignment of the previous step. A forward state's adjoint
+recursion runs back in time from dL/dh_T; a reverse state's runs forward in time
+from dL/dh_1, and its initial value h_{T+1} gets the gradient of step T. The adjoint of a value is
 the sum over its consumers of the vector-Jacobian product of that consumer's
 equation. States and outputs keep named adjoints (dL/dh_t, dL/do_t). An
 intermediate's adjoint (dL/da_t) is kept named or substituted into its uses:
@@ -17,11 +20,13 @@ import sympy as sp
 
 from bptt.derive.adjoint import backprop, check_products
 from bptt.derive.blocks import sum_over_time
+from bptt.derive.direction import initial_time, is_reverse
 from bptt.derive.model import references
 from bptt.derive.nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
 from bptt.derive.refusal import refusing
 
-NEXT, SAME = "next", "same"
+NEXT, SAME, PREVIOUS = "next", "same", "previous"
+ACROSS = (NEXT, PREVIOUS)  # a consumer in another step
 
 
 @dataclass(frozen=True)
@@ -29,9 +34,9 @@ class Contribution:
     """One consumer's share of an adjoint: `value` flows back through `through`."""
 
     value: object
-    through: object  # the consumer's SeqAt (at t or t+1)
+    through: object  # the consumer's SeqAt (at t, t+1 or t-1)
     rhs: object  # the consumer's equation, at the same time as `through`
-    when: str  # SAME step or NEXT step
+    when: str  # SAME step, NEXT step (a forward state's) or PREVIOUS step (a reverse state's)
 
 
 @dataclass(frozen=True)
@@ -45,19 +50,23 @@ class Derivation:
     params: dict  # parameter -> [Contribution] of one step t, summed over t
 
     def recursion(self, seq):
-        """dL/dS_t for 1 <= t < T."""
+        """dL/dS_t for 1 <= t < T (for a reverse state, 1 < t <= T)."""
         return _total(self.states[seq])
 
+    def last(self, seq):
+        """The step where a state's adjoint recursion starts: T, or 1 for a reverse state."""
+        return sp.S.One if is_reverse(self.model, seq) else T
+
     def terminal(self, seq):
-        """dL/dS_T: the next step does not exist."""
+        """dL/dS at the step `last(seq)`: the step after it (before it, for a reverse state) does not exist."""
         same = [c.value for c in self.states[seq] if c.when == SAME]
-        return _total_values(same, seq).subs(t, T)
+        return _total_values(same, seq).subs(t, self.last(seq))
 
     def initial(self, seq):
-        """dL/dS_0: only the first step reads the initial state."""
+        """dL/dS_0 (dL/dS_{T+1} for a reverse state): only the first step (the last) reads the initial state."""
         contributions = self.states[seq] if seq in self.states else self.forced[seq]
-        nxt = [c.value for c in contributions if c.when == NEXT]
-        return _total_values(nxt, seq).subs(t, 0)
+        across = [c.value for c in contributions if c.when in ACROSS]
+        return _total_values(across, seq).subs(t, initial_time(self.model, seq))
 
     def param_gradient(self, param):
         """dL/dtheta = sum_{t=1}^T of the per-step contributions (inside each block of a sliced parameter);
@@ -173,8 +182,10 @@ class _Builder:
                     continue
                 if leaf.time == t:
                     found.append(Contribution(value, seq(t), rhs, SAME))
-                else:  # read at t-1 by step t, so step t+1 reads the value at t
+                elif leaf.time == t - 1:  # read at t-1 by step t, so step t+1 reads the value at t
                     found.append(Contribution(value.subs(t, t + 1), seq(t + 1), rhs.subs(t, t + 1), NEXT))
+                else:  # read at t+1 by step t, so step t-1 reads the value at t
+                    found.append(Contribution(value.subs(t, t - 1), seq(t - 1), rhs.subs(t, t - 1), PREVIOUS))
         return found
 
     def param_contributions(self, param):

@@ -10,6 +10,7 @@ import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.blocks import Placed
+from bptt.derive.direction import FORWARD, sweeps
 from bptt.derive.elementwise import Apply, lookup
 from bptt.derive.nodes import Adj, Diag, OneHot, Softmax, SoftmaxCrossEntropy, SquaredError, T, TimeProduct, TimeSum, t
 
@@ -116,22 +117,27 @@ EXPLICIT = {
 
 
 def unroll(model, steps, env, loss=None):
-    """Run the model forward: env holds parameters, initial states (time 0),
-    inputs and targets at times 1..steps; fills in every assigned value and
-    returns the total loss L. Teacher-forced states take their data."""
+    """Run the model forward: env holds parameters, initial states (time 0, or steps + 1 for a
+    reverse-time state), inputs and targets at times 1..steps; fills in every assigned value,
+    sweep by sweep, and returns the total loss L. Teacher-forced states take their data."""
     loss = model.concrete_loss() if loss is None else loss
     per_step = []
     forced = model.forced
+    for sweep in sweeps(model):
+        for k in sweep.times(steps):
+            for seq, rhs in sweep.steps:
+                env[seq(k)] = evaluate(forced.get(seq, rhs).subs(t, k), env, steps)
     for k in range(1, steps + 1):
-        for seq, rhs in model.assignments:
-            env[seq(k)] = evaluate(forced.get(seq, rhs).subs(t, k), env, steps)
+        for seq, rhs in model.outputs:
+            env[seq(k)] = evaluate(rhs.subs(t, k), env, steps)
         per_step.append(evaluate(loss.subs(t, k), env, steps))
     total = sum(per_step)
     return total / steps if model.mean else total
 
 
 def backward(derivation, steps, env):
-    """Evaluate the derived adjoints into env, last step first.
+    """Evaluate the derived adjoints into env: the last sweep first, each sweep's steps in the
+    reverse of its order (a forward sweep's last step first, a reverse sweep's first step first).
 
     Returns {name: value} for every parameter gradient and each initial state ("h0").
     """
@@ -139,19 +145,25 @@ def backward(derivation, steps, env):
     for seq, value in derivation.output_adjoints.items():
         for k in range(1, steps + 1):
             env[Adj(seq(k))] = evaluate(value.subs(t, k), env, steps)
-    order = [seq for seq, _ in reversed(model.steps)]
-    for k in range(steps, 0, -1):
-        for seq in order:
-            if seq in model.forced:
-                continue
-            if seq.role == "state":
-                formula = derivation.terminal(seq) if k == steps else derivation.recursion(seq).subs(t, k)
-            elif seq in derivation.named:
-                formula = derivation.intermediate(seq).subs(t, k)
-            else:
-                continue
-            env[Adj(seq(k))] = evaluate(formula, env, steps)
+    for sweep in reversed(sweeps(model)):
+        last = steps if sweep.direction == FORWARD else 1
+        for k in reversed(sweep.times(steps)):
+            _adjoints_at(derivation, [seq for seq, _ in reversed(sweep.steps)], k, k == last, env, steps)
     grads = {f"{seq.name}0": evaluate(derivation.initial(seq), env, steps) for seq in model.states}
     for param in model.params:
         grads[param.name] = evaluate(derivation.param_gradient(param), env, steps)
     return grads
+
+
+def _adjoints_at(derivation, order, k, last, env, steps):
+    """The named adjoints of one step k of one sweep, into env."""
+    for seq in order:
+        if seq in derivation.model.forced:
+            continue
+        if seq.role == "state":
+            formula = derivation.terminal(seq) if last else derivation.recursion(seq).subs(t, k)
+        elif seq in derivation.named:
+            formula = derivation.intermediate(seq).subs(t, k)
+        else:
+            continue
+        env[Adj(seq(k))] = evaluate(formula, env, steps)

@@ -3,8 +3,9 @@
 A model is a list of assignments evaluated in order at step t:
 intermediates and states (`a_t = b + W h_{t-1} + U x_t`, `h_t = tanh(a_t)`),
 then outputs (`o_t = V h_t`), then a per-step loss l(o_t, y_t). States may
-appear at t-1 in the step and at t after their own assignment; every other
-sequence appears at t only. Several states (LSTM's h and c) need nothing more.
+appear at t-1 (forward states) or at t+1 (reverse-time states, derive/direction.py) in the step,
+and at t after their own assignment; every other sequence appears at t only. Several states
+(LSTM's h and c) need nothing more.
 """
 
 import keyword
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
+from bptt.derive.direction import DirectionError, sweeps
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.nodes import Loss, SeqAt, t
 from bptt.derive.text import notation
@@ -165,6 +167,10 @@ def validate(model):
             if symbol not in params:
                 raise ModelError(f"{where}: {symbol} in the equation of {seq.name}_t is not a parameter")
         known_now.add(seq.name)
+    try:
+        sweeps(model)
+    except DirectionError as error:
+        raise ModelError(f"{where}: {error}") from None
     for seq, replacement in model.teacher_forcing:
         if seq not in model.states:
             raise ModelError(f"{where}: teacher forcing replaces {seq.name}, which is not a state")
@@ -287,13 +293,14 @@ def _shown(value):
 
 def _check_reference(where, seq, ref, known_now, states):
     offset = sp.simplify(ref.time - t)
-    if offset == -1 and ref.name in states:
+    if offset in (-1, 1) and ref.name in states:
         return
     if offset == 0 and ref.name in known_now:
         return
-    if offset == -1:
-        raise ModelError(f"{where}: {seq.name}_t reads {ref.name}_(t-1), but only states may be read at t-1")
+    if offset in (-1, 1):
+        shift = f"t{int(offset):+d}"
+        raise ModelError(f"{where}: {seq.name}_t reads {ref.name}_({shift}), but only states may be read at {shift}")
     raise ModelError(
         f"{where}: {seq.name}_t reads {ref.name} at time {ref.time}; "
-        f"expected an input or an earlier assignment at t, or a state at t-1"
+        f"expected an input or an earlier assignment at t, or a state at t-1 (or t+1, a reverse-time state)"
     )

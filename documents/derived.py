@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 from bptt.derive.bptt import derive
 from bptt.derive.closed_form import NoClosedForm, block_closed_form, closed_form
+from bptt.derive.direction import reverse_states
+from bptt.derive.directional import directional_forms
 from bptt.derive.flow import gradient_flow
 
 
@@ -17,6 +19,7 @@ class Derived:
     closed: dict  # a single state's Seq -> its ClosedForm, or the NoClosedForm saying why there is none
     block: object  # for several states: their BlockClosedForm, or the NoClosedForm saying why; else None
     flow: object  # the Flow, or the NoClosedForm saying why the flow is not read off the derivation
+    directional: object = None  # with reverse-time states: {state: DirectionalForm}, or the NoClosedForm saying why
 
     @property
     def states(self):
@@ -26,6 +29,10 @@ class Derived:
 
 def derived(model):
     substituted = derive(model)
+    if reverse_states(model):
+        forms = _attempt(directional_forms, substituted)
+        none = NoClosedForm("the gradient flow is read for forward states only")
+        return Derived(model, derive(model, named="textbook"), substituted, {}, None, none, forms)
     closed, block = {}, None
     if len(substituted.states) > 1:
         block = _attempt(block_closed_form, substituted)

@@ -4,13 +4,15 @@ sections out as a .tex or .md file."""
 
 from dataclasses import replace
 
-from bptt.derive.bptt import NEXT
-from bptt.derive.nodes import Adj, SeqAt, T, t
+from bptt.derive.bptt import ACROSS, SAME
+from bptt.derive.direction import initial_time, is_reverse, reverse_states
+from bptt.derive.nodes import Adj, SeqAt, t
 from bptt.derive.refusal import refusing
 from bptt.documents.block_document import block_section
 from bptt.documents.checkpoint_document import checkpoint_section
 from bptt.documents.closed_document import closed_form_sections, truncation_section
 from bptt.documents.derived import derived
+from bptt.documents.direction_document import direction_sections
 from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.flow_document import flow_section
 from bptt.documents.forward_document import forward_mode_sections
@@ -41,16 +43,23 @@ NAMES = (
 )
 
 
+FORWARD_ONLY = ("truncation", "checkpoints", "flow", "forward", "lemma")
+
+
 class UnknownSection(ValueError):
     """A section name the document of a model does not have; the message lists those it has."""
 
 
 def available(model):
-    """The names of the sections a model's document has, in order."""
+    """The names of the sections a model's document has, in order (for a model with reverse-time states,
+    the derivation and its closed forms: truncation, bounded memory, the flow and forward mode are forward
+    states' only)."""
     live = [s for s in model.states if s not in model.forced]
     missing = {"intermediates": not model.intermediates, "forcing": not model.teacher_forcing}
     missing["source"] = not compared(model)
     missing |= {name: not live for name in ("backward", "closed-form", "truncation", "checkpoints", "lemma")}
+    if reverse_states(model):
+        missing |= dict.fromkeys(FORWARD_ONLY, True)
     return tuple(name for name in NAMES if not missing.get(name))
 
 
@@ -84,7 +93,7 @@ def _build(name, facts):
         "forcing": lambda: [_forcing_section(model, textbook)],
         "backward": lambda: [_state_section(textbook)],
         "parameters": lambda: [param_section(model, textbook)],
-        "closed-form": lambda: [block_section(facts)] if facts.block is not None else closed_form_sections(facts),
+        "closed-form": lambda: _closed_form_sections(facts),
         "truncation": lambda: [truncation_section(facts)],
         "checkpoints": lambda: [checkpoint_section(model)],
         "flow": lambda: [flow_section(facts)],
@@ -93,6 +102,12 @@ def _build(name, facts):
         "source": lambda: [source_section(model)],
     }
     return builders[name]()
+
+
+def _closed_form_sections(facts):
+    if facts.directional is not None:
+        return direction_sections(facts)
+    return [block_section(facts)] if facts.block is not None else closed_form_sections(facts)
 
 
 def _defined(chosen):
@@ -133,7 +148,7 @@ def model_section(model):
     equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {LOSS}", ""))
     for seq, definition in model.names:
         equations.append(equation(latex(seq()), definition))
-    initial = listed(f"${latex(s(0))}$" for s in model.states)
+    initial = listed(f"${latex(s(initial_time(model, s)))}$" for s in model.states)
     params = listed(maths(p) for p in model.params)
     text = (
         f"One step of the cell at time $t = 1, \\ldots, T$, from the given initial {initial}; "
@@ -182,31 +197,34 @@ def _intermediate_section(model, derivation):
 
 
 def _state_section(derivation):
-    equations = []
+    model, equations = derivation.model, []
     for seq in _readers_last(derivation):
-        same = [c for c in derivation.states[seq] if c.when != NEXT]
-        nxt = [c for c in derivation.states[seq] if c.when == NEXT]
-        at_end = through(same, T) or "nothing"
+        same = [c for c in derivation.states[seq] if c.when == SAME]
+        across = [c for c in derivation.states[seq] if c.when in ACROSS]
+        last, start = derivation.last(seq), initial_time(model, seq)
+        at_end = through(same, last) or "nothing"
+        reverse = is_reverse(model, seq)
         equations += [
             equation(
-                latex(Adj(seq(T))),
+                latex(Adj(seq(last))),
                 derivation.terminal(seq),
-                f"At the last step only {at_end} reads ${latex(seq(T))}$:",
+                f"At the {'first' if reverse else 'last'} step only {at_end} reads ${latex(seq(last))}$:",
             ),
             equation(
                 latex(Adj(seq())),
                 derivation.recursion(seq),
-                f"For $t < T$, by the chain rule through {through(derivation.states[seq])}:",
+                f"For ${'t > 1' if reverse else 't < T'}$, by the chain rule through {through(derivation.states[seq])}"
+                ":",
             ),
             equation(
-                latex(Adj(seq(0))),
+                latex(Adj(seq(start))),
                 derivation.initial(seq),
-                f"The initial state is read by step 1 only, through {through(nxt, 0)}:",
+                f"The initial state is read by step {'$T$' if reverse else '1'} only, through "
+                f"{through(across, start)}:",
             ),
         ]
-    text = "Computed from $t = T$ down to $t = 0$."
     return Section(
-        "backward", "Backpropagation through time: the state adjoints", text, displays(equations), ("adjoint",)
+        "backward", "Backpropagation through time: the state adjoints", _order(model), displays(equations), ("adjoint",)
     )
 
 
@@ -224,10 +242,28 @@ def _readers_last(derivation):
     return ordered
 
 
+def _order(model):
+    """The order the state adjoints are computed in: back in time, and forward in time for reverse-time states."""
+    reverse = reverse_states(model)
+    if not reverse:
+        return "Computed from $t = T$ down to $t = 0$."
+    forward = [maths(s()) for s in model.states if s not in reverse]
+    later = [maths(s()) for s in reverse]
+    parts = [f"The adjoints of the forward states ({listed(forward)}) are computed from $t = T$ down to $t = 0$."]
+    parts = parts if forward else []
+    one = len(later) == 1
+    parts.append(
+        f"{'A reverse-time state' if one else 'Reverse-time states'} ({listed(later)}) "
+        f"{'is' if one else 'are'} read by the step before, so {'its adjoint runs' if one else 'their adjoints run'} "
+        "forward in time: from $t = 1$, where nothing earlier reads them, up to the initial value at $t = T + 1$."
+    )
+    return " ".join(parts)
+
+
 def _forcing_section(model, derivation):
     parts, equations = [], []
     for seq, replacement in model.teacher_forcing:
-        cut = [c for c in derivation.forced[seq] if c.when == NEXT]
+        cut = [c for c in derivation.forced[seq] if c.when in ACROSS]
         value, data = maths(seq()), maths(replacement)
         parts.append(
             f"Free-running, step $t+1$ would read {value} through {through(cut)}, and the gradient would flow back "

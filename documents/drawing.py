@@ -59,7 +59,7 @@ def tikz(graph):
         r" fw/.style={->, black!55}, bw/.style={->, " + BACK + r", semithick}]"
     ]
     top = max(node.y for node in graph.nodes) + 0.8
-    for step in range(STEPS + 1):
+    for step in range(STEPS + 2):  # step STEPS + 1: reverse-time states' initial values
         x = _column_x(graph, step)
         if x is not None:
             lines.append(rf"\node[black!60] at ({x:.3f},{top:.3f}) {{$t = {step}$}};")
@@ -135,7 +135,7 @@ def svg(graph):
         f'<marker id="b" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto">'
         f'<path d="M0,0 L10,5 L0,10 z" fill="{SVG_BACK}"/></marker></defs>',
     ]
-    for step in range(STEPS + 1):
+    for step in range(STEPS + 2):
         x = _column_x(graph, step)
         if x is not None:
             px, py = point(x, top - 0.5)

@@ -5,7 +5,7 @@ from). Laid out with time left to right and each step's values bottom to top in 
 
 from dataclasses import dataclass, replace
 
-from bptt.derive.bptt import NEXT
+from bptt.derive.bptt import NEXT, PREVIOUS
 from bptt.derive.model import references
 from bptt.derive.nodes import Adj, t
 from bptt.documents.layout import laid_out
@@ -51,7 +51,7 @@ def unrolled(model, substituted, half_width):
     keys = {node.key for node in nodes}
     edges += [edge for edge in _backward(model, substituted) if edge.source in keys and edge.target in keys]
     edges = list(dict.fromkeys(edges))
-    return Graph(tuple(laid_out(nodes, edges, LOSS, half_width)), tuple(edges))
+    return Graph(tuple(laid_out(nodes, edges, LOSS, half_width, final=STEPS + 1)), tuple(edges))
 
 
 def _sources(model, ref, step):
@@ -87,13 +87,15 @@ def _backward(model, substituted):
     """Edges from each adjoint to the adjoints computed from it: a state's (or a teacher-forced initial
     value's) from those its recursion reads, an output's from its step's loss."""
     out = [Edge((LOSS, n), (seq.name, n), backward=True) for seq, _ in model.outputs for n in range(1, STEPS + 1)]
-    found = [(state, c, c.when == NEXT) for state, cs in substituted.states.items() for c in cs]
-    found += [(state, c, True) for state, cs in substituted.forced.items() for c in cs if c.when == NEXT]
-    for state, contribution, nxt in found:
+    found = [(state, c) for state, cs in substituted.states.items() for c in cs]
+    found += [(state, c) for state, cs in substituted.forced.items() for c in cs if c.when == NEXT]
+    shifts = {NEXT: -1, PREVIOUS: 1}  # a forward state's adjoint reaches step 0, a reverse one's step T+1
+    for state, contribution in found:
         if state in model.forced:
             steps = range(0, 1)  # the given initial value; later ones are data
         else:
-            steps = range(0, STEPS) if nxt else range(1, STEPS + 1)
+            shift = shifts.get(contribution.when, 0)
+            steps = range(1 + shift, STEPS + 1 + shift)
         for adjoint in sorted(contribution.value.atoms(Adj), key=str):
             offset = int(adjoint.of.time - t)
             out += [Edge((adjoint.of.name, n + offset), (state.name, n), backward=True) for n in steps]

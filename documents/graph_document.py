@@ -1,9 +1,11 @@
 """The unrolled computation as document figures: the whole graph, and its states with the edges a
 truncation cuts."""
 
+from bptt.derive.direction import initial_time, reverse_states
+from bptt.derive.nodes import T
 from bptt.documents.drawing import box, svg, tikz
 from bptt.documents.equation import Figure, Section
-from bptt.documents.graph import chunked, skeleton, unrolled
+from bptt.documents.graph import STEPS, chunked, skeleton, unrolled
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed
 
@@ -33,6 +35,14 @@ def graph_section(facts):
     model = facts.model
     graph = whole_graph(facts)
     caption = f"The unrolled computation: steps 1 to 3 of the model, from the initial {_initial(model)}. {LEGEND}"
+    reverse = [f"${latex(seq())}$" for seq in reverse_states(model)]
+    if reverse:
+        one = len(reverse) == 1
+        caption += (
+            f" The reverse-time {listed(reverse)} {'runs' if one else 'run'} from step 3 back to step 1, from "
+            f"{'its initial value' if one else 'their initial values'} after the last step, and "
+            f"{'its adjoint' if one else 'their adjoints'} from step 1 forward."
+        )
     forced = [f"${latex(seq())}$" for seq, _ in model.teacher_forcing]
     if forced:
         caption += (
@@ -57,5 +67,5 @@ def truncation_figure(facts):
 
 
 def _initial(model):
-    initial = [f"${latex(seq(0))}$" for seq in model.states]
+    initial = [f"${latex(seq(initial_time(model, seq).subs(T, STEPS)))}$" for seq in model.states]
     return f"state{'s' if len(initial) > 1 else ''} {listed(initial)}"

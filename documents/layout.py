@@ -10,17 +10,19 @@ from dataclasses import replace
 
 COLUMN = 4.6  # centimetres per step
 FIRST = 1.4  # from step 0's column to step 1's left edge
+LAST = 0.6  # from the last step's right edge to the column of reverse-time states' initial values
 RISE = 0.8  # between levels
 GAP = 1.05  # the least distance of two nodes' centres in a level
 MARGIN = 0.15  # the least room between two nodes' boxes in a level
 GUTTER = 0.3  # the least room between the boxes of two steps' columns
 
 
-def laid_out(nodes, edges, loss, half_width):
+def laid_out(nodes, edges, loss, half_width, final=None):
     """The nodes with x and y set; `loss` the name of the loss nodes, whose labels stand beside them;
-    half_width(node) half the width of a node's box, in centimetres."""
+    half_width(node) half the width of a node's box, in centimetres; final: the step after the last one drawn,
+    where reverse-time states' initial values stand, in a narrow column like step 0's."""
     halves = {node.key: half_width(node) for node in nodes}
-    level = _levels(nodes, edges, loss, halves)
+    level = _levels(nodes, edges, loss, halves, final)
     rows = defaultdict(list)
     for node in nodes:
         rows[(node.step, level[node.key])].append(node.key)
@@ -31,7 +33,7 @@ def laid_out(nodes, edges, loss, half_width):
             feeds[edge.source].append(edge.target)
     x = {}
     for (step, _), keys in rows.items():
-        x.update(_spread([(key, _centre(step)) for key in keys], step, halves))
+        x.update(_spread([(key, _centre(step, final)) for key in keys], step, halves, final))
     for neighbours, upwards in ((reads, True), (feeds, False), (reads, True)):
         for step, height in sorted(rows, key=lambda row: row[1], reverse=not upwards):
             keys = rows[(step, height)]
@@ -39,15 +41,17 @@ def laid_out(nodes, edges, loss, half_width):
                 (key, sum(x[n] for n in neighbours[key]) / len(neighbours[key]) if neighbours[key] else x[key])
                 for key in keys
             ]
-            x.update(_spread(sorted(wanted, key=lambda item: item[1]), step, halves))
+            x.update(_spread(sorted(wanted, key=lambda item: item[1]), step, halves, final))
     return [replace(node, x=round(x[node.key], 3), y=round(level[node.key] * RISE, 3)) for node in nodes]
 
 
-def _centre(step):
+def _centre(step, final=None):
+    if step == final:  # nearer its neighbour than step 0 is: the page holds the drawing
+        return FIRST + (step - 1) * COLUMN + LAST
     return 0.0 if step == 0 else FIRST + (step - 0.5) * COLUMN
 
 
-def _levels(nodes, edges, loss, halves):
+def _levels(nodes, edges, loss, halves, final=None):
     """The longest chain of same-step reads below each node, a level too wide for a column in several rows; an
     initial state at the level of its later values, a label beside the loss that reads it."""
     level = {node.key: 0 for node in nodes}
@@ -56,20 +60,22 @@ def _levels(nodes, edges, loss, halves):
         for edge in forward:
             if edge.source[1] == edge.target[1]:
                 level[edge.target] = max(level[edge.target], level[edge.source] + 1)
-    _split_wide_levels(nodes, level, halves)
-    _initial_levels(nodes, level)
+    _split_wide_levels(nodes, level, halves, final)
+    _initial_levels(nodes, level, 0, 1)
+    if final is not None:
+        _initial_levels(nodes, level, final, final - 1)
     for node in nodes:
         if node.role in ("label", "target") and any(e.source == node.key and e.target[0] == loss for e in forward):
             level[node.key] = level[(loss, node.step)]
     return level
 
 
-def _split_wide_levels(nodes, level, halves):
+def _split_wide_levels(nodes, level, halves, final):
     """Each level in as many rows as the widest step's values in it need to stand apart in its column (_fits), each
     row a run of them in the nodes' order; the levels above move up by the rows added."""
     rows = defaultdict(list)
     for node in nodes:
-        if node.step > 0:
+        if node.step not in (0, final):
             rows[(node.step, level[node.key])].append(node.key)
     count = defaultdict(lambda: 1)
     for (step, height), keys in rows.items():
@@ -96,27 +102,27 @@ def _fits(keys, parts, step, halves):
     return True
 
 
-def _initial_levels(nodes, level):
-    """Each initial state at the level of its step-1 value, or the nearest level no other initial state takes
-    (step 0's column is one node wide); those with a step-1 value are placed first. A cell
-    of more initial states than levels gets levels above its highest, one each."""
-    initial = sorted((n for n in nodes if n.step == 0), key=lambda n: (n.name, 1) not in level)
+def _initial_levels(nodes, level, column, beside):
+    """Each initial state of a column (step 0, or the final one) at the level of its value at step `beside`, or
+    the nearest level no other initial state takes (the column is one node wide); those with such a value first.
+    A cell of more initial states than levels gets levels above its highest, one each."""
+    initial = sorted((n for n in nodes if n.step == column), key=lambda n: (n.name, beside) not in level)
     levels = range(max(max(level.values(), default=0) + 2, len(initial)))
     taken = set()
     for node in initial:
-        wanted = level.get((node.name, 1), 0)
+        wanted = level.get((node.name, beside), 0)
         free = min((n for n in levels if n not in taken), key=lambda n: (abs(n - wanted), n))
         level[node.key] = free
         taken.add(free)
 
 
-def _spread(wanted, step, halves):
+def _spread(wanted, step, halves, final=None):
     """(key, x) of a level, in order: each at its wanted x or right of the one before by GAP or by their boxes'
     half widths and MARGIN (less where the column is too narrow), the row then moved back into its column, every
     box inside it (step 0's centres within a narrow band)."""
     keys = [key for key, _ in wanted]
-    low, high = _bounds(keys, step, halves)
-    gaps, squeeze = _gaps(keys, step, halves)
+    low, high = _bounds(keys, step, halves, final)
+    gaps, squeeze = _gaps(keys, step, halves, final)
     placed = []
     for n, (key, want) in enumerate(wanted):
         placed.append((key, want if not placed else max(want, placed[-1][1] + gaps[n - 1] * squeeze)))
@@ -125,17 +131,18 @@ def _spread(wanted, step, halves):
     return {key: position + shift for key, position in placed}
 
 
-def _bounds(keys, step, halves):
-    """The least and the greatest centre of a row of keys in its step's column (step 0's within a narrow band)."""
-    if step == 0:
-        return -0.25, 0.25
+def _bounds(keys, step, halves, final=None):
+    """The least and the greatest centre of a row of keys in its step's column (step 0's and the final one's within
+    a narrow band)."""
+    if step in (0, final):
+        return _centre(step, final) - 0.25, _centre(step, final) + 0.25
     room = (COLUMN - GUTTER) / 2
     return _centre(step) - room + halves[keys[0]], _centre(step) + room - halves[keys[-1]]
 
 
-def _gaps(keys, step, halves):
+def _gaps(keys, step, halves, final=None):
     """(the distance each of a row's centres wants from the one before, the factor all of them are multiplied by
     to fit the column)."""
-    low, high = _bounds(keys, step, halves)
+    low, high = _bounds(keys, step, halves, final)
     gaps = [max(GAP, halves[a] + halves[b] + MARGIN) for a, b in itertools.pairwise(keys)]
     return gaps, min(1.0, (high - low) / sum(gaps)) if gaps else 1.0

@@ -26,6 +26,7 @@ from bptt.app.analysis.jacobians import (
 from bptt.app.analysis.regime import CAROUSEL_BIASES, GATE_BIAS, regime, saturates, state_deviation, unsaturated_scale
 from bptt.app.analysis.table import Table, symbol
 from bptt.app.verify.check import load_module
+from bptt.derive.direction import forward_only
 from bptt.derive.flow import gradient_flow
 from bptt.derive.models import ZOO
 
@@ -113,6 +114,7 @@ def global_norm(grads):
 def setup(model, steps, seed, radii, scale):
     """The Setup of an analysis; without a scale, one that keeps every state within regime.TARGET of its value at
     zero input in every run, for a cell with an elementwise function (the linear cell keeps 1)."""
+    forward_only(model, "the gradient-flow analysis")
     flow = gradient_flow(model)
     if not flow.states:
         raise NoFlow(f"{model.name}: teacher forcing makes every state data, so no gradient flows between steps")

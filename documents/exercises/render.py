@@ -4,6 +4,7 @@ import pathlib
 
 import jinja2
 
+from bptt.derive.direction import forward_only
 from bptt.documents.exercises.sheets import problem_parts, solution_parts
 from bptt.documents.exercises.solve import exercise
 from bptt.documents.text import md_text, tex_text
@@ -22,6 +23,7 @@ _env.filters |= {"texescape": tex_text, "mdescape": md_text}
 
 def sheets(model, seed, fmt="tex"):
     """{"problems": text, "solutions": text}: the two sheets of the seed's exercise on model."""
+    forward_only(model, "the exercises")
     found, worked = exercise(model, seed)
     template = _env.get_template(f"sheet.{fmt}.j2")
     return {

@@ -48,7 +48,8 @@ def test_non_state_read_at_previous_step():
 
 
 def test_read_from_the_future():
-    with raises("h_t reads x at time t + 1"):
+    """Only a state may be read at t+1 (a reverse-time state); an input may not."""
+    with raises("h_t reads x_(t+1), but only states may be read at t+1"):
         tiny(steps=((hidden, W_hx * x(t + 1) + W_hh * hidden(t - 1)),))
 
 

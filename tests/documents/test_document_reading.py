@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from bptt.derive.direction import reverse_states
 from bptt.derive.models import load
 from bptt.documents.document import sections
 from bptt.documents.equation import Display, Figure
@@ -171,8 +172,9 @@ def test_is_the_state_only_of_a_state(name):
     states = {latex(seq()) for seq in load(name).states}
     for said in re.findall(r"\$([^$]*)\$ is the state", words(name)):
         assert said.replace("_t", "_{t}") in states, (name, said)
-    (forward,) = [s for s in shown(name) if s.name == "forward"]
-    assert "where $\\mathbf{s}_t$ is the state" not in forward.text
+    forward = [s for s in shown(name) if s.name == "forward"]  # none for a model of reverse-time states
+    assert len(forward) == (not reverse_states(load(name)))
+    assert all("where $\\mathbf{s}_t$ is the state" not in section.text for section in forward)
 
 
 def test_linears_eigenvectors_are_those_of_the_transpose():

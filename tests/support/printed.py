@@ -24,6 +24,8 @@ EXAMPLES = (
     "examples/lstm.py:lstm",
     "examples/torch_lstm.py:lstm",
     "examples/lstm_two_chains.py:lstm",
+    "examples/birnn.py:birnn",
+    "examples/birnn.py:two_layers",
 )
 DOCUMENTS = ZOO + EXAMPLES
 # the xdist group (a module's XDIST_GROUP) of the modules that read them, printed or in-process (shown())

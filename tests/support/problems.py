@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from bptt.derive.direction import initial_time
+from bptt.derive.model import Model
 from bptt.derive.models import load
-from bptt.derive.nodes import t
+from bptt.derive.nodes import T, t
 
 # d, h, q: distinct, so a transposed or misplaced factor cannot go unnoticed.
 SIZES = (2, 3, 4)
@@ -55,7 +57,8 @@ class Problem:
 
 
 def make_problem(name, steps, seed):
-    model = load(name)
+    """A zoo model's (or a Model's) Problem; a reverse-time state's initial value enters at steps + 1."""
+    model = name if isinstance(name, Model) else load(name)
     rng = random.Random(seed)
     size_of = dict(zip(model.sizes, SIZES, strict=True))
     env = {symbol: sp.Integer(n) for symbol, n in size_of.items()}
@@ -68,7 +71,8 @@ def make_problem(name, steps, seed):
     for param in model.params:
         entries[param.name] = env[param] = named_symbols(param.name, param.shape)
     for state in model.states:
-        entries[f"{state.name}0"] = env[state(0)] = named_symbols(f"{state.name}0", state(0).shape)
+        entry = state(initial_time(model, state).subs(T, steps))
+        entries[f"{state.name}0"] = env[entry] = named_symbols(f"{state.name}0", state(0).shape)
     target = model.concrete_loss().target
     for k in range(1, steps + 1):
         for seq in model.inputs:

@@ -14,6 +14,8 @@ d, h, q = sizes("d h q")
 W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q, h)
 x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
 o, y = sequence("o", q, "output"), sequence("y", q, "target")
+back = sequence("g", h, "state")  # a reverse-time state, read at t+1
+forward_reading_back = W_hx * x() + W_hh * hidden(t - 1) + W_hh * back()
 
 
 class Clipped(sp.MatrixExpr):
@@ -178,13 +180,30 @@ CELLS = {
         "build",
         lambda: state(W_hh * hidden(t - 1) + sp.HadamardProduct(x(), tanh(x()))),
     ),
-    "derive/model.py _check_reference: : _t reads _(t-1), but only states may be read": (
+    "derive/model.py _check_reference: : _t reads _(), but only states may be read": (
         "build",
         lambda: state(W_hx * x(t - 1) + W_hh * hidden(t - 1)),
     ),
+    # derive/direction.py: forward and reverse-time states that depend on each other in a cycle
+    "derive/direction.py directions: read _(t+1), but is a forward state (read at t-1):": (
+        "build",
+        lambda: tiny(steps=((back, W_hh * back(t + 1) + W_hh * hidden(t + 1)), (hidden, forward_reading_back))),
+    ),
+    "derive/direction.py sweeps:": (
+        "build",
+        lambda: tiny(steps=((back, W_hh * back(t + 1) + W_hh * hidden(t - 1)), (hidden, forward_reading_back))),
+    ),
+    "derive/direction.py forward_only:": (
+        "torch",
+        lambda: tiny(steps=((back, W_hx * x() + W_hh * back(t + 1)), (hidden, forward_reading_back))),
+    ),
+    "derive/model.py validate: :": (
+        "build",
+        lambda: tiny(steps=((back, W_hh * back(t + 1) + W_hh * hidden(t - 1)), (hidden, forward_reading_back))),
+    ),
     "derive/model.py _check_reference: : _t reads at time ; expected an input or": (
         "build",
-        lambda: state(W_hx * x(t + 1) + W_hh * hidden(t - 1)),
+        lambda: state(W_hx * x() + W_hh * hidden(t - 2)),
     ),
     # derive/models: loading a model file
     "derive/models/__init__.py _load_file: :():": (  # sequence() called in the model file: the file is named
@@ -342,6 +361,8 @@ INTERNAL = {
     "codegen/torch/steps.py StepPrinter.sequence: a step function reads at , not as a step": "invariant",
     "codegen/torch/statements.py TorchStatements._print_Loop: a second loop: is taken": "invariant",
     "derive/closed_form.py linear_coefficient: is not a left multiple of": "caught",
+    "derive/directional.py _form: a state's recursion reads another state's adjoint from another step": "caught",
+    "derive/directional.py _form: the local term reads an adjoint from another step": "caught",
     "derive/closed_form.py closed_form: closed forms are derived for single-state cells": "caught",
     "derive/closed_form.py closed_form: the local term must depend on output adjoints only": "caught",
     "derive/closed_form.py block_closed_form: a block closed form is for cells with several states": "caught",
