@@ -26,9 +26,11 @@ class _Spec:
     labels: tuple = ()
     output: str = ""
     bound: dict = field(default_factory=dict, repr=False)  # parameters' shapes -> the sizes they bind
-    # (the keys, each parameter's type, dtype and shape) -> (sizes, dtype) of parameters that passed the checks
-    # of everything but their values: a training loop passes the same kinds of arrays every call
+    # what the checks of everything but the values bound, of arguments of the kinds (_kind) that passed them:
+    # a training loop passes the same kinds of arrays every call. The parameters' -> (sizes, dtype);
+    # a whole call's -> (sizes, dtype, place)
     passed: dict = field(default_factory=dict, repr=False)
+    calls: dict = field(default_factory=dict, repr=False)
 
 
 def _check_theta(theta):
@@ -118,21 +120,118 @@ def _check_cache_keys(spec, cache):
         raise ValueError(f"cache has keys {got}; expected the keys {keys} that this model's forward returns")
 
 
-def _passed_before(spec, params, finite, checked, attributes):
+def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
+    """(sizes, dtype, x, y, initial states) of a call's arguments, checked in the order of the module's signature:
+    params (finite: scanned for nan and inf), xs, ys when teacher-forced, the initial states (None stays None),
+    then ys if targets; finite_data: the float arrays given are scanned too (ys as targets always are). passes,
+    a backend's _Passes, names its runtime's checks: check_params, check_array, check_labels, finite (one
+    array's scan; None: none is cached, JAX's, checked under jit) and place(params), the arguments saying where
+    arrays must be (torch's device).
+
+    Parameters not to be scanned and data of the kinds (_kind) of a call's that passed before (a training
+    loop's) have only the data's values looked at, each float array in one reduction; if one may be wrong,
+    every check runs again, in order, to name it."""
+    spec = passes.spec
+    data = _arguments(spec, xs, ys, states, targets, finite_data)
+    key = None
+    if passes.finite is not None and not finite and type(params) is dict:
+        key = targets, tuple(params), *[_kind(a) for a in params.values()], *[_kind(item[1]) for item in data]
+    known = spec.calls.get(key)
+    values = None
+    if known is not None:
+        sizes, dtype, place = known
+        values = _values(passes, data, dict(sizes), place)
+    if values is None:
+        sizes, dtype = passes.check_params(spec, params, finite)
+        place = passes.place(params)
+        values = [_check_data(passes, *item, sizes, dtype, place) for item in data]
+        if key is not None:
+            _keep(spec.calls, key, (dict(sizes), dtype, place))
+    x, *rest = values
+    y = rest.pop(0) if spec.forced else rest.pop() if targets else None
+    return dict(sizes), dtype, x, y, tuple(rest)
+
+
+def _arguments(spec, xs, ys, states, targets, finite_data):
+    """A call's data arguments in the order of the module's signature, each (name, value, its dims, the classes
+    of labels or None, whether a float value is scanned); an initial state that is None has dims None."""
+    data = [_data_argument(spec, "xs", xs, finite_data)]
+    if spec.forced:
+        data.append(_data_argument(spec, "ys", ys, finite_data))
+    for (name, size), state in zip(spec.states.items(), states, strict=True):
+        data.append((name, state, None if state is None else ("B", size), None, finite_data))
+    if targets and not spec.forced:
+        data.append(_data_argument(spec, "ys", ys, True))
+    return data
+
+
+def _data_argument(spec, name, array, finite):
+    """xs or ys as _arguments gives it: integer labels (of classes rows), or floats of (T, B, rows)."""
+    rows = spec.data[name]
+    if name in spec.labels:
+        return name, array, ("T", "B"), rows, False
+    return name, array, ("T", "B", rows), None, finite
+
+
+def _check_data(passes, name, value, dims, classes, finite, sizes, dtype, place=()):
+    """One data argument checked by the backend's runtime (binding the sizes its dims name), as the call uses it."""
+    if dims is None:
+        return value
+    if classes is not None:
+        return passes.check_labels(name, value, sizes, classes, *place)
+    return passes.check_array(name, value, dims, sizes, dtype, finite, *place)
+
+
+def _anywhere(params):
+    """Where arrays must be (the extra arguments of a backend's checks) for a backend whose arrays are
+    anywhere: nothing to say."""
+    return ()
+
+
+def _check_targets(passes, ys, sizes, dtype, place=()):
+    """ys checked as the loss reads them (losses' second argument)."""
+    return _check_data(passes, *_data_argument(passes.spec, "ys", ys, True), sizes, dtype, place)
+
+
+def _values(passes, data, sizes, place):
+    """The data arguments of kinds that passed before, as the call uses them, their values looked at: labels
+    checked, a float array scanned in one reduction; None if one may hold nan or inf."""
+    values = []
+    for name, value, dims, classes, finite in data:
+        if classes is not None:
+            value = passes.check_labels(name, value, sizes, classes, *place)
+        elif finite and dims is not None and not passes.finite(value):
+            return None
+        values.append(value)
+    return values
+
+
+def _passed_before(spec, params, finite, checked):
     """(sizes, dtype) that checked(spec, params, finite) gives, at once for parameters of the kinds (keys, and
-    each one's type and named attributes) a call passed before, unless their values are to be scanned."""
+    each one's _kind) a call passed before, unless their values are to be scanned."""
     kinds = None
     if type(params) is dict and not finite:
-        kinds = tuple(params), tuple([(type(a), *(getattr(a, k, None) for k in attributes)) for a in params.values()])
+        kinds = tuple(params), *[_kind(array) for array in params.values()]
         if kinds in spec.passed:
             sizes, dtype = spec.passed[kinds]
             return dict(sizes), dtype
     sizes, dtype = checked(spec, params, finite)
     if kinds is not None:
-        if len(spec.passed) >= 16:
-            spec.passed.clear()
-        spec.passed[kinds] = sizes, dtype
+        _keep(spec.passed, kinds, (sizes, dtype))
     return dict(sizes), dtype
+
+
+def _kind(array):
+    """What the checks read of an array but its values: its type, dtype, shape and device (None where it has
+    none: the checks then reject it)."""
+    return type(array), getattr(array, "dtype", None), getattr(array, "shape", None), getattr(array, "device", None)
+
+
+def _keep(kept, key, value):
+    """kept[key] = value, in a dict of at most 16 entries (a loop passes few kinds of arguments)."""
+    if len(kept) >= 16:
+        kept.clear()
+    kept[key] = value
 
 
 def _param_sizes(spec, params):
@@ -143,9 +242,7 @@ def _param_sizes(spec, params):
     sizes = spec.bound.get(shapes)
     if sizes is None:
         sizes = _bound_sizes(spec, params)
-        if len(spec.bound) >= 16:
-            spec.bound.clear()
-        spec.bound[shapes] = sizes
+        _keep(spec.bound, shapes, sizes)
     return dict(sizes)
 
 

@@ -2,6 +2,8 @@
 checks, truncation weights, compile glue, the helpers its printed code calls), saying what the NumPy
 runtime's checks say, in the same words, about torch tensors. A model's facts come in as its _Spec."""
 
+import math
+
 import torch
 
 from bptt.runtime.common import (
@@ -175,8 +177,10 @@ def _blamed(spec, params, loss, grads):
     gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow.
     One sum says it, read once: nan or inf anywhere makes it so (a sum of finite gradients that overflows
     only costs the scan, which then finds nothing)."""
-    total = loss.detach() + sum([grads[name].sum() for name in spec.states])
-    if not bool(torch.isfinite(total)):
+    total = loss.detach()
+    for name in spec.states:
+        total = total + grads[name].sum()
+    if not math.isfinite(total.item()):
         _check_params(spec, params)
     return loss, grads
 
@@ -186,10 +190,7 @@ def _check_params(spec, params, finite=True):
 
     If one parameter disagrees with all the others, the error names it. Parameters of the same kinds as
     a call's before (keys, types, dtypes, devices, shapes) pass at once unless their values are scanned."""
-    return _passed_before(spec, params, finite, _checked_params, KINDS)
-
-
-KINDS = ("dtype", "device", "shape")  # what the checks of a tensor read besides its type and values
+    return _passed_before(spec, params, finite, _checked_params)
 
 
 def _checked_params(spec, params, finite):
@@ -240,9 +241,10 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
 def _finite(array):
     """Whether array holds no nan or inf. Its sum says so first (nan or inf in it makes the sum so; a sum of
     finite entries that overflows only costs the look entry by entry): one reduction, no temporary, where
-    torch.isfinite takes several kernels (12x the time on 31,000 numbers). Entry by entry, a million at a
-    time: torch.isfinite of a whole long sequence would take temporaries several times its size."""
-    if bool(torch.isfinite(array.sum())):
+    torch.isfinite takes several kernels (12x the time on 31,000 numbers), read as a Python number. Entry by
+    entry, a million at a time: torch.isfinite of a whole long sequence would take temporaries several times
+    its size."""
+    if math.isfinite(array.sum().item()):
         return True
     return all(bool(torch.isfinite(part).all()) for part in array.reshape(-1).split(1 << 20))
 
@@ -261,7 +263,7 @@ def _check_labels(name, labels, sizes, classes, device=None):
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
     wide = labels.long()  # a uint64 label of 2**63 or more wraps below 0: out of range either way
     low, high = torch.aminmax(wide)  # one pass
-    if low < 0 or high >= sizes[classes]:
+    if low.item() < 0 or high.item() >= sizes[classes]:
         value = wide[(wide < 0) | (wide >= sizes[classes])][0].item()
         if labels.dtype == torch.uint64 and value < 0:
             value += 2**64  # the label as given, before .long() wrapped it
