@@ -124,9 +124,9 @@ def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
     """(sizes, dtype, x, y, initial states) of a call's arguments, checked in the order of the module's signature:
     params (finite: scanned for nan and inf), xs, ys when teacher-forced, the initial states (None stays None),
     then ys if targets; finite_data: the float arrays given are scanned too (ys as targets always are). passes,
-    a backend's _Passes, names its runtime's checks: check_params, check_array, check_labels, finite (one
-    array's scan; None: none is cached, JAX's, checked under jit) and place(params), the arguments saying where
-    arrays must be (torch's device).
+    a backend's _Passes, names its runtime's checks: check_params, check_array, check_labels, label_values (the
+    labels' range), finite (one array's scan; None: no call is taken for one before, JAX's, checked under jit)
+    and place(params), the arguments saying where arrays must be (torch's device).
 
     Parameters not to be scanned and data of the kinds (_kind) of a call's that passed before (a training
     loop's) have only the data's values looked at, each float array in one reduction; if one may be wrong,
@@ -150,6 +150,24 @@ def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
     x, *rest = values
     y = rest.pop(0) if spec.forced else rest.pop() if targets else None
     return dict(sizes), dtype, x, y, tuple(rest)
+
+
+def _checked_backward(passes, params, cache, d_outputs, check_finite):
+    """(sizes, dtype, d_outputs) of backward's arguments, checked in the order of its signature: params, the
+    cache forward returned (its keys; its arrays' shapes, dtypes and place, binding T, B and T+1; one-hot inputs
+    kept as labels), d_outputs; check_finite: the parameters and d_outputs are scanned for nan and inf."""
+    spec = passes.spec
+    sizes, dtype = passes.check_params(spec, params, check_finite)
+    place = passes.place(params)
+    _check_cache_keys(spec, cache)
+    first, *rest = spec.cache
+    classes = spec.data["xs"] if "xs" in spec.labels else None
+    _check_data(passes, f"cache['{first}']", cache[first], spec.cache[first], classes, False, sizes, dtype, place)
+    sizes["T+1"] = sizes["T"] + 1
+    for name in rest:
+        passes.check_array(f"cache['{name}']", cache[name], spec.cache[name], sizes, dtype, False, *place)
+    dims = ("T", "B", spec.data["outputs"])
+    return sizes, dtype, passes.check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite, *place)
 
 
 def _arguments(spec, xs, ys, states, targets, finite_data):
@@ -194,12 +212,12 @@ def _check_targets(passes, ys, sizes, dtype, place=()):
 
 
 def _values(passes, data, sizes, place):
-    """The data arguments of kinds that passed before, as the call uses them, their values looked at: labels
-    checked, a float array scanned in one reduction; None if one may hold nan or inf."""
+    """The data arguments of kinds that passed before, as the call uses them, their values looked at: labels'
+    range, a float array's nan and inf in one reduction; None if one may hold nan or inf."""
     values = []
     for name, value, dims, classes, finite in data:
         if classes is not None:
-            value = passes.check_labels(name, value, sizes, classes, *place)
+            value = passes.label_values(name, value, sizes, classes)
         elif finite and dims is not None and not passes.finite(value):
             return None
         values.append(value)

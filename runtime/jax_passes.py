@@ -24,6 +24,7 @@ from bptt.runtime.common import (
     _check_sizes,
     _check_targets,
     _checked,
+    _checked_backward,
     _extent,
     _float_dtype,
     _param_sizes,
@@ -33,7 +34,6 @@ from bptt.runtime.common import (
 from bptt.runtime.jax import (
     _ages,
     _check_array,
-    _check_cache,
     _check_dtype,
     _check_labels,
     _check_params,
@@ -115,12 +115,8 @@ class _Passes:
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints):
         """The module's backward, its arguments checked."""
-        spec = self.spec
         truncation = _truncation(truncate, rng)
-        sizes, dtype = _check_params(spec, params, check_finite)
-        _check_cache(spec, cache, sizes, dtype, spec.data["xs"] if "xs" in spec.labels else None)
-        dims = ("T", "B", spec.data["outputs"])
-        d_outputs = _check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite)
+        sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
         keep = _keep_weights(truncation, sizes["T"], rng, dtype)
         if checkpoints is not None:
             checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value

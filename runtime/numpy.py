@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from bptt.runtime.common import (
-    _check_cache_keys,
     _check_param_keys,
     _check_shape,
     _check_sizes,
@@ -202,21 +201,6 @@ def _checked_params(spec, params, finite):
     return _param_sizes(spec, params), dtype
 
 
-def _check_cache(spec, cache, sizes, dtype, classes=None):
-    """Check that cache is what forward returns for this model and these sizes: its keys,
-    its arrays' shapes and dtypes; bind T, B and T+1. classes: the size of one-hot inputs,
-    which the cache keeps as integer labels."""
-    _check_cache_keys(spec, cache)
-    first, *rest = spec.cache
-    if classes is None:
-        _check_array(f"cache['{first}']", cache[first], spec.cache[first], sizes, dtype, finite=False)
-    else:
-        _check_labels(f"cache['{first}']", cache[first], sizes, classes)
-    sizes["T+1"] = sizes["T"] + 1
-    for name in rest:
-        _check_array(f"cache['{name}']", cache[name], spec.cache[name], sizes, dtype, finite=False)
-
-
 _JOINED = 65_536  # entries up to which arrays are joined to be looked at by one call (beyond, copying costs more)
 
 
@@ -258,6 +242,11 @@ def _check_labels(name, labels, sizes, classes):
             f"{name} must be an integer NumPy array of labels, got {getattr(labels, 'dtype', type(labels).__name__)}"
         )
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype)
+    return _label_values(name, labels, sizes, classes)
+
+
+def _label_values(name, labels, sizes, classes):
+    """Integer labels (of any integer dtype) each in range(sizes[classes]), as intp."""
     if labels.view(f"u{labels.itemsize}").max() >= sizes[classes]:  # one pass: a negative label reads as huge
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]

@@ -21,6 +21,7 @@ from bptt.runtime.common import (
     _check_sizes,
     _check_targets,
     _checked,
+    _checked_backward,
     _extent,
     _float_dtype,
     _Spec,
@@ -30,11 +31,11 @@ from bptt.runtime.common import (
 from bptt.runtime.numpy import (
     _blamed,
     _check_array,
-    _check_cache,
     _check_dtype,
     _check_labels,
     _check_params,
     _finite,
+    _label_values,
     _truncation,
     _truncation_weights,
 )
@@ -83,7 +84,8 @@ class _Passes:
 
     # the runtime's checks, which the shared ones call (common.py's _checked)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
-    check_labels, finite, place = staticmethod(_check_labels), staticmethod(_finite), staticmethod(_anywhere)
+    check_labels, label_values = staticmethod(_check_labels), staticmethod(_label_values)
+    finite, place = staticmethod(_finite), staticmethod(_anywhere)
 
     def random_inputs(self, rng, T, B, dtype, sizes):
         """The module's random_inputs: xs, then ys, each of the kind the model takes."""
@@ -105,12 +107,8 @@ class _Passes:
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints):
         """The module's backward, its arguments checked."""
-        spec = self.spec
         truncation = _truncation(truncate, rng)
-        sizes, dtype = _check_params(spec, params, check_finite)
-        _check_cache(spec, cache, sizes, dtype, spec.data["xs"] if "xs" in spec.labels else None)
-        dims = ("T", "B", spec.data["outputs"])
-        d_outputs = _check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite)
+        sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
         return self.backward(truncation, rng, params, sizes, dtype, cache, d_outputs, checkpoints)
 
     def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints):

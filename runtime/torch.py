@@ -7,7 +7,6 @@ import math
 import torch
 
 from bptt.runtime.common import (
-    _check_cache_keys,
     _check_param_keys,
     _check_shape,
     _check_theta,
@@ -203,21 +202,6 @@ def _checked_params(spec, params, finite):
     return _param_sizes(spec, params), dtype
 
 
-def _check_cache(spec, cache, sizes, dtype, device, classes=None):
-    """Check that cache is what forward returns for this model and these sizes: its keys,
-    its tensors' shapes, dtypes and device; bind T, B and T+1. classes: the size of one-hot inputs,
-    which the cache keeps as integer labels."""
-    _check_cache_keys(spec, cache)
-    first, *rest = spec.cache
-    if classes is None:
-        _check_array(f"cache['{first}']", cache[first], spec.cache[first], sizes, dtype, False, device)
-    else:
-        _check_labels(f"cache['{first}']", cache[first], sizes, classes, device)
-    sizes["T+1"] = sizes["T"] + 1
-    for name in rest:
-        _check_array(f"cache['{name}']", cache[name], spec.cache[name], sizes, dtype, False, device)
-
-
 def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
     """array with the named dims (binding sizes not yet known), the given dtype and device;
     if finite, a float array must hold no nan or inf."""
@@ -261,6 +245,11 @@ def _check_labels(name, labels, sizes, classes, device=None):
         kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
         raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
+    return _label_values(name, labels, sizes, classes)
+
+
+def _label_values(name, labels, sizes, classes):
+    """Integer labels (of any integer dtype) each in range(sizes[classes]), as int64."""
     wide = labels.long()  # a uint64 label of 2**63 or more wraps below 0: out of range either way
     low, high = torch.aminmax(wide)  # one pass
     if low.item() < 0 or high.item() >= sizes[classes]:

@@ -14,6 +14,7 @@ from bptt.runtime.common import (
     _check_sizes,
     _check_targets,
     _checked,
+    _checked_backward,
     _extent,
     _float_dtype,
     _Spec,
@@ -24,13 +25,13 @@ from bptt.runtime.options import _Checkpoints
 from bptt.runtime.torch import (
     _blamed,
     _check_array,
-    _check_cache,
     _check_compile,
     _check_dtype,
     _check_labels,
     _check_params,
     _finite,
     _keep_weights,
+    _label_values,
     _truncation,
 )
 
@@ -60,7 +61,8 @@ class _Passes:
 
     # the runtime's checks, which the shared ones call (common.py's _checked)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
-    check_labels, finite = staticmethod(_check_labels), staticmethod(_finite)
+    check_labels, label_values = staticmethod(_check_labels), staticmethod(_label_values)
+    finite = staticmethod(_finite)
 
     def place(self, params):
         """Where the tensors must be, as the checks take it: the device of the parameters."""
@@ -102,14 +104,9 @@ class _Passes:
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile):
         """The module's backward, its arguments checked."""
-        spec = self.spec
         truncation = _truncation(truncate, rng)
         compile = _check_compile(compile, checkpoints)
-        sizes, dtype = _check_params(spec, params, check_finite)
-        device = params[spec.params[0]].device
-        _check_cache(spec, cache, sizes, dtype, device, spec.data["xs"] if "xs" in spec.labels else None)
-        dims = ("T", "B", spec.data["outputs"])
-        d_outputs = _check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite, device)
+        sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
         with torch.no_grad():
             if checkpoints is not None:
                 checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
