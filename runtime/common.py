@@ -125,8 +125,8 @@ def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
     params (finite: scanned for nan and inf), xs, ys when teacher-forced, the initial states (None stays None),
     then ys if targets; finite_data: the float arrays given are scanned too (ys as targets always are). passes,
     a backend's _Passes, names its runtime's checks: check_params, check_array, check_labels, label_values (the
-    labels' range), finite (one array's scan; None: no call is taken for one before, JAX's, checked under jit)
-    and place(params), the arguments saying where arrays must be (torch's device).
+    labels' range), finite (one float array's scan) and place(params), the arguments saying where arrays must
+    be (torch's device).
 
     Parameters not to be scanned and data of the kinds (_kind) of a call's that passed before (a training
     loop's) have only the data's values looked at, each float array in one reduction; if one may be wrong,
@@ -134,7 +134,7 @@ def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
     spec = passes.spec
     data = _arguments(spec, xs, ys, states, targets, finite_data)
     key = None
-    if passes.finite is not None and not finite and type(params) is dict:
+    if not finite and type(params) is dict:
         key = targets, tuple(params), *[_kind(a) for a in params.values()], *[_kind(item[1]) for item in data]
     known = spec.calls.get(key)
     values = None
@@ -240,8 +240,10 @@ def _passed_before(spec, params, finite, checked):
 
 
 def _kind(array):
-    """What the checks read of an array but its values: its type, dtype, shape and device (None where it has
-    none: the checks then reject it)."""
+    """What the checks read of an array but its values: its type, dtype, shape and device (None for what has
+    none: the checks reject what has no dtype or shape)."""
+    if array is None:  # an initial state not given
+        return None
     return type(array), getattr(array, "dtype", None), getattr(array, "shape", None), getattr(array, "device", None)
 
 

@@ -89,10 +89,10 @@ class _Passes:
                 drawn.append(jax.random.normal(key, (T, B, _extent(rows, sizes)), dtype))
         return tuple(drawn)
 
-    # the runtime's checks, which the shared ones call (common.py's _checked); finite None: every call is checked
-    # in full (under jit, the values are not known)
+    # the runtime's checks, which the shared ones call (common.py's _checked; every JAX call is checked in full:
+    # its parameters are scanned, if concrete)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
-    check_labels, finite, place = staticmethod(_check_labels), None, staticmethod(_anywhere)
+    check_labels, place = staticmethod(_check_labels), staticmethod(_anywhere)
 
     def checked(self, params, xs, ys, states, targets):
         """(sizes, dtype, x, y, initial states) of the arguments as _checked gives them, every array scanned
