@@ -26,7 +26,7 @@ class _Spec:
     labels: tuple = ()
     output: str = ""
     bound: dict = field(default_factory=dict, repr=False)  # parameters' shapes -> the sizes they bind
-    # what the checks of everything but the values bound, of arguments of the kinds (_kind) that passed them:
+    # what the checks of everything but the values bound, of arguments of the kinds (_kinds) that passed them:
     # a training loop passes the same kinds of arrays every call. The parameters' -> (sizes, dtype);
     # a whole call's -> (sizes, dtype, place)
     passed: dict = field(default_factory=dict, repr=False)
@@ -128,19 +128,19 @@ def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
     labels' range), finite (one float array's scan) and place(params), the arguments saying where arrays must
     be (torch's device).
 
-    Parameters not to be scanned and data of the kinds (_kind) of a call's that passed before (a training
+    Parameters not to be scanned and data of the kinds (_kinds) of a call's that passed before (a training
     loop's) have only the data's values looked at, each float array in one reduction; if one may be wrong,
     every check runs again, in order, to name it."""
     spec = passes.spec
     data = _arguments(spec, xs, ys, states, targets, finite_data)
     key = None
     if not finite and type(params) is dict:
-        key = targets, tuple(params), *[_kind(a) for a in params.values()], *[_kind(item[1]) for item in data]
+        key = targets, tuple(params), _kinds([*params.values(), *[item[1] for item in data]])
     known = spec.calls.get(key)
     values = None
     if known is not None:
         sizes, dtype, place = known
-        values = _values(passes, data, dict(sizes), place)
+        values = _values(passes, data, sizes, place)
     if values is None:
         sizes, dtype = passes.check_params(spec, params, finite)
         place = passes.place(params)
@@ -172,29 +172,36 @@ def _checked_backward(passes, params, cache, d_outputs, check_finite):
 
 def _arguments(spec, xs, ys, states, targets, finite_data):
     """A call's data arguments in the order of the module's signature, each (name, value, its dims, the classes
-    of labels or None, whether a float value is scanned); an initial state that is None has dims None."""
-    data = [_data_argument(spec, "xs", xs, finite_data)]
+    of labels or None, whether a float value is scanned)."""
+    given = (xs, ys, *states)
+    return [(name, given[at], *rest) for name, at, *rest in _layout(spec, targets, finite_data)]
+
+
+@functools.cache
+def _layout(spec, targets, finite_data):
+    """_arguments' entries with the place of each value in (xs, ys, *states) for its value."""
+    layout = [_data_argument(spec, "xs", 0, finite_data)]
     if spec.forced:
-        data.append(_data_argument(spec, "ys", ys, finite_data))
-    for (name, size), state in zip(spec.states.items(), states, strict=True):
-        data.append((name, state, None if state is None else ("B", size), None, finite_data))
+        layout.append(_data_argument(spec, "ys", 1, finite_data))
+    layout += [(name, at, ("B", size), None, finite_data) for at, (name, size) in enumerate(spec.states.items(), 2)]
     if targets and not spec.forced:
-        data.append(_data_argument(spec, "ys", ys, True))
-    return data
+        layout.append(_data_argument(spec, "ys", 1, True))
+    return tuple(layout)
 
 
-def _data_argument(spec, name, array, finite):
+def _data_argument(spec, name, value, finite):
     """xs or ys as _arguments gives it: integer labels (of classes rows), or floats of (T, B, rows)."""
     rows = spec.data[name]
     if name in spec.labels:
-        return name, array, ("T", "B"), rows, False
-    return name, array, ("T", "B", rows), None, finite
+        return name, value, ("T", "B"), rows, False
+    return name, value, ("T", "B", rows), None, finite
 
 
 def _check_data(passes, name, value, dims, classes, finite, sizes, dtype, place=()):
-    """One data argument checked by the backend's runtime (binding the sizes its dims name), as the call uses it."""
-    if dims is None:
-        return value
+    """One data argument checked by the backend's runtime (binding the sizes its dims name), as the call uses it
+    (an initial state not given: None)."""
+    if value is None and name in passes.spec.states:
+        return None
     if classes is not None:
         return passes.check_labels(name, value, sizes, classes, *place)
     return passes.check_array(name, value, dims, sizes, dtype, finite, *place)
@@ -213,12 +220,13 @@ def _check_targets(passes, ys, sizes, dtype, place=()):
 
 def _values(passes, data, sizes, place):
     """The data arguments of kinds that passed before, as the call uses them, their values looked at: labels'
-    range, a float array's nan and inf in one reduction; None if one may hold nan or inf."""
+    range (in sizes, which stay as they are), a float array's nan and inf in one reduction; None if one may
+    hold nan or inf."""
     values = []
-    for name, value, dims, classes, finite in data:
+    for name, value, _, classes, finite in data:
         if classes is not None:
             value = passes.label_values(name, value, sizes, classes)
-        elif finite and dims is not None and not passes.finite(value):
+        elif finite and value is not None and not passes.finite(value):
             return None
         values.append(value)
     return values
@@ -226,10 +234,10 @@ def _values(passes, data, sizes, place):
 
 def _passed_before(spec, params, finite, checked):
     """(sizes, dtype) that checked(spec, params, finite) gives, at once for parameters of the kinds (keys, and
-    each one's _kind) a call passed before, unless their values are to be scanned."""
+    each one's, _kinds) a call passed before, unless their values are to be scanned."""
     kinds = None
     if type(params) is dict and not finite:
-        kinds = tuple(params), *[_kind(array) for array in params.values()]
+        kinds = tuple(params), _kinds(params.values())
         if kinds in spec.passed:
             sizes, dtype = spec.passed[kinds]
             return dict(sizes), dtype
@@ -239,12 +247,12 @@ def _passed_before(spec, params, finite, checked):
     return dict(sizes), dtype
 
 
-def _kind(array):
-    """What the checks read of an array but its values: its type, dtype, shape and device (None for what has
+def _kinds(arrays):
+    """What the checks read of each array but its values: its type, dtype, shape and device (None for what has
     none: the checks reject what has no dtype or shape)."""
-    if array is None:  # an initial state not given
-        return None
-    return type(array), getattr(array, "dtype", None), getattr(array, "shape", None), getattr(array, "device", None)
+    return tuple(
+        [(type(a), getattr(a, "dtype", None), getattr(a, "shape", None), getattr(a, "device", None)) for a in arrays]
+    )
 
 
 def _keep(kept, key, value):

@@ -168,10 +168,9 @@ def _check_dtype(dtype):
 def _blamed(spec, params, loss, grads):
     """(loss, grads) of loss_and_grads, whose parameters it did not scan: if the loss or an initial state's
     gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow.
-    One sum says it: nan or inf anywhere makes it so (a sum of finite gradients that overflows only costs
-    the scan, which then finds nothing)."""
-    total = float(loss) + sum([float(np.add.reduce(grads[name], None)) for name in spec.states])
-    if not math.isfinite(total):
+    One reduction of each gradient says it (_finite: nan or inf anywhere makes it so; an overflow of finite
+    gradients only costs the scan, which then finds nothing)."""
+    if not (math.isfinite(loss) and all([_finite(grads[name]) for name in spec.states])):
         _check_params(spec, params)
     return loss, grads
 
