@@ -244,9 +244,13 @@ def _check_labels(name, labels, sizes, classes):
     return _label_values(name, labels, sizes, classes)
 
 
+_UNSIGNED = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}  # the unsigned integers by their bytes
+
+
 def _label_values(name, labels, sizes, classes):
     """Integer labels (of any integer dtype) each in range(sizes[classes]), as intp."""
-    if labels.view(f"u{labels.itemsize}").max() >= sizes[classes]:  # one pass: a negative label reads as huge
+    unsigned = labels.view(_UNSIGNED[labels.itemsize])  # a negative label reads as huge: one pass says it
+    if np.maximum.reduce(unsigned, None) >= sizes[classes]:
         bad = (labels < 0) | (labels >= sizes[classes])
         value = labels[bad].flat[0]
         raise ValueError(
