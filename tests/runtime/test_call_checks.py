@@ -118,3 +118,12 @@ def test_numpy_finiteness_is_one_reduction_that_misses_no_nan_or_inf(dtype):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # nor does the overflow warn
         assert numpy_runtime._check_array("xs", huge, ("T",), {}, dtype) is huge
+
+
+def test_a_torch_call_with_data_on_another_device_is_checked_in_full():
+    """A tensor's device is part of its kind: after a call on the CPU, data on another device is refused."""
+    module = module_of("elman_torch")
+    params, xs, ys, _ = problem(module)
+    module.loss_and_grads(params, xs, ys)
+    with pytest.raises(ValueError, match="xs is on device meta; expected cpu like the parameters"):
+        module.loss_and_grads(params, xs.to("meta"), ys)
