@@ -6,7 +6,6 @@ import jax
 import jax.numpy as jnp
 
 from bptt.runtime.common import (
-    _check_cache_keys,
     _check_param_keys,
     _check_shape,
     _check_theta,
@@ -170,21 +169,6 @@ def _check_params(spec, params, finite=True):
         for name in spec.params:
             _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype)  # names the first bad entry
     return _param_sizes(spec, params), dtype
-
-
-def _check_cache(spec, cache, sizes, dtype, classes=None):
-    """Check that cache is what forward returns for this model and these sizes: its keys,
-    its arrays' shapes and dtypes; bind T, B and T+1. classes: the size of one-hot inputs,
-    which the cache keeps as integer labels."""
-    _check_cache_keys(spec, cache)
-    first, *rest = spec.cache
-    if classes is None:
-        _check_array(f"cache['{first}']", cache[first], spec.cache[first], sizes, dtype, finite=False)
-    else:
-        _check_labels(f"cache['{first}']", cache[first], sizes, classes)
-    sizes["T+1"] = sizes["T"] + 1
-    for name in rest:
-        _check_array(f"cache['{name}']", cache[name], spec.cache[name], sizes, dtype, finite=False)
 
 
 def _check_array(name, array, dims, sizes, dtype, finite=True):

@@ -19,8 +19,12 @@ import jax.numpy as jnp
 
 from bptt.runtime.checkpoints import _checkpoint_actions, _checkpointed, _forward_kept, _segmented
 from bptt.runtime.common import (
+    _anywhere,
     _check_lengths,
     _check_sizes,
+    _check_targets,
+    _checked,
+    _checked_backward,
     _extent,
     _float_dtype,
     _param_sizes,
@@ -30,7 +34,6 @@ from bptt.runtime.common import (
 from bptt.runtime.jax import (
     _ages,
     _check_array,
-    _check_cache,
     _check_dtype,
     _check_labels,
     _check_params,
@@ -86,30 +89,20 @@ class _Passes:
                 drawn.append(jax.random.normal(key, (T, B, _extent(rows, sizes)), dtype))
         return tuple(drawn)
 
-    def checked(self, params, xs, ys, states, targets):
-        """(sizes, dtype, x, y, initial states) of the arguments, checked in the order of the module's
-        signature: params, xs, ys when teacher-forced, the initial states (None: zeros), then ys if targets."""
-        spec = self.spec
-        sizes, dtype = _check_params(spec, params)
-        x = self._data("xs", xs, sizes, dtype)
-        B = x.shape[1]
-        y = self._data("ys", ys, sizes, dtype) if spec.forced else None
-        initial = tuple(
-            jnp.zeros((B, sizes[size]), dtype)
-            if value is None
-            else _check_array(name, value, ("B", size), sizes, dtype)
-            for (name, size), value in zip(spec.states.items(), states, strict=True)
-        )
-        if targets and not spec.forced:
-            y = self._data("ys", ys, sizes, dtype)
-        return sizes, dtype, x, y, initial
+    # the runtime's checks, which the shared ones call (common.py's _checked; every JAX call is checked in full:
+    # its parameters are scanned, if concrete)
+    check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
+    check_labels, place = staticmethod(_check_labels), staticmethod(_anywhere)
 
-    def _data(self, name, array, sizes, dtype):
-        """xs or ys checked: integer labels, or floats of (T, B, rows)."""
-        rows = self.spec.data[name]
-        if name in self.spec.labels:
-            return _check_labels(name, array, sizes, rows)
-        return _check_array(name, array, ("T", "B", rows), sizes, dtype)
+    def checked(self, params, xs, ys, states, targets):
+        """(sizes, dtype, x, y, initial states) of the arguments as _checked gives them, every array scanned
+        (if concrete), an initial state that is None as zeros."""
+        sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, True, targets)
+        initial = tuple(
+            jnp.zeros((x.shape[1], sizes[size]), dtype) if value is None else value
+            for size, value in zip(self.spec.states.values(), initial, strict=True)
+        )
+        return sizes, dtype, x, y, initial
 
     def run_forward(self, params, x, y, initial):
         """(outputs, cache) of the module's _forward."""
@@ -122,12 +115,8 @@ class _Passes:
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints):
         """The module's backward, its arguments checked."""
-        spec = self.spec
         truncation = _truncation(truncate, rng)
-        sizes, dtype = _check_params(spec, params, check_finite)
-        _check_cache(spec, cache, sizes, dtype, spec.data["xs"] if "xs" in spec.labels else None)
-        dims = ("T", "B", spec.data["outputs"])
-        d_outputs = _check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite)
+        sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
         keep = _keep_weights(truncation, sizes["T"], rng, dtype)
         if checkpoints is not None:
             checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
@@ -139,7 +128,7 @@ class _Passes:
         """(outputs, ys) as the module's losses takes them: float outputs (not scanned), ys in their dtype."""
         sizes, rows = {}, self.spec.data["outputs"]
         outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, _float_dtype("outputs", outputs), False)
-        return outputs, self._data("ys", ys, sizes, outputs.dtype)
+        return outputs, _check_targets(self, ys, sizes, outputs.dtype)
 
     def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints):
         """The module's loss_and_grads, its arguments checked."""

@@ -15,14 +15,27 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bptt.runtime.checkpoints import _checkpointed, _segmented
-from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
+from bptt.runtime.common import (
+    _anywhere,
+    _check_lengths,
+    _check_sizes,
+    _check_targets,
+    _checked,
+    _checked_backward,
+    _extent,
+    _float_dtype,
+    _Spec,
+    _step_bytes,
+    _viewed,
+)
 from bptt.runtime.numpy import (
     _blamed,
     _check_array,
-    _check_cache,
     _check_dtype,
     _check_labels,
     _check_params,
+    _finite,
+    _label_values,
     _truncation,
     _truncation_weights,
 )
@@ -69,6 +82,11 @@ class _Passes:
     ones: tuple = ()  # the backward arrays that start as ones
     step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
 
+    # the runtime's checks, which the shared ones call (common.py's _checked)
+    check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
+    check_labels, label_values = staticmethod(_check_labels), staticmethod(_label_values)
+    finite, place = staticmethod(_finite), staticmethod(_anywhere)
+
     def random_inputs(self, rng, T, B, dtype, sizes):
         """The module's random_inputs: xs, then ys, each of the kind the model takes."""
         dtype = _check_dtype(dtype)
@@ -82,48 +100,21 @@ class _Passes:
             return rng.integers(0, sizes[rows], size=(T, B))
         return rng.standard_normal((T, B, _extent(rows, sizes))).astype(dtype)
 
-    def checked(self, params, xs, ys, states, finite, targets):
-        """(sizes, dtype, x, y, initial states) of the arguments, checked in the order of the module's
-        signature: params (finite: scanned for nan and inf), xs, ys when teacher-forced, the initial states
-        (None: zero), then ys if targets (y None when neither reads them)."""
-        spec = self.spec
-        sizes, dtype = _check_params(spec, params, finite)
-        x = self._data("xs", xs, sizes, dtype)
-        y = self._data("ys", ys, sizes, dtype) if spec.forced else None
-        initial = tuple(
-            None if state is None else _check_array(name, state, ("B", size), sizes, dtype)
-            for (name, size), state in zip(spec.states.items(), states, strict=True)
-        )
-        if targets and not spec.forced:
-            y = self._data("ys", ys, sizes, dtype)
-        return sizes, dtype, x, y, initial
-
-    def _data(self, name, array, sizes, dtype):
-        """xs or ys checked: integer labels, or floats of (T, B, rows)."""
-        rows = self.spec.data[name]
-        if name in self.spec.labels:
-            return _check_labels(name, array, sizes, rows)
-        return _check_array(name, array, ("T", "B", rows), sizes, dtype)
-
     def forward_call(self, params, xs, ys, states):
         """The module's forward: (outputs, cache), fresh arrays."""
-        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, True, False)
+        sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, True, False)
         return self.segment_forward(params, sizes, dtype, x, y, initial)
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints):
         """The module's backward, its arguments checked."""
-        spec = self.spec
         truncation = _truncation(truncate, rng)
-        sizes, dtype = _check_params(spec, params, check_finite)
-        _check_cache(spec, cache, sizes, dtype, spec.data["xs"] if "xs" in spec.labels else None)
-        dims = ("T", "B", spec.data["outputs"])
-        d_outputs = _check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite)
+        sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
         return self.backward(truncation, rng, params, sizes, dtype, cache, d_outputs, checkpoints)
 
     def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints):
         """The module's loss_and_grads, its arguments checked (a parameter's nan or inf: _blamed, from the result)."""
         truncation = _truncation(truncate, rng)
-        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, False, True)
+        sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, False, True)
         return self.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, initial, checkpoints)
 
     def loss_inputs(self, outputs, ys):
@@ -131,14 +122,14 @@ class _Passes:
         sizes, rows = {}, self.spec.data["outputs"]
         dtype = _float_dtype("outputs", outputs)
         outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, dtype, finite=False)
-        return outputs, self._data("ys", ys, sizes, outputs.dtype)
+        return outputs, _check_targets(self, ys, sizes, outputs.dtype)
 
     def output_gradient(self, params, xs, ys, states):
         """(the batch-averaged loss, dL/doutputs, the forward cache, sizes, dtype): fresh arrays."""
-        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, True, False)
+        sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, True, False)
         outputs, cache = self.segment_forward(params, sizes, dtype, x, y, initial)
         dims = ("T", "B", self.spec.data["outputs"])
-        y = self._data("ys", ys, dict(zip(dims, outputs.shape, strict=True)), dtype)
+        y = _check_targets(self, ys, dict(zip(dims, outputs.shape, strict=True)), dtype)
         loss = self.segment_loss(outputs, y, outputs.shape[0])[0]  # the outputs become dL/doutputs
         return loss, outputs, cache, sizes, dtype
 

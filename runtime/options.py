@@ -28,7 +28,7 @@ class _Truncation(NamedTuple):
     def of(cls, truncate):
         """The truncation a truncate argument says (None: full BPTT), or ValueError saying what is allowed."""
         if truncate is None or (isinstance(truncate, _Truncation) and truncate.full):
-            return cls(_FULL)
+            return _NO_TRUNCATION
         modes = (_WINDOW, _CHUNK, _RANDOM)
         if not (isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in modes):
             raise ValueError(f"truncate must be None, ('window', k), ('chunk', k) or ('random', pi); got {truncate!r}")
@@ -98,6 +98,9 @@ class _Truncation(NamedTuple):
         if self.mode == _RANDOM:
             return f"each step's flow is kept with probability {self.value} and scaled by 1/{self.value}"
         return "full BPTT"
+
+
+_NO_TRUNCATION = _Truncation(_FULL)  # full BPTT, made once: most calls ask for it
 
 
 class _Checkpoints(NamedTuple):

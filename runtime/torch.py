@@ -2,10 +2,11 @@
 checks, truncation weights, compile glue, the helpers its printed code calls), saying what the NumPy
 runtime's checks say, in the same words, about torch tensors. A model's facts come in as its _Spec."""
 
+import math
+
 import torch
 
 from bptt.runtime.common import (
-    _check_cache_keys,
     _check_param_keys,
     _check_shape,
     _check_theta,
@@ -184,8 +185,10 @@ def _blamed(spec, params, loss, grads):
     gradient is not finite, a parameter holding nan or inf is named (ValueError); else it was an overflow.
     One sum says it, read once: nan or inf anywhere makes it so (a sum of finite gradients that overflows
     only costs the scan, which then finds nothing)."""
-    total = loss.detach() + sum([grads[name].sum() for name in spec.states])
-    if not bool(torch.isfinite(total)):
+    total = loss.detach()
+    for name in spec.states:
+        total = total + grads[name].sum()
+    if not math.isfinite(total.item()):
         _check_params(spec, params)
     return loss, grads
 
@@ -195,10 +198,7 @@ def _check_params(spec, params, finite=True):
 
     If one parameter disagrees with all the others, the error names it. Parameters of the same kinds as
     a call's before (keys, types, dtypes, devices, shapes) pass at once unless their values are scanned."""
-    return _passed_before(spec, params, finite, _checked_params, KINDS)
-
-
-KINDS = ("dtype", "device", "shape")  # what the checks of a tensor read besides its type and values
+    return _passed_before(spec, params, finite, _checked_params)
 
 
 def _checked_params(spec, params, finite):
@@ -209,21 +209,6 @@ def _checked_params(spec, params, finite):
     for name in spec.params:
         _check_array(f"params['{name}']", params[name], spec.shapes[name], {}, dtype, finite, device)
     return _param_sizes(spec, params), dtype
-
-
-def _check_cache(spec, cache, sizes, dtype, device, classes=None):
-    """Check that cache is what forward returns for this model and these sizes: its keys,
-    its tensors' shapes, dtypes and device; bind T, B and T+1. classes: the size of one-hot inputs,
-    which the cache keeps as integer labels."""
-    _check_cache_keys(spec, cache)
-    first, *rest = spec.cache
-    if classes is None:
-        _check_array(f"cache['{first}']", cache[first], spec.cache[first], sizes, dtype, False, device)
-    else:
-        _check_labels(f"cache['{first}']", cache[first], sizes, classes, device)
-    sizes["T+1"] = sizes["T"] + 1
-    for name in rest:
-        _check_array(f"cache['{name}']", cache[name], spec.cache[name], sizes, dtype, False, device)
 
 
 def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
@@ -249,9 +234,10 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
 def _finite(array):
     """Whether array holds no nan or inf. Its sum says so first (nan or inf in it makes the sum so; a sum of
     finite entries that overflows only costs the look entry by entry): one reduction, no temporary, where
-    torch.isfinite takes several kernels (12x the time on 31,000 numbers). Entry by entry, a million at a
-    time: torch.isfinite of a whole long sequence would take temporaries several times its size."""
-    if bool(torch.isfinite(array.sum())):
+    torch.isfinite takes several kernels (12x the time on 31,000 numbers), read as a Python number. Entry by
+    entry, a million at a time: torch.isfinite of a whole long sequence would take temporaries several times
+    its size."""
+    if math.isfinite(array.sum().item()):
         return True
     return all(bool(torch.isfinite(part).all()) for part in array.reshape(-1).split(1 << 20))
 
@@ -268,9 +254,14 @@ def _check_labels(name, labels, sizes, classes, device=None):
         kind = _dtype_name(labels.dtype) if isinstance(labels, torch.Tensor) else type(labels).__name__
         raise ValueError(f"{name} must be an integer torch tensor of labels, got {kind}")
     _check_array(name, labels, ("T", "B"), sizes, labels.dtype, False, device)
+    return _label_values(name, labels, sizes, classes)
+
+
+def _label_values(name, labels, sizes, classes):
+    """Integer labels (of any integer dtype) each in range(sizes[classes]), as int64."""
     wide = labels.long()  # a uint64 label of 2**63 or more wraps below 0: out of range either way
     low, high = torch.aminmax(wide)  # one pass
-    if low < 0 or high >= sizes[classes]:
+    if low.item() < 0 or high.item() >= sizes[classes]:
         value = wide[(wide < 0) | (wide >= sizes[classes])][0].item()
         if labels.dtype == torch.uint64 and value < 0:
             value += 2**64  # the label as given, before .long() wrapped it

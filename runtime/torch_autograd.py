@@ -6,7 +6,7 @@ The loss as a Function (Model.loss) is the runtime's."""
 import torch
 
 from bptt.runtime.checkpoints import _checkpointed, _forward_kept
-from bptt.runtime.common import _bind_sizes
+from bptt.runtime.common import _bind_sizes, _checked
 from bptt.runtime.options import _Checkpoints
 from bptt.runtime.torch import _check_compile, _loss_parts, _truncation
 from bptt.runtime.torch_passes import _truncation_weights
@@ -166,7 +166,7 @@ class _Model(torch.nn.Module):
         params = self.params()
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
-        _, _, _, x, y, initial = self._passes.checked(params, xs, ys, states, False, False, finite_data=False)
+        _, _, x, y, initial = _checked(self._passes, params, xs, ys, states, False, False, finite_data=False)
         data = (x, y) if self._passes.spec.forced else (x,)
         bptt, compiled, checkpointed = self._functions
         if self.checkpoints is not None:

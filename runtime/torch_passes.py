@@ -9,17 +9,29 @@ from dataclasses import dataclass, field
 import torch
 
 from bptt.runtime.checkpoints import _checkpointed, _segmented
-from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
+from bptt.runtime.common import (
+    _check_lengths,
+    _check_sizes,
+    _check_targets,
+    _checked,
+    _checked_backward,
+    _extent,
+    _float_dtype,
+    _Spec,
+    _step_bytes,
+    _viewed,
+)
 from bptt.runtime.options import _Checkpoints
 from bptt.runtime.torch import (
     _blamed,
     _check_array,
-    _check_cache,
     _check_compile,
     _check_dtype,
     _check_labels,
     _check_params,
+    _finite,
     _keep_weights,
+    _label_values,
     _truncation,
 )
 
@@ -46,6 +58,15 @@ class _Passes:
     backward_work: dict
     views: dict = field(default_factory=dict)
     step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
+
+    # the runtime's checks, which the shared ones call (common.py's _checked)
+    check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
+    check_labels, label_values = staticmethod(_check_labels), staticmethod(_label_values)
+    finite = staticmethod(_finite)
+
+    def place(self, params):
+        """Where the tensors must be, as the checks take it: the device of the parameters."""
+        return (params[self.spec.params[0]].device,)
 
     def init_params(self, rng, dtype, device, sizes):
         """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01); rng a torch.Generator (or None)."""
@@ -75,46 +96,17 @@ class _Passes:
                 drawn.append(torch.randn(shape, generator=rng, dtype=dtype, device=where))
         return drawn[0].to(device), drawn[1].to(device)
 
-    def checked(self, params, xs, ys, states, finite, targets, finite_data=True):
-        """(sizes, dtype, device, x, y, initial states) of the arguments, checked in the order of the module's
-        signature: params (finite: scanned for nan and inf), xs, ys when teacher-forced, the initial states
-        (None: zero), then ys if targets; finite_data: the tensors given are scanned too."""
-        spec = self.spec
-        sizes, dtype = _check_params(spec, params, finite)
-        device = params[spec.params[0]].device
-        x = self._data("xs", xs, sizes, dtype, device, finite_data)
-        y = self._data("ys", ys, sizes, dtype, device, finite_data) if spec.forced else None
-        initial = tuple(
-            None if state is None else _check_array(name, state, ("B", size), sizes, dtype, finite_data, device)
-            for (name, size), state in zip(spec.states.items(), states, strict=True)
-        )
-        if targets and not spec.forced:
-            y = self._data("ys", ys, sizes, dtype, device)
-        return sizes, dtype, device, x, y, initial
-
-    def _data(self, name, array, sizes, dtype, device, finite=True):
-        """xs or ys checked: integer labels, or floats of (T, B, rows)."""
-        rows = self.spec.data[name]
-        if name in self.spec.labels:
-            return _check_labels(name, array, sizes, rows, device)
-        return _check_array(name, array, ("T", "B", rows), sizes, dtype, finite, device)
-
     def forward_call(self, params, xs, ys, states, compile):
         """The module's forward: (outputs, cache), without an autograd graph."""
         compile = _check_compile(compile)
-        sizes, dtype, device, x, y, initial = self.checked(params, xs, ys, states, True, False)
-        return self.run_forward(params, sizes, dtype, device, x, y, initial, compile)
+        sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, True, False)
+        return self.run_forward(params, sizes, dtype, x.device, x, y, initial, compile)
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile):
         """The module's backward, its arguments checked."""
-        spec = self.spec
         truncation = _truncation(truncate, rng)
         compile = _check_compile(compile, checkpoints)
-        sizes, dtype = _check_params(spec, params, check_finite)
-        device = params[spec.params[0]].device
-        _check_cache(spec, cache, sizes, dtype, device, spec.data["xs"] if "xs" in spec.labels else None)
-        dims = ("T", "B", spec.data["outputs"])
-        d_outputs = _check_array("d_outputs", d_outputs, dims, sizes, dtype, check_finite, device)
+        sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
         with torch.no_grad():
             if checkpoints is not None:
                 checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
@@ -127,7 +119,7 @@ class _Passes:
         sizes, rows = {}, self.spec.data["outputs"]
         dtype = _float_dtype("outputs", outputs)
         outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, dtype, False)
-        return outputs, self._data("ys", ys, sizes, outputs.dtype, outputs.device)
+        return outputs, _check_targets(self, ys, sizes, outputs.dtype, (outputs.device,))
 
     def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, compile):
         """The module's loss_and_grads, its arguments checked (a parameter's nan or inf named from the result)."""
@@ -143,16 +135,16 @@ class _Passes:
     def output_gradient(self, params, xs, ys, states, compile=False, check_finite=True):
         """(the batch-averaged loss, dL/doutputs, the forward cache, sizes); check_finite=False: the parameters
         are not scanned for nan and inf (the caller looks at its result)."""
-        sizes, dtype, device, x, y, initial = self.checked(params, xs, ys, states, check_finite, True)
+        sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, check_finite, True)
         with torch.no_grad():
-            outputs, cache = self.run_forward(params, sizes, dtype, device, x, y, initial, compile)
+            outputs, cache = self.run_forward(params, sizes, dtype, x.device, x, y, initial, compile)
             loss, d_outputs = self.segment_loss(outputs, y, sizes["T"])
         return loss, d_outputs, cache, sizes
 
     @torch.no_grad()
     def checkpointed_loss(self, truncation, rng, params, xs, ys, states, checkpoints):
         """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
-        sizes, dtype, device, x, y, initial = self.checked(params, xs, ys, states, False, True)
+        sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, False, True)
         checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
         keep = _truncation_weights(truncation, sizes["T"], rng, params[self.spec.params[0]])
         loss, grads = _checkpointed(
