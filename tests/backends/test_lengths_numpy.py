@@ -1,0 +1,87 @@
+"""lengths= in the NumPy modules: a right-padded batch equals each of its sequences run alone (B = 1, T = its
+length) through the same module and through the oracle, for every zoo model and random cells of the model
+language, in full BPTT, window, chunk and random truncation and with checkpoints (tests/support/padded.py);
+bad lengths are refused in one line."""
+
+import pytest
+
+pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[torch]')")
+
+import types
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bptt.codegen.backends import BACKENDS
+from bptt.codegen.printing.printer import PrintError
+from bptt.derive.adjoint import NoRule
+from bptt.derive.model import ModelError
+from bptt.derive.models import load, names
+from bptt.tests.support.cell_plans import random_values
+from bptt.tests.support.cells import cells
+from bptt.tests.support.modules import module_of
+from bptt.tests.support.padded import assert_padded_as_alone, lengths_drawn
+
+T, B = 6, 4
+REFUSALS = (ModelError, NoRule, PrintError)
+MODES = [None, ("window", 2), ("chunk", 2), ("random", 0.5)]
+
+
+def zoo_values(model, seed):
+    """(params, xs, ys, initial) of a zoo model at distinct sizes d=2, h=3, q=4, float64."""
+    rng = np.random.default_rng(seed)
+    bound = {symbol: {"d": 2, "h": 3, "q": 4}.get(symbol.name, 3) for symbol in model.sizes}
+    params = {}
+    for symbol in model.params:
+        rows, cols = (int(dim.subs(bound)) for dim in symbol.shape)
+        params[symbol.name] = rng.standard_normal((rows,) if cols == 1 else (rows, cols)) / np.sqrt(cols)
+
+    def data(seq):
+        rows = int(seq.rows.subs(bound))
+        return rng.integers(0, rows, size=(T, B)) if seq.role == "label" else rng.standard_normal((T, B, rows))
+
+    xs, ys = data(model.inputs[0]), data(model.concrete_loss().target)
+    initial = {seq.name: 0.5 * rng.standard_normal((B, int(seq.rows.subs(bound)))) for seq in model.states}
+    return params, xs, ys, initial
+
+
+@pytest.mark.parametrize("truncate", MODES, ids=lambda mode: "full" if mode is None else mode[0])
+@pytest.mark.parametrize("name", names())
+def test_zoo_padded_batch_is_each_sequence_alone(name, truncate):
+    model = load(name)
+    values = zoo_values(model, seed=len(name))
+    lengths = lengths_drawn(np.random.default_rng(len(name)), T, B)
+    assert_padded_as_alone(module_of(model.name), model, values, lengths, truncate)
+
+
+@pytest.mark.parametrize("checkpoints", [1, 2])
+@pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)], ids=["full", "chunk", "window"])
+@pytest.mark.parametrize("name", ["elman", "lstm", "linear", "jordan"])
+def test_zoo_padded_batch_with_checkpoints(name, truncate, checkpoints):
+    model = load(name)
+    lengths = lengths_drawn(np.random.default_rng(3), T, B)
+    assert_padded_as_alone(module_of(model.name), model, zoo_values(model, 3), lengths, truncate, checkpoints)
+
+
+def numpy_module(model):
+    """The model's NumPy module, rendered in memory; None if codegen refuses the cell (a documented refusal:
+    tests/oracle/test_random_cells.py proves those)."""
+    try:
+        source = BACKENDS["numpy"].module_source(model)
+    except REFUSALS:
+        return None
+    module = types.ModuleType(f"padded_cell_{model.name}")
+    exec(compile(source, f"<{model.name}>", "exec"), module.__dict__)
+    return module
+
+
+@settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(model=cells(), truncate=st.sampled_from(MODES), checkpoints=st.sampled_from([None, 1]), seed=st.integers(0, 99))
+def test_random_cells_padded_batch_is_each_sequence_alone(model, truncate, checkpoints, seed):
+    module = numpy_module(model)
+    if module is None:
+        return
+    values = random_values(model, T, B, seed)
+    lengths = lengths_drawn(np.random.default_rng(seed), T, B)
+    assert_padded_as_alone(module, model, values, lengths, truncate, checkpoints)
