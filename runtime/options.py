@@ -1,6 +1,7 @@
 """The options of a generated module's calls as values, each defined here once: Truncation (truncate=),
-Checkpoints (checkpoints=) and Lengths (lengths=, the CLI's --lengths), made from the API's tuples and strings at the start of a call (of) or from the
-CLI's text (parse), checked, and described in words. Framework-free; the one module that spells the modes."""
+Checkpoints (checkpoints=) and Lengths (the CLI's --lengths; a call's lengths= is checked by _lengths_error),
+made from the API's tuples and strings at the start of a call (of) or from the CLI's text (parse), checked, and
+described in words. Framework-free; the one module that spells the modes."""
 
 import numbers
 from typing import NamedTuple
@@ -167,8 +168,10 @@ class _Lengths(NamedTuple):
         if text.strip() == _RANDOM:
             return cls()
         parts = [part.strip() for part in text.split(",")]
-        if len(parts) > 4096 or not all(part.isascii() and part.isdigit() and len(part) < 10 and int(part) > 0 for part in parts):
-            raise ValueError(f"expected --lengths as integers >= 1 such as 5,3,1 (one per sequence), or random; got {text!r}")
+        if len(parts) > 4096 or not all(_is_length(part) for part in parts):
+            raise ValueError(
+                f"expected --lengths as integers >= 1 such as 5,3,1 (one per sequence), or random; got {text!r}"
+            )
         return cls(tuple(int(part) for part in parts))
 
     @property
@@ -183,6 +186,11 @@ class _Lengths(NamedTuple):
         if self.steps is None:
             return "each sequence's length drawn from 1..T"
         return f"sequences of lengths {self.text()}"
+
+
+def _is_length(text):
+    """text is a positive integer in ASCII digits, of fewer than ten (parsing never takes longer)."""
+    return text.isascii() and text.isdigit() and len(text) < 10 and int(text) > 0
 
 
 def _lengths_error(shape, dtype, integral, low, high, T, B):

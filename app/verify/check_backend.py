@@ -110,6 +110,7 @@ class Options:
     dtype: str
     sizes: dict
     truncate: tuple | None
+    lengths: object = None  # a Lengths (--lengths), or None
 
 
 def report(model, backend, module, reference, options):
@@ -119,11 +120,12 @@ def report(model, backend, module, reference, options):
     randomized = Truncation.of(o.truncate).randomized
     framework = None if BACKENDS[backend].reference else Framework(backend, module, reference)
     checked = reference if framework is None or randomized else framework
-    rows = checking.check(checked, o.steps, o.batch, o.seed, o.dtype, o.sizes, o.truncate)
+    rows = checking.check(checked, o.steps, o.batch, o.seed, o.dtype, o.sizes, o.truncate, lengths=o.lengths)
     shown = " ".join(f"{k}={v}" for k, v in o.sizes.items())
     mode = "full BPTT" if o.truncate is None else f"truncate={Truncation.of(o.truncate).text()}"
     which = "" if framework is None else f" ({backend} module)"
-    lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch} seed={o.seed} dtype={o.dtype} {shown}"]
+    padded = "" if o.lengths is None else f" lengths={o.lengths.text()}"
+    lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch}{padded} seed={o.seed} dtype={o.dtype} {shown}"]
     if randomized and framework is not None:
         lines.append(f"the NumPy module's expectation over all {2**o.steps} keep patterns, against full BPTT:")
     lines.append(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))

@@ -85,3 +85,42 @@ def test_random_cells_padded_batch_is_each_sequence_alone(model, truncate, check
     values = random_values(model, T, B, seed)
     lengths = lengths_drawn(np.random.default_rng(seed), T, B)
     assert_padded_as_alone(module, model, values, lengths, truncate, checkpoints)
+
+
+BAD = [
+    (np.array([6, 0, 1, 2]), "lengths holds 0; each sequence's length must be in 1..T (T=6)"),
+    (np.array([7, 3, 1, 2]), "lengths holds 7; each sequence's length must be in 1..T (T=6)"),
+    (np.array([6.0, 3, 1, 2]), "lengths must be an integer array of shape (B,)=(4,), one length per sequence; got"),
+    (np.array([6, 3, 1]), "lengths has shape (3,); expected (B,)=(4,), one length per sequence"),
+    (np.array([[6, 3, 1, 2]]), "lengths has shape (1, 4); expected (B,)=(4,)"),
+    ("6,3,1,2", "lengths must be an integer array of shape (B,)=(4,)"),
+]
+
+
+@pytest.mark.parametrize(("lengths", "message"), BAD, ids=lambda value: repr(value)[:20])
+@pytest.mark.parametrize("call", ["forward", "loss_and_grads", "losses", "backward"])
+def test_bad_lengths_are_refused_in_one_line(call, lengths, message):
+    module = module_of("elman")
+    params, xs, ys, _ = zoo_values(load("elman"), 0)
+    with pytest.raises(ValueError) as error:
+        if call == "forward":
+            module.forward(params, xs, lengths=lengths)
+        elif call == "loss_and_grads":
+            module.loss_and_grads(params, xs, ys, lengths=lengths)
+        elif call == "losses":
+            module.losses(module.forward(params, xs)[0], ys, lengths=lengths)
+        else:
+            outputs, cache = module.forward(params, xs, lengths=np.array([6, 3, 1, 2]))
+            module.backward(params, {**cache, "lengths": lengths}, outputs)
+    assert str(error.value).startswith(message) and "\n" not in str(error.value)
+
+
+def test_lengths_all_t_is_the_unpadded_call():
+    """Every length T: the same numbers as no lengths, bit for bit (no masking work is done)."""
+    module, model = module_of("lstm"), load("lstm")
+    params, xs, ys, _ = zoo_values(model, 1)
+    full = np.full(B, T)
+    plain, padded = module.loss_and_grads(params, xs, ys), module.loss_and_grads(params, xs, ys, lengths=full)
+    assert plain[0] == padded[0] and all(np.array_equal(plain[1][k], padded[1][k]) for k in plain[1])
+    outputs = module.forward(params, xs)[0]
+    assert np.array_equal(module.losses(outputs, ys, lengths=full), module.losses(outputs, ys))
