@@ -156,6 +156,8 @@ class _Model(torch.nn.Module):
     def forward(self, xs, *inputs, **named):
         """The outputs, shape (T, B, rows): model(xs, [ys,] initial states...), the states by position or by
         name (None: zero); shapes, dtype and device are checked (not finiteness)."""
+        if "lengths" in named:
+            raise ValueError("lengths= is not supported by Model yet; call the module's loss_and_grads(..., lengths=)")
         given = dict(zip(self._inputs, inputs, strict=False)) | named
         missing = "ys" in self._inputs and "ys" not in given
         if len(inputs) > len(self._inputs) or set(given) - set(self._inputs) or missing:
@@ -176,7 +178,7 @@ class _Model(torch.nn.Module):
 
     def loss(self, outputs, ys):
         """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss)."""
-        return _Loss.apply(self._passes, *self._passes.loss_inputs(outputs, ys))
+        return _Loss.apply(self._passes, *self._passes.loss_inputs(outputs, ys)[:2])
 
 
 class _Steps:

@@ -9,7 +9,6 @@ steps of xs and ys are overwritten with junk (nan, labels out of range) that mus
 import numpy as np
 
 from bptt.tests.support import oracle
-from bptt.tests.support.modules import forward
 
 TOL = 1e-12
 RANDOM_SEED = 7  # random truncation's draws: the batch and each sequence alone from the same seed
@@ -38,29 +37,77 @@ def _module_states(model, initial, rows=slice(None)):
     return {f"{seq.name}0": initial[seq.name][rows] for seq in model.states}
 
 
-def _rng(truncate):
-    return np.random.default_rng(RANDOM_SEED) if truncate and truncate[0] == "random" else None
+class InNumPy:
+    """A generated module (NumPy, torch or JAX) called with NumPy arrays and answering in them."""
+
+    def __init__(self, module):
+        self.module, self.STATES = module, module.STATES
+        self.to, self.back = oracle._framework(module)
+
+    def _in(self, value):
+        if isinstance(value, dict):
+            return {key: self._in(item) for key, item in value.items()}
+        return value if value is None or np.isscalar(value) else self.to(value)
+
+    def _out(self, value):
+        if isinstance(value, dict):
+            return {key: self._out(item) for key, item in value.items()}
+        if isinstance(value, tuple):
+            return tuple(self._out(item) for item in value)
+        return np.asarray(self.back(value))
+
+    def rng(self, truncate):
+        """Random truncation's draws, from the same seed for every call (None: no random truncation)."""
+        if not (truncate and truncate[0] == "random"):
+            return None
+        if "torch" in vars(self.module):
+            return vars(self.module)["torch"].Generator().manual_seed(RANDOM_SEED)
+        return np.random.default_rng(RANDOM_SEED)
+
+    def forward(self, params, xs, ys, **named):
+        data = (xs, ys) if self.module.TEACHER_FORCED else (xs,)
+        named = {key: value if key == "lengths" else self._in(value) for key, value in named.items()}
+        return self._out(self.module.forward(self._in(params), *map(self._in, data), **named))
+
+    def loss_and_grads(self, params, xs, ys, truncate=None, checkpoints=None, **named):
+        named = {key: value if key == "lengths" else self._in(value) for key, value in named.items()}
+        loss, grads = self.module.loss_and_grads(
+            self._in(params),
+            self._in(xs),
+            self._in(ys),
+            truncate=truncate,
+            rng=self.rng(truncate),
+            checkpoints=checkpoints,
+            **named,
+        )
+        return float(self._out(loss)), self._out(grads)
+
+    def backward(self, params, cache, d_outputs, truncate, checkpoints):
+        got = self.module.backward(
+            self._in(params),
+            self._in(cache),
+            self._in(d_outputs),
+            truncate=truncate,
+            rng=self.rng(truncate),
+            checkpoints=checkpoints,
+        )
+        return self._out(got)
 
 
 def assert_padded_as_alone(module, model, values, lengths, truncate=None, checkpoints=None):
     """The padded batch's outputs, final states, loss and every gradient equal those of each sequence alone
     (module and oracle, to TOL); its padded outputs and whatever reaches its padded steps are exactly 0."""
     params, xs, ys, initial = padded_values(values, lengths, 10**6)
-    states = _module_states(model, initial)
-    B = len(lengths)
-    outputs, cache = forward(module, params, xs, ys, **states, lengths=lengths)
-    loss, grads = module.loss_and_grads(
-        params, xs, ys, **states, truncate=truncate, rng=_rng(truncate), checkpoints=checkpoints, lengths=lengths
-    )
+    module, states, B = InNumPy(module), _module_states(model, initial), len(lengths)
+    outputs, cache = module.forward(params, xs, ys, **states, lengths=lengths)
+    loss, grads = module.loss_and_grads(params, xs, ys, truncate, checkpoints, **states, lengths=lengths)
     expected_loss, expected = 0.0, {key: np.zeros_like(value) for key, value in grads.items()}
     oracle_mode = None if truncate and truncate[0] == "random" else truncate
     for b, length in enumerate(lengths):
         one = (slice(None, length), slice(b, b + 1))
         alone = {f"{seq.name}": initial[seq.name][b : b + 1] for seq in model.states}
-        out_b, cache_b = forward(module, params, xs[one], ys[one], **_module_states(model, alone))
-        loss_b, grads_b = module.loss_and_grads(
-            params, xs[one], ys[one], **_module_states(model, alone), truncate=truncate, rng=_rng(truncate)
-        )
+        out_b, cache_b = module.forward(params, xs[one], ys[one], **_module_states(model, alone))
+        loss_b, grads_b = module.loss_and_grads(params, xs[one], ys[one], truncate, **_module_states(model, alone))
         truth = oracle.run(model, params, xs[one], ys[one], alone, oracle_mode)
         name = model.outputs[0][0].name
         where = f"sequence {b} (length {length} of {len(xs)})"
@@ -95,8 +142,8 @@ def _assert_padding_unread(module, params, cache, shape, lengths, truncate, chec
     clean[pad] = 0
     junk = d_outputs.copy()
     junk[pad] = 1e300
-    got = module.backward(params, cache, junk, truncate=truncate, rng=_rng(truncate), checkpoints=checkpoints)
-    want = module.backward(params, cache, clean, truncate=truncate, rng=_rng(truncate), checkpoints=checkpoints)
+    got = module.backward(params, cache, junk, truncate, checkpoints)
+    want = module.backward(params, cache, clean, truncate, checkpoints)
     for key, value in want.items():
         assert np.isfinite(value).all(), f"gradient {key} is not finite: a padded step was read"
         assert np.array_equal(got[key], value), f"gradient {key} depends on d_outputs at padded steps"
