@@ -1,4 +1,4 @@
-"""lengths= in the NumPy modules: a right-padded batch equals each of its sequences run alone (B = 1, T = its
+"""lengths= in the NumPy modules (and torch's, for random cells): a right-padded batch equals each of its sequences run alone (B = 1, T = its
 length) through the same module and through the oracle, for every zoo model and random cells of the model
 language, in full BPTT, window, chunk and random truncation and with checkpoints (tests/support/padded.py);
 bad lengths are refused in one line."""
@@ -64,22 +64,29 @@ def test_zoo_padded_batch_with_checkpoints(name, truncate, checkpoints):
     assert_padded_as_alone(module_of(model.name), model, zoo_values(model, 3), lengths, truncate, checkpoints)
 
 
-def numpy_module(model):
-    """The model's NumPy module, rendered in memory; None if codegen refuses the cell (a documented refusal:
-    tests/oracle/test_random_cells.py proves those)."""
+def cell_module(model, backend):
+    """The model's module for a backend, rendered in memory; None if codegen refuses the cell (a documented
+    refusal: tests/oracle/test_random_cells.py proves those)."""
     try:
-        source = BACKENDS["numpy"].module_source(model)
+        source = BACKENDS[backend].module_source(model)
     except REFUSALS:
         return None
-    module = types.ModuleType(f"padded_cell_{model.name}")
-    exec(compile(source, f"<{model.name}>", "exec"), module.__dict__)
+    module = types.ModuleType(f"padded_cell_{model.name}_{backend}")
+    exec(compile(source, f"<{model.name} {backend}>", "exec"), module.__dict__)
     return module
 
 
-@settings(max_examples=25, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(model=cells(), truncate=st.sampled_from(MODES), checkpoints=st.sampled_from([None, 1]), seed=st.integers(0, 99))
-def test_random_cells_padded_batch_is_each_sequence_alone(model, truncate, checkpoints, seed):
-    module = numpy_module(model)
+@settings(max_examples=16, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(
+    model=cells(),
+    truncate=st.sampled_from(MODES),
+    checkpoints=st.sampled_from([None, 1]),
+    seed=st.integers(0, 99),
+    backend=st.sampled_from(["numpy", "torch"]),
+)
+def test_random_cells_padded_batch_is_each_sequence_alone(model, truncate, checkpoints, seed, backend):
+    """NumPy or torch (drawn), in a drawn truncation, with or without checkpoints."""
+    module = cell_module(model, backend)
     if module is None:
         return
     values = random_values(model, T, B, seed)
