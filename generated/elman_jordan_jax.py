@@ -88,7 +88,7 @@ def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None, ch
     truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
     slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal
     schedule keeps some states, recomputes the steps between them (a scan per segment), and frees them.
-    lengths (as for forward): each sequence's loss sums its own steps, padded steps get zero gradient."""
+    lengths (as for forward): each sequence's loss is sums its own steps, padded steps get zero gradient."""
     return _PASSES.loss_and_grads_call(params, xs, ys, (h0, o0), truncate, rng, checkpoints, lengths)
 
 
@@ -106,9 +106,7 @@ def apply(params, xs, ys, h0=None, o0=None, truncate=None, rng=None, checkpoints
     schedule keeps; the backward pass recomputes the rest, a scan per segment.
     lengths as for forward: the outputs are zero at padded steps, which get zero gradient (not with checkpoints).
     """
-    return _PASSES.apply_call(
-        params, xs, ys, (h0, o0), truncate, rng, checkpoints, lengths
-    )
+    return _PASSES.apply_call(params, xs, ys, (h0, o0), truncate, rng, checkpoints, lengths)
 
 
 def forward_mode_grads(params, xs, ys, h0=None, o0=None):

@@ -53,10 +53,7 @@ def forward(params, xs, ys, h0=None, o0=None, compile=False, lengths=None):
     """Run the model over all steps, with teacher forcing: the targets ys take the place of
     o_t for t >= 1, without an autograd graph. Returns (outputs, cache):
     outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs. compile as for loss_and_grads.
-
-    lengths: None, or each sequence's own steps (B,) of a right-padded batch, 1 <= lengths[b] <= T: padded
-    steps are read as zeros, their outputs are zero, each state stops at its sequence's last step (the cache's
-    states at step T are the final ones), and the cache keeps lengths for backward."""
+    lengths: as for the NumPy module's forward (a right-padded batch's lengths, the final states the cache's last)."""
     return _PASSES.forward_call(params, xs, ys, (h0, o0), compile, lengths)
 
 
@@ -88,10 +85,8 @@ def loss_and_grads(
     stored step each) or a byte budget such as "32MiB" bounds the memory (the optimal schedule recomputes steps).
     compile=True runs each loop step (window truncation's excepted) through torch.compile, compiled on first use
     per dtype and shape: its pointwise work fuses (on a GPU one kernel a step). Equal results; not with checkpoints.
-    lengths (as for forward): each sequence's loss sums its own steps, padded steps get zero gradient."""
-    return _PASSES.loss_and_grads_call(
-        params, xs, ys, (h0, o0), truncate, rng, checkpoints, compile, lengths
-    )
+    lengths (as for forward): each sequence's loss is sums its own steps, padded steps get zero gradient."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (h0, o0), truncate, rng, checkpoints, compile, lengths)
 
 
 def forward_mode_grads(params, xs, ys, h0=None, o0=None):

@@ -81,7 +81,7 @@ def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints
     truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
     slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the
     optimal schedule keeps some states, recomputes the steps between them, and frees them. lengths (as for
-    forward): each sequence's loss sums its own steps, padded steps get zero gradient."""
+    forward): each sequence's loss is sums its own steps, padded steps get zero gradient."""
     return _PASSES.loss_and_grads_call(params, xs, ys, (o0,), truncate, rng, checkpoints, lengths)
 
 

@@ -1,7 +1,7 @@
-"""lengths= in the NumPy modules (and torch's, for random cells): a right-padded batch equals each of its sequences run alone (B = 1, T = its
-length) through the same module and through the oracle, for every zoo model and random cells of the model
-language, in full BPTT, window, chunk and random truncation and with checkpoints (tests/support/padded.py);
-bad lengths are refused in one line."""
+"""lengths= in the NumPy modules (and torch's, for random cells): a right-padded batch equals each of its
+sequences run alone (B = 1, T = its length) through the same module and through the oracle, for every zoo model
+and random cells of the model language, in full BPTT, window, chunk and random truncation and with checkpoints
+(tests/support/padded.py); bad lengths are refused in one line."""
 
 import pytest
 
