@@ -18,6 +18,7 @@ from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.model import ModelError
 from bptt.derive.models import load, names
+from bptt.tests.oracle.test_oracle import random_problem
 from bptt.tests.support.cell_plans import random_values
 from bptt.tests.support.cells import cells
 from bptt.tests.support.modules import module_of
@@ -29,21 +30,8 @@ MODES = [None, ("window", 2), ("chunk", 2), ("random", 0.5)]
 
 
 def zoo_values(model, seed):
-    """(params, xs, ys, initial) of a zoo model at distinct sizes d=2, h=3, q=4, float64."""
-    rng = np.random.default_rng(seed)
-    bound = {symbol: {"d": 2, "h": 3, "q": 4}.get(symbol.name, 3) for symbol in model.sizes}
-    params = {}
-    for symbol in model.params:
-        rows, cols = (int(dim.subs(bound)) for dim in symbol.shape)
-        params[symbol.name] = rng.standard_normal((rows,) if cols == 1 else (rows, cols)) / np.sqrt(cols)
-
-    def data(seq):
-        rows = int(seq.rows.subs(bound))
-        return rng.integers(0, rows, size=(T, B)) if seq.role == "label" else rng.standard_normal((T, B, rows))
-
-    xs, ys = data(model.inputs[0]), data(model.concrete_loss().target)
-    initial = {seq.name: 0.5 * rng.standard_normal((B, int(seq.rows.subs(bound)))) for seq in model.states}
-    return params, xs, ys, initial
+    """(params, xs, ys, initial) of a zoo model at distinct sizes d=2, h=3, q=4, float64, T steps, B sequences."""
+    return random_problem(model, seed, steps=T, batch=B)
 
 
 @pytest.mark.parametrize("truncate", MODES, ids=lambda mode: "full" if mode is None else mode[0])
