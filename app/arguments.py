@@ -167,7 +167,7 @@ def parser(runs):
         type=lengths,
         metavar="5,3,1",
         help="check a right-padded batch (lengths=): each sequence's own steps, at most T, one per sequence (the "
-        "batch's size), or random: drawn from 1..T for each of --batch sequences (NumPy module only, for now)",
+        "batch's size), or random: drawn from 1..T for each of --batch sequences",
     )
     sub.add_argument(
         "--backend",

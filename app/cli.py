@@ -179,7 +179,7 @@ def cmd_check(args):
         raise UsageError(f"--steps {args.steps} with --truncate {args.truncate.text()}: {error}") from error
     model = _model(args.model)
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
-    batch = _padded_batch(args, backends)
+    batch = _padded_batch(args)
     for backend in backends:
         require(backend)  # a missing framework: one line, before any work
     from_zoo = args.model in ZOO
@@ -195,11 +195,9 @@ def cmd_check(args):
     return 0 if passed else 1
 
 
-def _padded_batch(args, backends):
+def _padded_batch(args):
     """check's batch size: --lengths' count of lengths if given (each at most --steps), else --batch."""
     lengths = args.lengths
-    if lengths is not None and any(not BACKENDS[backend].reference for backend in backends):
-        raise UsageError(f"--lengths is checked in the NumPy module only, not with --backend {args.backend} yet")
     if lengths is None or lengths.random:
         return args.batch
     if max(lengths.steps) > args.steps:

@@ -58,12 +58,22 @@ class Framework:
         outputs, cache = self._forward(self.to(params), *map(self.to, data), **self.to(initial))
         return self.back(outputs), self.back(cache)
 
+    def padded(self, lengths):
+        """The lengths keyword of a call: none, or lengths= in the framework's arrays."""
+        return {} if lengths is None else {"lengths": self.to(lengths)}
+
     def losses(self, outputs, ys):
         return self.back(self._losses(self.to(outputs), self.to(ys)))
 
-    def loss_and_grads(self, params, xs, ys, truncate=None, rng=None, **initial):
+    def loss_and_grads(self, params, xs, ys, truncate=None, rng=None, lengths=None, **initial):
         loss, grads = self._loss_and_grads(
-            self.to(params), self.to(xs), self.to(ys), **self.to(initial), truncate=truncate, rng=rng
+            self.to(params),
+            self.to(xs),
+            self.to(ys),
+            **self.to(initial),
+            truncate=truncate,
+            rng=rng,
+            **self.padded(lengths),
         )
         return float(loss), self.back(grads)
 
@@ -80,13 +90,15 @@ def against_numpy(framework, instance, dtype, truncate, seed):
     if Truncation.of(truncate).randomized:
         rng, uniforms = framework.draws(seed, len(xs))
         replayed = Replay(uniforms)
-    reference = framework.reference
-    loss, grads = framework.loss_and_grads(params, xs, ys, truncate=truncate, rng=rng, **initial)
-    expected_loss, expected = reference.loss_and_grads(params, xs, ys, truncate=truncate, rng=replayed, **initial)
+    reference, padded = framework.reference, {} if instance.lengths is None else {"lengths": instance.lengths}
+    loss, grads = framework.loss_and_grads(params, xs, ys, truncate=truncate, rng=rng, **initial, **padded)
+    expected_loss, expected = reference.loss_and_grads(
+        params, xs, ys, truncate=truncate, rng=replayed, **initial, **padded
+    )
     data = (xs, ys) if framework.TEACHER_FORCED else (xs,)
     outputs, expected_outputs = (
-        framework.forward(params, *data, **initial)[0],
-        reference.forward(params, *data, **initial)[0],
+        framework.forward(params, *data, **initial, **padded)[0],
+        reference.forward(params, *data, **initial, **padded)[0],
     )
     pairs = {"loss": (loss, expected_loss), "outputs": (outputs, expected_outputs)}
     pairs |= {name: (grads[name], value) for name, value in expected.items()}
@@ -130,7 +142,7 @@ def report(model, backend, module, reference, options):
         lines.append(f"the NumPy module's expectation over all {2**o.steps} keep patterns, against full BPTT:")
     lines.append(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))
     if framework is not None:
-        instance = problem(reference, o.steps, o.batch, o.seed, o.sizes)
+        instance = problem(reference, o.steps, o.batch, o.seed, o.sizes, o.lengths)
         agreement = against_numpy(framework, instance, o.dtype, o.truncate, o.seed)
         draws = f", {backend}'s draws (seed {o.seed}) replayed into it" if randomized else ""
         lines.append(f"against the NumPy module{draws}:")
