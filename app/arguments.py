@@ -6,7 +6,7 @@ from bptt.app.analysis import analyze as analysis
 from bptt.app.bench import bench as benchmark
 from bptt.codegen.backends import BACKENDS, reference
 from bptt.documents.document import NAMES as SECTIONS
-from bptt.runtime.options import Truncation
+from bptt.runtime.options import Lengths, Truncation
 
 EXIT_STATUS = """exit status:
   0  done; every check passed
@@ -56,6 +56,13 @@ def positive(text):
 def truncate(text):
     try:
         return Truncation.parse(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def lengths(text):
+    try:
+        return Lengths.parse(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -154,6 +161,13 @@ def parser(runs):
         metavar="MODE:K",
         help="check truncated BPTT: window:K, chunk:K (against the truncated loss) "
         "or random:PI (exact expectation over all 2^T keep patterns, T <= 12)",
+    )
+    sub.add_argument(
+        "--lengths",
+        type=lengths,
+        metavar="5,3,1",
+        help="check a right-padded batch (lengths=): each sequence's own steps, at most T, one per sequence (the "
+        "batch's size), or random: drawn from 1..T for each of --batch sequences",
     )
     sub.add_argument(
         "--backend",

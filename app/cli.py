@@ -179,11 +179,13 @@ def cmd_check(args):
         raise UsageError(f"--steps {args.steps} with --truncate {args.truncate.text()}: {error}") from error
     model = _model(args.model)
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
+    batch = _padded_batch(args)
     for backend in backends:
         require(backend)  # a missing framework: one line, before any work
     from_zoo = args.model in ZOO
     numpy_module = checking.load_module(model, from_zoo)
-    options = Options(args.steps, args.batch, args.seed, args.dtype, _sizes(args.sizes, numpy_module), args.truncate)
+    sizes = _sizes(args.sizes, numpy_module)
+    options = Options(args.steps, batch, args.seed, args.dtype, sizes, args.truncate, args.lengths)
     passed = True
     for backend in backends:
         module = numpy_module if BACKENDS[backend].reference else checking.load_module(model, from_zoo, backend)
@@ -191,6 +193,17 @@ def cmd_check(args):
         print("\n".join(lines) + ("\n" if backend != backends[-1] else ""))
         passed = passed and ok
     return 0 if passed else 1
+
+
+def _padded_batch(args):
+    """check's batch size: --lengths' count of lengths if given (each at most --steps), else --batch."""
+    lengths = args.lengths
+    if lengths is None or lengths.random:
+        return args.batch
+    if max(lengths.steps) > args.steps:
+        longest = max(lengths.steps)
+        raise UsageError(f"--lengths {lengths.text()}: a length is above T={args.steps}; give --steps {longest}")
+    return len(lengths.steps)
 
 
 def cmd_analyze(args):

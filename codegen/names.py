@@ -37,8 +37,8 @@ API_FUNCTIONS = frozenset(
 )
 API_ARGUMENTS = frozenset(
     """
-    B T cache check_finite checkpoints compile d_outputs device dtype grads init_rng outputs params rng theta
-    truncate xs ys
+    B T cache check_finite checkpoints compile d_outputs device dtype grads init_rng lengths outputs params rng
+    theta truncate xs ys
     """.split()
 )
 API = API_FUNCTIONS | API_ARGUMENTS

@@ -51,10 +51,14 @@ def random_inputs(rng, T, B, dtype=np.float64, **sizes):
     return _PASSES.random_inputs(rng, T, B, dtype, sizes)
 
 
-def forward(params, xs, s0=None):
+def forward(params, xs, s0=None, lengths=None):
     """Run the model over all steps. Returns (outputs, cache), fresh arrays:
-    outputs are z_t for t = 1..T, shape (T, B, q); cache holds what backward needs."""
-    return _PASSES.forward_call(params, xs, None, (s0,))
+    outputs are z_t for t = 1..T, shape (T, B, q); cache holds what backward needs.
+
+    lengths: None, or each sequence's own steps (B,) of a right-padded batch, 1 <= lengths[b] <= T: padded
+    steps are read as zeros, their outputs are zero, each state stops at its sequence's last step (the cache's
+    states at step T are the final ones), and the cache keeps lengths for backward."""
+    return _PASSES.forward_call(params, xs, None, (s0,), lengths)
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
@@ -64,22 +68,25 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     ("chunk", k): the gradient is cut between steps k and k+1, 2k and 2k+1, ...; ("random", pi): Tallec
     and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng. check_finite=False
     accepts nan and inf in d_outputs and does not scan the parameters for them. checkpoints: None, or the
-    memory the backward pass's arrays may take (steps, or bytes such as "32MiB"), in segments of steps."""
+    memory the backward pass's arrays may take (steps, or bytes such as "32MiB"), in segments of steps.
+    A cache of a padded batch (forward's lengths) gives every padded step zero gradient."""
     return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
-def losses(outputs, ys):
-    """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B)."""
-    z, y = _PASSES.loss_inputs(outputs, ys)
-    return _logsumexp(z) - np.take_along_axis(z, y[..., None], axis=-1)[..., 0]
+def losses(outputs, ys, lengths=None):
+    """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B); zero at the padded
+    steps of a batch of the given lengths (as for forward)."""
+    z, y, padding = _PASSES.loss_inputs(outputs, ys, lengths)
+    return padding.zeroed(_logsumexp(z) - np.take_along_axis(z, y[..., None], axis=-1)[..., 0])
 
 
-def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints=None):
+def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints=None, lengths=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "s0");
     truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
     slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the
-    optimal schedule keeps some states, recomputes the steps between them, and frees them."""
-    return _PASSES.loss_and_grads_call(params, xs, ys, (s0,), truncate, rng, checkpoints)
+    optimal schedule keeps some states, recomputes the steps between them, and frees them. lengths (as for
+    forward): each sequence's loss is sums its own steps, padded steps get zero gradient."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (s0,), truncate, rng, checkpoints, lengths)
 
 
 def forward_mode_grads(params, xs, ys, s0=None):

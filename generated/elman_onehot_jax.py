@@ -48,10 +48,15 @@ def random_inputs(rng, T, B, dtype=jnp.float32, **sizes):
     return _PASSES.random_inputs(rng, T, B, dtype, sizes)
 
 
-def forward(params, xs, s0=None):
+def forward(params, xs, s0=None, lengths=None):
     """Run the model over all steps (initial states None: zeros). Returns (outputs, cache):
-    outputs are z_t for t = 1..T, shape (T, B, q); cache holds what backward needs. Differentiable by JAX itself."""
-    return _PASSES.forward_call(params, xs, None, (s0,))
+    outputs are z_t for t = 1..T, shape (T, B, q); cache holds what backward needs. Differentiable by JAX itself.
+
+    lengths: None, or each sequence's own steps (B,) of a right-padded batch, 1 <= lengths[b] <= T (traced
+    under jit: new lengths compile nothing new): padded steps are read as zeros, their outputs are zero, each
+    state stops at its sequence's last step (the cache's states at step T are the final ones), and the cache
+    keeps lengths for backward."""
+    return _PASSES.forward_call(params, xs, None, (s0,), lengths)
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
@@ -62,25 +67,28 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     Ollivier's unbiased randomized truncation, xi_{t+1} = (u_t < pi) / pi for u = jax.random.uniform(rng, (T,))
     and rng = jax.random.key(seed). check_finite=False accepts nan and inf in d_outputs and does not scan the
     parameters for them. checkpoints: None, or the memory the backward pass's arrays may take (steps, or
-    bytes such as "32MiB"), in segments of steps, each a scan."""
+    bytes such as "32MiB"), in segments of steps, each a scan. A cache of a padded batch (forward's lengths)
+    gives every padded step zero gradient."""
     return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
-def losses(outputs, ys):
-    """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B)."""
-    z, y = _PASSES.loss_inputs(outputs, ys)
-    return jax.nn.logsumexp(z, axis=-1) - jnp.take_along_axis(z, y[..., None], axis=-1)[..., 0]
+def losses(outputs, ys, lengths=None):
+    """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B); zero at the padded
+    steps of a batch of the given lengths (as for forward)."""
+    z, y, padding = _PASSES.loss_inputs(outputs, ys, lengths)
+    return padding.zeroed(jax.nn.logsumexp(z, axis=-1) - jnp.take_along_axis(z, y[..., None], axis=-1)[..., 0])
 
 
-def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints=None):
+def loss_and_grads(params, xs, ys, s0=None, truncate=None, rng=None, checkpoints=None, lengths=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "s0");
     truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
     slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal
-    schedule keeps some states, recomputes the steps between them (a scan per segment), and frees them."""
-    return _PASSES.loss_and_grads_call(params, xs, ys, (s0,), truncate, rng, checkpoints)
+    schedule keeps some states, recomputes the steps between them (a scan per segment), and frees them.
+    lengths (as for forward): each sequence's loss is sums its own steps, padded steps get zero gradient."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (s0,), truncate, rng, checkpoints, lengths)
 
 
-def apply(params, xs, s0=None, truncate=None, rng=None, checkpoints=None):
+def apply(params, xs, s0=None, truncate=None, rng=None, checkpoints=None, lengths=None):
     """The outputs z_t, shape (T, B, q), as a jax.custom_vjp function: its backward is the derived
     BPTT, truncated as truncate says (rng: a jax.random key for ("random", pi)). Works under jax.grad, jax.jit
     (truncate static) and jax.vmap: vmap over a leading axis of sequences, e.g.
@@ -92,8 +100,9 @@ def apply(params, xs, s0=None, truncate=None, rng=None, checkpoints=None):
     such inputs (under tracing every array looks alike): put trainable layers only after it.
     checkpoints (static under jit) as for loss_and_grads: the forward pass keeps only the states the
     schedule keeps; the backward pass recomputes the rest, a scan per segment.
+    lengths as for forward: the outputs are zero at padded steps, which get zero gradient (not with checkpoints).
     """
-    return _PASSES.apply_call(params, xs, None, (s0,), truncate, rng, checkpoints)
+    return _PASSES.apply_call(params, xs, None, (s0,), truncate, rng, checkpoints, lengths)
 
 
 def forward_mode_grads(params, xs, ys, s0=None):

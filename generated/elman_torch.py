@@ -48,10 +48,11 @@ def random_inputs(rng, T, B, dtype=torch.float64, device=None, **sizes):
     return _PASSES.random_inputs(rng, T, B, dtype, device, sizes)
 
 
-def forward(params, xs, h0=None, compile=False):
+def forward(params, xs, h0=None, compile=False, lengths=None):
     """Run the model over all steps, without an autograd graph. Returns (outputs, cache):
-    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs. compile as for loss_and_grads."""
-    return _PASSES.forward_call(params, xs, None, (h0,), compile)
+    outputs are s_t for t = 1..T, shape (T, B, q); cache holds what backward needs. compile as for loss_and_grads.
+    lengths: as for the NumPy module's forward (a right-padded batch's lengths, the final states the cache's last)."""
+    return _PASSES.forward_call(params, xs, None, (h0,), compile, lengths)
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
@@ -62,23 +63,26 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     and Ollivier's unbiased randomized truncation, xi_t = 0 or 1/pi drawn from rng (a torch.Generator: T
     float64 uniforms u_t on its device, xi_t = (u_t < pi) / pi). check_finite=False accepts nan and inf in
     d_outputs and does not scan the parameters for them. checkpoints: None, or the memory the backward pass's
-    tensors may take (steps, or bytes such as "32MiB"), in segments of steps. compile as for loss_and_grads."""
+    tensors may take (steps, or bytes such as "32MiB"), in segments of steps. compile as for loss_and_grads.
+    A cache of a padded batch (forward's lengths) gives every padded step zero gradient."""
     return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile)
 
 
-def losses(outputs, ys):
-    """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B) (differentiable)."""
-    s, y = _PASSES.loss_inputs(outputs, ys)
-    return torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0]
+def losses(outputs, ys, lengths=None):
+    """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B) (differentiable); zero
+    at the padded steps of a batch of the given lengths (as for forward)."""
+    s, y, padding = _PASSES.loss_inputs(outputs, ys, lengths)
+    return padding.zeroed(torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0])
 
 
-def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None, compile=False):
+def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None, compile=False, lengths=None):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "h0");
     truncate and rng as for backward. checkpoints: None keeps every step; a number of slots (a kept state or a
     stored step each) or a byte budget such as "32MiB" bounds the memory (the optimal schedule recomputes steps).
     compile=True runs each loop step (window truncation's excepted) through torch.compile, compiled on first use
-    per dtype and shape: its pointwise work fuses (on a GPU one kernel a step). Equal results; not with checkpoints."""
-    return _PASSES.loss_and_grads_call(params, xs, ys, (h0,), truncate, rng, checkpoints, compile)
+    per dtype and shape: its pointwise work fuses (on a GPU one kernel a step). Equal results; not with checkpoints.
+    lengths (as for forward): each sequence's loss is sums its own steps, padded steps get zero gradient."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (h0,), truncate, rng, checkpoints, compile, lengths)
 
 
 def forward_mode_grads(params, xs, ys, h0=None):

@@ -11,13 +11,27 @@ from bptt.runtime.schedule import _budget, _capacities, _schedule, _segments
 
 
 def _checkpointed(
-    model, truncation, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, d_outputs=None, kept=None
+    model,
+    truncation,
+    keep,
+    params,
+    sizes,
+    dtype,
+    x,
+    y,
+    states,
+    checkpoints,
+    itemsize,
+    d_outputs=None,
+    kept=None,
+    counts=None,
 ):
     """(loss, gradients) of loss_and_grads in the memory `checkpoints` allows: kept states where the schedule
     keeps them, each segment run forward (storing what its backward pass reads), its loss, then backward.
     keep: the truncation's weights for all T steps (None: none); y: the targets. Given d_outputs (an
     autograd Function's backward), the loss is not computed and kept holds the states its forward pass kept
-    (_forward_kept): the schedule's first forward pass is not run again."""
+    (_forward_kept): the schedule's first forward pass is not run again. counts (lengths=): each step's and
+    sample's divisor of the loss, (T, B), which segment_loss takes in place of T."""
     T = x.shape[0]
     actions = _checkpoint_actions(model, truncation, sizes, x.shape[1], itemsize, checkpoints, T)
     if kept is None:
@@ -38,7 +52,7 @@ def _checkpointed(
             initial = kept[a] if a in kept else reached[1]
             outputs, cache = model.segment_forward(params, sizes, dtype, x[a:b], _steps(y, a, b), initial)
             if d_outputs is None:
-                part_loss, d_part = model.segment_loss(outputs, y[a:b], T)
+                part_loss, d_part = model.segment_loss(outputs, y[a:b], T if counts is None else counts[a:b])
                 loss = loss + part_loss
             else:
                 d_part = d_outputs[a:b]

@@ -118,15 +118,23 @@ def _transposed_directions(v, cols):
 
 
 def _softmax_cross_entropy(s, y, count):
-    """(sum_t -log softmax(s_t)[y_t] / count, its gradient (softmax(s_t) - onehot(y_t)) / count)."""
+    """(sum_t -log softmax(s_t)[y_t] / count, its gradient (softmax(s_t) - onehot(y_t)) / count). count: a
+    number, or an array of one per step and sample (T, B) (lengths=: inf at a padded step, which weighs nothing)."""
     log_p = jax.nn.log_softmax(s, axis=-1)
+    grad = jnp.exp(log_p) - jax.nn.one_hot(y, s.shape[-1], dtype=s.dtype)
+    if jnp.ndim(count):
+        share = 1 / count
+        return -(jnp.take_along_axis(log_p, y[..., None], axis=-1)[..., 0] * share).sum(), grad * share[..., None]
     loss = -jnp.take_along_axis(log_p, y[..., None], axis=-1).sum() / count
-    return loss, (jnp.exp(log_p) - jax.nn.one_hot(y, s.shape[-1], dtype=s.dtype)) / count
+    return loss, grad / count
 
 
 def _squared_error(s, y, count):
-    """(sum_t 1/2 ||s_t - y_t||^2 / count, its gradient (s_t - y_t) / count)."""
+    """(sum_t 1/2 ||s_t - y_t||^2 / count, its gradient (s_t - y_t) / count); count as for _softmax_cross_entropy."""
     difference = s - y
+    if jnp.ndim(count):
+        share = 1 / count
+        return (0.5 * jnp.square(difference).sum(axis=-1) * share).sum(), difference * share[..., None]
     return (0.5 * jnp.square(difference).sum(axis=-1)).sum() / count, difference / count
 
 

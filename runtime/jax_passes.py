@@ -13,6 +13,7 @@ jax.config.update("jax_enable_x64", True) before the arrays are made: a module n
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +26,7 @@ from bptt.runtime.common import (
     _check_targets,
     _checked,
     _checked_backward,
+    _dtype_name,
     _extent,
     _float_dtype,
     _param_sizes,
@@ -38,9 +40,84 @@ from bptt.runtime.jax import (
     _check_labels,
     _check_params,
     _keep_weights,
+    _label_range,
     _truncation,
 )
-from bptt.runtime.options import _Checkpoints
+from bptt.runtime.options import _Checkpoints, _lengths_error
+
+
+class _Padding(NamedTuple):
+    """A right-padded batch (lengths=): each sequence's own steps (B,), and which steps are its own (T, B)
+    (lengths None: no lengths given). As numpy_passes.py's, in JAX, lengths traced under jit (new lengths compile
+    nothing new; their values are checked where they are concrete); a pytree, so jit and custom_vjp take it."""
+
+    lengths: object = None
+    valid: object = None
+
+    @classmethod
+    def of(cls, lengths, T, B):
+        """The padding of a lengths argument for T steps and B sequences; ValueError in one line if it does not fit."""
+        if lengths is None:
+            return cls()
+        array = lengths if isinstance(lengths, jax.Array) else _as_array(lengths)
+        if array is None:
+            raise ValueError(_lengths_error((), type(lengths).__name__, False, 1, 1, T, B))
+        integral = jnp.issubdtype(array.dtype, jnp.integer)
+        low, high = _label_range(array) if integral and array.size else (1, 1)
+        if isinstance(low, jax.core.Tracer):
+            low, high = 1, 1  # traced: only the shape and dtype are known
+        error = _lengths_error(tuple(array.shape), _dtype_name(array.dtype), integral, int(low), int(high), T, B)
+        if error:
+            raise ValueError(error)
+        return cls(array, jnp.arange(T)[:, None] < array)
+
+    def zeroed(self, array):
+        """array (T, B, ...) with its padded steps zero, or array itself if no lengths were given or it is no
+        array of that shape (the checks then say what it must be)."""
+        if self.valid is None or getattr(array, "shape", ())[:2] != self.valid.shape:
+            return array
+        return jnp.where(self.valid.reshape(self.valid.shape + (1,) * (array.ndim - 2)), array, 0)
+
+    def counts(self, mean, dtype):
+        """Each step's and sample's divisor of the loss (T, B): B, times its own steps for a mean; inf if padded."""
+        B = self.valid.shape[1]
+        return jnp.where(self.valid, B * self.lengths if mean else B, jnp.inf).astype(dtype)
+
+    def stopped(self, spec, outputs, cache):
+        """forward's (outputs, cache) of a padded batch: its outputs zero at padded steps, each state carried
+        unchanged past its sequence's last step (the final states are the cache's last), the lengths kept."""
+        if self.valid is None:
+            return outputs, cache
+        steps = jnp.minimum(jnp.arange(self.valid.shape[0] + 1)[:, None], self.lengths)[..., None]
+        cache = dict(cache, lengths=self.lengths)
+        for name in spec.states:
+            state = cache[name.removesuffix("0")]
+            cache[name.removesuffix("0")] = jnp.take_along_axis(state, jnp.broadcast_to(steps, state.shape), axis=0)
+        return self.zeroed(outputs), cache
+
+
+def _as_array(values):
+    """values (a list of lengths, a NumPy array) as a JAX array; None if JAX cannot make one."""
+    try:
+        return jnp.asarray(values)
+    except (ValueError, TypeError):
+        return None
+
+
+def _data_padding(lengths, xs):
+    """The padding of a call's lengths, for the steps and sequences of xs (if xs is no array of them, its checks
+    will refuse it: no padding)."""
+    if lengths is None or len(getattr(xs, "shape", ())) < 2:
+        return _Padding()
+    return _Padding.of(lengths, xs.shape[0], xs.shape[1])
+
+
+def _cache_padding(spec, cache):
+    """(the cache without its lengths, their padding): forward's cache of a padded batch remembers its lengths."""
+    if not (isinstance(cache, dict) and "lengths" in cache):
+        return cache, _Padding()
+    rest = {key: value for key, value in cache.items() if key != "lengths"}
+    return rest, _data_padding(cache["lengths"], rest.get(next(iter(spec.cache))))
 
 
 @dataclass(frozen=True, eq=False)
@@ -57,7 +134,7 @@ class _Passes:
     step_factor: float = 1
 
     def __post_init__(self):
-        made = {"segment_loss": jax.jit(self._segment_loss, static_argnums=2)}
+        made = {"segment_loss": _segment_loss(self)}
         made |= {"output_gradient": jax.jit(self._output_gradient), "apply": _applied(self)}
         made |= {"apply_checkpointed": _applied_checkpointed(self)}
         for name, value in made.items():
@@ -108,15 +185,17 @@ class _Passes:
         """(outputs, cache) of the module's _forward."""
         return self.forward(params, x, *((y,) if self.spec.forced else ()), *initial)
 
-    def forward_call(self, params, xs, ys, states):
-        """The module's forward: (outputs, cache)."""
-        _, _, x, y, initial = self.checked(params, xs, ys, states, False)
-        return self.run_forward(params, x, y, initial)
+    def forward_call(self, params, xs, ys, states, lengths=None):
+        """The module's forward: (outputs, cache); lengths: a padded batch's (its padded xs and ys read as zeros)."""
+        padding = _data_padding(lengths, xs)
+        _, _, x, y, initial = self.checked(params, padding.zeroed(xs), padding.zeroed(ys), states, False)
+        return padding.stopped(self.spec, *self.run_forward(params, x, y, initial))
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints):
         """The module's backward, its arguments checked."""
         truncation = _truncation(truncate, rng)
-        sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
+        cache, padding = _cache_padding(self.spec, cache)
+        sizes, dtype, d_outputs = _checked_backward(self, params, cache, padding.zeroed(d_outputs), check_finite)
         keep = _keep_weights(truncation, sizes["T"], rng, dtype)
         if checkpoints is not None:
             checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
@@ -124,44 +203,57 @@ class _Passes:
             return _segmented(self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, itemsize)
         return self.gradients(_ages(truncation), params, cache, d_outputs, keep)[0]
 
-    def loss_inputs(self, outputs, ys):
-        """(outputs, ys) as the module's losses takes them: float outputs (not scanned), ys in their dtype."""
+    def loss_inputs(self, outputs, ys, lengths=None):
+        """(outputs, ys, their padding) as the module's losses takes them: float outputs (not scanned), ys in their
+        dtype (zero at padded steps), the padding whose zeroed() zeroes the padded steps' losses."""
         sizes, rows = {}, self.spec.data["outputs"]
         outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, _float_dtype("outputs", outputs), False)
-        return outputs, _check_targets(self, ys, sizes, outputs.dtype)
+        padding = _Padding.of(lengths, *outputs.shape[:2])
+        return outputs, _check_targets(self, padding.zeroed(ys), sizes, outputs.dtype), padding
 
-    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints):
-        """The module's loss_and_grads, its arguments checked."""
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None):
+        """The module's loss_and_grads, its arguments checked; lengths: a padded batch's (its padded xs and ys read
+        as zeros, their steps weighing nothing: dL/doutputs 0 there, and backward, linear in them, gives 0)."""
         truncation = _truncation(truncate, rng)
-        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, True)
+        padding = _data_padding(lengths, xs)
+        sizes, dtype, x, y, initial = self.checked(params, padding.zeroed(xs), padding.zeroed(ys), states, True)
         keep = _keep_weights(truncation, x.shape[0], rng, dtype)
+        counts = None if padding.valid is None else padding.counts(self.spec.mean, dtype)
         if checkpoints is not None:
             sizes.update(T=x.shape[0], B=x.shape[1])
             checkpoints, itemsize = _Checkpoints.of(checkpoints), jnp.dtype(dtype).itemsize
-            return _checkpointed(self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize)
-        loss, d_outputs, cache = self.output_gradient(params, x, y, initial)
+            args = (params, sizes, dtype, x, y, initial, checkpoints, itemsize)
+            return _checkpointed(self, truncation, keep, *args, counts=counts)
+        loss, d_outputs, cache = self.output_gradient(params, x, y, initial, counts)
         return loss, self.gradients(_ages(truncation), params, cache, d_outputs, keep)[0]
 
-    def apply_call(self, params, xs, ys, states, truncate, rng, checkpoints):
-        """The module's apply: the outputs through a custom_vjp whose backward is the derived BPTT."""
+    def apply_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None):
+        """The module's apply: the outputs through a custom_vjp whose backward is the derived BPTT; lengths: a
+        padded batch's (outputs zero at its padded steps, which get zero gradient)."""
         truncation = _truncation(truncate, rng)
-        sizes, dtype, x, y, initial = self.checked(params, xs, ys, states, False)
+        padding = _data_padding(lengths, xs)
+        if checkpoints is not None and lengths is not None:
+            raise ValueError("apply(lengths=...) is not supported with checkpoints= yet; use loss_and_grads")
+        sizes, dtype, x, y, initial = self.checked(params, padding.zeroed(xs), padding.zeroed(ys), states, False)
         keep = _keep_weights(truncation, x.shape[0], rng, dtype)
         if checkpoints is not None:
             checkpoints, itemsize = _Checkpoints.of(checkpoints), jnp.dtype(dtype).itemsize
             _checkpoint_actions(self, truncation, sizes, x.shape[1], itemsize, checkpoints, x.shape[0])  # fits?
             return self.apply_checkpointed((truncation, checkpoints), params, x, y, initial, keep)
-        return self.apply(_ages(truncation), params, x, y, initial, keep)
+        return self.apply(_ages(truncation), params, x, y, initial, keep, padding.valid)
 
-    def _output_gradient(self, params, x, y, initial):
-        """(the batch-averaged loss, dL/doutputs, the forward cache); jitted as output_gradient."""
+    def _output_gradient(self, params, x, y, initial, counts=None):
+        """(the batch-averaged loss, dL/doutputs, the forward cache); jitted as output_gradient. counts: each step's
+        and sample's divisor of the loss (lengths=), else None."""
         outputs, cache = self.run_forward(params, x, y, initial)
-        loss, d_outputs = self._segment_loss(outputs, y, outputs.shape[0])
+        loss, d_outputs = self._segment_loss(outputs, y, outputs.shape[0] if counts is None else counts)
         return loss, d_outputs, cache
 
     def _segment_loss(self, outputs, y, T):
         """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs);
-        jitted as segment_loss, T static."""
+        jitted as segment_loss. T may be the segment's steps' divisors instead (counts, lengths=)."""
+        if jnp.ndim(T):
+            return self.loss(outputs, y, T)
         B = outputs.shape[1]
         return self.loss(outputs, y, T * B if self.spec.mean else B)
 
@@ -188,21 +280,28 @@ class _Passes:
         return _step_bytes(self.step_rows, sizes, B, itemsize, ages, self.step_factor)
 
 
+def _segment_loss(passes):
+    """The passes' segment_loss: jitted, T static, or the divisors of each step and sample (lengths=) traced."""
+    static, counted = jax.jit(passes._segment_loss, static_argnums=2), jax.jit(passes._segment_loss)
+    return lambda outputs, y, T: counted(outputs, y, T) if jnp.ndim(T) else static(outputs, y, T)
+
+
 def _applied(passes):
-    """apply's jax.custom_vjp function (ages static): the outputs; the derived BPTT as its backward."""
+    """apply's jax.custom_vjp function (ages static): the outputs (zero at padded steps where valid, the steps
+    of a padded batch's own, says so); the derived BPTT as its backward."""
 
     @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
-    def apply(ages, params, x, y, initial, keep):
-        return passes.run_forward(params, x, y, initial)[0]
+    def apply(ages, params, x, y, initial, keep, valid):
+        return forward(ages, params, x, y, initial, keep, valid)[0]
 
-    def forward(ages, params, x, y, initial, keep):
+    def forward(ages, params, x, y, initial, keep, valid):
         outputs, cache = passes.run_forward(params, x, y, initial)
-        return outputs, (params, cache, keep)
+        return _Padding(valid=valid).zeroed(outputs), (params, cache, keep, valid)
 
     def backward(ages, residuals, d_outputs):
-        params, cache, keep = residuals
-        grads = passes.gradients(ages, params, cache, d_outputs, keep)[0]
-        return _cotangents(passes.spec, grads)
+        params, cache, keep, valid = residuals
+        grads = passes.gradients(ages, params, cache, _Padding(valid=valid).zeroed(d_outputs), keep)[0]
+        return (*_cotangents(passes.spec, grads), None)
 
     apply.defvjp(forward, backward)
     return apply

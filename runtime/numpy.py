@@ -128,13 +128,19 @@ def _onehot(labels, classes, dtype, out=None):
 
 def _softmax_cross_entropy(s, y, count):
     """sum_t -log softmax(s_t)[y_t] / count, and s replaced by its gradient (softmax(s_t) - onehot(y_t)) / count:
-    one exp of the logits, in place, on the (T*B, classes) rows."""
+    one exp of the logits, in place, on the (T*B, classes) rows. count: a number, or one per step and sample
+    (T, B) (lengths=: inf at a padded step, which then weighs exactly nothing)."""
     rows = s.reshape(-1, s.shape[-1])
     picks = np.arange(rows.shape[0]) * rows.shape[1] + y.reshape(-1)  # the labels' places in s.flat
     np.subtract(rows, rows.max(axis=1, keepdims=True), out=rows)
     picked = rows.reshape(-1)[picks]
     np.exp(rows, out=rows)
     total = rows.sum(axis=1, keepdims=True)
+    if np.ndim(count):
+        share = 1 / count.reshape(-1)
+        np.multiply(rows, share[:, None] / total, out=rows)
+        rows.reshape(-1)[picks] -= share
+        return ((np.log(total[:, 0]) - picked) * share).sum()
     loss = (np.log(total[:, 0]) - picked).sum() / count
     np.multiply(rows, 1 / (total * count), out=rows)
     rows.reshape(-1)[picks] -= 1 / count
@@ -142,8 +148,14 @@ def _softmax_cross_entropy(s, y, count):
 
 
 def _squared_error(s, y, count):
-    """sum_t 1/2 ||s_t - y_t||^2 / count, and s replaced by its gradient (s_t - y_t) / count, in place."""
+    """sum_t 1/2 ||s_t - y_t||^2 / count, and s replaced by its gradient (s_t - y_t) / count, in place;
+    count as for _softmax_cross_entropy."""
     np.subtract(s, y, out=s)
+    if np.ndim(count):
+        share = 1 / count[..., None]
+        loss = (0.5 * np.square(s).sum(axis=-1) * share[..., 0]).sum()
+        np.multiply(s, share, out=s)
+        return loss
     loss = (0.5 * np.square(s).sum(axis=-1)).sum() / count  # l_t first: its rounding is that of losses()
     np.divide(s, count, out=s)
     return loss

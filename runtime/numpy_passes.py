@@ -39,7 +39,7 @@ from bptt.runtime.numpy import (
     _truncation,
     _truncation_weights,
 )
-from bptt.runtime.options import _Checkpoints
+from bptt.runtime.options import _Checkpoints, _lengths_error
 
 _THREAD = threading.local()  # each thread's work arrays
 # the functions a generated NumPy module defines: its public shells, each a call of its _Passes, then its maths
@@ -63,6 +63,85 @@ def free_workspace():
     generated module that imports this runtime (they are made again on the next call). Other threads' arrays
     go when their threads end."""
     _THREAD.__dict__.clear()
+
+
+@dataclass(frozen=True)
+class _Padding:
+    """A right-padded batch (lengths=): each sequence's own steps (B,), and which steps are its own (T, B) (None:
+    every step of every sequence, nothing padded; lengths None: no lengths given)."""
+
+    lengths: np.ndarray | None = None
+    valid: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, lengths, T, B):
+        """The padding of a lengths argument for T steps and B sequences; ValueError in one line if it does not fit."""
+        if lengths is None:
+            return _UNPADDED
+        array = lengths if isinstance(lengths, np.ndarray) else _as_array(lengths)
+        integral = np.issubdtype(array.dtype, np.integer)
+        low, high = (int(array.min()), int(array.max())) if integral and array.size else (1, 1)
+        error = _lengths_error(array.shape, array.dtype, integral, low, high, T, B)
+        if error:
+            raise ValueError(error)
+        lengths = array.astype(np.intp)  # a copy: the cache keeps it
+        valid = np.arange(T)[:, None] < lengths if low < T else None
+        return cls(lengths, valid)
+
+    def zeroed(self, array):
+        """array (T, B, ...) with its padded steps zero (a fresh array), or array itself if nothing is padded or
+        it is no array of that shape (the checks then say what it must be)."""
+        if self.valid is None or not isinstance(array, np.ndarray) or array.shape[:2] != self.valid.shape:
+            return array
+        return np.where(self.valid.reshape(self.valid.shape + (1,) * (array.ndim - 2)), array, 0).astype(array.dtype)
+
+    def counts(self, mean, dtype):
+        """Each step's and sample's divisor of the loss (T, B): B, times its own steps for a mean; inf if padded."""
+        B = self.valid.shape[1]
+        return np.where(self.valid, B * self.lengths if mean else B, np.inf).astype(dtype)
+
+    def stopped(self, spec, outputs, cache):
+        """forward's (outputs, cache) of a padded batch, in place: its outputs zero at padded steps, each state
+        carried unchanged past its sequence's last step (the final states are the cache's last), the lengths kept."""
+        if self.lengths is None:
+            return outputs, cache
+        if self.valid is not None:
+            outputs[~self.valid] = 0
+            steps = np.minimum(np.arange(self.valid.shape[0] + 1)[:, None], self.lengths)[..., None]
+            for name in spec.states:
+                array = cache[name.removesuffix("0")]
+                array[:] = np.take_along_axis(array, steps, axis=0)
+        return outputs, {**cache, "lengths": self.lengths}
+
+
+_UNPADDED = _Padding()
+
+
+def _as_array(values):
+    """values (a list of lengths, say) as a NumPy array; one of dtype object if NumPy cannot make one."""
+    try:
+        return np.asarray(values)
+    except (ValueError, TypeError):
+        return np.asarray(None, dtype=object)
+
+
+def _cache_padding(spec, cache):
+    """(the cache without its lengths, their padding): forward's cache of a padded batch remembers its lengths."""
+    if not (isinstance(cache, dict) and "lengths" in cache):
+        return cache, None
+    rest = {key: value for key, value in cache.items() if key != "lengths"}
+    first = rest.get(next(iter(spec.cache)))
+    if not (isinstance(first, np.ndarray) and first.ndim >= 2):
+        return rest, None  # the cache's checks say what is wrong
+    return rest, _Padding.of(cache["lengths"], first.shape[0], first.shape[1])
+
+
+def _data_padding(lengths, xs):
+    """The padding of a call's lengths, for the steps and sequences of xs (if xs is no array of them, its checks
+    will refuse it: no padding)."""
+    if lengths is None or not (isinstance(xs, np.ndarray) and xs.ndim >= 2):
+        return _UNPADDED
+    return _Padding.of(lengths, xs.shape[0], xs.shape[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,29 +179,41 @@ class _Passes:
             return rng.integers(0, sizes[rows], size=(T, B))
         return rng.standard_normal((T, B, _extent(rows, sizes))).astype(dtype)
 
-    def forward_call(self, params, xs, ys, states):
-        """The module's forward: (outputs, cache), fresh arrays."""
+    def forward_call(self, params, xs, ys, states, lengths=None):
+        """The module's forward: (outputs, cache), fresh arrays; lengths: a padded batch's (its padded xs and
+        ys are read as zeros)."""
+        padding = _data_padding(lengths, xs)
+        xs, ys = padding.zeroed(xs), padding.zeroed(ys)
         sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, True, False)
-        return self.segment_forward(params, sizes, dtype, x, y, initial)
+        return padding.stopped(self.spec, *self.segment_forward(params, sizes, dtype, x, y, initial))
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints):
-        """The module's backward, its arguments checked."""
+        """The module's backward, its arguments checked; a padded batch's cache (lengths) zeroes d_outputs at
+        its padded steps, so that no gradient flows through them."""
         truncation = _truncation(truncate, rng)
+        cache, padding = _cache_padding(self.spec, cache)
+        d_outputs = padding.zeroed(d_outputs) if padding else d_outputs
         sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
         return self.backward(truncation, rng, params, sizes, dtype, cache, d_outputs, checkpoints)
 
-    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints):
-        """The module's loss_and_grads, its arguments checked (a parameter's nan or inf: _blamed, from the result)."""
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None):
+        """The module's loss_and_grads, its arguments checked (a parameter's nan or inf: _blamed, from the result);
+        lengths: a padded batch's (its padded xs and ys are read as zeros, their steps weigh nothing)."""
         truncation = _truncation(truncate, rng)
+        padding = _data_padding(lengths, xs)
+        xs, ys = padding.zeroed(xs), padding.zeroed(ys)
         sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, False, True)
-        return self.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, initial, checkpoints)
+        counts = None if padding.valid is None else padding.counts(self.spec.mean, dtype)
+        return self.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, initial, checkpoints, counts)
 
-    def loss_inputs(self, outputs, ys):
-        """(outputs, ys) as the module's losses takes them: float outputs (not scanned), ys in their dtype."""
+    def loss_inputs(self, outputs, ys, lengths=None):
+        """(outputs, ys, their padding) as the module's losses takes them: float outputs (not scanned), ys in
+        their dtype (zero at padded steps), the padding whose zeroed() zeroes the padded steps' losses."""
         sizes, rows = {}, self.spec.data["outputs"]
         dtype = _float_dtype("outputs", outputs)
         outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, dtype, finite=False)
-        return outputs, _check_targets(self, ys, sizes, outputs.dtype)
+        padding = _Padding.of(lengths, *outputs.shape[:2])
+        return outputs, _check_targets(self, padding.zeroed(ys), sizes, outputs.dtype), padding
 
     def output_gradient(self, params, xs, ys, states):
         """(the batch-averaged loss, dL/doutputs, the forward cache, sizes, dtype): fresh arrays."""
@@ -185,10 +276,12 @@ class _Passes:
         keep = _truncation_weights(truncation, T, rng, dtype)
         return self.backward_into(truncation, keep, params, sizes, cache, d_outputs, work)
 
-    def loss_and_grads(self, truncation, rng, params, sizes, dtype, x, y, initial, checkpoints):
+    def loss_and_grads(self, truncation, rng, params, sizes, dtype, x, y, initial, checkpoints, counts=None):
         """The module's loss_and_grads, its arguments checked: the forward pass in this thread's workspace,
         the loss, then backward; or in the memory checkpoints allows (_checkpointed). A parameter holding nan
-        or inf is named from the result (_blamed)."""
+        or inf is named from the result (_blamed). counts (lengths=): each step's and sample's divisor of the
+        loss, inf at padded steps, whose outputs' gradients are then zero: backward, linear in them, gives
+        every padded step zero gradient."""
         T, B = x.shape[0], x.shape[1]
         if checkpoints is not None:
             checkpoints = _Checkpoints.of(checkpoints)
@@ -196,12 +289,13 @@ class _Passes:
             sizes.update(T=T, B=B)
             itemsize = np.dtype(dtype).itemsize
             loss, grads = _checkpointed(
-                self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize
+                self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, itemsize, counts=counts
             )
             return _blamed(self.spec, params, loss, grads)
         work = _workspace(self.spec, self.forward_arrays, T, B, sizes, dtype)
         self.forward(params, sizes, x, *((y,) if self.spec.forced else ()), *initial, work)
-        loss = self.loss(work[self.spec.output], y, T * B if self.spec.mean else B)  # outputs become dL/doutputs
+        count = (T * B if self.spec.mean else B) if counts is None else counts
+        loss = self.loss(work[self.spec.output], y, count)  # outputs become dL/doutputs
         sizes.update(T=T, B=B)
         grads = self.backward(truncation, rng, params, sizes, dtype, self.cache(x, work), work[self.spec.output])
         return _blamed(self.spec, params, loss, grads)
@@ -214,7 +308,9 @@ class _Passes:
 
     def segment_loss(self, outputs, y, T):
         """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs in place
-        of the outputs)."""
+        of the outputs); T may be the segment's steps' divisors instead (counts, lengths=)."""
+        if np.ndim(T):
+            return self.loss(outputs, y, T), outputs
         return self.loss(outputs, y, T * outputs.shape[1] if self.spec.mean else outputs.shape[1]), outputs
 
     def segment_backward(self, truncation, keep, params, sizes, cache, d_outputs, following):

@@ -1,6 +1,7 @@
-"""The options of a generated module's calls as values, each defined here once: Truncation (truncate=) and
-Checkpoints (checkpoints=), made from the API's tuples and strings at the start of a call (of) or from the
-CLI's text (parse), checked, and described in words. Framework-free; the one module that spells the modes."""
+"""The options of a generated module's calls as values, each defined here once: Truncation (truncate=),
+Checkpoints (checkpoints=) and Lengths (the CLI's --lengths; a call's lengths= is checked by _lengths_error),
+made from the API's tuples and strings at the start of a call (of) or from the CLI's text (parse), checked, and
+described in words. Framework-free; the one module that spells the modes."""
 
 import numbers
 from typing import NamedTuple
@@ -158,6 +159,56 @@ class _Checkpoints(NamedTuple):
         return f"a budget of {self.spelled.strip()} ({self.bytes} bytes)"
 
 
+class _Lengths(NamedTuple):
+    """The CLI's --lengths: each sequence's own steps in a right-padded batch (steps, 1 <= steps[b] <= T), or
+    drawn at random from 1..T (steps None). A module's lengths= argument is checked by _lengths_error."""
+
+    steps: tuple | None = None
+
+    @classmethod
+    def parse(cls, text):
+        """The lengths of the CLI's text: integers >= 1 such as 5,3,1, or random; else ValueError in one line."""
+        if text.strip() == _RANDOM:
+            return cls()
+        parts = [part.strip() for part in text.split(",")]
+        if len(parts) > 4096 or not all(_is_length(part) for part in parts):
+            raise ValueError(
+                f"expected --lengths as integers >= 1 such as 5,3,1 (one per sequence), or random; got {text!r}"
+            )
+        return cls(tuple(int(part) for part in parts))
+
+    @property
+    def random(self):
+        return self.steps is None
+
+    def text(self):
+        return _RANDOM if self.steps is None else ",".join(map(str, self.steps))
+
+    def describe(self):
+        """In words, for a report."""
+        if self.steps is None:
+            return "each sequence's length drawn from 1..T"
+        return f"sequences of lengths {self.text()}"
+
+
+def _is_length(text):
+    """text is a positive integer in ASCII digits, of fewer than ten (parsing never takes longer)."""
+    return text.isascii() and text.isdigit() and len(text) < 10 and int(text) > 0
+
+
+def _lengths_error(shape, dtype, integral, low, high, T, B):
+    """Why a lengths argument (its shape, dtype, whether that is an integer dtype, its least and largest entry)
+    does not fit a batch of T steps and B sequences, in one line; None if it fits."""
+    if not integral:
+        return f"lengths must be an integer array of shape (B,)=({B},), one length per sequence; got dtype {dtype}"
+    if tuple(shape) != (B,):
+        return f"lengths has shape {tuple(shape)}; expected (B,)=({B},), one length per sequence"
+    for value in (low, high):
+        if not 1 <= value <= T:
+            return f"lengths holds {value}; each sequence's length must be in 1..T (T={T})"
+    return None
+
+
 def _bytes(text):
     """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, ..., TB, TiB), else None."""
     text = text.strip()
@@ -182,6 +233,7 @@ def _is_count(value):
 # ones, so a standalone module, which carries the definitions its code reads, has no public name of them.
 Truncation = _Truncation
 Checkpoints = _Checkpoints
+Lengths = _Lengths
 FULL = _FULL
 WINDOW = _WINDOW
 CHUNK = _CHUNK

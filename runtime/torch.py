@@ -143,16 +143,23 @@ def _softmax(z, out=None):
 
 
 def _softmax_cross_entropy(s, y, count):
-    """(sum_t -log softmax(s_t)[y_t] / count, its gradient (softmax(s_t) - onehot(y_t)) / count)."""
+    """(sum_t -log softmax(s_t)[y_t] / count, its gradient (softmax(s_t) - onehot(y_t)) / count). count: a
+    number, or a tensor of one per step and sample (T, B) (lengths=: inf at a padded step, which weighs nothing)."""
     picked = torch.gather(s, -1, y[..., None])[..., 0]
-    loss = (torch.logsumexp(s, -1) - picked).sum() / count
     grad = torch.softmax(s, -1) - torch.nn.functional.one_hot(y, s.shape[-1]).to(s.dtype)
+    if isinstance(count, torch.Tensor):
+        share = 1 / count
+        return ((torch.logsumexp(s, -1) - picked) * share).sum(), grad * share[..., None]
+    loss = (torch.logsumexp(s, -1) - picked).sum() / count
     return loss, grad / count
 
 
 def _squared_error(s, y, count):
-    """(sum_t 1/2 ||s_t - y_t||^2 / count, its gradient (s_t - y_t) / count)."""
+    """(sum_t 1/2 ||s_t - y_t||^2 / count, its gradient (s_t - y_t) / count); count as for _softmax_cross_entropy."""
     difference = s - y
+    if isinstance(count, torch.Tensor):
+        share = 1 / count
+        return (0.5 * difference.square().sum(-1) * share).sum(), difference * share[..., None]
     loss = (0.5 * difference.square().sum(-1)).sum() / count  # l_t first: its rounding is that of losses()
     return loss, difference / count
 

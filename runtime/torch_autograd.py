@@ -9,7 +9,7 @@ from bptt.runtime.checkpoints import _checkpointed, _forward_kept
 from bptt.runtime.common import _bind_sizes, _checked
 from bptt.runtime.options import _Checkpoints
 from bptt.runtime.torch import _check_compile, _loss_parts, _truncation
-from bptt.runtime.torch_passes import _truncation_weights
+from bptt.runtime.torch_passes import _data_padding, _truncation_weights
 
 XS_REQUIRES_GRAD = (
     "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"
@@ -100,12 +100,12 @@ class _Loss(torch.autograd.Function):
     each a part of _LOSS_PART bytes of the outputs at a time: nothing of all T steps but the gradient."""
 
     @staticmethod
-    def forward(ctx, passes, outputs, ys):
-        ctx.passes = passes
+    def forward(ctx, passes, outputs, ys, counts=None):
+        ctx.passes, ctx.counts = passes, counts
         ctx.save_for_backward(outputs, ys)
         loss = 0
         for part in _loss_parts(outputs):
-            loss = loss + passes.segment_loss(outputs[part], ys[part], outputs.shape[0])[0]
+            loss = loss + passes.segment_loss(outputs[part], ys[part], _divisors(outputs, counts, part))[0]
         return loss
 
     @staticmethod
@@ -114,8 +114,15 @@ class _Loss(torch.autograd.Function):
         outputs, ys = ctx.saved_tensors
         d_outputs = torch.empty_like(outputs)
         for part in _loss_parts(outputs):
-            d_outputs[part] = ctx.passes.segment_loss(outputs[part], ys[part], outputs.shape[0])[1]
-        return None, d_outputs.mul_(d_loss), None
+            divisors = _divisors(outputs, ctx.counts, part)
+            d_outputs[part] = ctx.passes.segment_loss(outputs[part], ys[part], divisors)[1]
+        return None, d_outputs.mul_(d_loss), None, None
+
+
+def _divisors(outputs, counts, part):
+    """What segment_loss divides a part of the steps' losses by: all T steps' count, or each step's and sample's
+    divisor (counts, lengths=)."""
+    return outputs.shape[0] if counts is None else counts[part]
 
 
 class _Model(torch.nn.Module):
@@ -154,8 +161,10 @@ class _Model(torch.nn.Module):
         return {name: getattr(self, name) for name in self._passes.spec.params}
 
     def forward(self, xs, *inputs, **named):
-        """The outputs, shape (T, B, rows): model(xs, [ys,] initial states...), the states by position or by
-        name (None: zero); shapes, dtype and device are checked (not finiteness)."""
+        """The outputs, shape (T, B, rows): model(xs, [ys,] initial states..., lengths=None), the states by position
+        or by name (None: zero); shapes, dtype and device are checked (not finiteness). lengths as for the module's
+        forward: the outputs are zero at padded steps, which get zero gradient."""
+        lengths = named.pop("lengths", None)
         given = dict(zip(self._inputs, inputs, strict=False)) | named
         missing = "ys" in self._inputs and "ys" not in given
         if len(inputs) > len(self._inputs) or set(given) - set(self._inputs) or missing:
@@ -166,17 +175,24 @@ class _Model(torch.nn.Module):
         params = self.params()
         if getattr(xs, "requires_grad", False):
             raise ValueError(XS_REQUIRES_GRAD)
+        padding = _data_padding(lengths, xs)
+        xs, ys = padding.zeroed(xs), padding.zeroed(ys)
         _, _, x, y, initial = _checked(self._passes, params, xs, ys, states, False, False, finite_data=False)
         data = (x, y) if self._passes.spec.forced else (x,)
         bptt, compiled, checkpointed = self._functions
         if self.checkpoints is not None:
-            return checkpointed.apply(self.checkpoints, self.truncate, self.rng, *data, *initial, *params.values())
-        function = compiled if self.compile_steps else bptt
-        return function.apply(self.truncate, self.rng, *data, *initial, *params.values())
+            outputs = checkpointed.apply(self.checkpoints, self.truncate, self.rng, *data, *initial, *params.values())
+        else:
+            function = compiled if self.compile_steps else bptt
+            outputs = function.apply(self.truncate, self.rng, *data, *initial, *params.values())
+        return padding.zeroed(outputs)  # its backward zeroes dL/doutputs at padded steps: they get zero gradient
 
-    def loss(self, outputs, ys):
-        """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss)."""
-        return _Loss.apply(self._passes, *self._passes.loss_inputs(outputs, ys))
+    def loss(self, outputs, ys, lengths=None):
+        """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss); lengths as for
+        forward (each sequence's loss is that of its own steps)."""
+        outputs, ys, padding = self._passes.loss_inputs(outputs, ys, lengths)
+        counts = None if padding.valid is None else padding.counts(self._passes.spec.mean, outputs.dtype)
+        return _Loss.apply(self._passes, outputs, ys, counts)
 
 
 class _Steps:

@@ -15,13 +15,14 @@ from bptt.runtime.common import (
     _check_targets,
     _checked,
     _checked_backward,
+    _dtype_name,
     _extent,
     _float_dtype,
     _Spec,
     _step_bytes,
     _viewed,
 )
-from bptt.runtime.options import _Checkpoints
+from bptt.runtime.options import _Checkpoints, _lengths_error
 from bptt.runtime.torch import (
     _blamed,
     _check_array,
@@ -41,6 +42,88 @@ from bptt.runtime.torch import (
 SHELLS = ("init_params", "random_inputs", "forward", "backward", "losses", "loss_and_grads", "forward_mode_grads")
 GLUE = ("BPTT", "CompiledBPTT", "CheckpointedBPTT", "Model")
 MATHS = ("_forward", "_adjoints", "_window_adjoints", "_gradients", "_forward_step", "_adjoints_step")
+
+
+@dataclass(frozen=True)
+class _Padding:
+    """A right-padded batch (lengths=): each sequence's own steps (B,), and which steps are its own (T, B) (None:
+    nothing is padded; lengths None: no lengths given). As numpy_passes.py's, in torch."""
+
+    lengths: torch.Tensor | None = None
+    valid: torch.Tensor | None = None
+
+    @classmethod
+    def of(cls, lengths, T, B, device):
+        """The padding of a lengths argument for T steps and B sequences; ValueError in one line if it does not fit."""
+        if lengths is None:
+            return _UNPADDED
+        tensor = lengths if isinstance(lengths, torch.Tensor) else _as_tensor(lengths)
+        if tensor is None:
+            raise ValueError(_lengths_error((), type(lengths).__name__, False, 1, 1, T, B))
+        integral = not (tensor.dtype.is_floating_point or tensor.dtype.is_complex or tensor.dtype == torch.bool)
+        low, high = (int(tensor.min()), int(tensor.max())) if integral and tensor.numel() else (1, 1)
+        error = _lengths_error(tuple(tensor.shape), _dtype_name(tensor.dtype), integral, low, high, T, B)
+        if error:
+            raise ValueError(error)
+        lengths = tensor.to(device=device, dtype=torch.int64, copy=True)  # the cache keeps it
+        valid = torch.arange(T, device=device)[:, None] < lengths if low < T else None
+        return cls(lengths, valid)
+
+    def zeroed(self, tensor):
+        """tensor (T, B, ...) with its padded steps zero (a fresh tensor), or tensor itself if nothing is padded or
+        it is no tensor of that shape (the checks then say what it must be)."""
+        if self.valid is None or not isinstance(tensor, torch.Tensor) or tuple(tensor.shape[:2]) != self.valid.shape:
+            return tensor
+        return torch.where(self.valid.reshape(self.valid.shape + (1,) * (tensor.dim() - 2)), tensor, 0)
+
+    def counts(self, mean, dtype):
+        """Each step's and sample's divisor of the loss (T, B): B, times its own steps for a mean; inf if padded."""
+        B = self.valid.shape[1]
+        return torch.where(self.valid, B * self.lengths if mean else B, torch.inf).to(dtype)
+
+    def stopped(self, spec, outputs, cache):
+        """forward's (outputs, cache) of a padded batch, in place: its outputs zero at padded steps, each state
+        carried unchanged past its sequence's last step (the final states are the cache's last), the lengths kept."""
+        if self.lengths is None:
+            return outputs, cache
+        if self.valid is not None:
+            outputs[~self.valid] = 0
+            steps = torch.arange(self.valid.shape[0] + 1, device=self.lengths.device)[:, None]
+            steps = torch.minimum(steps, self.lengths)[..., None]
+            for name in spec.states:
+                tensor = cache[name.removesuffix("0")]
+                tensor.copy_(torch.gather(tensor, 0, steps.expand(-1, -1, tensor.shape[-1])))
+        return outputs, {**cache, "lengths": self.lengths}
+
+
+_UNPADDED = _Padding()
+
+
+def _as_tensor(values):
+    """values (a list of lengths, a NumPy array) as a tensor; None if torch cannot make one."""
+    try:
+        return torch.as_tensor(values)
+    except (ValueError, TypeError, RuntimeError):
+        return None
+
+
+def _data_padding(lengths, xs):
+    """The padding of a call's lengths, for the steps and sequences of xs (if xs is no tensor of them, its checks
+    will refuse it: no padding)."""
+    if lengths is None or not (isinstance(xs, torch.Tensor) and xs.dim() >= 2):
+        return _UNPADDED
+    return _Padding.of(lengths, xs.shape[0], xs.shape[1], xs.device)
+
+
+def _cache_padding(spec, cache):
+    """(the cache without its lengths, their padding): forward's cache of a padded batch remembers its lengths."""
+    if not (isinstance(cache, dict) and "lengths" in cache):
+        return cache, _UNPADDED
+    rest = {key: value for key, value in cache.items() if key != "lengths"}
+    first = rest.get(next(iter(spec.cache)))
+    if not (isinstance(first, torch.Tensor) and first.dim() >= 2):
+        return rest, _UNPADDED  # the cache's checks say what is wrong
+    return rest, _Padding.of(cache["lengths"], first.shape[0], first.shape[1], first.device)
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,17 +179,21 @@ class _Passes:
                 drawn.append(torch.randn(shape, generator=rng, dtype=dtype, device=where))
         return drawn[0].to(device), drawn[1].to(device)
 
-    def forward_call(self, params, xs, ys, states, compile):
-        """The module's forward: (outputs, cache), without an autograd graph."""
+    def forward_call(self, params, xs, ys, states, compile, lengths=None):
+        """The module's forward: (outputs, cache), without an autograd graph; lengths: a padded batch's (its
+        padded xs and ys are read as zeros)."""
         compile = _check_compile(compile)
+        padding = _data_padding(lengths, xs)
+        xs, ys = padding.zeroed(xs), padding.zeroed(ys)
         sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, True, False)
-        return self.run_forward(params, sizes, dtype, x.device, x, y, initial, compile)
+        return padding.stopped(self.spec, *self.run_forward(params, sizes, dtype, x.device, x, y, initial, compile))
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile):
         """The module's backward, its arguments checked."""
         truncation = _truncation(truncate, rng)
         compile = _check_compile(compile, checkpoints)
-        sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
+        cache, padding = _cache_padding(self.spec, cache)
+        sizes, dtype, d_outputs = _checked_backward(self, params, cache, padding.zeroed(d_outputs), check_finite)
         with torch.no_grad():
             if checkpoints is not None:
                 checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
@@ -114,41 +201,49 @@ class _Passes:
                 return _segmented(self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, dtype.itemsize)
             return self.backward(truncation, rng, params, sizes, cache, d_outputs, compile)
 
-    def loss_inputs(self, outputs, ys):
-        """(outputs, ys) as the module's losses takes them: float outputs (not scanned), ys on their device."""
+    def loss_inputs(self, outputs, ys, lengths=None):
+        """(outputs, ys, their padding) as the module's losses takes them: float outputs (not scanned), ys on their
+        device (zero at padded steps), the padding whose zeroed() zeroes the padded steps' losses."""
         sizes, rows = {}, self.spec.data["outputs"]
         dtype = _float_dtype("outputs", outputs)
         outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, dtype, False)
-        return outputs, _check_targets(self, ys, sizes, outputs.dtype, (outputs.device,))
+        padding = _Padding.of(lengths, *outputs.shape[:2], outputs.device)
+        return outputs, _check_targets(self, padding.zeroed(ys), sizes, outputs.dtype, (outputs.device,)), padding
 
-    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, compile):
-        """The module's loss_and_grads, its arguments checked (a parameter's nan or inf named from the result)."""
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, compile, lengths=None):
+        """The module's loss_and_grads, its arguments checked (a parameter's nan or inf named from the result);
+        lengths: a padded batch's (its padded xs and ys read as zeros, their steps weighing nothing)."""
         truncation = _truncation(truncate, rng)
         compile = _check_compile(compile, checkpoints)
+        padding = _data_padding(lengths, xs)
+        xs, ys = padding.zeroed(xs), padding.zeroed(ys)
         if checkpoints is not None:
-            return self.checkpointed_loss(truncation, rng, params, xs, ys, states, checkpoints)
-        loss, d_outputs, cache, sizes = self.output_gradient(params, xs, ys, states, compile, check_finite=False)
+            return self.checkpointed_loss(truncation, rng, params, xs, ys, states, checkpoints, padding)
+        loss, d_outputs, cache, sizes = self.output_gradient(params, xs, ys, states, compile, False, padding)
         with torch.no_grad():
             grads = self.backward(truncation, rng, params, sizes, cache, d_outputs, compile)
         return _blamed(self.spec, params, loss, grads)
 
-    def output_gradient(self, params, xs, ys, states, compile=False, check_finite=True):
+    def output_gradient(self, params, xs, ys, states, compile=False, check_finite=True, padding=_UNPADDED):
         """(the batch-averaged loss, dL/doutputs, the forward cache, sizes); check_finite=False: the parameters
-        are not scanned for nan and inf (the caller looks at its result)."""
+        are not scanned for nan and inf (the caller looks at its result); padding: a padded batch's, whose padded
+        steps' losses weigh nothing (dL/doutputs 0 there: backward, linear in them, gives them zero gradient)."""
         sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, check_finite, True)
         with torch.no_grad():
             outputs, cache = self.run_forward(params, sizes, dtype, x.device, x, y, initial, compile)
-            loss, d_outputs = self.segment_loss(outputs, y, sizes["T"])
+            counts = sizes["T"] if padding.valid is None else padding.counts(self.spec.mean, dtype)
+            loss, d_outputs = self.segment_loss(outputs, y, counts)
         return loss, d_outputs, cache, sizes
 
     @torch.no_grad()
-    def checkpointed_loss(self, truncation, rng, params, xs, ys, states, checkpoints):
+    def checkpointed_loss(self, truncation, rng, params, xs, ys, states, checkpoints, padding=_UNPADDED):
         """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
         sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, False, True)
         checkpoints = _Checkpoints.of(checkpoints)  # once per call: the schedule's functions take the value
         keep = _truncation_weights(truncation, sizes["T"], rng, params[self.spec.params[0]])
+        counts = None if padding.valid is None else padding.counts(self.spec.mean, dtype)
         loss, grads = _checkpointed(
-            self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize
+            self, truncation, keep, params, sizes, dtype, x, y, initial, checkpoints, dtype.itemsize, counts=counts
         )
         return _blamed(self.spec, params, loss, grads)
 
@@ -195,7 +290,10 @@ class _Passes:
         return self.run_forward(params, sizes, dtype, x.device, x, y, initial)
 
     def segment_loss(self, outputs, y, T):
-        """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs)."""
+        """(the loss of a segment's steps, averaged as loss_and_grads averages over all T, dL/doutputs); T may be
+        the segment's steps' divisors instead (counts, lengths=)."""
+        if isinstance(T, torch.Tensor):
+            return self.loss(outputs, y, T)
         B = outputs.shape[1]
         return self.loss(outputs, y, T * B if self.spec.mean else B)
 

@@ -126,16 +126,19 @@ def sample_entries(shape, count, rng):
     return [flat[i] for i in sorted(rng.permutation(len(flat))[:count])]
 
 
-def check(module, steps=5, batch=3, seed=0, dtype="float64", sizes=None, truncate=None, max_entries=MAX_ENTRIES):
+def check(
+    module, steps=5, batch=3, seed=0, dtype="float64", sizes=None, truncate=None, max_entries=MAX_ENTRIES, lengths=None
+):
     """One Row per parameter and initial state: the analytic gradient (computed in dtype)
     against Ridders' derivatives of the float64 (truncated) loss on at most max_entries
     entries of each array; for randomized truncation, the exact expectation against full BPTT.
+    lengths (a Lengths): a right-padded batch's, whose loss sums each sequence's own steps only.
     Raises NonFiniteForward if the forward pass overflows, TooManyPatterns if truncate is random:PI
     and steps is over RANDOM_STEPS."""
     require_enumerable(steps, truncate)
     truncation = Truncation.of(truncate)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported, not warned about
-        instance = problem(module, steps, batch, seed, sizes)
+        instance = problem(module, steps, batch, seed, sizes, lengths)
         for kind in dict.fromkeys((dtype, "float64")):
             instance.require_finite(kind)
         if truncation.randomized:

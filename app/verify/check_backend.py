@@ -58,12 +58,22 @@ class Framework:
         outputs, cache = self._forward(self.to(params), *map(self.to, data), **self.to(initial))
         return self.back(outputs), self.back(cache)
 
+    def padded(self, lengths):
+        """The lengths keyword of a call: none, or lengths= in the framework's arrays."""
+        return {} if lengths is None else {"lengths": self.to(lengths)}
+
     def losses(self, outputs, ys):
         return self.back(self._losses(self.to(outputs), self.to(ys)))
 
-    def loss_and_grads(self, params, xs, ys, truncate=None, rng=None, **initial):
+    def loss_and_grads(self, params, xs, ys, truncate=None, rng=None, lengths=None, **initial):
         loss, grads = self._loss_and_grads(
-            self.to(params), self.to(xs), self.to(ys), **self.to(initial), truncate=truncate, rng=rng
+            self.to(params),
+            self.to(xs),
+            self.to(ys),
+            **self.to(initial),
+            truncate=truncate,
+            rng=rng,
+            **self.padded(lengths),
         )
         return float(loss), self.back(grads)
 
@@ -80,13 +90,15 @@ def against_numpy(framework, instance, dtype, truncate, seed):
     if Truncation.of(truncate).randomized:
         rng, uniforms = framework.draws(seed, len(xs))
         replayed = Replay(uniforms)
-    reference = framework.reference
-    loss, grads = framework.loss_and_grads(params, xs, ys, truncate=truncate, rng=rng, **initial)
-    expected_loss, expected = reference.loss_and_grads(params, xs, ys, truncate=truncate, rng=replayed, **initial)
+    reference, padded = framework.reference, {} if instance.lengths is None else {"lengths": instance.lengths}
+    loss, grads = framework.loss_and_grads(params, xs, ys, truncate=truncate, rng=rng, **initial, **padded)
+    expected_loss, expected = reference.loss_and_grads(
+        params, xs, ys, truncate=truncate, rng=replayed, **initial, **padded
+    )
     data = (xs, ys) if framework.TEACHER_FORCED else (xs,)
     outputs, expected_outputs = (
-        framework.forward(params, *data, **initial)[0],
-        reference.forward(params, *data, **initial)[0],
+        framework.forward(params, *data, **initial, **padded)[0],
+        reference.forward(params, *data, **initial, **padded)[0],
     )
     pairs = {"loss": (loss, expected_loss), "outputs": (outputs, expected_outputs)}
     pairs |= {name: (grads[name], value) for name, value in expected.items()}
@@ -110,6 +122,7 @@ class Options:
     dtype: str
     sizes: dict
     truncate: tuple | None
+    lengths: object = None  # a Lengths (--lengths), or None
 
 
 def report(model, backend, module, reference, options):
@@ -119,16 +132,17 @@ def report(model, backend, module, reference, options):
     randomized = Truncation.of(o.truncate).randomized
     framework = None if BACKENDS[backend].reference else Framework(backend, module, reference)
     checked = reference if framework is None or randomized else framework
-    rows = checking.check(checked, o.steps, o.batch, o.seed, o.dtype, o.sizes, o.truncate)
+    rows = checking.check(checked, o.steps, o.batch, o.seed, o.dtype, o.sizes, o.truncate, lengths=o.lengths)
     shown = " ".join(f"{k}={v}" for k, v in o.sizes.items())
     mode = "full BPTT" if o.truncate is None else f"truncate={Truncation.of(o.truncate).text()}"
     which = "" if framework is None else f" ({backend} module)"
-    lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch} seed={o.seed} dtype={o.dtype} {shown}"]
+    padded = "" if o.lengths is None else f" lengths={o.lengths.text()}"
+    lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch}{padded} seed={o.seed} dtype={o.dtype} {shown}"]
     if randomized and framework is not None:
         lines.append(f"the NumPy module's expectation over all {2**o.steps} keep patterns, against full BPTT:")
     lines.append(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))
     if framework is not None:
-        instance = problem(reference, o.steps, o.batch, o.seed, o.sizes)
+        instance = problem(reference, o.steps, o.batch, o.seed, o.sizes, o.lengths)
         agreement = against_numpy(framework, instance, o.dtype, o.truncate, o.seed)
         draws = f", {backend}'s draws (seed {o.seed}) replayed into it" if randomized else ""
         lines.append(f"against the NumPy module{draws}:")

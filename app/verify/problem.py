@@ -20,14 +20,18 @@ def default_sizes(module):
     return {name: 3 + i for i, name in enumerate(module.SIZES)}
 
 
-def problem(module, steps, batch, seed, sizes=None):
-    """A random instance: float64 parameters, inputs, targets and initial states."""
+def problem(module, steps, batch, seed, sizes=None, lengths=None):
+    """A random instance: float64 parameters, inputs, targets and initial states; lengths (a Lengths, or None):
+    a right-padded batch's, given or drawn from 1..T (then after everything else, so the arrays stay those of
+    the same seed without lengths)."""
     rng = np.random.default_rng(seed)
     sizes = sizes or default_sizes(module)
     params = module.init_params(rng, np.float64, **sizes)
     xs, ys = module.random_inputs(rng, steps, batch, np.float64, **sizes)
     initial = {name: 0.5 * rng.standard_normal((batch, sizes[size])) for name, size in module.STATES.items()}
-    return Problem(module, params, xs, ys, initial).freeze()
+    if lengths is not None:
+        lengths = rng.integers(1, steps + 1, size=batch) if lengths.random else np.array(lengths.steps)
+    return Problem(module, params, xs, ys, initial, lengths=lengths).freeze()
 
 
 @dataclass
@@ -42,6 +46,7 @@ class Problem:
     initial: dict
     frozen: dict = None
     sets: int = 1  # sets of parameters side by side (app/verify/sets.py): each loss is an array of one per set
+    lengths: np.ndarray | None = None  # a right-padded batch's (lengths=): its padded steps' losses weigh nothing
 
     def forward(self, params, start, stop, initial, cache=False):
         """Outputs (or the cache) of the generated forward pass over steps start+1..stop."""
@@ -66,8 +71,15 @@ class Problem:
     def segment(self, start, stop, detached):
         """Batch-averaged losses of steps start+1..stop, from the states start(start, detached), shape (steps, sets)."""
         outputs = self.forward(self.params, start, stop, self.start(start, detached))
-        steps = len(self.xs) if self.module.MEAN else 1
-        return np.add.reduce(self.scores(outputs, self.ys[start:stop]), 1) / len(self.xs[0]) / steps
+        return np.add.reduce(self.scores(outputs, self.ys[start:stop]) * self.weights(start, stop), 1) / len(self.xs[0])
+
+    def weights(self, start, stop):
+        """The weight of each loss of steps start+1..stop in L: 1/T for a mean (a sequence's own length with
+        lengths), else 1; 0 at padded steps. Shape (stop - start, B, 1), or a number without lengths."""
+        if self.lengths is None:
+            return 1 / len(self.xs) if self.module.MEAN else 1
+        own = np.arange(start, stop)[:, None] < self.lengths
+        return (own / (self.lengths if self.module.MEAN else 1))[..., None]
 
     def scores(self, outputs, ys):
         """The loss of every step, sample and set, shape (T, B, sets). A wide instance's outputs hold its
@@ -86,8 +98,9 @@ class Problem:
         states = [self.start(a, d) for a, d in zip(starts, detached, strict=True)]
         initial = {key: np.concatenate([state[key] for state in states]) for key in self.initial}
         outputs = module.forward(self.params, *((xs, ys) if module.TEACHER_FORCED else (xs,)), **initial)[0]
-        losses = self.scores(outputs, ys).reshape(length, len(starts), batch, self.sets)
-        return np.add.reduce(losses, 2) / batch / (len(self.xs) if module.MEAN else 1)
+        weights = np.concatenate([np.broadcast_to(self.weights(a, a + length), (length, batch, 1)) for a in starts], 1)
+        losses = (self.scores(outputs, ys) * weights).reshape(length, len(starts), batch, self.sets)
+        return np.add.reduce(losses, 2) / batch
 
     def freeze(self):
         """Keep the states of a full run, before any perturbation, for detached segments."""
@@ -126,7 +139,8 @@ class Problem:
 
     def grads(self, dtype="float64", truncate=None, rng=None):
         params, xs, ys, initial = self.cast(dtype)
-        return self.module.loss_and_grads(params, xs, ys, **initial, truncate=truncate, rng=rng)[1]
+        padded = {} if self.lengths is None else {"lengths": self.lengths}
+        return self.module.loss_and_grads(params, xs, ys, **initial, truncate=truncate, rng=rng, **padded)[1]
 
     def require_finite(self, dtype):
         """Raise NonFiniteForward naming the first array and step at which the forward pass in dtype overflows."""

@@ -31,6 +31,7 @@ class Facts:
     equations: tuple  # one line of text per step equation
     loss_text: str  # l_t: 1/2 ||o_t - y_t||^2
     sum_text: str  # how the steps' losses combine: "(1/T) sum_t" or "sum_t"
+    padded_text: str  # how a padded batch's sequence's steps combine (lengths=): its own steps' sum or mean
     mean: bool
     loss_helper: str
     params: tuple  # (name, shape as size names)
@@ -85,6 +86,7 @@ def model_facts(model, program, backend):
         equations=tuple(equation(seq(), rhs) for seq, rhs in model.assignments),
         loss_text=text(loss),
         sum_text="(1/T) sum_t" if model.mean else "sum_t",
+        padded_text="the mean of its own steps" if model.mean else "sums its own steps",
         mean=model.mean,
         loss_helper=LOSSES[type(loss)],
         params=tuple((p.name, shape_of(p)) for p in model.params),

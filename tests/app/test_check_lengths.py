@@ -1,0 +1,73 @@
+"""`bptt check MODEL --lengths 5,3,1` (and --lengths random): the gradients of a right-padded batch against
+finite differences of the loss that sums each sequence's own steps; a module that ignored lengths fails it;
+bad --lengths exit 2 in one line."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from bptt.app.verify.check import check
+from bptt.runtime.options import Lengths
+from bptt.tests.support.cli import assert_all_rows_ok, assert_error, bptt
+from bptt.tests.support.modules import module_of
+
+
+@pytest.mark.parametrize("model", ["elman", "linear"])
+@pytest.mark.parametrize("lengths", ["5,3,1", "random"])
+def test_check_with_lengths_passes(model, lengths):
+    result = bptt("check", model, "--lengths", lengths, "--batch", "4", "--truncate", "chunk:2")
+    assert result.returncode == 0, result.stderr
+    assert f"lengths={lengths}" in result.stdout and (" B=3 " in result.stdout) == (lengths != "random")
+    assert_all_rows_ok(result.stdout, module_of(model).PARAMS + tuple(module_of(model).STATES))
+
+
+class Unpadded:
+    """A NumPy module whose loss_and_grads drops lengths: the gradients of the padded steps' losses too."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __getattr__(self, name):
+        return getattr(self.module, name)
+
+    def loss_and_grads(self, *args, lengths=None, **kwargs):
+        return self.module.loss_and_grads(*args, **kwargs)
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
+def test_check_with_lengths_in_another_backend(backend):
+    """The framework's padded gradients against finite differences, and against the NumPy module's."""
+    pytest.importorskip(backend)
+    result = bptt("check", "elman", "--lengths", "4,1,5", "--backend", backend)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "lengths=4,1,5" in result.stdout and "against the NumPy module" in result.stdout
+    assert "FAIL" not in result.stdout
+
+
+@pytest.mark.parametrize("model", ["elman", "linear"])
+def test_check_with_lengths_fails_a_module_that_ignores_them(model):
+    module = module_of(model)
+    assert all(row.ok for row in check(module, lengths=Lengths((5, 3, 1))))
+    rows = check(Unpadded(module), lengths=Lengths((5, 3, 1)))
+    assert not all(row.ok for row in rows), [dataclasses.astuple(row) for row in rows]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("--lengths", "0,3"), "expected --lengths as integers >= 1"),
+        (("--lengths", "2.5,1"), "expected --lengths as integers >= 1"),
+        (("--lengths", "6,3,1"), "a length is above T=5; give --steps 6"),
+    ],
+)
+def test_bad_lengths_exit_2(args, fragment):
+    assert_error(bptt("check", "elman", *args), 2, fragment)
+
+
+def test_lengths_parse_bounds_the_text():
+    """No time in proportion to a number typed: a length of 10**9 or more is refused, not parsed."""
+    with pytest.raises(ValueError, match="expected --lengths"):
+        Lengths.parse("9" * 5000)
+    assert Lengths.parse(" 5, 3,1").steps == (5, 3, 1) and Lengths.parse("random").random
+    assert np.array_equal(Lengths.parse("5,3,1").steps, [5, 3, 1])
