@@ -12,7 +12,6 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 from bptt.tests.support import xla  # noqa: E402
 
 os.environ["XLA_FLAGS"] = xla.flags(os.environ.get("XLA_FLAGS", ""))
-_XLA_CACHE = xla.shared_cache(os.environ)  # made by the first process (pytest's, not a worker): removed by it
 
 import pytest  # noqa: E402
 
@@ -85,10 +84,6 @@ def pytest_configure(config):
         "slow(seconds=0): a long proof, scheduled first so that the workers finish together; those given about how "
         "many CPU seconds they take on CI before the others, the longest first",
     )
-
-
-def pytest_unconfigure(config):
-    xla.remove_cache(_XLA_CACHE)
 
 
 def _order(item):
