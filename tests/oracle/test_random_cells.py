@@ -229,6 +229,7 @@ def test_more_random_cells_agree_with_the_oracle_in_every_backend():
     prove_cells(1)
 
 
+@pytest.mark.slow(seconds=5)  # the draws of both halves replayed; handed out early, not at the end of the run
 def test_the_two_tests_prove_240_distinct_cells(monkeypatch):
     """Their draws replayed: 120 cells each (Hypothesis did not stop early), none in both."""
     monkeypatch.setattr(sys.modules[__name__], "check_random_cell", lambda *cell: None)

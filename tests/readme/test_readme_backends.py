@@ -39,6 +39,7 @@ def test_the_torch_example_trains():
         assert float(model.loss(model(xs), ys)) < 0.5 * float(untrained.loss(untrained(xs), ys))
 
 
+@pytest.mark.slow(seconds=10)  # XLA compiles the example's LSTM whole; handed out early, not at the end of the run
 def test_the_jax_example_trains():
     scope = run("jax", "")
     lstm, xs, ys = scope["lstm"], scope["xs"], scope["ys"]
