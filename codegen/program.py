@@ -21,6 +21,7 @@ from bptt.codegen.passes.fresh import fresh_returns
 from bptt.codegen.passes.fuse import fused_activations, fused_products, stacked_inputs
 from bptt.codegen.passes.fuse_backward import fused_flows, fused_gradients, stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
+from bptt.codegen.passes.scanned import scanned_values
 from bptt.codegen.passes.hoist import hoisted_factors, hoisted_slopes, hoisted_terms
 from bptt.codegen.passes.inline import cached_values, inlined_adjoints, inlined_values
 from bptt.codegen.passes.loops import backward_schedule, scheduled_forward
@@ -82,7 +83,7 @@ SHARED_PASSES = (
 # weights are stacked there.
 NUMPY_PASSES = (halved_sigmoids,)
 TORCH_PASSES = (halved_sigmoids,)
-JAX_PASSES = (stacked_window,)
+JAX_PASSES = (stacked_window, scanned_values)
 
 
 @functools.cache  # the passes' tests start from it too

@@ -10,14 +10,14 @@ then rewritten), the carry holds those the next step reads at t-1 (`h_prev`), an
 written back into steps 1..T of their arrays.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
-from bptt.codegen.ir import Steps
+from bptt.codegen.ir import Array, Loop, Steps, walk
 from bptt.codegen.jax.printer import JaxPrinter
-from bptt.codegen.jax.statements import Carried, Scan, scanned_input
+from bptt.codegen.jax.statements import Carried, Scan, scanned_input, tupled
 from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
 from bptt.derive.elementwise import Apply
@@ -56,13 +56,9 @@ class PassPrinter(JaxPrinter):
     reads from the scan's inputs (`inputs`) and carry (`carried`)."""
 
     def __init__(self, arrays, stacked=True):
-        table = {}
-        for array in arrays:
-            table[array.name] = array
-            table.update({name: type(array)(name, rows, array.steps) for name, rows in array.members})
-            table.update({name: type(array)(name, None, array.steps) for name, _, _ in array.spans})
-        super().__init__(stacked=stacked, arrays=table)
+        super().__init__(stacked=stacked, arrays=value_arrays(arrays))
         self.homes = {array.name: array for array in arrays}
+        self.initial = {}  # the arrays of steps 0..T held as their steps 1..T until complete: home -> its step 0
         self.places = places(arrays)
         self.bound = set()  # the views valid now (a group's member or span, by local name)
         self.pending = []  # view bindings the statement being printed needs first
@@ -103,12 +99,12 @@ class PassPrinter(JaxPrinter):
                 raise PrintError(f"the forward loop reads {seq.name} at t before it assigns it")
             return self.view(f"{seq.name}_t", local, place)
         local = f"{place.home}_prev"
-        if self.homes[place.home].steps is not Steps.FROM_ZERO:
-            raise PrintError(f"the forward loop reads {seq.name} at t-1, which holds steps 1..T only")
         if place.home in self.loop_writes:
             self.carried[place.home] = local
-        else:
+        elif self.homes[place.home].steps is Steps.FROM_ZERO:
             self.inputs.setdefault(local, self.steps_of(place.home, t - 1))
+        else:
+            raise PrintError(f"the forward loop reads {seq.name} at t-1, which holds steps 1..T only")
         return self.view(f"{seq.name}_prev", local, place)
 
     def local(self, home):
@@ -150,9 +146,50 @@ class PassPrinter(JaxPrinter):
         out, statements, k = [], list(statements), 0
         while k < len(statements):
             run = self.activations(statements, k)
+            out += self.completed(statements[k]) if self.stacked else []
             out += self.joined(run) if run else self._print(statements[k])
             k += len(run) or 1
         return out
+
+    # the arrays of steps 0..T: their steps 1..T (what a scan stacks) until a statement reads another step
+
+    def hold_steps(self, states):
+        """Hold each array of steps 0..T as its steps 1..T, its step 0 (the initial states, zeros for a group's
+        other members) kept aside until complete: no array of T+1 steps is built before the scan."""
+        for array in [a for a in self.homes.values() if a.steps is Steps.FROM_ZERO]:
+            names = {name: rows for name, rows in array.members} or {array.name: array.rows}
+            parts = [f"{name}0" if name in states else self.zeros(Array(name, rows, Steps.ONE)) for name, rows in names.items()]
+            self.initial[array.name] = parts[0] if len(parts) == 1 else f"jnp.concatenate({tupled(parts)}, axis=-1)"
+            self.held(array, Steps.FROM_ONE)
+
+    def held(self, array, steps):
+        """Read and write array (and its members' and spans' views) as holding `steps`."""
+        self.homes[array.name] = replace(array, steps=steps)
+        self.arrays.update(value_arrays([self.homes[array.name]]))
+
+    def completed(self, statement):
+        """`h = jnp.concatenate((h0[None], h))` for each array held as steps 1..T that statement reads at
+        another step (a Loop: that it reads so and does not write), from then on holding steps 0..T."""
+        body = walk(statement.body) if isinstance(statement, Loop) else [statement]
+        writes = {self.places[s.target.name].home for s in walk(statement.body)} if isinstance(statement, Loop) else ()
+        reads = {
+            self.places[seq.name].home
+            for s in body
+            for seq in s.value.atoms(SeqAt)
+            if seq.name in self.places and seq.time != t
+        }
+        return [self.complete(home) for home in list(self.initial) if home in reads and home not in writes]
+
+    def complete(self, home):
+        """The line making an array held as steps 1..T whole: its step 0 first."""
+        first = self.initial.pop(home)
+        self.held(self.homes[home], Steps.FROM_ZERO)
+        self.bound -= {local for local, place in self.places.items() if place.home == home}
+        return f"{home} = jnp.concatenate(({first}[None], {home}))  # steps 0..T: the initial state first"
+
+    def first_row(self, home):
+        """The code of an array's step 0, the first carry of a scan."""
+        return self.initial.get(home, f"{home}[0]")
 
     def activations(self, statements, k):
         """At one step, the run from statements[k] of in-place activations (S = f(S)) of neighbouring parts of
@@ -233,9 +270,10 @@ class PassPrinter(JaxPrinter):
         return self.zeros(array)
 
     def zeros(self, array):
-        """Zeros of an array's rows, for every step (T, B, rows), or at one step (B, rows)."""
+        """Zeros of an array's rows, for every step (T, B, rows), or at one step (B, rows; or Steps.ONE)."""
+        steps = "T, B" if self.stacked and array.steps is not Steps.ONE else "B"
         self.used.sizes |= {"T", "B", "dtype"}
-        return f"jnp.zeros(({'T, B' if self.stacked else 'B'}, {self(array.rows)}), dtype)"
+        return f"jnp.zeros(({steps}, {self(array.rows)}), dtype)"
 
     def _print_Loop(self, loop):
         """The loop as a step function and a jax.lax.scan; the arrays it writes take its steps 1..T."""
@@ -247,17 +285,16 @@ class PassPrinter(JaxPrinter):
         order = list(dict.fromkeys(self.places[s.target.name].home for s in loop.body))
         carry = [Carried(step.carried[home], f"{home}_t", None) for home in order if home in step.carried]
         inputs = list(step.inputs.items())
-        outputs = [(f"{home}_steps", f"{home}_t") for home in order]
+        stepped = {home: self.homes[home].steps is Steps.FROM_ONE for home in order}  # the scan's outputs as they are
+        outputs = [(home if stepped[home] else f"{home}_steps", f"{home}_t") for home in order]
         scan = Scan(body, carry, inputs, outputs)
-        first = [f"{home}[0]" for home in order if home in step.carried]
+        first = [self.first_row(home) for home in order if home in step.carried]
         doc = "One step t of the recursion: the values at t-1 in, those at t out."
         lines = scan.lines(doc, first, length=None if inputs else "T")
-        for home in order:
-            whole = f"{home}_steps" if self.homes[home].steps is Steps.FROM_ONE else f"{home}.at[1:].set({home}_steps)"
-            lines.append(f"{home} = {whole}  # steps 1..T")
+        lines += [f"{home} = {home}.at[1:].set({home}_steps)  # steps 1..T" for home in order if not stepped[home]]
         self.written |= set(order)
         self.bound -= {local for local, place in self.places.items() if place.home in order}
-        self.used.sizes.add("T")
+        self.used.sizes |= set() if inputs else {"T"}
         return lines
 
 
@@ -266,21 +303,24 @@ def forward_lines(program):
     initial states at step 0, the stacked weights, the statements, then the outputs and the cache."""
     model, forward = program.model, program.forward
     printer = PassPrinter(forward.arrays)
-    head = []
-    for array in forward.arrays:
-        if array.steps is Steps.FROM_ZERO:
-            head.append(f"{array.name} = jnp.zeros((T + 1, B, {printer(array.rows)}), dtype)")
-    printer.used.sizes |= {"T", "B", "dtype"}
-    for seq in model.states:
-        place = printer.places[seq.name]
-        index = "0" if place.whole else f"0, ..., {printer.rows(place)}"
-        head.append(f"{place.home} = {place.home}.at[{index}].set({seq.name}0)")
+    printer.hold_steps({seq.name for seq in model.states})
     body = printer.lines(forward.statements)
+    body += [printer.complete(home) for home in list(printer.initial)]
     printer.pending = []
     output = printer.view(model.outputs[0][0].name, printer.places[model.outputs[0][0].name].home)
     cache = ", ".join(f'"{name}": {cached(printer, name)}' for name in program.cache)
     tail = printer.pending + [f"return {output}, {{{cache}}}"]
-    return stack_lines(printer, forward.stacks) + head + body + tail, printer
+    return stack_lines(printer, forward.stacks) + body + tail, printer
+
+
+def value_arrays(arrays):
+    """{name: ir.Array} of a pass's arrays and their groups' members and spans (a member holds its group's steps)."""
+    table = {}
+    for array in arrays:
+        table[array.name] = array
+        table.update({name: Array(name, rows, array.steps) for name, rows in array.members})
+        table.update({name: Array(name, None, array.steps) for name, _, _ in array.spans})
+    return table
 
 
 def cached(printer, name):
