@@ -21,10 +21,10 @@ from bptt.codegen.passes.fresh import fresh_returns
 from bptt.codegen.passes.fuse import fused_activations, fused_products, stacked_inputs
 from bptt.codegen.passes.fuse_backward import fused_flows, fused_gradients, stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
-from bptt.codegen.passes.scanned import scanned_values
 from bptt.codegen.passes.hoist import hoisted_factors, hoisted_slopes, hoisted_terms
 from bptt.codegen.passes.inline import cached_values, inlined_adjoints, inlined_values
 from bptt.codegen.passes.loops import backward_schedule, scheduled_forward
+from bptt.codegen.passes.scanned import scanned_values
 from bptt.codegen.passes.slopes import named_slopes
 from bptt.codegen.passes.split import split_activations
 from bptt.codegen.passes.storage import adjoint_arrays

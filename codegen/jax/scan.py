@@ -158,7 +158,10 @@ class PassPrinter(JaxPrinter):
         other members) kept aside until complete: no array of T+1 steps is built before the scan."""
         for array in [a for a in self.homes.values() if a.steps is Steps.FROM_ZERO]:
             names = {name: rows for name, rows in array.members} or {array.name: array.rows}
-            parts = [f"{name}0" if name in states else self.zeros(Array(name, rows, Steps.ONE)) for name, rows in names.items()]
+            parts = [
+                f"{name}0" if name in states else self.zeros(Array(name, rows, Steps.ONE))
+                for name, rows in names.items()
+            ]
             self.initial[array.name] = parts[0] if len(parts) == 1 else f"jnp.concatenate({tupled(parts)}, axis=-1)"
             self.held(array, Steps.FROM_ONE)
 

@@ -8,7 +8,21 @@ from dataclasses import fields, replace
 import sympy as sp
 
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.ir import Array, Assign, Flow, Guard, Loop, Pass, Program, Steps, rewrite, spliced, the_loop, walk, with_body
+from bptt.codegen.ir import (
+    Array,
+    Assign,
+    Flow,
+    Guard,
+    Loop,
+    Pass,
+    Program,
+    Steps,
+    rewrite,
+    spliced,
+    the_loop,
+    walk,
+    with_body,
+)
 from bptt.codegen.ir_checkpoints import Boundary
 from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
