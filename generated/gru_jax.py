@@ -44,7 +44,7 @@ SHAPES = {
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
 STATES = {"h0": "h"}  # initial states: their sizes
-# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first; T: steps 1..T)
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first); T: steps 1..T
 CACHE = {
     "x": ("T", "B", "d"), "h": ("T+1", "B", "h"), "r": ("T", "B", "h"), "z": ("T", "B", "h"), "m": ("T", "B", "h"),
     "n": ("T", "B", "h"),
@@ -214,14 +214,12 @@ def _forward(params, x, h0):
     W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
     n_h = params["W_ir"].shape[0]
     T, B = x.shape[0], x.shape[1]
-    dtype = params["W_ir"].dtype
     _W_hr_W_hz_W_hn = jnp.concatenate((W_hr, W_hz, W_hn))  # stacked once per call
     _W_ir_W_iz = jnp.concatenate((W_ir, W_iz))  # stacked once per call
     _b_r_z = jnp.concatenate((b_hr + b_ir, b_hz + b_iz))  # stacked once per call
     n = b_in + x @ W_in.T  # b_in + W_in x_t, all steps at once
-    # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
-    _r_z_m = jnp.zeros((T, B, 3 * n_h), dtype).at[:, ..., :2 * n_h].set(_b_r_z + x @ _W_ir_W_iz.T)
-    _r_z_m = _r_z_m.at[:, ..., 2 * n_h:].set(b_hn)  # b_hn, all steps at once
+    # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once; b_hn, all steps at once
+    _r_z_m = jnp.concatenate((_b_r_z + x @ _W_ir_W_iz.T, jnp.broadcast_to(b_hn, (T, B, n_h))), axis=-1)
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""

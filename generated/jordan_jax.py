@@ -36,7 +36,7 @@ SHAPES = {
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ("o",)  # states that take their values from ys in training
 STATES = {"o0": "q"}  # initial states: their sizes
-# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first; T: steps 1..T)
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first); T: steps 1..T
 CACHE = {"x": ("T", "B", "d"), "o": ("T+1", "B", "q"), "h": ("T", "B", "h")}
 
 

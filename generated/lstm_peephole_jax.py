@@ -47,7 +47,7 @@ SHAPES = {
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
 STATES = {"c0": "h", "h0": "h"}  # initial states: their sizes
-# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first; T: steps 1..T)
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first); T: steps 1..T
 CACHE = {
     "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "z": ("T", "B", "h"), "i": ("T", "B", "h"),
     "f": ("T", "B", "h"), "o": ("T", "B", "h"),

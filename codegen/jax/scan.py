@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
-from bptt.codegen.ir import Array, Loop, Steps, walk
+from bptt.codegen.ir import Array, Assign, Loop, Steps, walk
 from bptt.codegen.jax.printer import JaxPrinter
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input, tupled
 from bptt.codegen.printing.code import tuple_items
@@ -145,11 +145,52 @@ class PassPrinter(JaxPrinter):
     def lines(self, statements):
         out, statements, k = [], list(statements), 0
         while k < len(statements):
-            run = self.activations(statements, k)
             out += self.completed(statements[k]) if self.stacked else []
+            run = self.parts(statements, k)
+            if run:
+                out += self.assembled(run)
+                k += len(run)
+                continue
+            run = self.activations(statements, k)
             out += self.joined(run) if run else self._print(statements[k])
             k += len(run) or 1
         return out
+
+    def parts(self, statements, k):
+        """For all steps, the run from statements[k] assigning parts of one array of steps 1..T that nothing
+        wrote yet, that together make all of it: printed as one concatenation, with no zeros to update."""
+        run, rows = [], sp.S.Zero
+        for statement in statements[k:] if self.stacked else ():
+            place = self.places.get(getattr(statement.target, "name", None)) if isinstance(statement, Assign) else None
+            if place is None or place.whole or (run and place.home != run[0][1].home) or sp.expand(place.first - rows):
+                break
+            run.append((statement, place))
+            rows = place.first + place.rows
+        array = self.homes[run[0][1].home] if run else None
+        whole = array and sp.expand(rows - array.rows) == 0 and array.name not in self.written
+        return run if whole and array.steps is Steps.FROM_ONE else []
+
+    def assembled(self, run):
+        """`home = jnp.concatenate((value, ...), axis=-1)`: a run of parts (parts), each value for all steps."""
+        self.pending = []
+        array = self.homes[run[0][1].home]
+        values = [
+            self.value_of(statement, Array(place.home, place.rows), self.printed(statement)) for statement, place in run
+        ]
+        self.written.add(array.name)
+        comment = "; ".join(statement.comment for statement, _ in run if statement.comment)
+        code = f"jnp.concatenate(({tuple_items(values)}), axis=-1)"
+        return self.pending + [f"{array.name} = {code}" + (f"  # {comment}" if comment else "")]
+
+    def printed(self, statement):
+        """The code of a statement's value; "0" for zeros (a hoisted part whose every term reads the loop)."""
+        return "0" if isinstance(statement.value, sp.ZeroMatrix) else str(self(statement.value))
+
+    def value_of(self, statement, array, value):
+        """The code of a statement's value (printed: `value`) as all of array: zeros, or a bias broadcast."""
+        if isinstance(statement.value, sp.ZeroMatrix):
+            return self.zeros(array)
+        return value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
 
     # the arrays of steps 0..T: their steps 1..T (what a scan stacks) until a statement reads another step
 
@@ -234,16 +275,13 @@ class PassPrinter(JaxPrinter):
         """`home = home.at[index].set(value)` (or .add); a whole array assigned, `home = value`; at one
         step a whole local accumulated, `home_t = home_t + value`."""
         self.pending = []
-        zero = isinstance(statement.value, sp.ZeroMatrix)  # a hoisted part whose every term reads the loop
-        value = "0" if zero else str(self(statement.value))
+        value = self.printed(statement)
         place = self.places.get(statement.target.name)
         if place is None:
             raise PrintError(f"the forward pass writes {statement.target.name}, which is not one of its arrays")
         array = self.homes[place.home]
         if place.whole and how == "set" and (not self.stacked or array.steps is Steps.FROM_ONE):
-            code = (
-                self.zeros(array) if zero else value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
-            )
+            code = self.value_of(statement, array, value)
         elif place.whole and how == "add" and not self.stacked:
             code = f"{self.current(array)} + {value}"
         else:

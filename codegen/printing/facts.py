@@ -116,11 +116,12 @@ def cache_dims(model, names, arrays=()):
     """(name, dims, comment) of what forward keeps: the input, then sequences of T+1 steps, or of steps 1..T
     where the forward pass's array (ir.Array, of arrays) holds only those."""
     seqs = {seq.name: seq for seq in model.inputs + model.states + model.intermediates}
-    first = model.inputs[0]
-    if first.role == "label":
-        dims = [(first.name, ("T", "B"), f"; {first.name}: integer labels")]
-    else:
-        dims = [(first.name, ("T", "B", str(first.rows)), "")]
     stepped = {name for a in arrays if a.steps is Steps.FROM_ONE for name in [a.name, *(m for m, _ in a.members)]}
     steps = {name: "T" if name in stepped else "T+1" for name in names[1:]}
+    note = "; T: steps 1..T" if "T" in steps.values() else ""
+    first = model.inputs[0]
+    if first.role == "label":
+        dims = [(first.name, ("T", "B"), f"{note}; {first.name}: integer labels")]
+    else:
+        dims = [(first.name, ("T", "B", str(first.rows)), note)]
     return tuple(dims + [(name, (steps[name], "B", str(seqs[name].rows)), "") for name in names[1:]])
