@@ -6,8 +6,8 @@ The tangents are carried along the directions of every gradient at once, an arra
 NumPy module; JAX is functional, so a local term goes into its rows as `dot_a.at[along_W].add(...)`."""
 
 from bptt.codegen.array_names import tangent_array
+from bptt.codegen.jax.arrays import value_arrays
 from bptt.codegen.jax.printer import SPELLING, scan_read
-from bptt.codegen.jax.scan import value_arrays
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input
 from bptt.codegen.printing.tangents import TangentPrinter
 

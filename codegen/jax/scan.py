@@ -1,52 +1,30 @@
 """Print a pass of ir statements (program.forward) functionally, as JAX code: the NumPy module's
 statements, arrays and stacks, without writing in place (JAX arrays are immutable).
 
-Each array of the pass is one variable: an array of steps 0..T starts as zeros, and a statement for all
-steps becomes `h = h.at[1:].set(...)`; one on a group's member or span `g = g.at[1:, ..., a:b].set(...)`;
-an Accumulate `.add(...)`. A member is read through a view of its group (`f = _i_f_o_g[..., n_h:2 * n_h]`),
-bound where it is read and again after its group changes. The Loop is a `jax.lax.scan`: at step t each
-array it writes is a local (`_i_f_o_g_t`: the scanned steps 1..T of what was written before the loop,
-then rewritten), the carry holds those the next step reads at t-1 (`h_prev`), and the scan's outputs are
-written back into steps 1..T of their arrays.
+Each array of the pass is one variable holding the steps its ir.Array says (jax/arrays.py). A statement for
+all steps binds it whole (`n = b_in + x @ W_in.T`), parts of a group assigned in turn are one concatenation,
+and a later part is written as `g = g.at[:, ..., a:b].set(...)` (an Accumulate `.add(...)`). A member is read
+through a view of its group (`f = _i_f_o_g[..., n_h:2 * n_h]`), bound where it is read and again after its
+group changes. The Loop is a `jax.lax.scan`: at step t each array it writes is a local (`_i_f_o_g_t`: the
+scanned steps of what was written before the loop, then rewritten), the carry holds those the next step
+reads at t-1 (`h_prev`), and the scan's outputs are the arrays' steps 1..T as they are. An array of steps
+0..T (a state) is held as its steps 1..T until a statement reads another step, or the pass ends: then its
+initial value is concatenated first, so no array of T+1 steps is built around the scan.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.codegen.ir import Array, Assign, Loop, Steps, walk
+from bptt.codegen.jax.arrays import places, value_arrays
 from bptt.codegen.jax.printer import JaxPrinter
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input, tupled
 from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, t
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a sequence lives: rows first .. first + rows - 1 of the array `home` (all of it if whole)."""
-
-    home: str
-    first: object
-    rows: object
-    whole: bool
-
-
-def places(arrays):
-    """{name: Place} for every array of a pass, and each group's members and spans."""
-    out = {}
-    for array in arrays:
-        out[array.name] = Place(array.name, sp.S.Zero, array.rows, True)
-        offsets = array.offsets()
-        for name, _ in array.members:
-            out[name] = Place(array.name, *offsets[name], False)
-        for name, first, count in array.spans:
-            names = [member for member, _ in array.members[first : first + count]]
-            start = offsets[names[0]][0]
-            out[name] = Place(array.name, start, sum(offsets[n][1] for n in names), False)
-    return out
 
 
 class PassPrinter(JaxPrinter):
@@ -337,45 +315,3 @@ class PassPrinter(JaxPrinter):
         self.bound -= {local for local, place in self.places.items() if place.home in order}
         self.used.sizes |= set() if inputs else {"T"}
         return lines
-
-
-def forward_lines(program):
-    """(lines of _forward after its bindings, the printer): the arrays of steps 0..T as zeros with the
-    initial states at step 0, the stacked weights, the statements, then the outputs and the cache."""
-    model, forward = program.model, program.forward
-    printer = PassPrinter(forward.arrays)
-    printer.hold_steps({seq.name for seq in model.states})
-    body = printer.lines(forward.statements)
-    body += [printer.complete(home) for home in list(printer.initial)]
-    printer.pending = []
-    output = printer.view(model.outputs[0][0].name, printer.places[model.outputs[0][0].name].home)
-    cache = ", ".join(f'"{name}": {cached(printer, name)}' for name in program.cache)
-    tail = printer.pending + [f"return {output}, {{{cache}}}"]
-    return stack_lines(printer, forward.stacks) + body + tail, printer
-
-
-def value_arrays(arrays):
-    """{name: ir.Array} of a pass's arrays and their groups' members and spans (a member holds its group's steps)."""
-    table = {}
-    for array in arrays:
-        table[array.name] = array
-        table.update({name: Array(name, rows, array.steps) for name, rows in array.members})
-        table.update({name: Array(name, None, array.steps) for name, _, _ in array.spans})
-    return table
-
-
-def cached(printer, name):
-    """The code of a cached sequence's whole array (the input as it came)."""
-    if name not in printer.places:
-        return name
-    return printer.view(name, printer.places[name].home)
-
-
-def stack_lines(printer, stacks):
-    """name = the parts stacked along their rows (ir.Stack), for the stacks the statements read."""
-    lines = []
-    for stack in stacks:
-        if stack.name in printer.used.params:
-            parts = tuple_items(printer(part) for part in stack.parts)
-            lines.append(f"{stack.name} = jnp.concatenate(({parts}))  # stacked once per call")
-    return lines
