@@ -126,6 +126,7 @@ class PassPrinter(JaxPrinter):
             out += self.completed(statements[k]) if self.stacked else []
             run = self.parts(statements, k)
             if run:
+                out += [line for statement, _ in run[1:] for line in self.completed(statement)]
                 out += self.assembled(run)
                 k += len(run)
                 continue
@@ -136,11 +137,13 @@ class PassPrinter(JaxPrinter):
 
     def parts(self, statements, k):
         """For all steps, the run from statements[k] assigning parts of one array of steps 1..T that nothing
-        wrote yet, that together make all of it: printed as one concatenation, with no zeros to update."""
+        wrote yet, that together make all of it (none reading it): one concatenation, with no zeros to update."""
         run, rows = [], sp.S.Zero
         for statement in statements[k:] if self.stacked else ():
             place = self.places.get(getattr(statement.target, "name", None)) if isinstance(statement, Assign) else None
             if place is None or place.whole or (run and place.home != run[0][1].home) or sp.expand(place.first - rows):
+                break
+            if place.home in {self.places[s.name].home for s in statement.value.atoms(SeqAt) if s.name in self.places}:
                 break
             run.append((statement, place))
             rows = place.first + place.rows
