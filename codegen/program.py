@@ -24,6 +24,7 @@ from bptt.codegen.passes.halve import halved_sigmoids
 from bptt.codegen.passes.hoist import hoisted_factors, hoisted_slopes, hoisted_terms
 from bptt.codegen.passes.inline import cached_values, inlined_adjoints, inlined_values
 from bptt.codegen.passes.loops import backward_schedule, scheduled_forward
+from bptt.codegen.passes.scanned import scanned_values
 from bptt.codegen.passes.slopes import named_slopes
 from bptt.codegen.passes.split import split_activations
 from bptt.codegen.passes.storage import adjoint_arrays
@@ -85,7 +86,7 @@ SHARED_PASSES = (
 # weights are stacked there.
 NUMPY_PASSES = (halved_sigmoids,)
 TORCH_PASSES = (halved_sigmoids,)
-JAX_PASSES = (stacked_window,)
+JAX_PASSES = (stacked_window, scanned_values)
 
 
 @functools.cache  # the passes' tests start from it too

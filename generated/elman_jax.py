@@ -171,12 +171,7 @@ def _forward_mode(params, x, y, h0):
 def _forward(params, x, h0):
     """The forward pass: (outputs, cache)."""
     U, W, V, b, c = (params[name] for name in PARAMS)
-    n_h = params["U"].shape[0]
-    T, B = x.shape[0], x.shape[1]
-    dtype = params["U"].dtype
-    h = jnp.zeros((T + 1, B, n_h), dtype)
-    h = h.at[0].set(h0)
-    h = h.at[1:].set(b + x @ U.T)  # b + U x_t, all steps at once
+    h = b + x @ U.T  # b + U x_t, all steps at once
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
@@ -185,9 +180,9 @@ def _forward(params, x, h0):
         h_t = jnp.tanh(h_t + h_prev @ W.T)  # a_t = b + U x_t + W h_{t-1}; h_t = tanh(a_t)
         return ((h_t,), (h_t,))
 
-    _, (h_steps,) = jax.lax.scan(_step, (h[0],), (h[1:],))  # t = 1..T
-    h = h.at[1:].set(h_steps)  # steps 1..T
-    s = c + h[1:] @ V.T  # s_t = c + V h_t
+    _, (h,) = jax.lax.scan(_step, (h0,), (h,))  # t = 1..T
+    s = c + h @ V.T  # s_t = c + V h_t
+    h = jnp.concatenate((h0[None], h))  # steps 0..T: the initial state first
     return s, {"x": x, "h": h}
 
 

@@ -162,12 +162,7 @@ def _forward_mode(params, x, y, s0):
 def _forward(params, x, s0):
     """The forward pass: (outputs, cache)."""
     U, W, V = (params[name] for name in PARAMS)
-    n_h = params["U"].shape[0]
-    T, B = x.shape[0], x.shape[1]
-    dtype = params["U"].dtype
-    s = jnp.zeros((T + 1, B, n_h), dtype)
-    s = s.at[0].set(s0)
-    s = s.at[1:].set(U.T[x])  # U onehot(x_t), all steps at once
+    s = U.T[x]  # U onehot(x_t), all steps at once
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
@@ -176,9 +171,9 @@ def _forward(params, x, s0):
         s_t = jnp.tanh(s_t + s_prev @ W.T)  # s_t = tanh(U onehot(x_t) + W s_{t-1})
         return ((s_t,), (s_t,))
 
-    _, (s_steps,) = jax.lax.scan(_step, (s[0],), (s[1:],))  # t = 1..T
-    s = s.at[1:].set(s_steps)  # steps 1..T
-    z = s[1:] @ V.T  # z_t = V s_t
+    _, (s,) = jax.lax.scan(_step, (s0,), (s,))  # t = 1..T
+    z = s @ V.T  # z_t = V s_t
+    s = jnp.concatenate((s0[None], s))  # steps 0..T: the initial state first
     return z, {"x": x, "s": s}
 
 

@@ -44,10 +44,10 @@ SHAPES = {
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
 STATES = {"h0": "h"}  # initial states: their sizes
-# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first); T: steps 1..T
 CACHE = {
-    "x": ("T", "B", "d"), "h": ("T+1", "B", "h"), "r": ("T+1", "B", "h"), "z": ("T+1", "B", "h"),
-    "m": ("T+1", "B", "h"), "n": ("T+1", "B", "h"),
+    "x": ("T", "B", "d"), "h": ("T+1", "B", "h"), "r": ("T", "B", "h"), "z": ("T", "B", "h"), "m": ("T", "B", "h"),
+    "n": ("T", "B", "h"),
 }
 
 
@@ -198,7 +198,7 @@ def _forward_mode(params, x, y, h0):
         total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
         return ((dot_h,), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (dot_h,), (x, h[:-1], r[1:], z[1:], m[1:], n[1:], d_s, h[1:]))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (dot_h,), (x, h[:-1], r, z, m, n, d_s, h[1:]))  # t = 1..T
     total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
     grads["W_ir"] = total[:, along_W_ir].sum(axis=0).reshape(W_ir.shape)
     grads["b_ir"] = total[:, along_b_ir].sum(axis=0).reshape(b_ir.shape)
@@ -223,18 +223,12 @@ def _forward(params, x, h0):
     W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
     n_h = params["W_ir"].shape[0]
     T, B = x.shape[0], x.shape[1]
-    dtype = params["W_ir"].dtype
     _W_hr_W_hz_W_hn = jnp.concatenate((W_hr, W_hz, W_hn))  # stacked once per call
     _W_ir_W_iz = jnp.concatenate((W_ir, W_iz))  # stacked once per call
     _b_r_z = jnp.concatenate((b_hr + b_ir, b_hz + b_iz))  # stacked once per call
-    _r_z_m = jnp.zeros((T + 1, B, 3 * n_h), dtype)
-    n = jnp.zeros((T + 1, B, n_h), dtype)
-    h = jnp.zeros((T + 1, B, n_h), dtype)
-    h = h.at[0].set(h0)
-    n = n.at[1:].set(b_in + x @ W_in.T)  # b_in + W_in x_t, all steps at once
-    # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once
-    _r_z_m = _r_z_m.at[1:, ..., :2 * n_h].set(_b_r_z + x @ _W_ir_W_iz.T)
-    _r_z_m = _r_z_m.at[1:, ..., 2 * n_h:].set(b_hn)  # b_hn, all steps at once
+    n = b_in + x @ W_in.T  # b_in + W_in x_t, all steps at once
+    # b_hr + b_ir + W_ir x_t, all steps at once; b_hz + b_iz + W_iz x_t, all steps at once; b_hn, all steps at once
+    _r_z_m = jnp.concatenate((_b_r_z + x @ _W_ir_W_iz.T, jnp.broadcast_to(b_hn, (T, B, n_h))), axis=-1)
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
@@ -253,11 +247,9 @@ def _forward(params, x, h0):
         h_t = (-n_t + h_prev) * z_t + n_t  # h_t = (1 - z_t) * n_t + h_{t-1} * z_t = (-n_t + h_{t-1}) * z_t + n_t
         return ((h_t,), (_r_z_m_t, n_t, h_t))
 
-    _, (_r_z_m_steps, n_steps, h_steps) = jax.lax.scan(_step, (h[0],), (_r_z_m[1:], n[1:]))  # t = 1..T
-    _r_z_m = _r_z_m.at[1:].set(_r_z_m_steps)  # steps 1..T
-    n = n.at[1:].set(n_steps)  # steps 1..T
-    h = h.at[1:].set(h_steps)  # steps 1..T
-    s = h[1:] @ V.T  # s_t = V h_t
+    _, (_r_z_m, n, h) = jax.lax.scan(_step, (h0,), (_r_z_m, n))  # t = 1..T
+    s = h @ V.T  # s_t = V h_t
+    h = jnp.concatenate((h0[None], h))  # steps 0..T: the initial state first
     r = _r_z_m[..., :n_h]
     z = _r_z_m[..., n_h:2 * n_h]
     m = _r_z_m[..., 2 * n_h:]
@@ -315,15 +307,15 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
             following.get("_d_next_h", zero_n_h),
             following.get("_d_next_r_bar_z_bar_m", _fresh(jnp.zeros((B, 3 * n_h), dtype), ages))
         ),
-        (_following(z[1:], following.get("_next_z")), d_h, z[1:], n[1:], r[1:], h[:-1], m[1:], keep_next),
+        (_following(z, following.get("_next_z")), d_h, z, n, r, h[:-1], m, keep_next),
         reverse=True
     )
     (d_h_1, _d_r_bar_z_bar_m_1) = carry  # the adjoints at step 1
     # step 1's values, for the segment before this one
-    handed = {"_d_next_h": d_h_1, "_d_next_r_bar_z_bar_m": _d_r_bar_z_bar_m_1, "_next_z": z[1]}
+    handed = {"_d_next_h": d_h_1, "_d_next_r_bar_z_bar_m": _d_r_bar_z_bar_m_1, "_next_z": z[0]}
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     # dL/dh_0 = diag(z_1) dL/dh_1 + W_hn^T dL/dm_1 + W_hr^T dL/dr_bar_1 + W_hz^T dL/dz_bar_1
-    d_h0 = _total(_flow(z[1] * d_h_1 + _d_r_bar_z_bar_m_1 @ _W_hr_W_hz_W_hn, keep_0, ages), ages)
+    d_h0 = _total(_flow(z[0] * d_h_1 + _d_r_bar_z_bar_m_1 @ _W_hr_W_hz_W_hn, keep_0, ages), ages)
     _d_r_bar_z_bar = _d_r_bar_z_bar_m[..., :2 * n_h]  # the gates' adjoints side by side
     _d_W_ir_W_iz = jnp.tensordot(x, _d_r_bar_z_bar, ((0, 1), (0, 1)))  # the gradients of W_ir, W_iz at once, transposed
     _d_b_ir_b_iz_b_hn = _d_r_bar_z_bar_m.reshape(-1, 3 * n_h).sum(axis=0)  # the gradients of b_ir, b_iz, b_hn at once

@@ -36,8 +36,8 @@ SHAPES = {
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ("o",)  # states that take their values from ys in training
 STATES = {"o0": "q"}  # initial states: their sizes
-# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
-CACHE = {"x": ("T", "B", "d"), "o": ("T+1", "B", "q"), "h": ("T+1", "B", "h")}
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first); T: steps 1..T
+CACHE = {"x": ("T", "B", "d"), "o": ("T+1", "B", "q"), "h": ("T", "B", "h")}
 
 
 def init_params(rng, dtype=jnp.float32, **sizes):
@@ -160,7 +160,7 @@ def _forward_mode(params, x, y, o0):
         dot_o = jnp.zeros((directions, B, n_q), dtype)
         return ((dot_o,), (total,))
 
-    _, (shares,) = jax.lax.scan(_step, (dot_o,), (x, o[:-1], h[1:], d_s))  # t = 1..T
+    _, (shares,) = jax.lax.scan(_step, (dot_o,), (x, o[:-1], h, d_s))  # t = 1..T
     total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
     grads["U"] = total[:, along_U].sum(axis=0).reshape(U.shape)
     grads["R"] = total[:, along_R].sum(axis=0).reshape(R.shape)
@@ -175,16 +175,12 @@ def _forward_mode(params, x, y, o0):
 def _forward(params, x, y, o0):
     """The forward pass: (outputs, cache)."""
     U, R, V, b, c = (params[name] for name in PARAMS)
-    n_h = params["U"].shape[0]
     n_q = params["R"].shape[1]
-    T, B = x.shape[0], x.shape[1]
     dtype = params["U"].dtype
-    o = jnp.zeros((T + 1, B, n_q), dtype)
-    h = jnp.zeros((T + 1, B, n_h), dtype)
-    o = o.at[0].set(o0)
-    o = o.at[1:].set(jax.nn.one_hot(y, n_q, dtype=dtype))  # o_t = onehot(y_t)
-    h = h.at[1:].set(jnp.tanh(b + x @ U.T + o[:-1] @ R.T))  # a_t = b + U x_t + R o_{t-1}; h_t = tanh(a_t)
-    s = c + h[1:] @ V.T  # s_t = c + V h_t
+    o = jax.nn.one_hot(y, n_q, dtype=dtype)  # o_t = onehot(y_t)
+    o = jnp.concatenate((o0[None], o))  # steps 0..T: the initial state first
+    h = jnp.tanh(b + x @ U.T + o[:-1] @ R.T)  # a_t = b + U x_t + R o_{t-1}; h_t = tanh(a_t)
+    s = c + h @ V.T  # s_t = c + V h_t
     return s, {"x": x, "o": o, "h": h}
 
 
@@ -205,13 +201,13 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
     n_h = params["U"].shape[0]
     n_q = params["R"].shape[1]
     d_h = d_s @ V  # dL/dh_t = V^T dL/ds_t
-    d_a = (1 - h[1:] ** 2) * d_h  # dL/da_t = diag(1 - h_t^2) dL/dh_t
+    d_a = (1 - h ** 2) * d_h  # dL/da_t = diag(1 - h_t^2) dL/dh_t
     d_o0 = d_a[0] @ R  # dL/do_0 = R^T dL/da_1
     handed = {}  # no flow through time
     return {
         "U": jnp.tensordot(d_a, x, ((0, 1), (0, 1))),  # dL/dU = sum_t dL/da_t x_t^T
         "R": jnp.tensordot(d_a, o[:-1], ((0, 1), (0, 1))),  # dL/dR = sum_t dL/da_t o_{t-1}^T
-        "V": jnp.tensordot(d_s, h[1:], ((0, 1), (0, 1))),  # dL/dV = sum_t dL/ds_t h_t^T
+        "V": jnp.tensordot(d_s, h, ((0, 1), (0, 1))),  # dL/dV = sum_t dL/ds_t h_t^T
         "b": d_a.reshape(-1, n_h).sum(axis=0),  # dL/db = sum_t dL/da_t
         "c": d_s.reshape(-1, n_q).sum(axis=0),  # dL/dc = sum_t dL/ds_t
         "o0": d_o0,  # dL/do_0 = R^T dL/da_1

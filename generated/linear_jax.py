@@ -160,12 +160,7 @@ def _forward_mode(params, x, y, h0):
 def _forward(params, x, h0):
     """The forward pass: (outputs, cache)."""
     W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
-    n_h = params["W_hx"].shape[0]
-    T, B = x.shape[0], x.shape[1]
-    dtype = params["W_hx"].dtype
-    h = jnp.zeros((T + 1, B, n_h), dtype)
-    h = h.at[0].set(h0)
-    h = h.at[1:].set(x @ W_hx.T)  # W_hx x_t, all steps at once
+    h = x @ W_hx.T  # W_hx x_t, all steps at once
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
@@ -174,9 +169,9 @@ def _forward(params, x, h0):
         h_t = h_t + h_prev @ W_hh.T  # h_t = W_hx x_t + W_hh h_{t-1}
         return ((h_t,), (h_t,))
 
-    _, (h_steps,) = jax.lax.scan(_step, (h[0],), (h[1:],))  # t = 1..T
-    h = h.at[1:].set(h_steps)  # steps 1..T
-    o = h[1:] @ W_qh.T  # o_t = W_qh h_t
+    _, (h,) = jax.lax.scan(_step, (h0,), (h,))  # t = 1..T
+    o = h @ W_qh.T  # o_t = W_qh h_t
+    h = jnp.concatenate((h0[None], h))  # steps 0..T: the initial state first
     return o, {"x": x, "h": h}
 
 

@@ -49,10 +49,10 @@ SHAPES = {
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
 STATES = {"c0": "h", "h0": "h"}  # initial states: their sizes
-# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first); T: steps 1..T
 CACHE = {
-    "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "i": ("T+1", "B", "h"),
-    "f": ("T+1", "B", "h"), "g": ("T+1", "B", "h"), "o": ("T+1", "B", "h"),
+    "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "i": ("T", "B", "h"), "f": ("T", "B", "h"),
+    "g": ("T", "B", "h"), "o": ("T", "B", "h"),
 }
 
 
@@ -221,10 +221,7 @@ def _forward_mode(params, x, y, c0, h0):
         total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
         return ((dot_c, dot_h), (total,))
 
-    # t = 1..T
-    _, (shares,) = jax.lax.scan(
-        _step, (dot_c, dot_h), (x, h[:-1], i[1:], f[1:], g[1:], o[1:], c[:-1], c[1:], d_s, h[1:])
-    )
+    _, (shares,) = jax.lax.scan(_step, (dot_c, dot_h), (x, h[:-1], i, f, g, o, c[:-1], c[1:], d_s, h[1:]))  # t = 1..T
     total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
     grads["W_ii"] = total[:, along_W_ii].sum(axis=0).reshape(W_ii.shape)
     grads["b_ii"] = total[:, along_b_ii].sum(axis=0).reshape(b_ii.shape)
@@ -255,19 +252,12 @@ def _forward(params, x, c0, h0):
         params[name] for name in PARAMS
     )
     n_h = params["W_ii"].shape[0]
-    T, B = x.shape[0], x.shape[1]
-    dtype = params["W_ii"].dtype
     _W_hi_W_hf_W_ho_W_hg = jnp.concatenate((W_hi, W_hf, W_ho, W_hg))  # stacked once per call
     _W_ii_W_if_W_io_W_ig = jnp.concatenate((W_ii, W_if, W_io, W_ig))  # stacked once per call
     _b_i_f_o_g = jnp.concatenate((b_hi + b_ii, b_hf + b_if, b_ho + b_io, b_hg + b_ig))  # stacked once per call
-    _i_f_o_g = jnp.zeros((T + 1, B, 4 * n_h), dtype)
-    c = jnp.zeros((T + 1, B, n_h), dtype)
-    h = jnp.zeros((T + 1, B, n_h), dtype)
-    c = c.at[0].set(c0)
-    h = h.at[0].set(h0)
     # b_hi + b_ii + W_ii x_t, all steps at once; b_hf + b_if + W_if x_t, all steps at once; b_ho + b_io + W_io x_t, all
     # steps at once; b_hg + b_ig + W_ig x_t, all steps at once
-    _i_f_o_g = _i_f_o_g.at[1:].set(_b_i_f_o_g + x @ _W_ii_W_if_W_io_W_ig.T)
+    _i_f_o_g = _b_i_f_o_g + x @ _W_ii_W_if_W_io_W_ig.T
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
@@ -289,11 +279,10 @@ def _forward(params, x, c0, h0):
         h_t = o_t * jnp.tanh(c_t)  # h_t = o_t * tanh(c_t)
         return ((c_t, h_t), (_i_f_o_g_t, c_t, h_t))
 
-    _, (_i_f_o_g_steps, c_steps, h_steps) = jax.lax.scan(_step, (c[0], h[0]), (_i_f_o_g[1:],))  # t = 1..T
-    _i_f_o_g = _i_f_o_g.at[1:].set(_i_f_o_g_steps)  # steps 1..T
-    c = c.at[1:].set(c_steps)  # steps 1..T
-    h = h.at[1:].set(h_steps)  # steps 1..T
-    s = h[1:] @ V.T  # s_t = V h_t
+    _, (_i_f_o_g, c, h) = jax.lax.scan(_step, (c0, h0), (_i_f_o_g,))  # t = 1..T
+    s = h @ V.T  # s_t = V h_t
+    c = jnp.concatenate((c0[None], c))  # steps 0..T: the initial state first
+    h = jnp.concatenate((h0[None], h))  # steps 0..T: the initial state first
     i = _i_f_o_g[..., :n_h]
     f = _i_f_o_g[..., n_h:2 * n_h]
     g = _i_f_o_g[..., 3 * n_h:]
@@ -358,14 +347,14 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
             following.get("_d_next_i_bar_to_g_bar", _fresh(jnp.zeros((B, 4 * n_h), dtype), ages)),
             following.get("_d_next_c", zero_n_h)
         ),
-        (d_h, o[1:], c[1:], _following(f[1:], following.get("_next_f")), i[1:], g[1:], c[:-1], f[1:], keep_next),
+        (d_h, o, c[1:], _following(f, following.get("_next_f")), i, g, c[:-1], f, keep_next),
         reverse=True
     )
     (_d_i_bar_to_g_bar_1, d_c_1) = carry  # the adjoints at step 1
     # step 1's values, for the segment before this one
-    handed = {"_d_next_c": d_c_1, "_d_next_i_bar_to_g_bar": _d_i_bar_to_g_bar_1, "_next_f": f[1]}
+    handed = {"_d_next_c": d_c_1, "_d_next_i_bar_to_g_bar": _d_i_bar_to_g_bar_1, "_next_f": f[0]}
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
-    d_c0 = _total(_flow(f[1] * d_c_1, keep_0, ages), ages)  # dL/dc_0 = diag(f_1) dL/dc_1
+    d_c0 = _total(_flow(f[0] * d_c_1, keep_0, ages), ages)  # dL/dc_0 = diag(f_1) dL/dc_1
     # dL/dh_0 = W_hf^T dL/df_bar_1 + W_hg^T dL/dg_bar_1 + W_hi^T dL/di_bar_1 + W_ho^T dL/do_bar_1
     d_h0 = _total(_flow(_d_i_bar_to_g_bar_1 @ _W_hi_W_hf_W_ho_W_hg, keep_0, ages), ages)
     # the gradients of W_ii, W_if, W_io, W_ig at once, transposed

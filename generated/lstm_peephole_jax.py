@@ -47,10 +47,10 @@ SHAPES = {
 MEAN = False  # L = sum_t l_t
 TEACHER_FORCED = ()  # states that take their values from ys in training
 STATES = {"c0": "h", "h0": "h"}  # initial states: their sizes
-# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
+# what forward keeps for backward: the dims of each array (T+1 steps: the initial state first); T: steps 1..T
 CACHE = {
-    "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "z": ("T+1", "B", "h"),
-    "i": ("T+1", "B", "h"), "f": ("T+1", "B", "h"), "o": ("T+1", "B", "h"),
+    "x": ("T", "B", "d"), "c": ("T+1", "B", "h"), "h": ("T+1", "B", "h"), "z": ("T", "B", "h"), "i": ("T", "B", "h"),
+    "f": ("T", "B", "h"), "o": ("T", "B", "h"),
 }
 
 
@@ -218,10 +218,7 @@ def _forward_mode(params, x, y, c0, h0):
         total = total.at[:, along_V].add(jnp.einsum("pbk,bk->bp", _directions(h_t, n_q), d_s_t))  # dot(V) h_t
         return ((dot_c, dot_h), (total,))
 
-    # t = 1..T
-    _, (shares,) = jax.lax.scan(
-        _step, (dot_c, dot_h), (x, h[:-1], z[1:], c[:-1], i[1:], f[1:], c[1:], o[1:], d_s, h[1:])
-    )
+    _, (shares,) = jax.lax.scan(_step, (dot_c, dot_h), (x, h[:-1], z, c[:-1], i, f, c[1:], o, d_s, h[1:]))  # t = 1..T
     total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
     grads["W_z"] = total[:, along_W_z].sum(axis=0).reshape(W_z.shape)
     grads["R_z"] = total[:, along_R_z].sum(axis=0).reshape(R_z.shape)
@@ -249,19 +246,12 @@ def _forward(params, x, c0, h0):
     """The forward pass: (outputs, cache)."""
     W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
     n_h = params["W_z"].shape[0]
-    T, B = x.shape[0], x.shape[1]
-    dtype = params["W_z"].dtype
     _R_z_R_i_R_f_R_o = jnp.concatenate((R_z, R_i, R_f, R_o))  # stacked once per call
     _W_z_W_i_W_f_W_o = jnp.concatenate((W_z, W_i, W_f, W_o))  # stacked once per call
     _b_z_i_f_o = jnp.concatenate((b_z, b_i, b_f, b_o))  # stacked once per call
-    _z_i_f_o = jnp.zeros((T + 1, B, 4 * n_h), dtype)
-    c = jnp.zeros((T + 1, B, n_h), dtype)
-    h = jnp.zeros((T + 1, B, n_h), dtype)
-    c = c.at[0].set(c0)
-    h = h.at[0].set(h0)
     # b_z + W_z x_t, all steps at once; b_i + W_i x_t, all steps at once; b_f + W_f x_t, all steps at once; b_o + W_o
     # x_t, all steps at once
-    _z_i_f_o = _z_i_f_o.at[1:].set(_b_z_i_f_o + x @ _W_z_W_i_W_f_W_o.T)
+    _z_i_f_o = _b_z_i_f_o + x @ _W_z_W_i_W_f_W_o.T
 
     def _step(carry, inputs):
         """One step t of the recursion: the values at t-1 in, those at t out."""
@@ -289,11 +279,10 @@ def _forward(params, x, c0, h0):
         h_t = jnp.tanh(c_t) * o_t  # h_t = tanh(c_t) * o_t
         return ((c_t, h_t), (_z_i_f_o_t, c_t, h_t))
 
-    _, (_z_i_f_o_steps, c_steps, h_steps) = jax.lax.scan(_step, (c[0], h[0]), (_z_i_f_o[1:],))  # t = 1..T
-    _z_i_f_o = _z_i_f_o.at[1:].set(_z_i_f_o_steps)  # steps 1..T
-    c = c.at[1:].set(c_steps)  # steps 1..T
-    h = h.at[1:].set(h_steps)  # steps 1..T
-    s = h[1:] @ V.T  # s_t = V h_t
+    _, (_z_i_f_o, c, h) = jax.lax.scan(_step, (c0, h0), (_z_i_f_o,))  # t = 1..T
+    s = h @ V.T  # s_t = V h_t
+    c = jnp.concatenate((c0[None], c))  # steps 0..T: the initial state first
+    h = jnp.concatenate((h0[None], h))  # steps 0..T: the initial state first
     z = _z_i_f_o[..., :n_h]
     i = _z_i_f_o[..., n_h:2 * n_h]
     f = _z_i_f_o[..., 2 * n_h:3 * n_h]
@@ -370,18 +359,18 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
             following.get("_d_next_f_bar", zero_n_h), following.get("_d_next_i_bar", zero_n_h),
             following.get("_d_next_c", zero_n_h)
         ),
-        (d_h, c[1:], o[1:], _following(f[1:], following.get("_next_f")), c[:-1], f[1:], z[1:], i[1:], keep_next),
+        (d_h, c[1:], o, _following(f, following.get("_next_f")), c[:-1], f, z, i, keep_next),
         reverse=True
     )
     (_d_z_bar_to_o_bar_1, d_f_bar_1, d_i_bar_1, d_c_1) = carry  # the adjoints at step 1
     # step 1's values, for the segment before this one
     handed = {
         "_d_next_c": d_c_1, "_d_next_f_bar": d_f_bar_1, "_d_next_i_bar": d_i_bar_1,
-        "_d_next_z_bar_to_o_bar": _d_z_bar_to_o_bar_1, "_next_f": f[1]
+        "_d_next_z_bar_to_o_bar": _d_z_bar_to_o_bar_1, "_next_f": f[0]
     }
     keep_0 = keep[0]  # the weight of the flow from step 1 into step 0
     # dL/dc_0 = diag(p_f) dL/df_bar_1 + diag(p_i) dL/di_bar_1 + diag(f_1) dL/dc_1
-    d_c0 = _total(_flow(p_f * d_f_bar_1 + p_i * d_i_bar_1 + f[1] * d_c_1, keep_0, ages), ages)
+    d_c0 = _total(_flow(p_f * d_f_bar_1 + p_i * d_i_bar_1 + f[0] * d_c_1, keep_0, ages), ages)
     # dL/dh_0 = R_f^T dL/df_bar_1 + R_i^T dL/di_bar_1 + R_o^T dL/do_bar_1 + R_z^T dL/dz_bar_1
     d_h0 = _total(_flow(_d_z_bar_to_o_bar_1 @ _R_z_R_i_R_f_R_o, keep_0, ages), ages)
     # the gradients of W_z, W_i, W_f, W_o at once, transposed

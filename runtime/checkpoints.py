@@ -115,9 +115,9 @@ def _segmented(model, truncation, keep, params, sizes, cache, d_outputs, checkpo
     steps = budget // step
     following, totals = {}, None
     for _, a, b in _segments(T, steps):
+        # steps a+1..b of the arrays of steps 1..T (the input's, a JAX module's values), a..b of those of 0..T
         part_cache = {
-            name: array[a:b] if name == next(iter(model.spec.cache)) else array[a : b + 1]
-            for name, array in cache.items()
+            name: array[a:b] if model.spec.cache[name][0] == "T" else array[a : b + 1] for name, array in cache.items()
         }
         weights = _kept_weights(keep, a, b)
         part = model.segment_backward(truncation, weights, params, sizes, part_cache, d_outputs[a:b], following)

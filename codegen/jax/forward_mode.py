@@ -6,6 +6,7 @@ The tangents are carried along the directions of every gradient at once, an arra
 NumPy module; JAX is functional, so a local term goes into its rows as `dot_a.at[along_W].add(...)`."""
 
 from bptt.codegen.array_names import tangent_array
+from bptt.codegen.jax.arrays import value_arrays
 from bptt.codegen.jax.printer import SPELLING, scan_read
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input
 from bptt.codegen.printing.tangents import TangentPrinter
@@ -18,8 +19,8 @@ class JaxTangentPrinter(TangentPrinter):
     spelling = SPELLING
     carried, aged = frozenset(), False  # no adjoint is read
 
-    def __init__(self, stacked=False):
-        super().__init__(stacked=stacked)
+    def __init__(self, stacked=False, arrays=None):
+        super().__init__(stacked=stacked, arrays=arrays)
         self.reads, self.assigned = {}, set()
 
     def sequence(self, node):
@@ -65,5 +66,5 @@ class JaxTangentPrinter(TangentPrinter):
 
 def rtrl_lines(program):
     """(the lines of the forward-mode statements, the printer's record of what they read)."""
-    printer = JaxTangentPrinter(stacked=False)
+    printer = JaxTangentPrinter(stacked=False, arrays=value_arrays(program.forward.arrays))
     return printer.lines(program.forward_mode.statements), printer

@@ -11,9 +11,10 @@ import sympy as sp
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Loop, Steps, walk
 from bptt.codegen.jax import forward_mode as jax_forward_mode
+from bptt.codegen.jax.arrays import value_arrays
+from bptt.codegen.jax.forward import forward_lines, stack_lines
 from bptt.codegen.jax.memory import XLA_STEP_FACTOR
 from bptt.codegen.jax.printer import JaxPrinter, first_step_name
-from bptt.codegen.jax.scan import forward_lines, stack_lines
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
 from bptt.codegen.printing.bindings import params_bound, time_and_batch
 from bptt.codegen.printing.checkpoints import input_rows
@@ -115,7 +116,8 @@ def gradient_body(program):
     model = program.model
     statements = program.window.statements
     targets = {s.target.of.name: s.target.of for s in walk(statements) if isinstance(getattr(s, "target", None), Adj)}
-    arrays = {
+    arrays = value_arrays(program.forward.arrays)  # the cache's, as the forward pass made them
+    arrays |= {
         adjoint_array(name): Array(adjoint_array(name), seq.rows, Steps.FROM_ONE) for name, seq in targets.items()
     }
     groups = [a for a in program.adjoints.arrays if a.members]

@@ -1,52 +1,30 @@
 """Print a pass of ir statements (program.forward) functionally, as JAX code: the NumPy module's
 statements, arrays and stacks, without writing in place (JAX arrays are immutable).
 
-Each array of the pass is one variable: an array of steps 0..T starts as zeros, and a statement for all
-steps becomes `h = h.at[1:].set(...)`; one on a group's member or span `g = g.at[1:, ..., a:b].set(...)`;
-an Accumulate `.add(...)`. A member is read through a view of its group (`f = _i_f_o_g[..., n_h:2 * n_h]`),
-bound where it is read and again after its group changes. The Loop is a `jax.lax.scan`: at step t each
-array it writes is a local (`_i_f_o_g_t`: the scanned steps 1..T of what was written before the loop,
-then rewritten), the carry holds those the next step reads at t-1 (`h_prev`), and the scan's outputs are
-written back into steps 1..T of their arrays.
+Each array of the pass is one variable holding the steps its ir.Array says (jax/arrays.py). A statement for
+all steps binds it whole (`n = b_in + x @ W_in.T`), parts of a group assigned in turn are one concatenation,
+and a later part is written as `g = g.at[:, ..., a:b].set(...)` (an Accumulate `.add(...)`). A member is read
+through a view of its group (`f = _i_f_o_g[..., n_h:2 * n_h]`), bound where it is read and again after its
+group changes. The Loop is a `jax.lax.scan`: at step t each array it writes is a local (`_i_f_o_g_t`: the
+scanned steps of what was written before the loop, then rewritten), the carry holds those the next step
+reads at t-1 (`h_prev`), and the scan's outputs are the arrays' steps 1..T as they are. An array of steps
+0..T (a state) is held as its steps 1..T until a statement reads another step, or the pass ends: then its
+initial value is concatenated first, so no array of T+1 steps is built around the scan.
 """
 
-from dataclasses import dataclass
+from dataclasses import replace
 
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
-from bptt.codegen.ir import Steps
+from bptt.codegen.ir import Array, Assign, Loop, Steps, walk
+from bptt.codegen.jax.arrays import places, value_arrays
 from bptt.codegen.jax.printer import JaxPrinter
-from bptt.codegen.jax.statements import Carried, Scan, scanned_input
+from bptt.codegen.jax.statements import Carried, Scan, scanned_input, tupled
 from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, t
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a sequence lives: rows first .. first + rows - 1 of the array `home` (all of it if whole)."""
-
-    home: str
-    first: object
-    rows: object
-    whole: bool
-
-
-def places(arrays):
-    """{name: Place} for every array of a pass, and each group's members and spans."""
-    out = {}
-    for array in arrays:
-        out[array.name] = Place(array.name, sp.S.Zero, array.rows, True)
-        offsets = array.offsets()
-        for name, _ in array.members:
-            out[name] = Place(array.name, *offsets[name], False)
-        for name, first, count in array.spans:
-            names = [member for member, _ in array.members[first : first + count]]
-            start = offsets[names[0]][0]
-            out[name] = Place(array.name, start, sum(offsets[n][1] for n in names), False)
-    return out
 
 
 class PassPrinter(JaxPrinter):
@@ -56,13 +34,9 @@ class PassPrinter(JaxPrinter):
     reads from the scan's inputs (`inputs`) and carry (`carried`)."""
 
     def __init__(self, arrays, stacked=True):
-        table = {}
-        for array in arrays:
-            table[array.name] = array
-            table.update({name: type(array)(name, rows, array.steps) for name, rows in array.members})
-            table.update({name: type(array)(name, None, array.steps) for name, _, _ in array.spans})
-        super().__init__(stacked=stacked, arrays=table)
+        super().__init__(stacked=stacked, arrays=value_arrays(arrays))
         self.homes = {array.name: array for array in arrays}
+        self.initial = {}  # the arrays of steps 0..T held as their steps 1..T until complete: home -> its step 0
         self.places = places(arrays)
         self.bound = set()  # the views valid now (a group's member or span, by local name)
         self.pending = []  # view bindings the statement being printed needs first
@@ -103,12 +77,12 @@ class PassPrinter(JaxPrinter):
                 raise PrintError(f"the forward loop reads {seq.name} at t before it assigns it")
             return self.view(f"{seq.name}_t", local, place)
         local = f"{place.home}_prev"
-        if self.homes[place.home].steps is not Steps.FROM_ZERO:
-            raise PrintError(f"the forward loop reads {seq.name} at t-1, which holds steps 1..T only")
         if place.home in self.loop_writes:
             self.carried[place.home] = local
-        else:
+        elif self.homes[place.home].steps is Steps.FROM_ZERO:
             self.inputs.setdefault(local, self.steps_of(place.home, t - 1))
+        else:
+            raise PrintError(f"the forward loop reads {seq.name} at t-1, which holds steps 1..T only")
         return self.view(f"{seq.name}_prev", local, place)
 
     def local(self, home):
@@ -149,10 +123,98 @@ class PassPrinter(JaxPrinter):
     def lines(self, statements):
         out, statements, k = [], list(statements), 0
         while k < len(statements):
+            out += self.completed(statements[k]) if self.stacked else []
+            run = self.parts(statements, k)
+            if run:
+                out += [line for statement, _ in run[1:] for line in self.completed(statement)]
+                out += self.assembled(run)
+                k += len(run)
+                continue
             run = self.activations(statements, k)
             out += self.joined(run) if run else self._print(statements[k])
             k += len(run) or 1
         return out
+
+    def parts(self, statements, k):
+        """For all steps, the run from statements[k] assigning parts of one array of steps 1..T that nothing
+        wrote yet, that together make all of it (none reading it): one concatenation, with no zeros to update."""
+        run, rows = [], sp.S.Zero
+        for statement in statements[k:] if self.stacked else ():
+            place = self.places.get(getattr(statement.target, "name", None)) if isinstance(statement, Assign) else None
+            if place is None or place.whole or (run and place.home != run[0][1].home) or sp.expand(place.first - rows):
+                break
+            if place.home in {self.places[s.name].home for s in statement.value.atoms(SeqAt) if s.name in self.places}:
+                break
+            run.append((statement, place))
+            rows = place.first + place.rows
+        array = self.homes[run[0][1].home] if run else None
+        whole = array and sp.expand(rows - array.rows) == 0 and array.name not in self.written
+        return run if whole and array.steps is Steps.FROM_ONE else []
+
+    def assembled(self, run):
+        """`home = jnp.concatenate((value, ...), axis=-1)`: a run of parts (parts), each value for all steps."""
+        self.pending = []
+        array = self.homes[run[0][1].home]
+        values = [
+            self.value_of(statement, Array(place.home, place.rows), self.printed(statement)) for statement, place in run
+        ]
+        self.written.add(array.name)
+        comment = "; ".join(statement.comment for statement, _ in run if statement.comment)
+        code = f"jnp.concatenate(({tuple_items(values)}), axis=-1)"
+        return self.pending + [f"{array.name} = {code}" + (f"  # {comment}" if comment else "")]
+
+    def printed(self, statement):
+        """The code of a statement's value; "0" for zeros (a hoisted part whose every term reads the loop)."""
+        return "0" if isinstance(statement.value, sp.ZeroMatrix) else str(self(statement.value))
+
+    def value_of(self, statement, array, value):
+        """The code of a statement's value (printed: `value`) as all of array: zeros, or a bias broadcast."""
+        if isinstance(statement.value, sp.ZeroMatrix):
+            return self.zeros(array)
+        return value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
+
+    # the arrays of steps 0..T: their steps 1..T (what a scan stacks) until a statement reads another step
+
+    def hold_steps(self, states):
+        """Hold each array of steps 0..T as its steps 1..T, its step 0 (the initial states, zeros for a group's
+        other members) kept aside until complete: no array of T+1 steps is built before the scan."""
+        for array in [a for a in self.homes.values() if a.steps is Steps.FROM_ZERO]:
+            names = {name: rows for name, rows in array.members} or {array.name: array.rows}
+            parts = [
+                f"{name}0" if name in states else self.zeros(Array(name, rows, Steps.ONE))
+                for name, rows in names.items()
+            ]
+            self.initial[array.name] = parts[0] if len(parts) == 1 else f"jnp.concatenate({tupled(parts)}, axis=-1)"
+            self.held(array, Steps.FROM_ONE)
+
+    def held(self, array, steps):
+        """Read and write array (and its members' and spans' views) as holding `steps`."""
+        self.homes[array.name] = replace(array, steps=steps)
+        self.arrays.update(value_arrays([self.homes[array.name]]))
+
+    def completed(self, statement):
+        """`h = jnp.concatenate((h0[None], h))` for each array held as steps 1..T that statement reads at
+        another step (a Loop: that it reads so and does not write), from then on holding steps 0..T."""
+        body = walk(statement.body) if isinstance(statement, Loop) else [statement]
+        writes = {self.places[s.target.name].home for s in walk(statement.body)} if isinstance(statement, Loop) else ()
+        reads = {
+            self.places[seq.name].home
+            for s in body
+            for seq in s.value.atoms(SeqAt)
+            if seq.name in self.places and seq.time != t
+        }
+        return [self.complete(home) for home in list(self.initial) if home in reads and home not in writes]
+
+    def complete(self, home):
+        """The line making an array held as steps 1..T whole: its step 0 first."""
+        first = self.initial.pop(home)
+        self.held(self.homes[home], Steps.FROM_ZERO)
+        self.bound -= {local for local, place in self.places.items() if place.home == home}
+        return f"{home} = jnp.concatenate(({first}[None], {home}))  # steps 0..T: the initial state first"
+
+    def first_row(self, home):
+        """The code of an array's step 0, the first carry of a scan."""
+        return self.initial.get(home, f"{home}[0]")
 
     def activations(self, statements, k):
         """At one step, the run from statements[k] of in-place activations (S = f(S)) of neighbouring parts of
@@ -194,16 +256,13 @@ class PassPrinter(JaxPrinter):
         """`home = home.at[index].set(value)` (or .add); a whole array assigned, `home = value`; at one
         step a whole local accumulated, `home_t = home_t + value`."""
         self.pending = []
-        zero = isinstance(statement.value, sp.ZeroMatrix)  # a hoisted part whose every term reads the loop
-        value = "0" if zero else str(self(statement.value))
+        value = self.printed(statement)
         place = self.places.get(statement.target.name)
         if place is None:
             raise PrintError(f"the forward pass writes {statement.target.name}, which is not one of its arrays")
         array = self.homes[place.home]
         if place.whole and how == "set" and (not self.stacked or array.steps is Steps.FROM_ONE):
-            code = (
-                self.zeros(array) if zero else value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
-            )
+            code = self.value_of(statement, array, value)
         elif place.whole and how == "add" and not self.stacked:
             code = f"{self.current(array)} + {value}"
         else:
@@ -233,9 +292,10 @@ class PassPrinter(JaxPrinter):
         return self.zeros(array)
 
     def zeros(self, array):
-        """Zeros of an array's rows, for every step (T, B, rows), or at one step (B, rows)."""
+        """Zeros of an array's rows, for every step (T, B, rows), or at one step (B, rows; or Steps.ONE)."""
+        steps = "T, B" if self.stacked and array.steps is not Steps.ONE else "B"
         self.used.sizes |= {"T", "B", "dtype"}
-        return f"jnp.zeros(({'T, B' if self.stacked else 'B'}, {self(array.rows)}), dtype)"
+        return f"jnp.zeros(({steps}, {self(array.rows)}), dtype)"
 
     def _print_Loop(self, loop):
         """The loop as a step function and a jax.lax.scan; the arrays it writes take its steps 1..T."""
@@ -247,54 +307,14 @@ class PassPrinter(JaxPrinter):
         order = list(dict.fromkeys(self.places[s.target.name].home for s in loop.body))
         carry = [Carried(step.carried[home], f"{home}_t", None) for home in order if home in step.carried]
         inputs = list(step.inputs.items())
-        outputs = [(f"{home}_steps", f"{home}_t") for home in order]
+        stepped = {home: self.homes[home].steps is Steps.FROM_ONE for home in order}  # the scan's outputs as they are
+        outputs = [(home if stepped[home] else f"{home}_steps", f"{home}_t") for home in order]
         scan = Scan(body, carry, inputs, outputs)
-        first = [f"{home}[0]" for home in order if home in step.carried]
+        first = [self.first_row(home) for home in order if home in step.carried]
         doc = "One step t of the recursion: the values at t-1 in, those at t out."
         lines = scan.lines(doc, first, length=None if inputs else "T")
-        for home in order:
-            whole = f"{home}_steps" if self.homes[home].steps is Steps.FROM_ONE else f"{home}.at[1:].set({home}_steps)"
-            lines.append(f"{home} = {whole}  # steps 1..T")
+        lines += [f"{home} = {home}.at[1:].set({home}_steps)  # steps 1..T" for home in order if not stepped[home]]
         self.written |= set(order)
         self.bound -= {local for local, place in self.places.items() if place.home in order}
-        self.used.sizes.add("T")
+        self.used.sizes |= set() if inputs else {"T"}
         return lines
-
-
-def forward_lines(program):
-    """(lines of _forward after its bindings, the printer): the arrays of steps 0..T as zeros with the
-    initial states at step 0, the stacked weights, the statements, then the outputs and the cache."""
-    model, forward = program.model, program.forward
-    printer = PassPrinter(forward.arrays)
-    head = []
-    for array in forward.arrays:
-        if array.steps is Steps.FROM_ZERO:
-            head.append(f"{array.name} = jnp.zeros((T + 1, B, {printer(array.rows)}), dtype)")
-    printer.used.sizes |= {"T", "B", "dtype"}
-    for seq in model.states:
-        place = printer.places[seq.name]
-        index = "0" if place.whole else f"0, ..., {printer.rows(place)}"
-        head.append(f"{place.home} = {place.home}.at[{index}].set({seq.name}0)")
-    body = printer.lines(forward.statements)
-    printer.pending = []
-    output = printer.view(model.outputs[0][0].name, printer.places[model.outputs[0][0].name].home)
-    cache = ", ".join(f'"{name}": {cached(printer, name)}' for name in program.cache)
-    tail = printer.pending + [f"return {output}, {{{cache}}}"]
-    return stack_lines(printer, forward.stacks) + head + body + tail, printer
-
-
-def cached(printer, name):
-    """The code of a cached sequence's whole array (the input as it came)."""
-    if name not in printer.places:
-        return name
-    return printer.view(name, printer.places[name].home)
-
-
-def stack_lines(printer, stacks):
-    """name = the parts stacked along their rows (ir.Stack), for the stacks the statements read."""
-    lines = []
-    for stack in stacks:
-        if stack.name in printer.used.params:
-            parts = tuple_items(printer(part) for part in stack.parts)
-            lines.append(f"{stack.name} = jnp.concatenate(({parts}))  # stacked once per call")
-    return lines

@@ -4,6 +4,7 @@ docstrings, signatures and constants write them, and the helpers its fixed parts
 
 from dataclasses import dataclass
 
+from bptt.codegen.ir import Steps
 from bptt.codegen.printing.code import unspecified_loss
 from bptt.codegen.program import shape_of
 from bptt.derive.nodes import SoftmaxCrossEntropy, SquaredError
@@ -95,7 +96,7 @@ def model_facts(model, program, backend):
         states=tuple((seq.name, str(seq.rows)) for seq in model.states),
         state_names=tuple(f"{seq.name}0" for seq in model.states),
         forced=forced,
-        cache=cache_dims(model, program.cache),
+        cache=cache_dims(model, program.cache, program.forward.arrays),
         input=first,
         output=output,
         target=target,
@@ -113,12 +114,16 @@ def _array(seq):
     return Array(seq.name, str(seq.rows), seq.role == "label")
 
 
-def cache_dims(model, names):
-    """(name, dims, comment) of what forward keeps: the input, then sequences of T+1 steps."""
+def cache_dims(model, names, arrays=()):
+    """(name, dims, comment) of what forward keeps: the input, then sequences of T+1 steps, or of steps 1..T
+    where the forward pass's array (ir.Array, of arrays) holds only those."""
     seqs = {seq.name: seq for seq in model.inputs + model.states + model.intermediates}
+    stepped = {name for a in arrays if a.steps is Steps.FROM_ONE for name in [a.name, *(m for m, _ in a.members)]}
+    steps = {name: "T" if name in stepped else "T+1" for name in names[1:]}
+    note = "; T: steps 1..T" if "T" in steps.values() else ""
     first = model.inputs[0]
     if first.role == "label":
-        dims = [(first.name, ("T", "B"), f"; {first.name}: integer labels")]
+        dims = [(first.name, ("T", "B"), f"{note}; {first.name}: integer labels")]
     else:
-        dims = [(first.name, ("T", "B", str(first.rows)), "")]
-    return tuple(dims + [(name, ("T+1", "B", str(seqs[name].rows)), "") for name in names[1:]])
+        dims = [(first.name, ("T", "B", str(first.rows)), note)]
+    return tuple(dims + [(name, (steps[name], "B", str(seqs[name].rows)), "") for name in names[1:]])

@@ -85,3 +85,34 @@ def test_the_weight_gradients_run_on_the_fast_gemm(name):
     start = {f"{seq.name}0": jnp.zeros((B, SIZES["h"]), jnp.float32) for seq in load(name).states}
     text = compiled(lambda p, x, y, s: module.loss_and_grads(p, x, y, **s), params, xs, ys, start)
     assert plain_products(text) == []
+
+
+def updated_outside_loops(text):
+    """The shapes (as HLO writes them: "f32[51,16,192]") the compiled program's dynamic-update-slices write
+    outside its while loops: in the entry computation and the computations it calls, loops' bodies aside."""
+    found = computations(text)
+    (entry,) = re.findall(r"^ENTRY (%[\w.\-]+) ", text, re.MULTILINE)
+    seen, todo = set(), [entry]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += [called for line in found[name] if " while(" not in line for called in CALLED.findall(line)]
+    update = re.compile(r"= (\w+\[[\d,]*\])\S* dynamic-update-slice\(")
+    return [shape for name in seen for line in found[name] for shape in update.findall(line)]
+
+
+@pytest.mark.parametrize("name", ["gru", "lstm"])
+def test_the_forward_cache_holds_the_scans_outputs(name):
+    """The forward pass's values that hold no state are its scan's outputs as they are (steps 1..T), and a state
+    its initial value and the scan's outputs concatenated: no array of T+1 steps is written in pieces outside
+    the loops (695d7da's GRU wrote 7 such updates: zeros filled before the scan, its outputs copied in after)."""
+    module = __import__(f"bptt.generated.{name}{BACKENDS['jax'].suffix}", fromlist=["_"])
+    params = module.init_params(jax.random.key(0), jnp.float32, **SIZES)
+    xs, ys = module.random_inputs(jax.random.key(1), T, B, jnp.float32, **SIZES)
+    start = {f"{seq.name}0": jnp.zeros((B, SIZES["h"]), jnp.float32) for seq in load(name).states}
+    text = compiled(lambda p, x, y, s: module.loss_and_grads(p, x, y, **s), params, xs, ys, start)
+    assert [shape for shape in updated_outside_loops(text) if shape.startswith(f"f32[{T + 1},")] == []
+    states = {seq.name for seq in load(name).states}
+    assert {dims[0] for key, dims in module.CACHE.items() if key in states} == {"T+1"}  # the initial state first
+    assert {dims[0] for key, dims in module.CACHE.items() if key not in states} == {"T"}  # the input, the gates

@@ -8,10 +8,25 @@ from dataclasses import fields, replace
 import sympy as sp
 
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.ir import Assign, Flow, Guard, Loop, Pass, Program, rewrite, spliced, the_loop, walk, with_body
+from bptt.codegen.ir import (
+    Array,
+    Assign,
+    Flow,
+    Guard,
+    Loop,
+    Pass,
+    Program,
+    Steps,
+    rewrite,
+    spliced,
+    the_loop,
+    walk,
+    with_body,
+)
 from bptt.codegen.ir_checkpoints import Boundary
 from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
+from bptt.codegen.passes.scanned import scanned_values
 from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, SHARED_PASSES, TORCH_PASSES, build, shared
 from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
@@ -42,8 +57,8 @@ def test_each_backend_has_its_own_list_of_program_passes():
         for one in passes:
             assert isinstance(one(program), Program), one
     assert halved_sigmoids in NUMPY_PASSES and halved_sigmoids not in JAX_PASSES
-    assert JAX_PASSES == (stacked_window,)
-    assert build(load("gru"), JAX_PASSES) == stacked_window(program)
+    assert JAX_PASSES == (stacked_window, scanned_values)
+    assert build(load("gru"), JAX_PASSES) == scanned_values(stacked_window(program))
 
 
 def test_every_pass_of_every_list_has_its_own_test():
@@ -95,6 +110,26 @@ def test_stacked_window_before_and_after():
     assert "_d_next_r_bar_z_bar_m" in crossings and "_d_next_m" not in crossings
     assert changed_fields(before, after) == {"window", "window_initial", "checkpoints"}
     assert after.checkpoints.crossings == before.checkpoints.crossings  # the fast pass's own, untouched
+
+
+def test_scanned_values_before_and_after():
+    """The forward arrays that hold no state hold steps 1..T, what a scan stacks (the GRU's gates and n; the
+    Jordan network's h, computed for all steps at once); a state (read at t-1, its step 0 the initial state) keeps
+    steps 0..T, and so does any array a pass reads at t-1; nothing but the forward pass's arrays changes."""
+    before = shared(load("gru"))
+    after = scanned_values(before)
+    steps = {array.name: array.steps for array in after.forward.arrays}
+    assert {array.steps for array in before.forward.arrays if array.name != "s"} == {Steps.FROM_ZERO}
+    assert steps == {"_r_z_m": Steps.FROM_ONE, "n": Steps.FROM_ONE, "h": Steps.FROM_ZERO, "s": Steps.FROM_ONE}
+    assert changed_fields(before, after) == {"forward"} and after.forward.statements == before.forward.statements
+    jordan = {array.name: array.steps for array in scanned_values(shared(load("jordan"))).forward.arrays}
+    assert jordan == {"o": Steps.FROM_ZERO, "h": Steps.FROM_ONE, "s": Steps.FROM_ONE}
+    read = replace(before.forward, arrays=(*before.forward.arrays, Array("a", sp.Symbol("h"))))
+    h = sp.Symbol("h")
+    late = Assign(SeqAt("s", t, h, "output"), SeqAt("a", t - 1, h, "intermediate"), "reads a at t-1")
+    read = replace(read, statements=(*read.statements, late))
+    kept = {array.name: array.steps for array in scanned_values(replace(before, forward=read)).forward.arrays}
+    assert kept["a"] is Steps.FROM_ZERO and kept["n"] is Steps.FROM_ONE
 
 
 def test_no_jax_module_carries_halved_sigmoids():

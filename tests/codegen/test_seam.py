@@ -2,8 +2,8 @@
 (program.forward: statements, arrays, stacks, after the fusion passes), and every backend prints that
 Pass; none derives, fuses or rebuilds one of its own.
 
-(a) The torch and JAX modules equal the NumPy module to 1e-12: outputs, cache, loss and every gradient,
-full BPTT and window and chunk truncation, for every zoo model and every cell of examples/*.py,
+(a) The torch and JAX modules equal the NumPy module to 1e-12: outputs, cache (the steps each holds), loss and every
+gradient, full BPTT and window and chunk truncation, for every zoo model and every cell of examples/*.py,
 torch.nn.LSTM(num_layers=2) as a user's cell among them (layer 2 reads h1_t at the same step: the
 product a fusion of the gates alone would drop), whose NumPy module is also proved against
 torch.nn.LSTM itself, by autograd. The examples are rendered in memory, slowly (their forward mode is
@@ -38,6 +38,7 @@ from bptt.codegen.backends import BACKENDS
 from bptt.codegen.ir import Accumulate, Loop
 from bptt.codegen.program import build
 from bptt.derive.models import load, names
+from bptt.tests.support.modules import cache_steps
 
 jax.config.update("jax_enable_x64", True)
 
@@ -121,7 +122,8 @@ def assert_backends_agree(modules, arrays, what):
     outputs, cache = forward("numpy", modules["numpy"], arrays)
     for backend in ("torch", "jax"):
         got, got_cache = forward(backend, modules[backend], arrays)
-        assert_equal({"outputs": got, **got_cache}, {"outputs": outputs, **cache}, f"{what} {backend} forward")
+        expected = cache_steps(cache, modules[backend], modules["numpy"])
+        assert_equal({"outputs": got, **got_cache}, {"outputs": outputs, **expected}, f"{what} {backend} forward")
     for mode in MODES:
         loss, grads = call("numpy", modules["numpy"].loss_and_grads, *arrays, truncate=mode)
         for backend in ("torch", "jax"):
@@ -230,7 +232,8 @@ def test_every_backend_prints_the_programs_forward_pass(name):
     assert np.abs(outputs - 2 * usual).max() > 1e-3 * np.abs(usual).max()  # the loop's doubling shows
     for backend in ("torch", "jax"):
         got, got_cache = forward(backend, modules[backend], arrays)
-        assert_equal({"outputs": got, **got_cache}, {"outputs": outputs, **cache}, f"{name} {backend}")
+        expected = cache_steps(cache, modules[backend], modules["numpy"])
+        assert_equal({"outputs": got, **got_cache}, {"outputs": outputs, **expected}, f"{name} {backend}")
 
 
 def codegen_modules():
@@ -272,6 +275,7 @@ HASHED = """
 import hashlib
 from bptt.codegen.program import build
 from bptt.derive.models import load, names
+from bptt.tests.support.modules import cache_steps
 for name in names() + ["{example}:lstm"]:
     print(name, hashlib.sha256(repr(build(load(name)).forward).encode()).hexdigest())
 """

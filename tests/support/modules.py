@@ -22,6 +22,16 @@ def forward(module, params, xs, ys, **initial):
     return module.forward(params, xs, **initial)
 
 
+def cache_steps(cache, module, reference):
+    """reference's cache (a dict of arrays, as its module `reference` makes it) with the steps module's CACHE
+    says its cache holds: steps 1..T of an array where module holds only those (a JAX module's values that hold
+    no state: what its scan stacks) and reference steps 0..T."""
+    return {
+        name: value[1:] if reference.CACHE[name][0] == "T+1" and module.CACHE[name][0] == "T" else value
+        for name, value in cache.items()
+    }
+
+
 def runtime_of(module):
     """Where a generated module's runtime lives: bptt.runtime.<backend>, which it imports its checks from
     (the module itself if it was generated with --standalone)."""
