@@ -187,10 +187,10 @@ class _Model(torch.nn.Module):
             outputs = function.apply(self.truncate, self.rng, *data, *initial, *params.values())
         return padding.zeroed(outputs)  # its backward zeroes dL/doutputs at padded steps: they get zero gradient
 
-    def loss(self, outputs, ys, lengths=None):
+    def loss(self, outputs, ys, lengths=None, at=None):
         """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss); lengths as for
-        forward (each sequence's loss is that of its own steps)."""
-        outputs, ys, padding = self._passes.loss_inputs(outputs, ys, lengths)
+        forward (each sequence's loss is that of its own steps), at as for loss_and_grads ("last": of its last)."""
+        outputs, ys, padding = self._passes.loss_inputs(outputs, ys, lengths, at)
         counts = None if padding.valid is None else padding.counts(self._passes.spec.mean, outputs.dtype)
         return _Loss.apply(self._passes, outputs, ys, counts)
 
