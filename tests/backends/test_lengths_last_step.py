@@ -1,4 +1,4 @@
-"""at="last" (a sequence classifier's loss, of each sequence's output at its own last step), in the NumPy and torch
+"""at="last" (a sequence classifier's loss, of each sequence's output at its own last step), in the NumPy, torch and JAX
 modules, with and without lengths=: the batch's loss and gradients equal those of each sequence alone, taken from
 the oracle (tests/support/oracle.py, no codegen): the loss of a sequence's last step L alone is the oracle's loss of
 its first L steps less that of its first L - 1 (the model is causal, and every truncation mode cuts the first L - 1
@@ -7,6 +7,8 @@ steps' flows alike in both), and so is each gradient."""
 import pytest
 
 pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[torch]')")
+
+from importlib.util import find_spec
 
 import numpy as np
 
@@ -17,6 +19,7 @@ from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import TOL, InNumPy, _close, lengths_drawn, padded_values
 
 T, B = 6, 4
+BACKENDS = ["numpy", "torch", pytest.param("jax", marks=pytest.mark.skipif(not find_spec("jax"), reason="no jax"))]
 MODES = [None, ("window", 2), ("chunk", 2)]
 ZOO = [name for name in names() if not oracle.reverse_states(load(name))]
 
@@ -54,7 +57,7 @@ def junked_before_last(values, lengths, forced):
 
 @pytest.mark.parametrize("padded", [True, False], ids=["lengths", "no-lengths"])
 @pytest.mark.parametrize("truncate", MODES, ids=lambda mode: "full" if mode is None else mode[0])
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", ZOO)
 def test_last_step_loss_is_each_sequence_last_step_alone(name, backend, truncate, padded):
     model = load(name)
@@ -85,7 +88,7 @@ def test_last_step_loss_is_each_sequence_last_step_alone(name, backend, truncate
         assert error <= TOL, f"gradient {key}: differs by {error:.3e} relative to the oracle's gradients' largest entry"
 
 
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", ["elman", "linear"])
 def test_last_step_losses_are_the_last_steps_of_losses(name, backend):
     """losses(..., at="last") keeps each sequence's last step's loss of losses(...) and zeroes the rest; their sum
@@ -104,7 +107,7 @@ def test_last_step_losses_are_the_last_steps_of_losses(name, backend):
     _close("loss", loss, last.sum() / B)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("at", ["first", "LAST", 1])
 def test_bad_at_is_refused_in_one_line(backend, at):
     module = InNumPy(module_of(named_module("elman", backend)))
