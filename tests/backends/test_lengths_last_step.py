@@ -60,6 +60,17 @@ def junked_before_last(values, lengths, forced):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", ZOO)
 def test_last_step_loss_is_each_sequence_last_step_alone(name, backend, truncate, padded):
+    assert_last_step_as_alone(name, backend, truncate, padded)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["lstm", "linear", "jordan"])
+def test_last_step_loss_with_checkpoints(name, backend):
+    assert_last_step_as_alone(name, backend, ("chunk", 2), True, checkpoints=2)
+
+
+def assert_last_step_as_alone(name, backend, truncate, padded, checkpoints=None):
+    """loss_and_grads(at="last") of a batch (padded or not) against each sequence's last step alone (oracle)."""
     model = load(name)
     lengths = lengths_drawn(np.random.default_rng(len(name)), T, B) if padded else np.full(B, T)
     values = zoo_values(model, len(name))
@@ -68,7 +79,7 @@ def test_last_step_loss_is_each_sequence_last_step_alone(name, backend, truncate
     module = InNumPy(module_of(named_module(model.name, backend)))
     states = {f"{seq.name}0": initial[seq.name] for seq in model.states}
     named = {"lengths": lengths} if padded else {}
-    loss, grads = module.loss_and_grads(params, xs, junked, truncate, **states, **named, at="last")
+    loss, grads = module.loss_and_grads(params, xs, junked, truncate, checkpoints, **states, **named, at="last")
     expected_loss, expected = 0.0, {key: np.zeros_like(value) for key, value in grads.items()}
     scales = dict.fromkeys(grads, 0.0)
     for b, length in enumerate(lengths):
