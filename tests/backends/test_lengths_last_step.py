@@ -16,7 +16,7 @@ from bptt.derive.models import load, names
 from bptt.tests.backends.test_lengths_numpy import zoo_values
 from bptt.tests.support import oracle
 from bptt.tests.support.modules import module_of
-from bptt.tests.support.padded import TOL, InNumPy, _close, lengths_drawn, padded_values
+from bptt.tests.support.padded import TOL, InNumPy, _close, add_alone, lengths_drawn, padded_values
 
 T, B = 6, 4
 BACKENDS = ["numpy", "torch", pytest.param("jax", marks=pytest.mark.skipif(not find_spec("jax"), reason="no jax"))]
@@ -88,11 +88,7 @@ def assert_last_step_as_alone(name, backend, truncate, padded, checkpoints=None)
         loss_b, grads_b, scales_b = last_step_alone(model, params, xs[:, one], ys[:, one], alone, length, truncate)
         expected_loss += loss_b / B
         scales = {key: max(scale, scales_b[key] / B) for key, scale in scales.items()}
-        for key, value in grads_b.items():
-            if key in module.STATES:
-                expected[key][b] = value[0] / B
-            else:
-                expected[key] += value / B
+        add_alone(expected, grads_b, module.STATES, b, B)
     _close("loss", loss, expected_loss)
     for key, value in expected.items():
         error = np.abs(grads[key] - value).max() / max(scales[key], np.finfo(float).tiny)
