@@ -37,7 +37,7 @@ API_FUNCTIONS = frozenset(
 )
 API_ARGUMENTS = frozenset(
     """
-    B T cache check_finite checkpoints compile d_outputs device dtype grads init_rng lengths outputs params rng
+    B T at cache check_finite checkpoints compile d_outputs device dtype grads init_rng lengths outputs params rng
     theta truncate xs ys
     """.split()
 )

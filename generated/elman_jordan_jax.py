@@ -76,20 +76,22 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
-def losses(outputs, ys, lengths=None):
+def losses(outputs, ys, lengths=None, at=None):
     """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B); zero at the padded
-    steps of a batch of the given lengths (as for forward)."""
-    s, y, padding = _PASSES.loss_inputs(outputs, ys, lengths)
+    steps of a batch of the given lengths (as for forward), and with at="last" at every step but each
+    sequence's last (step lengths[b], or T)."""
+    s, y, padding = _PASSES.loss_inputs(outputs, ys, lengths, at)
     return padding.zeroed(jax.nn.logsumexp(s, axis=-1) - jnp.take_along_axis(s, y[..., None], axis=-1)[..., 0])
 
 
-def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None, checkpoints=None, lengths=None):
+def loss_and_grads(params, xs, ys, h0=None, o0=None, truncate=None, rng=None, checkpoints=None, lengths=None, at=None):
     """The loss averaged over the batch, and its gradients (a key per parameter, "h0", "o0");
     truncate and rng as for backward. checkpoints: None keeps every step for the backward pass; a number of
     slots (each a kept state or one stored step) or a byte budget such as "32MiB" bounds the memory: the optimal
     schedule keeps some states, recomputes the steps between them (a scan per segment), and frees them.
-    lengths (as for forward): each sequence's loss is sums its own steps, padded steps get zero gradient."""
-    return _PASSES.loss_and_grads_call(params, xs, ys, (h0, o0), truncate, rng, checkpoints, lengths)
+    lengths (as for forward): each sequence's loss is sums its own steps, padded steps get zero gradient.
+    at="last": each sequence's loss is that of its last step only (a sequence classifier's; ys read there only)."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (h0, o0), truncate, rng, checkpoints, lengths, at)
 
 
 def apply(params, xs, ys, h0=None, o0=None, truncate=None, rng=None, checkpoints=None, lengths=None):

@@ -68,21 +68,25 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
     return _PASSES.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile)
 
 
-def losses(outputs, ys, lengths=None):
+def losses(outputs, ys, lengths=None, at=None):
     """The loss l_t = -log softmax(s_t)[y_t] of every step and sample, shape (T, B) (differentiable); zero
-    at the padded steps of a batch of the given lengths (as for forward)."""
-    s, y, padding = _PASSES.loss_inputs(outputs, ys, lengths)
+    at the padded steps of a batch of the given lengths (as for forward), and with at="last" at every step
+    but each sequence's last (step lengths[b], or T)."""
+    s, y, padding = _PASSES.loss_inputs(outputs, ys, lengths, at)
     return padding.zeroed(torch.logsumexp(s, -1) - torch.gather(s, -1, y[..., None])[..., 0])
 
 
-def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None, compile=False, lengths=None):
+def loss_and_grads(
+    params, xs, ys, h0=None, truncate=None, rng=None, checkpoints=None, compile=False, lengths=None, at=None
+):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter, "h0");
     truncate and rng as for backward. checkpoints: None keeps every step; a number of slots (a kept state or a
     stored step each) or a byte budget such as "32MiB" bounds the memory (the optimal schedule recomputes steps).
     compile=True runs each loop step (window truncation's excepted) through torch.compile, compiled on first use
     per dtype and shape: its pointwise work fuses (on a GPU one kernel a step). Equal results; not with checkpoints.
-    lengths (as for forward): each sequence's loss is sums its own steps, padded steps get zero gradient."""
-    return _PASSES.loss_and_grads_call(params, xs, ys, (h0,), truncate, rng, checkpoints, compile, lengths)
+    lengths (as for forward): each sequence's loss is sums its own steps, padded steps get zero gradient.
+    at="last": each sequence's loss is that of its last step only (a sequence classifier's; ys read there only)."""
+    return _PASSES.loss_and_grads_call(params, xs, ys, (h0,), truncate, rng, checkpoints, compile, lengths, at)
 
 
 def forward_mode_grads(params, xs, ys, h0=None):

@@ -43,7 +43,7 @@ from bptt.runtime.jax import (
     _label_range,
     _truncation,
 )
-from bptt.runtime.options import _Checkpoints, _lengths_error
+from bptt.runtime.options import _Checkpoints, _lengths_error, _loss_at
 
 
 class _Padding(NamedTuple):
@@ -79,9 +79,17 @@ class _Padding(NamedTuple):
         return jnp.where(self.valid.reshape(self.valid.shape + (1,) * (array.ndim - 2)), array, 0)
 
     def counts(self, mean, dtype):
-        """Each step's and sample's divisor of the loss (T, B): B, times its own steps for a mean; inf if padded."""
+        """Each step's and sample's divisor of the loss (T, B): B, times its steps read for a mean; inf if not read."""
         B = self.valid.shape[1]
-        return jnp.where(self.valid, B * self.lengths if mean else B, jnp.inf).astype(dtype)
+        return jnp.where(self.valid, B * self.valid.sum(axis=0) if mean else B, jnp.inf).astype(dtype)
+
+    def read_at(self, at, T, B):
+        """The steps a loss reads: these (at None: each sequence's own), or (at "last") each sequence's last step
+        only (step T without lengths)."""
+        if _loss_at(at) is None:
+            return self
+        lengths = jnp.full((B,), T) if self.lengths is None else self.lengths
+        return _Padding(lengths, jnp.arange(T)[:, None] == lengths - 1)
 
     def stopped(self, spec, outputs, cache):
         """forward's (outputs, cache) of a padded batch: its outputs zero at padded steps, each state carried
@@ -118,6 +126,13 @@ def _cache_padding(spec, cache):
         return cache, _Padding()
     rest = {key: value for key, value in cache.items() if key != "lengths"}
     return rest, _data_padding(cache["lengths"], rest.get(next(iter(spec.cache))))
+
+
+def _read_padding(padding, at, xs):
+    """The padding of the steps a call's loss reads (read_at), for the steps and sequences of xs."""
+    if _loss_at(at) is None or len(getattr(xs, "shape", ())) < 2:
+        return padding
+    return padding.read_at(at, xs.shape[0], xs.shape[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,22 +218,26 @@ class _Passes:
             return _segmented(self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, itemsize)
         return self.gradients(_ages(truncation), params, cache, d_outputs, keep)[0]
 
-    def loss_inputs(self, outputs, ys, lengths=None):
+    def loss_inputs(self, outputs, ys, lengths=None, at=None):
         """(outputs, ys, their padding) as the module's losses takes them: float outputs (not scanned), ys in their
-        dtype (zero at padded steps), the padding whose zeroed() zeroes the padded steps' losses."""
+        dtype (zero at padded steps), the padding whose zeroed() zeroes the padded steps' losses (at "last": all
+        but each sequence's last step's)."""
         sizes, rows = {}, self.spec.data["outputs"]
         outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, _float_dtype("outputs", outputs), False)
-        padding = _Padding.of(lengths, *outputs.shape[:2])
+        padding = _Padding.of(lengths, *outputs.shape[:2]).read_at(at, *outputs.shape[:2])
         return outputs, _check_targets(self, padding.zeroed(ys), sizes, outputs.dtype), padding
 
-    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None):
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None, at=None):
         """The module's loss_and_grads, its arguments checked; lengths: a padded batch's (its padded xs and ys read
-        as zeros, their steps weighing nothing: dL/doutputs 0 there, and backward, linear in them, gives 0)."""
+        as zeros, their steps weighing nothing: dL/doutputs 0 there, and backward, linear in them, gives 0); at
+        "last": the loss reads each sequence's last step only (the others weigh nothing, ys unread unless forced)."""
         truncation = _truncation(truncate, rng)
         padding = _data_padding(lengths, xs)
-        sizes, dtype, x, y, initial = self.checked(params, padding.zeroed(xs), padding.zeroed(ys), states, True)
+        read = _read_padding(padding, at, xs)
+        ys = (padding if self.spec.forced else read).zeroed(ys)
+        sizes, dtype, x, y, initial = self.checked(params, padding.zeroed(xs), ys, states, True)
         keep = _keep_weights(truncation, x.shape[0], rng, dtype)
-        counts = None if padding.valid is None else padding.counts(self.spec.mean, dtype)
+        counts = None if read.valid is None else read.counts(self.spec.mean, dtype)
         if checkpoints is not None:
             sizes.update(T=x.shape[0], B=x.shape[1])
             checkpoints, itemsize = _Checkpoints.of(checkpoints), jnp.dtype(dtype).itemsize

@@ -39,7 +39,7 @@ from bptt.runtime.numpy import (
     _truncation,
     _truncation_weights,
 )
-from bptt.runtime.options import _Checkpoints, _lengths_error
+from bptt.runtime.options import _Checkpoints, _lengths_error, _loss_at
 
 _THREAD = threading.local()  # each thread's work arrays
 # the functions a generated NumPy module defines: its public shells, each a call of its _Passes, then its maths
@@ -96,9 +96,17 @@ class _Padding:
         return np.where(self.valid.reshape(self.valid.shape + (1,) * (array.ndim - 2)), array, 0).astype(array.dtype)
 
     def counts(self, mean, dtype):
-        """Each step's and sample's divisor of the loss (T, B): B, times its own steps for a mean; inf if padded."""
+        """Each step's and sample's divisor of the loss (T, B): B, times its steps read for a mean; inf if not read."""
         B = self.valid.shape[1]
-        return np.where(self.valid, B * self.lengths if mean else B, np.inf).astype(dtype)
+        return np.where(self.valid, B * self.valid.sum(axis=0) if mean else B, np.inf).astype(dtype)
+
+    def read_at(self, at, T, B):
+        """The steps a loss reads: these (at None: each sequence's own), or (at "last") each sequence's last step
+        only (step T without lengths)."""
+        if _loss_at(at) is None:
+            return self
+        lengths = np.full(B, T, np.intp) if self.lengths is None else self.lengths
+        return _Padding(lengths, np.arange(T)[:, None] == lengths - 1)
 
     def stopped(self, spec, outputs, cache):
         """forward's (outputs, cache) of a padded batch, in place: its outputs zero at padded steps, each state
@@ -142,6 +150,13 @@ def _data_padding(lengths, xs):
     if lengths is None or not (isinstance(xs, np.ndarray) and xs.ndim >= 2):
         return _UNPADDED
     return _Padding.of(lengths, xs.shape[0], xs.shape[1])
+
+
+def _read_padding(padding, at, xs):
+    """The padding of the steps a call's loss reads (read_at), for the steps and sequences of xs."""
+    if _loss_at(at) is None or not (isinstance(xs, np.ndarray) and xs.ndim >= 2):
+        return padding
+    return padding.read_at(at, xs.shape[0], xs.shape[1])
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,23 +211,26 @@ class _Passes:
         sizes, dtype, d_outputs = _checked_backward(self, params, cache, d_outputs, check_finite)
         return self.backward(truncation, rng, params, sizes, dtype, cache, d_outputs, checkpoints)
 
-    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None):
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None, at=None):
         """The module's loss_and_grads, its arguments checked (a parameter's nan or inf: _blamed, from the result);
-        lengths: a padded batch's (its padded xs and ys are read as zeros, their steps weigh nothing)."""
+        lengths: a padded batch's (its padded xs and ys are read as zeros, their steps weigh nothing); at "last":
+        the loss reads each sequence's last step only (the others weigh nothing, their ys unread unless forced)."""
         truncation = _truncation(truncate, rng)
         padding = _data_padding(lengths, xs)
-        xs, ys = padding.zeroed(xs), padding.zeroed(ys)
+        read = _read_padding(padding, at, xs)
+        xs, ys = padding.zeroed(xs), (padding if self.spec.forced else read).zeroed(ys)
         sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, False, True)
-        counts = None if padding.valid is None else padding.counts(self.spec.mean, dtype)
+        counts = None if read.valid is None else read.counts(self.spec.mean, dtype)
         return self.loss_and_grads(truncation, rng, params, sizes, dtype, x, y, initial, checkpoints, counts)
 
-    def loss_inputs(self, outputs, ys, lengths=None):
+    def loss_inputs(self, outputs, ys, lengths=None, at=None):
         """(outputs, ys, their padding) as the module's losses takes them: float outputs (not scanned), ys in
-        their dtype (zero at padded steps), the padding whose zeroed() zeroes the padded steps' losses."""
+        their dtype (zero at padded steps), the padding whose zeroed() zeroes the padded steps' losses (at "last":
+        all but each sequence's last step's)."""
         sizes, rows = {}, self.spec.data["outputs"]
         dtype = _float_dtype("outputs", outputs)
         outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, dtype, finite=False)
-        padding = _Padding.of(lengths, *outputs.shape[:2])
+        padding = _Padding.of(lengths, *outputs.shape[:2]).read_at(at, *outputs.shape[:2])
         return outputs, _check_targets(self, padding.zeroed(ys), sizes, outputs.dtype), padding
 
     def output_gradient(self, params, xs, ys, states):

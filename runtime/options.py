@@ -209,6 +209,19 @@ def _lengths_error(shape, dtype, integral, low, high, T, B):
     return None
 
 
+_LAST = "last"  # at="last": the loss reads each sequence's last step only
+
+
+def _loss_at(at):
+    """at, the steps a loss reads: None (every step of each sequence's own) or "last" (its last step only);
+    else ValueError in one line."""
+    if at is not None and not (isinstance(at, str) and at == _LAST):
+        raise ValueError(
+            f"at must be None (the loss of every step) or 'last' (of each sequence's last step); got {at!r}"
+        )
+    return at
+
+
 def _bytes(text):
     """The bytes of a budget written as a positive integer and a unit (B, kB, KiB, ..., TB, TiB), else None."""
     text = text.strip()

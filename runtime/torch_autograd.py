@@ -4,6 +4,7 @@ an nn.Module; each a class of the module (pickled by reference as its own), taki
 The loss as a Function (Model.loss) is the runtime's."""
 
 import torch
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from bptt.runtime.checkpoints import _checkpointed, _forward_kept
 from bptt.runtime.common import _bind_sizes, _checked
@@ -163,8 +164,15 @@ class _Model(torch.nn.Module):
     def forward(self, xs, *inputs, **named):
         """The outputs, shape (T, B, rows): model(xs, [ys,] initial states..., lengths=None), the states by position
         or by name (None: zero); shapes, dtype and device are checked (not finiteness). lengths as for the module's
-        forward: the outputs are zero at padded steps, which get zero gradient."""
+        forward: the outputs are zero at padded steps, which get zero gradient. xs may be a PackedSequence instead
+        (as nn.LSTM takes it; its lengths, no lengths=; ys and states in the batch's own order): the outputs are
+        then packed the same way."""
         lengths = named.pop("lengths", None)
+        packed = xs if isinstance(xs, PackedSequence) else None
+        if packed is not None:
+            if lengths is not None:
+                raise ValueError("lengths= with a PackedSequence xs: it carries its own lengths; give one or the other")
+            xs, lengths = pad_packed_sequence(packed)  # (T, B, ...) in the batch's own order, and its lengths
         given = dict(zip(self._inputs, inputs, strict=False)) | named
         missing = "ys" in self._inputs and "ys" not in given
         if len(inputs) > len(self._inputs) or set(given) - set(self._inputs) or missing:
@@ -185,14 +193,26 @@ class _Model(torch.nn.Module):
         else:
             function = compiled if self.compile_steps else bptt
             outputs = function.apply(self.truncate, self.rng, *data, *initial, *params.values())
-        return padding.zeroed(outputs)  # its backward zeroes dL/doutputs at padded steps: they get zero gradient
+        outputs = padding.zeroed(outputs)  # its backward zeroes dL/doutputs at padded steps: they get zero gradient
+        return outputs if packed is None else _packed_like(outputs, packed)
 
-    def loss(self, outputs, ys, lengths=None):
+    def loss(self, outputs, ys, lengths=None, at=None):
         """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss); lengths as for
-        forward (each sequence's loss is that of its own steps)."""
-        outputs, ys, padding = self._passes.loss_inputs(outputs, ys, lengths)
+        forward (each sequence's loss is that of its own steps), at as for loss_and_grads ("last": of its last)."""
+        outputs, ys, padding = self._passes.loss_inputs(outputs, ys, lengths, at)
         counts = None if padding.valid is None else padding.counts(self._passes.spec.mean, outputs.dtype)
         return _Loss.apply(self._passes, outputs, ys, counts)
+
+
+def _packed_like(outputs, packed):
+    """outputs (T, B, rows), in the batch's own order, packed as the PackedSequence packed is (its batch_sizes,
+    sorted_indices and unsorted_indices), differentiably."""
+    order = packed.sorted_indices
+    if order is not None:
+        outputs = outputs.index_select(1, order)
+    steps = (packed.batch_sizes[None, :] > torch.arange(outputs.shape[1])[:, None]).sum(dim=1)  # sorted lengths
+    data = pack_padded_sequence(outputs, steps, enforce_sorted=True).data
+    return PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
 
 
 class _Steps:

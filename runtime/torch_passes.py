@@ -22,7 +22,7 @@ from bptt.runtime.common import (
     _step_bytes,
     _viewed,
 )
-from bptt.runtime.options import _Checkpoints, _lengths_error
+from bptt.runtime.options import _Checkpoints, _lengths_error, _loss_at
 from bptt.runtime.torch import (
     _blamed,
     _check_array,
@@ -77,9 +77,17 @@ class _Padding:
         return torch.where(self.valid.reshape(self.valid.shape + (1,) * (tensor.dim() - 2)), tensor, 0)
 
     def counts(self, mean, dtype):
-        """Each step's and sample's divisor of the loss (T, B): B, times its own steps for a mean; inf if padded."""
+        """Each step's and sample's divisor of the loss (T, B): B, times its steps read for a mean; inf if not read."""
         B = self.valid.shape[1]
-        return torch.where(self.valid, B * self.lengths if mean else B, torch.inf).to(dtype)
+        return torch.where(self.valid, B * self.valid.sum(dim=0) if mean else B, torch.inf).to(dtype)
+
+    def read_at(self, at, T, B, device):
+        """The steps a loss reads: these (at None: each sequence's own), or (at "last") each sequence's last step
+        only (step T without lengths)."""
+        if _loss_at(at) is None:
+            return self
+        lengths = torch.full((B,), T, device=device) if self.lengths is None else self.lengths
+        return _Padding(lengths, torch.arange(T, device=device)[:, None] == lengths - 1)
 
     def stopped(self, spec, outputs, cache):
         """forward's (outputs, cache) of a padded batch, in place: its outputs zero at padded steps, each state
@@ -124,6 +132,13 @@ def _cache_padding(spec, cache):
     if not (isinstance(first, torch.Tensor) and first.dim() >= 2):
         return rest, _UNPADDED  # the cache's checks say what is wrong
     return rest, _Padding.of(cache["lengths"], first.shape[0], first.shape[1], first.device)
+
+
+def _read_padding(padding, at, xs):
+    """The padding of the steps a call's loss reads (read_at), for the steps and sequences of xs."""
+    if _loss_at(at) is None or not (isinstance(xs, torch.Tensor) and xs.dim() >= 2):
+        return padding
+    return padding.read_at(at, xs.shape[0], xs.shape[1], xs.device)
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,25 +216,30 @@ class _Passes:
                 return _segmented(self, truncation, keep, params, sizes, cache, d_outputs, checkpoints, dtype.itemsize)
             return self.backward(truncation, rng, params, sizes, cache, d_outputs, compile)
 
-    def loss_inputs(self, outputs, ys, lengths=None):
+    def loss_inputs(self, outputs, ys, lengths=None, at=None):
         """(outputs, ys, their padding) as the module's losses takes them: float outputs (not scanned), ys on their
-        device (zero at padded steps), the padding whose zeroed() zeroes the padded steps' losses."""
+        device (zero at padded steps), the padding whose zeroed() zeroes the padded steps' losses (at "last": all
+        but each sequence's last step's)."""
         sizes, rows = {}, self.spec.data["outputs"]
         dtype = _float_dtype("outputs", outputs)
         outputs = _check_array("outputs", outputs, ("T", "B", rows), sizes, dtype, False)
-        padding = _Padding.of(lengths, *outputs.shape[:2], outputs.device)
+        padding = _Padding.of(lengths, *outputs.shape[:2], outputs.device).read_at(
+            at, *outputs.shape[:2], outputs.device
+        )
         return outputs, _check_targets(self, padding.zeroed(ys), sizes, outputs.dtype, (outputs.device,)), padding
 
-    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, compile, lengths=None):
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, compile, lengths=None, at=None):
         """The module's loss_and_grads, its arguments checked (a parameter's nan or inf named from the result);
-        lengths: a padded batch's (its padded xs and ys read as zeros, their steps weighing nothing)."""
+        lengths: a padded batch's (its padded xs and ys read as zeros, their steps weighing nothing); at "last":
+        the loss reads each sequence's last step only (the others weigh nothing, their ys unread unless forced)."""
         truncation = _truncation(truncate, rng)
         compile = _check_compile(compile, checkpoints)
         padding = _data_padding(lengths, xs)
-        xs, ys = padding.zeroed(xs), padding.zeroed(ys)
+        read = _read_padding(padding, at, xs)
+        xs, ys = padding.zeroed(xs), (padding if self.spec.forced else read).zeroed(ys)
         if checkpoints is not None:
-            return self.checkpointed_loss(truncation, rng, params, xs, ys, states, checkpoints, padding)
-        loss, d_outputs, cache, sizes = self.output_gradient(params, xs, ys, states, compile, False, padding)
+            return self.checkpointed_loss(truncation, rng, params, xs, ys, states, checkpoints, read)
+        loss, d_outputs, cache, sizes = self.output_gradient(params, xs, ys, states, compile, False, read)
         with torch.no_grad():
             grads = self.backward(truncation, rng, params, sizes, cache, d_outputs, compile)
         return _blamed(self.spec, params, loss, grads)

@@ -2,7 +2,7 @@
 equals each of its sequences run alone through the same module and through the oracle (tests/support/padded.py),
 for every zoo model, in full BPTT, window, chunk and random truncation, with checkpoints and with compile=True
 (its steps run uncompiled); Model(xs, lengths=) and Model.loss(..., lengths=) give loss_and_grads' gradients; bad
-lengths are refused in one line. PackedSequence: not yet."""
+lengths are refused in one line. PackedSequence: test_lengths_packed.py."""
 
 import pytest
 

@@ -122,15 +122,21 @@ def assert_padded_as_alone(module, model, values, lengths, truncate=None, checkp
             for key, value in truth.grads.items():
                 _close(f"{where}: gradient {key} (oracle alone)", grads_b[key], value, relative=True)
         expected_loss += loss_b / B
-        for key, value in grads_b.items():
-            if key in module.STATES:
-                expected[key][b] = value[0] / B
-            else:
-                expected[key] += value / B
+        add_alone(expected, grads_b, module.STATES, b, B)
     _close("loss", loss, expected_loss)
     for key, value in expected.items():
         _close(f"gradient {key}", grads[key], value, relative=True)
     _assert_padding_unread(module, params, cache, outputs.shape, lengths, truncate, checkpoints)
+
+
+def add_alone(expected, grads_b, states, b, B):
+    """Add sequence b's gradients alone (B = 1) into the batch's expected ones, averaged over its B sequences: a
+    parameter's summed, an initial state's (a key in states) into row b."""
+    for key, value in grads_b.items():
+        if key in states:
+            expected[key][b] = value[0] / B
+        else:
+            expected[key] += value / B
 
 
 def _assert_padding_unread(module, params, cache, shape, lengths, truncate, checkpoints):
