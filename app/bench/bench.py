@@ -94,20 +94,35 @@ def workspace_mib(module):
 def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=0, backend=None, numpy_module=None):
     """Rows for the generated module and every peer, and the workspace size in MiB (NumPy's module).
     With a framework's backend, numpy_module (the NumPy module) makes the problem."""
-    import numpy as np
-
-    maker = numpy_module or module
-    rng = np.random.default_rng(seed)
-    params = maker.init_params(rng, dtype, **sizes)
-    xs, ys = maker.random_inputs(rng, steps, batch, dtype, **sizes)
-    problem = (params, xs, ys, {})
+    problem, _ = random_problem(numpy_module or module, sizes, steps, batch, dtype, seed)
     found, notes = implementations(model, module, problem, peers, backend, numpy_module)
     expected = found["generated"][1](found["generated"][0]())
+    rows = measured(found, expected, dtype, repeats, "the same matrix products, nothing else")
+    rows.update({name: Row(name, note=note) for name, note in notes.items()})
+    return list(rows.values()), workspace_mib(module)
+
+
+def random_problem(module, sizes, steps, batch, dtype, seed=0):
+    """(params, xs, ys, initial states: none) drawn by the module from the seed; the generator, for later draws."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    params = module.init_params(rng, dtype, **sizes)
+    xs, ys = module.random_inputs(rng, steps, batch, dtype, **sizes)
+    return (params, xs, ys, {}), rng
+
+
+def measured(found, expected, dtype, repeats, untested):
+    """{name: Row} of the implementations found ({name: (run, collect)}): each one's gradients checked against
+    expected, those that agree timed round-robin (ratio: the time of "generated" / its time), then their memory.
+    An implementation whose collect gives None is a timing reference, not checked (untested: what it is)."""
+    import numpy as np
+
     rows, calls = {}, {}
     for name, (call, collect) in found.items():
         result = collect(call())
-        if result is None:  # a timing reference, no gradients
-            rows[name], calls[name] = Row(name, note="the same matrix products, nothing else"), call
+        if result is None:
+            rows[name], calls[name] = Row(name, note=untested), call
             continue
         error = disagreement(expected, result)
         rows[name] = Row(name, error=error)
@@ -118,11 +133,10 @@ def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=
     medians = rounds(calls, repeats)
     for name, seconds in medians.items():
         rows[name].median_ms = seconds * 1e3
-        rows[name].ratio = medians["generated"] / seconds
+        rows[name].ratio = medians.get("generated", float("nan")) / seconds
     for name, call in calls.items():
         rows[name].allocated_mib, rows[name].peak_mib, rows[name].faults = memory(call)
-    rows.update({name: Row(name, note=note) for name, note in notes.items()})
-    return list(rows.values()), workspace_mib(module)
+    return rows
 
 
 def table(rows, numpy_names=("generated", *NUMPY)):
@@ -197,6 +211,8 @@ def main(argv=None):
     print(f"machine: {line()} (to scale these times by)")
     generated_for = "" if adapter.reference else f", generated for {backend}"
     print(f"{model.name}{generated_for}: {model_calls(model, backend).line(backend)}")
+    if spec.get("lengths"):
+        return padded_tables(spec, module, numpy_module, core)
     failed = False
     for dtype in spec["dtypes"]:
         rows, held = run(
@@ -220,6 +236,30 @@ def main(argv=None):
         if adapter.numpy_arrays:
             print(f"generated workspace: {held:.2f} MiB kept between calls\n")
         failed = failed or any(row.note.startswith("gradients differ") for row in rows)
+    return 1 if failed else 0
+
+
+def padded_tables(spec, module, numpy_module, core):
+    """--lengths: a table per dtype of loss_and_grads with lengths= against without (app/bench/lengths.py), and
+    their ratio; 1 if the padded call's gradients were wrong."""
+    import numpy as np
+
+    from bptt.app.bench import lengths as padded
+    from bptt.runtime.options import Lengths
+
+    lengths, failed = Lengths.parse(spec["lengths"]), False
+    for dtype in spec["dtypes"]:
+        rows, drawn = padded.run(module, spec["sizes"], spec["steps"], spec["batch"], np.dtype(dtype), lengths,
+                                 spec["repeats"], backend=spec["backend"], numpy_module=numpy_module)  # fmt: skip
+        shown = ", ".join(f"{k}={v}" for k, v in spec["sizes"].items())
+        print(
+            f"{spec['model']} {dtype}, lengths={lengths.text()}: T={spec['steps']} B={spec['batch']} {shown}; "
+            f"core {core}, one thread, median of {spec['repeats']} (round-robin, after {WARMUP} warm-up rounds); "
+            f"generated: loss_and_grads with lengths=, {padded.UNPADDED}: the same call without"
+        )
+        print(table(rows, (padded.PADDED, padded.UNPADDED) if of(spec["backend"]).numpy_arrays else ()))
+        print(padded.summary(rows, drawn) + "\n")
+        failed = failed or rows[0].note.startswith("gradients differ")
     return 1 if failed else 0
 
 
