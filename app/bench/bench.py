@@ -17,10 +17,9 @@ import importlib
 import json
 import os
 import sys
-from dataclasses import dataclass
 
 from bptt.app.bench import checkpoints, process
-from bptt.app.bench.measuring import THREADS, TOLERANCE, WARMUP, disagreement, memory, rounds
+from bptt.app.bench.measuring import THREADS, WARMUP, Row, measured, random_problem, table
 from bptt.codegen.backends import BACKENDS, of, reference
 
 NUMPY = ("naive", "hand", "GEMMs only")  # the NumPy peers (peers.py), whose allocations tracemalloc sees
@@ -39,18 +38,6 @@ def default_peers(backend):
 def numpy_names(backend):
     """The implementations whose allocations tracemalloc sees, when the generated module is the backend's."""
     return (("generated",) if BACKENDS[backend].numpy_arrays else ()) + NUMPY + (reference().name,)
-
-
-@dataclass
-class Row:
-    name: str
-    median_ms: float = float("nan")
-    ratio: float = float("nan")  # generated time / this time, from the same run
-    allocated_mib: float = float("nan")  # what one call allocates at its peak (NumPy arrays; tracemalloc)
-    peak_mib: float = float("nan")  # what one call adds to the resident memory at its peak
-    faults: float = float("nan")  # minor page faults per call
-    error: float = 0.0  # largest relative difference of a gradient from the generated module's
-    note: str = ""
 
 
 def implementations(model, module, problem, peers, backend=None, numpy_module=None):
@@ -100,80 +87,6 @@ def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=
     rows = measured(found, expected, dtype, repeats, "the same matrix products, nothing else")
     rows.update({name: Row(name, note=note) for name, note in notes.items()})
     return list(rows.values()), workspace_mib(module)
-
-
-def random_problem(module, sizes, steps, batch, dtype, seed=0):
-    """(params, xs, ys, initial states: none) drawn by the module from the seed; the generator, for later draws."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    params = module.init_params(rng, dtype, **sizes)
-    xs, ys = module.random_inputs(rng, steps, batch, dtype, **sizes)
-    return (params, xs, ys, {}), rng
-
-
-def measured(found, expected, dtype, repeats, untested):
-    """{name: Row} of the implementations found ({name: (run, collect)}): each one's gradients checked against
-    expected, those that agree timed round-robin (ratio: the time of "generated" / its time), then their memory.
-    An implementation whose collect gives None is a timing reference, not checked (untested: what it is)."""
-    import numpy as np
-
-    rows, calls = {}, {}
-    for name, (call, collect) in found.items():
-        result = collect(call())
-        if result is None:
-            rows[name], calls[name] = Row(name, note=untested), call
-            continue
-        error = disagreement(expected, result)
-        rows[name] = Row(name, error=error)
-        if error <= TOLERANCE[np.dtype(dtype).name]:
-            calls[name] = call
-        else:
-            rows[name].note = f"gradients differ by {error:.1e}: not timed"
-    medians = rounds(calls, repeats)
-    for name, seconds in medians.items():
-        rows[name].median_ms = seconds * 1e3
-        rows[name].ratio = medians.get("generated", float("nan")) / seconds
-    for name, call in calls.items():
-        rows[name].allocated_mib, rows[name].peak_mib, rows[name].faults = memory(call)
-    return rows
-
-
-def table(rows, numpy_names=("generated", *NUMPY)):
-    """The rows as an aligned text table; allocations shown for the NumPy implementations only."""
-    head = (
-        "implementation",
-        "median ms",
-        "generated/peer",
-        "alloc MiB",
-        "RSS+ MiB",
-        "faults/call",
-        "max rel. diff",
-        "",
-    )
-    cells = [head]
-    for row in rows:
-        if row.median_ms != row.median_ms:  # nan: not timed
-            cells.append((row.name, "-", "-", "-", "-", "-", f"{row.error:.1e}" if row.error else "-", row.note))
-            continue
-        cells.append(
-            (
-                row.name,
-                f"{row.median_ms:.3f}",
-                f"{row.ratio:.2f}",
-                f"{row.allocated_mib:.2f}" if row.name in numpy_names else "-",
-                f"{row.peak_mib:.2f}",
-                f"{row.faults:.0f}",
-                f"{row.error:.1e}",
-                row.note,
-            )
-        )
-    widths = [max(len(str(c[k])) for c in cells) for k in range(len(head))]
-    lines = [
-        "  ".join(str(c[k]).ljust(widths[k]) if k == 0 else str(c[k]).rjust(widths[k]) for k in range(len(head)))
-        for c in cells
-    ]
-    return "\n".join(line.rstrip() for line in lines)
 
 
 def child_command(spec):

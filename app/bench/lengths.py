@@ -8,7 +8,7 @@ shorter sequences its loss counts the padded steps, so it is only a timing refer
 """
 
 from bptt.app.bench.backends import generated_call
-from bptt.app.bench.bench import measured, random_problem
+from bptt.app.bench.measuring import measured, random_problem
 from bptt.codegen.backends import of
 
 PADDED = "generated"  # the row of the call with lengths= (bench.measured's ratios are its time / another's)

@@ -13,6 +13,7 @@ from bptt.app.bench import lengths as padded
 from bptt.app.bench import readme_table
 from bptt.app.bench.measuring import TOLERANCE
 from bptt.runtime.options import Lengths
+from bptt.tests.app.test_check_lengths import Unpadded  # a module that drops lengths=
 from bptt.tests.support.cli import assert_user_error, bptt, clean_env
 from bptt.tests.support.modules import module_of
 
@@ -49,19 +50,6 @@ def test_bench_with_every_length_t_compares_both_calls(backend):
     assert [row[0] for row in rows_of(result.stdout)] == ["generated", "no"]
     assert all(float(row[-1]) <= 1e-12 for row in rows_of(result.stdout))
     assert [(b, low, high) for _, b, low, high in RATIO.findall(result.stdout)] == [("2", "3", "3")]
-
-
-class Unpadded:
-    """A NumPy module whose loss_and_grads drops lengths: the padded steps' losses count too."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def __getattr__(self, name):
-        return getattr(self.module, name)
-
-    def loss_and_grads(self, *args, lengths=None, **kwargs):
-        return self.module.loss_and_grads(*args, **kwargs)
 
 
 def test_a_module_that_ignores_lengths_is_caught_and_not_timed():
