@@ -248,6 +248,13 @@ def parser(runs):
         metavar="DIR",
         help="with --checkpoints: write checkpoints.png and .csv into DIR (bptt[plots])",
     )
+    sub.add_argument(
+        "--lengths",
+        type=lengths,
+        metavar="5,3,1",
+        help="time loss_and_grads with lengths= against without: the given lengths (the batch's size), T (every "
+        "sequence T steps) or random (drawn from 1..T for each of --batch sequences)",
+    )
     sub.set_defaults(run=runs["bench"])
 
     sub = commands.add_parser(

@@ -196,14 +196,12 @@ def cmd_check(args):
 
 
 def _padded_batch(args):
-    """check's batch size: --lengths' count of lengths if given (each at most --steps), else --batch."""
-    lengths = args.lengths
-    if lengths is None or lengths.random:
+    """check's and bench's batch size: --lengths' count of lengths if given (each at most --steps), else --batch."""
+    if args.lengths is None:
         return args.batch
-    if max(lengths.steps) > args.steps:
-        longest = max(lengths.steps)
-        raise UsageError(f"--lengths {lengths.text()}: a length is above T={args.steps}; give --steps {longest}")
-    return len(lengths.steps)
+    if args.lengths.above(args.steps):
+        raise UsageError(args.lengths.above(args.steps))
+    return args.lengths.batch(args.batch)
 
 
 def cmd_analyze(args):
@@ -240,8 +238,12 @@ def cmd_bench(args):
         require(args.backend)
         module = checking.load_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line
     peers = args.peers or list(benchmark.default_peers(args.backend))
-    spec = dict(model=args.model, sizes=sizes, steps=args.steps, batch=args.batch, dtypes=args.dtype)
+    spec = dict(model=args.model, sizes=sizes, steps=args.steps, batch=_padded_batch(args), dtypes=args.dtype)
     spec.update(checkpoints_spec(args, module, sizes))
+    if args.lengths is not None:
+        if args.peers or args.checkpoints is not None:
+            raise UsageError("--lengths times the module with lengths= against without: no --peers, no --checkpoints")
+        spec["lengths"] = args.lengths.text()
     return benchmark.launch(dict(spec, repeats=args.repeats, peers=peers, backend=args.backend))
 
 

@@ -11,6 +11,7 @@ _FULL = "full"
 _WINDOW = "window"
 _CHUNK = "chunk"
 _RANDOM = "random"
+_EVERY_STEP = "T"  # --lengths T: every sequence's length is T
 _UNITS = {  # bytes
     **{"B": 1, "kB": 10**3, "KiB": 2**10, "MB": 10**6, "MiB": 2**20},
     **{"GB": 10**9, "GiB": 2**30, "TB": 10**12, "TiB": 2**40},
@@ -160,32 +161,56 @@ class _Checkpoints(NamedTuple):
 
 
 class _Lengths(NamedTuple):
-    """The CLI's --lengths: each sequence's own steps in a right-padded batch (steps, 1 <= steps[b] <= T), or
-    drawn at random from 1..T (steps None). A module's lengths= argument is checked by _lengths_error."""
+    """The CLI's --lengths: each sequence's own steps in a right-padded batch (steps, 1 <= steps[b] <= T), every
+    one T (full: nothing padded), or drawn at random from 1..T (neither). A module's lengths= argument is checked
+    by _lengths_error."""
 
     steps: tuple | None = None
+    full: bool = False
 
     @classmethod
     def parse(cls, text):
-        """The lengths of the CLI's text: integers >= 1 such as 5,3,1, or random; else ValueError in one line."""
-        if text.strip() == _RANDOM:
-            return cls()
+        """The lengths of the CLI's text: integers >= 1 such as 5,3,1, T (every sequence T steps) or random; else
+        ValueError in one line."""
+        if text.strip() in (_RANDOM, _EVERY_STEP):
+            return cls(full=text.strip() == _EVERY_STEP)
         parts = [part.strip() for part in text.split(",")]
         if len(parts) > 4096 or not all(_is_length(part) for part in parts):
             raise ValueError(
-                f"expected --lengths as integers >= 1 such as 5,3,1 (one per sequence), or random; got {text!r}"
+                f"expected --lengths as integers >= 1 such as 5,3,1 (one per sequence), T or random; got {text!r}"
             )
         return cls(tuple(int(part) for part in parts))
 
     @property
     def random(self):
-        return self.steps is None
+        return self.steps is None and not self.full
+
+    def batch(self, default):
+        """The batch's size: one sequence per given length, else default (--batch)."""
+        return default if self.steps is None else len(self.steps)
+
+    def above(self, T):
+        """Why a given length does not fit T steps, in one line (the CLI's words); None if every one fits."""
+        if self.steps is not None and max(self.steps) > T:
+            return f"--lengths {self.text()}: a length is above T={T}; give --steps {max(self.steps)}"
+        return None
+
+    def draw(self, rng, T, B):
+        """The lengths of a batch of B sequences of at most T steps (random ones drawn from rng): a NumPy array when
+        drawn, else a list of ints."""
+        if self.random:
+            return rng.integers(1, T + 1, size=B)
+        return [T] * B if self.full else list(self.steps)
 
     def text(self):
-        return _RANDOM if self.steps is None else ",".join(map(str, self.steps))
+        if self.steps is None:
+            return _EVERY_STEP if self.full else _RANDOM
+        return ",".join(map(str, self.steps))
 
     def describe(self):
         """In words, for a report."""
+        if self.full:
+            return "every sequence of T steps (nothing padded)"
         if self.steps is None:
             return "each sequence's length drawn from 1..T"
         return f"sequences of lengths {self.text()}"

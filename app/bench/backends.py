@@ -19,15 +19,16 @@ def arrays(backend, problem):
     return adapter.to_framework(tuple(problem))
 
 
-def generated_call(backend, module, problem):
+def generated_call(backend, module, problem, **padded):
     """(run, collect) for the generated module of `backend`: collect(run()) -> (loss, {key: NumPy gradient}),
-    loss_and_grads under the adapter's jit, as a training step calls it (the checks of values run outside jit)."""
+    loss_and_grads under the adapter's jit, as a training step calls it (the checks of values run outside jit).
+    padded: lengths= (a NumPy array), or nothing."""
     adapter = of(backend)
-    params, xs, ys, initial = arrays(backend, problem)
+    params, xs, ys, initial, padded = arrays(backend, (*problem, padded))
     step = adapter.jit(module.loss_and_grads)
 
     def run():
-        return adapter.ready(step(params, xs, ys, **initial))
+        return adapter.ready(step(params, xs, ys, **initial, **padded))
 
     def collect(result):
         loss, grads = result

@@ -17,10 +17,9 @@ import importlib
 import json
 import os
 import sys
-from dataclasses import dataclass
 
 from bptt.app.bench import checkpoints, process
-from bptt.app.bench.measuring import THREADS, TOLERANCE, WARMUP, disagreement, memory, rounds
+from bptt.app.bench.measuring import THREADS, WARMUP, Row, measured, random_problem, table
 from bptt.codegen.backends import BACKENDS, of, reference
 
 NUMPY = ("naive", "hand", "GEMMs only")  # the NumPy peers (peers.py), whose allocations tracemalloc sees
@@ -39,18 +38,6 @@ def default_peers(backend):
 def numpy_names(backend):
     """The implementations whose allocations tracemalloc sees, when the generated module is the backend's."""
     return (("generated",) if BACKENDS[backend].numpy_arrays else ()) + NUMPY + (reference().name,)
-
-
-@dataclass
-class Row:
-    name: str
-    median_ms: float = float("nan")
-    ratio: float = float("nan")  # generated time / this time, from the same run
-    allocated_mib: float = float("nan")  # what one call allocates at its peak (NumPy arrays; tracemalloc)
-    peak_mib: float = float("nan")  # what one call adds to the resident memory at its peak
-    faults: float = float("nan")  # minor page faults per call
-    error: float = 0.0  # largest relative difference of a gradient from the generated module's
-    note: str = ""
 
 
 def implementations(model, module, problem, peers, backend=None, numpy_module=None):
@@ -94,72 +81,12 @@ def workspace_mib(module):
 def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=0, backend=None, numpy_module=None):
     """Rows for the generated module and every peer, and the workspace size in MiB (NumPy's module).
     With a framework's backend, numpy_module (the NumPy module) makes the problem."""
-    import numpy as np
-
-    maker = numpy_module or module
-    rng = np.random.default_rng(seed)
-    params = maker.init_params(rng, dtype, **sizes)
-    xs, ys = maker.random_inputs(rng, steps, batch, dtype, **sizes)
-    problem = (params, xs, ys, {})
+    problem, _ = random_problem(numpy_module or module, sizes, steps, batch, dtype, seed)
     found, notes = implementations(model, module, problem, peers, backend, numpy_module)
     expected = found["generated"][1](found["generated"][0]())
-    rows, calls = {}, {}
-    for name, (call, collect) in found.items():
-        result = collect(call())
-        if result is None:  # a timing reference, no gradients
-            rows[name], calls[name] = Row(name, note="the same matrix products, nothing else"), call
-            continue
-        error = disagreement(expected, result)
-        rows[name] = Row(name, error=error)
-        if error <= TOLERANCE[np.dtype(dtype).name]:
-            calls[name] = call
-        else:
-            rows[name].note = f"gradients differ by {error:.1e}: not timed"
-    medians = rounds(calls, repeats)
-    for name, seconds in medians.items():
-        rows[name].median_ms = seconds * 1e3
-        rows[name].ratio = medians["generated"] / seconds
-    for name, call in calls.items():
-        rows[name].allocated_mib, rows[name].peak_mib, rows[name].faults = memory(call)
+    rows = measured(found, expected, dtype, repeats, "the same matrix products, nothing else")
     rows.update({name: Row(name, note=note) for name, note in notes.items()})
     return list(rows.values()), workspace_mib(module)
-
-
-def table(rows, numpy_names=("generated", *NUMPY)):
-    """The rows as an aligned text table; allocations shown for the NumPy implementations only."""
-    head = (
-        "implementation",
-        "median ms",
-        "generated/peer",
-        "alloc MiB",
-        "RSS+ MiB",
-        "faults/call",
-        "max rel. diff",
-        "",
-    )
-    cells = [head]
-    for row in rows:
-        if row.median_ms != row.median_ms:  # nan: not timed
-            cells.append((row.name, "-", "-", "-", "-", "-", f"{row.error:.1e}" if row.error else "-", row.note))
-            continue
-        cells.append(
-            (
-                row.name,
-                f"{row.median_ms:.3f}",
-                f"{row.ratio:.2f}",
-                f"{row.allocated_mib:.2f}" if row.name in numpy_names else "-",
-                f"{row.peak_mib:.2f}",
-                f"{row.faults:.0f}",
-                f"{row.error:.1e}",
-                row.note,
-            )
-        )
-    widths = [max(len(str(c[k])) for c in cells) for k in range(len(head))]
-    lines = [
-        "  ".join(str(c[k]).ljust(widths[k]) if k == 0 else str(c[k]).rjust(widths[k]) for k in range(len(head)))
-        for c in cells
-    ]
-    return "\n".join(line.rstrip() for line in lines)
 
 
 def child_command(spec):
@@ -197,6 +124,8 @@ def main(argv=None):
     print(f"machine: {line()} (to scale these times by)")
     generated_for = "" if adapter.reference else f", generated for {backend}"
     print(f"{model.name}{generated_for}: {model_calls(model, backend).line(backend)}")
+    if spec.get("lengths"):
+        return padded_tables(spec, module, numpy_module, core)
     failed = False
     for dtype in spec["dtypes"]:
         rows, held = run(
@@ -220,6 +149,30 @@ def main(argv=None):
         if adapter.numpy_arrays:
             print(f"generated workspace: {held:.2f} MiB kept between calls\n")
         failed = failed or any(row.note.startswith("gradients differ") for row in rows)
+    return 1 if failed else 0
+
+
+def padded_tables(spec, module, numpy_module, core):
+    """--lengths: a table per dtype of loss_and_grads with lengths= against without (app/bench/lengths.py), and
+    their ratio; 1 if the padded call's gradients were wrong."""
+    import numpy as np
+
+    from bptt.app.bench import lengths as padded
+    from bptt.runtime.options import Lengths
+
+    lengths, failed = Lengths.parse(spec["lengths"]), False
+    for dtype in spec["dtypes"]:
+        rows, drawn = padded.run(module, spec["sizes"], spec["steps"], spec["batch"], np.dtype(dtype), lengths,
+                                 spec["repeats"], backend=spec["backend"], numpy_module=numpy_module)  # fmt: skip
+        shown = ", ".join(f"{k}={v}" for k, v in spec["sizes"].items())
+        print(
+            f"{spec['model']} {dtype}, lengths={lengths.text()}: T={spec['steps']} B={spec['batch']} {shown}; "
+            f"core {core}, one thread, median of {spec['repeats']} (round-robin, after {WARMUP} warm-up rounds); "
+            f"generated: loss_and_grads with lengths=, {padded.UNPADDED}: the same call without"
+        )
+        print(table(rows, (padded.PADDED, padded.UNPADDED) if of(spec["backend"]).numpy_arrays else ()))
+        print(padded.summary(rows, drawn) + "\n")
+        failed = failed or rows[0].note.startswith("gradients differ")
     return 1 if failed else 0
 
 

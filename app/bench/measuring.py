@@ -1,10 +1,12 @@
 """How `bptt bench` and the README's benchmark scripts measure: one thread for every library, the largest
-relative difference of two gradients, round-robin timing after a warm-up, and what one call takes in memory."""
+relative difference of two gradients, round-robin timing after a warm-up, and what one call takes in memory;
+the rows of a run (checked, timed, measured) and their table."""
 
 import resource
 import statistics
 import time
 import tracemalloc
+from dataclasses import dataclass
 
 THREADS = {
     "OPENBLAS_NUM_THREADS": "1",
@@ -74,3 +76,89 @@ def step_bytes(module, sizes, batch, itemsize, ages=1):
     """(bytes of a kept state, of a stored step's forward arrays, of its backward arrays) of a generated module,
     as its runtime weighs them (the _Passes it hands the runtime)."""
     return module._PASSES.checkpoint_bytes(sizes, batch, itemsize, ages)
+
+
+@dataclass
+class Row:
+    name: str
+    median_ms: float = float("nan")
+    ratio: float = float("nan")  # generated time / this time, from the same run
+    allocated_mib: float = float("nan")  # what one call allocates at its peak (NumPy arrays; tracemalloc)
+    peak_mib: float = float("nan")  # what one call adds to the resident memory at its peak
+    faults: float = float("nan")  # minor page faults per call
+    error: float = 0.0  # largest relative difference of a gradient from the generated module's
+    note: str = ""
+
+
+def random_problem(module, sizes, steps, batch, dtype, seed=0):
+    """(params, xs, ys, initial states: none) drawn by the module from the seed; the generator, for later draws."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    params = module.init_params(rng, dtype, **sizes)
+    xs, ys = module.random_inputs(rng, steps, batch, dtype, **sizes)
+    return (params, xs, ys, {}), rng
+
+
+def measured(found, expected, dtype, repeats, untested):
+    """{name: Row} of the implementations found ({name: (run, collect)}): each one's gradients checked against
+    expected, those that agree timed round-robin (ratio: the time of "generated" / its time), then their memory.
+    An implementation whose collect gives None is a timing reference, not checked (untested: what it is)."""
+    import numpy as np
+
+    rows, calls = {}, {}
+    for name, (call, collect) in found.items():
+        result = collect(call())
+        if result is None:
+            rows[name], calls[name] = Row(name, note=untested), call
+            continue
+        error = disagreement(expected, result)
+        rows[name] = Row(name, error=error)
+        if error <= TOLERANCE[np.dtype(dtype).name]:
+            calls[name] = call
+        else:
+            rows[name].note = f"gradients differ by {error:.1e}: not timed"
+    medians = rounds(calls, repeats)
+    for name, seconds in medians.items():
+        rows[name].median_ms = seconds * 1e3
+        rows[name].ratio = medians.get("generated", float("nan")) / seconds
+    for name, call in calls.items():
+        rows[name].allocated_mib, rows[name].peak_mib, rows[name].faults = memory(call)
+    return rows
+
+
+def table(rows, numpy_names):
+    """The rows as an aligned text table; allocations shown for the NumPy implementations (numpy_names) only."""
+    head = (
+        "implementation",
+        "median ms",
+        "generated/peer",
+        "alloc MiB",
+        "RSS+ MiB",
+        "faults/call",
+        "max rel. diff",
+        "",
+    )
+    cells = [head]
+    for row in rows:
+        if row.median_ms != row.median_ms:  # nan: not timed
+            cells.append((row.name, "-", "-", "-", "-", "-", f"{row.error:.1e}" if row.error else "-", row.note))
+            continue
+        cells.append(
+            (
+                row.name,
+                f"{row.median_ms:.3f}",
+                f"{row.ratio:.2f}",
+                f"{row.allocated_mib:.2f}" if row.name in numpy_names else "-",
+                f"{row.peak_mib:.2f}",
+                f"{row.faults:.0f}",
+                f"{row.error:.1e}",
+                row.note,
+            )
+        )
+    widths = [max(len(str(c[k])) for c in cells) for k in range(len(head))]
+    lines = [
+        "  ".join(str(c[k]).ljust(widths[k]) if k == 0 else str(c[k]).rjust(widths[k]) for k in range(len(head)))
+        for c in cells
+    ]
+    return "\n".join(line.rstrip() for line in lines)

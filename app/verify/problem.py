@@ -30,7 +30,7 @@ def problem(module, steps, batch, seed, sizes=None, lengths=None):
     xs, ys = module.random_inputs(rng, steps, batch, np.float64, **sizes)
     initial = {name: 0.5 * rng.standard_normal((batch, sizes[size])) for name, size in module.STATES.items()}
     if lengths is not None:
-        lengths = rng.integers(1, steps + 1, size=batch) if lengths.random else np.array(lengths.steps)
+        lengths = np.asarray(lengths.draw(rng, steps, batch))
     return Problem(module, params, xs, ys, initial, lengths=lengths).freeze()
 
 

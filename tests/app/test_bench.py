@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from bptt.app.bench import bench, calls, machine, peers, peers_jax, peers_torch
+from bptt.app.bench import bench, calls, machine, measuring, peers, peers_jax, peers_torch
 from bptt.derive.models import load, names
 from bptt.tests.support.cli import bptt
 from bptt.tests.support.modules import module_of
@@ -41,7 +41,7 @@ def test_numpy_peers_agree_with_the_generated_module(name):
     for label, peer in found.items():
         result = peer(params, xs, ys, initial)
         if result is not None:  # GEMMs only computes no gradients
-            assert bench.disagreement(expected, result) <= 1e-12, f"{name}: {label}"
+            assert measuring.disagreement(expected, result) <= 1e-12, f"{name}: {label}"
 
 
 @pytest.mark.parametrize("library", [peers_torch, peers_jax], ids=["torch", "jax"])
@@ -57,7 +57,7 @@ def test_framework_peers_agree_or_say_they_are_missing(library, name):
         assert notes[label] == "not installed"
         return
     run, collect = found[label]
-    assert bench.disagreement(module.loss_and_grads(params, xs, ys, **initial), collect(run())) <= 1e-10
+    assert measuring.disagreement(module.loss_and_grads(params, xs, ys, **initial), collect(run())) <= 1e-10
 
 
 def test_a_peer_with_a_wrong_gradient_is_caught_and_not_timed(monkeypatch):
@@ -82,10 +82,10 @@ def test_a_peer_with_a_wrong_gradient_is_caught_and_not_timed(monkeypatch):
 
 def test_disagreement_sees_the_loss_and_every_array():
     loss, grads = 2.0, {"a": np.array([1.0, -4.0]), "b": np.array([[3.0]])}
-    assert bench.disagreement((loss, grads), (loss, {k: v.copy() for k, v in grads.items()})) == 0
-    assert bench.disagreement((loss, grads), (2.002, grads)) == pytest.approx(1e-3)
-    assert bench.disagreement((loss, grads), (loss, {**grads, "b": np.array([[3.003]])})) == pytest.approx(1e-3)
-    assert bench.disagreement((loss, grads), (loss, {"a": grads["a"]})) == float("inf")
+    assert measuring.disagreement((loss, grads), (loss, {k: v.copy() for k, v in grads.items()})) == 0
+    assert measuring.disagreement((loss, grads), (2.002, grads)) == pytest.approx(1e-3)
+    assert measuring.disagreement((loss, grads), (loss, {**grads, "b": np.array([[3.003]])})) == pytest.approx(1e-3)
+    assert measuring.disagreement((loss, grads), (loss, {"a": grads["a"]})) == float("inf")
 
 
 def test_bench_command_prints_the_table():
@@ -100,7 +100,7 @@ def test_bench_command_prints_the_table():
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("generated  ", "naive  "))]
     assert [row[0] for row in rows] == ["generated", "naive"] * 2
     assert all(row[2] == "1.00" for row in rows if row[0] == "generated")
-    assert all(float(row[-1]) <= bench.TOLERANCE["float32"] for row in rows)
+    assert all(float(row[-1]) <= measuring.TOLERANCE["float32"] for row in rows)
     assert "generated workspace" in result.stdout
     assert f"elman: {calls.model_calls(load('elman')).line()}" in result.stdout
     # forward: matmul, add, tanh; backward: matmul, add, times the slope 1 - h_t^2
