@@ -77,8 +77,7 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
 
 def losses(outputs, ys, lengths=None, at=None):
     """The loss l_t = -log softmax(z_t)[y_t] of every step and sample, shape (T, B) (differentiable); zero
-    at the padded steps of a batch of the given lengths (as for forward), and with at="last" at every step
-    but each sequence's last (step lengths[b], or T)."""
+    at padded steps (lengths, as for forward), and with at="last" at all but each sequence's last step."""
     z, y, padding = _PASSES.loss_inputs(outputs, ys, lengths, at)
     return padding.zeroed(torch.logsumexp(z, -1) - torch.gather(z, -1, y[..., None])[..., 0])
 

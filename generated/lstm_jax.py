@@ -91,9 +91,8 @@ def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=Tru
 
 
 def losses(outputs, ys, lengths=None, at=None):
-    """The loss l_t = 1/2 ||s_t - y_t||^2 of every step and sample, shape (T, B); zero at the padded
-    steps of a batch of the given lengths (as for forward), and with at="last" at every step but each
-    sequence's last (step lengths[b], or T)."""
+    """The loss l_t = 1/2 ||s_t - y_t||^2 of every step and sample, shape (T, B); zero
+    at padded steps (lengths, as for forward), and with at="last" at all but each sequence's last step."""
     s, y, padding = _PASSES.loss_inputs(outputs, ys, lengths, at)
     return padding.zeroed(0.5 * jnp.square(s - y).sum(axis=-1))
 

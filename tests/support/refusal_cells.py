@@ -307,10 +307,6 @@ CELLS = {
         with_function,
     ),
     "codegen/printing/facts.py model_facts:": ("torch", lambda: tiny(loss=GenericLoss(o(), y()))),
-    "codegen/printing/tangents.py TangentPrinter.tangent: forward mode takes blocks of whole columns only, not": (
-        "numpy",
-        lambda: tiny(params=(U2, W_hh, W_qh), steps=((hidden, U2[:, :d] * x() + W_hh * hidden(t - 1)),)),
-    ),
 }
 
 # Sites no model reaches, with a word of why: "invariant" (what the statements guarantee: every sequence a
