@@ -38,7 +38,7 @@ API_FUNCTIONS = frozenset(
 API_ARGUMENTS = frozenset(
     """
     B T cache check_finite checkpoints compile d_outputs device dtype grads init_rng lengths outputs params rng
-    theta truncate xs ys
+    g_max truncate xs ys
     """.split()
 )
 API = API_FUNCTIONS | API_ARGUMENTS
