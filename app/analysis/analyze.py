@@ -40,6 +40,8 @@ from bptt.app.verify.check import load_module
 from bptt.derive.direction import forward_only
 from bptt.derive.flow import gradient_flow
 from bptt.derive.models import ZOO
+from bptt.derive.nodes import T, t
+from bptt.documents.flow_document import direct_name, every_path_name
 
 SIZE = 8  # every size of the model (d, h, q, ...)
 RADII = (0.5, 1.0, 1.5)
@@ -332,7 +334,6 @@ def _carousel_table(found, radius):
             blocks = _diagonal_block_norms(flow, products[steps - distance], found.sizes)
             rows.append((bias, distance, path[steps - distance], blocks[index], step))
     gate, state = carousel.direct.vector.name, carousel.state.name
-    direct = rf"\mathbf{{D}}^{{{state}}}"
     words = regime_words(found, (radius,))
     return Table(
         CAROUSEL,
@@ -343,8 +344,9 @@ def _carousel_table(found, radius):
         (
             "$" + " + ".join(f"b_{{{name.partition('_')[2]}}}" for name in found.regime.biases) + "$",
             "$T-t$",
-            rf"the carousel $\|{direct}_T \cdots {direct}_{{t+1}}\|$, ${direct}_k = \mathrm{{diag}}({symbol(gate)}_k)$",
-            rf"every path $\|\boldsymbol{{\Phi}}^{{{state}}}_{{T,t}}\|$, through the other states too",
+            rf"the carousel $\|{direct_name(carousel.state, T)} \cdots {direct_name(carousel.state, t + 1)}\|$, "
+            rf"${direct_name(carousel.state)} = \mathrm{{diag}}({symbol(gate)}_k)$",
+            rf"every path $\|{every_path_name(carousel.state)}\|$, through the other states too",
             r"$\rho(\mathbf{A}_k)$",
         ),
         regime=words,

@@ -51,25 +51,28 @@ def _handle(ax, label, **style):
 
 
 def draw_norms(figure, table):
-    """A panel per radius: the gradient and the Jacobian products against T - t, a colour and line style each, and
-    the upper bound over them; the panels share their axes, so that the radii compare."""
-    measured = [c for c in table.columns if c not in ("radius", "T-t", "upper_bound")]
+    """A column of panels per radius: above, the gradient against T - t; below, the Jacobian products and the
+    upper bound over them (a gradient tracks the product it is made of, so on one axes it would hide it). A colour
+    and line style per column; the panels share their axes, so that the radii compare."""
+    gradient, *products = [c for c in table.columns if c not in ("radius", "T-t", "upper_bound")]
+    rows = [[gradient], products + [c for c in ("upper_bound",) if c in table.columns]]
     radii = _values(table, "radius")
-    axes = figure.subplots(1, len(radii), sharex=True, sharey=True, squeeze=False).ravel()
-    for ax, radius in zip(axes, radii, strict=True):
-        rows = _rows_where(table, "radius", radius)
-        for n, column in enumerate(measured):
-            xs, ys = _series(table, rows, "T-t", column)
-            ax.plot(xs, ys, color=f"C{n}", linestyle=STYLES[n % 4], gid=gid(table, "T-t", column, radius=radius))
-        if "upper_bound" in table.columns:
-            xs, ys = _series(table, rows, "T-t", "upper_bound")
-            ax.plot(xs, ys, color="black", gid=gid(table, "T-t", "upper_bound", radius=radius), **BOUND)
-        ax.set(yscale="log", xlabel=table.label("T-t"), title=f"spectral radius {radius:g}")
-    axes[0].set_ylabel("norm")
-    handles = [_handle(axes[0], table.label(c), color=f"C{n}", linestyle=STYLES[n % 4]) for n, c in enumerate(measured)]
+    axes = figure.subplots(2, len(radii), sharex=True, sharey=True, squeeze=False)
+    styles = {c: dict(color=f"C{n}", linestyle=STYLES[n % 4]) for n, c in enumerate([gradient, *products])}
+    styles["upper_bound"] = dict(color="black", **BOUND)
+    for n, radius in enumerate(radii):
+        for ax, columns in zip(axes[:, n], rows, strict=True):
+            for column in columns:
+                xs, ys = _series(table, _rows_where(table, "radius", radius), "T-t", column)
+                ax.plot(xs, ys, gid=gid(table, "T-t", column, radius=radius), **styles[column])
+            ax.set(yscale="log")
+        axes[0, n].set_title(f"spectral radius {radius:g}")
+        axes[1, n].set_xlabel(table.label("T-t"))
+    axes[0, 0].set_ylabel("gradient norm")
+    axes[1, 0].set_ylabel("Jacobian norm")
+    handles = [_handle(axes[0, 0], table.label(c), **styles[c]) for c in [gradient, *rows[1]]]
     if "upper_bound" in table.columns:
-        handles.append(_handle(axes[0], table.label("upper_bound"), color="black", **BOUND))
-        _loose(axes[radii.index(max(radii))], table, measured[-1])
+        _loose(axes[1, radii.index(max(radii))], table, products[-1])
     _title(figure, "Gradient flow back from the last step", table)
     _legend(figure, handles, 2)
 
@@ -158,22 +161,24 @@ def draw_clipping(figure, table):
 
 
 def draw_carousel(figure, table):
-    """The carousel's own product and every path's block against T - t, a colour per gate bias."""
-    ax = figure.subplots()
+    """The carousel's own product (left) and every path's block (right) against T - t, a colour per gate bias, the
+    step Jacobian's spectral radius beside each bias: every path grows where it is above 1."""
     measured = [c for c in table.columns if c not in ("gate_bias", "T-t", "step_radius")]
+    axes = figure.subplots(1, len(measured), sharex=True, sharey=True, squeeze=False).ravel()
     colours = []
     for n, bias in enumerate(_values(table, "gate_bias")):
         rows = _rows_where(table, "gate_bias", bias)
-        for column, style in zip(measured, STYLES, strict=False):
+        for ax, column in zip(axes, measured, strict=True):
             xs, ys = _series(table, rows, "T-t", column)
-            ax.plot(xs, ys, linestyle=style, color=f"C{n}", gid=gid(table, "T-t", column, gate_bias=bias))
+            ax.plot(xs, ys, color=f"C{n}", gid=gid(table, "T-t", column, gate_bias=bias))
         step = rows[0][table.columns.index("step_radius")]
         label = f"{table.label('gate_bias')} = {bias:g}: {table.label('step_radius')} = {step:.3g}"
-        colours.append(_handle(ax, label, color=f"C{n}"))
-    styles = [_handle(ax, table.label(c), color="black", linestyle=s) for c, s in zip(measured, STYLES, strict=False)]
-    ax.set(yscale="log", xlabel=table.label("T-t"), ylabel="norm")
+        colours.append(_handle(axes[0], label, color=f"C{n}"))
+    for ax, column in zip(axes, measured, strict=True):
+        ax.set(yscale="log", xlabel=table.label("T-t"), title=table.label(column))
+    axes[0].set_ylabel("norm")
     _title(figure, "The constant error carousel", table)
-    _legend(figure, [*colours, *styles], 2)
+    _legend(figure, colours, 1)
 
 
 DRAW = {

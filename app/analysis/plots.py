@@ -54,11 +54,13 @@ def panels(table):
 
 
 def figures(analysis):
-    """{table name: a Figure of its plot}, 640 x 480 pixels a panel up to two, wider for more."""
+    """{table name: a Figure of its plot}, 640 x 480 pixels for up to two panels side by side, wider for more, and
+    taller for two rows."""
     out = {}
     for table in analysis.tables:
         width, height = SIZE
-        figure = _figure((width * max(1, panels(table) / 2), height), DPI)
+        tall = 1.5 if table.name.startswith("gradient_norms") else 1  # two rows of panels
+        figure = _figure((width * max(1, panels(table) / 2), height * tall), DPI)
         figure.suptitle(f"{analysis.model}: T = {analysis.steps}, seed {analysis.seed}", fontsize="small")
         DRAW[table.name](figure.subfigures(), table)
         out[table.name] = figure
