@@ -10,6 +10,7 @@ from bptt.app.files import output_target, write_atomic
 
 MISSING = "the plots need matplotlib, which is not installed: pip install 'bptt[plots]'"
 SIZE, DPI = (6.4, 4.8), 100  # one plot: 640 x 480 pixels
+TALL = 7.2  # a plot of two rows of panels: 720 pixels high
 OVERVIEW = (14.0, 5.0), 80  # a row of two plots in the overview: 1120 x 400 pixels
 
 
@@ -59,8 +60,8 @@ def figures(analysis):
     out = {}
     for table in analysis.tables:
         width, height = SIZE
-        tall = 1.5 if table.name.startswith("gradient_norms") else 1  # two rows of panels
-        figure = _figure((width * max(1, panels(table) / 2), height * tall), DPI)
+        height = TALL if table.name.startswith("gradient_norms") else height  # two rows of panels
+        figure = _figure((width * max(1, panels(table) / 2), height), DPI)
         figure.suptitle(f"{analysis.model}: T = {analysis.steps}, seed {analysis.seed}", fontsize="small")
         DRAW[table.name](figure.subfigures(), table)
         out[table.name] = figure

@@ -14,7 +14,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from bptt.app import cli, notebook
 from bptt.app.analysis import plots
-from bptt.app.analysis.analyze import SATURATED, analyze
+from bptt.app.analysis.analyze import analyze
 from bptt.app.analysis.table import symbol
 from bptt.derive.models import load
 from bptt.derive.nodes import T, t
@@ -25,6 +25,7 @@ from bptt.runtime import numpy as runtime_numpy
 from bptt.runtime import torch as runtime_torch
 
 STEPS = 40
+SATURATED = "gradient_norms_saturated"
 REGIME = re.compile(r"^(nearly linear|saturated|linear), input scale \S+, spectral radius [\d.]+(, [\d.]+)*$")
 
 
