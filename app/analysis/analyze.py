@@ -344,9 +344,10 @@ def _carousel_table(found, radius):
         (
             "$" + " + ".join(f"b_{{{name.partition('_')[2]}}}" for name in found.regime.biases) + "$",
             "$T-t$",
-            rf"the carousel $\|{direct_name(carousel.state, T)} \cdots {direct_name(carousel.state, t + 1)}\|$, "
+            rf"the carousel $\|{direct_name(carousel.state, T)} \cdots {direct_name(carousel.state, t + 1)}\|$,"
+            "\n"
             rf"${direct_name(carousel.state)} = \mathrm{{diag}}({symbol(gate)}_k)$",
-            rf"every path $\|{every_path_name(carousel.state)}\|$, through the other states too",
+            rf"every path $\|{every_path_name(carousel.state)}\|$," "\nthrough the other states too",
             r"$\rho(\mathbf{A}_k)$",
         ),
         regime=words,

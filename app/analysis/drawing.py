@@ -78,18 +78,20 @@ def draw_norms(figure, table):
 
 
 def _loose(ax, table, measured):
-    """A note at the far end of the largest bound: how far above the measured norm it is."""
+    """A note in the panel's lower right corner, pointing at the far end of the largest bound: how far above the
+    measured norm it is."""
     row = max(table.rows, key=lambda r: (r[table.columns.index("upper_bound")], r[1]))
     bound, found = row[table.columns.index("upper_bound")], row[table.columns.index(measured)]
     if bound > 10 * found:
         ax.annotate(
             f"an upper bound, loose:\n{bound:.2g}, measured {found:.2g}",
             (row[1], bound),
-            xytext=(-6, -4),
-            textcoords="offset points",
+            xytext=(0.97, 0.04),
+            textcoords="axes fraction",
             ha="right",
-            va="top",
+            va="bottom",
             fontsize="x-small",
+            arrowprops=dict(arrowstyle="->", color="grey", linewidth=0.8),
         )
 
 
@@ -175,7 +177,8 @@ def draw_carousel(figure, table):
         label = f"{table.label('gate_bias')} = {bias:g}: {table.label('step_radius')} = {step:.3g}"
         colours.append(_handle(axes[0], label, color=f"C{n}"))
     for ax, column in zip(axes, measured, strict=True):
-        ax.set(yscale="log", xlabel=table.label("T-t"), title=table.label(column))
+        ax.set(yscale="log", xlabel=table.label("T-t"))
+        ax.set_title(table.label(column), fontsize="small")
     axes[0].set_ylabel("norm")
     _title(figure, "The constant error carousel", table)
     _legend(figure, colours, 1)
