@@ -18,34 +18,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bptt.app.analysis.clipping import clipping_table
-from bptt.app.analysis.jacobians import (
-    NoFlow,
-    diagonal_products,
-    state_gradients,
-    state_products,
-    step_jacobians,
-    step_values,
-)
-from bptt.app.analysis.regime import (
-    CAROUSEL_BIASES,
-    GATE_BIAS,
-    TARGET,
-    regime,
-    saturates,
-    state_deviation,
-    unsaturated_scale,
-)
+from bptt.app.analysis.jacobians import NoFlow, diagonal_products, state_gradients, state_products, step_values
+from bptt.app.analysis.regime import CAROUSEL_BIASES, GATE_BIAS, regime, saturates
+from bptt.app.analysis.runs import RADII, SIZE, deviation, jacobians_at, regime_words, setup
 from bptt.app.analysis.table import Table, symbol
-from bptt.app.verify.check import load_module
-from bptt.derive.direction import forward_only
 from bptt.derive.flow import gradient_flow
-from bptt.derive.models import ZOO
 from bptt.derive.nodes import T, t
 from bptt.documents.flow_document import direct_name, every_path_name
 
-SIZE = 8  # every size of the model (d, h, q, ...)
-RADII = (0.5, 1.0, 1.5)
-GROWS = 1.05  # a step Jacobian's spectral radius above which the default radii count as showing growth
+__all__ = ["CAROUSEL", "RADII", "SATURATED", "SIZE", "STEPS", "TABLES", "Analysis", "NoFlow"]
+__all__ += ["analyze", "deviation", "setup", "table_names"]  # setup and deviation: the regime tests'
+
 STEPS = 40
 TABLES = ("gradient_norms", "eigenvalues", "alignment", "clipping")  # the tables of every Analysis, in order
 SATURATED = "gradient_norms_saturated"  # after gradient_norms, for a cell that saturates with no scale given
@@ -68,27 +51,6 @@ class Analysis:
         if not found:
             raise ValueError(f"no table {name!r}; the tables are {', '.join(table.name for table in self.tables)}")
         return found[0]
-
-
-@dataclass(frozen=True)
-class Setup:
-    """What every run of one analysis shares."""
-
-    flow: object
-    module: object
-    base: dict  # the module's initial parameters
-    xs: object
-    ys: object
-    sizes: dict
-    recurrent: tuple  # the square recurrent matrices, scaled to each radius
-    regime: object
-    radii: tuple
-
-    def params(self, radius, gate_bias=GATE_BIAS):
-        return self.regime.params(self.base, self.recurrent, radius, gate_bias)
-
-    def cache(self, params):
-        return self.module._PASSES.output_gradient(params, self.xs, self.ys, (None,) * len(self.module.STATES))[2]
 
 
 def table_names(model, scale=None):
@@ -121,62 +83,6 @@ def alignment(matrix, x, steps):
         y = matrix @ y
         y = y / np.linalg.norm(y)
     return rows, ratio
-
-
-def setup(model, steps, seed, radii, scale):
-    """The Setup of an analysis; without a scale, one that keeps every state within regime.TARGET of its value at
-    zero input in every run, for a cell with an elementwise function (the linear cell keeps 1). Without radii,
-    RADII and, if the step Jacobian grows at none of them, the first of 2, 4, 8, 16 times the largest that does."""
-    forward_only(model, "the gradient-flow analysis")
-    flow = gradient_flow(model)
-    if not flow.states:
-        raise NoFlow(f"{model.name}: teacher forcing makes every state data, so no gradient flows between steps")
-    recurrent = tuple(p for p in flow.recurrent if p.shape[0] == p.shape[1])  # a radius needs a square matrix
-    if not recurrent:
-        raise NoFlow(f"{model.name}: no square matrix multiplies a state read at t-1, so there is no radius to scale")
-    module = load_module(model, from_zoo=not model.spec and model.name in ZOO)
-    sizes = {name: SIZE for name in module.SIZES}
-    rng = np.random.default_rng(seed)
-    base = module.init_params(rng, **sizes)
-    xs, ys = module.random_inputs(rng, steps, 1, **sizes)
-    found = _scaled(Setup(flow, module, base, xs, ys, sizes, recurrent, regime(flow, scale), radii or RADII), scale)
-    if radii is None and growth(found, max(RADII)) <= GROWS:
-        larger = [f * max(RADII) for f in (2, 4, 8, 16)]
-        found = _scaled(
-            replace(found, radii=RADII + (next((r for r in larger if growth(found, r) > GROWS), 16),)), scale
-        )
-    return found, rng
-
-
-def _scaled(found, scale):
-    if scale is None and saturates(found.flow.model):
-        return replace(found, regime=replace(found.regime, scale=unsaturated_scale(deviation(found, found.radii))))
-    return found
-
-
-def growth(found, radius):
-    """The spectral radius of the first step's Jacobian at the radius: its growth per step near zero input."""
-    return float(max(abs(np.linalg.eigvals(_jacobians(found, found.params(radius))[0]))))
-
-
-def regime_words(found, radii):
-    """The regime of the runs at the radii, in words."""
-    if not saturates(found.flow.model):
-        words = "linear"
-    else:
-        words = "nearly linear" if deviation(found, radii)(found.regime.scale) <= TARGET else "saturated"
-    return f"{words}, input scale {found.regime.scale:g}, spectral radius {', '.join(f'{r:g}' for r in radii)}"
-
-
-def deviation(found, radii):
-    """deviation(scale) of every run of the analysis: each radius, and the carousel's biases at the smallest."""
-    runs = [(radius, GATE_BIAS) for radius in radii]
-    runs += [(min(radii), bias) for bias in CAROUSEL_BIASES] if found.regime.carousel else []
-
-    def run(radius, bias):
-        return lambda scale: replace(found.regime, scale=scale).params(found.base, found.recurrent, radius, bias)
-
-    return state_deviation(found.module, found.flow, found.xs, found.ys, [run(*args) for args in runs])
 
 
 def analyze(model, steps=STEPS, seed=0, radii=None, g_max=None, scale=None, progress=None):
@@ -234,7 +140,7 @@ def _norm_rows(found, radius, tick):
     """Rows (radius, T - t, ||dL_T/ds_t||, ||ds_T/ds_t|| of each state, [bound]) for T - t = 1..T."""
     flow, steps, params = found.flow, len(found.xs), found.params(radius)
     gradients = state_gradients(found.module, params, found.xs, found.ys, flow.states, tick)
-    products = state_products(_jacobians(found, params))
+    products = state_products(jacobians_at(found, params))
     distances = list(range(1, steps + 1))
     bounds = bound_values(flow.bound, params, distances) if flow.bound else [None] * steps
     rows = []
@@ -243,11 +149,6 @@ def _norm_rows(found, radius, tick):
         norm = float(np.linalg.norm(gradients[steps - distance]))
         rows.append((radius, distance, norm, *blocks, *([bound] if flow.bound else [])))
     return rows
-
-
-def _jacobians(found, params):
-    cache = found.cache(params)
-    return step_jacobians(found.flow, found.module, params, found.xs, cache, found.sizes)
 
 
 def _diagonal_block_norms(flow, product, sizes):
@@ -328,7 +229,7 @@ def _carousel_table(found, radius):
         cache = found.cache(params)
         space = step_values(flow, found.module, params, found.xs, cache, found.sizes)
         path = diagonal_products(carousel.direct.vector, space, steps)
-        jacobians = _jacobians(found, params)
+        jacobians = jacobians_at(found, params)
         products, step = state_products(jacobians), float(max(abs(np.linalg.eigvals(jacobians[0]))))
         for distance in range(1, steps + 1):
             blocks = _diagonal_block_norms(flow, products[steps - distance], found.sizes)
