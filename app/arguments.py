@@ -190,9 +190,15 @@ def parser(runs):
     sub.add_argument(
         "--radius",
         type=radii,
-        default=analysis.RADII,
         metavar="r1,r2,...",
-        help="spectral radii to scale the recurrent weights to (default {})".format(",".join(map(str, analysis.RADII))),
+        help="spectral radii to scale the recurrent weights to (default {}, and a larger one where the gradient "
+        "grows if it grows at none of them)".format(",".join(map(str, analysis.RADII))),
+    )
+    sub.add_argument(
+        "--g-max",
+        type=positive_number,
+        metavar="G",
+        help="the clipping threshold g_max (default: between the smallest and the largest measured norm)",
     )
     sub.add_argument(
         "--scale",

@@ -207,12 +207,14 @@ def _padded_batch(args):
 def cmd_analyze(args):
     model = _model(args.model)
     if args.output is not None and writable_folder(args.output, "-o").is_dir():
-        plots.targets(args.output, analysis.table_names(model))  # the files it would replace: regular files, or none
+        plots.targets(
+            args.output, analysis.table_names(model, args.scale)
+        )  # the files it would replace: regular files, or none
     try:
         if args.output is not None:
             plots.require()  # before the measurements, not after
         bar = plots.ProgressBar(f"bptt analyze {model.name}", sys.stderr) if sys.stderr.isatty() else None
-        result = analysis.analyze(model, args.steps, args.seed, args.radius, scale=args.scale, progress=bar)
+        result = analysis.analyze(model, args.steps, args.seed, args.radius, args.g_max, args.scale, progress=bar)
     except (plots.MissingMatplotlib, analysis.NoFlow) as error:
         raise UsageError(str(error)) from error
     if args.csv:

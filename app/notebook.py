@@ -153,16 +153,19 @@ class Analysis:
         return f"<gradient-flow analysis of {self.analysis.model}: {', '.join(t.name for t in self.tables)}>"
 
 
-def analyze(model, steps=_analysis.STEPS, seed=0, radii=_analysis.RADII, theta=_analysis.THETA, scale=None):
+def analyze(model, steps=_analysis.STEPS, seed=0, radii=None, g_max=None, scale=None):
     """Measure gradient flow through a model (bptt.app.analysis.analyze.analyze), for display: steps a positive
-    integer, seed a non-negative one, radii one or more positive numbers, theta a positive number, scale
-    None (the cell kept nearly linear) or a positive number (1: the module's initialisation)."""
-    steps, seed, radii = _integer("steps", steps, 1), _integer("seed", seed, 0), _radii(radii)
-    for name, value in (("theta", theta), ("scale", 1 if scale is None else scale)):
-        if not _positive(value):
+    integer, seed a non-negative one, radii None (0.5, 1, 1.5 and a radius where the gradient grows) or one or more
+    positive numbers, g_max the clipping threshold (None: between the smallest and the largest measured norm) or a
+    positive number, scale None (the cell kept nearly linear, and input scale 1 too) or a positive number (1: the
+    module's initialisation)."""
+    steps, seed = _integer("steps", steps, 1), _integer("seed", seed, 0)
+    radii = None if radii is None else _radii(radii)
+    for name, value in (("g_max", g_max), ("scale", scale)):
+        if value is not None and not _positive(value):
             raise ValueError(f"{name} must be a positive number, got {value!r}")
-    scale = None if scale is None else float(scale)
-    return Analysis(_analysis.analyze(_model(model), steps, seed, radii, float(theta), scale))
+    g_max, scale = (None if value is None else float(value) for value in (g_max, scale))
+    return Analysis(_analysis.analyze(_model(model), steps, seed, radii, g_max, scale))
 
 
 class Exercises:

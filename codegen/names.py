@@ -37,8 +37,8 @@ API_FUNCTIONS = frozenset(
 )
 API_ARGUMENTS = frozenset(
     """
-    B T at cache check_finite checkpoints compile d_outputs device dtype grads init_rng lengths outputs params rng
-    theta truncate xs ys
+    B T at cache check_finite checkpoints compile d_outputs device dtype g_max grads init_rng lengths outputs params
+    rng truncate xs ys
     """.split()
 )
 API = API_FUNCTIONS | API_ARGUMENTS

@@ -33,11 +33,11 @@ class _Spec:
     calls: dict = field(default_factory=dict, repr=False)
 
 
-def _check_theta(theta):
+def _check_g_max(g_max):
     """clip_grads' threshold as a float: a positive number, else ValueError."""
-    if not (_is_number(theta) and theta > 0):
-        raise ValueError(f"theta must be a positive number, got {theta!r}")
-    return float(theta)
+    if not (_is_number(g_max) and g_max > 0):
+        raise ValueError(f"g_max must be a positive number, got {g_max!r}")
+    return float(g_max)
 
 
 def _check_lengths(T, B):

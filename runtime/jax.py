@@ -6,22 +6,22 @@ import jax
 import jax.numpy as jnp
 
 from bptt.runtime.common import (
+    _check_g_max,
     _check_param_keys,
     _check_shape,
-    _check_theta,
     _param_sizes,
     _params_dtype,
 )
 from bptt.runtime.options import _Truncation
 
 
-def clip_grads(grads, theta):
-    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all arrays (jit-compatible: a
-    traced theta is not checked)."""
-    if not isinstance(theta, jax.core.Tracer):
-        theta = _check_theta(theta)
+def clip_grads(grads, g_max):
+    """Rescale grads by min(1, g_max / ||g||), ||g|| the global norm over all arrays (jit-compatible: a
+    traced g_max is not checked)."""
+    if not isinstance(g_max, jax.core.Tracer):
+        g_max = _check_g_max(g_max)
     norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in grads.values()))
-    scale = jnp.where(norm > 0, jnp.minimum(1.0, theta / jnp.where(norm > 0, norm, 1.0)), 1.0)
+    scale = jnp.where(norm > 0, jnp.minimum(1.0, g_max / jnp.where(norm > 0, norm, 1.0)), 1.0)
     return {name: g * scale.astype(g.dtype) for name, g in grads.items()}
 
 

@@ -7,10 +7,10 @@ import math
 import numpy as np
 
 from bptt.runtime.common import (
+    _check_g_max,
     _check_param_keys,
     _check_shape,
     _check_sizes,
-    _check_theta,
     _extent,
     _param_sizes,
     _params_dtype,
@@ -19,11 +19,11 @@ from bptt.runtime.common import (
 from bptt.runtime.options import _Truncation
 
 
-def clip_grads(grads, theta):
-    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all arrays."""
-    theta = _check_theta(theta)
+def clip_grads(grads, g_max):
+    """Rescale grads by min(1, g_max / ||g||), ||g|| the global norm over all arrays."""
+    g_max = _check_g_max(g_max)
     norm = np.sqrt(sum(float(np.sum(np.square(g))) for g in grads.values()))
-    scale = min(1.0, theta / norm) if norm > 0 else 1.0
+    scale = min(1.0, g_max / norm) if norm > 0 else 1.0
     return {name: g * np.asarray(scale, dtype=g.dtype) for name, g in grads.items()}
 
 

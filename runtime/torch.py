@@ -7,9 +7,9 @@ import math
 import torch
 
 from bptt.runtime.common import (
+    _check_g_max,
     _check_param_keys,
     _check_shape,
-    _check_theta,
     _dtype_name,
     _param_sizes,
     _params_dtype,
@@ -18,11 +18,11 @@ from bptt.runtime.common import (
 from bptt.runtime.options import _Truncation
 
 
-def clip_grads(grads, theta):
-    """Rescale grads by min(1, theta / ||g||), ||g|| the global norm over all tensors (no host sync)."""
-    theta = _check_theta(theta)
+def clip_grads(grads, g_max):
+    """Rescale grads by min(1, g_max / ||g||), ||g|| the global norm over all tensors (no host sync)."""
+    g_max = _check_g_max(g_max)
     norm = torch.sqrt(sum(g.double().square().sum() for g in grads.values()))
-    scale = torch.clamp(theta / norm, max=1.0)  # theta / 0 = inf: scale 1
+    scale = torch.clamp(g_max / norm, max=1.0)  # g_max / 0 = inf: scale 1
     return {name: g * scale.to(g.dtype) for name, g in grads.items()}
 
 

@@ -1,10 +1,12 @@
 """Measure gradient flow through time with a model's generated module and its derived Jacobians.
 
-On one random sequence (batch 1), with the recurrent weights scaled to several spectral radii, in a regime where
-the cell's activations stay nearly linear (app/analysis/regime.py):
+On one random sequence (batch 1), with the recurrent weights scaled to several spectral radii (by default 0.5, 1,
+1.5 and, if the gradient grows at none of them, a larger one where it does), in a regime where the cell's
+activations stay nearly linear (app/analysis/regime.py):
 - ||dL_T/ds_t|| and ||ds_T/ds_t|| for each state against T - t (app/analysis/jacobians.py), and the upper bound
-  (gamma sigma_max(W))^(T-t) where the Jacobian has that form;
-- the eigenvalues of the recurrent matrices; the gradient's norm before and after clipping;
+  (gamma sigma_max(W))^(T-t) where the Jacobian has that form; for a cell that saturates, the same at input scale 1
+  (the module's own initialisation) too;
+- the eigenvalues of the recurrent matrices; the gradient's norm before and after clipping at g_max;
 - d2l's exercise: |cos(M^k x, v_1)| for the symmetric part M of the first recurrent matrix;
 - for a cell with a constant error carousel (the LSTM's c_t = f_t * c_{t-1} + ...): ||dc_T/dc_t|| and the
   carousel's own product of diag(f_k), with the gate's bias at 0, 1 and 5.
@@ -15,26 +17,21 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bptt.app.analysis.jacobians import (
-    NoFlow,
-    diagonal_products,
-    state_gradients,
-    state_products,
-    step_jacobians,
-    step_values,
-)
-from bptt.app.analysis.regime import CAROUSEL_BIASES, GATE_BIAS, regime, saturates, state_deviation, unsaturated_scale
+from bptt.app.analysis.clipping import clipping_table
+from bptt.app.analysis.jacobians import NoFlow, diagonal_products, state_gradients, state_products, step_values
+from bptt.app.analysis.regime import CAROUSEL_BIASES, GATE_BIAS, regime, saturates
+from bptt.app.analysis.runs import RADII, SIZE, deviation, jacobians_at, regime_words, setup
 from bptt.app.analysis.table import Table, symbol
-from bptt.app.verify.check import load_module
-from bptt.derive.direction import forward_only
 from bptt.derive.flow import gradient_flow
-from bptt.derive.models import ZOO
+from bptt.derive.nodes import T, t
+from bptt.documents.flow_document import direct_name, every_path_name
 
-SIZE = 8  # every size of the model (d, h, q, ...)
-RADII = (0.5, 1.0, 1.5)
+__all__ = ["CAROUSEL", "RADII", "SATURATED", "SIZE", "STEPS", "TABLES", "Analysis", "NoFlow"]
+__all__ += ["analyze", "deviation", "setup", "table_names"]  # setup and deviation: the regime tests'
+
 STEPS = 40
-THETA = 1.0  # the clipping threshold
 TABLES = ("gradient_norms", "eigenvalues", "alignment", "clipping")  # the tables of every Analysis, in order
+SATURATED = "gradient_norms_saturated"  # after gradient_norms, for a cell that saturates with no scale given
 CAROUSEL = "carousel"  # the fifth table, for a cell with a constant error carousel
 
 
@@ -44,7 +41,7 @@ class Analysis:
     steps: int
     seed: int
     radii: tuple
-    theta: float
+    g_max: float  # the clipping threshold (the documents' g_max)
     scale: float  # the factor on the cell's input weights and biases (regime.py)
     tables: tuple
 
@@ -56,30 +53,11 @@ class Analysis:
         return found[0]
 
 
-@dataclass(frozen=True)
-class Setup:
-    """What every run of one analysis shares."""
-
-    flow: object
-    module: object
-    base: dict  # the module's initial parameters
-    xs: object
-    ys: object
-    sizes: dict
-    recurrent: tuple  # the square recurrent matrices, scaled to each radius
-    regime: object
-
-    def params(self, radius, gate_bias=GATE_BIAS):
-        return self.regime.params(self.base, self.recurrent, radius, gate_bias)
-
-    def cache(self, params):
-        return self.module._PASSES.output_gradient(params, self.xs, self.ys, (None,) * len(self.module.STATES))[2]
-
-
-def table_names(model):
+def table_names(model, scale=None):
     """The tables an analysis of the model writes, in order."""
     plan = regime(gradient_flow(model))
-    return TABLES + ((CAROUSEL,) if plan.carousel else ())
+    names = TABLES[:1] + ((SATURATED,) if scale is None and saturates(model) else ()) + TABLES[1:]
+    return names + ((CAROUSEL,) if plan.carousel else ())
 
 
 def bound_values(bound, params, distances):
@@ -107,92 +85,62 @@ def alignment(matrix, x, steps):
     return rows, ratio
 
 
-def global_norm(grads):
-    return math.sqrt(sum(float(np.sum(g**2)) for g in grads.values()))
-
-
-def setup(model, steps, seed, radii, scale):
-    """The Setup of an analysis; without a scale, one that keeps every state within regime.TARGET of its value at
-    zero input in every run, for a cell with an elementwise function (the linear cell keeps 1)."""
-    forward_only(model, "the gradient-flow analysis")
-    flow = gradient_flow(model)
-    if not flow.states:
-        raise NoFlow(f"{model.name}: teacher forcing makes every state data, so no gradient flows between steps")
-    recurrent = tuple(p for p in flow.recurrent if p.shape[0] == p.shape[1])  # a radius needs a square matrix
-    if not recurrent:
-        raise NoFlow(f"{model.name}: no square matrix multiplies a state read at t-1, so there is no radius to scale")
-    module = load_module(model, from_zoo=not model.spec and model.name in ZOO)
-    sizes = {name: SIZE for name in module.SIZES}
-    rng = np.random.default_rng(seed)
-    base = module.init_params(rng, **sizes)
-    xs, ys = module.random_inputs(rng, steps, 1, **sizes)
-    found = Setup(flow, module, base, xs, ys, sizes, recurrent, regime(flow, scale))
-    if scale is None and saturates(model):
-        found = replace(found, regime=replace(found.regime, scale=unsaturated_scale(deviation(found, radii))))
-    return found, rng
-
-
-def deviation(found, radii):
-    """deviation(scale) of every run of the analysis: each radius, and the carousel's biases at the smallest."""
-    runs = [(radius, GATE_BIAS) for radius in radii]
-    runs += [(min(radii), bias) for bias in CAROUSEL_BIASES] if found.regime.carousel else []
-
-    def run(radius, bias):
-        return lambda scale: replace(found.regime, scale=scale).params(found.base, found.recurrent, radius, bias)
-
-    return state_deviation(found.module, found.flow, found.xs, found.ys, [run(*args) for args in runs])
-
-
-def analyze(model, steps=STEPS, seed=0, radii=RADII, theta=THETA, scale=None, progress=None):
-    """The Analysis of a model: a table per plot. scale multiplies the cell's input weights and biases (None: small
-    enough that the activations stay nearly linear). progress(done, total) is called as the runs go."""
-    found, rng = setup(model, steps, seed, radii, scale)
-    ticks = iter(range(1, len(radii) * steps + 1))
+def analyze(model, steps=STEPS, seed=0, radii=None, g_max=None, scale=None, progress=None):
+    """The Analysis of a model: a table per plot. radii None: RADII and a radius where the gradient grows (setup).
+    g_max the clipping threshold (None: between the smallest and the largest measured norm). scale multiplies the
+    cell's input weights and biases (None: small enough that the activations stay nearly linear, and input scale 1
+    too for a cell that saturates). progress(done, total) is called as the runs go."""
+    found, rng = setup(model, steps, seed, None if radii is None else tuple(radii), scale)
+    radii = found.radii
+    saturated = replace(found, regime=replace(found.regime, scale=1.0))
+    regimes = [found] + ([saturated] if scale is None and saturates(model) else [])
+    total = len(regimes) * len(radii) * steps
+    ticks = iter(range(1, total + 1))
 
     def tick():
         done = next(ticks)
         if progress:
-            progress(done, len(radii) * steps)
+            progress(done, total)
 
-    norms, eigen, clipping = [], [], []
+    words = regime_words(found, radii)
+    norms = [
+        _norm_table(each, [row for radius in radii for row in _norm_rows(each, radius, tick)], name)
+        for each, name in zip(regimes, ("gradient_norms", SATURATED), strict=False)
+    ]
+    eigen, gradients = [], {}
     for radius in radii:
         params = found.params(radius)
-        norms += _norm_rows(found, params, radius, tick)
         for p in found.recurrent:
             for value in sorted(np.linalg.eigvals(params[p.name]), key=lambda v: (-abs(v), v.real, v.imag)):
                 eigen.append((radius, p.name, float(value.real), float(value.imag), float(abs(value))))
-        _, grads = found.module.loss_and_grads(params, found.xs, found.ys)
-        clipping.append((radius, global_norm(grads), global_norm(found.module.clip_grads(grads, theta)), theta))
+        gradients[radius] = found.module.loss_and_grads(params, found.xs, found.ys)[1]
     name = found.recurrent[0].name
     symmetric = (found.base[name] + found.base[name].T) / 2
     aligned, ratio = alignment(symmetric, rng.standard_normal(symmetric.shape[0]), steps)
+    top = float(max(abs(np.linalg.eigvalsh(symmetric))))
+    clipping = clipping_table(found.module, gradients, g_max, words)
     tables = (
-        _norm_table(found, norms, radii),
+        *norms,
         Table(
             "eigenvalues",
-            "Eigenvalues of the recurrent matrices",
+            f"Eigenvalues of the recurrent matrices ({words})",
             ("radius", "matrix", "re", "im", "abs"),
             eigen,
             ("radius", "matrix", r"$\mathrm{Re}\,\lambda$", r"$\mathrm{Im}\,\lambda$", r"$|\lambda|$"),
+            regime=words,
         ),
-        _alignment_table(name, ratio, aligned),
-        Table(
-            "clipping",
-            f"Global gradient norm before and after clipping at g_max = {theta:g}",
-            ("radius", "norm", "clipped", "theta"),
-            clipping,
-            ("spectral radius", "before clipping", "after clipping", r"threshold $g_{\max}$"),
-        ),
+        _alignment_table(name, ratio, aligned, f"no input, M from the initial {name}, spectral radius {top:.3g}"),
+        clipping,
     )
     tables += (_carousel_table(found, min(radii)),) if found.regime.carousel else ()
-    return Analysis(model.name, steps, seed, tuple(radii), theta, found.regime.scale, tables)
+    return Analysis(model.name, steps, seed, tuple(radii), clipping.rows[0][3], found.regime.scale, tables)
 
 
-def _norm_rows(found, params, radius, tick):
+def _norm_rows(found, radius, tick):
     """Rows (radius, T - t, ||dL_T/ds_t||, ||ds_T/ds_t|| of each state, [bound]) for T - t = 1..T."""
-    flow, steps = found.flow, len(found.xs)
+    flow, steps, params = found.flow, len(found.xs), found.params(radius)
     gradients = state_gradients(found.module, params, found.xs, found.ys, flow.states, tick)
-    products = state_products(_jacobians(found, params))
+    products = state_products(jacobians_at(found, params))
     distances = list(range(1, steps + 1))
     bounds = bound_values(flow.bound, params, distances) if flow.bound else [None] * steps
     rows = []
@@ -201,11 +149,6 @@ def _norm_rows(found, params, radius, tick):
         norm = float(np.linalg.norm(gradients[steps - distance]))
         rows.append((radius, distance, norm, *blocks, *([bound] if flow.bound else [])))
     return rows
-
-
-def _jacobians(found, params):
-    cache = found.cache(params)
-    return step_jacobians(found.flow, found.module, params, found.xs, cache, found.sizes)
 
 
 def _diagonal_block_norms(flow, product, sizes):
@@ -218,18 +161,16 @@ def _diagonal_block_norms(flow, product, sizes):
     return out
 
 
-def _regime_note(found, gate=True):
-    """How the runs differ from the module's initialisation, in words (the gate's bias too); empty if they do not."""
+def _regime_note(found):
+    """The gate's bias the runs set, in words; empty if they set none (regime_words gives the input scale)."""
     plan, notes = found.regime, []
-    if plan.scaled and plan.scale != 1:
-        notes.append(f"input weights and biases times {plan.scale:g}")
-    if plan.biases and gate:
+    if plan.biases:
         notes.append(f"the bias of {plan.carousel.direct.vector.name} at {GATE_BIAS:g}")
     return f" ({'; '.join(notes)})" if notes else ""
 
 
-def _norm_table(found, rows, radii):
-    flow = found.flow
+def _norm_table(found, rows, table_name):
+    flow, radii, words = found.flow, found.radii, regime_words(found, found.radii)
     names = [s.name for s in flow.states]
     if len(names) == 1:
         gradient, label = f"|dL_T/d{names[0]}_t|", rf"$\|\partial L_T/\partial {symbol(names[0])}_t\|$"
@@ -238,13 +179,13 @@ def _norm_table(found, rows, radii):
         label = rf"$\|\partial L_T/\partial({','.join(f'{symbol(n)}_t' for n in names)})\|$"
     columns = ("radius", "T-t", gradient, *(f"|d{n}_T/d{n}_t|" for n in names))
     labels = ("radius", "$T-t$", label, *(rf"$\|\partial {symbol(n)}_T/\partial {symbol(n)}_t\|$" for n in names))
-    title = f"Gradient norms against the distance T - t{_regime_note(found)}"
+    title = f"Gradient norms against the distance T - t, {words}{_regime_note(found)}"
     if flow.bound:
         columns += ("upper_bound",)
         weights = r"\,".join(rf"\sigma_{{\max}}({symbol(w.name)})" for w in flow.bound.matrices)
         labels += (rf"upper bound $(\gamma\,{weights})^{{T-t}}$, $\gamma = {flow.bound.gamma}$",)
         title += _looseness(found, radii)
-    return Table("gradient_norms", title, columns, rows, labels)
+    return Table(table_name, title, columns, rows, labels, regime=words)
 
 
 def _looseness(found, radii):
@@ -258,11 +199,11 @@ def _looseness(found, radii):
     return "; the upper bound uses " + "; ".join(parts)
 
 
-def _alignment_table(name, ratio, rows):
+def _alignment_table(name, ratio, rows, words):
     m = r"\mathbf{M}"
     return Table(
         "alignment",
-        f"|cos(M^k x, v1)| for M = ({name} + {name}^T)/2, |lambda2/lambda1| = {ratio:.4g}",
+        f"|cos(M^k x, v1)| for M = ({name} + {name}^T)/2, |lambda2/lambda1| = {ratio:.4g} ({words})",
         ("k", "cos", "tan", "upper_bound"),
         rows,
         (
@@ -271,11 +212,15 @@ def _alignment_table(name, ratio, rows):
             rf"$\tan\angle({m}^k \mathbf{{x}}, \mathbf{{v}}_1)$",
             r"upper bound $(|\lambda_2|/|\lambda_1|)^k \tan\angle(\mathbf{x}, \mathbf{v}_1)$",
         ),
+        regime=words,
     )
 
 
 def _carousel_table(found, radius):
-    """Rows (gate bias, T - t, ||prod diag(f_k)||, ||dc_T/dc_t||) at the radius, for each of CAROUSEL_BIASES."""
+    """Rows (gate bias, T - t, ||D_T ... D_{t+1}||, ||Phi_{T,t}||, rho(A_1)) at the radius, for each of
+    CAROUSEL_BIASES: D_k = diag(f_k) the state's direct Jacobian, Phi_{T,t} its block of the product of the step
+    Jacobians A_k (every path, through the other states too), and rho(A_1) the first step's spectral radius, by
+    which every path grows (or shrinks) per step: above 1 where f_k is near 1 and the other states feed back."""
     flow, carousel, steps = found.flow, found.regime.carousel, len(found.xs)
     index = flow.states.index(carousel.state)
     rows = []
@@ -284,21 +229,27 @@ def _carousel_table(found, radius):
         cache = found.cache(params)
         space = step_values(flow, found.module, params, found.xs, cache, found.sizes)
         path = diagonal_products(carousel.direct.vector, space, steps)
-        products = state_products(_jacobians(found, params))
+        jacobians = jacobians_at(found, params)
+        products, step = state_products(jacobians), float(max(abs(np.linalg.eigvals(jacobians[0]))))
         for distance in range(1, steps + 1):
             blocks = _diagonal_block_norms(flow, products[steps - distance], found.sizes)
-            rows.append((bias, distance, path[steps - distance], blocks[index]))
+            rows.append((bias, distance, path[steps - distance], blocks[index], step))
     gate, state = carousel.direct.vector.name, carousel.state.name
+    words = regime_words(found, (radius,))
     return Table(
         CAROUSEL,
         f"The constant error carousel through {state}: the biases of {gate} summing to "
-        f"{', '.join(f'{b:g}' for b in CAROUSEL_BIASES)}, at radius {radius:g}{_regime_note(found, gate=False)}",
-        ("gate_bias", "T-t", f"prod {gate}_k", f"|d{state}_T/d{state}_t|"),
+        f"{', '.join(f'{b:g}' for b in CAROUSEL_BIASES)} ({words})",
+        ("gate_bias", "T-t", f"prod {gate}_k", f"|d{state}_T/d{state}_t|", "step_radius"),
         rows,
         (
-            f"$b_{{{gate}}}$",
+            "$" + " + ".join(f"b_{{{name.partition('_')[2]}}}" for name in found.regime.biases) + "$",
             "$T-t$",
-            rf"the carousel $\|\mathrm{{diag}}({symbol(gate)}_T) \cdots \mathrm{{diag}}({symbol(gate)}_{{t+1}})\|$",
-            rf"every path $\|\boldsymbol{{\Phi}}^{{{state}}}_{{T,t}}\|$",
+            rf"the carousel $\|{direct_name(carousel.state, T)} \cdots {direct_name(carousel.state, t + 1)}\|$,"
+            "\n"
+            rf"${direct_name(carousel.state)} = \mathrm{{diag}}({symbol(gate)}_k)$",
+            rf"every path $\|{every_path_name(carousel.state)}\|$," "\nthrough the other states too",
+            r"$\rho(\mathbf{A}_k)$",
         ),
+        regime=words,
     )

@@ -1,5 +1,6 @@
-"""One plot per table of an Analysis, drawn on a matplotlib Axes: titles in words, the columns' mathtext labels,
-a legend entry for every colour, line style and marker.
+"""One plot per table of an Analysis, drawn on a matplotlib Figure (or SubFigure) in one or more panels: a title in
+words over the regime of its runs, the columns' mathtext labels, one legend below the panels (covering no curve)
+with an entry for every colour, line style and marker.
 
 Each plotted artist carries a gid naming the table's columns it shows, `table<TAB>x<TAB>y<TAB>column=value;...`
 (the rows it takes: all when no condition is given), so that the data behind a plot can be read back and
@@ -33,10 +34,14 @@ def _values(table, column):
     return list(dict.fromkeys(table.column(column)))
 
 
-def _two_legends(ax, colours, styles, places=("upper left", "lower left")):
-    """A legend of the colours (what each colour is) and beside it one of the line styles (what each line is)."""
-    ax.add_artist(ax.legend(handles=colours, fontsize="x-small", loc=places[0]))
-    ax.legend(handles=styles, fontsize="x-small", loc=places[1])
+def _legend(figure, handles, columns=3):
+    """One legend below the figure's panels, outside every axes, so that it covers no curve."""
+    figure.legend(handles=handles, loc="outside lower center", ncols=columns, fontsize="x-small")
+
+
+def _title(figure, words, table):
+    """What the plot shows, over the regime of its runs."""
+    figure.suptitle(f"{words}\n{table.regime}", fontsize="medium")
 
 
 def _handle(ax, label, **style):
@@ -45,58 +50,60 @@ def _handle(ax, label, **style):
     return line
 
 
-def _curves(ax, table, group, columns):
-    """Each column against T - t, a colour per value of the group column; the (colour, style) legend handles."""
-    colours, styles = [], []
-    for n, value in enumerate(_values(table, group)):
-        rows = _rows_where(table, group, value)
-        for column, style in zip(columns, STYLES, strict=False):
-            xs, ys = _series(table, rows, "T-t", column)
-            ax.plot(xs, ys, linestyle=style, color=f"C{n}", gid=gid(table, "T-t", column, **{group: value}))
-        colours.append(_handle(ax, f"{table.label(group)} = {value:g}", color=f"C{n}"))
-    for column, style in zip(columns, STYLES, strict=False):
-        styles.append(_handle(ax, table.label(column), color="black", linestyle=style))
-    return colours, styles
-
-
-def draw_norms(ax, table):
-    """The gradient and the Jacobian products against T - t, a colour per radius, and the upper bound over them."""
-    measured = [c for c in table.columns if c not in ("radius", "T-t", "upper_bound")]
-    colours, styles = _curves(ax, table, "radius", measured)
+def draw_norms(figure, table):
+    """A column of panels per radius: above, the gradient against T - t; below, the Jacobian products and the
+    upper bound over them (a gradient tracks the product it is made of, so on one axes it would hide it). A colour
+    and line style per column; the panels share their axes, so that the radii compare."""
+    gradient, *products = [c for c in table.columns if c not in ("radius", "T-t", "upper_bound")]
+    rows = [[gradient], products + [c for c in ("upper_bound",) if c in table.columns]]
+    radii = _values(table, "radius")
+    axes = figure.subplots(2, len(radii), sharex=True, sharey=True, squeeze=False)
+    styles = {c: dict(color=f"C{n}", linestyle=STYLES[n % 4]) for n, c in enumerate([gradient, *products])}
+    styles["upper_bound"] = dict(color="black", **BOUND)
+    for n, radius in enumerate(radii):
+        for ax, columns in zip(axes[:, n], rows, strict=True):
+            for column in columns:
+                xs, ys = _series(table, _rows_where(table, "radius", radius), "T-t", column)
+                ax.plot(xs, ys, gid=gid(table, "T-t", column, radius=radius), **styles[column])
+            ax.set(yscale="log")
+        axes[0, n].set_title(f"spectral radius {radius:g}")
+        axes[1, n].set_xlabel(table.label("T-t"))
+    axes[0, 0].set_ylabel("gradient norm")
+    axes[1, 0].set_ylabel("Jacobian norm")
+    handles = [_handle(axes[0, 0], table.label(c), **styles[c]) for c in [gradient, *rows[1]]]
     if "upper_bound" in table.columns:
-        for n, radius in enumerate(_values(table, "radius")):
-            xs, ys = _series(table, _rows_where(table, "radius", radius), "T-t", "upper_bound")
-            ax.plot(xs, ys, color=f"C{n}", gid=gid(table, "T-t", "upper_bound", radius=radius), **BOUND)
-        styles.append(_handle(ax, table.label("upper_bound"), color="black", **BOUND))
-        _loose(ax, table, measured[-1])
-    ax.set(yscale="log", xlabel=table.label("T-t"), ylabel="norm", title="Gradient flow back from the last step")
-    _two_legends(ax, colours, styles)
+        _loose(axes[1, radii.index(max(radii))], table, products[-1])
+    _title(figure, "Gradient flow back from the last step", table)
+    _legend(figure, handles, 2)
 
 
 def _loose(ax, table, measured):
-    """A note at the far end of the largest bound: how far above the measured norm it is."""
+    """A note in the panel's lower right corner, pointing at the far end of the largest bound: how far above the
+    measured norm it is."""
     row = max(table.rows, key=lambda r: (r[table.columns.index("upper_bound")], r[1]))
     bound, found = row[table.columns.index("upper_bound")], row[table.columns.index(measured)]
     if bound > 10 * found:
         ax.annotate(
             f"an upper bound, loose:\n{bound:.2g}, measured {found:.2g}",
             (row[1], bound),
-            xytext=(-6, -4),
-            textcoords="offset points",
+            xytext=(0.97, 0.04),
+            textcoords="axes fraction",
             ha="right",
-            va="top",
+            va="bottom",
             fontsize="x-small",
+            arrowprops=dict(arrowstyle="->", color="grey", linewidth=0.8),
         )
 
 
-def draw_eigenvalues(ax, table):
-    """The eigenvalues in the complex plane, a colour per radius, a marker per matrix, and the unit circle."""
+def draw_eigenvalues(figure, table):
+    """A panel per recurrent matrix: its eigenvalues in the complex plane, a colour per radius, and the unit
+    circle."""
     angles = np.linspace(0, 2 * np.pi, 361)
-    circle = ax.plot(np.cos(angles), np.sin(angles), color="grey", linewidth=0.8, label="unit circle")[0]
     matrices = _values(table, "matrix")
-    colours = []
-    for n, radius in enumerate(_values(table, "radius")):
-        for m, matrix in enumerate(matrices):
+    axes = figure.subplots(1, len(matrices), sharex=True, sharey=True, squeeze=False).ravel()
+    for m, (ax, matrix) in enumerate(zip(axes, matrices, strict=True)):
+        circle = ax.plot(np.cos(angles), np.sin(angles), color="grey", linewidth=0.8, label="unit circle")[0]
+        for n, radius in enumerate(_values(table, "radius")):
             rows = [row for row in _rows_where(table, "radius", radius) if row[1] == matrix]
             xs, ys = _series(table, rows, "re", "im")
             ax.scatter(
@@ -107,32 +114,34 @@ def draw_eigenvalues(ax, table):
                 s=18,
                 gid=gid(table, "re", "im", radius=radius, matrix=matrix),
             )
-        colours.append(_handle(ax, f"spectral radius {radius:g}", color=f"C{n}", marker="o", linestyle=""))
-    markers = [
-        _handle(ax, f"eigenvalues of ${symbol(matrix)}$", color="grey", marker=MARKERS[m % 8], linestyle="")
-        for m, matrix in enumerate(matrices)
+        ax.set(aspect="equal", adjustable="box", xlabel=table.label("re"), title=f"${symbol(matrix)}$")
+    axes[0].set_ylabel(table.label("im"))
+    colours = [
+        _handle(axes[0], f"spectral radius {radius:g}", color=f"C{n}", marker="o", linestyle="")
+        for n, radius in enumerate(_values(table, "radius"))
     ]
-    ax.set(aspect="equal", adjustable="datalim", xlabel=table.label("re"), ylabel=table.label("im"))
-    ax.set_title("Eigenvalues of the recurrent matrices")
-    _two_legends(ax, colours, [*markers, circle], ("upper left", "upper right"))
+    _title(figure, "Eigenvalues of each recurrent matrix", table)
+    _legend(figure, [*colours, circle], len(colours) + 1)
 
 
-def draw_alignment(ax, table):
+def draw_alignment(figure, table):
     """|cos(M^k x, v1)| against k, and on a log axis the tangent of the angle under its upper bound."""
+    ax = figure.subplots()
     xs, ys = _series(table, table.rows, "k", "cos")
     lines = ax.plot(xs, ys, "-", color="C0", label=table.label("cos"), gid=gid(table, "k", "cos"))
     ax.set(ylim=(0, 1.05), xlabel=table.label("k"), ylabel=table.label("cos"))
-    ax.set_title("Powers of a matrix turn a vector toward its top eigenvector")
     twin = ax.twinx()
     for column, style in (("tan", dict(linestyle="--")), ("upper_bound", BOUND)):
         xs, ys = _series(table, table.rows, "k", column)
         lines += twin.plot(xs, ys, color="C1", label=table.label(column), gid=gid(table, "k", column), **style)
     twin.set(yscale="log", ylabel=table.label("tan"))
-    ax.legend(handles=lines, loc="best", fontsize="x-small")
+    _title(figure, "Powers of a matrix turn a vector toward its top eigenvector", table)
+    _legend(figure, lines, 1)
 
 
-def draw_clipping(ax, table):
+def draw_clipping(figure, table):
     """The gradient's global norm before and after clipping for each radius, with the threshold."""
+    ax = figure.subplots()
     positions = range(len(table.rows))
     for offset, column in ((-0.2, "norm"), (0.2, "clipped")):
         heights = table.column(column)
@@ -143,25 +152,41 @@ def draw_clipping(ax, table):
             label=table.label(column),
             gid=gid(table, "radius", column),
         )
-    theta = table.column("theta")[0]
+    g_max = table.column("g_max")[0]
     ax.axhline(
-        theta, color="grey", linestyle=":", label=f"{table.label('theta')} = {theta:g}", gid=gid(table, "", "theta")
+        g_max, color="grey", linestyle=":", label=f"{table.label('g_max')} = {g_max:.3g}", gid=gid(table, "", "g_max")
     )
     ax.set_xticks(list(positions), [f"{r:g}" for r in table.column("radius")])
-    ax.set(yscale="log", xlabel=table.label("radius"), ylabel="global gradient norm", title="Gradient clipping")
-    ax.legend(fontsize="x-small")
+    ax.set(yscale="log", xlabel=table.label("radius"), ylabel="global gradient norm")
+    _title(figure, "Gradient clipping: a norm above the threshold is cut to it, one below is left alone", table)
+    _legend(figure, ax.get_legend_handles_labels()[0], 3)
 
 
-def draw_carousel(ax, table):
-    """The carousel's own product and every path's Jacobian against T - t, a colour per gate bias."""
-    measured = [c for c in table.columns if c not in ("gate_bias", "T-t")]
-    colours, styles = _curves(ax, table, "gate_bias", measured)
-    ax.set(yscale="log", xlabel=table.label("T-t"), ylabel="norm", title="The constant error carousel")
-    _two_legends(ax, colours, styles)
+def draw_carousel(figure, table):
+    """The carousel's own product (left) and every path's block (right) against T - t, a colour per gate bias, the
+    step Jacobian's spectral radius beside each bias: every path grows where it is above 1."""
+    measured = [c for c in table.columns if c not in ("gate_bias", "T-t", "step_radius")]
+    axes = figure.subplots(1, len(measured), sharex=True, sharey=True, squeeze=False).ravel()
+    colours = []
+    for n, bias in enumerate(_values(table, "gate_bias")):
+        rows = _rows_where(table, "gate_bias", bias)
+        for ax, column in zip(axes, measured, strict=True):
+            xs, ys = _series(table, rows, "T-t", column)
+            ax.plot(xs, ys, color=f"C{n}", gid=gid(table, "T-t", column, gate_bias=bias))
+        step = rows[0][table.columns.index("step_radius")]
+        label = f"{table.label('gate_bias')} = {bias:g}: {table.label('step_radius')} = {step:.3g}"
+        colours.append(_handle(axes[0], label, color=f"C{n}"))
+    for ax, column in zip(axes, measured, strict=True):
+        ax.set(yscale="log", xlabel=table.label("T-t"))
+        ax.set_title(table.label(column), fontsize="small")
+    axes[0].set_ylabel("norm")
+    _title(figure, "The constant error carousel", table)
+    _legend(figure, colours, 1)
 
 
 DRAW = {
     "gradient_norms": draw_norms,
+    "gradient_norms_saturated": draw_norms,
     "eigenvalues": draw_eigenvalues,
     "alignment": draw_alignment,
     "clipping": draw_clipping,

@@ -10,7 +10,8 @@ from bptt.app.files import output_target, write_atomic
 
 MISSING = "the plots need matplotlib, which is not installed: pip install 'bptt[plots]'"
 SIZE, DPI = (6.4, 4.8), 100  # one plot: 640 x 480 pixels
-OVERVIEW = (11.0, 4.0), 80  # a row of two plots in the overview: 880 x 320 pixels
+TALL = 7.2  # a plot of two rows of panels: 720 pixels high
+OVERVIEW = (14.0, 5.0), 80  # a row of two plots in the overview: 1120 x 400 pixels
 
 
 class ProgressBar:
@@ -34,13 +35,12 @@ class MissingMatplotlib(RuntimeError):
     """matplotlib is not installed; the message names the extra that brings it."""
 
 
-def _figure(size, dpi, panels=(1, 1)):
+def _figure(size, dpi):
     try:
         from matplotlib.figure import Figure  # no pyplot: nothing global changes (a notebook keeps its backend)
     except ImportError as error:
         raise MissingMatplotlib(MISSING) from error
-    figure = Figure(figsize=size, dpi=dpi, layout="constrained")
-    return figure, figure.subplots(*panels, squeeze=False).ravel()
+    return Figure(figsize=size, dpi=dpi, layout="constrained")
 
 
 def require():
@@ -48,13 +48,22 @@ def require():
     _figure(SIZE, DPI)
 
 
+def panels(table):
+    """How many panels a table's plot has side by side: one per radius or per matrix, else one."""
+    column = {"eigenvalues": "matrix"}.get(table.name, "radius" if table.name.startswith("gradient_norms") else None)
+    return len(dict.fromkeys(table.column(column))) if column else 1
+
+
 def figures(analysis):
-    """{table name: a Figure of its plot}."""
+    """{table name: a Figure of its plot}, 640 x 480 pixels for up to two panels side by side, wider for more, and
+    taller for two rows."""
     out = {}
     for table in analysis.tables:
-        figure, (ax,) = _figure(SIZE, DPI)
-        DRAW[table.name](ax, table)
+        width, height = SIZE
+        height = TALL if table.name.startswith("gradient_norms") else height  # two rows of panels
+        figure = _figure((width * max(1, panels(table) / 2), height), DPI)
         figure.suptitle(f"{analysis.model}: T = {analysis.steps}, seed {analysis.seed}", fontsize="small")
+        DRAW[table.name](figure.subfigures(), table)
         out[table.name] = figure
     return out
 
@@ -63,11 +72,10 @@ def overview(analysis):
     """Every plot in one Figure, two to a row."""
     rows = (len(analysis.tables) + 1) // 2
     (width, height), dpi = OVERVIEW
-    figure, axes = _figure((width, height * rows), dpi, panels=(rows, 2))
-    for ax, table in zip(axes, analysis.tables, strict=False):
-        DRAW[table.name](ax, table)
-    for ax in axes[len(analysis.tables) :]:
-        ax.set_axis_off()
+    figure = _figure((width, height * rows), dpi)
+    subfigures = figure.subfigures(rows, 2, squeeze=False).ravel()
+    for subfigure, table in zip(subfigures, analysis.tables, strict=False):
+        DRAW[table.name](subfigure, table)
     figure.suptitle(f"{analysis.model}: T = {analysis.steps}, seed {analysis.seed}")
     return figure
 

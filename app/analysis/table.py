@@ -13,6 +13,7 @@ class Table:
     columns: tuple
     rows: tuple
     labels: tuple = ()  # one per column; the column names when not given
+    regime: str = ""  # what the runs behind it were, in words: "nearly linear, input scale 1e-10, ..."
 
     def __post_init__(self):
         object.__setattr__(self, "rows", tuple(tuple(row) for row in self.rows))

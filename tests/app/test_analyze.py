@@ -80,8 +80,13 @@ def png_size(data):
     return struct.unpack(">II", data[16:24])
 
 
+def plot_size(table):
+    """640 x 480 pixels for up to two panels side by side, wider for more; 720 high for two rows of panels."""
+    return (round(640 * max(1, plots.panels(table) / 2)), 720 if table.name.startswith("gradient_norms") else 480)
+
+
 def test_cli_prints_csv_equal_to_the_analysis_and_writes_plots(runs):
-    """`--csv` prints every table exactly (floats read back equal), the same CSV files go beside 640 x 480 PNGs."""
+    """`--csv` prints every table exactly (floats read back equal), the same CSV files go beside the PNGs."""
     result, folder = runs["elman"]
     assert result.returncode == 0, result.stderr
     expected = analysis.analyze(load("elman"), 6, 0, (0.5, 1.5))
@@ -90,7 +95,7 @@ def test_cli_prints_csv_equal_to_the_analysis_and_writes_plots(runs):
     for table in expected.tables:
         assert blocks[table.name] == (table.title, table.csv())
         assert (folder / f"{table.name}.csv").read_text(encoding="utf-8") == table.csv()
-        assert png_size((folder / f"{table.name}.png").read_bytes()) == (640, 480)
+        assert png_size((folder / f"{table.name}.png").read_bytes()) == plot_size(table)
         rows = list(csv.reader(io.StringIO(table.csv())))
         assert tuple(rows[0]) == table.columns
         for read, row in zip(rows[1:], table.rows, strict=True):
@@ -276,14 +281,15 @@ def test_the_data_behind_each_plot_is_its_table(name):
                 if all(row[table.columns.index(c)] == ast.literal_eval(v) for c, v in conditions.items())
             ]
             column = [row[table.columns.index(y)] for row in rows]
-            if x in ("", "radius"):  # a horizontal line at theta, or bars at positions 0, 1, ...
+            if x in ("", "radius"):  # a horizontal line at g_max, or bars at positions 0, 1, ...
                 assert ys == (column[:1] * 2 if x == "" else column)
             else:
                 assert (xs, ys) == ([row[table.columns.index(x)] for row in rows], column), gid
             covered.add((y, tuple(sorted(conditions.items()))))
-        numeric = [c for c in table.columns if c not in ("radius", "T-t", "k", "matrix", "re", "abs", "gate_bias")]
+        skipped = ("radius", "T-t", "k", "matrix", "re", "abs", "gate_bias", "step_radius")  # step_radius: a legend's
+        numeric = [c for c in table.columns if c not in skipped]
         assert {c for c, _ in covered} >= set(numeric), table.name
-        assert tuple(figures[table.name].get_size_inches() * figures[table.name].dpi) == (640, 480)
+        assert tuple(np.round(figures[table.name].get_size_inches() * figures[table.name].dpi)) == plot_size(table)
 
 
 def latex_rows(latex):
@@ -373,7 +379,7 @@ def test_notebook_analysis_shows_its_plots_in_html_above_folded_tables(monkeypat
     parsed = Cells(page)
     assert len(parsed.images) == 1 and parsed.images[0].startswith("data:image/png;base64,")
     image = base64.b64decode(parsed.images[0].removeprefix("data:image/png;base64,"))
-    assert image == view._repr_png_() and png_size(image) == (880, 640)  # two rows of two plots
+    assert image == view._repr_png_() and png_size(image) == (1120, 800)  # two rows of two plots
     assert parsed.rows == [row for table in view.tables for row in [list(table.columns), *table.cells()]]
     for table in view.tables:
         assert f"<details><summary>{html.escape(table.title)} ({len(table.rows)} rows)</summary>" in page

@@ -306,11 +306,11 @@ def test_a_label_out_of_range_is_named_as_given_in_every_integer_dtype(backend):
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
-@pytest.mark.parametrize("theta", ["5", 0, -1.0, float("nan"), True, None])
-def test_clip_grads_refuses_a_theta_that_is_no_positive_number(backend, theta):
+@pytest.mark.parametrize("g_max", ["5", 0, -1.0, float("nan"), True, None])
+def test_clip_grads_refuses_a_theta_that_is_no_positive_number(backend, g_max):
     module, _, params, xs, ys, _ = problem(backend)
     _, grads = module.loss_and_grads(params, xs, ys)
-    value_error(lambda: module.clip_grads(grads, theta), "theta must be a positive number", repr(theta))
+    value_error(lambda: module.clip_grads(grads, g_max), "g_max must be a positive number", repr(g_max))
     clipped = module.clip_grads(grads, np.float32(1e-3))  # a NumPy number is a number
     norm = np.sqrt(sum(float(np.sum(np.square(np.asarray(g)))) for g in clipped.values()))
     assert abs(norm - 1e-3) < 1e-9
@@ -350,7 +350,7 @@ def test_the_notebook_refuses_bad_arguments_naming_them():
         ({"radii": (0,)}, "radii must be one or more positive numbers, e.g. (0.5, 1, 1.5); got (0,)"),
         ({"radii": (-1,)}, "got (-1,)"),
         ({"radii": 1.5}, "got 1.5"),
-        ({"theta": "1"}, "theta must be a positive number, got '1'"),
+        ({"g_max": "1"}, "g_max must be a positive number, got '1'"),
     ]:
         value_error(lambda kwargs=kwargs: notebook.analyze("linear", **kwargs), says)
     view = notebook.analyze(load("linear"), steps=np.int64(2), radii=iter([1.0]))

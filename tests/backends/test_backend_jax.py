@@ -305,7 +305,7 @@ def test_bad_input_of_jax_kinds():
 
 
 def test_clip_grads_and_checks_under_jit():
-    """clip_grads rescales to the global norm theta (and refuses theta <= 0 as NumPy does); under jax.jit a
+    """clip_grads rescales to the global norm g_max (and refuses g_max <= 0 as NumPy does); under jax.jit a
     wrong shape still raises the NumPy module's error, when the function is traced."""
     numpy_module, module, (params, xs, ys, _), _, expected = case("elman")
     grads = to_jax(expected[None][1])

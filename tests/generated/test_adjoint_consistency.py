@@ -121,41 +121,41 @@ def global_norm(grads):
 @pytest.mark.parametrize("dtype", (np.float64, np.float32))
 @pytest.mark.parametrize("name", NAMES)
 def test_clip_grads_above_theta(name, dtype):
-    """A gradient with global norm above theta comes back with norm exactly theta,
+    """A gradient with global norm above g_max comes back with norm exactly g_max,
     pointing the same way, in the same dtype."""
     module = module_of(name)
     params, xs, ys, initial, _ = problem(module, seed=9)
     _, grads = module.loss_and_grads(params, xs, ys, **initial)
     grads = {k: g.astype(dtype) for k, g in grads.items()}
     norm = global_norm(grads)
-    theta = norm / 3
-    clipped = module.clip_grads(grads, theta)
+    g_max = norm / 3
+    clipped = module.clip_grads(grads, g_max)
     rtol = 1e-12 if dtype == np.float64 else 1e-6
     assert sorted(clipped) == sorted(grads)
-    assert global_norm(clipped) == pytest.approx(theta, rel=rtol)
+    assert global_norm(clipped) == pytest.approx(g_max, rel=rtol)
     for key, g in grads.items():
         assert clipped[key].dtype == dtype
-        np.testing.assert_allclose(clipped[key], g * (theta / norm), rtol=rtol, atol=rtol * theta, err_msg=key)
+        np.testing.assert_allclose(clipped[key], g * (g_max / norm), rtol=rtol, atol=rtol * g_max, err_msg=key)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_clip_grads_below_theta_is_unchanged(name):
-    """A gradient with global norm at most theta comes back unchanged."""
+    """A gradient with global norm at most g_max comes back unchanged."""
     module = module_of(name)
     params, xs, ys, initial, _ = problem(module, seed=10)
     _, grads = module.loss_and_grads(params, xs, ys, **initial)
-    for theta in (2 * global_norm(grads), global_norm(grads)):
-        clipped = module.clip_grads(grads, theta)
+    for g_max in (2 * global_norm(grads), global_norm(grads)):
+        clipped = module.clip_grads(grads, g_max)
         for key, g in grads.items():
             np.testing.assert_allclose(clipped[key], g, rtol=1e-15, err_msg=key)
 
 
-@pytest.mark.parametrize("theta", (0, 0.0, -1.0, float("nan")))
+@pytest.mark.parametrize("g_max", (0, 0.0, -1.0, float("nan")))
 @pytest.mark.parametrize("name", NAMES)
-def test_clip_grads_rejects_non_positive_theta(name, theta):
-    """theta <= 0 (or NaN) is a ValueError that shows theta."""
+def test_clip_grads_rejects_non_positive_theta(name, g_max):
+    """g_max <= 0 (or NaN) is a ValueError that shows g_max."""
     module = module_of(name)
     params, xs, ys, initial, _ = problem(module, seed=11)
     _, grads = module.loss_and_grads(params, xs, ys, **initial)
-    with pytest.raises(ValueError, match=r"(?=.*theta)(?=.*" + str(theta).replace("-", r"\-") + ")"):
-        module.clip_grads(grads, theta)
+    with pytest.raises(ValueError, match=r"(?=.*g_max)(?=.*" + str(g_max).replace("-", r"\-") + ")"):
+        module.clip_grads(grads, g_max)

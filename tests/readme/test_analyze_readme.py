@@ -9,10 +9,12 @@ import pathlib
 import re
 import shlex
 import struct
+from dataclasses import replace
 
 import pytest
 
 from bptt.app import cli
+from bptt.app.analysis import plots
 from bptt.app.analysis.analyze import analyze
 from bptt.derive.models import load
 
@@ -42,7 +44,9 @@ def test_checked_in_plots_are_current(name):
             for a, b in zip(before, after, strict=True):
                 assert a == b or float(a) == pytest.approx(float(b), rel=1e-9), f"{stale} ({table.name}: {a} != {b})"
         image = (folder / f"{table.name}.png").read_bytes()
-        assert image[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", image[16:24]) == (640, 480)
+        figure = plots.figures(replace(fresh, tables=(table,)))[table.name]
+        size = tuple(round(v) for v in figure.get_size_inches() * figure.dpi)
+        assert image[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", image[16:24]) == size
 
 
 def test_only_the_documented_models_have_plots():
