@@ -97,11 +97,16 @@ def _transposed_directions(v, cols):
 
 
 def _sigmoid(z, out=None):
-    """1 / (1 + exp(-z)) as (1 + tanh(z / 2)) / 2, which never overflows; into out if given."""
-    out = np.multiply(z, 0.5, out=out)
-    np.tanh(out, out=out)
-    out *= 0.5
-    out += 0.5
+    """1 / (1 + exp(-z)) as 1 / (1 + e) for z >= 0 and e / (1 + e) for z < 0, e = exp(-|z|): it never overflows, and
+    keeps its relative accuracy where it is tiny (log(sigmoid(z)) reads it; (1 + tanh(z / 2)) / 2 rounds to 0 below
+    z = -37); into out if given (out may be z)."""
+    negative = z < 0
+    e = np.abs(z)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    out = np.add(e, 1.0, out=out)
+    np.divide(1.0, out, out=out)
+    np.multiply(out, e, out=out, where=negative)
     return out
 
 

@@ -39,5 +39,5 @@ ENTRIES = {
     "power": lambda xp, x, exponent: x**exponent,
 }
 
-NUMPY = Library("np", sigmoid=helper("_sigmoid"))  # as (1 + tanh(z / 2)) / 2, which never overflows
+NUMPY = Library("np", sigmoid=helper("_sigmoid"))  # exp(-|z|) / (1 + exp(-|z|)) below 0: no overflow, no 0
 NUMPY_FUNCTIONS = FunctionTable("bptt.codegen.printing.functions.NUMPY_FUNCTIONS", NUMPY, ENTRIES)

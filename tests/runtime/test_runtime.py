@@ -162,3 +162,18 @@ def test_a_standalone_module_has_no_public_options():
     chosen = {d.name for d in helpers("numpy").closure(["_Passes", "_truncation"])}
     assert {"_Truncation", "_Checkpoints", "_WINDOW"} <= chosen
     assert not chosen & {"Truncation", "Checkpoints", "FULL", "WINDOW", "CHUNK", "RANDOM", "SHELLS"}
+
+
+def test_numpys_sigmoid_keeps_its_relative_accuracy_where_it_is_tiny():
+    """log(sigmoid(z)) reads sigmoid's relative digits: (1 + tanh(z / 2)) / 2 lost them below 0 (a random cell's
+    log(sigmoid) output 2.5e-11 off) and gave 0, so log gave -inf, below -37. In place (out=z) as well."""
+    import mpmath
+
+    from bptt.runtime.numpy import _sigmoid
+
+    z = np.array([-700.0, -100.0, -40.0, -20.0, -3.0, -1e-9, 0.0, 1e-9, 3.0, 20.0, 40.0, 700.0])
+    exact = np.array([float(1 / (1 + mpmath.exp(-mpmath.mpf(v)))) for v in z])
+    got = _sigmoid(z)
+    assert np.all(np.abs(got - exact) <= 4 * np.finfo(float).eps * exact)
+    inplace = z.copy()
+    assert _sigmoid(inplace, out=inplace) is inplace and np.array_equal(inplace, got)
