@@ -121,7 +121,8 @@ def as_table(rows, title):
 
 def figure(table):
     """Memory against time, measured (allocations) and as the optimum predicts (stored bytes, time)."""
-    fig, (ax,) = plots._figure(plots.SIZE, plots.DPI)
+    fig = plots._figure(plots.SIZE, plots.DPI)
+    ax = fig.subplots()
     for x, y, style, label in (
         ("stored MiB", "predicted time/full", "o--", "optimum's prediction"),
         ("alloc MiB", "time/full", "s-", "measured"),

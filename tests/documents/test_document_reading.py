@@ -124,16 +124,6 @@ def test_the_carousels_quantities_have_their_own_names(name):
     assert r"Write $\boldsymbol{\Phi}^{c}_{T,t}$ for the block of" in words(name)
 
 
-def test_the_plots_every_path_curve_has_the_documents_name():
-    """The carousel plot's every-path curve is labelled Phi^c_{T,t}, as the document names it, not dc_T/dc_t."""
-    import inspect
-
-    from bptt.app.analysis import analyze
-
-    source = inspect.getsource(analyze._carousel_table)
-    assert r"every path $\|\boldsymbol{{\Phi}}" in source and r"every path $\|\partial" not in source
-
-
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_figures_sit_at_the_top_of_their_own_section(name, documents):
     """No figure floats: each is set right after its section's title, before its text, on the title's page, and
