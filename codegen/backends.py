@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from bptt.codegen import names
 from bptt.codegen.adapter import Adapter, MissingFramework  # noqa: F401 (the app catches it from here)
 from bptt.codegen.namer import Namer
-from bptt.codegen.printing.columns import columns
+from bptt.codegen.printing.columns import WIDTH, columns, same_code
 from bptt.derive.refusal import refusing
 
 REGISTRY = {  # a backend's name: the module holding its ADAPTER
@@ -38,8 +38,13 @@ class Backend:
         return getattr(self.adapter, name)
 
     def module_source(self, model, program=None, standalone=False):
-        """The module's source, laid out in 120 columns (printing/columns.py): `rendered`'s."""
-        return columns(self.rendered(model, program, standalone))
+        """The module's source, laid out in 120 columns (printing/columns.py): `rendered`'s, the same code (else
+        an internal error, never a module that computes something else)."""
+        source = self.rendered(model, program, standalone)
+        laid = columns(source)
+        if not same_code(source, laid):
+            raise AssertionError(f"laying the {self.title} module out in {WIDTH} columns changed its code")
+        return laid
 
     def rendered(self, model, program=None, standalone=False):
         """The module's source before its layout, its names given by one Namer (codegen/namer.py); program:

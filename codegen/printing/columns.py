@@ -5,8 +5,8 @@ makes long are laid out here, by Python's own tokenizer, never by editing code:
 - a trailing comment that does not fit goes on its own lines above the statement, wrapped at words;
 - a long comment line, or a long line of a docstring, is wrapped at words;
 - long code is broken inside its brackets: the right-hand side of an assignment (or a return) is put in
-  parentheses and broken before its top-level + and -, or at its commas; a call or a display is opened
-  after its last top-level bracket, one argument (or element) per line, each laid out again.
+  parentheses and broken before its top-level comparison, else its + and -, or at its commas; a call or a
+  display is opened after its last top-level bracket, one argument (or element) per line, each laid out again.
 Nothing else changes: the syntax tree is the same, docstrings up to their whitespace (`same_code`,
 which the tests check on every generated module).
 """
@@ -20,7 +20,10 @@ import tokenize
 WIDTH = 120
 STEP = "    "
 ASSIGN = {"=", "+=", "-=", "*=", "/=", "@=", "**=", "//=", "%=", "|=", "&=", "^="}
-SPLITTING = (("+", "-"), ("*", "@", "/"))  # the binary operators a long expression is broken before, in turn
+# the binary operators a long expression is broken before, loosest first: an operand of a comparison is a sum,
+# but an operand of a sum is no comparison (`a + b * c > 0` broken at + would bracket `(b * c > 0)`)
+SPLITTING = (("<", ">", "<=", ">=", "==", "!="), ("+", "-"), ("*", "@", "/"))
+LOOSER = {"if", "else", "and", "or", "not", "in", "is", "lambda"}  # a part holding one is broken at its brackets only
 OPEN, CLOSE = ("(", "[", "{"), (")", "]", "}")
 SHORT = 12  # the inside of a bracket shorter than this stays on its line when no single break fits
 
@@ -179,6 +182,8 @@ class Code:
         first, stop = part
         base = min(self.depth[first:stop])
         found = []
+        if binary and any(self.tokens[k].string in LOOSER and self.depth[k] == base for k in range(first, stop)):
+            return found
         for k in range(first, stop):
             tok = self.tokens[k]
             if tok.type == tokenize.OP and tok.string in operators and self.depth[k] == base:

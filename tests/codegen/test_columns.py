@@ -51,6 +51,21 @@ def test_a_long_sum_breaks_before_its_operators_in_parentheses():
     assert lines == ["total = (", "    first_term * x", "    + second_term * y", "    - third_term", ")"]
 
 
+def test_a_comparison_of_a_long_sum_breaks_before_the_comparison_first():
+    """`a + b * c > 0` is `(a + b * c) > 0`: broken at + first it read `a + (b * c > 0)` (torch's compile=True step of
+    a random cell's step(...) computed that, 0.2 off the oracle). Nor is a part holding `if` or `and` cut at +."""
+    lines = laid("on = (first_term * x + second_term * y - third_term > 0).to(dtype)")  # laid checks the same code
+    assert lines[1:7] == [
+        "    (",
+        "        first_term * x",
+        "        + second_term * y",
+        "        - third_term",
+        "    )",
+        "    > 0",
+    ]
+    laid("value = first_term * x + second_term if flag_value_that_is_long else third_term * y")
+
+
 def test_a_call_opens_after_its_bracket_its_arguments_filled():
     lines = laid("result = function_name(argument_one, argument_two, out=argument_three)", width=44)
     assert lines == ["result = function_name(", "    argument_one, argument_two,", "    out=argument_three", ")"]
