@@ -10,7 +10,8 @@ from bptt.runtime.checkpoints import _checkpointed, _forward_kept
 from bptt.runtime.common import _bind_sizes, _checked
 from bptt.runtime.options import _Checkpoints
 from bptt.runtime.torch import _check_compile, _loss_parts, _truncation
-from bptt.runtime.torch_passes import _data_padding, _truncation_weights
+from bptt.runtime.torch_padding import _data_padding
+from bptt.runtime.torch_passes import _truncation_weights
 
 XS_REQUIRES_GRAD = (
     "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"

@@ -149,8 +149,9 @@ def namespace(names=None, backend="numpy", scope=None):
 @functools.cache
 def helpers(backend="numpy"):
     """The shared runtime (options.py: the option values; common.py; schedule.py: the checkpoint schedule;
-    checkpoints.py: the passes that follow it), then the backend's own (its passes and autograd glue, if apart), whose
-    definitions win."""
-    names = ("options.py", "common.py", "schedule.py", "checkpoints.py", f"{backend}.py", f"{backend}_passes.py")
+    checkpoints.py: the passes that follow it), then the backend's own (its padded batches, its passes and autograd
+    glue, if apart), whose definitions win."""
+    names = ("options.py", "common.py", "schedule.py", "checkpoints.py", f"{backend}.py", f"{backend}_padding.py")
+    names += (f"{backend}_passes.py",)
     names += (f"{backend}_autograd.py",)  # torch's
     return Helpers(*(RUNTIME / name for name in names if (RUNTIME / name).exists()))
