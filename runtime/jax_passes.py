@@ -18,19 +18,8 @@ import jax
 import jax.numpy as jnp
 
 from bptt.runtime.checkpoints import _checkpoint_actions, _checkpointed, _forward_kept, _segmented
-from bptt.runtime.common import (
-    _anywhere,
-    _check_lengths,
-    _check_sizes,
-    _check_targets,
-    _checked,
-    _checked_backward,
-    _extent,
-    _float_dtype,
-    _param_sizes,
-    _Spec,
-    _step_bytes,
-)
+from bptt.runtime.checks import _anywhere, _check_targets, _checked, _checked_backward
+from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _param_sizes, _Spec, _step_bytes
 from bptt.runtime.jax import (
     _ages,
     _check_array,
@@ -90,7 +79,7 @@ class _Passes:
                 drawn.append(jax.random.normal(key, (T, B, _extent(rows, sizes)), dtype))
         return tuple(drawn)
 
-    # the runtime's checks, which the shared ones call (common.py's _checked; every JAX call is checked in full:
+    # the runtime's checks, which the shared ones call (checks.py's _checked; every JAX call is checked in full:
     # its parameters are scanned, if concrete)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
     check_labels, place = staticmethod(_check_labels), staticmethod(_anywhere)

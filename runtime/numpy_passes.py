@@ -15,19 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bptt.runtime.checkpoints import _checkpointed, _segmented
-from bptt.runtime.common import (
-    _anywhere,
-    _check_lengths,
-    _check_sizes,
-    _check_targets,
-    _checked,
-    _checked_backward,
-    _extent,
-    _float_dtype,
-    _Spec,
-    _step_bytes,
-    _viewed,
-)
+from bptt.runtime.checks import _anywhere, _check_targets, _checked, _checked_backward
+from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
 from bptt.runtime.numpy import (
     _blamed,
     _check_array,
@@ -83,7 +72,7 @@ class _Passes:
     ones: tuple = ()  # the backward arrays that start as ones
     step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
 
-    # the runtime's checks, which the shared ones call (common.py's _checked)
+    # the runtime's checks, which the shared ones call (checks.py's _checked)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
     check_labels, label_values = staticmethod(_check_labels), staticmethod(_label_values)
     finite, place = staticmethod(_finite), staticmethod(_anywhere)

@@ -7,7 +7,8 @@ import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from bptt.runtime.checkpoints import _checkpointed, _forward_kept
-from bptt.runtime.common import _bind_sizes, _checked
+from bptt.runtime.checks import _checked
+from bptt.runtime.common import _bind_sizes
 from bptt.runtime.options import _Checkpoints
 from bptt.runtime.torch import _check_compile, _loss_parts, _truncation
 from bptt.runtime.torch_padding import _data_padding
