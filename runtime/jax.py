@@ -5,13 +5,8 @@ come in as its _Spec."""
 import jax
 import jax.numpy as jnp
 
-from bptt.runtime.common import (
-    _check_g_max,
-    _check_param_keys,
-    _check_shape,
-    _param_sizes,
-    _params_dtype,
-)
+from bptt.runtime.checks import _check_param_keys
+from bptt.runtime.common import _check_g_max, _check_shape, _param_sizes, _params_dtype
 from bptt.runtime.options import _Truncation
 
 

@@ -15,19 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bptt.runtime.checkpoints import _checkpointed, _segmented
-from bptt.runtime.common import (
-    _anywhere,
-    _check_lengths,
-    _check_sizes,
-    _check_targets,
-    _checked,
-    _checked_backward,
-    _extent,
-    _float_dtype,
-    _Spec,
-    _step_bytes,
-    _viewed,
-)
+from bptt.runtime.checks import _anywhere, _check_targets, _checked, _checked_backward
+from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
 from bptt.runtime.numpy import (
     _blamed,
     _check_array,
@@ -39,7 +28,8 @@ from bptt.runtime.numpy import (
     _truncation,
     _truncation_weights,
 )
-from bptt.runtime.options import _Checkpoints, _lengths_error, _loss_at
+from bptt.runtime.numpy_padding import _cache_padding, _data_padding, _Padding, _read_padding
+from bptt.runtime.options import _Checkpoints
 
 _THREAD = threading.local()  # each thread's work arrays
 # the functions a generated NumPy module defines: its public shells, each a call of its _Passes, then its maths
@@ -65,100 +55,6 @@ def free_workspace():
     _THREAD.__dict__.clear()
 
 
-@dataclass(frozen=True)
-class _Padding:
-    """A right-padded batch (lengths=): each sequence's own steps (B,), and which steps are its own (T, B) (None:
-    every step of every sequence, nothing padded; lengths None: no lengths given)."""
-
-    lengths: np.ndarray | None = None
-    valid: np.ndarray | None = None
-
-    @classmethod
-    def of(cls, lengths, T, B):
-        """The padding of a lengths argument for T steps and B sequences; ValueError in one line if it does not fit."""
-        if lengths is None:
-            return _UNPADDED
-        array = lengths if isinstance(lengths, np.ndarray) else _as_array(lengths)
-        integral = np.issubdtype(array.dtype, np.integer)
-        low, high = (int(array.min()), int(array.max())) if integral and array.size else (1, 1)
-        error = _lengths_error(array.shape, array.dtype, integral, low, high, T, B)
-        if error:
-            raise ValueError(error)
-        lengths = array.astype(np.intp)  # a copy: the cache keeps it
-        valid = np.arange(T)[:, None] < lengths if low < T else None
-        return cls(lengths, valid)
-
-    def zeroed(self, array):
-        """array (T, B, ...) with its padded steps zero (a fresh array), or array itself if nothing is padded or
-        it is no array of that shape (the checks then say what it must be)."""
-        if self.valid is None or not isinstance(array, np.ndarray) or array.shape[:2] != self.valid.shape:
-            return array
-        return np.where(self.valid.reshape(self.valid.shape + (1,) * (array.ndim - 2)), array, 0).astype(array.dtype)
-
-    def counts(self, mean, dtype):
-        """Each step's and sample's divisor of the loss (T, B): B, times its steps read for a mean; inf if not read."""
-        B = self.valid.shape[1]
-        return np.where(self.valid, B * self.valid.sum(axis=0) if mean else B, np.inf).astype(dtype)
-
-    def read_at(self, at, T, B):
-        """The steps a loss reads: these (at None: each sequence's own), or (at "last") each sequence's last step
-        only (step T without lengths)."""
-        if _loss_at(at) is None:
-            return self
-        lengths = np.full(B, T, np.intp) if self.lengths is None else self.lengths
-        return _Padding(lengths, np.arange(T)[:, None] == lengths - 1)
-
-    def stopped(self, spec, outputs, cache):
-        """forward's (outputs, cache) of a padded batch, in place: its outputs zero at padded steps, each state
-        carried unchanged past its sequence's last step (the final states are the cache's last), the lengths kept."""
-        if self.lengths is None:
-            return outputs, cache
-        if self.valid is not None:
-            outputs[~self.valid] = 0
-            steps = np.minimum(np.arange(self.valid.shape[0] + 1)[:, None], self.lengths)[..., None]
-            for name in spec.states:
-                array = cache[name.removesuffix("0")]
-                array[:] = np.take_along_axis(array, steps, axis=0)
-        return outputs, {**cache, "lengths": self.lengths}
-
-
-_UNPADDED = _Padding()
-
-
-def _as_array(values):
-    """values (a list of lengths, say) as a NumPy array; one of dtype object if NumPy cannot make one."""
-    try:
-        return np.asarray(values)
-    except (ValueError, TypeError):
-        return np.asarray(None, dtype=object)
-
-
-def _cache_padding(spec, cache):
-    """(the cache without its lengths, their padding): forward's cache of a padded batch remembers its lengths."""
-    if not (isinstance(cache, dict) and "lengths" in cache):
-        return cache, None
-    rest = {key: value for key, value in cache.items() if key != "lengths"}
-    first = rest.get(next(iter(spec.cache)))
-    if not (isinstance(first, np.ndarray) and first.ndim >= 2):
-        return rest, None  # the cache's checks say what is wrong
-    return rest, _Padding.of(cache["lengths"], first.shape[0], first.shape[1])
-
-
-def _data_padding(lengths, xs):
-    """The padding of a call's lengths, for the steps and sequences of xs (if xs is no array of them, its checks
-    will refuse it: no padding)."""
-    if lengths is None or not (isinstance(xs, np.ndarray) and xs.ndim >= 2):
-        return _UNPADDED
-    return _Padding.of(lengths, xs.shape[0], xs.shape[1])
-
-
-def _read_padding(padding, at, xs):
-    """The padding of the steps a call's loss reads (read_at), for the steps and sequences of xs."""
-    if _loss_at(at) is None or not (isinstance(xs, np.ndarray) and xs.ndim >= 2):
-        return padding
-    return padding.read_at(at, xs.shape[0], xs.shape[1])
-
-
 @dataclass(frozen=True, eq=False)
 class _Passes:
     """A NumPy module's maths and the tables of its work arrays: dims as CACHE writes them, a view of a
@@ -176,7 +72,7 @@ class _Passes:
     ones: tuple = ()  # the backward arrays that start as ones
     step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
 
-    # the runtime's checks, which the shared ones call (common.py's _checked)
+    # the runtime's checks, which the shared ones call (checks.py's _checked)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
     check_labels, label_values = staticmethod(_check_labels), staticmethod(_label_values)
     finite, place = staticmethod(_finite), staticmethod(_anywhere)

@@ -6,15 +6,8 @@ import math
 
 import torch
 
-from bptt.runtime.common import (
-    _check_g_max,
-    _check_param_keys,
-    _check_shape,
-    _dtype_name,
-    _param_sizes,
-    _params_dtype,
-    _passed_before,
-)
+from bptt.runtime.checks import _check_param_keys, _passed_before
+from bptt.runtime.common import _check_g_max, _check_shape, _dtype_name, _param_sizes, _params_dtype
 from bptt.runtime.options import _Truncation
 
 

@@ -7,10 +7,12 @@ import torch
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from bptt.runtime.checkpoints import _checkpointed, _forward_kept
-from bptt.runtime.common import _bind_sizes, _checked
+from bptt.runtime.checks import _checked
+from bptt.runtime.common import _bind_sizes
 from bptt.runtime.options import _Checkpoints
 from bptt.runtime.torch import _check_compile, _loss_parts, _truncation
-from bptt.runtime.torch_passes import _data_padding, _truncation_weights
+from bptt.runtime.torch_padding import _data_padding
+from bptt.runtime.torch_passes import _truncation_weights
 
 XS_REQUIRES_GRAD = (
     "xs requires grad: the derived BPTT gives gradients for the parameters and initial states, not for the inputs;"

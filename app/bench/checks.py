@@ -69,9 +69,9 @@ def share(backend, config, dtype, repeats):
     module = importlib.import_module(f"bptt.generated.{of(backend).filename(model)[:-3]}")
     runtime = importlib.import_module(of(backend).runtime)
     passes = importlib.import_module(of(backend).runtime + "_passes")  # the public calls, which make the checks
-    common = importlib.import_module("bptt.runtime.common")
+    shared = [importlib.import_module(f"bptt.runtime.{name}") for name in ("common", "checks")]
     params, xs, ys = problem(module, backend, steps, batch, sizes, dtype)
-    instrument([module, runtime, passes, common])
+    instrument([module, runtime, passes, *shared])
     for _ in range(2):
         module.loss_and_grads(params, xs, ys)
     shares = []

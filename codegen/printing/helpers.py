@@ -1,5 +1,5 @@
 """A backend's runtime (runtime/numpy.py, ...) and the framework-free runtime all backends share
-(runtime/options.py, common.py, schedule.py, checkpoints.py), split into their top-level definitions by
+(runtime/options.py, common.py, checks.py, schedule.py, checkpoints.py), split into their top-level definitions by
 Python's own parser, never imported (codegen imports no framework). A generated module imports the definitions its code
 calls from the runtime, one import line per runtime module; a standalone one (`bptt codegen --standalone`)
 carries those definitions and those they call instead, nothing else, and imports nothing of bptt."""
@@ -148,9 +148,10 @@ def namespace(names=None, backend="numpy", scope=None):
 
 @functools.cache
 def helpers(backend="numpy"):
-    """The shared runtime (options.py: the option values; common.py; schedule.py: the checkpoint schedule;
-    checkpoints.py: the passes that follow it), then the backend's own (its passes and autograd glue, if apart), whose
-    definitions win."""
-    names = ("options.py", "common.py", "schedule.py", "checkpoints.py", f"{backend}.py", f"{backend}_passes.py")
+    """The shared runtime (options.py: the option values; common.py; checks.py: a call's checks; schedule.py: the
+    checkpoint schedule; checkpoints.py: the passes that follow it), then the backend's own (its padded batches, its
+    passes and autograd glue, if apart), whose definitions win."""
+    names = ("options.py", "common.py", "checks.py", "schedule.py", "checkpoints.py", f"{backend}.py")
+    names += (f"{backend}_padding.py", f"{backend}_passes.py")
     names += (f"{backend}_autograd.py",)  # torch's
     return Helpers(*(RUNTIME / name for name in names if (RUNTIME / name).exists()))

@@ -1,4 +1,4 @@
-"""The argument checks every backend's passes share (runtime/common.py's _checked): a call whose parameters and
+"""The argument checks every backend's passes share (runtime/checks.py's _checked): a call whose parameters and
 data are of the kinds of one that passed before (a training loop's) has only the data's values looked at, and
 rejects what a first call rejects, in the same words; NumPy's test of a float array for nan and inf is one
 reduction that misses none."""

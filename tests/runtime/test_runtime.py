@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from bptt.runtime import checkpoints, common, numpy_passes
+from bptt.runtime import checkpoints, checks, common, numpy_passes
 from bptt.runtime import numpy as runtime
 from bptt.runtime.options import Truncation
 from bptt.tests.support.modules import module_of
@@ -46,7 +46,7 @@ def test_the_parameters_bind_the_sizes_of_their_spec():
     with pytest.raises(ValueError, match="sizes must be exactly d, h; missing \\['h'\\]"):
         common._check_sizes(SPEC, {"d": 2})
     with pytest.raises(ValueError, match="params is missing b"):
-        common._check_param_keys(SPEC, {"W": 0, "U": 0})
+        checks._check_param_keys(SPEC, {"W": 0, "U": 0})
 
 
 def test_two_models_with_parameters_of_the_same_shapes_keep_their_own_sizes():
@@ -69,7 +69,7 @@ def test_the_numpy_checks_name_what_is_wrong():
         runtime._check_params(SPEC, bad)
     assert runtime._check_params(SPEC, bad, finite=False)[0] == {"h": 3, "d": 2}
     with pytest.raises(ValueError, match="cache has keys 'x'; expected the keys x, h"):
-        common._check_cache_keys(SPEC, {"x": np.ones((2, 1, 2))})
+        checks._check_cache_keys(SPEC, {"x": np.ones((2, 1, 2))})
     z = np.linspace(-8.0, 8.0, 17)
     out = np.empty_like(z)
     assert runtime._sigmoid(z, out=out) is out  # as (1 + tanh(z / 2)) / 2: absolute error ~ eps
