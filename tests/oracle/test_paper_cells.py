@@ -27,7 +27,7 @@ from bptt.tests.support.brute_force import DIGITS, recorded_gradients
 from bptt.tests.support.problems import make_problem
 
 CELLS = pathlib.Path(__file__).parents[1] / "support" / "paper_cells.py"
-NAMES = ("gru_unnamed", "mgu", "gru_cho", "plus_one")
+NAMES = ("gru_unnamed", "mgu", "gru_cho", "plus_one", "sliced_gates")
 
 
 def spec(name):
