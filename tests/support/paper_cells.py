@@ -143,3 +143,26 @@ def sliced_gates():
     return _cell(
         "sliced-gates", "Gates sliced from one pre-activation", "issue 28", (d, h, q), (W, U, b), x, hidden, steps
     )
+
+
+def sliced_state():
+    """A 2h state read by slices: its first h rows by the next step, its last h rows by the head.
+
+    s_t = tanh(W s_{t-1}[1:h] + U x_t + b)
+    y_t = V s_t[h+1:2h]
+    """
+    d, h, q = sizes("d h q")
+    x, state = sequence("x", d, "input"), sequence("s", 2 * h, "state")
+    W, U, b, V = matrix("W", 2 * h, h), matrix("U", 2 * h, d), vector("b", 2 * h), matrix("V", q, h)
+    out, y = sequence("o", q, "output"), sequence("y", q, "target")
+    return Model(
+        name="sliced-state",
+        title="A state read by slices",
+        source="issue 28",
+        sizes=(d, h, q),
+        params=(W, U, b, V),
+        inputs=(x,),
+        steps=((state, tanh(W * state(t - 1)[0:h, :] + U * x() + b)),),
+        outputs=((out, V * state()[h : 2 * h, :]),),
+        loss=SquaredError(out(), y()),
+    )
