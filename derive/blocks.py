@@ -22,11 +22,12 @@ class SliceError(Refusal):
 
 
 def check_block(node):
-    if isinstance(node.parent, SeqAt) and node.colslice[:2] != (0, 1):
-        raise SliceError(f"the slice {notation(node)} has no adjoint rule: a slice of a vector takes rows", node)
     if not isinstance(node.parent, (sp.MatrixSymbol, SeqAt)):
-        what = "only a block of a parameter or a slice of a sequence's value has one"
-        raise SliceError(f"the block {notation(node)} has no adjoint rule: {what}", node)
+        raise SliceError(
+            f"the block {notation(node)} has no adjoint rule: only a block of a parameter or rows of a sequence's "
+            "value have one",
+            node,
+        )
     if node.rowslice[2] != 1 or node.colslice[2] != 1:
         raise SliceError(
             f"the block {notation(node)} has no adjoint rule: a block takes consecutive rows and columns", node
