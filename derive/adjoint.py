@@ -88,7 +88,8 @@ def _power(node, g, out):
 
 
 def _slice(node, g, out):
-    """A slice of a parameter: its adjoint lands in its block of the parameter's gradient."""
+    """A slice of a parameter or of a sequence's value: its adjoint lands in its block of the parameter's gradient
+    (its rows of dL/da_t)."""
     try:
         check_block(node)
     except SliceError as error:

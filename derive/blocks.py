@@ -1,14 +1,18 @@
 """Blocks of a parameter: a model may read a slice W[a:b, c:d] of a parameter, as torch stacks
-its gates' weights in one matrix (W_ih holds W_ii, W_if, W_ig, W_io, each h rows).
+its gates' weights in one matrix (W_ih holds W_ii, W_if, W_ig, W_io, each h rows); and a slice
+a_t[a:b, :] of a sequence's value (consecutive rows), as Ba et al. split a normalised 4h pre-activation
+into the four gates.
 
-The adjoint rule of a slice: its adjoint lands in its block of the parameter's gradient, zero
-elsewhere (`Placed`). A parameter's gradient is then its whole uses' sum over time plus, per block,
+The adjoint rule of a slice: its adjoint lands in its block of the parameter's gradient (of dL/da_t),
+zero elsewhere (`Placed`): dL/da_t is the stack of its slices' adjoints, zero in the rows no slice reads.
+A parameter's gradient is then its whole uses' sum over time plus, per block,
 the sum over time of that block's adjoint: `whole + Placed(sum_t g_1, block_1) + ...`.
 """
 
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
+from bptt.derive.nodes import SeqAt
 from bptt.derive.refusal import Refusal
 from bptt.derive.text import notation
 
@@ -18,8 +22,12 @@ class SliceError(Refusal):
 
 
 def check_block(node):
-    if not isinstance(node.parent, sp.MatrixSymbol):
-        raise SliceError(f"the block {notation(node)} has no adjoint rule: only a block of a parameter has one", node)
+    if not isinstance(node.parent, (sp.MatrixSymbol, SeqAt)):
+        raise SliceError(
+            f"the block {notation(node)} has no adjoint rule: only a block of a parameter or rows of a sequence's "
+            "value have one",
+            node,
+        )
     if node.rowslice[2] != 1 or node.colslice[2] != 1:
         raise SliceError(
             f"the block {notation(node)} has no adjoint rule: a block takes consecutive rows and columns", node
@@ -27,7 +35,8 @@ def check_block(node):
 
 
 class Placed(MatrixExpr):
-    """The matrix of the parameter's shape that is `value` in the rows and columns of `block` and zero elsewhere."""
+    """The matrix of the parameter's (the value's) shape that is `value` in the rows and columns of `block` and zero
+    elsewhere."""
 
     def __new__(cls, value, block):
         return MatrixExpr.__new__(cls, value, block)

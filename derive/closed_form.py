@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from bptt.derive.blocks import Placed
 from bptt.derive.bptt import NEXT, SAME
 from bptt.derive.nodes import Adj, MatAt, SeqAt, T, TimeProduct, TimeSum, matrix_sum, t
 
@@ -56,9 +57,24 @@ def linear_coefficient(expr, adjoint):
         return sp.MatAdd(*(linear_coefficient(term, adjoint) for term in expr.args)).doit(deep=False)
     if isinstance(expr, sp.MatMul) and expr.args[-1] == adjoint:
         return sp.MatMul(*expr.args[:-1]).doit(deep=False)
+    if _rows_of(expr, adjoint):  # v[a:b, :] = I[a:b, :] v
+        return _selection(expr)
+    if isinstance(expr, sp.MatMul) and _rows_of(expr.args[-1], adjoint):
+        return sp.MatMul(*expr.args[:-1], _selection(expr.args[-1])).doit(deep=False)
+    if isinstance(expr, Placed) and expr.shape[1] == 1:  # the value in rows a:b of a vector: I[a:b, :]^T value
+        return (_selection(expr.block).T * linear_coefficient(expr.value, adjoint)).doit(deep=False)
     if isinstance(expr, sp.MatMul) and isinstance(expr.args[-1], sp.MatAdd):
         return (sp.MatMul(*expr.args[:-1]) * linear_coefficient(expr.args[-1], adjoint)).doit(deep=False)
     raise NotLeftMultiple(f"{expr} is not a left multiple of {adjoint}")
+
+
+def _rows_of(expr, vector):
+    return isinstance(expr, sp.MatrixSlice) and expr.parent == vector
+
+
+def _selection(block):
+    """The rows a slice of a vector reads, as the matrix that selects them: I[a:b, :]."""
+    return sp.MatrixSlice(sp.Identity(block.parent.shape[0]), block.rowslice, (0, block.parent.shape[0], 1))
 
 
 def closed_form(derivation, seq):

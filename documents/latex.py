@@ -2,10 +2,12 @@
 `^\\top`, `\\odot`, `\\frac{\\partial L}{\\partial \\mathbf{h}_t}`."""
 
 import functools
+import itertools
 
 import sympy as sp
 from sympy.printing.latex import LatexPrinter, greek_letters_set
 
+from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, SeqAt, equal
 from bptt.derive.order import term_order
@@ -250,7 +252,23 @@ class BPTTLatexPrinter(LatexPrinter):
         factors = [self._wrap_sum(expr.body.subs(expr.index, time)) for time in (first, second, last)]
         return rf"\left({factors[0]} {factors[1]} \cdots {factors[2]}\right)"
 
+    def _print_Placed(self, expr):
+        return self._stacked([expr]) if expr.shape[1] == 1 else self._print_Basic(expr)
+
+    def _stacked(self, placed):
+        """A vector's adjoint from its row slices' (sorted, disjoint): theirs stacked, zero in the rows none reads."""
+        parts, end = [], 0
+        for p in placed + [None]:
+            start, stop = (placed[0].shape[0], None) if p is None else p.block.rowslice[:2]
+            parts += [] if equal(start, end) else [rf"\mathbf{{0}}_{{{self._print(start - end)}}}"]
+            parts += [] if p is None else [self._print(p.value)]
+            end = stop
+        return r"\begin{bmatrix} " + r" \\ ".join(parts) + r" \end{bmatrix}"
+
     def _print_MatAdd(self, expr):
+        whole, placed = split(expr)
+        if placed and not whole and expr.shape[1] == 1 and _disjoint(placed):
+            return self._stacked(placed)
         terms = sorted(expr.args, key=term_order)
         out = ""
         for n, term in enumerate(terms):
@@ -277,6 +295,12 @@ class BPTTLatexPrinter(LatexPrinter):
     def _wrap_sum(self, expr):
         text = self._print(expr)
         return rf"\left({text}\right)" if isinstance(expr, sp.MatAdd) else text
+
+
+def _disjoint(placed):
+    """Whether blocks sorted by their first row read rows no other reads."""
+    ends = [p.block.rowslice[:2] for p in placed]
+    return all(sp.simplify(start - stop).is_nonnegative for (_, stop), (start, _) in itertools.pairwise(ends))
 
 
 def parenthesized(expr):

@@ -159,9 +159,14 @@ def _squared_error(s, y, count):
 
 
 def _placed(like, *blocks):
-    """The gradient of a parameter read by blocks: zero, each (index, value) block added in at its index."""
+    """The gradient of a parameter read by blocks (of a sequence's value read by row slices): zero, each (index,
+    value) block added in at its index; a value with leading axes its block lacks (an aged adjoint's ages)
+    widens the result to them."""
     out = np.zeros_like(like)
     for index, value in blocks:
+        extra = np.ndim(value) - out[index].ndim
+        if extra > 0:
+            out = np.zeros(np.shape(value)[:extra] + out.shape, out.dtype) + out
         out[index] += value
     return out
 

@@ -158,9 +158,14 @@ def _squared_error(s, y, count):
 
 
 def _placed(like, *blocks):
-    """The gradient of a parameter read by blocks: zero, each (index, value) block added in at its index."""
+    """The gradient of a parameter read by blocks (of a sequence's value read by row slices): zero, each (index,
+    value) block added in at its index; a value with leading axes its block lacks (an aged adjoint's ages)
+    widens the result to them."""
     out = torch.zeros_like(like)
     for index, value in blocks:
+        extra = value.dim() - out[index].dim()
+        if extra > 0:
+            out = out.expand(*value.shape[:extra], *out.shape).clone()
         out[index] += value
     return out
 

@@ -11,7 +11,6 @@ from bptt.codegen.printing.bindings import bound, initial_keys, output_adjoint, 
 from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.layout import every_array, model_names, views
-from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.products import ONES
 from bptt.codegen.printing.statements import InPlacePrinter
 from bptt.codegen.printing.tangents import TangentPrinter
@@ -90,7 +89,7 @@ def window_body(program, read_by_gradients, fast_arrays):
     allocate = []
     for seq in targets:
         ages = "ages, " if seq.name in program.recurrent else ""
-        allocate.append(f"{adjoint_array(seq.name)} = np.zeros((T + 1, {ages}B, {size_name(seq.rows)}), dtype)")
+        allocate.append(f"{adjoint_array(seq.name)} = np.zeros((T + 1, {ages}B, {printer._print(seq.rows)}), dtype)")
     wanted = _members(read_by_gradients, fast_arrays)
     write = []
     for seq in targets:

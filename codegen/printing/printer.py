@@ -20,7 +20,7 @@ from bptt.codegen.printing.spelling import Spelling
 from bptt.codegen.printing.used import Used
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup, power
-from bptt.derive.nodes import Adj, equal, matrix_sum, t
+from bptt.derive.nodes import Adj, SeqAt, equal, matrix_sum, t
 from bptt.derive.order import term_order
 from bptt.derive.text import described
 
@@ -158,13 +158,15 @@ class RowPrinter(ProductPrinting):
         return Code(f"{self._print(expr.matrix)}[{self.span(expr.start, expr.start + expr.count)}]")
 
     def _print_MatrixSlice(self, expr):
-        """A block of a parameter: a view, W_ih[n_h:2 * n_h]."""
+        """A block of a parameter: a view, W_ih[n_h:2 * n_h]; rows of a sequence's value, a_t[..., :n_h]."""
         return Code(f"{self._print(expr.parent)}[{self.block_index(expr)}]")
 
     def block_index(self, block):
-        """The index of a block in its parameter: a vector's rows, a matrix's rows and columns (`n_h:2 * n_h`)."""
+        """The index of a block in its parameter: a vector's rows, a matrix's rows and columns (`n_h:2 * n_h`); in a
+        sequence's value, its rows after the batch's axes (`..., :n_h`)."""
         rows, columns = block.parent.shape
-        spans = [self.span(*block.rowslice[:2], size=rows)]
+        spans = ["..."] if isinstance(block.parent, SeqAt) else []
+        spans.append(self.span(*block.rowslice[:2], size=rows))
         if columns != 1 and not (block.colslice[0] == 0 and equal(block.colslice[1], columns)):
             spans.append(self.span(*block.colslice[:2], size=columns))
         return ", ".join(spans)

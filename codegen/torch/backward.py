@@ -9,7 +9,7 @@ from bptt.codegen.printing.checkpoints import hand_back
 from bptt.codegen.printing.columns import STEP, WIDTH
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.layout import every_array, model_names, views
-from bptt.codegen.printing.printer import PrintError, size_name
+from bptt.codegen.printing.printer import PrintError
 from bptt.codegen.printing.window import adjoint_seqs, reads_aged
 from bptt.codegen.torch.printer import TorchPrinter, WindowAdjointPrinter
 from bptt.codegen.torch.statements import TorchStatements
@@ -28,9 +28,9 @@ def window_body(program, reads):
     aged = {seq.name for seq in seqs if seq.name in program.recurrent}
     shapes = {}  # the adjoints of one shape, as the rows of one tensor of zeros
     for seq in seqs:
-        printer.used.sizes |= {"T", "B", str(seq.rows)}
+        printer.used.sizes |= {"T", "B"}
         ages = "ages, " if seq.name in aged else ""
-        shapes.setdefault(f"T + 1, {ages}B, {size_name(seq.rows)}", []).append(adjoint_array(seq.name))
+        shapes.setdefault(f"T + 1, {ages}B, {printer._print(seq.rows)}", []).append(adjoint_array(seq.name))
     zeros = [line for shape, names in shapes.items() for line in zeros_of(names, shape)]
     head = ["ages = k + 1  # how many steps back a gradient may have flowed"] if aged else []
     names = window_reads(program, reads, {adjoint_array(name) for name in aged})

@@ -12,7 +12,7 @@ from bptt.codegen.printing.printer import ATOM, SUM, Code, RowPrinter
 from bptt.codegen.printing.spelling import Spelling, row_sums
 from bptt.codegen.printing.window import WindowPrinter
 from bptt.codegen.torch.functions import TORCH_FUNCTIONS
-from bptt.derive.nodes import equal
+from bptt.derive.nodes import SeqAt, equal
 
 
 class TorchSpelling(Spelling):
@@ -29,7 +29,7 @@ class TorchSpelling(Spelling):
         ends = [block.rowslice[:2] + (rows,)]
         if columns != 1 and not (block.colslice[0] == 0 and equal(block.colslice[1], columns)):
             ends.append(block.colslice[:2] + (columns,))
-        parts = []
+        parts = ["Ellipsis"] if isinstance(block.parent, SeqAt) else []  # a sequence's value: after the batch's axes
         for start, stop, size in ends:
             first = "None" if start == 0 else p._print(start)
             last = "None" if equal(stop, size) else p._print(stop)

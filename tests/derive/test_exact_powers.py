@@ -1,7 +1,8 @@
 """Issue 28: the derivation of cells with elementwise powers, transposes and sums of parameters equals the chain rule
 over the unrolled loss (tests/support/brute_force.py: sympy.diff of every operation of the unrolled computation),
-at d=2, h=3, q=4, T=3, to 30 digits: a cell with all of them (tests/support/paper_cells.py:powered), and minLSTM
-as examples/ writes it."""
+at d=2, h=3, q=4, T=3, to 30 digits: a cell with all of them (tests/support/paper_cells.py:powered), minLSTM
+as examples/ writes it, gates that are row slices of one intermediate and a state read by slices
+(paper_cells.py:sliced_gates, sliced_state)."""
 
 import pathlib
 
@@ -17,6 +18,8 @@ from bptt.tests.support.problems import make_problem
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SPECS = {
     "powered": f"{ROOT / 'tests' / 'support' / 'paper_cells.py'}:powered",
+    "sliced_gates": f"{ROOT / 'tests' / 'support' / 'paper_cells.py'}:sliced_gates",
+    "sliced_state": f"{ROOT / 'tests' / 'support' / 'paper_cells.py'}:sliced_state",
     "min_lstm": f"{ROOT / 'examples' / 'min_lstm.py'}:min_lstm",
 }
 

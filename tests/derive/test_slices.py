@@ -15,7 +15,8 @@ from bptt.derive.blocks import Placed, split
 from bptt.derive.bptt import derive
 from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.models import load
-from bptt.derive.nodes import Adj, SquaredError, T, TimeSum, t, tanh
+from bptt.derive.nodes import Adj, Diag, SquaredError, T, TimeSum, t, tanh
+from bptt.derive.rtrl import forward_mode
 from bptt.documents.latex import latex
 from bptt.tests.support.brute_force import DIGITS, recorded_gradients
 from bptt.tests.support.modules import module_of
@@ -123,3 +124,32 @@ def test_a_slice_of_a_product_or_with_a_step_has_no_rule():
     of_product = _model_with(lambda W, state, h: (W.T * W)[:h, :h] * state(t - 1))
     with pytest.raises(NoRule, match="only a block of a parameter"):
         derive(of_product)
+
+
+PAPER_CELLS = pathlib.Path(__file__).parents[1] / "support" / "paper_cells.py"
+
+
+def test_the_adjoint_of_a_sliced_value_is_its_slices_adjoints_stacked():
+    """dL/da_t of a_t read as a_t[1:h] and a_t[2h+1:3h]: each slice's adjoint in its rows, rows h+1..2h zero (no
+    term), printed as one stacked column."""
+    model = load(f"{PAPER_CELLS}:sliced_gates")
+    a = next(seq for seq in model.intermediates if seq.name == "a")
+    h = model.sizes[1]
+    adjoint = derive(model, named="all").intermediate(a)
+    whole, placed = split(adjoint)
+    assert whole == []
+    assert [p.block for p in placed] == [a()[0:h, :], a()[2 * h : 3 * h, :]]
+    printed = latex(adjoint)
+    assert printed.startswith(r"\begin{bmatrix} ") and printed.count(r"\mathbf{0}_{h}") == 1, printed
+
+
+def test_a_state_read_by_slices_has_the_selection_in_its_jacobian():
+    """s_t = tanh(W s_{t-1}[1:h] + ...): ds_t/ds_{t-1} = diag(1 - s_t^2) W I[1:h, :], and dL/ds_t stacks the next
+    step's adjoint (rows 1..h) over the head's (rows h+1..2h)."""
+    model = load(f"{PAPER_CELLS}:sliced_state")
+    (state,), (W, *_) = model.states, model.params
+    h = model.sizes[1]
+    selection = sp.MatrixSlice(sp.Identity(2 * h), (0, h, 1), (0, 2 * h, 1))
+    assert forward_mode(model, W).jacobian(state) == sp.MatMul(Diag(1 - sp.HadamardPower(state(), 2)), W, selection)
+    _, placed = split(derive(model).recursion(state))
+    assert [p.block for p in placed] == [state()[0:h, :], state()[h : 2 * h, :]]

@@ -1,6 +1,7 @@
 """Cells users write from their papers (tests/support/paper_cells.py), none from the zoo: torch.nn.GRU with no
 pre-activation named, the Minimal Gated Unit, Cho et al.'s GRU (a matrix times a Hadamard product,
-U (r_t ⊙ h_{t-1})), and a scalar in a matrix sum (tanh(W x_t + U h_{t-1} + 1)). Each derives exactly,
+U (r_t ⊙ h_{t-1})), a scalar in a matrix sum (tanh(W x_t + U h_{t-1} + 1)), and gates sliced from one
+pre-activation (a_t[1:h], a_t[2h+1:3h]). Each derives exactly,
 prints, generates for every backend and agrees with finite differences."""
 
 import importlib
@@ -27,7 +28,7 @@ from bptt.tests.support.brute_force import DIGITS, recorded_gradients
 from bptt.tests.support.problems import make_problem
 
 CELLS = pathlib.Path(__file__).parents[1] / "support" / "paper_cells.py"
-NAMES = ("gru_unnamed", "mgu", "gru_cho", "plus_one")
+NAMES = ("gru_unnamed", "mgu", "gru_cho", "plus_one", "sliced_gates")
 
 
 def spec(name):

@@ -124,3 +124,45 @@ def powered():
         (hidden, odot(a(), scale) + K.T * odot(hidden(t - 1), hidden(t - 1)) / 2),
     )
     return _cell("powered", "Powers and transposes", "issue 28", (d, h, q), (W, U, K), x, hidden, steps)
+
+
+def sliced_gates():
+    """Gates that are slices of one 3h pre-activation, as Ba et al. split a normalised 4h vector; rows h+1..2h are
+    read by no slice, so their adjoint is zero.
+
+    a_t = W h_{t-1} + U x_t + b
+    h_t = sigmoid(a_t[1:h]) * h_{t-1} + tanh(a_t[2h+1:3h])
+    """
+    d, h, q = sizes("d h q")
+    x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", 3 * h, "intermediate")
+    W, U, b = matrix("W", 3 * h, h), matrix("U", 3 * h, d), vector("b", 3 * h)
+    steps = (
+        (a, W * hidden(t - 1) + U * x() + b),
+        (hidden, odot(sigmoid(a()[0:h, :]), hidden(t - 1)) + tanh(a()[2 * h : 3 * h, :])),
+    )
+    return _cell(
+        "sliced-gates", "Gates sliced from one pre-activation", "issue 28", (d, h, q), (W, U, b), x, hidden, steps
+    )
+
+
+def sliced_state():
+    """A 2h state read by slices: its first h rows by the next step, its last h rows by the head.
+
+    s_t = tanh(W s_{t-1}[1:h] + U x_t + b)
+    y_t = V s_t[h+1:2h]
+    """
+    d, h, q = sizes("d h q")
+    x, state = sequence("x", d, "input"), sequence("s", 2 * h, "state")
+    W, U, b, V = matrix("W", 2 * h, h), matrix("U", 2 * h, d), vector("b", 2 * h), matrix("V", q, h)
+    out, y = sequence("o", q, "output"), sequence("y", q, "target")
+    return Model(
+        name="sliced-state",
+        title="A state read by slices",
+        source="issue 28",
+        sizes=(d, h, q),
+        params=(W, U, b, V),
+        inputs=(x,),
+        steps=((state, tanh(W * state(t - 1)[0:h, :] + U * x() + b)),),
+        outputs=((out, V * state()[h : 2 * h, :]),),
+        loss=SquaredError(out(), y()),
+    )
