@@ -1,0 +1,118 @@
+"""The figures' edges as TikZ draws them, read back from the picture's text: no edge runs through a node box
+other than its two ends, and a backward arrow stands clear of the forward arrow between the same two nodes
+(issue 29: gru's m_t -> n̄_t crossed r_t; the arrows between h_t and ℓ_t lay on top of each other). A curve
+is checked at points sampled along it, not by its chord."""
+
+import math
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from bptt.derive.models import load, names
+from bptt.documents.drawing import box, tikz
+from bptt.tests.documents.test_graph import USERS, figures, model_of
+from bptt.tests.support.cell_plans import build
+from bptt.tests.support.cells import plans
+
+SAMPLES = 60
+CLEARANCE = 0.12  # centimetres: the least distance of a backward curve's middle from its forward twin
+SLACK = 0.02  # a path may graze a box's border by this much (the boxes are estimates)
+NODE = re.compile(r"\\node\[v[^]]*\] \(n(\d+)\) at \(([-\d.]+),([-\d.]+)\)")
+DRAW = re.compile(
+    r"\\draw\[(fw|bw)[^]]*\] \(n(\d+)\) (?:--|\.\. controls \(([-\d.]+),([-\d.]+)\) and \(([-\d.]+),([-\d.]+)\) \.\.) "
+    r"\(n(\d+)\);"
+)
+
+
+def drawn(graph):
+    """(boxes, paths): each node's box (x, y, half width, half height) by its id, and each edge as
+    (backward, source id, target id, points sampled along what TikZ draws)."""
+    text = tikz(graph)
+    boxes = {}
+    for match in NODE.finditer(text):
+        n = int(match[1])
+        boxes[n] = (float(match[2]), float(match[3]), *box(graph.nodes[n]))
+    paths = []
+    for match in DRAW.finditer(text):
+        source, target = int(match[2]), int(match[7])
+        start, end = boxes[source][:2], boxes[target][:2]
+        if match[3] is None:
+            controls = (start, start, end, end)  # a straight line
+        else:
+            controls = (start, (float(match[3]), float(match[4])), (float(match[5]), float(match[6])), end)
+        paths.append((match[1] == "bw", source, target, [_bezier(controls, k / SAMPLES) for k in range(SAMPLES + 1)]))
+    assert len(paths) == len(graph.edges)
+    return boxes, paths
+
+
+def _bezier(points, s):
+    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = points
+    a, b, c, d = (1 - s) ** 3, 3 * (1 - s) ** 2 * s, 3 * (1 - s) * s**2, s**3
+    return a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3
+
+
+def _inside(point, node_box, slack=0.0):
+    x, y, half_w, half_h = node_box
+    return abs(point[0] - x) < half_w - slack and abs(point[1] - y) < half_h - slack
+
+
+def _visible(points, boxes, source, target):
+    return [p for p in points if not _inside(p, boxes[source]) and not _inside(p, boxes[target])]
+
+
+def crossings(graph):
+    boxes, paths = drawn(graph)
+    found = []
+    for _, source, target, points in paths:
+        for n, node_box in boxes.items():
+            if n not in (source, target) and any(_inside(p, node_box, SLACK) for p in points):
+                found.append(f"{_name(graph, source)} -> {_name(graph, target)} crosses {_name(graph, n)}")
+    return found
+
+
+def overlaps(graph):
+    """Backward edges whose visible part keeps within CLEARANCE of the forward edge between the same nodes."""
+    boxes, paths = drawn(graph)
+    forward = {(source, target): points for backward, source, target, points in paths if not backward}
+    found = []
+    for backward, source, target, points in paths:
+        twin = forward.get((target, source))
+        if not backward or twin is None:
+            continue
+        seen = _visible(points, boxes, source, target)
+        chord = _visible(twin, boxes, source, target)
+        if not seen or max(min(math.dist(p, q) for q in chord) for p in seen) < CLEARANCE:
+            found.append(f"{_name(graph, source)} -> {_name(graph, target)} lies on its forward arrow")
+    return found
+
+
+def _name(graph, n):
+    return "{}_{}".format(*graph.nodes[n].key)
+
+
+@pytest.mark.parametrize("name", tuple(names()) + tuple(USERS))
+def test_edges_miss_other_boxes_and_arrows_stand_apart(name):
+    for graph in figures(model_of(name)):
+        assert crossings(graph) == []
+        assert overlaps(graph) == []
+
+
+@settings(max_examples=12, database=None, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(plans())
+def test_random_cells_figures_too(plan):
+    for graph in figures(build(plan)):
+        assert crossings(graph) == []
+        assert overlaps(graph) == []
+
+
+def test_the_checks_see_a_crossing_and_an_overlap():
+    """The checks themselves: elman's h_1 moved onto the chord of x_2 -> h_2, a forward arrow drawn twice."""
+    from dataclasses import replace
+
+    graph = figures(load("elman"))[0]
+    x2 = next(n for n in graph.nodes if n.key == ("x", 2))
+    h2 = next(n for n in graph.nodes if n.key == ("h", 2))
+    middle = replace(graph.nodes[0], x=(x2.x + h2.x) / 2, y=(x2.y + h2.y) / 2)
+    moved = replace(graph, nodes=(middle, *graph.nodes[1:]))
+    assert any(f"crosses {graph.nodes[0].name}_" in found for found in crossings(moved))
