@@ -5,41 +5,53 @@ control points, as TikZ's `bend left=` places them, and checked at points sample
 
 import math
 
-BENDS = (22, 35, 50, 65, -22, -35, -50, -65)  # degrees left of the direction of travel, tried in turn
+BENDS = (22, 35, 50, 65, 80, -22, -35, -50, -65, -80)  # degrees left of the direction of travel, tried in turn
 LOOSENESS = 0.3915  # TikZ's default: each control point this fraction of the chord from its end
-WIDER = (1.0, 1.8, 2.8)  # looseness multiples tried after every bend at the one before failed
+WIDER = (1.0, 1.8, 2.8, 4.0)  # looseness multiples tried after every bend at the one before failed
 CLEARANCE = 0.15  # centimetres between a backward curve's middle and its forward twin
 SAMPLES = 40
 
 
 def routes(graph, box):
-    """{edge: its four control points, or None for a straight line}; box(node) its half width and height."""
+    """{edge: its four control points, or None for a straight line}; box(node) its half width and height. Past the
+    first, a curve is tried only if its control points stay inside the nodes' frame: TikZ counts them in the
+    picture's width."""
     boxes = {node.key: (node.x, node.y, *box(node)) for node in graph.nodes}
+    frame = _frame(boxes.values())
     drawn, points = {}, {}
     for edge in sorted(graph.edges, key=lambda e: e.backward):  # forward first: the backward ones avoid them
         twin = points.get((edge.target, edge.source)) if edge.backward else None
-        bends = BENDS if edge.backward else (0, *BENDS)
-        source, target = graph.node(edge.source), graph.node(edge.target)
-        tried = []
-        for wider in WIDER:
-            for bend in bends:
-                curve = controls(source, target, bend, wider)
-                sampled = sampled_points(curve)
-                cost = _crossed(sampled, edge, boxes) + (twin is not None and not _apart(sampled, twin, boxes, edge))
-                tried.append((cost, curve, sampled))
-                if cost == 0:
-                    break
-            if tried[-1][0] == 0:
+        best = None
+        for n, curve in enumerate(_candidates(graph.node(edge.source), graph.node(edge.target), edge.backward)):
+            if n and not all(inside(point, frame) for point in curve[1:3]):
+                continue
+            sampled = sampled_points(curve)
+            cost = _crossed(sampled, edge, boxes) + (twin is not None and not _apart(sampled, twin, boxes, edge))
+            if best is None or cost < best[0]:
+                best = cost, curve, sampled
+            if cost == 0:
                 break
-        if tried[-1][0]:
-            for curve in _entries(source, target):
-                sampled = sampled_points(curve)
-                tried.append((_crossed(sampled, edge, boxes), curve, sampled))
-        _, curve, sampled = min(tried, key=lambda item: item[0])  # the first of the fewest crossings
+        _, curve, sampled = best
         drawn[edge] = None if curve[1] == curve[0] else curve
         if not edge.backward:
             points[(edge.source, edge.target)] = sampled
     return drawn
+
+
+def _candidates(source, target, backward):
+    """The curves tried for an edge, in order: straight (a forward edge), bent by each of BENDS, each looser."""
+    for wider in WIDER:
+        for bend in BENDS if backward or wider > 1 else (0, *BENDS):
+            yield controls(source, target, bend, wider)
+    yield from _entries(source, target)
+
+
+def _frame(boxes):
+    """The box (x, y, half width, half height) around every node's box."""
+    boxes = list(boxes)
+    low_x, high_x = min(x - w for x, _, w, _ in boxes), max(x + w for x, _, w, _ in boxes)
+    low_y, high_y = min(y - h for _, y, _, h in boxes), max(y + h for _, y, _, h in boxes)
+    return (low_x + high_x) / 2, (low_y + high_y) / 2, (high_x - low_x) / 2, (high_y - low_y) / 2
 
 
 def controls(source, target, bend, wider=1.0):
