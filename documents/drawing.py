@@ -1,6 +1,7 @@
 """A Graph drawn: as a TikZ picture for LaTeX, and as SVG for Markdown and notebooks, from the same
-coordinates. Forward edges are grey, the backward edges of the adjoint recursion red and bent, the
-edges a truncation cuts dashed."""
+coordinates and the same curves (documents/routing.py: around the boxes, a backward arrow clear of its forward
+twin). Forward edges are grey, the backward edges of the adjoint recursion red, the edges a truncation cuts
+dashed."""
 
 from xml.sax.saxutils import escape
 
