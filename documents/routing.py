@@ -21,17 +21,16 @@ def routes(graph, box):
     drawn, points = {}, {}
     for edge in sorted(graph.edges, key=lambda e: e.backward):  # forward first: the backward ones avoid them
         twin = points.get((edge.target, edge.source)) if edge.backward else None
-        best = None
+        first = None  # drawn where no curve is clear: a detour that still crosses a box only adds a loop
         for n, curve in enumerate(_candidates(graph.node(edge.source), graph.node(edge.target), edge.backward)):
             if n and not all(inside(point, frame) for point in curve[1:3]):
                 continue
             sampled = sampled_points(curve)
-            cost = _crossed(sampled, edge, boxes) + (twin is not None and not _apart(sampled, twin, boxes, edge))
-            if best is None or cost < best[0]:
-                best = cost, curve, sampled
-            if cost == 0:
+            first = first or (curve, sampled)
+            if not _crossed(sampled, edge, boxes) and (twin is None or _apart(sampled, twin, boxes, edge)):
                 break
-        _, curve, sampled = best
+        else:
+            curve, sampled = first
         drawn[edge] = None if curve[1] == curve[0] else curve
         if not edge.backward:
             points[(edge.source, edge.target)] = sampled
@@ -97,11 +96,12 @@ def inside(point, node_box, margin=0.0):
 
 
 def _crossed(points, edge, boxes):
-    """How many boxes other than its ends a path runs through (or within 0.03 cm of)."""
-    return sum(
-        any(inside(point, node_box, 0.03) for point in points)
+    """Whether a path runs through (or within 0.03 cm of) a box other than its ends'."""
+    return any(
+        inside(point, node_box, 0.03)
         for key, node_box in boxes.items()
         if key not in (edge.source, edge.target)
+        for point in points
     )
 
 
