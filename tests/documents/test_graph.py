@@ -8,9 +8,10 @@ import pytest
 
 from bptt.derive.models import load, names
 from bptt.documents.derived import derived
-from bptt.documents.drawing import box, controls
+from bptt.documents.drawing import box
 from bptt.documents.graph import Node
 from bptt.documents.graph_document import truncated_graph, whole_graph
+from bptt.documents.routing import controls
 from bptt.tests.support.user_cells import gru_cho, mgu
 
 MODELS = tuple(names())
@@ -54,7 +55,7 @@ def test_a_backward_edge_bends_to_its_left_as_tikz_would():
     """The control points TikZ is given for h_2 -> h_1 (drawn 1 cm to the left) lie 22 degrees off the chord, below
     it (to the left of the direction of travel), each 0.3915 of the chord from its end: TikZ's `bend left=22`."""
     source, target = Node("h", 2, "state", x=1.0, y=0.0), Node("h", 1, "state", x=0.0, y=0.0)
-    (x1, y1), (x2, y2) = controls(source, target)
+    (x1, y1), (x2, y2) = controls(source, target, 22)[1:3]
     reach = 0.3915
     assert (x1, y1) == pytest.approx((1 - reach * math.cos(math.radians(22)), -reach * math.sin(math.radians(22))))
     assert (x2, y2) == pytest.approx((reach * math.cos(math.radians(22)), -reach * math.sin(math.radians(22))))

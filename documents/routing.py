@@ -1,0 +1,113 @@
+"""How each edge of a figure is drawn: a straight line where it runs clear of every box but its ends, else a
+curve bent by the least angle that clears them; a backward edge bent to its left, further where a forward
+edge joins the same two nodes, so that the two arrows stand apart. A curve is a cubic Bézier given by its
+control points, as TikZ's `bend left=` places them, and checked at points sampled along it."""
+
+import math
+
+BENDS = (22, 35, 50, 65, 80, -22, -35, -50, -65, -80)  # degrees left of the direction of travel, tried in turn
+LOOSENESS = 0.3915  # TikZ's default: each control point this fraction of the chord from its end
+WIDER = (1.0, 1.8, 2.8, 4.0)  # looseness multiples tried after every bend at the one before failed
+CLEARANCE = 0.15  # centimetres between a backward curve's middle and its forward twin
+SAMPLES = 40
+
+
+def routes(graph, box):
+    """{edge: its four control points, or None for a straight line}; box(node) its half width and height. Past the
+    first, a curve is tried only if its control points stay inside the nodes' frame: TikZ counts them in the
+    picture's width."""
+    boxes = {node.key: (node.x, node.y, *box(node)) for node in graph.nodes}
+    frame = _frame(boxes.values())
+    drawn, points = {}, {}
+    for edge in sorted(graph.edges, key=lambda e: e.backward):  # forward first: the backward ones avoid them
+        twin = points.get((edge.target, edge.source)) if edge.backward else None
+        first = None  # drawn where no curve is clear: a detour that still crosses a box only adds a loop
+        for n, curve in enumerate(_candidates(graph.node(edge.source), graph.node(edge.target), edge.backward)):
+            if n and not all(inside(point, frame) for point in curve[1:3]):
+                continue
+            sampled = sampled_points(curve)
+            first = first or (curve, sampled)
+            if not _crossed(sampled, edge, boxes) and (twin is None or _apart(sampled, twin, boxes, edge)):
+                break
+        else:
+            curve, sampled = first
+        drawn[edge] = None if curve[1] == curve[0] else curve
+        if not edge.backward:
+            points[(edge.source, edge.target)] = sampled
+    return drawn
+
+
+def _candidates(source, target, backward):
+    """The curves tried for an edge, in order: straight (a forward edge), bent by each of BENDS, each looser."""
+    for wider in WIDER:
+        for bend in BENDS if backward or wider > 1 else (0, *BENDS):
+            yield controls(source, target, bend, wider)
+    yield from _entries(source, target)
+
+
+def _frame(boxes):
+    """The box (x, y, half width, half height) around every node's box."""
+    boxes = list(boxes)
+    low_x, high_x = min(x - w for x, _, w, _ in boxes), max(x + w for x, _, w, _ in boxes)
+    low_y, high_y = min(y - h for _, y, _, h in boxes), max(y + h for _, y, _, h in boxes)
+    return (low_x + high_x) / 2, (low_y + high_y) / 2, (high_x - low_x) / 2, (high_y - low_y) / 2
+
+
+def controls(source, target, bend, wider=1.0):
+    """The four control points of a cubic from source's centre to target's, bent `bend` degrees to the left of
+    its direction (a straight line for 0), the control points `wider` times TikZ's default looseness out."""
+    start, end = (source.x, source.y), (target.x, target.y)
+    if bend == 0:
+        return start, start, end, end
+    dx, dy = end[0] - start[0], end[1] - start[1]
+    reach, heading, turn = wider * LOOSENESS * math.hypot(dx, dy), math.atan2(dy, dx), math.radians(bend)
+    out, back = heading + turn, heading + math.pi - turn
+    first = (start[0] + reach * math.cos(out), start[1] + reach * math.sin(out))
+    second = (end[0] + reach * math.cos(back), end[1] + reach * math.sin(back))
+    return start, first, second, end
+
+
+def _entries(source, target):
+    """Curves leaving along the chord and entering the target straight from below, above, the left or the right:
+    around a row of boxes that every bend of the chord crosses."""
+    start, end = (source.x, source.y), (target.x, target.y)
+    dx, dy = end[0] - start[0], end[1] - start[1]
+    length = math.hypot(dx, dy) or 1.0
+    for reach in (0.8, 1.6):
+        first = (start[0] + dx / length * reach, start[1] + dy / length * reach)
+        for ux, uy in ((0, -1), (0, 1), (-1, 0), (1, 0)):
+            yield start, first, (end[0] + ux * reach, end[1] + uy * reach), end
+
+
+def sampled_points(curve, count=SAMPLES):
+    return [point_at(curve, k / count) for k in range(count + 1)]
+
+
+def point_at(curve, s):
+    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = curve
+    a, b, c, d = (1 - s) ** 3, 3 * (1 - s) ** 2 * s, 3 * (1 - s) * s**2, s**3
+    return a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3
+
+
+def inside(point, node_box, margin=0.0):
+    """Whether a point lies in a box (x, y, half width, half height) grown by margin."""
+    x, y, half_w, half_h = node_box
+    return abs(point[0] - x) < half_w + margin and abs(point[1] - y) < half_h + margin
+
+
+def _crossed(points, edge, boxes):
+    """Whether a path runs through (or within 0.03 cm of) a box other than its ends'."""
+    return any(
+        inside(point, node_box, 0.03)
+        for key, node_box in boxes.items()
+        if key not in (edge.source, edge.target)
+        for point in points
+    )
+
+
+def _apart(points, twin, boxes, edge):
+    def visible(found):
+        return [p for p in found if not inside(p, boxes[edge.source]) and not inside(p, boxes[edge.target])]
+
+    seen, other = visible(points), visible(twin)
+    return bool(seen) and max(min(math.dist(p, q) for q in other or twin) for p in seen) >= CLEARANCE
