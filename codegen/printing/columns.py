@@ -101,7 +101,14 @@ def _docstring_lines(lines):
 def _prose(line, width):
     """A long line of a docstring wrapped at words, each piece at the line's indentation."""
     indent = line[: len(line) - len(line.lstrip())]
-    wrapped = textwrap.wrap(line.strip(), width - len(indent), initial_indent=indent, subsequent_indent=indent)
+    wrapped = textwrap.wrap(
+        line.strip(),
+        width - len(indent),
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_on_hyphens=False,
+        break_long_words=False,
+    )
     return tuple(wrapped) or (line,)
 
 

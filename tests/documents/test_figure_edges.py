@@ -109,19 +109,6 @@ def test_edges_miss_other_boxes_and_arrows_stand_apart(name):
         assert overlaps(graph) == []
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="see CROSSING_STEPS"))
-        for name in sorted(CROSSING_STEPS)
-    ],
-)
-def test_edges_between_steps_of_gated_cells_still_cross_a_gate(name):
-    """Strict: passes (and so fails here) once the routing handles these edges; then drop CROSSING_STEPS."""
-    for graph in figures(load(name)):
-        assert crossings(graph) == []
-
-
 @settings(max_examples=12, database=None, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 @given(plans())
 def test_random_cells_figures_too(plan):

@@ -314,6 +314,9 @@ CELLS = {
 # own evaluator), "environment" (a framework not installed: not a model's refusal), "internal" (Python's
 # protocol inside the printers).
 INTERNAL = {
+    "codegen/backends.py Backend.module_source: laying the module out in columns changed its code": (
+        "invariant: the layout only breaks lines (printing/columns.py); a guard against printing other code"
+    ),
     "codegen/namer.py Namer.rendering:": "re-raises a refusal of the hidden model in the model's names",
     "codegen/namer.py _fresh: unreachable: more spellings than names": "invariant",
     "codegen/namer.py _key_edits: namer: an f-string names a model's name, which the namer": (
