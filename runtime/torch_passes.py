@@ -148,6 +148,12 @@ class _Passes:
             loss, d_outputs = self.segment_loss(outputs, y, counts)
         return loss, d_outputs, cache, sizes
 
+    def forward_mode_gradient(self, params, xs, ys, states, lengths=None):
+        """output_gradient for forward_mode_grads; lengths: a padded batch's (its padded xs and ys read as zeros,
+        their steps weighing nothing: dL/doutputs exactly 0 there, so no tangent carried through them counts)."""
+        padding = _data_padding(lengths, xs)
+        return self.output_gradient(params, padding.zeroed(xs), padding.zeroed(ys), states, padding=padding)
+
     @torch.no_grad()
     def checkpointed_loss(self, truncation, rng, params, xs, ys, states, checkpoints, padding=_UNPADDED):
         """loss_and_grads with checkpoints, its arguments checked here (a parameter's nan or inf from the result)."""
