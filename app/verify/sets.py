@@ -58,7 +58,7 @@ class Layout:
             layout = Layout(shared, sets)
             try:
                 wide = layout.widen(instance, [base, moved]).loss(truncate)
-            except ValueError:  # the module refused the widened arrays
+            except (ValueError, RuntimeError, TypeError):  # the module (NumPy, torch, JAX) refused the widened arrays
                 continue
             if np.shape(wide) == (2,) and np.all(np.abs(wide - plain) <= AGREEMENT * np.abs(plain).max()):
                 return layout
