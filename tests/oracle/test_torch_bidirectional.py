@@ -159,9 +159,8 @@ def torch_answer(model, params, xs, ys, initial, lengths, packed=True):
             grads[f"{kind}{mark}0"] = starts[kind].grad[row].numpy()
             ends[f"{kind}{mark}"] = value[row].detach().numpy()
     masked = valid.numpy()[..., None]
-    return Answer(
-        float(loss.detach()), grads, np.where(masked, s.detach().numpy(), 0), np.where(masked, out.detach().numpy(), 0), ends
-    )
+    s, out = (np.where(masked, value.detach().numpy(), 0) for value in (s, out))
+    return Answer(float(loss.detach()), grads, s, out, ends)
 
 
 def assert_agree(what, got, want):
