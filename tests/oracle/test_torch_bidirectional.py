@@ -203,7 +203,8 @@ def test_pytorch_517_the_reverse_direction_starts_at_each_sequences_last_step():
     alone, the reverse state at step t is the forward state at step 4 - t. Padded to five steps, [2, 4, 2, 0, 0], in a
     batch with a sequence of five: the oracle's answer (each sequence alone) is torch's on the PackedSequence, and keeps
     the symmetry; torch's on the padded batch starts the reverse direction on the padding (its biases move the state
-    there), and its outputs, final reverse state and gradients differ: the bug."""
+    there), and its outputs, final reverse state and gradients differ: the bug, which the oracle run on the padded
+    batch's T steps reproduces."""
     model, h = model_of("gru"), 2
     rng = np.random.default_rng(234)
     embedding = rng.normal(size=(10, D))
@@ -225,3 +226,5 @@ def test_pytorch_517_the_reverse_direction_starts_at_each_sequences_last_step():
     assert np.abs(bug.final["h1b"][0] - ours.final["h1b"][0]).max() > 1e-3
     assert np.abs(bug.top[:3, 0, h:] - forward[::-1]).max() > 1e-3  # and lose the symmetry
     assert max(np.abs(bug.grads[key] - ours.grads[key]).max() for key in ours.grads) > 1e-3
+    padded = oracle.run(exposed(model), params, xs, np.where(ys < 0, 0, ys), initial)  # the oracle on all T steps
+    assert_agree("the bug, as the oracle runs the padded batch", padded.outputs["o_h1b"][:3, 0], bug.top[:3, 0, h:])
