@@ -22,13 +22,17 @@ BACKENDS = ("numpy", "torch", "jax")
 TOL = 1e-12
 
 
-def paper_forward(p, x, m, delta, x_last, h0):
-    """Che et al.'s GRU-D, equations (5)-(9) and the GRU's, step by step; its head W_o h_t + b_o at every step."""
+def paper_forward(p, x, m, delta, x_last, h0, bug=None):
+    """Che et al.'s GRU-D, equations (5)-(9) and the GRU's, step by step; its head W_o h_t + b_o at every step.
+    bug: a published implementation's mistake instead ("current x": the decay applied to x_t, not to the last
+    observation, zhiyongc/GRU-D#3; "no mean": no decay towards the empirical mean, caow13/BRITS#8)."""
     h, outputs = h0, []
     for t in range(x.shape[0]):
         gamma_x = torch.exp(-torch.maximum(torch.zeros(()), delta[t] * p["w_gx"] + p["b_gx"]))  # W_gamma_x diagonal
         gamma_h = torch.exp(-torch.maximum(torch.zeros(()), delta[t] @ p["W_gh"].T + p["b_gh"]))
-        x_hat = m[t] * x[t] + (1 - m[t]) * (gamma_x * x_last[t] + (1 - gamma_x) * p["x_mean"])
+        last = x[t] if bug == "current x" else x_last[t]
+        mean = 0 if bug == "no mean" else (1 - gamma_x) * p["x_mean"]
+        x_hat = m[t] * x[t] + (1 - m[t]) * (gamma_x * last + mean)
         h = gamma_h * h
         r = torch.sigmoid(x_hat @ p["W_r"].T + h @ p["U_r"].T + m[t] @ p["V_r"].T + p["b_r"])
         z = torch.sigmoid(x_hat @ p["W_z"].T + h @ p["U_z"].T + m[t] @ p["V_z"].T + p["b_z"])
@@ -66,13 +70,15 @@ def problem(seed, steps=T):
     return params, np.concatenate(data, axis=2), ys, 0.5 * rng.standard_normal((B, SIZES["h"])), data
 
 
-def paper(params, ys, h0, data):
+def paper(params, ys, h0, data, bug=None):
     """The outputs, the loss sum_t 1/2 ||s_t - y_t||^2 averaged over the batch, and torch.autograd's gradients."""
     leaves = {key: torch.tensor(value, requires_grad=True) for key, value in {**params, "h0": h0}.items()}
-    outputs = paper_forward(leaves, *map(torch.tensor, data), leaves["h0"])
+    outputs = paper_forward(leaves, *map(torch.tensor, data), leaves["h0"], bug)
     loss = 0.5 * ((outputs - torch.tensor(ys)) ** 2).sum() / ys.shape[1]
-    grads = torch.autograd.grad(loss, list(leaves.values()))
-    return outputs.detach().numpy(), float(loss.detach()), {k: g.numpy() for k, g in zip(leaves, grads, strict=True)}
+    grads = torch.autograd.grad(loss, list(leaves.values()), allow_unused=True)  # a mistake may read no x_mean
+    pairs = zip(leaves.items(), grads, strict=True)
+    grads = {key: np.zeros(leaf.shape) if grad is None else grad.numpy() for (key, leaf), grad in pairs}
+    return outputs.detach().numpy(), float(loss.detach()), grads
 
 
 def framework(backend):
@@ -132,6 +138,17 @@ def test_a_padded_batch_equals_the_papers_forward_of_each_sequence():
     assert abs(loss - want_loss) <= TOL * want_loss
     for key, grad in grads.items():
         assert_close(grad, want[key], ("lengths", key))
+
+
+@pytest.mark.parametrize("bug", ["current x", "no mean"])
+def test_the_published_mistakes_give_other_numbers(bug):
+    """Control: the mistakes of two public implementations change the loss and the gradients well beyond the
+    tolerance, so the comparison above tells the paper's equations from them."""
+    params, u, ys, h0, data = problem(seed=5)
+    loss, grads = load_module(load(SPEC), from_zoo=False).loss_and_grads(params, u, ys, h0=h0)
+    _, wrong_loss, wrong = paper(params, ys, h0, data, bug)
+    assert abs(loss - wrong_loss) > 1e-4 * abs(loss)
+    assert np.abs(grads["x_mean"] - wrong["x_mean"]).max() > 1e-4 * np.abs(grads["x_mean"]).max()
 
 
 def test_its_derivation_compiles(tmp_path):
