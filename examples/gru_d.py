@@ -12,7 +12,7 @@ Missing Values", Scientific Reports 8, 2018), written as the paper writes it (it
 with a head s_t = W_o h_t + b_o and a squared error against y_t. The model language takes one input sequence, so
 the side inputs come stacked in it as the paper's preprocessing gives them: u_t = [x_t; m_t; delta_t; x_last_t]
 (4d rows: the measurement, its observation mask, the time since it was last observed, its last observed value),
-each read by its block of rows. x_mean (the empirical mean of each variable over the training set) is a
+each named from its block of rows. x_mean (the empirical mean of each variable over the training set) is a
 parameter: its gradient is returned, and a user who keeps it fixed, as the paper does, ignores it.
 
 Try:  bptt latex examples/gru_d.py:gru_d --format md
@@ -28,7 +28,8 @@ from bptt.derive.nodes import SquaredError, exp, relu, sigmoid, t, tanh
 def gru_d():
     d, h, q = sizes("d h q")
     u, y = sequence("u", 4 * d, "input"), sequence("y", q, "target")
-    x, m, delta, x_last = (u()[k * d : (k + 1) * d, :] for k in range(4))
+    sides = [sequence(name, d, "intermediate") for name in ("x", "m", "delta", "x_last")]
+    x, m, delta, x_last = (side() for side in sides)
     ones_d, ones_h = OneMatrix(d, 1), OneMatrix(h, 1)
     w_gx, b_gx, W_gh, b_gh = vector("w_gx", d), vector("b_gx", d), matrix("W_gh", h, d), vector("b_gh", h)
     x_mean = vector("x_mean", d)
@@ -46,6 +47,7 @@ def gru_d():
         return W_g * x_hat() + U_g * h_hat() + V_g * m + bias
 
     steps = (
+        *((side, u()[k * d : (k + 1) * d, :]) for k, side in enumerate(sides)),  # the side inputs, named
         (gamma_x, exp(-relu(HadamardProduct(w_gx, delta) + b_gx))),
         (gamma_h, exp(-relu(W_gh * delta + b_gh))),
         (
