@@ -95,10 +95,10 @@ def loss_and_grads(
     return _PASSES.loss_and_grads_call(params, xs, ys, (s0,), truncate, rng, checkpoints, compile, lengths, at)
 
 
-def forward_mode_grads(params, xs, ys, s0=None, lengths=None):
-    """What loss_and_grads returns (lengths as for it), computed forward in time (real-time recurrent learning):
+def forward_mode_grads(params, xs, ys, s0=None, lengths=None, at=None):
+    """What loss_and_grads returns (lengths and at as for it), by real-time recurrent learning, forward in time:
     the state's derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
-    loss, d_z, cache, sizes = _PASSES.forward_mode_gradient(params, xs, ys, (s0,), lengths)
+    loss, d_z, cache, sizes = _PASSES.forward_mode_gradient(params, xs, ys, (s0,), lengths, at)
     with torch.no_grad():
         U, W, V = (params[name] for name in PARAMS)
         x, s = (cache[name] for name in CACHE)

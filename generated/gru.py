@@ -96,10 +96,10 @@ def loss_and_grads(params, xs, ys, h0=None, truncate=None, rng=None, checkpoints
     return _PASSES.loss_and_grads_call(params, xs, ys, (h0,), truncate, rng, checkpoints, lengths, at)
 
 
-def forward_mode_grads(params, xs, ys, h0=None, lengths=None):
-    """What loss_and_grads returns (lengths as for it), computed forward in time (real-time recurrent learning):
+def forward_mode_grads(params, xs, ys, h0=None, lengths=None, at=None):
+    """What loss_and_grads returns (lengths and at as for it), by real-time recurrent learning, forward in time:
     the state's derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
-    loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0,), lengths)
+    loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (h0,), lengths, at)
     W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
     x, h, r, z, m, n = (cache[name] for name in CACHE)
     n_h = sizes["h"]

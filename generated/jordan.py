@@ -86,10 +86,10 @@ def loss_and_grads(params, xs, ys, o0=None, truncate=None, rng=None, checkpoints
     return _PASSES.loss_and_grads_call(params, xs, ys, (o0,), truncate, rng, checkpoints, lengths, at)
 
 
-def forward_mode_grads(params, xs, ys, o0=None, lengths=None):
-    """What loss_and_grads returns (lengths as for it), computed forward in time (real-time recurrent learning):
+def forward_mode_grads(params, xs, ys, o0=None, lengths=None, at=None):
+    """What loss_and_grads returns (lengths and at as for it), by real-time recurrent learning, forward in time:
     the state's derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
-    loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (o0,), lengths)
+    loss, d_s, cache, sizes, dtype = _PASSES.output_gradient(params, xs, ys, (o0,), lengths, at)
     U, R, V, b, c = (params[name] for name in PARAMS)
     x, o, h = (cache[name] for name in CACHE)
     n_h = sizes["h"]

@@ -106,18 +106,18 @@ def apply(params, xs, h0=None, truncate=None, rng=None, checkpoints=None, length
     return _PASSES.apply_call(params, xs, None, (h0,), truncate, rng, checkpoints, lengths)
 
 
-def forward_mode_grads(params, xs, ys, h0=None, lengths=None):
-    """What loss_and_grads returns (lengths as for it), computed forward in time (real-time recurrent learning,
-    one jax.lax.scan for every parameter): the state's derivative along every parameter entry, O(B h^2 |theta|)
-    work per step."""
-    x, y, counts, initial = _PASSES.forward_mode_inputs(params, xs, ys, (h0,), lengths)
+def forward_mode_grads(params, xs, ys, h0=None, lengths=None, at=None):
+    """What loss_and_grads returns (lengths and at as for it), by real-time recurrent learning, forward in time (one
+    jax.lax.scan for every parameter): the state's derivative along every parameter entry, O(B h^2 |theta|) work per
+    step."""
+    x, y, counts, initial = _PASSES.forward_mode_inputs(params, xs, ys, (h0,), lengths, at)
     return _forward_mode(params, x, y, counts, *initial)
 
 
 @jax.jit
 def _forward_mode(params, x, y, counts, h0):
     """The loss and its gradients by real-time recurrent learning, after the forward pass; counts: each step's
-    and sample's divisor of the loss (lengths=), else None."""
+    and sample's divisor of the loss (lengths= or at=), else None."""
     loss, d_o, cache = _PASSES.output_gradient(params, x, y, (h0,), counts)
     W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
     h = cache["h"]

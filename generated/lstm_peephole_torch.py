@@ -103,10 +103,10 @@ def loss_and_grads(
     return _PASSES.loss_and_grads_call(params, xs, ys, (c0, h0), truncate, rng, checkpoints, compile, lengths, at)
 
 
-def forward_mode_grads(params, xs, ys, c0=None, h0=None, lengths=None):
-    """What loss_and_grads returns (lengths as for it), computed forward in time (real-time recurrent learning):
+def forward_mode_grads(params, xs, ys, c0=None, h0=None, lengths=None, at=None):
+    """What loss_and_grads returns (lengths and at as for it), by real-time recurrent learning, forward in time:
     the state's derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
-    loss, d_s, cache, sizes = _PASSES.forward_mode_gradient(params, xs, ys, (c0, h0), lengths)
+    loss, d_s, cache, sizes = _PASSES.forward_mode_gradient(params, xs, ys, (c0, h0), lengths, at)
     with torch.no_grad():
         W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
         x, c, h, z, i, f, o = (cache[name] for name in CACHE)

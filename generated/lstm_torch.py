@@ -104,10 +104,10 @@ def loss_and_grads(
     return _PASSES.loss_and_grads_call(params, xs, ys, (c0, h0), truncate, rng, checkpoints, compile, lengths, at)
 
 
-def forward_mode_grads(params, xs, ys, c0=None, h0=None, lengths=None):
-    """What loss_and_grads returns (lengths as for it), computed forward in time (real-time recurrent learning):
+def forward_mode_grads(params, xs, ys, c0=None, h0=None, lengths=None, at=None):
+    """What loss_and_grads returns (lengths and at as for it), by real-time recurrent learning, forward in time:
     the state's derivative along every parameter entry, carried with the steps, O(B h^2 |theta|) work per step."""
-    loss, d_s, cache, sizes = _PASSES.forward_mode_gradient(params, xs, ys, (c0, h0), lengths)
+    loss, d_s, cache, sizes = _PASSES.forward_mode_gradient(params, xs, ys, (c0, h0), lengths, at)
     with torch.no_grad():
         W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
             params[name] for name in PARAMS

@@ -144,13 +144,16 @@ class _Passes:
         loss, d_outputs, cache = self.output_gradient(params, x, y, initial, counts)
         return loss, self.gradients(_ages(truncation), params, cache, d_outputs, keep)[0]
 
-    def forward_mode_inputs(self, params, xs, ys, states, lengths=None):
+    def forward_mode_inputs(self, params, xs, ys, states, lengths=None, at=None):
         """(x, y, counts, initial states) for forward_mode_grads' jitted _forward_mode, its arguments checked;
-        lengths: a padded batch's (its padded xs and ys read as zeros, their steps weighing nothing: counts, each
-        step's and sample's divisor of the loss, inf there, so dL/doutputs is exactly 0 there), else counts None."""
+        lengths and at as for loss_and_grads (padded xs and ys read as zeros; the steps the loss does not read
+        weigh nothing: counts, each step's and sample's divisor of the loss, inf there, so dL/doutputs is exactly
+        0 there), else counts None."""
         padding = _data_padding(lengths, xs)
-        _, dtype, x, y, initial = self.checked(params, padding.zeroed(xs), padding.zeroed(ys), states, True)
-        return x, y, None if padding.valid is None else padding.counts(self.spec.mean, dtype), initial
+        read = _read_padding(padding, at, xs)
+        ys = (padding if self.spec.forced else read).zeroed(ys)
+        _, dtype, x, y, initial = self.checked(params, padding.zeroed(xs), ys, states, True)
+        return x, y, None if read.valid is None else read.counts(self.spec.mean, dtype), initial
 
     def apply_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None):
         """The module's apply: the outputs through a custom_vjp whose backward is the derived BPTT; lengths: a

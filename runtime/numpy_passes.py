@@ -129,17 +129,19 @@ class _Passes:
         padding = _Padding.of(lengths, *outputs.shape[:2]).read_at(at, *outputs.shape[:2])
         return outputs, _check_targets(self, padding.zeroed(ys), sizes, outputs.dtype), padding
 
-    def output_gradient(self, params, xs, ys, states, lengths=None):
-        """(the batch-averaged loss, dL/doutputs, the forward cache, sizes, dtype): fresh arrays. lengths
-        (forward_mode_grads'): a padded batch's, its padded xs and ys read as zeros and their steps weighing
-        nothing, so dL/doutputs is exactly 0 there and no tangent carried through them reaches a gradient."""
+    def output_gradient(self, params, xs, ys, states, lengths=None, at=None):
+        """(the batch-averaged loss, dL/doutputs, the forward cache, sizes, dtype): fresh arrays. lengths and at
+        (forward_mode_grads', as loss_and_grads'): a padded batch's, its padded xs and ys read as zeros; the steps
+        the loss does not read weigh nothing, so dL/doutputs is exactly 0 there and no tangent carried through
+        them reaches a gradient."""
         padding = _data_padding(lengths, xs)
-        xs, ys = padding.zeroed(xs), padding.zeroed(ys)
+        read = _read_padding(padding, at, xs)
+        xs, ys = padding.zeroed(xs), (padding if self.spec.forced else read).zeroed(ys)
         sizes, dtype, x, y, initial = _checked(self, params, xs, ys, states, True, False)
         outputs, cache = self.segment_forward(params, sizes, dtype, x, y, initial)
         dims = ("T", "B", self.spec.data["outputs"])
         y = _check_targets(self, ys, dict(zip(dims, outputs.shape, strict=True)), dtype)
-        counts = outputs.shape[0] if padding.valid is None else padding.counts(self.spec.mean, dtype)
+        counts = outputs.shape[0] if read.valid is None else read.counts(self.spec.mean, dtype)
         loss = self.segment_loss(outputs, y, counts)[0]  # the outputs become dL/doutputs
         return loss, outputs, cache, sizes, dtype
 

@@ -148,11 +148,14 @@ class _Passes:
             loss, d_outputs = self.segment_loss(outputs, y, counts)
         return loss, d_outputs, cache, sizes
 
-    def forward_mode_gradient(self, params, xs, ys, states, lengths=None):
-        """output_gradient for forward_mode_grads; lengths: a padded batch's (its padded xs and ys read as zeros,
-        their steps weighing nothing: dL/doutputs exactly 0 there, so no tangent carried through them counts)."""
+    def forward_mode_gradient(self, params, xs, ys, states, lengths=None, at=None):
+        """output_gradient for forward_mode_grads; lengths and at as for loss_and_grads (padded xs and ys read as
+        zeros; the steps the loss does not read weigh nothing: dL/doutputs exactly 0 there, so no tangent carried
+        through them counts)."""
         padding = _data_padding(lengths, xs)
-        return self.output_gradient(params, padding.zeroed(xs), padding.zeroed(ys), states, padding=padding)
+        read = _read_padding(padding, at, xs)
+        ys = (padding if self.spec.forced else read).zeroed(ys)
+        return self.output_gradient(params, padding.zeroed(xs), ys, states, padding=read)
 
     @torch.no_grad()
     def checkpointed_loss(self, truncation, rng, params, xs, ys, states, checkpoints, padding=_UNPADDED):

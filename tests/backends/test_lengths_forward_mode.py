@@ -90,3 +90,31 @@ def test_jax_forward_mode_takes_lengths_traced_under_jit():
     _close("loss", loss, want_loss)
     for key, value in want.items():
         _close(f"gradient {key}", grads[key], value)
+
+
+LAST_CASES = [(name, backend) for backend in ("numpy", "torch") for name in ("elman", "jordan", "lstm")]
+
+
+@pytest.mark.parametrize(("name", "backend"), [*LAST_CASES, ("lstm", "jax")])
+def test_forward_mode_of_last_step_losses_is_loss_and_grads(name, backend):
+    """at="last" (a sequence classifier's loss, each sequence's last step only): forward_mode_grads equals
+    loss_and_grads with the same lengths and at; the targets of the other steps (junk here, unless the model feeds
+    them in) are never read."""
+    model = load(name)
+    lengths = lengths_drawn(np.random.default_rng(3), T, B)
+    params, xs, ys, initial = padded_values(zoo_values(model, seed=3), lengths, 10**6)
+    if not module_of(model.name).TEACHER_FORCED:
+        unread = np.arange(T)[:, None] != np.asarray(lengths) - 1
+        ys[unread] = -(10**6) if np.issubdtype(ys.dtype, np.integer) else np.nan
+    module = InNumPy(module_of(model.name + SUFFIX[backend]))
+    states = module._in({f"{seq.name}0": initial[seq.name] for seq in model.states})
+    arrays = [module._in(array) for array in (params, xs, ys)]
+    lengths = module.to(lengths) if backend == "jax" else lengths
+    named = dict(states, lengths=lengths, at="last")
+    forward_loss, forward_grads = module._out(module.module.forward_mode_grads(*arrays, **named))
+    loss, grads = module._out(module.module.loss_and_grads(*arrays, **named))
+    _close("loss", forward_loss, loss)
+    assert set(forward_grads) == set(grads)
+    for key, value in grads.items():
+        assert np.isfinite(value).all(), key
+        _close(f"gradient {key}", forward_grads[key], value)
