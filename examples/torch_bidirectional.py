@@ -72,6 +72,8 @@ def _gru_direction(name, before, reads, h):
 
 
 def bidirectional(name, title, direction, layers, tagger):
+    """`layers` bidirectional layers of cells made by `direction`, layer l reading [h(l-1)f_t; h(l-1)b_t], and the
+    head over the top layer's two directions: softmax cross-entropy against labels (tagger), else a squared error."""
     d, h, q = sizes("d h q")
     x = sequence("x", d, "input")
     params, steps, below = [], [], [x]
