@@ -49,10 +49,11 @@ def sweep_models(model):
     for k, (direction, steps) in enumerate(groups):
         later = [rhs for _, group in groups[k + 1 :] for _, rhs in group] + [rhs for _, rhs in model.outputs]
         exposed = sorted({ref.name for rhs in later for ref in references(rhs) if owner.get(ref.name) == k})
-        if k < len(groups) - 1 and len(exposed) != 1:
-            names = ", ".join(exposed) or "nothing"
-            raise Refusal(f"the generated code runs steps that hand one value to the steps after them, not {names}")
         last = k == len(groups) - 1
+        if not last and len(exposed) > 1:
+            names = ", ".join(exposed)
+            raise Refusal(f"the generated code runs steps that hand one value to the steps after them, not {names}")
+        exposed = exposed or [next(seq.name for seq, _ in steps if seq.role == "state")]  # read by none: zero
         exposes = None if last else next(seq for seq, _ in steps if seq.name == exposed[0])
         out.append(_sweep_model(model, k, direction == REVERSE, steps, last, exposes, owner, source))
     return tuple(out)
@@ -60,7 +61,8 @@ def sweep_models(model):
 
 def _groups(model):
     """((direction, steps), ...): each sweep's steps parted into groups that depend on each other across steps,
-    a group after those it reads; an intermediate in no recursion joins the first group after it."""
+    a group after those it reads; a group of intermediates that reads no state across steps joins the next group
+    (the one before it, at the end)."""
     out = []
     for sweep in sweeps(model):
         names = [seq.name for seq, _ in sweep.steps]
@@ -68,24 +70,33 @@ def _groups(model):
         reach = {name: _reach(name, reads) for name in names}
         parts = []
         for seq, rhs in sweep.steps:
-            home = next((p for p in parts if any(seq.name in reach[o] and o in reach[seq.name] for o, _ in p)), None)
+            home = next((p for p in parts if seq.name in reach[p[0][0].name] and p[0][0].name in reach[seq.name]), None)
             if home is None:
-                parts.append([(seq.name, (seq, rhs))])
+                parts.append([(seq, rhs)])
             else:
-                home.append((seq.name, (seq, rhs)))
-        merged = []
-        for part in parts:
-            if merged and not any(step[0].role == "state" for _, step in merged[-1]):
-                merged[-1] += part
-            else:
-                merged.append(list(part))
-        if len(merged) > 1 and not any(step[0].role == "state" for _, step in merged[-1]):
-            merged[-2] += merged.pop()
-        order = {name: n for n, name in enumerate(names)}
-        for part in merged:
-            steps = tuple(step for _, step in sorted(part, key=lambda item: order[item[0]]))
-            out.append((sweep.direction, steps))
-    return tuple(out)
+                home.append((seq, rhs))
+        placed = set()
+        while parts:  # a part after the parts it reads
+            part = next(p for p in parts if all(reads[seq.name] - {s.name for s, _ in p} <= placed for seq, _ in p))
+            parts.remove(part)
+            placed |= {seq.name for seq, _ in part}
+            out.append([sweep.direction, sorted(part, key=lambda step: names.index(step[0].name))])
+    merged = []
+    for direction, steps in out:
+        if merged and not _stateful(merged[-1][1]):
+            merged[-1] = [direction, merged[-1][1] + steps]
+        else:
+            merged.append([direction, steps])
+    if len(merged) > 1 and not _stateful(merged[-1][1]):
+        merged[-2][1] += merged.pop()[1]
+    for _, steps in merged:
+        if any(r.time != t for _, rhs in steps for r in references(rhs) if r.name not in {s.name for s, _ in steps}):
+            raise Refusal("the generated code cannot run an intermediate that reads a state of another step yet")
+    return tuple((direction, tuple(steps)) for direction, steps in merged)
+
+
+def _stateful(steps):
+    return any(seq.role == "state" for seq, _ in steps)
 
 
 def _reach(name, reads):

@@ -83,20 +83,27 @@ class _Sweeps:
             if sweep.exposes is not None:
                 values[sweep.exposes] = outputs
             caches.append(cache)
-        return outputs, {"sweeps": tuple(caches), "lengths": lengths}
+        states = {
+            name.removesuffix("0"): part[name.removesuffix("0")]
+            for sweep, part in zip(self.sweeps, caches, strict=True)
+            for name in sweep.passes.spec.states
+        }  # each state in its group's time: the last final
+        return outputs, {"sweeps": tuple(caches), "lengths": lengths, **states}
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints):
         """The gradients: each group's backward, last group first, its side reads' gradients handed back."""
         for name, value in (("truncate", truncate), ("checkpoints", checkpoints)):
             if value is not None:
                 raise ValueError(_REFUSED.format(f"{name}={value!r}"))
-        if not (isinstance(cache, dict) and set(cache) == {"sweeps", "lengths"}):
+        if not (isinstance(cache, dict) and {"sweeps", "lengths"} <= set(cache)):
             raise ValueError("cache must be the dict that this model's forward returned")
         _check_param_keys(self.spec, params)
         lengths = cache["lengths"]
         flowing, grads = {}, {}
         for sweep, part in zip(reversed(self.sweeps), reversed(cache["sweeps"]), strict=True):
-            d_out = d_outputs if sweep.exposes is None else flowing.pop(sweep.exposes)
+            d_out = d_outputs if sweep.exposes is None else flowing.pop(sweep.exposes, None)
+            if d_out is None:  # a value no later group reads
+                d_out = np.zeros_like(part[sweep.exposes][1:])
             if sweep.reverse:
                 d_out = _reversed_steps(d_out, lengths)
             passes = sweep.passes

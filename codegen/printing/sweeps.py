@@ -118,8 +118,8 @@ def _constants(model):
     states = ", ".join(f'"{seq.name}0": "{seq.rows}"' for seq in model.states)
     return (
         f"PARAMS = {tuple(p.name for p in model.params)!r}\nSIZES = {tuple(s.name for s in model.sizes)!r}\n"
-        f"SHAPES = {{{shapes}}}\nMEAN = {model.mean}\nSTATES = {{{states}}}  # initial states: their sizes "
-        "(a reverse state's enters after step T)\n"
+        f"SHAPES = {{{shapes}}}\nMEAN = {model.mean}\nTEACHER_FORCED = ()\n"
+        f"STATES = {{{states}}}  # initial states: their sizes (a reverse state's enters after step T)\n"
     )
 
 

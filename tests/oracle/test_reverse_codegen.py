@@ -1,0 +1,92 @@
+"""Reverse-time states in the generated code (issue 27): a model is split into forward-only groups of steps
+(derive/sweep_models.py), each printed by the backend's render and run by the runtime one after the other. Each
+module against the oracle (tests/support/oracle.py, written from the equations): the bidirectional Elman tagger and
+its two-layer cell, a two-layer bidirectional LSTM in torch's layout (layer 2 reads both directions of layer 1
+through column blocks), random cells run in reverse time, to 1e-12 in float64; a padded batch (lengths=) equals
+each sequence run alone, a reverse state starting at its own sequence's last step; what is not supported yet is
+refused in one line."""
+
+import pytest
+
+pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[torch]')")
+
+import dataclasses
+
+import numpy as np
+from hypothesis import HealthCheck, assume, given, settings
+from test_oracle_cells import generate
+
+from bptt.derive.nodes import SeqAt, t
+from bptt.derive.sweep_models import sweep_models
+from bptt.examples.birnn import birnn, two_layers
+from bptt.examples.lstm_two_chains import lstm
+from bptt.tests.derive.test_reverse_mirror import mirrored
+from bptt.tests.support import oracle
+from bptt.tests.support.cell_plans import random_values
+from bptt.tests.support.cells import cells
+from bptt.tests.support.padded import assert_padded_as_alone
+
+T, B = 5, 3
+BACKENDS = ["numpy"]
+
+
+def bidirectional_lstm():
+    """examples/lstm_two_chains.py's two-layer LSTM with its chains b run in reverse time (h1b, c1b, h2b, c2b read at
+    t+1), as torch.nn.LSTM(num_layers=2, bidirectional=True) runs them."""
+    model = lstm()
+    backward = {"h1b", "c1b", "h2b", "c2b"}
+
+    def flip(rhs):
+        flipped = [r for r in rhs.atoms(SeqAt) if r.name in backward and r.time != t]
+        later = {r: SeqAt(r.name, t + 1, r.rows, r.role) for r in flipped}
+        return rhs.xreplace(later)
+
+    steps = tuple((seq, flip(rhs)) for seq, rhs in model.steps)
+    return dataclasses.replace(model, name="bilstm", steps=steps)
+
+
+CELLS = {"birnn": birnn, "birnn-2layer": two_layers, "bilstm": bidirectional_lstm}
+
+
+def values(model, seed, steps=T, batch=B):
+    """(params, xs, ys, initial keyed by state name) at d=2, h=3, q=4 (random_values' distinct sizes)."""
+    return random_values(model, steps, batch, seed)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", CELLS)
+def test_a_bidirectional_model_equals_the_oracle(name, backend):
+    model = CELLS[name]()
+    assert len(sweep_models(model)) >= 2
+    params, xs, ys, initial = values(model, seed=27)
+    oracle.compare(generate(model, backend), model, params, xs, ys, initial)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", CELLS)
+def test_a_padded_bidirectional_batch_is_each_sequence_alone(name, backend):
+    model = CELLS[name]()
+    lengths = np.array([2, T, 1, 4])
+    assert_padded_as_alone(generate(model, backend), model, values(model, 5, batch=len(lengths)), lengths)
+
+
+@settings(max_examples=4, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(cells())
+def test_a_random_cell_in_reverse_time_equals_the_oracle(model):
+    assume(not model.teacher_forcing and model.inputs[0].role != "label")
+    mirror = mirrored(model)
+    module = generate(mirror, "numpy")
+    params, xs, ys, initial = random_values(mirror, 4, 2, seed=0)
+    oracle.compare(module, mirror, params, xs, ys, initial)
+
+
+def test_truncation_and_forward_mode_are_refused_in_one_line():
+    model = birnn()
+    module = generate(model, "numpy")
+    params, xs, ys, _ = values(model, 1)
+    for option in ({"truncate": ("window", 2)}, {"checkpoints": 3}):
+        with pytest.raises(ValueError, match="with reverse-time states, .* is not supported yet") as error:
+            module.loss_and_grads(params, xs, ys, **option)
+        assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match="forward_mode_grads"):
+        module.forward_mode_grads(params, xs, ys)
