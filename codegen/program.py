@@ -105,7 +105,11 @@ def derived(model):
         (p.name, _zeros_like(derivation.param_gradient(p), p), f"dL/d{p.name} = {text(derivation.param_gradient(p))}")
         for p in model.params
     )
-    returns += tuple((seq.name, value, f"dL/d{seq.name}_t = {text(value)}") for seq, value in side_gradients(model))
+    returns += tuple(
+        (seq.name, value, f"dL/d{seq.name}_t = {text(value)}")
+        for seq, value in side_gradients(model)
+        if not isinstance(value, sp.ZeroMatrix)  # nothing flows back into it: the runtime hands nothing back
+    )
     return Program(
         model=model,
         cache=(model.inputs[0].name,),

@@ -20,7 +20,7 @@ import sympy as sp
 from bptt.derive.blocks import split
 from bptt.derive.bptt import _Builder
 from bptt.derive.direction import REVERSE, sweeps
-from bptt.derive.model import Model, Seq, references, sizes
+from bptt.derive.model import Model, Seq, matrix, references, sizes
 from bptt.derive.nodes import SeqAt, SquaredError, matrix_sum, t
 from bptt.derive.refusal import Refusal
 
@@ -31,12 +31,14 @@ SIDE = "side"  # the prefix of the names a group adds: its stacked input and its
 class SweepModel(Model):
     """One group of steps as a forward-only Model. side: ((Seq, first row), ...) of each side read in its input's
     rows; reverse: it runs over the time-reversed steps; reads_input: its input stacks the model's input first;
-    exposes: the value later groups read (its output), or None for the last group."""
+    exposes: the values later groups read (Seqs; its output stacks them), () for the last group; placement: the
+    parameter that stacks several (identity blocks the runtime gives, its gradient unused), or None."""
 
     side: tuple = ()
     reverse: bool = False
     reads_input: bool = True
-    exposes: object = None
+    exposes: tuple = ()
+    placement: object = None
 
 
 @functools.lru_cache(maxsize=64)
@@ -50,11 +52,8 @@ def sweep_models(model):
         later = [rhs for _, group in groups[k + 1 :] for _, rhs in group] + [rhs for _, rhs in model.outputs]
         exposed = sorted({ref.name for rhs in later for ref in references(rhs) if owner.get(ref.name) == k})
         last = k == len(groups) - 1
-        if not last and len(exposed) > 1:
-            names = ", ".join(exposed)
-            raise Refusal(f"the generated code runs steps that hand one value to the steps after them, not {names}")
         exposed = exposed or [next(seq.name for seq, _ in steps if seq.role == "state")]  # read by none: zero
-        exposes = None if last else next(seq for seq, _ in steps if seq.name == exposed[0])
+        exposes = () if last else tuple(seq for seq, _ in steps if seq.name in exposed)
         out.append(_sweep_model(model, k, direction == REVERSE, steps, last, exposes, owner, source))
     return tuple(out)
 
@@ -68,17 +67,23 @@ def _groups(model):
         names = [seq.name for seq, _ in sweep.steps]
         reads = {seq.name: {r.name for r in references(rhs)} & set(names) for seq, rhs in sweep.steps}
         reach = {name: _reach(name, reads) for name in names}
-        parts = []
+        group = {name: name for name in names}  # one group: a recursion, and what reads a value of it across steps
+
         for seq, rhs in sweep.steps:
-            home = next((p for p in parts if seq.name in reach[p[0][0].name] and p[0][0].name in reach[seq.name]), None)
-            if home is None:
-                parts.append([(seq, rhs)])
-            else:
-                home.append((seq, rhs))
-        placed = set()
-        while parts:  # a part after the parts it reads
-            part = next(p for p in parts if all(reads[seq.name] - {s.name for s, _ in p} <= placed for seq, _ in p))
-            parts.remove(part)
+            across = {r.name for r in references(rhs) if r.time != t and r.name in reach}
+            for other in names:
+                if other in across or seq.name in reach[other] and other in reach[seq.name]:
+                    group[_root(group, other)] = _root(group, seq.name)
+        parts = {}
+        for step in sweep.steps:
+            parts.setdefault(_root(group, step[0].name), []).append(step)
+        parts, placed = list(parts.values()), set()
+        while parts:  # a part after the parts it reads; parts that read each other at t run as one
+            ready = [p for p in parts if all(reads[seq.name] - {s.name for s, _ in p} <= placed for seq, _ in p)]
+            part = (
+                ready[0] if ready else sorted((step for p in parts for step in p), key=lambda s: names.index(s[0].name))
+            )
+            parts = [p for p in parts if p is not part] if ready else []
             placed |= {seq.name for seq, _ in part}
             out.append([sweep.direction, sorted(part, key=lambda step: names.index(step[0].name))])
     merged = []
@@ -93,6 +98,12 @@ def _groups(model):
         if any(r.time != t for _, rhs in steps for r in references(rhs) if r.name not in {s.name for s, _ in steps}):
             raise Refusal("the generated code cannot run an intermediate that reads a state of another step yet")
     return tuple((direction, tuple(steps)) for direction, steps in merged)
+
+
+def _root(group, name):
+    while group[name] != name:
+        name = group[name]
+    return name
 
 
 def _stateful(steps):
@@ -148,8 +159,8 @@ def _sweep_model(model, k, reverse, steps, last, exposes, owner, source):
         outputs = tuple((seq, rewritten(rhs)) for seq, rhs in model.outputs)
         loss, extra = model.loss, dict(mean=model.mean, code_loss=model.code_loss)
     else:
-        out, target = Seq(f"{SIDE}_out", exposes.rows, "output"), Seq(f"{SIDE}_y", exposes.rows, "target")
-        outputs, loss, extra = ((out, exposes()),), SquaredError(out(), target()), {}
+        outputs, loss, extra = _exposing(exposes)
+        extra_sizes += [s for s in outputs[0][0].rows.free_symbols if s not in model.sizes]
     used = set().union(*(rhs.atoms(sp.MatrixSymbol) for _, rhs in coded + outputs))
     dims = [*(n for p in used for n in p.shape), stacked.rows, *(seq.rows for seq, _ in coded + outputs)]
     dims += [r.rows for r in loss.atoms(SeqAt)]
@@ -159,7 +170,7 @@ def _sweep_model(model, k, reverse, steps, last, exposes, owner, source):
         title=f"{model.title}, sweep {k + 1}",
         source=model.source,
         sizes=tuple(s for s in model.sizes if s in named) + tuple(extra_sizes),
-        params=tuple(p for p in model.params if p in used),
+        params=tuple(p for p in model.params if p in used) + ((extra["placement"],) if extra.get("placement") else ()),
         inputs=(stacked,),
         steps=coded,
         outputs=outputs,
@@ -170,6 +181,21 @@ def _sweep_model(model, k, reverse, steps, last, exposes, owner, source):
         exposes=exposes,
         **extra,
     )
+
+
+def _exposing(exposes):
+    """(outputs, loss, the Model's other fields) of a group before the last: its output the value later groups read,
+    or the stack of several, P[:, a:b] v + ... with P a parameter the runtime gives as the identity."""
+    if len(exposes) == 1:
+        rows, value, placement = exposes[0].rows, exposes[0](), None
+    else:
+        rows = sizes(f"{SIDE}_out_rows")
+        placement = matrix(f"{SIDE}_P", rows, rows)
+        value = matrix_sum(
+            placement[:, start : start + seq.rows] * seq() for seq, start in zip(exposes, _starts(exposes), strict=True)
+        )
+    out, target = Seq(f"{SIDE}_out", rows, "output"), Seq(f"{SIDE}_y", rows, "target")
+    return ((out, value),), SquaredError(out(), target()), {"placement": placement}
 
 
 def _starts(seqs):

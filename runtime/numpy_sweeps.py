@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bptt.runtime.checks import _check_param_keys
-from bptt.runtime.common import _Spec
+from bptt.runtime.common import _extent, _param_sizes, _Spec
 from bptt.runtime.numpy_padding import _data_padding, _read_padding
 
 _REFUSED = "with reverse-time states, {} is not supported yet (full BPTT, without it, is)"
@@ -19,13 +19,15 @@ _REFUSED = "with reverse-time states, {} is not supported yet (full BPTT, withou
 @dataclass(frozen=True)
 class _Sweep:
     """One group of steps: its module's _Passes, whether it runs reversed, whether its input stacks the model's
-    xs first, the names of its side reads (stacked after), and the name of its output's value (None: the last)."""
+    xs first, the names of its side reads (stacked after), the values its output stacks ((name, rows), ...; none for
+    the last), and the parameter that stacks several (given as the identity, its gradient unused), or None."""
 
     passes: object
     reverse: bool
     reads_input: bool
     side: tuple
-    exposes: str | None
+    exposes: tuple
+    placement: str | None = None
 
 
 def _reversed_steps(array, lengths):
@@ -55,8 +57,22 @@ class _Sweeps:
     def forward_mode_grads(self):
         raise ValueError(_REFUSED.format("forward_mode_grads"))
 
-    def _params(self, passes, params):
-        return {name: params[name] for name in passes.spec.params}
+    def _params(self, sweep, params):
+        """The group's parameters; the identity that stacks its output's values, if it stacks several."""
+        mine = {name: params[name] for name in sweep.passes.spec.params if name != sweep.placement}
+        if sweep.placement:
+            first = params[self.spec.params[0]]
+            rows = _extent(" + ".join(dim for _, dim in sweep.exposes), _param_sizes(self.spec, params))
+            mine[sweep.placement] = np.eye(rows, dtype=first.dtype)
+        return mine
+
+    def _rows(self, sweep, params):
+        """{exposed value: its slice of the group's output}."""
+        sizes, out, start = _param_sizes(self.spec, params), {}, 0
+        for name, dim in sweep.exposes:
+            out[name] = slice(start, start + _extent(dim, sizes))
+            start = out[name].stop
+        return out
 
     def _states(self, passes, states):
         given = dict(zip(self.spec.states, states, strict=True))
@@ -76,12 +92,12 @@ class _Sweeps:
                 data = _reversed_steps(data, lengths)
             passes = sweep.passes
             outputs, cache = passes.forward_call(
-                self._params(passes, params), data, None, self._states(passes, states), lengths
+                self._params(sweep, params), data, None, self._states(passes, states), lengths
             )
             if sweep.reverse:
                 outputs = _reversed_steps(outputs, lengths)
-            if sweep.exposes is not None:
-                values[sweep.exposes] = outputs
+            for name, rows in self._rows(sweep, params).items():
+                values[name] = outputs[..., rows]
             caches.append(cache)
         states = {
             name.removesuffix("0"): part[name.removesuffix("0")]
@@ -101,15 +117,20 @@ class _Sweeps:
         lengths = cache["lengths"]
         flowing, grads = {}, {}
         for sweep, part in zip(reversed(self.sweeps), reversed(cache["sweeps"]), strict=True):
-            d_out = d_outputs if sweep.exposes is None else flowing.pop(sweep.exposes, None)
-            if d_out is None:  # a value no later group reads
-                d_out = np.zeros_like(part[sweep.exposes][1:])
+            d_out = d_outputs
+            if sweep.exposes:  # a value no later group reads: zero
+                rows = self._rows(sweep, params)
+                blank = np.zeros(d_outputs.shape[:2] + (max(r.stop for r in rows.values()),), d_outputs.dtype)
+                d_out = np.concatenate([flowing.pop(name, blank[..., rows[name]]) for name in rows], axis=-1)
             if sweep.reverse:
                 d_out = _reversed_steps(d_out, lengths)
             passes = sweep.passes
-            found = passes.backward_call(self._params(passes, params), part, d_out, None, None, check_finite, None)
+            found = passes.backward_call(self._params(sweep, params), part, d_out, None, None, check_finite, None)
+            found.pop(sweep.placement, None)
             for name in sweep.side:
-                d_value = found.pop(name)
+                d_value = found.pop(name, None)
+                if d_value is None:  # nothing flows back into it
+                    continue
                 d_value = _reversed_steps(d_value, lengths) if sweep.reverse else d_value
                 flowing[name] = flowing[name] + d_value if name in flowing else d_value
             for key, value in found.items():

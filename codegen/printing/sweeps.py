@@ -173,10 +173,11 @@ def _tables(model, groups):
     rows = []
     for k, group in enumerate(groups, start=1):
         side = tuple(seq.name for seq, _ in group.side)
-        exposes = None if group.exposes is None else group.exposes.name
+        exposes = tuple((seq.name, str(seq.rows)) for seq in group.exposes)
+        placement = group.placement and group.placement.name
         rows.append(
             f"    _Sweep(_sweep{k}_PASSES, reverse={group.reverse}, reads_input={group.reads_input}, side={side!r}, "
-            f"exposes={exposes!r}),"
+            f"exposes={exposes!r}, placement={placement!r}),"
         )
     return (
         "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, {}, MEAN)\n"
