@@ -4,6 +4,7 @@ as a module of a forward-only model by the backend's own render, its maths and t
 backend's runtime (runtime/<backend>_sweeps.py) runs group by group."""
 
 import ast
+from dataclasses import dataclass
 
 from bptt.codegen.program import shape_of
 from bptt.derive.direction import sweeps
@@ -12,6 +13,12 @@ from bptt.derive.sweep_models import sweep_models
 from bptt.derive.text import equation
 
 SHELLS = ("init_params", "random_inputs", "forward", "backward", "loss_and_grads", "forward_mode_grads")
+AUTOGRAD = (
+    "BPTT",
+    "CompiledBPTT",
+    "CheckpointedBPTT",
+    "Model",
+)  # torch's autograd glue: the model's own, not a group's
 
 
 def prefixed(source, prefix, keep=("losses",)):
@@ -64,8 +71,23 @@ def prefixed(source, prefix, keep=("losses",)):
     return imports, body
 
 
-def module_source(model, render, runtime, standalone=False):
-    """The module of a model with reverse-time states: render(group model) prints a group's module."""
+@dataclass(frozen=True)
+class SweepsLayout:
+    """What a backend's sweeps.py.j2 places: the module's docstring, imports, constants, its initial states as
+    keywords (`, h_f0=None, h_b0=None`) and as a tuple (`(h_f0, h_b0, )`), each group's prefixed module, and the
+    tables that name the groups for the runtime."""
+
+    docstring: str
+    imports: tuple
+    constants: str
+    states: str
+    given: str
+    parts: tuple
+    tables: str
+
+
+def layout(model, render, runtime, standalone=False):
+    """The SweepsLayout of a model with reverse-time states: render(group model) prints a group's module."""
     if standalone:
         raise Refusal("--standalone cannot carry the runtime of reverse-time states yet")
     groups = sweep_models(model)
@@ -76,21 +98,15 @@ def module_source(model, render, runtime, standalone=False):
         direction = "in reverse, from step T back to step 1" if group.reverse else "forward"
         assigned = ", ".join(seq.name for seq, _ in group.steps)
         parts.append(f"# sweep {k}: {assigned}, {direction}\n\n" + "\n\n\n".join(body))
-    imports.add(f"from bptt.runtime.{runtime}_sweeps import _Sweep, _Sweeps")
-    return (
-        "\n".join(
-            [
-                _docstring(model),
-                "",
-                *_ordered(imports),
-                "",
-                _constants(model),
-                _shells(model),
-                *["\n\n" + part for part in parts],
-                "\n\n" + _tables(model, groups),
-            ]
-        )
-        + "\n"
+    imports |= {"from bptt.runtime.sweeps import _Sweep", f"from bptt.runtime.{runtime}_sweeps import _Sweeps"}
+    return SweepsLayout(
+        docstring=_docstring(model),
+        imports=tuple(_ordered(imports)),
+        constants=_constants(model),
+        states="".join(f", {seq.name}0=None" for seq in model.states),
+        given="(" + "".join(f"{seq.name}0, " for seq in model.states) + ")",
+        parts=tuple(parts),
+        tables=_tables(groups),
     )
 
 
@@ -123,53 +139,7 @@ def _constants(model):
     )
 
 
-def _shells(model):
-    states = "".join(f", {seq.name}0=None" for seq in model.states)
-    given = "(" + "".join(f"{seq.name}0, " for seq in model.states) + ")"
-    return f'''
-
-def init_params(rng, dtype=np.float64, **sizes):
-    """Random parameters: weights ~ N(0, 1/fan_in), vectors ~ N(0, 0.01)."""
-    return _init_params(_SPEC, rng, dtype, sizes)
-
-
-def random_inputs(rng, T, B, dtype=np.float64, **sizes):
-    """Random inputs xs and targets ys of the kinds this model takes."""
-    return _SWEEPS.random_inputs(rng, T, B, dtype, sizes)
-
-
-def forward(params, xs{states}, lengths=None):
-    """Run the model over all steps, sweep by sweep. Returns (outputs, cache): outputs (T, B, rows), fresh.
-    lengths: None, or each sequence's own steps (B,) of a right-padded batch: a reverse state starts at its
-    sequence's last step, from its initial value; padded steps' outputs are zero."""
-    return _SWEEPS.forward_call(params, xs, {given}, lengths)
-
-
-def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
-    """Gradients of every parameter and initial state, given d_outputs = dL/doutputs (T, B, rows), the sweeps
-    run in reverse order. Full BPTT only: truncate and checkpoints are refused with reverse-time states."""
-    return _SWEEPS.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
-
-
-def losses(outputs, ys, lengths=None, at=None):
-    """The loss of every step and sample, shape (T, B); zero at padded steps (and with at="last" at all but
-    each sequence's last step)."""
-    return _SWEEPS.losses(outputs, ys, lengths, at)
-
-
-def loss_and_grads(params, xs, ys{states}, truncate=None, rng=None, checkpoints=None, lengths=None, at=None):
-    """The loss averaged over the batch, and its gradients (a key per parameter and initial state); lengths
-    and at as for forward and losses. Full BPTT only (truncate and checkpoints are refused)."""
-    return _SWEEPS.loss_and_grads_call(params, xs, ys, {given}, truncate, rng, checkpoints, lengths, at)
-
-
-def forward_mode_grads(params, xs, ys{states}):
-    """Refused: forward mode does not run reverse-time states."""
-    return _SWEEPS.forward_mode_grads()
-'''
-
-
-def _tables(model, groups):
+def _tables(groups):
     rows = []
     for k, group in enumerate(groups, start=1):
         side = tuple(seq.name for seq, _ in group.side)
