@@ -209,7 +209,7 @@ def _starts(seqs):
 def side_gradients(model):
     """[(side Seq, dL/dv_t)] of a SweepModel's side reads: the adjoint of its rows of the stacked input, every
     intermediate's adjoint named (as the generated code's derivation names them)."""
-    if not model.side:
+    if not isinstance(model, SweepModel) or not model.side:
         return []
     builder = _Builder(model, frozenset(model.intermediates))
     (stacked,) = model.inputs
