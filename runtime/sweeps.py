@@ -169,3 +169,9 @@ class _Composed:
         count = self.loss_count(lengths, at, xs, s)
         loss, d_outputs = last.segment_loss(s, y, count)
         return loss, self.backward_call(params, cache, d_outputs, None, None, True, None, **options)
+
+
+def _own(passes, sizes):
+    """The sizes a group's spec names, as the model's (a stacked input's drawn with one row: only the model's
+    input and targets are drawn)."""
+    return {name: sizes.get(name, 1) for name in passes.spec.sizes}

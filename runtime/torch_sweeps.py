@@ -5,7 +5,7 @@ import dataclasses
 
 import torch
 
-from bptt.runtime.sweeps import _Composed
+from bptt.runtime.sweeps import _Composed, _own
 from bptt.runtime.torch_padding import _data_padding, _read_padding
 
 
@@ -59,8 +59,3 @@ class _Sweeps(_Composed):
         xs = self.sweeps[0].passes.random_inputs(rng, T, B, dtype, device, _own(self.sweeps[0].passes, sizes))[0]
         ys = self.sweeps[-1].passes.random_inputs(rng, T, B, dtype, device, _own(self.sweeps[-1].passes, sizes))[1]
         return xs, ys
-
-
-def _own(passes, sizes):
-    """The sizes a group's spec names, those of the model (a stacked input's are drawn as the model's input's)."""
-    return {name: sizes.get(name, 1) for name in passes.spec.sizes}

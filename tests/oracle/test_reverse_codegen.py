@@ -29,7 +29,7 @@ from bptt.tests.support.cells import cells
 from bptt.tests.support.padded import assert_padded_as_alone
 
 T, B = 5, 3
-BACKENDS = ["numpy", "torch"]
+BACKENDS = ["numpy", "torch", "jax"]
 
 
 def bidirectional_lstm():
