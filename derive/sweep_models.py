@@ -95,8 +95,13 @@ def _groups(model):
     if len(merged) > 1 and not _stateful(merged[-1][1]):
         merged[-2][1] += merged.pop()[1]
     for _, steps in merged:
-        if any(r.time != t for _, rhs in steps for r in references(rhs) if r.name not in {s.name for s, _ in steps}):
-            raise Refusal("the generated code cannot run an intermediate that reads a state of another step yet")
+        mine = {seq.name for seq, _ in steps}
+        earlier = sorted({r.name for _, rhs in steps for r in references(rhs) if r.time != t and r.name not in mine})
+        if earlier:
+            raise Refusal(
+                f"the generated code cannot yet run a step that reads {', '.join(earlier)} of another step "
+                "(at t-1 or t+1) in another sweep over time"
+            )
     return tuple((direction, tuple(steps)) for direction, steps in merged)
 
 

@@ -35,3 +35,12 @@ def test_commands_that_run_what_is_not_supported_refuse_reverse_states_in_one_li
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert "model 'birnn'" in lines[0] and "cannot run reverse-time states yet (h_b, read at t+1)" in lines[0]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_standalone_module_with_reverse_states_is_refused_in_one_line(tmp_path):
+    result = bptt("codegen", BIRNN, "--standalone", cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "model 'birnn'" in lines[0], result.stderr
+    assert "--standalone cannot carry the runtime of reverse-time states yet" in lines[0]
+    assert list(tmp_path.iterdir()) == []
