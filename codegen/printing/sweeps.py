@@ -86,8 +86,9 @@ class SweepsLayout:
     tables: str
 
 
-def layout(model, render, runtime, standalone=False):
-    """The SweepsLayout of a model with reverse-time states: render(group model) prints a group's module."""
+def layout(model, render, runtime, standalone=False, names=("_Sweeps",)):
+    """The SweepsLayout of a model with reverse-time states: render(group model) prints a group's module; names:
+    what the module imports of runtime/<runtime>_sweeps.py."""
     if standalone:
         raise Refusal("--standalone cannot carry the runtime of reverse-time states yet")
     groups = sweep_models(model)
@@ -98,7 +99,10 @@ def layout(model, render, runtime, standalone=False):
         direction = "in reverse, from step T back to step 1" if group.reverse else "forward"
         assigned = ", ".join(seq.name for seq, _ in group.steps)
         parts.append(f"# sweep {k}: {assigned}, {direction}\n\n" + "\n\n\n".join(body))
-    imports |= {"from bptt.runtime.sweeps import _Sweep", f"from bptt.runtime.{runtime}_sweeps import _Sweeps"}
+    imports |= {
+        "from bptt.runtime.sweeps import _Sweep",
+        f"from bptt.runtime.{runtime}_sweeps import {', '.join(names)}",
+    }
     return SweepsLayout(
         docstring=_docstring(model),
         imports=tuple(_ordered(imports)),
@@ -106,7 +110,7 @@ def layout(model, render, runtime, standalone=False):
         states="".join(f", {seq.name}0=None" for seq in model.states),
         given="(" + "".join(f"{seq.name}0, " for seq in model.states) + ")",
         parts=tuple(parts),
-        tables=_tables(groups),
+        tables=_tables(model, groups),
     )
 
 
@@ -139,7 +143,7 @@ def _constants(model):
     )
 
 
-def _tables(groups):
+def _tables(model, groups):
     rows = []
     for k, group in enumerate(groups, start=1):
         side = tuple(seq.name for seq, _ in group.side)
@@ -149,7 +153,13 @@ def _tables(groups):
             f"    _Sweep(_sweep{k}_PASSES, reverse={group.reverse}, reads_input={group.reads_input}, side={side!r}, "
             f"exposes={exposes!r}, placement={placement!r}),"
         )
+    (source,), (output, _) = model.inputs, model.outputs[0]
+    target = model.concrete_loss().target
+    data = {"xs": str(source.rows), "ys": str(target.rows), "outputs": str(output.rows)}
+    labels = tuple(name for name, seq in (("xs", source), ("ys", target)) if seq.role == "label")
     return (
-        "_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, {}, MEAN)\n"
+        f"_DATA = {data!r}  # the rows of a step of xs, ys and the outputs\n"
+        f"_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, {{}}, MEAN, TEACHER_FORCED, _DATA, labels={labels!r}, "
+        f"output={output.name!r})\n"
         "_SWEEPS = _Sweeps(_SPEC, (\n" + "\n".join(rows) + f"\n), _sweep{len(groups)}_losses)\n"
     )

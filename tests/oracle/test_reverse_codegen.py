@@ -114,3 +114,34 @@ def test_truncation_and_forward_mode_are_refused_in_one_line():
         assert "\n" not in str(error.value)
     with pytest.raises(ValueError, match="forward_mode_grads"):
         module.forward_mode_grads(params, xs, ys)
+
+
+def test_torchs_model_on_a_packed_sequence_equals_the_padded_numpy_call():
+    """torch's Model of the two-layer bidirectional LSTM, fed a PackedSequence of unsorted lengths, returns its
+    outputs packed the same way; its loss and every gradient (parameters, initial states) equal the NumPy module's
+    loss_and_grads with those lengths (itself each sequence alone, above), to 1e-12."""
+    import torch
+    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+    model = bidirectional_lstm()
+    lengths = np.array([3, T, 1, 4])
+    params, xs, ys, initial = values(model, 8, batch=len(lengths))
+    states = {f"{seq.name}0": initial[seq.name] for seq in model.states}
+    loss, grads = generate(model, "numpy").loss_and_grads(params, xs, ys, **states, lengths=lengths)
+    module = generate(model, "torch")
+    net = module.Model(d=2, h=3, q=4, dtype=torch.float64)
+    with torch.no_grad():
+        for name, value in params.items():
+            getattr(net, name).copy_(torch.tensor(value))
+    leaves = {key: torch.tensor(value, requires_grad=True) for key, value in states.items()}
+    packed = pack_padded_sequence(torch.tensor(xs), torch.tensor(lengths), enforce_sorted=False)
+    out = net(packed, **leaves)
+    assert isinstance(out, torch.nn.utils.rnn.PackedSequence) and torch.equal(out.batch_sizes, packed.batch_sizes)
+    outputs, _ = pad_packed_sequence(out, total_length=T)
+    total = net.loss(outputs, torch.tensor(ys), lengths=torch.tensor(lengths))
+    total.backward()
+    assert abs(float(total) - loss) <= 1e-12 * max(1.0, abs(loss))
+    found = {name: getattr(net, name).grad for name in module.PARAMS} | {k: v.grad for k, v in leaves.items()}
+    for key, value in grads.items():
+        error = np.abs(found[key].numpy() - value).max() / max(1.0, np.abs(value).max())
+        assert error <= 1e-12, f"gradient {key} differs by {error:.2e}"
