@@ -57,7 +57,7 @@ def values(model, seed, steps=T, batch=B):
     return random_values(model, steps, batch, seed)
 
 
-@pytest.mark.parametrize(("name", "backend"), [*CASES, ("bilstm", "jax")])
+@pytest.mark.parametrize(("name", "backend"), [*CASES, ("birnn-2layer", "jax")])
 def test_a_bidirectional_model_equals_the_oracle(name, backend):
     model = CELLS[name]()
     assert len(sweep_models(model)) >= 2
@@ -67,10 +67,11 @@ def test_a_bidirectional_model_equals_the_oracle(name, backend):
         oracle.compare(module, model, params, xs, ys, initial)
 
 
-@pytest.mark.parametrize(("name", "backend"), [*CASES, ("birnn-2layer", "jax")])
+@pytest.mark.parametrize(("name", "backend"), [*CASES, ("birnn", "jax")])
 def test_a_padded_bidirectional_batch_is_each_sequence_alone(name, backend):
     model = CELLS[name]()
-    lengths = np.array([2, T, 1, 4])
+    # JAX uncompiled still compiles each operation per shape: two lengths, two shapes of a sequence alone
+    lengths = np.array([2, T, 2, T] if backend == "jax" else [2, T, 1, 4])
     module = generate(model, backend)
     with eagerly(module) if backend == "jax" else contextlib.nullcontext():
         assert_padded_as_alone(module, model, values(model, 5, batch=len(lengths)), lengths)
