@@ -30,6 +30,9 @@ class _Sweeps(_Composed):
     def identity(self, rows, like):
         return np.eye(rows, dtype=like.dtype)
 
+    def ragged(self, lengths, T):
+        return lengths is not None and bool((lengths < T).any())
+
     def lengths_of(self, lengths, xs):
         return _data_padding(lengths, xs).lengths
 

@@ -61,6 +61,10 @@ class _Composed:
         """The checked lengths (None without)."""
         raise NotImplementedError
 
+    def ragged(self, lengths, T):
+        """Whether some sequence is shorter than T (a reverse group then reverses each sequence's own steps)."""
+        return lengths is not None
+
     def loss_count(self, lengths, at, xs, outputs):
         """What segment_loss divides by: T*B or B, or each step's and sample's divisor."""
         raise NotImplementedError
@@ -104,16 +108,17 @@ class _Composed:
         group k's cache under keys "sweep<k>.<its key>"."""
         _check_param_keys(self.spec, params)
         lengths = self.lengths_of(lengths, xs)
+        steps = lengths if self.ragged(lengths, xs.shape[0]) else None  # what a reverse group reverses by
         values, caches, outputs = {}, [], None
         for sweep in self.sweeps:
             parts = ([xs] if sweep.reads_input else []) + [values[name] for name in sweep.side]
             data = parts[0] if len(parts) == 1 else self.stacked(parts)
             if sweep.reverse:
-                data = self.reversed_steps(data, lengths)
+                data = self.reversed_steps(data, steps)
             passes, mine = sweep.passes, self._params(sweep, params)
             outputs, cache = self.run_forward(passes, mine, data, self._states(passes, states), lengths, options)
             if sweep.reverse:
-                outputs = self.reversed_steps(outputs, lengths)
+                outputs = self.reversed_steps(outputs, steps)
             for name, rows in self._rows(sweep, params).items():
                 values[name] = outputs[..., rows]
             caches.append(cache)
@@ -137,6 +142,8 @@ class _Composed:
             raise ValueError("cache must be the dict that this model's forward returned")
         _check_param_keys(self.spec, params)
         lengths = cache.get("lengths")
+        if lengths is not None and hasattr(d_outputs, "shape") and not self.ragged(lengths, d_outputs.shape[0]):
+            lengths = None  # every sequence T steps: a reverse group reverses all T
         flowing, grads = {}, {}
         for sweep, part in zip(reversed(self.sweeps), reversed(parts), strict=True):
             d_out = d_outputs

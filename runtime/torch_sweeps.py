@@ -34,6 +34,9 @@ class _Sweeps(_Composed):
     def identity(self, rows, like):
         return torch.eye(rows, dtype=like.dtype, device=like.device)
 
+    def ragged(self, lengths, T):
+        return lengths is not None and bool((lengths < T).any())
+
     def lengths_of(self, lengths, xs):
         return _data_padding(lengths, xs).lengths
 
