@@ -179,7 +179,8 @@ def cmd_check(args):
     except checking.TooManyPatterns as error:
         raise UsageError(f"--steps {args.steps} with --truncate {args.truncate.text()}: {error}") from error
     model = _model(args.model)
-    forward_only(model, "bptt check")  # its truncations, checkpoints and forward mode: not with reverse states yet
+    if args.truncate is not None:  # reverse states: full BPTT only
+        forward_only(model, f"bptt check --truncate {args.truncate.text()}")
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
     batch = _padded_batch(args)
     for backend in backends:

@@ -128,7 +128,8 @@ class _Composed:
             for name in sweep.passes.spec.states
         }
         parts = {f"sweep{k}.{key}": value for k, part in enumerate(caches, start=1) for key, value in part.items()}
-        return outputs, {**states, **parts, **({} if lengths is None else {"lengths": lengths})}
+        given = {next(iter(self.spec.cache)): xs}  # the input, as CACHE names it
+        return outputs, {**given, **states, **parts, **({} if lengths is None else {"lengths": lengths})}
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, **options):
         """The gradients: each group's backward, last group first, its side reads' gradients handed back."""

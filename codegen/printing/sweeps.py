@@ -136,10 +136,16 @@ def _docstring(model):
 def _constants(model):
     shapes = ", ".join(f'"{p.name}": {shape_of(p)!r}' for p in model.params)
     states = ", ".join(f'"{seq.name}0": "{seq.rows}"' for seq in model.states)
+    (source,) = model.inputs
+    dims = [(source.name, ("T", "B") if source.role == "label" else ("T", "B", str(source.rows)))]
+    cache = ", ".join(
+        f'"{name}": {rows!r}' for name, rows in dims + [(s.name, ("T+1", "B", str(s.rows))) for s in model.states]
+    )
     return (
         f"PARAMS = {tuple(p.name for p in model.params)!r}\nSIZES = {tuple(s.name for s in model.sizes)!r}\n"
         f"SHAPES = {{{shapes}}}\nMEAN = {model.mean}\nTEACHER_FORCED = ()\n"
         f"STATES = {{{states}}}  # initial states: their sizes (a reverse state's enters after step T)\n"
+        f"CACHE = {{{cache}}}  # the dims of the input and of each state in forward's cache (beside each sweep's)\n"
     )
 
 
@@ -159,7 +165,7 @@ def _tables(model, groups):
     labels = tuple(name for name, seq in (("xs", source), ("ys", target)) if seq.role == "label")
     return (
         f"_DATA = {data!r}  # the rows of a step of xs, ys and the outputs\n"
-        f"_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, {{}}, MEAN, TEACHER_FORCED, _DATA, labels={labels!r}, "
+        f"_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels={labels!r}, "
         f"output={output.name!r})\n"
         "_SWEEPS = _Sweeps(_SPEC, (\n" + "\n".join(rows) + f"\n), _sweep{len(groups)}_losses)\n"
     )

@@ -1,7 +1,8 @@
 """A model with reverse-time states: `bptt codegen` writes its module in every backend (each proven against the
 oracle in tests/oracle/test_reverse_codegen.py), which imports and trains; the commands that run what it does not
-support yet (check and bench: truncation, checkpoints, forward mode), and analyze and exercises, refuse it in one
-line naming the model and the reverse states, exit 2, no traceback, no file written."""
+support yet (check with a truncation, bench), and analyze and exercises, refuse it in one
+line naming the model and the reverse states, exit 2, no traceback, no file written. `bptt check` proves them in
+full BPTT, with lengths too."""
 
 import importlib.util
 
@@ -27,7 +28,19 @@ def test_codegen_writes_a_bidirectional_module_in_every_backend(tmp_path):
     assert np.isfinite(loss) and set(grads) == {*module.PARAMS, "h_f0", "h_b0"}
 
 
-@pytest.mark.parametrize("args", [("check", BIRNN), ("bench", BIRNN), ("analyze", BIRNN), ("exercises", BIRNN)])
+def test_check_proves_a_bidirectional_module_with_lengths_in_every_backend(tmp_path):
+    """bptt check of birnn in full BPTT with lengths: finite differences of the padded loss (each reverse state
+    starting at its own sequence's last step), and each backend against NumPy."""
+    result = bptt("check", BIRNN, "--lengths", "5,3,1", "--backend", "all", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("all gradients agree with finite differences") == 3, result.stdout
+    assert "FAIL" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("check", BIRNN, "--truncate", "window:2"), ("bench", BIRNN), ("analyze", BIRNN), ("exercises", BIRNN)],
+)
 def test_commands_that_run_what_is_not_supported_refuse_reverse_states_in_one_line(args, tmp_path):
     result = bptt(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
