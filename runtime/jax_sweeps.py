@@ -18,6 +18,8 @@ def _reversed_steps(array, lengths):
 
 
 class _Sweeps(_Composed):
+    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+
     def stacked(self, parts):
         return jnp.concatenate(parts, axis=-1)
 
@@ -30,12 +32,8 @@ class _Sweeps(_Composed):
     def identity(self, rows, like):
         return jnp.eye(rows, dtype=like.dtype)
 
-    def lengths_of(self, lengths, xs):
-        return _data_padding(lengths, xs).lengths
-
-    def loss_count(self, lengths, at, xs, outputs):
-        read = _read_padding(_data_padding(lengths, xs), at, xs)
-        return outputs.shape[0] if read.valid is None else read.counts(self.spec.mean, outputs.dtype)
+    def ragged(self, lengths, T):
+        return lengths is not None  # traced under jit: every padded batch's reverse groups gather
 
     def init_params(self, rng, dtype, sizes):
         return dataclasses.replace(self.sweeps[0].passes, spec=self.spec).init_params(rng, dtype, sizes)

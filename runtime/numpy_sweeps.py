@@ -18,6 +18,8 @@ def _reversed_steps(array, lengths):
 
 
 class _Sweeps(_Composed):
+    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+
     def stacked(self, parts):
         return np.concatenate([np.asarray(part) for part in parts], axis=-1)
 
@@ -29,19 +31,6 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return np.eye(rows, dtype=like.dtype)
-
-    def ragged(self, lengths, T):
-        return lengths is not None and bool((lengths < T).any())
-
-    def lengths_of(self, lengths, xs):
-        return _data_padding(lengths, xs).lengths
-
-    def loss_count(self, lengths, at, xs, outputs):
-        read = _read_padding(_data_padding(lengths, xs), at, xs)
-        T, B = outputs.shape[:2]
-        if read.valid is None:
-            return T
-        return read.counts(self.spec.mean, outputs.dtype)
 
     def random_inputs(self, rng, T, B, dtype, sizes):
         """xs of the first group's kind, ys of the last's."""

@@ -57,17 +57,20 @@ class _Composed:
     def identity(self, rows, like):
         raise NotImplementedError
 
+    padding = read_padding = None  # the backend's _data_padding and _read_padding (its *_padding.py)
+
     def lengths_of(self, lengths, xs):
         """The checked lengths (None without)."""
-        raise NotImplementedError
+        return self.padding(lengths, xs).lengths
 
     def ragged(self, lengths, T):
         """Whether some sequence is shorter than T (a reverse group then reverses each sequence's own steps)."""
-        return lengths is not None
+        return lengths is not None and bool((lengths < T).any())
 
     def loss_count(self, lengths, at, xs, outputs):
-        """What segment_loss divides by: T*B or B, or each step's and sample's divisor."""
-        raise NotImplementedError
+        """What segment_loss divides by: T (it makes T*B or B of it), or each step's and sample's divisor."""
+        read = self.read_padding(self.padding(lengths, xs), at, xs)
+        return outputs.shape[0] if read.valid is None else read.counts(self.spec.mean, outputs.dtype)
 
     def run_forward(self, passes, params, data, states, lengths, options):
         return passes.forward_call(params, data, None, states, lengths)

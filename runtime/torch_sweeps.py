@@ -22,6 +22,8 @@ def _reversed_steps(tensor, lengths):
 
 
 class _Sweeps(_Composed):
+    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+
     def stacked(self, parts):
         return torch.cat(parts, dim=-1)
 
@@ -33,16 +35,6 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return torch.eye(rows, dtype=like.dtype, device=like.device)
-
-    def ragged(self, lengths, T):
-        return lengths is not None and bool((lengths < T).any())
-
-    def lengths_of(self, lengths, xs):
-        return _data_padding(lengths, xs).lengths
-
-    def loss_count(self, lengths, at, xs, outputs):
-        read = _read_padding(_data_padding(lengths, xs), at, xs)
-        return outputs.shape[0] if read.valid is None else read.counts(self.spec.mean, outputs.dtype)
 
     def run_forward(self, passes, params, data, states, lengths, options):
         return passes.forward_call(params, data, None, states, options.get("compile", False), lengths)
