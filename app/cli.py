@@ -19,6 +19,7 @@ from bptt.app.verify import check as checking
 from bptt.app.verify import problem as instances
 from bptt.app.verify.check_backend import Options, report
 from bptt.codegen.backends import BACKENDS, MissingFramework, module_filename, reference, require
+from bptt.derive.direction import forward_only
 from bptt.derive.model import ModelError
 from bptt.derive.models import ZOO, load, names
 from bptt.derive.refusal import Refusal
@@ -178,6 +179,8 @@ def cmd_check(args):
     except checking.TooManyPatterns as error:
         raise UsageError(f"--steps {args.steps} with --truncate {args.truncate.text()}: {error}") from error
     model = _model(args.model)
+    if args.truncate is not None:  # reverse states: full BPTT only
+        forward_only(model, f"bptt check --truncate {args.truncate.text()}")
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
     batch = _padded_batch(args)
     for backend in backends:
@@ -234,6 +237,7 @@ def cmd_analyze(args):
 
 def cmd_bench(args):
     model = _model(args.model)
+    forward_only(model, "bptt bench")
     module = checking.load_module(model, from_zoo=args.model in ZOO)
     sizes = _sizes(args.sizes, module) if args.sizes else {name: 32 for name in module.SIZES}
     if not BACKENDS[args.backend].reference:

@@ -34,6 +34,7 @@ from bptt.derive.bptt import derive
 from bptt.derive.direction import forward_only
 from bptt.derive.distribute import distributed_model
 from bptt.derive.nodes import Adj, matrix_sum
+from bptt.derive.sweep_models import side_gradients
 from bptt.derive.text import equation, text
 
 
@@ -103,6 +104,11 @@ def derived(model):
     returns = tuple(
         (p.name, _zeros_like(derivation.param_gradient(p), p), f"dL/d{p.name} = {text(derivation.param_gradient(p))}")
         for p in model.params
+    )
+    returns += tuple(
+        (seq.name, value, f"dL/d{seq.name}_t = {text(value)}")
+        for seq, value in side_gradients(model)
+        if not isinstance(value, sp.ZeroMatrix)  # nothing flows back into it: the runtime hands nothing back
     )
     return Program(
         model=model,

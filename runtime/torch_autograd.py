@@ -189,14 +189,16 @@ class _Model(torch.nn.Module):
         xs, ys = padding.zeroed(xs), padding.zeroed(ys)
         _, _, x, y, initial = _checked(self._passes, params, xs, ys, states, False, False, finite_data=False)
         data = (x, y) if self._passes.spec.forced else (x,)
+        outputs = padding.zeroed(self._outputs(data, initial, params, padding))  # zero dL/doutputs at padded steps
+        return outputs if packed is None else _packed_like(outputs, packed)
+
+    def _outputs(self, data, initial, params, padding):
+        """The outputs of the checked data and initial states, through the module's BPTT."""
         bptt, compiled, checkpointed = self._functions
         if self.checkpoints is not None:
-            outputs = checkpointed.apply(self.checkpoints, self.truncate, self.rng, *data, *initial, *params.values())
-        else:
-            function = compiled if self.compile_steps else bptt
-            outputs = function.apply(self.truncate, self.rng, *data, *initial, *params.values())
-        outputs = padding.zeroed(outputs)  # its backward zeroes dL/doutputs at padded steps: they get zero gradient
-        return outputs if packed is None else _packed_like(outputs, packed)
+            return checkpointed.apply(self.checkpoints, self.truncate, self.rng, *data, *initial, *params.values())
+        function = compiled if self.compile_steps else bptt
+        return function.apply(self.truncate, self.rng, *data, *initial, *params.values())
 
     def loss(self, outputs, ys, lengths=None, at=None):
         """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss); lengths as for

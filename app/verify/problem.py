@@ -53,9 +53,11 @@ class Problem:
         return self.run(params, start, stop, initial)[1 if cache else 0]
 
     def run(self, params, start, stop, initial):
-        """The generated forward pass over steps start+1..stop: (outputs, cache)."""
+        """The generated forward pass over steps start+1..stop: (outputs, cache); over all steps with the lengths
+        (a reverse-time state starts at each sequence's own last step, not on its padding)."""
         args = (self.xs[start:stop], self.ys[start:stop]) if self.module.TEACHER_FORCED else (self.xs[start:stop],)
-        return self.module.forward(params, *args, **initial)
+        whole = self.lengths is not None and start == 0 and stop == len(self.xs)
+        return self.module.forward(params, *args, **initial, **({"lengths": self.lengths} if whole else {}))
 
     def start(self, start, detached):
         """The states a segment from step `start` starts from. A detached segment starts from the

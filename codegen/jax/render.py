@@ -16,6 +16,7 @@ from bptt.codegen.jax.forward import forward_lines, stack_lines
 from bptt.codegen.jax.memory import XLA_STEP_FACTOR
 from bptt.codegen.jax.printer import JaxPrinter, first_step_name
 from bptt.codegen.jax.statements import backward_scan, initial_code, tupled
+from bptt.codegen.printing import sweeps
 from bptt.codegen.printing.bindings import params_bound, time_and_batch
 from bptt.codegen.printing.checkpoints import input_rows
 from bptt.codegen.printing.facts import model_facts
@@ -24,6 +25,7 @@ from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.printing.work import literal, spec, step_rows
 from bptt.codegen.program import JAX_PASSES, build
+from bptt.derive.direction import reverse_states
 from bptt.derive.nodes import Adj
 
 _env = environment(pathlib.Path(__file__).parent)
@@ -46,7 +48,10 @@ class JaxLayout(Layout):
 
 def module_source(model, program=None, standalone=False):
     """The source of generated/<model>_jax.py; program: the model's statements (program.build's if None);
-    standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
+    standalone: the module carries the runtime it calls (else it imports bptt.runtime's). A model with
+    reverse-time states: one module per group of its steps, composed (printing/sweeps.py)."""
+    if program is None and reverse_states(model):
+        return _env.get_template("sweeps.py.j2").render(m=sweeps.layout(model, module_source, "jax", standalone))
     return _env.get_template("module.py.j2").render(m=layout(model, program, standalone), flag=STANDALONE[standalone])
 
 

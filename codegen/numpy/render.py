@@ -5,6 +5,7 @@ import pathlib
 from dataclasses import dataclass
 
 from bptt.codegen.numpy.bodies import backward_bodies, rtrl_body
+from bptt.codegen.printing import sweeps
 from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.facts import model_facts
 from bptt.codegen.printing.layout import STANDALONE, Layout, forward_body, imported
@@ -12,6 +13,7 @@ from bptt.codegen.printing.printer import RowPrinter
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.printing.work import passes, step_rows
 from bptt.codegen.program import NUMPY_PASSES, build
+from bptt.derive.direction import reverse_states
 
 _env = environment(pathlib.Path(__file__).parent)
 
@@ -30,7 +32,10 @@ class NumPyLayout(Layout):
 
 def module_source(model, program=None, standalone=False):
     """The source of generated/<model>.py; program: the model's statements (program.build's if None);
-    standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
+    standalone: the module carries the runtime it calls (else it imports bptt.runtime's). A model with
+    reverse-time states: one module per group of its steps, composed (printing/sweeps.py)."""
+    if program is None and reverse_states(model):
+        return _env.get_template("sweeps.py.j2").render(m=sweeps.layout(model, module_source, "numpy", standalone))
     return _env.get_template("module.py.j2").render(m=layout(model, program, standalone), flag=STANDALONE[standalone])
 
 

@@ -149,7 +149,10 @@ class RowPrinter(ProductPrinting):
         return Code(f"{self.operand(numerator, POWER)} / {self.operand(denominator, POWER)}", PRODUCT)
 
     def _print_Add(self, expr):
-        return Code(_index(expr), SUM)
+        """A time index (t + 1), or a sum of sizes (a row of a stacked value: n_d + n_h)."""
+        if all(symbol.name in ("t", "T", "B") for symbol in expr.free_symbols):
+            return Code(_index(expr), SUM)
+        return Code(" + ".join(str(self.operand(term, SUM)) for term in expr.as_ordered_terms()), SUM)
 
     def _print_OneMatrix(self, expr):
         return Code("1")

@@ -8,6 +8,7 @@ nn.Module that train with any torch optimiser."""
 import pathlib
 from dataclasses import dataclass
 
+from bptt.codegen.printing import sweeps
 from bptt.codegen.printing.bindings import order, output_adjoint, params_bound, quoted, sized, time_and_batch
 from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.facts import model_facts
@@ -19,6 +20,7 @@ from bptt.codegen.torch.backward import fast_adjoints_body, gradients_body, wind
 from bptt.codegen.torch.printer import TorchPrinter
 from bptt.codegen.torch.rtrl import rtrl_body
 from bptt.codegen.torch.statements import TorchStatements
+from bptt.derive.direction import reverse_states
 
 _env = environment(pathlib.Path(__file__).parent)
 SCAFFOLD = ("_Spec", "_Passes", "clip_grads", "_autograd", "XS_REQUIRES_GRAD")  # what the template calls
@@ -42,7 +44,11 @@ class TorchLayout(Layout):
 
 def module_source(model, program=None, standalone=False):
     """The source of generated/<model>_torch.py; program: the model's statements (program.build's if None);
-    standalone: the module carries the runtime it calls (else it imports bptt.runtime's)."""
+    standalone: the module carries the runtime it calls (else it imports bptt.runtime's). A model with
+    reverse-time states: one module per group of its steps, composed (printing/sweeps.py)."""
+    if program is None and reverse_states(model):
+        groups = sweeps.layout(model, module_source, "torch", standalone, ("_Sweeps", "_sweeps_model"))
+        return _env.get_template("sweeps.py.j2").render(m=groups)
     return _env.get_template("module.py.j2").render(m=layout(model, program, standalone), flag=STANDALONE[standalone])
 
 

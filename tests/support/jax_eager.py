@@ -46,16 +46,22 @@ def eagerly(module):
     """Within: the module's jitted functions are the functions they wrap, and jax.lax.scan a loop."""
     jitted = {name: value for name, value in vars(module).items() if isinstance(value, JITTED)}
     passes = vars(module).get("_PASSES")
+    sweeps = vars(module).get("_SWEEPS")  # a model with reverse-time states: each group's _Passes
     scan = jax.lax.scan
     try:
         for name, function in jitted.items():
             setattr(module, name, function.__wrapped__)
         if passes is not None:
             module._PASSES = _eager_passes(passes)
+        if sweeps is not None:
+            groups = tuple(dataclasses.replace(group, passes=_eager_passes(group.passes)) for group in sweeps.sweeps)
+            module._SWEEPS = dataclasses.replace(sweeps, sweeps=groups)
         jax.lax.scan = python_scan
         yield module
     finally:
         jax.lax.scan = scan
+        if sweeps is not None:
+            module._SWEEPS = sweeps
         for name, function in jitted.items():
             setattr(module, name, function)
         if passes is not None:

@@ -15,6 +15,7 @@ W_hx, W_hh, W_qh = matrix("W_hx", h, d), matrix("W_hh", h, h), matrix("W_qh", q,
 x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
 o, y = sequence("o", q, "output"), sequence("y", q, "target")
 back = sequence("g", h, "state")  # a reverse-time state, read at t+1
+third, words = sequence("k", h, "state"), labels("x", d)
 forward_reading_back = W_hx * x() + W_hh * hidden(t - 1) + W_hh * back()
 
 
@@ -193,9 +194,28 @@ CELLS = {
         "build",
         lambda: tiny(steps=((back, W_hh * back(t + 1) + W_hh * hidden(t - 1)), (hidden, forward_reading_back))),
     ),
-    "derive/direction.py forward_only:": (
-        "torch",
-        lambda: tiny(steps=((back, W_hx * x() + W_hh * back(t + 1)), (hidden, forward_reading_back))),
+    # derive/sweep_models.py: a model with reverse-time states as forward-only models, one per group of steps
+    "derive/sweep_models.py _groups: the generated code cannot yet run a step that reads": (
+        "numpy",
+        lambda: tiny(
+            steps=(
+                (hidden, W_hx * x() + W_hh * hidden(t - 1)),
+                (back, W_hh * back(t + 1) + W_hh * hidden()),
+                (third, W_hh * third(t - 1) + W_hh * back() + W_hh * hidden(t - 1)),
+            ),
+            outputs=((o, W_qh * third()),),
+        ),
+    ),
+    "derive/sweep_models.py _sweep_model: the generated code cannot stack the labels with the values": (
+        "numpy",
+        lambda: tiny(
+            inputs=(words,),
+            steps=(
+                (hidden, tanh(W_hx * OneHot(words(), d) + W_hh * hidden(t - 1))),
+                (back, tanh(W_hx * OneHot(words(), d) + W_hh * back(t + 1) + W_hh * hidden())),
+            ),
+            outputs=((o, W_qh * back()),),
+        ),
     ),
     "derive/model.py validate: :": (
         "build",
@@ -314,6 +334,16 @@ CELLS = {
 # own evaluator), "environment" (a framework not installed: not a model's refusal), "internal" (Python's
 # protocol inside the printers).
 INTERNAL = {
+    "derive/direction.py forward_only:": (
+        "reached by the app's commands that run what reverse states lack (check, bench, analyze, exercises): "
+        "tests/app/test_cli_reverse_states.py"
+    ),
+    "codegen/printing/sweeps.py prefixed: a group's function binds , a name of its module": (
+        "invariant: a generated module's functions bind no name its module binds"
+    ),
+    "codegen/printing/sweeps.py layout: --standalone cannot carry the runtime of reverse-time states yet": (
+        "reached by `bptt codegen --standalone` only: tests/app/test_cli_reverse_states.py"
+    ),
     "codegen/backends.py Backend.module_source: laying the module out in columns changed its code": (
         "invariant: the layout only breaks lines (printing/columns.py); a guard against printing other code"
     ),

@@ -1,0 +1,171 @@
+"""The module of a model with reverse-time states: each of its groups of steps (derive/sweep_models.py) printed
+as a module of a forward-only model by the backend's own render, its maths and tables kept under a prefix
+(`_sweep2_forward`, `_sweep2_PASSES`), its public shells dropped; then the model's public functions, which the
+backend's runtime (runtime/<backend>_sweeps.py) runs group by group."""
+
+import ast
+from dataclasses import dataclass
+
+from bptt.codegen.program import shape_of
+from bptt.derive.direction import sweeps
+from bptt.derive.refusal import Refusal
+from bptt.derive.sweep_models import sweep_models
+from bptt.derive.text import equation
+
+SHELLS = ("init_params", "random_inputs", "forward", "backward", "loss_and_grads", "forward_mode_grads")
+AUTOGRAD = (
+    "BPTT",
+    "CompiledBPTT",
+    "CheckpointedBPTT",
+    "Model",
+)  # torch's autograd glue: the model's own, not a group's
+
+
+def prefixed(source, prefix, keep=("losses",)):
+    """(import lines, the other top-level statements' source with every name they bind prefixed): a group's
+    module without its docstring and public shells (but `keep`)."""
+    tree = ast.parse(source)
+    lines = source.splitlines()
+    imports, kept = [], []
+    for statement in tree.body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            imports.append(ast.get_source_segment(source, statement))
+        elif (
+            isinstance(statement, ast.Expr) or getattr(statement, "name", None) in SHELLS and statement.name not in keep
+        ):
+            continue
+        else:
+            kept.append(statement)
+    bound = set()
+    for statement in kept:
+        if isinstance(statement, ast.FunctionDef):
+            bound.add(statement.name)
+        for target in getattr(statement, "targets", []):
+            bound |= {node.id for node in ast.walk(target) if isinstance(node, ast.Name)}
+    edits = []
+    for statement in kept:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and node.id in bound:
+                edits.append((node.lineno, node.col_offset, node.id))
+            elif isinstance(node, ast.FunctionDef) and node.name in bound:
+                col = lines[node.lineno - 1].index("def ") + 4
+                edits.append((node.lineno, col, node.name))
+            if isinstance(node, (ast.FunctionDef, ast.Lambda)):
+                local = {a.arg for a in node.args.args} if hasattr(node.args, "args") else set()
+                if local & bound:
+                    raise Refusal(f"a group's function binds {sorted(local & bound)}, a name of its module")
+    for row, col, name in sorted(edits, reverse=True):
+        line = lines[row - 1]
+        new = f"{prefix}{name}" if name.startswith("_") else f"{prefix}_{name}"
+        lines[row - 1] = line[:col] + new + line[col + len(name) :]
+    body = [
+        "\n".join(
+            lines[
+                statement.lineno
+                - 1
+                - len(statement.decorator_list if hasattr(statement, "decorator_list") else []) : statement.end_lineno
+            ]
+        )
+        for statement in kept
+    ]
+    return imports, body
+
+
+@dataclass(frozen=True)
+class SweepsLayout:
+    """What a backend's sweeps.py.j2 places: the module's docstring, imports, constants, its initial states as
+    keywords (`, h_f0=None, h_b0=None`) and as a tuple (`(h_f0, h_b0, )`), each group's prefixed module, and the
+    tables that name the groups for the runtime."""
+
+    docstring: str
+    imports: tuple
+    constants: str
+    states: str
+    given: str
+    parts: tuple
+    tables: str
+
+
+def layout(model, render, runtime, standalone=False, names=("_Sweeps",)):
+    """The SweepsLayout of a model with reverse-time states: render(group model) prints a group's module; names:
+    what the module imports of runtime/<runtime>_sweeps.py."""
+    if standalone:
+        raise Refusal("--standalone cannot carry the runtime of reverse-time states yet")
+    groups = sweep_models(model)
+    imports, parts = set(), []
+    for k, group in enumerate(groups, start=1):
+        found, body = prefixed(render(group), f"_sweep{k}")
+        imports |= set(found)
+        direction = "in reverse, from step T back to step 1" if group.reverse else "forward"
+        assigned = ", ".join(seq.name for seq, _ in group.steps)
+        parts.append(f"# sweep {k}: {assigned}, {direction}\n\n" + "\n\n\n".join(body))
+    imports |= {
+        "from bptt.runtime.sweeps import _Sweep",
+        f"from bptt.runtime.{runtime}_sweeps import {', '.join(names)}",
+    }
+    return SweepsLayout(
+        docstring=_docstring(model),
+        imports=tuple(_ordered(imports)),
+        constants=_constants(model),
+        states="".join(f", {seq.name}0=None" for seq in model.states),
+        given="(" + "".join(f"{seq.name}0, " for seq in model.states) + ")",
+        parts=tuple(parts),
+        tables=_tables(model, groups),
+    )
+
+
+def _ordered(imports):
+    plain = sorted(line for line in imports if line.startswith("import "))
+    froms = sorted(line for line in imports if line.startswith("from "))
+    return plain + [""] + froms
+
+
+def _docstring(model):
+    steps = "\n".join(f"    {equation(seq(), rhs)}" for seq, rhs in model.steps + model.outputs)
+    order = "; ".join(f"{', '.join(seq.name for seq, _ in sweep.steps)} {sweep.direction}" for sweep in sweeps(model))
+    return (
+        f'"""{model.title}: forward pass and backpropagation through time.\n\n'
+        f"Generated by `bptt codegen {model.command_name}` from the model's equations; do not edit by hand.\n"
+        f"Source: {model.source}.\n\nOne step at time t (a state read at t+1 runs from step T back to step 1, its "
+        f"initial value\nentering after step T):\n\n{steps}\n\nThe steps run as sweeps over time: {order}; each "
+        "group of steps below is a forward-only\nmodel (a reverse one over each sequence's steps reversed), run by "
+        'the runtime one after the other.\n"""'
+    )
+
+
+def _constants(model):
+    shapes = ", ".join(f'"{p.name}": {shape_of(p)!r}' for p in model.params)
+    states = ", ".join(f'"{seq.name}0": "{seq.rows}"' for seq in model.states)
+    (source,) = model.inputs
+    dims = [(source.name, ("T", "B") if source.role == "label" else ("T", "B", str(source.rows)))]
+    cache = ", ".join(
+        f'"{name}": {rows!r}' for name, rows in dims + [(s.name, ("T+1", "B", str(s.rows))) for s in model.states]
+    )
+    return (
+        f"PARAMS = {tuple(p.name for p in model.params)!r}\nSIZES = {tuple(s.name for s in model.sizes)!r}\n"
+        f"SHAPES = {{{shapes}}}\nMEAN = {model.mean}\nTEACHER_FORCED = ()\n"
+        f"STATES = {{{states}}}  # initial states: their sizes (a reverse state's enters after step T)\n"
+        f"CACHE = {{{cache}}}  # the dims of the input and of each state in forward's cache (beside each sweep's)\n"
+    )
+
+
+def _tables(model, groups):
+    rows = []
+    for k, group in enumerate(groups, start=1):
+        side = tuple(seq.name for seq, _ in group.side)
+        exposes = tuple((seq.name, str(seq.rows)) for seq in group.exposes)
+        placement = group.placement and group.placement.name
+        rows.append(
+            f"    _Sweep(_sweep{k}_PASSES, reverse={group.reverse}, reads_input={group.reads_input}, side={side!r}, "
+            f"exposes={exposes!r}, placement={placement!r}),"
+        )
+    (source,), (output, _) = model.inputs, model.outputs[0]
+    target = model.concrete_loss().target
+    data = {"xs": str(source.rows), "ys": str(target.rows), "outputs": str(output.rows)}
+    labels = tuple(name for name, seq in (("xs", source), ("ys", target)) if seq.role == "label")
+    return (
+        f"_DATA = {data!r}  # the rows of a step of xs, ys and the outputs\n"
+        f"_SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels={labels!r}, "
+        f"output={output.name!r})\n"
+        "_SWEEPS = _Sweeps(_SPEC, (\n" + "\n".join(rows) + f"\n), _sweep{len(groups)}_losses)\n"
+    )

@@ -1,0 +1,40 @@
+"""A NumPy module of a model with reverse-time states (sweeps.py): its arrays stacked, reversed and made in NumPy."""
+
+import numpy as np
+
+from bptt.runtime.common import _check_lengths, _check_sizes
+from bptt.runtime.numpy import _check_dtype
+from bptt.runtime.numpy_padding import _data_padding, _read_padding
+from bptt.runtime.sweeps import _Composed
+
+
+def _reversed_steps(array, lengths):
+    """array (T, B, ...) with each sequence's own steps reversed (all T without lengths), padding in place."""
+    if lengths is None:
+        return array[::-1].copy()
+    steps = np.arange(array.shape[0])[:, None]
+    index = np.where(steps < lengths, lengths - 1 - steps, steps)
+    return np.take_along_axis(array, index.reshape(index.shape + (1,) * (array.ndim - 2)), axis=0)
+
+
+class _Sweeps(_Composed):
+    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+
+    def stacked(self, parts):
+        return np.concatenate([np.asarray(part) for part in parts], axis=-1)
+
+    def reversed_steps(self, array, lengths):
+        return _reversed_steps(np.asarray(array), lengths)
+
+    def zeros(self, shape, like):
+        return np.zeros(shape, like.dtype)
+
+    def identity(self, rows, like):
+        return np.eye(rows, dtype=like.dtype)
+
+    def random_inputs(self, rng, T, B, dtype, sizes):
+        """xs of the first group's kind, ys of the last's."""
+        dtype, sizes = _check_dtype(dtype), _check_sizes(self.spec, sizes)
+        _check_lengths(T, B)
+        first, last = self.sweeps[0].passes, self.sweeps[-1].passes
+        return first._draw(rng, T, B, dtype, sizes, "xs"), last._draw(rng, T, B, dtype, sizes, "ys")

@@ -1,0 +1,188 @@
+"""A module of a model with reverse-time states, framework-free: its groups of steps (each a forward-only model's
+_Passes) run one after the other. Forward: each group reads the model's xs and the values of earlier groups (its
+side reads), stacked on the rows, and hands its output (the values later groups read) on; a reverse group runs over
+each sequence's own steps reversed (lengths=: steps lengths[b]-1 .. 0, its padding left in place), so that a reverse
+state starts at its sequence's last step from its initial value. Backward runs the groups in reverse order: a
+group's gradients of its side reads become the d_outputs of the groups that computed them. A backend's file
+(numpy_sweeps.py, torch_sweeps.py) says how its arrays are stacked, reversed and made, and how its passes are
+called."""
+
+from dataclasses import dataclass
+
+from bptt.runtime.checks import _check_param_keys
+from bptt.runtime.common import _extent, _param_sizes, _Spec
+
+_REFUSED = "with reverse-time states, {} is not supported yet (full BPTT, without it, is)"
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """One group of steps: its module's _Passes, whether it runs reversed, whether its input stacks the model's
+    xs first, the names of its side reads (stacked after), the values its output stacks ((name, rows), ...; none for
+    the last), and the parameter that stacks several (given as the identity, its gradient unused), or None."""
+
+    passes: object
+    reverse: bool
+    reads_input: bool
+    side: tuple
+    exposes: tuple
+    placement: str | None = None
+
+
+def _refuse(**options):
+    """ValueError in one line naming the first option given (not None)."""
+    for name, value in options.items():
+        if value is not None:
+            raise ValueError(_REFUSED.format(f"{name}={value!r}"))
+
+
+@dataclass(frozen=True, eq=False)
+class _Composed:
+    """The groups of a model and its own _Spec; the last group's losses (per step: the same in either direction)."""
+
+    spec: _Spec
+    sweeps: tuple
+    losses_call: object
+
+    # a backend's hooks
+    def stacked(self, parts):
+        raise NotImplementedError
+
+    def reversed_steps(self, array, lengths):
+        raise NotImplementedError
+
+    def zeros(self, shape, like):
+        raise NotImplementedError
+
+    def identity(self, rows, like):
+        raise NotImplementedError
+
+    padding = read_padding = None  # the backend's _data_padding and _read_padding (its *_padding.py)
+
+    def lengths_of(self, lengths, xs):
+        """The checked lengths (None without)."""
+        return self.padding(lengths, xs).lengths
+
+    def ragged(self, lengths, T):
+        """Whether some sequence is shorter than T (a reverse group then reverses each sequence's own steps)."""
+        return lengths is not None and bool((lengths < T).any())
+
+    def loss_count(self, lengths, at, xs, outputs):
+        """What segment_loss divides by: T (it makes T*B or B of it), or each step's and sample's divisor."""
+        read = self.read_padding(self.padding(lengths, xs), at, xs)
+        return outputs.shape[0] if read.valid is None else read.counts(self.spec.mean, outputs.dtype)
+
+    def run_forward(self, passes, params, data, states, lengths, options):
+        return passes.forward_call(params, data, None, states, lengths)
+
+    def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
+        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None)
+
+    # what every backend's module calls
+    def losses(self, outputs, ys, lengths=None, at=None):
+        return self.losses_call(outputs, ys, lengths, at)
+
+    def forward_mode_grads(self):
+        raise ValueError(_REFUSED.format("forward_mode_grads"))
+
+    def _params(self, sweep, params):
+        """The group's parameters; the identity that stacks its output's values, if it stacks several."""
+        mine = {name: params[name] for name in sweep.passes.spec.params if name != sweep.placement}
+        if sweep.placement:
+            rows = _extent(" + ".join(dim for _, dim in sweep.exposes), _param_sizes(self.spec, params))
+            mine[sweep.placement] = self.identity(rows, params[self.spec.params[0]])
+        return mine
+
+    def _rows(self, sweep, params):
+        """{exposed value: its slice of the group's output}."""
+        sizes, out, start = _param_sizes(self.spec, params), {}, 0
+        for name, dim in sweep.exposes:
+            out[name] = slice(start, start + _extent(dim, sizes))
+            start = out[name].stop
+        return out
+
+    def _states(self, passes, states):
+        given = dict(zip(self.spec.states, states, strict=True))
+        return tuple(given[name] for name in passes.spec.states)
+
+    def forward_call(self, params, xs, states, lengths=None, **options):
+        """(outputs, cache): each group's forward in turn, its cache kept; the last group's outputs. The cache also
+        holds each state as its group holds it (a reverse one in its group's reversed steps: its last the final), and
+        group k's cache under keys "sweep<k>.<its key>"."""
+        _check_param_keys(self.spec, params)
+        lengths = self.lengths_of(lengths, xs)
+        steps = lengths if self.ragged(lengths, xs.shape[0]) else None  # what a reverse group reverses by
+        values, caches, outputs = {}, [], None
+        for sweep in self.sweeps:
+            parts = ([xs] if sweep.reads_input else []) + [values[name] for name in sweep.side]
+            data = parts[0] if len(parts) == 1 else self.stacked(parts)
+            if sweep.reverse:
+                data = self.reversed_steps(data, steps)
+            passes, mine = sweep.passes, self._params(sweep, params)
+            outputs, cache = self.run_forward(passes, mine, data, self._states(passes, states), lengths, options)
+            if sweep.reverse:
+                outputs = self.reversed_steps(outputs, steps)
+            for name, rows in self._rows(sweep, params).items():
+                values[name] = outputs[..., rows]
+            caches.append(cache)
+        states = {
+            name.removesuffix("0"): part[name.removesuffix("0")]
+            for sweep, part in zip(self.sweeps, caches, strict=True)
+            for name in sweep.passes.spec.states
+        }
+        parts = {f"sweep{k}.{key}": value for k, part in enumerate(caches, start=1) for key, value in part.items()}
+        given = {next(iter(self.spec.cache)): xs}  # the input, as CACHE names it
+        return outputs, {**given, **states, **parts, **({} if lengths is None else {"lengths": lengths})}
+
+    def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, **options):
+        """The gradients: each group's backward, last group first, its side reads' gradients handed back."""
+        _refuse(truncate=truncate, checkpoints=checkpoints)
+        parts = [{} for _ in self.sweeps]
+        for key, value in cache.items() if isinstance(cache, dict) else ():
+            if key.startswith("sweep"):
+                k, _, name = key.removeprefix("sweep").partition(".")
+                parts[int(k) - 1][name] = value
+        if not all(parts):
+            raise ValueError("cache must be the dict that this model's forward returned")
+        _check_param_keys(self.spec, params)
+        lengths = cache.get("lengths")
+        if lengths is not None and hasattr(d_outputs, "shape") and not self.ragged(lengths, d_outputs.shape[0]):
+            lengths = None  # every sequence T steps: a reverse group reverses all T
+        flowing, grads = {}, {}
+        for sweep, part in zip(reversed(self.sweeps), reversed(parts), strict=True):
+            d_out = d_outputs
+            if sweep.exposes:  # a value no later group reads: zero
+                rows = self._rows(sweep, params)
+                blank = self.zeros(tuple(d_outputs.shape[:2]) + (max(r.stop for r in rows.values()),), d_outputs)
+                d_out = self.stacked([flowing.pop(name, blank[..., rows[name]]) for name in rows])
+            if sweep.reverse:
+                d_out = self.reversed_steps(d_out, lengths)
+            passes = sweep.passes
+            found = dict(self.run_backward(passes, self._params(sweep, params), part, d_out, check_finite, options))
+            found.pop(sweep.placement, None)
+            for name in sweep.side:
+                d_value = found.pop(name, None)
+                if d_value is None:  # nothing flows back into it
+                    continue
+                d_value = self.reversed_steps(d_value, lengths) if sweep.reverse else d_value
+                flowing[name] = flowing[name] + d_value if name in flowing else d_value
+            for key, value in found.items():
+                grads[key] = grads[key] + value if key in grads else value
+        return {key: grads[key] for key in (*self.spec.params, *self.spec.states)}
+
+    def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None, at=None, **options):
+        """The loss of the last group's outputs (each sequence's own steps, or its last with at="last"), averaged
+        over the batch, and the gradients of backward_call."""
+        _refuse(truncate=truncate, checkpoints=checkpoints)
+        outputs, cache = self.forward_call(params, xs, states, lengths, **options)
+        last = self.sweeps[-1].passes
+        s, y, _ = last.loss_inputs(outputs, ys, lengths, at)
+        count = self.loss_count(lengths, at, xs, s)
+        loss, d_outputs = last.segment_loss(s, y, count)
+        return loss, self.backward_call(params, cache, d_outputs, None, None, True, None, **options)
+
+
+def _own(passes, sizes):
+    """The sizes a group's spec names, as the model's (a stacked input's drawn with one row: only the model's
+    input and targets are drawn)."""
+    return {name: sizes.get(name, 1) for name in passes.spec.sizes}

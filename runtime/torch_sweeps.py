@@ -1,0 +1,112 @@
+"""A torch module of a model with reverse-time states (sweeps.py): its tensors stacked, reversed and made in torch,
+on the parameters' device; compile= passed on to every group."""
+
+import dataclasses
+
+import torch
+
+from bptt.runtime.sweeps import _Composed, _own, _refuse
+from bptt.runtime.torch_autograd import _Model
+from bptt.runtime.torch_padding import _data_padding, _read_padding
+
+
+def _reversed_steps(tensor, lengths):
+    """tensor (T, B, ...) with each sequence's own steps reversed (all T without lengths), padding in place."""
+    if lengths is None:
+        return torch.flip(tensor, [0])
+    steps = torch.arange(tensor.shape[0], device=tensor.device)[:, None]
+    lengths = lengths.to(tensor.device)
+    index = torch.where(steps < lengths, lengths - 1 - steps, steps)
+    index = index.reshape(index.shape + (1,) * (tensor.ndim - 2)).expand(tensor.shape)
+    return torch.gather(tensor, 0, index)
+
+
+class _Sweeps(_Composed):
+    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+
+    def stacked(self, parts):
+        return torch.cat(parts, dim=-1)
+
+    def reversed_steps(self, array, lengths):
+        return _reversed_steps(array, lengths)
+
+    def zeros(self, shape, like):
+        return torch.zeros(shape, dtype=like.dtype, device=like.device)
+
+    def identity(self, rows, like):
+        return torch.eye(rows, dtype=like.dtype, device=like.device)
+
+    def run_forward(self, passes, params, data, states, lengths, options):
+        return passes.forward_call(params, data, None, states, options.get("compile", False), lengths)
+
+    def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
+        compile = options.get("compile", False)
+        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None, compile)
+
+    def model_passes(self):
+        """The last group's passes with the model's spec: what draws the model's parameters, checks its arguments,
+        and takes its loss (Model's)."""
+        return dataclasses.replace(self.sweeps[-1].passes, spec=self.spec)
+
+    def init_params(self, rng, dtype, device, sizes):
+        return self.model_passes().init_params(rng, dtype, device, sizes)
+
+    def random_inputs(self, rng, T, B, dtype, device, sizes):
+        """xs of the first group's kind, ys of the last's."""
+        xs = self.sweeps[0].passes.random_inputs(rng, T, B, dtype, device, _own(self.sweeps[0].passes, sizes))[0]
+        ys = self.sweeps[-1].passes.random_inputs(rng, T, B, dtype, device, _own(self.sweeps[-1].passes, sizes))[1]
+        return xs, ys
+
+
+class _SweepsBPTT(torch.autograd.Function):
+    """The outputs of a model with reverse-time states, whose backward runs the groups' derived BPTT:
+    _SweepsBPTT.apply(sweeps, compile, lengths, xs, *initial states, *params)."""
+
+    @staticmethod
+    def forward(ctx, sweeps, compile, lengths, xs, *values):
+        states, params = values[: len(sweeps.spec.states)], values[len(sweeps.spec.states) :]
+        named = dict(zip(sweeps.spec.params, params, strict=True))
+        outputs, cache = sweeps.forward_call(named, xs, states, lengths, compile=compile)
+        ctx.sweeps, ctx.compile, ctx.cache = sweeps, compile, cache
+        ctx.given = tuple(state is not None for state in states)
+        ctx.save_for_backward(*params)
+        return outputs
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, d_outputs):
+        sweeps = ctx.sweeps
+        params = dict(zip(sweeps.spec.params, ctx.saved_tensors, strict=True))
+        grads = sweeps.backward_call(
+            params, ctx.cache, d_outputs.contiguous(), None, None, True, None, compile=ctx.compile
+        )
+        states = tuple(
+            grads[name] if given else None for name, given in zip(sweeps.spec.states, ctx.given, strict=True)
+        )
+        return (None, None, None, None, *states, *(grads[name] for name in sweeps.spec.params))
+
+
+class _SweepsModel(_Model):
+    """Model of a module with reverse-time states: its forward runs _SweepsBPTT, with the batch's lengths (a reverse
+    state starts at each sequence's own last step); truncate and checkpoints are refused."""
+
+    _sweeps = None
+
+    def _outputs(self, data, initial, params, padding):
+        _refuse(truncate=self.truncate, checkpoints=self.checkpoints)
+        return _SweepsBPTT.apply(self._sweeps, self.compile_steps, padding.lengths, *data, *initial, *params.values())
+
+
+def _sweeps_model(sweeps, module):
+    """The Model class of the generated module named `module`, whose _Sweeps is sweeps."""
+
+    class Model(_SweepsModel):
+        _passes, _sweeps, _inputs = sweeps.model_passes(), sweeps, tuple(sweeps.spec.states)
+
+    Model.__module__, Model.__qualname__ = module, "Model"
+    Model.__doc__ = (
+        f"The model as an nn.Module: Model({', '.join(sweeps.spec.sizes)}, dtype=torch.float64, device=None, "
+        "init_rng=None, compile=False); its parameters are nn.Parameters named as in PARAMS, and model(xs, initial "
+        "states..., lengths=None) (xs a tensor or a PackedSequence) runs through the derived BPTT of its sweeps."
+    )
+    return Model
