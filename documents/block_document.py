@@ -1,83 +1,116 @@
 """The closed form of a cell with several states, over the stacked adjoint, as a document section."""
 
-from bptt.derive.closed_form import ClosedForm, NoClosedForm, block_name, k, recursion_residual
+import sympy as sp
+
+from bptt.derive.closed_form import ClosedForm, NoClosedForm, block_name, factor_name, k, recursion_residual
 from bptt.derive.nodes import Adj, MatAt, SeqAt, t
 from bptt.derive.truncation import windowed
 from bptt.documents.equation import Section, displays, equation
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed, maths, reason
 
-DELTA = "delta"  # the stacked adjoint's name
+ZETA = "zeta"  # the stacked adjoints with each state of a step perturbed alone
 
 
-def _stacked(form, time=t):
-    return SeqAt(DELTA, time, sum(s.rows for s in form.states), "intermediate")
+def _stacked(form, time=t, name=ZETA):
+    return SeqAt(name, time, sum(s.rows for s in form.states), "intermediate")
 
 
-def _reaches(row, col, couplings):
-    """How the block (row, col) carries the adjoint: from col at step k to row at k-1, counting the paths
-    through the states that step k-1 computes from row (the flow's same-step couplings)."""
-    via = [maths(other(k - 1)) for other, source in couplings if source == row and other != row]
-    through = (
-        f", counting the paths through {listed(via)}, which step $k-1$ computes from ${latex(row(k - 1))}$"
-        if via
-        else ""
-    )
-    return rf"How $\partial L / \partial {latex(col(k))}$ reaches $\partial L / \partial {latex(row(k - 1))}${through}:"
+def _part(state, time=t):
+    return MatAt(f"{ZETA}^{state.name}", time, state.rows, 1)
 
 
 def block_section(facts):
-    """The stacked adjoint, the block transposed Jacobian A_k, the local terms and the closed form."""
+    """The named factors of a step, the step Jacobian A_k chained from them, the local terms, the closed form of
+    zeta_t and each state's adjoint from it."""
     form = facts.block
     if isinstance(form, NoClosedForm):
         return Section("closed-form", "Closed form", f"No closed form is shown: {reason(form)}.", ())
-    states = form.states
-    stacked = ClosedForm(None, form.jacobian, form.stacked_local, form.expr)  # one recursion over delta_t
-    proved = all(a == b for a, b in recursion_residual(stacked))
-    couplings = () if isinstance(facts.flow, NoClosedForm) else tuple(facts.flow.couplings)
-    equations = [
-        equation(latex(block_name(row, col)), block, _reaches(row, col, couplings))
-        for (row, col), block in form.blocks.items()
+    equations = _factors(form) + _local(form) + _unrolled(form) + _adjoints(form)
+    adjoints = listed(maths(Adj(s())) for s in form.states)
+    text = (
+        f"With several states, stack their adjoints into one column, {adjoints} from top to bottom, in the order "
+        "a step computes the states. Step $k$ reads the states of step $k-1$, and a state may also read one "
+        "computed before it in step $k$. Name the derivatives of step $k$'s equations, each with every other value "
+        "held fixed: $\\mathbf{P}^{uv}_k = \\left(\\partial \\mathbf{v}_k / \\partial \\mathbf{u}_{k-1}\\right)^\\top$ "
+        "where $\\mathbf{v}_k$ reads $\\mathbf{u}_{k-1}$, and "
+        "$\\mathbf{S}^{uv}_k = \\left(\\partial \\mathbf{v}_k / \\partial \\mathbf{u}_k\\right)^\\top$ where it "
+        "reads $\\mathbf{u}_k$. The step Jacobian $\\mathbf{A}_k$ has the block "
+        "$\\mathbf{A}^{uv}_k = \\left(\\partial \\mathbf{v}_k / \\partial \\mathbf{u}_{k-1}\\right)^\\top$, with the "
+        "other states at step $k-1$ held fixed and every path through step $k$ counted."
+    )
+    return Section("closed-form", "Closed form over the stacked states", text, displays(equations), ("adjoint",))
+
+
+def _factors(form):
+    """The S factors, the P factors that a block of A_k adds to, and the blocks of A_k, in named factors."""
+    named = {p for block in form.chain.values() for p in block.atoms(MatAt) if p.name.startswith("P^")}
+    same = [
+        equation(latex(factor_name("S", *pair)), value, "Within step $k$, where a state reads one computed before it:")
+        for pair, value in form.same.items()
     ]
-    local_names = [MatAt(f"beta^{s.name}", form.expr.index, s.rows, 1) for s in states]
-    for name, state in zip(local_names, states, strict=True):
-        equations.append(
-            equation(
-                latex(name),
-                form.local[state],
-                f"The local terms, what each state's adjoint receives from the outputs of its own step, stacked "
-                f"as ${latex(_stacked(form))}$ is into ${latex(form.stacked_local)}$:",
-            )
-        )
+    across = [
+        equation(latex(factor_name("P", *pair)), value, "From step $k-1$, where a block of $\\mathbf{A}_k$ adds to it:")
+        for pair, value in form.across.items()
+        if factor_name("P", *pair) in named
+    ]
+    chain = (
+        "By the chain rule through step $k$, in the order it computes the states, a block is $\\mathbf{v}_k$'s "
+        "direct derivative plus the paths through each state $\\mathbf{w}$ that $\\mathbf{v}_k$ reads in step $k$: "
+        "$\\mathbf{A}^{uv}_k = \\mathbf{P}^{uv}_k + \\sum_{\\mathbf{w}} \\mathbf{A}^{uw}_k \\mathbf{S}^{wv}_k$ "
+        "(the blocks not shown are zero):"
+    )
+    blocks = [equation(latex(block_name(*pair)), value, chain) for pair, value in form.chain.items()]
+    return same + across + blocks
+
+
+def _local(form):
+    why = (
+        "The local terms, what each state's adjoint receives from the outputs of its own step"
+        + (" (the others are zero):" if any(_is_zero(v) for v in form.local.values()) else ":")
+    )
+    index = form.expr.index
+    return [
+        equation(latex(MatAt(f"omega^{s.name}", index, s.rows, 1)), value, why)
+        for s, value in form.local.items()
+        if not _is_zero(value)
+    ]
+
+
+def _is_zero(value):
+    return isinstance(value, sp.ZeroMatrix)
+
+
+def _unrolled(form):
+    stacked = ClosedForm(None, form.jacobian, form.stacked_local, form.expr)  # one recursion over zeta_t
+    proved = all(a == b for a, b in recursion_residual(stacked))
     check = (
-        "It satisfies the recursion: its $j = t$ term is $\\boldsymbol{\\beta}_t$ and the rest is $\\mathbf{A}_{t+1}$ "
+        "It satisfies the recursion: its $j = t$ term is $\\boldsymbol{\\omega}_t$ and the rest is $\\mathbf{A}_{t+1}$ "
         "times the sum at $t+1$."
         if proved
         else ""
     )
+    zeta = latex(_stacked(form))
     recursion = (
-        rf"${latex(_stacked(form))} = {latex(form.jacobian.subs(k, t + 1))} {latex(_stacked(form, t + 1))}"
+        rf"${zeta} = {latex(form.jacobian.subs(k, t + 1))} {latex(_stacked(form, t + 1))}"
         rf" + {latex(form.stacked_local.subs(form.expr.index, t))}$"
     )
-    equations.append(
-        equation(
-            latex(_stacked(form)),
-            form.expr,
-            f"Unrolling the stacked recursion {recursion} from $t = T$, the oldest step's block Jacobian on the left "
-            "(none when $j = t$):",
-            after=check,
-        )
+    why = (
+        f"Write ${zeta}$ for the stacked adjoints with each state of step $t$ perturbed alone, the states computed "
+        f"from it in step $t$ held fixed: {recursion}. Unrolled from $t = T$, the oldest step's Jacobian on the "
+        "left (none when $j = t$):"
     )
-    names = listed(maths(s()) for s in states)
-    adjoints = listed(maths(Adj(s())) for s in states)
-    text = (
-        f"With several states, stack their adjoints into one column ${latex(_stacked(form))}$, {adjoints} from top "
-        f"to bottom: the recursions of {names} become one. The block transposed Jacobian ${latex(form.jacobian)}$ "
-        "of step $k$ has in the row of a state $\\mathbf{u}$ and the column of a state $\\mathbf{v}$ the block "
-        "$\\mathbf{A}^{uv}_k = \\left(\\partial \\mathbf{v}_{k} / \\partial \\mathbf{u}_{k-1}\\right)^\\top$, "
-        "in the same order of the states."
-    )
-    return Section("closed-form", "Closed form over the stacked states", text, displays(equations), ("adjoint",))
+    return [equation(zeta, form.expr, why, after=check)]
+
+
+def _adjoints(form):
+    """dL/du_t = zeta^u_t + sum_v S^{uv}_t dL/dv_t, for every state."""
+    why = "Each state's adjoint adds the paths through the states that read it in step $t$, the last one first:"
+    out = []
+    for u in form.states:
+        terms = [_part(u)] + [factor_name("S", u, v, t) * Adj(v()) for (w, v) in form.same if w == u]
+        out.append(equation(latex(Adj(u())), sp.MatAdd(*terms), why))
+    return out
 
 
 def block_window(facts):
@@ -90,6 +123,6 @@ def block_window(facts):
             latex(_stacked(form)),
             windowed(form),
             "Window of $\\tau$ steps over the stacked states: the loss at step $j$ backpropagates to "
-            "$t \\ge j - \\tau$ only:",
+            "$t \\ge j - \\tau$ only, and the adjoints follow from it as in the closed form:",
         )
     ]
