@@ -5,37 +5,66 @@ import sympy as sp
 
 from bptt.derive.blocks import split
 from bptt.derive.nodes import SeqAt, TimeSum, matrix_sum, t
-from bptt.documents.equation import Section, displays, equation
+from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
 from bptt.documents.prose import through
 
 BLOCKS = (
-    "The steps read {} by blocks, so its gradient is theirs, each in its rows and columns "
-    "(counted from 1, both ends included), zero where no step reads it:"
+    "The steps read the parameters below by blocks, so a parameter's gradient is theirs, each in its rows and "
+    "columns (counted from 1, both ends included), zero where no step reads it:"
 )
 
 
 def param_section(model, derivation):
-    equations = []
+    equations, seen, told, twins = [], {}, False, []
     for p in _by_reader(model, derivation):
         whole, placed = split(derivation.param_gradient(p))
+        lhs = rf"\frac{{\partial L}}{{\partial {latex(p)}}}"
+        same = seen.setdefault(_shape_free(whole, placed, p), p)
+        if same != p:  # b_hh where b_ih is: the same sum, said once
+            twins.append((p, same))
+            continue
         why = (
             f"Through {through(derivation.params[p])}:"
             if derivation.params[p]
             else "No equation the loss reads reads it:"
         )
-        lhs = rf"\frac{{\partial L}}{{\partial {latex(p)}}}"
         if whole:
             equations.append(equation(lhs, forced_data(model, matrix_sum(whole)), why))
         for block in placed:
             lhs = rf"\frac{{\partial L}}{{\partial {latex(block.block)}}}"
-            first = BLOCKS.format(f"${latex(p)}$") if block is placed[0] else ""
+            first = "" if told or block is not placed[0] else BLOCKS
+            told = True
             equations.append(equation(lhs, forced_data(model, block.value), first if not whole else why))
+    equations += _twins(twins)
     text = (
         "Each parameter is shared by every step, so its gradient is the sum over $t$ of the chain rule through "
         "the equations of step $t$ that read it."
     )
     return Section("parameters", "Parameter gradients", text, displays(equations), ("adjoint",))
+
+
+def _twins(twins):
+    """dL/d b_hh = dL/d b_ih for the parameters the steps read where they read an earlier one, under one sentence."""
+    if not twins:
+        return []
+    these, those = (" and ".join(f"${latex(p)}$" for p in side) for side in zip(*twins, strict=True))
+    plural = len(twins) > 1
+    why = (
+        f"The steps read {these} where they read {those}, so {'their gradients are' if plural else 'its gradient is'} "
+        "the same:"
+    )
+    return [Equation(_gradient(p), _gradient(same), why) for p, same in twins]
+
+
+def _gradient(p):
+    return rf"\frac{{\partial L}}{{\partial {latex(p)}}}"
+
+
+def _shape_free(whole, placed, p):
+    """What a parameter's gradient is, with the parameter's own name left out: equal for b_ih and b_hh."""
+    blocks = tuple((b.block.rowslice, b.block.colslice, b.value) for b in placed)
+    return (p.shape, tuple(whole), blocks)
 
 
 def _by_reader(model, derivation):
