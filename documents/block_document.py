@@ -29,7 +29,8 @@ def block_section(facts):
     equations = _factors(form) + _local(form) + _unrolled(form) + _adjoints(form)
     adjoints = listed(maths(Adj(s())) for s in form.states)
     text = (
-        f"With several states, stack their adjoints into one column, {adjoints} from top to bottom, in the order "
+        f"With several states, stack their adjoints into one column ${latex(_stacked(form, name='delta'))}$, "
+        f"{adjoints} from top to bottom, in the order "
         "a step computes the states. Step $k$ reads the states of step $k-1$, and a state may also read one "
         "computed before it in step $k$. Name the derivatives of step $k$'s equations, each with every other value "
         "held fixed: $\\mathbf{P}^{uv}_k = \\left(\\partial \\mathbf{v}_k / \\partial \\mathbf{u}_{k-1}\\right)^\\top$ "
@@ -65,9 +66,8 @@ def _factors(form):
 
 
 def _local(form):
-    why = (
-        "The local terms, what each state's adjoint receives from the outputs of its own step"
-        + (" (the others are zero):" if any(_is_zero(v) for v in form.local.values()) else ":")
+    why = "The local terms, what each state's adjoint receives from the outputs of its own step" + (
+        " (the others are zero):" if any(_is_zero(v) for v in form.local.values()) else ":"
     )
     index = form.expr.index
     return [
