@@ -30,28 +30,28 @@ def block_section(facts):
     adjoints = listed(maths(Adj(s())) for s in form.states)
     text = (
         f"With several states, stack their adjoints into one column ${latex(_stacked(form, name='delta'))}$, "
-        f"{adjoints} from top to bottom, in the order "
-        "a step computes the states. Step $k$ reads the states of step $k-1$, and a state may also read one "
-        "computed before it in step $k$. Name the derivatives of step $k$'s equations, each with every other value "
-        "held fixed: $\\mathbf{P}^{uv}_k = \\left(\\partial \\mathbf{v}_k / \\partial \\mathbf{u}_{k-1}\\right)^\\top$ "
-        "where $\\mathbf{v}_k$ reads $\\mathbf{u}_{k-1}$, and "
-        "$\\mathbf{S}^{uv}_k = \\left(\\partial \\mathbf{v}_k / \\partial \\mathbf{u}_k\\right)^\\top$ where it "
-        "reads $\\mathbf{u}_k$. The step Jacobian $\\mathbf{A}_k$ has the block "
-        "$\\mathbf{A}^{uv}_k = \\left(\\partial \\mathbf{v}_k / \\partial \\mathbf{u}_{k-1}\\right)^\\top$, with the "
-        "other states at step $k-1$ held fixed and every path through step $k$ counted."
+        f"{adjoints} from top to bottom, in the order a step computes the states. Name the derivatives of step "
+        "$k$'s equations, each with every other value held fixed: "
+        f"$\\mathbf{{P}}^{{uv}}_k = {_jacobian('k-1')}$ where $\\mathbf{{v}}_k$ reads $\\mathbf{{u}}_{{k-1}}$, and "
+        f"$\\mathbf{{S}}^{{uv}}_k = {_jacobian('k')}$ where it reads $\\mathbf{{u}}_k$, computed before it in step "
+        f"$k$. The step Jacobian $\\mathbf{{A}}_k$ has the block $\\mathbf{{A}}^{{uv}}_k = {_jacobian('k-1')}$, "
+        "the other states at step $k-1$ held fixed and every path through step $k$ counted."
     )
     return Section("closed-form", "Closed form over the stacked states", text, displays(equations), ("adjoint",))
 
 
+def _jacobian(time):
+    return rf"\left(\partial \mathbf{{v}}_k / \partial \mathbf{{u}}_{{{time}}}\right)^\top"
+
+
 def _factors(form):
-    """The S factors, the P factors that a block of A_k adds to, and the blocks of A_k, in named factors."""
+    """The P factors that a block of A_k adds to, the S factors, and the blocks of A_k, in named factors."""
     named = {p for block in form.chain.values() for p in block.atoms(MatAt) if p.name.startswith("P^")}
-    same = [
-        equation(latex(factor_name("S", *pair)), value, "Within step $k$, where a state reads one computed before it:")
-        for pair, value in form.same.items()
-    ]
+    same = [equation(latex(factor_name("S", *pair)), value, "Within step $k$:") for pair, value in form.same.items()]
     across = [
-        equation(latex(factor_name("P", *pair)), value, "From step $k-1$, where a block of $\\mathbf{A}_k$ adds to it:")
+        equation(
+            latex(factor_name("P", *pair)), value, "From step $k-1$, where a block of $\\mathbf{A}_k$ adds to them:"
+        )
         for pair, value in form.across.items()
         if factor_name("P", *pair) in named
     ]
@@ -62,7 +62,7 @@ def _factors(form):
         "(the blocks not shown are zero):"
     )
     blocks = [equation(latex(block_name(*pair)), value, chain) for pair, value in form.chain.items()]
-    return same + across + blocks
+    return across + same + blocks
 
 
 def _local(form):
