@@ -5,7 +5,7 @@ import sympy as sp
 from bptt.derive.closed_form import ClosedForm, NoClosedForm, block_name, factor_name, k, recursion_residual
 from bptt.derive.nodes import Adj, MatAt, SeqAt, t
 from bptt.derive.truncation import windowed
-from bptt.documents.equation import Section, displays, equation
+from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed, maths, reason
 
@@ -104,13 +104,14 @@ def _unrolled(form):
 
 
 def _adjoints(form):
-    """dL/du_t = zeta^u_t + sum_v S^{uv}_t dL/dv_t, for every state."""
-    why = "Each state's adjoint adds the paths through the states that read it in step $t$, the last one first:"
-    out = []
-    for u in form.states:
-        terms = [_part(u)] + [factor_name("S", u, v, t) * Adj(v()) for (w, v) in form.same if w == u]
-        out.append(equation(latex(Adj(u())), sp.MatAdd(*terms), why))
-    return out
+    """dL/du_t = zeta^u_t + sum_v S^{uv}_t dL/dv_t: each state's adjoint from zeta_t, written once for every u."""
+    why = (
+        "Each state's adjoint is its block $\\boldsymbol{\\zeta}^u_t$ of $\\boldsymbol{\\zeta}_t$ and the paths through "
+        "the states $\\mathbf{v}$ that read it in step $t$, taken from the last state computed to the first:"
+    )
+    adjoint = r"\frac{\partial L}{\partial \mathbf{%s}_{t}}"
+    rhs = rf"\boldsymbol{{\zeta}}^{{u}}_{{t}} + \sum_{{\mathbf{{v}}}} \mathbf{{S}}^{{uv}}_{{t}} {adjoint % 'v'}"
+    return [Equation(adjoint % "u", rhs, why)]
 
 
 def block_window(facts):

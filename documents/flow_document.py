@@ -196,6 +196,9 @@ def _carousels(model, flow, block=None):
         factor = latex(vector.subs(k, T)) if not vector.is_MatAdd else rf"\left({latex(vector.subs(k, T))}\right)"
         last = latex(vector.subs(k, t + 1)) if not vector.is_MatAdd else rf"\left({latex(vector.subs(k, t + 1))}\right)"
         direct = latex(found.direct)
+        if flow.jacobian is None and out and _alike(model, flow.carousels[0], found):
+            out.append(_likewise(model, found, block, factor, last))
+            continue
         if flow.jacobian is None:
             out.append(
                 equation(
@@ -216,6 +219,24 @@ def _carousels(model, flow, block=None):
             )
         )
     return out
+
+
+def _alike(model, first, found):
+    """Two carousels whose factors are of one kind (both a gate, of the same makeup): the second is said briefly."""
+    kind = lambda c: (makeup(model, c.direct), gate(model, c.direct.vector) is not None)  # noqa: E731
+    return kind(first) == kind(found) and found.partial == found.direct and first.partial == first.direct
+
+
+def _likewise(model, found, block, factor, last):
+    """A later carousel of the same kind as the first, in one sentence and its product."""
+    seq, direct = found.state, latex(found.direct)
+    why = (
+        f"Likewise ${latex(seq(k))}$'s own equation reads ${latex(seq(k - 1))}$ through "
+        f"${direct_name(seq)} = {direct}${_others(model, found)}. {_in_block(block, found)} Along its direct path "
+        f"the factors multiply elementwise, and ${every_path_name(seq)}$ is its block that counts every path:"
+    )
+    lhs = rf"{latex(found.direct.subs(k, T))} \cdots {latex(found.direct.subs(k, t + 1))}"
+    return Equation(lhs, rf"\operatorname{{diag}}\left({factor} \odot \cdots \odot {last}\right)", why)
 
 
 def every_path_name(seq):
