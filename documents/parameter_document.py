@@ -4,11 +4,16 @@ parameters, the gradients of the parameters it reads in it."""
 import sympy as sp
 
 from bptt.derive.blocks import split
-from bptt.derive.nodes import SeqAt, TimeSum, matrix_sum, t
+from bptt.derive.nodes import SeqAt, TimeSum, equal, matrix_sum, t
 from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
 from bptt.documents.prose import through
 
+STACKED = (
+    "The steps read the parameters below by blocks of rows, so a parameter's gradient stacks the blocks' "
+    "gradients, $(\\mathbf{a}^\\top, \\mathbf{b}^\\top)^\\top$ being the column of $\\mathbf{a}$ above "
+    "$\\mathbf{b}$:"
+)
 BLOCKS = (
     "The steps read the parameters below by blocks, so a parameter's gradient is theirs, each in its rows and "
     "columns (counted from 1, both ends included), zero where no step reads it:"
@@ -31,6 +36,11 @@ def param_section(model, derivation):
         )
         if whole:
             equations.append(equation(lhs, forced_data(model, matrix_sum(whole)), why))
+        stacked = None if whole or model.teacher_forcing else _stacked_rows(p, placed)
+        if stacked is not None:
+            equations.append(Equation(lhs, stacked, "" if told else STACKED))
+            told = True
+            continue
         for block in placed:
             lhs = rf"\frac{{\partial L}}{{\partial {latex(block.block)}}}"
             first = "" if told or block is not placed[0] else BLOCKS
@@ -42,6 +52,33 @@ def param_section(model, derivation):
         "the equations of step $t$ that read it."
     )
     return Section("parameters", "Parameter gradients", text, displays(equations), ("adjoint",))
+
+
+def _stacked_rows(p, placed):
+    """The LaTeX of sum_t (X_1^T, ..., X_n^T)^T Y for a parameter whose blocks are its rows, in order and whole,
+    each sum_t X_r Y with one Y (or none): the stacked weights' gradient stacks the blocks'; else None."""
+    rows, cols = p.shape
+    if len(placed) < 2:
+        return None
+    end, columns, tails, sums = 0, [], set(), set()
+    for block in placed:
+        start, stop = block.block.rowslice[:2]
+        value = block.value
+        if block.block.colslice[:2] != (0, cols) or not equal(start, end) or not isinstance(value, TimeSum):
+            return None
+        factors = list(value.body.args) if isinstance(value.body, sp.MatMul) else [value.body]
+        if factors[0].shape[1] != 1 or (len(factors) > 1 and factors[0].shape[0] != stop - start):
+            return None
+        columns.append(factors[0])
+        tails.add(tuple(factors[1:]))
+        sums.add((value.index, value.start, value.end))
+        end = stop
+    if not equal(end, rows) or len(tails) != 1 or len(sums) != 1:
+        return None
+    (tail,), ((index, start, stop),) = tails, sums
+    sign = latex(TimeSum(columns[0], index, start, stop)).removesuffix(latex(columns[0])).strip()
+    stack = r"\left(" + ", ".join(rf"\left({latex(c)}\right)^\top" for c in columns) + r"\right)^\top"
+    return " ".join([sign, stack, *(latex(f) for f in tail)])
 
 
 def _twins(twins):
