@@ -204,8 +204,10 @@ def block_name(row, col):
 
 
 def factor_name(letter, row, col, time=k):
-    """A named factor of step k: A^{hc}_k, P^{hc}_k (from step k-1) or S^{ch}_k (within step k)."""
-    return MatAt(f"{letter}^{row.name}{col.name}", time, row.rows, col.rows)
+    """A named factor of step k: A^{hc}_k, P^{hc}_k (from step k-1) or S^{ch}_k (within step k); A^{h1,c2}_k
+    where a name is longer than a letter."""
+    comma = "," if len(row.name) > 1 or len(col.name) > 1 else ""
+    return MatAt(f"{letter}^{row.name}{comma}{col.name}", time, row.rows, col.rows)
 
 
 def block_closed_form(derivation):

@@ -104,7 +104,7 @@ def test_a_two_layer_lstm_chains_through_the_step_in_named_factors():
     form = block_closed_form(derive(load(TWO_LAYERS)))
     names = {s.name: s for s in form.states}
     assert [s.name for s in form.states] == ["c1", "h1", "c2", "h2"]
-    assert latex(form.chain[(names["h1"], names["c2"])]) == r"\mathbf{A}^{h1h1}_{k} \mathbf{S}^{h1c2}_{k}"
+    assert latex(form.chain[(names["h1"], names["c2"])]) == r"\mathbf{A}^{h1,h1}_{k} \mathbf{S}^{h1,c2}_{k}"
     for block in form.blocks.values():
         times = {v.time for v in block.atoms(sp.MatrixExpr) if hasattr(v, "time") and hasattr(v, "role")}
         assert times <= {k, k - 1}, times
