@@ -6,13 +6,14 @@ transposed Jacobian (dh_k/dh_{k-1})^T and b_j the local term. For a linear
 cell A_k is constant and the product is the power A^{j-t}.
 """
 
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
 
 from bptt.derive.blocks import Placed
 from bptt.derive.bptt import NEXT, SAME
-from bptt.derive.nodes import Adj, MatAt, SeqAt, T, TimeProduct, TimeSum, matrix_sum, t
+from bptt.derive.nodes import Adj, DescendingTimeProduct, MatAt, SeqAt, T, TimeProduct, TimeSum, matrix_sum, t
 
 j = sp.Symbol("j", integer=True)
 k = sp.Symbol("k", integer=True)
@@ -172,15 +173,21 @@ class BlockClosedForm:
     expr: object  # zeta_t: TimeSum over j of TimeProduct of A_k times omega_j, with A_k and omega_j as symbols
     jacobian: object  # A_k, a MatAt standing for the block matrix of blocks
     stacked_local: object  # omega_j, a SeqAt standing for the stacked local terms
+    reverse: bool = False  # reverse-time states: B_k = (d s_k / d s_{k+1})^T, unrolled from t = 1
+
+    @property
+    def letter(self):
+        """A for the step Jacobian of forward states, B for reverse-time ones."""
+        return "B" if self.reverse else "A"
 
     def block_matrix(self):
         """A_k as a BlockMatrix of its named blocks."""
-        return sp.BlockMatrix([[block_name(r, c) for c in self.states] for r in self.states])
+        return sp.BlockMatrix([[block_name(r, c, self.letter) for c in self.states] for r in self.states])
 
     @property
     def blocks(self):
         """{(u, v): A^{uv}_k written out}, a ZeroMatrix where v_k does not depend on u_{k-1}."""
-        named = self.factors()
+        named, name = self.factors(), functools.partial(block_name, letter=self.letter)
         out = {}
         for col in self.states:  # in step order: a block reads the blocks of the states before its column
             for row in self.states:
@@ -188,8 +195,8 @@ class BlockClosedForm:
                 if chained is None:
                     out[(row, col)] = sp.ZeroMatrix(row.rows, col.rows)
                     continue
-                named[block_name(row, col)] = chained.xreplace(named).doit(deep=False)
-                out[(row, col)] = named[block_name(row, col)]
+                named[name(row, col)] = chained.xreplace(named).doit(deep=False)
+                out[(row, col)] = named[name(row, col)]
         return out
 
     def factors(self):
@@ -198,9 +205,9 @@ class BlockClosedForm:
         return found | {factor_name("S", *pair): value for pair, value in self.same.items()}
 
 
-def block_name(row, col):
-    """The symbol of block (row, col) of A_k, e.g. A_k^{hc}."""
-    return factor_name("A", row, col)
+def block_name(row, col, letter="A"):
+    """The symbol of block (row, col) of A_k, e.g. A_k^{hc} (B_k^{hc} for reverse-time states)."""
+    return factor_name(letter, row, col)
 
 
 def factor_name(letter, row, col, time=k):
@@ -210,42 +217,59 @@ def factor_name(letter, row, col, time=k):
     return MatAt(f"{letter}^{row.name}{comma}{col.name}", time, row.rows, col.rows)
 
 
-def block_closed_form(derivation):
-    """The BlockClosedForm of a derivation with every intermediate substituted and several states."""
-    if len(derivation.states) < 2:
+def block_closed_form(derivation, states=None, reverse=False):
+    """The BlockClosedForm of a derivation with every intermediate substituted and several states (those of one
+    direction: `states`, reverse-time ones with reverse=True); the adjoints of the other direction's states at the
+    same step enter the local terms."""
+    states = tuple(derivation.states) if states is None else tuple(states)
+    if len(states) < 2:
         raise NoClosedForm("a block closed form is for cells with several states")
     order = [seq for seq, _ in derivation.model.steps]
-    states = tuple(sorted(derivation.states, key=order.index))
+    states = tuple(sorted(states, key=order.index))
+    shift, names = (-1 if reverse else 1), {s.name for s in states}
     across, same, local = {}, {}, {}
     for row in states:
         by_adjoint, rest = {}, []
         for term in _terms(derivation.recursion(row)):
             last = term.as_coeff_matrices()[1][-1] if isinstance(term, sp.MatMul) else term
-            if isinstance(last, Adj) and last.of.role == "state" and last.of.time in (t, t + 1):
+            if isinstance(last, Adj) and last.of.name in names and last.of.time in (t, t + shift):
                 by_adjoint.setdefault(last, []).append(term)
             else:
                 rest.append(term)
-        if any(a.of.role != "output" for term in rest for a in term.atoms(Adj)):
+        if any(not _known(a, names) for term in rest for a in term.atoms(Adj)):
             raise NoClosedForm("the local term must depend on output adjoints only")
         for adjoint, terms in by_adjoint.items():
             col = next(s for s in states if s.name == adjoint.of.name)
             coefficient = linear_coefficient(matrix_sum(terms), adjoint)
-            if adjoint.of.time == t + 1:
-                across[(row, col)] = coefficient.subs(t, k - 1)
+            if adjoint.of.time == t + shift:
+                across[(row, col)] = coefficient.subs(t, k - shift)
             else:
                 same[(row, col)] = coefficient.subs(t, k)
         local[row] = matrix_sum(rest, row.rows).subs(t, j)
     size = sum(s.rows for s in states)
-    jacobian, omega = MatAt("A", k, size), SeqAt("omega", j, size, "intermediate")
-    expr = TimeSum(TimeProduct(jacobian, k, t + 1, j) * omega, j, t, T)
-    return BlockClosedForm(states, across, same, _chain(states, across, same), local, expr, jacobian, omega)
+    letter = "B" if reverse else "A"
+    jacobian = MatAt(letter, k, size)
+    omega = SeqAt("kappa" if reverse else "omega", j, size, "intermediate")
+    if reverse:
+        expr = TimeSum(DescendingTimeProduct(jacobian, k, j, t - 1) * omega, j, 1, t)
+    else:
+        expr = TimeSum(TimeProduct(jacobian, k, t + 1, j) * omega, j, t, T)
+    chain = _chain(states, across, same, letter)
+    return BlockClosedForm(states, across, same, chain, local, expr, jacobian, omega, reverse)
+
+
+def _known(adjoint, names):
+    """An adjoint a local term may read: an output's, or another direction's state at the same step."""
+    return adjoint.of.role == "output" or (
+        adjoint.of.role == "state" and adjoint.of.name not in names and adjoint.of.time == t
+    )
 
 
 def _terms(expr):
     return expr.args if isinstance(expr, sp.MatAdd) else (expr,)
 
 
-def _chain(states, across, same):
+def _chain(states, across, same, letter="A"):
     """{(u, v): A^{uv}_k = P^{uv}_k + sum_w A^{uw}_k S^{wv}_k} where it is not zero, column by column in step order;
     a block equal to its P factor alone is that factor's value, unnamed."""
     chain = {}
@@ -255,7 +279,9 @@ def _chain(states, across, same):
             if (row, col) in across and any((w, col) in same and (row, w) in chain for w in states):
                 terms = [factor_name("P", row, col)]
             terms += [
-                block_name(row, w) * factor_name("S", w, col) for w in states if (w, col) in same and (row, w) in chain
+                factor_name(letter, row, w) * factor_name("S", w, col)
+                for w in states
+                if (w, col) in same and (row, w) in chain
             ]
             if terms:
                 chain[(row, col)] = matrix_sum(terms)
