@@ -175,3 +175,16 @@ def test_documents_of_several_states_show_the_block_closed_form_and_window(name)
     assert sum(eq.lhs.startswith(r"\mathbf{A}^{") for eq in block.equations) == 4
     window = by_title["Truncated backpropagation through time"].equations
     assert any("over the stacked states" in eq.why and r"\min" in eq.rhs for eq in window)
+
+
+def test_a_bidirectional_lstm_has_a_closed_form_in_each_direction():
+    """Issue 27: the reverse-time states c_b, h_b read each other from step to step; their direction gets the
+    stacked closed form, B_k chained from P and S and unrolled from t = 1, as the forward one is."""
+    from bptt.documents.document import sections
+
+    (section,) = [s for s in sections(bidirectional_lstm()) if s.name == "closed-form"]
+    rows = " ".join(row for eq in section.equations for row in eq.rows)
+    assert "No closed form" not in section.text
+    assert r"\mathbf{A}^{hf,hf}_{k} = \mathbf{A}^{hf,cf}_{k} \mathbf{S}^{cf,hf}_{k} + \mathbf{P}^{hf,hf}_{k}" in rows
+    assert r"\mathbf{B}^{hb,hb}_{k} = \mathbf{B}^{hb,cb}_{k} \mathbf{S}^{cb,hb}_{k} + \mathbf{P}^{hb,hb}_{k}" in rows
+    assert r"\sum_{j=1}^{t} \left(\mathbf{B}_{t-1} \mathbf{B}_{t-2} \cdots \mathbf{B}_{j}\right)" in rows
