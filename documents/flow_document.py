@@ -205,8 +205,8 @@ def _carousels(model, flow, block=None):
                     direct_name(seq),
                     found.direct,
                     f"Write ${direct_name(seq)}$ for the factor of the direct path from ${latex(seq(k - 1))}$ to "
-                    f"${latex(seq(k))}$: ${latex(seq(k))}$'s own equation reads ${latex(seq(k - 1))}$ through the "
-                    f"diagonal ${direct}${_others(model, found)}. {_in_block(block, found)}",
+                    f"${latex(seq(k))}$. {_in_block(block, found)} ${latex(seq(k))}$'s own equation reads "
+                    f"${latex(seq(k - 1))}$ through the diagonal ${direct}${_others(model, found)}:",
                 )
             )
         out.append(

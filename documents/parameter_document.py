@@ -15,17 +15,17 @@ STACKED = (
     "$\\mathbf{b}$:"
 )
 BLOCKS = (
-    "The steps read the parameters below by blocks, so a parameter's gradient is theirs, each in its rows and "
-    "columns (counted from 1, both ends included), zero where no step reads it:"
+    "The steps read {} by blocks, so its gradient is theirs, each in its rows and columns "
+    "(counted from 1, both ends included), zero where no step reads it:"
 )
 
 
 def param_section(model, derivation):
-    equations, seen, told, twins = [], {}, False, []
+    equations, seen, twins = [], {}, []
     for p in _by_reader(model, derivation):
         whole, placed = split(derivation.param_gradient(p))
         lhs = rf"\frac{{\partial L}}{{\partial {latex(p)}}}"
-        same = seen.setdefault(_shape_free(whole, placed, p), p)
+        same = seen.setdefault(_shape_free(whole, placed, p), p) if derivation.params[p] else p
         if same != p:  # b_hh where b_ih is: the same sum, said once
             twins.append((p, same))
             continue
@@ -38,13 +38,11 @@ def param_section(model, derivation):
             equations.append(equation(lhs, forced_data(model, matrix_sum(whole)), why))
         stacked = None if whole or model.teacher_forcing else _stacked_rows(p, placed)
         if stacked is not None:
-            equations.append(Equation(lhs, stacked, "" if told else STACKED))
-            told = True
+            equations.append(Equation(lhs, stacked, STACKED))  # consecutive ones share the sentence's display
             continue
         for block in placed:
             lhs = rf"\frac{{\partial L}}{{\partial {latex(block.block)}}}"
-            first = "" if told or block is not placed[0] else BLOCKS
-            told = True
+            first = BLOCKS.format(f"${latex(p)}$") if block is placed[0] else ""
             equations.append(equation(lhs, forced_data(model, block.value), first if not whole else why))
     equations += _twins(twins)
     text = (
@@ -66,8 +64,10 @@ def _stacked_rows(p, placed):
         value = block.value
         if block.block.colslice[:2] != (0, cols) or not equal(start, end) or not isinstance(value, TimeSum):
             return None
-        factors = list(value.body.args) if isinstance(value.body, sp.MatMul) else [value.body]
-        if factors[0].shape[1] != 1 or (len(factors) > 1 and factors[0].shape[0] != stop - start):
+        coefficient, factors = (
+            value.body.as_coeff_matrices() if isinstance(value.body, sp.MatMul) else (1, [value.body])
+        )
+        if coefficient != 1 or factors[0].shape[1] != 1 or (len(factors) > 1 and factors[0].shape[0] != stop - start):
             return None
         columns.append(factors[0])
         tails.add(tuple(factors[1:]))
