@@ -188,3 +188,14 @@ def test_a_bidirectional_lstm_has_a_closed_form_in_each_direction():
     assert r"\mathbf{A}^{hf,hf}_{k} = \mathbf{A}^{hf,cf}_{k} \mathbf{S}^{cf,hf}_{k} + \mathbf{P}^{hf,hf}_{k}" in rows
     assert r"\mathbf{B}^{hb,hb}_{k} = \mathbf{B}^{hb,cb}_{k} \mathbf{S}^{cb,hb}_{k} + \mathbf{P}^{hb,hb}_{k}" in rows
     assert r"\sum_{j=1}^{t} \left(\mathbf{B}_{t-1} \mathbf{B}_{t-2} \cdots \mathbf{B}_{j}\right)" in rows
+
+
+@pytest.mark.parametrize("name", ["lstm", "lstm-peephole", TWO_LAYERS, "bilstm"], ids=_ids)
+def test_no_block_of_the_closed_form_runs_past_a_quarter_page(name):
+    """Every block is written in named factors, so none is long: at most 6 rows (a page holds about 40; the
+    two-layer LSTM's A^{h1c2}_k took 30 rows when the paths inside a step were folded in)."""
+    from bptt.documents.document import sections
+
+    (section,) = [s for s in sections(_model(name)) if s.name == "closed-form"]
+    longest = max(section.equations, key=lambda eq: len(eq.rows))
+    assert len(longest.rows) <= 6, (longest.lhs, len(longest.rows))
