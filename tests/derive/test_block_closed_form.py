@@ -182,7 +182,7 @@ def test_a_bidirectional_lstm_has_a_closed_form_in_each_direction():
     stacked closed form, B_k chained from P and S and unrolled from t = 1, as the forward one is."""
     from bptt.documents.document import sections
 
-    (section,) = [s for s in sections(bidirectional_lstm()) if s.name == "closed-form"]
+    (section,) = sections(bidirectional_lstm(), only=("closed-form",))
     rows = " ".join(row for eq in section.equations for row in eq.rows)
     assert "No closed form" not in section.text
     assert r"\mathbf{A}^{hf,hf}_{k} = \mathbf{A}^{hf,cf}_{k} \mathbf{S}^{cf,hf}_{k} + \mathbf{P}^{hf,hf}_{k}" in rows
@@ -196,6 +196,6 @@ def test_no_block_of_the_closed_form_runs_past_a_quarter_page(name):
     two-layer LSTM's A^{h1c2}_k took 30 rows when the paths inside a step were folded in)."""
     from bptt.documents.document import sections
 
-    (section,) = [s for s in sections(_model(name)) if s.name == "closed-form"]
+    (section,) = sections(_model(name), only=("closed-form",))
     longest = max(section.equations, key=lambda eq: len(eq.rows))
     assert len(longest.rows) <= 6, (longest.lhs, len(longest.rows))
