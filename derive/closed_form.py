@@ -6,14 +6,14 @@ transposed Jacobian (dh_k/dh_{k-1})^T and b_j the local term. For a linear
 cell A_k is constant and the product is the power A^{j-t}.
 """
 
-import itertools
+import functools
 from dataclasses import dataclass
 
 import sympy as sp
 
 from bptt.derive.blocks import Placed
 from bptt.derive.bptt import NEXT, SAME
-from bptt.derive.nodes import Adj, MatAt, SeqAt, T, TimeProduct, TimeSum, matrix_sum, t
+from bptt.derive.nodes import Adj, DescendingTimeProduct, MatAt, SeqAt, T, TimeProduct, TimeSum, matrix_sum, t
 
 j = sp.Symbol("j", integer=True)
 k = sp.Symbol("k", integer=True)
@@ -154,93 +154,136 @@ def _merge_products(expr):
 
 @dataclass(frozen=True)
 class BlockClosedForm:
-    """The closed form over the stacked adjoint of several states, delta_t = (dL/dh_t; dL/dc_t; ...):
-    delta_t = sum_{j=t}^{T} (A_{t+1} ... A_j) beta_j, A_k the block transposed Jacobian."""
+    """The closed form over the stacked adjoints of several states, in the order a step computes them.
 
-    states: tuple  # the state Seqs, in the order they are stacked
-    blocks: dict  # (row state, column state) -> block A_k^{row,col}: d(row)_{k-1} / d(col)_k, transposed
-    local: dict  # state -> its local term beta_j (output adjoints only)
-    expr: object  # TimeSum over j of TimeProduct of A_k times beta_j, with A_k and beta_j as symbols
+    Step k's equations, each with every other value held fixed, have the named factors
+    P^{uv}_k = (d v_k / d u_{k-1})^T (across: v_k reads u_{k-1}) and S^{uv}_k = (d v_k / d u_k)^T (same: v_k
+    reads u_k, computed before it in the step). The step Jacobian A_k, with block A^{uv}_k = (d v_k / d u_{k-1})^T
+    (the other states at k-1 held fixed, every path through step k counted), chains through the step:
+    A^{uv}_k = P^{uv}_k + sum_w A^{uw}_k S^{wv}_k, over the states w that v_k reads in step k. The stacked
+    adjoints zeta_t with each state of step t perturbed alone (the states computed from it in step t held fixed)
+    satisfy zeta_t = A_{t+1} zeta_{t+1} + omega_t, and dL/du_t = zeta^u_t + sum_v S^{uv}_t dL/dv_t, the latest v
+    first."""
+
+    states: tuple  # the state Seqs, in the order a step computes them
+    across: dict  # (u, v) -> P^{uv}_k, where v_k reads u_{k-1}
+    same: dict  # (u, v) -> S^{uv}_k, where v_k reads u_k
+    chain: dict  # (u, v) -> A^{uv}_k in named factors (P, S and other A blocks), where it is not zero
+    local: dict  # state -> its local term omega_j (output adjoints only)
+    expr: object  # zeta_t: TimeSum over j of TimeProduct of A_k times omega_j, with A_k and omega_j as symbols
     jacobian: object  # A_k, a MatAt standing for the block matrix of blocks
-    stacked_local: object  # beta_j, a SeqAt standing for the stacked local terms
+    stacked_local: object  # omega_j, a SeqAt standing for the stacked local terms
+    reverse: bool = False  # reverse-time states: B_k = (d s_k / d s_{k+1})^T, unrolled from t = 1
+
+    @property
+    def letter(self):
+        """A for the step Jacobian of forward states, B for reverse-time ones."""
+        return "B" if self.reverse else "A"
 
     def block_matrix(self):
         """A_k as a BlockMatrix of its named blocks."""
-        return sp.BlockMatrix([[block_name(r, c) for c in self.states] for r in self.states])
+        return sp.BlockMatrix([[block_name(r, c, self.letter) for c in self.states] for r in self.states])
+
+    @property
+    def blocks(self):
+        """{(u, v): A^{uv}_k written out}, a ZeroMatrix where v_k does not depend on u_{k-1}."""
+        named, name = self.factors(), functools.partial(block_name, letter=self.letter)
+        out = {}
+        for col in self.states:  # in step order: a block reads the blocks of the states before its column
+            for row in self.states:
+                chained = self.chain.get((row, col))
+                if chained is None:
+                    out[(row, col)] = sp.ZeroMatrix(row.rows, col.rows)
+                    continue
+                named[name(row, col)] = chained.xreplace(named).doit(deep=False)
+                out[(row, col)] = named[name(row, col)]
+        return out
+
+    def factors(self):
+        """{the name of each P and S factor: its value}."""
+        found = {factor_name("P", *pair): value for pair, value in self.across.items()}
+        return found | {factor_name("S", *pair): value for pair, value in self.same.items()}
 
 
-def block_name(row, col):
-    """The symbol of block (row, col) of A_k, e.g. A_k^{hc}."""
-    return MatAt(f"A^{row.name}{col.name}", k, row.rows, col.rows)
+def block_name(row, col, letter="A"):
+    """The symbol of block (row, col) of A_k, e.g. A_k^{hc} (B_k^{hc} for reverse-time states)."""
+    return factor_name(letter, row, col)
 
 
-def block_closed_form(derivation):
-    """The BlockClosedForm of a derivation with every intermediate substituted and several states."""
-    states = tuple(derivation.states)
+def factor_name(letter, row, col, time=k):
+    """A named factor of step k: A^{hc}_k, P^{hc}_k (from step k-1) or S^{ch}_k (within step k); A^{h1,c2}_k
+    where a name is longer than a letter."""
+    names = [seq.name.replace("_", "") for seq in (row, col)]  # c_f -> cf: no escaped underscore in a superscript
+    comma = "," if max(map(len, names)) > 1 else ""
+    return MatAt(f"{letter}^{names[0]}{comma}{names[1]}", time, row.rows, col.rows)
+
+
+def block_closed_form(derivation, states=None, reverse=False):
+    """The BlockClosedForm of a derivation with every intermediate substituted and several states (those of one
+    direction: `states`, reverse-time ones with reverse=True); the adjoints of the other direction's states at the
+    same step enter the local terms."""
+    states = tuple(derivation.states) if states is None else tuple(states)
     if len(states) < 2:
         raise NoClosedForm("a block closed form is for cells with several states")
-    recursion = _without_same_step_states({s: derivation.recursion(s) for s in states}, states)
-    blocks, local = {}, {}
+    order = [seq for seq, _ in derivation.model.steps]
+    states = tuple(sorted(states, key=order.index))
+    shift, names = (-1 if reverse else 1), {s.name for s in states}
+    across, same, local = {}, {}, {}
     for row in states:
-        terms = sp.Add.make_args(recursion[row]) if not isinstance(recursion[row], sp.MatAdd) else recursion[row].args
-        by_next = {col: [] for col in states}
-        rest = []
-        for term in terms:
-            last = _trailing(term)
-            if isinstance(last, Adj) and last.of.role == "state" and last.of.time == t + 1:
-                by_next[next(s for s in states if s.name == last.of.name)].append(term)
+        by_adjoint, rest = {}, []
+        for term in _terms(derivation.recursion(row)):
+            last = term.as_coeff_matrices()[1][-1] if isinstance(term, sp.MatMul) else term
+            if isinstance(last, Adj) and last.of.name in names and last.of.time in (t, t + shift):
+                by_adjoint.setdefault(last, []).append(term)
             else:
                 rest.append(term)
-        if any(a.of.role != "output" for term in rest for a in term.atoms(Adj)):
+        if any(not _known(a, names) for term in rest for a in term.atoms(Adj)):
             raise NoClosedForm("the local term must depend on output adjoints only")
-        for col in states:
-            coefficient = linear_coefficient(matrix_sum(by_next[col]), Adj(col(t + 1))) if by_next[col] else None
-            blocks[(row, col)] = (
-                sp.ZeroMatrix(row.rows, col.rows) if coefficient is None else coefficient.subs(t, k - 1)
-            )
+        for adjoint, terms in by_adjoint.items():
+            col = next(s for s in states if s.name == adjoint.of.name)
+            coefficient = linear_coefficient(matrix_sum(terms), adjoint)
+            if adjoint.of.time == t + shift:
+                across[(row, col)] = coefficient.subs(t, k - shift)
+            else:
+                same[(row, col)] = coefficient.subs(t, k)
         local[row] = matrix_sum(rest, row.rows).subs(t, j)
     size = sum(s.rows for s in states)
-    jacobian = MatAt("A", k, size)
-    beta = SeqAt("beta", j, size, "intermediate")
-    expr = TimeSum(TimeProduct(jacobian, k, t + 1, j) * beta, j, t, T)
-    return BlockClosedForm(states, blocks, local, expr, jacobian, beta)
+    letter = "B" if reverse else "A"
+    jacobian = MatAt(letter, k, size)
+    omega = SeqAt("kappa" if reverse else "omega", j, size, "intermediate")
+    if reverse:
+        expr = TimeSum(DescendingTimeProduct(jacobian, k, j, t - 1) * omega, j, 1, t)
+    else:
+        expr = TimeSum(TimeProduct(jacobian, k, t + 1, j) * omega, j, t, T)
+    chain = _chain(states, across, same, letter)
+    return BlockClosedForm(states, across, same, chain, local, expr, jacobian, omega, reverse)
 
 
-def _trailing(term):
-    return term.as_coeff_matrices()[1][-1] if isinstance(term, sp.MatMul) else term
-
-
-def _without_same_step_states(recursion, states):
-    """Substitute dL/ds_t of another state read in the same step (c_t's recursion reads dL/dh_t)
-    until every state adjoint left is at t+1; the step is ordered, so this ends."""
-    same = {Adj(s(t)): recursion[s] for s in states}
-    out = {}
-    for s in states:
-        others = {a: v for a, v in same.items() if a != Adj(s(t))}
-        expr = _distributed(recursion[s].xreplace(others))
-        for _ in states[1:]:  # until no other state's adjoint at t is left
-            replaced = expr.xreplace(others)
-            if replaced == expr:
-                break
-            expr = _distributed(replaced)
-        out[s] = expr
-    return out
-
-
-def _distributed(expr):
-    """expr with every matrix product distributed over the sums among its factors, (A + B) C = A C + B C, from
-    the inside out, and nothing else: what expand(mul=True) makes of these expressions (the same expressions),
-    without its rewriting of scalar fractions, several times slower."""
-    if not isinstance(expr, sp.MatrixExpr) or not expr.args:
-        return expr
-    args = tuple(_distributed(arg) for arg in expr.args)
-    if isinstance(expr, sp.MatAdd):
-        return sp.MatAdd(*args).doit(deep=False)
-    if not isinstance(expr, sp.MatMul):
-        return expr.func(*args) if args != expr.args else expr
-    if not any(isinstance(arg, sp.MatAdd) for arg in args):
-        return sp.MatMul(*args).doit(deep=False)
-    choices = [arg.args if isinstance(arg, sp.MatAdd) else (arg,) for arg in args]
-    return sp.MatAdd(*(sp.MatMul(*factors).doit(deep=False) for factors in itertools.product(*choices))).doit(
-        deep=False
+def _known(adjoint, names):
+    """An adjoint a local term may read: an output's, or another direction's state at the same step."""
+    return adjoint.of.role == "output" or (
+        adjoint.of.role == "state" and adjoint.of.name not in names and adjoint.of.time == t
     )
+
+
+def _terms(expr):
+    return expr.args if isinstance(expr, sp.MatAdd) else (expr,)
+
+
+def _chain(states, across, same, letter="A"):
+    """{(u, v): A^{uv}_k = P^{uv}_k + sum_w A^{uw}_k S^{wv}_k} where it is not zero, column by column in step order;
+    a block equal to its P factor alone is that factor's value, unnamed."""
+    chain = {}
+    for col in states:
+        for row in states:
+            terms = [across[(row, col)]] if (row, col) in across else []
+            if (row, col) in across and any((w, col) in same and (row, w) in chain for w in states):
+                terms = [factor_name("P", row, col)]
+            terms += [
+                factor_name(letter, row, w) * factor_name("S", w, col)
+                for w in states
+                if (w, col) in same and (row, w) in chain
+            ]
+            if terms:
+                chain[(row, col)] = matrix_sum(terms)
+    return chain

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import sympy as sp
 
 from bptt.derive.bptt import ACROSS, SAME
-from bptt.derive.closed_form import NoClosedForm, j, k, linear_coefficient
-from bptt.derive.direction import directions, is_reverse
+from bptt.derive.closed_form import NoClosedForm, block_closed_form, j, k, linear_coefficient
+from bptt.derive.direction import REVERSE, directions, is_reverse
 from bptt.derive.nodes import Adj, DescendingTimeProduct, T, TimeProduct, TimeSum, matrix_sum, t
 
 
@@ -29,9 +29,31 @@ class DirectionalForm:
 
 
 def directional_forms(derivation):
-    """{state Seq: DirectionalForm} of a derivation with every intermediate substituted; NoClosedForm when a
-    state's recursion reads another state's adjoint across steps (several states of one direction)."""
-    return {seq: _form(derivation, seq) for seq in derivation.states}
+    """{state Seq: DirectionalForm} of a derivation with every intermediate substituted; where a direction's
+    states read each other across steps (a bidirectional LSTM's c and h), each of them maps to that direction's
+    BlockClosedForm."""
+    way = directions(derivation.model)
+    found = {}
+    for direction in dict.fromkeys(way[s] for s in derivation.states):
+        states = [s for s in derivation.states if way[s] == direction]
+        if _coupled(derivation, states):
+            form = block_closed_form(derivation, states, reverse=direction == REVERSE)
+            found.update(dict.fromkeys(states, form))
+        else:
+            found.update({seq: _form(derivation, seq) for seq in states})
+    return {seq: found[seq] for seq in derivation.states}
+
+
+def _coupled(derivation, states):
+    """Whether a state's recursion reads another state's adjoint across steps."""
+    names = {s.name for s in states}
+    return any(
+        a.of.name in names - {seq.name} and a.of.time != t
+        for seq in states
+        for c in derivation.states[seq]
+        if c.when in ACROSS
+        for a in c.value.atoms(Adj)
+    )
 
 
 def _form(derivation, seq):

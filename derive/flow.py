@@ -46,8 +46,8 @@ class Flow:
 
     states:     the states the gradient flows through (none when teacher forcing makes every state data)
     jacobian:   J_k = dh_k/dh_{k-1} for a single state, else None
-    blocks:     {(row, col): (A^{col,row}_k)^T} for several states: the closed form's blocks, transposed; a state's
-                adjoint there carries the paths through the states computed from it in the same step
+    blocks:     {(row, col): (A^{col,row}_k)^T = d row_k / d col_{k-1}} for several states, the other states at k-1
+                held fixed: the closed form's blocks, transposed
     couplings:  {(row, col): d row_k / d col_k} within one step (the LSTM's h_k = o_k * tanh(c_k) reads c_k)
     bound:      a Bound of ||J_k||_2, or None when J_k is not a single product of diagonals and matrices
     carousels:  the states with a direct diagonal path from step to step
@@ -81,7 +81,8 @@ def gradient_flow(model, derivation=None, block_form=None):
         jacobian = closed_form(derivation, states[0]).jacobian.T
     elif states:
         form = block_closed_form(derivation) if block_form is None else block_form
-        blocks = {(row, col): form.blocks[(col, row)].T for row in form.states for col in form.states}
+        closed = form.blocks
+        blocks = {(row, col): closed[(col, row)].T for row in form.states for col in form.states}
         states = form.states
     bound = jacobian_bound(model, jacobian) if jacobian is not None else None
     carousels = tuple(c for c in (carousel(model, derivation, s) for s in states) if c is not None)

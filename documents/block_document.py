@@ -1,83 +1,143 @@
 """The closed form of a cell with several states, over the stacked adjoint, as a document section."""
 
-from bptt.derive.closed_form import ClosedForm, NoClosedForm, block_name, k, recursion_residual
+import sympy as sp
+
+from bptt.derive.closed_form import ClosedForm, NoClosedForm, block_name, factor_name, k, recursion_residual
 from bptt.derive.nodes import Adj, MatAt, SeqAt, t
 from bptt.derive.truncation import windowed
-from bptt.documents.equation import Section, displays, equation
+from bptt.documents.equation import Equation, Section, displays, equation
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed, maths, reason
 
-DELTA = "delta"  # the stacked adjoint's name
+ZETA = "zeta"  # the stacked adjoints with each state of a step perturbed alone (eta for reverse-time states)
 
 
-def _stacked(form, time=t):
-    return SeqAt(DELTA, time, sum(s.rows for s in form.states), "intermediate")
+def _zeta(form):
+    return "eta" if form.reverse else "zeta"
 
 
-def _reaches(row, col, couplings):
-    """How the block (row, col) carries the adjoint: from col at step k to row at k-1, counting the paths
-    through the states that step k-1 computes from row (the flow's same-step couplings)."""
-    via = [maths(other(k - 1)) for other, source in couplings if source == row and other != row]
-    through = (
-        f", counting the paths through {listed(via)}, which step $k-1$ computes from ${latex(row(k - 1))}$"
-        if via
-        else ""
-    )
-    return rf"How $\partial L / \partial {latex(col(k))}$ reaches $\partial L / \partial {latex(row(k - 1))}${through}:"
+def _stacked(form, time=t, name=None):
+    return SeqAt(name or _zeta(form), time, sum(s.rows for s in form.states), "intermediate")
+
+
+def _before(form):
+    """The step that step k reads: k-1, or k+1 for reverse-time states."""
+    return "k+1" if form.reverse else "k-1"
 
 
 def block_section(facts):
-    """The stacked adjoint, the block transposed Jacobian A_k, the local terms and the closed form."""
+    """The named factors of a step, the step Jacobian A_k chained from them, the local terms, the closed form of
+    zeta_t and each state's adjoint from it."""
     form = facts.block
     if isinstance(form, NoClosedForm):
         return Section("closed-form", "Closed form", f"No closed form is shown: {reason(form)}.", ())
-    states = form.states
-    stacked = ClosedForm(None, form.jacobian, form.stacked_local, form.expr)  # one recursion over delta_t
-    proved = all(a == b for a, b in recursion_residual(stacked))
-    couplings = () if isinstance(facts.flow, NoClosedForm) else tuple(facts.flow.couplings)
-    equations = [
-        equation(latex(block_name(row, col)), block, _reaches(row, col, couplings))
-        for (row, col), block in form.blocks.items()
-    ]
-    local_names = [MatAt(f"beta^{s.name}", form.expr.index, s.rows, 1) for s in states]
-    for name, state in zip(local_names, states, strict=True):
-        equations.append(
-            equation(
-                latex(name),
-                form.local[state],
-                f"The local terms, what each state's adjoint receives from the outputs of its own step, stacked "
-                f"as ${latex(_stacked(form))}$ is into ${latex(form.stacked_local)}$:",
-            )
-        )
-    check = (
-        "It satisfies the recursion: its $j = t$ term is $\\boldsymbol{\\beta}_t$ and the rest is $\\mathbf{A}_{t+1}$ "
-        "times the sum at $t+1$."
-        if proved
-        else ""
-    )
-    recursion = (
-        rf"${latex(_stacked(form))} = {latex(form.jacobian.subs(k, t + 1))} {latex(_stacked(form, t + 1))}"
-        rf" + {latex(form.stacked_local.subs(form.expr.index, t))}$"
-    )
-    equations.append(
-        equation(
-            latex(_stacked(form)),
-            form.expr,
-            f"Unrolling the stacked recursion {recursion} from $t = T$, the oldest step's block Jacobian on the left "
-            "(none when $j = t$):",
-            after=check,
-        )
-    )
-    names = listed(maths(s()) for s in states)
-    adjoints = listed(maths(Adj(s())) for s in states)
+    adjoints = listed(maths(Adj(s())) for s in form.states)
     text = (
-        f"With several states, stack their adjoints into one column ${latex(_stacked(form))}$, {adjoints} from top "
-        f"to bottom: the recursions of {names} become one. The block transposed Jacobian ${latex(form.jacobian)}$ "
-        "of step $k$ has in the row of a state $\\mathbf{u}$ and the column of a state $\\mathbf{v}$ the block "
-        "$\\mathbf{A}^{uv}_k = \\left(\\partial \\mathbf{v}_{k} / \\partial \\mathbf{u}_{k-1}\\right)^\\top$, "
-        "in the same order of the states."
+        f"With several states, stack their adjoints into one column ${latex(_stacked(form, name='delta'))}$, "
+        f"{adjoints} from top to bottom, in the order a step computes the states. {named_factors(form)}"
     )
-    return Section("closed-form", "Closed form over the stacked states", text, displays(equations), ("adjoint",))
+    return Section("closed-form", "Closed form over the stacked states", text, block_displays(form), ("adjoint",))
+
+
+def named_factors(form):
+    """The sentences that name P, S and the step Jacobian's blocks."""
+    before, letter = _before(form), form.letter
+    return (
+        "Name the derivatives of step $k$'s equations, each with every other value held fixed: "
+        f"$\\mathbf{{P}}^{{uv}}_k = {_jacobian(before)}$ where $\\mathbf{{v}}_k$ reads $\\mathbf{{u}}_{{{before}}}$, "
+        f"and $\\mathbf{{S}}^{{uv}}_k = {_jacobian('k')}$ where it reads $\\mathbf{{u}}_k$, computed before it in "
+        f"step $k$. The step Jacobian $\\mathbf{{{letter}}}_k$ has the block "
+        f"$\\mathbf{{{letter}}}^{{uv}}_k = {_jacobian(before)}$, the other states at step ${before}$ held fixed and "
+        "every path through step $k$ counted."
+    )
+
+
+def block_displays(form):
+    """The displays of a BlockClosedForm: its factors, local terms, closed form and each state's adjoint."""
+    return displays(_factors(form) + _local(form) + _unrolled(form) + _adjoints(form))
+
+
+def _jacobian(time):
+    return rf"\left(\partial \mathbf{{v}}_k / \partial \mathbf{{u}}_{{{time}}}\right)^\top"
+
+
+def _factors(form):
+    """The P factors that a block of A_k adds to, the S factors, and the blocks of A_k, in named factors."""
+    letter = form.letter
+    named = {p for block in form.chain.values() for p in block.atoms(MatAt) if p.name.startswith("P^")}
+    same = [equation(latex(factor_name("S", *pair)), value, "Within step $k$:") for pair, value in form.same.items()]
+    across = [
+        equation(
+            latex(factor_name("P", *pair)),
+            value,
+            f"From step ${_before(form)}$, where a block of $\\mathbf{{{letter}}}_k$ adds to them:",
+        )
+        for pair, value in form.across.items()
+        if factor_name("P", *pair) in named
+    ]
+    chain = (
+        "By the chain rule through step $k$, in the order it computes the states, a block is $\\mathbf{v}_k$'s "
+        "direct derivative plus the paths through each state $\\mathbf{w}$ that $\\mathbf{v}_k$ reads in step $k$: "
+        f"$\\mathbf{{{letter}}}^{{uv}}_k = \\mathbf{{P}}^{{uv}}_k + \\sum_{{\\mathbf{{w}}}} "
+        f"\\mathbf{{{letter}}}^{{uw}}_k \\mathbf{{S}}^{{wv}}_k$ (the blocks not shown are zero):"
+    )
+    blocks = [equation(latex(block_name(*pair, letter)), value, chain) for pair, value in form.chain.items()]
+    return across + same + blocks
+
+
+def _local(form):
+    why = "The local terms, what each state's adjoint receives from the outputs of its own step" + (
+        " (the others are zero):" if any(_is_zero(v) for v in form.local.values()) else ":"
+    )
+    if form.reverse:
+        why = why.replace("the outputs of its own step", "its own step: the outputs and the other direction's states")
+    index, name = form.expr.index, form.stacked_local.name
+    return [
+        equation(latex(MatAt(f"{name}^{s.name}", index, s.rows, 1)), value, why)
+        for s, value in form.local.items()
+        if not _is_zero(value)
+    ]
+
+
+def _is_zero(value):
+    return isinstance(value, sp.ZeroMatrix)
+
+
+def _unrolled(form):
+    zeta, local = latex(_stacked(form)), latex(form.stacked_local.subs(form.expr.index, t))
+    step = t - 1 if form.reverse else t + 1
+    recursion = rf"${zeta} = {latex(form.jacobian.subs(k, step))} {latex(_stacked(form, step))} + {local}$"
+    if form.reverse:
+        how = "Unrolled from $t = 1$, the latest step's Jacobian on the left (none when $j = t$):"
+        check = ""
+    else:
+        how = "Unrolled from $t = T$, the oldest step's Jacobian on the left (none when $j = t$):"
+        stacked = ClosedForm(None, form.jacobian, form.stacked_local, form.expr)  # one recursion over zeta_t
+        proved = all(a == b for a, b in recursion_residual(stacked))
+        check = (
+            f"It satisfies the recursion: its $j = t$ term is ${local}$ and the rest is "
+            f"${latex(form.jacobian.subs(k, step))}$ times the sum at $t+1$."
+            if proved
+            else ""
+        )
+    why = (
+        f"Write ${zeta}$ for the stacked adjoints with each state of step $t$ perturbed alone, the states computed "
+        f"from it in step $t$ held fixed: {recursion}. {how}"
+    )
+    return [equation(zeta, form.expr, why, after=check)]
+
+
+def _adjoints(form):
+    """dL/du_t = zeta^u_t + sum_v S^{uv}_t dL/dv_t: each state's adjoint from zeta_t, written once for every u."""
+    zeta = latex(_stacked(form))
+    part = zeta.replace("_{t}", "^{u}_{t}")
+    why = (
+        f"Each state's adjoint is its block ${part}$ of ${zeta}$ and the paths through the states $\\mathbf{{v}}$ "
+        "that read it in step $t$, taken from the last state computed to the first:"
+    )
+    adjoint = r"\frac{\partial L}{\partial \mathbf{%s}_{t}}"
+    rhs = rf"{part} + \sum_{{\mathbf{{v}}}} \mathbf{{S}}^{{uv}}_{{t}} {adjoint % 'v'}"
+    return [Equation(adjoint % "u", rhs, why)]
 
 
 def block_window(facts):
@@ -90,6 +150,6 @@ def block_window(facts):
             latex(_stacked(form)),
             windowed(form),
             "Window of $\\tau$ steps over the stacked states: the loss at step $j$ backpropagates to "
-            "$t \\ge j - \\tau$ only:",
+            "$t \\ge j - \\tau$ only, and the adjoints follow from it as in the closed form:",
         )
     ]

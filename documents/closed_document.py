@@ -6,13 +6,13 @@ import sympy as sp
 
 from bptt.derive.bptt import NEXT
 from bptt.derive.closed_form import NoClosedForm, k, recursion_residual
-from bptt.derive.nodes import Adj, MatAt, t
+from bptt.derive.nodes import Adj, MatAt, SeqAt, t
 from bptt.derive.truncation import Kept, Xi, randomized_closed, tau, windowed
 from bptt.documents.block_document import block_window
 from bptt.documents.equation import Section, displays, equation
 from bptt.documents.graph_document import truncation_figure
 from bptt.documents.latex import latex
-from bptt.documents.prose import past_unread, reason
+from bptt.documents.prose import listed, maths, past_unread, reason
 
 CHECK = (
     "It satisfies the recursion: its $j = t$ term is the local term and the rest is "
@@ -68,16 +68,27 @@ def closed_form_sections(facts):
 
 
 def _part(name, seq, time=t):
+    """nu^h_t, a part of a state's adjoint; nu_t of the stacked adjoint delta_t."""
+    if seq.name == "delta":
+        return SeqAt(name, time, seq.rows, "intermediate")
     return MatAt(f"{name}^{seq.name}", time, seq.rows, 1)
 
 
 def truncation_section(facts):
     states = facts.states
     recursive = any(c.when == NEXT for s in states for c in facts.textbook.states[s])
-    parts = listed_parts(states)
+    stacked = facts.block is not None and not isinstance(facts.block, NoClosedForm)
+    if stacked:  # one stacked recursion for the states, as the closed form has it
+        adjoints = listed(maths(Adj(s())) for s in states)
+        delta = SeqAt("delta", t, sum(s.rows for s in states), "intermediate")
+        parts = f"${latex(delta)} = {latex(_part('nu', delta))} + {latex(_part('beta', delta))}$"
+        parts = f"the stacked column ${latex(delta)}$ of {adjoints} as {parts}"
+        states = (delta,)
+    else:
+        parts = "each state adjoint as " + listed_parts(states)
     text = (
-        "Truncation cuts the part of the recursion that comes from step $t+1$. Write the recursion of each state "
-        f"adjoint as {parts}, with $\\boldsymbol{{\\nu}}_t$ its terms through step $t+1$ and "
+        "Truncation cuts the part of the recursion that comes from step $t+1$. Write the recursion of "
+        f"{parts}, with $\\boldsymbol{{\\nu}}_t$ its terms through step $t+1$ and "
         "$\\boldsymbol{\\beta}_t$ those of step $t$ itself. Each way to truncate has a parameter: chunks or a window "
         "of $\\tau$ steps ($\\tau \\ge 1$ an integer), or a random cut that keeps a step's part with probability "
         "$\\pi$ ($0 < \\pi \\le 1$). With $\\tau \\ge T$ or $\\pi = 1$ each is full BPTT. The parameter gradients "
@@ -95,12 +106,9 @@ def truncation_section(facts):
         "Randomized (Tallec and Ollivier, 2017): $\\xi_{t+1}$ is $1/\\pi$ with probability $\\pi$ and 0 otherwise, "
         "independently at every step, so that $E[\\xi_t] = 1$:"
     )
-    equations = [
-        equation(latex(Adj(s())), sp.MatAdd(Kept(t, tau) * _part("nu", s), _part("beta", s)), chunk) for s in states
-    ]
-    equations += [
-        equation(latex(Adj(s())), sp.MatAdd(Xi(t + 1) * _part("nu", s), _part("beta", s)), randomly) for s in states
-    ]
+    lhs = (lambda s: latex(s)) if stacked else (lambda s: latex(Adj(s())))  # noqa: E731
+    equations = [equation(lhs(s), sp.MatAdd(Kept(t, tau) * _part("nu", s), _part("beta", s)), chunk) for s in states]
+    equations += [equation(lhs(s), sp.MatAdd(Xi(t + 1) * _part("nu", s), _part("beta", s)), randomly) for s in states]
     equations += _windows(facts)
     items = (truncation_figure(facts), *displays(equations))
     return Section("truncation", "Truncated backpropagation through time", text, items, ("adjoint",))

@@ -1,9 +1,12 @@
 """The closed forms of a model with reverse-time states, one per state, and where the two directions meet."""
 
-from bptt.derive.closed_form import NoClosedForm, j, k
+from dataclasses import replace
+
+from bptt.derive.closed_form import BlockClosedForm, NoClosedForm, j, k
 from bptt.derive.direction import reverse_states
 from bptt.derive.directional import meeting, unrolled
 from bptt.derive.nodes import Adj, MatAt
+from bptt.documents.block_document import block_displays, named_factors
 from bptt.documents.equation import Section, displays, equation
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed, maths, reason
@@ -15,15 +18,31 @@ def direction_sections(facts):
     forms = facts.directional
     if isinstance(forms, NoClosedForm):
         return [Section("closed-form", TITLE, f"No closed form is shown: {reason(forms)}.", ())]
-    equations = []
-    for seq, form in forms.items():
-        equations += _form_equations(seq, form)
+    items, single = [], []
+    for form in {id(f): f for f in forms.values()}.values():  # a direction of several states has one form
+        if isinstance(form, BlockClosedForm):
+            items += [*displays(single), *_block(form)]
+            single = []
+        else:
+            single += _form_equations(form.seq, form)
+    items += displays(single)
     text = (
         "Each state's recursion carries its own adjoint from one step to the next, and adds its local term "
         "$\\boldsymbol{\\beta}_j$, the terms of step $j$ itself. Unrolled from where it starts, a forward state's "
         "adjoint sums the local terms of the steps after it, a reverse-time state's those of the steps before it."
     )
-    return [Section("closed-form", TITLE, f"{text} {_met(facts)}", displays(equations), ("adjoint",))]
+    return [Section("closed-form", TITLE, f"{text} {_met(facts)}", tuple(items), ("adjoint",))]
+
+
+def _block(form):
+    """A direction of several states: its stacked closed form, as the forward one of a cell with several states."""
+    way = "reverse-time" if form.reverse else "forward"
+    lead = (
+        f"The {way} states {listed(maths(s()) for s in form.states)} read each other from step to step: stack their "
+        f"adjoints in the order a step computes them. {named_factors(form)}"
+    )
+    first, *rest = block_displays(form)
+    return (replace(first, why=f"{lead} {first.why}"), *rest)
 
 
 def _form_equations(seq, form):

@@ -3,7 +3,7 @@ Jacobian, clipping, and the diagonal paths of gated cells."""
 
 import sympy as sp
 
-from bptt.derive.closed_form import NoClosedForm, k
+from bptt.derive.closed_form import NoClosedForm, block_name, k
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.flow import gate, makeup
 from bptt.derive.nodes import T, matrix_sum, t
@@ -44,13 +44,13 @@ def flow_section(facts):
     )
     if flow.jacobian is None:
         closed = facts.block is not None and not isinstance(facts.block, NoClosedForm)
-        shown = "the stacked closed form's block Jacobian $\\mathbf{A}_k$" if closed else "a block Jacobian"
+        shown = "the stacked closed form's step Jacobian $\\mathbf{A}_k$" if closed else "a block Jacobian"
         text += (
-            f" With several states the Jacobian of a step is a block matrix, the transpose of {shown}: a state's "
-            "block carries the paths through the states computed from it in the same step." + NO_BOUND
+            f" With several states the Jacobian of a step is a block matrix, the transpose of {shown}, each state "
+            "at the step before perturbed alone." + NO_BOUND
         )
     equations = _single(flow) if flow.jacobian is not None else []
-    equations += _carousels(facts.model, flow) + _clipping(exploding=True)
+    equations += _carousels(facts.model, flow, facts.block) + _clipping(exploding=True)
     return Section("flow", "Gradient flow through time", text, displays(equations), ("adjoint",))
 
 
@@ -173,28 +173,40 @@ def _eigen(flow, power):
 
 
 def direct_name(seq, time=k):
-    """D^c_k: the direct Jacobian of a state, its own equation's derivative by its value at the step before with
-    the other states held fixed (not the block A^cc_k, which counts every path through the step)."""
+    """D^c_k: the factor of a state's direct path from step to step, diag(f_k) for the LSTM's c (the closed form's
+    A^cc_k = (d c_k / d c_{k-1})^T holds it, and with peepholes other terms too)."""
     return rf"\mathbf{{D}}^{{{seq.name}}}_{{{latex(time)}}}"
 
 
-def _carousels(model, flow):
+def _in_block(block, found):
+    """How the closed form's block A^cc_k holds the direct path's factor: all of it, or with other terms."""
+    if block is None or isinstance(block, NoClosedForm):
+        return "A block Jacobian of the step holds it and every other path from step to step."
+    seq = found.state
+    name = latex(block_name(seq, seq))
+    if block.blocks[(seq, seq)] == found.direct:
+        return f"It is the closed form's block ${name}$: nothing else leads from one to the other within a step."
+    return f"The closed form's block ${name}$ holds it and the other terms."
+
+
+def _carousels(model, flow, block=None):
     out = []
     for found in flow.carousels:
         seq, vector = found.state, found.direct.vector
         factor = latex(vector.subs(k, T)) if not vector.is_MatAdd else rf"\left({latex(vector.subs(k, T))}\right)"
         last = latex(vector.subs(k, t + 1)) if not vector.is_MatAdd else rf"\left({latex(vector.subs(k, t + 1))}\right)"
         direct = latex(found.direct)
+        if flow.jacobian is None and out and _alike(model, flow.carousels[0], found):
+            out.append(_likewise(model, found, block, factor, last))
+            continue
         if flow.jacobian is None:
             out.append(
                 equation(
                     direct_name(seq),
-                    found.partial,
-                    f"Write ${direct_name(seq)}$ for the direct Jacobian of ${latex(seq())}$: the derivative of "
-                    f"${latex(seq(k))}$'s own equation by ${latex(seq(k - 1))}$, with the other states at step "
-                    "$k - 1$ held fixed. It is not the block of $\\mathbf{A}_k$, which also counts the paths through "
-                    f"the other states. ${latex(seq(k))}$'s own equation reads ${latex(seq(k - 1))}$ through the "
-                    f"diagonal ${direct}${_others(model, found)}:",
+                    found.direct,
+                    f"Write ${direct_name(seq)}$ for the factor of the direct path from ${latex(seq(k - 1))}$ to "
+                    f"${latex(seq(k))}$. {_in_block(block, found)} ${latex(seq(k))}$'s own equation reads "
+                    f"${latex(seq(k - 1))}$ through the diagonal ${direct}${_others(model, found)}:",
                 )
             )
         out.append(
@@ -207,6 +219,24 @@ def _carousels(model, flow):
             )
         )
     return out
+
+
+def _alike(model, first, found):
+    """Two carousels whose factors are of one kind (both a gate, of the same makeup): the second is said briefly."""
+    kind = lambda c: (makeup(model, c.direct), gate(model, c.direct.vector) is not None)  # noqa: E731
+    return kind(first) == kind(found) and found.partial == found.direct and first.partial == first.direct
+
+
+def _likewise(model, found, block, factor, last):
+    """A later carousel of the same kind as the first, in one sentence and its product."""
+    seq, direct = found.state, latex(found.direct)
+    why = (
+        f"Likewise ${latex(seq(k))}$'s own equation reads ${latex(seq(k - 1))}$ through "
+        f"${direct_name(seq)} = {direct}${_others(model, found)}. {_in_block(block, found)} Along its direct path "
+        f"the factors multiply elementwise, and ${every_path_name(seq)}$ is its block that counts every path:"
+    )
+    lhs = rf"{latex(found.direct.subs(k, T))} \cdots {latex(found.direct.subs(k, t + 1))}"
+    return Equation(lhs, rf"\operatorname{{diag}}\left({factor} \odot \cdots \odot {last}\right)", why)
 
 
 def every_path_name(seq):

@@ -41,12 +41,13 @@ _SYMBOLS = {
 }
 _SPACES = {"quad": 1.0, "qquad": 2.0, ",": 1 / 6, ":": 4 / 18, ";": 5 / 18, "!": -1 / 6, " ": 0.33}
 _BIG_OPERATORS = {"sum": 1.45, "prod": 1.3, "int": 0.8}
-# Letter widths in ems of Computer Modern: math italic (cmmi), bold (cmbx), roman (cmr), a to z then A to Z.
+# Letter widths in ems of Computer Modern: math italic (cmmi), bold (cmbx), roman (cmr), a to z then A to Z; bold f
+# with its italic correction, which TeX adds before a script (f^{(1)}, a second layer's forget gate).
 _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _EMS = {
     "italic": ".53 .43 .43 .52 .47 .49 .48 .58 .35 .41 .52 .3 .88 .6 .49 .5 .45 .45 .47 .36 .57 .49 .72 .57 .49 .47 "
     ".75 .76 .72 .83 .74 .64 .79 .83 .44 .56 .85 .68 .97 .8 .76 .64 .79 .76 .61 .58 .68 .58 .94 .83 .58 .68",
-    "bold": ".56 .64 .51 .64 .53 .35 .58 .64 .32 .35 .61 .32 .96 .64 .58 .64 .61 .47 .45 .45 .64 .61 .83 .61 .61 .51 "
+    "bold": ".56 .64 .51 .64 .53 .43 .58 .64 .32 .35 .61 .32 .96 .64 .58 .64 .61 .47 .45 .45 .64 .61 .83 .61 .61 .51 "
     ".87 .82 .83 .88 .76 .72 .9 .9 .44 .59 .9 .69 1.09 .9 .86 .79 .86 .86 .64 .8 .89 .87 1.19 .87 .87 .7",
     "roman": ".5 .56 .44 .56 .44 .31 .5 .56 .28 .31 .53 .28 .83 .56 .5 .56 .53 .39 .39 .39 .56 .53 .72 .53 .53 .44 "
     ".75 .71 .72 .76 .68 .65 .79 .75 .36 .51 .78 .63 .92 .75 .78 .68 .78 .74 .56 .72 .75 .75 1.03 .75 .75 .61",

@@ -79,24 +79,15 @@ def step_values(flow, module, params, xs, cache, sizes):
 
 
 def step_jacobians(flow, module, params, xs, cache, sizes):
-    """[J_k for k = 1..T]: ds_k/ds_{k-1} with the states at k-1 independent, from the derived Jacobian.
-
-    With several states the closed form's blocks give the Jacobian between perturbations of the states
-    as computed (a change of c_k moves h_k = o_k * tanh(c_k) with it); with the same-step couplings S_k
-    the states' own Jacobian is (I - S_k)^-1 J_k (I - S_{k-1})."""
+    """[J_k for k = 1..T]: ds_k/ds_{k-1} with the states at k-1 independent, from the derived Jacobian (with
+    several states, the closed form's blocks A_k transposed)."""
     blocks = flow.blocks or {(flow.states[0], flow.states[0]): flow.jacobian}
-    jacobian, coupling = Blocks(flow.states, blocks, sizes), Blocks(flow.states, flow.couplings, sizes)
-    steps = len(xs)
+    jacobian = Blocks(flow.states, blocks, sizes)
     try:
         space = step_values(flow, module, params, xs, cache, sizes)
-        found = [jacobian.at(step, space) for step in range(1, steps + 1)]
-        eye = np.eye(found[0].shape[0])
-        free = [eye - coupling.at(step, space) for step in range(steps + 1)] if flow.couplings else None
+        return [jacobian.at(step, space) for step in range(1, len(xs) + 1)]
     except NameError as error:
         raise NoFlow(f"the derived Jacobian reads {error.name}, which bptt analyze cannot evaluate") from error
-    if free is None:
-        return found
-    return [np.linalg.solve(free[step], found[step - 1] @ free[step - 1]) for step in range(1, steps + 1)]
 
 
 def state_products(jacobians):

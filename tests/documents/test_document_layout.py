@@ -9,7 +9,10 @@ import sys
 
 import pytest
 
-from bptt.tests.support.printed import GROUP, ZOO
+from bptt.tests.support.printed import EXAMPLES, GROUP, ZOO
+
+TWO_LAYERS = "examples/lstm_2layer.py:lstm"
+assert TWO_LAYERS in EXAMPLES
 
 XDIST_GROUP = GROUP
 
@@ -30,6 +33,14 @@ def test_latex_takes_under_three_seconds(model, documents):
 def test_at_most_eight_pages(model, documents):
     pages = documents[model].printed.pages
     assert pages <= 8, f"{model}: {pages} pages"
+
+
+def test_a_two_layer_lstm_in_torchs_layout_is_at_most_ten_pages(documents):
+    """torch.nn.LSTM(num_layers=2)'s layout, layer 2 reading h1_t in the same step: the closed form chained through
+    the step in named factors, the stacked weights' gradients one line each (it fits the page: no overfull line,
+    test_latex_compiles.py)."""
+    pages = documents[TWO_LAYERS].printed.pages
+    assert pages <= 10, f"{TWO_LAYERS}: {pages} pages"
 
 
 @pytest.mark.parametrize("model", ZOO)

@@ -111,16 +111,19 @@ def test_linears_loss_is_general_in_every_sentence():
 
 @pytest.mark.parametrize("name", ["lstm", "lstm-peephole", "examples/lstm.py:lstm"])
 def test_the_carousels_quantities_have_their_own_names(name):
-    """The block A^cc_k counts the paths through h_{k-1}; the carousel's derivative with the other states held
-    fixed is the direct Jacobian D^c_k; the plot's every-path block is Phi^c_{T,t}: no display calls the second
-    dc_k/dc_{k-1}, and each name is written in a sentence before its first display."""
+    """The closed form's block A^cc_k = (dc_k/dc_{k-1})^T holds every term of c_k's equation by c_{k-1}; the
+    carousel's factor diag(f_k) is D^c_k, as the plot names it; the plot's every-path block is Phi^c_{T,t}: no
+    display calls the second dc_k/dc_{k-1}, and each name is written in a sentence before its first display."""
     (flow,) = [s for s in shown(name) if s.name == "flow"]
     c = r"\mathbf{c}"
     lhs = [eq.lhs for eq in flow.equations]
     assert rf"\frac{{\partial {c}_{{k}}}}{{\partial {c}_{{k-1}}}}" not in lhs
     (direct,) = [d for d in flow.displays if d.equations[0].lhs == r"\mathbf{D}^{c}_{k}"]
-    assert direct.why.startswith(r"Write $\mathbf{D}^{c}_{k}$ for the direct Jacobian of $\mathbf{c}_{t}$")
-    assert "It is not the block of $\\mathbf{A}_k$" in direct.why
+    assert direct.equations[0].rhs == r"\operatorname{diag}\left(\mathbf{f}_{k}\right)"
+    assert direct.why.startswith(r"Write $\mathbf{D}^{c}_{k}$ for the factor of the direct path")
+    peepholes = name == "lstm-peephole"
+    assert ("holds it and the other terms" in direct.why) == peepholes
+    assert ("It is the closed form's block $\\mathbf{A}^{cc}_{k}$" in direct.why) != peepholes
     assert r"Write $\boldsymbol{\Phi}^{c}_{T,t}$ for the block of" in words(name)
 
 

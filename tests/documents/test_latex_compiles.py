@@ -185,7 +185,7 @@ MATHJAX = set(
     "Gamma Lambda alpha bar begin beta boldsymbol cdot cdots cos delta dot ell end frac gamma ge hat lambda ldots le "
     "log max mathbf min ne nmid nu odot operatorname partial pi rho sup to "
     "quad right left sigma sum tanh tau textrm tfrac theta top varphi xi "
-    "Delta Phi nabla otimes qquad tilde times".split()
+    "Delta Phi nabla otimes qquad tilde times zeta omega".split()
 )
 
 

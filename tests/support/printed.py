@@ -23,6 +23,7 @@ EXAMPLES = (
     "examples/gated_rnn.py:gated_rnn",
     "examples/lstm.py:lstm",
     "examples/torch_lstm.py:lstm",
+    "examples/lstm_2layer.py:lstm",
     "examples/lstm_two_chains.py:lstm",
     "examples/birnn.py:birnn",
     "examples/birnn.py:two_layers",
