@@ -81,9 +81,17 @@ def outer_factors(term):
     """(u, v) for a gradient term u v^T: the product of the factors up to the first column vector, and the
     transpose of the rest, which may be any vector-valued expression ((r_t ⊙ h_{t-1})^T, x_t^T W^T)."""
     coeff, factors = term.as_coeff_matrices()
-    split = next((k + 1 for k, factor in enumerate(factors) if factor.shape[1] == 1), None)
+    split = next((k + 1 for k, factor in enumerate(factors) if _column(factor, factors[k + 1 :])), None)
     if split is None or split == len(factors):
         raise PrintError(f"a parameter's gradient term must be a column times a row: {notation(term)}", term)
     column = sp.MatMul(coeff, *factors[:split]).doit(deep=False)
     row = sp.MatMul(*factors[split:]).doit(deep=False) if len(factors) > split + 1 else factors[split]
     return column, sp.transpose(row)
+
+
+def _column(factor, rest):
+    """Whether factor is the column vector ending u in u v^T: one column, and not an operator on the vector after it,
+    a diag of a 1 x 1 value (diag(s) g) or the ones that broadcast a 1 x 1 value (1 mean(v))."""
+    if factor.shape[1] != 1 or isinstance(factor, Diag):
+        return False
+    return not (isinstance(factor, OneMatrix) and rest and rest[0].shape == (1, 1))
