@@ -128,7 +128,7 @@ def test_latex_and_codegen_accept_the_same_cells_and_refuse_the_others_with_one_
     assert not missing, f"no cell drawn has {missing}"
 
 
-NORMED_DRAWS = 5  # each accepted: derived, documented, generated in three backends and run against the oracle
+NORMED_DRAWS = 4  # each accepted: derived, documented, generated in three backends and run against the oracle
 
 
 def test_latex_and_codegen_accept_the_same_normalised_cells_and_agree_with_the_oracle():
