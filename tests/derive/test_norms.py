@@ -84,3 +84,11 @@ def test_the_cli_refuses_a_negative_eps_with_one_line(tmp_path):
     path = tmp_path / "cells.py"
     path.write_text(source.read_text().replace("eps=Rational(1, 100)", "eps=-1"))
     assert_user_error(bptt("latex", f"{path}:layer_norm_elman"), "eps must be a positive rational or 0, not -1")
+
+
+def test_a_one_by_one_value_scales_a_column_as_a_scalar_does():
+    """sigma * v, v * sigma and v / sigma are elementwise products with 1 sigma (1 sigma^(-1) for the quotient)."""
+    sigma = mean(a()) + 1
+    assert text(a() / sigma) == "a_t * 1 (1 + mean(a_t))^(-1)"
+    assert text(sigma * a()) == text(a() * sigma) == "a_t * 1 (1 + mean(a_t))"
+    assert (a() / sigma).shape == (h, 1)
