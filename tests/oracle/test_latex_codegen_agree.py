@@ -106,16 +106,22 @@ def check_cells(stranger, drawn):
     def check_cell(plan):
         model = with_stranger(build(plan), stranger)
         drawn.append(model)
-        latex = outcome(lambda: document(model, "tex"))
-        sources = {}
-        for name, backend in BACKENDS.items():
-            made = outcome(lambda backend=backend, name=name: sources.__setitem__(name, backend.module_source(model)))
-            assert made == latex, (name, made, latex)
+        latex, sources = through_both(model)
         assert (latex is None) == (stranger is None), latex
         if latex is None:
             agree_with_the_oracle(model, sources)
 
     check_cell()
+
+
+def through_both(model):
+    """(the document's refusal or None, {backend: module source}), every backend refusing as the document does."""
+    latex = outcome(lambda: document(model, "tex"))
+    sources = {}
+    for name, backend in BACKENDS.items():
+        made = outcome(lambda backend=backend, name=name: sources.__setitem__(name, backend.module_source(model)))
+        assert made == latex, (name, made, latex)
+    return latex, sources
 
 
 def test_latex_and_codegen_accept_the_same_cells_and_refuse_the_others_with_one_line():
@@ -142,11 +148,7 @@ def test_latex_and_codegen_accept_the_same_normalised_cells_and_agree_with_the_o
     def check_cell(normed):
         model = build_normed(normed)
         drawn.append(model)
-        latex = outcome(lambda: document(model, "tex"))
-        sources = {}
-        for name, backend in BACKENDS.items():
-            made = outcome(lambda backend=backend, name=name: sources.__setitem__(name, backend.module_source(model)))
-            assert made == latex, (name, made, latex)
+        latex, sources = through_both(model)
         assert latex is None, latex
         agree_with_the_oracle(model, sources)
 

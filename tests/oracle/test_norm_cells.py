@@ -10,16 +10,12 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
-import contextlib
 import pathlib
 
-from test_oracle import random_problem
-from test_oracle_cells import TRUNCATIONS, generate
+from test_oracle_cells import agree_in_every_truncation
 
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.models import load
-from bptt.tests.support.jax_eager import eagerly
-from bptt.tests.support.oracle import compare, run
 
 CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py"
 
@@ -27,10 +23,4 @@ CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms"])
 def test_a_normalised_cell_agrees_with_the_oracle(cell, backend):
-    model = load(f"{CELLS}:{cell}")
-    problem = random_problem(model, seed=28)
-    module = generate(model, backend)
-    with eagerly(module) if backend == "jax" else contextlib.nullcontext():  # JAX uncompiled: seconds, not a minute
-        for truncate in TRUNCATIONS.values():
-            expected = run(model, *problem, truncate)
-            compare(module, model, *problem, truncate, forward_mode=truncate is None, expected=expected)
+    agree_in_every_truncation(load(f"{CELLS}:{cell}"), backend)
