@@ -18,7 +18,6 @@ truncation machinery alike); the mean and the variance are O(n) reductions over 
 
 import sympy as sp
 from sympy.core.symbol import Str
-from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.column import Column
 from bptt.derive.model_error import ModelError
@@ -48,17 +47,16 @@ class Norm(Column):
     def parts(self, v, mu=None, sigma=None):
         """[(part, its expression)] and the norm's value, for its input v and the named mu and sigma if given
         (else inline): mu and sigma for a layer norm, sigma for an RMS norm, then v_hat."""
-        rows = v.shape[0]
         steps = []
         centred = v
         if self.kind == "layer_norm":
             steps.append(("mu", mean(v)))
-            centred = v - OneMatrix(rows, 1) * (mu if mu is not None else mean(v))
+            centred = v - (mu if mu is not None else mean(v))  # the 1 x 1 mean broadcast (column.py)
         squares = sp.HadamardPower(centred, 2)
         spread = mean(squares + self.eps if self.eps != 0 else squares)  # var + eps, as mean(cen^2 + eps)
         steps.append(("sigma", sp.HadamardPower(spread, sp.Rational(1, 2))))
         sigma = sigma if sigma is not None else steps[-1][1]
-        steps.append(("hat", sp.HadamardProduct(centred, OneMatrix(rows, 1) * sp.HadamardPower(sigma, -1))))
+        steps.append(("hat", centred / sigma))  # centred * 1 sigma^(-1) (column.py)
         return steps
 
     def value(self, v_hat):
