@@ -12,10 +12,11 @@ pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
 import pathlib
 
-from test_oracle_cells import agree_in_every_truncation
+from test_oracle_cells import agree_in_every_truncation, generate
 
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.models import load
+from bptt.tests.support.checkpoints import assert_equal_gradients, assert_same_loss, numpy_run, problem, torch_run
 
 CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py"
 
@@ -24,3 +25,20 @@ CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py
 @pytest.mark.parametrize("cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms"])
 def test_a_normalised_cell_agrees_with_the_oracle(cell, backend):
     agree_in_every_truncation(load(f"{CELLS}:{cell}"), backend)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("truncate", [None, ("window", 3)])
+def test_checkpointed_bptt_of_a_normalised_cell_equals_full_bptt(backend, truncate):
+    """sigma_a and a_hat are intermediates like any other: stored, or recomputed from a checkpoint, the gradients
+    are full BPTT's (one slot, three slots)."""
+    model = load(f"{CELLS}:layer_norm_elman")
+    numpy_module = generate(model, "numpy")
+    module = numpy_module if backend == "numpy" else generate(model, backend)
+    values = problem(numpy_module)
+    run = numpy_run if backend == "numpy" else torch_run
+    loss, grads = run(module, values, truncate, None)
+    for checkpoints in (1, 3):
+        other_loss, other = run(module, values, truncate, checkpoints)
+        assert_same_loss(loss, other_loss)
+        assert_equal_gradients(grads, other, 1e-13)
