@@ -12,11 +12,13 @@ pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
 import pathlib
 
+from test_oracle import random_problem
 from test_oracle_cells import agree_in_every_truncation, generate
 
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.models import load
 from bptt.tests.support.checkpoints import assert_equal_gradients, assert_same_loss, numpy_run, problem, torch_run
+from bptt.tests.support.oracle import compare, run
 
 CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py"
 
@@ -42,3 +44,15 @@ def test_checkpointed_bptt_of_a_normalised_cell_equals_full_bptt(backend, trunca
         other_loss, other = run(module, values, truncate, checkpoints)
         assert_same_loss(loss, other_loss)
         assert_equal_gradients(grads, other, 1e-13)
+
+
+@pytest.mark.parametrize("cell", ["layer_norm_elman", "rms_gru", "lstm_sliced_norm"])
+def test_torch_compile_steps_of_a_normalised_cell_agree_with_the_oracle(cell):
+    """torch's compile=True, its step functions (printed apart from the loops, torch/steps.py) run uncompiled."""
+    model = load(f"{CELLS}:{cell}")
+    module = generate(model, "torch")
+    values = random_problem(model, seed=28)
+    module._compiled = lambda step: step
+    for truncate in (None, ("window", 2)):
+        expected = run(model, *values, truncate)
+        compare(module, model, *values, truncate, expected=expected, options={"compile": True})
