@@ -114,15 +114,28 @@ def expand_norms(steps, outputs, sequence, taken):
     expanded = {"steps": [], "outputs": []}
     for where, pairs in (("steps", steps), ("outputs", outputs)):
         for seq, rhs in pairs:
-            norms = list(dict.fromkeys(n for n in sp.preorder_traversal(rhs) if isinstance(n, Norm)))
-            replaced = {}
-            for k, norm in enumerate(norms, start=1):
-                prefix = seq.name if len(norms) == 1 else f"{seq.name}{k}"
-                parts, v_hat = _named_parts(norm, prefix, sequence, taken)
-                expanded["steps"] += parts
-                replaced[norm] = norm.value(v_hat)
-            expanded[where].append((seq, rhs.xreplace(replaced) if replaced else rhs))
+            parts, rhs = _expanded(seq.name, rhs, sequence, taken)
+            expanded["steps"] += parts
+            expanded[where].append((seq, rhs))
     return tuple(expanded["steps"]), tuple(expanded["outputs"])
+
+
+def _expanded(name, rhs, sequence, taken):
+    """(the named parts of rhs's outermost norms, rhs with each replaced by its value); a norm inside a norm's
+    input is expanded as that input is named."""
+    norms = list(dict.fromkeys(_outermost(rhs)))
+    parts, replaced = [], {}
+    for k, norm in enumerate(norms, start=1):
+        named, v_hat = _named_parts(norm, name if len(norms) == 1 else f"{name}{k}", sequence, taken)
+        parts += named
+        replaced[norm] = norm.value(v_hat)
+    return parts, rhs.xreplace(replaced) if replaced else rhs
+
+
+def _outermost(expr):
+    if isinstance(expr, Norm):
+        return [expr]
+    return [norm for arg in getattr(expr, "args", ()) for norm in _outermost(arg)]
 
 
 def _named_parts(norm, prefix, sequence, taken):
@@ -141,7 +154,9 @@ def _named_parts(norm, prefix, sequence, taken):
 
     v = norm.arg
     if not (isinstance(v, SeqAt) and v.time == t):
-        v = name(f"{prefix}_in", v.shape[0], v)
+        inner, value = _expanded(f"{prefix}_in", v, sequence, taken)
+        steps += inner
+        v = name(f"{prefix}_in", v.shape[0], value)
     names = {"mu": f"mu_{v.name}", "sigma": f"sigma_{v.name}", "hat": f"{v.name}_hat"}
     named = {}
     for part, _ in norm.parts(v):
