@@ -55,6 +55,9 @@ class TextPrinter(StrPrinter):
     def _print_OneMatrix(self, expr):
         return "1"
 
+    def _print_Identity(self, expr):
+        return "1" if expr.shape == (1, 1) else "I"
+
     def _print_Diag(self, expr):
         return f"diag({self._print(expr.vector)})"
 
@@ -63,6 +66,13 @@ class TextPrinter(StrPrinter):
 
     def _print_Softmax(self, expr):
         return f"softmax({self._print(expr.arg)})"
+
+    def _print_Reduce(self, expr):
+        return f"{expr.name}({self._print(expr.arg)})"
+
+    def _print_Norm(self, expr):
+        listed = [self._print(a) for a in (expr.arg, expr.gain, expr.bias) if a is not None]
+        return f"{expr.kind}({', '.join(listed)}, eps={expr.eps})"
 
     def _print_OneHot(self, expr):
         return f"onehot({self._print(expr.label)})"
@@ -122,6 +132,8 @@ KINDS = {
     "Identity": "an identity matrix ({rows} x {cols})",
     "MatrixSlice": "the block {text}",
     "Apply": "the elementwise function {text}",
+    "Reduce": "the reduction {text}",
+    "Norm": "the norm {text}",
     "Diag": "the diagonal matrix {text}",
     "MatrixSymbol": "the parameter {text}",
 }

@@ -15,7 +15,7 @@ from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Steps
 from bptt.codegen.printing.code import Code, PrintError, unspecified_loss
 from bptt.codegen.printing.function_code import ATOM, POWER, PRODUCT, SUM, UNARY, Term
-from bptt.codegen.printing.products import ProductPrinting
+from bptt.codegen.printing.products import ProductPrinting, unbroadcast
 from bptt.codegen.printing.spelling import Spelling
 from bptt.codegen.printing.used import Used
 from bptt.derive.blocks import split
@@ -143,6 +143,8 @@ class RowPrinter(ProductPrinting):
         if expr.is_Rational and expr.q & (expr.q - 1) == 0:  # a power of two below: exact as a float
             return Code(repr(float(expr)), ATOM if expr > 0 else UNARY)
         numerator, denominator = sp.fraction(expr)
+        if denominator == 1 and expr.is_Pow:  # a root, s^(1/2) (a 1 x 1 value that became a scalar)
+            return Code(f"{self.operand(expr.base, ATOM)} ** {self.operand(expr.exp, UNARY)}", POWER)
         if denominator == 1:
             coeff, rest = numerator.as_coeff_Mul()
             return Code(f"{coeff} * {self.operand(rest, POWER)}", PRODUCT)
@@ -155,6 +157,12 @@ class RowPrinter(ProductPrinting):
         return Code(" + ".join(str(self.operand(term, SUM)) for term in expr.as_ordered_terms()), SUM)
 
     def _print_OneMatrix(self, expr):
+        return Code("1")
+
+    def _print_Identity(self, expr):
+        """The 1 x 1 identity SymPy makes of c * OneMatrix(1, 1), the scalar c in a sum of 1 x 1 values."""
+        if expr.shape != (1, 1):
+            return self.emptyPrinter(expr)
         return Code("1")
 
     def _print_Rows(self, expr):
@@ -202,7 +210,7 @@ class RowPrinter(ProductPrinting):
         if placed:
             return self.placed(whole, placed)
         out = ""
-        for term in sorted(expr.args, key=term_order):
+        for term in sorted(unbroadcast(expr.args), key=term_order):
             negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
             if negative:
                 code = self.operand(negated(term), PRODUCT if out else POWER)
@@ -218,10 +226,15 @@ class RowPrinter(ProductPrinting):
         return self.spelling.zeros_like(self, expr)
 
     def _print_HadamardProduct(self, expr):
-        return Code(" * ".join(self.operand(arg, POWER) for arg in expr.args), PRODUCT)
+        return Code(" * ".join(self.operand(arg, POWER) for arg in unbroadcast(expr.args)), PRODUCT)
 
     def _print_HadamardPower(self, expr):
         _, code = self.elementwise(power(expr.exp), self._print(expr.base))
+        return Code(code.text, code.level)
+
+    def _print_Reduce(self, expr):
+        """A reduction over the units (mean, sum): the last axis, kept (it broadcasts); O(n), no ones."""
+        _, code = self.elementwise(expr.reduction, self._print(expr.arg))
         return Code(code.text, code.level)
 
     def _print_Apply(self, expr):
