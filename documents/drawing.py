@@ -10,7 +10,7 @@ from sympy.printing.latex import greek_letters_set
 from bptt.derive.nodes import SeqAt
 from bptt.documents.graph import LOSS, STEPS
 from bptt.documents.latex import latex
-from bptt.documents.routing import controls, inside, point_at, routes
+from bptt.documents.routing import Corners, controls, inside, point_at, routes
 
 FILL = {
     "input": "black!8",
@@ -72,6 +72,10 @@ def tikz(graph):
         style = ("bw" if edge.backward else "fw") + ", dashed" * edge.cut
         if curve is None:
             lines.append(rf"\draw[{style}] ({source}) -- ({target});")
+            continue
+        if isinstance(curve, Corners):
+            runs = "".join(f" -- ({x:.3f},{y:.3f})" for x, y in curve[1:-1])
+            lines.append(rf"\draw[{style}, rounded corners=4pt] ({source}){runs} -- ({target});")
             continue
         (x1, y1), (x2, y2) = curve[1:3]  # as numbers: TikZ then does no trigonometry, three times faster
         lines.append(
@@ -163,17 +167,31 @@ def _svg_edge(edge, graph, curve, point):
     if curve is None:
         curve = controls(source, target, 0)
     ends = [(node.x, node.y, *box(node)) for node in (source, target)]
-    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = (point(*p) for p in _visible_piece(curve, *ends))
+    if isinstance(curve, Corners):
+        (x0, y0), *corners = (point(*p) for p in _visible_runs(curve, *ends))
+        path = f"M{x0:.1f},{y0:.1f} " + " ".join(f"L{x:.1f},{y:.1f}" for x, y in corners)
+        join = ' stroke-linejoin="round"'
+    else:
+        (x0, y0), (x1, y1), (x2, y2), (x3, y3) = (point(*p) for p in _visible_piece(curve, *ends))
+        path, join = f"M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}", ""
     dash = ' stroke-dasharray="5,3"' if edge.cut else ""
     if not edge.backward:
-        return (
-            f'<path d="M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}" fill="none" '
-            f'stroke="#777" marker-end="url(#f)"{dash}/>'
-        )
-    return (
-        f'<path d="M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}" fill="none" '
-        f'stroke="{SVG_BACK}" stroke-width="1.3" marker-end="url(#b)"{dash}/>'
-    )
+        return f'<path d="{path}" fill="none" stroke="#777" marker-end="url(#f)"{join}{dash}/>'
+    return f'<path d="{path}" fill="none" stroke="{SVG_BACK}" stroke-width="1.3" marker-end="url(#b)"{join}{dash}/>'
+
+
+def _visible_runs(corners, source_box, target_box):
+    """The corners of a route of straight runs, its ends moved to where it leaves its source's box and enters its
+    target's."""
+    return (_border(corners[0], corners[1], source_box), *corners[1:-1], _border(corners[-1], corners[-2], target_box))
+
+
+def _border(centre, towards, node_box):
+    """Where the run from a box's centre towards a point leaves the box."""
+    (x, y), (tx, ty), (_, _, half_w, half_h) = centre, towards, node_box
+    dx, dy = tx - x, ty - y
+    scale = min(half_w / abs(dx) if dx else float("inf"), half_h / abs(dy) if dy else float("inf"), 1.0)
+    return x + dx * scale, y + dy * scale
 
 
 def _visible_piece(curve, source_box, target_box, count=80):

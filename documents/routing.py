@@ -5,44 +5,56 @@ control points, as TikZ's `bend left=` places them, and checked at points sample
 
 import math
 
-BENDS = (22, 35, 50, 65, 80, -22, -35, -50, -65, -80)  # degrees left of the direction of travel, tried in turn
+from bptt.documents.detour import detour
+
+BENDS = (22, 35, 50, -22, -35, -50)  # degrees left of the direction of travel, tried in turn
 LOOSENESS = 0.3915  # TikZ's default: each control point this fraction of the chord from its end
-WIDER = (1.0, 1.8, 2.8, 4.0)  # looseness multiples tried after every bend at the one before failed
+WIDER = (1.0, 1.8)  # looseness multiples tried after every bend at the one before failed
 CLEARANCE = 0.15  # centimetres between a backward curve's middle and its forward twin
 SAMPLES = 40
 
 
+class Corners(tuple):
+    """A route of straight runs between these points (the centres of its nodes at its ends), drawn with rounded
+    corners (documents/detour.py)."""
+
+
 def routes(graph, box):
-    """{edge: its four control points, or None for a straight line}; box(node) its half width and height. Past the
-    first, a curve is tried only if its control points stay inside the nodes' frame: TikZ counts them in the
-    picture's width."""
+    """{edge: its four control points, None for a straight line, or Corners}; box(node) its half width and height.
+    Past the first, a curve is tried only if its control points stay inside the nodes' frame: TikZ counts them in
+    the picture's width. An edge no curve draws clear of the boxes takes a detour through the corridors."""
     boxes = {node.key: (node.x, node.y, *box(node)) for node in graph.nodes}
     frame = _frame(boxes.values())
-    drawn, points = {}, {}
+    drawn, points, taken = {}, {}, {}
     for edge in sorted(graph.edges, key=lambda e: e.backward):  # forward first: the backward ones avoid them
         twin = points.get((edge.target, edge.source)) if edge.backward else None
-        first = None  # drawn where no curve is clear: a detour that still crosses a box only adds a loop
+        first = None
         for n, curve in enumerate(_candidates(graph.node(edge.source), graph.node(edge.target), edge.backward)):
             if n and not all(inside(point, frame) for point in curve[1:3]):
                 continue
             sampled = sampled_points(curve)
             first = first or (curve, sampled)
             if not _crossed(sampled, edge, boxes) and (twin is None or _apart(sampled, twin, boxes, edge)):
+                drawn[edge] = None if curve[1] == curve[0] else curve
                 break
         else:
-            curve, sampled = first
-        drawn[edge] = None if curve[1] == curve[0] else curve
+            corners = detour(boxes, frame, edge.source, edge.target, taken)
+            curve, sampled = first if corners is None else (corners, run_points(corners))
+            drawn[edge] = curve if corners is None else Corners(corners)
         if not edge.backward:
             points[(edge.source, edge.target)] = sampled
     return drawn
 
 
 def _candidates(source, target, backward):
-    """The curves tried for an edge, in order: straight (a forward edge), bent by each of BENDS, each looser."""
+    """The curves tried for an edge, in order: straight (a forward edge), bent by each of BENDS, each looser. A
+    forward edge between steps is straight or takes a detour: a curve threading the gates of a step reads badly."""
+    if not backward and source.step != target.step:
+        yield controls(source, target, 0)
+        return
     for wider in WIDER:
         for bend in BENDS if backward or wider > 1 else (0, *BENDS):
             yield controls(source, target, bend, wider)
-    yield from _entries(source, target)
 
 
 def _frame(boxes):
@@ -67,20 +79,17 @@ def controls(source, target, bend, wider=1.0):
     return start, first, second, end
 
 
-def _entries(source, target):
-    """Curves leaving along the chord and entering the target straight from below, above, the left or the right:
-    around a row of boxes that every bend of the chord crosses."""
-    start, end = (source.x, source.y), (target.x, target.y)
-    dx, dy = end[0] - start[0], end[1] - start[1]
-    length = math.hypot(dx, dy) or 1.0
-    for reach in (0.8, 1.6):
-        first = (start[0] + dx / length * reach, start[1] + dy / length * reach)
-        for ux, uy in ((0, -1), (0, 1), (-1, 0), (1, 0)):
-            yield start, first, (end[0] + ux * reach, end[1] + uy * reach), end
-
-
 def sampled_points(curve, count=SAMPLES):
     return [point_at(curve, k / count) for k in range(count + 1)]
+
+
+def run_points(corners, spacing=0.05):
+    """Points along a route of straight runs, at most `spacing` apart."""
+    found = [corners[0]]
+    for (x0, y0), (x1, y1) in zip(corners, corners[1:], strict=False):
+        count = max(1, math.ceil(math.hypot(x1 - x0, y1 - y0) / spacing))
+        found += [(x0 + (x1 - x0) * k / count, y0 + (y1 - y0) * k / count) for k in range(1, count + 1)]
+    return found
 
 
 def point_at(curve, s):

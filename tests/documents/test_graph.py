@@ -12,10 +12,20 @@ from bptt.documents.drawing import box
 from bptt.documents.graph import Node
 from bptt.documents.graph_document import truncated_graph, whole_graph
 from bptt.documents.routing import controls
+from bptt.examples import birnn, lstm_2layer, lstm_two_chains, torch_lstm
 from bptt.tests.support.user_cells import gru_cho, mgu
 
 MODELS = tuple(names())
-USERS = {"gru_cho": gru_cho, "mgu": mgu}
+USERS = {
+    "gru_cho": gru_cho,
+    "mgu": mgu,
+    "lstm_2layer": lstm_2layer.lstm,
+    "lstm_2layer_separate": lstm_2layer.separate,
+    "torch_lstm": torch_lstm.lstm,
+    "lstm_two_chains": lstm_two_chains.lstm,
+    "birnn": birnn.birnn,
+    "birnn_2layer": birnn.two_layers,
+}
 
 
 def figures(model):
