@@ -3,51 +3,86 @@ pre-activation, under a row of gates): a path of horizontal and vertical runs th
 the boxes, the shortest with the fewest bends, drawn with rounded corners. The runs of one source's routes are
 shared (they read as one line that branches), those of another source's avoided where there is room."""
 
+import bisect
 import heapq
 import itertools
+import math
+from collections import defaultdict
 
 MARGIN = 0.1  # centimetres between a run and a box it passes
 BEND = 0.8  # the cost of a bend, in centimetres of run
 HUGGING = 1.6  # the cost of a centimetre along a box's margin, against one along a corridor's middle
 OTHERS = 4.0  # the cost of a centimetre along another source's run
 OWN = 0.4  # the cost of a centimetre along the same source's run
+REACH = 1.5  # centimetres a route may run left or right of its two ends
+HASTE = 1.5  # the weight of the length left in the search's guess: a route found soon, nearly the cheapest
 
 
-def detour(boxes, frame, source, target, taken):
-    """The corners of a route from the centre of box `source` to the centre of box `target` (keys of `boxes`, each
-    (x, y, half width, half height)) inside `frame`, or None; taken: {run between two corners: its source}, which
-    the route is added to."""
-    xs, ys = _lines(boxes.values(), frame, 0), _lines(boxes.values(), frame, 1)
-    order = (list(xs), list(ys))
-    index = ({x: n for n, x in enumerate(order[0])}, {y: n for n, y in enumerate(order[1])})
-    blocked = [b for key, b in boxes.items() if key not in (source, target)]
+class Corridors:
+    """The lines a figure's detours run along, and which boxes (grown by MARGIN) hold each of their crossings,
+    a crossing named by its lines' indices."""
 
-    def free(point):
-        return not any(_inside(point, b) for b in blocked)
+    def __init__(self, boxes, frame):
+        self.boxes = boxes
+        xs, ys = _lines(boxes.values(), frame, 0), _lines(boxes.values(), frame, 1)
+        self.xs, self.ys = list(xs), list(ys)
+        self.price = (list(xs.values()), list(ys.values()))  # of a centimetre along each line
+        self.holders = defaultdict(set)
+        for key, (x, y, half_w, half_h) in boxes.items():
+            for a in _within(self.xs, x, half_w + MARGIN):
+                for b in _within(self.ys, y, half_h + MARGIN):
+                    self.holders[(a, b)].add(key)
 
-    start, goal = boxes[source][:2], boxes[target][:2]
-    best, queue, came = {}, [(0.0, start, None, None)], {}
-    while queue:
-        cost, point, heading, before = heapq.heappop(queue)
-        if (point, heading) in came:
-            continue
-        came[(point, heading)] = before
-        if point == goal:
-            route = _unwound(came, (point, heading))
-            taken.update({run: source for run in itertools.pairwise(route)})
-            return _corners(route)
-        for step, after in _neighbours(point, order, index):
-            if not free(after):
+    def route(self, source, target, taken):
+        """The corners of a route from the centre of box `source` to the centre of box `target` (keys of the
+        boxes), or None; taken: {run between two crossings: its source}, which the route is added to. Sought
+        first within REACH of its ends, left and right."""
+        ends = [self.boxes[key][:2] for key in (source, target)]
+        start, goal = [(self.xs.index(x), self.ys.index(y)) for x, y in ends]
+        low, high = min(p[0] for p in ends) - REACH, max(p[0] for p in ends) + REACH
+        near = (bisect.bisect_left(self.xs, low), bisect.bisect_right(self.xs, high) - 1)
+        route = self._search(start, goal, source, {source, target}, taken, near)
+        route = route or self._search(start, goal, source, {source, target}, taken, (0, len(self.xs) - 1))
+        if route is None:
+            return None
+        taken.update({tuple(sorted(run)): source for run in itertools.pairwise(route)})
+        return _corners([(self.xs[i], self.ys[j]) for i, j in route])
+
+    def _search(self, start, goal, source, ends, taken, columns):
+        """A*, weighted by HASTE, over (crossing, heading): the crossings from start to goal, or None."""
+        xs, ys, (along_x, along_y), holders = self.xs, self.ys, self.price, self.holders
+        gx, gy = xs[goal[0]], ys[goal[1]]
+        best, came = {}, {}
+        queue = [(0.0, 0.0, start, -1, None)]
+        while queue:
+            _, cost, point, heading, before = heapq.heappop(queue)
+            if (point, heading) in came:
                 continue
-            run = (point, after)
-            price = _length(run) * (xs[after[0]] if step in "lr" else ys[after[1]])
-            owner = taken.get(run, taken.get((after, point)))
-            price *= 1.0 if owner is None else OWN if owner == source else OTHERS
-            total = cost + price + (BEND if heading not in (None, step) else 0.0)
-            if total < best.get((after, step), float("inf")):
-                best[(after, step)] = total
-                heapq.heappush(queue, (total, after, step, (point, heading)))
-    return None
+            came[(point, heading)] = before
+            if point == goal:
+                return _unwound(came, (point, heading))
+            i, j = point
+            for step, after in ((0, (i - 1, j)), (0, (i + 1, j)), (1, (i, j - 1)), (1, (i, j + 1))):
+                a, b = after
+                if not (columns[0] <= a <= columns[1] and 0 <= b < len(ys)) or not holders.get(after, ends) <= ends:
+                    continue
+                if step == 0:  # along the line ys[b]
+                    price = abs(xs[a] - xs[i]) * along_y[b]
+                else:
+                    price = abs(ys[b] - ys[j]) * along_x[a]
+                owner = taken.get((point, after) if point < after else (after, point))
+                price *= 1.0 if owner is None else OWN if owner == source else OTHERS
+                total = cost + price + (BEND if heading not in (-1, step) else 0.0)
+                if total < best.get((after, step), math.inf):
+                    best[(after, step)] = total
+                    guess = total + HASTE * (abs(xs[a] - gx) + abs(ys[b] - gy))
+                    heapq.heappush(queue, (guess, total, after, step, (point, heading)))
+        return None
+
+
+def _within(line, centre, half):
+    """The indices of the values of a sorted line strictly within half of centre."""
+    return range(bisect.bisect_right(line, centre - half + 1e-9), bisect.bisect_left(line, centre + half - 1e-9))
 
 
 def _lines(boxes, frame, axis):
@@ -63,30 +98,6 @@ def _lines(boxes, frame, axis):
     lines.setdefault(low, 1.0)
     lines.setdefault(high, 1.0)
     return dict(sorted(lines.items()))
-
-
-def _neighbours(point, order, index):
-    """(direction, the next crossing of the lines that way) for each of the four directions."""
-    (x, y), (xs, ys) = point, order
-    i, j = index[0][x], index[1][y]
-    if i > 0:
-        yield "l", (xs[i - 1], y)
-    if i + 1 < len(xs):
-        yield "r", (xs[i + 1], y)
-    if j > 0:
-        yield "d", (x, ys[j - 1])
-    if j + 1 < len(ys):
-        yield "u", (x, ys[j + 1])
-
-
-def _inside(point, node_box):
-    x, y, half_w, half_h = node_box
-    return abs(point[0] - x) < half_w + MARGIN - 1e-9 and abs(point[1] - y) < half_h + MARGIN - 1e-9
-
-
-def _length(run):
-    (x0, y0), (x1, y1) = run
-    return abs(x1 - x0) + abs(y1 - y0)
 
 
 def _unwound(came, state):

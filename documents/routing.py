@@ -3,11 +3,12 @@ curve bent by the least angle that clears them; a backward edge bent to its left
 edge joins the same two nodes, so that the two arrows stand apart. A curve is a cubic Bézier given by its
 control points, as TikZ's `bend left=` places them, and checked at points sampled along it."""
 
+import functools
 import math
 
-from bptt.documents.detour import detour
+from bptt.documents.detour import Corridors
 
-BENDS = (22, 35, 50, -22, -35, -50)  # degrees left of the direction of travel, tried in turn
+BENDS = (22, 35, 50, 65, 80, -22, -35, -50, -65, -80)  # degrees left of the direction of travel, tried in turn
 LOOSENESS = 0.3915  # TikZ's default: each control point this fraction of the chord from its end
 WIDER = (1.0, 1.8)  # looseness multiples tried after every bend at the one before failed
 CLEARANCE = 0.15  # centimetres between a backward curve's middle and its forward twin
@@ -19,13 +20,14 @@ class Corners(tuple):
     corners (documents/detour.py)."""
 
 
+@functools.lru_cache(maxsize=8)  # a figure is drawn twice, as TikZ and as SVG
 def routes(graph, box):
     """{edge: its four control points, None for a straight line, or Corners}; box(node) its half width and height.
     Past the first, a curve is tried only if its control points stay inside the nodes' frame: TikZ counts them in
     the picture's width. An edge no curve draws clear of the boxes takes a detour through the corridors."""
     boxes = {node.key: (node.x, node.y, *box(node)) for node in graph.nodes}
     frame = _frame(boxes.values())
-    drawn, points, taken = {}, {}, {}
+    drawn, points, taken, corridors = {}, {}, {}, None
     for edge in sorted(graph.edges, key=lambda e: e.backward):  # forward first: the backward ones avoid them
         twin = points.get((edge.target, edge.source)) if edge.backward else None
         first = None
@@ -38,7 +40,8 @@ def routes(graph, box):
                 drawn[edge] = None if curve[1] == curve[0] else curve
                 break
         else:
-            corners = detour(boxes, frame, edge.source, edge.target, taken)
+            corridors = corridors or Corridors(boxes, frame)
+            corners = corridors.route(edge.source, edge.target, taken)
             curve, sampled = first if corners is None else (corners, run_points(corners))
             drawn[edge] = curve if corners is None else Corners(corners)
         if not edge.backward:
@@ -106,12 +109,15 @@ def inside(point, node_box, margin=0.0):
 
 def _crossed(points, edge, boxes):
     """Whether a path runs through (or within 0.03 cm of) a box other than its ends'."""
-    return any(
-        inside(point, node_box, 0.03)
-        for key, node_box in boxes.items()
-        if key not in (edge.source, edge.target)
-        for point in points
-    )
+    low_x, high_x = min(p[0] for p in points) - 0.03, max(p[0] for p in points) + 0.03
+    low_y, high_y = min(p[1] for p in points) - 0.03, max(p[1] for p in points) + 0.03
+    near = [
+        node_box
+        for key, (x, y, half_w, half_h) in ((k, b) for k, b in boxes.items() if k not in (edge.source, edge.target))
+        for node_box in [(x, y, half_w, half_h)]
+        if x + half_w > low_x and x - half_w < high_x and y + half_h > low_y and y - half_h < high_y
+    ]
+    return any(inside(point, node_box, 0.03) for node_box in near for point in points)
 
 
 def _apart(points, twin, boxes, edge):
