@@ -8,6 +8,7 @@ from bptt.documents.equation import Figure, Section
 from bptt.documents.graph import STEPS, chunked, skeleton, unrolled
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed
+from bptt.documents.routing import widened
 
 LEGEND = (
     "Grey arrows are the forward computation: an arrow from $u$ to $v$ means that the equation of $v$ reads $u$. "
@@ -19,12 +20,12 @@ LEGEND = (
 
 def whole_graph(facts):
     """The unrolled computation of the model, every value a node."""
-    return unrolled(facts.model, facts.substituted, _half_width)
+    return widened(unrolled(facts.model, facts.substituted, _half_width), box)
 
 
 def truncated_graph(facts):
     """Its states, outputs and losses, with the edges that chunks of two steps cut."""
-    return chunked(skeleton(whole_graph(facts), _half_width), tau=2)
+    return chunked(widened(skeleton(whole_graph(facts), _half_width), box), tau=2)
 
 
 def _half_width(node):

@@ -4,15 +4,19 @@ edge joins the same two nodes, so that the two arrows stand apart. A curve is a 
 control points, as TikZ's `bend left=` places them, and checked at points sampled along it."""
 
 import functools
+import itertools
 import math
+from collections import defaultdict
+from dataclasses import replace
 
 from bptt.documents.detour import Corridors
 
-BENDS = (22, 35, 50, 65, 80, -22, -35, -50, -65, -80)  # degrees left of the direction of travel, tried in turn
+BENDS = (22, 35, 50, -22, -35, -50)  # degrees left of the direction of travel, tried in turn
 LOOSENESS = 0.3915  # TikZ's default: each control point this fraction of the chord from its end
-WIDER = (1.0, 1.8)  # looseness multiples tried after every bend at the one before failed
+WIDER = (1.0, 1.4)  # looseness multiples tried after every bend at the one before failed
 CLEARANCE = 0.15  # centimetres between a backward curve's middle and its forward twin
 SAMPLES = 40
+ROOM = 0.25  # centimetres added to a gap between two levels for each source whose detours run along it
 
 
 class Corners(tuple):
@@ -47,6 +51,28 @@ def routes(graph, box):
         if not edge.backward:
             points[(edge.source, edge.target)] = sampled
     return drawn
+
+
+def widened(graph, box):
+    """The graph with each gap between two levels that detours run along made ROOM higher for each source whose
+    detours run there: the lines of two sources in one corridor stand apart, and the arrows leaving them show."""
+    levels = sorted({node.y for node in graph.nodes})
+    sources = defaultdict(set)  # {(level, step): the sources of the detours running above that level into that step}
+    for edge, route in routes(graph, box).items():
+        if isinstance(route, Corners):
+            for (_, y0), (_, y1) in itertools.pairwise(route):
+                if y0 == y1 and y0 not in levels and y0 > levels[0]:
+                    sources[(max(level for level in levels if level < y0), edge.target[1])].add(edge.source)
+    room = defaultdict(float)
+    for (level, _), found in sources.items():
+        room[level] = max(room[level], ROOM * len(found))
+    if not room:
+        return graph
+
+    def lifted(y):
+        return round(y + sum(extra for level, extra in room.items() if level < y), 3)
+
+    return replace(graph, nodes=tuple(replace(node, y=lifted(node.y)) for node in graph.nodes))
 
 
 def _candidates(source, target, backward):
