@@ -16,6 +16,11 @@ LEGEND = (
     "computed from $\\partial L / \\partial u$. "
     "Inputs and labels are grey, states blue, outputs green, the losses $\\ell_t$ orange."
 )
+SHARED = (
+    "The parameters stand once above the steps, those read by the same values in one yellow box, and a dashed "
+    "arrow runs from each box to every step that reads them: each step adds its own term to a parameter's "
+    "gradient, which is therefore a sum over $t$."
+)
 
 
 def whole_graph(facts):
@@ -36,6 +41,7 @@ def graph_section(facts):
     model = facts.model
     graph = whole_graph(facts)
     caption = f"The unrolled computation: steps 1 to 3 of the model, from the initial {_initial(model)}. {LEGEND}"
+    caption += f" {SHARED}" if graph.shared else ""
     reverse = [f"${latex(seq())}$" for seq in reverse_states(model)]
     if reverse:
         one = len(reverse) == 1
