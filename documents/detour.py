@@ -62,9 +62,12 @@ class Corridors:
             if point == goal:
                 return _unwound(came, (point, heading))
             i, j = point
+            in_end = point in holders  # no bend inside an end's box: TikZ draws the runs over it
             for step, after in ((0, (i - 1, j)), (0, (i + 1, j)), (1, (i, j - 1)), (1, (i, j + 1))):
                 a, b = after
                 if not (columns[0] <= a <= columns[1] and 0 <= b < len(ys)) or not holders.get(after, ends) <= ends:
+                    continue
+                if in_end and heading not in (-1, step):
                     continue
                 if step == 0:  # along the line ys[b]
                     price = abs(xs[a] - xs[i]) * along_y[b]

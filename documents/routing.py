@@ -1,7 +1,10 @@
 """How each edge of a figure is drawn: a straight line where it runs clear of every box but its ends, else a
 curve bent by the least angle that clears them; a backward edge bent to its left, further where a forward
 edge joins the same two nodes, so that the two arrows stand apart. A curve is a cubic Bézier given by its
-control points, as TikZ's `bend left=` places them, and checked at points sampled along it."""
+control points, as TikZ's `bend left=` places them, and checked at points sampled along it. An edge no such
+curve clears (and a forward edge between steps whose straight line does not) takes a detour of straight runs
+through the corridors between the boxes (documents/detour.py), and the gaps between levels that detours run
+along are made higher (widened)."""
 
 import functools
 import itertools
