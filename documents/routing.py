@@ -17,9 +17,12 @@ from bptt.documents.detour import Corridors
 BENDS = (22, 35, 50, -22, -35, -50)  # degrees left of the direction of travel, tried in turn
 LOOSENESS = 0.3915  # TikZ's default: each control point this fraction of the chord from its end
 WIDER = (1.0, 1.4)  # looseness multiples tried after every bend at the one before failed
+BACK_BENDS = (22, 35, 50, 65, 80, -22, -35, -50, -65, -80)  # those of a backward edge
+BACK_WIDER = (1.0, 1.8, 2.8, 4.0)
 CLEARANCE = 0.15  # centimetres between a backward curve's middle and its forward twin
 SAMPLES = 40
 ROOM = 0.25  # centimetres added to a gap between two levels for each source whose detours run along it
+MOST_ROOM = 0.5  # and at most this much to one gap
 
 
 class Corners(tuple):
@@ -58,7 +61,8 @@ def routes(graph, box):
 
 def widened(graph, box):
     """The graph with each gap between two levels that detours run along made ROOM higher for each source whose
-    detours run there: the lines of two sources in one corridor stand apart, and the arrows leaving them show."""
+    detours run there into one step, at most MOST_ROOM: the lines of two sources in one corridor stand apart, and
+    the arrows leaving them show."""
     levels = sorted({node.y for node in graph.nodes})
     sources = defaultdict(set)  # {(level, step): the sources of the detours running above that level into that step}
     for edge, route in routes(graph, box).items():
@@ -68,7 +72,7 @@ def widened(graph, box):
                     sources[(max(level for level in levels if level < y0), edge.target[1])].add(edge.source)
     room = defaultdict(float)
     for (level, _), found in sources.items():
-        room[level] = max(room[level], ROOM * len(found))
+        room[level] = min(MOST_ROOM, max(room[level], ROOM * len(found)))
     if not room:
         return graph
 
@@ -79,13 +83,14 @@ def widened(graph, box):
 
 
 def _candidates(source, target, backward):
-    """The curves tried for an edge, in order: straight (a forward edge), bent by each of BENDS, each looser. A
-    forward edge between steps is straight or takes a detour: a curve threading the gates of a step reads badly."""
+    """The curves tried for an edge, in order: straight (a forward edge), bent by each of BENDS, each looser; a
+    backward edge also by the steeper BACK_BENDS, looser still (an arc over a step's rows reads as the recursion).
+    A forward edge between steps is straight or takes a detour: a curve threading the gates of a step reads badly."""
     if not backward and source.step != target.step:
         yield controls(source, target, 0)
         return
-    for wider in WIDER:
-        for bend in BENDS if backward or wider > 1 else (0, *BENDS):
+    for wider in BACK_WIDER if backward else WIDER:
+        for bend in BACK_BENDS if backward else BENDS if wider > 1 else (0, *BENDS):
             yield controls(source, target, bend, wider)
 
 
