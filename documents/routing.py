@@ -21,6 +21,7 @@ BACK_BENDS = (22, 35, 50, 65, 80, -22, -35, -50, -65, -80)  # those of a backwar
 BACK_WIDER = (1.0, 1.8, 2.8, 4.0)
 CLEARANCE = 0.15  # centimetres between a backward curve's middle and its forward twin
 SAMPLES = 40
+SPACING = 0.04  # centimetres
 ROOM = 0.25  # centimetres added to a gap between two levels for each source whose detours run along it
 MOST_ROOM = 0.5  # and at most this much to one gap
 
@@ -116,7 +117,9 @@ def controls(source, target, bend, wider=1.0):
     return start, first, second, end
 
 
-def sampled_points(curve, count=SAMPLES):
+def sampled_points(curve):
+    """Points along a cubic, at least SAMPLES + 1 and at most SPACING apart along its control polygon."""
+    count = max(SAMPLES, math.ceil(sum(math.dist(p, q) for p, q in itertools.pairwise(curve)) / SPACING))
     return [point_at(curve, k / count) for k in range(count + 1)]
 
 

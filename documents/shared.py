@@ -74,8 +74,8 @@ def svg_lines(shared, places, scale, columns, point):
                 )
         (left, top), (right, bottom) = point(x - half_w, y + half_h), point(x + half_w, y - half_h)
         out.append(
-            f'<rect x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" height="{bottom - top:.1f}" '
-            f'fill="{SVG_FILL}" stroke="#999"/>'
+            f'<rect class="parameters" x="{left:.1f}" y="{top:.1f}" width="{right - left:.1f}" '
+            f'height="{bottom - top:.1f}" fill="{SVG_FILL}" stroke="#999"/>'
         )
         parts = '<tspan dy="-3">, </tspan>'.join(
             f'<tspan font-weight="bold">{escape(base)}</tspan><tspan font-size="{size - 4}" dy="3">{escape(sub)}'
