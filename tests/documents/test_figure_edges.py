@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 from bptt.derive.models import load, names
 from bptt.documents.drawing import box, tikz
-from bptt.tests.documents.test_graph import USERS, figures, model_of
+from bptt.tests.documents.figure_models import USERS, figures, named_figures
 from bptt.tests.support.cell_plans import build
 from bptt.tests.support.cells import plans
 
@@ -104,7 +104,7 @@ def _name(graph, n):
 
 @pytest.mark.parametrize("name", tuple(names()) + tuple(USERS))
 def test_edges_miss_other_boxes_and_arrows_stand_apart(name):
-    for graph in figures(model_of(name)):
+    for graph in named_figures(name):
         assert crossings(graph) == []
         assert overlaps(graph) == []
 

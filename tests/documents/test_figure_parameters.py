@@ -8,12 +8,10 @@ import re
 import pytest
 
 from bptt.derive.models import names
-from bptt.documents.derived import derived
 from bptt.documents.drawing import svg, tikz
 from bptt.documents.graph import LOSS, STEPS
-from bptt.documents.graph_document import whole_graph
 from bptt.documents.latex import latex
-from bptt.tests.documents.test_graph import USERS, model_of
+from bptt.tests.documents.figure_models import USERS, model_of, named_figures
 
 PARAMS = re.compile(r"\\node\[p, [^]]*\] \(p(\d+)\) at \(([-\d.]+),([-\d.]+)\) \{\$(.*)\$\};")
 LABEL = re.compile(r"\\node\[black!60\] \(s(\d+)\) at \(([-\d.]+),([-\d.]+)\) \{\$t = (\d+)\$\};")
@@ -35,8 +33,7 @@ def reading_steps(model, graph, param):
 
 @pytest.mark.parametrize("name", tuple(names()) + tuple(USERS))
 def test_every_parameter_is_drawn_once_with_arrows_to_the_steps_that_read_it(name):
-    model = model_of(name)
-    graph = whole_graph(derived(model))
+    model, graph = model_of(name), named_figures(name)[0]
     text = tikz(graph)
     boxes = {int(m[1]): (float(m[2]), float(m[3]), m[4].split(", ")) for m in PARAMS.finditer(text)}
     drawn = [label for _, _, labels in boxes.values() for label in labels]
@@ -63,7 +60,7 @@ def test_every_parameter_is_drawn_once_with_arrows_to_the_steps_that_read_it(nam
 @pytest.mark.parametrize("name", ["elman", "lstm", "gru"])
 def test_the_svg_draws_the_same_parameters_and_arrows(name):
     """The SVG (Markdown, notebooks) carries the same boxes and arrows as the TikZ."""
-    graph = whole_graph(derived(model_of(name)))
+    graph = named_figures(name)[0]
     picture = svg(graph)
     arrows = len(ARROW.findall(tikz(graph)))
     assert picture.count('stroke-dasharray="3,2"') == arrows > 0
