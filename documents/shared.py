@@ -10,7 +10,9 @@ from bptt.documents.latex import latex
 RAISE = 1.0  # centimetres from the steps' labels up to the row of parameters
 GAP = 0.3  # the least room between two boxes of the row
 LETTER, SUBSCRIPT, COMMA, PAD = 0.27, 0.15, 0.22, 0.25  # widths in centimetres, at \small
-SMALLER = 0.8  # \scriptsize against \small: the row's scale when it is wider than the steps at \small
+SCALES = {1.0: r"\small", 0.8: r"\scriptsize", 0.64: r"\tiny"}  # the row's sizes against \small, tried in turn
+WIDEST = 16.5  # centimetres: the page's text is 17 wide
+ABOVE = 0.7  # centimetres between the rows of a row wrapped
 FILL, SVG_FILL, LINE, SVG_LINE = "yellow!12", "#fdf8dc", "black!35", "#aaa"
 PICTURE_STYLES = (
     r" p/.style={draw=black!45, fill=" + FILL + r", inner sep=2pt, minimum height=0.5cm},"
@@ -19,15 +21,25 @@ PICTURE_STYLES = (
 
 
 def placed(shared, left, right, top):
-    """({group: (x, y) of its box's centre}, scale): the row centred above the steps' labels at height top,
-    shrunk to SMALLER when wider than the steps."""
-    scale = 1.0 if _row_width(shared, 1.0) <= right - left else SMALLER
-    x = (left + right - _row_width(shared, scale)) / 2
-    places = {}
+    """({group: (x, y) of its box's centre}, scale): the row centred above the steps (from left to right) at height
+    top + RAISE, at the largest of SCALES that keeps it within the steps' width or the page's; a row too wide even
+    then is wrapped, its later rows above."""
+    room = max(right - left, WIDEST)
+    scale = next((scale for scale in SCALES if _row_width(shared, scale) <= room), min(SCALES))
+    rows, row = [], []
     for group in shared:
-        half = width(group, scale) / 2
-        places[group] = (round(x + half, 3), round(top + RAISE, 3))
-        x += 2 * half + GAP
+        if row and _row_width((*row, group), scale) > room:
+            rows.append(row)
+            row = []
+        row.append(group)
+    rows.append(row)
+    places = {}
+    for n, row in enumerate(rows):
+        x = (left + right - _row_width(row, scale)) / 2
+        for group in row:
+            half = width(group, scale) / 2
+            places[group] = (round(x + half, 3), round(top + RAISE + n * ABOVE, 3))
+            x += 2 * half + GAP
     return places, scale
 
 
@@ -48,7 +60,7 @@ def _parts(param):
 
 def tikz_lines(shared, places, scale, column_ids):
     """The TikZ lines of the row and its arrows; column_ids: {step: the TikZ name of its label}."""
-    size = r"\small" if scale == 1.0 else r"\scriptsize"
+    size = SCALES[scale]
     lines = []
     for n, group in enumerate(shared):
         x, y = places[group]
