@@ -10,7 +10,8 @@ from sympy.printing.latex import greek_letters_set
 from bptt.derive.nodes import SeqAt
 from bptt.documents.graph import LOSS, STEPS
 from bptt.documents.latex import latex
-from bptt.documents.routing import controls, inside, point_at, routes
+from bptt.documents.routing import Corners, controls, inside, point_at, routes
+from bptt.documents.shared import PICTURE_STYLES, placed, svg_lines, tikz_lines
 
 FILL = {
     "input": "black!8",
@@ -57,13 +58,13 @@ def tikz(graph):
     lines = [
         r"\begin{tikzpicture}[x=1cm, y=1cm, >=stealth, font=\small,"
         r" v/.style={draw=black!60, inner sep=2pt, minimum height=0.5cm},"
-        r" fw/.style={->, black!55}, bw/.style={->, " + BACK + r", semithick}]"
+        r" fw/.style={->, black!55}, bw/.style={->, " + BACK + r", semithick}," + PICTURE_STYLES + "]"
     ]
     top = max(node.y for node in graph.nodes) + 0.8
-    for step in range(STEPS + 2):  # step STEPS + 1: reverse-time states' initial values
-        x = _column_x(graph, step)
-        if x is not None:
-            lines.append(rf"\node[black!60] at ({x:.3f},{top:.3f}) {{$t = {step}$}};")
+    for step, x in _columns(graph).items():
+        lines.append(rf"\node[black!60] (s{step}) at ({x:.3f},{top:.3f}) {{$t = {step}$}};")
+    places, scale = _shared_places(graph, top)
+    lines += tikz_lines(graph.shared, places, scale, {step: f"s{step}" for step in _columns(graph)})
     for node in graph.nodes:
         fill = FILL.get(node.role, "white")
         lines.append(rf"\node[v, fill={fill}] ({ids[node.key]}) at ({node.x:.3f},{node.y:.3f}) {{{tex_label(node)}}};")
@@ -73,6 +74,10 @@ def tikz(graph):
         if curve is None:
             lines.append(rf"\draw[{style}] ({source}) -- ({target});")
             continue
+        if isinstance(curve, Corners):
+            runs = "".join(f" -- ({x:.3f},{y:.3f})" for x, y in curve[1:-1])
+            lines.append(rf"\draw[{style}, rounded corners=4pt] ({source}){runs} -- ({target});")
+            continue
         (x1, y1), (x2, y2) = curve[1:3]  # as numbers: TikZ then does no trigonometry, three times faster
         lines.append(
             rf"\draw[{style}] ({source}) .. controls ({x1:.3f},{y1:.3f}) and ({x2:.3f},{y2:.3f}) .. ({target});"
@@ -81,9 +86,19 @@ def tikz(graph):
     return "\n".join(lines)
 
 
-def _column_x(graph, step):
-    xs = [node.x for node in graph.nodes if node.step == step]
-    return (min(xs) + max(xs)) / 2 if xs else None
+def _columns(graph):
+    """{step: the x of its column's middle}, step STEPS + 1 holding reverse-time states' initial values."""
+    xs = {}
+    for node in graph.nodes:
+        xs.setdefault(node.step, []).append(node.x)
+    return {step: (min(xs[step]) + max(xs[step])) / 2 for step in range(STEPS + 2) if step in xs}
+
+
+def _shared_places(graph, top):
+    """Where the parameters' row stands above the steps' labels (at height top), and its scale."""
+    left = min(node.x - box(node)[0] for node in graph.nodes)
+    right = max(node.x + box(node)[0] for node in graph.nodes)
+    return placed(graph.shared, left, right, top)
 
 
 def text_label(node):
@@ -109,7 +124,9 @@ def svg(graph):
     """The graph as an inline SVG element, y pointing down as SVG's does."""
     xs = [node.x for node in graph.nodes]
     ys = [node.y for node in graph.nodes]
-    left, top = min(xs) - 0.8, max(ys) + 1.2
+    labels = max(ys) + 0.8
+    places, scale = _shared_places(graph, labels)
+    left, top = min(xs) - 0.8, max([labels + 0.4, *(y + 0.4 for _, y in places.values())])
     width, height = (max(xs) + 0.8 - left) * SCALE, (top - min(ys) + 0.6) * SCALE
 
     def point(x, y):
@@ -123,11 +140,11 @@ def svg(graph):
         f'<marker id="b" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="6" markerHeight="6" orient="auto">'
         f'<path d="M0,0 L10,5 L0,10 z" fill="{SVG_BACK}"/></marker></defs>',
     ]
-    for step in range(STEPS + 2):
-        x = _column_x(graph, step)
-        if x is not None:
-            px, py = point(x, top - 0.5)
-            out.append(f'<text x="{px:.1f}" y="{py:.1f}" text-anchor="middle" fill="#777">t = {step}</text>')
+    columns = _columns(graph)
+    for step, x in columns.items():
+        px, py = point(x, labels)
+        out.append(f'<text x="{px:.1f}" y="{py + 4:.1f}" text-anchor="middle" fill="#777">t = {step}</text>')
+    out += svg_lines(graph.shared, places, scale, {step: (x, labels) for step, x in columns.items()}, point)
     for edge, curve in routes(graph, box).items():
         out.append(_svg_edge(edge, graph, curve, point))
     for node in graph.nodes:
@@ -163,17 +180,31 @@ def _svg_edge(edge, graph, curve, point):
     if curve is None:
         curve = controls(source, target, 0)
     ends = [(node.x, node.y, *box(node)) for node in (source, target)]
-    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = (point(*p) for p in _visible_piece(curve, *ends))
+    if isinstance(curve, Corners):
+        (x0, y0), *corners = (point(*p) for p in _visible_runs(curve, *ends))
+        path = f"M{x0:.1f},{y0:.1f} " + " ".join(f"L{x:.1f},{y:.1f}" for x, y in corners)
+        join = ' stroke-linejoin="round"'
+    else:
+        (x0, y0), (x1, y1), (x2, y2), (x3, y3) = (point(*p) for p in _visible_piece(curve, *ends))
+        path, join = f"M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}", ""
     dash = ' stroke-dasharray="5,3"' if edge.cut else ""
     if not edge.backward:
-        return (
-            f'<path d="M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}" fill="none" '
-            f'stroke="#777" marker-end="url(#f)"{dash}/>'
-        )
-    return (
-        f'<path d="M{x0:.1f},{y0:.1f} C{x1:.1f},{y1:.1f} {x2:.1f},{y2:.1f} {x3:.1f},{y3:.1f}" fill="none" '
-        f'stroke="{SVG_BACK}" stroke-width="1.3" marker-end="url(#b)"{dash}/>'
-    )
+        return f'<path d="{path}" fill="none" stroke="#777" marker-end="url(#f)"{join}{dash}/>'
+    return f'<path d="{path}" fill="none" stroke="{SVG_BACK}" stroke-width="1.3" marker-end="url(#b)"{join}{dash}/>'
+
+
+def _visible_runs(corners, source_box, target_box):
+    """The corners of a route of straight runs, its ends moved to where it leaves its source's box and enters its
+    target's."""
+    return (_border(corners[0], corners[1], source_box), *corners[1:-1], _border(corners[-1], corners[-2], target_box))
+
+
+def _border(centre, towards, node_box):
+    """Where the run from a box's centre towards a point leaves the box."""
+    (x, y), (tx, ty), (_, _, half_w, half_h) = centre, towards, node_box
+    dx, dy = tx - x, ty - y
+    scale = min(half_w / abs(dx) if dx else float("inf"), half_h / abs(dy) if dy else float("inf"), 1.0)
+    return x + dx * scale, y + dy * scale
 
 
 def _visible_piece(curve, source_box, target_box, count=80):

@@ -36,9 +36,18 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class Shared:
+    """Parameters drawn once, above the steps: those the same values read, and the steps that read them."""
+
+    params: tuple  # the model's MatrixSymbols
+    steps: tuple
+
+
+@dataclass(frozen=True)
 class Graph:
     nodes: tuple
     edges: tuple
+    shared: tuple = ()  # Shared groups of parameters, drawn above the steps
 
     def node(self, key):
         return next(node for node in self.nodes if node.key == key)
@@ -51,7 +60,21 @@ def unrolled(model, substituted, half_width):
     keys = {node.key for node in nodes}
     edges += [edge for edge in _backward(model, substituted) if edge.source in keys and edge.target in keys]
     edges = list(dict.fromkeys(edges))
-    return Graph(tuple(laid_out(nodes, edges, LOSS, half_width, final=STEPS + 1)), tuple(edges))
+    return Graph(tuple(laid_out(nodes, edges, LOSS, half_width, final=STEPS + 1)), tuple(edges), _shared(model))
+
+
+def _shared(model):
+    """The model's parameters in groups, each group the parameters that the same values read (a gate's weights
+    and biases), with the steps that read them: every step that computes one of those values."""
+    computed = [(seq.name, rhs) for seq, rhs in model.assignments if seq not in model.forced]
+    computed.append((LOSS, model.loss))
+    groups = {}
+    for param in model.params:
+        readers = tuple(name for name, rhs in computed if param in rhs.free_symbols)
+        groups.setdefault(readers, []).append(param)
+    return tuple(
+        Shared(tuple(params), tuple(range(1, STEPS + 1)) if readers else ()) for readers, params in groups.items()
+    )
 
 
 def _sources(model, ref, step):

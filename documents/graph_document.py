@@ -8,6 +8,7 @@ from bptt.documents.equation import Figure, Section
 from bptt.documents.graph import STEPS, chunked, skeleton, unrolled
 from bptt.documents.latex import latex
 from bptt.documents.prose import listed
+from bptt.documents.routing import widened
 
 LEGEND = (
     "Grey arrows are the forward computation: an arrow from $u$ to $v$ means that the equation of $v$ reads $u$. "
@@ -15,16 +16,21 @@ LEGEND = (
     "computed from $\\partial L / \\partial u$. "
     "Inputs and labels are grey, states blue, outputs green, the losses $\\ell_t$ orange."
 )
+SHARED = (
+    "The parameters stand once above the steps, those read by the same values in one yellow box, and a dashed "
+    "arrow runs from each box to every step that reads them: each step adds its own term to a parameter's "
+    "gradient, which is therefore a sum over $t$."
+)
 
 
 def whole_graph(facts):
     """The unrolled computation of the model, every value a node."""
-    return unrolled(facts.model, facts.substituted, _half_width)
+    return widened(unrolled(facts.model, facts.substituted, _half_width), box)
 
 
 def truncated_graph(facts):
     """Its states, outputs and losses, with the edges that chunks of two steps cut."""
-    return chunked(skeleton(whole_graph(facts), _half_width), tau=2)
+    return chunked(widened(skeleton(whole_graph(facts), _half_width), box), tau=2)
 
 
 def _half_width(node):
@@ -35,6 +41,7 @@ def graph_section(facts):
     model = facts.model
     graph = whole_graph(facts)
     caption = f"The unrolled computation: steps 1 to 3 of the model, from the initial {_initial(model)}. {LEGEND}"
+    caption += f" {SHARED}" if graph.shared else ""
     reverse = [f"${latex(seq())}$" for seq in reverse_states(model)]
     if reverse:
         one = len(reverse) == 1

@@ -1,48 +1,98 @@
 """How each edge of a figure is drawn: a straight line where it runs clear of every box but its ends, else a
 curve bent by the least angle that clears them; a backward edge bent to its left, further where a forward
 edge joins the same two nodes, so that the two arrows stand apart. A curve is a cubic Bézier given by its
-control points, as TikZ's `bend left=` places them, and checked at points sampled along it."""
+control points, as TikZ's `bend left=` places them, and checked at points sampled along it. An edge no such
+curve clears (and a forward edge between steps whose straight line does not) takes a detour of straight runs
+through the corridors between the boxes (documents/detour.py), and the gaps between levels that detours run
+along are made higher (widened)."""
 
+import functools
+import itertools
 import math
+from collections import defaultdict
+from dataclasses import replace
 
-BENDS = (22, 35, 50, 65, 80, -22, -35, -50, -65, -80)  # degrees left of the direction of travel, tried in turn
+from bptt.documents.detour import Corridors
+
+BENDS = (22, 35, 50, -22, -35, -50)  # degrees left of the direction of travel, tried in turn
 LOOSENESS = 0.3915  # TikZ's default: each control point this fraction of the chord from its end
-WIDER = (1.0, 1.8, 2.8, 4.0)  # looseness multiples tried after every bend at the one before failed
+WIDER = (1.0, 1.4)  # looseness multiples tried after every bend at the one before failed
+BACK_BENDS = (22, 35, 50, 65, 80, -22, -35, -50, -65, -80)  # those of a backward edge
+BACK_WIDER = (1.0, 1.8, 2.8, 4.0)
 CLEARANCE = 0.15  # centimetres between a backward curve's middle and its forward twin
 SAMPLES = 40
+SPACING = 0.04  # centimetres
+ROOM = 0.25  # centimetres added to a gap between two levels for each source whose detours run along it
+MOST_ROOM = 0.5  # and at most this much to one gap
 
 
+class Corners(tuple):
+    """A route of straight runs between these points (the centres of its nodes at its ends), drawn with rounded
+    corners (documents/detour.py)."""
+
+
+@functools.lru_cache(maxsize=8)  # a figure is drawn twice, as TikZ and as SVG
 def routes(graph, box):
-    """{edge: its four control points, or None for a straight line}; box(node) its half width and height. Past the
-    first, a curve is tried only if its control points stay inside the nodes' frame: TikZ counts them in the
-    picture's width."""
+    """{edge: its four control points, None for a straight line, or Corners}; box(node) its half width and height.
+    Past the first, a curve is tried only if its control points stay inside the nodes' frame: TikZ counts them in
+    the picture's width. An edge no curve draws clear of the boxes takes a detour through the corridors."""
     boxes = {node.key: (node.x, node.y, *box(node)) for node in graph.nodes}
     frame = _frame(boxes.values())
-    drawn, points = {}, {}
+    drawn, points, taken, corridors = {}, {}, {}, None
     for edge in sorted(graph.edges, key=lambda e: e.backward):  # forward first: the backward ones avoid them
         twin = points.get((edge.target, edge.source)) if edge.backward else None
-        first = None  # drawn where no curve is clear: a detour that still crosses a box only adds a loop
+        first = None
         for n, curve in enumerate(_candidates(graph.node(edge.source), graph.node(edge.target), edge.backward)):
             if n and not all(inside(point, frame) for point in curve[1:3]):
                 continue
             sampled = sampled_points(curve)
             first = first or (curve, sampled)
             if not _crossed(sampled, edge, boxes) and (twin is None or _apart(sampled, twin, boxes, edge)):
+                drawn[edge] = None if curve[1] == curve[0] else curve
                 break
         else:
-            curve, sampled = first
-        drawn[edge] = None if curve[1] == curve[0] else curve
+            corridors = corridors or Corridors(boxes, frame)
+            corners = corridors.route(edge.source, edge.target, taken)
+            curve, sampled = first if corners is None else (corners, run_points(corners))
+            drawn[edge] = curve if corners is None else Corners(corners)
         if not edge.backward:
             points[(edge.source, edge.target)] = sampled
     return drawn
 
 
+def widened(graph, box):
+    """The graph with each gap between two levels that detours run along made ROOM higher for each source whose
+    detours run there into one step, at most MOST_ROOM: the lines of two sources in one corridor stand apart, and
+    the arrows leaving them show."""
+    levels = sorted({node.y for node in graph.nodes})
+    sources = defaultdict(set)  # {(level, step): the sources of the detours running above that level into that step}
+    for edge, route in routes(graph, box).items():
+        if isinstance(route, Corners):
+            for (_, y0), (_, y1) in itertools.pairwise(route):
+                if y0 == y1 and y0 not in levels and y0 > levels[0]:
+                    sources[(max(level for level in levels if level < y0), edge.target[1])].add(edge.source)
+    room = defaultdict(float)
+    for (level, _), found in sources.items():
+        room[level] = min(MOST_ROOM, max(room[level], ROOM * len(found)))
+    if not room:
+        return graph
+
+    def lifted(y):
+        return round(y + sum(extra for level, extra in room.items() if level < y), 3)
+
+    return replace(graph, nodes=tuple(replace(node, y=lifted(node.y)) for node in graph.nodes))
+
+
 def _candidates(source, target, backward):
-    """The curves tried for an edge, in order: straight (a forward edge), bent by each of BENDS, each looser."""
-    for wider in WIDER:
-        for bend in BENDS if backward or wider > 1 else (0, *BENDS):
+    """The curves tried for an edge, in order: straight (a forward edge), bent by each of BENDS, each looser; a
+    backward edge also by the steeper BACK_BENDS, looser still (an arc over a step's rows reads as the recursion).
+    A forward edge between steps is straight or takes a detour: a curve threading the gates of a step reads badly."""
+    if not backward and source.step != target.step:
+        yield controls(source, target, 0)
+        return
+    for wider in BACK_WIDER if backward else WIDER:
+        for bend in BACK_BENDS if backward else BENDS if wider > 1 else (0, *BENDS):
             yield controls(source, target, bend, wider)
-    yield from _entries(source, target)
 
 
 def _frame(boxes):
@@ -67,20 +117,19 @@ def controls(source, target, bend, wider=1.0):
     return start, first, second, end
 
 
-def _entries(source, target):
-    """Curves leaving along the chord and entering the target straight from below, above, the left or the right:
-    around a row of boxes that every bend of the chord crosses."""
-    start, end = (source.x, source.y), (target.x, target.y)
-    dx, dy = end[0] - start[0], end[1] - start[1]
-    length = math.hypot(dx, dy) or 1.0
-    for reach in (0.8, 1.6):
-        first = (start[0] + dx / length * reach, start[1] + dy / length * reach)
-        for ux, uy in ((0, -1), (0, 1), (-1, 0), (1, 0)):
-            yield start, first, (end[0] + ux * reach, end[1] + uy * reach), end
-
-
-def sampled_points(curve, count=SAMPLES):
+def sampled_points(curve):
+    """Points along a cubic, at least SAMPLES + 1 and at most SPACING apart along its control polygon."""
+    count = max(SAMPLES, math.ceil(sum(math.dist(p, q) for p, q in itertools.pairwise(curve)) / SPACING))
     return [point_at(curve, k / count) for k in range(count + 1)]
+
+
+def run_points(corners, spacing=0.05):
+    """Points along a route of straight runs, at most `spacing` apart."""
+    found = [corners[0]]
+    for (x0, y0), (x1, y1) in zip(corners, corners[1:], strict=False):
+        count = max(1, math.ceil(math.hypot(x1 - x0, y1 - y0) / spacing))
+        found += [(x0 + (x1 - x0) * k / count, y0 + (y1 - y0) * k / count) for k in range(1, count + 1)]
+    return found
 
 
 def point_at(curve, s):
@@ -97,12 +146,15 @@ def inside(point, node_box, margin=0.0):
 
 def _crossed(points, edge, boxes):
     """Whether a path runs through (or within 0.03 cm of) a box other than its ends'."""
-    return any(
-        inside(point, node_box, 0.03)
-        for key, node_box in boxes.items()
-        if key not in (edge.source, edge.target)
-        for point in points
-    )
+    low_x, high_x = min(p[0] for p in points) - 0.03, max(p[0] for p in points) + 0.03
+    low_y, high_y = min(p[1] for p in points) - 0.03, max(p[1] for p in points) + 0.03
+    near = [
+        node_box
+        for key, (x, y, half_w, half_h) in ((k, b) for k, b in boxes.items() if k not in (edge.source, edge.target))
+        for node_box in [(x, y, half_w, half_h)]
+        if x + half_w > low_x and x - half_w < high_x and y + half_h > low_y and y - half_h < high_y
+    ]
+    return any(inside(point, node_box, 0.03) for node_box in near for point in points)
 
 
 def _apart(points, twin, boxes, edge):

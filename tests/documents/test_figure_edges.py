@@ -3,6 +3,7 @@ other than its two ends, and a backward arrow stands clear of the forward arrow 
 (issue 29: gru's m_t -> n̄_t crossed r_t; the arrows between h_t and ℓ_t lay on top of each other). A curve
 is checked at points sampled along it, not by its chord."""
 
+import itertools
 import math
 import re
 from dataclasses import replace
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 from bptt.derive.models import load, names
 from bptt.documents.drawing import box, tikz
-from bptt.tests.documents.test_graph import USERS, figures, model_of
+from bptt.tests.documents.figure_models import USERS, figures, named_figures
 from bptt.tests.support.cell_plans import build
 from bptt.tests.support.cells import plans
 
@@ -21,9 +22,10 @@ CLEARANCE = 0.12  # centimetres: the least distance of a backward curve's middle
 SLACK = 0.02  # a path may graze a box's border by this much (the boxes are estimates)
 NODE = re.compile(r"\\node\[v[^]]*\] \(n(\d+)\) at \(([-\d.]+),([-\d.]+)\)")
 DRAW = re.compile(
-    r"\\draw\[(fw|bw)[^]]*\] \(n(\d+)\) (?:--|\.\. controls \(([-\d.]+),([-\d.]+)\) and \(([-\d.]+),([-\d.]+)\) \.\.) "
-    r"\(n(\d+)\);"
+    r"\\draw\[(fw|bw)[^]]*\] \(n(\d+)\) (?:--|\.\. controls \(([-\d.]+),([-\d.]+)\) and \(([-\d.]+),([-\d.]+)\) \.\.|"
+    r"((?:-- \([-\d.]+,[-\d.]+\) )+)--) \(n(\d+)\);"
 )
+CORNER = re.compile(r"\(([-\d.]+),([-\d.]+)\)")
 
 
 def drawn(graph):
@@ -36,15 +38,22 @@ def drawn(graph):
         boxes[n] = (float(match[2]), float(match[3]), *box(graph.nodes[n]))
     paths = []
     for match in DRAW.finditer(text):
-        source, target = int(match[2]), int(match[7])
+        source, target = int(match[2]), int(match[8])
         start, end = boxes[source][:2], boxes[target][:2]
-        if match[3] is None:
-            controls = (start, start, end, end)  # a straight line
-        else:
+        if match[3] is not None:
             controls = (start, (float(match[3]), float(match[4])), (float(match[5]), float(match[6])), end)
-        paths.append((match[1] == "bw", source, target, [_bezier(controls, k / SAMPLES) for k in range(SAMPLES + 1)]))
+            points = [_bezier(controls, k / SAMPLES) for k in range(SAMPLES + 1)]
+        else:  # straight runs through the corners given, if any
+            corners = [start, *((float(x), float(y)) for x, y in CORNER.findall(match[7] or "")), end]
+            points = [p for a, b in itertools.pairwise(corners) for p in _run(a, b)]
+        paths.append((match[1] == "bw", source, target, points))
     assert len(paths) == len(graph.edges)
     return boxes, paths
+
+
+def _run(a, b, spacing=0.02):
+    count = max(1, math.ceil(math.dist(a, b) / spacing))
+    return [(a[0] + (b[0] - a[0]) * k / count, a[1] + (b[1] - a[1]) * k / count) for k in range(count + 1)]
 
 
 def _bezier(points, s):
@@ -62,13 +71,11 @@ def _visible(points, boxes, source, target):
     return [p for p in points if not _inside(p, boxes[source]) and not _inside(p, boxes[target])]
 
 
-def crossings(graph, within_steps=False):
-    """The edges that run through a box other than their ends (only those inside one step if within_steps)."""
+def crossings(graph):
+    """The edges that run through a box other than their ends."""
     boxes, paths = drawn(graph)
     found = []
     for _, source, target, points in paths:
-        if within_steps and graph.nodes[source].step != graph.nodes[target].step:
-            continue
         for n, node_box in boxes.items():
             if n not in (source, target) and any(_inside(p, node_box, SLACK) for p in points):
                 found.append(f"{_name(graph, source)} -> {_name(graph, target)} crosses {_name(graph, n)}")
@@ -95,32 +102,24 @@ def _name(graph, n):
     return "{}_{}".format(*graph.nodes[n].key)
 
 
-# Not yet: an edge from step t-1 into a gate's pre-activation whose row the gates' row covers from above (gru's
-# h_{t-1} -> z̄_t passes r_t; lstm's h_{t-1} -> ḡ_t, ō_t pass f_t; lstm-peephole's c_{t-1} -> f̄_t passes i_t).
-# No single cubic reaches it: it needs a route through the 0.3 cm corridors between rows, or a layout that
-# staggers the two rows.
-CROSSING_STEPS = {"gru", "lstm", "lstm-peephole"}
-
-
 @pytest.mark.parametrize("name", tuple(names()) + tuple(USERS))
 def test_edges_miss_other_boxes_and_arrows_stand_apart(name):
-    for graph in figures(model_of(name)):
-        assert crossings(graph, within_steps=name in CROSSING_STEPS) == []
+    for graph in named_figures(name):
+        assert crossings(graph) == []
         assert overlaps(graph) == []
 
 
 @settings(max_examples=12, database=None, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 @given(plans())
 def test_random_cells_figures_too(plan):
-    """Inside a step no edge crosses a box, and no backward arrow lies on a forward one (edges between steps can
-    still cross, as CROSSING_STEPS says)."""
+    """No edge crosses a box, and no backward arrow lies on a forward one."""
     for graph in figures(build(plan)):
-        assert crossings(graph, within_steps=True) == []
+        assert crossings(graph) == []
         assert overlaps(graph) == []
 
 
 def test_an_edge_bends_around_a_box_on_its_chord():
-    """Elman's y_3 moved onto the middle of the chord of h_1 -> a_2: that edge is drawn as a curve clear of it."""
+    """Elman's y_3 moved onto the middle of the chord of h_1 -> a_2: that edge is drawn around it, not straight."""
     graph = figures(load("elman"))[0]
     h1, a2 = graph.node(("h", 1)), graph.node(("a", 2))
     moved = replace(
@@ -131,5 +130,5 @@ def test_an_edge_bends_around_a_box_on_its_chord():
         ),
     )
     ids = {node.key: n for n, node in enumerate(moved.nodes)}
-    assert rf"\draw[fw] (n{ids[h1.key]}) .. controls" in tikz(moved)
+    assert rf"\draw[fw] (n{ids[h1.key]}) -- (n{ids[a2.key]});" not in tikz(moved)
     assert crossings(moved) == []

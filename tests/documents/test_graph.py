@@ -7,25 +7,12 @@ import math
 import pytest
 
 from bptt.derive.models import load, names
-from bptt.documents.derived import derived
 from bptt.documents.drawing import box
 from bptt.documents.graph import Node
-from bptt.documents.graph_document import truncated_graph, whole_graph
 from bptt.documents.routing import controls
-from bptt.tests.support.user_cells import gru_cho, mgu
+from bptt.tests.documents.figure_models import USERS, figures, named_figures
 
 MODELS = tuple(names())
-USERS = {"gru_cho": gru_cho, "mgu": mgu}
-
-
-def figures(model):
-    """The document's two figures of a model: the whole computation, and its states as the truncation shows them."""
-    facts = derived(model)
-    return whole_graph(facts), truncated_graph(facts)
-
-
-def model_of(name):
-    return USERS[name]() if name in USERS else load(name)
 
 
 @pytest.mark.parametrize("name", ["elman", "lstm", "elman-jordan"])
@@ -44,7 +31,7 @@ def test_chunks_cut_only_the_flow_into_a_later_chunk(name):
 def test_no_two_nodes_overlap(name):
     """Every two nodes of each figure are apart, horizontally or vertically, by more than their boxes: the
     initial states of elman-jordan's truncation figure (h_0 and o_0) once sat on top of each other."""
-    for graph in figures(model_of(name)):
+    for graph in named_figures(name):
         for a, b in itertools.combinations(graph.nodes, 2):
             (wa, ha), (wb, hb) = box(a), box(b)
             apart = abs(a.x - b.x) >= wa + wb or abs(a.y - b.y) >= ha + hb

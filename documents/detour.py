@@ -1,0 +1,121 @@
+"""Routes for the edges no single curve draws clear of the boxes (an edge from step t-1 into a gate's
+pre-activation, under a row of gates): a path of horizontal and vertical runs through the corridors between
+the boxes, the shortest with the fewest bends, drawn with rounded corners. The runs of one source's routes are
+shared (they read as one line that branches), those of another source's avoided where there is room."""
+
+import bisect
+import heapq
+import itertools
+import math
+from collections import defaultdict
+
+MARGIN = 0.1  # centimetres between a run and a box it passes
+BEND = 0.8  # the cost of a bend, in centimetres of run
+HUGGING = 1.6  # the cost of a centimetre along a box's margin, against one along a corridor's middle
+OTHERS = 4.0  # the cost of a centimetre along another source's run
+OWN = 0.4  # the cost of a centimetre along the same source's run
+REACH = 1.5  # centimetres a route may run left or right of its two ends
+HASTE = 1.5  # the weight of the length left in the search's guess: a route found soon, nearly the cheapest
+
+
+class Corridors:
+    """The lines a figure's detours run along, and which boxes (grown by MARGIN) hold each of their crossings,
+    a crossing named by its lines' indices."""
+
+    def __init__(self, boxes, frame):
+        self.boxes = boxes
+        xs, ys = _lines(boxes.values(), frame, 0), _lines(boxes.values(), frame, 1)
+        self.xs, self.ys = list(xs), list(ys)
+        self.price = (list(xs.values()), list(ys.values()))  # of a centimetre along each line
+        self.holders = defaultdict(set)
+        for key, (x, y, half_w, half_h) in boxes.items():
+            for a in _within(self.xs, x, half_w + MARGIN):
+                for b in _within(self.ys, y, half_h + MARGIN):
+                    self.holders[(a, b)].add(key)
+
+    def route(self, source, target, taken):
+        """The corners of a route from the centre of box `source` to the centre of box `target` (keys of the
+        boxes), or None; taken: {run between two crossings: its source}, which the route is added to. Sought
+        first within REACH of its ends, left and right."""
+        ends = [self.boxes[key][:2] for key in (source, target)]
+        start, goal = [(self.xs.index(x), self.ys.index(y)) for x, y in ends]
+        low, high = min(p[0] for p in ends) - REACH, max(p[0] for p in ends) + REACH
+        near = (bisect.bisect_left(self.xs, low), bisect.bisect_right(self.xs, high) - 1)
+        route = self._search(start, goal, source, {source, target}, taken, near)
+        route = route or self._search(start, goal, source, {source, target}, taken, (0, len(self.xs) - 1))
+        if route is None:
+            return None
+        taken.update({tuple(sorted(run)): source for run in itertools.pairwise(route)})
+        return _corners([(self.xs[i], self.ys[j]) for i, j in route])
+
+    def _search(self, start, goal, source, ends, taken, columns):
+        """A*, weighted by HASTE, over (crossing, heading): the crossings from start to goal, or None."""
+        xs, ys, (along_x, along_y), holders = self.xs, self.ys, self.price, self.holders
+        gx, gy = xs[goal[0]], ys[goal[1]]
+        best, came = {}, {}
+        queue = [(0.0, 0.0, start, -1, None)]
+        while queue:
+            _, cost, point, heading, before = heapq.heappop(queue)
+            if (point, heading) in came:
+                continue
+            came[(point, heading)] = before
+            if point == goal:
+                return _unwound(came, (point, heading))
+            i, j = point
+            in_end = point in holders  # no bend inside an end's box: TikZ draws the runs over it
+            for step, after in ((0, (i - 1, j)), (0, (i + 1, j)), (1, (i, j - 1)), (1, (i, j + 1))):
+                a, b = after
+                if not (columns[0] <= a <= columns[1] and 0 <= b < len(ys)) or not holders.get(after, ends) <= ends:
+                    continue
+                if in_end and heading not in (-1, step):
+                    continue
+                if step == 0:  # along the line ys[b]
+                    price = abs(xs[a] - xs[i]) * along_y[b]
+                else:
+                    price = abs(ys[b] - ys[j]) * along_x[a]
+                owner = taken.get((point, after) if point < after else (after, point))
+                price *= 1.0 if owner is None else OWN if owner == source else OTHERS
+                total = cost + price + (BEND if heading not in (-1, step) else 0.0)
+                if total < best.get((after, step), math.inf):
+                    best[(after, step)] = total
+                    guess = total + HASTE * (abs(xs[a] - gx) + abs(ys[b] - gy))
+                    heapq.heappush(queue, (guess, total, after, step, (point, heading)))
+        return None
+
+
+def _within(line, centre, half):
+    """The indices of the values of a sorted line strictly within half of centre."""
+    return range(bisect.bisect_right(line, centre - half + 1e-9), bisect.bisect_left(line, centre + half - 1e-9))
+
+
+def _lines(boxes, frame, axis):
+    """{coordinate: the cost of a centimetre along it} of the runs along one axis: each box's centre and its
+    margins, the middles between, and the frame's edges."""
+    low = frame[axis] - frame[axis + 2]
+    high = frame[axis] + frame[axis + 2]
+    edges = sorted({round(b[axis] + side * (b[axis + 2] + MARGIN), 3) for b in boxes for side in (-1, 1)})
+    lines = {value: HUGGING for value in edges if low <= value <= high}
+    lines.update({round(b[axis], 3): 1.0 for b in boxes})
+    ordered = sorted({low, high, *edges})
+    lines.update({round((a + b) / 2, 3): 1.0 for a, b in itertools.pairwise(ordered) if b - a > 2 * MARGIN})
+    lines.setdefault(low, 1.0)
+    lines.setdefault(high, 1.0)
+    return dict(sorted(lines.items()))
+
+
+def _unwound(came, state):
+    route = []
+    while state is not None:
+        route.append(state[0])
+        state = came[state]
+    return route[::-1]
+
+
+def _corners(route):
+    """The route without the points where it runs straight on."""
+    kept = [route[0]]
+    for before, point, after in zip(route, route[1:], route[2:], strict=False):
+        if (before[0] == point[0] == after[0]) or (before[1] == point[1] == after[1]):
+            continue
+        kept.append(point)
+    return (*kept, route[-1])
