@@ -246,3 +246,19 @@ def test_d2ls_closed_form_is_the_documents_as_the_source_section_says():
     reindexed = [eq.rhs for eq in closed.equations if "T+t-i" in eq.rhs]
     (d2l,) = [eq.rhs for eq in source.equations if eq.lhs == r"\frac{\partial L}{\partial \mathbf{h}_t}"]
     assert [re.sub(r"_\\textrm\{(\w+)\}", r"_{\1}", rhs) for rhs in reindexed] == [d2l]
+
+
+def values_read(name):
+    """What the checkpoint section says one backward step reads, each value as its role and time: (state, t-1)."""
+    model = load(name)
+    roles = {latex(seq()).split("_")[0]: seq.role for seq in (*model.states, *(seq for seq, _ in model.outputs))}
+    (checkpoints,) = [s for s in shown(name) if s.name == "checkpoints"]
+    reads = re.match(r"One backward step \$t\$ reads (.*?), besides", checkpoints.text)[1]
+    found = re.findall(r"\$(\\mathbf\{\w+\})_\{(t[-+]?\d*)\}\$", reads)
+    return sorted((roles[value], time) for value, time in found)
+
+
+def test_a_one_hot_input_changes_only_what_the_input_is():
+    """elman and elman-onehot are one cell (a state through tanh, scores read from it): a backward step reads the
+    same values, whether the cell names its pre-activation (elman's a_t) or not; the one-hot input is data."""
+    assert values_read("elman") == values_read("elman-onehot") == [("output", "t"), ("state", "t"), ("state", "t-1")]
