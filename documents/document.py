@@ -8,6 +8,7 @@ from bptt.derive.bptt import ACROSS, SAME
 from bptt.derive.direction import initial_time, is_reverse, reverse_states
 from bptt.derive.nodes import Adj, SeqAt, t
 from bptt.derive.refusal import refusing
+from bptt.derive.written import as_written
 from bptt.documents.block_document import block_section
 from bptt.documents.checkpoint_document import checkpoint_section
 from bptt.documents.closed_document import closed_form_sections, truncation_section
@@ -143,7 +144,7 @@ def _shift_of(definition, expr):
 
 def model_section(model):
     weight = r"\frac{1}{T} " if model.mean else ""
-    equations = [equation(latex(seq()), rhs) for seq, rhs in model.assignments]
+    equations = [equation(latex(seq()), as_written(rhs, model.written)) for seq, rhs in model.assignments]
     equations.append(Equation(LOSS, latex(model.loss), ""))
     equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {LOSS}", ""))
     for seq, definition in model.names:

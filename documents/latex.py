@@ -10,7 +10,7 @@ from sympy.printing.latex import LatexPrinter, greek_letters_set
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, SeqAt, equal
-from bptt.derive.order import term_order
+from bptt.derive.order import printed_terms
 from bptt.documents.text import code_point, greek
 
 # Order of symbols inside a time index: T + t - i, not -i + t + T.
@@ -74,6 +74,18 @@ def name_text(text, math=True):
     return "".join(out).rstrip(" ")
 
 
+# A name's suffix printed as an accent on its letters: (the LaTeX accent, the Unicode combining character)
+ACCENTS = {"_bar": ("bar", "\u0304"), "_tilde": ("tilde", "\u0303"), "_hat": ("hat", "\u0302")}
+
+
+def accented(name):
+    """(the name without an accent's suffix, the accent of ACCENTS), or (name, None)."""
+    for suffix, accent in ACCENTS.items():
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name.removesuffix(suffix), accent
+    return name, None
+
+
 def _mathbf(letters):
     """Bold upright letters; a Greek letter, or its name (alpha, Gamma), bold Greek."""
     if letters in greek_letters_set or letters.lower() in greek_letters_set:
@@ -86,9 +98,10 @@ def _mathbf(letters):
 
 def layer(name, style=_mathbf):
     """A name in a style, its trailing digits a layer superscript: `h2` -> `{\\mathbf{h}^{(2)}}`;
-    a `_bar` suffix a bar, as for pre-activations: `i_bar` -> `\\bar{\\mathbf{i}}`."""
-    if name.endswith("_bar") and len(name) > 4:
-        return rf"\bar{{{layer(name[:-4], style)}}}"
+    an accent's suffix (ACCENTS) the accent, as for pre-activations: `i_bar` -> `\\bar{\\mathbf{i}}`."""
+    stem, accent = accented(name)
+    if accent:
+        return rf"\{accent[0]}{{{layer(stem, style)}}}"
     digits = len(name) - len(name.rstrip("0123456789"))
     if digits == 0 or digits == len(name):
         return style(name)
@@ -113,12 +126,13 @@ def bold(name, style=_mathbf):
 
 def sequence(name, time, style=_mathbf):
     """A sequence at a time (LaTeX): `\\mathbf{h}_{t+1}`; a name's own subscript before the time's, so that
-    `a_mu` reads as one name, `\\mathbf{a}_{\\textrm{mu},t}`; a `_bar` suffix a bar (`\\bar{\\mathbf{i}}_{t}`)."""
-    bar = name.endswith("_bar") and len(name) > 4
-    letters, sub = _split(name[:-4] if bar else name)
+    `a_mu` reads as one name, `\\mathbf{a}_{\\textrm{mu},t}`; an accent's suffix the accent (`\\bar{\\mathbf{i}}_{t}`,
+    Cho et al.'s candidate `h_tilde` as `\\tilde{\\mathbf{h}}_{t}`)."""
+    stem, accent = accented(name)
+    letters, sub = _split(stem)
     base = layer(letters, style)
-    if bar:
-        base = rf"\bar{{{base}}}"
+    if accent:
+        base = rf"\{accent[0]}{{{base}}}"
     index = rf"\textrm{{{name_text(sub, math=False)}}},{time}" if sub else time
     return f"{base}_{{{index}}}"
 
@@ -269,7 +283,7 @@ class BPTTLatexPrinter(LatexPrinter):
         whole, placed = split(expr)
         if placed and not whole and expr.shape[1] == 1 and _disjoint(placed):
             return self._stacked(placed)
-        terms = sorted(expr.args, key=term_order)
+        terms = printed_terms(expr)
         out = ""
         for n, term in enumerate(terms):
             text = self._print(term)

@@ -12,6 +12,7 @@ from bptt.derive.models import load
 from bptt.documents.document import sections
 from bptt.documents.equation import Display, Figure
 from bptt.documents.latex import latex
+from bptt.tests.support import user_cells
 from bptt.tests.support.printed import DOCUMENTS, GROUP, ZOO, shown, shown_document
 from bptt.tests.support.user_cells import mgu
 
@@ -262,3 +263,35 @@ def test_a_one_hot_input_changes_only_what_the_input_is():
     """elman and elman-onehot are one cell (a state through tanh, scores read from it): a backward step reads the
     same values, whether the cell names its pre-activation (elman's a_t) or not; the one-hot input is data."""
     assert values_read("elman") == values_read("elman-onehot") == [("output", "t"), ("state", "t"), ("state", "t-1")]
+
+
+def model_rows(spec):
+    """{the left-hand side: the right-hand side} of the model section's equations."""
+    (model,) = [s for s in sections(load(spec), ("model",))]
+    return {eq.lhs: eq.rhs for eq in model.equations}
+
+
+def test_a_users_cho_gru_is_printed_as_written():
+    """Cho et al.'s GRU as a user writes it (tests/support/user_cells.py, loaded as `bptt latex` loads a file): each
+    sum and elementwise product in the order written, and the candidate h_tilde with Cho's tilde."""
+    rows = model_rows(f"{user_cells.__file__}:gru_cho")
+    h, r, z, candidate = r"\mathbf{h}_{t-1}", r"\mathbf{r}_{t}", r"\mathbf{z}_{t}", r"\tilde{\mathbf{h}}_{t}"
+    assert rows[r] == r"\sigma\left(\mathbf{W}_\textrm{r} \mathbf{x}_{t} + \mathbf{U}_\textrm{r} " + h + r"\right)"
+    assert (
+        rows[candidate]
+        == rf"\tanh\left(\mathbf{{W}} \mathbf{{x}}_{{t}} + \mathbf{{U}} \left({r} \odot {h}\right)\right)"
+    )
+    assert rows[r"\mathbf{h}_{t}"] == rf"{z} \odot {h} + \left(\mathbf{{1}} - {z}\right) \odot {candidate}"
+
+
+def test_the_zoos_models_are_printed_as_their_sources_write_them():
+    """The order is the author's, not a rule's: Goodfellow's a_t = b + W h_{t-1} + U x_t, torch's
+    n_t = tanh(W_in x_t + b_in + r_t * (W_hn h_{t-1} + b_hn)) (its bracket named m_t)."""
+    assert (
+        model_rows("elman")[r"\mathbf{a}_{t}"]
+        == r"\mathbf{b} + \mathbf{W} \mathbf{h}_{t-1} + \mathbf{U} \mathbf{x}_{t}"
+    )
+    gru = model_rows("gru")
+    assert gru[r"\mathbf{m}_{t}"] == r"\mathbf{W}_\textrm{hn} \mathbf{h}_{t-1} + \mathbf{b}_\textrm{hn}"
+    n = r"\mathbf{W}_\textrm{in} \mathbf{x}_{t} + \mathbf{b}_\textrm{in} + \mathbf{r}_{t} \odot \mathbf{m}_{t}"
+    assert gru[r"\bar{\mathbf{n}}_{t}"] == n
