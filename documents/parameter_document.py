@@ -20,7 +20,7 @@ def param_section(model, derivation):
     for p in _by_reader(model, derivation):
         whole, placed = split(derivation.param_gradient(p))
         why = (
-            f"Through {through(derivation.params[p])}:"
+            f"Through {through(derivation.params[p], written=model.written)}:"
             if derivation.params[p]
             else "No equation the loss reads reads it:"
         )

@@ -295,3 +295,14 @@ def test_the_zoos_models_are_printed_as_their_sources_write_them():
     assert gru[r"\mathbf{m}_{t}"] == r"\mathbf{W}_\textrm{hn} \mathbf{h}_{t-1} + \mathbf{b}_\textrm{hn}"
     n = r"\mathbf{W}_\textrm{in} \mathbf{x}_{t} + \mathbf{b}_\textrm{in} + \mathbf{r}_{t} \odot \mathbf{m}_{t}"
     assert gru[r"\bar{\mathbf{n}}_{t}"] == n
+
+
+@pytest.mark.parametrize("name", ["elman", "jordan", "gru", "examples/lstm.py:lstm"])
+def test_an_equation_restated_in_the_prose_is_the_models_as_written(name):
+    """ "Through a_t = b + W h_{t-1} + U x_t:": an equation of the model quoted at step t is its row in the model
+    section, in its author's order."""
+    rows = {lhs: rhs for lhs, rhs in model_rows(name).items() if lhs.endswith("_{t}")}
+    quoted = re.findall(r"\$([^$=]*?) = ([^$]*)\$", words(name))
+    assert any(lhs in rows for lhs, _ in quoted), quoted[:3]
+    for lhs, rhs in quoted:
+        assert rows.get(lhs, rhs) == rhs, (lhs, rhs)
