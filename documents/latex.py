@@ -189,7 +189,7 @@ class BPTTLatexPrinter(LatexPrinter):
         return rf"{self._print(expr.parent)}[{span}]"
 
     def _print_Transpose(self, expr):
-        if isinstance(expr.arg, Adj):
+        if isinstance(expr.arg, (Adj, sp.HadamardPower)):  # one superscript: (v^{odot -1})^T
             return rf"\left({self._print(expr.arg)}\right)^\top"
         return rf"{self._wrap(expr.arg)}^\top"
 
@@ -200,6 +200,8 @@ class BPTTLatexPrinter(LatexPrinter):
         return r" \odot ".join(self._wrap(arg) for arg in expr.args)
 
     def _print_HadamardPower(self, expr):
+        if isinstance(expr.base, sp.Transpose):  # SymPy's (v^T)^{odot e}, printed as the power transposed
+            return self._print_Transpose(sp.Transpose(sp.HadamardPower(expr.base.arg, expr.exp)))
         return rf"{self._wrap(expr.base)}^{{\odot {self._print(expr.exp)}}}"
 
     def _print_OneMatrix(self, expr):

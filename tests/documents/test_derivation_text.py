@@ -9,6 +9,7 @@ import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.bptt import derive
+from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, T, TimeSum, t
 from bptt.derive.truncation import Xi, chunked, randomized
@@ -297,3 +298,11 @@ def test_long_lists_of_equations_are_named_in_the_text():
     assert " = " not in recursion.why
     [short] = [e for e in displayed("elman") if e.why.startswith("For $t < T$")]
     assert r"$\mathbf{s}_{t} = \mathbf{c} + \mathbf{V} \mathbf{h}_{t}$" in short.why
+
+
+def test_a_transposed_power_has_one_superscript():
+    """dL/dP = sum_t dL/da_t (sigmoid(z_t)^(-1))^T for a term P sigmoid(z_t)^(-1) (a random cell's): SymPy moves the
+    transpose inside the power, and a ^\\top followed by ^{\\odot -1} stopped pdflatex ("Double superscript")."""
+    power = sp.HadamardPower(Apply("sigmoid", SeqAt("z2", t, sp.Symbol("h"), "intermediate")), -1)
+    printed = r"\left(\sigma\left({\mathbf{z}^{(2)}}_{t}\right)^{\odot -1}\right)^\top"
+    assert latex(power.T) == latex(sp.Transpose(power)) == printed
