@@ -48,7 +48,8 @@ SLICE = "slice"  # the kind of a term that reads the next block of h rows of its
 #   antisymmetric (A - A^T - 1/4 I) s_{t-1}   AntisymmetricRNN's damped antisymmetric weight
 #   square     K (s_{t-1} * s_{t-1})          SymPy folds the product into the power s_{t-1}^2
 #   power      P (1 + s_{t-1} * s_{t-1})^(-1/2)   an elementwise power of a positive vector (sigma^-1)
-#   gate root, gate inverse root, gate inverse   P sigmoid(g_t)^e   a power of a gate through a sigmoid (GATE_POWERS)
+#   gate root, gate inverse root, gate inverse   P sigmoid(tanh(g_t))^e   a power of a gate, its base kept in
+#              (0.26, 0.74) as apply() keeps exp's argument (GATE_POWERS)
 #   slice      a_t[k*h:(k+1)*h, :]   the next block of rows of the layer's wide intermediate a_t (wide_intermediate)
 
 
@@ -228,7 +229,7 @@ class _Cell:
             wide, used = self.sliced
             self.sliced[1] += 1
             return wide()[used * h : (used + 1) * h, :]
-        base = Apply("sigmoid", self.seqs[term.gate]())
+        base = Apply("sigmoid", Apply("tanh", self.seqs[term.gate]()))  # in (0.26, 0.74): no power overflows
         return self.param(f"P_{term.gate}_{target}", h, h) * sp.HadamardPower(base, GATE_POWERS[term.kind])
 
     def update(self, weights, step, layer, below):

@@ -118,7 +118,7 @@ def _sliced_intermediate(model):
 
 
 def _gate_power(model, exponent):
-    """A power of a gate through a sigmoid, sigmoid(g_t)^e, e not an integer or negative."""
+    """A power of a gate through a sigmoid, sigmoid(tanh(g_t))^e."""
     return any(
         isinstance(node, sp.HadamardPower) and node.exp == exponent and isinstance(node.base, Apply)
         for _, node in nodes(model)
@@ -148,7 +148,9 @@ SHAPES = {
     "a summed softmax cross-entropy": lambda m: isinstance(m.loss, SoftmaxCrossEntropy) and not m.mean,
     "a mean softmax cross-entropy": lambda m: isinstance(m.loss, SoftmaxCrossEntropy) and m.mean,
     **{f"the elementwise function {name}": (lambda m, name=name: name in _functions(m)) for name in ACTIVATIONS},
-    **{f"a power of a gate, sigmoid(g_t)^({e})": (lambda m, e=e: _gate_power(m, e)) for e in GATE_POWERS.values()},
+    **{
+        f"a power of a gate, sigmoid(tanh(g_t))^({e})": (lambda m, e=e: _gate_power(m, e)) for e in GATE_POWERS.values()
+    },
     "two slices of a wide intermediate, a_t[:h, :] and a_t[h:2h, :]": _sliced_intermediate,
 }
 

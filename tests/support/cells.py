@@ -7,7 +7,7 @@ columns), gates feeding gates with and without named pre-activations, stacked we
 a head reading every state through blocks of columns of V, a matrix times an elementwise
 product U (r_t * h_{t-1}), scalars (1 - z_t, + 1), every built-in elementwise function, both
 losses summed or averaged, teacher forcing, slices of a wide intermediate (a_t[h:2h, :]) and powers of gates
-(sigmoid(g_t)^(-1/2)). `powered_plans()` adds transposed and antisymmetric
+(sigmoid(tanh(g_t))^(-1/2)). `powered_plans()` adds transposed and antisymmetric
 weights (A^T, A - A^T - I/4) and elementwise powers (a square, (1 + s^2)^(-1/2)).
 """
 
