@@ -55,7 +55,7 @@ class _Cutter:
             return _joined(parts, r"\odot ", TERM)
         if self.reach >= CALLS and isinstance(expr, (Diag, Apply, Softmax)):
             return self.called(expr, depth)
-        if self.reach >= CALLS and isinstance(expr, sp.HadamardPower):
+        if self.reach >= CALLS and isinstance(expr, sp.HadamardPower) and not isinstance(expr.base, sp.Transpose):
             inside = self.wrapped(expr.base, depth)
             power = rf"^{{\odot {self.printer.doprint(expr.exp)}}}"
             return inside[:-1] + [replace(inside[-1], text=inside[-1].text + power)]

@@ -15,7 +15,7 @@ from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, T, TimeSum, t
 from bptt.derive.truncation import Xi, chunked, randomized
 from bptt.documents.equation import equation as make_equation
 from bptt.documents.latex import latex
-from bptt.documents.linebreak import BUDGET, lines, pieces
+from bptt.documents.linebreak import BUDGET, CALLS, FACTORS, PLAIN, lines, pieces
 from bptt.documents.width import width
 from bptt.tests.support.printed import GROUP, shown
 
@@ -306,3 +306,5 @@ def test_a_transposed_power_has_one_superscript():
     power = sp.HadamardPower(Apply("sigmoid", SeqAt("z2", t, sp.Symbol("h"), "intermediate")), -1)
     printed = r"\left(\sigma\left({\mathbf{z}^{(2)}}_{t}\right)^{\odot -1}\right)^\top"
     assert latex(power.T) == latex(sp.Transpose(power)) == printed
+    for reach in (PLAIN, CALLS, FACTORS):  # a long line is broken into these pieces
+        assert "".join(piece.glue + piece.text for piece in pieces(power.T, reach)).strip() == printed
