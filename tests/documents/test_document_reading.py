@@ -10,7 +10,7 @@ import pytest
 from bptt.derive.direction import reverse_states
 from bptt.derive.models import load
 from bptt.documents.document import sections
-from bptt.documents.equation import Display, Figure
+from bptt.documents.equation import Display, Figure, Table
 from bptt.documents.latex import latex
 from bptt.tests.support import user_cells
 from bptt.tests.support.printed import DOCUMENTS, GROUP, ZOO, shown, shown_document
@@ -218,16 +218,25 @@ def test_a_users_cell_named_as_a_zoo_model_has_no_comparison():
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_markdown_carries_the_text_of_the_pdf(name):
     """Every sentence of the LaTeX document is in the Markdown one, in the same order, the figures first in their
-    sections in both."""
+    sections in both: the sections' texts, the sentences before and after displays, the figures' captions and the
+    tables' cells."""
     md, tex = shown_document(name, "md"), shown_document(name)
     at = 0
     for section in shown(name):
-        for text in (section.text, *(getattr(i, k, "") for i in section.items for k in ("why", "after"))):
+        figures = [item.caption for item in section.items if isinstance(item, Figure)]  # first in their section
+        items = [said for item in section.items if not isinstance(item, Figure) for said in _said(item)]
+        for text in (*figures, section.text, *items):
             if text:
                 assert text in tex, text[:80]
                 found = md.find(text, at)
                 assert found >= 0, (name, text[:80])
                 at = found
+
+
+def _said(item):
+    """The text of a display or a table, in the order shown."""
+    cells = [*getattr(item, "header", ()), *(cell for row in getattr(item, "rows", ()) for cell in row)]
+    return [getattr(item, "why", ""), *(cells if isinstance(item, Table) else []), getattr(item, "after", "")]
 
 
 @pytest.mark.parametrize("name", ["linear", "examples/lstm.py:lstm"])
