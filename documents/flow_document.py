@@ -190,7 +190,7 @@ def _carousels(model, flow):
                 equation(
                     direct_name(seq),
                     found.partial,
-                    f"Write ${direct_name(seq)}$ for the direct Jacobian of ${latex(seq())}$: the derivative of "
+                    f"Write ${direct_name(seq)}$ for the direct Jacobian of ${latex(seq(k))}$: the derivative of "
                     f"${latex(seq(k))}$'s own equation by ${latex(seq(k - 1))}$, with the other states at step "
                     "$k - 1$ held fixed. It is not the block of $\\mathbf{A}_k$, which also counts the paths through "
                     f"the other states. ${latex(seq(k))}$'s own equation reads ${latex(seq(k - 1))}$ through the "

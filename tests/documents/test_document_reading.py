@@ -315,3 +315,9 @@ def test_an_equation_restated_in_the_prose_is_the_models_as_written(name):
     assert any(lhs in rows for lhs, _ in quoted), quoted[:3]
     for lhs, rhs in quoted:
         assert rows.get(lhs, rhs) == rhs, (lhs, rhs)
+
+
+@pytest.mark.parametrize("name", ["lstm", "lstm-peephole"])
+def test_the_direct_jacobian_is_named_at_the_step_it_is_taken(name):
+    """D^c_k is the derivative of c_k by c_{k-1}: the sentence naming it speaks of c_k, not of c_t."""
+    assert r"for the direct Jacobian of $\mathbf{c}_{k}$: the derivative of $\mathbf{c}_{k}$'s own" in words(name)
