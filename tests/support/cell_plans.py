@@ -213,10 +213,12 @@ class _Cell:
 
     def wide_intermediate(self, layer, below):
         """Before a layer's gates, when its sums read slices: a_l = W_al u_t + U_al s_{t-1} (s its last state), one
-        block of h rows for each slice term, as Ba et al. split one 4h pre-activation into the gates."""
-        blocks = sum(term.kind == SLICE for terms in sums(layer) for term in terms)
-        if not blocks:
+        block of h rows for each slice term and at least two, as Ba et al. split one 4h pre-activation into the
+        gates."""
+        slices = sum(term.kind == SLICE for terms in sums(layer) for term in terms)
+        if not slices:
             return
+        blocks = max(2, slices)  # one slice leaves rows no slice reads: their adjoint is zero
         wide = self.seq(f"a{layer.index}", blocks * h)
         previous = self.seqs[layer.states[-1]](t - 1)
         weight = self.param(f"W_a{layer.index}", blocks * h, sum(value.rows for value in below))

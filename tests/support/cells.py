@@ -47,6 +47,7 @@ def terms(draw, states, gates, forced=()):
         options += [Term(kind, source=s, gate=g) for kind in ("product", "reset") for s in states]
     options += slices_and_powers(gates)
     chosen = draw(st.lists(st.sampled_from(options), min_size=1, max_size=3, unique=True))
+    chosen = whole_slice(chosen)
     if chosen == [Term("bias")]:
         chosen.insert(draw(st.integers(0, 1)), Term("input"))
     if draw(st.integers(0, 9)) == 4:  # (Hypothesis favours the ends of a range)
@@ -93,6 +94,12 @@ def slices_and_powers(gates):
     """The terms that read a block of rows of the layer's wide intermediate, or a power of a gate through a sigmoid:
     in the sums that may read a gate (those after a layer's first gate)."""
     return [Term(SLICE)] * bool(gates) + [Term(kind, gate=g) for kind in GATE_POWERS for g in gates]
+
+
+def whole_slice(chosen):
+    """A sum that reads a slice is that slice alone, as Ba et al.'s gates are blocks of one pre-activation (a slice
+    inside a longer sum would stack long adjoints into dL/da_t's column, wider than the page)."""
+    return [Term(SLICE)] if Term(SLICE) in chosen else chosen
 
 
 def distinct(draw, names, count):
