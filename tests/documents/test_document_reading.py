@@ -120,7 +120,7 @@ def test_the_carousels_quantities_have_their_own_names(name):
     lhs = [eq.lhs for eq in flow.equations]
     assert rf"\frac{{\partial {c}_{{k}}}}{{\partial {c}_{{k-1}}}}" not in lhs
     (direct,) = [d for d in flow.displays if d.equations[0].lhs == r"\mathbf{D}^{c}_{k}"]
-    assert direct.why.startswith(r"Write $\mathbf{D}^{c}_{k}$ for the direct Jacobian of $\mathbf{c}_{t}$")
+    assert direct.why.startswith(r"Write $\mathbf{D}^{c}_{k}$ for the direct Jacobian of $\mathbf{c}_{k}$")
     assert "It is not the block of $\\mathbf{A}_k$" in direct.why
     assert r"Write $\boldsymbol{\Phi}^{c}_{T,t}$ for the block of" in words(name)
 
@@ -315,9 +315,3 @@ def test_an_equation_restated_in_the_prose_is_the_models_as_written(name):
     assert any(lhs in rows for lhs, _ in quoted), quoted[:3]
     for lhs, rhs in quoted:
         assert rows.get(lhs, rhs) == rhs, (lhs, rhs)
-
-
-@pytest.mark.parametrize("name", ["lstm", "lstm-peephole"])
-def test_the_direct_jacobian_is_named_at_the_step_it_is_taken(name):
-    """D^c_k is the derivative of c_k by c_{k-1}: the sentence naming it speaks of c_k, not of c_t."""
-    assert r"for the direct Jacobian of $\mathbf{c}_{k}$: the derivative of $\mathbf{c}_{k}$'s own" in words(name)
