@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from bptt.derive.adjoint import backprop, check_products
-from bptt.derive.blocks import sum_over_time
+from bptt.derive.blocks import Placed, sum_over_time
 from bptt.derive.direction import initial_time, is_reverse
 from bptt.derive.model import references
 from bptt.derive.nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
@@ -114,14 +114,15 @@ def textbook_names(model):
     an intermediate's adjoint is substituted into its uses when it is a single term
     with at most one diag factor (dL/da_t = diag(1 - h_t^2) dL/dh_t, the activation's
     slope times a named adjoint), and named otherwise (a gate's pre-activation:
-    dL/di_t = diag(sigma'(i_t)) diag(g_t) dL/dc_t; or an intermediate read twice).
+    dL/di_t = diag(sigma'(i_t)) diag(g_t) dL/dc_t; an intermediate read twice, or read by a slice: the stack of
+    its slices' adjoints).
     Intermediates are read only later in their own step, so deciding them last
     first sees every use already decided."""
     named = set()
     for seq in reversed(model.intermediates):
         adjoint = _total(_Builder(model, frozenset(named)).contributions(seq))
         terms = adjoint.args if isinstance(adjoint, sp.MatAdd) else (adjoint,)
-        if len(terms) > 1 or any(_diag_factors(term) > 1 for term in terms):
+        if len(terms) > 1 or any(_diag_factors(term) > 1 or isinstance(term, Placed) for term in terms):
             named.add(seq)
     return frozenset(named)
 

@@ -91,6 +91,8 @@ class Model:
     teacher_forcing: tuple = ()
     notes: tuple = field(default=())
     spec: str = ""  # how a user's file names it, `path.py:function` (set by models.load); "" for the zoo
+    # ((sorted sum or product, its terms as written), ...): derive/written.py, set by models.load
+    written: tuple = field(default=(), compare=False, repr=False)
 
     def __post_init__(self):
         if any(rhs.has(Norm) for _, rhs in self.assignments if isinstance(rhs, sp.Basic)):  # its parts named

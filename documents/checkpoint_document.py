@@ -15,14 +15,16 @@ COST = r"\min_{1 \le y < t} \left( y + Q(t - y, m - 1) + Q(y, m) \right)"  # Q(t
 
 def backward_reads(model):
     """The sequence values one backward step t reads, at the times it reads them (the derivation with
-    every intermediate adjoint named, as codegen derives it), sorted."""
+    every intermediate adjoint named, as codegen derives it), sorted. A value of step t+1 is read by step t+1,
+    which sends its flow back already multiplied by it: whether the cell names its pre-activation (elman's a_t)
+    or not (elman-onehot's), the same cell reads the same values."""
     derivation = derive(model, named="all", loss=model.concrete_loss())
     exprs = list(derivation.output_adjoints.values())
     exprs += [derivation.recursion(seq) for seq in derivation.states]
     exprs += [derivation.intermediate(seq) for seq in derivation.intermediates]
     exprs += [derivation.param_gradient(p) for p in model.params]
     found = set().union(*(values(expr) for expr in exprs))
-    stepped = {seq for seq in found if seq.time.has(t)}
+    stepped = {seq for seq in found if seq.time.has(t) and not (seq.time - t).is_positive}
     return sorted(stepped, key=lambda seq: (str(seq.time - t), seq.role != "state", seq.name))
 
 
@@ -36,7 +38,8 @@ def checkpoint_section(model):
     rows = sp.Add(*[seq.rows for seq in states])
     text = (
         f"One backward step $t$ reads {listed(maths(seq) for seq in stored)}, besides the data and the "
-        f"adjoints that flow back from step $t+1$. A checkpoint must hold the state{'s' * several} "
+        "flow back from step $t+1$, which that step has multiplied by its own values. A checkpoint must hold "
+        f"the state{'s' * several} "
         f"{listed(maths(seq()) for seq in states)} alone, ${latex(rows)}$ entries per sample: from "
         f"{'them' if several else 'it'} the forward pass recomputes every later value"
     )

@@ -8,6 +8,7 @@ from bptt.derive.bptt import ACROSS, SAME
 from bptt.derive.direction import initial_time, is_reverse, reverse_states
 from bptt.derive.nodes import Adj, SeqAt, t
 from bptt.derive.refusal import refusing
+from bptt.derive.written import as_written
 from bptt.documents.block_document import block_section
 from bptt.documents.checkpoint_document import checkpoint_section
 from bptt.documents.closed_document import closed_form_sections, truncation_section
@@ -143,7 +144,7 @@ def _shift_of(definition, expr):
 
 def model_section(model):
     weight = r"\frac{1}{T} " if model.mean else ""
-    equations = [equation(latex(seq()), rhs) for seq, rhs in model.assignments]
+    equations = [equation(latex(seq()), as_written(rhs, model.written)) for seq, rhs in model.assignments]
     equations.append(Equation(LOSS, latex(model.loss), ""))
     equations.append(Equation("L", rf"{weight}\sum_{{t=1}}^{{T}} {LOSS}", ""))
     for seq, definition in model.names:
@@ -202,7 +203,8 @@ def _state_section(derivation):
         same = [c for c in derivation.states[seq] if c.when == SAME]
         across = [c for c in derivation.states[seq] if c.when in ACROSS]
         last, start = derivation.last(seq), initial_time(model, seq)
-        at_end = through(same, last) or "nothing"
+        at_end = through(same, last, model.written) or "nothing"
+        readers = through(derivation.states[seq], t, model.written)
         reverse = is_reverse(model, seq)
         equations += [
             equation(
@@ -213,14 +215,13 @@ def _state_section(derivation):
             equation(
                 latex(Adj(seq())),
                 derivation.recursion(seq),
-                f"For ${'t > 1' if reverse else 't < T'}$, by the chain rule through {through(derivation.states[seq])}"
-                ":",
+                f"For ${'t > 1' if reverse else 't < T'}$, by the chain rule through {readers}:",
             ),
             equation(
                 latex(Adj(seq(start))),
                 derivation.initial(seq),
                 f"The initial state is read by step {'$T$' if reverse else '1'} only, through "
-                f"{through(across, start)}:",
+                f"{through(across, start, model.written)}:",
             ),
         ]
     return Section(
@@ -266,7 +267,8 @@ def _forcing_section(model, derivation):
         cut = [c for c in derivation.forced[seq] if c.when in ACROSS]
         value, data = maths(seq()), maths(replacement)
         parts.append(
-            f"Free-running, step $t+1$ would read {value} through {through(cut)}, and the gradient would flow back "
+            f"Free-running, step $t+1$ would read {value} through {through(cut, t, model.written)}, and the gradient "
+            "would flow back "
             f"through it to step $t$. Under teacher forcing step $t+1$ reads {data} instead: "
             f"{value} is data, nothing flows into it, and the term is cut. Below, {value} for $t \\ge 1$ stands for "
             f"{data}, its value in training."
@@ -275,7 +277,8 @@ def _forcing_section(model, derivation):
             equation(
                 latex(Adj(seq(0))),
                 derivation.initial(seq),
-                f"The given initial ${latex(seq(0))}$ is still read by step 1, through {through(cut, 0)}:",
+                f"The given initial ${latex(seq(0))}$ is still read by step 1, through "
+                f"{through(cut, 0, model.written)}:",
             )
         )
     if derivation.states:

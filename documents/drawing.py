@@ -9,7 +9,7 @@ from sympy.printing.latex import greek_letters_set
 
 from bptt.derive.nodes import SeqAt
 from bptt.documents.graph import LOSS, STEPS
-from bptt.documents.latex import latex
+from bptt.documents.latex import accented, latex
 from bptt.documents.routing import Corners, controls, inside, point_at, routes
 from bptt.documents.shared import PICTURE_STYLES, placed, svg_lines, tikz_lines
 
@@ -102,11 +102,12 @@ def _shared_places(graph, top):
 
 
 def text_label(node):
-    """A node's label in Unicode: its letters (Greek names as Greek, a bar as a combining macron, a layer
+    """A node's label in Unicode: its letters (Greek names as Greek, an accent as its combining character, a layer
     number as a superscript), bold for a vector, and the step as a subscript."""
     if node.name == LOSS:
         return "ℓ", False, str(node.step)
-    name, bar = (node.name[:-4], "\u0304") if node.name.endswith("_bar") and len(node.name) > 4 else (node.name, "")
+    name, accent = accented(node.name)
+    bar = accent[1] if accent else ""
     base, _, sub = name.partition("_")
     digits = len(base) - len(base.rstrip("0123456789"))
     layer = f"({base[-digits:]})" if digits and digits < len(base) else ""

@@ -10,7 +10,7 @@ from sympy.printing.latex import LatexPrinter, greek_letters_set
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, SeqAt, equal
-from bptt.derive.order import term_order
+from bptt.derive.order import printed_terms
 from bptt.documents.text import code_point, greek
 
 # Order of symbols inside a time index: T + t - i, not -i + t + T.
@@ -74,6 +74,18 @@ def name_text(text, math=True):
     return "".join(out).rstrip(" ")
 
 
+# A name's suffix printed as an accent on its letters: (the LaTeX accent, the Unicode combining character)
+ACCENTS = {"_bar": ("bar", "\u0304"), "_tilde": ("tilde", "\u0303"), "_hat": ("hat", "\u0302")}
+
+
+def accented(name):
+    """(the name without an accent's suffix, the accent of ACCENTS), or (name, None)."""
+    for suffix, accent in ACCENTS.items():
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name.removesuffix(suffix), accent
+    return name, None
+
+
 def _mathbf(letters):
     """Bold upright letters; a Greek letter, or its name (alpha, Gamma), bold Greek."""
     if letters in greek_letters_set or letters.lower() in greek_letters_set:
@@ -86,9 +98,10 @@ def _mathbf(letters):
 
 def layer(name, style=_mathbf):
     """A name in a style, its trailing digits a layer superscript: `h2` -> `{\\mathbf{h}^{(2)}}`;
-    a `_bar` suffix a bar, as for pre-activations: `i_bar` -> `\\bar{\\mathbf{i}}`."""
-    if name.endswith("_bar") and len(name) > 4:
-        return rf"\bar{{{layer(name[:-4], style)}}}"
+    an accent's suffix (ACCENTS) the accent, as for pre-activations: `i_bar` -> `\\bar{\\mathbf{i}}`."""
+    stem, accent = accented(name)
+    if accent:
+        return rf"\{accent[0]}{{{layer(stem, style)}}}"
     digits = len(name) - len(name.rstrip("0123456789"))
     if digits == 0 or digits == len(name):
         return style(name)
@@ -113,13 +126,13 @@ def bold(name, style=_mathbf):
 
 def sequence(name, time, style=_mathbf):
     """A sequence at a time (LaTeX): `\\mathbf{h}_{t+1}`; a name's own subscript before the time's, so that
-    `a_mu` reads as one name, `\\mathbf{a}_{\\textrm{mu},t}`; a `_bar` or `_hat` suffix an accent
-    (`\\bar{\\mathbf{i}}_{t}`, a norm's `\\hat{\\mathbf{a}}_{t}`)."""
-    accent = next((a for a in ("bar", "hat") if name.endswith(f"_{a}") and len(name) > 4), None)
-    letters, sub = _split(name[:-4] if accent else name)
+    `a_mu` reads as one name, `\\mathbf{a}_{\\textrm{mu},t}`; an accent's suffix the accent (`\\bar{\\mathbf{i}}_{t}`,
+    Cho et al.'s candidate `h_tilde` as `\\tilde{\\mathbf{h}}_{t}`, a norm's `a_hat` as `\\hat{\\mathbf{a}}_{t}`)."""
+    stem, accent = accented(name)
+    letters, sub = _split(stem)
     base = layer(letters, style)
     if accent:
-        base = rf"\{accent}{{{base}}}"
+        base = rf"\{accent[0]}{{{base}}}"
     index = rf"\textrm{{{name_text(sub, math=False)}}},{time}" if sub else time
     return f"{base}_{{{index}}}"
 
@@ -176,7 +189,7 @@ class BPTTLatexPrinter(LatexPrinter):
         return rf"{self._print(expr.parent)}[{span}]"
 
     def _print_Transpose(self, expr):
-        if isinstance(expr.arg, Adj):
+        if isinstance(expr.arg, (Adj, sp.HadamardPower)):  # one superscript: (v^{odot -1})^T
             return rf"\left({self._print(expr.arg)}\right)^\top"
         return rf"{self._wrap(expr.arg)}^\top"
 
@@ -187,6 +200,8 @@ class BPTTLatexPrinter(LatexPrinter):
         return r" \odot ".join(self._wrap(arg) for arg in expr.args)
 
     def _print_HadamardPower(self, expr):
+        if isinstance(expr.base, sp.Transpose):  # SymPy's (v^T)^{odot e}, printed as the power transposed
+            return self._print_Transpose(sp.Transpose(sp.HadamardPower(expr.base.arg, expr.exp)))
         return rf"{self._wrap(expr.base)}^{{\odot {self._print(expr.exp)}}}"
 
     def _print_OneMatrix(self, expr):
@@ -273,7 +288,7 @@ class BPTTLatexPrinter(LatexPrinter):
         whole, placed = split(expr)
         if placed and not whole and expr.shape[1] == 1 and _disjoint(placed):
             return self._stacked(placed)
-        terms = sorted(expr.args, key=term_order)
+        terms = printed_terms(expr)
         out = ""
         for n, term in enumerate(terms):
             text = self._print(term)

@@ -15,7 +15,7 @@ import sympy as sp
 
 from bptt.derive.elementwise import Apply, lookup
 from bptt.derive.nodes import Diag, Softmax, TimeSum
-from bptt.derive.order import term_order
+from bptt.derive.order import printed_terms
 from bptt.documents.latex import BPTTLatexPrinter, latex, parenthesized
 from bptt.documents.width import width
 
@@ -55,7 +55,7 @@ class _Cutter:
             return _joined(parts, r"\odot ", TERM)
         if self.reach >= CALLS and isinstance(expr, (Diag, Apply, Softmax)):
             return self.called(expr, depth)
-        if self.reach >= CALLS and isinstance(expr, sp.HadamardPower):
+        if self.reach >= CALLS and isinstance(expr, sp.HadamardPower) and not isinstance(expr.base, sp.Transpose):
             inside = self.wrapped(expr.base, depth)
             power = rf"^{{\odot {self.printer.doprint(expr.exp)}}}"
             return inside[:-1] + [replace(inside[-1], text=inside[-1].text + power)]
@@ -75,7 +75,7 @@ class _Cutter:
 
     def sum_pieces(self, expr, depth):
         out = []
-        for n, term in enumerate(sorted(expr.args, key=term_order)):
+        for n, term in enumerate(printed_terms(expr)):
             first, *rest = self.pieces(term, depth)
             if n:
                 negative = first.text.startswith("-")

@@ -30,7 +30,7 @@ def param_section(model, derivation):
             twins.append((p, same))
             continue
         why = (
-            f"Through {through(derivation.params[p])}:"
+            f"Through {through(derivation.params[p], written=model.written)}:"
             if derivation.params[p]
             else "No equation the loss reads reads it:"
         )

@@ -1,6 +1,7 @@
 """Sentences the sections share: lists of names, the equations a value flows through, defined terms."""
 
 from bptt.derive.nodes import t
+from bptt.derive.written import as_written
 from bptt.documents.latex import latex
 from bptt.documents.linebreak import PAGE
 from bptt.documents.width import width
@@ -44,11 +45,17 @@ def maths(expr):
     return f"${latex(expr)}$"
 
 
-def through(contributions, time=t):
-    """The consumer equations of some contributions at a time step: written out when each is short enough
-    to set inside a sentence and together they take at most a line of text, otherwise named ("the
-    equations of ...") to keep the sentence short."""
-    consumers = dict.fromkeys((latex(c.through.subs(t, time)), latex(c.rhs.subs(t, time))) for c in contributions)
+def _equation_at(contribution, time, written):
+    """The LaTeX of a consumer's equation at a time, as written: the model's equation (at t) shifted."""
+    shift = contribution.through.time - t  # the consumer's step: t, t+1 or t-1
+    return latex(as_written(contribution.rhs.subs(t, t - shift), written).subs(t, time + shift))
+
+
+def through(contributions, time=t, written=()):
+    """The consumer equations of some contributions at a time step, as the model's author wrote them (written:
+    Model.written): written out when each is short enough to set inside a sentence and together they take at
+    most a line of text, otherwise named ("the equations of ...") to keep the sentence short."""
+    consumers = dict.fromkeys((latex(c.through.subs(t, time)), _equation_at(c, time, written)) for c in contributions)
     shown = [f"{lhs} = {rhs}" for lhs, rhs in consumers]
     if all(width(eq) <= INLINE for eq in shown) and sum(map(width, shown)) <= PAGE:
         return "; ".join(f"${eq}$" for eq in shown)

@@ -11,6 +11,7 @@ import sympy as sp
 
 from bptt.codegen.ir import Assign, Loop, spliced, the_loop, walk, with_body
 from bptt.derive.nodes import Adj, SeqAt, values
+from bptt.derive.rows import rows_of
 
 
 def _value_reads(expr, name):
@@ -60,7 +61,7 @@ def inlined_values(program):
             if sum(counts) == 1:
                 j = counts.index(1)
                 reader = steps[j]
-                value = reader.value.xreplace({seq: statement.value})
+                value = _substituted(reader.value, seq, statement.value)
                 steps[j] = replace(reader, value=value, comment=f"{statement.comment}; {reader.comment}")
                 del steps[k]
                 gone.add(seq.name)
@@ -68,6 +69,17 @@ def inlined_values(program):
                 break
     arrays = tuple(array for array in forward.arrays if array.name not in gone)
     return replace(program, forward=replace(with_body(forward, steps), arrays=arrays))
+
+
+def _substituted(expr, seq, value):
+    """expr with value in place of seq(t); a slice seq(t)[a:b, :] as the rows a:b of value, the slice on its leaves
+    (derive/rows.py: (W x_t + U h_{t-1})[a:b] is W[a:b, :] x_t + U[a:b, :] h_{t-1}), which the printers index."""
+    slices = {
+        node: rows_of(value, *node.rowslice[:2])
+        for node in sp.preorder_traversal(expr)
+        if isinstance(node, sp.MatrixSlice) and node.parent == seq
+    }
+    return expr.xreplace({**slices, seq: value})
 
 
 def inlined_adjoints(program):

@@ -10,6 +10,7 @@ from bptt.derive.models.elman_onehot import elman_onehot
 from bptt.derive.models.gated import gru, lstm, lstm_peephole
 from bptt.derive.models.jordan import elman_jordan, jordan
 from bptt.derive.models.linear import linear
+from bptt.derive.written import built
 
 ZOO = {
     "elman": elman,
@@ -30,7 +31,7 @@ def names():
 def load(spec):
     """A model by zoo name, or from a user's Python file as `path/to/file.py:function`."""
     if spec in ZOO:
-        return ZOO[spec]()
+        return built(ZOO[spec])
     if ":" not in spec:
         raise ModelError(f"unknown model {spec!r}; known models: {', '.join(names())} (or give file.py:function)")
     path, _, attr = spec.rpartition(":")
@@ -52,7 +53,7 @@ def _load_file(path, attr):
     if not callable(factory):
         raise ModelError(f"model file {str(path)!r} has no function {attr!r}")
     try:
-        model = factory()
+        model = built(factory)
     except ModelError as error:
         if str(error).startswith("model "):  # the model's own description: it names the model
             raise

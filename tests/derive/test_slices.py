@@ -13,6 +13,7 @@ from bptt.app.verify.check import check, load_module
 from bptt.derive.adjoint import NoRule
 from bptt.derive.blocks import Placed, split
 from bptt.derive.bptt import derive
+from bptt.derive.elementwise import Apply
 from bptt.derive.model import Model, matrix, sequence, sizes
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, Diag, SquaredError, T, TimeSum, t, tanh
@@ -153,3 +154,33 @@ def test_a_state_read_by_slices_has_the_selection_in_its_jacobian():
     assert forward_mode(model, W).jacobian(state) == sp.MatMul(Diag(1 - sp.HadamardPower(state(), 2)), W, selection)
     _, placed = split(derive(model).recursion(state))
     assert [p.block for p in placed] == [state()[0:h, :], state()[h : 2 * h, :]]
+
+
+def one_slice():
+    """h_t = elu(a_t[h+1:2h]) of a_t = W x_t + U h_{t-1} (2h rows): a value read by one slice only."""
+    d, h, q = sizes("d h q")
+    x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", 2 * h, "intermediate")
+    W, U, V = matrix("W", 2 * h, d), matrix("U", 2 * h, h), matrix("V", q, h)
+    s, y = sequence("s", q, "output"), sequence("y", q, "target")
+    return Model(
+        name="one-slice",
+        title="A value read by one slice",
+        source="issue 28",
+        sizes=(d, h, q),
+        params=(W, U, V),
+        inputs=(x,),
+        steps=((a, W * x() + U * hidden(t - 1)), (hidden, Apply("elu", a()[h : 2 * h, :]))),
+        outputs=((s, V * hidden()),),
+        loss=SquaredError(s(), y()),
+    )
+
+
+def test_a_value_read_by_one_slice_keeps_its_adjoint_named():
+    """A textbook names dL/da_t of a value read through a slice (the stack of its slices' adjoints) and writes
+    U^T dL/da_t, rather than U^T times that stack written out wherever a_t is read (a random cell's a_t read by one
+    slice put a block matrix 200 pt wider than the page into dL/dh_t and dL/dW)."""
+    model = one_slice()
+    a, U = model.intermediates[0], model.params[1]
+    derivation = derive(model, named="textbook")
+    assert a in derivation.named
+    assert derivation.param_gradient(U) == TimeSum(Adj(a()) * model.states[0](t - 1).T, t, 1, T)

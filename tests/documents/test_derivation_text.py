@@ -9,12 +9,13 @@ import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.bptt import derive
+from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, T, TimeSum, t
 from bptt.derive.truncation import Xi, chunked, randomized
 from bptt.documents.equation import equation as make_equation
 from bptt.documents.latex import latex
-from bptt.documents.linebreak import BUDGET, lines, pieces
+from bptt.documents.linebreak import BUDGET, CALLS, FACTORS, PLAIN, lines, pieces
 from bptt.documents.width import width
 from bptt.tests.support.printed import GROUP, shown
 
@@ -297,3 +298,13 @@ def test_long_lists_of_equations_are_named_in_the_text():
     assert " = " not in recursion.why
     [short] = [e for e in displayed("elman") if e.why.startswith("For $t < T$")]
     assert r"$\mathbf{s}_{t} = \mathbf{c} + \mathbf{V} \mathbf{h}_{t}$" in short.why
+
+
+def test_a_transposed_power_has_one_superscript():
+    """dL/dP = sum_t dL/da_t (sigmoid(z_t)^(-1))^T for a term P sigmoid(z_t)^(-1) (a random cell's): SymPy moves the
+    transpose inside the power, and a ^\\top followed by ^{\\odot -1} stopped pdflatex ("Double superscript")."""
+    power = sp.HadamardPower(Apply("sigmoid", SeqAt("z2", t, sp.Symbol("h"), "intermediate")), -1)
+    printed = r"\left(\sigma\left({\mathbf{z}^{(2)}}_{t}\right)^{\odot -1}\right)^\top"
+    assert latex(power.T) == latex(sp.Transpose(power)) == printed
+    for reach in (PLAIN, CALLS, FACTORS):  # a long line is broken into these pieces
+        assert "".join(piece.glue + piece.text for piece in pieces(power.T, reach)).strip() == printed

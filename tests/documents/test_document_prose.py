@@ -177,7 +177,8 @@ def test_the_figure_is_drawn_from_a_users_cell():
             assert f"{{${latex(SeqAt(seq.name, step, 1, seq.role))}$}}" in figure.tikz, (seq.name, step)
     values = 3 * (len(model.inputs) + len(model.assignments) + 2) + len(model.states)  # + a loss and a target a step
     assert figure.svg.count("<rect x=") == figure.tikz.count(r"\node[v,") == values  # not the parameters' boxes
-    assert figure.svg.count(">tilde,2<") == 1  # h_tilde at step 2: h, its subscript the rest of the name and the step
+    # h_tilde at step 2: h with a combining tilde, the step its subscript
+    assert figure.svg.count('>h\u0303</tspan><tspan font-size="9" dy="3">2<') == 1
     ids = dict(re.findall(r"\\node\[v, [^\]]*\] \((n\d+)\) at \([^)]*\) \{\$(.*)\$\};", figure.tikz))
     h = {step: next(n for n, label in ids.items() if label == latex(model.states[0](step))) for step in (0, 1, 2, 3)}
     backward = re.findall(r"\\draw\[bw\] \((n\d+)\) \.\. controls \S+ and \S+ \.\. \((n\d+)\);", figure.tikz)

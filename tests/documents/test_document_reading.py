@@ -10,8 +10,9 @@ import pytest
 from bptt.derive.direction import reverse_states
 from bptt.derive.models import load
 from bptt.documents.document import sections
-from bptt.documents.equation import Display, Figure
+from bptt.documents.equation import Display, Figure, Table
 from bptt.documents.latex import latex
+from bptt.tests.support import user_cells
 from bptt.tests.support.printed import DOCUMENTS, GROUP, ZOO, shown, shown_document
 from bptt.tests.support.user_cells import mgu
 
@@ -220,16 +221,25 @@ def test_a_users_cell_named_as_a_zoo_model_has_no_comparison():
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_markdown_carries_the_text_of_the_pdf(name):
     """Every sentence of the LaTeX document is in the Markdown one, in the same order, the figures first in their
-    sections in both."""
+    sections in both: the sections' texts, the sentences before and after displays, the figures' captions and the
+    tables' cells."""
     md, tex = shown_document(name, "md"), shown_document(name)
     at = 0
     for section in shown(name):
-        for text in (section.text, *(getattr(i, k, "") for i in section.items for k in ("why", "after"))):
+        figures = [item.caption for item in section.items if isinstance(item, Figure)]  # first in their section
+        items = [said for item in section.items if not isinstance(item, Figure) for said in _said(item)]
+        for text in (*figures, section.text, *items):
             if text:
                 assert text in tex, text[:80]
                 found = md.find(text, at)
                 assert found >= 0, (name, text[:80])
                 at = found
+
+
+def _said(item):
+    """The text of a display or a table, in the order shown."""
+    cells = [*getattr(item, "header", ()), *(cell for row in getattr(item, "rows", ()) for cell in row)]
+    return [getattr(item, "why", ""), *(cells if isinstance(item, Table) else []), getattr(item, "after", "")]
 
 
 @pytest.mark.parametrize("name", ["linear", "examples/lstm.py:lstm"])
@@ -249,3 +259,62 @@ def test_d2ls_closed_form_is_the_documents_as_the_source_section_says():
     reindexed = [eq.rhs for eq in closed.equations if "T+t-i" in eq.rhs]
     (d2l,) = [eq.rhs for eq in source.equations if eq.lhs == r"\frac{\partial L}{\partial \mathbf{h}_t}"]
     assert [re.sub(r"_\\textrm\{(\w+)\}", r"_{\1}", rhs) for rhs in reindexed] == [d2l]
+
+
+def values_read(name):
+    """What the checkpoint section says one backward step reads, each value as its role and time: (state, t-1)."""
+    model = load(name)
+    roles = {latex(seq()).split("_")[0]: seq.role for seq in (*model.states, *(seq for seq, _ in model.outputs))}
+    (checkpoints,) = [s for s in shown(name) if s.name == "checkpoints"]
+    reads = re.match(r"One backward step \$t\$ reads (.*?), besides", checkpoints.text)[1]
+    found = re.findall(r"\$(\\mathbf\{\w+\})_\{(t[-+]?\d*)\}\$", reads)
+    return sorted((roles[value], time) for value, time in found)
+
+
+def test_a_one_hot_input_changes_only_what_the_input_is():
+    """elman and elman-onehot are one cell (a state through tanh, scores read from it): a backward step reads the
+    same values, whether the cell names its pre-activation (elman's a_t) or not; the one-hot input is data."""
+    assert values_read("elman") == values_read("elman-onehot") == [("output", "t"), ("state", "t"), ("state", "t-1")]
+
+
+def model_rows(spec):
+    """{the left-hand side: the right-hand side} of the model section's equations."""
+    (model,) = [s for s in sections(load(spec), ("model",))]
+    return {eq.lhs: eq.rhs for eq in model.equations}
+
+
+def test_a_users_cho_gru_is_printed_as_written():
+    """Cho et al.'s GRU as a user writes it (tests/support/user_cells.py, loaded as `bptt latex` loads a file): each
+    sum and elementwise product in the order written, and the candidate h_tilde with Cho's tilde."""
+    rows = model_rows(f"{user_cells.__file__}:gru_cho")
+    h, r, z, candidate = r"\mathbf{h}_{t-1}", r"\mathbf{r}_{t}", r"\mathbf{z}_{t}", r"\tilde{\mathbf{h}}_{t}"
+    assert rows[r] == r"\sigma\left(\mathbf{W}_\textrm{r} \mathbf{x}_{t} + \mathbf{U}_\textrm{r} " + h + r"\right)"
+    assert (
+        rows[candidate]
+        == rf"\tanh\left(\mathbf{{W}} \mathbf{{x}}_{{t}} + \mathbf{{U}} \left({r} \odot {h}\right)\right)"
+    )
+    assert rows[r"\mathbf{h}_{t}"] == rf"{z} \odot {h} + \left(\mathbf{{1}} - {z}\right) \odot {candidate}"
+
+
+def test_the_zoos_models_are_printed_as_their_sources_write_them():
+    """The order is the author's, not a rule's: Goodfellow's a_t = b + W h_{t-1} + U x_t, torch's
+    n_t = tanh(W_in x_t + b_in + r_t * (W_hn h_{t-1} + b_hn)) (its bracket named m_t)."""
+    assert (
+        model_rows("elman")[r"\mathbf{a}_{t}"]
+        == r"\mathbf{b} + \mathbf{W} \mathbf{h}_{t-1} + \mathbf{U} \mathbf{x}_{t}"
+    )
+    gru = model_rows("gru")
+    assert gru[r"\mathbf{m}_{t}"] == r"\mathbf{W}_\textrm{hn} \mathbf{h}_{t-1} + \mathbf{b}_\textrm{hn}"
+    n = r"\mathbf{W}_\textrm{in} \mathbf{x}_{t} + \mathbf{b}_\textrm{in} + \mathbf{r}_{t} \odot \mathbf{m}_{t}"
+    assert gru[r"\bar{\mathbf{n}}_{t}"] == n
+
+
+@pytest.mark.parametrize("name", ["elman", "jordan", "gru", "examples/lstm.py:lstm"])
+def test_an_equation_restated_in_the_prose_is_the_models_as_written(name):
+    """ "Through a_t = b + W h_{t-1} + U x_t:": an equation of the model quoted at step t is its row in the model
+    section, in its author's order."""
+    rows = {lhs: rhs for lhs, rhs in model_rows(name).items() if lhs.endswith("_{t}")}
+    quoted = re.findall(r"\$([^$=]*?) = ([^$]*)\$", words(name))
+    assert any(lhs in rows for lhs, _ in quoted), quoted[:3]
+    for lhs, rhs in quoted:
+        assert rows.get(lhs, rhs) == rhs, (lhs, rhs)

@@ -158,7 +158,7 @@ def test_a_scalar_in_a_matrix_sum_is_that_scalar_times_ones():
     assert 2 - W * x() == 2 * ones - W * x()
     assert sp.HadamardProduct(hidden(), x()) + 1 == sp.HadamardProduct(hidden(), x()) + ones
     model = load(spec("plus_one"))
-    assert r"\tanh\left(\mathbf{1} + \mathbf{W} \mathbf{x}_{t} + \mathbf{U} \mathbf{h}_{t-1}\right)" in document(
+    assert r"\tanh\left(\mathbf{W} \mathbf{x}_{t} + \mathbf{U} \mathbf{h}_{t-1} + \mathbf{1}\right)" in document(
         model, "md"
     )
     module = load_module(model, from_zoo=False)

@@ -450,3 +450,30 @@ UNREAD_STATE = Plan(
 
 def test_an_adjoint_nothing_reaches_is_zeros_in_jax_under_chunk_truncation():
     check_random_cell(UNREAD_STATE, 4, ("chunk", 4), 10893)  # an odd seed: JAX in the truncation
+
+
+# A wide intermediate a1 (2h rows) read once, by the unnamed gate f1 = elu(a1_t[:h, :]): forward computed a1 in its
+# reader's place with the slice printed after the whole sum (x @ W_a1.T + h1 @ U_a1.T[:n_h]), indexing U_a1^T's rows,
+# and stopped writing a (T, B, 2h) array into (T, B, h). Now the rows are taken on the leaves, W_a1[:h] x_t + ...
+SLICED_ONCE = Plan(
+    layers=(
+        Layer(
+            index=1,
+            states=("h1",),
+            stacked=False,
+            gates=(
+                Gate("z1", "sigmoid", (Term("input"), Term("bias"), Term("recurrent", source="h1")), named=False),
+                Gate("f1", "elu", (Term("slice"),), named=False),
+            ),
+            updates=(Update("h1", "activation", (), "gelu", (Term("input"), Term("recurrent", source="h1"))),),
+        ),
+    ),
+    loss="squared",
+    mean=True,
+    forcing=False,
+    head_bias=False,
+)
+
+
+def test_a_slice_of_a_value_computed_in_its_readers_place_agrees_in_every_backend():
+    check_random_cell(SLICED_ONCE, 3, ("window", 1), 0)

@@ -31,6 +31,9 @@ VALUES = {"d": 2, "h": 3, "q": 4}  # distinct, so that a transposed shape cannot
 ACTIVATIONS = tuple(sorted(name for name, entry in FUNCTIONS.items() if entry.derivative is not None))
 MAX_STATES = 3
 POWERS_AND_TRANSPOSES = ("transposed", "antisymmetric", "square", "power")  # term kinds reading a state, own weight
+# The exponent of each kind of term that reads a power of a gate through a sigmoid (a positive base)
+GATE_POWERS = {"gate root": sp.Rational(1, 2), "gate inverse root": sp.Rational(-1, 2), "gate inverse": -1}
+SLICE = "slice"  # the kind of a term that reads the next block of h rows of its layer's wide intermediate
 
 # What a pre-activation term reads:
 #   input      W u_t               u_t is x_t in layer 1, the previous layer's state h_t above
@@ -45,6 +48,9 @@ POWERS_AND_TRANSPOSES = ("transposed", "antisymmetric", "square", "power")  # te
 #   antisymmetric (A - A^T - 1/4 I) s_{t-1}   AntisymmetricRNN's damped antisymmetric weight
 #   square     K (s_{t-1} * s_{t-1})          SymPy folds the product into the power s_{t-1}^2
 #   power      P (1 + s_{t-1} * s_{t-1})^(-1/2)   an elementwise power of a positive vector (sigma^-1)
+#   gate root, gate inverse root, gate inverse   P sigmoid(tanh(g_t))^e   a power of a gate, its base kept in
+#              (0.26, 0.74) as apply() keeps exp's argument (GATE_POWERS)
+#   slice      a_t[k*h:(k+1)*h, :]   the next block of rows of the layer's wide intermediate a_t (wide_intermediate)
 
 
 @dataclass(frozen=True)
@@ -153,6 +159,7 @@ class _Cell:
         weights = _Weights(self, layer)
         for name in layer.states:
             self.seq(name, h, "state")
+        self.wide_intermediate(layer, below)
         for gate in layer.gates:
             total = self.sum(weights, gate.name, gate.terms, below)
             if gate.named:
@@ -175,6 +182,8 @@ class _Cell:
             return columns(weights.take(f"W_{target}", sum(v.rows for v in below), f"W_ih{layer}"), below)
         if kind == "bias":
             return weights.take(f"b_{target}", 1, f"b_ih{layer}")
+        if kind in GATE_POWERS or kind == SLICE:
+            return self.power_or_slice(target, term)
         if kind in ("gate", "now"):
             read = self.seqs[term.gate or term.source]()
             return self.param(f"M_{term.gate or term.source}_{target}", h, h) * read
@@ -201,6 +210,29 @@ class _Cell:
             return (weight - weight.T - sp.Rational(1, 4) * sp.Identity(h)) * previous
         square = HadamardProduct(previous, previous)
         return weight * (square if kind == "square" else sp.HadamardPower(1 + square, sp.Rational(-1, 2)))
+
+    def wide_intermediate(self, layer, below):
+        """Before a layer's gates, when its sums read slices: a_l = W_al u_t + U_al s_{t-1} (s its last state), one
+        block of h rows for each slice term and at least two, as Ba et al. split one 4h pre-activation into the
+        gates."""
+        slices = sum(term.kind == SLICE for terms in sums(layer) for term in terms)
+        if not slices:
+            return
+        blocks = max(2, slices)  # one slice leaves rows no slice reads: their adjoint is zero
+        wide = self.seq(f"a{layer.index}", blocks * h)
+        previous = self.seqs[layer.states[-1]](t - 1)
+        weight = self.param(f"W_a{layer.index}", blocks * h, sum(value.rows for value in below))
+        self.steps.append((wide, columns(weight, below) + self.param(f"U_a{layer.index}", blocks * h, h) * previous))
+        self.sliced = [wide, 0]  # the wide intermediate, the blocks handed out
+
+    def power_or_slice(self, target, term):
+        """A term of a kind in GATE_POWERS (a weight times a power of a gate through a sigmoid) or SLICE."""
+        if term.kind == SLICE:
+            wide, used = self.sliced
+            self.sliced[1] += 1
+            return wide()[used * h : (used + 1) * h, :]
+        base = Apply("sigmoid", Apply("tanh", self.seqs[term.gate]()))  # in (0.26, 0.74): no power overflows
+        return self.param(f"P_{term.gate}_{target}", h, h) * sp.HadamardPower(base, GATE_POWERS[term.kind])
 
     def update(self, weights, step, layer, below):
         previous = self.seqs[step.state](t - 1)

@@ -6,7 +6,7 @@ from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, SoftmaxCrossEntropy, SquaredError, t
-from bptt.tests.support.cell_plans import ACTIVATIONS, h
+from bptt.tests.support.cell_plans import ACTIVATIONS, GATE_POWERS, h
 
 
 def nodes(model):
@@ -111,6 +111,20 @@ def _column_blocks(model, head):
     return any(len({b.colslice for b in blocks if b.parent == block.parent}) >= 2 for block in blocks)
 
 
+def _sliced_intermediate(model):
+    """Two or more blocks of rows of an intermediate, a_t[:h, :] and a_t[h:2h, :], each read by a sum."""
+    blocks = {node for _, node in nodes(model) if isinstance(node, sp.MatrixSlice) and isinstance(node.parent, SeqAt)}
+    return any(b.parent.role == "intermediate" and sum(c.parent == b.parent for c in blocks) >= 2 for b in blocks)
+
+
+def _gate_power(model, exponent):
+    """A power of a gate through a sigmoid, sigmoid(tanh(g_t))^e."""
+    return any(
+        isinstance(node, sp.HadamardPower) and node.exp == exponent and isinstance(node.base, Apply)
+        for _, node in nodes(model)
+    )
+
+
 def _functions(model):
     return {node.function for _, node in nodes(model) if isinstance(node, Apply)}
 
@@ -134,6 +148,10 @@ SHAPES = {
     "a summed softmax cross-entropy": lambda m: isinstance(m.loss, SoftmaxCrossEntropy) and not m.mean,
     "a mean softmax cross-entropy": lambda m: isinstance(m.loss, SoftmaxCrossEntropy) and m.mean,
     **{f"the elementwise function {name}": (lambda m, name=name: name in _functions(m)) for name in ACTIVATIONS},
+    **{
+        f"a power of a gate, sigmoid(tanh(g_t))^({e})": (lambda m, e=e: _gate_power(m, e)) for e in GATE_POWERS.values()
+    },
+    "two slices of a wide intermediate, a_t[:h, :] and a_t[h:2h, :]": _sliced_intermediate,
 }
 
 # The shapes of issue 28's nodes, which cells.powered_plans() draws (tests/oracle/test_latex_codegen_agree.py).

@@ -6,7 +6,8 @@ What they cover: 1-3 states (a layer's h, an LSTM-like c, a teacher-forced outpu
 columns), gates feeding gates with and without named pre-activations, stacked weights read by blocks of rows,
 a head reading every state through blocks of columns of V, a matrix times an elementwise
 product U (r_t * h_{t-1}), scalars (1 - z_t, + 1), every built-in elementwise function, both
-losses summed or averaged, and teacher forcing. `powered_plans()` adds transposed and antisymmetric
+losses summed or averaged, teacher forcing, slices of a wide intermediate (a_t[h:2h, :]) and powers of gates
+(sigmoid(tanh(g_t))^(-1/2)). `powered_plans()` adds transposed and antisymmetric
 weights (A^T, A - A^T - I/4) and elementwise powers (a square, (1 + s^2)^(-1/2)).
 """
 
@@ -16,8 +17,10 @@ from hypothesis import strategies as st
 
 from bptt.tests.support.cell_plans import (
     ACTIVATIONS,
+    GATE_POWERS,
     MAX_STATES,
     POWERS_AND_TRANSPOSES,
+    SLICE,
     Gate,
     Layer,
     Plan,
@@ -42,7 +45,9 @@ def terms(draw, states, gates, forced=()):
     for g in gates:
         options.append(Term("gate", gate=g))
         options += [Term(kind, source=s, gate=g) for kind in ("product", "reset") for s in states]
+    options += slices_and_powers(gates)
     chosen = draw(st.lists(st.sampled_from(options), min_size=1, max_size=3, unique=True))
+    chosen = whole_slice(chosen)
     if chosen == [Term("bias")]:
         chosen.insert(draw(st.integers(0, 1)), Term("input"))
     if draw(st.integers(0, 9)) == 4:  # (Hypothesis favours the ends of a range)
@@ -83,6 +88,18 @@ def update(draw, state, gate_names, states, forced, read_now=None):
     if read_now is not None:
         state_terms += (Term("now", source=read_now),)  # h_t reads the layer's c_t
     return Update(state, form, activation=draw(activations()), terms=state_terms)
+
+
+def slices_and_powers(gates):
+    """The terms that read a block of rows of the layer's wide intermediate, or a power of a gate through a sigmoid:
+    in the sums that may read a gate (those after a layer's first gate)."""
+    return [Term(SLICE)] * bool(gates) + [Term(kind, gate=g) for kind in GATE_POWERS for g in gates]
+
+
+def whole_slice(chosen):
+    """A sum that reads a slice is that slice alone, as Ba et al.'s gates are blocks of one pre-activation (a slice
+    inside a longer sum would stack long adjoints into dL/da_t's column, wider than the page)."""
+    return [Term(SLICE)] if Term(SLICE) in chosen else chosen
 
 
 def distinct(draw, names, count):
