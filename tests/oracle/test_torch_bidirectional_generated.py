@@ -18,6 +18,7 @@ from test_torch_bidirectional import EXAMPLE, Q, assert_agree, draw, model_of, t
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from bptt.derive.models import load
+from bptt.examples import torch_bidirectional
 from bptt.tests.support.padded import InNumPy
 
 SENTENCES = [17, 50, 3, 29, 8]  # lengths 3 to 50, unsorted
@@ -32,7 +33,7 @@ def generated(name, backend):
 def torch_models_answer(module, params, xs, ys, states, lengths):
     """(loss, grads, outputs, final states) of the generated torch Model fed a PackedSequence, NumPy arrays."""
     T = xs.shape[0]
-    net = module.Model(**module_sizes(module, params), dtype=torch.float64)
+    net = module.Model(**module_sizes(params), dtype=torch.float64)
     with torch.no_grad():
         for name, value in params.items():
             getattr(net, name).copy_(torch.tensor(value))
@@ -64,7 +65,7 @@ def functions_answer(module, params, xs, ys, states, lengths):
     return loss, grads, outputs, finals
 
 
-def module_sizes(module, params):
+def module_sizes(params):
     """{d, h, q} read off the parameters."""
     return {"d": params["W_ih1f"].shape[1], "h": params["W_hh1f"].shape[1], "q": params["V"].shape[0]}
 
@@ -92,21 +93,19 @@ def test_the_generated_module_equals_torchs_bidirectional_module_on_sentences_of
 
 def classifier():
     """A one-layer bidirectional LSTM in torch's layout with a softmax head over both directions: a classifier."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("torch_bidirectional_example", EXAMPLE)
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
-    return example.bidirectional("bilstm-classifier", "classifier", example._lstm_direction, 1, True)
+    return torch_bidirectional.bidirectional(
+        "bilstm-classifier", "Classifier", torch_bidirectional._lstm_direction, 1, True
+    )
 
 
 def test_a_bidirectional_classifier_trains_in_lockstep_with_torchs_lstm():
-    """Three SGD steps on batches of unsorted lengths, the loss at each sequence's last step (at="last"): the
-    generated Model's parameters and torch.nn.LSTM's (with the same head) stay equal to 1e-12."""
-    model, h, lengths, steps = classifier(), 3, [4, 9, 2, 6], 3
-    params = draw(model, h, lengths, seed=3)[0]
+    """SGD steps on batches of unsorted lengths, each batch its own, the loss at each sequence's last step
+    (at="last"): the generated Model's parameters and torch.nn.LSTM's (with the same head) stay equal to 1e-12."""
+    model, h, T, B = classifier(), 3, 9, 4
+    batches = ([4, 9, 2, 6], [7, 1, 9, 3], [9, 5, 8, 2])
+    params = draw(model, h, batches[0], seed=3)[0]
     module = generate(model, "torch")
-    net = module.Model(d=params["W_ih1f"].shape[1], h=h, q=Q, dtype=torch.float64)
+    net = module.Model(**module_sizes(params), dtype=torch.float64)
     rnn, names = torch_module(model, params, h)
     head = {name: torch.nn.Parameter(torch.tensor(params[name])) for name in ("V", "c")}
     with torch.no_grad():
@@ -114,8 +113,8 @@ def test_a_bidirectional_classifier_trains_in_lockstep_with_torchs_lstm():
             getattr(net, name).copy_(torch.tensor(value))
     ours, theirs = (torch.optim.SGD(parts, lr=0.5) for parts in (net.parameters(), [*rnn.parameters(), *head.values()]))
     rng = np.random.default_rng(11)
-    T, B, last = max(lengths), len(lengths), torch.tensor(lengths) - 1
-    for _ in range(steps):
+    for lengths in batches:
+        last = torch.tensor(lengths) - 1
         xs = torch.tensor(rng.normal(size=(T, B, params["W_ih1f"].shape[1])))
         ys = torch.tensor(rng.integers(0, Q, (T, B)))
         packed = pack_padded_sequence(xs, torch.tensor(lengths), enforce_sorted=False)
@@ -129,8 +128,8 @@ def test_a_bidirectional_classifier_trains_in_lockstep_with_torchs_lstm():
     moved = 0.0
     for theirs_name, ours_name in names.items():
         want = getattr(rnn, theirs_name).detach().numpy()
-        assert_agree(f"{ours_name} after {steps} steps", getattr(net, ours_name).detach().numpy(), want)
+        assert_agree(f"{ours_name} after {len(batches)} steps", getattr(net, ours_name).detach().numpy(), want)
         moved = max(moved, np.abs(want - params[ours_name]).max())
     for name, value in head.items():
-        assert_agree(f"{name} after {steps} steps", getattr(net, name).detach().numpy(), value.detach().numpy())
+        assert_agree(f"{name} after {len(batches)} steps", getattr(net, name).detach().numpy(), value.detach().numpy())
     assert moved > 1e-3  # the steps trained something
