@@ -12,6 +12,7 @@ pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[t
 
 import contextlib
 import dataclasses
+import functools
 
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
@@ -50,6 +51,20 @@ def bidirectional_lstm():
 
 CELLS = {"birnn": birnn, "birnn-2layer": two_layers, "bilstm": bidirectional_lstm}
 CASES = [(name, backend) for name in CELLS for backend in ("numpy", "torch")]  # JAX (slower) on one cell each
+# JAX runs eagerly, each operation compiled once per shape and process: its two cases share their shapes (a batch of
+# len(JAX_LENGTHS) sequences, and sequences alone), so that the second compiles little of its own
+JAX_LENGTHS = np.array([T, 2])
+
+
+@functools.cache
+def model_of(name):
+    return CELLS[name]()
+
+
+@functools.cache
+def module_of(name, backend):
+    """The generated module of CELLS[name] for the backend, once per process for every test here."""
+    return generate(model_of(name), backend)
 
 
 def values(model, seed, steps=T, batch=B):
@@ -59,20 +74,19 @@ def values(model, seed, steps=T, batch=B):
 
 @pytest.mark.parametrize(("name", "backend"), [*CASES, ("birnn-2layer", "jax")])
 def test_a_bidirectional_model_equals_the_oracle(name, backend):
-    model = CELLS[name]()
+    model = model_of(name)
     assert len(sweep_models(model)) >= 2
-    params, xs, ys, initial = values(model, seed=27)
-    module = generate(model, backend)
+    params, xs, ys, initial = values(model, seed=27, batch=len(JAX_LENGTHS) if backend == "jax" else B)
+    module = module_of(name, backend)
     with eagerly(module) if backend == "jax" else contextlib.nullcontext():  # JAX uncompiled: seconds, not a minute
         oracle.compare(module, model, params, xs, ys, initial)
 
 
 @pytest.mark.parametrize(("name", "backend"), [*CASES, ("birnn", "jax")])
 def test_a_padded_bidirectional_batch_is_each_sequence_alone(name, backend):
-    model = CELLS[name]()
-    # JAX uncompiled still compiles each operation per shape: two lengths, two shapes of a sequence alone
-    lengths = np.array([2, T, 2, T] if backend == "jax" else [2, T, 1, 4])
-    module = generate(model, backend)
+    model = model_of(name)
+    lengths = JAX_LENGTHS if backend == "jax" else np.array([2, T, 1, 4])
+    module = module_of(name, backend)
     with eagerly(module) if backend == "jax" else contextlib.nullcontext():
         assert_padded_as_alone(module, model, values(model, 5, batch=len(lengths)), lengths)
 
@@ -106,8 +120,7 @@ def test_a_random_cell_with_reverse_states_equals_the_oracle(model, every):
 
 
 def test_truncation_and_forward_mode_are_refused_in_one_line():
-    model = birnn()
-    module = generate(model, "numpy")
+    model, module = model_of("birnn"), module_of("birnn", "numpy")
     params, xs, ys, _ = values(model, 1)
     for option in ({"truncate": ("window", 2)}, {"checkpoints": 3}):
         with pytest.raises(ValueError, match="with reverse-time states, .* is not supported yet") as error:
@@ -124,12 +137,12 @@ def test_torchs_model_on_a_packed_sequence_equals_the_padded_numpy_call():
     import torch
     from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-    model = bidirectional_lstm()
+    model = model_of("bilstm")
     lengths = np.array([3, T, 1, 4])
     params, xs, ys, initial = values(model, 8, batch=len(lengths))
     states = {f"{seq.name}0": initial[seq.name] for seq in model.states}
-    loss, grads = generate(model, "numpy").loss_and_grads(params, xs, ys, **states, lengths=lengths)
-    module = generate(model, "torch")
+    loss, grads = module_of("bilstm", "numpy").loss_and_grads(params, xs, ys, **states, lengths=lengths)
+    module = module_of("bilstm", "torch")
     net = module.Model(d=2, h=3, q=4, dtype=torch.float64)
     with torch.no_grad():
         for name, value in params.items():
@@ -141,7 +154,7 @@ def test_torchs_model_on_a_packed_sequence_equals_the_padded_numpy_call():
     outputs, _ = pad_packed_sequence(out, total_length=T)
     total = net.loss(outputs, torch.tensor(ys), lengths=torch.tensor(lengths))
     total.backward()
-    assert abs(float(total) - loss) <= 1e-12 * max(1.0, abs(loss))
+    assert abs(float(total.detach()) - loss) <= 1e-12 * max(1.0, abs(loss))
     found = {name: getattr(net, name).grad for name in module.PARAMS} | {k: v.grad for k, v in leaves.items()}
     for key, value in grads.items():
         error = np.abs(found[key].numpy() - value).max() / max(1.0, np.abs(value).max())
