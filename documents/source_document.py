@@ -8,6 +8,23 @@ from bptt.documents.equation import Equation, Section, displays
 # {zoo model: (the section's opening, ((the sentence before, lhs, rhs, what this derivation says of it), ...))}.
 # The formulas are the sources', in their notation (the seeds' texts); each fits one line of the page.
 SOURCES = {
+    "birnn": (
+        "Schuster and Paliwal (1997) describe the bidirectional network's training in words: forward, the forward "
+        "states from $t = 1$ to $T$ and the backward states from $T$ to $1$, then the outputs; backward, the "
+        "outputs' gradients, then the forward states' from $T$ to $1$ and the backward states' from $1$ to $T$, as "
+        "above. PyTorch documents torch.nn.RNN's forward equation only and computes the gradients by automatic "
+        "differentiation.",
+        (
+            (
+                r"PyTorch's state $h_t$ of each direction, the reverse direction reading the sequence reversed:",
+                r"h_t",
+                r"\tanh(x_t W_{ih}^\top + b_{ih} + h_{t-1} W_{hh}^\top + b_{hh})",
+                r"The same as $\mathbf{h}_{\textrm{f},t}$ above, with $\mathbf{W}_\textrm{f} = W_{ih}$, "
+                r"$\mathbf{U}_\textrm{f} = W_{hh}$, $\mathbf{b}_\textrm{f} = b_{ih} + b_{hh}$ and rows for columns; "
+                r"in the reverse direction its $h_{t-1}$ is $\mathbf{h}_{\textrm{b},t+1}$ here.",
+            ),
+        ),
+    ),
     "linear": (
         "Dive into Deep Learning (section 9.7; Chinese edition 6.6) derives this model's gradients with the loss "
         "function left general, and sketches truncation on a scalar model.",

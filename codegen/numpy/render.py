@@ -35,7 +35,9 @@ def module_source(model, program=None, standalone=False):
     standalone: the module carries the runtime it calls (else it imports bptt.runtime's). A model with
     reverse-time states: one module per group of its steps, composed (printing/sweeps.py)."""
     if program is None and reverse_states(model):
-        return _env.get_template("sweeps.py.j2").render(m=sweeps.layout(model, module_source, "numpy", standalone))
+        return _env.get_template("sweeps.py.j2").render(
+            m=sweeps.layout(model, module_source, "numpy", standalone, shells_call=("_init_params",))
+        )
     return _env.get_template("module.py.j2").render(m=layout(model, program, standalone), flag=STANDALONE[standalone])
 
 

@@ -4,6 +4,7 @@ as a module of a forward-only model by the backend's own render, its maths and t
 backend's runtime (runtime/<backend>_sweeps.py) runs group by group."""
 
 import ast
+import sys
 from dataclasses import dataclass
 
 from bptt.codegen.program import shape_of
@@ -86,26 +87,30 @@ class SweepsLayout:
     tables: str
 
 
-def layout(model, render, runtime, standalone=False, names=("_Sweeps",)):
+def layout(model, render, runtime, standalone=False, names=("_Sweeps",), shells_call=()):
     """The SweepsLayout of a model with reverse-time states: render(group model) prints a group's module; names:
-    what the module imports of runtime/<runtime>_sweeps.py."""
+    what the module imports of runtime/<runtime>_sweeps.py; shells_call: what the backend's sweeps.py.j2 calls of
+    the groups' imports."""
     if standalone:
         raise Refusal("--standalone cannot carry the runtime of reverse-time states yet")
     groups = sweep_models(model)
-    imports, parts = set(), []
+    imports, parts = [], []
     for k, group in enumerate(groups, start=1):
         found, body = prefixed(render(group), f"_sweep{k}")
-        imports |= set(found)
+        imports += found
         direction = "in reverse, from step T back to step 1" if group.reverse else "forward"
         assigned = ", ".join(seq.name for seq, _ in group.steps)
         parts.append(f"# sweep {k}: {assigned}, {direction}\n\n" + "\n\n\n".join(body))
-    imports |= {
+    imports += [
         "from bptt.runtime.sweeps import _Sweep",
         f"from bptt.runtime.{runtime}_sweeps import {', '.join(names)}",
+    ]
+    used = {"_Sweep", *names, *shells_call} | {
+        node.id for part in parts for node in ast.walk(ast.parse(part)) if isinstance(node, ast.Name)
     }
     return SweepsLayout(
         docstring=_docstring(model),
-        imports=tuple(_ordered(imports)),
+        imports=tuple(_ordered(imports, used)),
         constants=_constants(model),
         states="".join(f", {seq.name}0=None" for seq in model.states),
         given="(" + "".join(f"{seq.name}0, " for seq in model.states) + ")",
@@ -114,10 +119,42 @@ def layout(model, render, runtime, standalone=False, names=("_Sweeps",)):
     )
 
 
-def _ordered(imports):
-    plain = sorted(line for line in imports if line.startswith("import "))
-    froms = sorted(line for line in imports if line.startswith("from "))
-    return plain + [""] + froms
+def _ordered(imports, used):
+    """The groups' import lines merged (each module's names in one statement, as ruff's isort lays them out) and
+    those the kept code does not use dropped (a group's shells, dropped, used them; `x as x` re-exports stay):
+    standard library, third party, then bptt, each section's `import` lines before its `from` lines."""
+    plain, froms = set(), {}
+    for statement in ast.parse("\n".join(imports)).body:
+        if isinstance(statement, ast.Import):
+            plain |= {(alias.name, alias.asname) for alias in statement.names}
+        else:
+            froms.setdefault(statement.module, set()).update((a.name, a.asname) for a in statement.names)
+    sections = {}
+    for name, asname in sorted(plain):
+        sections.setdefault(_section(name), []).append(f"import {name}" + (f" as {asname}" if asname else ""))
+    for module in sorted(froms):
+        bare = sorted((name for name, asname in froms[module] if asname is None and name in used), key=_member)
+        lines = [(_member(bare[0]), _from_line(module, bare))] if bare else []
+        lines += [(_member(n), f"from {module} import {n} as {a}") for n, a in froms[module] if a]
+        sections.setdefault(_section(module), []).extend(line for _, line in sorted(lines))
+    return [line for key in sorted(sections) for line in [*sections[key], ""]][:-1]
+
+
+def _member(name):
+    """isort's order of imported names: constants, then classes, then the rest."""
+    return (0 if name.isupper() else 1 if name.lstrip("_")[:1].isupper() else 2, name)
+
+
+def _section(module):
+    top = module.split(".")[0]
+    return 2 if top == "bptt" else 0 if top in sys.stdlib_module_names else 1
+
+
+def _from_line(module, names, width=120):
+    line = f"from {module} import {', '.join(names)}"
+    if len(line) <= width:
+        return line
+    return f"from {module} import (\n" + "".join(f"    {name},\n" for name in names) + ")"
 
 
 def _docstring(model):

@@ -5,6 +5,7 @@ import importlib.util
 import pathlib
 
 from bptt.derive.model import Model, ModelError
+from bptt.derive.models.birnn import birnn
 from bptt.derive.models.elman import elman
 from bptt.derive.models.elman_onehot import elman_onehot
 from bptt.derive.models.gated import gru, lstm, lstm_peephole
@@ -13,6 +14,7 @@ from bptt.derive.models.linear import linear
 from bptt.derive.written import built
 
 ZOO = {
+    "birnn": birnn,
     "elman": elman,
     "elman-jordan": elman_jordan,
     "elman-onehot": elman_onehot,

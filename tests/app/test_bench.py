@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from bptt.app.bench import bench, calls, machine, measuring, peers, peers_jax, peers_torch
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.tests.support.cli import bptt
 from bptt.tests.support.modules import module_of
+from bptt.tests.support.zoo import supporting
 
 SIZES = (2, 3, 4)
 
@@ -30,7 +31,7 @@ def problem(name, dtype=np.float64, steps=4, batch=3):
     return module, params, xs, ys, initial
 
 
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("bench"))
 def test_numpy_peers_agree_with_the_generated_module(name):
     """The naive per-step loop (and, for the Elman RNNs, the hand-written one) give the generated
     module's loss and every gradient, initial states included, to 1e-12."""

@@ -7,7 +7,7 @@ import pytest
 
 from bptt.app.bench.calls import StepCalls, step_calls
 from bptt.codegen.backends import BACKENDS
-from bptt.derive.models import names
+from bptt.tests.support.zoo import supporting
 
 ROOT = pathlib.Path(__file__).parents[2]
 
@@ -64,7 +64,7 @@ def test_a_test_the_count_cannot_decide_is_an_error():
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("one_program"))
 def test_the_zoo_s_loops_make_no_more_calls_than_before(name, backend):
     """Each generated module's loops, as written in generated/, make at most BOUNDS calls per step."""
     path = ROOT / "generated" / BACKENDS[backend].filename(name)

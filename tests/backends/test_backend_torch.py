@@ -19,10 +19,11 @@ import torch
 
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.torch import render as torch_render
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.tests.support.modules import runtime_of
+from bptt.tests.support.zoo import supporting
 
-NAMES = names()
+NAMES = supporting("truncate", "forward_mode_grads", "checkpoints")
 GENERATED = pathlib.Path(__file__).parents[2] / "generated"
 SIZES = {"d": 2, "h": 3, "q": 4}  # distinct: a transposition cannot hide
 T, B = 5, 3

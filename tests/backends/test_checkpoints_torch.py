@@ -8,7 +8,6 @@ pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 
 import torch
 
-from bptt.derive.models import names
 from bptt.tests.support.checkpoints import (
     BAD,
     SIZES,
@@ -21,9 +20,10 @@ from bptt.tests.support.checkpoints import (
     torch_run,
 )
 from bptt.tests.support.modules import module_of
+from bptt.tests.support.zoo import supporting
 
 
-@pytest.mark.parametrize(("name", "mode"), cases(names()))
+@pytest.mark.parametrize(("name", "mode"), cases(supporting("checkpoints")))
 def test_loss_and_grads_equal_full_bptt(name, mode):
     module, truncate = module_of(f"{name}_torch"), TRUNCATIONS[mode]
     values = problem(module_of(name))

@@ -8,15 +8,16 @@ import pytest
 
 pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[torch]')")
 
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.tests.backends.test_lengths_numpy import B, T, zoo_values
 from bptt.tests.support import oracle
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import TOL, InNumPy, add_alone, lengths_drawn, padded_values
+from bptt.tests.support.zoo import supporting
 
 SUFFIX = {"numpy": "", "torch": "_torch", "jax": "_jax"}
 JAX_MODELS = ["jordan", "lstm"]  # a JAX module compiles per shape: teacher forcing and two states, not all eight
-CASES = [(name, backend) for backend in ("numpy", "torch") for name in names()]
+CASES = [(name, backend) for backend in ("numpy", "torch") for name in supporting("forward_mode_grads")]
 CASES += [(name, "jax") for name in JAX_MODELS]
 
 

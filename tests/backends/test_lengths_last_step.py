@@ -12,16 +12,17 @@ from importlib.util import find_spec
 
 import numpy as np
 
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.tests.backends.test_lengths_numpy import zoo_values
 from bptt.tests.support import oracle
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import TOL, InNumPy, _close, add_alone, lengths_drawn, padded_values
+from bptt.tests.support.zoo import supporting
 
 T, B = 6, 4
 BACKENDS = ["numpy", "torch", pytest.param("jax", marks=pytest.mark.skipif(not find_spec("jax"), reason="no jax"))]
 MODES = [None, ("window", 2), ("chunk", 2)]
-ZOO = [name for name in names() if not oracle.reverse_states(load(name))]
+ZOO = supporting("causal")
 
 
 def named_module(name, backend):

@@ -17,12 +17,13 @@ from bptt.codegen.backends import BACKENDS
 from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.model import ModelError
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.tests.oracle.test_oracle import random_problem
 from bptt.tests.support.cell_plans import random_values
 from bptt.tests.support.cells import cells
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import assert_padded_as_alone, lengths_drawn
+from bptt.tests.support.zoo import supporting
 
 T, B = 6, 4
 REFUSALS = (ModelError, NoRule, PrintError)
@@ -35,7 +36,7 @@ def zoo_values(model, seed):
 
 
 @pytest.mark.parametrize("truncate", MODES, ids=lambda mode: "full" if mode is None else mode[0])
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("truncate"))
 def test_zoo_padded_batch_is_each_sequence_alone(name, truncate):
     model = load(name)
     values = zoo_values(model, seed=len(name))

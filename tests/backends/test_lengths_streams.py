@@ -7,10 +7,11 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.tests.oracle.test_oracle import random_problem
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import InNumPy, _close, lengths_drawn
+from bptt.tests.support.zoo import supporting
 
 T, B = 5, 3
 BACKENDS = [
@@ -21,7 +22,7 @@ BACKENDS = [
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("streams"))
 def test_a_stream_continued_from_the_final_states_is_the_unsplit_run(name, backend):
     model = load(name)
     module = InNumPy(module_of(name.replace("-", "_") + ("" if backend == "numpy" else f"_{backend}")))

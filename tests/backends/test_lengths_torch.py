@@ -10,15 +10,16 @@ torch = pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torc
 
 import numpy as np
 
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.runtime.common import _param_sizes
 from bptt.tests.backends.test_lengths_numpy import BAD, MODES, B, T, zoo_values
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import assert_padded_as_alone, lengths_drawn
+from bptt.tests.support.zoo import supporting
 
 
 @pytest.mark.parametrize("truncate", MODES, ids=lambda mode: "full" if mode is None else mode[0])
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("truncate"))
 def test_zoo_padded_batch_is_each_sequence_alone(name, truncate):
     model = load(name)
     lengths = torch.as_tensor(lengths_drawn(np.random.default_rng(len(name)), T, B))

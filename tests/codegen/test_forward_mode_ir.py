@@ -26,8 +26,9 @@ from bptt.codegen.backends import BACKENDS
 from bptt.codegen.ir import Pass
 from bptt.codegen.passes import forward_mode
 from bptt.codegen.program import build
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.derive.tangent import Tangent
+from bptt.tests.support.zoo import supporting
 
 jax.config.update("jax_enable_x64", True)
 
@@ -60,7 +61,7 @@ def relative(got, expected):
     return float(np.abs(got - expected).max() / max(np.abs(expected).max(), 1e-300))
 
 
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("forward_mode_grads"))
 def test_forward_mode_is_statements_in_the_program(name):
     """The Program holds forward mode as typed statements holding SymPy expressions: Units, one TangentLoop
     over time for every gradient, then a Gradient (or ZeroGradient) per key in the order of loss_and_grads';

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from bptt.app.verify.check import problem
-from bptt.derive.models import names
+from bptt.tests.support.zoo import supporting
 
 jax.config.update("jax_enable_x64", True)
 
@@ -36,7 +36,7 @@ def modules(name):
     }
 
 
-@pytest.fixture(scope="module", params=names())
+@pytest.fixture(scope="module", params=supporting("truncate"))
 def zoo(request):
     found = modules(request.param)
     return request.param, found, problem(found["numpy"], steps=STEPS, batch=BATCH, seed=3, sizes=SIZES)

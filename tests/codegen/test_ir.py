@@ -19,9 +19,10 @@ from bptt.codegen.printing.statements import InPlacePrinter
 from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, TORCH_PASSES, rewritten, shared
 from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.elementwise import FUNCTIONS
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.derive.nodes import Diag, SeqAt, t, tanh
 from bptt.tests.support.modules import module_of
+from bptt.tests.support.zoo import supporting
 
 
 def top_level(module):
@@ -37,7 +38,7 @@ def called_names(node):
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("one_program"))
 def test_a_module_carries_only_the_helpers_it_calls(name):
     """Every private function of a generated module is read by some other definition in it (the model's passes
     over a segment of steps by the _Passes it hands the runtime)."""
@@ -60,7 +61,7 @@ def test_a_module_carries_only_the_helpers_it_calls(name):
 def test_helpers_follow_what_the_code_calls():
     """No zoo cell calls the sigmoid (the gated cells take it as a tanh of halved pre-activations, the
     peephole LSTM's with its peephole weights halved too), only the softmax losses the fused cross-entropy."""
-    for name in names():
+    for name in supporting("one_program"):
         module = module_of(name)
         assert not hasattr(module, "_sigmoid"), name
         assert hasattr(module, "_softmax_cross_entropy") != hasattr(module, "_squared_error"), name
@@ -145,7 +146,7 @@ def test_nothing_is_stored_that_backward_does_not_read():
     assert not any(key.endswith("_bar") for key in module_of("gru").CACHE)
 
 
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("one_program"))
 def test_the_full_pass_has_no_age_axis(name):
     """Only window truncation carries an age axis: the fast adjoints never mention ages."""
     module = module_of(name)

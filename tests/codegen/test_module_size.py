@@ -5,10 +5,12 @@ call of the runtime's; its size is within the issue's targets, counted from the 
 
 import ast
 import pathlib
+import re
 
 import pytest
 
 from bptt.runtime import numpy_passes, torch_passes
+from bptt.tests.support.zoo import EVERY, WITH_REVERSE_STATES
 
 GENERATED = pathlib.Path(__file__).parents[2] / "generated"
 ZOO = sorted(path for path in GENERATED.glob("*.py") if path.stem != "__init__")
@@ -26,11 +28,19 @@ def lines(path):
 
 def test_linear_is_at_most_250_lines_and_no_zoo_module_is_over_600():
     assert lines(GENERATED / "linear.py") <= 250
-    assert len(NUMPY) == 8 and len(TORCH) == 8 and len(ZOO) == 24
+    assert len(NUMPY) == len(TORCH) == len(EVERY) and len(ZOO) == 3 * len(EVERY)
     assert {path.name: lines(path) for path in ZOO if lines(path) > 600} == {}
 
 
-@pytest.mark.parametrize("path", NUMPY + TORCH, ids=[path.stem for path in NUMPY + TORCH])
+def _forward_only(path):
+    return path.stem.removesuffix("_torch").replace("_", "-") not in WITH_REVERSE_STATES
+
+
+FORWARD_ONLY = [path for path in NUMPY + TORCH if _forward_only(path)]
+SWEEPS = [path for path in NUMPY + TORCH if not _forward_only(path)]
+
+
+@pytest.mark.parametrize("path", FORWARD_ONLY, ids=[path.stem for path in FORWARD_ONLY])
 def test_a_module_defines_its_shells_glue_and_maths_only(path):
     own, shells = OWN["torch" if path.stem.endswith("_torch") else "numpy"]
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -45,3 +55,29 @@ def test_a_module_defines_its_shells_glue_and_maths_only(path):
     if path.stem.endswith("_torch"):  # the autograd glue: the runtime's classes, made for this module in one call
         assert [[name.id for name in node.targets[0].elts] for node in glue] == [list(torch_passes.GLUE)]
         assert ast.unparse(glue[0].value) == "_autograd(_PASSES, __name__)"
+
+
+@pytest.mark.parametrize("path", SWEEPS, ids=[path.stem for path in SWEEPS])
+def test_a_module_of_sweeps_defines_its_shells_and_each_groups_maths_and_glue_only(path):
+    """A model with reverse-time states: the public shells, each one call of the runtime's composition, and per group
+    of steps (_sweep1_, _sweep2_, ...) the maths a forward-only module defines, and (torch) its autograd glue."""
+    own, shells = OWN["torch" if path.stem.endswith("_torch") else "numpy"]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    groups = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            prefix, name = re.fullmatch(r"(_sweep\d+_)?(.*)", node.name).groups()
+            groups.setdefault(prefix, set()).add(name)
+    public = groups.pop(None)
+    assert public == set(shells)
+    assert len(groups) >= 2
+    for defined in groups.values():
+        assert {"forward", "adjoints", "gradients", "losses"} <= defined <= {name.lstrip("_") for name in own}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in shells and node.name != "forward_mode_grads":
+            body = node.body[1:]
+            assert isinstance(body[-1], (ast.Return, ast.Assign)) and isinstance(body[-1].value, ast.Call), node.name
+    glue = [node for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple)]
+    if path.stem.endswith("_torch"):
+        calls = sorted(ast.unparse(node.value) for node in glue)
+        assert calls == [f"_autograd({prefix}PASSES, __name__)" for prefix in sorted(groups)]

@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from bptt.codegen.backends import BACKENDS
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.tests.support.cli import GENERATED, assert_ok, assert_user_error, bptt
 from bptt.tests.support.modules import forward
+from bptt.tests.support.zoo import supporting
 
 T, B = 6, 2
 SIZES = (2, 3, 4, 5)
@@ -81,7 +82,7 @@ def assert_identical(expected, got):
 
 # JAX compiles every call of both modules: three models that between them take every runtime path (labels,
 # teacher forcing, gates); NumPy and torch run every zoo model
-CASES = [(name, backend) for name in names() for backend in sorted(BACKENDS)]
+CASES = [(name, backend) for name in supporting("standalone") for backend in sorted(BACKENDS)]
 CASES = [(n, b) for n, b in CASES if b != "jax" or n in ("elman-onehot", "jordan", "lstm-peephole")]
 
 

@@ -18,8 +18,9 @@ from bptt.codegen.printing.printer import PrintError, RowPrinter
 from bptt.codegen.printing.used import Used
 from bptt.codegen.printing.work import dims
 from bptt.codegen.program import build
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.derive.nodes import SeqAt, Softmax, t
+from bptt.tests.support.zoo import supporting
 
 H, D = sp.Symbol("h"), sp.Symbol("d")
 
@@ -80,7 +81,7 @@ def test_the_docstring_of_ir_draws_every_node_class():
     assert sorted(name for name in classes if not drawn(name)) == []
 
 
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("one_program"))
 def test_every_array_printed_holds_typed_steps(name):
     """The passes' arrays, and those the NumPy printer adds (stacked weights, scratch, ones), have steps
     of ir.Steps or ir.PerCall."""

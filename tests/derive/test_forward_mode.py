@@ -5,13 +5,14 @@ import pytest
 import sympy as sp
 
 from bptt.derive.explicit import expand_over_time, explicit
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.derive.nodes import DescendingTimeProduct, TimeProduct, t
 from bptt.derive.rtrl import forward_mode, lemma, lemma_induction, live_states
 from bptt.tests.support.modules import module_of
+from bptt.tests.support.zoo import supporting
 
 
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("forward_mode_grads"))
 @pytest.mark.parametrize("steps, batch, seed, first_size", [(1, 2, 0, 2), (6, 3, 1, 3), (9, 1, 2, 4)])
 def test_forward_mode_equals_bptt(name, steps, batch, seed, first_size):
     """forward_mode_grads returns the loss and every gradient of loss_and_grads, to 1e-12."""

@@ -11,14 +11,15 @@ import pytest
 from bptt.derive.bptt import derive
 from bptt.derive.direction import reverse_states
 from bptt.derive.explicit import backward, unroll
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.derive.nodes import SeqAt, t
 from bptt.tests.derive.test_exact import agree_to_30_digits, disagreements, forward_values, report
 from bptt.tests.support.brute_force import DIGITS
 from bptt.tests.support.problems import make_problem
+from bptt.tests.support.zoo import supporting
 
 STEPS = 3
-CELLS = [name for name in names() if not load(name).teacher_forcing]
+CELLS = [name for name in supporting("mirror") if not load(name).teacher_forcing]
 
 
 def mirrored(model):

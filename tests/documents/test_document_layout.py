@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from bptt.tests.support.printed import EXAMPLES, GROUP, ZOO
+from bptt.tests.support.zoo import supporting
 
 TWO_LAYERS = "examples/lstm_2layer.py:lstm"
 assert TWO_LAYERS in EXAMPLES
@@ -43,7 +44,7 @@ def test_a_two_layer_lstm_in_torchs_layout_is_at_most_ten_pages(documents):
     assert pages <= 10, f"{TWO_LAYERS}: {pages} pages"
 
 
-@pytest.mark.parametrize("model", ZOO)
+@pytest.mark.parametrize("model", supporting("forward_mode_grads"))
 def test_forward_mode_is_at_most_a_quarter(model, documents):
     """From the forward-mode section's title to the end of the lemma it rests on (the title of the section after
     them, the comparison with the source)."""

@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 from test_properties import DETERMINISTIC, instances
 
 from bptt.app.verify.problem import problem
-from bptt.derive.models import names
 from bptt.tests.support.modules import forward, module_of
+from bptt.tests.support.zoo import supporting
 
-NAMES = names()
+NAMES = supporting("cache_checks")
 
 
 class Case:

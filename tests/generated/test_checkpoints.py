@@ -7,7 +7,6 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from bptt.derive.models import names
 from bptt.runtime import schedule
 from bptt.tests.support.checkpoints import (
     BAD,
@@ -20,10 +19,11 @@ from bptt.tests.support.checkpoints import (
     problem,
 )
 from bptt.tests.support.modules import count_forward_steps, module_of, segments_of
+from bptt.tests.support.zoo import supporting
 
 
 @pytest.mark.parametrize("mode", TRUNCATIONS)
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("checkpoints"))
 def test_loss_and_grads_equal_full_bptt(name, mode):
     module, truncate = module_of(name), TRUNCATIONS[mode]
     values = problem(module)

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from bptt.app.verify.check import PatternRng, check, check_gradients, table
 from bptt.app.verify.problem import Problem, problem
-from bptt.derive.models import names
 from bptt.tests.support.modules import module_of
+from bptt.tests.support.zoo import supporting
 
 pytestmark = pytest.mark.slow  # each runs in a worker process while the suite runs
-NAMES = names()
+NAMES = supporting("truncate")
 ENTRIES = 3  # finite differences on this many entries of each array per example
 DETERMINISTIC = {
     "deadline": None,

@@ -18,11 +18,11 @@ from bptt.app.verify.check import (
     table,
 )
 from bptt.app.verify.problem import problem
-from bptt.derive.models import names
 from bptt.tests.support.modules import module_of
+from bptt.tests.support.zoo import supporting
 
 T, B = 5, 2
-RECURRENT = [name for name in names() if name not in ("jordan",)]  # jordan has no recurrence to truncate
+RECURRENT = [name for name in supporting("truncate") if name not in ("jordan",)]  # jordan has no recurrence to truncate
 
 
 def setup(name, seed=0, steps=T):
@@ -70,7 +70,7 @@ def test_truncated_loss_reference_differs_from_full_loss_gradient():
 
 @pytest.mark.parametrize("pi", [0.1, 0.5])
 @pytest.mark.parametrize("steps", [1, 5, 8])
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("truncate"))
 def test_randomized_truncation_is_unbiased_exactly(name, steps, pi):
     """The expectation over all 2**T keep patterns, each gradient weighted by its probability
     pi**kept (1 - pi)**dropped, equals full BPTT to 1e-12 of each array's largest entry."""
@@ -138,7 +138,7 @@ def test_randomized_with_pi_one_is_full(name):
     ],
 )
 def test_bad_truncation_is_a_clear_error(truncate, rng, message):
-    for name in names():
+    for name in supporting("truncate"):
         instance = setup(name)
         with pytest.raises(ValueError, match=message):
             instance.grads(truncate=truncate, rng=rng)

@@ -17,11 +17,12 @@ import torch
 
 from bptt.derive import elementwise
 from bptt.derive.elementwise import FUNCTIONS, Apply
-from bptt.derive.models import load, names
+from bptt.derive.models import load
 from bptt.derive.nodes import Diag, GenericLoss, SeqAt, t
 from bptt.tests.support.oracle import compare, run
 from bptt.tests.support.oracle import loss as oracle_loss
 from bptt.tests.support.oracle_eval import OracleError, Scope, evaluate
+from bptt.tests.support.zoo import supporting
 
 SIZES = {"d": 2, "h": 3, "q": 4}  # distinct: a transposition cannot hide
 T, B = 5, 3
@@ -217,7 +218,7 @@ def oracle_runs():
 
 @pytest.mark.parametrize("truncate", TRUNCATIONS, ids=["full", "window2", "chunk2"])
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("name", names())
+@pytest.mark.parametrize("name", supporting("truncate"))
 def test_backend_agrees_with_the_oracle(name, backend, truncate, problems, oracle_runs):
     """forward, loss_and_grads and (in full BPTT, which it computes) forward_mode_grads against the oracle: for
     JAX this is the proof of its forward mode (scanned, compiled; teacher forcing, one-hot inputs, a mean loss,

@@ -1,0 +1,40 @@
+"""The zoo models a feature supports. Every zoo model runs full BPTT (with lengths= too) in every backend; the
+features below refuse a model with reverse-time states (bptt.derive.direction.reverse_states: a state read at
+t+1), so they run the zoo's models without them. Test files iterate over `supporting(feature, ...)`, so that a
+model added to the zoo is tested by each feature it has; tests/app/test_zoo_refusals.py tests each refusal."""
+
+from bptt.derive.direction import reverse_states
+from bptt.derive.models import load, names
+
+EVERY = tuple(names())
+WITH_REVERSE_STATES = tuple(name for name in EVERY if reverse_states(load(name)))
+
+REFUSED = {  # refused in one line (tests/app/test_zoo_refusals.py)
+    "truncate": "truncate=, and bptt check --truncate",
+    "checkpoints": "checkpoints=",
+    "forward_mode_grads": "forward_mode_grads",
+    "apply": "JAX's apply",
+    "standalone": "bptt codegen --standalone",
+    "bench": "bptt bench",
+    "analyze": "bptt analyze",
+    "exercises": "bptt exercises",
+}
+LACKING = {  # what a model with reverse-time states does not have, or its module does not do yet
+    "causal": "outputs that read no later input",
+    "streams": "a stream continued from the final states",
+    "one_program": "one forward-only program of the whole model (the codegen IR's _PASSES, helpers, seams, calls)",
+    "mirror": "its mirror in reverse time is a forward-only model's",
+    "cache_checks": "backward checks a corrupted cache (the sweeps runtime does not yet)",
+}
+FORWARD_ONLY_FEATURES = {**REFUSED, **LACKING}
+
+
+def supporting(*features):
+    """The zoo's names (sorted) of the models that run every one of `features`: all for full BPTT
+    ("full_bptt"), else those without reverse-time states."""
+    unknown = set(features) - set(FORWARD_ONLY_FEATURES) - {"full_bptt"}
+    if unknown:
+        raise KeyError(f"unknown features {sorted(unknown)}")
+    if set(features) <= {"full_bptt"}:
+        return EVERY
+    return tuple(name for name in EVERY if name not in WITH_REVERSE_STATES)
