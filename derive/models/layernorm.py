@@ -1,0 +1,49 @@
+"""Ba, Kiros and Hinton's LayerNorm-LSTM, as their paper writes it (equations 20-22):
+
+    (f_t, i_t, o_t, g_t) = LN(W_h h_{t-1}; α1, β1) + LN(W_x x_t; α2, β2) + b        (20)
+    c_t = σ(f_t) ⊙ c_{t-1} + σ(i_t) ⊙ tanh(g_t)                                      (21)
+    h_t = σ(o_t) ⊙ tanh(LN(c_t; α3, β3))                                             (22)
+
+LN(z; α, β) = α ⊙ (z − μ)/σ + β, μ and σ the mean and deviation of z's units, with no epsilon. The two norms of
+eq. 20 are of the whole 4h vectors; the gates are its four slices. A linear head s_t = V h_t with a squared error
+stands in for the layers above, as for the other gated cells.
+"""
+
+from sympy import HadamardProduct
+
+from bptt.derive.model import Model, matrix, sequence, sizes, vector
+from bptt.derive.nodes import SquaredError, layer_norm, sigmoid, t, tanh
+
+BA = (
+    "Ba, Kiros and Hinton, Layer Normalization (arXiv:1607.06450, 2016), equations 20-22: the layer-normalized "
+    "LSTM of its supplementary material"
+)
+
+
+def lstm_layernorm():
+    d, h, q = sizes("d h q")
+    x, hidden, cell = sequence("x", d, "input"), sequence("h", h, "state"), sequence("c", h, "state")
+    W_h, W_x, b = matrix("W_h", 4 * h, h), matrix("W_x", 4 * h, d), vector("b", 4 * h)
+    alpha = {k: vector(f"alpha_{k}", 4 * h if k < 3 else h) for k in (1, 2, 3)}
+    beta = {k: vector(f"beta_{k}", 4 * h if k < 3 else h) for k in (1, 2, 3)}
+    a = sequence("a", 4 * h, "intermediate")
+    gates = {name: sequence(name, h, "intermediate") for name in "fiog"}
+    f, i, o, g = (gates[name]() for name in "fiog")
+    V, s, y = matrix("V", q, h), sequence("s", q, "output"), sequence("y", q, "target")
+    steps = (
+        (a, layer_norm(W_h * hidden(t - 1), alpha[1], beta[1]) + layer_norm(W_x * x(), alpha[2], beta[2]) + b),
+        *((gates[name], a()[k * h : (k + 1) * h, :]) for k, name in enumerate("fiog")),
+        (cell, HadamardProduct(sigmoid(f), cell(t - 1)) + HadamardProduct(sigmoid(i), tanh(g))),
+        (hidden, HadamardProduct(sigmoid(o), tanh(layer_norm(cell(), alpha[3], beta[3])))),
+    )
+    return Model(
+        name="lstm-layernorm",
+        title="LayerNorm-LSTM (Ba, Kiros and Hinton, 2016)",
+        source=BA,
+        sizes=(d, h, q),
+        params=(W_h, W_x, b, alpha[1], beta[1], alpha[2], beta[2], alpha[3], beta[3], V),
+        inputs=(x,),
+        steps=steps,
+        outputs=((s, V * hidden()),),
+        loss=SquaredError(s(), y()),
+    )
