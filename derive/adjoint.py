@@ -13,6 +13,8 @@ from bptt.derive.blocks import Placed, SliceError, check_block
 from bptt.derive.distribute import FACTORS, coded_factor
 from bptt.derive.elementwise import Apply, UnknownFunction, derivative, power, registrations
 from bptt.derive.nodes import Diag, GenericLoss, LossGrad, OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError
+from bptt.derive.norms import Norm
+from bptt.derive.reductions import Reduce
 from bptt.derive.refusal import Refusal
 from bptt.derive.text import described
 
@@ -87,6 +89,16 @@ def _power(node, g, out):
     return [(node.base, g if isinstance(slope, OneMatrix) else Diag(slope) * g)]
 
 
+def _reduce(node, g, out):
+    """A reduction over the units, mean(v) or sum(v): v's adjoint is g broadcast over its rows (/n for a mean)."""
+    return [(node.arg, node.reduction.adjoint(node.arg, g))]
+
+
+def _norm(node, g, out):
+    """A norm the model did not name the parts of: through its expression."""
+    return [(node.inline(), g)]
+
+
 def _slice(node, g, out):
     """A slice of a parameter or of a sequence's value: its adjoint lands in its block of the parameter's gradient
     (its rows of dL/da_t)."""
@@ -118,6 +130,8 @@ RULES = {
     Apply: _apply,
     sp.HadamardPower: _power,
     sp.MatrixSlice: _slice,
+    Reduce: _reduce,
+    Norm: _norm,
     SquaredError: _squared_error,
     SoftmaxCrossEntropy: _softmax_cross_entropy,
     GenericLoss: _generic_loss,

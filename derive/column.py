@@ -1,5 +1,6 @@
 """Scalars in sums of column vectors, as the maths writes them: `1 - z_t` and `W x_t + U h_{t-1} + 1`
-mean the scalar times the ones vector.
+mean the scalar times the ones vector, and a 1 x 1 value (a reduction, `v - mean(v)`) in such a sum means
+the ones vector times it.
 
 SymPy refuses a scalar plus a matrix (`TypeError: Mix of Matrix and Scalar symbols`), and a sum such as
 `W x_t + U h_{t-1}` is SymPy's own MatAdd, built before the model sees it. So SymPy's matrix operators
@@ -32,15 +33,31 @@ def scalar_as_column(expr, other):
         return other
     if not isinstance(scalar, sp.Expr) or not scalar.is_commutative:
         return other
-    if not any(isinstance(node, Column) for node in sp.preorder_traversal(expr)):
+    if not _holds_column(expr):
         return other
     return scalar * OneMatrix(*expr.shape)
+
+
+def broadcast(expr, other):
+    """A 1 x 1 value (a reduction, mean(v)) in a sum with a column vector of n rows, as 1 times it: the ones
+    column of n rows times the 1 x 1 matrix; expr unchanged otherwise."""
+    if not (isinstance(expr, MatrixExpr) and isinstance(other, MatrixExpr)) or expr.shape != (1, 1):
+        return expr
+    rows = other.shape[0]
+    if other.shape[1] != 1 or rows == 1 or not _holds_column(expr):
+        return expr
+    return sp.MatMul(OneMatrix(rows, 1), expr)
+
+
+def _holds_column(expr):
+    return any(isinstance(node, Column) for node in sp.preorder_traversal(expr))
 
 
 def _reading_scalars(method):
     @functools.wraps(method)
     def operator(self, other):
-        return method(self, scalar_as_column(self, other))
+        other = scalar_as_column(self, other)
+        return method(broadcast(self, other), broadcast(other, self))
 
     return operator
 

@@ -13,6 +13,8 @@ from bptt.derive.blocks import Placed
 from bptt.derive.direction import FORWARD, sweeps
 from bptt.derive.elementwise import Apply, lookup
 from bptt.derive.nodes import Adj, Diag, OneHot, Softmax, SoftmaxCrossEntropy, SquaredError, T, TimeProduct, TimeSum, t
+from bptt.derive.norms import Norm
+from bptt.derive.reductions import Reduce
 
 
 def evaluate(expr, env, steps):
@@ -109,6 +111,8 @@ EXPLICIT = {
     Apply: lambda n: explicit(n.arg).applyfunc(lookup(n.function).scalar),
     sp.MatrixSlice: _block,
     Placed: _placed,
+    Reduce: lambda n: sp.ImmutableMatrix([[n.reduction.scalar(list(explicit(n.arg)))]]),
+    Norm: lambda n: explicit(n.inline()),
     Softmax: _softmax,
     OneHot: _onehot,
     SquaredError: _squared_error,

@@ -19,6 +19,7 @@ import sympy as sp
 from bptt.derive.direction import DirectionError, sweeps
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.nodes import Loss, SeqAt, t
+from bptt.derive.norms import Norm, expand_norms
 from bptt.derive.text import notation
 
 ROLES = ("input", "state", "intermediate", "output", "target", "label")
@@ -95,6 +96,11 @@ class Model:
     spec: str = ""  # how a user's file names it, `path.py:function` (set by models.load); "" for the zoo
 
     def __post_init__(self):
+        if any(rhs.has(Norm) for _, rhs in self.assignments if isinstance(rhs, sp.Basic)):  # its parts named
+            taken = {seq.name for seq in _sequences(self)} | {getattr(p, "name", "") for p in self.params}
+            steps, outputs = expand_norms(self.steps, self.outputs, sequence, taken)
+            object.__setattr__(self, "steps", steps)
+            object.__setattr__(self, "outputs", outputs)
         validate(self)
 
     @property
@@ -242,9 +248,10 @@ def _check_identifier(where, name):
 
 
 def _check_dimension(where, name, dim, sizes):
-    """A dimension is a size, or a positive multiple of one (4*h: four stacked blocks of h rows)."""
+    """A dimension is a size, or a positive multiple of one (4*h: four stacked blocks of h rows), or 1 (a norm's
+    mean and sigma)."""
     count, size = sp.sympify(dim).as_coeff_Mul()
-    if not (size in sizes and count.is_Integer and count >= 1):
+    if not (size in sizes and count.is_Integer and count >= 1) and dim != 1:
         shown = ", ".join(map(str, sizes))
         raise ModelError(
             f"{where}: {name} has a dimension {dim}; "

@@ -254,3 +254,7 @@ class MatAt(MatrixExpr):
     name = property(lambda self: self.args[0].name)
     time = property(lambda self: self.args[1])
     shape = property(lambda self: (self.args[2], self.args[3]))
+
+
+from bptt.derive.norms import layer_norm, rms_norm  # noqa: E402, F401 (the model API; norms.py reads SeqAt)
+from bptt.derive.reductions import mean, sum  # noqa: E402, F401, A004 (the model API)

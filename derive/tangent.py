@@ -14,6 +14,8 @@ from sympy.matrices.expressions.special import OneMatrix
 from bptt.derive.adjoint import CONSTANTS, NoRule
 from bptt.derive.elementwise import Apply, UnknownFunction, derivative, lookup, power
 from bptt.derive.nodes import Diag, SeqAt
+from bptt.derive.norms import Norm
+from bptt.derive.reductions import Reduce
 from bptt.derive.rows import rows_of
 from bptt.derive.text import described
 
@@ -114,6 +116,10 @@ def tangent_terms(expr, leaf, out=None):
             return _apply(node, tangent, name if name is not None else node)
         if isinstance(node, sp.HadamardPower):
             return _power(node, tangent, name if name is not None else node)
+        if isinstance(node, Reduce):  # linear: mean(v)_dot = 1^T v_dot / n
+            return [node.reduction.tangent(term) for term in tangent(node.arg)]
+        if isinstance(node, Norm):
+            return tangent(node.inline())
         if isinstance(node, sp.MatrixSlice) and not isinstance(node.parent, sp.MatrixSymbol):  # a_t[a:b, :]
             return [rows_of(term, *node.rowslice[:2]) for term in tangent(node.parent)]
         if isinstance(node, sp.MatrixSlice):  # the same block of the parameter's tangent

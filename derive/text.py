@@ -64,6 +64,13 @@ class TextPrinter(StrPrinter):
     def _print_Softmax(self, expr):
         return f"softmax({self._print(expr.arg)})"
 
+    def _print_Reduce(self, expr):
+        return f"{expr.name}({self._print(expr.arg)})"
+
+    def _print_Norm(self, expr):
+        listed = [self._print(a) for a in (expr.arg, expr.gain, expr.bias) if a is not None]
+        return f"{expr.kind}({', '.join(listed)}, eps={expr.eps})"
+
     def _print_OneHot(self, expr):
         return f"onehot({self._print(expr.label)})"
 
@@ -122,6 +129,8 @@ KINDS = {
     "Identity": "an identity matrix ({rows} x {cols})",
     "MatrixSlice": "the block {text}",
     "Apply": "the elementwise function {text}",
+    "Reduce": "the reduction {text}",
+    "Norm": "the norm {text}",
     "Diag": "the diagonal matrix {text}",
     "MatrixSymbol": "the parameter {text}",
 }

@@ -113,12 +113,13 @@ def bold(name, style=_mathbf):
 
 def sequence(name, time, style=_mathbf):
     """A sequence at a time (LaTeX): `\\mathbf{h}_{t+1}`; a name's own subscript before the time's, so that
-    `a_mu` reads as one name, `\\mathbf{a}_{\\textrm{mu},t}`; a `_bar` suffix a bar (`\\bar{\\mathbf{i}}_{t}`)."""
-    bar = name.endswith("_bar") and len(name) > 4
-    letters, sub = _split(name[:-4] if bar else name)
+    `a_mu` reads as one name, `\\mathbf{a}_{\\textrm{mu},t}`; a `_bar` or `_hat` suffix an accent
+    (`\\bar{\\mathbf{i}}_{t}`, a norm's `\\hat{\\mathbf{a}}_{t}`)."""
+    accent = next((a for a in ("bar", "hat") if name.endswith(f"_{a}") and len(name) > 4), None)
+    letters, sub = _split(name[:-4] if accent else name)
     base = layer(letters, style)
-    if bar:
-        base = rf"\bar{{{base}}}"
+    if accent:
+        base = rf"\{accent}{{{base}}}"
     index = rf"\textrm{{{name_text(sub, math=False)}}},{time}" if sub else time
     return f"{base}_{{{index}}}"
 
@@ -203,6 +204,9 @@ class BPTTLatexPrinter(LatexPrinter):
     def _print_Apply(self, expr):
         name = lookup(expr.function).latex
         return rf"{name}\left({self._print(expr.arg)}\right)"
+
+    def _print_Reduce(self, expr):
+        return rf"{expr.reduction.latex}\left({self._print(expr.arg)}\right)"
 
     def _print_Softmax(self, expr):
         return rf"\operatorname{{softmax}}\left({self._print(expr.arg)}\right)"

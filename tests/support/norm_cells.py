@@ -1,0 +1,79 @@
+"""Normalised cells as Model functions (`tests/support/norm_cells.py:layer_norm_elman`), for the proofs of mean,
+sum, layer_norm and rms_norm (issue 28): the exact proof, the oracle against every backend."""
+
+from sympy import HadamardPower, Rational
+from sympy import HadamardProduct as odot
+
+from bptt.derive.model import Model, matrix, sequence, sizes, vector
+from bptt.derive.nodes import SquaredError, layer_norm, mean, rms_norm, sigmoid, sum, t, tanh
+
+
+def _cell(name, title, params, x, hidden, steps, sizes_):
+    """A cell with the linear head s_t = V h_t and a squared error."""
+    d, h, q = sizes_
+    V = matrix("V", q, h)
+    s, y = sequence("s", q, "output"), sequence("y", q, "target")
+    return Model(
+        name=name,
+        title=title,
+        source="issue 28",
+        sizes=sizes_,
+        params=(*params, V),
+        inputs=(x,),
+        steps=tuple(steps),
+        outputs=((s, V * hidden()),),
+        loss=SquaredError(s(), y()),
+    )
+
+
+def layer_norm_elman():
+    """An Elman cell with a layer norm (gain, bias, eps) on its pre-activation: h_t = tanh(LN(W h_{t-1} + U x_t))."""
+    d, h, q = sizes("d h q")
+    W, U, b = matrix("W", h, h), matrix("U", h, d), vector("b", h)
+    gain, bias = vector("gamma", h), vector("beta", h)
+    x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
+    steps = (
+        (a, W * hidden(t - 1) + U * x() + b),
+        (hidden, tanh(layer_norm(a(), gain, bias, eps=Rational(1, 100)))),
+    )
+    return _cell("ln-elman", "Elman, layer-normalised", (W, U, b, gain, bias), x, hidden, steps, (d, h, q))
+
+
+def rms_gru():
+    """A GRU whose gates' pre-activations are RMS-normalised (gain, eps = 0) before their sigmoid; the candidate's
+    recurrent part is normalised with no gain."""
+    d, h, q = sizes("d h q")
+    x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
+    r, z, n = (sequence(gate, h, "intermediate") for gate in "rzn")
+    W = {gate: (matrix(f"W_{gate}", h, d), matrix(f"U_{gate}", h, h), vector(f"b_{gate}", h)) for gate in "rzn"}
+    g_r, g_z = vector("g_r", h), vector("g_z", h)
+
+    def pre(gate):
+        W_x, W_h, b = W[gate]
+        return W_x * x() + W_h * hidden(t - 1) + b
+
+    W_n, U_n, b_n = W["n"]
+    steps = (
+        (r, sigmoid(rms_norm(pre("r"), g_r))),
+        (z, sigmoid(rms_norm(pre("z"), g_z))),
+        (n, tanh(W_n * x() + b_n + odot(r(), rms_norm(U_n * hidden(t - 1), eps=Rational(1, 1000))))),
+        (hidden, odot(1 - z(), n()) + odot(z(), hidden(t - 1))),
+    )
+    params = [p for gate in "rzn" for p in W[gate]] + [g_r, g_z]
+    return _cell("rms-gru", "GRU, RMS-normalised gates", params, x, hidden, steps, (d, h, q))
+
+
+def reduced():
+    """mean and sum written out: a centred pre-activation, a scalar of the previous state's sum of squares
+    subtracted (broadcast), then a layer norm after the activation (no gain, no bias)."""
+    d, h, q = sizes("d h q")
+    W, U = matrix("W", h, h), matrix("U", h, d)
+    x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
+    act = sequence("g", h, "intermediate")
+    shrink = HadamardPower(1 + sum(HadamardPower(hidden(t - 1), 2)) / 4, -Rational(1, 2))
+    steps = (
+        (a, W * hidden(t - 1) + U * x()),
+        (act, tanh(a() - mean(a())) - shrink),
+        (hidden, layer_norm(act(), eps=Rational(1, 10))),
+    )
+    return _cell("reduced", "mean and sum written out", (W, U), x, hidden, steps, (d, h, q))
