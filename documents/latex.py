@@ -205,6 +205,15 @@ class BPTTLatexPrinter(LatexPrinter):
         name = lookup(expr.function).latex
         return rf"{name}\left({self._print(expr.arg)}\right)"
 
+    def _print_NormAdjoint(self, expr):
+        """A norm's adjoint as a textbook writes it: (1/σ)(I − (1/n)11ᵀ − (1/n)x̂x̂ᵀ) g (derive/norm_adjoint.py)."""
+        share, hat = rf"\frac{{1}}{{{self._print(expr.hat.shape[0])}}}", self._print(expr.hat)
+        ones = rf" - {share} \mathbf{{1}} \mathbf{{1}}^\top" if expr.centred else ""
+        return (
+            rf"\frac{{1}}{{{self._print(expr.sigma)}}} \left(\mathbf{{I}}{ones} - {share} {hat} {hat}^\top\right) "
+            + self._wrap(expr.g)
+        )
+
     def _print_Reduce(self, expr):
         return rf"{expr.reduction.latex}\left({self._print(expr.arg)}\right)"
 

@@ -1,0 +1,138 @@
+"""A norm's adjoint as a textbook writes it. For x̂ = (v − μ1)/σ, μ = mean(v), σ = (mean((v − μ1)²) + ε)^½
+(a layer norm; an RMS norm has no μ), the chain rule through μ, σ and x̂ gives three terms; with dσ/dv = x̂ᵀ/n they
+collect into one product of the normalised vector's Jacobian:
+
+    ∂L/∂v = (1/σ) (I − (1/n) 1 1ᵀ − (1/n) x̂ x̂ᵀ) ∂L/∂x̂          (layer norm)
+    ∂L/∂v = (1/σ) (I − (1/n) x̂ x̂ᵀ) ∂L/∂x̂                       (RMS norm)
+
+compact(derivation) finds each norm the model's steps hold (derive/norms.py names its parts μ, σ and x̂) and
+replaces the three terms of its input's adjoint by one NormAdjoint, and drops the adjoints of μ and σ, which it
+no longer reads. The documents print that Derivation; the code is generated from the uncollected one.
+"""
+
+from dataclasses import dataclass, replace
+
+import sympy as sp
+from sympy.matrices.expressions.special import OneMatrix
+
+from bptt.derive.bptt import Contribution
+from bptt.derive.nodes import Adj, SeqAt, t
+from bptt.derive.reductions import Reduce
+
+
+class NormAdjoint(sp.MatrixExpr):
+    """(1/σ)(I − (1/n)11ᵀ − (1/n)x̂x̂ᵀ) g, without the 11ᵀ term for an RMS norm (centred False)."""
+
+    def __new__(cls, centred, hat, sigma, g):
+        return sp.MatrixExpr.__new__(cls, sp.true if centred else sp.false, hat, sigma, g)
+
+    centred = property(lambda self: bool(self.args[0]))
+    hat = property(lambda self: self.args[1])
+    sigma = property(lambda self: self.args[2])
+    g = property(lambda self: self.args[3])
+    shape = property(lambda self: self.args[1].shape)
+
+    def projection(self):
+        """I − (1/n)11ᵀ − (1/n)x̂x̂ᵀ as a SymPy matrix expression."""
+        n = self.hat.shape[0]
+        terms = [sp.Identity(n), -self.hat * self.hat.T / n]
+        return sp.MatAdd(*terms, *([-OneMatrix(n, n) / n] if self.centred else []))
+
+    def expanded(self):
+        """The same product of plain SymPy nodes (1/σ as a column of ones times σ⁻¹): for explicit evaluation."""
+        n = self.hat.shape[0]
+        scale = OneMatrix(n, 1) * sp.HadamardPower(self.sigma, -1)
+        return sp.HadamardProduct(scale, self.projection() * self.g)
+
+
+@dataclass(frozen=True)
+class Found:
+    """One norm among a model's steps: the Seqs of its input v, μ (None for an RMS norm), σ and x̂."""
+
+    v: object
+    mu: object
+    sigma: object
+    hat: object
+
+    @property
+    def parts(self):
+        return {seq for seq in (self.mu, self.sigma, self.hat) if seq is not None}
+
+
+def norms(model):
+    """Every norm whose named parts the model's steps hold, as derive/norms.py writes them."""
+    rhs = {seq: value for seq, value in model.steps}
+    seqs = {seq.name: seq for seq in rhs}
+    found = []
+    for hat, value in rhs.items():
+        parts = _hat_parts(value)
+        if parts is None or parts[1].name not in seqs:
+            continue
+        v, sigma, mu = parts
+        sigma_rhs = rhs[seqs[sigma.name]]
+        if not (isinstance(sigma_rhs, sp.HadamardPower) and sigma_rhs.exp == sp.S.Half):
+            continue
+        if mu is not None and rhs.get(seqs.get(mu.name)) != Reduce("mean", v):
+            continue
+        found.append(Found(seqs.get(v.name), mu and seqs[mu.name], seqs[sigma.name], hat))
+    return found
+
+
+def _hat_parts(value):
+    """(v, σ, μ or None) of x̂'s equation (v − 1μ) ⊙ 1σ⁻¹ (or v ⊙ 1σ⁻¹), all SeqAt at t; None otherwise."""
+    if not isinstance(value, sp.HadamardProduct) or len(value.args) != 2:
+        return None
+    scale = next((a for a in value.args if isinstance(a, sp.MatMul) and isinstance(a.args[0], OneMatrix)), None)
+    if scale is None or len(scale.args) != 2 or not isinstance(scale.args[1], sp.HadamardPower):
+        return None
+    sigma = scale.args[1].base
+    centred = value.args[0] if value.args[1] is scale else value.args[1]
+    if isinstance(centred, SeqAt):
+        v, mu = centred, None
+    elif isinstance(centred, sp.MatAdd) and len(centred.args) == 2:
+        v = next((a for a in centred.args if isinstance(a, SeqAt)), None)
+        mus = [a for a in (-centred.args[0], -centred.args[1]) if isinstance(a, sp.MatMul)]
+        mu = next((m.args[-1] for m in mus if isinstance(m.args[-1], SeqAt)), None)
+        if v is None or mu is None:
+            return None
+    else:
+        return None
+    at_t = all(isinstance(s, SeqAt) and s.time == t for s in (v, sigma, *([mu] if mu is not None else [])))
+    return (v, sigma, mu) if at_t and scale.args[1].exp == -1 else None
+
+
+def compact(derivation):
+    """The Derivation with each norm's input adjoint collected into a NormAdjoint (module docstring)."""
+    found = norms(derivation.model)
+    if not found:
+        return derivation
+    folded = {seq for norm in found for seq in norm.parts if seq is not norm.hat}
+    states, forced, intermediates = (
+        {seq: _collected(derivation, seq, found) for seq in table}
+        for table in (derivation.states, derivation.forced, derivation.intermediates)
+    )
+    intermediates = {seq: value for seq, value in intermediates.items() if seq not in folded}
+    return replace(
+        derivation,
+        named=derivation.named - folded,
+        states=states,
+        forced=forced,
+        intermediates=intermediates,
+    )
+
+
+def _collected(derivation, seq, found):
+    """seq's contributions with those through a norm's parts (if seq is its input) replaced by one."""
+    contributions = (derivation.states | derivation.forced | derivation.intermediates)[seq]
+    for norm in (n for n in found if n.v == seq):
+        through = [c for c in contributions if c.through.name in {p.name for p in norm.parts}]
+        if not through:
+            continue
+        hat = next(c for c in through if c.through.name == norm.hat.name)
+        g = Adj(norm.hat(t)) if norm.hat in derivation.named else derivation.intermediate(norm.hat)
+        value = NormAdjoint(norm.mu is not None, norm.hat(t), norm.sigma(t), g).subs(t, hat.through.time)
+        first = contributions.index(through[0])
+        kept = [c for c in contributions if c not in through]
+        kept.insert(first, Contribution(value, hat.through, hat.rhs, hat.when))
+        contributions = kept
+    return contributions
