@@ -179,6 +179,8 @@ def block_closed_form(derivation):
     states = tuple(derivation.states)
     if len(states) < 2:
         raise NoClosedForm("a block closed form is for cells with several states")
+    if any(_placed_adjoint(derivation.recursion(s)) for s in states):  # a gate's rows of a stacked adjoint
+        raise NoClosedForm("the local term must depend on output adjoints only")  # as it would, after seconds
     recursion = _without_same_step_states({s: derivation.recursion(s) for s in states}, states)
     blocks, local = {}, {}
     for row in states:
@@ -204,6 +206,15 @@ def block_closed_form(derivation):
     beta = SeqAt("beta", j, size, "intermediate")
     expr = TimeSum(TimeProduct(jacobian, k, t + 1, j) * beta, j, t, T)
     return BlockClosedForm(states, blocks, local, expr, jacobian, beta)
+
+
+def _placed_adjoint(expr):
+    """Whether expr holds rows of a vector placed in a longer one (blocks.Placed) that read a state's adjoint:
+    such a term ends in the Placed block, not in an adjoint, whatever the products around it distribute into."""
+    return any(
+        isinstance(node, Placed) and any(a.of.role != "output" for a in node.atoms(Adj))
+        for node in sp.preorder_traversal(expr)
+    )
 
 
 def _trailing(term):
