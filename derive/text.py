@@ -55,6 +55,9 @@ class TextPrinter(StrPrinter):
     def _print_OneMatrix(self, expr):
         return "1"
 
+    def _print_Identity(self, expr):
+        return "1" if expr.shape == (1, 1) else "I"
+
     def _print_Diag(self, expr):
         return f"diag({self._print(expr.vector)})"
 

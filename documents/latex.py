@@ -196,7 +196,7 @@ class BPTTLatexPrinter(LatexPrinter):
         return r"\mathbf{0}"
 
     def _print_Identity(self, expr):
-        return r"\mathbf{I}"
+        return "1" if expr.shape == (1, 1) else r"\mathbf{I}"  # SymPy's c * OneMatrix(1, 1), a 1 x 1 sum's c
 
     def _print_Diag(self, expr):
         return rf"\operatorname{{diag}}\left({self._print(expr.vector)}\right)"

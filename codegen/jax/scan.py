@@ -15,7 +15,6 @@ initial value is concatenated first, so no array of T+1 steps is built around th
 from dataclasses import replace
 
 import sympy as sp
-from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.codegen.ir import Array, Assign, Loop, Steps, walk
 from bptt.codegen.jax.arrays import places, value_arrays
@@ -23,6 +22,7 @@ from bptt.codegen.jax.printer import JaxPrinter
 from bptt.codegen.jax.statements import Carried, Scan, scanned_input, tupled
 from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
+from bptt.codegen.printing.terms import ones
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, t
 
@@ -114,7 +114,7 @@ class PassPrinter(JaxPrinter):
 
     def _print_MatMul(self, expr):
         coeff, factors = expr.as_coeff_matrices()
-        if len(factors) == 1 and isinstance(factors[0], OneMatrix):
+        if len(factors) == 1 and ones(factors[0]):
             return self._print(coeff)  # c times the ones vector: the number, broadcast
         return super()._print_MatMul(expr)
 

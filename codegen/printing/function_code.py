@@ -66,6 +66,8 @@ def _text(value):
     """A Term's code, or a number's: an integer's digits, any other number as repr prints its float."""
     if isinstance(value, Term):
         return value.text
+    if isinstance(value, bool):  # keepdims=True
+        return str(value)
     if isinstance(value, int) or getattr(value, "is_Integer", False):
         return str(int(value))
     return repr(float(value))

@@ -37,6 +37,8 @@ ENTRIES = {
     "leaky_relu'": lambda xp, x, slope: float(slope) + float(1 - slope) * xp.heaviside(x, 0),
     "leaky_relu": lambda xp, x, slope: xp.maximum(x, float(slope) * x),
     "power": lambda xp, x, exponent: x**exponent,
+    "mean": lambda xp, x: x.mean(axis=-1, keepdims=True),  # the reductions over the units (derive/reductions.py)
+    "sum": lambda xp, x: x.sum(axis=-1, keepdims=True),
 }
 
 NUMPY = Library("np", sigmoid=helper("_sigmoid"))  # exp(-|z|) / (1 + exp(-|z|)) below 0: no overflow, no 0

@@ -154,6 +154,12 @@ class RowPrinter(ProductPrinting):
     def _print_OneMatrix(self, expr):
         return Code("1")
 
+    def _print_Identity(self, expr):
+        """The 1 x 1 identity SymPy makes of c * OneMatrix(1, 1), the scalar c in a sum of 1 x 1 values."""
+        if expr.shape != (1, 1):
+            return self.emptyPrinter(expr)
+        return Code("1")
+
     def _print_Rows(self, expr):
         return Code(f"{self._print(expr.matrix)}[{self.span(expr.start, expr.start + expr.count)}]")
 
@@ -219,6 +225,11 @@ class RowPrinter(ProductPrinting):
 
     def _print_HadamardPower(self, expr):
         _, code = self.elementwise(power(expr.exp), self._print(expr.base))
+        return Code(code.text, code.level)
+
+    def _print_Reduce(self, expr):
+        """A reduction over the units (mean, sum): the last axis, kept (it broadcasts); O(n), no ones."""
+        _, code = self.elementwise(expr.reduction, self._print(expr.arg))
         return Code(code.text, code.level)
 
     def _print_Apply(self, expr):

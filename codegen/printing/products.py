@@ -47,7 +47,7 @@ class ProductPrinting(Printer):
             right = acc if acc.level >= POWER else f"({acc})"
             return Code(f"{self.operand(factor.vector, POWER)} * {right}", PRODUCT)
         if isinstance(factor, OneMatrix):  # ones(r x c) v: the sum of v's entries in each of r rows
-            return self.spelling.ones_times(self, acc, self._print(factor.shape[0]))
+            return self.spelling.ones_times(self, acc, factor)
         left = acc if acc.level >= PRODUCT else f"({acc})"
         if isinstance(factor, sp.Transpose) and isinstance(factor.arg, PARAMETER):
             return Code(f"{left} @ {self._print(factor.arg)}", PRODUCT)

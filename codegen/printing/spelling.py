@@ -35,10 +35,17 @@ class Spelling:
         classes = p._print(expr.shape[0])
         return Code(f"{p.helper('_onehot')}({p.label(expr.label)}, {classes}, dtype)")
 
-    def ones_times(self, p, acc, rows):
+    def ones_times(self, p, acc, ones):
         """A matrix of ones (rows x cols) times the vectors whose row form is the code acc: each row's sum, `rows`
-        times."""
-        return Code(f"{row_sums(acc)}.repeat({rows}, axis=-1)")
+        times; a reduction's 1 x 1 value broadcast (cols 1) repeated, a sum (rows 1) not repeated."""
+        return self.ones_code(p, acc, ones, "{}.repeat({}, axis=-1)")
+
+    def ones_code(self, p, acc, ones, repeat):
+        rows, cols = ones.shape
+        total = acc if cols == 1 else row_sums(acc)
+        if rows == 1:
+            return Code(total)
+        return Code(repeat.format(total if getattr(total, "level", ATOM) >= ATOM else f"({total})", p._print(rows)))
 
     def vector_sum(self, p, term, rows):
         """A vector summed over the T*B rows: a product with ones."""

@@ -234,12 +234,17 @@ class InPlacePrinter(Statements):
             lines, factors = [self.take_columns(factors[-2], factors[-1], out)], factors[:-2]
             acc, acc_rows = out, rows
         else:
-            acc, lines = self.operand_into(factors[-1], out, factors[-1].shape[0])
-            acc_rows, factors = factors[-1].shape[0], factors[:-1]
+            acc_rows = factors[-1].shape[0]  # a 1 x 1 value broadcast by ones(n x 1) is computed in its own rows
+            broadcast = len(factors) > 1 and isinstance(factors[-2], OneMatrix) and acc_rows == 1
+            broadcast = broadcast and self.ref(factors[-1]) is None
+            into = self.scratch.take(acc_rows, self.stacked) if broadcast else out
+            acc, lines = self.operand_into(factors[-1], into, acc_rows)
+            factors = factors[:-1]
         for k, factor in enumerate(reversed(factors)):
             last = k == len(factors) - 1
             gemm_next = not last and not isinstance(factors[len(factors) - k - 2], Diag)
-            dest = out if last or not gemm_next else self.scratch.take(factor.shape[0], self.stacked)
+            in_out = last or (not gemm_next and not (factor.shape[0] == 1 != rows))  # a 1 x 1 midway: own rows
+            dest = out if in_out else self.scratch.take(factor.shape[0], self.stacked)
             if isinstance(factor, Diag):
                 vector = self.ref(factor.vector)
                 if vector is None:
@@ -249,7 +254,9 @@ class InPlacePrinter(Statements):
             elif isinstance(factor, OneMatrix):  # each row's sum, broadcast into its rows
                 if acc == dest:
                     dest = self.scratch.take(factor.shape[0], self.stacked)
-                lines.append(self.calls.line("copy", out=dest, x=row_sums(acc)))
+                # a 1 x 1 value (which acc may hold broadcast already) is copied into the rows, not summed
+                total = acc if factor.shape[1] == 1 else row_sums(acc)
+                lines.append(self.calls.line("copy", out=dest, x=total))
             else:
                 if acc == dest:
                     dest = self.scratch.take(factor.shape[0], self.stacked)

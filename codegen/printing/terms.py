@@ -34,14 +34,19 @@ class Scratch:
 
 
 def constant(term):
-    """c for a term c * 1 (the ones vector), else None."""
-    if isinstance(term, OneMatrix):
+    """c for a term c * 1 (the ones vector, or SymPy's I of 1 x 1 for a 1 x 1 sum's c: `1 + sum(v)`), else None."""
+    if ones(term):
         return sp.S.One
     if isinstance(term, sp.MatMul):
         coeff, factors = term.as_coeff_matrices()
-        if len(factors) == 1 and isinstance(factors[0], OneMatrix):
+        if len(factors) == 1 and ones(factors[0]):
             return coeff
     return None
+
+
+def ones(matrix):
+    """Whether matrix is a column of ones: OneMatrix, or the 1 x 1 identity SymPy makes of c * OneMatrix(1, 1)."""
+    return isinstance(matrix, OneMatrix) or (isinstance(matrix, sp.Identity) and matrix.shape == (1, 1))
 
 
 def negated(term):

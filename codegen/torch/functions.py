@@ -18,6 +18,8 @@ OWN = {
     "elu": lambda torch, x: torch.where(x > 0, x, torch.expm1(torch.clamp(x, max=0))),
     "leaky_relu'": lambda torch, x, slope: float(slope) + float(1 - slope) * (x > 0).to(x.dtype),
     "leaky_relu": lambda torch, x, slope: torch.maximum(x, float(slope) * x),
+    "mean": lambda torch, x: x.mean(dim=-1, keepdim=True),
+    "sum": lambda torch, x: x.sum(dim=-1, keepdim=True),
 }
 
 TORCH_FUNCTIONS = FunctionTable(

@@ -9,7 +9,7 @@ tensors with an age axis (WindowAdjointPrinter). All run under torch.no_grad().
 """
 
 from bptt.codegen.printing.printer import ATOM, SUM, Code, RowPrinter
-from bptt.codegen.printing.spelling import Spelling, row_sums
+from bptt.codegen.printing.spelling import Spelling
 from bptt.codegen.printing.window import WindowPrinter
 from bptt.codegen.torch.functions import TORCH_FUNCTIONS
 from bptt.derive.nodes import SeqAt, equal
@@ -18,8 +18,8 @@ from bptt.derive.nodes import SeqAt, equal
 class TorchSpelling(Spelling):
     backend, functions = "torch", TORCH_FUNCTIONS
 
-    def ones_times(self, p, acc, rows):
-        return Code(f"{row_sums(acc)}.repeat_interleave({rows}, dim=-1)")
+    def ones_times(self, p, acc, ones):
+        return self.ones_code(p, acc, ones, "{}.repeat_interleave({}, dim=-1)")
 
     def index_of(self, p, block):
         """A block's index in its parameter as a tuple of slices: `(slice(n_h, 2 * n_h),)`; all for None."""

@@ -47,7 +47,7 @@ class InPlaceSums(InPlacePrinter):
         return [f"torch.add({self.number(shift)}, {self.ref(x)}{alpha}, out={out})"]
 
     def number(self, value):
-        if self.stacked:
+        if self.stacked or not sp.sympify(value).is_number:  # a size's fraction (a mean's 1 / n_h): a float
             return super().number(value)
         name = "_number_" + repr(float(value)).replace("-", "minus_").replace(".", "_")
         if name not in self.prepared:

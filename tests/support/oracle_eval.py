@@ -1,7 +1,7 @@
 """The oracle's evaluator: a SymPy node of a model's step, evaluated in torch (float64), node by node.
 
 It shares no code with bptt.codegen: from bptt.derive it takes only the node classes, to recognise
-nodes, and each elementwise function's SymPy scalar form, which it evaluates with its own rules.
+nodes, and each elementwise function's and reduction's SymPy scalar form, which it evaluates with its own rules.
 A column vector at one step is a tensor (B, rows, 1); a parameter, a matrix (rows, cols); an
 integer label, (B,); a scalar inside an elementwise function, a tensor of its argument's shape.
 """
@@ -16,6 +16,8 @@ from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.elementwise import FUNCTIONS, Apply
 from bptt.derive.nodes import OneHot, SeqAt, Softmax, SoftmaxCrossEntropy, SquaredError, t
+from bptt.derive.norms import Norm
+from bptt.derive.reductions import Reduce
 
 DTYPE = torch.float64
 Z = sp.Symbol("z", real=True)  # the argument of an elementwise function's scalar form
@@ -135,6 +137,21 @@ def _scalar_form(name, scalar):
     return sp.sympify(scalar(Z))
 
 
+def _reduce(node, scope):
+    """A reduction over the units (mean, sum) through its registry entry's SymPy form of the entries z_1..z_n."""
+    column = evaluate(node.arg, scope)  # (B, n, 1)
+    entries = sp.symbols(f"z1:{column.shape[-2] + 1}", real=True)
+    form = node.reduction.scalar(list(entries))
+    inner = Scope(scope.sizes, scope.params, symbols={z: column[..., k : k + 1, :] for k, z in enumerate(entries)})
+    value = evaluate(sp.sympify(form), inner)
+    return value if isinstance(value, torch.Tensor) else torch.full_like(column[..., :1, :], value)
+
+
+def _norm(node, scope):
+    """A norm the model did not name the parts of: its equations, written out."""
+    return evaluate(node.inline(), scope)
+
+
 def _softmax(node, scope):
     """softmax of a column: over the rows."""
     return torch.softmax(evaluate(node.arg, scope), dim=-2)
@@ -232,6 +249,8 @@ RULES = {
     sp.Identity: _identity,
     sp.MatPow: _matpow,
     Apply: _apply,
+    Reduce: _reduce,
+    Norm: _norm,
     Softmax: _softmax,
     OneHot: _onehot,
     SquaredError: _squared_error,
