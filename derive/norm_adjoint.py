@@ -17,7 +17,7 @@ from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.bptt import Contribution
 from bptt.derive.nodes import Adj, SeqAt, t
-from bptt.derive.reductions import Reduce
+from bptt.derive.reductions import Reduce, mean
 
 
 class NormAdjoint(sp.MatrixExpr):
@@ -37,6 +37,14 @@ class NormAdjoint(sp.MatrixExpr):
         n = self.hat.shape[0]
         terms = [sp.Identity(n), -self.hat * self.hat.T / n]
         return sp.MatAdd(*terms, *([-OneMatrix(n, n) / n] if self.centred else []))
+
+    def rows_form(self):
+        """The same in O(n) per vector, for the code: (1/σ) ⊙ (g − 1 mean(g) − x̂ ⊙ 1 mean(x̂ ⊙ g)); no n x n matrix."""
+        n, hat, g = self.hat.shape[0], self.hat, self.g
+        ones = OneMatrix(n, 1)
+        terms = [g, -sp.HadamardProduct(hat, ones * mean(sp.HadamardProduct(hat, g)))]
+        terms += [-ones * mean(g)] if self.centred else []
+        return sp.HadamardProduct(ones * sp.HadamardPower(self.sigma, -1), sp.MatAdd(*terms))
 
     def expanded(self):
         """The same product of plain SymPy nodes (1/σ as a column of ones times σ⁻¹): for explicit evaluation."""
@@ -99,6 +107,23 @@ def _hat_parts(value):
         return None
     at_t = all(isinstance(s, SeqAt) and s.time == t for s in (v, sigma, *([mu] if mu is not None else [])))
     return (v, sigma, mu) if at_t and scale.args[1].exp == -1 else None
+
+
+def for_code(derivation):
+    """compact(derivation) with each NormAdjoint in its O(n) form of reductions (NormAdjoint.rows_form)."""
+    collected = compact(derivation)
+    if collected is derivation:
+        return derivation
+
+    def rows(contributions):
+        return [replace(c, value=c.value.replace(NormAdjoint, _rows_form)) for c in contributions]
+
+    tables = {name: getattr(collected, name) for name in ("states", "forced", "intermediates")}
+    return replace(collected, **{name: {s: rows(c) for s, c in table.items()} for name, table in tables.items()})
+
+
+def _rows_form(*args):
+    return NormAdjoint(*args).rows_form()
 
 
 def compact(derivation):
