@@ -82,8 +82,21 @@ def norms(model):
             continue
         if mu is not None and rhs.get(seqs.get(mu.name)) != Reduce("mean", v):
             continue
-        found.append(Found(seqs.get(v.name), mu and seqs[mu.name], seqs[sigma.name], hat))
+        norm = Found(seqs.get(v.name), mu and seqs[mu.name], seqs[sigma.name], hat)
+        if _read_by_parts_only(model, norm):
+            found.append(norm)
     return found
+
+
+def _read_by_parts_only(model, norm):
+    """Whether μ and σ are read by the norm's own equations only (σ's and x̂'s), so their adjoints fold."""
+    own = {norm.sigma.name, norm.hat.name}
+    folded = {seq.name for seq in norm.parts if seq is not norm.hat}
+    for seq, value in model.assignments:
+        read = {node.name for node in value.atoms(SeqAt)}
+        if seq.name not in own and read & folded:
+            return False
+    return True
 
 
 def _hat_parts(value):
@@ -120,6 +133,19 @@ def for_code(derivation):
 
     tables = {name: getattr(collected, name) for name in ("states", "forced", "intermediates")}
     return replace(collected, **{name: {s: rows(c) for s, c in table.items()} for name, table in tables.items()})
+
+
+def tangents_in_rows(steps):
+    """A StepTangents (derive/rtrl.py) with each NormAdjoint of a tangent in its O(n) form, for the code."""
+
+    def rows(term):
+        return term.replace(NormAdjoint, _rows_form)
+
+    def table(terms):
+        return {seq: [rows(term) for term in each] for seq, each in terms.items()}
+
+    reads = {rows(term): of for term, of in steps.reads.items()}
+    return replace(steps, tangents=table(steps.tangents), outputs=table(steps.outputs), reads=reads)
 
 
 def _rows_form(*args):

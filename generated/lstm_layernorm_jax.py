@@ -185,107 +185,33 @@ def _forward_mode(params, x, y, c0, h0):
         """The tangents at t from those at t-1, and step t's share of every gradient."""
         (dot_c, dot_h) = carry
         (
-            h_prev, a1_in_t, mu_a1_in_t, sigma_a1_in_t, x_t, a2_in_t, mu_a2_in_t, sigma_a2_in_t, a1_in_hat_t,
-            a2_in_hat_t, f_t, c_prev, i_t, g_t, c_t, mu_c_t, sigma_c_t, o_t, c_hat_t, d_s_t, h_t
+            h_prev, a1_in_hat_t, sigma_a1_in_t, x_t, a2_in_hat_t, sigma_a2_in_t, f_t, c_prev, i_t, g_t, c_hat_t,
+            sigma_c_t, o_t, d_s_t, h_t
         ) = inputs
         total = jnp.zeros((B, along_V.stop), dtype)
         # dot(a1_in_t) = dot(W_h) h_{t-1} + W_h dot(h_{t-1})
         dot_a1_in = dot_h @ W_h.T
         dot_a1_in = dot_a1_in.at[along_W_h].add(_directions(h_prev, 4 * n_h))  # dot(W_h) h_{t-1}
-        # dot(mu_a1_in_t) = 1/(4*h) 1 dot(a1_in_t)
-        dot_mu_a1_in = 1 / (4 * n_h) * (dot_a1_in.sum(axis=-1, keepdims=True))
-        # dot(sigma_a1_in_t) = 1/(4*h) diag(1/2 mean((a1_in_t - 1 mu_a1_in_t)^2)^(-1/2)) 1 diag(2 a1_in_t - 2 1
-        # mu_a1_in_t) dot(a1_in_t) - 1/(4*h) diag(1/2 mean((a1_in_t - 1 mu_a1_in_t)^2)^(-1/2)) 1 diag(2 a1_in_t - 2 1
-        # mu_a1_in_t) 1 dot(mu_a1_in_t)
-        dot_sigma_a1_in = (
-            (
-                1
-                / (4 * n_h)
-                * (
-                    (
-                        0.5
-                        * ((a1_in_t - mu_a1_in_t.repeat(4 * n_h, axis=-1)) ** 2).mean(axis=-1, keepdims=True) ** -0.5
-                    )
-                    * ((2 * a1_in_t - 2 * mu_a1_in_t.repeat(4 * n_h, axis=-1)) * dot_a1_in).sum(
-                        axis=-1, keepdims=True
-                    )
-                )
-            )
-            - (
-                1
-                / (4 * n_h)
-                * (
-                    (
-                        0.5
-                        * ((a1_in_t - mu_a1_in_t.repeat(4 * n_h, axis=-1)) ** 2).mean(
-                            axis=-1, keepdims=True
-                        ) ** -0.5
-                    )
-                    * (
-                        (2 * a1_in_t - 2 * mu_a1_in_t.repeat(4 * n_h, axis=-1))
-                        * dot_mu_a1_in.repeat(4 * n_h, axis=-1)
-                    ).sum(axis=-1, keepdims=True)
-                )
-            )
-        )
-        # dot(a1_in_hat_t) = diag(1 sigma_a1_in_t^(-1)) dot(a1_in_t) + diag(a1_in_t - 1 mu_a1_in_t) 1
-        # diag(-sigma_a1_in_t^(-2)) dot(sigma_a1_in_t) - diag(1 sigma_a1_in_t^(-1)) 1 dot(mu_a1_in_t)
+        # dot(a1_in_hat_t) = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dot(a1_in_t)
         dot_a1_in_hat = (
-            (sigma_a1_in_t ** -1).repeat(4 * n_h, axis=-1) * dot_a1_in
-            + (
-                (a1_in_t - mu_a1_in_t.repeat(4 * n_h, axis=-1))
-                * ((-sigma_a1_in_t ** -2) * dot_sigma_a1_in).repeat(4 * n_h, axis=-1)
+            (
+                dot_a1_in
+                - dot_a1_in.mean(axis=-1, keepdims=True)
+                - a1_in_hat_t * (a1_in_hat_t * dot_a1_in).mean(axis=-1, keepdims=True)
             )
-            - (sigma_a1_in_t ** -1).repeat(4 * n_h, axis=-1) * dot_mu_a1_in.repeat(4 * n_h, axis=-1)
+            / sigma_a1_in_t
         )
         # dot(a2_in_t) = dot(W_x) x_t
         dot_a2_in = jnp.zeros((directions, B, 4 * n_h), dtype)
         dot_a2_in = dot_a2_in.at[along_W_x].add(_directions(x_t, 4 * n_h))  # dot(W_x) x_t
-        # dot(mu_a2_in_t) = 1/(4*h) 1 dot(a2_in_t)
-        dot_mu_a2_in = 1 / (4 * n_h) * (dot_a2_in.sum(axis=-1, keepdims=True))
-        # dot(sigma_a2_in_t) = 1/(4*h) diag(1/2 mean((a2_in_t - 1 mu_a2_in_t)^2)^(-1/2)) 1 diag(2 a2_in_t - 2 1
-        # mu_a2_in_t) dot(a2_in_t) - 1/(4*h) diag(1/2 mean((a2_in_t - 1 mu_a2_in_t)^2)^(-1/2)) 1 diag(2 a2_in_t - 2 1
-        # mu_a2_in_t) 1 dot(mu_a2_in_t)
-        dot_sigma_a2_in = (
-            (
-                1
-                / (4 * n_h)
-                * (
-                    (
-                        0.5
-                        * ((a2_in_t - mu_a2_in_t.repeat(4 * n_h, axis=-1)) ** 2).mean(axis=-1, keepdims=True) ** -0.5
-                    )
-                    * ((2 * a2_in_t - 2 * mu_a2_in_t.repeat(4 * n_h, axis=-1)) * dot_a2_in).sum(
-                        axis=-1, keepdims=True
-                    )
-                )
-            )
-            - (
-                1
-                / (4 * n_h)
-                * (
-                    (
-                        0.5
-                        * ((a2_in_t - mu_a2_in_t.repeat(4 * n_h, axis=-1)) ** 2).mean(
-                            axis=-1, keepdims=True
-                        ) ** -0.5
-                    )
-                    * (
-                        (2 * a2_in_t - 2 * mu_a2_in_t.repeat(4 * n_h, axis=-1))
-                        * dot_mu_a2_in.repeat(4 * n_h, axis=-1)
-                    ).sum(axis=-1, keepdims=True)
-                )
-            )
-        )
-        # dot(a2_in_hat_t) = diag(1 sigma_a2_in_t^(-1)) dot(a2_in_t) + diag(a2_in_t - 1 mu_a2_in_t) 1
-        # diag(-sigma_a2_in_t^(-2)) dot(sigma_a2_in_t) - diag(1 sigma_a2_in_t^(-1)) 1 dot(mu_a2_in_t)
+        # dot(a2_in_hat_t) = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dot(a2_in_t)
         dot_a2_in_hat = (
-            (sigma_a2_in_t ** -1).repeat(4 * n_h, axis=-1) * dot_a2_in
-            + (
-                (a2_in_t - mu_a2_in_t.repeat(4 * n_h, axis=-1))
-                * ((-sigma_a2_in_t ** -2) * dot_sigma_a2_in).repeat(4 * n_h, axis=-1)
+            (
+                dot_a2_in
+                - dot_a2_in.mean(axis=-1, keepdims=True)
+                - a2_in_hat_t * (a2_in_hat_t * dot_a2_in).mean(axis=-1, keepdims=True)
             )
-            - (sigma_a2_in_t ** -1).repeat(4 * n_h, axis=-1) * dot_mu_a2_in.repeat(4 * n_h, axis=-1)
+            / sigma_a2_in_t
         )
         # dot(a_t) = dot(b) + dot(beta_1) + dot(beta_2) + diag(a1_in_hat_t) dot(alpha_1) + diag(a2_in_hat_t)
         # dot(alpha_2) + diag(alpha_1) dot(a1_in_hat_t) + diag(alpha_2) dot(a2_in_hat_t)
@@ -312,36 +238,10 @@ def _forward_mode(params, x, y, c0, h0):
             + jnp.tanh(g_t) * (((1 - jax.nn.sigmoid(i_t)) * jax.nn.sigmoid(i_t)) * dot_i)
             + jax.nn.sigmoid(i_t) * ((1 - jnp.tanh(g_t) ** 2) * dot_g)
         )
-        # dot(mu_c_t) = 1/h 1 dot(c_t)
-        dot_mu_c = 1 / n_h * (dot_c.sum(axis=-1, keepdims=True))
-        # dot(sigma_c_t) = 1/h diag(1/2 mean((c_t - 1 mu_c_t)^2)^(-1/2)) 1 diag(2 c_t - 2 1 mu_c_t) dot(c_t) - 1/h
-        # diag(1/2 mean((c_t - 1 mu_c_t)^2)^(-1/2)) 1 diag(2 c_t - 2 1 mu_c_t) 1 dot(mu_c_t)
-        dot_sigma_c = (
-            (
-                1
-                / n_h
-                * (
-                    (0.5 * ((c_t - mu_c_t.repeat(n_h, axis=-1)) ** 2).mean(axis=-1, keepdims=True) ** -0.5)
-                    * ((2 * c_t - 2 * mu_c_t.repeat(n_h, axis=-1)) * dot_c).sum(axis=-1, keepdims=True)
-                )
-            )
-            - (
-                1
-                / n_h
-                * (
-                    (0.5 * ((c_t - mu_c_t.repeat(n_h, axis=-1)) ** 2).mean(axis=-1, keepdims=True) ** -0.5)
-                    * ((2 * c_t - 2 * mu_c_t.repeat(n_h, axis=-1)) * dot_mu_c.repeat(n_h, axis=-1)).sum(
-                        axis=-1, keepdims=True
-                    )
-                )
-            )
-        )
-        # dot(c_hat_t) = diag(1 sigma_c_t^(-1)) dot(c_t) + diag(c_t - 1 mu_c_t) 1 diag(-sigma_c_t^(-2)) dot(sigma_c_t) -
-        # diag(1 sigma_c_t^(-1)) 1 dot(mu_c_t)
+        # dot(c_hat_t) = 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dot(c_t)
         dot_c_hat = (
-            (sigma_c_t ** -1).repeat(n_h, axis=-1) * dot_c
-            + (c_t - mu_c_t.repeat(n_h, axis=-1)) * ((-sigma_c_t ** -2) * dot_sigma_c).repeat(n_h, axis=-1)
-            - (sigma_c_t ** -1).repeat(n_h, axis=-1) * dot_mu_c.repeat(n_h, axis=-1)
+            (dot_c - dot_c.mean(axis=-1, keepdims=True) - c_hat_t * (c_hat_t * dot_c).mean(axis=-1, keepdims=True))
+            / sigma_c_t
         )
         # dot(h_t) = diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3) +
         # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3) + diag(tanh(beta_3 + alpha_3 *
@@ -368,12 +268,8 @@ def _forward_mode(params, x, y, c0, h0):
 
     # t = 1..T
     _, (shares,) = jax.lax.scan(
-        _step,
-        (dot_c, dot_h),
-        (
-            h[:-1], a1_in, mu_a1_in, sigma_a1_in, x, a2_in, mu_a2_in, sigma_a2_in, a1_in_hat, a2_in_hat, f, c[:-1], i,
-            g, c[1:], mu_c, sigma_c, o, c_hat, d_s, h[1:]
-        )
+        _step, (dot_c, dot_h),
+        (h[:-1], a1_in_hat, sigma_a1_in, x, a2_in_hat, sigma_a2_in, f, c[:-1], i, g, c_hat, sigma_c, o, d_s, h[1:])
     )
     total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
     grads["W_h"] = total[:, along_W_h].sum(axis=0).reshape(W_h.shape)
@@ -493,21 +389,21 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         """One step t, last first: the adjoints at t+1 in, those at t out."""
         (d_a1_in_next, d_c_next) = carry
         (
-            d_h_t, o_t, c_hat_t, sigma_c_t, f_next, i_t, g_t, c_prev, f_t, a_t, sigma_a2_in_t, a2_in_hat_t,
-            sigma_a1_in_t, a1_in_hat_t, keep_t
+            d_h_t, o_t, c_hat_t, sigma_c_t, f_next, i_t, g_t, c_prev, f_t, a_t, a2_in_hat_t, sigma_a2_in_t, a1_in_hat_t,
+            sigma_a1_in_t, keep_t
         ) = inputs
         d_h_t = _fresh(d_h_t, ages)  # computed outside the loop: at age 0 in a window
         d_h_t = d_h_t + _flow(d_a1_in_next @ W_h, keep_t, ages)  # dL/dh_t += W_h^T dL/da1_in_{t+1}
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
         d_c_hat_t = alpha_3 * ((1 - jnp.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (jax.nn.sigmoid(o_t) * d_h_t))
-        # dL/dc_t = 1 sigma_c_t^(-1) * (dL/dc_hat_t - (1 mean(dL/dc_hat_t * c_hat_t) * c_hat_t) - 1 mean(dL/dc_hat_t))
+        # dL/dc_t = 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c_t = (
-            (sigma_c_t ** -1).repeat(n_h, axis=-1)
-            * (
+            (
                 d_c_hat_t
-                - (d_c_hat_t * c_hat_t).mean(axis=-1, keepdims=True).repeat(n_h, axis=-1) * c_hat_t
-                - d_c_hat_t.mean(axis=-1, keepdims=True).repeat(n_h, axis=-1)
+                - d_c_hat_t.mean(axis=-1, keepdims=True)
+                - c_hat_t * (c_hat_t * d_c_hat_t).mean(axis=-1, keepdims=True)
             )
+            / sigma_c_t
         )
         # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
         d_c_t = d_c_t + _flow(jax.nn.sigmoid(f_next) * d_c_next, keep_t, ages)
@@ -526,26 +422,24 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
             (jnp.s_[..., 3 * n_h:], d_g_t)
         )
         d_a2_in_hat_t = alpha_2 * d_a_t  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
-        # dL/da2_in_t = 1 sigma_a2_in_t^(-1) * (dL/da2_in_hat_t - (1 mean(dL/da2_in_hat_t * a2_in_hat_t) * a2_in_hat_t)
-        # - 1 mean(dL/da2_in_hat_t))
+        # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
         d_a2_in_t = (
-            (sigma_a2_in_t ** -1).repeat(4 * n_h, axis=-1)
-            * (
+            (
                 d_a2_in_hat_t
-                - (d_a2_in_hat_t * a2_in_hat_t).mean(axis=-1, keepdims=True).repeat(4 * n_h, axis=-1) * a2_in_hat_t
-                - d_a2_in_hat_t.mean(axis=-1, keepdims=True).repeat(4 * n_h, axis=-1)
+                - d_a2_in_hat_t.mean(axis=-1, keepdims=True)
+                - a2_in_hat_t * (a2_in_hat_t * d_a2_in_hat_t).mean(axis=-1, keepdims=True)
             )
+            / sigma_a2_in_t
         )
         d_a1_in_hat_t = alpha_1 * d_a_t  # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
-        # dL/da1_in_t = 1 sigma_a1_in_t^(-1) * (dL/da1_in_hat_t - (1 mean(dL/da1_in_hat_t * a1_in_hat_t) * a1_in_hat_t)
-        # - 1 mean(dL/da1_in_hat_t))
+        # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
         d_a1_in_t = (
-            (sigma_a1_in_t ** -1).repeat(4 * n_h, axis=-1)
-            * (
+            (
                 d_a1_in_hat_t
-                - (d_a1_in_hat_t * a1_in_hat_t).mean(axis=-1, keepdims=True).repeat(4 * n_h, axis=-1) * a1_in_hat_t
-                - d_a1_in_hat_t.mean(axis=-1, keepdims=True).repeat(4 * n_h, axis=-1)
+                - d_a1_in_hat_t.mean(axis=-1, keepdims=True)
+                - a1_in_hat_t * (a1_in_hat_t * d_a1_in_hat_t).mean(axis=-1, keepdims=True)
             )
+            / sigma_a1_in_t
         )
         return (
             (d_a1_in_t, d_c_t),
@@ -560,8 +454,8 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
             following.get("_d_next_c", zero_n_h)
         ),
         (
-            d_h, o, c_hat, sigma_c, _following(f, following.get("_next_f")), i, g, c[:-1], f, a, sigma_a2_in,
-            a2_in_hat, sigma_a1_in, a1_in_hat, keep_next
+            d_h, o, c_hat, sigma_c, _following(f, following.get("_next_f")), i, g, c[:-1], f, a, a2_in_hat,
+            sigma_a2_in, a1_in_hat, sigma_a1_in, keep_next
         ),
         reverse=True
     )
@@ -597,5 +491,5 @@ _DATA = {"xs": "d", "ys": "q", "outputs": "q"}  # the rows of a step of xs, ys a
 _SPEC = _Spec(PARAMS, SIZES, SHAPES, STATES, CACHE, MEAN, TEACHER_FORCED, _DATA, labels=(), output="s")
 _PASSES = _Passes(
     _SPEC, _forward, _gradients_and_following, _squared_error,
-    step_rows=("2*h", "6 + d + q + 27*h", "q + 25*h", "27*h"), step_factor=2,
+    step_rows=("2*h", "6 + d + q + 27*h", "q + 15*h", "27*h"), step_factor=2,
 )  # step_factor: measured, codegen/jax/memory.py

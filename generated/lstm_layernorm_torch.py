@@ -163,110 +163,26 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
             # dot(a1_in_t) = dot(W_h) h_{t-1} + W_h dot(h_{t-1})
             dot_a1_in = dot_h @ W_h.T
             dot_a1_in[along_W_h] += _directions(h[t - 1], 4 * n_h)  # dot(W_h) h_{t-1}
-            # dot(mu_a1_in_t) = 1/(4*h) 1 dot(a1_in_t)
-            dot_mu_a1_in = 1 / (4 * n_h) * (dot_a1_in.sum(axis=-1, keepdims=True))
-            # dot(sigma_a1_in_t) = 1/(4*h) diag(1/2 mean((a1_in_t - 1 mu_a1_in_t)^2)^(-1/2)) 1 diag(2 a1_in_t - 2 1
-            # mu_a1_in_t) dot(a1_in_t) - 1/(4*h) diag(1/2 mean((a1_in_t - 1 mu_a1_in_t)^2)^(-1/2)) 1 diag(2 a1_in_t - 2
-            # 1 mu_a1_in_t) 1 dot(mu_a1_in_t)
-            dot_sigma_a1_in = (
-                (
-                    1
-                    / (4 * n_h)
-                    * (
-                        (
-                            0.5
-                            * ((a1_in[t] - mu_a1_in[t].repeat_interleave(4 * n_h, dim=-1)) ** 2).mean(
-                                dim=-1, keepdim=True
-                            ) ** -0.5
-                        )
-                        * ((2 * a1_in[t] - 2 * mu_a1_in[t].repeat_interleave(4 * n_h, dim=-1)) * dot_a1_in).sum(
-                            axis=-1, keepdims=True
-                        )
-                    )
-                )
-                - (
-                    1
-                    / (4 * n_h)
-                    * (
-                        (
-                            0.5
-                            * ((a1_in[t] - mu_a1_in[t].repeat_interleave(4 * n_h, dim=-1)) ** 2).mean(
-                                dim=-1, keepdim=True
-                            ) ** -0.5
-                        )
-                        * (
-                            (2 * a1_in[t] - 2 * mu_a1_in[t].repeat_interleave(4 * n_h, dim=-1))
-                            * dot_mu_a1_in.repeat_interleave(4 * n_h, dim=-1)
-                        ).sum(axis=-1, keepdims=True)
-                    )
-                )
-            )
-            # dot(a1_in_hat_t) = diag(1 sigma_a1_in_t^(-1)) dot(a1_in_t) + diag(a1_in_t - 1 mu_a1_in_t) 1
-            # diag(-sigma_a1_in_t^(-2)) dot(sigma_a1_in_t) - diag(1 sigma_a1_in_t^(-1)) 1 dot(mu_a1_in_t)
+            # dot(a1_in_hat_t) = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dot(a1_in_t)
             dot_a1_in_hat = (
-                (sigma_a1_in[t] ** -1).repeat_interleave(4 * n_h, dim=-1) * dot_a1_in
-                + (
-                    (a1_in[t] - mu_a1_in[t].repeat_interleave(4 * n_h, dim=-1))
-                    * ((-sigma_a1_in[t] ** -2) * dot_sigma_a1_in).repeat_interleave(4 * n_h, dim=-1)
+                (
+                    dot_a1_in
+                    - dot_a1_in.mean(dim=-1, keepdim=True)
+                    - a1_in_hat[t] * (a1_in_hat[t] * dot_a1_in).mean(dim=-1, keepdim=True)
                 )
-                - (
-                    (sigma_a1_in[t] ** -1).repeat_interleave(4 * n_h, dim=-1)
-                    * dot_mu_a1_in.repeat_interleave(4 * n_h, dim=-1)
-                )
+                / sigma_a1_in[t]
             )
             # dot(a2_in_t) = dot(W_x) x_t
             dot_a2_in = torch.zeros((directions, B, 4 * n_h), dtype=dtype, device=device)
             dot_a2_in[along_W_x] += _directions(x[t - 1], 4 * n_h)  # dot(W_x) x_t
-            # dot(mu_a2_in_t) = 1/(4*h) 1 dot(a2_in_t)
-            dot_mu_a2_in = 1 / (4 * n_h) * (dot_a2_in.sum(axis=-1, keepdims=True))
-            # dot(sigma_a2_in_t) = 1/(4*h) diag(1/2 mean((a2_in_t - 1 mu_a2_in_t)^2)^(-1/2)) 1 diag(2 a2_in_t - 2 1
-            # mu_a2_in_t) dot(a2_in_t) - 1/(4*h) diag(1/2 mean((a2_in_t - 1 mu_a2_in_t)^2)^(-1/2)) 1 diag(2 a2_in_t - 2
-            # 1 mu_a2_in_t) 1 dot(mu_a2_in_t)
-            dot_sigma_a2_in = (
-                (
-                    1
-                    / (4 * n_h)
-                    * (
-                        (
-                            0.5
-                            * ((a2_in[t] - mu_a2_in[t].repeat_interleave(4 * n_h, dim=-1)) ** 2).mean(
-                                dim=-1, keepdim=True
-                            ) ** -0.5
-                        )
-                        * ((2 * a2_in[t] - 2 * mu_a2_in[t].repeat_interleave(4 * n_h, dim=-1)) * dot_a2_in).sum(
-                            axis=-1, keepdims=True
-                        )
-                    )
-                )
-                - (
-                    1
-                    / (4 * n_h)
-                    * (
-                        (
-                            0.5
-                            * ((a2_in[t] - mu_a2_in[t].repeat_interleave(4 * n_h, dim=-1)) ** 2).mean(
-                                dim=-1, keepdim=True
-                            ) ** -0.5
-                        )
-                        * (
-                            (2 * a2_in[t] - 2 * mu_a2_in[t].repeat_interleave(4 * n_h, dim=-1))
-                            * dot_mu_a2_in.repeat_interleave(4 * n_h, dim=-1)
-                        ).sum(axis=-1, keepdims=True)
-                    )
-                )
-            )
-            # dot(a2_in_hat_t) = diag(1 sigma_a2_in_t^(-1)) dot(a2_in_t) + diag(a2_in_t - 1 mu_a2_in_t) 1
-            # diag(-sigma_a2_in_t^(-2)) dot(sigma_a2_in_t) - diag(1 sigma_a2_in_t^(-1)) 1 dot(mu_a2_in_t)
+            # dot(a2_in_hat_t) = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dot(a2_in_t)
             dot_a2_in_hat = (
-                (sigma_a2_in[t] ** -1).repeat_interleave(4 * n_h, dim=-1) * dot_a2_in
-                + (
-                    (a2_in[t] - mu_a2_in[t].repeat_interleave(4 * n_h, dim=-1))
-                    * ((-sigma_a2_in[t] ** -2) * dot_sigma_a2_in).repeat_interleave(4 * n_h, dim=-1)
+                (
+                    dot_a2_in
+                    - dot_a2_in.mean(dim=-1, keepdim=True)
+                    - a2_in_hat[t] * (a2_in_hat[t] * dot_a2_in).mean(dim=-1, keepdim=True)
                 )
-                - (
-                    (sigma_a2_in[t] ** -1).repeat_interleave(4 * n_h, dim=-1)
-                    * dot_mu_a2_in.repeat_interleave(4 * n_h, dim=-1)
-                )
+                / sigma_a2_in[t]
             )
             # dot(a_t) = dot(b) + dot(beta_1) + dot(beta_2) + diag(a1_in_hat_t) dot(alpha_1) + diag(a2_in_hat_t)
             # dot(alpha_2) + diag(alpha_1) dot(a1_in_hat_t) + diag(alpha_2) dot(a2_in_hat_t)
@@ -293,52 +209,10 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
                 + torch.tanh(g[t]) * (((1 - torch.sigmoid(i[t])) * torch.sigmoid(i[t])) * dot_i)
                 + torch.sigmoid(i[t]) * ((1 - torch.tanh(g[t]) ** 2) * dot_g)
             )
-            # dot(mu_c_t) = 1/h 1 dot(c_t)
-            dot_mu_c = 1 / n_h * (dot_c.sum(axis=-1, keepdims=True))
-            # dot(sigma_c_t) = 1/h diag(1/2 mean((c_t - 1 mu_c_t)^2)^(-1/2)) 1 diag(2 c_t - 2 1 mu_c_t) dot(c_t) - 1/h
-            # diag(1/2 mean((c_t - 1 mu_c_t)^2)^(-1/2)) 1 diag(2 c_t - 2 1 mu_c_t) 1 dot(mu_c_t)
-            dot_sigma_c = (
-                (
-                    1
-                    / n_h
-                    * (
-                        (
-                            0.5
-                            * ((c[t] - mu_c[t].repeat_interleave(n_h, dim=-1)) ** 2).mean(
-                                dim=-1, keepdim=True
-                            ) ** -0.5
-                        )
-                        * ((2 * c[t] - 2 * mu_c[t].repeat_interleave(n_h, dim=-1)) * dot_c).sum(
-                            axis=-1, keepdims=True
-                        )
-                    )
-                )
-                - (
-                    1
-                    / n_h
-                    * (
-                        (
-                            0.5
-                            * ((c[t] - mu_c[t].repeat_interleave(n_h, dim=-1)) ** 2).mean(
-                                dim=-1, keepdim=True
-                            ) ** -0.5
-                        )
-                        * (
-                            (2 * c[t] - 2 * mu_c[t].repeat_interleave(n_h, dim=-1))
-                            * dot_mu_c.repeat_interleave(n_h, dim=-1)
-                        ).sum(axis=-1, keepdims=True)
-                    )
-                )
-            )
-            # dot(c_hat_t) = diag(1 sigma_c_t^(-1)) dot(c_t) + diag(c_t - 1 mu_c_t) 1 diag(-sigma_c_t^(-2))
-            # dot(sigma_c_t) - diag(1 sigma_c_t^(-1)) 1 dot(mu_c_t)
+            # dot(c_hat_t) = 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dot(c_t)
             dot_c_hat = (
-                (sigma_c[t] ** -1).repeat_interleave(n_h, dim=-1) * dot_c
-                + (
-                    (c[t] - mu_c[t].repeat_interleave(n_h, dim=-1))
-                    * ((-sigma_c[t] ** -2) * dot_sigma_c).repeat_interleave(n_h, dim=-1)
-                )
-                - (sigma_c[t] ** -1).repeat_interleave(n_h, dim=-1) * dot_mu_c.repeat_interleave(n_h, dim=-1)
+                (dot_c - dot_c.mean(dim=-1, keepdim=True) - c_hat[t] * (c_hat[t] * dot_c).mean(dim=-1, keepdim=True))
+                / sigma_c[t]
             )
             # dot(h_t) = diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3) +
             # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3) + diag(tanh(beta_3 + alpha_3 *
@@ -523,86 +397,71 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     g = cache["g"]
     sigma_c = cache["sigma_c"]
     c_hat = cache["c_hat"]
-    _all_h = work["_all_h"]
     _k1 = work["_k1"]
-    _k2 = work["_k2"]
-    _step_1 = work["_step_1"]
-    _step_1_2 = work["_step_1_2"]
-    _step_1_3 = work["_step_1_3"]
     _step_4h = work["_step_4h"]
     _step_4h_2 = work["_step_4h_2"]
     _step_4h_3 = work["_step_4h_3"]
-    _step_h = work["_step_h"]
-    _step_h_2 = work["_step_h_2"]
-    _step_h_3 = work["_step_h_3"]
     d_a1_in = work["d_a1_in"]
-    d_a1_in_hat = work["d_a1_in_hat"]
     d_a2_in = work["d_a2_in"]
-    d_a2_in_hat = work["d_a2_in_hat"]
     d_a = work["d_a"]
     d_c = work["d_c"]
-    d_c_hat = work["d_c_hat"]
     d_h = work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     _weights = _flow_weights(keep, T)
     # dL/dh_t = V^T dL/ds_t + ...
     torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
-    # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * sigmoid(o_t) * alpha_3, all steps at once
-    torch.mul(alpha_3, c_hat[1:], out=_k1[1:])
-    torch.add(_k1[1:], beta_3, out=_k1[1:])
-    torch.tanh(_k1[1:], out=_k1[1:])
-    torch.square(_k1[1:], out=_k1[1:])
-    torch.neg(_k1[1:], out=_k1[1:])
-    _k1[1:].add_(1)
-    torch.mul(_k1[1:], alpha_3, out=_k1[1:])
-    torch.sigmoid(o[1:], out=_all_h)
-    torch.mul(_k1[1:], _all_h, out=_k1[1:])
     # sigmoid(f_t), all steps at once
-    torch.sigmoid(f[1:], out=_k2[1:])
+    torch.sigmoid(f[1:], out=_k1[1:])
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
             _step(
-                d_h[t], d_a1_in[t : t + 2], d_c_hat[t], _k1[t], d_c[t : t + 2], sigma_c[t], c_hat[t], _k2[t + 1],
-                d_a[t], c[t - 1], f[t], g[t], i[t], o[t], a[t], d_a2_in_hat[t], d_a2_in[t], sigma_a2_in[t],
-                a2_in_hat[t], d_a1_in_hat[t], sigma_a1_in[t], a1_in_hat[t], W_h, n_h, beta_3, alpha_3, alpha_2, alpha_1,
-                _weights[t]
+                d_h[t], d_a1_in[t : t + 2], d_c[t : t + 2], o[t], c_hat[t], sigma_c[t], _k1[t + 1], d_a[t], c[t - 1],
+                f[t], g[t], i[t], a[t], d_a2_in[t], a2_in_hat[t], sigma_a2_in[t], a1_in_hat[t], sigma_a1_in[t], W_h,
+                beta_3, alpha_3, n_h, alpha_2, alpha_1, _weights[t]
             )
             continue
-        d_h_t, d_c_hat_t, _k1_t, d_c_t, sigma_c_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], sigma_c[t]
-        c_hat_t, d_a_t, i_t, g_t, a_t = c_hat[t], d_a[t], i[t], g[t], a[t]
-        c_prev, f_t, o_t, d_a2_in_hat_t, d_a2_in_t = c[t - 1], f[t], o[t], d_a2_in_hat[t], d_a2_in[t]
-        sigma_a2_in_t, a2_in_hat_t, d_a1_in_hat_t, d_a1_in_t, sigma_a1_in_t = (
-            sigma_a2_in[t], a2_in_hat[t], d_a1_in_hat[t], d_a1_in[t], sigma_a1_in[t]
+        d_h_t, d_c_t, o_t, c_hat_t, sigma_c_t = d_h[t], d_c[t], o[t], c_hat[t], sigma_c[t]
+        d_a_t, i_t, g_t, a_t, c_prev = d_a[t], i[t], g[t], a[t], c[t - 1]
+        f_t, d_a2_in_t, a2_in_hat_t, sigma_a2_in_t, d_a1_in_t = (
+            f[t], d_a2_in[t], a2_in_hat[t], sigma_a2_in[t], d_a1_in[t]
         )
-        a1_in_hat_t = a1_in_hat[t]
+        a1_in_hat_t, sigma_a1_in_t = a1_in_hat[t], sigma_a1_in[t]
         if t < T:
             # dL/dh_t += W_h^T dL/da1_in_{t+1}
             d_h_t.addmm_(d_a1_in[t + 1], W_h, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a1_in = following["_d_next_a1_in"]
             d_h_t.addmm_(_d_next_a1_in[0], W_h, alpha=_weights[t])
-        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
-        torch.mul(_k1_t, d_h_t, out=d_c_hat_t)
-        # dL/dc_t = 1 sigma_c_t^(-1) * (dL/dc_hat_t - (1 mean(dL/dc_hat_t * c_hat_t) * c_hat_t) - 1 mean(dL/dc_hat_t))
-        torch.pow(sigma_c_t, -1, out=_step_1)
-        d_c_t.copy_(_step_1)
-        _step_h.copy_(d_c_hat_t)
-        _step_1_2[...] = (d_c_hat_t * c_hat_t).mean(dim=-1, keepdim=True)
-        _step_h_2.copy_(_step_1_2)
-        _step_h.addcmul_(_step_h_2, c_hat_t, value=-1)
-        _step_1_3[...] = d_c_hat_t.mean(dim=-1, keepdim=True)
-        _step_h_3.copy_(_step_1_3)
-        _step_h.add_(_step_h_3, alpha=-1)
-        torch.mul(d_c_t, _step_h, out=d_c_t)
+        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t; dL/dc_t =
+        # 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dL/dc_hat_t
+        d_c_t[...] = (
+            (
+                (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t)))
+                - (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t))).mean(
+                    dim=-1, keepdim=True
+                )
+                - (
+                    c_hat_t
+                    * (
+                        c_hat_t
+                        * (
+                            alpha_3
+                            * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t))
+                        )
+                    ).mean(dim=-1, keepdim=True)
+                )
+            )
+            / sigma_c_t
+        )
         if t < T:
             # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
-            d_c_t.addcmul_(_k2[t + 1], d_c[t + 1], value=_weights[t])
+            d_c_t.addcmul_(_k1[t + 1], d_c[t + 1], value=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
-            _next_k2 = following["_next_k2"]
-            d_c_t.addcmul_(_next_k2[0], _d_next_c[0], value=_weights[t])
+            _next_k1 = following["_next_k1"]
+            d_c_t.addcmul_(_next_k1[0], _d_next_c[0], value=_weights[t])
         # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t; dL/di_t = diag((1 - sigmoid(i_t)) *
         # sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t; dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 +
         # alpha_3 * c_hat_t)) dL/dh_t; dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t; dL/da_t = [a_t[:h,
@@ -630,41 +489,33 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             )
         )
         d_a_t.add_(_step_4h_3)
-        # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
-        torch.mul(alpha_2, d_a_t, out=d_a2_in_hat_t)
-        # dL/da2_in_t = 1 sigma_a2_in_t^(-1) * (dL/da2_in_hat_t - (1 mean(dL/da2_in_hat_t * a2_in_hat_t) * a2_in_hat_t)
-        # - 1 mean(dL/da2_in_hat_t))
-        torch.pow(sigma_a2_in_t, -1, out=_step_1)
-        d_a2_in_t.copy_(_step_1)
-        _step_4h.copy_(d_a2_in_hat_t)
-        _step_1_2[...] = (d_a2_in_hat_t * a2_in_hat_t).mean(dim=-1, keepdim=True)
-        _step_4h_2.copy_(_step_1_2)
-        _step_4h.addcmul_(_step_4h_2, a2_in_hat_t, value=-1)
-        _step_1_3[...] = d_a2_in_hat_t.mean(dim=-1, keepdim=True)
-        _step_4h_3.copy_(_step_1_3)
-        _step_4h.add_(_step_4h_3, alpha=-1)
-        torch.mul(d_a2_in_t, _step_4h, out=d_a2_in_t)
-        # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
-        torch.mul(alpha_1, d_a_t, out=d_a1_in_hat_t)
-        # dL/da1_in_t = 1 sigma_a1_in_t^(-1) * (dL/da1_in_hat_t - (1 mean(dL/da1_in_hat_t * a1_in_hat_t) * a1_in_hat_t)
-        # - 1 mean(dL/da1_in_hat_t))
-        torch.pow(sigma_a1_in_t, -1, out=_step_1)
-        d_a1_in_t.copy_(_step_1)
-        _step_4h.copy_(d_a1_in_hat_t)
-        _step_1_2[...] = (d_a1_in_hat_t * a1_in_hat_t).mean(dim=-1, keepdim=True)
-        _step_4h_2.copy_(_step_1_2)
-        _step_4h.addcmul_(_step_4h_2, a1_in_hat_t, value=-1)
-        _step_1_3[...] = d_a1_in_hat_t.mean(dim=-1, keepdim=True)
-        _step_4h_3.copy_(_step_1_3)
-        _step_4h.add_(_step_4h_3, alpha=-1)
-        torch.mul(d_a1_in_t, _step_4h, out=d_a1_in_t)
+        # dL/da2_in_hat_t = diag(alpha_2) dL/da_t; dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h)
+        # a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
+        d_a2_in_t[...] = (
+            (
+                (alpha_2 * d_a_t)
+                - (alpha_2 * d_a_t).mean(dim=-1, keepdim=True)
+                - a2_in_hat_t * (a2_in_hat_t * (alpha_2 * d_a_t)).mean(dim=-1, keepdim=True)
+            )
+            / sigma_a2_in_t
+        )
+        # dL/da1_in_hat_t = diag(alpha_1) dL/da_t; dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h)
+        # a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
+        d_a1_in_t[...] = (
+            (
+                (alpha_1 * d_a_t)
+                - (alpha_1 * d_a_t).mean(dim=-1, keepdim=True)
+                - a1_in_hat_t * (a1_in_hat_t * (alpha_1 * d_a_t)).mean(dim=-1, keepdim=True)
+            )
+            / sigma_a1_in_t
+        )
     d_c0 = _weighted(keep, 0, torch.sigmoid(f[1]) * d_c[1])  # dL/dc_0 = diag(sigmoid(f_1)) dL/dc_1
     d_h0 = _weighted(keep, 0, d_a1_in[1] @ W_h)  # dL/dh_0 = W_h^T dL/da1_in_1
     if following is not None:  # step 1's values, for the segment before this one
         following.update(
             {
                 "_d_next_a1_in": d_a1_in[1].clone()[None], "_d_next_c": d_c[1].clone()[None],
-                "_next_k2": _k2[1].clone()[None]
+                "_next_k1": _k1[1].clone()[None]
             }
         )
     return {"d_a1_in": d_a1_in, "d_a2_in": d_a2_in, "d_a": d_a, "d_h": d_h}, (d_c0, d_h0)
@@ -708,14 +559,14 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             d_h[t] += _age(_d_next_a1_in[0] @ W_h)
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
         d_c_hat[t] = alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (torch.sigmoid(o[t]) * d_h[t]))
-        # dL/dc_t = 1 sigma_c_t^(-1) * (dL/dc_hat_t - (1 mean(dL/dc_hat_t * c_hat_t) * c_hat_t) - 1 mean(dL/dc_hat_t))
+        # dL/dc_t = 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c[t] = (
-            (sigma_c[t] ** -1).repeat_interleave(n_h, dim=-1)
-            * (
+            (
                 d_c_hat[t]
-                - (d_c_hat[t] * c_hat[t]).mean(dim=-1, keepdim=True).repeat_interleave(n_h, dim=-1) * c_hat[t]
-                - d_c_hat[t].mean(dim=-1, keepdim=True).repeat_interleave(n_h, dim=-1)
+                - d_c_hat[t].mean(dim=-1, keepdim=True)
+                - c_hat[t] * (c_hat[t] * d_c_hat[t]).mean(dim=-1, keepdim=True)
             )
+            / sigma_c[t]
         )
         if t < T:
             d_c[t] += _age(torch.sigmoid(f[t + 1]) * d_c[t + 1])  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
@@ -738,32 +589,24 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             ((Ellipsis, slice(2 * n_h, 3 * n_h),), d_o[t]), ((Ellipsis, slice(3 * n_h, None),), d_g[t])
         )
         d_a2_in_hat[t] = alpha_2 * d_a[t]  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
-        # dL/da2_in_t = 1 sigma_a2_in_t^(-1) * (dL/da2_in_hat_t - (1 mean(dL/da2_in_hat_t * a2_in_hat_t) * a2_in_hat_t)
-        # - 1 mean(dL/da2_in_hat_t))
+        # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
         d_a2_in[t] = (
-            (sigma_a2_in[t] ** -1).repeat_interleave(4 * n_h, dim=-1)
-            * (
+            (
                 d_a2_in_hat[t]
-                - (
-                    (d_a2_in_hat[t] * a2_in_hat[t]).mean(dim=-1, keepdim=True).repeat_interleave(4 * n_h, dim=-1)
-                    * a2_in_hat[t]
-                )
-                - d_a2_in_hat[t].mean(dim=-1, keepdim=True).repeat_interleave(4 * n_h, dim=-1)
+                - d_a2_in_hat[t].mean(dim=-1, keepdim=True)
+                - a2_in_hat[t] * (a2_in_hat[t] * d_a2_in_hat[t]).mean(dim=-1, keepdim=True)
             )
+            / sigma_a2_in[t]
         )
         d_a1_in_hat[t] = alpha_1 * d_a[t]  # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
-        # dL/da1_in_t = 1 sigma_a1_in_t^(-1) * (dL/da1_in_hat_t - (1 mean(dL/da1_in_hat_t * a1_in_hat_t) * a1_in_hat_t)
-        # - 1 mean(dL/da1_in_hat_t))
+        # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
         d_a1_in[t] = (
-            (sigma_a1_in[t] ** -1).repeat_interleave(4 * n_h, dim=-1)
-            * (
+            (
                 d_a1_in_hat[t]
-                - (
-                    (d_a1_in_hat[t] * a1_in_hat[t]).mean(dim=-1, keepdim=True).repeat_interleave(4 * n_h, dim=-1)
-                    * a1_in_hat[t]
-                )
-                - d_a1_in_hat[t].mean(dim=-1, keepdim=True).repeat_interleave(4 * n_h, dim=-1)
+                - d_a1_in_hat[t].mean(dim=-1, keepdim=True)
+                - a1_in_hat[t] * (a1_in_hat[t] * d_a1_in_hat[t]).mean(dim=-1, keepdim=True)
             )
+            / sigma_a1_in[t]
         )
     d_c0 = _age(torch.sigmoid(f[1]) * d_c[1]).sum(axis=0)  # dL/dc_0 = diag(sigmoid(f_1)) dL/dc_1
     d_h0 = _age(d_a1_in[1] @ W_h).sum(axis=0)  # dL/dh_0 = W_h^T dL/da1_in_1
@@ -833,14 +676,11 @@ _PASSES = _Passes(
         "_step_1": ("B", "1"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
     },
     backward_work={
-        "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
-        "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"),
-        "_step_1": ("B", "1"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"), "_step_1_2": ("B", "1"),
-        "_step_h_3": ("B", "h"), "_step_1_3": ("B", "1"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"),
+        "d_h": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"),
         "_step_4h_3": ("B", "4*h"),
     },
-    step_rows=("2*h", "7 + q + 35*h", "q + 26*h", "27*h"),
+    step_rows=("2*h", "7 + q + 35*h", "q + 15*h", "27*h"),
 )
 
 
@@ -879,25 +719,31 @@ def _forward_step(
 
 
 def _adjoints_step(
-    d_h_t, d_a1_in_steps, d_c_hat_t, _k1_t, d_c_steps, sigma_c_t, c_hat_t, _k2_next, d_a_t, c_prev, f_t, g_t, i_t, o_t,
-    a_t, d_a2_in_hat_t, d_a2_in_t, sigma_a2_in_t, a2_in_hat_t, d_a1_in_hat_t, sigma_a1_in_t, a1_in_hat_t, W_h, n_h,
-    beta_3, alpha_3, alpha_2, alpha_1, keep_t
+    d_h_t, d_a1_in_steps, d_c_steps, o_t, c_hat_t, sigma_c_t, _k1_next, d_a_t, c_prev, f_t, g_t, i_t, a_t, d_a2_in_t,
+    a2_in_hat_t, sigma_a2_in_t, a1_in_hat_t, sigma_a1_in_t, W_h, beta_3, alpha_3, n_h, alpha_2, alpha_1, keep_t
 ):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     d_a1_in_next, d_a1_in_t, d_c_t, d_c_next = d_a1_in_steps[1], d_a1_in_steps[0], d_c_steps[0], d_c_steps[1]
     d_h_t.add_(keep_t * (d_a1_in_next @ W_h))  # dL/dh_t += W_h^T dL/da1_in_{t+1}
-    # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
-    d_c_hat_t.copy_(_k1_t * d_h_t)
-    # dL/dc_t = 1 sigma_c_t^(-1) * (dL/dc_hat_t - (1 mean(dL/dc_hat_t * c_hat_t) * c_hat_t) - 1 mean(dL/dc_hat_t))
+    # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t; dL/dc_t =
+    # 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dL/dc_hat_t
     d_c_t.copy_(
-        (sigma_c_t ** -1).repeat_interleave(n_h, dim=-1)
-        * (
-            d_c_hat_t
-            - (d_c_hat_t * c_hat_t).mean(dim=-1, keepdim=True).repeat_interleave(n_h, dim=-1) * c_hat_t
-            - d_c_hat_t.mean(dim=-1, keepdim=True).repeat_interleave(n_h, dim=-1)
+        (
+            (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t)))
+            - (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t))).mean(
+                dim=-1, keepdim=True
+            )
+            - (
+                c_hat_t
+                * (
+                    c_hat_t
+                    * (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t)))
+                ).mean(dim=-1, keepdim=True)
+            )
         )
+        / sigma_c_t
     )
-    d_c_t.add_(keep_t * (_k2_next * d_c_next))  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
+    d_c_t.add_(keep_t * (_k1_next * d_c_next))  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
     # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t; dL/di_t = diag((1 - sigmoid(i_t)) *
     # sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t; dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 +
     # alpha_3 * c_hat_t)) dL/dh_t; dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t; dL/da_t = [a_t[:h, :]:
@@ -917,33 +763,25 @@ def _adjoints_step(
             ((Ellipsis, slice(3 * n_h, None),), (1 - torch.tanh(g_t) ** 2) * (torch.sigmoid(i_t) * d_c_t))
         )
     )
-    d_a2_in_hat_t.copy_(alpha_2 * d_a_t)  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
-    # dL/da2_in_t = 1 sigma_a2_in_t^(-1) * (dL/da2_in_hat_t - (1 mean(dL/da2_in_hat_t * a2_in_hat_t) * a2_in_hat_t) - 1
-    # mean(dL/da2_in_hat_t))
+    # dL/da2_in_hat_t = diag(alpha_2) dL/da_t; dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t
+    # a2_in_hat_t^T) dL/da2_in_hat_t
     d_a2_in_t.copy_(
-        (sigma_a2_in_t ** -1).repeat_interleave(4 * n_h, dim=-1)
-        * (
-            d_a2_in_hat_t
-            - (
-                (d_a2_in_hat_t * a2_in_hat_t).mean(dim=-1, keepdim=True).repeat_interleave(4 * n_h, dim=-1)
-                * a2_in_hat_t
-            )
-            - d_a2_in_hat_t.mean(dim=-1, keepdim=True).repeat_interleave(4 * n_h, dim=-1)
+        (
+            (alpha_2 * d_a_t)
+            - (alpha_2 * d_a_t).mean(dim=-1, keepdim=True)
+            - a2_in_hat_t * (a2_in_hat_t * (alpha_2 * d_a_t)).mean(dim=-1, keepdim=True)
         )
+        / sigma_a2_in_t
     )
-    d_a1_in_hat_t.copy_(alpha_1 * d_a_t)  # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
-    # dL/da1_in_t = 1 sigma_a1_in_t^(-1) * (dL/da1_in_hat_t - (1 mean(dL/da1_in_hat_t * a1_in_hat_t) * a1_in_hat_t) - 1
-    # mean(dL/da1_in_hat_t))
+    # dL/da1_in_hat_t = diag(alpha_1) dL/da_t; dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t
+    # a1_in_hat_t^T) dL/da1_in_hat_t
     d_a1_in_t.copy_(
-        (sigma_a1_in_t ** -1).repeat_interleave(4 * n_h, dim=-1)
-        * (
-            d_a1_in_hat_t
-            - (
-                (d_a1_in_hat_t * a1_in_hat_t).mean(dim=-1, keepdim=True).repeat_interleave(4 * n_h, dim=-1)
-                * a1_in_hat_t
-            )
-            - d_a1_in_hat_t.mean(dim=-1, keepdim=True).repeat_interleave(4 * n_h, dim=-1)
+        (
+            (alpha_1 * d_a_t)
+            - (alpha_1 * d_a_t).mean(dim=-1, keepdim=True)
+            - a1_in_hat_t * (a1_in_hat_t * (alpha_1 * d_a_t)).mean(dim=-1, keepdim=True)
         )
+        / sigma_a1_in_t
     )
 
 
