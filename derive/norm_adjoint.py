@@ -31,6 +31,7 @@ class NormAdjoint(sp.MatrixExpr):
     sigma = property(lambda self: self.args[2])
     g = property(lambda self: self.args[3])
     shape = property(lambda self: self.args[1].shape)
+    rereads = property(lambda self: 2 if self.centred else 1)  # g read again, by its mean(s): (g - mean(g) - ...)
 
     def projection(self):
         """I − (1/n)11ᵀ − (1/n)x̂x̂ᵀ as a SymPy matrix expression."""

@@ -201,7 +201,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
             + np.tanh(g[t]) * (((1 - _sigmoid(i[t])) * _sigmoid(i[t])) * dot_i)
             + _sigmoid(i[t]) * ((1 - np.tanh(g[t]) ** 2) * dot_g)
         )
-        # dot(c_hat_t) = 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dot(c_t)
+        # dot(c_hat_t) = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dot(c_t)
         dot_c_hat = (
             (dot_c - dot_c.mean(axis=-1, keepdims=True) - c_hat[t] * (c_hat[t] * dot_c).mean(axis=-1, keepdims=True))
             / sigma_c[t]
@@ -378,30 +378,45 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     g = cache["g"]
     sigma_c = cache["sigma_c"]
     c_hat = cache["c_hat"]
+    _all_h = work["_all_h"]
     _k1 = work["_k1"]
+    _k2 = work["_k2"]
     _step_4h = work["_step_4h"]
     _step_4h_2 = work["_step_4h_2"]
     _step_4h_3 = work["_step_4h_3"]
     _step_h = work["_step_h"]
     d_a1_in = work["d_a1_in"]
+    d_a1_in_hat = work["d_a1_in_hat"]
     d_a2_in = work["d_a2_in"]
+    d_a2_in_hat = work["d_a2_in_hat"]
     d_a = work["d_a"]
     d_c = work["d_c"]
+    d_c_hat = work["d_c_hat"]
     d_h = work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     T = d_s.shape[0]
     # dL/dh_t = V^T dL/ds_t + ...
     np.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * sigmoid(o_t) * alpha_3, all steps at once
+    np.multiply(alpha_3, c_hat[1:], out=_k1[1:])
+    np.add(_k1[1:], beta_3, out=_k1[1:])
+    np.tanh(_k1[1:], out=_k1[1:])
+    np.square(_k1[1:], out=_k1[1:])
+    np.subtract(1, _k1[1:], out=_k1[1:])
+    np.multiply(_k1[1:], alpha_3, out=_k1[1:])
+    _sigmoid(o[1:], out=_all_h)
+    np.multiply(_k1[1:], _all_h, out=_k1[1:])
     # sigmoid(f_t), all steps at once
-    _sigmoid(f[1:], out=_k1[1:])
+    _sigmoid(f[1:], out=_k2[1:])
     for t in range(T, 0, -1):
-        d_h_t, d_c_t, o_t, c_hat_t, sigma_c_t = d_h[t], d_c[t], o[t], c_hat[t], sigma_c[t]
-        d_a_t, i_t, g_t, a_t, c_prev = d_a[t], i[t], g[t], a[t], c[t - 1]
-        f_t, d_a2_in_t, a2_in_hat_t, sigma_a2_in_t, d_a1_in_t = (
-            f[t], d_a2_in[t], a2_in_hat[t], sigma_a2_in[t], d_a1_in[t]
+        d_h_t, d_c_hat_t, _k1_t, d_c_t, c_hat_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], c_hat[t]
+        sigma_c_t, d_a_t, i_t, g_t, a_t = sigma_c[t], d_a[t], i[t], g[t], a[t]
+        c_prev, f_t, o_t, d_a2_in_hat_t, d_a2_in_t = c[t - 1], f[t], o[t], d_a2_in_hat[t], d_a2_in[t]
+        a2_in_hat_t, sigma_a2_in_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t = (
+            a2_in_hat[t], sigma_a2_in[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t]
         )
-        a1_in_hat_t, sigma_a1_in_t = a1_in_hat[t], sigma_a1_in[t]
+        sigma_a1_in_t = sigma_a1_in[t]
         if t < T:
             # dL/dh_t += W_h^T dL/da1_in_{t+1}
             np.dot(d_a1_in[t + 1], W_h, out=_step_h)
@@ -414,34 +429,27 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)
-        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t; dL/dc_t =
-        # 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dL/dc_hat_t
+        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
+        np.multiply(_k1_t, d_h_t, out=d_c_hat_t)
+        # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c_t[...] = (
             (
-                (alpha_3 * ((1 - np.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (_sigmoid(o_t) * d_h_t)))
-                - (alpha_3 * ((1 - np.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (_sigmoid(o_t) * d_h_t))).mean(
-                    axis=-1, keepdims=True
-                )
-                - (
-                    c_hat_t
-                    * (
-                        c_hat_t
-                        * (alpha_3 * ((1 - np.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (_sigmoid(o_t) * d_h_t)))
-                    ).mean(axis=-1, keepdims=True)
-                )
+                d_c_hat_t
+                - d_c_hat_t.mean(axis=-1, keepdims=True)
+                - c_hat_t * (c_hat_t * d_c_hat_t).mean(axis=-1, keepdims=True)
             )
             / sigma_c_t
         )
         if t < T:
             # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
-            np.multiply(_k1[t + 1], d_c[t + 1], out=_step_h)
+            np.multiply(_k2[t + 1], d_c[t + 1], out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_c_t, _step_h, out=d_c_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
-            _next_k1 = following["_next_k1"]
-            np.multiply(_next_k1[0], _d_next_c[0], out=_step_h)
+            _next_k2 = following["_next_k2"]
+            np.multiply(_next_k2[0], _d_next_c[0], out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_c_t, _step_h, out=d_c_t)
@@ -464,23 +472,25 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             )
         )
         np.add(d_a_t, _step_4h_3, out=d_a_t)
-        # dL/da2_in_hat_t = diag(alpha_2) dL/da_t; dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h)
-        # a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
+        # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
+        np.multiply(alpha_2, d_a_t, out=d_a2_in_hat_t)
+        # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
         d_a2_in_t[...] = (
             (
-                (alpha_2 * d_a_t)
-                - (alpha_2 * d_a_t).mean(axis=-1, keepdims=True)
-                - a2_in_hat_t * (a2_in_hat_t * (alpha_2 * d_a_t)).mean(axis=-1, keepdims=True)
+                d_a2_in_hat_t
+                - d_a2_in_hat_t.mean(axis=-1, keepdims=True)
+                - a2_in_hat_t * (a2_in_hat_t * d_a2_in_hat_t).mean(axis=-1, keepdims=True)
             )
             / sigma_a2_in_t
         )
-        # dL/da1_in_hat_t = diag(alpha_1) dL/da_t; dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h)
-        # a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
+        # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
+        np.multiply(alpha_1, d_a_t, out=d_a1_in_hat_t)
+        # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
         d_a1_in_t[...] = (
             (
-                (alpha_1 * d_a_t)
-                - (alpha_1 * d_a_t).mean(axis=-1, keepdims=True)
-                - a1_in_hat_t * (a1_in_hat_t * (alpha_1 * d_a_t)).mean(axis=-1, keepdims=True)
+                d_a1_in_hat_t
+                - d_a1_in_hat_t.mean(axis=-1, keepdims=True)
+                - a1_in_hat_t * (a1_in_hat_t * d_a1_in_hat_t).mean(axis=-1, keepdims=True)
             )
             / sigma_a1_in_t
         )
@@ -494,7 +504,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         following.update(
             {
                 "_d_next_a1_in": d_a1_in[1].copy()[None], "_d_next_c": d_c[1].copy()[None],
-                "_next_k1": _k1[1].copy()[None]
+                "_next_k2": _k2[1].copy()[None]
             }
         )
     return d_c0, d_h0
@@ -546,7 +556,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
             d_h[t] += _age(_d_next_a1_in[0] @ W_h)
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
         d_c_hat[t] = alpha_3 * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (_sigmoid(o[t]) * d_h[t]))
-        # dL/dc_t = 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dL/dc_hat_t
+        # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c[t] = (
             (
                 d_c_hat[t]
@@ -673,9 +683,11 @@ _PASSES = _Passes(
         "_step_1": ("B", "1"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
     },
     backward_work={
-        "d_h": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_step_4h": ("B", "4*h"),
-        "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"), "_ones": ("T*B",),
+        "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
+        "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"),
+        "_step_h": ("B", "h"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"),
+        "_ones": ("T*B",),
     },
-    ones=("_ones",), step_rows=("2*h", "7 + q + 35*h", "15*h", "27*h"),
+    ones=("_ones",), step_rows=("2*h", "7 + q + 35*h", "26*h", "27*h"),
 )

@@ -209,7 +209,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
                 + torch.tanh(g[t]) * (((1 - torch.sigmoid(i[t])) * torch.sigmoid(i[t])) * dot_i)
                 + torch.sigmoid(i[t]) * ((1 - torch.tanh(g[t]) ** 2) * dot_g)
             )
-            # dot(c_hat_t) = 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dot(c_t)
+            # dot(c_hat_t) = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dot(c_t)
             dot_c_hat = (
                 (dot_c - dot_c.mean(dim=-1, keepdim=True) - c_hat[t] * (c_hat[t] * dot_c).mean(dim=-1, keepdim=True))
                 / sigma_c[t]
@@ -397,71 +397,78 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     g = cache["g"]
     sigma_c = cache["sigma_c"]
     c_hat = cache["c_hat"]
+    _all_h = work["_all_h"]
     _k1 = work["_k1"]
+    _k2 = work["_k2"]
     _step_4h = work["_step_4h"]
     _step_4h_2 = work["_step_4h_2"]
     _step_4h_3 = work["_step_4h_3"]
     d_a1_in = work["d_a1_in"]
+    d_a1_in_hat = work["d_a1_in_hat"]
     d_a2_in = work["d_a2_in"]
+    d_a2_in_hat = work["d_a2_in_hat"]
     d_a = work["d_a"]
     d_c = work["d_c"]
+    d_c_hat = work["d_c_hat"]
     d_h = work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     _weights = _flow_weights(keep, T)
     # dL/dh_t = V^T dL/ds_t + ...
     torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
+    # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * sigmoid(o_t) * alpha_3, all steps at once
+    torch.mul(alpha_3, c_hat[1:], out=_k1[1:])
+    torch.add(_k1[1:], beta_3, out=_k1[1:])
+    torch.tanh(_k1[1:], out=_k1[1:])
+    torch.square(_k1[1:], out=_k1[1:])
+    torch.neg(_k1[1:], out=_k1[1:])
+    _k1[1:].add_(1)
+    torch.mul(_k1[1:], alpha_3, out=_k1[1:])
+    torch.sigmoid(o[1:], out=_all_h)
+    torch.mul(_k1[1:], _all_h, out=_k1[1:])
     # sigmoid(f_t), all steps at once
-    torch.sigmoid(f[1:], out=_k1[1:])
+    torch.sigmoid(f[1:], out=_k2[1:])
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
             _step(
-                d_h[t], d_a1_in[t : t + 2], d_c[t : t + 2], o[t], c_hat[t], sigma_c[t], _k1[t + 1], d_a[t], c[t - 1],
-                f[t], g[t], i[t], a[t], d_a2_in[t], a2_in_hat[t], sigma_a2_in[t], a1_in_hat[t], sigma_a1_in[t], W_h,
-                beta_3, alpha_3, n_h, alpha_2, alpha_1, _weights[t]
+                d_h[t], d_a1_in[t : t + 2], d_c_hat[t], _k1[t], d_c[t : t + 2], c_hat[t], sigma_c[t], _k2[t + 1],
+                d_a[t], c[t - 1], f[t], g[t], i[t], o[t], a[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t],
+                sigma_a2_in[t], d_a1_in_hat[t], a1_in_hat[t], sigma_a1_in[t], W_h, n_h, beta_3, alpha_3, alpha_2,
+                alpha_1, _weights[t]
             )
             continue
-        d_h_t, d_c_t, o_t, c_hat_t, sigma_c_t = d_h[t], d_c[t], o[t], c_hat[t], sigma_c[t]
-        d_a_t, i_t, g_t, a_t, c_prev = d_a[t], i[t], g[t], a[t], c[t - 1]
-        f_t, d_a2_in_t, a2_in_hat_t, sigma_a2_in_t, d_a1_in_t = (
-            f[t], d_a2_in[t], a2_in_hat[t], sigma_a2_in[t], d_a1_in[t]
+        d_h_t, d_c_hat_t, _k1_t, d_c_t, c_hat_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], c_hat[t]
+        sigma_c_t, d_a_t, i_t, g_t, a_t = sigma_c[t], d_a[t], i[t], g[t], a[t]
+        c_prev, f_t, o_t, d_a2_in_hat_t, d_a2_in_t = c[t - 1], f[t], o[t], d_a2_in_hat[t], d_a2_in[t]
+        a2_in_hat_t, sigma_a2_in_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t = (
+            a2_in_hat[t], sigma_a2_in[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t]
         )
-        a1_in_hat_t, sigma_a1_in_t = a1_in_hat[t], sigma_a1_in[t]
+        sigma_a1_in_t = sigma_a1_in[t]
         if t < T:
             # dL/dh_t += W_h^T dL/da1_in_{t+1}
             d_h_t.addmm_(d_a1_in[t + 1], W_h, alpha=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a1_in = following["_d_next_a1_in"]
             d_h_t.addmm_(_d_next_a1_in[0], W_h, alpha=_weights[t])
-        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t; dL/dc_t =
-        # 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dL/dc_hat_t
+        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
+        torch.mul(_k1_t, d_h_t, out=d_c_hat_t)
+        # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c_t[...] = (
             (
-                (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t)))
-                - (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t))).mean(
-                    dim=-1, keepdim=True
-                )
-                - (
-                    c_hat_t
-                    * (
-                        c_hat_t
-                        * (
-                            alpha_3
-                            * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t))
-                        )
-                    ).mean(dim=-1, keepdim=True)
-                )
+                d_c_hat_t
+                - d_c_hat_t.mean(dim=-1, keepdim=True)
+                - c_hat_t * (c_hat_t * d_c_hat_t).mean(dim=-1, keepdim=True)
             )
             / sigma_c_t
         )
         if t < T:
             # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
-            d_c_t.addcmul_(_k1[t + 1], d_c[t + 1], value=_weights[t])
+            d_c_t.addcmul_(_k2[t + 1], d_c[t + 1], value=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
-            _next_k1 = following["_next_k1"]
-            d_c_t.addcmul_(_next_k1[0], _d_next_c[0], value=_weights[t])
+            _next_k2 = following["_next_k2"]
+            d_c_t.addcmul_(_next_k2[0], _d_next_c[0], value=_weights[t])
         # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t; dL/di_t = diag((1 - sigmoid(i_t)) *
         # sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t; dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 +
         # alpha_3 * c_hat_t)) dL/dh_t; dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t; dL/da_t = [a_t[:h,
@@ -489,23 +496,25 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             )
         )
         d_a_t.add_(_step_4h_3)
-        # dL/da2_in_hat_t = diag(alpha_2) dL/da_t; dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h)
-        # a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
+        # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
+        torch.mul(alpha_2, d_a_t, out=d_a2_in_hat_t)
+        # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
         d_a2_in_t[...] = (
             (
-                (alpha_2 * d_a_t)
-                - (alpha_2 * d_a_t).mean(dim=-1, keepdim=True)
-                - a2_in_hat_t * (a2_in_hat_t * (alpha_2 * d_a_t)).mean(dim=-1, keepdim=True)
+                d_a2_in_hat_t
+                - d_a2_in_hat_t.mean(dim=-1, keepdim=True)
+                - a2_in_hat_t * (a2_in_hat_t * d_a2_in_hat_t).mean(dim=-1, keepdim=True)
             )
             / sigma_a2_in_t
         )
-        # dL/da1_in_hat_t = diag(alpha_1) dL/da_t; dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h)
-        # a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
+        # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
+        torch.mul(alpha_1, d_a_t, out=d_a1_in_hat_t)
+        # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
         d_a1_in_t[...] = (
             (
-                (alpha_1 * d_a_t)
-                - (alpha_1 * d_a_t).mean(dim=-1, keepdim=True)
-                - a1_in_hat_t * (a1_in_hat_t * (alpha_1 * d_a_t)).mean(dim=-1, keepdim=True)
+                d_a1_in_hat_t
+                - d_a1_in_hat_t.mean(dim=-1, keepdim=True)
+                - a1_in_hat_t * (a1_in_hat_t * d_a1_in_hat_t).mean(dim=-1, keepdim=True)
             )
             / sigma_a1_in_t
         )
@@ -515,7 +524,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         following.update(
             {
                 "_d_next_a1_in": d_a1_in[1].clone()[None], "_d_next_c": d_c[1].clone()[None],
-                "_next_k1": _k1[1].clone()[None]
+                "_next_k2": _k2[1].clone()[None]
             }
         )
     return {"d_a1_in": d_a1_in, "d_a2_in": d_a2_in, "d_a": d_a, "d_h": d_h}, (d_c0, d_h0)
@@ -559,7 +568,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
             d_h[t] += _age(_d_next_a1_in[0] @ W_h)
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
         d_c_hat[t] = alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (torch.sigmoid(o[t]) * d_h[t]))
-        # dL/dc_t = 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dL/dc_hat_t
+        # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c[t] = (
             (
                 d_c_hat[t]
@@ -676,11 +685,12 @@ _PASSES = _Passes(
         "_step_1": ("B", "1"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
     },
     backward_work={
-        "d_h": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"),
-        "_step_4h_3": ("B", "4*h"),
+        "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
+        "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"),
+        "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"),
     },
-    step_rows=("2*h", "7 + q + 35*h", "q + 15*h", "27*h"),
+    step_rows=("2*h", "7 + q + 35*h", "q + 26*h", "27*h"),
 )
 
 
@@ -719,31 +729,21 @@ def _forward_step(
 
 
 def _adjoints_step(
-    d_h_t, d_a1_in_steps, d_c_steps, o_t, c_hat_t, sigma_c_t, _k1_next, d_a_t, c_prev, f_t, g_t, i_t, a_t, d_a2_in_t,
-    a2_in_hat_t, sigma_a2_in_t, a1_in_hat_t, sigma_a1_in_t, W_h, beta_3, alpha_3, n_h, alpha_2, alpha_1, keep_t
+    d_h_t, d_a1_in_steps, d_c_hat_t, _k1_t, d_c_steps, c_hat_t, sigma_c_t, _k2_next, d_a_t, c_prev, f_t, g_t, i_t, o_t,
+    a_t, d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t, sigma_a2_in_t, d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t, W_h, n_h,
+    beta_3, alpha_3, alpha_2, alpha_1, keep_t
 ):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     d_a1_in_next, d_a1_in_t, d_c_t, d_c_next = d_a1_in_steps[1], d_a1_in_steps[0], d_c_steps[0], d_c_steps[1]
     d_h_t.add_(keep_t * (d_a1_in_next @ W_h))  # dL/dh_t += W_h^T dL/da1_in_{t+1}
-    # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t; dL/dc_t =
-    # 1/sigma_c_t (I - 1/(h) 1 1^T - 1/(h) c_hat_t c_hat_t^T) dL/dc_hat_t
+    # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
+    d_c_hat_t.copy_(_k1_t * d_h_t)
+    # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
     d_c_t.copy_(
-        (
-            (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t)))
-            - (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t))).mean(
-                dim=-1, keepdim=True
-            )
-            - (
-                c_hat_t
-                * (
-                    c_hat_t
-                    * (alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (torch.sigmoid(o_t) * d_h_t)))
-                ).mean(dim=-1, keepdim=True)
-            )
-        )
+        (d_c_hat_t - d_c_hat_t.mean(dim=-1, keepdim=True) - c_hat_t * (c_hat_t * d_c_hat_t).mean(dim=-1, keepdim=True))
         / sigma_c_t
     )
-    d_c_t.add_(keep_t * (_k1_next * d_c_next))  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
+    d_c_t.add_(keep_t * (_k2_next * d_c_next))  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
     # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t; dL/di_t = diag((1 - sigmoid(i_t)) *
     # sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t; dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 +
     # alpha_3 * c_hat_t)) dL/dh_t; dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t; dL/da_t = [a_t[:h, :]:
@@ -763,23 +763,23 @@ def _adjoints_step(
             ((Ellipsis, slice(3 * n_h, None),), (1 - torch.tanh(g_t) ** 2) * (torch.sigmoid(i_t) * d_c_t))
         )
     )
-    # dL/da2_in_hat_t = diag(alpha_2) dL/da_t; dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t
-    # a2_in_hat_t^T) dL/da2_in_hat_t
+    d_a2_in_hat_t.copy_(alpha_2 * d_a_t)  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
+    # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
     d_a2_in_t.copy_(
         (
-            (alpha_2 * d_a_t)
-            - (alpha_2 * d_a_t).mean(dim=-1, keepdim=True)
-            - a2_in_hat_t * (a2_in_hat_t * (alpha_2 * d_a_t)).mean(dim=-1, keepdim=True)
+            d_a2_in_hat_t
+            - d_a2_in_hat_t.mean(dim=-1, keepdim=True)
+            - a2_in_hat_t * (a2_in_hat_t * d_a2_in_hat_t).mean(dim=-1, keepdim=True)
         )
         / sigma_a2_in_t
     )
-    # dL/da1_in_hat_t = diag(alpha_1) dL/da_t; dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t
-    # a1_in_hat_t^T) dL/da1_in_hat_t
+    d_a1_in_hat_t.copy_(alpha_1 * d_a_t)  # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
+    # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
     d_a1_in_t.copy_(
         (
-            (alpha_1 * d_a_t)
-            - (alpha_1 * d_a_t).mean(dim=-1, keepdim=True)
-            - a1_in_hat_t * (a1_in_hat_t * (alpha_1 * d_a_t)).mean(dim=-1, keepdim=True)
+            d_a1_in_hat_t
+            - d_a1_in_hat_t.mean(dim=-1, keepdim=True)
+            - a1_in_hat_t * (a1_in_hat_t * d_a1_in_hat_t).mean(dim=-1, keepdim=True)
         )
         / sigma_a1_in_t
     )
