@@ -64,3 +64,28 @@ def _reading_scalars(method):
 
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__"):
     setattr(MatrixExpr, _name, _reading_scalars(getattr(MatrixExpr, _name)))
+
+
+def _scaling(method, reflected=False):
+    """v * m, m * v and v / m for a 1 x 1 value m that holds a Column (sigma) and a column v of n rows: the
+    elementwise product with 1 m (or 1 m^(-1)), as a scalar scales a vector; SymPy's own product otherwise."""
+
+    @functools.wraps(method)
+    def operator(self, other):
+        if isinstance(other, MatrixExpr) and broadcast(self, other) is not self:
+            m, v = self, other
+        elif isinstance(other, MatrixExpr) and broadcast(other, self) is not other:
+            m, v = other, self
+        else:
+            return method(self, other)
+        if method.__name__ == "__truediv__":
+            if m is not other:
+                return method(self, other)  # m / v: no elementwise meaning given here
+            m = sp.HadamardPower(m, -1)
+        return sp.HadamardProduct(v, broadcast(m, v))
+
+    return operator
+
+
+for _name in ("__mul__", "__rmul__", "__truediv__"):
+    setattr(MatrixExpr, _name, _scaling(getattr(MatrixExpr, _name)))

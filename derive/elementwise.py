@@ -114,17 +114,20 @@ def power(exponent):
     return Elementwise(
         f"power({p})",
         lambda z: z**p,
-        lambda x, y: _power_slope(x, p),
+        lambda x, y: _power_slope(x, p, y),
         rf"(\cdot)^{{\odot {sp.latex(p)}}}",
         family="power",
         constants=(("exponent", p),),
     )
 
 
-def _power_slope(x, p):
-    """p x^(p - 1): the ones for p = 1, p x for p = 2."""
+def _power_slope(x, p, y):
+    """p x^(p - 1): the ones for p = 1, p x for p = 2; for a named square root y = x^(1/2) (a norm's sigma),
+    y^(-1) / 2, which reads the forward's y."""
     if p == 1:
         return _ones(x)
+    if p == sp.Rational(1, 2) and not isinstance(y, sp.HadamardPower):
+        return p * sp.HadamardPower(y, -1)
     return p * (x if p == 2 else sp.HadamardPower(x, p - 1))
 
 

@@ -18,15 +18,12 @@ import sympy as sp
 
 from bptt.derive.direction import DirectionError, sweeps
 from bptt.derive.elementwise import FUNCTIONS
+from bptt.derive.model_error import ModelError  # noqa: F401 (the model API's error, raised here)
 from bptt.derive.nodes import Loss, SeqAt, t
 from bptt.derive.norms import Norm, expand_norms
 from bptt.derive.text import notation
 
 ROLES = ("input", "state", "intermediate", "output", "target", "label")
-
-
-class ModelError(ValueError):
-    """A model description that cannot be derived; the message says why."""
 
 
 def sizes(names):

@@ -21,13 +21,14 @@ from sympy.core.symbol import Str
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.column import Column
+from bptt.derive.model_error import ModelError
 from bptt.derive.nodes import SeqAt, t
 from bptt.derive.reductions import mean
 
 KINDS = ("layer_norm", "rms_norm")
 
 
-class NormError(ValueError):
+class NormError(ModelError):
     """A norm's arguments that do not describe one; the message names the argument."""
 
 

@@ -16,9 +16,10 @@ from sympy.core.symbol import Str
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.column import Column
+from bptt.derive.model_error import ModelError
 
 
-class ReductionError(ValueError):
+class ReductionError(ModelError):
     """A reduction of something that is not a column vector."""
 
 

@@ -15,7 +15,7 @@ from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array, Steps
 from bptt.codegen.printing.code import Code, PrintError, unspecified_loss
 from bptt.codegen.printing.function_code import ATOM, POWER, PRODUCT, SUM, UNARY, Term
-from bptt.codegen.printing.products import ProductPrinting
+from bptt.codegen.printing.products import ProductPrinting, unbroadcast
 from bptt.codegen.printing.spelling import Spelling
 from bptt.codegen.printing.used import Used
 from bptt.derive.blocks import split
@@ -206,7 +206,7 @@ class RowPrinter(ProductPrinting):
         if placed:
             return self.placed(whole, placed)
         out = ""
-        for term in sorted(expr.args, key=term_order):
+        for term in sorted(unbroadcast(expr.args), key=term_order):
             negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
             if negative:
                 code = self.operand(negated(term), PRODUCT if out else POWER)
@@ -222,7 +222,7 @@ class RowPrinter(ProductPrinting):
         return self.spelling.zeros_like(self, expr)
 
     def _print_HadamardProduct(self, expr):
-        return Code(" * ".join(self.operand(arg, POWER) for arg in expr.args), PRODUCT)
+        return Code(" * ".join(self.operand(arg, POWER) for arg in unbroadcast(expr.args)), PRODUCT)
 
     def _print_HadamardPower(self, expr):
         _, code = self.elementwise(power(expr.exp), self._print(expr.base))

@@ -24,8 +24,9 @@ class ProductPrinting(Printer):
             acc, factors = self.lookup(factors[-2], factors[-1]), factors[:-2]
         else:
             acc, factors = self._print(factors[-1]), factors[:-1]
-        for factor in reversed(factors):
-            acc = self.apply(factor, acc, expr)
+        for k in reversed(range(len(factors))):
+            if not _broadcast_into(factors, k):
+                acc = self.apply(factors[k], acc, expr)
         if coeff == 1:
             return acc
         if coeff == -1:
@@ -43,9 +44,11 @@ class ProductPrinting(Printer):
 
     def apply(self, factor, acc, expr):
         """factor times the vector whose row form is acc."""
-        if isinstance(factor, Diag):
+        if isinstance(factor, Diag):  # diag(1 s) v as s * v, the array broadcasting s
             right = acc if acc.level >= POWER else f"({acc})"
-            return Code(f"{self.operand(factor.vector, POWER)} * {right}", PRODUCT)
+            plain = _broadcast_value(factor.vector) if factor.shape[0] != 1 else None
+            vector = factor.vector if plain is None else plain
+            return Code(f"{self.operand(vector, POWER)} * {right}", PRODUCT)
         if isinstance(factor, OneMatrix):  # ones(r x c) v: the sum of v's entries in each of r rows
             return self.spelling.ones_times(self, acc, factor)
         left = acc if acc.level >= PRODUCT else f"({acc})"
@@ -81,9 +84,47 @@ def outer_factors(term):
     """(u, v) for a gradient term u v^T: the product of the factors up to the first column vector, and the
     transpose of the rest, which may be any vector-valued expression ((r_t ⊙ h_{t-1})^T, x_t^T W^T)."""
     coeff, factors = term.as_coeff_matrices()
-    split = next((k + 1 for k, factor in enumerate(factors) if factor.shape[1] == 1), None)
+    split = next((k + 1 for k, factor in enumerate(factors) if _column(factor, factors[k + 1 :])), None)
     if split is None or split == len(factors):
         raise PrintError(f"a parameter's gradient term must be a column times a row: {notation(term)}", term)
     column = sp.MatMul(coeff, *factors[:split]).doit(deep=False)
     row = sp.MatMul(*factors[split:]).doit(deep=False) if len(factors) > split + 1 else factors[split]
     return column, sp.transpose(row)
+
+
+def _column(factor, rest):
+    """Whether factor is the column vector ending u in u v^T: one column, and not an operator on the vector after it,
+    a diag of a 1 x 1 value (diag(s) g) or the ones that broadcast a 1 x 1 value (1 mean(v))."""
+    if factor.shape[1] != 1 or isinstance(factor, Diag):
+        return False
+    return not (isinstance(factor, OneMatrix) and rest and rest[0].shape == (1, 1))
+
+
+def _broadcast_into(factors, k):
+    """Whether factors[k] is the ones that broadcast a 1 x 1 value into a diag(u) of full vectors next to its left,
+    diag(u) 1 s, which the arrays compute as u * s without the repeated copy."""
+    factor = factors[k]
+    if not (isinstance(factor, OneMatrix) and factor.shape[1] == 1 and factor.shape[0] != 1 and k > 0):
+        return False
+    left = factors[k - 1]
+    return isinstance(left, Diag) and _broadcast_value(left.vector) is None
+
+
+def unbroadcast(operands):
+    """The operands of a sum or an elementwise product, each 1 m that broadcasts a 1 x 1 value m (a mean) as m
+    itself when another operand has the rows: the arrays broadcast it, so no repeated copy is made."""
+    plain = [_broadcast_value(operand) for operand in operands]
+    if all(value is not None for value in plain):
+        return list(operands)
+    return [operand if value is None else value for operand, value in zip(operands, plain, strict=True)]
+
+
+def _broadcast_value(operand):
+    """c m for an operand c 1 m (1 a column of ones, m 1 x 1), else None."""
+    if not isinstance(operand, sp.MatMul):
+        return None
+    coeff, factors = operand.as_coeff_matrices()
+    if len(factors) < 2 or not (isinstance(factors[0], OneMatrix) and factors[0].shape[1] == 1):
+        return None
+    rest = sp.MatMul(*factors[1:]).doit(deep=False) if len(factors) > 2 else factors[1]
+    return rest if coeff == 1 else sp.MatMul(coeff, rest).doit(deep=False)

@@ -3,7 +3,7 @@ refuses with the same line. Random cells that read a power or a transpose (tests
 some with a product the code cannot multiply by added (a matrix power, a transposed block, an outer product), go
 through both: they accept the same cells, refuse the others with one line naming the same equation and reason, and
 every accepted cell agrees with the oracle (tests/support/oracle.py, which shares no code with codegen) in every
-backend."""
+backend. So do random cells with norms, means and sums (tests/support/norm_plans.py)."""
 
 import pytest
 
@@ -27,6 +27,7 @@ from bptt.tests.support.cell_plans import build, h, random_values
 from bptt.tests.support.cell_shapes import POWER_SHAPES
 from bptt.tests.support.cells import powered_plans
 from bptt.tests.support.jax_eager import eagerly
+from bptt.tests.support.norm_plans import NORM_SHAPES, build_normed, normed_plans
 
 STRANGERS = ("matrix power", "transposed block", "outer product")
 
@@ -124,4 +125,31 @@ def test_latex_and_codegen_accept_the_same_cells_and_refuse_the_others_with_one_
     for stranger in DRAWS:
         check_cells(stranger, drawn)
     missing = [shape for shape, has in POWER_SHAPES.items() if not any(has(model) for model in drawn)]
+    assert not missing, f"no cell drawn has {missing}"
+
+
+NORMED_DRAWS = 4  # each accepted: derived, documented, generated in three backends and run against the oracle
+
+
+def test_latex_and_codegen_accept_the_same_normalised_cells_and_agree_with_the_oracle():
+    """Random cells with layer and RMS norms before or after an activation, a centred pre-activation and a power
+    of a sum (tests/support/norm_plans.py): the document and every backend accept the same cells (or refuse them
+    with the same line), and every backend agrees with the oracle; among the cells, each of the norms' shapes."""
+    drawn = []
+
+    @settings(max_examples=NORMED_DRAWS, **SETTINGS)
+    @given(normed=normed_plans())
+    def check_cell(normed):
+        model = build_normed(normed)
+        drawn.append(model)
+        latex = outcome(lambda: document(model, "tex"))
+        sources = {}
+        for name, backend in BACKENDS.items():
+            made = outcome(lambda backend=backend, name=name: sources.__setitem__(name, backend.module_source(model)))
+            assert made == latex, (name, made, latex)
+        assert latex is None, latex
+        agree_with_the_oracle(model, sources)
+
+    check_cell()
+    missing = [shape for shape, has in NORM_SHAPES.items() if not any(has(model) for model in drawn)]
     assert not missing, f"no cell drawn has {missing}"

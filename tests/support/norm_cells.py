@@ -77,3 +77,60 @@ def reduced():
         (hidden, layer_norm(act(), eps=Rational(1, 10))),
     )
     return _cell("reduced", "mean and sum written out", (W, U), x, hidden, steps, (d, h, q))
+
+
+def _lstm_states(gates, hidden, cell_state, normed_cell):
+    """c_t = f_t * c_{t-1} + i_t * g_t, h_t = o_t * tanh(c_t), or of c_t's layer norm."""
+    i, f, g, o = gates
+    c_hat = layer_norm(cell_state(), eps=Rational(1, 100)) if normed_cell else cell_state()
+    return (
+        (cell_state, odot(f(), cell_state(t - 1)) + odot(i(), g())),
+        (hidden, odot(o(), tanh(c_hat))),
+    )
+
+
+def lstm_sliced_norm():
+    """Ba et al.'s layout with one stacked pre-activation: a_t = LN(W_ih x_t + W_hh h_{t-1} + b) of 4h rows, the
+    gates its row slices, and the norm of c_t in h_t = o_t * tanh(LN(c_t)): the fused products write the 4h rows,
+    the norm reads them all."""
+    d, h, q = sizes("d h q")
+    W_ih, W_hh, b = matrix("W_ih", 4 * h, d), matrix("W_hh", 4 * h, h), vector("b", 4 * h)
+    gain, bias = vector("gamma", 4 * h), vector("beta", 4 * h)
+    x, hidden, cell_state = sequence("x", d, "input"), sequence("h", h, "state"), sequence("c", h, "state")
+    a = sequence("a", 4 * h, "intermediate")
+    i, f, g, o = (sequence(name, h, "intermediate") for name in "ifgo")
+    rows = {name: a()[k * h : (k + 1) * h, :] for k, name in enumerate("ifgo")}
+    steps = (
+        (a, layer_norm(W_ih * x() + W_hh * hidden(t - 1) + b, gain, bias, eps=Rational(1, 100))),
+        (i, sigmoid(rows["i"])),
+        (f, sigmoid(rows["f"])),
+        (g, tanh(rows["g"])),
+        (o, sigmoid(rows["o"])),
+        *_lstm_states((i, f, g, o), hidden, cell_state, normed_cell=True),
+    )
+    return _cell(
+        "lstm-sliced-norm",
+        "LSTM, one normalised 4h pre-activation",
+        (W_ih, W_hh, b, gain, bias),
+        x,
+        hidden,
+        steps,
+        (d, h, q),
+    )
+
+
+def lstm_gate_norms():
+    """Each gate's stacked-weight pre-activation RMS-normalised before its activation (the products fuse into one
+    GEMM of 4h rows, the sigmoids may be halved into one tanh): a norm reads its own gate's rows."""
+    d, h, q = sizes("d h q")
+    W_ih, W_hh, b = matrix("W_ih", 4 * h, d), matrix("W_hh", 4 * h, h), vector("b", 4 * h)
+    x, hidden, cell_state = sequence("x", d, "input"), sequence("h", h, "state"), sequence("c", h, "state")
+    gates = [sequence(name, h, "intermediate") for name in "ifgo"]
+    gains = [vector(f"g_{name}", h) for name in "ifgo"]
+    steps = []
+    for k, (gate, gain) in enumerate(zip(gates, gains, strict=True)):
+        block = slice(k * h, (k + 1) * h)
+        pre = W_ih[block, :] * x() + W_hh[block, :] * hidden(t - 1) + b[block, :]
+        steps.append((gate, (tanh if gate.name == "g" else sigmoid)(rms_norm(pre, gain, eps=Rational(1, 100)))))
+    steps += _lstm_states(gates, hidden, cell_state, normed_cell=False)
+    return _cell("lstm-gate-norms", "LSTM, RMS-normalised gates", (W_ih, W_hh, b, *gains), x, hidden, steps, (d, h, q))

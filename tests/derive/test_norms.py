@@ -1,0 +1,94 @@
+"""Issue 28: mean, sum, layer_norm and rms_norm in the model language (bptt.derive.nodes). A reduction is a 1 x 1
+value that broadcasts in a sum as a scalar does; a norm's parts are named intermediates of the model (mu_a,
+sigma_a, a_hat), so the derivation shows them and the backward reads the forward's sigma and a_hat; eps is a
+positive rational or 0, anything else one line naming it (exit 2 from the CLI)."""
+
+import pathlib
+
+import pytest
+import sympy as sp
+
+from bptt.derive.bptt import derive
+from bptt.derive.model import Model, matrix, sequence, sizes, vector
+from bptt.derive.nodes import SquaredError, layer_norm, mean, rms_norm, sum, t, tanh
+from bptt.derive.norms import NormError
+from bptt.derive.reductions import ReductionError
+from bptt.derive.text import text
+from bptt.tests.support.cli import assert_user_error, bptt
+
+d, h, q = sizes("d h q")
+W, U, V = matrix("W", h, h), matrix("U", h, d), matrix("V", q, h)
+x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
+s, y = sequence("s", q, "output"), sequence("y", q, "target")
+
+
+def cell(rhs, params=()):
+    return Model(
+        name="cell",
+        title="a cell",
+        source="a test",
+        sizes=(d, h, q),
+        params=(W, U, V, *params),
+        inputs=(x,),
+        steps=((a, W * hidden(t - 1) + U * x()), (hidden, rhs)),
+        outputs=((s, V * hidden()),),
+        loss=SquaredError(s(), y()),
+    )
+
+
+def test_a_reduction_is_one_by_one_and_broadcasts_in_a_sum_either_way():
+    assert mean(a()).shape == sum(a()).shape == (1, 1)
+    assert (a() - mean(a())).shape == (mean(a()) - a()).shape == (h, 1)
+    assert (mean(a()) + 1).shape == (1, 1)
+    assert text(a() - mean(a())) == "a_t - 1 mean(a_t)"
+
+
+def test_a_layer_norm_is_named_in_parts_and_its_sigma_read_by_the_backward():
+    gain, bias = vector("gamma", h), vector("beta", h)
+    model = cell(tanh(layer_norm(a(), gain, bias, eps=sp.Rational(1, 10))), (gain, bias))
+    assert [seq.name for seq, _ in model.steps] == ["a", "mu_a", "sigma_a", "a_hat", "h"]
+    assert [seq.rows for seq, _ in model.steps] == [h, 1, 1, h, h]
+    steps = {seq.name: text(rhs) for seq, rhs in model.steps}
+    assert steps["sigma_a"] == "mean(1/10 1 + (a_t - 1 mu_a_t)^2)^(1/2)"
+    assert steps["h"] == "tanh(beta + gamma * a_hat_t)"
+    derivation = derive(model, named="all")
+    into_a = text(sp.MatAdd(*(c.value for c in derivation.intermediates[model.steps[0][0]])))
+    assert "sigma_a_t^(-1)" in into_a and "mean" not in into_a, into_a
+
+
+def test_an_rms_norm_of_an_expression_names_its_input_and_has_no_mean_of_the_centre():
+    model = cell(rms_norm(W * hidden(t - 1)))
+    assert [seq.name for seq, _ in model.steps] == ["a", "h_in", "sigma_h_in", "h_in_hat", "h"]
+    assert text(model.steps[2][1]) == "mean(h_in_t^2)^(1/2)"
+
+
+def test_a_float_eps_is_its_decimal_rational():
+    assert layer_norm(a(), eps=1e-5).eps == sp.Rational(1, 100000)
+
+
+@pytest.mark.parametrize("eps", [-1, "abc", float("nan"), sp.Symbol("e"), sp.sqrt(2)])
+def test_an_eps_that_is_not_a_positive_rational_or_0_is_refused_by_name(eps):
+    with pytest.raises(NormError, match=r"^layer_norm: eps must be a positive rational or 0, not "):
+        layer_norm(a(), eps=eps)
+
+
+def test_a_gain_of_other_rows_and_a_reduction_of_a_matrix_are_refused_in_one_line():
+    with pytest.raises(NormError, match=r"^rms_norm: the gain must be a column of the input's h rows, not shape q x 1"):
+        rms_norm(a(), vector("g", q))
+    with pytest.raises(ReductionError, match=r"^mean\(v\) reduces a column vector, not shape h x h"):
+        mean(W)
+
+
+def test_the_cli_refuses_a_negative_eps_with_one_line(tmp_path):
+    source = pathlib.Path(__file__).parents[1] / "support" / "norm_cells.py"
+    path = tmp_path / "cells.py"
+    path.write_text(source.read_text().replace("eps=Rational(1, 100)", "eps=-1"))
+    assert_user_error(bptt("latex", f"{path}:layer_norm_elman"), "eps must be a positive rational or 0, not -1")
+
+
+def test_a_one_by_one_value_scales_a_column_as_a_scalar_does():
+    """sigma * v, v * sigma and v / sigma are elementwise products with 1 sigma (1 sigma^(-1) for the quotient)."""
+    sigma = mean(a()) + 1
+    assert text(a() / sigma) == "a_t * 1 (1 + mean(a_t))^(-1)"
+    assert text(sigma * a()) == text(a() * sigma) == "a_t * 1 (1 + mean(a_t))"
+    assert (a() / sigma).shape == (h, 1)
