@@ -17,7 +17,8 @@ from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.bptt import Contribution
 from bptt.derive.nodes import Adj, SeqAt, t
-from bptt.derive.reductions import Reduce, mean
+from bptt.derive.norms import Norm
+from bptt.derive.reductions import mean
 
 
 class NormAdjoint(sp.MatrixExpr):
@@ -69,24 +70,41 @@ class Found:
 
 
 def norms(model):
-    """Every norm whose named parts the model's steps hold, as derive/norms.py writes them."""
-    rhs = {seq: value for seq, value in model.steps}
+    """Every norm whose named parts the model's steps hold, as derive/norms.py writes them, of an assigned value:
+    x̂'s equation is the one Norm.parts writes of the values it reads (v, σ and, for a layer norm, μ)."""
+    rhs = dict(model.steps)
     seqs = {seq.name: seq for seq in rhs}
     found = []
     for hat, value in rhs.items():
-        parts = _hat_parts(value)
-        if parts is None or parts[1].name not in seqs:
+        parts = _parts(value, rhs, seqs)
+        if parts is None or hat.rows == 1:
             continue
-        v, sigma, mu = parts
-        sigma_rhs = rhs[seqs[sigma.name]]
-        if not (isinstance(sigma_rhs, sp.HadamardPower) and sigma_rhs.exp == sp.S.Half):
+        v, mu, sigma = parts
+        kind = "layer_norm" if mu is not None else "rms_norm"
+        written = dict(Norm(kind, v, 0, 0, 0).parts(v, mu, sigma))
+        if written["hat"] != value or (mu is not None and rhs[seqs[mu.name]] != written["mu"]):
             continue
-        if mu is not None and rhs.get(seqs.get(mu.name)) != Reduce("mean", v):
-            continue
-        norm = Found(seqs.get(v.name), mu and seqs[mu.name], seqs[sigma.name], hat)
+        norm = Found(seqs[v.name], mu and seqs[mu.name], seqs[sigma.name], hat)
         if _read_by_parts_only(model, norm):
             found.append(norm)
     return found
+
+
+def _parts(value, rhs, seqs):
+    """(v, μ or None, σ) at t that x̂'s equation reads: one assigned column v, σ a 1 x 1 square root; else None."""
+    read = {node for node in value.atoms(SeqAt) if node.time == t and node.name in seqs}
+    if len(read) != len(value.atoms(SeqAt)):
+        return None
+    wide = [node for node in read if seqs[node.name].rows != 1]
+    roots = [node for node in read if seqs[node.name].rows == 1 and _root(rhs[seqs[node.name]])]
+    rest = [node for node in read if seqs[node.name].rows == 1 and node not in roots]
+    if len(wide) != 1 or len(roots) != 1 or len(rest) > 1:
+        return None
+    return wide[0], (rest[0] if rest else None), roots[0]
+
+
+def _root(value):
+    return isinstance(value, sp.HadamardPower) and value.exp == sp.S.Half
 
 
 def _read_by_parts_only(model, norm):
@@ -98,29 +116,6 @@ def _read_by_parts_only(model, norm):
         if seq.name not in own and read & folded:
             return False
     return True
-
-
-def _hat_parts(value):
-    """(v, σ, μ or None) of x̂'s equation (v − 1μ) ⊙ 1σ⁻¹ (or v ⊙ 1σ⁻¹), all SeqAt at t; None otherwise."""
-    if not isinstance(value, sp.HadamardProduct) or len(value.args) != 2:
-        return None
-    scale = next((a for a in value.args if isinstance(a, sp.MatMul) and isinstance(a.args[0], OneMatrix)), None)
-    if scale is None or len(scale.args) != 2 or not isinstance(scale.args[1], sp.HadamardPower):
-        return None
-    sigma = scale.args[1].base
-    centred = value.args[0] if value.args[1] is scale else value.args[1]
-    if isinstance(centred, SeqAt):
-        v, mu = centred, None
-    elif isinstance(centred, sp.MatAdd) and len(centred.args) == 2:
-        v = next((a for a in centred.args if isinstance(a, SeqAt)), None)
-        mus = [a for a in (-centred.args[0], -centred.args[1]) if isinstance(a, sp.MatMul)]
-        mu = next((m.args[-1] for m in mus if isinstance(m.args[-1], SeqAt)), None)
-        if v is None or mu is None:
-            return None
-    else:
-        return None
-    at_t = all(isinstance(s, SeqAt) and s.time == t for s in (v, sigma, *([mu] if mu is not None else [])))
-    return (v, sigma, mu) if at_t and scale.args[1].exp == -1 else None
 
 
 def for_code(derivation):
