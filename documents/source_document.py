@@ -200,8 +200,10 @@ SOURCES = {
                 r"\operatorname{LN}(\mathbf{z}; \boldsymbol{\alpha}, \boldsymbol{\beta})",
                 r"\frac{\mathbf{z} - \mu}{\sigma} \odot \boldsymbol{\alpha} + \boldsymbol{\beta}, \qquad "
                 r"\sigma = \sqrt{\frac{1}{D} \sum_{i=1}^{D} (z_i - \mu)^2}",
-                r"The same as the norms above, $\epsilon = 0$: $\boldsymbol{\mu}$, $\boldsymbol{\sigma}$ and the "
-                r"normalised $\hat{\mathbf{v}}$ are named steps, $D$ is $4h$ for the gates and $h$ for the cell. "
+                r"The same as the norms above but for $\epsilon$: here $\sigma = (\operatorname{var} + "
+                r"\epsilon)^{1/2}$ with torch's $\epsilon = 10^{-5}$, since at $\mathbf{h}_0 = \mathbf{0}$ the "
+                r"vector $\mathbf{W}_h \mathbf{h}_0$ has $\sigma = 0$. $\boldsymbol{\mu}$, $\boldsymbol{\sigma}$ "
+                r"and $\hat{\mathbf{v}}$ are named steps, $D$ is $4h$ for the gates and $h$ for the cell. "
                 r"Their adjoint is the textbook's "
                 r"$\frac{1}{\sigma}(\mathbf{I} - \frac{1}{D}\mathbf{1}\mathbf{1}^\top - \frac{1}{D}"
                 r"\hat{\mathbf{v}}\hat{\mathbf{v}}^\top)$ times the adjoint of $\hat{\mathbf{v}}$.",

@@ -8,11 +8,11 @@ One step at time t:
 
     a1_in_t = W_h h_{t-1}
     mu_a1_in_t = mean(a1_in_t)
-    sigma_a1_in_t = mean((a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
+    sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
     a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
     a2_in_t = W_x x_t
     mu_a2_in_t = mean(a2_in_t)
-    sigma_a2_in_t = mean((a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
+    sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
     a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
     a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
     f_t = a_t[:h, :]
@@ -21,7 +21,7 @@ One step at time t:
     g_t = a_t[3*h:, :]
     c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
     mu_c_t = mean(c_t)
-    sigma_c_t = mean((c_t - 1 mu_c_t)^2)^(1/2)
+    sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
     c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
     h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
     s_t = V h_t
@@ -284,8 +284,8 @@ def _forward(params, sizes, x, c0, h0, work):
     np.matmul(x.reshape(-1, n_d), W_x.T, out=a2_in[1:].reshape(-1, 4 * n_h))
     # mu_a2_in_t = mean(a2_in_t)
     mu_a2_in[1:][...] = a2_in[1:].mean(axis=-1, keepdims=True)
-    # sigma_a2_in_t = mean((a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    sigma_a2_in[1:][...] = ((a2_in[1:] - mu_a2_in[1:]) ** 2).mean(axis=-1, keepdims=True)
+    # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
+    sigma_a2_in[1:][...] = ((1 / 100000) * 1 + (a2_in[1:] - mu_a2_in[1:]) ** 2).mean(axis=-1, keepdims=True)
     np.power(sigma_a2_in[1:], 1/2, out=sigma_a2_in[1:])
     # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
     np.copyto(a2_in_hat[1:], a2_in[1:])
@@ -311,8 +311,8 @@ def _forward(params, sizes, x, c0, h0, work):
         np.matmul(h_prev, _W_h_T, out=a1_in_t)
         # mu_a1_in_t = mean(a1_in_t)
         mu_a1_in_t[...] = a1_in_t.mean(axis=-1, keepdims=True)
-        # sigma_a1_in_t = mean((a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-        sigma_a1_in_t[...] = ((a1_in_t - mu_a1_in_t) ** 2).mean(axis=-1, keepdims=True)
+        # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
+        sigma_a1_in_t[...] = ((1 / 100000) * 1 + (a1_in_t - mu_a1_in_t) ** 2).mean(axis=-1, keepdims=True)
         np.power(sigma_a1_in_t, 1/2, out=sigma_a1_in_t)
         # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
         np.copyto(a1_in_hat_t, a1_in_t)
@@ -344,8 +344,8 @@ def _forward(params, sizes, x, c0, h0, work):
         np.add(c_t, _step_h, out=c_t)
         # mu_c_t = mean(c_t)
         mu_c_t[...] = c_t.mean(axis=-1, keepdims=True)
-        # sigma_c_t = mean((c_t - 1 mu_c_t)^2)^(1/2)
-        sigma_c_t[...] = ((c_t - mu_c_t) ** 2).mean(axis=-1, keepdims=True)
+        # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
+        sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(axis=-1, keepdims=True)
         np.power(sigma_c_t, 1/2, out=sigma_c_t)
         # c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
         np.copyto(c_hat_t, c_t)

@@ -8,11 +8,11 @@ One step at time t:
 
     a1_in_t = W_h h_{t-1}
     mu_a1_in_t = mean(a1_in_t)
-    sigma_a1_in_t = mean((a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
+    sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
     a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
     a2_in_t = W_x x_t
     mu_a2_in_t = mean(a2_in_t)
-    sigma_a2_in_t = mean((a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
+    sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
     a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
     a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
     f_t = a_t[:h, :]
@@ -21,7 +21,7 @@ One step at time t:
     g_t = a_t[3*h:, :]
     c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
     mu_c_t = mean(c_t)
-    sigma_c_t = mean((c_t - 1 mu_c_t)^2)^(1/2)
+    sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
     c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
     h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
     s_t = V h_t
@@ -294,8 +294,8 @@ def _forward(params, x, c0, h0):
     n_h = params["W_h"].shape[1]
     a2_in = x @ W_x.T  # a2_in_t = W_x x_t
     mu_a2_in = a2_in.mean(axis=-1, keepdims=True)  # mu_a2_in_t = mean(a2_in_t)
-    # sigma_a2_in_t = mean((a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    sigma_a2_in = ((a2_in - mu_a2_in) ** 2).mean(axis=-1, keepdims=True) ** 0.5
+    # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
+    sigma_a2_in = (1 / 100000 + (a2_in - mu_a2_in) ** 2).mean(axis=-1, keepdims=True) ** 0.5
     # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
     a2_in_hat = (a2_in - mu_a2_in) * (1 * sigma_a2_in ** -1)
     a = b + beta_2 + alpha_2 * a2_in_hat  # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
@@ -306,8 +306,8 @@ def _forward(params, x, c0, h0):
         (a_t,) = inputs
         a1_in_t = h_prev @ W_h.T  # a1_in_t = W_h h_{t-1}
         mu_a1_in_t = a1_in_t.mean(axis=-1, keepdims=True)  # mu_a1_in_t = mean(a1_in_t)
-        # sigma_a1_in_t = mean((a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-        sigma_a1_in_t = ((a1_in_t - mu_a1_in_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
+        # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
+        sigma_a1_in_t = (1 / 100000 + (a1_in_t - mu_a1_in_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
         # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
         a1_in_hat_t = (a1_in_t - mu_a1_in_t) * (1 * sigma_a1_in_t ** -1)
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
@@ -319,8 +319,8 @@ def _forward(params, x, c0, h0):
         # c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
         c_t = jax.nn.sigmoid(f_t) * c_prev + jax.nn.sigmoid(i_t) * jnp.tanh(g_t)
         mu_c_t = c_t.mean(axis=-1, keepdims=True)  # mu_c_t = mean(c_t)
-        # sigma_c_t = mean((c_t - 1 mu_c_t)^2)^(1/2)
-        sigma_c_t = ((c_t - mu_c_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
+        # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
+        sigma_c_t = (1 / 100000 + (c_t - mu_c_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
         c_hat_t = (c_t - mu_c_t) * (1 * sigma_c_t ** -1)  # c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
         # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
         h_t = jax.nn.sigmoid(o_t) * jnp.tanh(beta_3 + alpha_3 * c_hat_t)

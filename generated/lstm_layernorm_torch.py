@@ -8,11 +8,11 @@ One step at time t:
 
     a1_in_t = W_h h_{t-1}
     mu_a1_in_t = mean(a1_in_t)
-    sigma_a1_in_t = mean((a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
+    sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
     a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
     a2_in_t = W_x x_t
     mu_a2_in_t = mean(a2_in_t)
-    sigma_a2_in_t = mean((a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
+    sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
     a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
     a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
     f_t = a_t[:h, :]
@@ -21,7 +21,7 @@ One step at time t:
     g_t = a_t[3*h:, :]
     c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
     mu_c_t = mean(c_t)
-    sigma_c_t = mean((c_t - 1 mu_c_t)^2)^(1/2)
+    sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
     c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
     h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
     s_t = V h_t
@@ -295,8 +295,8 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     torch.matmul(x.reshape(-1, n_d), W_x.T, out=a2_in[1:].reshape(-1, 4 * n_h))
     # mu_a2_in_t = mean(a2_in_t)
     mu_a2_in[1:][...] = a2_in[1:].mean(dim=-1, keepdim=True)
-    # sigma_a2_in_t = mean((a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    sigma_a2_in[1:][...] = ((a2_in[1:] - mu_a2_in[1:]) ** 2).mean(dim=-1, keepdim=True)
+    # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
+    sigma_a2_in[1:][...] = ((1 / 100000) * 1 + (a2_in[1:] - mu_a2_in[1:]) ** 2).mean(dim=-1, keepdim=True)
     torch.pow(sigma_a2_in[1:], 1/2, out=sigma_a2_in[1:])
     # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
     a2_in_hat[1:].copy_(a2_in[1:])
@@ -329,8 +329,8 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         torch.matmul(h_prev, _W_h_T, out=a1_in_t)
         # mu_a1_in_t = mean(a1_in_t)
         mu_a1_in_t[...] = a1_in_t.mean(dim=-1, keepdim=True)
-        # sigma_a1_in_t = mean((a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-        sigma_a1_in_t[...] = ((a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True)
+        # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
+        sigma_a1_in_t[...] = ((1 / 100000) * 1 + (a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True)
         torch.pow(sigma_a1_in_t, 1/2, out=sigma_a1_in_t)
         # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
         a1_in_hat_t.copy_(a1_in_t)
@@ -360,8 +360,8 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         c_t.addcmul_(_step_h, _step_h_2)
         # mu_c_t = mean(c_t)
         mu_c_t[...] = c_t.mean(dim=-1, keepdim=True)
-        # sigma_c_t = mean((c_t - 1 mu_c_t)^2)^(1/2)
-        sigma_c_t[...] = ((c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True)
+        # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
+        sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True)
         torch.pow(sigma_c_t, 1/2, out=sigma_c_t)
         # c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
         c_hat_t.copy_(c_t)
@@ -710,8 +710,8 @@ def _forward_step(
     h_prev, h_t, c_t, c_prev = h_steps[0], h_steps[1], c_steps[1], c_steps[0]
     a1_in_t.copy_(h_prev @ _W_h_T)  # a1_in_t = W_h h_{t-1}
     mu_a1_in_t.copy_(a1_in_t.mean(dim=-1, keepdim=True))  # mu_a1_in_t = mean(a1_in_t)
-    # sigma_a1_in_t = mean((a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-    sigma_a1_in_t.copy_(((a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5)
+    # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
+    sigma_a1_in_t.copy_((1 / 100000 + (a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5)
     # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
     a1_in_hat_t.copy_((a1_in_t - mu_a1_in_t) * (1 * sigma_a1_in_t ** -1))
     # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
@@ -723,8 +723,8 @@ def _forward_step(
     # c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
     c_t.copy_(torch.sigmoid(f_t) * c_prev + torch.sigmoid(i_t) * torch.tanh(g_t))
     mu_c_t.copy_(c_t.mean(dim=-1, keepdim=True))  # mu_c_t = mean(c_t)
-    # sigma_c_t = mean((c_t - 1 mu_c_t)^2)^(1/2)
-    sigma_c_t.copy_(((c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5)
+    # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
+    sigma_c_t.copy_((1 / 100000 + (c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5)
     c_hat_t.copy_((c_t - mu_c_t) * (1 * sigma_c_t ** -1))  # c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
     # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
     h_t.copy_(torch.sigmoid(o_t) * torch.tanh(beta_3 + alpha_3 * c_hat_t))

@@ -81,7 +81,7 @@ def workspace_mib(module):
 def run(model, module, sizes, steps, batch, dtype, repeats=7, peers=PEERS, seed=0, backend=None, numpy_module=None):
     """Rows for the generated module and every peer, and the workspace size in MiB (NumPy's module).
     With a framework's backend, numpy_module (the NumPy module) makes the problem."""
-    problem, _ = random_problem(numpy_module or module, sizes, steps, batch, dtype, seed, states=True)
+    problem, _ = random_problem(numpy_module or module, sizes, steps, batch, dtype, seed)
     found, notes = implementations(model, module, problem, peers, backend, numpy_module)
     expected = found["generated"][1](found["generated"][0]())
     rows = measured(found, expected, dtype, repeats, "the same matrix products, nothing else")

@@ -90,22 +90,14 @@ class Row:
     note: str = ""
 
 
-def random_problem(module, sizes, steps, batch, dtype, seed=0, states=False):
-    """(params, xs, ys, initial states) drawn by the module from the seed; the generator, for later draws. The
-    initial states are none (zero) unless states, then drawn last (the other arrays stay those of the seed): a
-    layer norm without epsilon (Ba et al.'s LSTM) is undefined at h_0 = 0, where W h_0 is constant."""
+def random_problem(module, sizes, steps, batch, dtype, seed=0):
+    """(params, xs, ys, initial states: none) drawn by the module from the seed; the generator, for later draws."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     params = module.init_params(rng, dtype, **sizes)
     xs, ys = module.random_inputs(rng, steps, batch, dtype, **sizes)
-    shapes = {key: (batch, sizes[size]) for key, size in module.STATES.items()} if states else {}
-    return (
-        params,
-        xs,
-        ys,
-        {key: (0.5 * rng.standard_normal(shape)).astype(dtype) for key, shape in shapes.items()},
-    ), rng
+    return (params, xs, ys, {}), rng
 
 
 def measured(found, expected, dtype, repeats, untested):

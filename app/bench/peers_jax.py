@@ -6,7 +6,7 @@ import importlib.util
 
 import numpy as np
 
-from bptt.app.bench.peers_torch import GATES, supports  # noqa: F401 (the same models as the PyTorch peers)
+from bptt.app.bench.peers_torch import EPS, GATES, supports  # noqa: F401 (the same models as the PyTorch peers)
 
 
 def available():
@@ -100,12 +100,15 @@ def _gated(name, jax, jnp, B):
 
 
 def _layernorm_lstm(jax, jnp, B):
-    """Ba et al.'s equations 20-22 (gates f, i, o, g; no epsilon), the input's norm for all steps at once."""
+    """Ba et al.'s equations 20-22 (gates f, i, o, g; torch's epsilon), the input's norm for all steps at once."""
     sigmoid = jax.nn.sigmoid
 
     def norm(z, p, k):
         centred = z - z.mean(-1, keepdims=True)
-        return p[f"alpha_{k}"] * centred * jax.lax.rsqrt(jnp.square(centred).mean(-1, keepdims=True)) + p[f"beta_{k}"]
+        return (
+            p[f"alpha_{k}"] * centred * jax.lax.rsqrt(jnp.square(centred).mean(-1, keepdims=True) + EPS)
+            + p[f"beta_{k}"]
+        )
 
     def loss(p, start, xs, ys):
         inputs = norm(xs @ p["W_x"].T, p, 2) + p["b"]

@@ -8,7 +8,10 @@ import importlib.util
 
 import numpy as np
 
+from bptt.derive.models import layernorm
+
 GATES = {"gru": "rzn", "lstm": "ifgo"}
+EPS = float(layernorm.EPS)  # lstm-layernorm's, torch.nn.LayerNorm's default
 
 
 def available():
@@ -112,12 +115,12 @@ def _gated(name, torch, leaf, states, x, y, dtype, B):
 
 
 def _layernorm_lstm(torch, leaf, states, x, y, dtype, B):
-    """Ba et al.'s equations 20-22 (gates f, i, o, g; no epsilon), layer norms by torch.nn.functional.layer_norm."""
+    """Ba et al.'s equations 20-22 (gates f, i, o, g; the zoo's epsilon), norms by torch.nn.functional.layer_norm."""
     F = torch.nn.functional
     p, h = leaf, leaf["W_h"].shape[1]
 
     def norm(z, k):
-        return F.layer_norm(z, z.shape[-1:], p[f"alpha_{k}"], p[f"beta_{k}"], eps=0.0)
+        return F.layer_norm(z, z.shape[-1:], p[f"alpha_{k}"], p[f"beta_{k}"], eps=EPS)
 
     zero = torch.zeros(1, B, h, dtype=dtype)
     h0, c0 = (states.get(key, zero.clone().requires_grad_(True)) for key in ("h0", "c0"))

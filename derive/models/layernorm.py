@@ -4,16 +4,18 @@
     c_t = σ(f_t) ⊙ c_{t-1} + σ(i_t) ⊙ tanh(g_t)                                      (21)
     h_t = σ(o_t) ⊙ tanh(LN(c_t; α3, β3))                                             (22)
 
-LN(z; α, β) = α ⊙ (z − μ)/σ + β, μ and σ the mean and deviation of z's units, with no epsilon. The two norms of
-eq. 20 are of the whole 4h vectors; the gates are its four slices. A linear head s_t = V h_t with a squared error
-stands in for the layers above, as for the other gated cells.
+LN(z; α, β) = α ⊙ (z − μ)/σ + β, μ and σ the mean and deviation of z's units. The paper has no epsilon; here
+σ = (var + ε)^½ with torch.nn.LayerNorm's ε = 10⁻⁵, for at h_0 = 0 the vector W_h h_0 is 0, whose deviation is 0.
+The two norms of eq. 20 are of the whole 4h vectors; the gates are its four slices. A linear head s_t = V h_t with a
+squared error stands in for the layers above, as for the other gated cells.
 """
 
-from sympy import HadamardProduct
+from sympy import HadamardProduct, Rational
 
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
 from bptt.derive.nodes import SquaredError, layer_norm, sigmoid, t, tanh
 
+EPS = Rational(1, 10**5)  # torch.nn.LayerNorm's; Ba et al. write none
 BA = (
     "Ba, Kiros and Hinton, Layer Normalization (arXiv:1607.06450, 2016), equations 20-22: the layer-normalized "
     "LSTM of its supplementary material"
@@ -31,10 +33,13 @@ def lstm_layernorm():
     f, i, o, g = (gates[name]() for name in "fiog")
     V, s, y = matrix("V", q, h), sequence("s", q, "output"), sequence("y", q, "target")
     steps = (
-        (a, layer_norm(W_h * hidden(t - 1), alpha[1], beta[1]) + layer_norm(W_x * x(), alpha[2], beta[2]) + b),
+        (
+            a,
+            layer_norm(W_h * hidden(t - 1), alpha[1], beta[1], EPS) + layer_norm(W_x * x(), alpha[2], beta[2], EPS) + b,
+        ),
         *((gates[name], a()[k * h : (k + 1) * h, :]) for k, name in enumerate("fiog")),
         (cell, HadamardProduct(sigmoid(f), cell(t - 1)) + HadamardProduct(sigmoid(i), tanh(g))),
-        (hidden, HadamardProduct(sigmoid(o), tanh(layer_norm(cell(), alpha[3], beta[3])))),
+        (hidden, HadamardProduct(sigmoid(o), tanh(layer_norm(cell(), alpha[3], beta[3], EPS)))),
     )
     return Model(
         name="lstm-layernorm",

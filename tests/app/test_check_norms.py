@@ -1,6 +1,7 @@
 """Issue 28: a norm's division by a zero deviation (eps = 0, a vector whose units are equal) is reported by
 `bptt check` in one line, exit 4, naming the deviation and the step, not a table of nan and no NumPy warning:
-in float32 for a vector that float64 still tells apart (1 + W x_t / 10^8), and for a norm over one unit."""
+in float32 for a vector that float64 still tells apart (1 + W x_t / 10^8), and in any dtype for a norm over one
+unit."""
 
 import textwrap
 
@@ -44,7 +45,9 @@ def test_a_norm_of_a_vector_float32_cannot_tell_apart_is_reported_in_one_line(tm
     assert "nan" not in result.stdout and "Warning" not in result.stderr
 
 
-def test_lstm_layernorm_over_one_unit_divides_by_zero():
-    """h = 1: the cell's norm is of one unit, its deviation 0 at every step, in any dtype."""
-    result = bptt("check", "lstm-layernorm", "--dtype", "float32", "--sizes", "d=3,h=1,q=2")
-    assert_error(result, 4, "float32", "divides by zero", "sigma_c is 0 at step t=1", "not finite from step t=1")
+def test_a_norm_over_one_unit_divides_by_zero_in_float64_too(tmp_path):
+    """h = 1: the norm is of one unit, its deviation 0 at every step, in any dtype."""
+    path = tmp_path / "flat.py"
+    path.write_text(NEARLY_CONSTANT, encoding="utf-8")
+    result = bptt("check", f"{path}:cell", "--sizes", "d=3,h=1,q=2")
+    assert_error(result, 4, "float64", "divides by zero", "sigma_a is 0 at step t=1", "not finite from step t=1")

@@ -4,7 +4,8 @@ derivation or code: the references that tests/oracle/test_norm_cells.py holds th
 - ElmanLayerNorm: an Elman cell with torch.nn.LayerNorm on its pre-activation;
 - BaLayerNormLSTM: Ba, Kiros and Hinton (2016), Layer Normalization, equations 20-22: separate norms of
   W_h h_{t-1} and W_x x_t (4h each, gates in the paper's order f, i, o, g), and the norm of c_t inside
-  h_t = o ⊙ tanh(LN(c_t)); LN(z; α, β) = (z − μ)/σ ⊙ α + β with the paper's σ, no epsilon;
+  h_t = o ⊙ tanh(LN(c_t)); LN(z; α, β) = (z − μ)/σ ⊙ α + β with the paper's σ, plus torch's epsilon under its root
+  (the paper writes none; the zoo's lstm-layernorm takes 10⁻⁵);
 - BenchmarkLayerNormLSTM: PyTorch's benchmarks/fastrnns/custom_lstms.py LayerNormLSTMCell, from its description:
   torch.nn.LayerNorm of the 4h input and hidden projections (no biases), gates i, f, g, o, and a torch.nn.LayerNorm
   of the cell, whose normalised value is the state carried to the next step;
@@ -24,15 +25,17 @@ RMS_EPS = 1e-6
 
 
 class PaperLayerNorm(nn.Module):
-    """Ba et al.'s LN(z; α, β) = α ⊙ (z − μ)/σ + β, μ and σ the mean and (biased) deviation over the units."""
+    """Ba et al.'s LN(z; α, β) = α ⊙ (z − μ)/σ + β, μ and σ the mean and (biased) deviation over the units, ε
+    added to the variance under the root (0: the paper's)."""
 
-    def __init__(self, n):
+    def __init__(self, n, eps=BENCHMARK_EPS):
         super().__init__()
         self.alpha, self.beta = nn.Parameter(torch.ones(n)), nn.Parameter(torch.zeros(n))
+        self.eps = eps
 
     def forward(self, z):
         mu = z.mean(-1, keepdim=True)
-        sigma = ((z - mu) ** 2).mean(-1, keepdim=True).sqrt()
+        sigma = (((z - mu) ** 2).mean(-1, keepdim=True) + self.eps).sqrt()
         return self.alpha * (z - mu) / sigma + self.beta
 
 
