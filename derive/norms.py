@@ -18,7 +18,6 @@ truncation machinery alike); the mean and the variance are O(n) reductions over 
 
 import sympy as sp
 from sympy.core.symbol import Str
-from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.column import Column
 from bptt.derive.model_error import ModelError
@@ -48,17 +47,16 @@ class Norm(Column):
     def parts(self, v, mu=None, sigma=None):
         """[(part, its expression)] and the norm's value, for its input v and the named mu and sigma if given
         (else inline): mu and sigma for a layer norm, sigma for an RMS norm, then v_hat."""
-        rows = v.shape[0]
         steps = []
         centred = v
         if self.kind == "layer_norm":
             steps.append(("mu", mean(v)))
-            centred = v - OneMatrix(rows, 1) * (mu if mu is not None else mean(v))
+            centred = v - (mu if mu is not None else mean(v))  # the 1 x 1 mean broadcast (column.py)
         squares = sp.HadamardPower(centred, 2)
         spread = mean(squares + self.eps if self.eps != 0 else squares)  # var + eps, as mean(cen^2 + eps)
         steps.append(("sigma", sp.HadamardPower(spread, sp.Rational(1, 2))))
         sigma = sigma if sigma is not None else steps[-1][1]
-        steps.append(("hat", sp.HadamardProduct(centred, OneMatrix(rows, 1) * sp.HadamardPower(sigma, -1))))
+        steps.append(("hat", centred / sigma))  # centred * 1 sigma^(-1) (column.py)
         return steps
 
     def value(self, v_hat):
@@ -116,15 +114,28 @@ def expand_norms(steps, outputs, sequence, taken):
     expanded = {"steps": [], "outputs": []}
     for where, pairs in (("steps", steps), ("outputs", outputs)):
         for seq, rhs in pairs:
-            norms = list(dict.fromkeys(n for n in sp.preorder_traversal(rhs) if isinstance(n, Norm)))
-            replaced = {}
-            for k, norm in enumerate(norms, start=1):
-                prefix = seq.name if len(norms) == 1 else f"{seq.name}{k}"
-                parts, v_hat = _named_parts(norm, prefix, sequence, taken)
-                expanded["steps"] += parts
-                replaced[norm] = norm.value(v_hat)
-            expanded[where].append((seq, rhs.xreplace(replaced) if replaced else rhs))
+            parts, rhs = _expanded(seq.name, rhs, sequence, taken)
+            expanded["steps"] += parts
+            expanded[where].append((seq, rhs))
     return tuple(expanded["steps"]), tuple(expanded["outputs"])
+
+
+def _expanded(name, rhs, sequence, taken):
+    """(the named parts of rhs's outermost norms, rhs with each replaced by its value); a norm inside a norm's
+    input is expanded as that input is named."""
+    norms = list(dict.fromkeys(_outermost(rhs)))
+    parts, replaced = [], {}
+    for k, norm in enumerate(norms, start=1):
+        named, v_hat = _named_parts(norm, name if len(norms) == 1 else f"{name}{k}", sequence, taken)
+        parts += named
+        replaced[norm] = norm.value(v_hat)
+    return parts, rhs.xreplace(replaced) if replaced else rhs
+
+
+def _outermost(expr):
+    if isinstance(expr, Norm):
+        return [expr]
+    return [norm for arg in getattr(expr, "args", ()) for norm in _outermost(arg)]
 
 
 def _named_parts(norm, prefix, sequence, taken):
@@ -143,7 +154,9 @@ def _named_parts(norm, prefix, sequence, taken):
 
     v = norm.arg
     if not (isinstance(v, SeqAt) and v.time == t):
-        v = name(f"{prefix}_in", v.shape[0], v)
+        inner, value = _expanded(f"{prefix}_in", v, sequence, taken)
+        steps += inner
+        v = name(f"{prefix}_in", v.shape[0], value)
     names = {"mu": f"mu_{v.name}", "sigma": f"sigma_{v.name}", "hat": f"{v.name}_hat"}
     named = {}
     for part, _ in norm.parts(v):

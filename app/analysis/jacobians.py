@@ -70,7 +70,8 @@ def step_values(flow, module, params, xs, cache, sizes):
         if seq.name in states:
             continue
         code = compile(STEP(rhs), f"<{seq.name}_t>", "eval")
-        values = np.zeros((len(xs) + 1, batch, sizes[str(seq.rows)]))
+        rows = 1 if seq.rows == 1 else sizes[str(seq.rows)]  # 1: a norm's mean or sigma
+        values = np.zeros((len(xs) + 1, batch, rows))
         for step in range(1, len(xs) + 1):
             space["t"] = step
             values[step] = eval(code, space)

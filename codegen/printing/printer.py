@@ -144,6 +144,8 @@ class RowPrinter(ProductPrinting):
         if expr.is_Rational and expr.q & (expr.q - 1) == 0:  # a power of two below: exact as a float
             return Code(repr(float(expr)), ATOM if expr > 0 else UNARY)
         numerator, denominator = sp.fraction(expr)
+        if denominator == 1 and expr.is_Pow:  # a root, s^(1/2) (a 1 x 1 value that became a scalar)
+            return Code(f"{self.operand(expr.base, ATOM)} ** {self.operand(expr.exp, UNARY)}", POWER)
         if denominator == 1:
             coeff, rest = numerator.as_coeff_Mul()
             return Code(f"{coeff} * {self.operand(rest, POWER)}", PRODUCT)

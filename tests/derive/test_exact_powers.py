@@ -2,7 +2,8 @@
 over the unrolled loss (tests/support/brute_force.py: sympy.diff of every operation of the unrolled computation),
 at d=2, h=3, q=4, T=3, to 30 digits: a cell with all of them (tests/support/paper_cells.py:powered), minLSTM
 as examples/ writes it, gates that are row slices of one intermediate and a state read by slices
-(paper_cells.py:sliced_gates, sliced_state)."""
+(paper_cells.py:sliced_gates, sliced_state); normalised cells, a layer-normalised Elman cell, a GRU with
+RMS-normalised gates and a cell that writes mean and sum out (norm_cells.py)."""
 
 import pathlib
 
@@ -21,6 +22,9 @@ SPECS = {
     "sliced_gates": f"{ROOT / 'tests' / 'support' / 'paper_cells.py'}:sliced_gates",
     "sliced_state": f"{ROOT / 'tests' / 'support' / 'paper_cells.py'}:sliced_state",
     "min_lstm": f"{ROOT / 'examples' / 'min_lstm.py'}:min_lstm",
+    "layer_norm_elman": f"{ROOT / 'tests' / 'support' / 'norm_cells.py'}:layer_norm_elman",
+    "rms_gru": f"{ROOT / 'tests' / 'support' / 'norm_cells.py'}:rms_gru",
+    "reduced": f"{ROOT / 'tests' / 'support' / 'norm_cells.py'}:reduced",
 }
 
 

@@ -92,3 +92,10 @@ def test_a_one_by_one_value_scales_a_column_as_a_scalar_does():
     assert text(a() / sigma) == "a_t * 1 (1 + mean(a_t))^(-1)"
     assert text(sigma * a()) == text(a() * sigma) == "a_t * 1 (1 + mean(a_t))"
     assert (a() / sigma).shape == (h, 1)
+
+
+def test_a_norm_of_a_norm_names_the_parts_of_both():
+    model = cell(tanh(rms_norm(layer_norm(a()) + a())))
+    names = [seq.name for seq, _ in model.steps]
+    assert names == ["a", "mu_a", "sigma_a", "a_hat", "h_in", "sigma_h_in", "h_in_hat", "h"], names
+    assert text(model.steps[4][1]) == "a_hat_t + a_t"

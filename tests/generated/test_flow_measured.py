@@ -20,6 +20,7 @@ MODELS = (
     "lstm",
     "lstm-peephole",
     "examples/gated_rnn.py:gated_rnn",
+    "tests/support/norm_cells.py:layer_norm_elman",  # a norm's 1 x 1 mean and sigma in the Jacobian
 )
 
 

@@ -10,15 +10,14 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
-import contextlib
 import pathlib
 
 from test_oracle import random_problem
-from test_oracle_cells import TRUNCATIONS, generate
+from test_oracle_cells import agree_in_every_truncation, generate
 
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.models import load
-from bptt.tests.support.jax_eager import eagerly
+from bptt.tests.support.checkpoints import assert_equal_gradients, assert_same_loss, numpy_run, problem, torch_run
 from bptt.tests.support.oracle import compare, run
 
 CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py"
@@ -27,10 +26,33 @@ CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms"])
 def test_a_normalised_cell_agrees_with_the_oracle(cell, backend):
+    agree_in_every_truncation(load(f"{CELLS}:{cell}"), backend)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("truncate", [None, ("window", 3)])
+def test_checkpointed_bptt_of_a_normalised_cell_equals_full_bptt(backend, truncate):
+    """sigma_a and a_hat are intermediates like any other: stored, or recomputed from a checkpoint, the gradients
+    are full BPTT's (one slot, three slots)."""
+    model = load(f"{CELLS}:layer_norm_elman")
+    numpy_module = generate(model, "numpy")
+    module = numpy_module if backend == "numpy" else generate(model, backend)
+    values = problem(numpy_module)
+    run = numpy_run if backend == "numpy" else torch_run
+    loss, grads = run(module, values, truncate, None)
+    for checkpoints in (1, 3):
+        other_loss, other = run(module, values, truncate, checkpoints)
+        assert_same_loss(loss, other_loss)
+        assert_equal_gradients(grads, other, 1e-13)
+
+
+@pytest.mark.parametrize("cell", ["layer_norm_elman", "rms_gru", "lstm_sliced_norm"])
+def test_torch_compile_steps_of_a_normalised_cell_agree_with_the_oracle(cell):
+    """torch's compile=True, its step functions (printed apart from the loops, torch/steps.py) run uncompiled."""
     model = load(f"{CELLS}:{cell}")
-    problem = random_problem(model, seed=28)
-    module = generate(model, backend)
-    with eagerly(module) if backend == "jax" else contextlib.nullcontext():  # JAX uncompiled: seconds, not a minute
-        for truncate in TRUNCATIONS.values():
-            expected = run(model, *problem, truncate)
-            compare(module, model, *problem, truncate, forward_mode=truncate is None, expected=expected)
+    module = generate(model, "torch")
+    values = random_problem(model, seed=28)
+    module._compiled = lambda step: step
+    for truncate in (None, ("window", 2)):
+        expected = run(model, *values, truncate)
+        compare(module, model, *values, truncate, expected=expected, options={"compile": True})

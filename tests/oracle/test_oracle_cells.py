@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 
+import contextlib
 import importlib.util
 import os
 import pathlib
@@ -23,6 +24,7 @@ from test_oracle import central_differences, random_problem
 
 from bptt.codegen.backends import BACKENDS, module_filename
 from bptt.derive.models import load
+from bptt.tests.support.jax_eager import eagerly
 from bptt.tests.support.oracle import compare, run
 
 CELLS_FILE = pathlib.Path(__file__).parents[1] / "support" / "user_cells.py"
@@ -43,6 +45,16 @@ def generate(model, backend):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def agree_in_every_truncation(model, backend, seed=28):
+    """The backend's module of the model against the oracle in full BPTT (and forward mode) and in TRUNCATIONS."""
+    problem = random_problem(model, seed=seed)
+    module = generate(model, backend)
+    with eagerly(module) if backend == "jax" else contextlib.nullcontext():  # JAX uncompiled: seconds, not a minute
+        for truncate in TRUNCATIONS.values():
+            expected = run(model, *problem, truncate)
+            compare(module, model, *problem, truncate, forward_mode=truncate is None, expected=expected)
 
 
 def backend_failures(model, problem, checks=()):

@@ -9,16 +9,12 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
-import contextlib
 import pathlib
 
-from test_oracle import random_problem
-from test_oracle_cells import TRUNCATIONS, generate
+from test_oracle_cells import agree_in_every_truncation
 
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.models import load
-from bptt.tests.support.jax_eager import eagerly
-from bptt.tests.support.oracle import compare, run
 
 CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "paper_cells.py"
 
@@ -26,10 +22,4 @@ CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "paper_cells.p
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("cell", ["sliced_gates", "sliced_state"])
 def test_a_cell_that_reads_slices_of_a_value_agrees_with_the_oracle(cell, backend):
-    model = load(f"{CELLS}:{cell}")
-    problem = random_problem(model, seed=28)
-    module = generate(model, backend)
-    with eagerly(module) if backend == "jax" else contextlib.nullcontext():  # JAX uncompiled: seconds, not a minute
-        for truncate in TRUNCATIONS.values():
-            expected = run(model, *problem, truncate)
-            compare(module, model, *problem, truncate, forward_mode=truncate is None, expected=expected)
+    agree_in_every_truncation(load(f"{CELLS}:{cell}"), backend)

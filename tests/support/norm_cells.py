@@ -4,26 +4,14 @@ sum, layer_norm and rms_norm (issue 28): the exact proof, the oracle against eve
 from sympy import HadamardPower, Rational
 from sympy import HadamardProduct as odot
 
-from bptt.derive.model import Model, matrix, sequence, sizes, vector
-from bptt.derive.nodes import SquaredError, layer_norm, mean, rms_norm, sigmoid, sum, t, tanh
+from bptt.derive.model import matrix, sequence, sizes, vector
+from bptt.derive.nodes import layer_norm, mean, rms_norm, sigmoid, sum, t, tanh
+from bptt.tests.support.paper_cells import _cell as paper_cell
 
 
 def _cell(name, title, params, x, hidden, steps, sizes_):
-    """A cell with the linear head s_t = V h_t and a squared error."""
-    d, h, q = sizes_
-    V = matrix("V", q, h)
-    s, y = sequence("s", q, "output"), sequence("y", q, "target")
-    return Model(
-        name=name,
-        title=title,
-        source="issue 28",
-        sizes=sizes_,
-        params=(*params, V),
-        inputs=(x,),
-        steps=tuple(steps),
-        outputs=((s, V * hidden()),),
-        loss=SquaredError(s(), y()),
-    )
+    """A cell with the linear head s_t = V h_t and a squared error (paper_cells.py's)."""
+    return paper_cell(name, title, "issue 28", sizes_, params, x, hidden, steps)
 
 
 def layer_norm_elman():

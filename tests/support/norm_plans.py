@@ -19,7 +19,7 @@ from bptt.derive.model import vector
 from bptt.derive.nodes import layer_norm, mean, rms_norm, sum
 from bptt.derive.norms import Norm
 from bptt.derive.reductions import Reduce
-from bptt.tests.support.cell_plans import build
+from bptt.tests.support.cell_plans import Gate, Layer, Plan, Term, Update, build
 from bptt.tests.support.cells import plans
 
 KINDS = ("before", "after", "mean", "sum")
@@ -110,3 +110,20 @@ NORM_SHAPES = {
     "a sum": lambda m: _norm_of(m, lambda n: isinstance(n, Reduce) and n.name == "sum"),
     "no Norm node left": lambda m: not _norm_of(m, lambda n: isinstance(n, Norm)),
 }
+
+
+def _example():
+    """One cell with every kind: three gates and a state of one layer, each rewritten its own way."""
+    reads = (Term("input"), Term("recurrent", source="h1"), Term("bias"))
+    gates = tuple(Gate(name, "tanh", reads, named=False) for name in ("z1", "r1", "n1"))
+    layer = Layer(1, ("h1",), False, gates, (Update("h1", "activation", activation="sigmoid", terms=reads),))
+    kinds = (
+        Normalisation(0, "before", eps=sp.Rational(1, 10)),
+        Normalisation(0, "after", rms=True, eps=sp.Rational(1, 10)),
+        Normalisation(0, "mean"),
+        Normalisation(0, "sum"),
+    )
+    return NormedPlan(Plan((layer,), "squared", False, False, False), kinds)
+
+
+EXAMPLE = _example()  # normed_plans()'s explicit example: it has every one of NORM_SHAPES

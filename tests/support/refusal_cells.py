@@ -80,11 +80,13 @@ W2, V = matrix("W2", 2 * h, h), matrix("V", h, d)
 U2 = matrix("U2", h, 2 * d)
 x2 = sequence("x2", 2 * d, "input")
 
-# A model file whose function calls a norm or a reduction wrongly: {call}.
-NORM_CELL = (
-    "from bptt.derive.nodes import layer_norm, mean, rms_norm\n"
-    "def cell():\n    h = sizes('h')\n    x = sequence('x', h, 'input')\n    return {call}\n"
-)
+
+def norm_file(tmp_path, call):
+    """The spec of a model file whose function returns `call`, a norm or a reduction called wrongly."""
+    imports = "from bptt.derive.nodes import layer_norm, mean, rms_norm\n"
+    body = f"def cell():\n    h = sizes('h')\n    x = sequence('x', h, 'input')\n    return {call}\n"
+    return model_file(tmp_path, imports + body)
+
 
 # site key -> (how it is triggered, the cell): "build" the model, "derive" it, "latex" (its document's sections),
 # a backend's name (its module), "load" (a model file; the cell takes tmp_path and returns its spec);
@@ -251,19 +253,19 @@ CELLS = {
     # derive/norms.py and reductions.py: a norm's or a reduction's arguments, refused as the user's function runs
     "derive/norms.py _eps: : eps must be a positive rational or 0, not": (
         "load",
-        lambda tmp: model_file(tmp, NORM_CELL.format(call="layer_norm(x(), eps=-1)")),
+        lambda tmp: norm_file(tmp, "layer_norm(x(), eps=-1)"),
     ),
     "derive/norms.py _column: : the must be a column of the input's rows,": (
         "load",
-        lambda tmp: model_file(tmp, NORM_CELL.format(call="rms_norm(x(), gain=matrix('g', h, h))")),
+        lambda tmp: norm_file(tmp, "rms_norm(x(), gain=matrix('g', h, h))"),
     ),
     "derive/norms.py _norm: : the input must be a column vector, not": (
         "load",
-        lambda tmp: model_file(tmp, NORM_CELL.format(call="layer_norm(matrix('W', h, h))")),
+        lambda tmp: norm_file(tmp, "layer_norm(matrix('W', h, h))"),
     ),
     "derive/reductions.py register_reduction.reduce: (v) reduces a column vector, not": (
         "load",
-        lambda tmp: model_file(tmp, NORM_CELL.format(call="mean(matrix('W', h, h))")),
+        lambda tmp: norm_file(tmp, "mean(matrix('W', h, h))"),
     ),
     # derive: nodes with no rule
     "derive/adjoint.py _apply:": ("derive", lambda: state(Apply("swish", W_hx * x() + W_hh * hidden(t - 1)))),
