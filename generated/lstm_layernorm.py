@@ -9,11 +9,11 @@ One step at time t:
     a1_in_t = W_h h_{t-1}
     mu_a1_in_t = mean(a1_in_t)
     sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-    a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
+    a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
     a2_in_t = W_x x_t
     mu_a2_in_t = mean(a2_in_t)
     sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
+    a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
     f_t = a_t[:h, :]
     i_t = a_t[h:2*h, :]
@@ -22,7 +22,7 @@ One step at time t:
     c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
     mu_c_t = mean(c_t)
     sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
-    c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
+    c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
     h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
     s_t = V h_t
     L = sum_t 1/2 ||s_t - y_t||^2
@@ -264,15 +264,12 @@ def _forward(params, sizes, x, c0, h0, work):
     _W_h_T = work["_W_h_T"]
     _all_4h = work["_all_4h"]
     _all_4h_2 = work["_all_4h_2"]
-    _all_4h_3 = work["_all_4h_3"]
     _all_1 = work["_all_1"]
     _step_4h = work["_step_4h"]
     _step_4h_2 = work["_step_4h_2"]
-    _step_4h_3 = work["_step_4h_3"]
     _step_1 = work["_step_1"]
     _step_h = work["_step_h"]
     _step_h_2 = work["_step_h_2"]
-    _step_h_3 = work["_step_h_3"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -287,14 +284,12 @@ def _forward(params, sizes, x, c0, h0, work):
     # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
     sigma_a2_in[1:][...] = ((1 / 100000) * 1 + (a2_in[1:] - mu_a2_in[1:]) ** 2).mean(axis=-1, keepdims=True)
     np.power(sigma_a2_in[1:], 1/2, out=sigma_a2_in[1:])
-    # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
+    # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     np.copyto(a2_in_hat[1:], a2_in[1:])
     np.copyto(_all_4h, mu_a2_in[1:])
     np.subtract(a2_in_hat[1:], _all_4h, out=a2_in_hat[1:])
-    _all_4h_2[...] = 1
     np.power(sigma_a2_in[1:], -1, out=_all_1)
-    np.copyto(_all_4h_3, _all_1)
-    np.multiply(_all_4h_2, _all_4h_3, out=_all_4h_2)
+    np.copyto(_all_4h_2, _all_1)
     np.multiply(a2_in_hat[1:], _all_4h_2, out=a2_in_hat[1:])
     # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
     np.multiply(alpha_2, a2_in_hat[1:], out=a[1:])
@@ -314,14 +309,12 @@ def _forward(params, sizes, x, c0, h0, work):
         # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
         sigma_a1_in_t[...] = ((1 / 100000) * 1 + (a1_in_t - mu_a1_in_t) ** 2).mean(axis=-1, keepdims=True)
         np.power(sigma_a1_in_t, 1/2, out=sigma_a1_in_t)
-        # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
+        # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
         np.copyto(a1_in_hat_t, a1_in_t)
         np.copyto(_step_4h, mu_a1_in_t)
         np.subtract(a1_in_hat_t, _step_4h, out=a1_in_hat_t)
-        _step_4h_2[...] = 1
         np.power(sigma_a1_in_t, -1, out=_step_1)
-        np.copyto(_step_4h_3, _step_1)
-        np.multiply(_step_4h_2, _step_4h_3, out=_step_4h_2)
+        np.copyto(_step_4h_2, _step_1)
         np.multiply(a1_in_hat_t, _step_4h_2, out=a1_in_hat_t)
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         np.multiply(alpha_1, a1_in_hat_t, out=_step_4h)
@@ -347,14 +340,12 @@ def _forward(params, sizes, x, c0, h0, work):
         # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
         sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(axis=-1, keepdims=True)
         np.power(sigma_c_t, 1/2, out=sigma_c_t)
-        # c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
+        # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
         np.copyto(c_hat_t, c_t)
         np.copyto(_step_h, mu_c_t)
         np.subtract(c_hat_t, _step_h, out=c_hat_t)
-        _step_h_2[...] = 1
         np.power(sigma_c_t, -1, out=_step_1)
-        np.copyto(_step_h_3, _step_1)
-        np.multiply(_step_h_2, _step_h_3, out=_step_h_2)
+        np.copyto(_step_h_2, _step_1)
         np.multiply(c_hat_t, _step_h_2, out=c_hat_t)
         # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
         _sigmoid(o_t, out=h_t)
@@ -688,9 +679,8 @@ _PASSES = _Passes(
         "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
         "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_all_4h": ("T", "B", "4*h"),
-        "_all_4h_2": ("T", "B", "4*h"), "_all_4h_3": ("T", "B", "4*h"), "_all_1": ("T", "B", "1"),
-        "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"), "_step_1": ("B", "1"),
-        "_step_h": ("B", "h"), "_step_h_2": ("B", "h"), "_step_h_3": ("B", "h"),
+        "_all_4h_2": ("T", "B", "4*h"), "_all_1": ("T", "B", "1"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"),
+        "_step_1": ("B", "1"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
@@ -699,5 +689,5 @@ _PASSES = _Passes(
         "_step_h": ("B", "h"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"),
         "_ones": ("T*B",),
     },
-    ones=("_ones",), step_rows=("2*h", "7 + q + 39*h", "26*h", "27*h"),
+    ones=("_ones",), step_rows=("2*h", "7 + q + 35*h", "26*h", "27*h"),
 )

@@ -9,11 +9,11 @@ One step at time t:
     a1_in_t = W_h h_{t-1}
     mu_a1_in_t = mean(a1_in_t)
     sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-    a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
+    a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
     a2_in_t = W_x x_t
     mu_a2_in_t = mean(a2_in_t)
     sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
+    a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
     f_t = a_t[:h, :]
     i_t = a_t[h:2*h, :]
@@ -22,7 +22,7 @@ One step at time t:
     c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
     mu_c_t = mean(c_t)
     sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
-    c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
+    c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
     h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
     s_t = V h_t
     L = sum_t 1/2 ||s_t - y_t||^2
@@ -296,8 +296,7 @@ def _forward(params, x, c0, h0):
     mu_a2_in = a2_in.mean(axis=-1, keepdims=True)  # mu_a2_in_t = mean(a2_in_t)
     # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
     sigma_a2_in = (1 / 100000 + (a2_in - mu_a2_in) ** 2).mean(axis=-1, keepdims=True) ** 0.5
-    # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
-    a2_in_hat = (a2_in - mu_a2_in) * (1 * sigma_a2_in ** -1)
+    a2_in_hat = (a2_in - mu_a2_in) * sigma_a2_in ** -1  # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     a = b + beta_2 + alpha_2 * a2_in_hat  # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
 
     def _step(carry, inputs):
@@ -308,8 +307,8 @@ def _forward(params, x, c0, h0):
         mu_a1_in_t = a1_in_t.mean(axis=-1, keepdims=True)  # mu_a1_in_t = mean(a1_in_t)
         # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
         sigma_a1_in_t = (1 / 100000 + (a1_in_t - mu_a1_in_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
-        # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
-        a1_in_hat_t = (a1_in_t - mu_a1_in_t) * (1 * sigma_a1_in_t ** -1)
+        # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
+        a1_in_hat_t = (a1_in_t - mu_a1_in_t) * sigma_a1_in_t ** -1
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         a_t = beta_1 + alpha_1 * a1_in_hat_t + a_t
         f_t = a_t[..., :n_h]  # f_t = a_t[:h, :]
@@ -321,7 +320,7 @@ def _forward(params, x, c0, h0):
         mu_c_t = c_t.mean(axis=-1, keepdims=True)  # mu_c_t = mean(c_t)
         # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
         sigma_c_t = (1 / 100000 + (c_t - mu_c_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
-        c_hat_t = (c_t - mu_c_t) * (1 * sigma_c_t ** -1)  # c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
+        c_hat_t = (c_t - mu_c_t) * sigma_c_t ** -1  # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
         # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
         h_t = jax.nn.sigmoid(o_t) * jnp.tanh(beta_3 + alpha_3 * c_hat_t)
         return (

@@ -9,11 +9,11 @@ One step at time t:
     a1_in_t = W_h h_{t-1}
     mu_a1_in_t = mean(a1_in_t)
     sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-    a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
+    a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
     a2_in_t = W_x x_t
     mu_a2_in_t = mean(a2_in_t)
     sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
+    a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
     f_t = a_t[:h, :]
     i_t = a_t[h:2*h, :]
@@ -22,7 +22,7 @@ One step at time t:
     c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
     mu_c_t = mean(c_t)
     sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
-    c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
+    c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
     h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
     s_t = V h_t
     L = sum_t 1/2 ||s_t - y_t||^2
@@ -275,15 +275,12 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     _W_h_T = work["_W_h_T"]
     _all_4h = work["_all_4h"]
     _all_4h_2 = work["_all_4h_2"]
-    _all_4h_3 = work["_all_4h_3"]
     _all_1 = work["_all_1"]
     _step_4h = work["_step_4h"]
     _step_4h_2 = work["_step_4h_2"]
-    _step_4h_3 = work["_step_4h_3"]
     _step_1 = work["_step_1"]
     _step_h = work["_step_h"]
     _step_h_2 = work["_step_h_2"]
-    _step_h_3 = work["_step_h_3"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -298,14 +295,12 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
     sigma_a2_in[1:][...] = ((1 / 100000) * 1 + (a2_in[1:] - mu_a2_in[1:]) ** 2).mean(dim=-1, keepdim=True)
     torch.pow(sigma_a2_in[1:], 1/2, out=sigma_a2_in[1:])
-    # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * (1 * 1 sigma_a2_in_t^(-1))
+    # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     a2_in_hat[1:].copy_(a2_in[1:])
     _all_4h.copy_(mu_a2_in[1:])
     torch.sub(a2_in_hat[1:], _all_4h, out=a2_in_hat[1:])
-    _all_4h_2[...] = 1
     torch.pow(sigma_a2_in[1:], -1, out=_all_1)
-    _all_4h_3.copy_(_all_1)
-    torch.mul(_all_4h_2, _all_4h_3, out=_all_4h_2)
+    _all_4h_2.copy_(_all_1)
     torch.mul(a2_in_hat[1:], _all_4h_2, out=a2_in_hat[1:])
     # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
     torch.mul(alpha_2, a2_in_hat[1:], out=a[1:])
@@ -332,14 +327,12 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
         sigma_a1_in_t[...] = ((1 / 100000) * 1 + (a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True)
         torch.pow(sigma_a1_in_t, 1/2, out=sigma_a1_in_t)
-        # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
+        # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
         a1_in_hat_t.copy_(a1_in_t)
         _step_4h.copy_(mu_a1_in_t)
         a1_in_hat_t.add_(_step_4h, alpha=-1)
-        _step_4h_2[...] = 1
         torch.pow(sigma_a1_in_t, -1, out=_step_1)
-        _step_4h_3.copy_(_step_1)
-        torch.mul(_step_4h_2, _step_4h_3, out=_step_4h_2)
+        _step_4h_2.copy_(_step_1)
         torch.mul(a1_in_hat_t, _step_4h_2, out=a1_in_hat_t)
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         a_t.addcmul_(alpha_1, a1_in_hat_t)
@@ -363,14 +356,12 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
         sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True)
         torch.pow(sigma_c_t, 1/2, out=sigma_c_t)
-        # c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
+        # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
         c_hat_t.copy_(c_t)
         _step_h.copy_(mu_c_t)
         c_hat_t.add_(_step_h, alpha=-1)
-        _step_h_2[...] = 1
         torch.pow(sigma_c_t, -1, out=_step_1)
-        _step_h_3.copy_(_step_1)
-        torch.mul(_step_h_2, _step_h_3, out=_step_h_2)
+        _step_h_2.copy_(_step_1)
         torch.mul(c_hat_t, _step_h_2, out=c_hat_t)
         # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
         torch.sigmoid(o_t, out=h_t)
@@ -688,9 +679,8 @@ _PASSES = _Passes(
         "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
         "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_all_4h": ("T", "B", "4*h"),
-        "_all_4h_2": ("T", "B", "4*h"), "_all_4h_3": ("T", "B", "4*h"), "_all_1": ("T", "B", "1"),
-        "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"), "_step_1": ("B", "1"),
-        "_step_h": ("B", "h"), "_step_h_2": ("B", "h"), "_step_h_3": ("B", "h"),
+        "_all_4h_2": ("T", "B", "4*h"), "_all_1": ("T", "B", "1"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"),
+        "_step_1": ("B", "1"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
@@ -698,7 +688,7 @@ _PASSES = _Passes(
         "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"),
         "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"),
     },
-    step_rows=("2*h", "7 + q + 39*h", "q + 26*h", "27*h"),
+    step_rows=("2*h", "7 + q + 35*h", "q + 26*h", "27*h"),
 )
 
 
@@ -712,8 +702,8 @@ def _forward_step(
     mu_a1_in_t.copy_(a1_in_t.mean(dim=-1, keepdim=True))  # mu_a1_in_t = mean(a1_in_t)
     # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
     sigma_a1_in_t.copy_((1 / 100000 + (a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5)
-    # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * (1 * 1 sigma_a1_in_t^(-1))
-    a1_in_hat_t.copy_((a1_in_t - mu_a1_in_t) * (1 * sigma_a1_in_t ** -1))
+    # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
+    a1_in_hat_t.copy_((a1_in_t - mu_a1_in_t) * sigma_a1_in_t ** -1)
     # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
     a_t.copy_(beta_1 + alpha_1 * a1_in_hat_t + a_t)
     f_t.copy_(a_t[..., :n_h])  # f_t = a_t[:h, :]
@@ -725,7 +715,7 @@ def _forward_step(
     mu_c_t.copy_(c_t.mean(dim=-1, keepdim=True))  # mu_c_t = mean(c_t)
     # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
     sigma_c_t.copy_((1 / 100000 + (c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5)
-    c_hat_t.copy_((c_t - mu_c_t) * (1 * sigma_c_t ** -1))  # c_hat_t = (c_t - 1 mu_c_t) * (1 * 1 sigma_c_t^(-1))
+    c_hat_t.copy_((c_t - mu_c_t) * sigma_c_t ** -1)  # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
     # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
     h_t.copy_(torch.sigmoid(o_t) * torch.tanh(beta_3 + alpha_3 * c_hat_t))
 
