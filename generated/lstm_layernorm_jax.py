@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 
 from bptt.runtime.common import _Spec
-from bptt.runtime.jax import _directions, _flow, _following, _fresh, _placed, _squared_error, _total
+from bptt.runtime.jax import _directions, _flow, _following, _fresh, _norm_adjoint, _placed, _squared_error, _total
 from bptt.runtime.jax import clip_grads as clip_grads
 from bptt.runtime.jax_passes import _Passes
 
@@ -193,26 +193,12 @@ def _forward_mode(params, x, y, c0, h0):
         dot_a1_in = dot_h @ W_h.T
         dot_a1_in = dot_a1_in.at[along_W_h].add(_directions(h_prev, 4 * n_h))  # dot(W_h) h_{t-1}
         # dot(a1_in_hat_t) = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dot(a1_in_t)
-        dot_a1_in_hat = (
-            (
-                dot_a1_in
-                - dot_a1_in.mean(axis=-1, keepdims=True)
-                - a1_in_hat_t * (a1_in_hat_t * dot_a1_in).mean(axis=-1, keepdims=True)
-            )
-            / sigma_a1_in_t
-        )
+        dot_a1_in_hat = _norm_adjoint(dot_a1_in, a1_in_hat_t, sigma_a1_in_t)
         # dot(a2_in_t) = dot(W_x) x_t
         dot_a2_in = jnp.zeros((directions, B, 4 * n_h), dtype)
         dot_a2_in = dot_a2_in.at[along_W_x].add(_directions(x_t, 4 * n_h))  # dot(W_x) x_t
         # dot(a2_in_hat_t) = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dot(a2_in_t)
-        dot_a2_in_hat = (
-            (
-                dot_a2_in
-                - dot_a2_in.mean(axis=-1, keepdims=True)
-                - a2_in_hat_t * (a2_in_hat_t * dot_a2_in).mean(axis=-1, keepdims=True)
-            )
-            / sigma_a2_in_t
-        )
+        dot_a2_in_hat = _norm_adjoint(dot_a2_in, a2_in_hat_t, sigma_a2_in_t)
         # dot(a_t) = dot(b) + dot(beta_1) + dot(beta_2) + diag(a1_in_hat_t) dot(alpha_1) + diag(a2_in_hat_t)
         # dot(alpha_2) + diag(alpha_1) dot(a1_in_hat_t) + diag(alpha_2) dot(a2_in_hat_t)
         dot_a = alpha_1 * dot_a1_in_hat + alpha_2 * dot_a2_in_hat
@@ -239,10 +225,7 @@ def _forward_mode(params, x, y, c0, h0):
             + jax.nn.sigmoid(i_t) * ((1 - jnp.tanh(g_t) ** 2) * dot_g)
         )
         # dot(c_hat_t) = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dot(c_t)
-        dot_c_hat = (
-            (dot_c - dot_c.mean(axis=-1, keepdims=True) - c_hat_t * (c_hat_t * dot_c).mean(axis=-1, keepdims=True))
-            / sigma_c_t
-        )
+        dot_c_hat = _norm_adjoint(dot_c, c_hat_t, sigma_c_t)
         # dot(h_t) = diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3) +
         # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3) + diag(tanh(beta_3 + alpha_3 *
         # c_hat_t)) diag((1 - sigmoid(o_t)) * sigmoid(o_t)) dot(o_t) + diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3
@@ -395,14 +378,7 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
         d_c_hat_t = alpha_3 * ((1 - jnp.tanh(beta_3 + alpha_3 * c_hat_t) ** 2) * (jax.nn.sigmoid(o_t) * d_h_t))
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
-        d_c_t = (
-            (
-                d_c_hat_t
-                - d_c_hat_t.mean(axis=-1, keepdims=True)
-                - c_hat_t * (c_hat_t * d_c_hat_t).mean(axis=-1, keepdims=True)
-            )
-            / sigma_c_t
-        )
+        d_c_t = _norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t)
         # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
         d_c_t = d_c_t + _flow(jax.nn.sigmoid(f_next) * d_c_next, keep_t, ages)
         # dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t
@@ -421,24 +397,10 @@ def _gradients_and_following(ages, params, cache, d_s, keep, following=None):
         )
         d_a2_in_hat_t = alpha_2 * d_a_t  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
         # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
-        d_a2_in_t = (
-            (
-                d_a2_in_hat_t
-                - d_a2_in_hat_t.mean(axis=-1, keepdims=True)
-                - a2_in_hat_t * (a2_in_hat_t * d_a2_in_hat_t).mean(axis=-1, keepdims=True)
-            )
-            / sigma_a2_in_t
-        )
+        d_a2_in_t = _norm_adjoint(d_a2_in_hat_t, a2_in_hat_t, sigma_a2_in_t)
         d_a1_in_hat_t = alpha_1 * d_a_t  # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
-        d_a1_in_t = (
-            (
-                d_a1_in_hat_t
-                - d_a1_in_hat_t.mean(axis=-1, keepdims=True)
-                - a1_in_hat_t * (a1_in_hat_t * d_a1_in_hat_t).mean(axis=-1, keepdims=True)
-            )
-            / sigma_a1_in_t
-        )
+        d_a1_in_t = _norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t)
         return (
             (d_a1_in_t, d_c_t),
             (_total(d_h_t, ages), _total(d_a_t, ages), _total(d_a2_in_t, ages), _total(d_a1_in_t, ages))

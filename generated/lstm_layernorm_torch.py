@@ -37,7 +37,16 @@ is the derived BPTT, Model an nn.Module: loss.backward() and any optimiser work,
 import torch
 
 from bptt.runtime.common import _Spec
-from bptt.runtime.torch import _age, _compiled, _directions, _flow_weights, _placed, _squared_error, _weighted
+from bptt.runtime.torch import (
+    _age,
+    _compiled,
+    _directions,
+    _flow_weights,
+    _norm_adjoint,
+    _placed,
+    _squared_error,
+    _weighted,
+)
 from bptt.runtime.torch import clip_grads as clip_grads
 from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
 from bptt.runtime.torch_autograd import _autograd
@@ -164,26 +173,12 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
             dot_a1_in = dot_h @ W_h.T
             dot_a1_in[along_W_h] += _directions(h[t - 1], 4 * n_h)  # dot(W_h) h_{t-1}
             # dot(a1_in_hat_t) = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dot(a1_in_t)
-            dot_a1_in_hat = (
-                (
-                    dot_a1_in
-                    - dot_a1_in.mean(dim=-1, keepdim=True)
-                    - a1_in_hat[t] * (a1_in_hat[t] * dot_a1_in).mean(dim=-1, keepdim=True)
-                )
-                / sigma_a1_in[t]
-            )
+            dot_a1_in_hat = _norm_adjoint(dot_a1_in, a1_in_hat[t], sigma_a1_in[t])
             # dot(a2_in_t) = dot(W_x) x_t
             dot_a2_in = torch.zeros((directions, B, 4 * n_h), dtype=dtype, device=device)
             dot_a2_in[along_W_x] += _directions(x[t - 1], 4 * n_h)  # dot(W_x) x_t
             # dot(a2_in_hat_t) = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dot(a2_in_t)
-            dot_a2_in_hat = (
-                (
-                    dot_a2_in
-                    - dot_a2_in.mean(dim=-1, keepdim=True)
-                    - a2_in_hat[t] * (a2_in_hat[t] * dot_a2_in).mean(dim=-1, keepdim=True)
-                )
-                / sigma_a2_in[t]
-            )
+            dot_a2_in_hat = _norm_adjoint(dot_a2_in, a2_in_hat[t], sigma_a2_in[t])
             # dot(a_t) = dot(b) + dot(beta_1) + dot(beta_2) + diag(a1_in_hat_t) dot(alpha_1) + diag(a2_in_hat_t)
             # dot(alpha_2) + diag(alpha_1) dot(a1_in_hat_t) + diag(alpha_2) dot(a2_in_hat_t)
             dot_a = alpha_1 * dot_a1_in_hat + alpha_2 * dot_a2_in_hat
@@ -210,10 +205,7 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
                 + torch.sigmoid(i[t]) * ((1 - torch.tanh(g[t]) ** 2) * dot_g)
             )
             # dot(c_hat_t) = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dot(c_t)
-            dot_c_hat = (
-                (dot_c - dot_c.mean(dim=-1, keepdim=True) - c_hat[t] * (c_hat[t] * dot_c).mean(dim=-1, keepdim=True))
-                / sigma_c[t]
-            )
+            dot_c_hat = _norm_adjoint(dot_c, c_hat[t], sigma_c[t])
             # dot(h_t) = diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3) +
             # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3) + diag(tanh(beta_3 + alpha_3 *
             # c_hat_t)) diag((1 - sigmoid(o_t)) * sigmoid(o_t)) dot(o_t) + diag(sigmoid(o_t)) diag(1 - tanh(beta_3 +
@@ -273,12 +265,6 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     h = work["h"]
     s = work["s"]
     _W_h_T = work["_W_h_T"]
-    _all_4h = work["_all_4h"]
-    _all_4h_2 = work["_all_4h_2"]
-    _all_1 = work["_all_1"]
-    _step_4h = work["_step_4h"]
-    _step_4h_2 = work["_step_4h_2"]
-    _step_1 = work["_step_1"]
     _step_h = work["_step_h"]
     _step_h_2 = work["_step_h_2"]
     n_d = sizes["d"]
@@ -293,15 +279,9 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     # mu_a2_in_t = mean(a2_in_t)
     mu_a2_in[1:][...] = a2_in[1:].mean(dim=-1, keepdim=True)
     # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    sigma_a2_in[1:][...] = ((1 / 100000) * 1 + (a2_in[1:] - mu_a2_in[1:]) ** 2).mean(dim=-1, keepdim=True)
-    torch.pow(sigma_a2_in[1:], 1/2, out=sigma_a2_in[1:])
+    sigma_a2_in[1:][...] = ((1 / 100000) * 1 + (a2_in[1:] - mu_a2_in[1:]) ** 2).mean(dim=-1, keepdim=True) ** 0.5
     # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
-    a2_in_hat[1:].copy_(a2_in[1:])
-    _all_4h.copy_(mu_a2_in[1:])
-    torch.sub(a2_in_hat[1:], _all_4h, out=a2_in_hat[1:])
-    torch.pow(sigma_a2_in[1:], -1, out=_all_1)
-    _all_4h_2.copy_(_all_1)
-    torch.mul(a2_in_hat[1:], _all_4h_2, out=a2_in_hat[1:])
+    a2_in_hat[1:][...] = (a2_in[1:] - mu_a2_in[1:]) * sigma_a2_in[1:] ** -1
     # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
     torch.mul(alpha_2, a2_in_hat[1:], out=a[1:])
     torch.add(a[1:], b, out=a[1:])
@@ -325,15 +305,9 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         # mu_a1_in_t = mean(a1_in_t)
         mu_a1_in_t[...] = a1_in_t.mean(dim=-1, keepdim=True)
         # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-        sigma_a1_in_t[...] = ((1 / 100000) * 1 + (a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True)
-        torch.pow(sigma_a1_in_t, 1/2, out=sigma_a1_in_t)
+        sigma_a1_in_t[...] = ((1 / 100000) * 1 + (a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5
         # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
-        a1_in_hat_t.copy_(a1_in_t)
-        _step_4h.copy_(mu_a1_in_t)
-        a1_in_hat_t.add_(_step_4h, alpha=-1)
-        torch.pow(sigma_a1_in_t, -1, out=_step_1)
-        _step_4h_2.copy_(_step_1)
-        torch.mul(a1_in_hat_t, _step_4h_2, out=a1_in_hat_t)
+        a1_in_hat_t[...] = (a1_in_t - mu_a1_in_t) * sigma_a1_in_t ** -1
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         a_t.addcmul_(alpha_1, a1_in_hat_t)
         a_t.add_(beta_1)
@@ -354,15 +328,9 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         # mu_c_t = mean(c_t)
         mu_c_t[...] = c_t.mean(dim=-1, keepdim=True)
         # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
-        sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True)
-        torch.pow(sigma_c_t, 1/2, out=sigma_c_t)
+        sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5
         # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
-        c_hat_t.copy_(c_t)
-        _step_h.copy_(mu_c_t)
-        c_hat_t.add_(_step_h, alpha=-1)
-        torch.pow(sigma_c_t, -1, out=_step_1)
-        _step_h_2.copy_(_step_1)
-        torch.mul(c_hat_t, _step_h_2, out=c_hat_t)
+        c_hat_t[...] = (c_t - mu_c_t) * sigma_c_t ** -1
         # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
         torch.sigmoid(o_t, out=h_t)
         torch.mul(alpha_3, c_hat_t, out=_step_h)
@@ -452,14 +420,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
         torch.mul(_k1_t, d_h_t, out=d_c_hat_t)
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
-        d_c_t[...] = (
-            (
-                d_c_hat_t
-                - d_c_hat_t.mean(dim=-1, keepdim=True)
-                - c_hat_t * (c_hat_t * d_c_hat_t).mean(dim=-1, keepdim=True)
-            )
-            / sigma_c_t
-        )
+        d_c_t[...] = _norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t)
         if t < T:
             # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
             d_c_t.addcmul_(_k2[t + 1], d_c[t + 1], value=_weights[t])
@@ -497,25 +458,11 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
         torch.mul(alpha_2, d_a_t, out=d_a2_in_hat_t)
         # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
-        d_a2_in_t[...] = (
-            (
-                d_a2_in_hat_t
-                - d_a2_in_hat_t.mean(dim=-1, keepdim=True)
-                - a2_in_hat_t * (a2_in_hat_t * d_a2_in_hat_t).mean(dim=-1, keepdim=True)
-            )
-            / sigma_a2_in_t
-        )
+        d_a2_in_t[...] = _norm_adjoint(d_a2_in_hat_t, a2_in_hat_t, sigma_a2_in_t)
         # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
         torch.mul(alpha_1, d_a_t, out=d_a1_in_hat_t)
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
-        d_a1_in_t[...] = (
-            (
-                d_a1_in_hat_t
-                - d_a1_in_hat_t.mean(dim=-1, keepdim=True)
-                - a1_in_hat_t * (a1_in_hat_t * d_a1_in_hat_t).mean(dim=-1, keepdim=True)
-            )
-            / sigma_a1_in_t
-        )
+        d_a1_in_t[...] = _norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t)
     d_c0 = _weighted(keep, 0, torch.sigmoid(f[1]) * d_c[1])  # dL/dc_0 = diag(sigmoid(f_1)) dL/dc_1
     d_h0 = _weighted(keep, 0, d_a1_in[1] @ W_h)  # dL/dh_0 = W_h^T dL/da1_in_1
     if following is not None:  # step 1's values, for the segment before this one
@@ -567,14 +514,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
         d_c_hat[t] = alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (torch.sigmoid(o[t]) * d_h[t]))
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
-        d_c[t] = (
-            (
-                d_c_hat[t]
-                - d_c_hat[t].mean(dim=-1, keepdim=True)
-                - c_hat[t] * (c_hat[t] * d_c_hat[t]).mean(dim=-1, keepdim=True)
-            )
-            / sigma_c[t]
-        )
+        d_c[t] = _norm_adjoint(d_c_hat[t], c_hat[t], sigma_c[t])
         if t < T:
             d_c[t] += _age(torch.sigmoid(f[t + 1]) * d_c[t + 1])  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
         elif following:  # step T of a segment: the flow from the next one
@@ -597,24 +537,10 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
         )
         d_a2_in_hat[t] = alpha_2 * d_a[t]  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
         # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
-        d_a2_in[t] = (
-            (
-                d_a2_in_hat[t]
-                - d_a2_in_hat[t].mean(dim=-1, keepdim=True)
-                - a2_in_hat[t] * (a2_in_hat[t] * d_a2_in_hat[t]).mean(dim=-1, keepdim=True)
-            )
-            / sigma_a2_in[t]
-        )
+        d_a2_in[t] = _norm_adjoint(d_a2_in_hat[t], a2_in_hat[t], sigma_a2_in[t])
         d_a1_in_hat[t] = alpha_1 * d_a[t]  # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
-        d_a1_in[t] = (
-            (
-                d_a1_in_hat[t]
-                - d_a1_in_hat[t].mean(dim=-1, keepdim=True)
-                - a1_in_hat[t] * (a1_in_hat[t] * d_a1_in_hat[t]).mean(dim=-1, keepdim=True)
-            )
-            / sigma_a1_in[t]
-        )
+        d_a1_in[t] = _norm_adjoint(d_a1_in_hat[t], a1_in_hat[t], sigma_a1_in[t])
     d_c0 = _age(torch.sigmoid(f[1]) * d_c[1]).sum(axis=0)  # dL/dc_0 = diag(sigmoid(f_1)) dL/dc_1
     d_h0 = _age(d_a1_in[1] @ W_h).sum(axis=0)  # dL/dh_0 = W_h^T dL/da1_in_1
     if following is not None:  # step 1's values, for the segment before this one
@@ -678,9 +604,8 @@ _PASSES = _Passes(
         "sigma_a2_in": ("T+1", "B", "1"), "a2_in_hat": ("T+1", "B", "4*h"), "a": ("T+1", "B", "4*h"),
         "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
-        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_all_4h": ("T", "B", "4*h"),
-        "_all_4h_2": ("T", "B", "4*h"), "_all_1": ("T", "B", "1"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"),
-        "_step_1": ("B", "1"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
+        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_step_h": ("B", "h"),
+        "_step_h_2": ("B", "h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
@@ -688,7 +613,7 @@ _PASSES = _Passes(
         "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"),
         "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"),
     },
-    step_rows=("2*h", "7 + q + 35*h", "q + 26*h", "27*h"),
+    step_rows=("2*h", "6 + q + 27*h", "q + 26*h", "27*h"),
 )
 
 
@@ -731,10 +656,7 @@ def _adjoints_step(
     # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
     d_c_hat_t.copy_(_k1_t * d_h_t)
     # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
-    d_c_t.copy_(
-        (d_c_hat_t - d_c_hat_t.mean(dim=-1, keepdim=True) - c_hat_t * (c_hat_t * d_c_hat_t).mean(dim=-1, keepdim=True))
-        / sigma_c_t
-    )
+    d_c_t.copy_(_norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t))
     d_c_t.add_(keep_t * (_k2_next * d_c_next))  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
     # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t; dL/di_t = diag((1 - sigmoid(i_t)) *
     # sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t; dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 +
@@ -757,24 +679,10 @@ def _adjoints_step(
     )
     d_a2_in_hat_t.copy_(alpha_2 * d_a_t)  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
     # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
-    d_a2_in_t.copy_(
-        (
-            d_a2_in_hat_t
-            - d_a2_in_hat_t.mean(dim=-1, keepdim=True)
-            - a2_in_hat_t * (a2_in_hat_t * d_a2_in_hat_t).mean(dim=-1, keepdim=True)
-        )
-        / sigma_a2_in_t
-    )
+    d_a2_in_t.copy_(_norm_adjoint(d_a2_in_hat_t, a2_in_hat_t, sigma_a2_in_t))
     d_a1_in_hat_t.copy_(alpha_1 * d_a_t)  # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
     # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
-    d_a1_in_t.copy_(
-        (
-            d_a1_in_hat_t
-            - d_a1_in_hat_t.mean(dim=-1, keepdim=True)
-            - a1_in_hat_t * (a1_in_hat_t * d_a1_in_hat_t).mean(dim=-1, keepdim=True)
-        )
-        / sigma_a1_in_t
-    )
+    d_a1_in_t.copy_(_norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t))
 
 
 BPTT, CompiledBPTT, CheckpointedBPTT, Model = _autograd(_PASSES, __name__)  # the autograd glue, the runtime's

@@ -22,7 +22,6 @@ from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup, power
 from bptt.derive.nodes import Adj, SeqAt, equal, matrix_sum, t
 from bptt.derive.order import term_order
-from bptt.derive.reductions import REDUCTIONS
 from bptt.derive.text import described
 
 # Arrays of states and intermediates hold steps 0..T (index = time);
@@ -231,13 +230,11 @@ class RowPrinter(ProductPrinting):
         return Code(code.text, code.level)
 
     def _print_NormAdjoint(self, expr):
-        """A norm's Jacobian times a vector, (g − mean(g) − x̂ mean(x̂ ⊙ g)) / σ: O(n), no n x n matrix; the means
-        and σ, one number per row, broadcast over the last axis."""
-        g, hat, sigma = (self.operand(arg, POWER) for arg in (expr.g, expr.hat, expr.sigma))
-        mean = REDUCTIONS["mean"]
-        centred = f" - {self.elementwise(mean, g)[1].text}" if expr.centred else ""
-        along = self.elementwise(mean, Code(f"{hat} * {g}", PRODUCT))[1].text
-        return Code(f"({g}{centred} - {hat} * {along}) / {sigma}", PRODUCT)
+        """A norm's Jacobian times a vector, (g − mean(g) − x̂ mean(x̂ ⊙ g)) / σ: one call of the runtime's
+        _norm_adjoint (O(n), no n x n matrix), whose code each backend's runtime holds."""
+        g, hat, sigma = (self._print(arg) for arg in (expr.g, expr.hat, expr.sigma))
+        centred = "" if expr.centred else ", centred=False"
+        return Code(f"{self.helper('_norm_adjoint')}({g}, {hat}, {sigma}{centred})")
 
     def _print_Reduce(self, expr):
         """A reduction over the units (mean, sum): the last axis, kept (it broadcasts); O(n), no ones."""

@@ -22,8 +22,20 @@ from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
 from bptt.codegen.printing.window import Statements
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
+from bptt.derive.reductions import Reduce
 
 VIEWS_PER_LINE = 5  # a step's views are bound five to a line: `h_t, h_prev, ... = h[t], h[t - 1], ...`
+
+
+def of_units(expr):
+    """Whether expr reduces over the units or broadcasts such a 1 x 1 value into them (a norm's mean, σ, x̂)."""
+    broadcasts = (
+        any(isinstance(f, OneMatrix) and f.shape[1] == 1 != f.shape[0] for f in product.args)
+        and not product.args[-1].is_number
+        and not isinstance(product.args[-1], OneMatrix)
+        for product in expr.atoms(sp.MatMul)
+    )
+    return expr.has(Reduce) or any(broadcasts)
 
 
 def bound_views(views):
@@ -159,6 +171,8 @@ class InPlacePrinter(Statements):
             return [self.calls.line("copy", out=out, x=code)]
         if isinstance(expr, sp.ZeroMatrix):
             return [self.calls.line("zero", out=out)]
+        if of_units(expr) and (self_ref is None or not expr.has(self_ref)):  # a norm's part: one expression
+            return [f"{out}[...] = {self(expr)}"]
         if isinstance(expr, sp.MatAdd):
             return self.emit_sum(list(expr.args), out, rows, self_ref)
         if isinstance(expr, sp.MatMul):
