@@ -15,15 +15,15 @@ One step at time t:
     sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
     a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
-    f_t = a_t[:h, :]
-    i_t = a_t[h:2*h, :]
-    o_t = a_t[2*h:3*h, :]
-    g_t = a_t[3*h:, :]
-    c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
+    f_t = sigmoid(a_t[:h, :])
+    i_t = sigmoid(a_t[h:2*h, :])
+    o_t = sigmoid(a_t[2*h:3*h, :])
+    g_t = tanh(a_t[3*h:, :])
+    c_t = c_{t-1} * f_t + g_t * i_t
     mu_c_t = mean(c_t)
     sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
     c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
-    h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
+    h_t = o_t * tanh(beta_3 + alpha_3 * c_hat_t)
     s_t = V h_t
     L = sum_t 1/2 ||s_t - y_t||^2
 
@@ -170,40 +170,29 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
         dot_a[along_beta_1] += units_4h  # dot(beta_1)
         dot_a[along_alpha_2] += a2_in_hat[t] * units_4h  # diag(a2_in_hat_t) dot(alpha_2)
         dot_a[along_beta_2] += units_4h  # dot(beta_2)
-        # dot(f_t) = dot(a_t)[:h, :]
-        dot_f = dot_a[..., :n_h]
-        # dot(i_t) = dot(a_t)[h:2*h, :]
-        dot_i = dot_a[..., n_h:2 * n_h]
-        # dot(o_t) = dot(a_t)[2*h:3*h, :]
-        dot_o = dot_a[..., 2 * n_h:3 * n_h]
-        # dot(g_t) = dot(a_t)[3*h:, :]
-        dot_g = dot_a[..., 3 * n_h:]
-        # dot(c_t) = diag(c_{t-1}) diag((1 - sigmoid(f_t)) * sigmoid(f_t)) dot(f_t) + diag(sigmoid(f_t)) dot(c_{t-1}) +
-        # diag(tanh(g_t)) diag((1 - sigmoid(i_t)) * sigmoid(i_t)) dot(i_t) + diag(sigmoid(i_t)) diag(1 - tanh(g_t)^2)
-        # dot(g_t)
-        dot_c = (
-            c[t - 1] * (((1 - _sigmoid(f[t])) * _sigmoid(f[t])) * dot_f)
-            + _sigmoid(f[t]) * dot_c
-            + np.tanh(g[t]) * (((1 - _sigmoid(i[t])) * _sigmoid(i[t])) * dot_i)
-            + _sigmoid(i[t]) * ((1 - np.tanh(g[t]) ** 2) * dot_g)
-        )
+        # dot(f_t) = diag((1 - f_t) * f_t) dot(a_t)[:h, :]
+        dot_f = ((1 - f[t]) * f[t]) * dot_a[..., :n_h]
+        # dot(i_t) = diag((1 - i_t) * i_t) dot(a_t)[h:2*h, :]
+        dot_i = ((1 - i[t]) * i[t]) * dot_a[..., n_h:2 * n_h]
+        # dot(o_t) = diag((1 - o_t) * o_t) dot(a_t)[2*h:3*h, :]
+        dot_o = ((1 - o[t]) * o[t]) * dot_a[..., 2 * n_h:3 * n_h]
+        # dot(g_t) = diag(1 - g_t^2) dot(a_t)[3*h:, :]
+        dot_g = (1 - g[t] ** 2) * dot_a[..., 3 * n_h:]
+        # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) dot(f_t) + diag(i_t) dot(g_t) + diag(g_t) dot(i_t)
+        dot_c = f[t] * dot_c + c[t - 1] * dot_f + i[t] * dot_g + g[t] * dot_i
         # dot(c_hat_t) = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dot(c_t)
         dot_c_hat = _norm_adjoint(dot_c, c_hat[t], sigma_c[t])
-        # dot(h_t) = diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3) +
-        # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3) + diag(tanh(beta_3 + alpha_3 *
-        # c_hat_t)) diag((1 - sigmoid(o_t)) * sigmoid(o_t)) dot(o_t) + diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3
-        # * c_hat_t)^2) diag(alpha_3) dot(c_hat_t)
+        # dot(h_t) = diag(o_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3) + diag(o_t)
+        # diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3) + diag(tanh(beta_3 + alpha_3 * c_hat_t)) dot(o_t) +
+        # diag(o_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(alpha_3) dot(c_hat_t)
         dot_h = (
-            np.tanh(beta_3 + alpha_3 * c_hat[t]) * (((1 - _sigmoid(o[t])) * _sigmoid(o[t])) * dot_o)
-            + _sigmoid(o[t]) * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (alpha_3 * dot_c_hat))
+            np.tanh(beta_3 + alpha_3 * c_hat[t]) * dot_o
+            + o[t] * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (alpha_3 * dot_c_hat))
         )
-        # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3)
-        dot_h[along_alpha_3] += (
-            _sigmoid(o[t])
-            * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (c_hat[t] * units_n_h))
-        )
-        # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3)
-        dot_h[along_beta_3] += _sigmoid(o[t]) * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * units_n_h)
+        # diag(o_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3)
+        dot_h[along_alpha_3] += o[t] * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (c_hat[t] * units_n_h))
+        # diag(o_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3)
+        dot_h[along_beta_3] += o[t] * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * units_n_h)
         # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
         total[:, :directions] += np.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
         total[:, along_V] += np.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
@@ -247,7 +236,6 @@ def _forward(params, sizes, x, c0, h0, work):
     _W_h_T = work["_W_h_T"]
     _step_4h = work["_step_4h"]
     _step_h = work["_step_h"]
-    _step_h_2 = work["_step_h_2"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -286,20 +274,17 @@ def _forward(params, sizes, x, c0, h0, work):
         np.multiply(alpha_1, a1_in_hat_t, out=_step_4h)
         np.add(a_t, _step_4h, out=a_t)
         np.add(a_t, beta_1, out=a_t)
-        # f_t = a_t[:h, :]
-        np.copyto(f_t, a_t[..., :n_h])
-        # i_t = a_t[h:2*h, :]
-        np.copyto(i_t, a_t[..., n_h:2 * n_h])
-        # o_t = a_t[2*h:3*h, :]
-        np.copyto(o_t, a_t[..., 2 * n_h:3 * n_h])
-        # g_t = a_t[3*h:, :]
-        np.copyto(g_t, a_t[..., 3 * n_h:])
-        # c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
-        _sigmoid(f_t, out=c_t)
-        np.multiply(c_t, c_prev, out=c_t)
-        _sigmoid(i_t, out=_step_h)
-        np.tanh(g_t, out=_step_h_2)
-        np.multiply(_step_h, _step_h_2, out=_step_h)
+        # f_t = sigmoid(a_t[:h, :])
+        _sigmoid(a_t[..., :n_h], out=f_t)
+        # i_t = sigmoid(a_t[h:2*h, :])
+        _sigmoid(a_t[..., n_h:2 * n_h], out=i_t)
+        # o_t = sigmoid(a_t[2*h:3*h, :])
+        _sigmoid(a_t[..., 2 * n_h:3 * n_h], out=o_t)
+        # g_t = tanh(a_t[3*h:, :])
+        np.tanh(a_t[..., 3 * n_h:], out=g_t)
+        # c_t = c_{t-1} * f_t + g_t * i_t
+        np.multiply(c_prev, f_t, out=c_t)
+        np.multiply(g_t, i_t, out=_step_h)
         np.add(c_t, _step_h, out=c_t)
         # mu_c_t = mean(c_t)
         mu_c_t[...] = c_t.mean(axis=-1, keepdims=True)
@@ -307,12 +292,11 @@ def _forward(params, sizes, x, c0, h0, work):
         sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
         # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
         c_hat_t[...] = (c_t - mu_c_t) * sigma_c_t ** -1
-        # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
-        _sigmoid(o_t, out=h_t)
-        np.multiply(alpha_3, c_hat_t, out=_step_h)
-        np.add(_step_h, beta_3, out=_step_h)
-        np.tanh(_step_h, out=_step_h)
-        np.multiply(h_t, _step_h, out=h_t)
+        # h_t = o_t * tanh(beta_3 + alpha_3 * c_hat_t)
+        np.multiply(alpha_3, c_hat_t, out=h_t)
+        np.add(h_t, beta_3, out=h_t)
+        np.tanh(h_t, out=h_t)
+        np.multiply(h_t, o_t, out=h_t)
     # s_t = V h_t
     np.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
 
@@ -338,9 +322,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     g = cache["g"]
     sigma_c = cache["sigma_c"]
     c_hat = cache["c_hat"]
-    _all_h = work["_all_h"]
     _k1 = work["_k1"]
-    _k2 = work["_k2"]
     _step_4h = work["_step_4h"]
     _step_4h_2 = work["_step_4h_2"]
     _step_4h_3 = work["_step_4h_3"]
@@ -358,17 +340,14 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     T = d_s.shape[0]
     # dL/dh_t = V^T dL/ds_t + ...
     np.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
-    # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * sigmoid(o_t) * alpha_3, all steps at once
+    # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * alpha_3 * o_t, all steps at once
     np.multiply(alpha_3, c_hat[1:], out=_k1[1:])
     np.add(_k1[1:], beta_3, out=_k1[1:])
     np.tanh(_k1[1:], out=_k1[1:])
     np.square(_k1[1:], out=_k1[1:])
     np.subtract(1, _k1[1:], out=_k1[1:])
     np.multiply(_k1[1:], alpha_3, out=_k1[1:])
-    _sigmoid(o[1:], out=_all_h)
-    np.multiply(_k1[1:], _all_h, out=_k1[1:])
-    # sigmoid(f_t), all steps at once
-    _sigmoid(f[1:], out=_k2[1:])
+    np.multiply(_k1[1:], o[1:], out=_k1[1:])
     for t in range(T, 0, -1):
         d_h_t, d_c_hat_t, _k1_t, d_c_t, c_hat_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], c_hat[t]
         sigma_c_t, d_a_t, i_t, g_t, a_t = sigma_c[t], d_a[t], i[t], g[t], a[t]
@@ -389,40 +368,34 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_h_t, _step_h, out=d_h_t)
-        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
+        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
         np.multiply(_k1_t, d_h_t, out=d_c_hat_t)
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c_t[...] = _norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t)
         if t < T:
-            # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
-            np.multiply(_k2[t + 1], d_c[t + 1], out=_step_h)
+            # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            np.multiply(f[t + 1], d_c[t + 1], out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_c_t, _step_h, out=d_c_t)
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
-            _next_k2 = following["_next_k2"]
-            np.multiply(_next_k2[0], _d_next_c[0], out=_step_h)
+            _next_f = following["_next_f"]
+            np.multiply(_next_f[0], _d_next_c[0], out=_step_h)
             if keep is not None:
                 _step_h *= keep[t]
             np.add(d_c_t, _step_h, out=d_c_t)
-        # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t; dL/di_t = diag((1 - sigmoid(i_t)) *
-        # sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t; dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 +
-        # alpha_3 * c_hat_t)) dL/dh_t; dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t; dL/da_t = [a_t[:h,
-        # :]: dL/df_t] + [a_t[3*h:, :]: dL/dg_t] + [a_t[h:2*h, :]: dL/di_t] + [a_t[2*h:3*h, :]: dL/do_t]
-        d_a_t[...] = _placed(a_t, (np.s_[..., 3 * n_h:], (1 - np.tanh(g_t) ** 2) * (_sigmoid(i_t) * d_c_t)))
-        _step_4h[...] = _placed(a_t, (np.s_[..., :n_h], ((1 - _sigmoid(f_t)) * _sigmoid(f_t)) * (c_prev * d_c_t)))
+        # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/di_t = diag(g_t) dL/dc_t; dL/do_t = diag(tanh(beta_3 + alpha_3 * c_hat_t))
+        # dL/dh_t; dL/dg_t = diag(i_t) dL/dc_t; dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1
+        # - f_t) * f_t) dL/df_t] + [a_t[h:2*h, :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) *
+        # o_t) dL/do_t]
+        d_a_t[...] = _placed(a_t, (np.s_[..., 3 * n_h:], (1 - g_t ** 2) * (i_t * d_c_t)))
+        _step_4h[...] = _placed(a_t, (np.s_[..., :n_h], ((1 - f_t) * f_t) * (c_prev * d_c_t)))
         np.add(d_a_t, _step_4h, out=d_a_t)
-        _step_4h_2[...] = _placed(
-            a_t, (np.s_[..., n_h:2 * n_h], ((1 - _sigmoid(i_t)) * _sigmoid(i_t)) * (np.tanh(g_t) * d_c_t))
-        )
+        _step_4h_2[...] = _placed(a_t, (np.s_[..., n_h:2 * n_h], ((1 - i_t) * i_t) * (g_t * d_c_t)))
         np.add(d_a_t, _step_4h_2, out=d_a_t)
         _step_4h_3[...] = _placed(
-            a_t,
-            (
-                np.s_[..., 2 * n_h:3 * n_h],
-                ((1 - _sigmoid(o_t)) * _sigmoid(o_t)) * (np.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t)
-            )
+            a_t, (np.s_[..., 2 * n_h:3 * n_h], ((1 - o_t) * o_t) * (np.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t))
         )
         np.add(d_a_t, _step_4h_3, out=d_a_t)
         # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
@@ -433,7 +406,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         np.multiply(alpha_1, d_a_t, out=d_a1_in_hat_t)
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
         d_a1_in_t[...] = _norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t)
-    d_c0 = _sigmoid(f[1]) * d_c[1]  # dL/dc_0 = diag(sigmoid(f_1)) dL/dc_1
+    d_c0 = f[1] * d_c[1]  # dL/dc_0 = diag(f_1) dL/dc_1
     if keep is not None:
         d_c0 *= keep[0]
     d_h0 = d_a1_in[1] @ W_h  # dL/dh_0 = W_h^T dL/da1_in_1
@@ -441,10 +414,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         d_h0 *= keep[0]
     if following is not None:  # step 1's values, for the segment before this one
         following.update(
-            {
-                "_d_next_a1_in": d_a1_in[1].copy()[None], "_d_next_c": d_c[1].copy()[None],
-                "_next_k2": _k2[1].copy()[None]
-            }
+            {"_d_next_a1_in": d_a1_in[1].copy()[None], "_d_next_c": d_c[1].copy()[None], "_next_f": f[1].copy()[None]}
         )
     return d_c0, d_h0
 
@@ -493,29 +463,28 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a1_in = following["_d_next_a1_in"]
             d_h[t] += _age(_d_next_a1_in[0] @ W_h)
-        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
-        d_c_hat[t] = alpha_3 * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (_sigmoid(o[t]) * d_h[t]))
+        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
+        d_c_hat[t] = alpha_3 * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (o[t] * d_h[t]))
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c[t] = _norm_adjoint(d_c_hat[t], c_hat[t], sigma_c[t])
         if t < T:
-            d_c[t] += _age(_sigmoid(f[t + 1]) * d_c[t + 1])  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
+            d_c[t] += _age(f[t + 1] * d_c[t + 1])  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
-            d_c[t] += _age(_sigmoid(_next_f[0]) * _d_next_c[0])
-        # dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t
-        d_g[t] = (1 - np.tanh(g[t]) ** 2) * (_sigmoid(i[t]) * d_c[t])
-        # dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 + alpha_3 * c_hat_t)) dL/dh_t
-        d_o[t] = ((1 - _sigmoid(o[t])) * _sigmoid(o[t])) * (np.tanh(beta_3 + alpha_3 * c_hat[t]) * d_h[t])
-        # dL/di_t = diag((1 - sigmoid(i_t)) * sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t
-        d_i[t] = ((1 - _sigmoid(i[t])) * _sigmoid(i[t])) * (np.tanh(g[t]) * d_c[t])
-        # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t
-        d_f[t] = ((1 - _sigmoid(f[t])) * _sigmoid(f[t])) * (c[t - 1] * d_c[t])
-        # dL/da_t = [a_t[:h, :]: dL/df_t] + [a_t[3*h:, :]: dL/dg_t] + [a_t[h:2*h, :]: dL/di_t] + [a_t[2*h:3*h, :]:
-        # dL/do_t]
+            d_c[t] += _age(_next_f[0] * _d_next_c[0])
+        d_g[t] = i[t] * d_c[t]  # dL/dg_t = diag(i_t) dL/dc_t
+        # dL/do_t = diag(tanh(beta_3 + alpha_3 * c_hat_t)) dL/dh_t
+        d_o[t] = np.tanh(beta_3 + alpha_3 * c_hat[t]) * d_h[t]
+        d_i[t] = g[t] * d_c[t]  # dL/di_t = diag(g_t) dL/dc_t
+        d_f[t] = c[t - 1] * d_c[t]  # dL/df_t = diag(c_{t-1}) dL/dc_t
+        # dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1 - f_t) * f_t) dL/df_t] + [a_t[h:2*h,
+        # :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) * o_t) dL/do_t]
         d_a[t] = _placed(
-            a[t], (np.s_[..., :n_h], d_f[t]), (np.s_[..., n_h:2 * n_h], d_i[t]), (np.s_[..., 2 * n_h:3 * n_h], d_o[t]),
-            (np.s_[..., 3 * n_h:], d_g[t])
+            a[t], (np.s_[..., :n_h], ((1 - f[t]) * f[t]) * d_f[t]),
+            (np.s_[..., n_h:2 * n_h], ((1 - i[t]) * i[t]) * d_i[t]),
+            (np.s_[..., 2 * n_h:3 * n_h], ((1 - o[t]) * o[t]) * d_o[t]),
+            (np.s_[..., 3 * n_h:], (1 - g[t] ** 2) * d_g[t])
         )
         d_a2_in_hat[t] = alpha_2 * d_a[t]  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
         # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
@@ -523,7 +492,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
         d_a1_in_hat[t] = alpha_1 * d_a[t]  # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
         d_a1_in[t] = _norm_adjoint(d_a1_in_hat[t], a1_in_hat[t], sigma_a1_in[t])
-    d_c0 = _age(_sigmoid(f[1]) * d_c[1]).sum(axis=0)  # dL/dc_0 = diag(sigmoid(f_1)) dL/dc_1
+    d_c0 = _age(f[1] * d_c[1]).sum(axis=0)  # dL/dc_0 = diag(f_1) dL/dc_1
     d_h0 = _age(d_a1_in[1] @ W_h).sum(axis=0)  # dL/dh_0 = W_h^T dL/da1_in_1
     np.sum(d_h, axis=1, out=work["d_h"])
     np.sum(d_a, axis=1, out=work["d_a"])
@@ -569,18 +538,13 @@ def _gradients(params, sizes, cache, d_s, work):
         "alpha_2": _ones @ (a2_in_hat[1:] * d_a[1:]).reshape(-1, 4 * n_h),
         # dL/dbeta_2 = sum_t dL/da_t
         "beta_2": _ones @ d_a[1:].reshape(-1, 4 * n_h),
-        # dL/dalpha_3 = sum_t diag(c_hat_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
+        # dL/dalpha_3 = sum_t diag(c_hat_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
         "alpha_3": (
             _ones
-            @ (c_hat[1:] * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[1:]) ** 2) * (_sigmoid(o[1:]) * d_h[1:]))).reshape(
-                -1, n_h
-            )
+            @ (c_hat[1:] * ((1 - np.tanh(beta_3 + alpha_3 * c_hat[1:]) ** 2) * (o[1:] * d_h[1:]))).reshape(-1, n_h)
         ),
-        # dL/dbeta_3 = sum_t diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
-        "beta_3": (
-            _ones
-            @ ((1 - np.tanh(beta_3 + alpha_3 * c_hat[1:]) ** 2) * (_sigmoid(o[1:]) * d_h[1:])).reshape(-1, n_h)
-        ),
+        # dL/dbeta_3 = sum_t diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
+        "beta_3": _ones @ ((1 - np.tanh(beta_3 + alpha_3 * c_hat[1:]) ** 2) * (o[1:] * d_h[1:])).reshape(-1, n_h),
         # dL/dV = sum_t dL/ds_t h_t^T
         "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,
     }
@@ -597,14 +561,13 @@ _PASSES = _Passes(
         "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
         "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_step_4h": ("B", "4*h"),
-        "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
+        "_step_h": ("B", "h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
         "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"),
-        "_step_h": ("B", "h"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"),
-        "_ones": ("T*B",),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_step_4h": ("B", "4*h"),
+        "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"), "_ones": ("T*B",),
     },
-    ones=("_ones",), step_rows=("2*h", "6 + q + 27*h", "26*h", "27*h"),
+    ones=("_ones",), step_rows=("2*h", "6 + q + 27*h", "24*h", "27*h"),
 )

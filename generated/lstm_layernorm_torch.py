@@ -15,15 +15,15 @@ One step at time t:
     sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
     a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
-    f_t = a_t[:h, :]
-    i_t = a_t[h:2*h, :]
-    o_t = a_t[2*h:3*h, :]
-    g_t = a_t[3*h:, :]
-    c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
+    f_t = sigmoid(a_t[:h, :])
+    i_t = sigmoid(a_t[h:2*h, :])
+    o_t = sigmoid(a_t[2*h:3*h, :])
+    g_t = tanh(a_t[3*h:, :])
+    c_t = c_{t-1} * f_t + g_t * i_t
     mu_c_t = mean(c_t)
     sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
     c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
-    h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
+    h_t = o_t * tanh(beta_3 + alpha_3 * c_hat_t)
     s_t = V h_t
     L = sum_t 1/2 ||s_t - y_t||^2
 
@@ -187,43 +187,29 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None):
             dot_a[along_beta_1] += units_4h  # dot(beta_1)
             dot_a[along_alpha_2] += a2_in_hat[t] * units_4h  # diag(a2_in_hat_t) dot(alpha_2)
             dot_a[along_beta_2] += units_4h  # dot(beta_2)
-            # dot(f_t) = dot(a_t)[:h, :]
-            dot_f = dot_a[..., :n_h]
-            # dot(i_t) = dot(a_t)[h:2*h, :]
-            dot_i = dot_a[..., n_h:2 * n_h]
-            # dot(o_t) = dot(a_t)[2*h:3*h, :]
-            dot_o = dot_a[..., 2 * n_h:3 * n_h]
-            # dot(g_t) = dot(a_t)[3*h:, :]
-            dot_g = dot_a[..., 3 * n_h:]
-            # dot(c_t) = diag(c_{t-1}) diag((1 - sigmoid(f_t)) * sigmoid(f_t)) dot(f_t) + diag(sigmoid(f_t))
-            # dot(c_{t-1}) + diag(tanh(g_t)) diag((1 - sigmoid(i_t)) * sigmoid(i_t)) dot(i_t) + diag(sigmoid(i_t))
-            # diag(1 - tanh(g_t)^2) dot(g_t)
-            dot_c = (
-                c[t - 1] * (((1 - torch.sigmoid(f[t])) * torch.sigmoid(f[t])) * dot_f)
-                + torch.sigmoid(f[t]) * dot_c
-                + torch.tanh(g[t]) * (((1 - torch.sigmoid(i[t])) * torch.sigmoid(i[t])) * dot_i)
-                + torch.sigmoid(i[t]) * ((1 - torch.tanh(g[t]) ** 2) * dot_g)
-            )
+            # dot(f_t) = diag((1 - f_t) * f_t) dot(a_t)[:h, :]
+            dot_f = ((1 - f[t]) * f[t]) * dot_a[..., :n_h]
+            # dot(i_t) = diag((1 - i_t) * i_t) dot(a_t)[h:2*h, :]
+            dot_i = ((1 - i[t]) * i[t]) * dot_a[..., n_h:2 * n_h]
+            # dot(o_t) = diag((1 - o_t) * o_t) dot(a_t)[2*h:3*h, :]
+            dot_o = ((1 - o[t]) * o[t]) * dot_a[..., 2 * n_h:3 * n_h]
+            # dot(g_t) = diag(1 - g_t^2) dot(a_t)[3*h:, :]
+            dot_g = (1 - g[t] ** 2) * dot_a[..., 3 * n_h:]
+            # dot(c_t) = diag(f_t) dot(c_{t-1}) + diag(c_{t-1}) dot(f_t) + diag(i_t) dot(g_t) + diag(g_t) dot(i_t)
+            dot_c = f[t] * dot_c + c[t - 1] * dot_f + i[t] * dot_g + g[t] * dot_i
             # dot(c_hat_t) = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dot(c_t)
             dot_c_hat = _norm_adjoint(dot_c, c_hat[t], sigma_c[t])
-            # dot(h_t) = diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3) +
-            # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3) + diag(tanh(beta_3 + alpha_3 *
-            # c_hat_t)) diag((1 - sigmoid(o_t)) * sigmoid(o_t)) dot(o_t) + diag(sigmoid(o_t)) diag(1 - tanh(beta_3 +
-            # alpha_3 * c_hat_t)^2) diag(alpha_3) dot(c_hat_t)
+            # dot(h_t) = diag(o_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3) + diag(o_t)
+            # diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3) + diag(tanh(beta_3 + alpha_3 * c_hat_t)) dot(o_t)
+            # + diag(o_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(alpha_3) dot(c_hat_t)
             dot_h = (
-                torch.tanh(beta_3 + alpha_3 * c_hat[t]) * (((1 - torch.sigmoid(o[t])) * torch.sigmoid(o[t])) * dot_o)
-                + torch.sigmoid(o[t]) * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (alpha_3 * dot_c_hat))
+                torch.tanh(beta_3 + alpha_3 * c_hat[t]) * dot_o
+                + o[t] * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (alpha_3 * dot_c_hat))
             )
-            # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3)
-            dot_h[along_alpha_3] += (
-                torch.sigmoid(o[t])
-                * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (c_hat[t] * units_n_h))
-            )
-            # diag(sigmoid(o_t)) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3)
-            dot_h[along_beta_3] += (
-                torch.sigmoid(o[t])
-                * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * units_n_h)
-            )
+            # diag(o_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(c_hat_t) dot(alpha_3)
+            dot_h[along_alpha_3] += o[t] * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (c_hat[t] * units_n_h))
+            # diag(o_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) dot(beta_3)
+            dot_h[along_beta_3] += o[t] * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * units_n_h)
             # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(V) h_t + V dot(h_t)
             total[:, :directions] += torch.einsum("pbk,bk->bp", dot_h @ V.T, d_s[t - 1])  # V dot(h_t)
             total[:, along_V] += torch.einsum("pbk,bk->bp", _directions(h[t], n_q), d_s[t - 1])  # dot(V) h_t
@@ -265,8 +251,6 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     h = work["h"]
     s = work["s"]
     _W_h_T = work["_W_h_T"]
-    _step_h = work["_step_h"]
-    _step_h_2 = work["_step_h_2"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]
@@ -311,32 +295,28 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         a_t.addcmul_(alpha_1, a1_in_hat_t)
         a_t.add_(beta_1)
-        # f_t = a_t[:h, :]
-        f_t.copy_(a_t[..., :n_h])
-        # i_t = a_t[h:2*h, :]
-        i_t.copy_(a_t[..., n_h:2 * n_h])
-        # o_t = a_t[2*h:3*h, :]
-        o_t.copy_(a_t[..., 2 * n_h:3 * n_h])
-        # g_t = a_t[3*h:, :]
-        g_t.copy_(a_t[..., 3 * n_h:])
-        # c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
-        torch.sigmoid(f_t, out=c_t)
-        torch.mul(c_t, c_prev, out=c_t)
-        torch.sigmoid(i_t, out=_step_h)
-        torch.tanh(g_t, out=_step_h_2)
-        c_t.addcmul_(_step_h, _step_h_2)
+        # f_t = sigmoid(a_t[:h, :])
+        torch.sigmoid(a_t[..., :n_h], out=f_t)
+        # i_t = sigmoid(a_t[h:2*h, :])
+        torch.sigmoid(a_t[..., n_h:2 * n_h], out=i_t)
+        # o_t = sigmoid(a_t[2*h:3*h, :])
+        torch.sigmoid(a_t[..., 2 * n_h:3 * n_h], out=o_t)
+        # g_t = tanh(a_t[3*h:, :])
+        torch.tanh(a_t[..., 3 * n_h:], out=g_t)
+        # c_t = c_{t-1} * f_t + g_t * i_t
+        torch.mul(c_prev, f_t, out=c_t)
+        c_t.addcmul_(g_t, i_t)
         # mu_c_t = mean(c_t)
         mu_c_t[...] = c_t.mean(dim=-1, keepdim=True)
         # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
         sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5
         # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
         c_hat_t[...] = (c_t - mu_c_t) * sigma_c_t ** -1
-        # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
-        torch.sigmoid(o_t, out=h_t)
-        torch.mul(alpha_3, c_hat_t, out=_step_h)
-        _step_h.add_(beta_3)
-        torch.tanh(_step_h, out=_step_h)
-        torch.mul(h_t, _step_h, out=h_t)
+        # h_t = o_t * tanh(beta_3 + alpha_3 * c_hat_t)
+        torch.mul(alpha_3, c_hat_t, out=h_t)
+        h_t.add_(beta_3)
+        torch.tanh(h_t, out=h_t)
+        torch.mul(h_t, o_t, out=h_t)
     # s_t = V h_t
     torch.matmul(h[1:].reshape(-1, n_h), V.T, out=s.reshape(-1, n_q))
 
@@ -363,9 +343,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     g = cache["g"]
     sigma_c = cache["sigma_c"]
     c_hat = cache["c_hat"]
-    _all_h = work["_all_h"]
     _k1 = work["_k1"]
-    _k2 = work["_k2"]
     _step_4h = work["_step_4h"]
     _step_4h_2 = work["_step_4h_2"]
     _step_4h_3 = work["_step_4h_3"]
@@ -382,7 +360,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     _weights = _flow_weights(keep, T)
     # dL/dh_t = V^T dL/ds_t + ...
     torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
-    # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * sigmoid(o_t) * alpha_3, all steps at once
+    # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * alpha_3 * o_t, all steps at once
     torch.mul(alpha_3, c_hat[1:], out=_k1[1:])
     torch.add(_k1[1:], beta_3, out=_k1[1:])
     torch.tanh(_k1[1:], out=_k1[1:])
@@ -390,18 +368,14 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     torch.neg(_k1[1:], out=_k1[1:])
     _k1[1:].add_(1)
     torch.mul(_k1[1:], alpha_3, out=_k1[1:])
-    torch.sigmoid(o[1:], out=_all_h)
-    torch.mul(_k1[1:], _all_h, out=_k1[1:])
-    # sigmoid(f_t), all steps at once
-    torch.sigmoid(f[1:], out=_k2[1:])
+    torch.mul(_k1[1:], o[1:], out=_k1[1:])
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
             _step(
-                d_h[t], d_a1_in[t : t + 2], d_c_hat[t], _k1[t], d_c[t : t + 2], c_hat[t], sigma_c[t], _k2[t + 1],
-                d_a[t], c[t - 1], f[t], g[t], i[t], o[t], a[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t],
-                sigma_a2_in[t], d_a1_in_hat[t], a1_in_hat[t], sigma_a1_in[t], W_h, n_h, beta_3, alpha_3, alpha_2,
-                alpha_1, _weights[t]
+                d_h[t], d_a1_in[t : t + 2], d_c_hat[t], _k1[t], d_c[t : t + 2], c_hat[t], sigma_c[t], f[t : t + 2],
+                d_a[t], c[t - 1], g[t], i[t], o[t], a[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t], sigma_a2_in[t],
+                d_a1_in_hat[t], a1_in_hat[t], sigma_a1_in[t], W_h, n_h, beta_3, alpha_3, alpha_2, alpha_1, _weights[t]
             )
             continue
         d_h_t, d_c_hat_t, _k1_t, d_c_t, c_hat_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], c_hat[t]
@@ -417,42 +391,29 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a1_in = following["_d_next_a1_in"]
             d_h_t.addmm_(_d_next_a1_in[0], W_h, alpha=_weights[t])
-        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
+        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
         torch.mul(_k1_t, d_h_t, out=d_c_hat_t)
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c_t[...] = _norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t)
         if t < T:
-            # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
-            d_c_t.addcmul_(_k2[t + 1], d_c[t + 1], value=_weights[t])
+            # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+            d_c_t.addcmul_(f[t + 1], d_c[t + 1], value=_weights[t])
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
-            _next_k2 = following["_next_k2"]
-            d_c_t.addcmul_(_next_k2[0], _d_next_c[0], value=_weights[t])
-        # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t; dL/di_t = diag((1 - sigmoid(i_t)) *
-        # sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t; dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 +
-        # alpha_3 * c_hat_t)) dL/dh_t; dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t; dL/da_t = [a_t[:h,
-        # :]: dL/df_t] + [a_t[3*h:, :]: dL/dg_t] + [a_t[h:2*h, :]: dL/di_t] + [a_t[2*h:3*h, :]: dL/do_t]
-        d_a_t[...] = _placed(
-            a_t, ((Ellipsis, slice(3 * n_h, None),), (1 - torch.tanh(g_t) ** 2) * (torch.sigmoid(i_t) * d_c_t))
-        )
-        _step_4h[...] = _placed(
-            a_t, ((Ellipsis, slice(None, n_h),), ((1 - torch.sigmoid(f_t)) * torch.sigmoid(f_t)) * (c_prev * d_c_t))
-        )
+            _next_f = following["_next_f"]
+            d_c_t.addcmul_(_next_f[0], _d_next_c[0], value=_weights[t])
+        # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/di_t = diag(g_t) dL/dc_t; dL/do_t = diag(tanh(beta_3 + alpha_3 * c_hat_t))
+        # dL/dh_t; dL/dg_t = diag(i_t) dL/dc_t; dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1
+        # - f_t) * f_t) dL/df_t] + [a_t[h:2*h, :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) *
+        # o_t) dL/do_t]
+        d_a_t[...] = _placed(a_t, ((Ellipsis, slice(3 * n_h, None),), (1 - g_t ** 2) * (i_t * d_c_t)))
+        _step_4h[...] = _placed(a_t, ((Ellipsis, slice(None, n_h),), ((1 - f_t) * f_t) * (c_prev * d_c_t)))
         d_a_t.add_(_step_4h)
-        _step_4h_2[...] = _placed(
-            a_t,
-            (
-                (Ellipsis, slice(n_h, 2 * n_h),),
-                ((1 - torch.sigmoid(i_t)) * torch.sigmoid(i_t)) * (torch.tanh(g_t) * d_c_t)
-            )
-        )
+        _step_4h_2[...] = _placed(a_t, ((Ellipsis, slice(n_h, 2 * n_h),), ((1 - i_t) * i_t) * (g_t * d_c_t)))
         d_a_t.add_(_step_4h_2)
         _step_4h_3[...] = _placed(
             a_t,
-            (
-                (Ellipsis, slice(2 * n_h, 3 * n_h),),
-                ((1 - torch.sigmoid(o_t)) * torch.sigmoid(o_t)) * (torch.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t)
-            )
+            ((Ellipsis, slice(2 * n_h, 3 * n_h),), ((1 - o_t) * o_t) * (torch.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t))
         )
         d_a_t.add_(_step_4h_3)
         # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
@@ -463,13 +424,13 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         torch.mul(alpha_1, d_a_t, out=d_a1_in_hat_t)
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
         d_a1_in_t[...] = _norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t)
-    d_c0 = _weighted(keep, 0, torch.sigmoid(f[1]) * d_c[1])  # dL/dc_0 = diag(sigmoid(f_1)) dL/dc_1
+    d_c0 = _weighted(keep, 0, f[1] * d_c[1])  # dL/dc_0 = diag(f_1) dL/dc_1
     d_h0 = _weighted(keep, 0, d_a1_in[1] @ W_h)  # dL/dh_0 = W_h^T dL/da1_in_1
     if following is not None:  # step 1's values, for the segment before this one
         following.update(
             {
                 "_d_next_a1_in": d_a1_in[1].clone()[None], "_d_next_c": d_c[1].clone()[None],
-                "_next_k2": _k2[1].clone()[None]
+                "_next_f": f[1].clone()[None]
             }
         )
     return {"d_a1_in": d_a1_in, "d_a2_in": d_a2_in, "d_a": d_a, "d_h": d_h}, (d_c0, d_h0)
@@ -511,29 +472,28 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
         elif following:  # step T of a segment: the flow from the next one
             _d_next_a1_in = following["_d_next_a1_in"]
             d_h[t] += _age(_d_next_a1_in[0] @ W_h)
-        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
-        d_c_hat[t] = alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (torch.sigmoid(o[t]) * d_h[t]))
+        # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
+        d_c_hat[t] = alpha_3 * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[t]) ** 2) * (o[t] * d_h[t]))
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
         d_c[t] = _norm_adjoint(d_c_hat[t], c_hat[t], sigma_c[t])
         if t < T:
-            d_c[t] += _age(torch.sigmoid(f[t + 1]) * d_c[t + 1])  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
+            d_c[t] += _age(f[t + 1] * d_c[t + 1])  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
         elif following:  # step T of a segment: the flow from the next one
             _d_next_c = following["_d_next_c"]
             _next_f = following["_next_f"]
-            d_c[t] += _age(torch.sigmoid(_next_f[0]) * _d_next_c[0])
-        # dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t
-        d_g[t] = (1 - torch.tanh(g[t]) ** 2) * (torch.sigmoid(i[t]) * d_c[t])
-        # dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 + alpha_3 * c_hat_t)) dL/dh_t
-        d_o[t] = ((1 - torch.sigmoid(o[t])) * torch.sigmoid(o[t])) * (torch.tanh(beta_3 + alpha_3 * c_hat[t]) * d_h[t])
-        # dL/di_t = diag((1 - sigmoid(i_t)) * sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t
-        d_i[t] = ((1 - torch.sigmoid(i[t])) * torch.sigmoid(i[t])) * (torch.tanh(g[t]) * d_c[t])
-        # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t
-        d_f[t] = ((1 - torch.sigmoid(f[t])) * torch.sigmoid(f[t])) * (c[t - 1] * d_c[t])
-        # dL/da_t = [a_t[:h, :]: dL/df_t] + [a_t[3*h:, :]: dL/dg_t] + [a_t[h:2*h, :]: dL/di_t] + [a_t[2*h:3*h, :]:
-        # dL/do_t]
+            d_c[t] += _age(_next_f[0] * _d_next_c[0])
+        d_g[t] = i[t] * d_c[t]  # dL/dg_t = diag(i_t) dL/dc_t
+        # dL/do_t = diag(tanh(beta_3 + alpha_3 * c_hat_t)) dL/dh_t
+        d_o[t] = torch.tanh(beta_3 + alpha_3 * c_hat[t]) * d_h[t]
+        d_i[t] = g[t] * d_c[t]  # dL/di_t = diag(g_t) dL/dc_t
+        d_f[t] = c[t - 1] * d_c[t]  # dL/df_t = diag(c_{t-1}) dL/dc_t
+        # dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1 - f_t) * f_t) dL/df_t] + [a_t[h:2*h,
+        # :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) * o_t) dL/do_t]
         d_a[t] = _placed(
-            a[t], ((Ellipsis, slice(None, n_h),), d_f[t]), ((Ellipsis, slice(n_h, 2 * n_h),), d_i[t]),
-            ((Ellipsis, slice(2 * n_h, 3 * n_h),), d_o[t]), ((Ellipsis, slice(3 * n_h, None),), d_g[t])
+            a[t], ((Ellipsis, slice(None, n_h),), ((1 - f[t]) * f[t]) * d_f[t]),
+            ((Ellipsis, slice(n_h, 2 * n_h),), ((1 - i[t]) * i[t]) * d_i[t]),
+            ((Ellipsis, slice(2 * n_h, 3 * n_h),), ((1 - o[t]) * o[t]) * d_o[t]),
+            ((Ellipsis, slice(3 * n_h, None),), (1 - g[t] ** 2) * d_g[t])
         )
         d_a2_in_hat[t] = alpha_2 * d_a[t]  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
         # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
@@ -541,7 +501,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
         d_a1_in_hat[t] = alpha_1 * d_a[t]  # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
         d_a1_in[t] = _norm_adjoint(d_a1_in_hat[t], a1_in_hat[t], sigma_a1_in[t])
-    d_c0 = _age(torch.sigmoid(f[1]) * d_c[1]).sum(axis=0)  # dL/dc_0 = diag(sigmoid(f_1)) dL/dc_1
+    d_c0 = _age(f[1] * d_c[1]).sum(axis=0)  # dL/dc_0 = diag(f_1) dL/dc_1
     d_h0 = _age(d_a1_in[1] @ W_h).sum(axis=0)  # dL/dh_0 = W_h^T dL/da1_in_1
     if following is not None:  # step 1's values, for the segment before this one
         following.update(
@@ -581,15 +541,12 @@ def _gradients(params, sizes, cache, adjoints, d_s):
         # dL/dalpha_2 = sum_t diag(a2_in_hat_t) dL/da_t
         "alpha_2": (a2_in_hat[1:] * d_a[1:]).reshape(-1, 4 * n_h).sum(0),
         "beta_2": d_a[1:].reshape(-1, 4 * n_h).sum(0),  # dL/dbeta_2 = sum_t dL/da_t
-        # dL/dalpha_3 = sum_t diag(c_hat_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
-        "alpha_3": (
-            c_hat[1:]
-            * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[1:]) ** 2) * (torch.sigmoid(o[1:]) * d_h[1:]))
-        ).reshape(-1, n_h).sum(0),
-        # dL/dbeta_3 = sum_t diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
-        "beta_3": ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[1:]) ** 2) * (torch.sigmoid(o[1:]) * d_h[1:])).reshape(
+        # dL/dalpha_3 = sum_t diag(c_hat_t) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
+        "alpha_3": (c_hat[1:] * ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[1:]) ** 2) * (o[1:] * d_h[1:]))).reshape(
             -1, n_h
         ).sum(0),
+        # dL/dbeta_3 = sum_t diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
+        "beta_3": ((1 - torch.tanh(beta_3 + alpha_3 * c_hat[1:]) ** 2) * (o[1:] * d_h[1:])).reshape(-1, n_h).sum(0),
         "V": (h[1:].reshape(-1, n_h).T @ d_s.reshape(-1, n_q)).T,  # dL/dV = sum_t dL/ds_t h_t^T
     }
 
@@ -604,16 +561,15 @@ _PASSES = _Passes(
         "sigma_a2_in": ("T+1", "B", "1"), "a2_in_hat": ("T+1", "B", "4*h"), "a": ("T+1", "B", "4*h"),
         "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
-        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_step_h": ("B", "h"),
-        "_step_h_2": ("B", "h"),
+        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
         "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"),
-        "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_step_4h": ("B", "4*h"), "_step_4h_2": ("B", "4*h"),
+        "_step_4h_3": ("B", "4*h"),
     },
-    step_rows=("2*h", "6 + q + 27*h", "q + 26*h", "27*h"),
+    step_rows=("2*h", "6 + q + 27*h", "q + 24*h", "27*h"),
 )
 
 
@@ -631,50 +587,48 @@ def _forward_step(
     a1_in_hat_t.copy_((a1_in_t - mu_a1_in_t) * sigma_a1_in_t ** -1)
     # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
     a_t.copy_(beta_1 + alpha_1 * a1_in_hat_t + a_t)
-    f_t.copy_(a_t[..., :n_h])  # f_t = a_t[:h, :]
-    i_t.copy_(a_t[..., n_h:2 * n_h])  # i_t = a_t[h:2*h, :]
-    o_t.copy_(a_t[..., 2 * n_h:3 * n_h])  # o_t = a_t[2*h:3*h, :]
-    g_t.copy_(a_t[..., 3 * n_h:])  # g_t = a_t[3*h:, :]
-    # c_t = sigmoid(f_t) * c_{t-1} + sigmoid(i_t) * tanh(g_t)
-    c_t.copy_(torch.sigmoid(f_t) * c_prev + torch.sigmoid(i_t) * torch.tanh(g_t))
+    f_t.copy_(torch.sigmoid(a_t[..., :n_h]))  # f_t = sigmoid(a_t[:h, :])
+    i_t.copy_(torch.sigmoid(a_t[..., n_h:2 * n_h]))  # i_t = sigmoid(a_t[h:2*h, :])
+    o_t.copy_(torch.sigmoid(a_t[..., 2 * n_h:3 * n_h]))  # o_t = sigmoid(a_t[2*h:3*h, :])
+    g_t.copy_(torch.tanh(a_t[..., 3 * n_h:]))  # g_t = tanh(a_t[3*h:, :])
+    c_t.copy_(c_prev * f_t + g_t * i_t)  # c_t = c_{t-1} * f_t + g_t * i_t
     mu_c_t.copy_(c_t.mean(dim=-1, keepdim=True))  # mu_c_t = mean(c_t)
     # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
     sigma_c_t.copy_((1 / 100000 + (c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5)
     c_hat_t.copy_((c_t - mu_c_t) * sigma_c_t ** -1)  # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
-    # h_t = sigmoid(o_t) * tanh(beta_3 + alpha_3 * c_hat_t)
-    h_t.copy_(torch.sigmoid(o_t) * torch.tanh(beta_3 + alpha_3 * c_hat_t))
+    h_t.copy_(o_t * torch.tanh(beta_3 + alpha_3 * c_hat_t))  # h_t = o_t * tanh(beta_3 + alpha_3 * c_hat_t)
 
 
 def _adjoints_step(
-    d_h_t, d_a1_in_steps, d_c_hat_t, _k1_t, d_c_steps, c_hat_t, sigma_c_t, _k2_next, d_a_t, c_prev, f_t, g_t, i_t, o_t,
-    a_t, d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t, sigma_a2_in_t, d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t, W_h, n_h,
-    beta_3, alpha_3, alpha_2, alpha_1, keep_t
+    d_h_t, d_a1_in_steps, d_c_hat_t, _k1_t, d_c_steps, c_hat_t, sigma_c_t, f_steps, d_a_t, c_prev, g_t, i_t, o_t, a_t,
+    d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t, sigma_a2_in_t, d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t, W_h, n_h, beta_3,
+    alpha_3, alpha_2, alpha_1, keep_t
 ):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    d_a1_in_next, d_a1_in_t, d_c_t, d_c_next = d_a1_in_steps[1], d_a1_in_steps[0], d_c_steps[0], d_c_steps[1]
+    d_a1_in_next, d_a1_in_t, d_c_t, d_c_next, f_next = (
+        d_a1_in_steps[1], d_a1_in_steps[0], d_c_steps[0], d_c_steps[1], f_steps[1]
+    )
+    f_t = f_steps[0]
     d_h_t.add_(keep_t * (d_a1_in_next @ W_h))  # dL/dh_t += W_h^T dL/da1_in_{t+1}
-    # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(sigmoid(o_t)) dL/dh_t
+    # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
     d_c_hat_t.copy_(_k1_t * d_h_t)
     # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
     d_c_t.copy_(_norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t))
-    d_c_t.add_(keep_t * (_k2_next * d_c_next))  # dL/dc_t += diag(sigmoid(f_{t+1})) dL/dc_{t+1}
-    # dL/df_t = diag((1 - sigmoid(f_t)) * sigmoid(f_t)) diag(c_{t-1}) dL/dc_t; dL/di_t = diag((1 - sigmoid(i_t)) *
-    # sigmoid(i_t)) diag(tanh(g_t)) dL/dc_t; dL/do_t = diag((1 - sigmoid(o_t)) * sigmoid(o_t)) diag(tanh(beta_3 +
-    # alpha_3 * c_hat_t)) dL/dh_t; dL/dg_t = diag(1 - tanh(g_t)^2) diag(sigmoid(i_t)) dL/dc_t; dL/da_t = [a_t[:h, :]:
-    # dL/df_t] + [a_t[3*h:, :]: dL/dg_t] + [a_t[h:2*h, :]: dL/di_t] + [a_t[2*h:3*h, :]: dL/do_t]
+    d_c_t.add_(keep_t * (f_next * d_c_next))  # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
+    # dL/df_t = diag(c_{t-1}) dL/dc_t; dL/di_t = diag(g_t) dL/dc_t; dL/do_t = diag(tanh(beta_3 + alpha_3 * c_hat_t))
+    # dL/dh_t; dL/dg_t = diag(i_t) dL/dc_t; dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1 -
+    # f_t) * f_t) dL/df_t] + [a_t[h:2*h, :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) * o_t)
+    # dL/do_t]
     d_a_t.copy_(
         _placed(
             a_t,
-            ((Ellipsis, slice(None, n_h),), ((1 - torch.sigmoid(f_t)) * torch.sigmoid(f_t)) * (c_prev * d_c_t)),
-            (
-                (Ellipsis, slice(n_h, 2 * n_h),),
-                ((1 - torch.sigmoid(i_t)) * torch.sigmoid(i_t)) * (torch.tanh(g_t) * d_c_t)
-            ),
+            ((Ellipsis, slice(None, n_h),), ((1 - f_t) * f_t) * (c_prev * d_c_t)),
+            ((Ellipsis, slice(n_h, 2 * n_h),), ((1 - i_t) * i_t) * (g_t * d_c_t)),
             (
                 (Ellipsis, slice(2 * n_h, 3 * n_h),),
-                ((1 - torch.sigmoid(o_t)) * torch.sigmoid(o_t)) * (torch.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t)
+                ((1 - o_t) * o_t) * (torch.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t)
             ),
-            ((Ellipsis, slice(3 * n_h, None),), (1 - torch.tanh(g_t) ** 2) * (torch.sigmoid(i_t) * d_c_t))
+            ((Ellipsis, slice(3 * n_h, None),), (1 - g_t ** 2) * (i_t * d_c_t))
         )
     )
     d_a2_in_hat_t.copy_(alpha_2 * d_a_t)  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t

@@ -6,7 +6,9 @@
 
 LN(z; α, β) = α ⊙ (z − μ)/σ + β, μ and σ the mean and deviation of z's units. The paper has no epsilon; here
 σ = (var + ε)^½ with torch.nn.LayerNorm's ε = 10⁻⁵, for at h_0 = 0 the vector W_h h_0 is 0, whose deviation is 0.
-The two norms of eq. 20 are of the whole 4h vectors; the gates are its four slices. A linear head s_t = V h_t with a
+The two norms of eq. 20 are of the whole 4h vectors, a_t here; the paper's gates are its four slices, and f_t, i_t, o_t,
+g_t name their activations σ(·), σ(·), σ(·), tanh(·), as the zoo's lstm does (the same function; the backward then
+reads the activated gates the forward kept, rather than computing them again). A linear head s_t = V h_t with a
 squared error stands in for the layers above, as for the other gated cells.
 """
 
@@ -15,6 +17,7 @@ from sympy import HadamardProduct, Rational
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
 from bptt.derive.nodes import SquaredError, layer_norm, sigmoid, t, tanh
 
+ACTIVATIONS = {"f": sigmoid, "i": sigmoid, "o": sigmoid, "g": tanh}  # the gates' activations
 EPS = Rational(1, 10**5)  # torch.nn.LayerNorm's; Ba et al. write none
 BA = (
     "Ba, Kiros and Hinton, Layer Normalization (arXiv:1607.06450, 2016), equations 20-22: the layer-normalized "
@@ -37,9 +40,9 @@ def lstm_layernorm():
             a,
             layer_norm(W_h * hidden(t - 1), alpha[1], beta[1], EPS) + layer_norm(W_x * x(), alpha[2], beta[2], EPS) + b,
         ),
-        *((gates[name], a()[k * h : (k + 1) * h, :]) for k, name in enumerate("fiog")),
-        (cell, HadamardProduct(sigmoid(f), cell(t - 1)) + HadamardProduct(sigmoid(i), tanh(g))),
-        (hidden, HadamardProduct(sigmoid(o), tanh(layer_norm(cell(), alpha[3], beta[3], EPS)))),
+        *((gates[name], act(a()[k * h : (k + 1) * h, :])) for k, (name, act) in enumerate(ACTIVATIONS.items())),
+        (cell, HadamardProduct(f, cell(t - 1)) + HadamardProduct(i, g)),
+        (hidden, HadamardProduct(o, tanh(layer_norm(cell(), alpha[3], beta[3], EPS)))),
     )
     return Model(
         name="lstm-layernorm",
