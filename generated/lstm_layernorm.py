@@ -315,7 +315,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     a1_in_hat = cache["a1_in_hat"]
     sigma_a2_in = cache["sigma_a2_in"]
     a2_in_hat = cache["a2_in_hat"]
-    a = cache["a"]
     f = cache["f"]
     i = cache["i"]
     o = cache["o"]
@@ -323,9 +322,6 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     sigma_c = cache["sigma_c"]
     c_hat = cache["c_hat"]
     _k1 = work["_k1"]
-    _step_4h = work["_step_4h"]
-    _step_4h_2 = work["_step_4h_2"]
-    _step_4h_3 = work["_step_4h_3"]
     _step_h = work["_step_h"]
     d_a1_in = work["d_a1_in"]
     d_a1_in_hat = work["d_a1_in_hat"]
@@ -350,12 +346,11 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     np.multiply(_k1[1:], o[1:], out=_k1[1:])
     for t in range(T, 0, -1):
         d_h_t, d_c_hat_t, _k1_t, d_c_t, c_hat_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], c_hat[t]
-        sigma_c_t, d_a_t, i_t, g_t, a_t = sigma_c[t], d_a[t], i[t], g[t], a[t]
-        c_prev, f_t, o_t, d_a2_in_hat_t, d_a2_in_t = c[t - 1], f[t], o[t], d_a2_in_hat[t], d_a2_in[t]
-        a2_in_hat_t, sigma_a2_in_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t = (
-            a2_in_hat[t], sigma_a2_in[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t]
+        sigma_c_t, d_a_t, c_prev, f_t, g_t = sigma_c[t], d_a[t], c[t - 1], f[t], g[t]
+        i_t, o_t, d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t = i[t], o[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t]
+        sigma_a2_in_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t, sigma_a1_in_t = (
+            sigma_a2_in[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t], sigma_a1_in[t]
         )
-        sigma_a1_in_t = sigma_a1_in[t]
         if t < T:
             # dL/dh_t += W_h^T dL/da1_in_{t+1}
             np.dot(d_a1_in[t + 1], W_h, out=_step_h)
@@ -389,15 +384,10 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         # dL/dh_t; dL/dg_t = diag(i_t) dL/dc_t; dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1
         # - f_t) * f_t) dL/df_t] + [a_t[h:2*h, :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) *
         # o_t) dL/do_t]
-        d_a_t[...] = _placed(a_t, (np.s_[..., 3 * n_h:], (1 - g_t ** 2) * (i_t * d_c_t)))
-        _step_4h[...] = _placed(a_t, (np.s_[..., :n_h], ((1 - f_t) * f_t) * (c_prev * d_c_t)))
-        np.add(d_a_t, _step_4h, out=d_a_t)
-        _step_4h_2[...] = _placed(a_t, (np.s_[..., n_h:2 * n_h], ((1 - i_t) * i_t) * (g_t * d_c_t)))
-        np.add(d_a_t, _step_4h_2, out=d_a_t)
-        _step_4h_3[...] = _placed(
-            a_t, (np.s_[..., 2 * n_h:3 * n_h], ((1 - o_t) * o_t) * (np.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t))
-        )
-        np.add(d_a_t, _step_4h_3, out=d_a_t)
+        d_a_t[..., :n_h] = ((1 - f_t) * f_t) * (c_prev * d_c_t)
+        d_a_t[..., n_h:2 * n_h] = ((1 - i_t) * i_t) * (g_t * d_c_t)
+        d_a_t[..., 2 * n_h:3 * n_h] = ((1 - o_t) * o_t) * (np.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t)
+        d_a_t[..., 3 * n_h:] = (1 - g_t ** 2) * (i_t * d_c_t)
         # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
         np.multiply(alpha_2, d_a_t, out=d_a2_in_hat_t)
         # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
@@ -566,8 +556,7 @@ _PASSES = _Passes(
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
         "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_step_4h": ("B", "4*h"),
-        "_step_4h_2": ("B", "4*h"), "_step_4h_3": ("B", "4*h"), "_ones": ("T*B",),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_ones": ("T*B",),
     },
     ones=("_ones",), step_rows=("2*h", "6 + q + 27*h", "24*h", "27*h"),
 )
