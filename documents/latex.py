@@ -279,9 +279,8 @@ class BPTTLatexPrinter(LatexPrinter):
         return r"\begin{bmatrix} " + r" \\ ".join(parts) + r" \end{bmatrix}"
 
     def _print_MatAdd(self, expr):
-        whole, placed = split(expr)
-        if placed and not whole and expr.shape[1] == 1 and _disjoint(placed):
-            return self._stacked(placed)
+        if stacked(expr):
+            return self._stacked(split(expr)[1])
         terms = sorted(expr.args, key=term_order)
         out = ""
         for n, term in enumerate(terms):
@@ -308,6 +307,12 @@ class BPTTLatexPrinter(LatexPrinter):
     def _wrap_sum(self, expr):
         text = self._print(expr)
         return rf"\left({text}\right)" if isinstance(expr, sp.MatAdd) else text
+
+
+def stacked(expr):
+    """Whether a sum prints as one column of its rows' values: blocks of rows of a vector (Placed), disjoint."""
+    whole, placed = split(expr)
+    return bool(placed) and not whole and expr.shape[1] == 1 and _disjoint(placed)
 
 
 def _disjoint(placed):

@@ -215,7 +215,9 @@ SOURCES = {
                 r"\operatorname{LN}(\mathbf{W}_h \mathbf{h}_{t-1}; \boldsymbol{\alpha}_1, \boldsymbol{\beta}_1) "
                 r"+ \operatorname{LN}(\mathbf{W}_x \mathbf{x}_t; \boldsymbol{\alpha}_2, \boldsymbol{\beta}_2) "
                 r"+ \mathbf{b}",
-                r"The same as $\mathbf{a}_t$ above and its four slices, in the paper's order. Each norm is of a "
+                r"The same as $\mathbf{a}_t$ above and its four slices, in the paper's order; above, "
+                r"$\mathbf{f}_t, \mathbf{i}_t, \mathbf{o}_t, \mathbf{g}_t$ name the slices' activations, as in the "
+                r"LSTM, so that the backward reads the activated gates the forward kept. Each norm is of a "
                 r"whole $4h$ vector, not of a gate's $h$ units; $\boldsymbol{\beta}_1$, $\boldsymbol{\beta}_2$ "
                 r"and $\mathbf{b}$ are added, so only their sum is learned and their gradients are equal.",
             ),
@@ -225,7 +227,8 @@ SOURCES = {
                 r"\sigma(\mathbf{f}_t) \odot \mathbf{c}_{t-1} + \sigma(\mathbf{i}_t) \odot \tanh(\mathbf{g}_t), "
                 r"\qquad \mathbf{h}_t = \sigma(\mathbf{o}_t) \odot "
                 r"\tanh(\operatorname{LN}(\mathbf{c}_t; \boldsymbol{\alpha}_3, \boldsymbol{\beta}_3))",
-                r"The same as above. The cell's norm is read by $\mathbf{h}_t$ only: step $t+1$ reads "
+                r"The same as above, with the activated gates there. The cell's norm is read by $\mathbf{h}_t$ "
+                r"only: step $t+1$ reads "
                 r"$\mathbf{c}_t$ itself, where PyTorch's benchmark LayerNormLSTMCell carries the normalised cell as "
                 r"its state, and normalises the projections without the bias $\mathbf{b}$.",
             ),
