@@ -34,6 +34,7 @@ from bptt.derive.bptt import derive
 from bptt.derive.direction import forward_only
 from bptt.derive.distribute import distributed_model
 from bptt.derive.nodes import Adj, matrix_sum
+from bptt.derive.norm_adjoint import compact
 from bptt.derive.sweep_models import side_gradients
 from bptt.derive.text import equation, text
 
@@ -99,7 +100,7 @@ def derived(model):
     forward_only(model, "the generated code")
     check_products(model)  # as the derivation of the model as written refuses them
     model = distributed_model(model)
-    derivation = derive(model, named="all", loss=model.concrete_loss())
+    derivation = compact(derive(model, named="all", loss=model.concrete_loss()))  # a norm's adjoint, O(n)
     statements, recurrent = backward_statements(derivation)
     returns = tuple(
         (p.name, _zeros_like(derivation.param_gradient(p), p), f"dL/d{p.name} = {text(derivation.param_gradient(p))}")

@@ -13,6 +13,7 @@ from bptt.derive.blocks import Placed
 from bptt.derive.direction import FORWARD, sweeps
 from bptt.derive.elementwise import Apply, lookup
 from bptt.derive.nodes import Adj, Diag, OneHot, Softmax, SoftmaxCrossEntropy, SquaredError, T, TimeProduct, TimeSum, t
+from bptt.derive.norm_adjoint import NormAdjoint
 from bptt.derive.norms import Norm
 from bptt.derive.reductions import Reduce
 
@@ -113,6 +114,7 @@ EXPLICIT = {
     Placed: _placed,
     Reduce: lambda n: sp.ImmutableMatrix([[n.reduction.scalar(list(explicit(n.arg)))]]),
     Norm: lambda n: explicit(n.inline()),
+    NormAdjoint: lambda n: explicit(n.expanded()),
     Softmax: _softmax,
     OneHot: _onehot,
     SquaredError: _squared_error,

@@ -27,6 +27,7 @@ from bptt.derive.closed_form import linear_coefficient
 from bptt.derive.elementwise import Apply
 from bptt.derive.model import Seq
 from bptt.derive.nodes import DescendingTimeProduct, MatAt, SeqAt, TimeSum, matrix_sum, t
+from bptt.derive.norm_adjoint import NormAdjoint, norms
 from bptt.derive.tangent import Tangent, tangent_terms
 
 i_lemma, j_lemma = sp.Symbol("i", integer=True), sp.Symbol("j", integer=True)
@@ -206,10 +207,17 @@ def _step_tangents(model, names):
         return []  # inputs, labels, targets, teacher-forced data, tangents that are zero
 
     tangents = {}
+    found = {norm.hat.name: norm for norm in norms(model)}  # x̂'s tangent is J v_dot, J its Jacobian: no μ, σ
+    folded = {part.name for norm in found.values() for part in norm.parts if part is not norm.hat}
     for seq, value in model.steps:
-        if seq.name in forced:
+        if seq.name in forced or seq.name in folded:
             continue
-        terms_at_t[seq.name] = tangent_terms(value, leaf, out=seq(t))
+        if seq.name in found:
+            norm = found[seq.name]
+            centred, hat, sigma = norm.mu is not None, norm.hat(t), norm.sigma(t)
+            terms_at_t[seq.name] = [NormAdjoint(centred, hat, sigma, term) for term in leaf(norm.v(t))]
+        else:
+            terms_at_t[seq.name] = tangent_terms(value, leaf, out=seq(t))
         if seq.name in names and terms_at_t[seq.name]:
             tangents[seq] = terms_at_t[seq.name]
     outputs = {seq: tangent_terms(value, leaf, out=seq(t)) for seq, value in model.outputs}

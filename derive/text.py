@@ -70,6 +70,12 @@ class TextPrinter(StrPrinter):
     def _print_Reduce(self, expr):
         return f"{expr.name}({self._print(expr.arg)})"
 
+    def _print_NormAdjoint(self, expr):
+        rows, hat = expr.hat.shape[0], self._print(expr.hat)
+        n = self._print(rows) if rows.is_Atom else f"({self._print(rows)})"
+        ones = f" - 1/{n} 1 1^T" if expr.centred else ""
+        return f"1/{self._print(expr.sigma)} (I{ones} - 1/{n} {hat} {hat}^T) {self._wrap(expr.g)}"
+
     def _print_Norm(self, expr):
         listed = [self._print(a) for a in (expr.arg, expr.gain, expr.bias) if a is not None]
         return f"{expr.kind}({', '.join(listed)}, eps={expr.eps})"

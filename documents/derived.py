@@ -9,12 +9,13 @@ from bptt.derive.closed_form import NoClosedForm, block_closed_form, closed_form
 from bptt.derive.direction import reverse_states
 from bptt.derive.directional import directional_forms
 from bptt.derive.flow import gradient_flow
+from bptt.derive.norm_adjoint import compact
 
 
 @dataclass(frozen=True)
 class Derived:
     model: object
-    textbook: object  # Derivation, named="textbook": what the sections print
+    textbook: object  # Derivation, named="textbook", each norm's adjoint collected (norm_adjoint.compact): printed
     substituted: object  # Derivation, named="none": what the closed forms and the flow are read from
     closed: dict  # a single state's Seq -> its ClosedForm, or the NoClosedForm saying why there is none
     block: object  # for several states: their BlockClosedForm, or the NoClosedForm saying why; else None
@@ -32,7 +33,7 @@ def derived(model):
     if reverse_states(model):
         forms = _attempt(directional_forms, substituted)
         none = NoClosedForm("the gradient flow is read for forward states only")
-        return Derived(model, derive(model, named="textbook"), substituted, {}, None, none, forms)
+        return Derived(model, compact(derive(model, named="textbook")), substituted, {}, None, none, forms)
     closed, block = {}, None
     if len(substituted.states) > 1:
         block = _attempt(block_closed_form, substituted)
@@ -40,7 +41,7 @@ def derived(model):
         closed = {seq: _attempt(closed_form, substituted, seq) for seq in substituted.states}
     given = block if not isinstance(block, NoClosedForm) else None
     flow = _attempt(gradient_flow, model, substituted, given)
-    return Derived(model, derive(model, named="textbook"), substituted, closed, block, flow)
+    return Derived(model, compact(derive(model, named="textbook")), substituted, closed, block, flow)
 
 
 def _attempt(function, *args):

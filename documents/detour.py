@@ -32,6 +32,8 @@ class Corridors:
             for a in _within(self.xs, x, half_w + MARGIN):
                 for b in _within(self.ys, y, half_h + MARGIN):
                     self.holders[(a, b)].add(key)
+        self.steps = self._neighbours()
+        self.held = [self.holders.get(divmod(n, len(self.ys))) for n in range(len(self.xs) * len(self.ys))]
 
     def route(self, source, target, taken):
         """The corners of a route from the centre of box `source` to the centre of box `target` (keys of the
@@ -49,38 +51,58 @@ class Corridors:
         return _corners([(self.xs[i], self.ys[j]) for i, j in route])
 
     def _search(self, start, goal, source, ends, taken, columns):
-        """A*, weighted by HASTE, over (crossing, heading): the crossings from start to goal, or None."""
-        xs, ys, (along_x, along_y), holders = self.xs, self.ys, self.price, self.holders
-        gx, gy = xs[goal[0]], ys[goal[1]]
+        """A*, weighted by HASTE, over (crossing, heading): the crossings from start to goal, or None. A crossing
+        (i, j) is numbered i * len(ys) + j in the queue, which orders the numbers as it would the pairs."""
+        held, steps, rows = self.held, self.steps, len(self.ys)
+        gx, gy = self.xs[goal[0]], self.ys[goal[1]]
+        rest_x, rest_y = [abs(x - gx) for x in self.xs], [abs(y - gy) for y in self.ys]
+        low, high = columns
+        goal = goal[0] * rows + goal[1]
         best, came = {}, {}
-        queue = [(0.0, 0.0, start, -1, None)]
+        queue = [(0.0, 0.0, start[0] * rows + start[1], -1, None)]
         while queue:
             _, cost, point, heading, before = heapq.heappop(queue)
             if (point, heading) in came:
                 continue
             came[(point, heading)] = before
             if point == goal:
-                return _unwound(came, (point, heading))
-            i, j = point
-            in_end = point in holders  # no bend inside an end's box: TikZ draws the runs over it
-            for step, after in ((0, (i - 1, j)), (0, (i + 1, j)), (1, (i, j - 1)), (1, (i, j + 1))):
-                a, b = after
-                if not (columns[0] <= a <= columns[1] and 0 <= b < len(ys)) or not holders.get(after, ends) <= ends:
+                return [divmod(n, rows) for n in _unwound(came, (point, heading))]
+            in_end = held[point] is not None  # no bend inside an end's box: TikZ draws the runs over it
+            for step, after, a, b, length, run in steps[point]:
+                if not low <= a <= high or (held[after] is not None and not held[after] <= ends):
                     continue
                 if in_end and heading not in (-1, step):
                     continue
-                if step == 0:  # along the line ys[b]
-                    price = abs(xs[a] - xs[i]) * along_y[b]
-                else:
-                    price = abs(ys[b] - ys[j]) * along_x[a]
-                owner = taken.get((point, after) if point < after else (after, point))
-                price *= 1.0 if owner is None else OWN if owner == source else OTHERS
+                owner = taken.get(run)
+                price = length * (1.0 if owner is None else OWN if owner == source else OTHERS)
                 total = cost + price + (BEND if heading not in (-1, step) else 0.0)
                 if total < best.get((after, step), math.inf):
                     best[(after, step)] = total
-                    guess = total + HASTE * (abs(xs[a] - gx) + abs(ys[b] - gy))
+                    guess = total + HASTE * (rest_x[a] + rest_y[b])
                     heapq.heappush(queue, (guess, total, after, step, (point, heading)))
         return None
+
+    def _neighbours(self):
+        """By crossing number: [(heading, the next crossing's number, its indices a and b, the run's price, the
+        run's key in `taken`)], left, right, down, up."""
+        xs, ys, (along_x, along_y) = self.xs, self.ys, self.price
+        found = []
+        for i, j in itertools.product(range(len(xs)), range(len(ys))):
+            found.append(
+                [
+                    (
+                        step,
+                        a * len(ys) + b,
+                        a,
+                        b,
+                        abs(xs[a] - xs[i]) * along_y[b] if step == 0 else abs(ys[b] - ys[j]) * along_x[a],
+                        ((i, j), (a, b)) if (i, j) < (a, b) else ((a, b), (i, j)),
+                    )
+                    for step, (a, b) in ((0, (i - 1, j)), (0, (i + 1, j)), (1, (i, j - 1)), (1, (i, j + 1)))
+                    if 0 <= a < len(xs) and 0 <= b < len(ys)
+                ]
+            )
+        return found
 
 
 def _within(line, centre, half):

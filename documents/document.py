@@ -19,6 +19,7 @@ from bptt.documents.flow_document import flow_section
 from bptt.documents.forward_document import forward_mode_sections
 from bptt.documents.graph_document import graph_section
 from bptt.documents.latex import latex
+from bptt.documents.norm_document import norm_text
 from bptt.documents.parameter_document import param_section
 from bptt.documents.prose import DEFINITIONS, listed, maths, through
 from bptt.documents.source_document import compared, source_section
@@ -178,9 +179,10 @@ def _output_section(model, derivation):
 
 
 def _intermediate_section(model, derivation):
-    equations = [equation(latex(Adj(seq())), derivation.intermediate(seq)) for seq in reversed(model.intermediates)]
-    named = [maths(seq()) for seq in model.intermediates if seq in derivation.named]
-    substituted = [maths(seq()) for seq in model.intermediates if seq not in derivation.named]
+    shown = [seq for seq in model.intermediates if seq in derivation.intermediates]  # a norm's mean and deviation
+    equations = [equation(latex(Adj(seq())), derivation.intermediate(seq)) for seq in reversed(shown)]
+    named = [maths(seq()) for seq in shown if seq in derivation.named]
+    substituted = [maths(seq()) for seq in shown if seq not in derivation.named]
     if not substituted:
         kept = "Each keeps its name in the sections below."
     elif not named:
@@ -191,8 +193,8 @@ def _intermediate_section(model, derivation):
             f"use those of {listed(named)} by name."
         )
     text = (
-        f"{kept} The adjoint of each intermediate value follows by the chain rule through the equations of the "
-        "step that read it, from the step's last equation back to its first:"
+        f"{kept}{norm_text(model)} The adjoint of each intermediate value follows by the chain rule through the "
+        "equations of the step that read it, from the step's last equation back to its first:"
     )
     return Section("intermediates", "Intermediate adjoints", text, displays(equations), ("adjoint",))
 

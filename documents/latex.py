@@ -220,6 +220,15 @@ class BPTTLatexPrinter(LatexPrinter):
         name = lookup(expr.function).latex
         return rf"{name}\left({self._print(expr.arg)}\right)"
 
+    def _print_NormAdjoint(self, expr):
+        """A norm's adjoint as a textbook writes it: (1/σ)(I − (1/n)11ᵀ − (1/n)x̂x̂ᵀ) g (derive/norm_adjoint.py)."""
+        share, hat = rf"\frac{{1}}{{{self._print(expr.hat.shape[0])}}}", self._print(expr.hat)
+        ones = rf" - {share} \mathbf{{1}} \mathbf{{1}}^\top" if expr.centred else ""
+        return (
+            rf"\frac{{1}}{{{self._print(expr.sigma)}}} \left(\mathbf{{I}}{ones} - {share} {hat} {hat}^\top\right) "
+            + self._wrap(expr.g)
+        )
+
     def _print_Reduce(self, expr):
         return rf"{expr.reduction.latex}\left({self._print(expr.arg)}\right)"
 
@@ -285,9 +294,8 @@ class BPTTLatexPrinter(LatexPrinter):
         return r"\begin{bmatrix} " + r" \\ ".join(parts) + r" \end{bmatrix}"
 
     def _print_MatAdd(self, expr):
-        whole, placed = split(expr)
-        if placed and not whole and expr.shape[1] == 1 and _disjoint(placed):
-            return self._stacked(placed)
+        if stacked(expr):
+            return self._stacked(split(expr)[1])
         terms = printed_terms(expr)
         out = ""
         for n, term in enumerate(terms):
@@ -314,6 +322,12 @@ class BPTTLatexPrinter(LatexPrinter):
     def _wrap_sum(self, expr):
         text = self._print(expr)
         return rf"\left({text}\right)" if isinstance(expr, sp.MatAdd) else text
+
+
+def stacked(expr):
+    """Whether a sum prints as one column of its rows' values: blocks of rows of a vector (Placed), disjoint."""
+    whole, placed = split(expr)
+    return bool(placed) and not whole and expr.shape[1] == 1 and _disjoint(placed)
 
 
 def _disjoint(placed):

@@ -16,7 +16,7 @@ import sympy as sp
 from bptt.derive.elementwise import Apply, lookup
 from bptt.derive.nodes import Diag, Softmax, TimeSum
 from bptt.derive.order import printed_terms
-from bptt.documents.latex import BPTTLatexPrinter, latex, parenthesized
+from bptt.documents.latex import BPTTLatexPrinter, latex, parenthesized, stacked
 from bptt.documents.width import width
 
 PAGE = 483.7  # the text width of a4 paper with 2 cm margins, in points
@@ -46,6 +46,8 @@ class _Cutter:
         self.reach = reach  # CALLS: break inside diag(...), tanh(...) too; FACTORS: between factors, the last resort
 
     def pieces(self, expr, depth):
+        if isinstance(expr, sp.MatAdd) and stacked(expr):  # one column of rows (latex.py), not a sum to break
+            return [Piece(latex(expr), depth=depth)]
         if isinstance(expr, sp.MatAdd):
             return self.sum_pieces(expr, depth)
         if isinstance(expr, sp.MatMul):

@@ -120,7 +120,18 @@ def controls(source, target, bend, wider=1.0):
 def sampled_points(curve):
     """Points along a cubic, at least SAMPLES + 1 and at most SPACING apart along its control polygon."""
     count = max(SAMPLES, math.ceil(sum(math.dist(p, q) for p, q in itertools.pairwise(curve)) / SPACING))
-    return [point_at(curve, k / count) for k in range(count + 1)]
+    (x0, y0), (x1, y1), (x2, y2), (x3, y3) = curve
+    return [(a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3) for a, b, c, d in _weights(count)]
+
+
+@functools.cache
+def _weights(count):
+    """point_at's four weights at s = k / count for k = 0..count."""
+    return tuple(_weights_at(k / count) for k in range(count + 1))
+
+
+def _weights_at(s):
+    return (1 - s) ** 3, 3 * (1 - s) ** 2 * s, 3 * (1 - s) * s**2, s**3
 
 
 def run_points(corners, spacing=0.05):
@@ -134,7 +145,7 @@ def run_points(corners, spacing=0.05):
 
 def point_at(curve, s):
     (x0, y0), (x1, y1), (x2, y2), (x3, y3) = curve
-    a, b, c, d = (1 - s) ** 3, 3 * (1 - s) ** 2 * s, 3 * (1 - s) * s**2, s**3
+    a, b, c, d = _weights_at(s)
     return a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3
 
 
@@ -154,7 +165,11 @@ def _crossed(points, edge, boxes):
         for node_box in [(x, y, half_w, half_h)]
         if x + half_w > low_x and x - half_w < high_x and y + half_h > low_y and y - half_h < high_y
     ]
-    return any(inside(point, node_box, 0.03) for node_box in near for point in points)
+    for x, y, half_w, half_h in near:  # inside(point, node_box, 0.03) written out: it runs a million times
+        reach_x, reach_y = half_w + 0.03, half_h + 0.03
+        if any(abs(px - x) < reach_x and abs(py - y) < reach_y for px, py in points):
+            return True
+    return False
 
 
 def _apart(points, twin, boxes, edge):

@@ -207,6 +207,50 @@ SOURCES = {
             ),
         ),
     ),
+    "lstm-layernorm": (
+        "Ba, Kiros and Hinton (2016) give this cell's forward equations (20 to 22) and no gradient; they normalise "
+        "the $D$ units of a vector $\\mathbf{z}$ with a gain $\\boldsymbol{\\alpha}$ and a bias "
+        "$\\boldsymbol{\\beta}$.",
+        (
+            (
+                r"Their layer norm, with $\mu = \frac{1}{D} \sum_i z_i$ and no epsilon:",
+                r"\operatorname{LN}(\mathbf{z}; \boldsymbol{\alpha}, \boldsymbol{\beta})",
+                r"\frac{\mathbf{z} - \mu}{\sigma} \odot \boldsymbol{\alpha} + \boldsymbol{\beta}, \qquad "
+                r"\sigma = \sqrt{\frac{1}{D} \sum_{i=1}^{D} (z_i - \mu)^2}",
+                r"The same as the norms above but for $\epsilon$: here $\sigma = (\operatorname{var} + "
+                r"\epsilon)^{1/2}$ with torch's $\epsilon = 10^{-5}$, since at $\mathbf{h}_0 = \mathbf{0}$ the "
+                r"vector $\mathbf{W}_h \mathbf{h}_0$ has $\sigma = 0$. $\boldsymbol{\mu}$, $\boldsymbol{\sigma}$ "
+                r"and $\hat{\mathbf{v}}$ are named steps, $D$ is $4h$ for the gates and $h$ for the cell. "
+                r"Their adjoint is the textbook's "
+                r"$\frac{1}{\sigma}(\mathbf{I} - \frac{1}{D}\mathbf{1}\mathbf{1}^\top - \frac{1}{D}"
+                r"\hat{\mathbf{v}}\hat{\mathbf{v}}^\top)$ times the adjoint of $\hat{\mathbf{v}}$.",
+            ),
+            (
+                r"Their gates (20), with $\mathbf{f}_t, \mathbf{i}_t, \mathbf{o}_t, \mathbf{g}_t$ before their "
+                r"activations:",
+                r"\begin{pmatrix} \mathbf{f}_t \\ \mathbf{i}_t \\ \mathbf{o}_t \\ \mathbf{g}_t \end{pmatrix}",
+                r"\operatorname{LN}(\mathbf{W}_h \mathbf{h}_{t-1}; \boldsymbol{\alpha}_1, \boldsymbol{\beta}_1) "
+                r"+ \operatorname{LN}(\mathbf{W}_x \mathbf{x}_t; \boldsymbol{\alpha}_2, \boldsymbol{\beta}_2) "
+                r"+ \mathbf{b}",
+                r"The same as $\mathbf{a}_t$ above and its four slices, in the paper's order; above, "
+                r"$\mathbf{f}_t, \mathbf{i}_t, \mathbf{o}_t, \mathbf{g}_t$ name the slices' activations, as in the "
+                r"LSTM, so that the backward reads the activated gates the forward kept. Each norm is of a "
+                r"whole $4h$ vector, not of a gate's $h$ units; $\boldsymbol{\beta}_1$, $\boldsymbol{\beta}_2$ "
+                r"and $\mathbf{b}$ are added, so only their sum is learned and their gradients are equal.",
+            ),
+            (
+                r"Their cell (21) and hidden state (22):",
+                r"\mathbf{c}_t",
+                r"\sigma(\mathbf{f}_t) \odot \mathbf{c}_{t-1} + \sigma(\mathbf{i}_t) \odot \tanh(\mathbf{g}_t), "
+                r"\qquad \mathbf{h}_t = \sigma(\mathbf{o}_t) \odot "
+                r"\tanh(\operatorname{LN}(\mathbf{c}_t; \boldsymbol{\alpha}_3, \boldsymbol{\beta}_3))",
+                r"The same as above, with the activated gates there. The cell's norm is read by $\mathbf{h}_t$ "
+                r"only: step $t+1$ reads "
+                r"$\mathbf{c}_t$ itself, where PyTorch's benchmark LayerNormLSTMCell carries the normalised cell as "
+                r"its state, and normalises the projections without the bias $\mathbf{b}$.",
+            ),
+        ),
+    ),
 }
 
 

@@ -142,6 +142,20 @@ class _Reader:
             return max([base, *scripts])
         return base + max(scripts, default=0.0)
 
+    def environment(self, scale, font):
+        """A matrix (bmatrix): its widest row between its brackets, rows being set one above the other."""
+        self.argument(scale, font)  # the environment's name
+        rows = [0.0]
+        while self.peek() not in ("\\end", "}"):
+            if self.peek() == "\\\\":
+                self.next()
+                rows.append(0.0)
+            else:
+                rows[-1] += self.item(scale, font)
+        if self.next() == "\\end":
+            self.argument(scale, font)
+        return max(rows) + 2 * 0.45 * scale
+
     def glyph(self, token, scale, font):
         if token.startswith("\\"):
             return self.command(token[1:], scale, font)
@@ -166,6 +180,8 @@ class _Reader:
             return self.argument(scale, _FONT_COMMANDS[name]) + extra * scale
         if name in _ACCENTS:
             return self.argument(scale, font)
+        if name == "begin":
+            return self.environment(scale, font)
         if name == "left":
             delimiter = self.next()
             self.delimiters.append(0.65 if self.tall_until_right() else 0.45)

@@ -141,10 +141,7 @@ def _sweep1_adjoints(keep, params, sizes, cache, d_side_out, work, following=Non
     full BPTT); following: the next segment's step-1 values, replaced by this one's. Returns dL/dh_f0."""
     U_f = params["U_f"]
     h_f = cache["h_f"]
-    _k1 = work["_k1"]
-    _step_h = work["_step_h"]
-    _step_h_2 = work["_step_h_2"]
-    d_h_f = work["d_h_f"]
+    _k1, _step_h, _step_h_2, d_h_f = work["_k1"], work["_step_h"], work["_step_h_2"], work["d_h_f"]
     T = d_side_out.shape[0]
     # dL/dh_f_t = dL/dside_out_t + ...
     np.copyto(d_h_f[1:], d_side_out)
@@ -205,8 +202,7 @@ def _sweep1_window_adjoints(k, params, sizes, cache, d_side_out, work, following
 def _sweep1_gradients(params, sizes, cache, d_side_out, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
     x, h_f = (cache[name] for name in _sweep1_CACHE)
-    _ones = work["_ones"]
-    d_h_f = work["d_h_f"]
+    _ones, d_h_f = work["_ones"], work["d_h_f"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     return {
@@ -310,10 +306,7 @@ def _sweep2_adjoints(keep, params, sizes, cache, d_s, work, following=None):
     U_b = params["U_b"]
     V_b = params["V_b"]
     h_b = cache["h_b"]
-    _k1 = work["_k1"]
-    _step_h = work["_step_h"]
-    _step_h_2 = work["_step_h_2"]
-    d_h_b = work["d_h_b"]
+    _k1, _step_h, _step_h_2, d_h_b = work["_k1"], work["_step_h"], work["_step_h_2"], work["d_h_b"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     T = d_s.shape[0]
@@ -378,8 +371,7 @@ def _sweep2_gradients(params, sizes, cache, d_s, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
     V_f = params["V_f"]
     side_x, h_b = (cache[name] for name in _sweep2_CACHE)
-    _ones = work["_ones"]
-    d_h_b = work["d_h_b"]
+    _ones, d_h_b = work["_ones"], work["d_h_b"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]

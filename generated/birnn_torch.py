@@ -147,9 +147,7 @@ def _sweep1_adjoints(keep, params, sizes, cache, d_side_out, work, following=Non
     T = d_side_out.shape[0]
     U_f = params["U_f"]
     h_f = cache["h_f"]
-    _k1 = work["_k1"]
-    _step_h = work["_step_h"]
-    d_h_f = work["d_h_f"]
+    _k1, _step_h, d_h_f = work["_k1"], work["_step_h"], work["d_h_f"]
     _weights = _flow_weights(keep, T)
     # dL/dh_f_t = dL/dside_out_t + ...
     d_h_f[1:].copy_(d_side_out)
@@ -205,8 +203,7 @@ def _sweep1_window_adjoints(k, params, sizes, cache, d_side_out, following=None)
 
 def _sweep1_gradients(params, sizes, cache, adjoints, d_side_out):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
-    x = cache["x"]
-    h_f = cache["h_f"]
+    x, h_f = cache["x"], cache["h_f"]
     d_h_f = adjoints["d_h_f"]
     n_d = sizes["d"]
     n_h = sizes["h"]
@@ -328,9 +325,7 @@ def _sweep2_adjoints(keep, params, sizes, cache, d_s, work, following=None, comp
     U_b = params["U_b"]
     V_b = params["V_b"]
     h_b = cache["h_b"]
-    _k1 = work["_k1"]
-    _step_h = work["_step_h"]
-    d_h_b = work["d_h_b"]
+    _k1, _step_h, d_h_b = work["_k1"], work["_step_h"], work["d_h_b"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     _weights = _flow_weights(keep, T)
@@ -390,8 +385,7 @@ def _sweep2_window_adjoints(k, params, sizes, cache, d_s, following=None):
 def _sweep2_gradients(params, sizes, cache, adjoints, d_s):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
     V_f = params["V_f"]
-    side_x = cache["side_x"]
-    h_b = cache["h_b"]
+    side_x, h_b = cache["side_x"], cache["h_b"]
     d_h_b = adjoints["d_h_b"]
     n_d = sizes["d"]
     n_h = sizes["h"]

@@ -192,9 +192,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     R = params["R"]
     V = params["V"]
     h = cache["h"]
-    _k1 = work["_k1"]
+    _k1, d_h = work["_k1"], work["d_h"]
     d_a = work["d_a"]  # d_h's array, reused (a view of all of it)
-    d_h = work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     _weights = _flow_weights(keep, T)
@@ -254,9 +253,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
 
 def _gradients(params, sizes, cache, adjoints, d_s):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
-    x = cache["x"]
-    h = cache["h"]
-    o = cache["o"]
+    x, h, o = cache["x"], cache["h"], cache["o"]
     d_a = adjoints["d_a"]
     n_d = sizes["d"]
     n_h = sizes["h"]

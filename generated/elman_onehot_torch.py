@@ -169,9 +169,7 @@ def _adjoints(keep, params, sizes, cache, d_z, work, following=None, compile=Fal
     W = params["W"]
     V = params["V"]
     s = cache["s"]
-    _k1 = work["_k1"]
-    _step_h = work["_step_h"]
-    d_s = work["d_s"]
+    _k1, _step_h, d_s = work["_k1"], work["_step_h"], work["d_s"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     _weights = _flow_weights(keep, T)
@@ -229,8 +227,7 @@ def _window_adjoints(k, params, sizes, cache, d_z, following=None):
 
 def _gradients(params, sizes, cache, adjoints, d_z):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
-    x = cache["x"]
-    s = cache["s"]
+    x, s = cache["x"], cache["s"]
     d_s = adjoints["d_s"]
     n_d = sizes["d"]
     n_h = sizes["h"]

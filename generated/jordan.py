@@ -162,9 +162,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     R = params["R"]
     V = params["V"]
     h = cache["h"]
-    _all_h = work["_all_h"]
-    d_a = work["d_a"]
-    d_h = work["d_h"]
+    _all_h, d_a, d_h = work["_all_h"], work["d_a"], work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     # dL/dh_t = V^T dL/ds_t
@@ -198,8 +196,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, work, following=None):
 def _gradients(params, sizes, cache, d_s, work):
     """The parameters' gradients, from the adjoints in the arrays of work."""
     x, o, h = (cache[name] for name in CACHE)
-    _ones = work["_ones"]
-    d_a = work["d_a"]
+    _ones, d_a = work["_ones"], work["d_a"]
     n_d = sizes["d"]
     n_h = sizes["h"]
     n_q = sizes["q"]

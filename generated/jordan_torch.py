@@ -170,9 +170,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     R = params["R"]
     V = params["V"]
     h = cache["h"]
-    _all_h = work["_all_h"]
-    d_a = work["d_a"]
-    d_h = work["d_h"]
+    _all_h, d_a, d_h = work["_all_h"], work["d_a"], work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     # dL/dh_t = V^T dL/ds_t
@@ -204,9 +202,7 @@ def _window_adjoints(k, params, sizes, cache, d_s, following=None):
 
 def _gradients(params, sizes, cache, adjoints, d_s):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
-    x = cache["x"]
-    o = cache["o"]
-    h = cache["h"]
+    x, o, h = cache["x"], cache["o"], cache["h"]
     d_a = adjoints["d_a"]
     n_d = sizes["d"]
     n_h = sizes["h"]

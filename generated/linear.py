@@ -147,8 +147,7 @@ def _adjoints(keep, params, sizes, cache, d_o, work, following=None):
     full BPTT); following: the next segment's step-1 values, replaced by this one's. Returns dL/dh0."""
     W_hh = params["W_hh"]
     W_qh = params["W_qh"]
-    _step_h = work["_step_h"]
-    d_h = work["d_h"]
+    _step_h, d_h = work["_step_h"], work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     T = d_o.shape[0]

@@ -206,8 +206,7 @@ def _window_adjoints(k, params, sizes, cache, d_o, following=None):
 
 def _gradients(params, sizes, cache, adjoints, d_o):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
-    x = cache["x"]
-    h = cache["h"]
+    x, h = cache["x"], cache["h"]
     d_h = adjoints["d_h"]
     n_d = sizes["d"]
     n_h = sizes["h"]

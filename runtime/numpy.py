@@ -158,6 +158,13 @@ def _squared_error(s, y, count):
     return loss
 
 
+def _norm_adjoint(g, hat, sigma, centred=True):
+    """A norm's Jacobian times g (derive/norm_adjoint.py): (g - mean(g) - hat mean(hat * g)) / sigma, without mean(g)
+    for an RMS norm (centred False); O(n) per row, no n x n matrix, the means over the last axis, kept."""
+    centre = g.mean(axis=-1, keepdims=True) if centred else 0
+    return (g - centre - hat * (hat * g).mean(axis=-1, keepdims=True)) / sigma
+
+
 def _placed(like, *blocks):
     """The gradient of a parameter read by blocks (of a sequence's value read by row slices): zero, each (index,
     value) block added in at its index; a value with leading axes its block lacks (an aged adjoint's ages)

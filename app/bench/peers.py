@@ -60,10 +60,10 @@ class Naive:
         scope[model.inputs[0].name] = xs
         scope[model.concrete_loss().target.name] = ys
         for seq, _ in model.steps + model.outputs:
-            scope[seq.name] = np.zeros((T + 1, B, sizes[str(seq.rows)]), dtype)
+            scope[seq.name] = np.zeros((T + 1, B, _rows(model, seq, sizes)), dtype)
         for seq in model.states:
             scope[seq.name][0] = initial.get(f"{seq.name}0", 0)
-        scope[self.output] = np.zeros((T, B, sizes[str(model.outputs[0][0].rows)]), dtype)
+        scope[self.output] = np.zeros((T, B, _rows(model, model.outputs[0][0], sizes)), dtype)
         for k in range(1, T + 1):
             scope["t"] = k
             for name, value in self.forced.items():
@@ -227,3 +227,8 @@ def numpy_peers(model):
         peers["hand"] = HandElman(onehot=model.name == "elman-onehot")
         peers["GEMMs only"] = GemmOnly(onehot=model.name == "elman-onehot")
     return peers
+
+
+def _rows(model, seq, sizes):
+    """How many rows a sequence has at these sizes (4*h: four times h)."""
+    return int(seq.rows.subs({s: sizes[str(s)] for s in model.sizes}))

@@ -6,7 +6,7 @@ import importlib.util
 
 import numpy as np
 
-from bptt.app.bench.peers_torch import GATES, supports  # noqa: F401 (the same models as the PyTorch peers)
+from bptt.app.bench.peers_torch import EPS, GATES, supports  # noqa: F401 (the same models as the PyTorch peers)
 
 
 def available():
@@ -21,11 +21,14 @@ def prepare(model, params, xs, ys, initial):
     import jax.numpy as jnp
 
     B = xs.shape[1]
-    h = (params.get("W") if "W" in params else params["W_h" + GATES[model.name][0]]).shape[0]
+    h = params["V"].shape[1]  # every model's head s_t = V h_t
     dtype = next(iter(params.values())).dtype
     keys = [f"{seq.name}0" for seq in model.states]
     start = {k: jnp.asarray(initial.get(k, np.zeros((B, h), dtype))) for k in keys}
-    loss = (_gated if model.name in GATES else _elman)(model.name, jax, jnp, B)
+    if model.name == "lstm-layernorm":
+        loss = _layernorm_lstm(jax, jnp, B)
+    else:
+        loss = (_gated if model.name in GATES else _elman)(model.name, jax, jnp, B)
     step = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
     args = ({k: jnp.asarray(v) for k, v in params.items()}, start, jnp.asarray(xs), jnp.asarray(ys))
 
@@ -91,6 +94,33 @@ def _gated(name, jax, jnp, B):
             _, H = jax.lax.scan(gru, start["h0"], inputs)
         else:
             _, H = jax.lax.scan(lstm, (start["c0"], start["h0"]), inputs)
+        return 0.5 * jnp.square(H @ p["V"].T - ys).sum() / B
+
+    return loss
+
+
+def _layernorm_lstm(jax, jnp, B):
+    """Ba et al.'s equations 20-22 (gates f, i, o, g; torch's epsilon), the input's norm for all steps at once."""
+    sigmoid = jax.nn.sigmoid
+
+    def norm(z, p, k):
+        centred = z - z.mean(-1, keepdims=True)
+        return (
+            p[f"alpha_{k}"] * centred * jax.lax.rsqrt(jnp.square(centred).mean(-1, keepdims=True) + EPS)
+            + p[f"beta_{k}"]
+        )
+
+    def loss(p, start, xs, ys):
+        inputs = norm(xs @ p["W_x"].T, p, 2) + p["b"]
+
+        def step(carry, a):
+            c, h = carry
+            f, i, o, g = jnp.split(norm(h @ p["W_h"].T, p, 1) + a, 4, axis=-1)
+            c = sigmoid(f) * c + sigmoid(i) * jnp.tanh(g)
+            h = sigmoid(o) * jnp.tanh(norm(c, p, 3))
+            return (c, h), h
+
+        _, H = jax.lax.scan(step, (start["c0"], start["h0"]), inputs)
         return 0.5 * jnp.square(H @ p["V"].T - ys).sum() / B
 
     return loss

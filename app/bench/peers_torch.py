@@ -1,12 +1,17 @@
 """PyTorch peers for `bptt bench`: the zoo's Elman RNNs on torch.nn.RNN, its GRU on torch.nn.GRU and
 its LSTM on torch.nn.LSTM (gate order and biases as torch has them, which the zoo models follow),
-with the same head and loss. Present only where torch is installed; one thread."""
+with the same head and loss; its LayerNorm-LSTM (Ba et al.) as a loop over the steps of torch.nn.LayerNorm's
+functional form, the input's norm taken for all steps at once, by autograd. Present only where torch is installed;
+one thread."""
 
 import importlib.util
 
 import numpy as np
 
+from bptt.derive.models import layernorm
+
 GATES = {"gru": "rzn", "lstm": "ifgo"}
+EPS = float(layernorm.EPS)  # lstm-layernorm's, torch.nn.LayerNorm's default
 
 
 def available():
@@ -14,7 +19,7 @@ def available():
 
 
 def supports(model):
-    return model.name in ("elman", "elman-onehot", "gru", "lstm")
+    return model.name in ("elman", "elman-onehot", "gru", "lstm", "lstm-layernorm")
 
 
 def prepare(model, params, xs, ys, initial):
@@ -28,6 +33,8 @@ def prepare(model, params, xs, ys, initial):
     states = {k: torch.tensor(v[None], requires_grad=True) for k, v in initial.items()}
     x = torch.from_numpy(xs)
     y = torch.from_numpy(ys)
+    if model.name == "lstm-layernorm":
+        return _layernorm_lstm(torch, leaf, states, x, y, dtype, B)
     if model.name in GATES:
         return _gated(model.name, torch, leaf, states, x, y, dtype, B)
     return _elman(model.name == "elman-onehot", torch, leaf, states, x, y, dtype, T, B)
@@ -102,6 +109,38 @@ def _gated(name, torch, leaf, states, x, y, dtype, B):
             for label, value in (("W", f"weight_{kind}h_l0"), ("b", f"bias_{kind}h_l0")):
                 parts = getattr(net, value).grad.chunk(len(gates))
                 grads.update({f"{label}_{kind}{g}": part for g, part in zip(gates, parts, strict=True)})
+        return float(loss.detach()), {k: v.detach().numpy() for k, v in grads.items()}
+
+    return run, collect
+
+
+def _layernorm_lstm(torch, leaf, states, x, y, dtype, B):
+    """Ba et al.'s equations 20-22 (gates f, i, o, g; the zoo's epsilon), norms by torch.nn.functional.layer_norm."""
+    F = torch.nn.functional
+    p, h = leaf, leaf["W_h"].shape[1]
+
+    def norm(z, k):
+        return F.layer_norm(z, z.shape[-1:], p[f"alpha_{k}"], p[f"beta_{k}"], eps=EPS)
+
+    zero = torch.zeros(1, B, h, dtype=dtype)
+    h0, c0 = (states.get(key, zero.clone().requires_grad_(True)) for key in ("h0", "c0"))
+
+    def run():
+        for tensor in [*p.values(), h0, c0]:
+            tensor.grad = None
+        inputs = norm(x @ p["W_x"].T, 2) + p["b"]
+        hidden, cell, out = h0[0], c0[0], []
+        for a in inputs:
+            f, i, o, g = (norm(hidden @ p["W_h"].T, 1) + a).split(h, -1)
+            cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(g)
+            hidden = torch.sigmoid(o) * torch.tanh(norm(cell, 3))
+            out.append(hidden)
+        loss = 0.5 * (torch.stack(out) @ p["V"].T - y).square().sum() / B
+        loss.backward()
+        return loss
+
+    def collect(loss):
+        grads = {key: tensor.grad for key, tensor in p.items()} | {"h0": h0.grad[0], "c0": c0.grad[0]}
         return float(loss.detach()), {k: v.detach().numpy() for k, v in grads.items()}
 
     return run, collect

@@ -137,7 +137,7 @@ def check(
     and steps is over RANDOM_STEPS."""
     require_enumerable(steps, truncate)
     truncation = Truncation.of(truncate)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported, not warned about
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # reported (require_finite), not warned
         instance = problem(module, steps, batch, seed, sizes, lengths)
         for kind in dict.fromkeys((dtype, "float64")):
             instance.require_finite(kind)

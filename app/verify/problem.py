@@ -151,12 +151,36 @@ class Problem:
         first = _first_nonfinite({**cache, "outputs": outputs}, len(low.xs))
         if first is None:
             first = _first_nonfinite({"the loss": self.module.losses(outputs, low.ys)}, len(low.xs))
-        if first is not None:
-            remedy = "fewer steps" + (" or float64" if np.dtype(dtype) != np.float64 else "")
+        if first is None:
+            return
+        low_precision = " or float64" if np.dtype(dtype) != np.float64 else ""
+        zero = _first_zero_deviation(cache, len(low.xs), first[1])
+        if zero is not None:
             raise NonFiniteForward(
-                f"the forward pass in {dtype} overflows: {first[0]} is not finite from step t={first[1]} of "
-                f"T={len(low.xs)} (nothing to differentiate; {remedy} may stay finite)"
+                f"the forward pass in {dtype} divides by zero: {zero[0]} is 0 at step t={zero[1]} of T={len(low.xs)} "
+                f"(a norm's deviation, of a vector whose units are equal, with eps = 0), and {first[0]} is not "
+                f"finite from step t={first[1]} (nothing to differentiate; a positive eps{low_precision} may stay "
+                "finite)"
             )
+        raise NonFiniteForward(
+            f"the forward pass in {dtype} overflows: {first[0]} is not finite from step t={first[1]} of "
+            f"T={len(low.xs)} (nothing to differentiate; fewer steps{low_precision} may stay finite)"
+        )
+
+
+def _first_zero_deviation(cache, steps, before):
+    """(name, t) of the earliest step t <= before at which a cached value one unit wide (a norm's deviation sigma,
+    which the step divides by) is exactly 0, or None."""
+    found = None
+    for name, values in cache.items():
+        if values.dtype.kind != "f" or values.ndim != 3 or values.shape[-1] != 1:
+            continue
+        zero = (values.reshape(len(values), -1) == 0).any(axis=1)
+        zero[: len(values) - steps] = False  # a state's initial value is given, not computed
+        step = int(np.argmax(zero)) + steps + 1 - len(values)
+        if zero.any() and step <= before and (found is None or step < found[1]):
+            found = (name, step)
+    return found
 
 
 def _first_nonfinite(arrays, steps):

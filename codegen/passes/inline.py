@@ -11,6 +11,7 @@ import sympy as sp
 
 from bptt.codegen.ir import Assign, Loop, spliced, the_loop, walk, with_body
 from bptt.derive.nodes import Adj, SeqAt, values
+from bptt.derive.norm_adjoint import NormAdjoint
 from bptt.derive.rows import rows_of
 
 
@@ -20,8 +21,9 @@ def _value_reads(expr, name):
 
 
 def adjoint_reads(expr, name):
-    """How many times expr reads the adjoint of `name`."""
-    return sum(1 for node in sp.preorder_traversal(expr) if isinstance(node, Adj) and node.of.name == name)
+    """How many times expr reads the adjoint of `name` (a norm's adjoint reads its vector more than once)."""
+    reads = sum(1 for node in sp.preorder_traversal(expr) if isinstance(node, Adj) and node.of.name == name)
+    return reads + sum(node.rereads * adjoint_reads(node.g, name) for node in expr.atoms(NormAdjoint))
 
 
 def read_after(program):

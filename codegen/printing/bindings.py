@@ -74,10 +74,28 @@ def bound(used, model, work, cache, views=None):
     if cached == set(cache):
         head += unpacked(list(cache), cached, "cache", "CACHE")
     else:
-        head += [f"{name} = cache[{quoted(name)}]" for name in sorted(cached, key=order(model))]
-    head += [work_bound(name, views or {}) for name in sorted(used.arrays & work - set(cache))]
+        head += grouped(sorted(cached, key=order(model)), "cache")
+    worked = sorted(used.arrays & work - set(cache))
+    head += grouped([name for name in worked if name not in (views or {})], "work")
+    head += [work_bound(name, views) for name in worked if name in (views or {})]
     head += sized(used.sizes, model)
     return head
+
+
+def grouped(names, source):
+    """Bindings of the named entries of the dict `source`, `a, b = source["a"], source["b"]`: as many names to a
+    line as fit on it."""
+    lines, group = [], []
+    for name in names:
+        if group and len(shown(binding([*group, name], source))) > UNPACKED:
+            lines.append(binding(group, source))
+            group = []
+        group.append(name)
+    return lines + ([binding(group, source)] if group else [])
+
+
+def binding(names, source):
+    return f"{', '.join(names)} = {', '.join(f'{source}[{quoted(name)}]' for name in names)}"
 
 
 def work_bound(name, views):

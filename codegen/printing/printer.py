@@ -232,6 +232,13 @@ class RowPrinter(ProductPrinting):
         _, code = self.elementwise(power(expr.exp), self._print(expr.base))
         return Code(code.text, code.level)
 
+    def _print_NormAdjoint(self, expr):
+        """A norm's Jacobian times a vector, (g − mean(g) − x̂ mean(x̂ ⊙ g)) / σ: one call of the runtime's
+        _norm_adjoint (O(n), no n x n matrix), whose code each backend's runtime holds."""
+        g, hat, sigma = (self._print(arg) for arg in (expr.g, expr.hat, expr.sigma))
+        centred = "" if expr.centred else ", centred=False"
+        return Code(f"{self.helper('_norm_adjoint')}({g}, {hat}, {sigma}{centred})")
+
     def _print_Reduce(self, expr):
         """A reduction over the units (mean, sum): the last axis, kept (it broadcasts); O(n), no ones."""
         _, code = self.elementwise(expr.reduction, self._print(expr.arg))

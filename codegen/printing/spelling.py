@@ -22,6 +22,10 @@ class Spelling:
         """What indexes a block in its parameter, np.s_[n_h:2 * n_h]; the whole parameter for None."""
         return f"{self.blocks}[{':' if block is None else p.block_index(block)}]"
 
+    def rows_of(self, p, block):
+        """What indexes a block of rows in a sequence's array: `..., n_h:2 * n_h`."""
+        return p.block_index(block)
+
     def copy(self, p, expr):
         return Code(f"{p.operand(expr.value, ATOM)}.copy()")
 

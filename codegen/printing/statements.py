@@ -20,10 +20,29 @@ from bptt.codegen.printing.printer import ATOM, Code
 from bptt.codegen.printing.spelling import row_sums
 from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
 from bptt.codegen.printing.window import Statements
+from bptt.derive.blocks import Placed, split
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
+from bptt.derive.reductions import Reduce
 
 VIEWS_PER_LINE = 5  # a step's views are bound five to a line: `h_t, h_prev, ... = h[t], h[t - 1], ...`
+
+
+def of_units(expr):
+    """Whether expr reduces over the units or broadcasts such a 1 x 1 value into them (a norm's mean, σ, x̂)."""
+    broadcasts = (
+        any(isinstance(f, OneMatrix) and f.shape[1] == 1 != f.shape[0] for f in product.args)
+        and not product.args[-1].is_number
+        and not isinstance(product.args[-1], OneMatrix)
+        for product in expr.atoms(sp.MatMul)
+    )
+    return expr.has(Reduce) or any(broadcasts)
+
+
+def placed_rows(expr):
+    """Whether expr is a sum of blocks of rows of a vector (blocks.Placed), nothing else."""
+    terms = expr.args if isinstance(expr, sp.MatAdd) else (expr,)
+    return all(isinstance(term, Placed) and term.shape[1] == 1 for term in terms)
 
 
 def bound_views(views):
@@ -159,6 +178,10 @@ class InPlacePrinter(Statements):
             return [self.calls.line("copy", out=out, x=code)]
         if isinstance(expr, sp.ZeroMatrix):
             return [self.calls.line("zero", out=out)]
+        if of_units(expr) and (self_ref is None or not expr.has(self_ref)):  # a norm's part: one expression
+            return [f"{out}[...] = {self(expr)}"]
+        if placed_rows(expr):
+            return self.emit_placed(split(expr)[1], out)
         if isinstance(expr, sp.MatAdd):
             return self.emit_sum(list(expr.args), out, rows, self_ref)
         if isinstance(expr, sp.MatMul):
@@ -184,6 +207,15 @@ class InPlacePrinter(Statements):
                 f"{self.helper('_onehot')}({self.label(expr.label)}, {self(expr.shape[0])}, {out}.dtype, out={out})"
             ]
         return [f"{out}[...] = {self(expr)}"]
+
+    def emit_placed(self, placed, out):
+        """A vector's adjoint from its slices' (dL/da_t from dL/df_t, ...): each block's value into its rows of out,
+        out zeroed first unless the blocks tile it."""
+        starts, stops = ({p.block.rowslice[k] for p in placed} for k in (0, 1))
+        tiles = len(starts) == len(placed) and starts - {0} == stops - {placed[0].block.parent.shape[0]}
+        lines = [] if tiles else [self.calls.line("zero", out=out)]
+        sign = "=" if tiles else "+="
+        return lines + [f"{out}[{self.spelling.rows_of(self, p.block)}] {sign} {self(p.value)}" for p in placed]
 
     def operand_into(self, expr, out, rows):
         """(code, lines): expr's code if stored, else lines computing it into out."""

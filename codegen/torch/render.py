@@ -9,7 +9,7 @@ import pathlib
 from dataclasses import dataclass
 
 from bptt.codegen.printing import sweeps
-from bptt.codegen.printing.bindings import order, output_adjoint, params_bound, quoted, sized, time_and_batch
+from bptt.codegen.printing.bindings import grouped, order, output_adjoint, params_bound, sized, time_and_batch
 from bptt.codegen.printing.checkpoints import scratch_rows
 from bptt.codegen.printing.facts import model_facts
 from bptt.codegen.printing.layout import STANDALONE, Layout, forward_body, imported
@@ -99,8 +99,9 @@ def bind(model, body, sources, shaped):
     """The lines that bind what a body reads: parameters, arrays from their dicts, sizes, T and B from
     the shape of the array `shaped`."""
     head = params_bound(body.params, model)
-    for name in sorted(sources, key=lambda n: (order(model)(n), n)):
-        head.append(f"{name} = {sources[name]}[{quoted(name)}]")
+    names = sorted(sources, key=lambda n: (order(model)(n), n))
+    for source in dict.fromkeys(sources[name] for name in names):  # each dict's, in the order of its first
+        head += grouped([name for name in names if sources[name] == source], source)
     return head + sized(body.sizes, model) + time_and_batch(body.sizes, shaped)
 
 

@@ -10,6 +10,7 @@ from bptt.derive.models.elman import elman
 from bptt.derive.models.elman_onehot import elman_onehot
 from bptt.derive.models.gated import gru, lstm, lstm_peephole
 from bptt.derive.models.jordan import elman_jordan, jordan
+from bptt.derive.models.layernorm import lstm_layernorm
 from bptt.derive.models.linear import linear
 from bptt.derive.written import built
 
@@ -22,6 +23,7 @@ ZOO = {
     "jordan": jordan,
     "linear": linear,
     "lstm": lstm,
+    "lstm-layernorm": lstm_layernorm,
     "lstm-peephole": lstm_peephole,
 }
 

@@ -23,6 +23,7 @@ BOUNDS = {  # name: (NumPy's, torch's)
     "linear": ((2, 2), (1, 1)),
     "lstm": ((10, 9), (7, 7)),
     "lstm-peephole": ((19, 9), (12, 7)),
+    "lstm-layernorm": ((46, 33), (47, 31)),  # its norms' parts one expression each, its gates kept activated
 }
 
 MODULE = """

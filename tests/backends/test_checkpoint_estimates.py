@@ -12,9 +12,10 @@ import pytest
 
 from bptt.tests.support.checkpoints import SIZES, problem
 from bptt.tests.support.modules import module_of, runtime_of, segments_of
+from bptt.tests.support.zoo import supporting
 
 GENERATED = pathlib.Path(__file__).parents[2] / "generated"
-MODELS = sorted(path.stem.removesuffix("_torch") for path in GENERATED.glob("*_torch.py"))
+MODELS = [name.replace("-", "_") for name in supporting("checkpoints")]
 LENGTHS, BATCH = (40, 80), 2
 
 

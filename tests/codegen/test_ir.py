@@ -60,10 +60,11 @@ def test_a_module_carries_only_the_helpers_it_calls(name):
 
 def test_helpers_follow_what_the_code_calls():
     """No zoo cell calls the sigmoid (the gated cells take it as a tanh of halved pre-activations, the
-    peephole LSTM's with its peephole weights halved too), only the softmax losses the fused cross-entropy."""
+    peephole LSTM's with its peephole weights halved too) but lstm-layernorm, whose gates' pre-activations are
+    norms' outputs (no weight to halve); only the softmax losses the fused cross-entropy."""
     for name in supporting("one_program"):
         module = module_of(name)
-        assert not hasattr(module, "_sigmoid"), name
+        assert hasattr(module, "_sigmoid") == (name == "lstm-layernorm"), name
         assert hasattr(module, "_softmax_cross_entropy") != hasattr(module, "_squared_error"), name
     chosen = helpers("numpy").closure(["_workspace"])
     assert [d.name for d in chosen] == ["_THREAD", "_workspace"]

@@ -80,6 +80,19 @@ def _solved(name, concrete_problem):
     return case, env, forms
 
 
+@pytest.fixture(scope="module")
+def solved(concrete_problem):
+    """_solved(name), computed once for both proofs: they read its values and forms and change none of them."""
+    found = {}
+
+    def solve(name):
+        if name not in found:
+            found[name] = _solved(name, concrete_problem)
+        return found[name]
+
+    return solve
+
+
 def _block_matrix(form, step, env):
     blocks = form.blocks
     return sp.Matrix(
@@ -92,11 +105,11 @@ def _rows(state, env):
 
 
 @pytest.mark.parametrize("name", CELLS, ids=_ids)
-def test_block_closed_form_equals_the_recursion(name, concrete_problem):
+def test_block_closed_form_equals_the_recursion(name, solved):
     """zeta_t from the closed form (a forward direction: sum over j >= t of A_{t+1} ... A_j omega_j; a reverse one:
     over j <= t of B_{t-1} ... B_j kappa_j), then each state's adjoint from zeta_t and the same-step factors S, the
     latest state first, equals the adjoints the recursion computes."""
-    _, env, forms = _solved(name, concrete_problem)
+    _, env, forms = solved(name)
     for form in forms:
 
         def local(step, form=form):
@@ -124,11 +137,11 @@ def test_block_closed_form_equals_the_recursion(name, concrete_problem):
 
 
 @pytest.mark.parametrize("name", CELLS, ids=_ids)
-def test_the_step_jacobian_is_the_steps_own(name, concrete_problem):
+def test_the_step_jacobian_is_the_steps_own(name, solved):
     """A_k^T = d s_k / d s_{k-1} (B_k^T = d s_k / d s_{k+1} for reverse-time states), each state perturbed alone,
     from step k's equations themselves: column by column by the complex step, s_k(s_{k-1} + i e e_n) has imaginary
     part e (d s_k / d s_{k-1}) e_n + O(e^3), against the blocks chained from the named factors P and S."""
-    case, env, forms = _solved(name, concrete_problem)
+    case, env, forms = solved(name)
     step, tiny = 2, sp.Float(10, 60) ** -15
     for form in forms:
         columns = []

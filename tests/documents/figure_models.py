@@ -5,9 +5,14 @@ import functools
 
 from bptt.derive.models import load
 from bptt.documents.derived import derived
+from bptt.documents.drawing import tikz
 from bptt.documents.graph_document import truncated_graph, whole_graph
 from bptt.examples import birnn, lstm_2layer, lstm_two_chains, torch_lstm
 from bptt.tests.support.user_cells import gru_cho, mgu
+
+# The test files that import it form one work unit (tests/conftest.py): named_figures and figure_tikz's caches
+# are filled once, not once in each worker (the two-chain LSTM's figures take seconds to route).
+XDIST_GROUP = "figures of the zoo, users' cells and the examples"
 
 USERS = {
     "gru_cho": gru_cho,
@@ -35,3 +40,9 @@ def model_of(name):
 def named_figures(name):
     """figures(model_of(name)), made once per test process: the two-chain LSTM's take seconds."""
     return figures(model_of(name))
+
+
+@functools.cache
+def figure_tikz(graph):
+    """tikz(graph), drawn once per test process (documents/routing.py's cache keeps only the last few figures)."""
+    return tikz(graph)

@@ -12,8 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from bptt.derive.models import load, names
-from bptt.documents.drawing import box, tikz
-from bptt.tests.documents.figure_models import USERS, figures, named_figures
+from bptt.documents.drawing import box
+from bptt.tests.documents.figure_models import (  # noqa: F401 (XDIST_GROUP: tests/conftest.py reads it)
+    USERS,
+    XDIST_GROUP,
+    figure_tikz,
+    figures,
+    named_figures,
+)
 from bptt.tests.support.cell_plans import build
 from bptt.tests.support.cells import plans
 
@@ -31,7 +37,7 @@ CORNER = re.compile(r"\(([-\d.]+),([-\d.]+)\)")
 def drawn(graph):
     """(boxes, paths): each node's box (x, y, half width, half height) by its id, and each edge as
     (backward, source id, target id, points sampled along what TikZ draws)."""
-    text = tikz(graph)
+    text = figure_tikz(graph)
     boxes = {}
     for match in NODE.finditer(text):
         n = int(match[1])
@@ -130,5 +136,5 @@ def test_an_edge_bends_around_a_box_on_its_chord():
         ),
     )
     ids = {node.key: n for n, node in enumerate(moved.nodes)}
-    assert rf"\draw[fw] (n{ids[h1.key]}) -- (n{ids[a2.key]});" not in tikz(moved)
+    assert rf"\draw[fw] (n{ids[h1.key]}) -- (n{ids[a2.key]});" not in figure_tikz(moved)
     assert crossings(moved) == []

@@ -8,10 +8,16 @@ import re
 import pytest
 
 from bptt.derive.models import names
-from bptt.documents.drawing import svg, tikz
+from bptt.documents.drawing import svg
 from bptt.documents.graph import LOSS, STEPS
 from bptt.documents.latex import latex
-from bptt.tests.documents.figure_models import USERS, model_of, named_figures
+from bptt.tests.documents.figure_models import (  # noqa: F401 (XDIST_GROUP: tests/conftest.py reads it)
+    USERS,
+    XDIST_GROUP,
+    figure_tikz,
+    model_of,
+    named_figures,
+)
 
 PARAMS = re.compile(r"\\node\[p, [^]]*\] \(p(\d+)\) at \(([-\d.]+),([-\d.]+)\) \{\$(.*)\$\};")
 LABEL = re.compile(r"\\node\[black!60\] \(s(\d+)\) at \(([-\d.]+),([-\d.]+)\) \{\$t = (\d+)\$\};")
@@ -34,7 +40,7 @@ def reading_steps(model, graph, param):
 @pytest.mark.parametrize("name", tuple(names()) + tuple(USERS))
 def test_every_parameter_is_drawn_once_with_arrows_to_the_steps_that_read_it(name):
     model, graph = model_of(name), named_figures(name)[0]
-    text = tikz(graph)
+    text = figure_tikz(graph)
     boxes = {int(m[1]): (float(m[2]), float(m[3]), m[4].split(", ")) for m in PARAMS.finditer(text)}
     drawn = [label for _, _, labels in boxes.values() for label in labels]
     assert sorted(drawn) == sorted(latex(param) for param in model.params)
@@ -62,7 +68,7 @@ def test_the_svg_draws_the_same_parameters_and_arrows(name):
     """The SVG (Markdown, notebooks) carries the same boxes and arrows as the TikZ."""
     graph = named_figures(name)[0]
     picture = svg(graph)
-    arrows = len(ARROW.findall(tikz(graph)))
+    arrows = len(ARROW.findall(figure_tikz(graph)))
     assert picture.count('stroke-dasharray="3,2"') == arrows > 0
     for param in model_of(name).params:
         base, _, sub = str(param).partition("_")

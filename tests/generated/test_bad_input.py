@@ -126,13 +126,19 @@ def test_initial_state_with_wrong_shape(name):
                     call()
 
 
+def extent(dim, sizes):
+    """A dim's extent: a size's (`h`), or a multiple of one's (`4*h`: four stacked blocks)."""
+    count, _, size = dim.rpartition("*")
+    return int(count or 1) * sizes[size]
+
+
 @pytest.mark.parametrize("name, key", [case for name in NAMES for case in matrices(name)])
 def test_transposed_parameter(name, key):
     """The message names the transposed parameter itself, not a later one that disagrees with it."""
     module, _, sizes, params, xs, ys, initial = setup(name)
     rows, cols = module.SHAPES[key]
     bad = {**params, key: params[key].T}
-    expected = rf"\({rows}(={sizes[rows]})?, {cols}(={sizes[cols]})?\)"
+    expected = rf"\({re.escape(rows)}(={extent(rows, sizes)})?, {re.escape(cols)}(={extent(cols, sizes)})?\)"
     for call in calls(module, bad, xs, ys, initial):
         with pytest.raises(ValueError, match=message(re.escape(f"params['{key}']"), shape(bad[key].shape), expected)):
             call()

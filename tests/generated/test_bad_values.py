@@ -6,9 +6,10 @@ import re
 
 import numpy as np
 import pytest
-from test_bad_input import NAMES, B, T, calls, facts, message, setup
+from test_bad_input import B, T, calls, facts, message, setup
 
 from bptt.tests.support.modules import forward, module_of, runtime_of
+from bptt.tests.support.zoo import supporting
 
 BAD_NUMBERS = (np.nan, np.inf, -np.inf)
 
@@ -26,7 +27,7 @@ def non_finite(name, value, array):
     return message(re.escape(name), rf"(?<![\w-]){re.escape(str(value))}\b", re.escape(str(index)), "finite")
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", supporting("value_checks"))
 def test_non_finite_inputs_initial_states_and_parameters(name):
     """nan, inf or -inf in xs (unless labels), in an initial state or in a parameter: forward raises a
     ValueError naming the array and the value, before computing anything; so does loss_and_grads for xs and
@@ -47,7 +48,7 @@ def test_non_finite_inputs_initial_states_and_parameters(name):
                     call()
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", supporting("value_checks"))
 def test_loss_and_grads_names_a_non_finite_parameter_from_its_result(name):
     """loss_and_grads makes no pass over the parameters: a nan or inf in one is named (with its first bad
     entry) when the loss or an initial state's gradient comes out non-finite, and only then are they scanned.
@@ -68,7 +69,7 @@ def test_loss_and_grads_names_a_non_finite_parameter_from_its_result(name):
                 assert np.isfinite(loss) and all(np.isfinite(grads[k]).all() for k in module.STATES), (key, value)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", supporting("value_checks"))
 def test_loss_and_grads_reads_finite_parameters_once(name, monkeypatch):
     """A call whose result is finite looks at no parameter's values: the checks it makes of them are of keys,
     dtypes and shapes, whose cost does not grow with the parameters' sizes."""
@@ -90,7 +91,7 @@ def test_loss_and_grads_reads_finite_parameters_once(name, monkeypatch):
     assert scanned or module.TEACHER_FORCED, "the spy sees forward's scan of the parameters"
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if not facts(n)["y_labels"]])
+@pytest.mark.parametrize("name", [n for n in supporting("value_checks") if not facts(n)["y_labels"]])
 def test_non_finite_targets(name):
     """Float targets ys with nan or inf: loss_and_grads and losses name ys."""
     module, _, _, params, xs, ys, initial = setup(name)
@@ -105,7 +106,7 @@ def test_non_finite_targets(name):
                 call()
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", supporting("value_checks"))
 def test_non_finite_d_outputs(name):
     """backward with nan or inf in d_outputs names d_outputs; check_finite=False lets them through."""
     module, _, _, params, xs, ys, initial = setup(name)
@@ -131,7 +132,7 @@ def test_overflowing_forward_pass_is_a_nan_loss_not_an_error():
     assert not np.isfinite(loss)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", supporting("value_checks"))
 def test_unknown_parameter_keys(name):
     """params with a key the model does not have (an initial state's gradient, a typo): named."""
     module, _, _, params, xs, ys, initial = setup(name)
@@ -147,7 +148,7 @@ def test_unknown_parameter_keys(name):
                 call()
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", supporting("value_checks"))
 def test_init_params_and_random_inputs_refuse_other_dtypes(name):
     """Only float32 and float64, as everywhere else; the message names the dtype given."""
     module = module_of(name)
@@ -165,7 +166,7 @@ def test_init_params_and_random_inputs_refuse_other_dtypes(name):
         assert all(p.dtype == np.dtype(dtype) for p in module.init_params(rng, dtype, **sizes).values())
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", supporting("value_checks"))
 def test_a_bool_is_not_a_length_a_size_or_a_probability(name):
     """truncate=('window', True), ('chunk', True), ('random', True) and a size True are refused."""
     module, _, sizes, params, xs, ys, initial = setup(name)
@@ -184,12 +185,12 @@ def foreign_cache(name):
     (Two models whose caches have the same keys and shapes, such as jordan and elman-jordan
     at the same sizes, cannot be told apart by their caches.)"""
     keys = set(module_of(name).CACHE)
-    other = next(n for n in NAMES if set(module_of(n).CACHE) != keys)
+    other = next(n for n in supporting("value_checks") if set(module_of(n).CACHE) != keys)
     module, _, _, params, xs, ys, initial = setup(other)
     return forward(module, params, xs, ys, **initial)[1]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", supporting("value_checks"))
 def test_cache_from_another_model_shape_or_dtype(name):
     """backward with a cache that forward did not return for these parameters: a ValueError
     (never a KeyError) naming the cache, or the array in it whose shape or dtype is wrong."""

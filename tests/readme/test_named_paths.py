@@ -35,6 +35,7 @@ NOT_THE_REPOSITORYS = {
     "path.py", "path/to/file.py", "file.py", "elman.tex", "my_gru.tex",  # a user's files, in the README's commands
     "link.tex", "real.tex", "other/hop.tex", "missing/x.tex", "sigmoid_rnn.py",  # a test's files
     "generated/peer",  # `bench`'s ratio of the generated module's time to a peer's
+    "benchmarks/fastrnns/custom_lstms.py",  # PyTorch's repository's: its LayerNormLSTMCell
 }  # fmt: skip
 
 

@@ -25,6 +25,7 @@ LACKING = {  # what a model with reverse-time states does not have, or its modul
     "one_program": "one forward-only program of the whole model (the codegen IR's _PASSES, helpers, seams, calls)",
     "mirror": "its mirror in reverse time is a forward-only model's",
     "cache_checks": "backward checks a corrupted cache (the sweeps runtime does not yet)",
+    "value_checks": "a bad value's message names it as a forward-only module's does (the sweeps runtime's differ)",
 }
 FORWARD_ONLY_FEATURES = {**REFUSED, **LACKING}
 

@@ -1,0 +1,53 @@
+"""Issue 28: a norm's division by a zero deviation (eps = 0, a vector whose units are equal) is reported by
+`bptt check` in one line, exit 4, naming the deviation and the step, not a table of nan and no NumPy warning:
+in float32 for a vector that float64 still tells apart (1 + W x_t / 10^8), and in any dtype for a norm over one
+unit."""
+
+import textwrap
+
+import numpy as np
+
+from bptt.app.verify.check import load_module
+from bptt.app.verify.problem import problem
+from bptt.derive.models import load
+from bptt.tests.support.cli import assert_error, bptt
+
+NEARLY_CONSTANT = textwrap.dedent(
+    """
+    from bptt.derive.model import Model, matrix, sequence, sizes
+    from bptt.derive.nodes import SquaredError, layer_norm, t, tanh
+
+
+    def cell():
+        d, h, q = sizes("d h q")
+        W, U, V = matrix("W", h, d), matrix("U", h, h), matrix("V", q, h)
+        x, a, hidden = sequence("x", d, "input"), sequence("a", h, "intermediate"), sequence("h", h, "state")
+        s, y = sequence("s", q, "output"), sequence("y", q, "target")
+        return Model(
+            name="flat", title="A norm of a nearly constant vector", source="a test", sizes=(d, h, q),
+            params=(W, U, V), inputs=(x,),
+            steps=((a, W * x() / 10**8 + 1), (hidden, tanh(layer_norm(a()) + U * hidden(t - 1)))),
+            outputs=((s, V * hidden()),), loss=SquaredError(s(), y()),
+        )
+    """
+)
+
+
+def test_a_norm_of_a_vector_float32_cannot_tell_apart_is_reported_in_one_line(tmp_path):
+    path = tmp_path / "flat.py"
+    path.write_text(NEARLY_CONSTANT, encoding="utf-8")
+    module = load_module(load(f"{path}:cell"), from_zoo=False)
+    instance = problem(module, steps=5, batch=3, seed=0)
+    outputs, cache = module.forward(instance.params, instance.xs, **instance.initial)
+    assert np.isfinite(outputs).all() and (cache["sigma_a"][1:] > 0).all()  # float64 tells the units apart
+    result = bptt("check", f"{path}:cell", "--dtype", "float32")
+    assert_error(result, 4, "float32", "divides by zero", "sigma_a is 0 at step t=1 of T=5", "eps")
+    assert "nan" not in result.stdout and "Warning" not in result.stderr
+
+
+def test_a_norm_over_one_unit_divides_by_zero_in_float64_too(tmp_path):
+    """h = 1: the norm is of one unit, its deviation 0 at every step, in any dtype."""
+    path = tmp_path / "flat.py"
+    path.write_text(NEARLY_CONSTANT, encoding="utf-8")
+    result = bptt("check", f"{path}:cell", "--sizes", "d=3,h=1,q=2")
+    assert_error(result, 4, "float64", "divides by zero", "sigma_a is 0 at step t=1", "not finite from step t=1")
