@@ -228,7 +228,7 @@ SOURCES = {
             (
                 r"Their gates (20), with $\mathbf{f}_t, \mathbf{i}_t, \mathbf{o}_t, \mathbf{g}_t$ before their "
                 r"activations:",
-                r"\begin{pmatrix} \mathbf{f}_t \\ \mathbf{i}_t \\ \mathbf{o}_t \\ \mathbf{g}_t \end{pmatrix}",
+                r"(\mathbf{f}_t, \mathbf{i}_t, \mathbf{o}_t, \mathbf{g}_t)",
                 r"\operatorname{LN}(\mathbf{W}_h \mathbf{h}_{t-1}; \boldsymbol{\alpha}_1, \boldsymbol{\beta}_1) "
                 r"+ \operatorname{LN}(\mathbf{W}_x \mathbf{x}_t; \boldsymbol{\alpha}_2, \boldsymbol{\beta}_2) "
                 r"+ \mathbf{b}",
@@ -239,7 +239,7 @@ SOURCES = {
                 r"and $\mathbf{b}$ are added, so only their sum is learned and their gradients are equal.",
             ),
             (
-                r"Their cell (21) and hidden state (22):",
+                r"Their cell $\mathbf{c}_t$ (21) and hidden state $\mathbf{h}_t$ (22):",
                 r"\mathbf{c}_t",
                 r"\sigma(\mathbf{f}_t) \odot \mathbf{c}_{t-1} + \sigma(\mathbf{i}_t) \odot \tanh(\mathbf{g}_t), "
                 r"\qquad \mathbf{h}_t = \sigma(\mathbf{o}_t) \odot "
