@@ -20,9 +20,17 @@ STEPS, BATCH = 3, 1
 TOL = 1e-10
 
 
+class Numeric(dict):
+    """An environment that keeps each value it is given as floats (15 digits): a value unrolled or derived is a number
+    before the next step reads it, not an expression of every earlier step's (a power of a sigmoid nested T deep)."""
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value.evalf() if isinstance(value, (sp.Basic, sp.MatrixBase)) else value)
+
+
 def derived_gradients(model, params, xs, ys, initial):
     """The derivation's gradients, the formulas evaluated on float64 values (one sequence)."""
-    env = {size: sp.Integer(VALUES[size.name]) for size in model.sizes}
+    env = Numeric({size: sp.Integer(VALUES[size.name]) for size in model.sizes})
     env |= {p: sp.ImmutableMatrix(np.reshape(params[p.name], (len(params[p.name]), -1))) for p in model.params}
     (x,) = model.inputs
     target = model.concrete_loss().target
