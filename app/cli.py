@@ -39,9 +39,10 @@ def _model(spec):
 
 
 def cmd_models(args):
+    width = max(map(len, names())) + 2  # the longest name, then two spaces before the titles
     for name in names():
         model = ZOO[name]()
-        print(f"{name:<14}{model.title}")
+        print(f"{name:<{width}}{model.title}")
     return 0
 
 

@@ -139,7 +139,10 @@ def _jacobian(model, live):
     if len(live) != 1:
         return []
     seq = live[0]
-    jacobian = forward_mode(model, seq, named=(seq,)).jacobian(seq)
+    try:
+        jacobian = forward_mode(model, seq, named=(seq,)).jacobian(seq)
+    except NoClosedForm:  # a norm's tangent is linear in the state's but not a left multiple of it: no Gamma_t
+        return []
     shown = equation(
         rf"\boldsymbol{{\Gamma}}_t = \frac{{\partial {latex(seq())}}}{{\partial {latex(seq(t - 1))}}}",
         jacobian,
