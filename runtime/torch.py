@@ -164,6 +164,21 @@ def _norm_adjoint(g, hat, sigma, centred=True):
     return (g - centre - hat * (hat * g).mean(dim=-1, keepdim=True)) / sigma
 
 
+def _norm_adjoint_into(g, hat, sigma, rows, means, count, out, centred=True):
+    """_norm_adjoint(g, hat, sigma, centred) into out, in the scratch tensors rows (g's shape) and means (a last
+    axis of 1), count the units' count as a 0-d tensor (torch.mean allocates); nothing allocated. out may be g."""
+    torch.mul(hat, g, out=rows)
+    torch.sum(rows, dim=-1, keepdim=True, out=means)
+    means.div_(count)
+    torch.mul(hat, means, out=rows)  # hat mean(hat * g)
+    if centred:
+        torch.sum(g, dim=-1, keepdim=True, out=means)
+        means.div_(count)
+        rows.add_(means)
+    torch.sub(g, rows, out=out)
+    out.div_(sigma)
+
+
 def _placed(like, *blocks):
     """The gradient of a parameter read by blocks (of a sequence's value read by row slices): zero, each (index,
     value) block added in at its index; a value with leading axes its block lacks (an aged adjoint's ages)

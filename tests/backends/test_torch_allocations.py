@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch", reason="the torch backend's tests need torc
 from torch.profiler import ProfilerActivity, profile
 
 from bptt.codegen.backends import BACKENDS
-from bptt.tests.support.zoo import WITH_NORMS, supporting
+from bptt.tests.support.zoo import supporting
 
 SIZES = {"d": 2, "h": 3, "q": 4}
 
@@ -33,7 +33,7 @@ def counted(module, T, truncate):
 
 
 @pytest.mark.parametrize("truncate", [None, ("random", 0.5)], ids=["full", "random"])
-@pytest.mark.parametrize("name", [n for n in supporting("truncate") if n not in WITH_NORMS])
+@pytest.mark.parametrize("name", supporting("truncate"))
 def test_no_step_allocates(name, truncate):
     module = importlib.import_module(f"bptt.generated.{BACKENDS['torch'].filename(name)[:-3]}")
     short, long = counted(module, 3, truncate), counted(module, 6, truncate)

@@ -36,7 +36,6 @@ NORM_GAPS = {
     "analyze": "bptt analyze stops at the closed form's A_k, which a norm's adjoint does not have",
     "wide_sets": "bptt check's wide parameter sets do not size a 4*h sequence",
     "planted_check": "bptt check's sweep misses a planted error of 1e-6 where sigma is small",
-    "allocations": "torch's step functions allocate per step",
     "value_checks": "a bad parameter's message names xs first",
 }
 
