@@ -15,7 +15,7 @@ from bptt.derive.elementwise import Apply
 from bptt.derive.norm_adjoint import NormAdjoint
 from bptt.derive.reductions import Reduce
 
-# a reduction's kind -> whether it divides the sum over the last axis by the count of the units (a 0-d tensor
+# a reduction's name -> whether it divides the sum over the last axis by the count of the units (a 0-d tensor
 # made once per call: torch.mean, and a Python number as an operand, allocate at every call)
 DIVIDED = {"mean": True, "sum": False}
 POWERS = {sp.S(2): "torch.square({x}, out={out})", sp.S.Half: "torch.sqrt({x}, out={out})"}
@@ -80,7 +80,7 @@ class UnitsInPlace:
         if isinstance(expr, Reduce):
             arg, lines = self.units_operand(expr.arg)
             lines.append(f"torch.sum({arg}, dim=-1, keepdim=True, out={out})")
-            return lines + ([f"{out}.div_({self.count(expr.arg.shape[0])})"] if DIVIDED[expr.reduction.kind] else [])
+            return lines + ([f"{out}.div_({self.count(expr.arg.shape[0])})"] if DIVIDED[expr.name] else [])
         if isinstance(expr, sp.MatAdd):
             return self.units_sum(list(expr.args), out)
         if isinstance(expr, sp.HadamardProduct):
