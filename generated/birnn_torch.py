@@ -117,11 +117,8 @@ def _sweep1_losses(outputs, ys, lengths=None, at=None):
 def _sweep1_forward(params, sizes, x, h_f0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_f, U_f, b_f = (params[name] for name in _sweep1_PARAMS)
-    h_f = work["h_f"]
-    side_out = work["side_out"]
-    _U_f_T = work["_U_f_T"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
+    h_f, side_out, _U_f_T = work["h_f"], work["side_out"], work["_U_f_T"]
+    n_d, n_h = sizes["d"], sizes["h"]
     T = x.shape[0]
     h_f[0] = 0 if h_f0 is None else h_f0
     _U_f_T.copy_(U_f.T)
@@ -205,8 +202,7 @@ def _sweep1_gradients(params, sizes, cache, adjoints, d_side_out):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
     x, h_f = cache["x"], cache["h_f"]
     d_h_f = adjoints["d_h_f"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
+    n_d, n_h = sizes["d"], sizes["h"]
     return {
         # dL/dW_f = sum_t diag(1 - h_f_t^2) dL/dh_f_t x_t^T
         "W_f": (x.reshape(-1, n_d).T @ ((1 - h_f[1:] ** 2) * d_h_f[1:]).reshape(-1, n_h)).T,
@@ -289,13 +285,8 @@ def _sweep2_losses(outputs, ys, lengths=None, at=None):
 def _sweep2_forward(params, sizes, side_x, h_b0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_b, U_b, b_b, V_f, V_b, c = (params[name] for name in _sweep2_PARAMS)
-    h_b = work["h_b"]
-    s = work["s"]
-    _U_b_T = work["_U_b_T"]
-    _all_q = work["_all_q"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    h_b, s, _U_b_T, _all_q = work["h_b"], work["s"], work["_U_b_T"], work["_all_q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     T = side_x.shape[0]
     h_b[0] = 0 if h_b0 is None else h_b0
     _U_b_T.copy_(U_b.T)
@@ -387,9 +378,7 @@ def _sweep2_gradients(params, sizes, cache, adjoints, d_s):
     V_f = params["V_f"]
     side_x, h_b = cache["side_x"], cache["h_b"]
     d_h_b = adjoints["d_h_b"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     return {
         # dL/dW_b = sum_t diag(1 - h_b_t^2) dL/dh_b_t side_x_t[:d, :]^T
         "W_b": (side_x[..., :n_d].reshape(-1, n_d).T @ ((1 - h_b[1:] ** 2) * d_h_b[1:]).reshape(-1, n_h)).T,
