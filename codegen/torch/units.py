@@ -281,7 +281,11 @@ def ones_product(expr):
         return False
     factors = expr.as_coeff_matrices()[1]
     allowed = all(isinstance(f, (OneMatrix, Diag)) or f.shape == (1, 1) for f in factors[:-1])
-    return allowed and any(isinstance(f, OneMatrix) for f in factors[:-1]) and not isinstance(factors[-1], OneMatrix)
+    # a ones row right after a ones column would sum a broadcast value that is not spread over its rows
+    pairs = zip(factors, factors[1:], strict=False)
+    summed = any(isinstance(a, OneMatrix) and isinstance(b, OneMatrix) for a, b in pairs)
+    ones = any(isinstance(f, OneMatrix) for f in factors[:-1]) and not isinstance(factors[-1], OneMatrix)
+    return allowed and ones and not summed
 
 
 def broadcast(expr):
