@@ -3,7 +3,8 @@ _Passes) run one after the other. Forward: each group reads the model's xs and t
 side reads), stacked on the rows, and hands its output (the values later groups read) on; a reverse group runs over
 each sequence's own steps reversed (lengths=: steps lengths[b]-1 .. 0, its padding left in place), so that a reverse
 state starts at its sequence's last step from its initial value. Backward runs the groups in reverse order: a
-group's gradients of its side reads become the d_outputs of the groups that computed them. A backend's file
+group's gradients of its side reads become the d_outputs of the groups that computed them; truncate= truncates each
+group's own steps (a reverse group's chunks counted from each sequence's last step). A backend's file
 (numpy_sweeps.py, torch_sweeps.py) says how its arrays are stacked, reversed and made, and how its passes are
 called."""
 
