@@ -194,3 +194,36 @@ def test_chunks_of_a_reverse_state_count_from_its_own_last_step():
         np.testing.assert_allclose(weighted.grads[key], value, rtol=1e-13, atol=1e-15, err_msg=key)
     assert not np.allclose(other.grads["W_b"], expected.grads["W_b"], rtol=1e-6)
     np.testing.assert_allclose(other.grads["W_f"], expected.grads["W_f"], rtol=1e-13)  # the forward state's alike
+
+
+@pytest.mark.parametrize("truncate", MODES, **IDS)
+def test_torchs_model_truncates_as_loss_and_grads(truncate):
+    """torch's Model(truncate=, rng=) of birnn on a padded batch: its loss and every gradient (parameters, initial
+    states) equal loss_and_grads' in that truncation with the same lengths (random: the same seed), to 1e-12."""
+    model, module = model_of("birnn"), module_of("birnn", "torch")
+    lengths = torch.tensor([2, T, 1, 5])
+    params, xs, ys, initial = values(model, 18, steps=T, batch=len(lengths))
+
+    def rng():
+        return torch.Generator().manual_seed(RANDOM_SEED) if truncate[0] == "random" else None
+
+    net = module.Model(d=2, h=3, q=4, dtype=torch.float64, truncate=truncate, rng=rng())
+    with torch.no_grad():
+        for name, value in params.items():
+            getattr(net, name).copy_(torch.tensor(value))
+    leaves = {f"{seq.name}0": torch.tensor(initial[seq.name], requires_grad=True) for seq in model.states}
+    outputs = net(torch.tensor(xs), **leaves, lengths=lengths)
+    total = net.loss(outputs, torch.tensor(ys), lengths=lengths)
+    total.backward()
+    tensors = {name: torch.tensor(value) for name, value in params.items()}
+    states = {key: leaf.detach() for key, leaf in leaves.items()}
+    loss, grads = module.loss_and_grads(
+        tensors, torch.tensor(xs), torch.tensor(ys), **states, truncate=truncate, rng=rng(), lengths=lengths
+    )
+    assert abs(float(total.detach()) - float(loss)) <= 1e-12 * max(1.0, abs(float(loss)))
+    found = {name: getattr(net, name).grad for name in module.PARAMS} | {k: v.grad for k, v in leaves.items()}
+    for key, value in grads.items():
+        error = (found[key] - value).abs().max() / max(1.0, float(value.abs().max()))
+        assert error <= 1e-12, f"gradient {key} differs by {float(error):.2e}"
+    _, full = module.loss_and_grads(tensors, torch.tensor(xs), torch.tensor(ys), **states, lengths=lengths)
+    assert any(not torch.allclose(full[key], value) for key, value in grads.items())
