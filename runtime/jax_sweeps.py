@@ -2,8 +2,10 @@
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 
+from bptt.runtime.jax import _truncation
 from bptt.runtime.jax_padding import _data_padding, _read_padding
 from bptt.runtime.sweeps import _Composed, _own
 
@@ -31,6 +33,12 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return jnp.eye(rows, dtype=like.dtype)
+
+    def truncation(self, truncate, rng):
+        return _truncation(truncate, rng)
+
+    def group_rngs(self, rng, count):
+        return list(jax.random.split(rng, count))
 
     def ragged(self, lengths, T):
         return lengths is not None  # traced under jit: every padded batch's reverse groups gather

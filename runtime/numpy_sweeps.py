@@ -3,7 +3,7 @@
 import numpy as np
 
 from bptt.runtime.common import _check_lengths, _check_sizes
-from bptt.runtime.numpy import _check_dtype
+from bptt.runtime.numpy import _check_dtype, _truncation
 from bptt.runtime.numpy_padding import _data_padding, _read_padding
 from bptt.runtime.sweeps import _Composed
 
@@ -31,6 +31,12 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return np.eye(rows, dtype=like.dtype)
+
+    def truncation(self, truncate, rng):
+        return _truncation(truncate, rng)
+
+    def group_rngs(self, rng, count):
+        return [np.random.default_rng(seed) for seed in rng.integers(0, 2**63, size=count)]
 
     def random_inputs(self, rng, T, B, dtype, sizes):
         """xs of the first group's kind, ys of the last's."""

@@ -3,7 +3,8 @@ _Passes) run one after the other. Forward: each group reads the model's xs and t
 side reads), stacked on the rows, and hands its output (the values later groups read) on; a reverse group runs over
 each sequence's own steps reversed (lengths=: steps lengths[b]-1 .. 0, its padding left in place), so that a reverse
 state starts at its sequence's last step from its initial value. Backward runs the groups in reverse order: a
-group's gradients of its side reads become the d_outputs of the groups that computed them. A backend's file
+group's gradients of its side reads become the d_outputs of the groups that computed them; truncate= truncates each
+group's own steps (a reverse group's chunks counted from each sequence's last step). A backend's file
 (numpy_sweeps.py, torch_sweeps.py) says how its arrays are stacked, reversed and made, and how its passes are
 called."""
 
@@ -76,7 +77,17 @@ class _Composed:
         return passes.forward_call(params, data, None, states, lengths)
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
-        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None)
+        truncate, rng = options.get("truncate"), options.get("rng")
+        return passes.backward_call(params, cache, d_outputs, truncate, rng, check_finite, None)
+
+    def truncation(self, truncate, rng):
+        """The _Truncation of a truncate argument, rng checked for random truncation (the backend's _truncation)."""
+        raise NotImplementedError
+
+    def group_rngs(self, rng, count):
+        """count generators of the backend's kind, drawn from rng once per call (one each group, in the order the
+        groups run forward), from which each group draws its random truncation's weights."""
+        raise NotImplementedError
 
     # what every backend's module calls
     def losses(self, outputs, ys, lengths=None, at=None):
@@ -135,8 +146,9 @@ class _Composed:
         return outputs, {**given, **states, **parts, **({} if lengths is None else {"lengths": lengths})}
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, **options):
-        """The gradients: each group's backward, last group first, its side reads' gradients handed back."""
-        _refuse(truncate=truncate, checkpoints=checkpoints)
+        """The gradients: each group's backward, last group first, its side reads' gradients handed back; truncate
+        as each group's backward truncates its own steps (_truncated)."""
+        _refuse(checkpoints=checkpoints)
         parts = [{} for _ in self.sweeps]
         for key, value in cache.items() if isinstance(cache, dict) else ():
             if key.startswith("sweep"):
@@ -149,7 +161,8 @@ class _Composed:
         if lengths is not None and hasattr(d_outputs, "shape") and not self.ragged(lengths, d_outputs.shape[0]):
             lengths = None  # every sequence T steps: a reverse group reverses all T
         flowing, grads = {}, {}
-        for sweep, part in zip(reversed(self.sweeps), reversed(parts), strict=True):
+        truncated = self._truncated(truncate, rng, options)
+        for sweep, part, options in zip(reversed(self.sweeps), reversed(parts), reversed(truncated), strict=True):
             d_out = d_outputs
             if sweep.exposes:  # a value no later group reads: zero
                 rows = self._rows(sweep, params)
@@ -170,16 +183,25 @@ class _Composed:
                 grads[key] = grads[key] + value if key in grads else value
         return {key: grads[key] for key in (*self.spec.params, *self.spec.states)}
 
+    def _truncated(self, truncate, rng, options):
+        """Each group's options with its truncate and rng: a group's backward truncates its own steps (a reverse
+        group's run from each sequence's last step back), and random truncation draws each group's weights from a
+        generator of its own (group_rngs), so that each weight is drawn independently, once per call."""
+        truncation = self.truncation(truncate, rng)
+        rngs = self.group_rngs(rng, len(self.sweeps)) if truncation.randomized else [None] * len(self.sweeps)
+        return [{**options, "truncate": truncation.argument, "rng": mine} for mine in rngs]
+
     def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None, at=None, **options):
         """The loss of the last group's outputs (each sequence's own steps, or its last with at="last"), averaged
         over the batch, and the gradients of backward_call."""
-        _refuse(truncate=truncate, checkpoints=checkpoints)
+        _refuse(checkpoints=checkpoints)
+        self.truncation(truncate, rng)  # a bad truncate or rng fails before the forward pass
         outputs, cache = self.forward_call(params, xs, states, lengths, **options)
         last = self.sweeps[-1].passes
         s, y, _ = last.loss_inputs(outputs, ys, lengths, at)
         count = self.loss_count(lengths, at, xs, s)
         loss, d_outputs = last.segment_loss(s, y, count)
-        return loss, self.backward_call(params, cache, d_outputs, None, None, True, None, **options)
+        return loss, self.backward_call(params, cache, d_outputs, truncate, rng, True, None, **options)
 
 
 def _own(passes, sizes):

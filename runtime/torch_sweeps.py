@@ -6,6 +6,7 @@ import dataclasses
 import torch
 
 from bptt.runtime.sweeps import _Composed, _own, _refuse
+from bptt.runtime.torch import _truncation
 from bptt.runtime.torch_autograd import _Model
 from bptt.runtime.torch_padding import _data_padding, _read_padding
 
@@ -40,8 +41,15 @@ class _Sweeps(_Composed):
         return passes.forward_call(params, data, None, states, options.get("compile", False), lengths)
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
-        compile = options.get("compile", False)
-        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None, compile)
+        compile, truncate, rng = options.get("compile", False), options.get("truncate"), options.get("rng")
+        return passes.backward_call(params, cache, d_outputs, truncate, rng, check_finite, None, compile)
+
+    def truncation(self, truncate, rng):
+        return _truncation(truncate, rng)
+
+    def group_rngs(self, rng, count):
+        seeds = torch.randint(0, 2**62, (count,), generator=rng, device=rng.device)
+        return [torch.Generator(device=rng.device).manual_seed(int(seed)) for seed in seeds]
 
     def model_passes(self):
         """The last group's passes with the model's spec: what draws the model's parameters, checks its arguments,
@@ -60,14 +68,14 @@ class _Sweeps(_Composed):
 
 class _SweepsBPTT(torch.autograd.Function):
     """The outputs of a model with reverse-time states, whose backward runs the groups' derived BPTT:
-    _SweepsBPTT.apply(sweeps, compile, lengths, xs, *initial states, *params)."""
+    _SweepsBPTT.apply(sweeps, compile, (truncate, rng), lengths, xs, *initial states, *params)."""
 
     @staticmethod
-    def forward(ctx, sweeps, compile, lengths, xs, *values):
+    def forward(ctx, sweeps, compile, truncation, lengths, xs, *values):
         states, params = values[: len(sweeps.spec.states)], values[len(sweeps.spec.states) :]
         named = dict(zip(sweeps.spec.params, params, strict=True))
         outputs, cache = sweeps.forward_call(named, xs, states, lengths, compile=compile)
-        ctx.sweeps, ctx.compile, ctx.cache = sweeps, compile, cache
+        ctx.sweeps, ctx.compile, ctx.cache, ctx.truncation = sweeps, compile, cache, truncation
         ctx.given = tuple(state is not None for state in states)
         ctx.save_for_backward(*params)
         return outputs
@@ -77,24 +85,29 @@ class _SweepsBPTT(torch.autograd.Function):
     def backward(ctx, d_outputs):
         sweeps = ctx.sweeps
         params = dict(zip(sweeps.spec.params, ctx.saved_tensors, strict=True))
+        truncate, rng = ctx.truncation
         grads = sweeps.backward_call(
-            params, ctx.cache, d_outputs.contiguous(), None, None, True, None, compile=ctx.compile
+            params, ctx.cache, d_outputs.contiguous(), truncate, rng, True, None, compile=ctx.compile
         )
         states = tuple(
             grads[name] if given else None for name, given in zip(sweeps.spec.states, ctx.given, strict=True)
         )
-        return (None, None, None, None, *states, *(grads[name] for name in sweeps.spec.params))
+        return (None, None, None, None, None, *states, *(grads[name] for name in sweeps.spec.params))
 
 
 class _SweepsModel(_Model):
     """Model of a module with reverse-time states: its forward runs _SweepsBPTT, with the batch's lengths (a reverse
-    state starts at each sequence's own last step); truncate and checkpoints are refused."""
+    state starts at each sequence's own last step), truncated as its truncate and rng say; checkpoints are refused."""
 
     _sweeps = None
 
     def _outputs(self, data, initial, params, padding):
-        _refuse(truncate=self.truncate, checkpoints=self.checkpoints)
-        return _SweepsBPTT.apply(self._sweeps, self.compile_steps, padding.lengths, *data, *initial, *params.values())
+        _refuse(checkpoints=self.checkpoints)
+        truncation = (self.truncate, self.rng)
+        sweeps = self._sweeps
+        return _SweepsBPTT.apply(
+            sweeps, self.compile_steps, truncation, padding.lengths, *data, *initial, *params.values()
+        )
 
 
 def _sweeps_model(sweeps, module):
