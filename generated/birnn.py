@@ -104,13 +104,6 @@ _sweep1_STATES = {"h_f0": "h"}  # initial states: their sizes
 _sweep1_CACHE = {"x": ("T", "B", "d"), "h_f": ("T+1", "B", "h")}
 
 
-def _sweep1_losses(outputs, ys, lengths=None, at=None):
-    """The loss l_t = 1/2 ||side_out_t - side_y_t||^2 of every step and sample, shape (T, B); zero
-    at padded steps (lengths, as for forward), and with at="last" at all but each sequence's last step."""
-    side_out, side_y, padding = _sweep1_PASSES.loss_inputs(outputs, ys, lengths, at)
-    return padding.zeroed(0.5 * ((side_out - side_y) ** 2).sum(axis=-1))
-
-
 def _sweep1_forward(params, sizes, x, h_f0, work):
     """The forward pass, into the arrays of work."""
     W_f, U_f, b_f = (params[name] for name in _sweep1_PARAMS)

@@ -14,35 +14,29 @@ from bptt.derive.sweep_models import sweep_models
 from bptt.derive.text import equation
 
 SHELLS = ("init_params", "random_inputs", "forward", "backward", "loss_and_grads", "forward_mode_grads")
-AUTOGRAD = (
-    "BPTT",
-    "CompiledBPTT",
-    "CheckpointedBPTT",
-    "Model",
-)  # torch's autograd glue: the model's own, not a group's
 
 
-def prefixed(source, prefix, keep=("losses",)):
-    """(import lines, the other top-level statements' source with every name they bind prefixed): a group's
-    module without its docstring and public shells (but `keep`)."""
+@dataclass(frozen=True)
+class Statement:
+    """A top-level statement of a group's module, prefixed: its source, the names it binds and those it reads."""
+
+    source: str
+    binds: frozenset
+    reads: frozenset
+
+
+def prefixed(source, prefix):
+    """(import lines, the other top-level statements, each a Statement with every name they bind prefixed): a
+    group's module without its docstring and public shells (but losses, which the last group's hands the model)."""
     tree = ast.parse(source)
     lines = source.splitlines()
     imports, kept = [], []
     for statement in tree.body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             imports.append(ast.get_source_segment(source, statement))
-        elif (
-            isinstance(statement, ast.Expr) or getattr(statement, "name", None) in SHELLS and statement.name not in keep
-        ):
-            continue
-        else:
+        elif not isinstance(statement, ast.Expr) and getattr(statement, "name", None) not in SHELLS:
             kept.append(statement)
-    bound = set()
-    for statement in kept:
-        if isinstance(statement, ast.FunctionDef):
-            bound.add(statement.name)
-        for target in getattr(statement, "targets", []):
-            bound |= {node.id for node in ast.walk(target) if isinstance(node, ast.Name)}
+    bound = set().union(*map(_binds, kept))
     edits = []
     for statement in kept:
         for node in ast.walk(statement):
@@ -56,20 +50,40 @@ def prefixed(source, prefix, keep=("losses",)):
                 if local & bound:
                     raise Refusal(f"a group's function binds {sorted(local & bound)}, a name of its module")
     for row, col, name in sorted(edits, reverse=True):
-        line = lines[row - 1]
-        new = f"{prefix}{name}" if name.startswith("_") else f"{prefix}_{name}"
-        lines[row - 1] = line[:col] + new + line[col + len(name) :]
-    body = [
-        "\n".join(
-            lines[
-                statement.lineno
-                - 1
-                - len(statement.decorator_list if hasattr(statement, "decorator_list") else []) : statement.end_lineno
-            ]
-        )
-        for statement in kept
-    ]
+        lines[row - 1] = lines[row - 1][:col] + _prefix(prefix, name) + lines[row - 1][col + len(name) :]
+    body = []
+    for statement in kept:
+        first = statement.lineno - len(getattr(statement, "decorator_list", ()))
+        reads = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}
+        binds = frozenset(_prefix(prefix, name) for name in _binds(statement))
+        reads = frozenset(_prefix(prefix, name) if name in bound else name for name in reads) - binds
+        body.append(Statement("\n".join(lines[first - 1 : statement.end_lineno]), binds, reads))
     return imports, body
+
+
+def _binds(statement):
+    """The names a top-level statement binds."""
+    if isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+        return {statement.name}
+    targets = getattr(statement, "targets", [])
+    return {node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)}
+
+
+def _prefix(prefix, name):
+    return f"{prefix}{name}" if name.startswith("_") else f"{prefix}_{name}"
+
+
+def _live(statements, roots):
+    """The statements that bind a name `roots` read, or one that a statement kept reads, in their order: a
+    module carries only what it calls (a group's losses but the last's, its apply, its autograd glue go)."""
+    wanted, todo = set(), set(roots)
+    while todo:
+        name = todo.pop()
+        wanted.add(name)
+        for statement in statements:
+            if name in statement.binds:
+                todo |= statement.reads - wanted
+    return [statement for statement in statements if statement.binds & wanted]
 
 
 @dataclass(frozen=True)
@@ -94,13 +108,19 @@ def layout(model, render, runtime, standalone=False, names=("_Sweeps",), shells_
     if standalone:
         raise Refusal("--standalone cannot carry the runtime of reverse-time states yet")
     groups = sweep_models(model)
-    imports, parts = [], []
+    imports, bodies = [], []
     for k, group in enumerate(groups, start=1):
         found, body = prefixed(render(group), f"_sweep{k}")
         imports += found
+        bodies.append(body)
+    tables = _tables(model, groups)
+    roots = {node.id for node in ast.walk(ast.parse(tables)) if isinstance(node, ast.Name)}
+    parts = []
+    for k, (group, body) in enumerate(zip(groups, bodies, strict=True), start=1):
         direction = "in reverse, from step T back to step 1" if group.reverse else "forward"
         assigned = ", ".join(seq.name for seq, _ in group.steps)
-        parts.append(f"# sweep {k}: {assigned}, {direction}\n\n" + "\n\n\n".join(body))
+        kept = "\n\n\n".join(statement.source for statement in _live(body, roots))
+        parts.append(f"# sweep {k}: {assigned}, {direction}\n\n" + kept)
     imports += [
         "from bptt.runtime.sweeps import _Sweep",
         f"from bptt.runtime.{runtime}_sweeps import {', '.join(names)}",
@@ -115,7 +135,7 @@ def layout(model, render, runtime, standalone=False, names=("_Sweeps",), shells_
         states="".join(f", {seq.name}0=None" for seq in model.states),
         given="(" + "".join(f"{seq.name}0, " for seq in model.states) + ")",
         parts=tuple(parts),
-        tables=_tables(model, groups),
+        tables=tables,
     )
 
 

@@ -28,6 +28,9 @@ LACKING = {  # what a model with reverse-time states does not have, or its modul
     "value_checks": "a bad value's message names it as a forward-only module's does (the sweeps runtime's differ)",
 }
 FORWARD_ONLY_FEATURES = {**REFUSED, **LACKING}
+EVERY_MODEL_HAS = {  # features that were once forward-only models' and that every zoo model now has
+    "full_bptt": "full BPTT, with lengths= too",
+}
 
 # The zoo's layer-normalised model and what it does not do yet (the stop's note lists these as open gaps): the
 # tests of these features run the rest of the zoo.
@@ -43,11 +46,11 @@ NORM_GAPS = {
 
 
 def supporting(*features):
-    """The zoo's names (sorted) of the models that run every one of `features`: all for full BPTT
-    ("full_bptt"), else those without reverse-time states."""
-    unknown = set(features) - set(FORWARD_ONLY_FEATURES) - {"full_bptt"}
+    """The zoo's names (sorted) of the models that run every one of `features`: all for those every model has
+    (EVERY_MODEL_HAS), else those without reverse-time states."""
+    unknown = set(features) - set(FORWARD_ONLY_FEATURES) - set(EVERY_MODEL_HAS)
     if unknown:
         raise KeyError(f"unknown features {sorted(unknown)}")
-    if set(features) <= {"full_bptt"}:
+    if set(features) <= set(EVERY_MODEL_HAS):
         return EVERY
     return tuple(name for name in EVERY if name not in WITH_REVERSE_STATES)
