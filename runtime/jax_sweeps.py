@@ -19,6 +19,15 @@ def _reversed_steps(array, lengths):
 
 class _Sweeps(_Composed):
     padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+    scans_params = True  # every JAX call is checked in full
+
+    def run_forward(self, passes, params, data, states, lengths, options):
+        padding, sizes, dtype, x, initial = self._group_arguments(passes, params, data, states, lengths)
+        sized = zip(passes.spec.states.values(), initial, strict=True)
+        initial = tuple(
+            jnp.zeros((x.shape[1], sizes[size]), dtype) if value is None else value for size, value in sized
+        )
+        return padding.stopped(passes.spec, *passes.run_forward(params, x, None, initial))
 
     def stacked(self, parts):
         return jnp.concatenate(parts, axis=-1)
@@ -31,6 +40,9 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return jnp.eye(rows, dtype=like.dtype)
+
+    def at_steps(self, array, steps):
+        return array[steps, jnp.arange(array.shape[1])]
 
     def ragged(self, lengths, T):
         return lengths is not None  # traced under jit: every padded batch's reverse groups gather

@@ -7,9 +7,10 @@ group's gradients of its side reads become the d_outputs of the groups that comp
 (numpy_sweeps.py, torch_sweeps.py) says how its arrays are stacked, reversed and made, and how its passes are
 called."""
 
+import dataclasses
 from dataclasses import dataclass
 
-from bptt.runtime.checks import _check_param_keys
+from bptt.runtime.checks import _check_data, _checked, _checked_backward
 from bptt.runtime.common import _extent, _param_sizes, _Spec
 
 _REFUSED = "with reverse-time states, {} is not supported yet (full BPTT, without it, is)"
@@ -57,7 +58,16 @@ class _Composed:
     def identity(self, rows, like):
         raise NotImplementedError
 
+    def at_steps(self, array, steps):
+        """array (T+1, B, ...) at step steps[b] of each sequence b: (B, ...)."""
+        raise NotImplementedError
+
     padding = read_padding = None  # the backend's _data_padding and _read_padding (its *_padding.py)
+    scans_params = False  # loss_and_grads scans the parameters (JAX's: every call is checked in full)
+
+    def blamed(self, spec, params, loss, grads):
+        """(loss, grads) of loss_and_grads, a parameter holding nan or inf named from them (the backend's _blamed)."""
+        return loss, grads
 
     def lengths_of(self, lengths, xs):
         """The checked lengths (None without)."""
@@ -73,7 +83,15 @@ class _Composed:
         return outputs.shape[0] if read.valid is None else read.counts(self.spec.mean, outputs.dtype)
 
     def run_forward(self, passes, params, data, states, lengths, options):
-        return passes.forward_call(params, data, None, states, lengths)
+        """(outputs, cache) of a group's forward pass (the backend's)."""
+        raise NotImplementedError
+
+    def _group_arguments(self, passes, params, data, states, lengths):
+        """(padding, sizes, dtype, x, initial states) of a group's forward pass, its arrays as the model's checks
+        passed them (zero at padded steps): bound, not checked again nor scanned."""
+        padding = self.padding(lengths, data)
+        sizes, dtype, x, _, initial = _checked(passes, params, data, None, states, False, False, False)
+        return padding, sizes, dtype, x, initial
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
         return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None)
@@ -105,12 +123,35 @@ class _Composed:
         given = dict(zip(self.spec.states, states, strict=True))
         return tuple(given[name] for name in passes.spec.states)
 
+    def model_passes(self):
+        """The last group's passes with the model's spec: what checks the model's arguments (once, in the user's
+        names, before any group runs), draws its parameters and takes its loss."""
+        made = self.__dict__.get("_model_passes")
+        if made is None:
+            made = dataclasses.replace(self.sweeps[-1].passes, spec=self.spec)
+            object.__setattr__(self, "_model_passes", made)
+        return made
+
+    def _checked_call(self, params, xs, ys, states, lengths, at, finite):
+        """(x, the lengths, checked) of a call's arguments, checked once on the whole model's before any group runs,
+        in the order of its signature and the user's names (checks.py's _checked): params (finite: scanned for nan
+        and inf), xs, the initial states, ys if given (loss_and_grads's, the steps its loss reads)."""
+        padding = self.padding(lengths, xs)
+        read = self.read_padding(padding, at, xs) if ys is not None else padding
+        x = _checked(self.model_passes(), params, padding.zeroed(xs), read.zeroed(ys), states, finite, ys is not None)[
+            2
+        ]
+        return x, padding.lengths
+
     def forward_call(self, params, xs, states, lengths=None, **options):
-        """(outputs, cache): each group's forward in turn, its cache kept; the last group's outputs. The cache also
-        holds each state as its group holds it (a reverse one in its group's reversed steps: its last the final), and
-        group k's cache under keys "sweep<k>.<its key>"."""
-        _check_param_keys(self.spec, params)
-        lengths = self.lengths_of(lengths, xs)
+        """(outputs, cache): the arguments checked, then each group's forward in turn (_forward)."""
+        x, lengths = self._checked_call(params, xs, None, states, lengths, None, True)
+        return self._forward(params, x, states, lengths, options)
+
+    def _forward(self, params, xs, states, lengths, options):
+        """(outputs, cache): each group's forward in turn, its cache kept; the last group's outputs. The cache
+        holds the input, each state as its group holds it (a reverse one in its group's reversed steps: its last
+        the final), group k's other arrays under keys "sweep<k>.<its key>", and the lengths if given."""
         steps = lengths if self.ragged(lengths, xs.shape[0]) else None  # what a reverse group reverses by
         values, caches, outputs = {}, [], None
         for sweep in self.sweeps:
@@ -130,22 +171,76 @@ class _Composed:
             for sweep, part in zip(self.sweeps, caches, strict=True)
             for name in sweep.passes.spec.states
         }
-        parts = {f"sweep{k}.{key}": value for k, part in enumerate(caches, start=1) for key, value in part.items()}
+        parts = {
+            f"sweep{k}.{key}": part[key] for k, part in enumerate(caches, start=1) for key in self._own_keys(k - 1)
+        }
         given = {next(iter(self.spec.cache)): xs}  # the input, as CACHE names it
         return outputs, {**given, **states, **parts, **({} if lengths is None else {"lengths": lengths})}
+
+    def _own_keys(self, k):
+        """The keys of group k's cache that the model's cache holds under its prefix (the states: under their own
+        names; the lengths: once)."""
+        passes = self.sweeps[k].passes
+        states = {name.removesuffix("0") for name in passes.spec.states}
+        return tuple(key for key in passes.spec.cache if key not in states)
+
+    def _cache_keys(self):
+        """The keys forward's cache holds (beside the lengths, if given)."""
+        own = (f"sweep{k + 1}.{key}" for k in range(len(self.sweeps)) for key in self._own_keys(k))
+        return (*self.spec.cache, *own)
+
+    def _checked_cache(self, params, cache, d_outputs, check_finite):
+        """(each group's cache, the lengths) of backward's arguments, checked once on the whole model's before any
+        group runs, in the order of its signature and the user's names: params, the cache (its keys; the model's
+        arrays' shapes and dtypes, checks.py's _checked_backward, then each group's own, its stacked input's rows
+        the sum of what it stacks), d_outputs; check_finite: the parameters and d_outputs scanned for nan and inf."""
+        if not isinstance(cache, dict):
+            raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
+        keys = self._cache_keys()
+        if set(cache) - {"lengths"} != set(keys):
+            got = ", ".join(map(repr, cache))
+            raise ValueError(
+                f"cache has keys {got}; expected the keys {', '.join(keys)} that this model's forward returns"
+            )
+        model, first = self.model_passes(), next(iter(self.spec.cache))
+        padding = self.padding(cache.get("lengths"), cache[first])
+        mine = {key: cache[key] for key in self.spec.cache}
+        sizes, dtype, _ = _checked_backward(model, params, mine, padding.zeroed(d_outputs), check_finite)
+        if padding.lengths is not None:
+            self._check_carried(cache, padding.lengths)
+        place, exposed = model.place(params), {name: dim for sweep in self.sweeps for name, dim in sweep.exposes}
+        parts = []
+        for k, sweep in enumerate(self.sweeps):
+            spec = sweep.passes.spec
+            stacked = ([self.spec.data["xs"]] if sweep.reads_input else []) + [exposed[name] for name in sweep.side]
+            own = dict(sizes, **{spec.data["xs"]: _extent(" + ".join(stacked), sizes)})
+            first, mine = next(iter(spec.cache)), self._own_keys(k)
+            part = {key: cache[key] for key in spec.cache if key not in mine}  # its states: the model's
+            for key in mine:
+                classes = spec.data["xs"] if key == first and "xs" in spec.labels else None
+                name = f"sweep{k + 1}.{key}"
+                part[key] = _check_data(
+                    model, f"cache['{name}']", cache[name], spec.cache[key], classes, False, own, dtype, place
+                )
+            parts.append(part if padding.lengths is None else {**part, "lengths": padding.lengths})
+        return parts, padding.lengths
+
+    def _check_carried(self, cache, lengths):
+        """ValueError if the cache's lengths are another call's: forward carries each state unchanged past its
+        sequence's last step, so that its value at step T is its value at step lengths[b] (one step each)."""
+        for name in self.spec.states:
+            state = cache[name.removesuffix("0")]
+            last, kept = state[-1], self.at_steps(state, lengths)
+            if not bool(((last == kept) | ((last != last) & (kept != kept))).all()):  # nan equals nan
+                raise ValueError(
+                    f"cache['lengths'] is another call's: cache['{name.removesuffix('0')}'] is not carried unchanged "
+                    "past each sequence's last step, as the forward pass of these lengths carries it"
+                )
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, **options):
         """The gradients: each group's backward, last group first, its side reads' gradients handed back."""
         _refuse(truncate=truncate, checkpoints=checkpoints)
-        parts = [{} for _ in self.sweeps]
-        for key, value in cache.items() if isinstance(cache, dict) else ():
-            if key.startswith("sweep"):
-                k, _, name = key.removeprefix("sweep").partition(".")
-                parts[int(k) - 1][name] = value
-        if not all(parts):
-            raise ValueError("cache must be the dict that this model's forward returned")
-        _check_param_keys(self.spec, params)
-        lengths = cache.get("lengths")
+        parts, lengths = self._checked_cache(params, cache, d_outputs, check_finite)
         if lengths is not None and hasattr(d_outputs, "shape") and not self.ragged(lengths, d_outputs.shape[0]):
             lengths = None  # every sequence T steps: a reverse group reverses all T
         flowing, grads = {}, {}
@@ -158,7 +253,7 @@ class _Composed:
             if sweep.reverse:
                 d_out = self.reversed_steps(d_out, lengths)
             passes = sweep.passes
-            found = dict(self.run_backward(passes, self._params(sweep, params), part, d_out, check_finite, options))
+            found = dict(self.run_backward(passes, self._params(sweep, params), part, d_out, False, options))
             found.pop(sweep.placement, None)
             for name in sweep.side:
                 d_value = found.pop(name, None)
@@ -174,12 +269,14 @@ class _Composed:
         """The loss of the last group's outputs (each sequence's own steps, or its last with at="last"), averaged
         over the batch, and the gradients of backward_call."""
         _refuse(truncate=truncate, checkpoints=checkpoints)
-        outputs, cache = self.forward_call(params, xs, states, lengths, **options)
+        x, lengths = self._checked_call(params, xs, ys, states, lengths, at, self.scans_params)
+        outputs, cache = self._forward(params, x, states, lengths, options)
         last = self.sweeps[-1].passes
         s, y, _ = last.loss_inputs(outputs, ys, lengths, at)
         count = self.loss_count(lengths, at, xs, s)
         loss, d_outputs = last.segment_loss(s, y, count)
-        return loss, self.backward_call(params, cache, d_outputs, None, None, True, None, **options)
+        grads = self.backward_call(params, cache, d_outputs, None, None, False, None, **options)
+        return self.blamed(self.spec, params, loss, grads)
 
 
 def _own(passes, sizes):

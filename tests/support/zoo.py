@@ -24,13 +24,13 @@ LACKING = {  # what a model with reverse-time states does not have, or its modul
     "streams": "a stream continued from the final states",
     "one_program": "one forward-only program of the whole model (the codegen IR's _PASSES, helpers, seams, calls)",
     "mirror": "its mirror in reverse time is a forward-only model's",
-    "cache_checks": "backward checks a corrupted cache (the sweeps runtime does not yet)",
-    "value_checks": "a bad value's message names it as a forward-only module's does (the sweeps runtime's differ)",
 }
 FORWARD_ONLY_FEATURES = {**REFUSED, **LACKING}
-EVERY_MODEL_HAS = {  # features that were once forward-only models' and that every zoo model now has
-    "full_bptt": "full BPTT, with lengths= too",
-}
+EVERY_MODEL = (  # what every zoo model has, models with reverse-time states too
+    "full_bptt",  # full BPTT, with lengths= too
+    "cache_checks",  # backward refuses a corrupted cache in one line naming what is wrong
+    "value_checks",  # a bad value's message names it in the user's notation
+)
 
 # The zoo's layer-normalised model and what it does not do yet (the stop's note lists these as open gaps): the
 # tests of these features run the rest of the zoo.
@@ -47,10 +47,10 @@ NORM_GAPS = {
 
 def supporting(*features):
     """The zoo's names (sorted) of the models that run every one of `features`: all for those every model has
-    (EVERY_MODEL_HAS), else those without reverse-time states."""
-    unknown = set(features) - set(FORWARD_ONLY_FEATURES) - set(EVERY_MODEL_HAS)
+    (EVERY_MODEL), else those without reverse-time states."""
+    unknown = set(features) - set(FORWARD_ONLY_FEATURES) - set(EVERY_MODEL)
     if unknown:
         raise KeyError(f"unknown features {sorted(unknown)}")
-    if set(features) <= set(EVERY_MODEL_HAS):
+    if set(features) <= set(EVERY_MODEL):
         return EVERY
     return tuple(name for name in EVERY if name not in WITH_REVERSE_STATES)
