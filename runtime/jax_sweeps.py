@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 
 from bptt.runtime.jax_padding import _data_padding, _read_padding
@@ -40,6 +41,9 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return jnp.eye(rows, dtype=like.dtype)
+
+    def holds(self, condition):
+        return isinstance(condition, jax.core.Tracer) or bool(condition)
 
     def at_steps(self, array, steps):
         return array[steps, jnp.arange(array.shape[1])]

@@ -62,6 +62,10 @@ class _Composed:
         """array (T+1, B, ...) at step steps[b] of each sequence b: (B, ...)."""
         raise NotImplementedError
 
+    def holds(self, condition):
+        """Whether a 0-d boolean array is true (JAX's: true if traced, its value not known until it runs)."""
+        return bool(condition)
+
     padding = read_padding = None  # the backend's _data_padding and _read_padding (its *_padding.py)
     scans_params = False  # loss_and_grads scans the parameters (JAX's: every call is checked in full)
 
@@ -231,7 +235,7 @@ class _Composed:
         for name in self.spec.states:
             state = cache[name.removesuffix("0")]
             last, kept = state[-1], self.at_steps(state, lengths)
-            if not bool(((last == kept) | ((last != last) & (kept != kept))).all()):  # nan equals nan
+            if not self.holds(((last == kept) | ((last != last) & (kept != kept))).all()):  # nan equals nan
                 raise ValueError(
                     f"cache['lengths'] is another call's: cache['{name.removesuffix('0')}'] is not carried unchanged "
                     "past each sequence's last step, as the forward pass of these lengths carries it"
