@@ -16,7 +16,6 @@ CLI = {
     "bench": ("bench",),
     "analyze": ("analyze",),
     "exercises": ("exercises",),
-    "standalone": ("codegen", "--standalone", "--out", "."),
 }
 SIZES = {"d": 2, "h": 3, "q": 4}
 
@@ -56,9 +55,8 @@ def test_the_cli_refuses_reverse_states_in_one_line(name, feature, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert f"model '{name}'" in lines[0] and "reverse-time states" in lines[0], lines[0]
-    if feature != "standalone":
-        states = ", ".join(seq.name for seq in reverse_states(load(name)))
-        assert f"cannot run reverse-time states yet ({states}, read at t+1)" in lines[0], lines[0]
+    states = ", ".join(seq.name for seq in reverse_states(load(name)))
+    assert f"cannot run reverse-time states yet ({states}, read at t+1)" in lines[0], lines[0]
     assert list(tmp_path.iterdir()) == []
 
 
