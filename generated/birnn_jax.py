@@ -78,8 +78,14 @@ def loss_and_grads(
 
 
 def apply(params, xs, h_f0=None, h_b0=None, truncate=None, rng=None, checkpoints=None, lengths=None):
-    """Refused: apply (a jax.custom_vjp) does not run reverse-time states yet; use loss_and_grads or backward."""
-    return _SWEEPS.apply()
+    """The outputs (T, B, rows) as a jax.custom_vjp function: its backward is the derived BPTT of the sweeps, run
+    in reverse order. Works under jax.grad, jax.jit and jax.vmap: vmap over a leading axis of sequences, e.g.
+    jax.vmap(apply, in_axes=(None, 0)) for xs of shape (N, T, B, d); the parameters' gradients are then summed
+    over the N sequences. The derived BPTT gives gradients for the parameters and initial states only, not for
+    xs: their cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and
+    for anything computed before them: put trainable layers only after it. lengths as for forward: the outputs
+    are zero at padded steps, which get zero gradient. Full BPTT only: truncate and checkpoints are refused."""
+    return _SWEEPS.apply_call(params, xs, (h_f0, h_b0, ), truncate, rng, checkpoints, lengths)
 
 
 def forward_mode_grads(params, xs, ys, h_f0=None, h_b0=None):

@@ -5,8 +5,9 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
+from bptt.runtime.common import _extent, _param_sizes
 from bptt.runtime.jax_padding import _data_padding, _read_padding
-from bptt.runtime.sweeps import _Composed, _own
+from bptt.runtime.sweeps import _Composed, _own, _refuse
 
 
 def _reversed_steps(array, lengths):
@@ -61,5 +62,39 @@ class _Sweeps(_Composed):
             rng, T, B, dtype, _own(last, sizes)
         )[1]
 
-    def apply(self):
-        raise ValueError("with reverse-time states, apply is not supported yet (loss_and_grads and backward are)")
+    def apply_call(self, params, xs, states, truncate, rng, checkpoints, lengths=None):
+        """The module's apply: the outputs through a jax.custom_vjp whose backward is the groups' derived BPTT, the
+        arguments checked once (concrete ones scanned); lengths: a padded batch's (outputs zero at its padded steps,
+        which get zero gradient). truncate and checkpoints are refused."""
+        _refuse(truncate=truncate, checkpoints=checkpoints)
+        x, lengths = self._checked_call(params, xs, None, states, lengths, None, True)
+        sizes, dtype = _param_sizes(self.spec, params), params[self.spec.params[0]].dtype
+        sized = zip(self.spec.states.values(), states, strict=True)
+        initial = tuple(jnp.zeros((x.shape[1], _extent(size, sizes)), dtype) if v is None else v for size, v in sized)
+        applied = self.__dict__.get("_applied")
+        if applied is None:
+            applied = _applied(self)
+            object.__setattr__(self, "_applied", applied)
+        return applied(params, x, initial, lengths)
+
+
+def _applied(sweeps):
+    """apply's jax.custom_vjp function: the outputs of the groups' forward passes (sweeps._forward); its backward
+    the groups' derived BPTT (backward_call), nothing for the data (xs' cotangent is zero) and the lengths."""
+
+    @jax.custom_vjp
+    def apply(params, x, initial, lengths):
+        return forward(params, x, initial, lengths)[0]
+
+    def forward(params, x, initial, lengths):
+        outputs, cache = sweeps._forward(params, x, initial, lengths, {})
+        return outputs, (params, cache)
+
+    def backward(residuals, d_outputs):
+        params, cache = residuals
+        grads = sweeps.backward_call(params, cache, d_outputs, None, None, False, None)
+        initial = tuple(grads[name] for name in sweeps.spec.states)
+        return {name: grads[name] for name in sweeps.spec.params}, None, initial, None
+
+    apply.defvjp(forward, backward)
+    return apply

@@ -32,14 +32,7 @@ def _forward_mode_grads(name):
     module.forward_mode_grads(module.init_params(rng, **SIZES), *module.random_inputs(rng, 4, 2, **SIZES))
 
 
-def _apply(name):
-    jax = pytest.importorskip("jax")
-    module = module_of(name + "_jax")
-    rng = jax.random.PRNGKey(0)
-    module.apply(module.init_params(rng, **SIZES), module.random_inputs(rng, 4, 2, **SIZES)[0])
-
-
-CALLS = {"checkpoints": _checkpoints, "forward_mode_grads": _forward_mode_grads, "apply": _apply}
+CALLS = {"checkpoints": _checkpoints, "forward_mode_grads": _forward_mode_grads}
 
 
 def test_every_refusal_is_tested_here():

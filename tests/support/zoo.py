@@ -13,7 +13,6 @@ REFUSED = {  # refused in one line (tests/app/test_zoo_refusals.py)
     "truncate": "truncate=, and bptt check --truncate",
     "checkpoints": "checkpoints=",
     "forward_mode_grads": "forward_mode_grads",
-    "apply": "JAX's apply",
     "bench": "bptt bench",
     "analyze": "bptt analyze",
     "exercises": "bptt exercises",
@@ -30,6 +29,7 @@ EVERY_MODEL = (  # what every zoo model has, models with reverse-time states too
     "cache_checks",  # backward refuses a corrupted cache in one line naming what is wrong
     "value_checks",  # a bad value's message names it in the user's notation
     "standalone",  # bptt codegen --standalone: a module that imports nothing of bptt
+    "apply",  # JAX's apply: a jax.custom_vjp whose backward is the derived BPTT, under jit, grad and vmap
 )
 
 # The zoo's layer-normalised model and what it does not do yet (the stop's note lists these as open gaps): the
