@@ -51,7 +51,9 @@ def forward(params, xs, h_f0=None, h_b0=None, lengths=None):
     """Run the model over all steps, sweep by sweep. Returns (outputs, cache): outputs (T, B, rows), fresh.
     lengths: None, or each sequence's own steps (B,) of a right-padded batch: a reverse state starts at its
     sequence's last step, from its initial value; padded steps' outputs are zero. The cache holds each state as
-    its sweep runs it (a reverse state's steps reversed): its last step is the final state."""
+    its sweep runs it (a reverse state's steps reversed): its last step is the final state, a forward state's at
+    each sequence's last step (the next call of a stream starts from it), a reverse state's at its first (the
+    call of the steps before starts from it: its initial value enters after the stream's last step)."""
     return _SWEEPS.forward_call(params, xs, (h_f0, h_b0, ), lengths)
 
 

@@ -19,7 +19,6 @@ REFUSED = {  # refused in one line (tests/app/test_zoo_refusals.py)
 }
 LACKING = {  # what a model with reverse-time states does not have, or its module does not do yet
     "causal": "outputs that read no later input",
-    "streams": "a stream continued from the final states",
     "one_program": "one forward-only program of the whole model (the codegen IR's _PASSES, helpers, seams, calls)",
     "mirror": "its mirror in reverse time is a forward-only model's",
 }
@@ -30,6 +29,7 @@ EVERY_MODEL = (  # what every zoo model has, models with reverse-time states too
     "value_checks",  # a bad value's message names it in the user's notation
     "standalone",  # bptt codegen --standalone: a module that imports nothing of bptt
     "apply",  # JAX's apply: a jax.custom_vjp whose backward is the derived BPTT, under jit, grad and vmap
+    "streams",  # a stream continued from the final states (a reverse state's: into the steps before)
 )
 
 # The zoo's layer-normalised model and what it does not do yet (the stop's note lists these as open gaps): the
