@@ -7,6 +7,7 @@ import jax.numpy as jnp
 
 from bptt.runtime.common import _extent, _param_sizes
 from bptt.runtime.jax_padding import _data_padding, _read_padding
+from bptt.runtime.sweep_checks import _checked_call
 from bptt.runtime.sweeps import _Composed, _own, _refuse
 
 
@@ -67,7 +68,7 @@ class _Sweeps(_Composed):
         arguments checked once (concrete ones scanned); lengths: a padded batch's (outputs zero at its padded steps,
         which get zero gradient). truncate and checkpoints are refused."""
         _refuse(truncate=truncate, checkpoints=checkpoints)
-        x, lengths = self._checked_call(params, xs, None, states, lengths, None, True)
+        x, lengths = _checked_call(self, params, xs, None, states, lengths, None, True)
         sizes, dtype = _param_sizes(self.spec, params), params[self.spec.params[0]].dtype
         sized = zip(self.spec.states.values(), states, strict=True)
         initial = tuple(jnp.zeros((x.shape[1], _extent(size, sizes)), dtype) if v is None else v for size, v in sized)

@@ -10,8 +10,9 @@ called."""
 import dataclasses
 from dataclasses import dataclass
 
-from bptt.runtime.checks import _check_data, _checked, _checked_backward
+from bptt.runtime.checks import _checked
 from bptt.runtime.common import _extent, _param_sizes, _Spec
+from bptt.runtime.sweep_checks import _checked_cache, _checked_call, _own_keys
 
 _REFUSED = "with reverse-time states, {} is not supported yet (full BPTT, without it, is)"
 
@@ -73,10 +74,6 @@ class _Composed:
         """(loss, grads) of loss_and_grads, a parameter holding nan or inf named from them (the backend's _blamed)."""
         return loss, grads
 
-    def lengths_of(self, lengths, xs):
-        """The checked lengths (None without)."""
-        return self.padding(lengths, xs).lengths
-
     def ragged(self, lengths, T):
         """Whether some sequence is shorter than T (a reverse group then reverses each sequence's own steps)."""
         return lengths is not None and bool((lengths < T).any())
@@ -136,20 +133,9 @@ class _Composed:
             object.__setattr__(self, "_model_passes", made)
         return made
 
-    def _checked_call(self, params, xs, ys, states, lengths, at, finite):
-        """(x, the lengths, checked) of a call's arguments, checked once on the whole model's before any group runs,
-        in the order of its signature and the user's names (checks.py's _checked): params (finite: scanned for nan
-        and inf), xs, the initial states, ys if given (loss_and_grads's, the steps its loss reads)."""
-        padding = self.padding(lengths, xs)
-        read = self.read_padding(padding, at, xs) if ys is not None else padding
-        x = _checked(self.model_passes(), params, padding.zeroed(xs), read.zeroed(ys), states, finite, ys is not None)[
-            2
-        ]
-        return x, padding.lengths
-
     def forward_call(self, params, xs, states, lengths=None, **options):
         """(outputs, cache): the arguments checked, then each group's forward in turn (_forward)."""
-        x, lengths = self._checked_call(params, xs, None, states, lengths, None, True)
+        x, lengths = _checked_call(self, params, xs, None, states, lengths, None, True)
         return self._forward(params, x, states, lengths, options)
 
     def _forward(self, params, xs, states, lengths, options):
@@ -176,75 +162,15 @@ class _Composed:
             for name in sweep.passes.spec.states
         }
         parts = {
-            f"sweep{k}.{key}": part[key] for k, part in enumerate(caches, start=1) for key in self._own_keys(k - 1)
+            f"sweep{k}.{key}": part[key] for k, part in enumerate(caches, start=1) for key in _own_keys(self, k - 1)
         }
         given = {next(iter(self.spec.cache)): xs}  # the input, as CACHE names it
         return outputs, {**given, **states, **parts, **({} if lengths is None else {"lengths": lengths})}
 
-    def _own_keys(self, k):
-        """The keys of group k's cache that the model's cache holds under its prefix (the states: under their own
-        names; the lengths: once)."""
-        passes = self.sweeps[k].passes
-        states = {name.removesuffix("0") for name in passes.spec.states}
-        return tuple(key for key in passes.spec.cache if key not in states)
-
-    def _cache_keys(self):
-        """The keys forward's cache holds (beside the lengths, if given)."""
-        own = (f"sweep{k + 1}.{key}" for k in range(len(self.sweeps)) for key in self._own_keys(k))
-        return (*self.spec.cache, *own)
-
-    def _checked_cache(self, params, cache, d_outputs, check_finite):
-        """(each group's cache, the lengths) of backward's arguments, checked once on the whole model's before any
-        group runs, in the order of its signature and the user's names: params, the cache (its keys; the model's
-        arrays' shapes and dtypes, checks.py's _checked_backward, then each group's own, its stacked input's rows
-        the sum of what it stacks), d_outputs; check_finite: the parameters and d_outputs scanned for nan and inf."""
-        if not isinstance(cache, dict):
-            raise ValueError(f"cache must be the dict that forward returned, got {type(cache).__name__}")
-        keys = self._cache_keys()
-        if set(cache) - {"lengths"} != set(keys):
-            got = ", ".join(map(repr, cache))
-            raise ValueError(
-                f"cache has keys {got}; expected the keys {', '.join(keys)} that this model's forward returns"
-            )
-        model, first = self.model_passes(), next(iter(self.spec.cache))
-        padding = self.padding(cache.get("lengths"), cache[first])
-        mine = {key: cache[key] for key in self.spec.cache}
-        sizes, dtype, _ = _checked_backward(model, params, mine, padding.zeroed(d_outputs), check_finite)
-        if padding.lengths is not None:
-            self._check_carried(cache, padding.lengths)
-        place, exposed = model.place(params), {name: dim for sweep in self.sweeps for name, dim in sweep.exposes}
-        parts = []
-        for k, sweep in enumerate(self.sweeps):
-            spec = sweep.passes.spec
-            stacked = ([self.spec.data["xs"]] if sweep.reads_input else []) + [exposed[name] for name in sweep.side]
-            own = dict(sizes, **{spec.data["xs"]: _extent(" + ".join(stacked), sizes)})
-            first, mine = next(iter(spec.cache)), self._own_keys(k)
-            part = {key: cache[key] for key in spec.cache if key not in mine}  # its states: the model's
-            for key in mine:
-                classes = spec.data["xs"] if key == first and "xs" in spec.labels else None
-                name = f"sweep{k + 1}.{key}"
-                part[key] = _check_data(
-                    model, f"cache['{name}']", cache[name], spec.cache[key], classes, False, own, dtype, place
-                )
-            parts.append(part if padding.lengths is None else {**part, "lengths": padding.lengths})
-        return parts, padding.lengths
-
-    def _check_carried(self, cache, lengths):
-        """ValueError if the cache's lengths are another call's: forward carries each state unchanged past its
-        sequence's last step, so that its value at step T is its value at step lengths[b] (one step each)."""
-        for name in self.spec.states:
-            state = cache[name.removesuffix("0")]
-            last, kept = state[-1], self.at_steps(state, lengths)
-            if not self.holds(((last == kept) | ((last != last) & (kept != kept))).all()):  # nan equals nan
-                raise ValueError(
-                    f"cache['lengths'] is another call's: cache['{name.removesuffix('0')}'] is not carried unchanged "
-                    "past each sequence's last step, as the forward pass of these lengths carries it"
-                )
-
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, **options):
         """The gradients: each group's backward, last group first, its side reads' gradients handed back."""
         _refuse(truncate=truncate, checkpoints=checkpoints)
-        parts, lengths = self._checked_cache(params, cache, d_outputs, check_finite)
+        parts, lengths = _checked_cache(self, params, cache, d_outputs, check_finite)
         if lengths is not None and hasattr(d_outputs, "shape") and not self.ragged(lengths, d_outputs.shape[0]):
             lengths = None  # every sequence T steps: a reverse group reverses all T
         flowing, grads = {}, {}
@@ -273,7 +199,7 @@ class _Composed:
         """The loss of the last group's outputs (each sequence's own steps, or its last with at="last"), averaged
         over the batch, and the gradients of backward_call."""
         _refuse(truncate=truncate, checkpoints=checkpoints)
-        x, lengths = self._checked_call(params, xs, ys, states, lengths, at, self.scans_params)
+        x, lengths = _checked_call(self, params, xs, ys, states, lengths, at, self.scans_params)
         outputs, cache = self._forward(params, x, states, lengths, options)
         last = self.sweeps[-1].passes
         s, y, _ = last.loss_inputs(outputs, ys, lengths, at)
