@@ -74,12 +74,12 @@ class _Sweeps(_Composed):
         initial = tuple(jnp.zeros((x.shape[1], _extent(size, sizes)), dtype) if v is None else v for size, v in sized)
         applied = self.__dict__.get("_applied")
         if applied is None:
-            applied = _applied(self)
+            applied = _sweeps_applied(self)
             object.__setattr__(self, "_applied", applied)
         return applied(params, x, initial, lengths)
 
 
-def _applied(sweeps):
+def _sweeps_applied(sweeps):
     """apply's jax.custom_vjp function: the outputs of the groups' forward passes (sweeps._forward); its backward
     the groups' derived BPTT (backward_call), nothing for the data (xs' cotangent is zero) and the lengths."""
 

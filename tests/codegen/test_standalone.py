@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from bptt.codegen.backends import BACKENDS
+from bptt.codegen.printing.helpers import Helpers, runtime_files
 from bptt.derive.models import load
 from bptt.tests.support.cli import GENERATED, assert_ok, assert_user_error, bptt
 from bptt.tests.support.modules import forward
@@ -131,6 +132,18 @@ def same_bits(name, backend):
 def supported(name, calls):
     """The calls (keywords) whose every keyword (truncate, checkpoints) the model supports."""
     return [keywords for keywords in calls if all(name in supporting(feature) for feature in keywords)]
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_the_sweeps_runtime_redefines_no_name_of_the_rest(backend):
+    """helpers(backend) reads the runtime of reverse-time states last, and a name's last definition wins: one
+    that another runtime file defines too would replace it in every standalone module (jax_sweeps.py's apply
+    function once replaced jax_passes.py's)."""
+    rest = Helpers(*runtime_files(backend, sweeps=False)).definitions
+    sweeps = set(Helpers(*runtime_files(backend)).definitions) - set(rest)
+    every = Helpers(*runtime_files(backend)).definitions
+    assert {name for name in rest if every[name].source != rest[name].source} == set()
+    assert sweeps
 
 
 def test_codegen_standalone_writes_a_module_of_its_framework_only(tmp_path):
