@@ -1,5 +1,5 @@
-"""The zoo models a feature supports. Every zoo model runs full BPTT (with lengths= too) in every backend; the
-features below refuse a model with reverse-time states (bptt.derive.direction.reverse_states: a state read at
+"""The zoo models a feature supports. Every zoo model has EVERY_MODEL's features (full BPTT, with lengths= too, in
+every backend; ...); the features below refuse a model with reverse-time states (reverse_states: a state read at
 t+1), so they run the zoo's models without them. Test files iterate over `supporting(feature, ...)`, so that a
 model added to the zoo is tested by each feature it has; tests/app/test_zoo_refusals.py tests each refusal."""
 
