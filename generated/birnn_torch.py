@@ -21,7 +21,6 @@ from bptt.runtime.sweeps import _Sweep
 from bptt.runtime.torch import _age, _compiled, _flow_weights, _softmax_cross_entropy, _squared_error, _weighted
 from bptt.runtime.torch import clip_grads as clip_grads
 from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
-from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_passes import _Passes
 from bptt.runtime.torch_sweeps import _Sweeps, _sweeps_model
 
@@ -52,7 +51,9 @@ def forward(params, xs, h_f0=None, h_b0=None, compile=False, lengths=None):
     """Run the model over all steps, sweep by sweep, without an autograd graph. Returns (outputs, cache).
     lengths: None, or each sequence's own steps (B,) of a right-padded batch: a reverse state starts at its
     sequence's last step, from its initial value; padded steps' outputs are zero. The cache holds each state as
-    its sweep runs it (a reverse state's steps reversed): its last step is the final state."""
+    its sweep runs it (a reverse state's steps reversed): its last step is the final state, a forward state's at
+    each sequence's last step (the next call of a stream starts from it), a reverse state's at its first (the
+    call of the steps before starts from it: its initial value enters after the stream's last step)."""
     return _SWEEPS.forward_call(params, xs, (h_f0, h_b0, ), lengths, compile=compile)
 
 
@@ -106,13 +107,6 @@ _sweep1_STATES = {"h_f0": "h"}  # initial states: their sizes
 
 # what forward keeps for backward: the dims of each tensor (T+1 steps: the initial state first)
 _sweep1_CACHE = {"x": ("T", "B", "d"), "h_f": ("T+1", "B", "h")}
-
-
-def _sweep1_losses(outputs, ys, lengths=None, at=None):
-    """The loss l_t = 1/2 ||side_out_t - side_y_t||^2 of every step and sample, shape (T, B) (differentiable); zero
-    at padded steps (lengths, as for forward), and with at="last" at all but each sequence's last step."""
-    side_out, side_y, padding = _sweep1_PASSES.loss_inputs(outputs, ys, lengths, at)
-    return padding.zeroed(0.5 * ((side_out - side_y) ** 2).sum(axis=-1))
 
 
 def _sweep1_forward(params, sizes, x, h_f0, work, compile=False):
@@ -244,10 +238,6 @@ def _sweep1_adjoints_step(d_h_f_steps, _k1_next, U_f, keep_t):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     d_h_f_t, d_h_f_next = d_h_f_steps[0], d_h_f_steps[1]
     d_h_f_t.add_(keep_t * (_k1_next * d_h_f_next @ U_f))  # dL/dh_f_t += U_f^T diag(1 - h_f_{t+1}^2) dL/dh_f_{t+1}
-
-
-# the autograd glue, the runtime's
-_sweep1_BPTT, _sweep1_CompiledBPTT, _sweep1_CheckpointedBPTT, _sweep1_Model = _autograd(_sweep1_PASSES, __name__)
 
 
 # sweep 2: h_b, in reverse, from step T back to step 1
@@ -425,10 +415,6 @@ def _sweep2_adjoints_step(d_h_b_steps, _k1_next, U_b, keep_t):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     d_h_b_t, d_h_b_next = d_h_b_steps[0], d_h_b_steps[1]
     d_h_b_t.add_(keep_t * (_k1_next * d_h_b_next @ U_b))  # dL/dh_b_t += U_b^T diag(1 - h_b_{t+1}^2) dL/dh_b_{t+1}
-
-
-# the autograd glue, the runtime's
-_sweep2_BPTT, _sweep2_CompiledBPTT, _sweep2_CheckpointedBPTT, _sweep2_Model = _autograd(_sweep2_PASSES, __name__)
 
 
 _DATA = {'xs': 'd', 'ys': 'q', 'outputs': 'q'}  # the rows of a step of xs, ys and the outputs

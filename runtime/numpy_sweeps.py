@@ -3,7 +3,7 @@
 import numpy as np
 
 from bptt.runtime.common import _check_lengths, _check_sizes
-from bptt.runtime.numpy import _check_dtype, _truncation
+from bptt.runtime.numpy import _blamed, _check_dtype, _truncation
 from bptt.runtime.numpy_padding import _data_padding, _read_padding
 from bptt.runtime.sweeps import _Composed
 
@@ -19,6 +19,11 @@ def _reversed_steps(array, lengths):
 
 class _Sweeps(_Composed):
     padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+    blamed = staticmethod(_blamed)
+
+    def run_forward(self, passes, params, data, states, lengths, options):
+        padding, sizes, dtype, x, initial = self._group_arguments(passes, params, data, states, lengths)
+        return padding.stopped(passes.spec, *passes.segment_forward(params, sizes, dtype, x, None, initial))
 
     def stacked(self, parts):
         return np.concatenate([np.asarray(part) for part in parts], axis=-1)
@@ -37,6 +42,9 @@ class _Sweeps(_Composed):
 
     def group_rngs(self, rng, count):
         return [np.random.default_rng(seed) for seed in rng.integers(0, 2**63, size=count)]
+
+    def at_steps(self, array, steps):
+        return array[steps, np.arange(array.shape[1])]
 
     def random_inputs(self, rng, T, B, dtype, sizes):
         """xs of the first group's kind, ys of the last's."""

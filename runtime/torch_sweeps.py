@@ -1,12 +1,10 @@
 """A torch module of a model with reverse-time states (sweeps.py): its tensors stacked, reversed and made in torch,
 on the parameters' device; compile= passed on to every group."""
 
-import dataclasses
-
 import torch
 
 from bptt.runtime.sweeps import _Composed, _own, _refuse
-from bptt.runtime.torch import _truncation
+from bptt.runtime.torch import _blamed, _check_compile, _truncation
 from bptt.runtime.torch_autograd import _Model
 from bptt.runtime.torch_padding import _data_padding, _read_padding
 
@@ -37,8 +35,17 @@ class _Sweeps(_Composed):
     def identity(self, rows, like):
         return torch.eye(rows, dtype=like.dtype, device=like.device)
 
+    def at_steps(self, array, steps):
+        return array[steps.to(array.device), torch.arange(array.shape[1], device=array.device)]
+
+    blamed = staticmethod(_blamed)
+
     def run_forward(self, passes, params, data, states, lengths, options):
-        return passes.forward_call(params, data, None, states, options.get("compile", False), lengths)
+        compile = _check_compile(options.get("compile", False))
+        padding, sizes, dtype, x, initial = self._group_arguments(passes, params, data, states, lengths)
+        return padding.stopped(
+            passes.spec, *passes.run_forward(params, sizes, dtype, x.device, x, None, initial, compile)
+        )
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
         compile, truncate, rng = options.get("compile", False), options.get("truncate"), options.get("rng")
@@ -50,11 +57,6 @@ class _Sweeps(_Composed):
     def group_rngs(self, rng, count):
         seeds = torch.randint(0, 2**62, (count,), generator=rng, device=rng.device)
         return [torch.Generator(device=rng.device).manual_seed(int(seed)) for seed in seeds]
-
-    def model_passes(self):
-        """The last group's passes with the model's spec: what draws the model's parameters, checks its arguments,
-        and takes its loss (Model's)."""
-        return dataclasses.replace(self.sweeps[-1].passes, spec=self.spec)
 
     def init_params(self, rng, dtype, device, sizes):
         return self.model_passes().init_params(rng, dtype, device, sizes)
