@@ -33,10 +33,8 @@ FORWARD_ONLY_FEATURES = {**REFUSED, **LACKING}
 # tests of these features run the rest of the zoo.
 WITH_NORMS = ("lstm-layernorm",)
 NORM_GAPS = {
-    "planted_check": "bptt check's sweep misses a planted error of 1e-6 where sigma is small",
     "jax_vmap": "the JAX module's custom_vjp under vmap",
     "allocations": "torch's step functions allocate per step",
-    "value_checks": "a bad parameter's message names xs first",
 }
 
 
