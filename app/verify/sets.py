@@ -138,8 +138,8 @@ def _stacked(dim):
 def _blocks(arrays, dims, shared):
     """The arrays (of one shape, axes named by dims) side by side: along every axis not in shared,
     array k fills the k-th block and zeros the rest (a block-diagonal matrix, if two axes). An axis of
-    stacked blocks ("4*h") is widened block by block: rows a:b of a stack of h's are rows a:b of each set's,
-    so that a slice of the stack (a gate) reads every set's gate."""
+    stacked blocks ("4*h") is widened block by block: block j of the wide stack holds every set's block j side
+    by side, so that a slice of the stack (a gate) reads every set's gate."""
     split = [_stacked(dim) for dim in dims]
     if all(count == 1 for count, _ in split):
         return _side_by_side(arrays, dims, shared)
