@@ -99,7 +99,7 @@ def test_bad_data_is_refused_with_a_forward_only_modules_words(backend):
         for module, p in ((birnn, params), (elman, reference)):
             arguments = _in(module, p), _in(module, bad_xs), _in(module, bad_ys)
             texts.append(_message(lambda m=module, a=arguments, n=lengths: m.loss_and_grads(*a, lengths=n)))
-        assert texts[0] == texts[1]
+        assert texts[0] == texts[1].replace("params['U']", "params['W_f']")  # d as each model's first reader holds it
     d_outputs = np.zeros((T, B, SIZES["q"]))
     d_outputs[0, 1, 3] = np.nan  # step 0: the first of the user's steps, not of a reverse group's
     texts = []

@@ -34,16 +34,6 @@ EVERY_MODEL = (  # what every zoo model has, models with reverse-time states too
     "streams",  # a stream continued from the final states (a reverse state's: into the steps before)
 )
 
-# The zoo's layer-normalised model and what it does not do yet (the stop's note lists these as open gaps): the
-# tests of these features run the rest of the zoo.
-WITH_NORMS = ("lstm-layernorm",)
-NORM_GAPS = {
-    "analyze": "bptt analyze stops at the closed form's A_k, which a norm's adjoint does not have",
-    "wide_sets": "bptt check's wide parameter sets do not size a 4*h sequence",
-    "planted_check": "bptt check's sweep misses a planted error of 1e-6 where sigma is small",
-    "value_checks": "a bad parameter's message names xs first",
-}
-
 
 def supporting(*features):
     """The zoo's names (sorted) of the models that run every one of `features`: all for those every model has
