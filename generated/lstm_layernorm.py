@@ -224,6 +224,7 @@ def _forward(params, sizes, x, c0, h0, work):
     h = work["h"]
     s = work["s"]
     _W_h_T = work["_W_h_T"]
+    _all_4h = work["_all_4h"]
     _step_4h = work["_step_4h"]
     _step_h = work["_step_h"]
     n_d = sizes["d"]
@@ -236,11 +237,18 @@ def _forward(params, sizes, x, c0, h0, work):
     # a2_in_t = W_x x_t
     np.matmul(x.reshape(-1, n_d), W_x.T, out=a2_in[1:].reshape(-1, 4 * n_h))
     # mu_a2_in_t = mean(a2_in_t)
-    mu_a2_in[1:][...] = a2_in[1:].mean(axis=-1, keepdims=True)
+    np.add.reduce(a2_in[1:], axis=-1, keepdims=True, out=mu_a2_in[1:])
+    np.multiply(mu_a2_in[1:], 1 / (4 * n_h), out=mu_a2_in[1:])
     # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    sigma_a2_in[1:][...] = ((1 / 100000) * 1 + (a2_in[1:] - mu_a2_in[1:]) ** 2).mean(axis=-1, keepdims=True) ** 0.5
+    np.subtract(a2_in[1:], mu_a2_in[1:], out=_all_4h)
+    np.square(_all_4h, out=_all_4h)
+    np.add(_all_4h, 1 / 100000, out=_all_4h)
+    np.add.reduce(_all_4h, axis=-1, keepdims=True, out=sigma_a2_in[1:])
+    np.multiply(sigma_a2_in[1:], 1 / (4 * n_h), out=sigma_a2_in[1:])
+    np.power(sigma_a2_in[1:], 1/2, out=sigma_a2_in[1:])
     # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
-    a2_in_hat[1:][...] = (a2_in[1:] - mu_a2_in[1:]) * sigma_a2_in[1:] ** -1
+    np.subtract(a2_in[1:], mu_a2_in[1:], out=a2_in_hat[1:])
+    np.divide(a2_in_hat[1:], sigma_a2_in[1:], out=a2_in_hat[1:])
     # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
     np.multiply(alpha_2, a2_in_hat[1:], out=a[1:])
     np.add(a[1:], b, out=a[1:])
@@ -255,11 +263,18 @@ def _forward(params, sizes, x, c0, h0, work):
         # a1_in_t = W_h h_{t-1}
         np.matmul(h_prev, _W_h_T, out=a1_in_t)
         # mu_a1_in_t = mean(a1_in_t)
-        mu_a1_in_t[...] = a1_in_t.mean(axis=-1, keepdims=True)
+        np.add.reduce(a1_in_t, axis=-1, keepdims=True, out=mu_a1_in_t)
+        np.multiply(mu_a1_in_t, 1 / (4 * n_h), out=mu_a1_in_t)
         # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-        sigma_a1_in_t[...] = ((1 / 100000) * 1 + (a1_in_t - mu_a1_in_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
+        np.subtract(a1_in_t, mu_a1_in_t, out=_step_4h)
+        np.square(_step_4h, out=_step_4h)
+        np.add(_step_4h, 1 / 100000, out=_step_4h)
+        np.add.reduce(_step_4h, axis=-1, keepdims=True, out=sigma_a1_in_t)
+        np.multiply(sigma_a1_in_t, 1 / (4 * n_h), out=sigma_a1_in_t)
+        np.power(sigma_a1_in_t, 1/2, out=sigma_a1_in_t)
         # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
-        a1_in_hat_t[...] = (a1_in_t - mu_a1_in_t) * sigma_a1_in_t ** -1
+        np.subtract(a1_in_t, mu_a1_in_t, out=a1_in_hat_t)
+        np.divide(a1_in_hat_t, sigma_a1_in_t, out=a1_in_hat_t)
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         np.multiply(alpha_1, a1_in_hat_t, out=_step_4h)
         np.add(a_t, _step_4h, out=a_t)
@@ -277,11 +292,18 @@ def _forward(params, sizes, x, c0, h0, work):
         np.multiply(g_t, i_t, out=_step_h)
         np.add(c_t, _step_h, out=c_t)
         # mu_c_t = mean(c_t)
-        mu_c_t[...] = c_t.mean(axis=-1, keepdims=True)
+        np.add.reduce(c_t, axis=-1, keepdims=True, out=mu_c_t)
+        np.multiply(mu_c_t, 1 / n_h, out=mu_c_t)
         # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
-        sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
+        np.subtract(c_t, mu_c_t, out=_step_h)
+        np.square(_step_h, out=_step_h)
+        np.add(_step_h, 1 / 100000, out=_step_h)
+        np.add.reduce(_step_h, axis=-1, keepdims=True, out=sigma_c_t)
+        np.multiply(sigma_c_t, 1 / n_h, out=sigma_c_t)
+        np.power(sigma_c_t, 1/2, out=sigma_c_t)
         # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
-        c_hat_t[...] = (c_t - mu_c_t) * sigma_c_t ** -1
+        np.subtract(c_t, mu_c_t, out=c_hat_t)
+        np.divide(c_hat_t, sigma_c_t, out=c_hat_t)
         # h_t = o_t * tanh(beta_3 + alpha_3 * c_hat_t)
         np.multiply(alpha_3, c_hat_t, out=h_t)
         np.add(h_t, beta_3, out=h_t)
@@ -341,7 +363,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
         np.multiply(_k1_t, d_h_t, out=d_c_hat_t)
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
-        d_c_t[...] = _norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t)
+        _norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t, out=d_c_t)
         if t < T:
             # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
             np.multiply(f[t + 1], d_c[t + 1], out=_step_h)
@@ -366,11 +388,11 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
         np.multiply(alpha_2, d_a_t, out=d_a2_in_hat_t)
         # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
-        d_a2_in_t[...] = _norm_adjoint(d_a2_in_hat_t, a2_in_hat_t, sigma_a2_in_t)
+        _norm_adjoint(d_a2_in_hat_t, a2_in_hat_t, sigma_a2_in_t, out=d_a2_in_t)
         # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
         np.multiply(alpha_1, d_a_t, out=d_a1_in_hat_t)
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
-        d_a1_in_t[...] = _norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t)
+        _norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t, out=d_a1_in_t)
     d_c0 = f[1] * d_c[1]  # dL/dc_0 = diag(f_1) dL/dc_1
     if keep is not None:
         d_c0 *= keep[0]
@@ -508,13 +530,13 @@ _PASSES = _Passes(
         "sigma_a2_in": ("T+1", "B", "1"), "a2_in_hat": ("T+1", "B", "4*h"), "a": ("T+1", "B", "4*h"),
         "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
-        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_step_4h": ("B", "4*h"),
-        "_step_h": ("B", "h"),
+        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_all_4h": ("T", "B", "4*h"),
+        "_step_4h": ("B", "4*h"), "_step_h": ("B", "h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
         "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
         "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_ones": ("T*B",),
     },
-    ones=("_ones",), step_rows=("2*h", "6 + q + 27*h", "24*h", "27*h"),
+    ones=("_ones",), step_rows=("2*h", "6 + q + 31*h", "24*h", "27*h"),
 )
