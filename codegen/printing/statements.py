@@ -22,8 +22,8 @@ from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
 from bptt.codegen.printing.window import Statements
 from bptt.derive.blocks import Placed, split
 from bptt.derive.elementwise import Apply
-from bptt.derive.norm_adjoint import NormAdjoint
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
+from bptt.derive.norm_adjoint import NormAdjoint
 from bptt.derive.reductions import Reduce
 
 REDUCED = {"sum": False, "mean": True}  # the reductions printed in place: whether the row sums are scaled by 1/n
