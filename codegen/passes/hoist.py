@@ -12,6 +12,7 @@ import sympy as sp
 from bptt.codegen.ir import Array, Assign, Loop, members_of, rewrite, spliced, the_loop
 from bptt.codegen.passes.fuse import sum_terms
 from bptt.codegen.passes.loops import loop_names
+from bptt.derive.blocks import Placed
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, SeqAt, matrix_sum, t
 from bptt.derive.text import text
@@ -100,6 +101,8 @@ def _hoist_factors(statements, names):
 
 
 def _hoisted(term, factors, prefix):
+    if isinstance(term, Placed):  # a slice's adjoint in its rows of the vector's: its own factors hoisted
+        return Placed(_hoisted(term.value, factors, prefix), term.block)
     if not isinstance(term, sp.MatMul):
         return term
     coeff, items = term.as_coeff_matrices()

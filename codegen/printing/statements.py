@@ -232,6 +232,10 @@ class InPlacePrinter(Statements):
         starts, stops = ({p.block.rowslice[k] for p in placed} for k in (0, 1))
         tiles = len(starts) == len(placed) and starts - {0} == stops - {placed[0].block.parent.shape[0]}
         lines = [] if tiles else [self.calls.line("zero", out=out)]
+        if tiles and self.calls.rows_out:  # each block computed into its rows (a view), in place
+            for p in placed:
+                lines += self.emit(p.value, f"{out}[{self.spelling.rows_of(self, p.block)}]", p.value.shape[0])
+            return lines
         sign = "=" if tiles else "+="
         return lines + [f"{out}[{self.spelling.rows_of(self, p.block)}] {sign} {self(p.value)}" for p in placed]
 
