@@ -26,6 +26,7 @@ from bptt.codegen.ir import (
 from bptt.codegen.ir_checkpoints import Boundary
 from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
+from bptt.codegen.passes.loops import scheduled_backward
 from bptt.codegen.passes.scanned import scanned_values
 from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, SHARED_PASSES, TORCH_PASSES, build, shared
 from bptt.derive.elementwise import Apply
@@ -83,6 +84,27 @@ def test_halved_sigmoids_before_and_after():
     params = {p.name: p for p in before.model.params}
     assert stacks["_W_hr_W_hz_W_hn_halved"] == (params["W_hr"] / 2, params["W_hz"] / 2, params["W_hn"])
     assert changed_fields(before, after) == {"forward"}
+
+
+def adjoint_names(statements):
+    return [s.target.of.name for s in statements if isinstance(getattr(s, "target", None), Adj)]
+
+
+def test_scheduled_backward_before_and_after():
+    """The LayerNorm-LSTM's dL/d(W_x x_t) and its norm's dL/d(x̂), which only W_x's gradient reads, leave the
+    backward loop for after it (all steps at once), in their order; dL/d(W_h h_{t-1}), which the flow into dL/dh_t
+    reads, and the LSTM's gates (members of a group the flow reads) stay; nothing but the adjoints changes."""
+    before = shared(load("lstm-layernorm"))
+    after = scheduled_backward(before)
+    moved = ["a2_in_hat", "a2_in"]
+    assert set(moved) <= set(adjoint_names(loop_body(before.adjoints)))
+    assert not set(moved) & set(adjoint_names(loop_body(after.adjoints)))
+    (loop,) = [s for s in after.adjoints.statements if isinstance(s, Loop)]
+    tail = after.adjoints.statements[after.adjoints.statements.index(loop) + 1 :]
+    assert adjoint_names(tail) == moved and {"a1_in", "a"} <= set(adjoint_names(loop_body(after.adjoints)))
+    assert changed_fields(before, after) == {"adjoints"}
+    lstm = shared(load("lstm"))
+    assert scheduled_backward(lstm) == lstm
 
 
 def test_stacked_window_before_and_after():
