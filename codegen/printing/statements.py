@@ -240,16 +240,19 @@ class InPlacePrinter(Statements):
         return lines + [f"{out}[{self.spelling.rows_of(self, p.block)}] {sign} {self(p.value)}" for p in placed]
 
     def emit_reduce(self, expr, out):
-        """A reduction over the units into out (one row): its vector's row sums, times 1/n for a mean."""
-        rows = expr.arg.shape[0]
-        arg, lines = self.ref(expr.arg), []
+        """A reduction over the units into out (one row): its vector's row sums, times 1/n for a mean; a mean's
+        constant term c 1 (a norm's epsilon) added to the mean, mean(c 1 + v) = c + mean(v), not to every unit."""
+        rows, terms = expr.arg.shape[0], expr.arg.args if isinstance(expr.arg, sp.MatAdd) else (expr.arg,)
+        scalars = [term for term in terms if constant(term) is not None] if REDUCED[expr.name] else []
+        vector = sp.MatAdd(*[term for term in terms if term not in scalars]) if scalars else expr.arg
+        arg, lines = self.ref(vector), []
         if arg is None:
             arg = self.scratch.take(rows, self.stacked)
-            lines = self.emit(expr.arg, arg, rows)
+            lines = self.emit(vector, arg, rows)
         lines.append(self.calls.line("sum_units", x=arg, out=out))
         if REDUCED[expr.name]:
             lines.append(self.calls.line("multiply", a=out, b=self.number(1 / rows), out=out))
-        return lines
+        return lines + [self.calls.line("add", a=out, b=self.number(constant(c)), out=out) for c in scalars]
 
     def emit_norm_adjoint(self, expr, out, rows):
         """A norm's adjoint by the runtime's _norm_adjoint into out; its vector g stored, or computed into a scratch
