@@ -213,16 +213,17 @@ def _forward(params, sizes, x, c0, h0, work):
     sigma_a2_in = work["sigma_a2_in"]
     a2_in_hat = work["a2_in_hat"]
     a = work["a"]
-    f = work["f"]
-    i = work["i"]
-    o = work["o"]
-    g = work["g"]
     c = work["c"]
     mu_c = work["mu_c"]
     sigma_c = work["sigma_c"]
     c_hat = work["c_hat"]
     h = work["h"]
     s = work["s"]
+    f = work["f"]  # a view of _f_i_o_g[..., :n_h]
+    i = work["i"]  # a view of _f_i_o_g[..., n_h:2 * n_h]
+    o = work["o"]  # a view of _f_i_o_g[..., 2 * n_h:3 * n_h]
+    g = work["g"]  # a view of _f_i_o_g[..., 3 * n_h:4 * n_h]
+    _f_i_o = work["_f_i_o"]  # a view of _f_i_o_g[..., :3 * n_h]
     _W_h_T = work["_W_h_T"]
     _all_4h = work["_all_4h"]
     _step_4h = work["_step_4h"]
@@ -257,9 +258,9 @@ def _forward(params, sizes, x, c0, h0, work):
         a1_in_t, h_prev, mu_a1_in_t, sigma_a1_in_t, a1_in_hat_t = (
             a1_in[t], h[t - 1], mu_a1_in[t], sigma_a1_in[t], a1_in_hat[t]
         )
-        a_t, f_t, i_t, o_t, g_t = a[t], f[t], i[t], o[t], g[t]
-        c_t, c_prev, mu_c_t, sigma_c_t, c_hat_t = c[t], c[t - 1], mu_c[t], sigma_c[t], c_hat[t]
-        h_t = h[t]
+        a_t, _f_i_o_t, g_t, c_t, c_prev = a[t], _f_i_o[t], g[t], c[t], c[t - 1]
+        f_t, i_t, mu_c_t, sigma_c_t, c_hat_t = f[t], i[t], mu_c[t], sigma_c[t], c_hat[t]
+        h_t, o_t = h[t], o[t]
         # a1_in_t = W_h h_{t-1}
         np.matmul(h_prev, _W_h_T, out=a1_in_t)
         # mu_a1_in_t = mean(a1_in_t)
@@ -279,12 +280,8 @@ def _forward(params, sizes, x, c0, h0, work):
         np.multiply(alpha_1, a1_in_hat_t, out=_step_4h)
         np.add(a_t, _step_4h, out=a_t)
         np.add(a_t, beta_1, out=a_t)
-        # f_t = sigmoid(a_t[:h, :])
-        _sigmoid(a_t[..., :n_h], out=f_t)
-        # i_t = sigmoid(a_t[h:2*h, :])
-        _sigmoid(a_t[..., n_h:2 * n_h], out=i_t)
-        # o_t = sigmoid(a_t[2*h:3*h, :])
-        _sigmoid(a_t[..., 2 * n_h:3 * n_h], out=o_t)
+        # f_t = sigmoid(a_t[:h, :]); i_t = sigmoid(a_t[h:2*h, :]); o_t = sigmoid(a_t[2*h:3*h, :])
+        _sigmoid(a_t[..., :3 * n_h], out=_f_i_o_t)
         # g_t = tanh(a_t[3*h:, :])
         np.tanh(a_t[..., 3 * n_h:], out=g_t)
         # c_t = c_{t-1} * f_t + g_t * i_t
@@ -545,10 +542,9 @@ _PASSES = _Passes(
         "a1_in": ("T+1", "B", "4*h"), "mu_a1_in": ("T+1", "B", "1"), "sigma_a1_in": ("T+1", "B", "1"),
         "a1_in_hat": ("T+1", "B", "4*h"), "a2_in": ("T+1", "B", "4*h"), "mu_a2_in": ("T+1", "B", "1"),
         "sigma_a2_in": ("T+1", "B", "1"), "a2_in_hat": ("T+1", "B", "4*h"), "a": ("T+1", "B", "4*h"),
-        "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
-        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_all_4h": ("T", "B", "4*h"),
-        "_step_4h": ("B", "4*h"), "_step_h": ("B", "h"),
+        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_f_i_o_g": ("T+1", "B", "4*h"), "_W_h_T": ("h", "4*h"),
+        "_all_4h": ("T", "B", "4*h"), "_step_4h": ("B", "4*h"), "_step_h": ("B", "h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
@@ -556,6 +552,10 @@ _PASSES = _Passes(
         "d_a1_in": ("T+1", "B", "4*h"), "_f1": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"),
         "_k3": ("T+1", "B", "h"), "_k4": ("T+1", "B", "h"), "_k5": ("T+1", "B", "h"), "_step_h": ("B", "h"),
         "_ones": ("T*B",),
+    },
+    views={
+        "f": ("_f_i_o_g", "0", "h"), "i": ("_f_i_o_g", "h", "2*h"), "o": ("_f_i_o_g", "2*h", "3*h"),
+        "g": ("_f_i_o_g", "3*h", "4*h"), "_f_i_o": ("_f_i_o_g", "0", "3*h"),
     },
     ones=("_ones",), step_rows=("2*h", "6 + q + 31*h", "29*h", "27*h"),
 )

@@ -28,6 +28,7 @@ from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
 from bptt.codegen.passes.loops import scheduled_backward
 from bptt.codegen.passes.scanned import scanned_values
+from bptt.codegen.passes.slices import activated_slices
 from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, SHARED_PASSES, TORCH_PASSES, build, shared
 from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
@@ -84,6 +85,26 @@ def test_halved_sigmoids_before_and_after():
     params = {p.name: p for p in before.model.params}
     assert stacks["_W_hr_W_hz_W_hn_halved"] == (params["W_hr"] / 2, params["W_hz"] / 2, params["W_hn"])
     assert changed_fields(before, after) == {"forward"}
+
+
+def test_activated_slices_before_and_after():
+    """The LayerNorm-LSTM's f, i, o = sigmoid(a_t[:h]), sigmoid(a_t[h:2h]), sigmoid(a_t[2h:3h]) become one sigmoid of
+    a_t[:3h] into the span _f_i_o of a group _f_i_o_g whose members are f, i, o, g (g's tanh stays its own
+    statement); the four arrays leave the forward Pass for the group; nothing but the forward pass changes. The
+    LSTM, whose gates are a group already, is left as it is."""
+    before = shared(load("lstm-layernorm"))
+    after = activated_slices(before)
+    h = next(seq for seq in before.model.states if seq.name == "h").rows
+    sigmoids = [s for s in loop_body(after.forward) if isinstance(s.value, Apply) and s.value.function == "sigmoid"]
+    assert len([s for s in loop_body(before.forward) if getattr(s.value, "function", "") == "sigmoid"]) == 3
+    (fio,) = sigmoids
+    assert fio.target.name == "_f_i_o" and fio.value.arg.rowslice == (0, 3 * h, 1)
+    (group,) = [a for a in after.forward.arrays if a.members]
+    assert group.name == "_f_i_o_g" and [m for m, _ in group.members] == ["f", "i", "o", "g"]
+    assert group.spans == (("_f_i_o", 0, 3),) and not {"f", "i", "o", "g"} & {a.name for a in after.forward.arrays}
+    assert changed_fields(before, after) == {"forward"}
+    lstm = shared(load("lstm"))
+    assert activated_slices(lstm) == lstm
 
 
 def adjoint_names(statements):
