@@ -322,45 +322,47 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     c, sigma_a1_in, a1_in_hat = cache["c"], cache["sigma_a1_in"], cache["a1_in_hat"]
     sigma_a2_in, a2_in_hat, f, i, o = cache["sigma_a2_in"], cache["a2_in_hat"], cache["f"], cache["i"], cache["o"]
     g, sigma_c, c_hat = cache["g"], cache["sigma_c"], cache["c_hat"]
-    _f1, _k1, _k2, _k3, _k4, _k5 = work["_f1"], work["_k1"], work["_k2"], work["_k3"], work["_k4"], work["_k5"]
-    _step_h, d_a1_in, d_a1_in_hat, d_a2_in = work["_step_h"], work["d_a1_in"], work["d_a1_in_hat"], work["d_a2_in"]
-    d_a2_in_hat, d_a, d_c, d_c_hat = work["d_a2_in_hat"], work["d_a"], work["d_c"], work["d_c_hat"]
-    d_h = work["d_h"]
+    _all_h, _b1, _b2, _b3, _b4 = work["_all_h"], work["_b1"], work["_b2"], work["_b3"], work["_b4"]
+    _k1, _step_h, d_a1_in, d_a1_in_hat = work["_k1"], work["_step_h"], work["d_a1_in"], work["d_a1_in_hat"]
+    d_a2_in, d_a2_in_hat, d_a, d_c = work["d_a2_in"], work["d_a2_in_hat"], work["d_a"], work["d_c"]
+    d_c_hat, d_h = work["d_c_hat"], work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     T = d_s.shape[0]
     # dL/dh_t = V^T dL/ds_t + ...
     np.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
-    # tanh(beta_3 + alpha_3 * c_hat_t), all steps at once
-    np.multiply(alpha_3, c_hat[1:], out=_f1[1:])
-    np.add(_f1[1:], beta_3, out=_f1[1:])
-    np.tanh(_f1[1:], out=_f1[1:])
     # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * alpha_3 * o_t, all steps at once
-    np.square(_f1[1:], out=_k1[1:])
+    np.multiply(alpha_3, c_hat[1:], out=_k1[1:])
+    np.add(_k1[1:], beta_3, out=_k1[1:])
+    np.tanh(_k1[1:], out=_k1[1:])
+    np.square(_k1[1:], out=_k1[1:])
     np.subtract(1, _k1[1:], out=_k1[1:])
     np.multiply(_k1[1:], alpha_3, out=_k1[1:])
     np.multiply(_k1[1:], o[1:], out=_k1[1:])
     # (1 - g_t^2) * i_t, all steps at once
-    np.square(g[1:], out=_k2[1:])
-    np.subtract(1, _k2[1:], out=_k2[1:])
-    np.multiply(_k2[1:], i[1:], out=_k2[1:])
+    np.square(g[1:], out=_b1[1:])
+    np.subtract(1, _b1[1:], out=_b1[1:])
+    np.multiply(_b1[1:], i[1:], out=_b1[1:])
     # (1 - f_t) * c_{t-1} * f_t, all steps at once
-    np.subtract(1, f[1:], out=_k3[1:])
-    np.multiply(_k3[1:], c[:-1], out=_k3[1:])
-    np.multiply(_k3[1:], f[1:], out=_k3[1:])
+    np.subtract(1, f[1:], out=_b2[1:])
+    np.multiply(_b2[1:], c[:-1], out=_b2[1:])
+    np.multiply(_b2[1:], f[1:], out=_b2[1:])
     # (1 - i_t) * g_t * i_t, all steps at once
-    np.subtract(1, i[1:], out=_k4[1:])
-    np.multiply(_k4[1:], g[1:], out=_k4[1:])
-    np.multiply(_k4[1:], i[1:], out=_k4[1:])
+    np.subtract(1, i[1:], out=_b3[1:])
+    np.multiply(_b3[1:], g[1:], out=_b3[1:])
+    np.multiply(_b3[1:], i[1:], out=_b3[1:])
     # (1 - o_t) * tanh(beta_3 + alpha_3 * c_hat_t) * o_t, all steps at once
-    np.subtract(1, o[1:], out=_k5[1:])
-    np.multiply(_k5[1:], _f1[1:], out=_k5[1:])
-    np.multiply(_k5[1:], o[1:], out=_k5[1:])
+    np.subtract(1, o[1:], out=_b4[1:])
+    np.multiply(_b4[1:], o[1:], out=_b4[1:])
+    np.multiply(alpha_3, c_hat[1:], out=_all_h)
+    np.add(_all_h, beta_3, out=_all_h)
+    np.tanh(_all_h, out=_all_h)
+    np.multiply(_b4[1:], _all_h, out=_b4[1:])
     for t in range(T, 0, -1):
         d_h_t, d_c_hat_t, _k1_t, d_c_t, c_hat_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], c_hat[t]
-        sigma_c_t, d_a_t, _k3_t, _k4_t, _k5_t = sigma_c[t], d_a[t], _k3[t], _k4[t], _k5[t]
-        _k2_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t, sigma_a1_in_t = (
-            _k2[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t], sigma_a1_in[t]
+        sigma_c_t, d_a_t, _b2_t, _b3_t, _b4_t = sigma_c[t], d_a[t], _b2[t], _b3[t], _b4[t]
+        _b1_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t, sigma_a1_in_t = (
+            _b1[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t], sigma_a1_in[t]
         )
         if t < T:
             # dL/dh_t += W_h^T dL/da1_in_{t+1}
@@ -395,10 +397,10 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         # dL/dh_t; dL/dg_t = diag(i_t) dL/dc_t; dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1
         # - f_t) * f_t) dL/df_t] + [a_t[h:2*h, :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) *
         # o_t) dL/do_t]
-        np.multiply(_k3_t, d_c_t, out=d_a_t[..., :n_h])
-        np.multiply(_k4_t, d_c_t, out=d_a_t[..., n_h:2 * n_h])
-        np.multiply(_k5_t, d_h_t, out=d_a_t[..., 2 * n_h:3 * n_h])
-        np.multiply(_k2_t, d_c_t, out=d_a_t[..., 3 * n_h:])
+        np.multiply(_b2_t, d_c_t, out=d_a_t[..., :n_h])
+        np.multiply(_b3_t, d_c_t, out=d_a_t[..., n_h:2 * n_h])
+        np.multiply(_b4_t, d_h_t, out=d_a_t[..., 2 * n_h:3 * n_h])
+        np.multiply(_b1_t, d_c_t, out=d_a_t[..., 3 * n_h:])
         # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
         np.multiply(alpha_1, d_a_t, out=d_a1_in_hat_t)
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
@@ -549,13 +551,13 @@ _PASSES = _Passes(
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
         "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_f1": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"),
-        "_k3": ("T+1", "B", "h"), "_k4": ("T+1", "B", "h"), "_k5": ("T+1", "B", "h"), "_step_h": ("B", "h"),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_b1": ("T+1", "B", "h"), "_b2": ("T+1", "B", "h"),
+        "_b3": ("T+1", "B", "h"), "_b4": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"), "_step_h": ("B", "h"),
         "_ones": ("T*B",),
     },
     views={
         "f": ("_f_i_o_g", "0", "h"), "i": ("_f_i_o_g", "h", "2*h"), "o": ("_f_i_o_g", "2*h", "3*h"),
         "g": ("_f_i_o_g", "3*h", "4*h"), "_f_i_o": ("_f_i_o_g", "0", "3*h"),
     },
-    ones=("_ones",), step_rows=("2*h", "6 + q + 31*h", "29*h", "27*h"),
+    ones=("_ones",), step_rows=("2*h", "6 + q + 31*h", "25*h", "27*h"),
 )

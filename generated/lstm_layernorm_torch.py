@@ -324,8 +324,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     c, sigma_a1_in, a1_in_hat = cache["c"], cache["sigma_a1_in"], cache["a1_in_hat"]
     sigma_a2_in, a2_in_hat, a, f, i = cache["sigma_a2_in"], cache["a2_in_hat"], cache["a"], cache["f"], cache["i"]
     o, g, sigma_c, c_hat = cache["o"], cache["g"], cache["sigma_c"], cache["c_hat"]
-    _f1, _k1, _k2, _k3, _k4, _k5 = work["_f1"], work["_k1"], work["_k2"], work["_k3"], work["_k4"], work["_k5"]
-    d_a1_in, d_a1_in_hat, d_a2_in = work["d_a1_in"], work["d_a1_in_hat"], work["d_a2_in"]
+    _k1, d_a1_in, d_a1_in_hat, d_a2_in = work["_k1"], work["d_a1_in"], work["d_a1_in_hat"], work["d_a2_in"]
     d_a2_in_hat, d_a, d_c, d_c_hat = work["d_a2_in_hat"], work["d_a"], work["d_c"], work["d_c_hat"]
     d_h = work["d_h"]
     n_h = sizes["h"]
@@ -333,51 +332,30 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     _weights = _flow_weights(keep, T)
     # dL/dh_t = V^T dL/ds_t + ...
     torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
-    # tanh(beta_3 + alpha_3 * c_hat_t), all steps at once
-    torch.mul(alpha_3, c_hat[1:], out=_f1[1:])
-    torch.add(_f1[1:], beta_3, out=_f1[1:])
-    torch.tanh(_f1[1:], out=_f1[1:])
     # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * alpha_3 * o_t, all steps at once
-    torch.square(_f1[1:], out=_k1[1:])
+    torch.mul(alpha_3, c_hat[1:], out=_k1[1:])
+    torch.add(_k1[1:], beta_3, out=_k1[1:])
+    torch.tanh(_k1[1:], out=_k1[1:])
+    torch.square(_k1[1:], out=_k1[1:])
     torch.neg(_k1[1:], out=_k1[1:])
     _k1[1:].add_(1)
     torch.mul(_k1[1:], alpha_3, out=_k1[1:])
     torch.mul(_k1[1:], o[1:], out=_k1[1:])
-    # (1 - g_t^2) * i_t, all steps at once
-    torch.square(g[1:], out=_k2[1:])
-    torch.neg(_k2[1:], out=_k2[1:])
-    _k2[1:].add_(1)
-    torch.mul(_k2[1:], i[1:], out=_k2[1:])
-    # (1 - f_t) * c_{t-1} * f_t, all steps at once
-    torch.neg(f[1:], out=_k3[1:])
-    _k3[1:].add_(1)
-    torch.mul(_k3[1:], c[:-1], out=_k3[1:])
-    torch.mul(_k3[1:], f[1:], out=_k3[1:])
-    # (1 - i_t) * g_t * i_t, all steps at once
-    torch.neg(i[1:], out=_k4[1:])
-    _k4[1:].add_(1)
-    torch.mul(_k4[1:], g[1:], out=_k4[1:])
-    torch.mul(_k4[1:], i[1:], out=_k4[1:])
-    # (1 - o_t) * tanh(beta_3 + alpha_3 * c_hat_t) * o_t, all steps at once
-    torch.neg(o[1:], out=_k5[1:])
-    _k5[1:].add_(1)
-    torch.mul(_k5[1:], _f1[1:], out=_k5[1:])
-    torch.mul(_k5[1:], o[1:], out=_k5[1:])
     _step = _compiled(_adjoints_step) if compile else None  # compile=True: through torch.compile
     for t in range(T, 0, -1):
         if _step is not None and t < T:  # step T as written
             _step(
-                d_h[t], d_a1_in[t : t + 2], d_c_hat[t], _k1[t], d_c[t : t + 2], c_hat[t], sigma_c[t], f[t + 1], d_a[t],
-                _k3[t], _k4[t], _k5[t], _k2[t], a[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t], sigma_a2_in[t],
-                d_a1_in_hat[t], a1_in_hat[t], sigma_a1_in[t], W_h, n_h, alpha_2, alpha_1, _weights[t]
+                d_h[t], d_a1_in[t : t + 2], d_c_hat[t], _k1[t], d_c[t : t + 2], c_hat[t], sigma_c[t], f[t : t + 2],
+                d_a[t], c[t - 1], g[t], i[t], o[t], a[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t], sigma_a2_in[t],
+                d_a1_in_hat[t], a1_in_hat[t], sigma_a1_in[t], W_h, n_h, beta_3, alpha_3, alpha_2, alpha_1, _weights[t]
             )
             continue
         d_h_t, d_c_hat_t, _k1_t, d_c_t, c_hat_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], c_hat[t]
-        sigma_c_t, d_a_t, _k3_t, _k4_t, _k5_t = sigma_c[t], d_a[t], _k3[t], _k4[t], _k5[t]
-        _k2_t, d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t, sigma_a2_in_t = (
-            _k2[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t], sigma_a2_in[t]
+        sigma_c_t, d_a_t, c_prev, f_t, g_t = sigma_c[t], d_a[t], c[t - 1], f[t], g[t]
+        i_t, o_t, d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t = i[t], o[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t]
+        sigma_a2_in_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t, sigma_a1_in_t = (
+            sigma_a2_in[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t], sigma_a1_in[t]
         )
-        d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t, sigma_a1_in_t = d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t], sigma_a1_in[t]
         if t < T:
             # dL/dh_t += W_h^T dL/da1_in_{t+1}
             d_h_t.addmm_(d_a1_in[t + 1], W_h, alpha=_weights[t])
@@ -399,10 +377,10 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         # dL/dh_t; dL/dg_t = diag(i_t) dL/dc_t; dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1
         # - f_t) * f_t) dL/df_t] + [a_t[h:2*h, :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) *
         # o_t) dL/do_t]
-        d_a_t[..., :n_h] = _k3_t * d_c_t
-        d_a_t[..., n_h:2 * n_h] = _k4_t * d_c_t
-        d_a_t[..., 2 * n_h:3 * n_h] = _k5_t * d_h_t
-        d_a_t[..., 3 * n_h:] = _k2_t * d_c_t
+        d_a_t[..., :n_h] = ((1 - f_t) * f_t) * (c_prev * d_c_t)
+        d_a_t[..., n_h:2 * n_h] = ((1 - i_t) * i_t) * (g_t * d_c_t)
+        d_a_t[..., 2 * n_h:3 * n_h] = ((1 - o_t) * o_t) * (torch.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t)
+        d_a_t[..., 3 * n_h:] = (1 - g_t ** 2) * (i_t * d_c_t)
         # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
         torch.mul(alpha_2, d_a_t, out=d_a2_in_hat_t)
         # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
@@ -537,10 +515,9 @@ _PASSES = _Passes(
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
         "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_f1": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_k2": ("T+1", "B", "h"),
-        "_k3": ("T+1", "B", "h"), "_k4": ("T+1", "B", "h"), "_k5": ("T+1", "B", "h"),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"),
     },
-    step_rows=("2*h", "6 + q + 27*h", "q + 29*h", "27*h"),
+    step_rows=("2*h", "6 + q + 27*h", "q + 24*h", "27*h"),
 )
 
 
@@ -571,12 +548,15 @@ def _forward_step(
 
 
 def _adjoints_step(
-    d_h_t, d_a1_in_steps, d_c_hat_t, _k1_t, d_c_steps, c_hat_t, sigma_c_t, f_next, d_a_t, _k3_t, _k4_t, _k5_t, _k2_t,
-    a_t, d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t, sigma_a2_in_t, d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t, W_h, n_h,
-    alpha_2, alpha_1, keep_t
+    d_h_t, d_a1_in_steps, d_c_hat_t, _k1_t, d_c_steps, c_hat_t, sigma_c_t, f_steps, d_a_t, c_prev, g_t, i_t, o_t, a_t,
+    d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t, sigma_a2_in_t, d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t, W_h, n_h, beta_3,
+    alpha_3, alpha_2, alpha_1, keep_t
 ):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
-    d_a1_in_next, d_a1_in_t, d_c_t, d_c_next = d_a1_in_steps[1], d_a1_in_steps[0], d_c_steps[0], d_c_steps[1]
+    d_a1_in_next, d_a1_in_t, d_c_t, d_c_next, f_next = (
+        d_a1_in_steps[1], d_a1_in_steps[0], d_c_steps[0], d_c_steps[1], f_steps[1]
+    )
+    f_t = f_steps[0]
     d_h_t.add_(keep_t * (d_a1_in_next @ W_h))  # dL/dh_t += W_h^T dL/da1_in_{t+1}
     # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
     d_c_hat_t.copy_(_k1_t * d_h_t)
@@ -589,8 +569,14 @@ def _adjoints_step(
     # dL/do_t]
     d_a_t.copy_(
         _placed(
-            a_t, ((Ellipsis, slice(None, n_h),), _k3_t * d_c_t), ((Ellipsis, slice(n_h, 2 * n_h),), _k4_t * d_c_t),
-            ((Ellipsis, slice(2 * n_h, 3 * n_h),), _k5_t * d_h_t), ((Ellipsis, slice(3 * n_h, None),), _k2_t * d_c_t)
+            a_t,
+            ((Ellipsis, slice(None, n_h),), ((1 - f_t) * f_t) * (c_prev * d_c_t)),
+            ((Ellipsis, slice(n_h, 2 * n_h),), ((1 - i_t) * i_t) * (g_t * d_c_t)),
+            (
+                (Ellipsis, slice(2 * n_h, 3 * n_h),),
+                ((1 - o_t) * o_t) * (torch.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t)
+            ),
+            ((Ellipsis, slice(3 * n_h, None),), (1 - g_t ** 2) * (i_t * d_c_t))
         )
     )
     d_a2_in_hat_t.copy_(alpha_2 * d_a_t)  # dL/da2_in_hat_t = diag(alpha_2) dL/da_t

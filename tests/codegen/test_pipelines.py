@@ -26,13 +26,15 @@ from bptt.codegen.ir import (
 from bptt.codegen.ir_checkpoints import Boundary
 from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
+from bptt.codegen.passes.hoist import hoisted_block_slopes
 from bptt.codegen.passes.loops import scheduled_backward
 from bptt.codegen.passes.scanned import scanned_values
 from bptt.codegen.passes.slices import activated_slices
 from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, SHARED_PASSES, TORCH_PASSES, build, shared
+from bptt.derive.blocks import Placed
 from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
-from bptt.derive.nodes import Adj, SeqAt, t
+from bptt.derive.nodes import Adj, Diag, SeqAt, t
 
 GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
 HERE = pathlib.Path(__file__).resolve().parent
@@ -105,6 +107,26 @@ def test_activated_slices_before_and_after():
     assert changed_fields(before, after) == {"forward"}
     lstm = shared(load("lstm"))
     assert activated_slices(lstm) == lstm
+
+
+def test_hoisted_block_slopes_before_and_after():
+    """The LayerNorm-LSTM's dL/da_t places each gate's adjoint in its rows of a_t (blocks.Placed): the gates'
+    slopes inside those blocks ((1 - f_t) * c_{t-1} * f_t, ...) become arrays _b1.._b4 before the loop, as other
+    gates' slopes do in the shared hoisted_factors, and each block reads one stored diag factor; nothing but the
+    adjoints changes. The LSTM, whose adjoints have no such blocks, is left as it is."""
+    before = shared(load("lstm-layernorm"))
+    after = hoisted_block_slopes(before)
+
+    def computed_slopes(program):
+        blocks = [p for s in loop_body(program.adjoints) if hasattr(s, "value") for p in s.value.atoms(Placed)]
+        return [d for p in blocks for d in p.value.atoms(Diag) if not isinstance(d.vector, SeqAt)], len(blocks)
+
+    slopes, blocks = computed_slopes(before)
+    assert blocks == 4 and slopes and computed_slopes(after) == ([], 4)
+    assert {"_b1", "_b2", "_b3", "_b4"} <= {a.name for a in after.adjoints.arrays}
+    assert changed_fields(before, after) == {"adjoints"}
+    lstm = shared(load("lstm"))
+    assert hoisted_block_slopes(lstm) == lstm
 
 
 def adjoint_names(statements):
