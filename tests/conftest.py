@@ -56,6 +56,14 @@ def pytest_addoption(parser):
         action="store_true",
         help="a skipped test fails (CI: every framework is installed, so nothing may be skipped)",
     )
+    parser.addoption(
+        "--cpu-durations",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the run, the N test files that took the most CPU seconds, and XLA's share (tests/support/"
+        "cpu_durations.py): what a file costs on a loaded machine, where --durations's wall times mislead",
+    )
 
 
 def _failed_if_skipped(report, config):
@@ -79,6 +87,10 @@ def pytest_make_collect_report(collector):
 
 
 def pytest_configure(config):
+    if config.getoption("cpu_durations"):
+        from bptt.tests.support.cpu_durations import Measure
+
+        config.pluginmanager.register(Measure(config.getoption("cpu_durations")), "cpu_durations")
     config.addinivalue_line(
         "markers",
         "slow(seconds=0): a long proof, scheduled first so that the workers finish together; those given about how "
