@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
+import contextlib
 import functools
 import importlib
 import pathlib
@@ -82,12 +83,32 @@ def case(name):
     xs, ys = numpy_module.random_inputs(rng, T, B, **sizes)
     initial = {key: 0.5 * rng.standard_normal((B, sizes[size])) for key, size in numpy_module.STATES.items()}
     key = jax.random.key(3)
-    uniforms = np.asarray(jax.random.uniform(key, (T,), dtype=jnp.float64))
     expected = {}
     for mode in MODES:
-        draws = Draws(uniforms) if mode and mode[0] == "random" else None
-        expected[mode] = numpy_module.loss_and_grads(params, xs, ys, **initial, truncate=mode, rng=draws)
+        with drawing_as_jax(numpy_module, key) as draws:
+            truncated = dict(truncate=mode, rng=draws if mode and mode[0] == "random" else None)
+            expected[mode] = numpy_module.loss_and_grads(params, xs, ys, **initial, **truncated)
     return numpy_module, jax_module, (params, xs, ys, initial), key, expected
+
+
+def uniforms(key):
+    return np.asarray(jax.random.uniform(key, (T,), dtype=jnp.float64))
+
+
+@contextlib.contextmanager
+def drawing_as_jax(numpy_module, key):
+    """A NumPy generator drawing the JAX module's uniforms from key; for a model with reverse-time states, each
+    group of steps given the uniforms of its own key, as runtime/jax_sweeps.py's group_rngs splits it."""
+    sweeps = getattr(numpy_module, "_SWEEPS", None)
+    if sweeps is None:
+        yield Draws(uniforms(key))
+        return
+    groups = [Draws(uniforms(part)) for part in jax.random.split(key, len(sweeps.sweeps))]
+    object.__setattr__(sweeps, "group_rngs", lambda rng, count: groups)  # over the class's method (a frozen class)
+    try:
+        yield Draws(uniforms(key))
+    finally:
+        object.__delattr__(sweeps, "group_rngs")
 
 
 def jax_loss_and_grads(name, mode, dtype=jnp.float64):
