@@ -87,7 +87,9 @@ def apply(params, xs, h_f0=None, h_b0=None, truncate=None, rng=None, checkpoints
     over the N sequences. The derived BPTT gives gradients for the parameters and initial states only, not for
     xs: their cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and
     for anything computed before them: put trainable layers only after it. lengths as for forward: the outputs
-    are zero at padded steps, which get zero gradient. Full BPTT only: truncate and checkpoints are refused."""
+    are zero at padded steps, which get zero gradient. truncate (static under jit) as for backward, rng a
+    jax.random key for ("random", pi): the same rng draws the same truncation for every sequence vmapped over;
+    checkpoints are refused."""
     return _SWEEPS.apply_call(params, xs, (h_f0, h_b0, ), truncate, rng, checkpoints, lengths)
 
 

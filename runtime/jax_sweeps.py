@@ -1,6 +1,7 @@
 """A JAX module of a model with reverse-time states (sweeps.py): its arrays stacked, reversed and made in JAX."""
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -73,8 +74,10 @@ class _Sweeps(_Composed):
     def apply_call(self, params, xs, states, truncate, rng, checkpoints, lengths=None):
         """The module's apply: the outputs through a jax.custom_vjp whose backward is the groups' derived BPTT, the
         arguments checked once (concrete ones scanned); lengths: a padded batch's (outputs zero at its padded steps,
-        which get zero gradient). truncate and checkpoints are refused."""
-        _refuse(truncate=truncate, checkpoints=checkpoints)
+        which get zero gradient). truncate and rng as for loss_and_grads: each group's backward truncates its own
+        steps (_truncated). checkpoints are refused."""
+        _refuse(checkpoints=checkpoints)
+        truncation = self.truncation(truncate, rng)  # a bad truncate or rng fails before the forward pass
         x, lengths = _checked_call(self, params, xs, None, states, lengths, None, True)
         sizes, dtype = _param_sizes(self.spec, params), params[self.spec.params[0]].dtype
         sized = zip(self.spec.states.values(), states, strict=True)
@@ -83,26 +86,27 @@ class _Sweeps(_Composed):
         if applied is None:
             applied = _sweeps_applied(self)
             object.__setattr__(self, "_applied", applied)
-        return applied(params, x, initial, lengths)
+        return applied(truncation.argument, params, x, initial, lengths, rng if truncation.randomized else None)
 
 
 def _sweeps_applied(sweeps):
-    """apply's jax.custom_vjp function: the outputs of the groups' forward passes (sweeps._forward); its backward
-    the groups' derived BPTT (backward_call), nothing for the data (xs' cotangent is zero) and the lengths."""
+    """apply's jax.custom_vjp function (truncate static): the outputs of the groups' forward passes
+    (sweeps._forward); its backward the groups' derived BPTT (backward_call, truncated as truncate says, random
+    truncation's weights drawn from rng), nothing for the data (xs' cotangent is zero), the lengths and rng."""
 
-    @jax.custom_vjp
-    def apply(params, x, initial, lengths):
-        return forward(params, x, initial, lengths)[0]
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def apply(truncate, params, x, initial, lengths, rng):
+        return forward(truncate, params, x, initial, lengths, rng)[0]
 
-    def forward(params, x, initial, lengths):
+    def forward(truncate, params, x, initial, lengths, rng):
         outputs, cache = sweeps._forward(params, x, initial, lengths, {})
-        return outputs, (params, cache)
+        return outputs, (params, cache, rng)
 
-    def backward(residuals, d_outputs):
-        params, cache = residuals
-        grads = sweeps.backward_call(params, cache, d_outputs, None, None, False, None)
+    def backward(truncate, residuals, d_outputs):
+        params, cache, rng = residuals
+        grads = sweeps.backward_call(params, cache, d_outputs, truncate, rng, False, None)
         initial = tuple(grads[name] for name in sweeps.spec.states)
-        return {name: grads[name] for name in sweeps.spec.params}, None, initial, None
+        return {name: grads[name] for name in sweeps.spec.params}, None, initial, None, None
 
     apply.defvjp(forward, backward)
     return apply

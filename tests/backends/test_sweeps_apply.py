@@ -105,3 +105,37 @@ def test_apply_gives_the_inputs_a_zero_gradient(name):
     through_apply = jax.grad(lambda x: module.apply(params, x).sum())(xs)
     through_forward = jax.grad(lambda x: module.forward(params, x)[0].sum())(xs)
     assert not jnp.any(through_apply) and jnp.any(through_forward)
+
+
+@pytest.mark.parametrize("truncate", [("window", 2), ("chunk", 2), ("random", 0.5)])
+@pytest.mark.parametrize("name", [name.replace("-", "_") for name in WITH_REVERSE_STATES])
+def test_apply_truncates_as_loss_and_grads(name, truncate):
+    """apply(truncate=...) jitted (truncate static) and vmapped over N sequences: jax.grad of the loss through it
+    is the sum of the JAX module's loss_and_grads with the same truncate (and, for random truncation, the same
+    key: every vmapped sequence draws the same weights) to 1e-12, and differs from full BPTT's."""
+    _, module, params, drawn, initial = _problem(name, seed=2)
+    params, drawn = jax.tree.map(jnp.asarray, (params, drawn))
+    initial = jax.tree.map(jnp.asarray, initial)
+    rng = jax.random.key(7) if truncate[0] == "random" else None
+    expected = [
+        module.loss_and_grads(params, x, y, **start, truncate=truncate, rng=rng)[1]
+        for (x, y), start in zip(drawn, initial, strict=True)
+    ]
+    full = [module.loss_and_grads(params, x, y, **start)[1] for (x, y), start in zip(drawn, initial, strict=True)]
+    xs, ys = (jnp.asarray(np.stack([pair[k] for pair in drawn])) for k in (0, 1))
+    starts = {key: jnp.asarray(np.stack([start[key] for start in initial])) for key in module.STATES}
+
+    @jax.jit
+    def gradients(p, xs, ys, starts, rng):
+        def loss(p, starts):
+            run = jax.vmap(lambda x, start: module.apply(p, x, **start, truncate=truncate, rng=rng))
+            return jax.vmap(module.losses)(run(xs, starts), ys).sum() / B
+
+        return jax.grad(loss, argnums=(0, 1))(p, starts)
+
+    by_param, by_state = gradients(params, xs, ys, starts, rng)
+    for key, value in {**by_param, **by_state}.items():
+        truncated = [g[key] for g in expected]
+        want = np.stack(truncated) if key in module.STATES else sum(truncated)
+        assert _relative(value, want) <= 1e-12, (key, _relative(value, want))
+    assert any(_relative(sum(g[key] for g in expected), sum(g[key] for g in full)) > 1e-6 for key in params)
