@@ -5,6 +5,8 @@ import argparse
 from bptt.app.analysis import analyze as analysis
 from bptt.app.bench import bench as benchmark
 from bptt.codegen.backends import BACKENDS, reference
+from bptt.derive.model import ModelError
+from bptt.derive.models import load
 from bptt.documents.document import NAMES as SECTIONS
 from bptt.runtime.options import Lengths, Truncation
 
@@ -20,6 +22,14 @@ EXIT_STATUS = """exit status:
 
 class UsageError(Exception):
     """Bad input from the user: reported in one line, exit status 2."""
+
+
+def load_model(spec):
+    """The model a command names (a zoo name or path/to/file.py:function); one that cannot be loaded a usage error."""
+    try:
+        return load(spec)
+    except ModelError as error:
+        raise UsageError(str(error)) from error
 
 
 class Parser(argparse.ArgumentParser):

@@ -1,41 +1,25 @@
 """The `bptt` command: LaTeX derivations, code generation and gradient checks."""
 
-import itertools
-import os
 import pathlib
-import shlex
 import sys
 
-import bptt.generated as generated
 from bptt.app.analysis import analyze as analysis
 from bptt.app.analysis import plots
-from bptt.app.arguments import UsageError, parser
+from bptt.app.arguments import UsageError, load_model, parser
 from bptt.app.bench import bench as benchmark
 from bptt.app.bench import checkpoints as bench_checkpoints
-from bptt.app.bench.process import Killed
 from bptt.app.exercises import cmd_exercises
-from bptt.app.files import OutputError, output_folder, output_target, writable_folder, write_atomic
+from bptt.app.files import output_target, writable_folder, write_atomic
+from bptt.app.generate import cmd_codegen
+from bptt.app.guard import guarded
 from bptt.app.verify import check as checking
 from bptt.app.verify import problem as instances
 from bptt.app.verify.check_backend import Options, report
-from bptt.codegen.backends import BACKENDS, MissingFramework, module_filename, reference, require
+from bptt.codegen.backends import BACKENDS, require
 from bptt.derive.direction import forward_only
-from bptt.derive.model import ModelError
-from bptt.derive.models import ZOO, load, names
-from bptt.derive.refusal import Refusal
+from bptt.derive.models import ZOO, names
 from bptt.documents.document import UnknownSection, sections
 from bptt.documents.render import figure_files, rendered
-
-GENERATED = pathlib.Path(generated.__file__).parent
-# A checkout holds pyproject.toml beside generated/; an installed bptt (site-packages) has none.
-CHECKOUT = GENERATED.parent if (GENERATED.parent / "pyproject.toml").is_file() else None
-
-
-def _model(spec):
-    try:
-        return load(spec)
-    except ModelError as error:
-        raise UsageError(str(error)) from error
 
 
 def cmd_models(args):
@@ -47,7 +31,7 @@ def cmd_models(args):
 
 
 def cmd_latex(args):
-    model = _model(args.model)
+    model = load_model(args.model)
     fmt = args.format or ("md" if args.output and args.output.endswith(".md") else "tex")
     if args.output is not None:
         output_target(args.output)  # an empty name, a device, FIFO or folder is refused before any work
@@ -83,80 +67,6 @@ def _section_names(text):
     return names
 
 
-def cmd_codegen(args):
-    sources = {}
-    backends = list(BACKENDS) if args.backend == "all" else [args.backend]
-    for spec, backend in itertools.product(dict.fromkeys(args.models or names()), backends):
-        model = _model(spec)
-        path = _folder(args, from_zoo=spec in ZOO) / module_filename(model, backend)
-        if path in sources:
-            raise UsageError(f"two models would write {path} (nothing was written)")
-        if model.spec and path.resolve() == pathlib.Path(model.spec.rpartition(":")[0]).resolve():
-            raise UsageError(
-                f"the module for {spec} would replace the model file itself, {path}: "
-                "rename the file or the model, or give --out (nothing was written)"
-            )
-        sources[path] = BACKENDS[backend].module_source(model, standalone=args.standalone)
-    for path in sources:
-        if path.parent.is_dir():  # a folder still to be made holds nothing to refuse
-            output_target(path)  # refuses folders, devices, FIFOs before anything is written
-    if args.check:
-        return _report(args, sources)
-    for path, text in sources.items():
-        path.parent.mkdir(exist_ok=True)  # --out DIR, made as mkdir makes it: its parent exists (_folder)
-        write_atomic(path, text)
-        print(f"wrote {path}")
-    return 0
-
-
-def _folder(args, from_zoo):
-    """Where a module goes: --out (a folder, or one to make in an existing folder); else the checkout's generated/
-    for a zoo model, the current folder for a user's.
-
-    Installed without a checkout, only --check may use the installed generated/ (reading it); writing needs --out."""
-    if args.out is not None:
-        return output_folder(args.out, "--out")  # made when written (not by --check), if only its parent exists
-    if from_zoo and args.standalone:
-        raise UsageError(
-            f"--standalone: {GENERATED} holds the zoo's modules, which import bptt.runtime; "
-            "give --out DIR for standalone ones (nothing was written)"
-        )
-    if not from_zoo:
-        folder = pathlib.Path()
-    elif CHECKOUT or args.check:
-        folder = GENERATED
-    else:
-        raise UsageError(
-            f"bptt is installed without its source checkout, and codegen never writes into {GENERATED}: "
-            "give --out DIR to regenerate the zoo there"
-        )
-    return folder
-
-
-def _report(args, sources):
-    """codegen --check: name every missing, stale and (for the whole zoo) unexpected module; 1 if any."""
-    outdated = [path for path, text in sources.items() if not path.exists() or path.read_bytes() != text.encode()]
-    for path in outdated:
-        print(f"{'stale' if path.exists() else 'missing'}: {path}")
-    if outdated:
-        backend = [] if args.backend == reference().name else ["--backend", args.backend]
-        command = ["bptt", "codegen", *args.models, *backend, *(["--out", args.out] if args.out else [])]
-        print(f"run `{shlex.join(command)}` to regenerate")
-    unexpected = [] if args.models else _unexpected(sources)
-    for path in unexpected:
-        print(f"unexpected: {path} (no zoo model writes it: delete it, or move it out of this folder)")
-    return 1 if outdated or unexpected else 0
-
-
-def _unexpected(sources):
-    """The *.py files (but __init__.py) in the output folders that no zoo model writes, in any backend."""
-    folders = {path.parent for path in sources}
-    written = {ZOO[name]().name for name in names()}
-    expected = {folder / b.filename(name) for folder in folders for name in written for b in BACKENDS.values()}
-    found = {path for folder in folders for path in folder.glob("*.py") if path.name != "__init__.py"}
-    return sorted(found - expected)
-
-
 def _sizes(text, module):
     if text is None:
         return instances.default_sizes(module)
@@ -179,7 +89,7 @@ def cmd_check(args):
         checking.require_enumerable(args.steps, args.truncate)
     except checking.TooManyPatterns as error:
         raise UsageError(f"--steps {args.steps} with --truncate {args.truncate.text()}: {error}") from error
-    model = _model(args.model)
+    model = load_model(args.model)
     if args.truncate is not None:  # reverse states: full BPTT only
         forward_only(model, f"bptt check --truncate {args.truncate.text()}")
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
@@ -209,7 +119,7 @@ def _padded_batch(args):
 
 
 def cmd_analyze(args):
-    model = _model(args.model)
+    model = load_model(args.model)
     if args.output is not None and writable_folder(args.output, "-o").is_dir():
         plots.targets(
             args.output, analysis.table_names(model, args.scale)
@@ -237,7 +147,7 @@ def cmd_analyze(args):
 
 
 def cmd_bench(args):
-    model = _model(args.model)
+    model = load_model(args.model)
     forward_only(model, "bptt bench")
     module = checking.load_module(model, from_zoo=args.model in ZOO)
     sizes = _sizes(args.sizes, module) if args.sizes else {name: 32 for name in module.SIZES}
@@ -293,50 +203,6 @@ def main(argv=None):
     except KeyboardInterrupt:
         return 130
     return guarded(args.command, lambda: args.run(args))
-
-
-def guarded(command, work):
-    """work()'s exit status, or an error's, reported on one line as `bptt COMMAND: error: ...` (bench's
-    measuring process reports its errors so too)."""
-    try:
-        return work()
-    except KeyboardInterrupt:  # Ctrl-C: stop quietly, with the shell's status for SIGINT
-        return 130
-    except BrokenPipeError:  # the reader stopped early (`bptt latex elman | head`): not an error
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except (
-        UsageError,
-        ModelError,
-        OutputError,
-        Refusal,
-        MissingFramework,
-    ) as error:  # bad input, or a model the tool cannot handle
-        return _failed(command, error, 2)
-    except instances.NonFiniteForward as error:  # check: the forward pass overflowed
-        return _failed(command, error, 4)
-    except Killed as error:  # bench: the measuring process was killed (out of memory, or by a user)
-        return _failed(command, error, 3)
-    except Exception as error:  # an OS error or a bug: one line, unless debugging
-        if os.environ.get("BPTT_DEBUG"):
-            raise
-        return _failed(command, _describe(error), 3)
-
-
-def _describe(error):
-    """An OS or internal error in words: `path: Permission denied`, `out of memory ...`, or `internal error: ...`."""
-    if isinstance(error, OSError) and error.strerror and error.filename:
-        return f"{error.filename}: {error.strerror}"
-    if isinstance(error, MemoryError):
-        return "out of memory: the sizes, steps or batch asked for need more memory than this machine gives"
-    named = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return named if isinstance(error, OSError) else f"internal error: {named} (BPTT_DEBUG=1 shows the traceback)"
-
-
-def _failed(command, error, status):
-    """Report error on one line of stderr; the exit status."""
-    print(f"bptt {command}: error: {' '.join(str(error).split())}", file=sys.stderr)
-    return status
 
 
 def run():

@@ -2,10 +2,8 @@
 
 import sys
 
-from bptt.app.arguments import UsageError
+from bptt.app.arguments import UsageError, load_model
 from bptt.app.files import output_folder, output_target, write_atomic
-from bptt.derive.model import ModelError
-from bptt.derive.models import load
 from bptt.documents.exercises.instance import NotExact
 from bptt.documents.exercises.render import KINDS, sheets
 
@@ -20,10 +18,7 @@ def file_names(model, seed, fmt):
 def cmd_exercises(args):
     if args.count > MOST:
         raise UsageError(f"--count {args.count}: at most {MOST} instances at a time (run again with another --seed)")
-    try:
-        model = load(args.model)
-    except ModelError as error:
-        raise UsageError(str(error)) from error
+    model = load_model(args.model)
     seeds = range(args.seed, args.seed + args.count)
     folder = None if args.output is None else output_folder(args.output, "-o")
     targets = {}

@@ -21,8 +21,7 @@ import sympy as sp
 from bptt.derive.adjoint import backprop, check_products
 from bptt.derive.blocks import Placed, sum_over_time
 from bptt.derive.direction import initial_time, is_reverse
-from bptt.derive.model import references
-from bptt.derive.nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, t
+from bptt.derive.nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, references, t
 from bptt.derive.refusal import refusing
 
 NEXT, SAME, PREVIOUS = "next", "same", "previous"

@@ -86,6 +86,11 @@ class Adj(MatrixExpr):
     shape = property(lambda self: self.args[0].shape)
 
 
+def references(expr):
+    """The sequence values an expression reads, sorted for determinism."""
+    return sorted(expr.atoms(SeqAt), key=sp.default_sort_key)
+
+
 def values(expr):
     """The sequence values expr reads: its SeqAt nodes, but not those it reads only as what an adjoint is of."""
     if isinstance(expr, SeqAt):

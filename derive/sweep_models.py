@@ -20,8 +20,8 @@ import sympy as sp
 from bptt.derive.blocks import split
 from bptt.derive.bptt import _Builder
 from bptt.derive.direction import REVERSE, sweeps
-from bptt.derive.model import Model, Seq, matrix, references, sizes
-from bptt.derive.nodes import SeqAt, SquaredError, matrix_sum, t
+from bptt.derive.model import Model, Seq, matrix, sizes
+from bptt.derive.nodes import SeqAt, SquaredError, matrix_sum, references, t
 from bptt.derive.refusal import Refusal
 
 SIDE = "side"  # the prefix of the names a group adds: its stacked input and its size, its output and target

@@ -9,7 +9,8 @@ from sympy.printing.latex import greek_letters_set
 
 from bptt.derive.nodes import SeqAt
 from bptt.documents.graph import LOSS, STEPS
-from bptt.documents.latex import accented, latex
+from bptt.documents.latex import latex
+from bptt.documents.latex_names import accented
 from bptt.documents.routing import Corners, controls, inside, point_at, routes
 from bptt.documents.shared import PICTURE_STYLES, placed, svg_lines, tikz_lines
 

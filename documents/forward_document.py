@@ -6,8 +6,9 @@ other parameter's direction adds is a table, since the rest of each step's tange
 import sympy as sp
 
 from bptt.derive.closed_form import NoClosedForm
+from bptt.derive.lemma import lemma, lemma_induction
 from bptt.derive.nodes import Adj, Diag, T, TimeSum, t
-from bptt.derive.rtrl import direction_terms, factored, forward_mode, gate_names, lemma, lemma_induction, live_states
+from bptt.derive.rtrl import direction_terms, factored, forward_mode, gate_names, live_states
 from bptt.derive.tangent import Tangent
 from bptt.documents.equation import Equation, Section, Table, displays, equation
 from bptt.documents.flow_document import SHORT

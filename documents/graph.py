@@ -6,8 +6,7 @@ from). Laid out with time left to right and each step's values bottom to top in 
 from dataclasses import dataclass, replace
 
 from bptt.derive.bptt import NEXT, PREVIOUS
-from bptt.derive.model import references
-from bptt.derive.nodes import Adj, t
+from bptt.derive.nodes import Adj, references, t
 from bptt.documents.layout import laid_out
 
 STEPS = 3  # the steps drawn

@@ -11,135 +11,23 @@ from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, SeqAt, equal
 from bptt.derive.order import printed_terms
-from bptt.documents.text import code_point, greek
-
-# Order of symbols inside a time index: T + t - i, not -i + t + T.
-_TIME_ORDER = {"T": 0, "t": 1, "j": 2, "k": 3, "i": 4, "tau": 5}
-_GREEK = {"tau": r"\tau"}
-
-
-def time_index(expr):
-    """`t+1`, `t-1`, `T+t-i`: a time index as textbooks write it."""
-    expr = sp.sympify(expr)
-    terms = sorted(sp.Add.make_args(expr), key=_time_term_key)
-    out = ""
-    for n, term in enumerate(terms):
-        coeff, rest = term.as_coeff_Mul()
-        sign = "-" if coeff < 0 else ("+" if n else "")
-        magnitude = abs(coeff)
-        if rest == 1:
-            body = str(magnitude)
-        else:
-            body = ("" if magnitude == 1 else str(magnitude)) + _GREEK.get(str(rest), str(rest))
-        out += sign + body
-    return out
+from bptt.documents.latex_names import (
+    bold,
+    dotted,
+    layer,
+    mathbf,
+    name_parts,
+    name_text,
+    sequence,
+    subscript,
+    time_index,
+)
 
 
 def _span(bounds, size):
     """`:` for a whole dimension, else `first:last` counted from 1."""
     start, stop = bounds[0], bounds[1]
     return ":" if start == 0 and equal(stop, size) else f"{time_index(start + 1)}{{:}}{time_index(stop)}"
-
-
-def _time_term_key(term):
-    coeff, rest = term.as_coeff_Mul()
-    if rest == 1:
-        return (2, 0, "")
-    return (0 if coeff > 0 else 1, _TIME_ORDER.get(str(rest), 9), str(rest))
-
-
-def _split(name):
-    """A name's letters and its subscript, at its first underscore: W_hh -> (W, hh); a name without both
-    (h, _h, h_) -> (name, "")."""
-    letters, _, sub = name.partition("_")
-    return (letters, sub) if letters and sub else (name, "")
-
-
-def name_text(text, math=True):
-    """A name's characters as LaTeX in maths (math=False: in text, as in \\textrm{}): an underscore
-    escaped, a Greek letter as Greek, any other letter outside ASCII as its code point."""
-    out = []
-    for char in text:
-        letter = None if char.isascii() else greek(char)
-        if char == "_":
-            out.append(r"\_")
-        elif char.isascii():
-            out.append(char)
-        elif letter is None:
-            out.append(rf"\textrm{{{code_point(char)}}}" if math else code_point(char))
-        elif math:
-            out.append(letter + " " * letter.startswith("\\"))  # \beta x, not \betax
-        else:
-            out.append(f"${letter}$")
-    return "".join(out).rstrip(" ")
-
-
-# A name's suffix printed as an accent on its letters: (the LaTeX accent, the Unicode combining character)
-ACCENTS = {"_bar": ("bar", "\u0304"), "_tilde": ("tilde", "\u0303"), "_hat": ("hat", "\u0302")}
-
-
-def accented(name):
-    """(the name without an accent's suffix, the accent of ACCENTS), or (name, None)."""
-    for suffix, accent in ACCENTS.items():
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name.removesuffix(suffix), accent
-    return name, None
-
-
-def _mathbf(letters):
-    """Bold upright letters; a Greek letter, or its name (alpha, Gamma), bold Greek."""
-    if letters in greek_letters_set or letters.lower() in greek_letters_set:
-        return rf"\boldsymbol{{\{letters}}}"
-    letter = greek(letters) if len(letters) == 1 else None
-    if letter is not None:
-        return rf"\boldsymbol{{{letter}}}"
-    return rf"\mathbf{{{name_text(letters)}}}"
-
-
-def layer(name, style=_mathbf):
-    """A name in a style, its trailing digits a layer superscript: `h2` -> `{\\mathbf{h}^{(2)}}`;
-    an accent's suffix (ACCENTS) the accent, as for pre-activations: `i_bar` -> `\\bar{\\mathbf{i}}`."""
-    stem, accent = accented(name)
-    if accent:
-        return rf"\{accent[0]}{{{layer(stem, style)}}}"
-    digits = len(name) - len(name.rstrip("0123456789"))
-    if digits == 0 or digits == len(name):
-        return style(name)
-    # braced, so that a subscript, ^\top or a power can follow
-    return rf"{{{style(name[:-digits])}^{{({name[-digits:]})}}}}"
-
-
-def _dotted(letters):
-    return rf"\dot{{{_mathbf(letters)}}}"
-
-
-def bold(name, style=_mathbf):
-    """`W_hh` -> `\\mathbf{W}_\\textrm{hh}`, `h` -> `\\mathbf{h}`, `W1` -> `\\mathbf{W}^{(1)}`; a layer's
-    digits after the subscript's letters are its superscript, as a state's are:
-    `W_ih1` -> `\\mathbf{W}^{(1)}_\\textrm{ih}`."""
-    letters, sub = _split(name)
-    digits = len(sub) - len(sub.rstrip("0123456789"))
-    if 0 < digits < len(sub) and sub[:-digits].isalpha() and not letters[-1:].isdigit():
-        letters, sub = letters + sub[-digits:], sub[:-digits]
-    return layer(letters, style) + _subscript(sub)
-
-
-def sequence(name, time, style=_mathbf):
-    """A sequence at a time (LaTeX): `\\mathbf{h}_{t+1}`; a name's own subscript before the time's, so that
-    `a_mu` reads as one name, `\\mathbf{a}_{\\textrm{mu},t}`; an accent's suffix the accent (`\\bar{\\mathbf{i}}_{t}`,
-    Cho et al.'s candidate `h_tilde` as `\\tilde{\\mathbf{h}}_{t}`, a norm's `a_hat` as `\\hat{\\mathbf{a}}_{t}`)."""
-    stem, accent = accented(name)
-    letters, sub = _split(stem)
-    base = layer(letters, style)
-    if accent:
-        base = rf"\{accent[0]}{{{base}}}"
-    index = rf"\textrm{{{name_text(sub, math=False)}}},{time}" if sub else time
-    return f"{base}_{{{index}}}"
-
-
-def _subscript(sub):
-    """A name's subscript in upright letters, `_\\textrm{hh}`; an underscore in it (W_h1_h1) escaped."""
-    return rf"_\textrm{{{name_text(sub, math=False)}}}" if sub else ""
 
 
 class BPTTLatexPrinter(LatexPrinter):
@@ -161,11 +49,11 @@ class BPTTLatexPrinter(LatexPrinter):
         subscript prints (sympy would read n_mu as n sub Greek mu); sympy's own printing otherwise."""
         if type(expr) is not sp.Symbol or (expr.name.isascii() and "_" not in expr.name):
             return super()._print_Symbol(expr, style)
-        letters, sub = _split(expr.name)
-        return (rf"\{letters}" if letters in greek_letters_set else name_text(letters)) + _subscript(sub)
+        letters, sub = name_parts(expr.name)
+        return (rf"\{letters}" if letters in greek_letters_set else name_text(letters)) + subscript(sub)
 
     def _print_SeqAt(self, expr):
-        return sequence(expr.name, time_index(expr.time), name_text if expr.role == "label" else _mathbf)
+        return sequence(expr.name, time_index(expr.time), name_text if expr.role == "label" else mathbf)
 
     def _print_MatAt(self, expr):
         base, _, block = expr.name.partition("^")  # A^hc: block (h, c) of A
@@ -174,8 +62,8 @@ class BPTTLatexPrinter(LatexPrinter):
     def _print_Tangent(self, expr):
         of = expr.of
         if isinstance(of, SeqAt):
-            return sequence(of.name, time_index(of.time), _dotted)
-        return bold(of.name, _dotted)
+            return sequence(of.name, time_index(of.time), dotted)
+        return bold(of.name, dotted)
 
     def _print_Adj(self, expr):
         return rf"\frac{{\partial L}}{{\partial {self._print(expr.of)}}}"

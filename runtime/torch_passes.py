@@ -12,17 +12,15 @@ from bptt.runtime.checkpoints import _checkpointed, _segmented
 from bptt.runtime.checks import _check_targets, _checked, _checked_backward
 from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
 from bptt.runtime.options import _Checkpoints
-from bptt.runtime.torch import (
+from bptt.runtime.torch import _check_compile, _keep_weights, _truncation
+from bptt.runtime.torch_checks import (
     _blamed,
     _check_array,
-    _check_compile,
     _check_dtype,
     _check_labels,
     _check_params,
     _finite,
-    _keep_weights,
     _label_values,
-    _truncation,
 )
 from bptt.runtime.torch_padding import _UNPADDED, _cache_padding, _data_padding, _Padding, _read_padding
 

@@ -4,8 +4,9 @@ on the parameters' device; compile= passed on to every group."""
 import torch
 
 from bptt.runtime.sweeps import _Composed, _own, _refuse
-from bptt.runtime.torch import _blamed, _check_compile, _truncation
+from bptt.runtime.torch import _check_compile, _truncation
 from bptt.runtime.torch_autograd import _Model
+from bptt.runtime.torch_checks import _blamed
 from bptt.runtime.torch_padding import _data_padding, _read_padding
 
 

@@ -26,7 +26,7 @@ from bptt.app.analysis.runs import RADII, SIZE, deviation, jacobians_at, regime_
 from bptt.app.analysis.table import Table, symbol
 from bptt.derive.flow import gradient_flow
 from bptt.derive.nodes import T, t
-from bptt.documents.flow_document import direct_name, every_path_name
+from bptt.documents.carousel_document import direct_name, every_path_name
 
 __all__ = ["CAROUSEL", "RADII", "SATURATED", "SIZE", "STEPS", "TABLES", "Analysis", "NoFlow"]
 __all__ += ["analyze", "deviation", "setup", "table_names"]  # setup and deviation: the regime tests'

@@ -39,7 +39,7 @@ def serve(argv):
     try:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)  # blocked since the fork: one sent meanwhile comes now
         from bptt.app.bench import bench
-        from bptt.app.cli import guarded
+        from bptt.app.guard import guarded
 
         status = guarded("bench", measure)
         _stopped.append("finished")  # a signal now has nothing left to stop

@@ -9,17 +9,16 @@ group changes. The Loop is a `jax.lax.scan`: at step t each array it writes is a
 scanned steps of what was written before the loop, then rewritten), the carry holds those the next step
 reads at t-1 (`h_prev`), and the scan's outputs are the arrays' steps 1..T as they are. An array of steps
 0..T (a state) is held as its steps 1..T until a statement reads another step, or the pass ends: then its
-initial value is concatenated first, so no array of T+1 steps is built around the scan.
+initial value is concatenated first, so no array of T+1 steps is built around the scan (jax/held.py).
 """
-
-from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Array, Assign, Loop, Steps, walk
+from bptt.codegen.ir import Array, Assign, Steps
 from bptt.codegen.jax.arrays import places, value_arrays
+from bptt.codegen.jax.held import HeldSteps
 from bptt.codegen.jax.printer import JaxPrinter
-from bptt.codegen.jax.statements import Carried, Scan, scanned_input, tupled
+from bptt.codegen.jax.statements import Carried, Scan, scanned_input
 from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
 from bptt.codegen.printing.terms import ones
@@ -27,7 +26,7 @@ from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, t
 
 
-class PassPrinter(JaxPrinter):
+class PassPrinter(HeldSteps, JaxPrinter):
     """The statements of a Pass as JAX lines (`lines`); at one step (stacked=False) inside a scan's step.
 
     arrays: the pass's ir.Arrays; the printer records the views it binds and, at one step, what the step
@@ -172,49 +171,6 @@ class PassPrinter(JaxPrinter):
         if isinstance(statement.value, sp.ZeroMatrix):
             return self.zeros(array)
         return value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
-
-    # the arrays of steps 0..T: their steps 1..T (what a scan stacks) until a statement reads another step
-
-    def hold_steps(self, states):
-        """Hold each array of steps 0..T as its steps 1..T, its step 0 (the initial states, zeros for a group's
-        other members) kept aside until complete: no array of T+1 steps is built before the scan."""
-        for array in [a for a in self.homes.values() if a.steps is Steps.FROM_ZERO]:
-            names = {name: rows for name, rows in array.members} or {array.name: array.rows}
-            parts = [
-                f"{name}0" if name in states else self.zeros(Array(name, rows, Steps.ONE))
-                for name, rows in names.items()
-            ]
-            self.initial[array.name] = parts[0] if len(parts) == 1 else f"jnp.concatenate({tupled(parts)}, axis=-1)"
-            self.held(array, Steps.FROM_ONE)
-
-    def held(self, array, steps):
-        """Read and write array (and its members' and spans' views) as holding `steps`."""
-        self.homes[array.name] = replace(array, steps=steps)
-        self.arrays.update(value_arrays([self.homes[array.name]]))
-
-    def completed(self, statement):
-        """`h = jnp.concatenate((h0[None], h))` for each array held as steps 1..T that statement reads at
-        another step (a Loop: that it reads so and does not write), from then on holding steps 0..T."""
-        body = walk(statement.body) if isinstance(statement, Loop) else [statement]
-        writes = {self.places[s.target.name].home for s in walk(statement.body)} if isinstance(statement, Loop) else ()
-        reads = {
-            self.places[seq.name].home
-            for s in body
-            for seq in s.value.atoms(SeqAt)
-            if seq.name in self.places and seq.time != t
-        }
-        return [self.complete(home) for home in list(self.initial) if home in reads and home not in writes]
-
-    def complete(self, home):
-        """The line making an array held as steps 1..T whole: its step 0 first."""
-        first = self.initial.pop(home)
-        self.held(self.homes[home], Steps.FROM_ZERO)
-        self.bound -= {local for local, place in self.places.items() if place.home == home}
-        return f"{home} = jnp.concatenate(({first}[None], {home}))  # steps 0..T: the initial state first"
-
-    def first_row(self, home):
-        """The code of an array's step 0, the first carry of a scan."""
-        return self.initial.get(home, f"{home}[0]")
 
     def activations(self, statements, k):
         """At one step, the run from statements[k] of in-place activations (S = f(S)) of neighbouring parts of

@@ -4,7 +4,8 @@ the workspace, sizes from sizes, T and B from an array's shape."""
 from dataclasses import dataclass
 
 from bptt.codegen.names import shown
-from bptt.codegen.printing.columns import STEP, WIDTH
+from bptt.codegen.printing.breaking import STEP
+from bptt.codegen.printing.columns import WIDTH
 from bptt.codegen.printing.printer import size_name
 
 UNPACKED = WIDTH - 2 * len(STEP)  # the unpacked names stay on one line inside a `with` block

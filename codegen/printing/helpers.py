@@ -149,15 +149,16 @@ def namespace(names=None, backend="numpy", scope=None):
 @functools.cache
 def helpers(backend="numpy"):
     """The shared runtime (options.py: the option values; common.py; checks.py: a call's checks; schedule.py: the
-    checkpoint schedule; checkpoints.py: the passes that follow it), then the backend's own (its padded batches, its
-    passes and autograd glue, if apart), whose definitions win; then what runs a model with reverse-time states
-    (sweeps.py and its peers sweep*.py, the backend's <backend>_sweeps.py)."""
+    checkpoint schedule; checkpoints.py: the passes that follow it), then the backend's own (its checks, its padded
+    batches, its passes and autograd glue, if apart), whose definitions win; then what runs a model with reverse-time
+    states (sweeps.py and its peers sweep*.py, the backend's <backend>_sweeps.py)."""
     return Helpers(*runtime_files(backend))
 
 
 def runtime_files(backend, sweeps=True):
     """The runtime files helpers(backend) reads, in its order; sweeps: with those of reverse-time states."""
     names = ("options.py", "common.py", "checks.py", "schedule.py", "checkpoints.py", f"{backend}.py")
+    names += (f"{backend}_checks.py",)  # torch's
     names += (f"{backend}_padding.py", f"{backend}_passes.py")
     names += (f"{backend}_autograd.py",)  # torch's
     if sweeps:

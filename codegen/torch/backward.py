@@ -5,8 +5,9 @@ parameter gradients as derived, one product over all steps each."""
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.names import shown
 from bptt.codegen.printing.bindings import Printed, bound, output_adjoint, time_and_batch
+from bptt.codegen.printing.breaking import STEP
 from bptt.codegen.printing.checkpoints import hand_back
-from bptt.codegen.printing.columns import STEP, WIDTH
+from bptt.codegen.printing.columns import WIDTH
 from bptt.codegen.printing.helpers import helpers
 from bptt.codegen.printing.layout import every_array, model_names, views
 from bptt.codegen.printing.printer import PrintError

@@ -18,7 +18,7 @@ from bptt.app.analysis.analyze import analyze
 from bptt.app.analysis.table import symbol
 from bptt.derive.models import load
 from bptt.derive.nodes import T, t
-from bptt.documents.flow_document import direct_name, every_path_name
+from bptt.documents.carousel_document import direct_name, every_path_name
 from bptt.documents.render import document
 from bptt.runtime import jax as runtime_jax
 from bptt.runtime import numpy as runtime_numpy

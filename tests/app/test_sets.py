@@ -6,15 +6,14 @@ import types
 
 import numpy as np
 import pytest
-import sympy as sp
 
 from bptt.app.verify import check as checking
 from bptt.app.verify.check import MARGIN, differences, load_module
 from bptt.app.verify.problem import problem
 from bptt.app.verify.sets import Layout
 from bptt.derive.models import load, names
-from bptt.derive.reductions import Reduce
 from bptt.tests.support.modules import module_of
+from bptt.tests.support.zoo import reduces
 
 TRUNCATIONS = [None, ("window", 2), ("chunk", 3)]
 APART = [name for name in names() if not module_of(name).TEACHER_FORCED]
@@ -40,11 +39,6 @@ def random_changes(instance, count, rng):
         index = tuple(int(rng.integers(n)) for n in arrays[name].shape)
         changes.append((name, index, arrays[name][index] + rng.standard_normal()))
     return changes
-
-
-def reduces(model):
-    """Whether a model's cell reduces over the units of a vector (a norm's mean and deviation)."""
-    return any(isinstance(node, Reduce) for _, rhs in model.steps for node in sp.preorder_traversal(rhs))
 
 
 REDUCING = [name for name in APART if reduces(load(name))]

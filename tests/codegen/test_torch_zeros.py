@@ -1,7 +1,8 @@
 """torch's window pass makes its zero adjoints of one shape as one tensor, its rows unpacked: as many tensors
 as keep each unpacking within the module's columns, however many adjoints a cell has."""
 
-from bptt.codegen.printing.columns import STEP, WIDTH
+from bptt.codegen.printing.breaking import STEP
+from bptt.codegen.printing.columns import WIDTH
 from bptt.codegen.torch.backward import zeros_of
 
 

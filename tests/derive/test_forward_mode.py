@@ -5,9 +5,10 @@ import pytest
 import sympy as sp
 
 from bptt.derive.explicit import expand_over_time, explicit
+from bptt.derive.lemma import lemma, lemma_induction
 from bptt.derive.models import load
 from bptt.derive.nodes import DescendingTimeProduct, TimeProduct, t
-from bptt.derive.rtrl import forward_mode, lemma, lemma_induction, live_states
+from bptt.derive.rtrl import forward_mode, live_states
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.zoo import supporting
 

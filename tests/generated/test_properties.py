@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from bptt.app.verify.check import PatternRng, check, check_gradients, table
 from bptt.app.verify.problem import Problem, problem
 from bptt.tests.support.modules import module_of
-from bptt.tests.support.zoo import WITH_NORMS, supporting
+from bptt.tests.support.zoo import REDUCING, supporting
 
 pytestmark = pytest.mark.slow  # each runs in a worker process while the suite runs
 NAMES = supporting("truncate")
@@ -37,8 +37,8 @@ FINITE_DIFFERENCES = settings(max_examples=20, **DETERMINISTIC)  # each example 
 # array's largest) needs 1e-6, so these models' finite differences run in float64 only; their float32 accuracy is
 # test_float32_agrees_with_float64's, drawn at h >= 2: at h = 1 the norms ignore their inputs (but for eps), a
 # model no user trains, whose residues its bound does not count (1.02 of it in 3000 random draws).
-DTYPES = {name: ["float64"] if name in WITH_NORMS else ["float64", "float32"] for name in CHECKED}
-SMALLEST = {name: {"h": 2} for name in WITH_NORMS}  # test_float32_agrees_with_float64's smallest sizes
+DTYPES = {name: ["float64"] if name in REDUCING else ["float64", "float32"] for name in CHECKED}
+SMALLEST = {name: {"h": 2} for name in REDUCING}  # test_float32_agrees_with_float64's smallest sizes
 
 
 @st.composite

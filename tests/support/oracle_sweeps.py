@@ -16,8 +16,7 @@ steps, or reach each other through the step; intermediates joined to the states 
 """
 
 from bptt.derive.direction import FORWARD, directions, sweeps
-from bptt.derive.model import references
-from bptt.derive.nodes import SeqAt, t
+from bptt.derive.nodes import SeqAt, references, t
 from bptt.tests.support.oracle_eval import Scope, evaluate
 
 

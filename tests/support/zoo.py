@@ -4,11 +4,22 @@ state read at t+1), so they run the zoo's models without them. Test files iterat
 so that a model added to the zoo is tested by each feature it has; tests/app/test_zoo_refusals.py tests each
 refusal."""
 
+import sympy as sp
+
 from bptt.derive.direction import reverse_states
 from bptt.derive.models import load, names
+from bptt.derive.reductions import Reduce
 
 EVERY = tuple(names())
 WITH_REVERSE_STATES = tuple(name for name in EVERY if reverse_states(load(name)))
+
+
+def reduces(model):
+    """Whether a model's cell reduces over the units of a vector (a norm's mean and deviation)."""
+    return any(isinstance(node, Reduce) for _, rhs in model.steps for node in sp.preorder_traversal(rhs))
+
+
+REDUCING = tuple(name for name in EVERY if reduces(load(name)))  # lstm-layernorm: its norms' means
 
 REFUSED = {  # refused in one line (tests/app/test_zoo_refusals.py)
     "check_truncate": "bptt check --truncate (app/verify's truncated losses are a forward-only model's)",
