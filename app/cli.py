@@ -180,14 +180,16 @@ def cmd_check(args):
     except checking.TooManyPatterns as error:
         raise UsageError(f"--steps {args.steps} with --truncate {args.truncate.text()}: {error}") from error
     model = _model(args.model)
-    if args.truncate is not None:  # reverse states: full BPTT only
-        forward_only(model, f"bptt check --truncate {args.truncate.text()}")
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
     batch = _padded_batch(args)
     for backend in backends:
         require(backend)  # a missing framework: one line, before any work
     from_zoo = args.model in ZOO
     numpy_module = checking.load_module(model, from_zoo)
+    try:  # each group of steps of a model with reverse-time states draws its own weights
+        checking.require_enumerable(args.steps, args.truncate, checking.group_count(numpy_module))
+    except checking.TooManyPatterns as error:
+        raise UsageError(f"--steps {args.steps} with --truncate {args.truncate.text()}: {error}") from error
     sizes = _sizes(args.sizes, numpy_module)
     options = Options(args.steps, batch, args.seed, args.dtype, sizes, args.truncate, args.lengths)
     passed = True

@@ -222,17 +222,17 @@ class PatternRng(np.random.Generator):
         return np.where(self.kept, 0.0, 1.0)
 
 
-class GroupPatterns(np.random.Generator):
-    """The rng of a module of groups of steps for one keep pattern of each group: the runtime seeds each group's
-    generator with np.random.default_rng(seed) for each seed of rng.integers(...), and default_rng returns a
-    Generator given as its seed unaltered, so that group g draws the g-th PatternRng's pattern."""
+class GroupGenerators(np.random.Generator):
+    """The rng of a module of groups of steps that hands each group the given generator: the runtime seeds group g's
+    generator with np.random.default_rng(seed), for the g-th seed of rng.integers(...), and default_rng returns a
+    Generator given as its seed unaltered."""
 
-    def __init__(self, kept, groups):
+    def __init__(self, generators):
         super().__init__(np.random.PCG64(0))
-        self.patterns = [PatternRng(part) for part in np.split(np.asarray(kept, dtype=bool), groups)]
+        self.generators = list(generators)
 
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
-        return self.patterns
+        return self.generators
 
 
 def group_count(module):
@@ -250,7 +250,8 @@ def expected_gradient(instance, pi, dtype="float64"):
     for kept in itertools.product((True, False), repeat=steps):
         probability = pi ** sum(kept) * (1 - pi) ** (steps - sum(kept))
         if probability > 0:
-            rng = PatternRng(kept) if groups == 1 else GroupPatterns(kept, groups)
+            parts = [PatternRng(part) for part in np.split(np.asarray(kept), groups)]
+            rng = parts[0] if groups == 1 else GroupGenerators(parts)
             for name, grad in instance.grads(dtype, Truncation(RANDOM, pi), rng).items():
                 total[name] = total.get(name, 0.0) + probability * grad.astype(np.float64)
     return total

@@ -45,7 +45,7 @@ def _sequence_outputs(composed, instance, b, steps, truncation):
         data = np.concatenate(parts, axis=-1)
         data = data[::-1] if sweep.reverse else data
         outputs = _group_outputs(composed, instance, sweep, b, data, truncation)
-        outputs = outputs[::-1] if sweep.reverse else outputs
+        outputs = outputs[::-1].copy() if sweep.reverse else outputs  # a copy: a framework takes no negative strides
         for name, rows in composed._rows(sweep, instance.params).items():
             values[name] = outputs[..., rows]
     return outputs
