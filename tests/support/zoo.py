@@ -11,7 +11,6 @@ EVERY = tuple(names())
 WITH_REVERSE_STATES = tuple(name for name in EVERY if reverse_states(load(name)))
 
 REFUSED = {  # refused in one line (tests/app/test_zoo_refusals.py)
-    "check_truncate": "bptt check --truncate (app/verify's truncated losses are a forward-only model's)",
     "checkpoints": "checkpoints=",
     "forward_mode_grads": "forward_mode_grads",
     "bench": "bptt bench",
