@@ -89,7 +89,11 @@ def against_numpy(framework, instance, dtype, truncate, seed):
     rng, replayed = None, None
     if Truncation.of(truncate).randomized:
         rng, uniforms = framework.draws(seed, len(xs))
-        replayed = Replay(uniforms) if checking.group_count(framework.reference) == 1 else group_replay(framework, seed, len(xs))
+        replayed = (
+            Replay(uniforms)
+            if checking.group_count(framework.reference) == 1
+            else group_replay(framework, seed, len(xs))
+        )
     reference, padded = framework.reference, {} if instance.lengths is None else {"lengths": instance.lengths}
     loss, grads = framework.loss_and_grads(params, xs, ys, truncate=truncate, rng=rng, **initial, **padded)
     expected_loss, expected = reference.loss_and_grads(

@@ -40,7 +40,7 @@ def truncated_losses(instance, truncate):
 def _sequence_outputs(composed, instance, b, steps, truncation):
     """The last group's outputs of sequence b alone over its own steps (steps, 1, width), each group truncated."""
     values, outputs = {}, None
-    for g, sweep in enumerate(composed.sweeps):
+    for sweep in composed.sweeps:
         parts = ([instance.xs[:steps, b : b + 1]] if sweep.reads_input else []) + [values[n] for n in sweep.side]
         data = np.concatenate(parts, axis=-1)
         data = data[::-1] if sweep.reverse else data
