@@ -84,20 +84,24 @@ def _sizes(text, module):
     return sizes
 
 
-def cmd_check(args):
-    try:  # before any work: a long T is refused in a time independent of T
-        checking.require_enumerable(args.steps, args.truncate)
+def _enumerable(args, *groups):
+    """UsageError in one line if random truncation's keep patterns over --steps (and the groups) are too many."""
+    try:
+        checking.require_enumerable(args.steps, args.truncate, *groups)
     except checking.TooManyPatterns as error:
         raise UsageError(f"--steps {args.steps} with --truncate {args.truncate.text()}: {error}") from error
+
+
+def cmd_check(args):
+    _enumerable(args)  # before any work: a long T is refused in a time independent of T
     model = load_model(args.model)
-    if args.truncate is not None:  # reverse states: full BPTT only
-        forward_only(model, f"bptt check --truncate {args.truncate.text()}")
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
     batch = _padded_batch(args)
     for backend in backends:
         require(backend)  # a missing framework: one line, before any work
     from_zoo = args.model in ZOO
     numpy_module = checking.load_module(model, from_zoo)
+    _enumerable(args, checking.group_count(numpy_module))  # each group of a model with reverse-time states draws
     sizes = _sizes(args.sizes, numpy_module)
     options = Options(args.steps, batch, args.seed, args.dtype, sizes, args.truncate, args.lengths)
     passed = True

@@ -86,6 +86,10 @@ class Adapter:
 
         return np.random.default_rng(seed), np.random.default_rng(seed).random(steps)
 
+    def uniforms(self, generator, steps):
+        """The `steps` uniforms, as NumPy, that randomized truncation draws from a generator a module made."""
+        return generator.random(steps)
+
     def generator(self, seed):
         """The generator a module's init_params and random_inputs take, seeded."""
         import numpy as np

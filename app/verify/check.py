@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bptt.app.verify.problem import problem
+from bptt.app.verify.reverse_loss import groups_of
 from bptt.app.verify.ridders import ladder, points, ridders, start
 from bptt.app.verify.sets import Layout
 from bptt.codegen.backends import BACKENDS, module_filename, reference
@@ -44,15 +45,23 @@ class TooManyPatterns(ValueError):
     """Randomized truncation at a T whose 2**T keep patterns are too many to enumerate."""
 
 
-def require_enumerable(steps, truncate):
-    """Raise TooManyPatterns if truncate is random:PI and T = steps is over RANDOM_STEPS; compares
-    T itself, so that no T, however long, costs time or memory (2**T is never computed beyond)."""
-    if Truncation.of(truncate).randomized and steps > RANDOM_STEPS:
+def require_enumerable(steps, truncate, groups=1):
+    """Raise TooManyPatterns if truncate is random:PI and T = steps is over RANDOM_STEPS (over RANDOM_STEPS // groups
+    for a module of groups of steps, each drawing its own T weights); compares T itself, so that no T, however
+    long, costs time or memory (2**T is never computed beyond)."""
+    if not Truncation.of(truncate).randomized or steps * groups <= RANDOM_STEPS:
+        return
+    if groups > 1:
         raise TooManyPatterns(
-            f"randomized truncation is checked exactly, over all 2**T keep patterns, for T <= {RANDOM_STEPS} "
-            f"(at most {2**RANDOM_STEPS}): T={steps} is too long; a sampled mean has no honest bound "
-            "when a weight can reach 1/pi**T"
+            f"randomized truncation is checked exactly, over all 2**(G*T) keep patterns of the model's G={groups} "
+            f"groups of steps (each draws its own), for G*T <= {RANDOM_STEPS}: T={steps} is too long, "
+            f"T <= {RANDOM_STEPS // groups} is checked"
         )
+    raise TooManyPatterns(
+        f"randomized truncation is checked exactly, over all 2**T keep patterns, for T <= {RANDOM_STEPS} "
+        f"(at most {2**RANDOM_STEPS}): T={steps} is too long; a sampled mean has no honest bound "
+        "when a weight can reach 1/pi**T"
+    )
 
 
 @dataclass(frozen=True)
@@ -135,7 +144,7 @@ def check(
     lengths (a Lengths): a right-padded batch's, whose loss sums each sequence's own steps only.
     Raises NonFiniteForward if the forward pass overflows, TooManyPatterns if truncate is random:PI
     and steps is over RANDOM_STEPS."""
-    require_enumerable(steps, truncate)
+    require_enumerable(steps, truncate, group_count(module))
     truncation = Truncation.of(truncate)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # reported (require_finite), not warned
         instance = problem(module, steps, batch, seed, sizes, lengths)
@@ -213,14 +222,37 @@ class PatternRng(np.random.Generator):
         return np.where(self.kept, 0.0, 1.0)
 
 
+class GroupGenerators(np.random.Generator):
+    """The rng of a module of groups of steps that hands each group the given generator: the runtime seeds group g's
+    generator with np.random.default_rng(seed), for the g-th seed of rng.integers(...), and default_rng returns a
+    Generator given as its seed unaltered."""
+
+    def __init__(self, generators):
+        super().__init__(np.random.PCG64(0))
+        self.generators = list(generators)
+
+    def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
+        return self.generators
+
+
+def group_count(module):
+    """How many groups of steps draw random truncation's weights: those of a module with reverse-time states, or 1."""
+    composed = groups_of(module)
+    return 1 if composed is None else len(composed.sweeps)
+
+
 def expected_gradient(instance, pi, dtype="float64"):
     """The exact expectation of the randomized-truncation gradient: the sum over all 2**T keep
-    patterns (xi = 1/pi kept, with probability pi; 0 dropped) of its gradient times its probability."""
-    steps, total = len(instance.xs), {}
+    patterns (xi = 1/pi kept, with probability pi; 0 dropped) of its gradient times its probability; over all
+    2**(G*T) of a module's G groups of steps, each drawing its own."""
+    groups = group_count(instance.module)
+    steps, total = len(instance.xs) * groups, {}
     for kept in itertools.product((True, False), repeat=steps):
         probability = pi ** sum(kept) * (1 - pi) ** (steps - sum(kept))
         if probability > 0:
-            for name, grad in instance.grads(dtype, Truncation(RANDOM, pi), PatternRng(kept)).items():
+            parts = [PatternRng(part) for part in np.split(np.asarray(kept), groups)]
+            rng = parts[0] if groups == 1 else GroupGenerators(parts)
+            for name, grad in instance.grads(dtype, Truncation(RANDOM, pi), rng).items():
                 total[name] = total.get(name, 0.0) + probability * grad.astype(np.float64)
     return total
 

@@ -89,7 +89,11 @@ def against_numpy(framework, instance, dtype, truncate, seed):
     rng, replayed = None, None
     if Truncation.of(truncate).randomized:
         rng, uniforms = framework.draws(seed, len(xs))
-        replayed = Replay(uniforms)
+        replayed = (
+            Replay(uniforms)
+            if checking.group_count(framework.reference) == 1
+            else group_replay(framework, seed, len(xs))
+        )
     reference, padded = framework.reference, {} if instance.lengths is None else {"lengths": instance.lengths}
     loss, grads = framework.loss_and_grads(params, xs, ys, truncate=truncate, rng=rng, **initial, **padded)
     expected_loss, expected = reference.loss_and_grads(
@@ -110,6 +114,14 @@ def against_numpy(framework, instance, dtype, truncate, seed):
         error = float(np.abs(got - want).max() / scale) if got.shape == want.shape else float("inf")
         rows.append(checking.Row(name, error, 0.0, tolerance, error / tolerance))
     return rows
+
+
+def group_replay(framework, seed, steps):
+    """A NumPy rng that gives each group of steps of a module with reverse-time states the uniforms the framework's
+    module draws for it from its generator seeded with seed (the module's own group_rngs splits it)."""
+    composed = framework.module._SWEEPS
+    generators = composed.group_rngs(framework.draws(seed, steps)[0], len(composed.sweeps))
+    return checking.GroupGenerators(Replay(framework.adapter.uniforms(one, steps)) for one in generators)
 
 
 @dataclass(frozen=True)
@@ -139,7 +151,8 @@ def report(model, backend, module, reference, options):
     padded = "" if o.lengths is None else f" lengths={o.lengths.text()}"
     lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch}{padded} seed={o.seed} dtype={o.dtype} {shown}"]
     if randomized and framework is not None:
-        lines.append(f"the NumPy module's expectation over all {2**o.steps} keep patterns, against full BPTT:")
+        patterns = 2 ** (o.steps * checking.group_count(reference))
+        lines.append(f"the NumPy module's expectation over all {patterns} keep patterns, against full BPTT:")
     lines.append(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))
     if framework is not None:
         instance = problem(reference, o.steps, o.batch, o.seed, o.sizes, o.lengths)
@@ -152,11 +165,11 @@ def report(model, backend, module, reference, options):
     if failed:
         lines.append(f"FAILED: {', '.join(dict.fromkeys(failed))}")
     else:
-        lines.append(_verdict(backend, o.truncate, o.steps))
+        lines.append(_verdict(backend, o.truncate, o.steps * checking.group_count(reference)))
     return lines, not failed
 
 
-def _verdict(backend, truncate, steps):
+def _verdict(backend, truncate, steps):  # steps: each group's T steps (G*T)
     if Truncation.of(truncate).randomized:
         verdict = f"the expectation over all {2**steps} keep patterns equals full BPTT"
     else:

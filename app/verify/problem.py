@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bptt.app.verify.reverse_loss import groups_of, truncated_losses
 from bptt.runtime.options import Truncation
 
 
@@ -121,6 +122,8 @@ class Problem:
         if truncate is None:
             return self.segment(0, steps, False).sum(0)
         truncation = Truncation.of(truncate)
+        if groups_of(self.module) is not None:  # reverse-time states: each recursion truncated in its own time
+            return truncated_losses(self, truncate)
         k = truncation.value
         if truncation.chunked:  # the state entering each chunk is detached
             full = range(0, steps - k + 1, k)  # the chunks of k steps; a shorter one may end the sequence

@@ -32,5 +32,11 @@ class JaxAdapter(Adapter):
         key = jax.random.key(seed)
         return key, np.asarray(jax.random.uniform(key, (steps,), dtype=jax.numpy.float64))
 
+    def uniforms(self, generator, steps):
+        import numpy as np
+
+        jax = self.load()
+        return np.asarray(jax.random.uniform(generator, (steps,), dtype=jax.numpy.float64))
+
 
 ADAPTER = JaxAdapter()

@@ -27,6 +27,10 @@ class TorchAdapter(Adapter):
         uniforms = torch.rand(steps, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
         return torch.Generator().manual_seed(seed), uniforms.numpy()
 
+    def uniforms(self, generator, steps):
+        torch = self.load()
+        return torch.rand(steps, generator=generator, dtype=torch.float64, device=generator.device).cpu().numpy()
+
     def generator(self, seed):
         return self.load().Generator().manual_seed(seed)
 

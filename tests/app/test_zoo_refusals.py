@@ -12,7 +12,6 @@ from bptt.tests.support.modules import module_of
 from bptt.tests.support.zoo import REFUSED, WITH_REVERSE_STATES
 
 CLI = {
-    "check_truncate": ("check", "--truncate", "window:2"),
     "bench": ("bench",),
     "analyze": ("analyze",),
     "exercises": ("exercises",),

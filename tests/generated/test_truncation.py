@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 
 from bptt.app.verify.check import (
+    RANDOM_STEPS,
     TOLERANCE,
+    GroupGenerators,
     PatternRng,
     check_gradients,
     check_unbiased,
     compare,
+    group_count,
     numeric_gradient,
     table,
 )
@@ -23,9 +26,22 @@ from bptt.tests.support.zoo import supporting
 
 T, B = 5, 2
 RECURRENT = [name for name in supporting("truncate") if name not in ("jordan",)]  # jordan has no recurrence to truncate
-# app/verify's truncated losses and keep patterns are a forward-only model's (bptt check --truncate refuses reverse
-# states): reverse states' truncation is proven against the oracle and exactly unbiased in test_reverse_truncation.py
-CHECKED = [name for name in RECURRENT if name in supporting("check_truncate")]
+# a model with reverse-time states: its truncated loss truncates each group of steps in its own time
+# (app/verify/reverse_loss.py), and each group draws its own keep pattern (2**(G*T) patterns in all)
+CHECKED = RECURRENT
+
+
+def enumerable(steps):
+    """(name, steps) of each zoo model for each T whose keep patterns of every group are few enough to enumerate."""
+    return [
+        (name, t) for name in supporting("truncate") for t in steps if t * group_count(module_of(name)) <= RANDOM_STEPS
+    ]
+
+
+def all_kept(module, steps):
+    """The rng of a keep pattern that keeps every link of every group of steps."""
+    groups = group_count(module)
+    return PatternRng([True] * steps) if groups == 1 else GroupGenerators([PatternRng([True] * steps)] * groups)
 
 
 def setup(name, seed=0, steps=T):
@@ -72,17 +88,16 @@ def test_truncated_loss_reference_differs_from_full_loss_gradient():
 
 
 @pytest.mark.parametrize("pi", [0.1, 0.5])
-@pytest.mark.parametrize("steps", [1, 5, 8])
-@pytest.mark.parametrize("name", supporting("check_truncate"))
+@pytest.mark.parametrize("name, steps", enumerable([1, 5, 8]))
 def test_randomized_truncation_is_unbiased_exactly(name, steps, pi):
-    """The expectation over all 2**T keep patterns, each gradient weighted by its probability
-    pi**kept (1 - pi)**dropped, equals full BPTT to 1e-12 of each array's largest entry."""
+    """The expectation over all 2**T keep patterns (2**(G*T): G groups of steps, each drawing its own), each
+    gradient weighted by its probability pi**kept (1 - pi)**dropped, equals full BPTT to 1e-12 of each array's
+    largest entry."""
     instance = setup(name, seed=2, steps=steps)
     rows = check_unbiased(instance, pi)
     assert all(row.ok and row.error <= 1e-12 for row in rows), rows
     if name in RECURRENT and steps > 1:  # the patterns differ, so the proof is not an identity
-        kept = [True] * steps
-        one = instance.grads(truncate=("random", pi), rng=PatternRng(kept))
+        one = instance.grads(truncate=("random", pi), rng=all_kept(instance.module, steps))
         assert any(not np.allclose(one[key], value) for key, value in instance.grads().items())
 
 

@@ -22,7 +22,6 @@ def reduces(model):
 REDUCING = tuple(name for name in EVERY if reduces(load(name)))  # lstm-layernorm: its norms' means
 
 REFUSED = {  # refused in one line (tests/app/test_zoo_refusals.py)
-    "check_truncate": "bptt check --truncate (app/verify's truncated losses are a forward-only model's)",
     "checkpoints": "checkpoints=",
     "forward_mode_grads": "forward_mode_grads",
     "bench": "bptt bench",
