@@ -4,6 +4,7 @@ import dataclasses
 
 import jax.numpy as jnp
 
+from bptt.runtime.jax import _keep_weights
 from bptt.runtime.jax_padding import _data_padding, _read_padding
 from bptt.runtime.sweeps import _Composed, _own
 
@@ -31,6 +32,18 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return jnp.eye(rows, dtype=like.dtype)
+
+    def checked(self, passes, params, xs, ys, states):
+        return passes.checked(params, xs, ys, states, ys is not None)
+
+    def itemsize(self, dtype):
+        return jnp.dtype(dtype).itemsize
+
+    def keep_weights(self, truncation, T, rng, like):
+        return _keep_weights(truncation, T, rng, like.dtype)
+
+    def steps_joined(self, parts):
+        return jnp.concatenate(parts, axis=0)
 
     def ragged(self, lengths, T):
         return lengths is not None  # traced under jit: every padded batch's reverse groups gather

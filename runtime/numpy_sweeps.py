@@ -2,8 +2,9 @@
 
 import numpy as np
 
+from bptt.runtime.checks import _checked
 from bptt.runtime.common import _check_lengths, _check_sizes
-from bptt.runtime.numpy import _check_dtype
+from bptt.runtime.numpy import _check_dtype, _truncation_weights
 from bptt.runtime.numpy_padding import _data_padding, _read_padding
 from bptt.runtime.sweeps import _Composed
 
@@ -31,6 +32,18 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return np.eye(rows, dtype=like.dtype)
+
+    def checked(self, passes, params, xs, ys, states):
+        return _checked(passes, params, xs, ys, states, True, ys is not None)
+
+    def itemsize(self, dtype):
+        return np.dtype(dtype).itemsize
+
+    def keep_weights(self, truncation, T, rng, like):
+        return _truncation_weights(truncation, T, rng, like.dtype)
+
+    def steps_joined(self, parts):
+        return np.concatenate(parts, axis=0)
 
     def random_inputs(self, rng, T, B, dtype, sizes):
         """xs of the first group's kind, ys of the last's."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from bptt.runtime.checks import _check_param_keys
 from bptt.runtime.common import _extent, _param_sizes, _Spec
+from bptt.runtime.sweep_checkpoints import _checkpointed_loss_and_grads
 
 _REFUSED = "with reverse-time states, {} is not supported yet (full BPTT, without it, is)"
 
@@ -57,6 +58,20 @@ class _Composed:
     def identity(self, rows, like):
         raise NotImplementedError
 
+    # checkpoints= (sweep_checkpoints.py): a group's arguments checked, (sizes, dtype, x, y, initial states); the
+    # bytes of a dtype's item; keep's weights (None: every flow kept); arrays of consecutive steps joined
+    def checked(self, passes, params, xs, ys, states):
+        raise NotImplementedError
+
+    def itemsize(self, dtype):
+        raise NotImplementedError
+
+    def keep_weights(self, truncation, T, rng, like):
+        return None
+
+    def steps_joined(self, parts):
+        raise NotImplementedError
+
     padding = read_padding = None  # the backend's _data_padding and _read_padding (its *_padding.py)
 
     def lengths_of(self, lengths, xs):
@@ -76,7 +91,8 @@ class _Composed:
         return passes.forward_call(params, data, None, states, lengths)
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
-        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None)
+        checkpoints = options.get("checkpoints")  # each group's backward in turn: each may use the whole budget
+        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, checkpoints)
 
     # what every backend's module calls
     def losses(self, outputs, ys, lengths=None, at=None):
@@ -135,8 +151,11 @@ class _Composed:
         return outputs, {**given, **states, **parts, **({} if lengths is None else {"lengths": lengths})}
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, **options):
-        """The gradients: each group's backward, last group first, its side reads' gradients handed back."""
-        _refuse(truncate=truncate, checkpoints=checkpoints)
+        """The gradients: each group's backward, last group first, its side reads' gradients handed back; with
+        checkpoints, each group's backward arrays in segments of steps that fit in that memory (the groups' backward
+        passes run one after the other)."""
+        _refuse(truncate=truncate)
+        options = options if checkpoints is None else dict(options, checkpoints=checkpoints)
         parts = [{} for _ in self.sweeps]
         for key, value in cache.items() if isinstance(cache, dict) else ():
             if key.startswith("sweep"):
@@ -172,14 +191,20 @@ class _Composed:
 
     def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None, at=None, **options):
         """The loss of the last group's outputs (each sequence's own steps, or its last with at="last"), averaged
-        over the batch, and the gradients of backward_call."""
-        _refuse(truncate=truncate, checkpoints=checkpoints)
+        over the batch, and the gradients of backward_call; with checkpoints, in that memory, shared among the
+        groups (sweep_checkpoints.py)."""
+        if checkpoints is not None:
+            return self.checkpointed_loss(params, xs, ys, states, truncate, checkpoints, lengths, at, **options)
+        _refuse(truncate=truncate)
         outputs, cache = self.forward_call(params, xs, states, lengths, **options)
         last = self.sweeps[-1].passes
         s, y, _ = last.loss_inputs(outputs, ys, lengths, at)
         count = self.loss_count(lengths, at, xs, s)
         loss, d_outputs = last.segment_loss(s, y, count)
         return loss, self.backward_call(params, cache, d_outputs, None, None, True, None, **options)
+
+    def checkpointed_loss(self, params, xs, ys, states, truncate, checkpoints, lengths, at, **options):
+        return _checkpointed_loss_and_grads(self, params, xs, ys, states, truncate, checkpoints, lengths, at)
 
 
 def _own(passes, sizes):

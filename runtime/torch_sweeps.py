@@ -5,9 +5,13 @@ import dataclasses
 
 import torch
 
+from bptt.runtime.checks import _checked
+from bptt.runtime.sweep_checkpoints import _kept_backward, _kept_forward
 from bptt.runtime.sweeps import _Composed, _own, _refuse
+from bptt.runtime.torch import _check_compile
 from bptt.runtime.torch_autograd import _Model
 from bptt.runtime.torch_padding import _data_padding, _read_padding
+from bptt.runtime.torch_passes import _truncation_weights
 
 
 def _reversed_steps(tensor, lengths):
@@ -36,12 +40,29 @@ class _Sweeps(_Composed):
     def identity(self, rows, like):
         return torch.eye(rows, dtype=like.dtype, device=like.device)
 
+    def checked(self, passes, params, xs, ys, states):
+        return _checked(passes, params, xs, ys, states, True, ys is not None)
+
+    def itemsize(self, dtype):
+        return dtype.itemsize
+
+    def keep_weights(self, truncation, T, rng, like):
+        return _truncation_weights(truncation, T, rng, like)
+
+    def steps_joined(self, parts):
+        return torch.cat(parts, dim=0)
+
+    @torch.no_grad()
+    def checkpointed_loss(self, params, xs, ys, states, truncate, checkpoints, lengths, at, **options):
+        _check_compile(options.get("compile", False), checkpoints)
+        return super().checkpointed_loss(params, xs, ys, states, truncate, checkpoints, lengths, at)
+
     def run_forward(self, passes, params, data, states, lengths, options):
         return passes.forward_call(params, data, None, states, options.get("compile", False), lengths)
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
-        compile = options.get("compile", False)
-        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None, compile)
+        compile, checkpoints = options.get("compile", False), options.get("checkpoints")
+        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, checkpoints, compile)
 
     def model_passes(self):
         """The last group's passes with the model's spec: what draws the model's parameters, checks its arguments,
@@ -60,14 +81,18 @@ class _Sweeps(_Composed):
 
 class _SweepsBPTT(torch.autograd.Function):
     """The outputs of a model with reverse-time states, whose backward runs the groups' derived BPTT:
-    _SweepsBPTT.apply(sweeps, compile, lengths, xs, *initial states, *params)."""
+    _SweepsBPTT.apply(sweeps, compile, checkpoints, lengths, xs, *initial states, *params); with checkpoints, each
+    group's forward pass keeps its schedule's states only (sweep_checkpoints.py)."""
 
     @staticmethod
-    def forward(ctx, sweeps, compile, lengths, xs, *values):
+    def forward(ctx, sweeps, compile, checkpoints, lengths, xs, *values):
         states, params = values[: len(sweeps.spec.states)], values[len(sweeps.spec.states) :]
         named = dict(zip(sweeps.spec.params, params, strict=True))
-        outputs, cache = sweeps.forward_call(named, xs, states, lengths, compile=compile)
-        ctx.sweeps, ctx.compile, ctx.cache = sweeps, compile, cache
+        if checkpoints is None:
+            outputs, ctx.cache = sweeps.forward_call(named, xs, states, lengths, compile=compile)
+        else:
+            outputs, ctx.kept = _kept_forward(sweeps, named, xs, states, lengths, checkpoints)
+        ctx.sweeps, ctx.compile, ctx.checkpoints = sweeps, compile, checkpoints
         ctx.given = tuple(state is not None for state in states)
         ctx.save_for_backward(*params)
         return outputs
@@ -76,25 +101,30 @@ class _SweepsBPTT(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_outputs):
         sweeps = ctx.sweeps
-        params = dict(zip(sweeps.spec.params, ctx.saved_tensors, strict=True))
-        grads = sweeps.backward_call(
-            params, ctx.cache, d_outputs.contiguous(), None, None, True, None, compile=ctx.compile
-        )
+        if ctx.checkpoints is None:
+            params = dict(zip(sweeps.spec.params, ctx.saved_tensors, strict=True))
+            grads = sweeps.backward_call(
+                params, ctx.cache, d_outputs.contiguous(), None, None, True, None, compile=ctx.compile
+            )
+        else:
+            kept, ctx.kept = ctx.kept, None  # the kept states go as each group's schedule frees them
+            grads = _kept_backward(kept, d_outputs.contiguous())
         states = tuple(
             grads[name] if given else None for name, given in zip(sweeps.spec.states, ctx.given, strict=True)
         )
-        return (None, None, None, None, *states, *(grads[name] for name in sweeps.spec.params))
+        return (None, None, None, None, None, *states, *(grads[name] for name in sweeps.spec.params))
 
 
 class _SweepsModel(_Model):
     """Model of a module with reverse-time states: its forward runs _SweepsBPTT, with the batch's lengths (a reverse
-    state starts at each sequence's own last step); truncate and checkpoints are refused."""
+    state starts at each sequence's own last step), in the memory checkpoints allows; truncate is refused."""
 
     _sweeps = None
 
     def _outputs(self, data, initial, params, padding):
-        _refuse(truncate=self.truncate, checkpoints=self.checkpoints)
-        return _SweepsBPTT.apply(self._sweeps, self.compile_steps, padding.lengths, *data, *initial, *params.values())
+        _refuse(truncate=self.truncate)
+        sweeps, lengths = self._sweeps, padding.lengths
+        return _SweepsBPTT.apply(sweeps, self.compile_steps, self.checkpoints, lengths, *data, *initial, *params.values())
 
 
 def _sweeps_model(sweeps, module):
