@@ -103,17 +103,10 @@ class _Call:
 
     def stored_steps(self, first, itemsize):
         """Each group's bytes of a stored step (its forward and backward arrays), from the first group's sizes and
-        the parameters': a group's input rows are those of xs and of the values it reads."""
-        composed = self.composed
-        sizes = {**_param_sizes(composed.spec, self.params), **first}
-        rows = {name: _extent(dim, sizes) for sweep in composed.sweeps for name, dim in sweep.exposes}
-        steps = []
-        for sweep in composed.sweeps:
-            stacked = sum(rows[name] for name in sweep.side)
-            stacked += _extent(composed.spec.data["xs"], sizes) if sweep.reads_input else 0
-            own = {**sizes, sweep.passes.spec.data["xs"]: stacked}
-            steps.append(sum(sweep.passes.checkpoint_bytes(own, first["B"], itemsize, 1)[1:]))
-        return steps
+        the parameters'."""
+        sizes = {**_param_sizes(self.composed.spec, self.params), **first}
+        groups = zip(self.composed.sweeps, _group_sizes(self.composed, sizes), strict=True)
+        return [sum(sweep.passes.checkpoint_bytes(own, first["B"], itemsize, 1)[1:]) for sweep, own in groups]
 
     def kept(self, k):
         """(group k's _Run, its outputs): its forward pass keeping its schedule's states only; its outputs in the
@@ -170,6 +163,18 @@ class _Call:
             _added(flowing, side)
             _added(grads, found)
         return {key: grads[key] for key in (*composed.spec.params, *composed.spec.states)}
+
+
+def _group_sizes(composed, sizes):
+    """Each group's sizes: the model's, and its input's rows, those of xs (if it reads them) and of the values it
+    reads."""
+    rows = {name: _extent(dim, sizes) for sweep in composed.sweeps for name, dim in sweep.exposes}
+    out = []
+    for sweep in composed.sweeps:
+        stacked = sum(rows[name] for name in sweep.side)
+        stacked += _extent(composed.spec.data["xs"], sizes) if sweep.reads_input else 0
+        out.append({**sizes, sweep.passes.spec.data["xs"]: stacked})
+    return out
 
 
 def _added(totals, more):

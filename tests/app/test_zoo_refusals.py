@@ -21,10 +21,11 @@ CLI = {
 SIZES = {"d": 2, "h": 3, "q": 4}
 
 
-def _checkpoints(name):
+def _truncated_checkpoints(name):
     module = module_of(name)
     rng = np.random.default_rng(0)
-    module.loss_and_grads(module.init_params(rng, **SIZES), *module.random_inputs(rng, 4, 2, **SIZES), checkpoints=2)
+    params, (xs, ys) = module.init_params(rng, **SIZES), module.random_inputs(rng, 4, 2, **SIZES)
+    module.loss_and_grads(params, xs, ys, truncate=("window", 2), checkpoints=2)
 
 
 def _forward_mode_grads(name):
@@ -40,7 +41,7 @@ def _apply(name):
     module.apply(module.init_params(rng, **SIZES), module.random_inputs(rng, 4, 2, **SIZES)[0])
 
 
-CALLS = {"checkpoints": _checkpoints, "forward_mode_grads": _forward_mode_grads, "apply": _apply}
+CALLS = {"truncated_checkpoints": _truncated_checkpoints, "forward_mode_grads": _forward_mode_grads, "apply": _apply}
 
 
 def test_every_refusal_is_tested_here():

@@ -17,13 +17,12 @@ from bptt.tests.support.checkpoints import (
     numpy_run,
     optimum,
     problem,
+    zoo_cases,
 )
 from bptt.tests.support.modules import count_forward_steps, module_of, segments_of
-from bptt.tests.support.zoo import supporting
 
 
-@pytest.mark.parametrize("mode", TRUNCATIONS)
-@pytest.mark.parametrize("name", supporting("checkpoints"))
+@pytest.mark.parametrize(("name", "mode"), zoo_cases(TRUNCATIONS))
 def test_loss_and_grads_equal_full_bptt(name, mode):
     module, truncate = module_of(name), TRUNCATIONS[mode]
     values = problem(module)

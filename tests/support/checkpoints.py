@@ -9,7 +9,8 @@ largest entry in float64, a few ulps in float32)."""
 
 import numpy as np
 
-from bptt.tests.support.modules import segments_of
+from bptt.tests.support.modules import groups_of
+from bptt.tests.support.zoo import supporting
 
 SIZES = (2, 3, 4)  # distinct, in the order of a module's SIZES
 STEPS, BATCH = 9, 2
@@ -23,16 +24,31 @@ WEIGHTED = (("lstm", "chunk"), ("elman-jordan", "chunk"), ("gru", "random"), ("e
 
 def budgets(module, truncate):
     """One slot (every step recomputed from the start), three (a few levels), and a byte budget of three
-    stored steps and two kept states as the module sizes them for this problem."""
+    stored steps and two kept states as the module sizes them for this problem; of each group of steps a model
+    with reverse-time states runs (their budget is shared among them)."""
     ages = truncate[1] + 1 if truncate and truncate[0] == "window" else 1
-    sizes = dict(zip(module.SIZES, SIZES, strict=True))
-    state, forward_step, backward_step = segments_of(module).checkpoint_bytes(sizes, BATCH, 8, ages)
-    return (1, 3, f"{3 * (forward_step + backward_step) + 2 * state}B")
+    groups, total = groups_of(module, dict(zip(module.SIZES, SIZES, strict=True))), 0
+    for passes, sizes in groups:
+        state, forward_step, backward_step = passes.checkpoint_bytes(sizes, BATCH, 8, ages)
+        total += 3 * (forward_step + backward_step) + 2 * state
+    return (len(groups), 3 * len(groups), f"{total}B")
 
 
 def cases(names):
-    """(model, truncation name) pairs: every model in full BPTT and window truncation, WEIGHTED's besides."""
-    return [(name, mode) for name in names for mode in ("full", "window")] + list(WEIGHTED)
+    """(model, truncation name) pairs: every model in full BPTT and window truncation (those that truncate in
+    bounded memory), WEIGHTED's besides."""
+    return [(name, mode) for name in names for mode in ("full", "window") if truncated(name, mode)] + list(WEIGHTED)
+
+
+def zoo_cases(modes):
+    """(model, truncation name) pairs of the zoo in bounded memory: every model in full BPTT, those that truncate
+    in bounded memory in the other modes."""
+    return [(name, mode) for mode in modes for name in supporting("checkpoints") if truncated(name, mode)]
+
+
+def truncated(name, mode):
+    """Whether the zoo model runs the truncation mode in bounded memory (full BPTT: every model)."""
+    return mode == "full" or name in supporting("truncated_checkpoints")
 
 
 def problem(module, dtype=np.float64, steps=STEPS, batch=BATCH, seed=0):

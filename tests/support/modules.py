@@ -44,6 +44,17 @@ def segments_of(module):
     return module._PASSES
 
 
+def groups_of(module, sizes):
+    """(_Passes, their sizes) of each group of steps a module runs: its own for a forward-only model; a model with
+    reverse-time states' groups (runtime/sweeps.py), each sized as the runtime sizes it (its input's rows too)."""
+    if not hasattr(module, "_SWEEPS"):
+        return [(segments_of(module), sizes)]
+    from bptt.runtime.sweep_checkpoints import _group_sizes
+
+    sweeps = module._SWEEPS
+    return [(sweep.passes, own) for sweep, own in zip(sweeps.sweeps, _group_sizes(sweeps, sizes), strict=True)]
+
+
 def count_forward_steps(monkeypatch, module):
     """The steps each run of the module's forward pass takes, appended to the list returned as they run: its
     _forward counts, and so does the one its _PASSES hands the runtime."""

@@ -1,5 +1,5 @@
-"""The zoo models a feature supports. Every zoo model runs full BPTT (with lengths= too) in every backend; the
-features below refuse a model with reverse-time states (bptt.derive.direction.reverse_states: a state read at
+"""The zoo models a feature supports. Every zoo model runs full BPTT and BPTT in bounded memory (checkpoints=), with
+lengths= too, in every backend (EVERY_MODEL's features); the features below refuse a model with reverse-time states (bptt.derive.direction.reverse_states: a state read at
 t+1), so they run the zoo's models without them. Test files iterate over `supporting(feature, ...)`, so that a
 model added to the zoo is tested by each feature it has; tests/app/test_zoo_refusals.py tests each refusal."""
 
@@ -8,10 +8,11 @@ from bptt.derive.models import load, names
 
 EVERY = tuple(names())
 WITH_REVERSE_STATES = tuple(name for name in EVERY if reverse_states(load(name)))
+EVERY_MODEL = ("full_bptt", "checkpoints")  # features every zoo model has
 
 REFUSED = {  # refused in one line (tests/app/test_zoo_refusals.py)
     "truncate": "truncate=, and bptt check --truncate",
-    "checkpoints": "checkpoints=",
+    "truncated_checkpoints": "truncate= with checkpoints=",
     "forward_mode_grads": "forward_mode_grads",
     "apply": "JAX's apply",
     "standalone": "bptt codegen --standalone",
@@ -43,11 +44,11 @@ NORM_GAPS = {
 
 
 def supporting(*features):
-    """The zoo's names (sorted) of the models that run every one of `features`: all for full BPTT
-    ("full_bptt"), else those without reverse-time states."""
-    unknown = set(features) - set(FORWARD_ONLY_FEATURES) - {"full_bptt"}
+    """The zoo's names (sorted) of the models that run every one of `features`: all for EVERY_MODEL's, else those
+    without reverse-time states."""
+    unknown = set(features) - set(FORWARD_ONLY_FEATURES) - set(EVERY_MODEL)
     if unknown:
         raise KeyError(f"unknown features {sorted(unknown)}")
-    if set(features) <= {"full_bptt"}:
+    if set(features) <= set(EVERY_MODEL):
         return EVERY
     return tuple(name for name in EVERY if name not in WITH_REVERSE_STATES)
