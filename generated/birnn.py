@@ -412,7 +412,7 @@ _sweep2_PASSES = _Passes(
         "d_h_b": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
         "_ones": ("T*B",),
     },
-    ones=("_ones",), step_rows=("h", "h + 2*q", "2*h", "h"),
+    ones=("_ones",), step_rows=("h", "h + 2*q", "3*h", "h"),
 )
 
 

@@ -462,7 +462,7 @@ _sweep2_SPEC = _Spec(
 
 _sweep2_PASSES = _Passes(
     _sweep2_SPEC, _sweep2_forward, _sweep2_gradients_and_following, _softmax_cross_entropy,
-    step_rows=("h", "h + q + side_rows", "q + 2*h", "h"), step_factor=2,
+    step_rows=("h", "h + q + side_rows", "q + 3*h", "h"), step_factor=2,
 )  # step_factor: measured, codegen/jax/memory.py
 
 

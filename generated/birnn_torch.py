@@ -421,7 +421,7 @@ _sweep2_PASSES = _Passes(
     backward_work={
         "d_h_b": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"),
     },
-    step_rows=("h", "h + 2*q", "q + 2*h", "h"),
+    step_rows=("h", "h + 2*q", "q + 3*h", "h"),
 )
 
 
