@@ -79,18 +79,18 @@ class _Call:
 
     def __init__(self, composed, params, xs, states, lengths, checkpoints):
         _check_param_keys(composed.spec, params)
-        self.composed, self.params, self.xs, self.states = composed, params, xs, states
         self.padding = composed.padding(lengths, xs)
+        self.composed, self.params, self.xs, self.states = composed, params, self.padding.zeroed(xs), states
         lengths = self.padding.lengths
         self.steps = lengths if composed.ragged(lengths, xs.shape[0]) else None  # what a reverse group reverses by
         self.checkpoints, self.shares, self.values = _Checkpoints.of(checkpoints), None, {}
 
     def group(self, k, ys=None):
-        """Group k's _Run: its input stacked from xs and the values before it, its padded steps zero, checked with
-        the targets ys if given, reversed (ys too) if the group runs reversed."""
+        """Group k's _Run: its input stacked from xs and the values before it (their padded steps zero), checked
+        with the targets ys if given, reversed (ys too) if the group runs reversed."""
         composed, sweep = self.composed, self.composed.sweeps[k]
         parts = ([self.xs] if sweep.reads_input else []) + [self.values[name] for name in sweep.side]
-        data = self.padding.zeroed(parts[0] if len(parts) == 1 else composed.stacked(parts))
+        data = parts[0] if len(parts) == 1 else composed.stacked(parts)
         params, states = composed._params(sweep, self.params), composed._states(sweep.passes, self.states)
         sizes, dtype, x, y, initial = composed.checked(sweep.passes, params, data, ys, states)
         if sweep.reverse:
@@ -140,9 +140,8 @@ class _Call:
         grads.pop(sweep.placement, None)
         side = {}
         for name in sweep.side:
-            found = [part[name] for part in reversed(parts) if name in part]
-            if found:  # else nothing flows back into it
-                d_value = composed.steps_joined(found)
+            if any(name in part for part in parts):  # else nothing flows back into it
+                d_value = composed.steps_joined([part.pop(name) for part in reversed(parts)])
                 side[name] = composed.reversed_steps(d_value, self.steps) if sweep.reverse else d_value
         return loss, grads, side
 
@@ -191,11 +190,12 @@ def _checkpointed_loss_and_grads(composed, params, xs, ys, states, truncate, che
     call = _Call(composed, params, xs, states, lengths, checkpoints)
     runs = [call.kept(k)[0] for k in range(len(composed.sweeps) - 1)]
     read = composed.read_padding(call.padding, at, xs)
-    last = call.group(len(composed.sweeps) - 1, read.zeroed(ys))
-    counts = None if read.valid is None else read.counts(composed.spec.mean, last.dtype)
+    runs.append(call.group(len(composed.sweeps) - 1, read.zeroed(ys)))
+    call.values.clear()  # each group's input holds what it reads of them
+    counts = None if read.valid is None else read.counts(composed.spec.mean, runs[-1].dtype)
     if counts is not None and composed.sweeps[-1].reverse:
         counts = composed.reversed_steps(counts, call.steps)
-    loss, grads, flowing = call.backward(last, None, counts)
+    loss, grads, flowing = call.backward(runs.pop(), None, counts)
     return loss, call.groups_backward(runs, None, flowing, grads)
 
 
@@ -207,6 +207,7 @@ def _kept_forward(composed, params, xs, states, lengths, checkpoints):
     for k in range(len(composed.sweeps)):
         run, outputs = call.kept(k)
         runs.append(run)
+    call.values.clear()  # each group's input holds what it reads of them
     return outputs, (call, runs)
 
 
