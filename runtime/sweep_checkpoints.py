@@ -165,14 +165,17 @@ class _Call:
 
 
 def _group_sizes(composed, sizes):
-    """Each group's sizes: the model's, and its input's rows, those of xs (if it reads them) and of the values it
-    reads."""
+    """Each group's sizes: the model's; its input's rows, those of xs (if it reads them) and of the values it
+    reads; its output's rows, those of the values it hands on (the last group's: the model's)."""
     rows = {name: _extent(dim, sizes) for sweep in composed.sweeps for name, dim in sweep.exposes}
     out = []
     for sweep in composed.sweeps:
         stacked = sum(rows[name] for name in sweep.side)
         stacked += _extent(composed.spec.data["xs"], sizes) if sweep.reads_input else 0
-        out.append({**sizes, sweep.passes.spec.data["xs"]: stacked})
+        own = {**sizes, sweep.passes.spec.data["xs"]: stacked}
+        if sweep.exposes:
+            own[sweep.passes.spec.data["outputs"]] = sum(rows[name] for name, _ in sweep.exposes)
+        out.append(own)
     return out
 
 

@@ -121,3 +121,65 @@ def optimum(T, capacities):
                 row[n] = (y + row[1:n] + deeper[n - 1 : 0 : -1]).min()
         deeper = row
     return int(deeper[T])
+
+
+class KeptPeak:
+    """The most a checkpointed call of a model with reverse-time states keeps at once, in its budget's units (slots,
+    or bytes as each group's passes size a kept state and a stored step), from the schedules its groups run
+    (runtime/sweep_checkpoints.py's _forward_kept and _checkpointed, watched through monkeypatch): the states every
+    group's forward pass kept, held until its backward; and in a group's backward, the states it keeps and the steps
+    it stores (a segment run before its backward, or advanced through). The first forward pass's chunks are left
+    out, as for a forward-only module (runtime/checkpoints.py: the outputs of every step are kept anyway)."""
+
+    def __init__(self, monkeypatch):
+        from bptt.runtime import sweep_checkpoints
+        from bptt.runtime.checkpoints import _sweep
+
+        self.held, self.peak = {}, 0
+        forward, backward = sweep_checkpoints._forward_kept, sweep_checkpoints._checkpointed
+
+        def forward_kept(model, truncation, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
+            actions, (state, _) = self.schedule(model, truncation, sizes, x, checkpoints, itemsize)
+            self.held[id(model.spec)] = state * sum(action[0] == "keep" for action in _sweep(actions))
+            self.noted(0)
+            return forward(model, truncation, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts)
+
+        def checkpointed(model, truncation, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, **rest):
+            actions, units = self.schedule(model, truncation, sizes, x, checkpoints, itemsize)
+            start = len(_sweep(actions)) if rest.get("kept") is not None else 0
+            kept = {a for kind, a, *_ in actions[:start] if kind == "keep"}
+            self.held.pop(id(model.spec), None)
+            for action in actions[start:]:
+                self.act(action, kept, units)
+            return backward(model, truncation, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, **rest)
+
+        monkeypatch.setattr(sweep_checkpoints, "_forward_kept", forward_kept)
+        monkeypatch.setattr(sweep_checkpoints, "_checkpointed", checkpointed)
+
+    @staticmethod
+    def schedule(model, truncation, sizes, x, checkpoints, itemsize):
+        """(the group's actions, (a kept state, a stored step) in the budget's units)."""
+        from bptt.runtime.checkpoints import _checkpoint_actions
+
+        T, B = x.shape[0], x.shape[1]
+        actions = _checkpoint_actions(model, truncation, sizes, B, itemsize, checkpoints, T)
+        state, forward_step, backward_step = model.checkpoint_bytes(sizes, B, itemsize, truncation.ages)
+        return actions, ((1, 1) if checkpoints.bytes is None else (state, forward_step + backward_step))
+
+    def act(self, action, kept, units):
+        state, step = units
+        kind, a = action[0], action[1]
+        if kind == "keep":
+            kept.add(a)
+        elif kind == "free":
+            kept.discard(a)
+        stored = 0
+        if kind == "advance":  # ("advance", a, b, chunk): chunks of at most chunk steps, each dropped as it ends
+            stored = min(action[3], action[2] - a)
+        elif kind == "backward":  # ("backward", a, b): steps a+1..b stored, then backward through them
+            stored = action[2] - a
+        self.noted(len(kept) * state + stored * step)
+
+    def noted(self, own):
+        self.peak = max(self.peak, own + sum(self.held.values()))
+
