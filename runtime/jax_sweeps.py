@@ -5,7 +5,7 @@ import dataclasses
 import jax.numpy as jnp
 
 from bptt.runtime.jax import _keep_weights
-from bptt.runtime.jax_padding import _data_padding, _read_padding
+from bptt.runtime.jax_padding import _cache_padding, _data_padding, _read_padding
 from bptt.runtime.sweeps import _Composed, _own
 
 
@@ -19,7 +19,11 @@ def _reversed_steps(array, lengths):
 
 
 class _Sweeps(_Composed):
-    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+    padding, read_padding, cache_padding = (
+        staticmethod(_data_padding),
+        staticmethod(_read_padding),
+        staticmethod(_cache_padding),
+    )
 
     def stacked(self, parts):
         return jnp.concatenate(parts, axis=-1)

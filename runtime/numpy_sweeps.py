@@ -5,7 +5,7 @@ import numpy as np
 from bptt.runtime.checks import _checked
 from bptt.runtime.common import _check_lengths, _check_sizes
 from bptt.runtime.numpy import _check_dtype, _truncation_weights
-from bptt.runtime.numpy_padding import _data_padding, _read_padding
+from bptt.runtime.numpy_padding import _cache_padding, _data_padding, _read_padding
 from bptt.runtime.sweeps import _Composed
 
 
@@ -19,7 +19,11 @@ def _reversed_steps(array, lengths):
 
 
 class _Sweeps(_Composed):
-    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+    padding, read_padding, cache_padding = (
+        staticmethod(_data_padding),
+        staticmethod(_read_padding),
+        staticmethod(_cache_padding),
+    )
 
     def stacked(self, parts):
         return np.concatenate([np.asarray(part) for part in parts], axis=-1)

@@ -10,8 +10,8 @@ reads' gradients (one per step) becoming the d_outputs of the groups that comput
 
 from dataclasses import dataclass
 
-from bptt.runtime.checkpoints import _checkpointed, _forward_kept
-from bptt.runtime.checks import _check_param_keys
+from bptt.runtime.checkpoints import _checkpointed, _forward_kept, _segmented
+from bptt.runtime.checks import _check_param_keys, _checked_backward
 from bptt.runtime.common import _extent, _param_sizes
 from bptt.runtime.options import _NO_TRUNCATION, _Checkpoints
 
@@ -58,19 +58,26 @@ class _Run:
 
 
 class _SideSet:
-    """A group's passes for the checkpoint driver, whose segments' gradients of the side reads (one per step, not
-    summed over segments) are set aside in parts, the last segment's first."""
+    """A group's passes for the checkpoint driver, whose segments' gradients of its side reads (one per step, not
+    summed over segments: the keys neither a parameter nor an initial state) are set aside in parts, the last
+    segment's first; joined() joins them."""
 
-    def __init__(self, passes, side, parts):
-        self.passes, self.side, self.parts = passes, side, parts
+    def __init__(self, passes, composed):
+        self.passes, self.composed, self.parts = passes, composed, []
 
     def __getattr__(self, name):
         return getattr(self.passes, name)
 
     def segment_backward(self, *args):
-        grads = self.passes.segment_backward(*args)
-        self.parts.append({name: grads.pop(name) for name in self.side if name in grads})
+        grads, spec = self.passes.segment_backward(*args), self.passes.spec
+        self.parts.append({name: grads.pop(name) for name in list(grads) if name not in (*spec.params, *spec.states)})
         return grads
+
+    def joined(self):
+        """{side read: its gradients of every step}, the parts given up."""
+        parts, self.parts = self.parts[::-1], []
+        names = dict.fromkeys(name for part in parts for name in part)
+        return {name: self.composed.steps_joined([part.pop(name) for part in parts]) for name in names}
 
 
 class _Call:
@@ -130,19 +137,17 @@ class _Call:
         if d_outputs is not None:
             d_outputs = self.padding.zeroed(d_outputs)
             d_outputs = composed.reversed_steps(d_outputs, self.steps) if sweep.reverse else d_outputs
-        parts, T, itemsize = [], run.x.shape[0], composed.itemsize(run.dtype)
+        T, itemsize = run.x.shape[0], composed.itemsize(run.dtype)
         keep = composed.keep_weights(_NO_TRUNCATION, T, None, run.x)
-        model = _SideSet(sweep.passes, sweep.side, parts)
+        model = _SideSet(sweep.passes, composed)
         arguments = (run.params, run.sizes, run.dtype, run.x, run.y, run.initial, self.shares[run.k], itemsize)
         loss, grads = _checkpointed(
             model, _NO_TRUNCATION, keep, *arguments, d_outputs=d_outputs, kept=run.handed(), counts=counts
         )
         grads.pop(sweep.placement, None)
-        side = {}
-        for name in sweep.side:
-            if any(name in part for part in parts):  # else nothing flows back into it
-                d_value = composed.steps_joined([part.pop(name) for part in reversed(parts)])
-                side[name] = composed.reversed_steps(d_value, self.steps) if sweep.reverse else d_value
+        side = model.joined()  # a side read nothing flows back into has none
+        if sweep.reverse:
+            side = {name: composed.reversed_steps(d_value, self.steps) for name, d_value in side.items()}
         return loss, grads, side
 
     def groups_backward(self, runs, d_outputs, flowing, grads):
@@ -177,6 +182,19 @@ def _group_sizes(composed, sizes):
             own[sweep.passes.spec.data["outputs"]] = sum(rows[name] for name, _ in sweep.exposes)
         out.append(own)
     return out
+
+
+def _segmented_backward(composed, passes, params, cache, d_outputs, check_finite, checkpoints):
+    """A group's backward(cache, checkpoints=): its arguments checked as its backward checks them (a padded batch's
+    cache zeroes d_outputs at its padded steps), then its backward arrays in segments of steps that fit in that
+    memory (checkpoints.py's _segmented), nothing recomputed; its side reads' gradients of every step."""
+    cache, padding = composed.cache_padding(passes.spec, cache)
+    d_outputs = padding.zeroed(d_outputs) if padding else d_outputs
+    sizes, dtype, d_outputs = _checked_backward(passes, params, cache, d_outputs, check_finite)
+    keep = composed.keep_weights(_NO_TRUNCATION, sizes["T"], None, d_outputs)
+    model, itemsize = _SideSet(passes, composed), composed.itemsize(dtype)
+    grads = _segmented(model, _NO_TRUNCATION, keep, params, sizes, cache, d_outputs, checkpoints, itemsize)
+    return {**grads, **model.joined()}
 
 
 def _added(totals, more):

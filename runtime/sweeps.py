@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from bptt.runtime.checks import _check_param_keys
 from bptt.runtime.common import _extent, _param_sizes, _Spec
-from bptt.runtime.sweep_checkpoints import _checkpointed_loss_and_grads
+from bptt.runtime.options import _Checkpoints
+from bptt.runtime.sweep_checkpoints import _checkpointed_loss_and_grads, _segmented_backward
 
 _REFUSED = "with reverse-time states, {} is not supported yet (full BPTT, without it, is)"
 
@@ -72,7 +73,7 @@ class _Composed:
     def steps_joined(self, parts):
         raise NotImplementedError
 
-    padding = read_padding = None  # the backend's _data_padding and _read_padding (its *_padding.py)
+    padding = read_padding = cache_padding = None  # the backend's _data_padding, _read_padding, _cache_padding
 
     def lengths_of(self, lengths, xs):
         """The checked lengths (None without)."""
@@ -91,8 +92,14 @@ class _Composed:
         return passes.forward_call(params, data, None, states, lengths)
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
-        checkpoints = options.get("checkpoints")  # each group's backward in turn: each may use the whole budget
-        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, checkpoints)
+        if options.get("checkpoints") is not None:
+            return self.segmented_backward(passes, params, cache, d_outputs, check_finite, options["checkpoints"])
+        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None)
+
+    def segmented_backward(self, passes, params, cache, d_outputs, check_finite, checkpoints):
+        """A group's backward in segments (its backward arrays in that memory: the groups' backward passes run one
+        after the other, so each may use the whole budget)."""
+        return _segmented_backward(self, passes, params, cache, d_outputs, check_finite, _Checkpoints.of(checkpoints))
 
     # what every backend's module calls
     def losses(self, outputs, ys, lengths=None, at=None):

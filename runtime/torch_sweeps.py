@@ -10,7 +10,7 @@ from bptt.runtime.sweep_checkpoints import _kept_backward, _kept_forward
 from bptt.runtime.sweeps import _Composed, _own, _refuse
 from bptt.runtime.torch import _check_compile
 from bptt.runtime.torch_autograd import _Model
-from bptt.runtime.torch_padding import _data_padding, _read_padding
+from bptt.runtime.torch_padding import _cache_padding, _data_padding, _read_padding
 from bptt.runtime.torch_passes import _truncation_weights
 
 
@@ -26,7 +26,11 @@ def _reversed_steps(tensor, lengths):
 
 
 class _Sweeps(_Composed):
-    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+    padding, read_padding, cache_padding = (
+        staticmethod(_data_padding),
+        staticmethod(_read_padding),
+        staticmethod(_cache_padding),
+    )
 
     def stacked(self, parts):
         return torch.cat(parts, dim=-1)
@@ -61,8 +65,15 @@ class _Sweeps(_Composed):
         return passes.forward_call(params, data, None, states, options.get("compile", False), lengths)
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
-        compile, checkpoints = options.get("compile", False), options.get("checkpoints")
-        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, checkpoints, compile)
+        if options.get("checkpoints") is not None:
+            _check_compile(options.get("compile", False), options["checkpoints"])
+            return self.segmented_backward(passes, params, cache, d_outputs, check_finite, options["checkpoints"])
+        compile = options.get("compile", False)
+        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None, compile)
+
+    @torch.no_grad()
+    def segmented_backward(self, passes, params, cache, d_outputs, check_finite, checkpoints):
+        return super().segmented_backward(passes, params, cache, d_outputs, check_finite, checkpoints)
 
     def model_passes(self):
         """The last group's passes with the model's spec: what draws the model's parameters, checks its arguments,
@@ -124,7 +135,9 @@ class _SweepsModel(_Model):
     def _outputs(self, data, initial, params, padding):
         _refuse(truncate=self.truncate)
         sweeps, lengths = self._sweeps, padding.lengths
-        return _SweepsBPTT.apply(sweeps, self.compile_steps, self.checkpoints, lengths, *data, *initial, *params.values())
+        return _SweepsBPTT.apply(
+            sweeps, self.compile_steps, self.checkpoints, lengths, *data, *initial, *params.values()
+        )
 
 
 def _sweeps_model(sweeps, module):

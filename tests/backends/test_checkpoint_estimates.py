@@ -99,7 +99,8 @@ def converter(backend):
 def test_the_estimate_counts_what_a_stored_step_holds(name, backend):
     """Each group of steps of a model with reverse-time states too: their budget is shared in proportion to these."""
     held, (short, long) = {"torch": torch_held, "jax": jax_held}[backend], LENGTHS
-    pairs = zip(groups(name, backend, short, converter(backend)), groups(name, backend, long, converter(backend)))
+    convert = converter(backend)
+    pairs = zip(groups(name, backend, short, convert), groups(name, backend, long, convert), strict=True)
     for k, (few, many) in enumerate(pairs):
         per_step = (held(many, long) - held(few, short)) / (long - short)
         passes, sizes = few[0], few[2]

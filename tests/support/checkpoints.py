@@ -182,4 +182,3 @@ class KeptPeak:
 
     def noted(self, own):
         self.peak = max(self.peak, own + sum(self.held.values()))
-

@@ -1,7 +1,8 @@
 """The zoo models a feature supports. Every zoo model runs full BPTT and BPTT in bounded memory (checkpoints=), with
-lengths= too, in every backend (EVERY_MODEL's features); the features below refuse a model with reverse-time states (bptt.derive.direction.reverse_states: a state read at
-t+1), so they run the zoo's models without them. Test files iterate over `supporting(feature, ...)`, so that a
-model added to the zoo is tested by each feature it has; tests/app/test_zoo_refusals.py tests each refusal."""
+lengths= too, in every backend (EVERY_MODEL's features); the features below refuse a model with reverse-time states
+(bptt.derive.direction.reverse_states: a state read at t+1), so they run the zoo's models without them. Test files
+iterate over `supporting(feature, ...)`, so that a model added to the zoo is tested by each feature it has;
+tests/app/test_zoo_refusals.py tests each refusal."""
 
 from bptt.derive.direction import reverse_states
 from bptt.derive.models import load, names
