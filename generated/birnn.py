@@ -57,7 +57,8 @@ def forward(params, xs, h_f0=None, h_b0=None, lengths=None):
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
     """Gradients of every parameter and initial state, given d_outputs = dL/doutputs (T, B, rows), the sweeps
-    run in reverse order. Full BPTT only: truncate and checkpoints are refused with reverse-time states."""
+    run in reverse order; checkpoints: each sweep's backward arrays in segments that fit in it. truncate is refused
+    with reverse-time states."""
     return _SWEEPS.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
@@ -71,7 +72,7 @@ def loss_and_grads(
     params, xs, ys, h_f0=None, h_b0=None, truncate=None, rng=None, checkpoints=None, lengths=None, at=None
 ):
     """The loss averaged over the batch, and its gradients (a key per parameter and initial state); lengths
-    and at as for forward and losses. Full BPTT only (truncate and checkpoints are refused)."""
+    and at as for forward and losses. checkpoints (slots or bytes) is shared among the sweeps; truncate is refused."""
     return _SWEEPS.loss_and_grads_call(params, xs, ys, (h_f0, h_b0, ), truncate, rng, checkpoints, lengths, at)
 
 

@@ -58,7 +58,8 @@ def forward(params, xs, h_f0=None, h_b0=None, compile=False, lengths=None):
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
     """Gradients of every parameter and initial state, given d_outputs = dL/doutputs (T, B, rows), the sweeps
-    run in reverse order. Full BPTT only: truncate and checkpoints are refused with reverse-time states."""
+    run in reverse order; checkpoints: each sweep's backward arrays in segments that fit in it. truncate is refused
+    with reverse-time states."""
     return _SWEEPS.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile=compile)
 
 
@@ -73,7 +74,8 @@ def loss_and_grads(
     at=None
 ):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter and initial state);
-    lengths and at as for forward and losses. Full BPTT only (truncate and checkpoints are refused)."""
+    lengths and at as for forward and losses. checkpoints (slots or bytes) is shared among the sweeps; truncate is
+    refused."""
     given = (h_f0, h_b0, )
     return _SWEEPS.loss_and_grads_call(params, xs, ys, given, truncate, rng, checkpoints, lengths, at, compile=compile)
 

@@ -149,7 +149,8 @@ def _sweeps_model(sweeps, module):
     Model.__module__, Model.__qualname__ = module, "Model"
     Model.__doc__ = (
         f"The model as an nn.Module: Model({', '.join(sweeps.spec.sizes)}, dtype=torch.float64, device=None, "
-        "init_rng=None, compile=False); its parameters are nn.Parameters named as in PARAMS, and model(xs, initial "
-        "states..., lengths=None) (xs a tensor or a PackedSequence) runs through the derived BPTT of its sweeps."
+        "init_rng=None, checkpoints=None, compile=False); its parameters are nn.Parameters named as in PARAMS, and "
+        "model(xs, initial states..., lengths=None) (xs a tensor or a PackedSequence) runs through the derived BPTT "
+        "of its sweeps (checkpoints: in that memory, shared among the sweeps, as for loss_and_grads)."
     )
     return Model
