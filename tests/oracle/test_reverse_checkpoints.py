@@ -12,7 +12,6 @@ pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[t
 
 import contextlib
 import functools
-import tracemalloc
 
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
@@ -24,7 +23,7 @@ from bptt.derive.direction import reverse_states
 from bptt.derive.models import load
 from bptt.tests.support.cell_plans import VALUES, random_values
 from bptt.tests.support.cells import cells
-from bptt.tests.support.checkpoints import KeptPeak, assert_equal_gradients
+from bptt.tests.support.checkpoints import KeptPeak, assert_equal_gradients, peak
 from bptt.tests.support.jax_eager import eagerly
 from bptt.tests.support.modules import groups_of
 from bptt.tests.support.modules import module_of as zoo_module
@@ -221,11 +220,3 @@ def test_memory_stays_within_the_budget():
                 lambda b=budget, padded=padded: module.loss_and_grads(params, xs, ys, checkpoints=b, lengths=padded)
             )
             assert bounded <= paid + kept_as_xs + tables + 3 * gradients + 64 * 1024 < full, (budget, bounded, full)
-
-
-def peak(call):
-    tracemalloc.start()
-    call()
-    found = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return found

@@ -7,6 +7,8 @@ fewer rows). A parameter's gradient is a sum over all steps, computed in full BP
 T*B rows and here as a product per segment, summed: equal to rounding (1e-14 relative to the gradient's
 largest entry in float64, a few ulps in float32)."""
 
+import tracemalloc
+
 import numpy as np
 
 from bptt.tests.support.modules import groups_of
@@ -102,6 +104,15 @@ def torch_run(module, values, truncate, checkpoints):
         checkpoints=checkpoints,
     )
     return float(loss), {k: v.numpy() for k, v in grads.items()}
+
+
+def peak(call):
+    """The most call() allocates at once, as tracemalloc sees it (NumPy's arrays, Python's objects)."""
+    tracemalloc.start()
+    call()
+    found = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return found
 
 
 def optimum(T, capacities):
