@@ -21,10 +21,11 @@ from bptt.codegen.passes.fresh import fresh_returns
 from bptt.codegen.passes.fuse import fused_activations, fused_products, stacked_inputs
 from bptt.codegen.passes.fuse_backward import fused_flows, fused_gradients, stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
-from bptt.codegen.passes.hoist import hoisted_factors, hoisted_slopes, hoisted_terms
+from bptt.codegen.passes.hoist import hoisted_block_slopes, hoisted_factors, hoisted_slopes, hoisted_terms
 from bptt.codegen.passes.inline import cached_values, inlined_adjoints, inlined_values
-from bptt.codegen.passes.loops import backward_schedule, scheduled_forward
+from bptt.codegen.passes.loops import backward_schedule, scheduled_backward, scheduled_forward
 from bptt.codegen.passes.scanned import scanned_values
+from bptt.codegen.passes.slices import activated_slices
 from bptt.codegen.passes.slopes import named_slopes
 from bptt.codegen.passes.split import split_activations
 from bptt.codegen.passes.storage import adjoint_arrays
@@ -86,7 +87,7 @@ SHARED_PASSES = (
 # NumPy's in-place loops (a sigmoid is several calls there) and, measured, in torch's LSTM (not clearly in its
 # GRU); not in JAX's functional code. JAX's backward prints the window pass, so its flows through the gates'
 # weights are stacked there.
-NUMPY_PASSES = (halved_sigmoids,)
+NUMPY_PASSES = (halved_sigmoids, activated_slices, hoisted_block_slopes, scheduled_backward)
 TORCH_PASSES = (halved_sigmoids,)
 JAX_PASSES = (stacked_window, scanned_values)
 

@@ -64,30 +64,47 @@ class Flow:
     recurrent: tuple
 
     @property
+    def measured(self):
+        """No closed form of the step Jacobian (gradient_flow's measured=True): it is measured, not derived."""
+        return bool(self.states) and self.jacobian is None and not self.blocks
+
+    @property
     def is_power(self):
         """A constant Jacobian: the product is a matrix power."""
         return self.jacobian is not None and k not in self.jacobian.free_symbols
 
 
-def gradient_flow(model, derivation=None, block_form=None):
+def gradient_flow(model, derivation=None, block_form=None, measured=False):
     """The Flow of a model, from the derivation with every intermediate substituted (derived here unless
-    given, with its block closed form for several states, so that a caller that has them derives once)."""
+    given, with its block closed form for several states, so that a caller that has them derives once).
+    Where the step Jacobian has no closed form (a norm's adjoint is not a left multiple of the state's), NoClosedForm;
+    with measured=True, the Flow without jacobian and blocks instead (Flow.measured), for a caller that measures
+    the step Jacobian numerically."""
     derivation = derive(model) if derivation is None else derivation
-    states = tuple(derivation.states)
+    order = [seq for seq, _ in model.steps]
+    states = tuple(sorted(derivation.states, key=order.index))
     if not any(c.when == NEXT for contributions in derivation.states.values() for c in contributions):
         states = ()  # no step reads an earlier state (or reads it through a flat function): nothing flows back
-    jacobian, blocks = None, {}
-    if len(states) == 1:
-        jacobian = closed_form(derivation, states[0]).jacobian.T
-    elif states:
-        form = block_closed_form(derivation) if block_form is None else block_form
-        closed = form.blocks
-        blocks = {(row, col): closed[(col, row)].T for row in form.states for col in form.states}
-        states = form.states
+    try:
+        states, jacobian, blocks = _closed_jacobian(derivation, states, block_form)
+    except NoClosedForm:
+        if not measured:
+            raise
+        jacobian, blocks = None, {}
     bound = jacobian_bound(model, jacobian) if jacobian is not None else None
     carousels = tuple(c for c in (carousel(model, derivation, s) for s in states) if c is not None)
     coupled = couplings(derivation, states)
     return Flow(model, states, jacobian, blocks, coupled, bound, carousels, recurrent_params(model, states))
+
+
+def _closed_jacobian(derivation, states, block_form):
+    """(states, J_k, {}) for a single state, (states in the block form's order, None, the blocks of J_k) for
+    several: from the closed form."""
+    if len(states) < 2:
+        return states, (closed_form(derivation, states[0]).jacobian.T if states else None), {}
+    form = block_closed_form(derivation) if block_form is None else block_form
+    blocks = {(row, col): form.blocks[(col, row)].T for row in form.states for col in form.states}
+    return form.states, None, blocks
 
 
 def couplings(derivation, states):

@@ -122,13 +122,22 @@ def expand_norms(steps, outputs, sequence, taken):
 
 def _expanded(name, rhs, sequence, taken):
     """(the named parts of rhs's outermost norms, rhs with each replaced by its value); a norm inside a norm's
-    input is expanded as that input is named."""
+    input is expanded as that input is named, one inside its gain or bias as that argument (its parts first)."""
     norms = list(dict.fromkeys(_outermost(rhs)))
     parts, replaced = [], {}
     for k, norm in enumerate(norms, start=1):
-        named, v_hat = _named_parts(norm, name if len(norms) == 1 else f"{name}{k}", sequence, taken)
+        prefix = name if len(norms) == 1 else f"{name}{k}"
+        gain, bias = norm.args[2:4]
+        if gain.has(Norm) or bias.has(Norm):
+            inner_gain, gain = _expanded(f"{prefix}_gain", gain, sequence, taken)
+            inner_bias, bias = _expanded(f"{prefix}_bias", bias, sequence, taken)
+            parts += inner_gain + inner_bias
+            norm_value = Norm(norm.kind, norm.arg, gain, bias, norm.eps).value
+        else:
+            norm_value = norm.value
+        named, v_hat = _named_parts(norm, prefix, sequence, taken)
         parts += named
-        replaced[norm] = norm.value(v_hat)
+        replaced[norm] = norm_value(v_hat)
     return parts, rhs.xreplace(replaced) if replaced else rhs
 
 

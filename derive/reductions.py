@@ -23,6 +23,11 @@ class ReductionError(ModelError):
     """A reduction of something that is not a column vector."""
 
 
+def reduction_kind(name):
+    """The key of the reduction `name`'s code in every backend's table (Reduction.kind)."""
+    return ("reduction", name)
+
+
 @dataclass(frozen=True)
 class Reduction:
     """One reduction r over the rows of a column vector v (n x 1), giving a 1 x 1 value.
@@ -40,8 +45,9 @@ class Reduction:
 
     @property
     def kind(self):
-        """The key of the reduction's code in every backend's table."""
-        return self.name
+        """The key of the reduction's code in every backend's table: ("reduction", its name), which no elementwise
+        function's key (a string) is, so that a user's function named mean or sum keeps its own code."""
+        return reduction_kind(self.name)
 
     def adjoint(self, v, g):
         """dL/dv for the 1 x 1 adjoint g of r(v): g broadcast over v's rows, times scale(n)."""

@@ -51,14 +51,16 @@ def forward(params, xs, h_f0=None, h_b0=None, lengths=None):
     """Run the model over all steps, sweep by sweep. Returns (outputs, cache): outputs (T, B, rows), fresh.
     lengths: None, or each sequence's own steps (B,) of a right-padded batch: a reverse state starts at its
     sequence's last step, from its initial value; padded steps' outputs are zero. The cache holds each state as
-    its sweep runs it (a reverse state's steps reversed): its last step is the final state."""
+    its sweep runs it (a reverse state's steps reversed): its last step is the final state, a forward state's at
+    each sequence's last step (the next call of a stream starts from it), a reverse state's at its first (the
+    call of the steps before starts from it: its initial value enters after the stream's last step)."""
     return _SWEEPS.forward_call(params, xs, (h_f0, h_b0, ), lengths)
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
     """Gradients of every parameter and initial state, given d_outputs = dL/doutputs (T, B, rows), the sweeps
-    run in reverse order; checkpoints: each sweep's backward arrays in segments that fit in it. truncate is refused
-    with reverse-time states."""
+    run in reverse order, each truncating its own steps (a reverse state's from each sequence's last); checkpoints:
+    each sweep's backward arrays in segments that fit in it (with reverse-time states, not with truncate)."""
     return _SWEEPS.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
@@ -72,7 +74,8 @@ def loss_and_grads(
     params, xs, ys, h_f0=None, h_b0=None, truncate=None, rng=None, checkpoints=None, lengths=None, at=None
 ):
     """The loss averaged over the batch, and its gradients (a key per parameter and initial state); lengths
-    and at as for forward and losses. checkpoints (slots or bytes) is shared among the sweeps; truncate is refused."""
+    and at as for forward and losses. truncate as for backward; checkpoints (slots or bytes) is
+    shared among the sweeps (with reverse-time states, not with truncate)."""
     return _SWEEPS.loss_and_grads_call(params, xs, ys, (h_f0, h_b0, ), truncate, rng, checkpoints, lengths, at)
 
 
@@ -103,13 +106,6 @@ _sweep1_STATES = {"h_f0": "h"}  # initial states: their sizes
 
 # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
 _sweep1_CACHE = {"x": ("T", "B", "d"), "h_f": ("T+1", "B", "h")}
-
-
-def _sweep1_losses(outputs, ys, lengths=None, at=None):
-    """The loss l_t = 1/2 ||side_out_t - side_y_t||^2 of every step and sample, shape (T, B); zero
-    at padded steps (lengths, as for forward), and with at="last" at all but each sequence's last step."""
-    side_out, side_y, padding = _sweep1_PASSES.loss_inputs(outputs, ys, lengths, at)
-    return padding.zeroed(0.5 * ((side_out - side_y) ** 2).sum(axis=-1))
 
 
 def _sweep1_forward(params, sizes, x, h_f0, work):

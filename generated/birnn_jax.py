@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from bptt.runtime.common import _Spec
-from bptt.runtime.jax import _directions, _flow, _following, _fresh, _softmax_cross_entropy, _squared_error, _total
+from bptt.runtime.jax import _flow, _following, _fresh, _softmax_cross_entropy, _squared_error, _total
 from bptt.runtime.jax import clip_grads as clip_grads
 from bptt.runtime.jax_passes import _Passes
 from bptt.runtime.jax_sweeps import _Sweeps
@@ -53,14 +53,16 @@ def forward(params, xs, h_f0=None, h_b0=None, lengths=None):
     """Run the model over all steps, sweep by sweep. Returns (outputs, cache): outputs (T, B, rows), fresh.
     lengths: None, or each sequence's own steps (B,) of a right-padded batch: a reverse state starts at its
     sequence's last step, from its initial value; padded steps' outputs are zero. The cache holds each state as
-    its sweep runs it (a reverse state's steps reversed): its last step is the final state."""
+    its sweep runs it (a reverse state's steps reversed): its last step is the final state, a forward state's at
+    each sequence's last step (the next call of a stream starts from it), a reverse state's at its first (the
+    call of the steps before starts from it: its initial value enters after the stream's last step)."""
     return _SWEEPS.forward_call(params, xs, (h_f0, h_b0, ), lengths)
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
     """Gradients of every parameter and initial state, given d_outputs = dL/doutputs (T, B, rows), the sweeps
-    run in reverse order; checkpoints: each sweep's backward arrays in segments that fit in it. truncate is refused
-    with reverse-time states."""
+    run in reverse order, each truncating its own steps (a reverse state's from each sequence's last); checkpoints:
+    each sweep's backward arrays in segments that fit in it (with reverse-time states, not with truncate)."""
     return _SWEEPS.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
@@ -74,13 +76,20 @@ def loss_and_grads(
     params, xs, ys, h_f0=None, h_b0=None, truncate=None, rng=None, checkpoints=None, lengths=None, at=None
 ):
     """The loss averaged over the batch, and its gradients (a key per parameter and initial state); lengths
-    and at as for forward and losses. checkpoints (slots or bytes) is shared among the sweeps; truncate is refused."""
+    and at as for forward and losses. truncate as for backward; checkpoints (slots or bytes) is
+    shared among the sweeps (with reverse-time states, not with truncate)."""
     return _SWEEPS.loss_and_grads_call(params, xs, ys, (h_f0, h_b0, ), truncate, rng, checkpoints, lengths, at)
 
 
 def apply(params, xs, h_f0=None, h_b0=None, truncate=None, rng=None, checkpoints=None, lengths=None):
-    """Refused: apply (a jax.custom_vjp) does not run reverse-time states yet; use loss_and_grads or backward."""
-    return _SWEEPS.apply()
+    """The outputs (T, B, rows) as a jax.custom_vjp function: its backward is the derived BPTT of the sweeps, run
+    in reverse order. Works under jax.grad, jax.jit and jax.vmap: vmap over a leading axis of sequences, e.g.
+    jax.vmap(apply, in_axes=(None, 0)) for xs of shape (N, T, B, d); the parameters' gradients are then summed
+    over the N sequences. The derived BPTT gives gradients for the parameters and initial states only, not for
+    xs: their cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and
+    for anything computed before them: put trainable layers only after it. lengths as for forward: the outputs
+    are zero at padded steps, which get zero gradient. Full BPTT only: truncate and checkpoints are refused."""
+    return _SWEEPS.apply_call(params, xs, (h_f0, h_b0, ), truncate, rng, checkpoints, lengths)
 
 
 def forward_mode_grads(params, xs, ys, h_f0=None, h_b0=None):
@@ -110,75 +119,6 @@ _sweep1_STATES = {"h_f0": "h"}  # initial states: their sizes
 
 # what forward keeps for backward: the dims of each array (T+1 steps: the initial state first)
 _sweep1_CACHE = {"x": ("T", "B", "d"), "h_f": ("T+1", "B", "h")}
-
-
-def _sweep1_losses(outputs, ys, lengths=None, at=None):
-    """The loss l_t = 1/2 ||side_out_t - side_y_t||^2 of every step and sample, shape (T, B); zero
-    at padded steps (lengths, as for forward), and with at="last" at all but each sequence's last step."""
-    side_out, side_y, padding = _sweep1_PASSES.loss_inputs(outputs, ys, lengths, at)
-    return padding.zeroed(0.5 * jnp.square(side_out - side_y).sum(axis=-1))
-
-
-def _sweep1_apply(params, xs, h_f0=None, truncate=None, rng=None, checkpoints=None, lengths=None):
-    """The outputs side_out_t, shape (T, B, h), as a jax.custom_vjp function: its backward is the derived
-    BPTT, truncated as truncate says (rng: a jax.random key for ("random", pi)). Works under jax.grad, jax.jit
-    (truncate static) and jax.vmap: vmap over a leading axis of sequences, e.g.
-    jax.vmap(apply, in_axes=(None, 0)) for xs of shape (N, T, B, d); the parameters' gradients
-    are then summed over the N sequences, and the same rng draws the same truncation for every one.
-    The derived BPTT gives gradients for the parameters and initial states only, not for xs: their
-    cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and for
-    anything computed before them (a layer in front of the model would not learn). apply cannot refuse
-    such inputs (under tracing every array looks alike): put trainable layers only after it.
-    checkpoints (static under jit) as for loss_and_grads: the forward pass keeps only the states the
-    schedule keeps; the backward pass recomputes the rest, a scan per segment.
-    lengths as for forward: the outputs are zero at padded steps, which get zero gradient (not with checkpoints).
-    """
-    return _sweep1_PASSES.apply_call(params, xs, None, (h_f0,), truncate, rng, checkpoints, lengths)
-
-
-@jax.jit
-def _sweep1_forward_mode(params, x, side_y, counts, h_f0):
-    """The loss and its gradients by real-time recurrent learning, after the forward pass; counts: each step's
-    and sample's divisor of the loss (lengths= or at=), else None."""
-    loss, d_side_out, cache = _sweep1_PASSES.output_gradient(params, x, side_y, (h_f0,), counts)
-    W_f, U_f, b_f = (params[name] for name in _sweep1_PARAMS)
-    h_f = cache["h_f"]
-    n_h = params["W_f"].shape[0]
-    B = d_side_out.shape[1]
-    dtype = params["W_f"].dtype
-    grads = {}
-    units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
-    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
-    along_W_f = slice(0, W_f.size)
-    along_U_f = slice(along_W_f.stop, along_W_f.stop + U_f.size)
-    along_b_f = slice(along_U_f.stop, along_U_f.stop + b_f.size)
-    along_h_f0 = slice(along_b_f.stop, along_b_f.stop + n_h)
-    directions = along_h_f0.stop  # the rows the tangents carry
-    dot_h_f = jnp.zeros((directions, B, n_h), dtype)
-    dot_h_f = dot_h_f.at[along_h_f0].set(units_n_h)
-
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of every gradient."""
-        (dot_h_f,) = carry
-        (x_t, h_f_prev, h_f_t, d_side_out_t) = inputs
-        total = jnp.zeros((B, along_h_f0.stop), dtype)
-        # dot(h_f_t) = diag(1 - h_f_t^2) (dot(b_f) + dot(W_f) x_t + dot(U_f) h_f_{t-1} + U_f dot(h_f_{t-1}))
-        dot_h_f = dot_h_f @ U_f.T
-        dot_h_f = dot_h_f.at[along_W_f].add(_directions(x_t, n_h))  # dot(W_f) x_t
-        dot_h_f = dot_h_f.at[along_U_f].add(_directions(h_f_prev, n_h))  # dot(U_f) h_f_{t-1}
-        dot_h_f = dot_h_f.at[along_b_f].add(units_n_h)  # dot(b_f)
-        dot_h_f = (1 - h_f_t ** 2) * dot_h_f
-        # every gradient += dL/dside_out_t^T dot(side_out_t), dot(side_out_t) = dot(h_f_t)
-        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h_f, d_side_out_t))  # dot(h_f_t)
-        return ((dot_h_f,), (total,))
-
-    _, (shares,) = jax.lax.scan(_step, (dot_h_f,), (x, h_f[:-1], h_f[1:], d_side_out))  # t = 1..T
-    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
-    grads["W_f"] = total[:, along_W_f].sum(axis=0).reshape(W_f.shape)
-    grads["U_f"] = total[:, along_U_f].sum(axis=0).reshape(U_f.shape)
-    grads["b_f"] = total[:, along_b_f].sum(axis=0).reshape(b_f.shape)
-    grads["h_f0"] = total[:, along_h_f0]
-    return loss, grads
 
 
 @jax.jit
@@ -294,84 +234,6 @@ def _sweep2_losses(outputs, ys, lengths=None, at=None):
     at padded steps (lengths, as for forward), and with at="last" at all but each sequence's last step."""
     s, y, padding = _sweep2_PASSES.loss_inputs(outputs, ys, lengths, at)
     return padding.zeroed(jax.nn.logsumexp(s, axis=-1) - jnp.take_along_axis(s, y[..., None], axis=-1)[..., 0])
-
-
-def _sweep2_apply(params, xs, h_b0=None, truncate=None, rng=None, checkpoints=None, lengths=None):
-    """The outputs s_t, shape (T, B, q), as a jax.custom_vjp function: its backward is the derived
-    BPTT, truncated as truncate says (rng: a jax.random key for ("random", pi)). Works under jax.grad, jax.jit
-    (truncate static) and jax.vmap: vmap over a leading axis of sequences, e.g.
-    jax.vmap(apply, in_axes=(None, 0)) for xs of shape (N, T, B, side_rows); the parameters' gradients
-    are then summed over the N sequences, and the same rng draws the same truncation for every one.
-    The derived BPTT gives gradients for the parameters and initial states only, not for xs: their
-    cotangent is zero, so jax.grad through apply gives ZERO, not the true gradient, for the inputs and for
-    anything computed before them (a layer in front of the model would not learn). apply cannot refuse
-    such inputs (under tracing every array looks alike): put trainable layers only after it.
-    checkpoints (static under jit) as for loss_and_grads: the forward pass keeps only the states the
-    schedule keeps; the backward pass recomputes the rest, a scan per segment.
-    lengths as for forward: the outputs are zero at padded steps, which get zero gradient (not with checkpoints).
-    """
-    return _sweep2_PASSES.apply_call(params, xs, None, (h_b0,), truncate, rng, checkpoints, lengths)
-
-
-@jax.jit
-def _sweep2_forward_mode(params, side_x, y, counts, h_b0):
-    """The loss and its gradients by real-time recurrent learning, after the forward pass; counts: each step's
-    and sample's divisor of the loss (lengths= or at=), else None."""
-    loss, d_s, cache = _sweep2_PASSES.output_gradient(params, side_x, y, (h_b0,), counts)
-    W_b, U_b, b_b, V_f, V_b, c = (params[name] for name in _sweep2_PARAMS)
-    h_b = cache["h_b"]
-    n_d = params["W_b"].shape[1]
-    n_h = params["W_b"].shape[0]
-    n_q = params["V_f"].shape[0]
-    B = d_s.shape[1]
-    dtype = params["W_b"].dtype
-    grads = {}
-    units_n_h = _directions(jnp.ones((B, 1), dtype), n_h)  # every direction of a vector of h entries
-    units_n_q = _directions(jnp.ones((B, 1), dtype), n_q)  # every direction of a vector of q entries
-    # forward mode: the tangents along the directions of every gradient at once, stacked on a first axis
-    along_W_b = slice(0, W_b.size)
-    along_U_b = slice(along_W_b.stop, along_W_b.stop + U_b.size)
-    along_b_b = slice(along_U_b.stop, along_U_b.stop + b_b.size)
-    along_h_b0 = slice(along_b_b.stop, along_b_b.stop + n_h)
-    along_V_f = slice(along_h_b0.stop, along_h_b0.stop + V_f.size)
-    along_V_b = slice(along_V_f.stop, along_V_f.stop + V_b.size)
-    along_c = slice(along_V_b.stop, along_V_b.stop + c.size)
-    directions = along_h_b0.stop  # the rows the tangents carry (the others only the outputs' local terms read)
-    dot_h_b = jnp.zeros((directions, B, n_h), dtype)
-    dot_h_b = dot_h_b.at[along_h_b0].set(units_n_h)
-
-    def _step(carry, inputs):
-        """The tangents at t from those at t-1, and step t's share of every gradient."""
-        (dot_h_b,) = carry
-        (side_x_t, h_b_prev, h_b_t, d_s_t) = inputs
-        total = jnp.zeros((B, along_c.stop), dtype)
-        # dot(h_b_t) = diag(1 - h_b_t^2) (dot(b_b) + dot(W_b) side_x_t[:d, :] + dot(U_b) h_b_{t-1} + U_b dot(h_b_{t-1}))
-        dot_h_b = dot_h_b @ U_b.T
-        dot_h_b = dot_h_b.at[along_W_b].add(_directions(side_x_t[..., :n_d], n_h))  # dot(W_b) side_x_t[:d, :]
-        dot_h_b = dot_h_b.at[along_U_b].add(_directions(h_b_prev, n_h))  # dot(U_b) h_b_{t-1}
-        dot_h_b = dot_h_b.at[along_b_b].add(units_n_h)  # dot(b_b)
-        dot_h_b = (1 - h_b_t ** 2) * dot_h_b
-        # every gradient += dL/ds_t^T dot(s_t), dot(s_t) = dot(c) + dot(V_b) h_b_t + dot(V_f) side_x_t[d:d + h, :] + V_b
-        # dot(h_b_t)
-        total = total.at[:, :directions].add(jnp.einsum("pbk,bk->bp", dot_h_b @ V_b.T, d_s_t))  # V_b dot(h_b_t)
-        # dot(V_f) side_x_t[d:d + h, :]
-        total = total.at[:, along_V_f].add(
-            jnp.einsum("pbk,bk->bp", _directions(side_x_t[..., n_d:n_d + n_h], n_q), d_s_t)
-        )
-        total = total.at[:, along_V_b].add(jnp.einsum("pbk,bk->bp", _directions(h_b_t, n_q), d_s_t))  # dot(V_b) h_b_t
-        total = total.at[:, along_c].add(jnp.einsum("pbk,bk->bp", units_n_q, d_s_t))  # dot(c)
-        return ((dot_h_b,), (total,))
-
-    _, (shares,) = jax.lax.scan(_step, (dot_h_b,), (side_x, h_b[:-1], h_b[1:], d_s))  # t = 1..T
-    total = shares.sum(axis=0)  # every gradient, per sample: its rows along it
-    grads["W_b"] = total[:, along_W_b].sum(axis=0).reshape(W_b.shape)
-    grads["U_b"] = total[:, along_U_b].sum(axis=0).reshape(U_b.shape)
-    grads["b_b"] = total[:, along_b_b].sum(axis=0).reshape(b_b.shape)
-    grads["V_f"] = total[:, along_V_f].sum(axis=0).reshape(V_f.shape)
-    grads["V_b"] = total[:, along_V_b].sum(axis=0).reshape(V_b.shape)
-    grads["c"] = total[:, along_c].sum(axis=0).reshape(c.shape)
-    grads["h_b0"] = total[:, along_h_b0]
-    return loss, grads
 
 
 @jax.jit

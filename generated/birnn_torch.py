@@ -21,7 +21,6 @@ from bptt.runtime.sweeps import _Sweep
 from bptt.runtime.torch import _age, _compiled, _flow_weights, _softmax_cross_entropy, _squared_error, _weighted
 from bptt.runtime.torch import clip_grads as clip_grads
 from bptt.runtime.torch_autograd import XS_REQUIRES_GRAD as XS_REQUIRES_GRAD
-from bptt.runtime.torch_autograd import _autograd
 from bptt.runtime.torch_passes import _Passes
 from bptt.runtime.torch_sweeps import _Sweeps, _sweeps_model
 
@@ -52,14 +51,16 @@ def forward(params, xs, h_f0=None, h_b0=None, compile=False, lengths=None):
     """Run the model over all steps, sweep by sweep, without an autograd graph. Returns (outputs, cache).
     lengths: None, or each sequence's own steps (B,) of a right-padded batch: a reverse state starts at its
     sequence's last step, from its initial value; padded steps' outputs are zero. The cache holds each state as
-    its sweep runs it (a reverse state's steps reversed): its last step is the final state."""
+    its sweep runs it (a reverse state's steps reversed): its last step is the final state, a forward state's at
+    each sequence's last step (the next call of a stream starts from it), a reverse state's at its first (the
+    call of the steps before starts from it: its initial value enters after the stream's last step)."""
     return _SWEEPS.forward_call(params, xs, (h_f0, h_b0, ), lengths, compile=compile)
 
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None, compile=False):
     """Gradients of every parameter and initial state, given d_outputs = dL/doutputs (T, B, rows), the sweeps
-    run in reverse order; checkpoints: each sweep's backward arrays in segments that fit in it. truncate is refused
-    with reverse-time states."""
+    run in reverse order, each truncating its own steps (a reverse state's from each sequence's last); checkpoints:
+    each sweep's backward arrays in segments that fit in it (with reverse-time states, not with truncate)."""
     return _SWEEPS.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints, compile=compile)
 
 
@@ -74,8 +75,8 @@ def loss_and_grads(
     at=None
 ):
     """The loss averaged over the batch (a 0-d tensor), and its gradients (a key per parameter and initial state);
-    lengths and at as for forward and losses. checkpoints (slots or bytes) is shared among the sweeps; truncate is
-    refused."""
+    lengths and at as for forward and losses. truncate as for backward; checkpoints (slots or bytes) is
+    shared among the sweeps (with reverse-time states, not with truncate)."""
     given = (h_f0, h_b0, )
     return _SWEEPS.loss_and_grads_call(params, xs, ys, given, truncate, rng, checkpoints, lengths, at, compile=compile)
 
@@ -109,21 +110,11 @@ _sweep1_STATES = {"h_f0": "h"}  # initial states: their sizes
 _sweep1_CACHE = {"x": ("T", "B", "d"), "h_f": ("T+1", "B", "h")}
 
 
-def _sweep1_losses(outputs, ys, lengths=None, at=None):
-    """The loss l_t = 1/2 ||side_out_t - side_y_t||^2 of every step and sample, shape (T, B) (differentiable); zero
-    at padded steps (lengths, as for forward), and with at="last" at all but each sequence's last step."""
-    side_out, side_y, padding = _sweep1_PASSES.loss_inputs(outputs, ys, lengths, at)
-    return padding.zeroed(0.5 * ((side_out - side_y) ** 2).sum(axis=-1))
-
-
 def _sweep1_forward(params, sizes, x, h_f0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_f, U_f, b_f = (params[name] for name in _sweep1_PARAMS)
-    h_f = work["h_f"]
-    side_out = work["side_out"]
-    _U_f_T = work["_U_f_T"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
+    h_f, side_out, _U_f_T = work["h_f"], work["side_out"], work["_U_f_T"]
+    n_d, n_h = sizes["d"], sizes["h"]
     T = x.shape[0]
     h_f[0] = 0 if h_f0 is None else h_f0
     _U_f_T.copy_(U_f.T)
@@ -207,8 +198,7 @@ def _sweep1_gradients(params, sizes, cache, adjoints, d_side_out):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
     x, h_f = cache["x"], cache["h_f"]
     d_h_f = adjoints["d_h_f"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
+    n_d, n_h = sizes["d"], sizes["h"]
     return {
         # dL/dW_f = sum_t diag(1 - h_f_t^2) dL/dh_f_t x_t^T
         "W_f": (x.reshape(-1, n_d).T @ ((1 - h_f[1:] ** 2) * d_h_f[1:]).reshape(-1, n_h)).T,
@@ -251,10 +241,6 @@ def _sweep1_adjoints_step(d_h_f_steps, _k1_next, U_f, keep_t):
     d_h_f_t.add_(keep_t * (_k1_next * d_h_f_next @ U_f))  # dL/dh_f_t += U_f^T diag(1 - h_f_{t+1}^2) dL/dh_f_{t+1}
 
 
-# the autograd glue, the runtime's
-_sweep1_BPTT, _sweep1_CompiledBPTT, _sweep1_CheckpointedBPTT, _sweep1_Model = _autograd(_sweep1_PASSES, __name__)
-
-
 # sweep 2: h_b, in reverse, from step T back to step 1
 
 _sweep2_PARAMS = ("W_b", "U_b", "b_b", "V_f", "V_b", "c")
@@ -291,13 +277,8 @@ def _sweep2_losses(outputs, ys, lengths=None, at=None):
 def _sweep2_forward(params, sizes, side_x, h_b0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_b, U_b, b_b, V_f, V_b, c = (params[name] for name in _sweep2_PARAMS)
-    h_b = work["h_b"]
-    s = work["s"]
-    _U_b_T = work["_U_b_T"]
-    _all_q = work["_all_q"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    h_b, s, _U_b_T, _all_q = work["h_b"], work["s"], work["_U_b_T"], work["_all_q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     T = side_x.shape[0]
     h_b[0] = 0 if h_b0 is None else h_b0
     _U_b_T.copy_(U_b.T)
@@ -389,9 +370,7 @@ def _sweep2_gradients(params, sizes, cache, adjoints, d_s):
     V_f = params["V_f"]
     side_x, h_b = cache["side_x"], cache["h_b"]
     d_h_b = adjoints["d_h_b"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     return {
         # dL/dW_b = sum_t diag(1 - h_b_t^2) dL/dh_b_t side_x_t[:d, :]^T
         "W_b": (side_x[..., :n_d].reshape(-1, n_d).T @ ((1 - h_b[1:] ** 2) * d_h_b[1:]).reshape(-1, n_h)).T,
@@ -437,10 +416,6 @@ def _sweep2_adjoints_step(d_h_b_steps, _k1_next, U_b, keep_t):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     d_h_b_t, d_h_b_next = d_h_b_steps[0], d_h_b_steps[1]
     d_h_b_t.add_(keep_t * (_k1_next * d_h_b_next @ U_b))  # dL/dh_b_t += U_b^T diag(1 - h_b_{t+1}^2) dL/dh_b_{t+1}
-
-
-# the autograd glue, the runtime's
-_sweep2_BPTT, _sweep2_CompiledBPTT, _sweep2_CheckpointedBPTT, _sweep2_Model = _autograd(_sweep2_PASSES, __name__)
 
 
 _DATA = {'xs': 'd', 'ys': 'q', 'outputs': 'q'}  # the rows of a step of xs, ys and the outputs

@@ -139,11 +139,8 @@ def forward_mode_grads(params, xs, ys, s0=None, lengths=None, at=None):
 def _forward(params, sizes, x, s0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     U, W, V = (params[name] for name in PARAMS)
-    s = work["s"]
-    z = work["z"]
-    _W_T = work["_W_T"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    s, z, _W_T = work["s"], work["z"], work["_W_T"]
+    n_h, n_q = sizes["h"], sizes["q"]
     T = x.shape[0]
     s[0] = 0 if s0 is None else s0
     _W_T.copy_(W.T)
@@ -229,9 +226,7 @@ def _gradients(params, sizes, cache, adjoints, d_z):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
     x, s = cache["x"], cache["s"]
     d_s = adjoints["d_s"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     return {
         # dL/dU = sum_t diag(1 - s_t^2) dL/ds_t onehot(x_t)^T
         "U": _scatter_columns(((1 - s[1:] ** 2) * d_s[1:]), x, n_d),

@@ -140,12 +140,8 @@ def forward_mode_grads(params, xs, ys, h0=None, lengths=None, at=None):
 def _forward(params, sizes, x, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     U, W, V, b, c = (params[name] for name in PARAMS)
-    h = work["h"]
-    s = work["s"]
-    _W_T = work["_W_T"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    h, s, _W_T = work["h"], work["s"], work["_W_T"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     T = x.shape[0]
     h[0] = 0 if h0 is None else h0
     _W_T.copy_(W.T)
@@ -233,9 +229,7 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
     x, h = cache["x"], cache["h"]
     d_a = adjoints["d_a"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     return {
         "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dU = sum_t dL/da_t x_t^T
         "W": (h[:-1].reshape(-1, n_h).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dW = sum_t dL/da_t h_{t-1}^T

@@ -185,21 +185,14 @@ def forward_mode_grads(params, xs, ys, h0=None, lengths=None, at=None):
 def _forward(params, sizes, x, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_ir, b_ir, W_hr, b_hr, W_iz, b_iz, W_hz, b_hz, W_in, b_in, W_hn, b_hn, V = (params[name] for name in PARAMS)
-    _r_z_m = work["_r_z_m"]
+    _r_z_m, n, h, s, _b_r_z_halved = work["_r_z_m"], work["n"], work["h"], work["s"], work["_b_r_z_halved"]
+    _W_ir_W_iz_halved, _W_hr_W_hz_W_hn_halved_T = work["_W_ir_W_iz_halved"], work["_W_hr_W_hz_W_hn_halved_T"]
+    _number_0_5 = work["_number_0_5"]
     r = work["r"]  # a view of _r_z_m[..., :n_h]
     z = work["z"]  # a view of _r_z_m[..., n_h:2 * n_h]
     m = work["m"]  # a view of _r_z_m[..., 2 * n_h:3 * n_h]
     _r_z = work["_r_z"]  # a view of _r_z_m[..., :2 * n_h]
-    n = work["n"]
-    h = work["h"]
-    s = work["s"]
-    _b_r_z_halved = work["_b_r_z_halved"]
-    _W_ir_W_iz_halved = work["_W_ir_W_iz_halved"]
-    _W_hr_W_hz_W_hn_halved_T = work["_W_hr_W_hz_W_hn_halved_T"]
-    _number_0_5 = work["_number_0_5"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     T = x.shape[0]
     h[0] = 0 if h0 is None else h0
     torch.cat((0.5 * b_hr + 0.5 * b_ir, 0.5 * b_hz + 0.5 * b_iz), out=_b_r_z_halved)
@@ -388,9 +381,7 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     x, h = cache["x"], cache["h"]
     _d_r_bar_z_bar, _d_r_bar_z_bar_m = adjoints["_d_r_bar_z_bar"], adjoints["_d_r_bar_z_bar_m"]
     d_n_bar = adjoints["d_n_bar"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     # the gradients of W_ir, W_iz at once
     _d_W_ir_W_iz = (x.reshape(-1, n_d).T @ _d_r_bar_z_bar[1:].reshape(-1, 2 * n_h)).T
     _d_b_ir_b_iz_b_hn = _d_r_bar_z_bar_m[1:].reshape(-1, 3 * n_h).sum(0)  # the gradients of b_ir, b_iz, b_hn at once

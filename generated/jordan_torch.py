@@ -143,13 +143,8 @@ def forward_mode_grads(params, xs, ys, o0=None, lengths=None, at=None):
 def _forward(params, sizes, x, y, o0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     U, R, V, b, c = (params[name] for name in PARAMS)
-    o = work["o"]
-    h = work["h"]
-    s = work["s"]
-    _all_h = work["_all_h"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    o, h, s, _all_h = work["o"], work["h"], work["s"], work["_all_h"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     o[0] = 0 if o0 is None else o0
     # o_t = onehot(y_t)
     _onehot(y, n_q, o[1:].dtype, out=o[1:])
@@ -204,9 +199,7 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
     x, o, h = cache["x"], cache["o"], cache["h"]
     d_a = adjoints["d_a"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     return {
         "U": (x.reshape(-1, n_d).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dU = sum_t dL/da_t x_t^T
         "R": (o[:-1].reshape(-1, n_q).T @ d_a[1:].reshape(-1, n_h)).T,  # dL/dR = sum_t dL/da_t o_{t-1}^T

@@ -128,12 +128,8 @@ def forward_mode_grads(params, xs, ys, h0=None, lengths=None, at=None):
 def _forward(params, sizes, x, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_hx, W_hh, W_qh = (params[name] for name in PARAMS)
-    h = work["h"]
-    o = work["o"]
-    _W_hh_T = work["_W_hh_T"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    h, o, _W_hh_T = work["h"], work["o"], work["_W_hh_T"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     T = x.shape[0]
     h[0] = 0 if h0 is None else h0
     _W_hh_T.copy_(W_hh.T)
@@ -208,9 +204,7 @@ def _gradients(params, sizes, cache, adjoints, d_o):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
     x, h = cache["x"], cache["h"]
     d_h = adjoints["d_h"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     return {
         "W_hx": (x.reshape(-1, n_d).T @ d_h[1:].reshape(-1, n_h)).T,  # dL/dW_hx = sum_t dL/dh_t x_t^T
         "W_hh": (h[:-1].reshape(-1, n_h).T @ d_h[1:].reshape(-1, n_h)).T,  # dL/dW_hh = sum_t dL/dh_t h_{t-1}^T

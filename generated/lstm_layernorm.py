@@ -213,17 +213,19 @@ def _forward(params, sizes, x, c0, h0, work):
     sigma_a2_in = work["sigma_a2_in"]
     a2_in_hat = work["a2_in_hat"]
     a = work["a"]
-    f = work["f"]
-    i = work["i"]
-    o = work["o"]
-    g = work["g"]
     c = work["c"]
     mu_c = work["mu_c"]
     sigma_c = work["sigma_c"]
     c_hat = work["c_hat"]
     h = work["h"]
     s = work["s"]
+    f = work["f"]  # a view of _f_i_o_g[..., :n_h]
+    i = work["i"]  # a view of _f_i_o_g[..., n_h:2 * n_h]
+    o = work["o"]  # a view of _f_i_o_g[..., 2 * n_h:3 * n_h]
+    g = work["g"]  # a view of _f_i_o_g[..., 3 * n_h:4 * n_h]
+    _f_i_o = work["_f_i_o"]  # a view of _f_i_o_g[..., :3 * n_h]
     _W_h_T = work["_W_h_T"]
+    _all_4h = work["_all_4h"]
     _step_4h = work["_step_4h"]
     _step_h = work["_step_h"]
     n_d = sizes["d"]
@@ -236,11 +238,18 @@ def _forward(params, sizes, x, c0, h0, work):
     # a2_in_t = W_x x_t
     np.matmul(x.reshape(-1, n_d), W_x.T, out=a2_in[1:].reshape(-1, 4 * n_h))
     # mu_a2_in_t = mean(a2_in_t)
-    mu_a2_in[1:][...] = a2_in[1:].mean(axis=-1, keepdims=True)
+    np.add.reduce(a2_in[1:], axis=-1, keepdims=True, out=mu_a2_in[1:])
+    np.multiply(mu_a2_in[1:], 1 / (4 * n_h), out=mu_a2_in[1:])
     # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    sigma_a2_in[1:][...] = ((1 / 100000) * 1 + (a2_in[1:] - mu_a2_in[1:]) ** 2).mean(axis=-1, keepdims=True) ** 0.5
+    np.subtract(a2_in[1:], mu_a2_in[1:], out=_all_4h)
+    np.square(_all_4h, out=_all_4h)
+    np.add.reduce(_all_4h, axis=-1, keepdims=True, out=sigma_a2_in[1:])
+    np.multiply(sigma_a2_in[1:], 1 / (4 * n_h), out=sigma_a2_in[1:])
+    np.add(sigma_a2_in[1:], 1 / 100000, out=sigma_a2_in[1:])
+    np.power(sigma_a2_in[1:], 1/2, out=sigma_a2_in[1:])
     # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
-    a2_in_hat[1:][...] = (a2_in[1:] - mu_a2_in[1:]) * sigma_a2_in[1:] ** -1
+    np.subtract(a2_in[1:], mu_a2_in[1:], out=a2_in_hat[1:])
+    np.divide(a2_in_hat[1:], sigma_a2_in[1:], out=a2_in_hat[1:])
     # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
     np.multiply(alpha_2, a2_in_hat[1:], out=a[1:])
     np.add(a[1:], b, out=a[1:])
@@ -249,27 +258,30 @@ def _forward(params, sizes, x, c0, h0, work):
         a1_in_t, h_prev, mu_a1_in_t, sigma_a1_in_t, a1_in_hat_t = (
             a1_in[t], h[t - 1], mu_a1_in[t], sigma_a1_in[t], a1_in_hat[t]
         )
-        a_t, f_t, i_t, o_t, g_t = a[t], f[t], i[t], o[t], g[t]
-        c_t, c_prev, mu_c_t, sigma_c_t, c_hat_t = c[t], c[t - 1], mu_c[t], sigma_c[t], c_hat[t]
-        h_t = h[t]
+        a_t, _f_i_o_t, g_t, c_t, c_prev = a[t], _f_i_o[t], g[t], c[t], c[t - 1]
+        f_t, i_t, mu_c_t, sigma_c_t, c_hat_t = f[t], i[t], mu_c[t], sigma_c[t], c_hat[t]
+        h_t, o_t = h[t], o[t]
         # a1_in_t = W_h h_{t-1}
         np.matmul(h_prev, _W_h_T, out=a1_in_t)
         # mu_a1_in_t = mean(a1_in_t)
-        mu_a1_in_t[...] = a1_in_t.mean(axis=-1, keepdims=True)
+        np.add.reduce(a1_in_t, axis=-1, keepdims=True, out=mu_a1_in_t)
+        np.multiply(mu_a1_in_t, 1 / (4 * n_h), out=mu_a1_in_t)
         # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-        sigma_a1_in_t[...] = ((1 / 100000) * 1 + (a1_in_t - mu_a1_in_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
+        np.subtract(a1_in_t, mu_a1_in_t, out=_step_4h)
+        np.square(_step_4h, out=_step_4h)
+        np.add.reduce(_step_4h, axis=-1, keepdims=True, out=sigma_a1_in_t)
+        np.multiply(sigma_a1_in_t, 1 / (4 * n_h), out=sigma_a1_in_t)
+        np.add(sigma_a1_in_t, 1 / 100000, out=sigma_a1_in_t)
+        np.power(sigma_a1_in_t, 1/2, out=sigma_a1_in_t)
         # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
-        a1_in_hat_t[...] = (a1_in_t - mu_a1_in_t) * sigma_a1_in_t ** -1
+        np.subtract(a1_in_t, mu_a1_in_t, out=a1_in_hat_t)
+        np.divide(a1_in_hat_t, sigma_a1_in_t, out=a1_in_hat_t)
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         np.multiply(alpha_1, a1_in_hat_t, out=_step_4h)
         np.add(a_t, _step_4h, out=a_t)
         np.add(a_t, beta_1, out=a_t)
-        # f_t = sigmoid(a_t[:h, :])
-        _sigmoid(a_t[..., :n_h], out=f_t)
-        # i_t = sigmoid(a_t[h:2*h, :])
-        _sigmoid(a_t[..., n_h:2 * n_h], out=i_t)
-        # o_t = sigmoid(a_t[2*h:3*h, :])
-        _sigmoid(a_t[..., 2 * n_h:3 * n_h], out=o_t)
+        # f_t = sigmoid(a_t[:h, :]); i_t = sigmoid(a_t[h:2*h, :]); o_t = sigmoid(a_t[2*h:3*h, :])
+        _sigmoid(a_t[..., :3 * n_h], out=_f_i_o_t)
         # g_t = tanh(a_t[3*h:, :])
         np.tanh(a_t[..., 3 * n_h:], out=g_t)
         # c_t = c_{t-1} * f_t + g_t * i_t
@@ -277,11 +289,18 @@ def _forward(params, sizes, x, c0, h0, work):
         np.multiply(g_t, i_t, out=_step_h)
         np.add(c_t, _step_h, out=c_t)
         # mu_c_t = mean(c_t)
-        mu_c_t[...] = c_t.mean(axis=-1, keepdims=True)
+        np.add.reduce(c_t, axis=-1, keepdims=True, out=mu_c_t)
+        np.multiply(mu_c_t, 1 / n_h, out=mu_c_t)
         # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
-        sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(axis=-1, keepdims=True) ** 0.5
+        np.subtract(c_t, mu_c_t, out=_step_h)
+        np.square(_step_h, out=_step_h)
+        np.add.reduce(_step_h, axis=-1, keepdims=True, out=sigma_c_t)
+        np.multiply(sigma_c_t, 1 / n_h, out=sigma_c_t)
+        np.add(sigma_c_t, 1 / 100000, out=sigma_c_t)
+        np.power(sigma_c_t, 1/2, out=sigma_c_t)
         # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
-        c_hat_t[...] = (c_t - mu_c_t) * sigma_c_t ** -1
+        np.subtract(c_t, mu_c_t, out=c_hat_t)
+        np.divide(c_hat_t, sigma_c_t, out=c_hat_t)
         # h_t = o_t * tanh(beta_3 + alpha_3 * c_hat_t)
         np.multiply(alpha_3, c_hat_t, out=h_t)
         np.add(h_t, beta_3, out=h_t)
@@ -303,6 +322,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     c, sigma_a1_in, a1_in_hat = cache["c"], cache["sigma_a1_in"], cache["a1_in_hat"]
     sigma_a2_in, a2_in_hat, f, i, o = cache["sigma_a2_in"], cache["a2_in_hat"], cache["f"], cache["i"], cache["o"]
     g, sigma_c, c_hat = cache["g"], cache["sigma_c"], cache["c_hat"]
+    _all_h, _b1, _b2, _b3, _b4 = work["_all_h"], work["_b1"], work["_b2"], work["_b3"], work["_b4"]
     _k1, _step_h, d_a1_in, d_a1_in_hat = work["_k1"], work["_step_h"], work["d_a1_in"], work["d_a1_in_hat"]
     d_a2_in, d_a2_in_hat, d_a, d_c = work["d_a2_in"], work["d_a2_in_hat"], work["d_a"], work["d_c"]
     d_c_hat, d_h = work["d_c_hat"], work["d_h"]
@@ -319,12 +339,30 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
     np.subtract(1, _k1[1:], out=_k1[1:])
     np.multiply(_k1[1:], alpha_3, out=_k1[1:])
     np.multiply(_k1[1:], o[1:], out=_k1[1:])
+    # (1 - g_t^2) * i_t, all steps at once
+    np.square(g[1:], out=_b1[1:])
+    np.subtract(1, _b1[1:], out=_b1[1:])
+    np.multiply(_b1[1:], i[1:], out=_b1[1:])
+    # (1 - f_t) * c_{t-1} * f_t, all steps at once
+    np.subtract(1, f[1:], out=_b2[1:])
+    np.multiply(_b2[1:], c[:-1], out=_b2[1:])
+    np.multiply(_b2[1:], f[1:], out=_b2[1:])
+    # (1 - i_t) * g_t * i_t, all steps at once
+    np.subtract(1, i[1:], out=_b3[1:])
+    np.multiply(_b3[1:], g[1:], out=_b3[1:])
+    np.multiply(_b3[1:], i[1:], out=_b3[1:])
+    # (1 - o_t) * tanh(beta_3 + alpha_3 * c_hat_t) * o_t, all steps at once
+    np.subtract(1, o[1:], out=_b4[1:])
+    np.multiply(_b4[1:], o[1:], out=_b4[1:])
+    np.multiply(alpha_3, c_hat[1:], out=_all_h)
+    np.add(_all_h, beta_3, out=_all_h)
+    np.tanh(_all_h, out=_all_h)
+    np.multiply(_b4[1:], _all_h, out=_b4[1:])
     for t in range(T, 0, -1):
         d_h_t, d_c_hat_t, _k1_t, d_c_t, c_hat_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], c_hat[t]
-        sigma_c_t, d_a_t, c_prev, f_t, g_t = sigma_c[t], d_a[t], c[t - 1], f[t], g[t]
-        i_t, o_t, d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t = i[t], o[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t]
-        sigma_a2_in_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t, sigma_a1_in_t = (
-            sigma_a2_in[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t], sigma_a1_in[t]
+        sigma_c_t, d_a_t, _b2_t, _b3_t, _b4_t = sigma_c[t], d_a[t], _b2[t], _b3[t], _b4[t]
+        _b1_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t, sigma_a1_in_t = (
+            _b1[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t], sigma_a1_in[t]
         )
         if t < T:
             # dL/dh_t += W_h^T dL/da1_in_{t+1}
@@ -341,7 +379,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
         np.multiply(_k1_t, d_h_t, out=d_c_hat_t)
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
-        d_c_t[...] = _norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t)
+        _norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t, out=d_c_t)
         if t < T:
             # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
             np.multiply(f[t + 1], d_c[t + 1], out=_step_h)
@@ -359,18 +397,18 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None):
         # dL/dh_t; dL/dg_t = diag(i_t) dL/dc_t; dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1
         # - f_t) * f_t) dL/df_t] + [a_t[h:2*h, :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) *
         # o_t) dL/do_t]
-        d_a_t[..., :n_h] = ((1 - f_t) * f_t) * (c_prev * d_c_t)
-        d_a_t[..., n_h:2 * n_h] = ((1 - i_t) * i_t) * (g_t * d_c_t)
-        d_a_t[..., 2 * n_h:3 * n_h] = ((1 - o_t) * o_t) * (np.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t)
-        d_a_t[..., 3 * n_h:] = (1 - g_t ** 2) * (i_t * d_c_t)
-        # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
-        np.multiply(alpha_2, d_a_t, out=d_a2_in_hat_t)
-        # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
-        d_a2_in_t[...] = _norm_adjoint(d_a2_in_hat_t, a2_in_hat_t, sigma_a2_in_t)
+        np.multiply(_b2_t, d_c_t, out=d_a_t[..., :n_h])
+        np.multiply(_b3_t, d_c_t, out=d_a_t[..., n_h:2 * n_h])
+        np.multiply(_b4_t, d_h_t, out=d_a_t[..., 2 * n_h:3 * n_h])
+        np.multiply(_b1_t, d_c_t, out=d_a_t[..., 3 * n_h:])
         # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
         np.multiply(alpha_1, d_a_t, out=d_a1_in_hat_t)
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
-        d_a1_in_t[...] = _norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t)
+        _norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t, out=d_a1_in_t)
+    # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
+    np.multiply(alpha_2, d_a[1:], out=d_a2_in_hat[1:])
+    # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
+    _norm_adjoint(d_a2_in_hat[1:], a2_in_hat[1:], sigma_a2_in[1:], out=d_a2_in[1:])
     d_c0 = f[1] * d_c[1]  # dL/dc_0 = diag(f_1) dL/dc_1
     if keep is not None:
         d_c0 *= keep[0]
@@ -506,15 +544,20 @@ _PASSES = _Passes(
         "a1_in": ("T+1", "B", "4*h"), "mu_a1_in": ("T+1", "B", "1"), "sigma_a1_in": ("T+1", "B", "1"),
         "a1_in_hat": ("T+1", "B", "4*h"), "a2_in": ("T+1", "B", "4*h"), "mu_a2_in": ("T+1", "B", "1"),
         "sigma_a2_in": ("T+1", "B", "1"), "a2_in_hat": ("T+1", "B", "4*h"), "a": ("T+1", "B", "4*h"),
-        "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
-        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"), "_step_4h": ("B", "4*h"),
-        "_step_h": ("B", "h"),
+        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_f_i_o_g": ("T+1", "B", "4*h"), "_W_h_T": ("h", "4*h"),
+        "_all_4h": ("T", "B", "4*h"), "_step_4h": ("B", "4*h"), "_step_h": ("B", "h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
         "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_ones": ("T*B",),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_b1": ("T+1", "B", "h"), "_b2": ("T+1", "B", "h"),
+        "_b3": ("T+1", "B", "h"), "_b4": ("T+1", "B", "h"), "_all_h": ("T", "B", "h"), "_step_h": ("B", "h"),
+        "_ones": ("T*B",),
     },
-    ones=("_ones",), step_rows=("2*h", "6 + q + 27*h", "24*h", "27*h"),
+    views={
+        "f": ("_f_i_o_g", "0", "h"), "i": ("_f_i_o_g", "h", "2*h"), "o": ("_f_i_o_g", "2*h", "3*h"),
+        "g": ("_f_i_o_g", "3*h", "4*h"), "_f_i_o": ("_f_i_o_g", "0", "3*h"),
+    },
+    ones=("_ones",), step_rows=("2*h", "6 + q + 31*h", "25*h", "27*h"),
 )

@@ -42,8 +42,13 @@ from bptt.runtime.torch import (
     _compiled,
     _directions,
     _flow_weights,
+    _mean_into,
     _norm_adjoint,
+    _norm_adjoint_into,
+    _normalised_into,
     _placed,
+    _product_into,
+    _spread_into,
     _squared_error,
     _weighted,
 )
@@ -221,41 +226,29 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None, lengths=None, at=None):
 def _forward(params, sizes, x, c0, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_h, W_x, b, alpha_1, beta_1, alpha_2, beta_2, alpha_3, beta_3, V = (params[name] for name in PARAMS)
-    a1_in = work["a1_in"]
-    mu_a1_in = work["mu_a1_in"]
-    sigma_a1_in = work["sigma_a1_in"]
-    a1_in_hat = work["a1_in_hat"]
-    a2_in = work["a2_in"]
-    mu_a2_in = work["mu_a2_in"]
-    sigma_a2_in = work["sigma_a2_in"]
-    a2_in_hat = work["a2_in_hat"]
-    a = work["a"]
-    f = work["f"]
-    i = work["i"]
-    o = work["o"]
-    g = work["g"]
-    c = work["c"]
-    mu_c = work["mu_c"]
-    sigma_c = work["sigma_c"]
-    c_hat = work["c_hat"]
-    h = work["h"]
-    s = work["s"]
-    _W_h_T = work["_W_h_T"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    a1_in, mu_a1_in, sigma_a1_in = work["a1_in"], work["mu_a1_in"], work["sigma_a1_in"]
+    a1_in_hat, a2_in, mu_a2_in = work["a1_in_hat"], work["a2_in"], work["mu_a2_in"]
+    sigma_a2_in, a2_in_hat, a, f, i = work["sigma_a2_in"], work["a2_in_hat"], work["a"], work["f"], work["i"]
+    o, g, c, mu_c, sigma_c, c_hat = work["o"], work["g"], work["c"], work["mu_c"], work["sigma_c"], work["c_hat"]
+    h, s, _count_4h, _W_h_T = work["h"], work["s"], work["_count_4h"], work["_W_h_T"]
+    _number_1eminus_05, _count_h, _all_4h = work["_number_1eminus_05"], work["_count_h"], work["_all_4h"]
+    _step_4h, _step_h = work["_step_4h"], work["_step_h"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     T = x.shape[0]
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
+    _count_4h.fill_(4 * n_h)
     _W_h_T.copy_(W_h.T)
+    _number_1eminus_05.fill_(1 / 100000)
+    _count_h.fill_(n_h)
     # a2_in_t = W_x x_t
     torch.matmul(x.reshape(-1, n_d), W_x.T, out=a2_in[1:].reshape(-1, 4 * n_h))
     # mu_a2_in_t = mean(a2_in_t)
-    mu_a2_in[1:][...] = a2_in[1:].mean(dim=-1, keepdim=True)
+    _mean_into(a2_in[1:], _count_4h, out=mu_a2_in[1:])
     # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    sigma_a2_in[1:][...] = ((1 / 100000) * 1 + (a2_in[1:] - mu_a2_in[1:]) ** 2).mean(dim=-1, keepdim=True) ** 0.5
+    _spread_into(a2_in[1:], mu_a2_in[1:], 1 / 100000, _all_4h, _count_4h, out=sigma_a2_in[1:])
     # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
-    a2_in_hat[1:][...] = (a2_in[1:] - mu_a2_in[1:]) * sigma_a2_in[1:] ** -1
+    _normalised_into(a2_in[1:], mu_a2_in[1:], sigma_a2_in[1:], out=a2_in_hat[1:])
     # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
     torch.mul(alpha_2, a2_in_hat[1:], out=a[1:])
     torch.add(a[1:], b, out=a[1:])
@@ -277,11 +270,11 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         # a1_in_t = W_h h_{t-1}
         torch.matmul(h_prev, _W_h_T, out=a1_in_t)
         # mu_a1_in_t = mean(a1_in_t)
-        mu_a1_in_t[...] = a1_in_t.mean(dim=-1, keepdim=True)
+        _mean_into(a1_in_t, _count_4h, out=mu_a1_in_t)
         # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-        sigma_a1_in_t[...] = ((1 / 100000) * 1 + (a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5
+        _spread_into(a1_in_t, mu_a1_in_t, _number_1eminus_05, _step_4h, _count_4h, out=sigma_a1_in_t)
         # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
-        a1_in_hat_t[...] = (a1_in_t - mu_a1_in_t) * sigma_a1_in_t ** -1
+        _normalised_into(a1_in_t, mu_a1_in_t, sigma_a1_in_t, out=a1_in_hat_t)
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         a_t.addcmul_(alpha_1, a1_in_hat_t)
         a_t.add_(beta_1)
@@ -297,11 +290,11 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         torch.mul(c_prev, f_t, out=c_t)
         c_t.addcmul_(g_t, i_t)
         # mu_c_t = mean(c_t)
-        mu_c_t[...] = c_t.mean(dim=-1, keepdim=True)
+        _mean_into(c_t, _count_h, out=mu_c_t)
         # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
-        sigma_c_t[...] = ((1 / 100000) * 1 + (c_t - mu_c_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5
+        _spread_into(c_t, mu_c_t, _number_1eminus_05, _step_h, _count_h, out=sigma_c_t)
         # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
-        c_hat_t[...] = (c_t - mu_c_t) * sigma_c_t ** -1
+        _normalised_into(c_t, mu_c_t, sigma_c_t, out=c_hat_t)
         # h_t = o_t * tanh(beta_3 + alpha_3 * c_hat_t)
         torch.mul(alpha_3, c_hat_t, out=h_t)
         h_t.add_(beta_3)
@@ -324,12 +317,17 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
     c, sigma_a1_in, a1_in_hat = cache["c"], cache["sigma_a1_in"], cache["a1_in_hat"]
     sigma_a2_in, a2_in_hat, a, f, i = cache["sigma_a2_in"], cache["a2_in_hat"], cache["a"], cache["f"], cache["i"]
     o, g, sigma_c, c_hat = cache["o"], cache["g"], cache["sigma_c"], cache["c_hat"]
-    _k1, d_a1_in, d_a1_in_hat, d_a2_in = work["_k1"], work["d_a1_in"], work["d_a1_in_hat"], work["d_a2_in"]
+    _count_4h, _count_h, _k1, _number_1_0 = work["_count_4h"], work["_count_h"], work["_k1"], work["_number_1_0"]
+    _step_1, _step_4h, _step_h, _step_h_2 = work["_step_1"], work["_step_4h"], work["_step_h"], work["_step_h_2"]
+    d_a1_in, d_a1_in_hat, d_a2_in = work["d_a1_in"], work["d_a1_in_hat"], work["d_a2_in"]
     d_a2_in_hat, d_a, d_c, d_c_hat = work["d_a2_in_hat"], work["d_a"], work["d_c"], work["d_c_hat"]
     d_h = work["d_h"]
     n_h = sizes["h"]
     n_q = sizes["q"]
     _weights = _flow_weights(keep, T)
+    _count_h.fill_(n_h)
+    _number_1_0.fill_(1)
+    _count_4h.fill_(4 * n_h)
     # dL/dh_t = V^T dL/ds_t + ...
     torch.matmul(d_s.reshape(-1, n_q), V, out=d_h[1:].reshape(-1, n_h))
     # (1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) * alpha_3 * o_t, all steps at once
@@ -351,8 +349,8 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
             )
             continue
         d_h_t, d_c_hat_t, _k1_t, d_c_t, c_hat_t = d_h[t], d_c_hat[t], _k1[t], d_c[t], c_hat[t]
-        sigma_c_t, d_a_t, c_prev, f_t, g_t = sigma_c[t], d_a[t], c[t - 1], f[t], g[t]
-        i_t, o_t, d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t = i[t], o[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t]
+        sigma_c_t, d_a_t, f_t, c_prev, i_t = sigma_c[t], d_a[t], f[t], c[t - 1], i[t]
+        g_t, o_t, d_a2_in_hat_t, d_a2_in_t, a2_in_hat_t = g[t], o[t], d_a2_in_hat[t], d_a2_in[t], a2_in_hat[t]
         sigma_a2_in_t, d_a1_in_hat_t, d_a1_in_t, a1_in_hat_t, sigma_a1_in_t = (
             sigma_a2_in[t], d_a1_in_hat[t], d_a1_in[t], a1_in_hat[t], sigma_a1_in[t]
         )
@@ -365,7 +363,7 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         # dL/dc_hat_t = diag(alpha_3) diag(1 - tanh(beta_3 + alpha_3 * c_hat_t)^2) diag(o_t) dL/dh_t
         torch.mul(_k1_t, d_h_t, out=d_c_hat_t)
         # dL/dc_t = 1/sigma_c_t (I - 1/h 1 1^T - 1/h c_hat_t c_hat_t^T) dL/dc_hat_t
-        d_c_t[...] = _norm_adjoint(d_c_hat_t, c_hat_t, sigma_c_t)
+        _norm_adjoint_into(d_c_hat_t, c_hat_t, sigma_c_t, _step_h, _step_1, _count_h, out=d_c_t)
         if t < T:
             # dL/dc_t += diag(f_{t+1}) dL/dc_{t+1}
             d_c_t.addcmul_(f[t + 1], d_c[t + 1], value=_weights[t])
@@ -377,18 +375,27 @@ def _adjoints(keep, params, sizes, cache, d_s, work, following=None, compile=Fal
         # dL/dh_t; dL/dg_t = diag(i_t) dL/dc_t; dL/da_t = [a_t[3*h:, :]: diag(1 - g_t^2) dL/dg_t] + [a_t[:h, :]: diag((1
         # - f_t) * f_t) dL/df_t] + [a_t[h:2*h, :]: diag((1 - i_t) * i_t) dL/di_t] + [a_t[2*h:3*h, :]: diag((1 - o_t) *
         # o_t) dL/do_t]
-        d_a_t[..., :n_h] = ((1 - f_t) * f_t) * (c_prev * d_c_t)
-        d_a_t[..., n_h:2 * n_h] = ((1 - i_t) * i_t) * (g_t * d_c_t)
-        d_a_t[..., 2 * n_h:3 * n_h] = ((1 - o_t) * o_t) * (torch.tanh(beta_3 + alpha_3 * c_hat_t) * d_h_t)
-        d_a_t[..., 3 * n_h:] = (1 - g_t ** 2) * (i_t * d_c_t)
+        torch.add(_number_1_0, f_t, alpha=-1, out=_step_h)
+        _product_into(_step_h, f_t, c_prev, d_c_t, out=d_a_t[..., :n_h])
+        torch.add(_number_1_0, i_t, alpha=-1, out=_step_h)
+        _product_into(_step_h, i_t, g_t, d_c_t, out=d_a_t[..., n_h:2 * n_h])
+        torch.add(_number_1_0, o_t, alpha=-1, out=_step_h)
+        torch.mul(alpha_3, c_hat_t, out=_step_h_2)
+        _step_h_2.add_(beta_3)
+        torch.tanh(_step_h_2, out=_step_h_2)
+        _product_into(_step_h, o_t, _step_h_2, d_h_t, out=d_a_t[..., 2 * n_h:3 * n_h])
+        torch.square(g_t, out=_step_h)
+        torch.neg(_step_h, out=_step_h)
+        _step_h.add_(_number_1_0)
+        _product_into(_step_h, i_t, d_c_t, out=d_a_t[..., 3 * n_h:])
         # dL/da2_in_hat_t = diag(alpha_2) dL/da_t
         torch.mul(alpha_2, d_a_t, out=d_a2_in_hat_t)
         # dL/da2_in_t = 1/sigma_a2_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a2_in_hat_t a2_in_hat_t^T) dL/da2_in_hat_t
-        d_a2_in_t[...] = _norm_adjoint(d_a2_in_hat_t, a2_in_hat_t, sigma_a2_in_t)
+        _norm_adjoint_into(d_a2_in_hat_t, a2_in_hat_t, sigma_a2_in_t, _step_4h, _step_1, _count_4h, out=d_a2_in_t)
         # dL/da1_in_hat_t = diag(alpha_1) dL/da_t
         torch.mul(alpha_1, d_a_t, out=d_a1_in_hat_t)
         # dL/da1_in_t = 1/sigma_a1_in_t (I - 1/(4*h) 1 1^T - 1/(4*h) a1_in_hat_t a1_in_hat_t^T) dL/da1_in_hat_t
-        d_a1_in_t[...] = _norm_adjoint(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t)
+        _norm_adjoint_into(d_a1_in_hat_t, a1_in_hat_t, sigma_a1_in_t, _step_4h, _step_1, _count_4h, out=d_a1_in_t)
     d_c0 = _weighted(keep, 0, f[1] * d_c[1])  # dL/dc_0 = diag(f_1) dL/dc_1
     d_h0 = _weighted(keep, 0, d_a1_in[1] @ W_h)  # dL/dh_0 = W_h^T dL/da1_in_1
     if following is not None:  # step 1's values, for the segment before this one
@@ -476,9 +483,7 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     x, h, a1_in_hat, a2_in_hat, o = cache["x"], cache["h"], cache["a1_in_hat"], cache["a2_in_hat"], cache["o"]
     c_hat = cache["c_hat"]
     d_a1_in, d_a2_in, d_a, d_h = adjoints["d_a1_in"], adjoints["d_a2_in"], adjoints["d_a"], adjoints["d_h"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     return {
         # dL/dW_h = sum_t dL/da1_in_t h_{t-1}^T
         "W_h": (h[:-1].reshape(-1, n_h).T @ d_a1_in[1:].reshape(-1, 4 * n_h)).T,
@@ -510,14 +515,18 @@ _PASSES = _Passes(
         "sigma_a2_in": ("T+1", "B", "1"), "a2_in_hat": ("T+1", "B", "4*h"), "a": ("T+1", "B", "4*h"),
         "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
-        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_W_h_T": ("h", "4*h"),
+        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_count_4h": ("1",), "_W_h_T": ("h", "4*h"),
+        "_number_1eminus_05": ("1",), "_count_h": ("1",), "_all_4h": ("T", "B", "4*h"), "_step_4h": ("B", "4*h"),
+        "_step_h": ("B", "h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),
         "d_a2_in_hat": ("T+1", "B", "4*h"), "d_a2_in": ("T+1", "B", "4*h"), "d_a1_in_hat": ("T+1", "B", "4*h"),
-        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"),
+        "d_a1_in": ("T+1", "B", "4*h"), "_k1": ("T+1", "B", "h"), "_count_h": ("1",), "_number_1_0": ("1",),
+        "_count_4h": ("1",), "_step_h": ("B", "h"), "_step_1": ("B", "1"), "_step_h_2": ("B", "h"),
+        "_step_4h": ("B", "4*h"),
     },
-    step_rows=("2*h", "6 + q + 27*h", "q + 24*h", "27*h"),
+    step_rows=("2*h", "6 + q + 31*h", "q + 24*h", "27*h"),
 )
 
 

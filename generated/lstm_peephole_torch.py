@@ -209,26 +209,17 @@ def forward_mode_grads(params, xs, ys, c0=None, h0=None, lengths=None, at=None):
 def _forward(params, sizes, x, c0, h0, work, compile=False):
     """The forward pass, in place into the tensors of work; compile=True: each loop step through torch.compile."""
     W_z, R_z, b_z, W_i, R_i, b_i, W_f, R_f, b_f, W_o, R_o, b_o, p_i, p_f, p_o, V = (params[name] for name in PARAMS)
-    _z_i_f_o = work["_z_i_f_o"]
+    _z_i_f_o, c, h, s = work["_z_i_f_o"], work["c"], work["h"], work["s"]
+    _b_z_i_f_o_halved, _W_z_W_i_W_f_W_o_halved = work["_b_z_i_f_o_halved"], work["_W_z_W_i_W_f_W_o_halved"]
+    _R_z_R_i_R_f_R_o_halved_T, _p_i_halved = work["_R_z_R_i_R_f_R_o_halved_T"], work["_p_i_halved"]
+    _p_f_halved, _number_0_5, _p_o_halved = work["_p_f_halved"], work["_number_0_5"], work["_p_o_halved"]
     z = work["z"]  # a view of _z_i_f_o[..., :n_h]
     i = work["i"]  # a view of _z_i_f_o[..., n_h:2 * n_h]
     f = work["f"]  # a view of _z_i_f_o[..., 2 * n_h:3 * n_h]
     o = work["o"]  # a view of _z_i_f_o[..., 3 * n_h:4 * n_h]
     _i_f = work["_i_f"]  # a view of _z_i_f_o[..., n_h:3 * n_h]
     _z_i_f = work["_z_i_f"]  # a view of _z_i_f_o[..., :3 * n_h]
-    c = work["c"]
-    h = work["h"]
-    s = work["s"]
-    _b_z_i_f_o_halved = work["_b_z_i_f_o_halved"]
-    _W_z_W_i_W_f_W_o_halved = work["_W_z_W_i_W_f_W_o_halved"]
-    _R_z_R_i_R_f_R_o_halved_T = work["_R_z_R_i_R_f_R_o_halved_T"]
-    _p_i_halved = work["_p_i_halved"]
-    _p_f_halved = work["_p_f_halved"]
-    _number_0_5 = work["_number_0_5"]
-    _p_o_halved = work["_p_o_halved"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     T = x.shape[0]
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
@@ -474,9 +465,7 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     x, c, h = cache["x"], cache["c"], cache["h"]
     _d_z_bar_to_o_bar, d_f_bar, d_i_bar = adjoints["_d_z_bar_to_o_bar"], adjoints["d_f_bar"], adjoints["d_i_bar"]
     d_o_bar = adjoints["d_o_bar"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     # the gradients of W_z, W_i, W_f, W_o at once
     _d_W_z_W_i_W_f_W_o = (x.reshape(-1, n_d).T @ _d_z_bar_to_o_bar[1:].reshape(-1, 4 * n_h)).T
     # the gradients of R_z, R_i, R_f, R_o at once

@@ -214,22 +214,15 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     W_ii, b_ii, W_hi, b_hi, W_if, b_if, W_hf, b_hf, W_ig, b_ig, W_hg, b_hg, W_io, b_io, W_ho, b_ho, V = (
         params[name] for name in PARAMS
     )
-    _i_f_o_g = work["_i_f_o_g"]
+    _i_f_o_g, c, h, s = work["_i_f_o_g"], work["c"], work["h"], work["s"]
+    _b_i_f_o_g_halved, _W_ii_W_if_W_io_W_ig_halved = work["_b_i_f_o_g_halved"], work["_W_ii_W_if_W_io_W_ig_halved"]
+    _W_hi_W_hf_W_ho_W_hg_halved_T, _number_0_5 = work["_W_hi_W_hf_W_ho_W_hg_halved_T"], work["_number_0_5"]
     i = work["i"]  # a view of _i_f_o_g[..., :n_h]
     f = work["f"]  # a view of _i_f_o_g[..., n_h:2 * n_h]
     o = work["o"]  # a view of _i_f_o_g[..., 2 * n_h:3 * n_h]
     g = work["g"]  # a view of _i_f_o_g[..., 3 * n_h:4 * n_h]
     _i_f_o = work["_i_f_o"]  # a view of _i_f_o_g[..., :3 * n_h]
-    c = work["c"]
-    h = work["h"]
-    s = work["s"]
-    _b_i_f_o_g_halved = work["_b_i_f_o_g_halved"]
-    _W_ii_W_if_W_io_W_ig_halved = work["_W_ii_W_if_W_io_W_ig_halved"]
-    _W_hi_W_hf_W_ho_W_hg_halved_T = work["_W_hi_W_hf_W_ho_W_hg_halved_T"]
-    _number_0_5 = work["_number_0_5"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     T = x.shape[0]
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
@@ -440,9 +433,7 @@ def _gradients(params, sizes, cache, adjoints, d_s):
     """The parameter gradients: each a sum over all steps, one product of (T*B, k) views."""
     x, h = cache["x"], cache["h"]
     _d_i_bar_to_g_bar = adjoints["_d_i_bar_to_g_bar"]
-    n_d = sizes["d"]
-    n_h = sizes["h"]
-    n_q = sizes["q"]
+    n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
     # the gradients of W_ii, W_if, W_io, W_ig at once
     _d_W_ii_W_if_W_io_W_ig = (x.reshape(-1, n_d).T @ _d_i_bar_to_g_bar[1:].reshape(-1, 4 * n_h)).T
     # the gradients of b_ii, b_if, b_io, b_ig at once

@@ -56,8 +56,8 @@ def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
         values = _values(passes, data, sizes, place)
     if values is None:
         sizes, dtype = passes.check_params(spec, params, finite)
-        place = passes.place(params)
-        values = [_check_data(passes, *item, sizes, dtype, place) for item in data]
+        place, bound = passes.place(params), dict(sizes)
+        values = [_check_bound(passes, bound, item, sizes, dtype, place) for item in data]
         if key is not None:
             _keep(spec.calls, key, (dict(sizes), dtype, place))
     x, *rest = values
@@ -118,6 +118,25 @@ def _check_data(passes, name, value, dims, classes, finite, sizes, dtype, place=
     if classes is not None:
         return passes.check_labels(name, value, sizes, classes, *place)
     return passes.check_array(name, value, dims, sizes, dtype, finite, *place)
+
+
+def _check_bound(passes, bound, item, sizes, dtype, place):
+    """_check_data of one data argument; if its shape disagrees with a size the parameters bound (`bound`), the
+    message says which parameter bound it: where only one parameter holds a size the data holds too (W_x's d and
+    xs'), either may be the wrong one."""
+    try:
+        return _check_data(passes, *item, sizes, dtype, place)
+    except ValueError as error:
+        _, value, dims, classes = item[:4]
+        shape = getattr(value, "shape", None)
+        if classes is not None or shape is None or len(shape) != len(dims):
+            raise
+        for dim, n in zip(dims, shape, strict=True):
+            if bound.get(dim, n) != n:
+                spec = passes.spec
+                setter = next(p for p in spec.params if any(d.rpartition("*")[2] == dim for d in spec.shapes[p]))
+                raise ValueError(f"{error}, {dim} as in params['{setter}']") from None
+        raise
 
 
 def _anywhere(params):

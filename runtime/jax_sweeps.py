@@ -2,11 +2,14 @@
 
 import dataclasses
 
+import jax
 import jax.numpy as jnp
 
-from bptt.runtime.jax import _keep_weights
+from bptt.runtime.common import _extent, _param_sizes
+from bptt.runtime.jax import _keep_weights, _truncation
 from bptt.runtime.jax_padding import _cache_padding, _data_padding, _read_padding
-from bptt.runtime.sweeps import _Composed, _own
+from bptt.runtime.sweep_checks import _checked_call
+from bptt.runtime.sweeps import _Composed, _own, _refuse
 
 
 def _reversed_steps(array, lengths):
@@ -24,6 +27,15 @@ class _Sweeps(_Composed):
         staticmethod(_read_padding),
         staticmethod(_cache_padding),
     )
+    scans_params = True  # every JAX call is checked in full
+
+    def run_forward(self, passes, params, data, states, lengths, options):
+        padding, sizes, dtype, x, initial = self._group_arguments(passes, params, data, states, lengths)
+        sized = zip(passes.spec.states.values(), initial, strict=True)
+        initial = tuple(
+            jnp.zeros((x.shape[1], sizes[size]), dtype) if value is None else value for size, value in sized
+        )
+        return padding.stopped(passes.spec, *passes.run_forward(params, x, None, initial))
 
     def stacked(self, parts):
         return jnp.concatenate(parts, axis=-1)
@@ -49,6 +61,18 @@ class _Sweeps(_Composed):
     def steps_joined(self, parts):
         return jnp.concatenate(parts, axis=0)
 
+    def truncation(self, truncate, rng):
+        return _truncation(truncate, rng)
+
+    def group_rngs(self, rng, count):
+        return list(jax.random.split(rng, count))
+
+    def holds(self, condition):
+        return isinstance(condition, jax.core.Tracer) or bool(condition)
+
+    def at_steps(self, array, steps):
+        return array[steps, jnp.arange(array.shape[1])]
+
     def ragged(self, lengths, T):
         return lengths is not None  # traced under jit: every padded batch's reverse groups gather
 
@@ -62,5 +86,39 @@ class _Sweeps(_Composed):
             rng, T, B, dtype, _own(last, sizes)
         )[1]
 
-    def apply(self):
-        raise ValueError("with reverse-time states, apply is not supported yet (loss_and_grads and backward are)")
+    def apply_call(self, params, xs, states, truncate, rng, checkpoints, lengths=None):
+        """The module's apply: the outputs through a jax.custom_vjp whose backward is the groups' derived BPTT, the
+        arguments checked once (concrete ones scanned); lengths: a padded batch's (outputs zero at its padded steps,
+        which get zero gradient). truncate and checkpoints are refused."""
+        _refuse(truncate=truncate, checkpoints=checkpoints)
+        x, lengths = _checked_call(self, params, xs, None, states, lengths, None, True)
+        sizes, dtype = _param_sizes(self.spec, params), params[self.spec.params[0]].dtype
+        sized = zip(self.spec.states.values(), states, strict=True)
+        initial = tuple(jnp.zeros((x.shape[1], _extent(size, sizes)), dtype) if v is None else v for size, v in sized)
+        applied = self.__dict__.get("_applied")
+        if applied is None:
+            applied = _sweeps_applied(self)
+            object.__setattr__(self, "_applied", applied)
+        return applied(params, x, initial, lengths)
+
+
+def _sweeps_applied(sweeps):
+    """apply's jax.custom_vjp function: the outputs of the groups' forward passes (sweeps._forward); its backward
+    the groups' derived BPTT (backward_call), nothing for the data (xs' cotangent is zero) and the lengths."""
+
+    @jax.custom_vjp
+    def apply(params, x, initial, lengths):
+        return forward(params, x, initial, lengths)[0]
+
+    def forward(params, x, initial, lengths):
+        outputs, cache = sweeps._forward(params, x, initial, lengths, {})
+        return outputs, (params, cache)
+
+    def backward(residuals, d_outputs):
+        params, cache = residuals
+        grads = sweeps.backward_call(params, cache, d_outputs, None, None, False, None)
+        initial = tuple(grads[name] for name in sweeps.spec.states)
+        return {name: grads[name] for name in sweeps.spec.params}, None, initial, None
+
+    apply.defvjp(forward, backward)
+    return apply

@@ -158,11 +158,17 @@ def _squared_error(s, y, count):
     return loss
 
 
-def _norm_adjoint(g, hat, sigma, centred=True):
+def _norm_adjoint(g, hat, sigma, centred=True, out=None):
     """A norm's Jacobian times g (derive/norm_adjoint.py): (g - mean(g) - hat mean(hat * g)) / sigma, without mean(g)
-    for an RMS norm (centred False); O(n) per row, no n x n matrix, the means over the last axis, kept."""
-    centre = g.mean(axis=-1, keepdims=True) if centred else 0
-    return (g - centre - hat * (hat * g).mean(axis=-1, keepdims=True)) / sigma
+    for an RMS norm (centred False); O(n) per row, no n x n matrix, the means over the last axis; into out if given
+    (never g itself). Each mean is one reduction and the rest in place: no temporary the size of g."""
+    scale = 1 / g.shape[-1]
+    out = np.multiply(hat, g, out=out)
+    np.multiply(hat, np.add.reduce(out, axis=-1, keepdims=True) * scale, out=out)
+    if centred:
+        out += np.add.reduce(g, axis=-1, keepdims=True) * scale
+    np.subtract(g, out, out=out)
+    return np.divide(out, sigma, out=out)
 
 
 def _placed(like, *blocks):

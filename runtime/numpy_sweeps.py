@@ -4,7 +4,7 @@ import numpy as np
 
 from bptt.runtime.checks import _checked
 from bptt.runtime.common import _check_lengths, _check_sizes
-from bptt.runtime.numpy import _check_dtype, _truncation_weights
+from bptt.runtime.numpy import _blamed, _check_dtype, _truncation, _truncation_weights
 from bptt.runtime.numpy_padding import _cache_padding, _data_padding, _read_padding
 from bptt.runtime.sweeps import _Composed
 
@@ -24,6 +24,11 @@ class _Sweeps(_Composed):
         staticmethod(_read_padding),
         staticmethod(_cache_padding),
     )
+    blamed = staticmethod(_blamed)
+
+    def run_forward(self, passes, params, data, states, lengths, options):
+        padding, sizes, dtype, x, initial = self._group_arguments(passes, params, data, states, lengths)
+        return padding.stopped(passes.spec, *passes.segment_forward(params, sizes, dtype, x, None, initial))
 
     def stacked(self, parts):
         return np.concatenate([np.asarray(part) for part in parts], axis=-1)
@@ -38,7 +43,7 @@ class _Sweeps(_Composed):
         return np.eye(rows, dtype=like.dtype)
 
     def checked(self, passes, params, xs, ys, states):
-        return _checked(passes, params, xs, ys, states, True, ys is not None)
+        return _checked(passes, params, xs, ys, states, False, ys is not None, False)
 
     def itemsize(self, dtype):
         return np.dtype(dtype).itemsize
@@ -48,6 +53,15 @@ class _Sweeps(_Composed):
 
     def steps_joined(self, parts):
         return np.concatenate(parts, axis=0)
+
+    def truncation(self, truncate, rng):
+        return _truncation(truncate, rng)
+
+    def group_rngs(self, rng, count):
+        return [np.random.default_rng(seed) for seed in rng.integers(0, 2**63, size=count)]
+
+    def at_steps(self, array, steps):
+        return array[steps, np.arange(array.shape[1])]
 
     def random_inputs(self, rng, T, B, dtype, sizes):
         """xs of the first group's kind, ys of the last's."""

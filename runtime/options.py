@@ -21,7 +21,9 @@ _UNITS = {  # bytes
 class _Truncation(NamedTuple):
     """How backward truncates the gradient's flow: FULL (value None), WINDOW or CHUNK (value k, a length of
     steps >= 1) or RANDOM (value pi, the probability a flow is kept). A tuple: (mode, value), so the value
-    of a truncation is also a truncate argument."""
+    of a truncation is also a truncate argument. With reverse-time states each recursion is truncated in its own
+    direction (sweeps.py: each group's backward over its own steps): a reverse state's chunks count from each
+    sequence's last step, a window counts each recursion's own k steps, random weights are drawn per group."""
 
     mode: str
     value: object = None

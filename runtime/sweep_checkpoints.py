@@ -11,7 +11,7 @@ reads' gradients (one per step) becoming the d_outputs of the groups that comput
 from dataclasses import dataclass
 
 from bptt.runtime.checkpoints import _checkpointed, _forward_kept, _segmented
-from bptt.runtime.checks import _check_param_keys, _checked_backward
+from bptt.runtime.checks import _checked_backward
 from bptt.runtime.common import _extent, _param_sizes
 from bptt.runtime.options import _NO_TRUNCATION, _Checkpoints
 
@@ -81,13 +81,13 @@ class _SideSet:
 
 
 class _Call:
-    """One checkpointed call: its arguments, the padding of its lengths, the values its groups hand on, and the
-    budget's shares (made once the first group's arguments are checked)."""
+    """One checkpointed call: its arguments, checked on the whole model's (sweep_checks.py's _checked_call: xs zero at
+    its padded steps), the padding of its lengths, the values its groups hand on, and the budget's shares (made once
+    the first group's arguments are bound)."""
 
     def __init__(self, composed, params, xs, states, lengths, checkpoints):
-        _check_param_keys(composed.spec, params)
         self.padding = composed.padding(lengths, xs)
-        self.composed, self.params, self.xs, self.states = composed, params, self.padding.zeroed(xs), states
+        self.composed, self.params, self.xs, self.states = composed, params, xs, states
         lengths = self.padding.lengths
         self.steps = lengths if composed.ragged(lengths, xs.shape[0]) else None  # what a reverse group reverses by
         self.checkpoints, self.shares, self.values = _Checkpoints.of(checkpoints), None, {}
@@ -202,12 +202,10 @@ def _added(totals, more):
         totals[key] = totals[key] + value if key in totals else value
 
 
-def _checkpointed_loss_and_grads(composed, params, xs, ys, states, truncate, checkpoints, lengths, at):
+def _checkpointed_loss_and_grads(composed, params, xs, ys, states, checkpoints, lengths, at):
     """loss_and_grads(checkpoints=...) of a model with reverse-time states: the groups before the last run forward
     keeping their schedules' states, the last group's loss and backward as a forward-only module's, then the others'
     backward from their kept states."""
-    if truncate is not None:
-        raise ValueError("with reverse-time states, truncate= and checkpoints= do not combine yet: give one of them")
     call = _Call(composed, params, xs, states, lengths, checkpoints)
     runs = [call.kept(k)[0] for k in range(len(composed.sweeps) - 1)]
     read = composed.read_padding(call.padding, at, xs)

@@ -164,6 +164,56 @@ def _norm_adjoint(g, hat, sigma, centred=True):
     return (g - centre - hat * (hat * g).mean(dim=-1, keepdim=True)) / sigma
 
 
+def _mean_into(v, count, out):
+    """The mean over the last axis of v into out (a last axis of 1), count the units' count as a 0-d tensor
+    (torch.mean, and a Python number as an operand, allocate at every call)."""
+    torch.sum(v, dim=-1, keepdim=True, out=out)
+    out.div_(count)
+
+
+def _spread_into(v, mu, eps, rows, count, out):
+    """A norm's sigma, mean((v - mu)^2 + eps)^(1/2) over the last axis, into out (a last axis of 1); mu None for
+    an RMS norm's, eps (a 0-d tensor) None for 0; rows a scratch tensor of v's shape. Nothing allocated."""
+    if mu is None:
+        torch.square(v, out=rows)
+    else:
+        torch.sub(v, mu, out=rows)
+        rows.square_()
+    if eps is not None:
+        rows.add_(eps)
+    _mean_into(rows, count, out)
+    out.sqrt_()
+
+
+def _normalised_into(v, mu, sigma, out):
+    """A norm's v_hat, (v - mu) / sigma, into out; mu None for an RMS norm's. Nothing allocated."""
+    if mu is None:
+        torch.div(v, sigma, out=out)
+    else:
+        torch.sub(v, mu, out=out)
+        out.div_(sigma)
+
+
+def _product_into(first, second, *rest, out):
+    """The elementwise product of the tensors into out, in their order. Nothing allocated."""
+    torch.mul(first, second, out=out)
+    for factor in rest:
+        out.mul_(factor)
+
+
+def _norm_adjoint_into(g, hat, sigma, rows, means, count, out, centred=True):
+    """_norm_adjoint(g, hat, sigma, centred) into out, in the scratch tensors rows (g's shape) and means (a last
+    axis of 1), count the units' count as a 0-d tensor (torch.mean allocates); nothing allocated. out may be g."""
+    torch.mul(hat, g, out=rows)
+    _mean_into(rows, count, means)
+    torch.mul(hat, means, out=rows)  # hat mean(hat * g)
+    if centred:
+        _mean_into(g, count, means)
+        rows.add_(means)
+    torch.sub(g, rows, out=out)
+    out.div_(sigma)
+
+
 def _placed(like, *blocks):
     """The gradient of a parameter read by blocks (of a sequence's value read by row slices): zero, each (index,
     value) block added in at its index; a value with leading axes its block lacks (an aged adjoint's ages)

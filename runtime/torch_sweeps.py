@@ -1,14 +1,13 @@
 """A torch module of a model with reverse-time states (sweeps.py): its tensors stacked, reversed and made in torch,
 on the parameters' device; compile= passed on to every group."""
 
-import dataclasses
-
 import torch
 
 from bptt.runtime.checks import _checked
 from bptt.runtime.sweep_checkpoints import _kept_backward, _kept_forward
-from bptt.runtime.sweeps import _Composed, _own, _refuse
-from bptt.runtime.torch import _check_compile
+from bptt.runtime.sweep_checks import _checked_call
+from bptt.runtime.sweeps import _Composed, _own, _refuse_combined
+from bptt.runtime.torch import _blamed, _check_compile, _truncation
 from bptt.runtime.torch_autograd import _Model
 from bptt.runtime.torch_padding import _cache_padding, _data_padding, _read_padding
 from bptt.runtime.torch_passes import _truncation_weights
@@ -45,7 +44,7 @@ class _Sweeps(_Composed):
         return torch.eye(rows, dtype=like.dtype, device=like.device)
 
     def checked(self, passes, params, xs, ys, states):
-        return _checked(passes, params, xs, ys, states, True, ys is not None)
+        return _checked(passes, params, xs, ys, states, False, ys is not None, False)
 
     def itemsize(self, dtype):
         return dtype.itemsize
@@ -57,28 +56,39 @@ class _Sweeps(_Composed):
         return torch.cat(parts, dim=0)
 
     @torch.no_grad()
-    def checkpointed_loss(self, params, xs, ys, states, truncate, checkpoints, lengths, at, **options):
+    def checkpointed_loss(self, params, x, ys, states, checkpoints, lengths, at, **options):
         _check_compile(options.get("compile", False), checkpoints)
-        return super().checkpointed_loss(params, xs, ys, states, truncate, checkpoints, lengths, at)
+        return super().checkpointed_loss(params, x, ys, states, checkpoints, lengths, at)
+
+    def at_steps(self, array, steps):
+        return array[steps.to(array.device), torch.arange(array.shape[1], device=array.device)]
+
+    blamed = staticmethod(_blamed)
 
     def run_forward(self, passes, params, data, states, lengths, options):
-        return passes.forward_call(params, data, None, states, options.get("compile", False), lengths)
+        compile = _check_compile(options.get("compile", False))
+        padding, sizes, dtype, x, initial = self._group_arguments(passes, params, data, states, lengths)
+        return padding.stopped(
+            passes.spec, *passes.run_forward(params, sizes, dtype, x.device, x, None, initial, compile)
+        )
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
         if options.get("checkpoints") is not None:
             _check_compile(options.get("compile", False), options["checkpoints"])
             return self.segmented_backward(passes, params, cache, d_outputs, check_finite, options["checkpoints"])
-        compile = options.get("compile", False)
-        return passes.backward_call(params, cache, d_outputs, None, None, check_finite, None, compile)
+        compile, truncate, rng = options.get("compile", False), options.get("truncate"), options.get("rng")
+        return passes.backward_call(params, cache, d_outputs, truncate, rng, check_finite, None, compile)
+
+    def truncation(self, truncate, rng):
+        return _truncation(truncate, rng)
+
+    def group_rngs(self, rng, count):
+        seeds = torch.randint(0, 2**62, (count,), generator=rng, device=rng.device)
+        return [torch.Generator(device=rng.device).manual_seed(int(seed)) for seed in seeds]
 
     @torch.no_grad()
     def segmented_backward(self, passes, params, cache, d_outputs, check_finite, checkpoints):
         return super().segmented_backward(passes, params, cache, d_outputs, check_finite, checkpoints)
-
-    def model_passes(self):
-        """The last group's passes with the model's spec: what draws the model's parameters, checks its arguments,
-        and takes its loss (Model's)."""
-        return dataclasses.replace(self.sweeps[-1].passes, spec=self.spec)
 
     def init_params(self, rng, dtype, device, sizes):
         return self.model_passes().init_params(rng, dtype, device, sizes)
@@ -92,18 +102,20 @@ class _Sweeps(_Composed):
 
 class _SweepsBPTT(torch.autograd.Function):
     """The outputs of a model with reverse-time states, whose backward runs the groups' derived BPTT:
-    _SweepsBPTT.apply(sweeps, compile, checkpoints, lengths, xs, *initial states, *params); with checkpoints, each
-    group's forward pass keeps its schedule's states only (sweep_checkpoints.py)."""
+    _SweepsBPTT.apply(sweeps, compile, (truncate, rng, checkpoints), lengths, xs, *initial states, *params); with
+    checkpoints, each group's forward pass keeps its schedule's states only (sweep_checkpoints.py)."""
 
     @staticmethod
-    def forward(ctx, sweeps, compile, checkpoints, lengths, xs, *values):
+    def forward(ctx, sweeps, compile, options, lengths, xs, *values):
         states, params = values[: len(sweeps.spec.states)], values[len(sweeps.spec.states) :]
         named = dict(zip(sweeps.spec.params, params, strict=True))
+        truncate, rng, checkpoints = options
         if checkpoints is None:
             outputs, ctx.cache = sweeps.forward_call(named, xs, states, lengths, compile=compile)
         else:
-            outputs, ctx.kept = _kept_forward(sweeps, named, xs, states, lengths, checkpoints)
-        ctx.sweeps, ctx.compile, ctx.checkpoints = sweeps, compile, checkpoints
+            x, lengths = _checked_call(sweeps, named, xs, None, states, lengths, None, True)
+            outputs, ctx.kept = _kept_forward(sweeps, named, x, states, lengths, checkpoints)
+        ctx.sweeps, ctx.compile, ctx.truncation, ctx.checkpoints = sweeps, compile, (truncate, rng), checkpoints
         ctx.given = tuple(state is not None for state in states)
         ctx.save_for_backward(*params)
         return outputs
@@ -114,8 +126,9 @@ class _SweepsBPTT(torch.autograd.Function):
         sweeps = ctx.sweeps
         if ctx.checkpoints is None:
             params = dict(zip(sweeps.spec.params, ctx.saved_tensors, strict=True))
+            truncate, rng = ctx.truncation
             grads = sweeps.backward_call(
-                params, ctx.cache, d_outputs.contiguous(), None, None, True, None, compile=ctx.compile
+                params, ctx.cache, d_outputs.contiguous(), truncate, rng, True, None, compile=ctx.compile
             )
         else:
             kept, ctx.kept = ctx.kept, None  # the kept states go as each group's schedule frees them
@@ -128,15 +141,16 @@ class _SweepsBPTT(torch.autograd.Function):
 
 class _SweepsModel(_Model):
     """Model of a module with reverse-time states: its forward runs _SweepsBPTT, with the batch's lengths (a reverse
-    state starts at each sequence's own last step), in the memory checkpoints allows; truncate is refused."""
+    state starts at each sequence's own last step), truncated as its truncate and rng say, in the memory checkpoints
+    allows (truncate= with checkpoints= refused)."""
 
     _sweeps = None
 
     def _outputs(self, data, initial, params, padding):
-        _refuse(truncate=self.truncate)
-        sweeps, lengths = self._sweeps, padding.lengths
+        _refuse_combined(self.truncate, self.checkpoints)
+        options = (self.truncate, self.rng, self.checkpoints)
         return _SweepsBPTT.apply(
-            sweeps, self.compile_steps, self.checkpoints, lengths, *data, *initial, *params.values()
+            self._sweeps, self.compile_steps, options, padding.lengths, *data, *initial, *params.values()
         )
 
 

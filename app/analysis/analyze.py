@@ -3,10 +3,12 @@
 On one random sequence (batch 1), with the recurrent weights scaled to several spectral radii (by default 0.5, 1,
 1.5 and, if the gradient grows at none of them, a larger one where it does), in a regime where the cell's
 activations stay nearly linear (app/analysis/regime.py):
-- ||dL_T/ds_t|| and ||ds_T/ds_t|| for each state against T - t (app/analysis/jacobians.py), and the upper bound
+- ||dL_T/ds_t|| and ||ds_T/ds_t|| for each state against T - t (app/analysis/jacobians.py: the step Jacobians derived,
+  or measured where they have no closed form, as a norm's adjoint has none), and the upper bound
   (gamma sigma_max(W))^(T-t) where the Jacobian has that form; for a cell that saturates, the same at input scale 1
   (the module's own initialisation) too;
-- the eigenvalues of the recurrent matrices; the gradient's norm before and after clipping at g_max;
+- the eigenvalues of the recurrent matrices (of each square block of a stack such as W_h of 4h x h); the gradient's
+  norm before and after clipping at g_max;
 - d2l's exercise: |cos(M^k x, v_1)| for the symmetric part M of the first recurrent matrix;
 - for a cell with a constant error carousel (the LSTM's c_t = f_t * c_{t-1} + ...): ||dc_T/dc_t|| and the
   carousel's own product of diag(f_k), with the gate's bias at 0, 1 and 5.
@@ -19,7 +21,7 @@ import numpy as np
 
 from bptt.app.analysis.clipping import clipping_table
 from bptt.app.analysis.jacobians import NoFlow, diagonal_products, state_gradients, state_products, step_values
-from bptt.app.analysis.regime import CAROUSEL_BIASES, GATE_BIAS, regime, saturates
+from bptt.app.analysis.regime import CAROUSEL_BIASES, GATE_BIAS, block_names, regime, saturates
 from bptt.app.analysis.runs import RADII, SIZE, deviation, jacobians_at, regime_words, setup
 from bptt.app.analysis.table import Table, symbol
 from bptt.derive.flow import gradient_flow
@@ -55,7 +57,7 @@ class Analysis:
 
 def table_names(model, scale=None):
     """The tables an analysis of the model writes, in order."""
-    plan = regime(gradient_flow(model))
+    plan = regime(gradient_flow(model, measured=True))
     names = TABLES[:1] + ((SATURATED,) if scale is None and saturates(model) else ()) + TABLES[1:]
     return names + ((CAROUSEL,) if plan.carousel else ())
 
@@ -111,11 +113,13 @@ def analyze(model, steps=STEPS, seed=0, radii=None, g_max=None, scale=None, prog
     for radius in radii:
         params = found.params(radius)
         for p in found.recurrent:
-            for value in sorted(np.linalg.eigvals(params[p.name]), key=lambda v: (-abs(v), v.real, v.imag)):
-                eigen.append((radius, p.name, float(value.real), float(value.imag), float(abs(value))))
+            for name, rows in block_names(p.name, params[p.name]).items():
+                for value in sorted(np.linalg.eigvals(params[p.name][rows]), key=lambda v: (-abs(v), v.real, v.imag)):
+                    eigen.append((radius, name, float(value.real), float(value.imag), float(abs(value))))
         gradients[radius] = found.module.loss_and_grads(params, found.xs, found.ys)[1]
-    name = found.recurrent[0].name
-    symmetric = (found.base[name] + found.base[name].T) / 2
+    first = found.recurrent[0].name
+    name, rows = next(iter(block_names(first, found.base[first]).items()))
+    symmetric = (found.base[first][rows] + found.base[first][rows].T) / 2
     aligned, ratio = alignment(symmetric, rng.standard_normal(symmetric.shape[0]), steps)
     top = float(max(abs(np.linalg.eigvalsh(symmetric))))
     clipping = clipping_table(found.module, gradients, g_max, words)
@@ -180,6 +184,7 @@ def _norm_table(found, rows, table_name):
     columns = ("radius", "T-t", gradient, *(f"|d{n}_T/d{n}_t|" for n in names))
     labels = ("radius", "$T-t$", label, *(rf"$\|\partial {symbol(n)}_T/\partial {symbol(n)}_t\|$" for n in names))
     title = f"Gradient norms against the distance T - t, {words}{_regime_note(found)}"
+    title += "; ds_T/ds_t from step Jacobians measured by differences (no closed form)" if flow.measured else ""
     if flow.bound:
         columns += ("upper_bound",)
         weights = r"\,".join(rf"\sigma_{{\max}}({symbol(w.name)})" for w in flow.bound.matrices)

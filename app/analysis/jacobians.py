@@ -2,7 +2,9 @@
 own backward pass gives, for bptt analyze:
 - ||dL_T/ds_t|| from the module's backward: the run from step t on is repeated with the states at t as its initial
   states, and backward gives their gradient;
-- ds_T/ds_t = J_T ... J_{t+1}, the product of the derived step Jacobians (derive.flow) on the module's forward cache.
+- ds_T/ds_t = J_T ... J_{t+1}, the product of the derived step Jacobians (derive.flow) on the module's forward cache;
+  for a cell whose step Jacobian has no closed form (a norm's adjoint), of the step Jacobians measured by
+  differences of the module's one-step forward pass.
 """
 
 import numpy as np
@@ -13,6 +15,8 @@ from bptt.derive.closed_form import k
 from bptt.derive.nodes import t
 
 STEP = step_printer(stacked=False)
+DELTA = 1e-3  # a measured Jacobian's difference step, relative to the states' largest entry
+NORM_SCALE = 1e-3  # the smallest scale of that step: a norm with eps = 1e-5 bends on the scale of sqrt(eps)
 
 
 class NoFlow(ValueError):
@@ -89,6 +93,36 @@ def step_jacobians(flow, module, params, xs, cache, sizes):
         return [jacobian.at(step, space) for step in range(1, len(xs) + 1)]
     except NameError as error:
         raise NoFlow(f"the derived Jacobian reads {error.name}, which bptt analyze cannot evaluate") from error
+
+
+def measured_jacobians(flow, module, params, xs, ys, cache):
+    """[J_k for k = 1..T] measured on the module: the one-step forward pass from the states at k-1, each entry of
+    the stacked states moved by +-delta (every move a sample of one batch), central differences at delta and
+    delta/2 extrapolated to a zero step (Richardson: the error is O(delta^4)). delta is DELTA times the states'
+    largest entry, or DELTA * NORM_SCALE: a norm of vectors near zero bends on the scale of its sqrt(eps)."""
+    sizes = [cache[s.name].shape[-1] for s in flow.states]
+    stacked = sum(sizes)
+    found = []
+    for step in range(1, len(xs) + 1):
+        start = np.concatenate([cache[s.name][step - 1][0] for s in flow.states])
+        delta = DELTA * max(float(np.max(np.abs(start))), NORM_SCALE)
+        moves = np.concatenate([sign * size * np.eye(stacked) for size in (delta, delta / 2) for sign in (1, -1)])
+        after = _one_step(flow, module, params, xs, ys, cache, step, start + moves, sizes)
+        wide, narrow = ((after[i] - after[i + 1]) / (2 * size) for i, size in ((0, delta), (2, delta / 2)))
+        found.append(((4 * narrow - wide) / 3).T)  # row j: the states at k when entry j moved, column j of J_k
+    return found
+
+
+def _one_step(flow, module, params, xs, ys, cache, step, moved, sizes):
+    """The stacked states after step `step` from each row of `moved` (the other states as in the cache), split
+    into the four blocks of moves."""
+    batch = len(moved)
+    initial = {name: np.repeat(cache[name[:-1]][step - 1][:1], batch, axis=0) for name in module.STATES}
+    for state, block in zip(flow.states, np.split(moved, np.cumsum(sizes)[:-1], axis=1), strict=True):
+        initial[f"{state.name}0"] = block
+    forced = (np.repeat(ys[step - 1 : step], batch, axis=1),) if module.TEACHER_FORCED else ()
+    _, run = module.forward(params, np.repeat(xs[step - 1 : step], batch, axis=1), *forced, **initial)
+    return np.split(np.concatenate([run[s.name][1] for s in flow.states], axis=1), 4)
 
 
 def state_products(jacobians):

@@ -34,11 +34,28 @@ class Regime:
 
 
 def scaled(params, recurrent, radius):
-    """params with every recurrent matrix scaled to the given spectral radius."""
+    """params with every recurrent matrix (each of its square blocks) scaled to the given spectral radius."""
     out = dict(params)
     for p in recurrent:
-        out[p.name] = params[p.name] * (radius / np.max(np.abs(np.linalg.eigvals(params[p.name]))))
+        value = out[p.name] = params[p.name].copy()
+        for rows in square_blocks(value):
+            value[rows] *= radius / np.max(np.abs(np.linalg.eigvals(value[rows])))
     return out
+
+
+def square_blocks(matrix):
+    """The rows of each square block of a recurrent matrix: all of a square one; the h x h blocks of a stack of
+    them, such as lstm-layernorm's W_h of 4h x h (the four gates' recurrent matrices, as the zoo's lstm has them)."""
+    rows, cols = matrix.shape
+    return [slice(start, start + cols) for start in range(0, rows, cols)]
+
+
+def block_names(name, matrix):
+    """{the name of each square block: its rows}: the matrix's own name, or W_h[0:8], W_h[8:16], ... for a stack."""
+    found = square_blocks(matrix)
+    if len(found) == 1:
+        return {name: found[0]}
+    return {f"{name}[{rows.start}:{rows.stop}]": rows for rows in found}
 
 
 def regime(flow, scale=None):

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bptt.app.analysis.jacobians import NoFlow, step_jacobians
+from bptt.app.analysis.jacobians import NoFlow, measured_jacobians, step_jacobians
 from bptt.app.analysis.regime import (
     CAROUSEL_BIASES,
     GATE_BIAS,
@@ -36,7 +36,7 @@ class Setup:
     xs: object
     ys: object
     sizes: dict
-    recurrent: tuple  # the square recurrent matrices, scaled to each radius
+    recurrent: tuple  # the square recurrent matrices (or stacks of them), scaled to each radius
     regime: object
     radii: tuple
 
@@ -52,10 +52,10 @@ def setup(model, steps, seed, radii, scale):
     zero input in every run, for a cell with an elementwise function (the linear cell keeps 1). Without radii,
     RADII and, if the step Jacobian grows at none of them, the first of 2, 4, 8, 16 times the largest that does."""
     forward_only(model, "the gradient-flow analysis")
-    flow = gradient_flow(model)
+    flow = gradient_flow(model, measured=True)
     if not flow.states:
         raise NoFlow(f"{model.name}: teacher forcing makes every state data, so no gradient flows between steps")
-    recurrent = tuple(p for p in flow.recurrent if p.shape[0] == p.shape[1])  # a radius needs a square matrix
+    recurrent = tuple(p for p in flow.recurrent if stacks_squares(p))  # a radius needs a square matrix, or a stack
     if not recurrent:
         raise NoFlow(f"{model.name}: no square matrix multiplies a state read at t-1, so there is no radius to scale")
     module = load_module(model, from_zoo=not model.spec and model.name in ZOO)
@@ -76,6 +76,12 @@ def _scaled(found, scale):
     if scale is None and saturates(found.flow.model):
         return replace(found, regime=replace(found.regime, scale=unsaturated_scale(deviation(found, found.radii))))
     return found
+
+
+def stacks_squares(matrix):
+    """Whether a parameter matrix is square, or a stack of square blocks (4h x h)."""
+    rows, cols = matrix.shape
+    return bool((rows / cols).is_integer and (rows / cols).is_positive)
 
 
 def growth(found, radius):
@@ -104,5 +110,8 @@ def deviation(found, radii):
 
 
 def jacobians_at(found, params):
+    """The step Jacobians J_1..J_T of a run: derived, or measured where the flow has no closed form."""
     cache = found.cache(params)
+    if found.flow.measured:
+        return measured_jacobians(found.flow, found.module, params, found.xs, found.ys, cache)
     return step_jacobians(found.flow, found.module, params, found.xs, cache, found.sizes)

@@ -1,7 +1,7 @@
 """PyTorch peers for `bptt bench`: the zoo's Elman RNNs on torch.nn.RNN, its GRU on torch.nn.GRU and
 its LSTM on torch.nn.LSTM (gate order and biases as torch has them, which the zoo models follow),
-with the same head and loss; its LayerNorm-LSTM (Ba et al.) as a loop over the steps of torch.nn.LayerNorm's
-functional form, the input's norm taken for all steps at once, by autograd. Present only where torch is installed;
+with the same head and loss; its LayerNorm-LSTM (Ba et al.) as a loop over the steps with three torch.nn.LayerNorm
+modules, the input's norm taken for all steps at once, by autograd. Present only where torch is installed;
 one thread."""
 
 import importlib.util
@@ -115,32 +115,38 @@ def _gated(name, torch, leaf, states, x, y, dtype, B):
 
 
 def _layernorm_lstm(torch, leaf, states, x, y, dtype, B):
-    """Ba et al.'s equations 20-22 (gates f, i, o, g; the zoo's epsilon), norms by torch.nn.functional.layer_norm."""
-    F = torch.nn.functional
+    """Ba et al.'s equations 20-22 (gates f, i, o, g; the zoo's epsilon), each norm a torch.nn.LayerNorm whose gain
+    and bias are alpha_k and beta_k."""
     p, h = leaf, leaf["W_h"].shape[1]
-
-    def norm(z, k):
-        return F.layer_norm(z, z.shape[-1:], p[f"alpha_{k}"], p[f"beta_{k}"], eps=EPS)
-
+    norms = {}
+    for k in (1, 2, 3):
+        norms[k] = torch.nn.LayerNorm(p[f"alpha_{k}"].shape[0], eps=EPS, dtype=dtype)
+        with torch.no_grad():
+            norms[k].weight.copy_(p[f"alpha_{k}"])
+            norms[k].bias.copy_(p[f"beta_{k}"])
+    W_h, W_x, b, V = p["W_h"], p["W_x"], p["b"], p["V"]
     zero = torch.zeros(1, B, h, dtype=dtype)
     h0, c0 = (states.get(key, zero.clone().requires_grad_(True)) for key in ("h0", "c0"))
+    leaves = [W_h, W_x, b, V, h0, c0, *(t for norm in norms.values() for t in norm.parameters())]
 
     def run():
-        for tensor in [*p.values(), h0, c0]:
+        for tensor in leaves:
             tensor.grad = None
-        inputs = norm(x @ p["W_x"].T, 2) + p["b"]
+        inputs = norms[2](x @ W_x.T) + b
         hidden, cell, out = h0[0], c0[0], []
         for a in inputs:
-            f, i, o, g = (norm(hidden @ p["W_h"].T, 1) + a).split(h, -1)
+            f, i, o, g = (norms[1](hidden @ W_h.T) + a).split(h, -1)
             cell = torch.sigmoid(f) * cell + torch.sigmoid(i) * torch.tanh(g)
-            hidden = torch.sigmoid(o) * torch.tanh(norm(cell, 3))
+            hidden = torch.sigmoid(o) * torch.tanh(norms[3](cell))
             out.append(hidden)
-        loss = 0.5 * (torch.stack(out) @ p["V"].T - y).square().sum() / B
+        loss = 0.5 * (torch.stack(out) @ V.T - y).square().sum() / B
         loss.backward()
         return loss
 
     def collect(loss):
-        grads = {key: tensor.grad for key, tensor in p.items()} | {"h0": h0.grad[0], "c0": c0.grad[0]}
+        grads = {"W_h": W_h.grad, "W_x": W_x.grad, "b": b.grad, "V": V.grad, "h0": h0.grad[0], "c0": c0.grad[0]}
+        for k, norm in norms.items():
+            grads.update({f"alpha_{k}": norm.weight.grad, f"beta_{k}": norm.bias.grad})
         return float(loss.detach()), {k: v.detach().numpy() for k, v in grads.items()}
 
     return run, collect

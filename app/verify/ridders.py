@@ -52,7 +52,12 @@ def ladder(saved, step, enough=0.0):
     its distance from the two values it came from. The tableau starts once the differences converge
     (_converging); the best estimate is kept, and the ladder stops once it is below `enough` or the
     error grows. If they never converge, the last difference is returned with the spread of all of
-    them as its error. A generator, so that the losses of many ladders can be computed together."""
+    them as its error. A generator, so that the losses of many ladders can be computed together.
+
+    A later extrapolation that differs from the best by more than SAFE times their two estimates replaces it,
+    though its own estimate is larger: the two cannot both hold, and the later comes from smaller steps. The
+    earlier ones' steps may reach past where the loss's Taylor series converges (a norm whose deviation is
+    small has a singularity near: lstm-layernorm at T=200), where extrapolations can agree by chance."""
     best, error, tableau, differences, noise, growing = np.nan, np.inf, None, [], [], 0
     for up, down in points(saved, step):
         rise, fall = yield up, down
@@ -70,7 +75,7 @@ def ladder(saved, step, enough=0.0):
             new = [(difference, rounding)]
         for pair in new:
             tableau, value, estimate = _extrapolate(tableau, *pair)
-            if estimate <= error:
+            if estimate <= error or abs(value - best) > SAFE * (estimate + error):  # better, or the best contradicted
                 best, error = value, estimate
             growing = growing + 1 if estimate > SAFE * error else 0
         if growing >= 2 or error <= enough:  # rounding has taken over, or the error is small enough

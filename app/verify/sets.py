@@ -2,19 +2,21 @@
 
 A generated module's loss at S parameter sets costs S forward passes, each at NumPy's per-call floor
 when the arrays are small. Placed side by side, the sets run as one instance of the same module at S
-times the sizes: each matrix block-diagonal (set k's block acts on set k's part of every state),
-each vector and initial state the sets' vectors one after the other, the inputs repeated along their
-feature axis (or shared, for a dimension only integer inputs index). Set k's outputs are then the k-th
-block of the outputs' last axis, and its loss that of a plain forward pass at set k, up to rounding
-(the sums of a product may group their terms otherwise: an entry the loss does not read may get a
-difference of rounding, not exactly 0).
+times the sizes: each matrix block-diagonal (set k's block acts on set k's part of every state), each
+vector and initial state the sets' vectors one after the other, the inputs repeated along their feature
+axis (or shared, for a dimension only integer inputs index). An axis of stacked blocks ("4*h", the four
+gates' rows of torch's W_ih) is widened block by block, so that the module's slice of a gate reads every
+set's gate. Set k's outputs are then the k-th block of the outputs' last axis, and its loss that of a
+plain forward pass at set k, up to rounding (the sums of a product may group their terms otherwise: an
+entry the loss does not read may get a difference of rounding, not exactly 0).
 
 Whether a module's cells keep the sets apart is not assumed: Layout.find tries the layouts on an
-instance (the first of its module, truncation and shapes), through its class's loss (which must give
-one loss per set of a wide instance), against plain forward passes at two different sets, and offers
-none if no layout reproduces them. A teacher-forced cell is not tried: its targets, fed in, would need
-repeating too. A nan or inf in one set reaches the others through the blocks' zeros: a chunk of sets
-whose losses are not all finite is evaluated again one set at a time."""
+instance (the first of its module, truncation and shapes), through its class's loss (which must give one
+loss per set of a wide instance), against plain forward passes at two different sets, and offers none if
+no layout reproduces them: a cell that reduces over its units (a norm's mean) mixes the sets, and gets
+none. A teacher-forced cell is not tried: its targets, fed in, would need repeating too. A nan or inf in
+one set reaches the others through the blocks' zeros: a chunk of sets whose losses are not all finite is
+evaluated again one set at a time."""
 
 import dataclasses
 
@@ -22,6 +24,7 @@ import numpy as np
 
 WIDTH = 64  # at most this many entries along a widened axis: beyond, the blocks' zeros cost more than calls
 AGREEMENT = 1e-10  # the relative difference between a set's loss, wide and plain, that a layout may show
+STACK = "*"  # the name _blocks gives the axis that counts the blocks of a stacked axis ("4*h"), never widened
 _FOUND = {}  # (module, class of instance, truncation, input shape, sizes) -> what Layout.find found
 
 
@@ -84,9 +87,14 @@ class Layout:
         return found
 
     def place(self, dims, shape, index, k):
-        """Where entry index of an array of this shape (axes named by dims) is in block k of its wide array."""
-        kept = self.kept
-        return tuple(i if dim in kept else k * n + i for i, dim, n in zip(index, dims, shape, strict=True))
+        """Where entry index of an array of this shape (axes named by dims) is in block k of its wide array: an
+        axis of stacked blocks ("4*h") holds, in each of its blocks, every set's block side by side."""
+        place = []
+        for i, dim, n in zip(index, dims, shape, strict=True):
+            count, size = _stacked(dim)
+            block = n // count
+            place.append(i if size in self.kept else (i // block) * self.sets * block + k * block + i % block)
+        return tuple(place)
 
     @property
     def kept(self):
@@ -120,9 +128,31 @@ class Layout:
         return dataclasses.replace(instance, params=params, xs=xs, ys=ys, initial=initial, frozen=frozen, sets=count)
 
 
+def _stacked(dim):
+    """(count, size) of an axis: (4, "h") for "4*h", an axis of 4 stacked blocks of h (a 4h pre-activation whose
+    slices are the gates), (1, "h") for "h"."""
+    count, _, size = dim.rpartition("*")
+    return int(count or 1), size
+
+
 def _blocks(arrays, dims, shared):
     """The arrays (of one shape, axes named by dims) side by side: along every axis not in shared,
-    array k fills the k-th block and zeros the rest (a block-diagonal matrix, if two axes)."""
+    array k fills the k-th block and zeros the rest (a block-diagonal matrix, if two axes). An axis of
+    stacked blocks ("4*h") is widened block by block: block j of the wide stack holds every set's block j side
+    by side, so that a slice of the stack (a gate) reads every set's gate."""
+    split = [_stacked(dim) for dim in dims]
+    if all(count == 1 for count, _ in split):
+        return _side_by_side(arrays, dims, shared)
+    shape, inner, names = arrays[0].shape, [], []
+    for (count, size), n in zip(split, shape, strict=True):  # an axis of 4 blocks of h: two axes, 4 (kept) and h
+        inner += [count, n // count] if count > 1 else [n]
+        names += [STACK, size] if count > 1 else [size]
+    wide = _side_by_side([array.reshape(inner) for array in arrays], names, {*shared, STACK})
+    return wide.reshape([n if size in shared else n * len(arrays) for (_, size), n in zip(split, shape, strict=True)])
+
+
+def _side_by_side(arrays, dims, shared):
+    """_blocks of arrays whose axes are not stacked."""
     wide = [axis for axis, dim in enumerate(dims) if dim not in shared]
     if len(wide) < 2:  # one after the other, or (every axis shared) the one array
         return np.concatenate(arrays, axis=wide[0]) if wide else arrays[0]

@@ -12,6 +12,7 @@ import sympy as sp
 from bptt.codegen.ir import Array, Assign, Loop, members_of, rewrite, spliced, the_loop
 from bptt.codegen.passes.fuse import sum_terms
 from bptt.codegen.passes.loops import loop_names
+from bptt.derive.blocks import Placed
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, SeqAt, matrix_sum, t
 from bptt.derive.text import text
@@ -66,24 +67,30 @@ def hoisted_slopes(program):
     return _with_factors(program, ("_a", "_g"))
 
 
-def _with_factors(program, names):
-    statements, factors = _hoist_factors(program.adjoints.statements, names)
+def hoisted_block_slopes(program):
+    """The Program with the diag factors inside the blocks of a slice's adjoint (blocks.Placed: the LayerNorm-LSTM's
+    dL/da_t from its gates', (1 - f_t) * c_{t-1} * f_t, ...) hoisted as hoisted_factors hoists (_b1, _e1, ...)."""
+    return _with_factors(program, ("_b", "_e"), blocks=True)
+
+
+def _with_factors(program, names, blocks=False):
+    statements, factors = _hoist_factors(program.adjoints.statements, names, blocks)
     adjoints = program.adjoints
     return replace(
         program, adjoints=replace(adjoints, statements=tuple(statements), arrays=adjoints.arrays + tuple(factors))
     )
 
 
-def _hoist_factors(statements, names):
+def _hoist_factors(statements, names, blocks=False):
     """The diag factors of the loop's terms that are not a stored value (1 - h_t^2, sigma'(f_t) c_{t-1})
     become arrays computed for all steps before the loop; neighbouring diag factors merge first.
-    names: the prefixes of the factors' arrays and of the functions they share.
+    names: the prefixes of the factors' arrays and of the functions they share; blocks: inside Placed blocks too.
     Returns (statements, the factor arrays)."""
     factors = {}
 
     def hoisted(statement):
         terms = statement.value.args if isinstance(statement.value, sp.MatAdd) else (statement.value,)
-        return replace(statement, value=matrix_sum([_hoisted(term, factors, names[0]) for term in terms]))
+        return replace(statement, value=matrix_sum([_hoisted(term, factors, names[0], blocks) for term in terms]))
 
     loop = the_loop(statements)
     if loop is None:
@@ -99,7 +106,9 @@ def _hoist_factors(statements, names):
     return spliced(statements, loop, before + [Loop(body, True)]), arrays
 
 
-def _hoisted(term, factors, prefix):
+def _hoisted(term, factors, prefix, blocks=False):
+    if isinstance(term, Placed) and blocks:  # a slice's adjoint in its rows of the vector's: its own factors
+        return Placed(_hoisted(term.value, factors, prefix), term.block)
     if not isinstance(term, sp.MatMul):
         return term
     coeff, items = term.as_coeff_matrices()

@@ -4,14 +4,16 @@ Forward: a value is recurrent if it reads a (non-teacher-forced) state at t-1,
 or a recurrent value at t. Only recurrent values that a later step reads need
 the loop; every other value is one stacked expression, before or after it.
 Backward: an adjoint is recurrent if the next step contributes to it, or if it
-reads a recurrent adjoint. Only those loop, last step first.
+reads a recurrent adjoint. Only those loop, last step first; one that nothing left in
+the loop reads is computed after it (scheduled_backward).
 """
 
 from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Loop, spliced, the_loop
+from bptt.codegen.array_names import adjoint_array
+from bptt.codegen.ir import Assign, Loop, members_of, spliced, the_loop, walk
 from bptt.derive.bptt import NEXT
 from bptt.derive.nodes import Adj, SeqAt, t
 
@@ -80,3 +82,38 @@ def backward_schedule(derivation):
         local = [v for v in same if v not in reads_recurrent]
         parts[seq] = (local, reads_recurrent, nxt)
     return order, parts, recurrent
+
+
+def scheduled_backward(program):
+    """The Program whose backward loop keeps only the adjoints the recursion reads: one assigned in the loop that no
+    statement left in it reads, at any step, nor writes, is computed after the loop for all steps at once (the
+    adjoint of a normalised input projection, which only its weight's gradient reads). A member of a group stays:
+    the flows read the group."""
+    adjoints = program.adjoints
+    loop = the_loop(adjoints.statements)
+    if loop is None:
+        return program
+    body, after, grouped = list(loop.body), [], members_of(adjoints)
+    for statement in reversed(loop.body):
+        if not (isinstance(statement, Assign) and isinstance(statement.target, Adj)):
+            continue
+        if adjoint_array(statement.target.of.name) not in grouped and not _touched(statement, body):
+            body.remove(statement)
+            after.insert(0, statement)
+    if not after:
+        return program
+    statements = spliced(adjoints.statements, loop, ([replace(loop, body=tuple(body))] if body else []) + after)
+    return replace(program, adjoints=replace(adjoints, statements=statements))
+
+
+def _touched(statement, body):
+    """Whether a statement of body other than `statement` reads or writes its target's adjoint, at any step."""
+    name = statement.target.of.name
+    for other in walk(body):
+        if other is statement or not hasattr(other, "value"):
+            continue
+        if name in {a.of.name for a in other.value.atoms(Adj)} or (
+            isinstance(other.target, Adj) and other.target.of.name == name
+        ):
+            return True
+    return False

@@ -27,6 +27,10 @@ class ArrayCalls:
     empty: str  # an uninitialised array of {shape}, in the inputs' dtype (and device)
     ones: str
     takes_out: Callable  # name -> whether `module.name(x, ...)` takes out=
+    sum_units: str | None = None  # {x}'s row sums into {out} (its last axis, kept); None: a norm's parts as one
+    # expression each (printing/statements.py: of_units)
+    divide: str | None = None  # {a} / {b} into {out}; None: a product with b's reciprocal
+    rows_out: bool = False  # whether a view of some rows of an array may be a call's out= (a slice's adjoint's block)
 
     def line(self, call, **values):
         return getattr(self, call).format(**values)
@@ -50,4 +54,7 @@ NUMPY = ArrayCalls(
     empty="np.empty({shape}, dtype)",
     ones="np.ones({shape}, dtype)",
     takes_out=lambda name: isinstance(getattr(np, name, None), np.ufunc),
+    sum_units="np.add.reduce({x}, axis=-1, keepdims=True, out={out})",  # np.sum's work without its Python wrapper
+    divide="np.divide({a}, {b}, out={out})",
+    rows_out=True,
 )

@@ -31,8 +31,12 @@ def quoted(name):
     return f'"{name}"'
 
 
-def sized(used, model):
-    return [f'{size_name(s)} = sizes["{s}"]' for s in model.sizes if str(s) in used]
+def sized(used, model, grouped=False):
+    """The bindings of the sizes used, `n_h = sizes["h"]`; grouped: on one line, `n_d, n_h = sizes["d"], ...`."""
+    names = [(size_name(s), f'sizes["{s}"]') for s in model.sizes if str(s) in used]
+    if grouped and names:
+        return [f"{', '.join(name for name, _ in names)} = {', '.join(value for _, value in names)}"]
+    return [f"{name} = {value}" for name, value in names]
 
 
 def output_adjoint(model):

@@ -6,6 +6,7 @@ A function of your own gets its code here: NUMPY_FUNCTIONS.register("mish", lamb
 """
 
 from bptt.codegen.printing.function_code import FunctionTable, Library, helper
+from bptt.derive.reductions import reduction_kind
 
 
 def _gelu_inner(x):
@@ -37,8 +38,9 @@ ENTRIES = {
     "leaky_relu'": lambda xp, x, slope: float(slope) + float(1 - slope) * xp.heaviside(x, 0),
     "leaky_relu": lambda xp, x, slope: xp.maximum(x, float(slope) * x),
     "power": lambda xp, x, exponent: x**exponent,
-    "mean": lambda xp, x: x.mean(axis=-1, keepdims=True),  # the reductions over the units (derive/reductions.py)
-    "sum": lambda xp, x: x.sum(axis=-1, keepdims=True),
+    # the reductions over the units (derive/reductions.py), under keys no elementwise function's name takes
+    reduction_kind("mean"): lambda xp, x: x.mean(axis=-1, keepdims=True),
+    reduction_kind("sum"): lambda xp, x: x.sum(axis=-1, keepdims=True),
 }
 
 NUMPY = Library("np", sigmoid=helper("_sigmoid"))  # exp(-|z|) / (1 + exp(-|z|)) below 0: no overflow, no 0

@@ -150,8 +150,16 @@ def namespace(names=None, backend="numpy", scope=None):
 def helpers(backend="numpy"):
     """The shared runtime (options.py: the option values; common.py; checks.py: a call's checks; schedule.py: the
     checkpoint schedule; checkpoints.py: the passes that follow it), then the backend's own (its padded batches, its
-    passes and autograd glue, if apart), whose definitions win."""
+    passes and autograd glue, if apart), whose definitions win; then what runs a model with reverse-time states
+    (sweeps.py and its peers sweep*.py, the backend's <backend>_sweeps.py)."""
+    return Helpers(*runtime_files(backend))
+
+
+def runtime_files(backend, sweeps=True):
+    """The runtime files helpers(backend) reads, in its order; sweeps: with those of reverse-time states."""
     names = ("options.py", "common.py", "checks.py", "schedule.py", "checkpoints.py", f"{backend}.py")
     names += (f"{backend}_padding.py", f"{backend}_passes.py")
     names += (f"{backend}_autograd.py",)  # torch's
-    return Helpers(*(RUNTIME / name for name in names if (RUNTIME / name).exists()))
+    if sweeps:
+        names += (*sorted(path.name for path in RUNTIME.glob("sweep*.py")), f"{backend}_sweeps.py")
+    return [RUNTIME / name for name in names if (RUNTIME / name).exists()]

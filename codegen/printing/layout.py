@@ -10,6 +10,7 @@ import sympy as sp
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Array
 from bptt.codegen.printing.bindings import (
+    grouped,
     params_bound,
     sized,
     time_and_batch,
@@ -61,9 +62,11 @@ def model_names(model):
     return names | {adjoint_array(name) for name in seqs} | {f"dot_{name}" for name in seqs}
 
 
-def forward_body(program, printer_type=InPlacePrinter):
+def forward_body(program, printer_type=InPlacePrinter, grouped_work=False):
     """(arrays, lines of _forward, helpers used, the printer): program.forward printed in place by printer_type,
-    the in-place printer (NumPy's) or a backend's subclass of it (torch/statements.py's TorchStatements)."""
+    the in-place printer (NumPy's) or a backend's subclass of it (torch/statements.py's TorchStatements);
+    grouped_work: the work arrays that are no views bound a few to a line (`a, f = work["a"], work["f"]`), the
+    sizes on one."""
     model, forward = program.model, program.forward
     accepts_out = helpers(printer_type.spelling.backend).accepts_out
     printer = printer_type(forward.arrays, accepts_out, forward.stacks, model_names(model))
@@ -73,8 +76,12 @@ def forward_body(program, printer_type=InPlacePrinter):
     used = printer.used
     head = params_bound(used.params, model)
     viewed = views(arrays)
-    head += [work_bound(a.name, viewed) for a in every_array(arrays) if a.name in used.arrays]
-    head += sized(used.sizes, model)
+    bound = [a.name for a in every_array(arrays) if a.name in used.arrays]
+    if grouped_work:
+        head += grouped([name for name in bound if name not in viewed], "work")
+        bound = [name for name in bound if name in viewed]
+    head += [work_bound(name, viewed) for name in bound]
+    head += sized(used.sizes, model, grouped_work)
     first = model.inputs[0].name
     head += time_and_batch(used.sizes, first)
     for seq in model.states:

@@ -23,8 +23,10 @@ from bptt.codegen.printing.window import Statements
 from bptt.derive.blocks import Placed, split
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
+from bptt.derive.norm_adjoint import NormAdjoint
 from bptt.derive.reductions import Reduce
 
+REDUCED = {"sum": False, "mean": True}  # the reductions printed in place: whether the row sums are scaled by 1/n
 VIEWS_PER_LINE = 5  # a step's views are bound five to a line: `h_t, h_prev, ... = h[t], h[t - 1], ...`
 
 
@@ -37,6 +39,14 @@ def of_units(expr):
         for product in expr.atoms(sp.MatMul)
     )
     return expr.has(Reduce) or any(broadcasts)
+
+
+def broadcast_value(expr):
+    """v for the product 1 v of a column of ones and a 1 x 1 value v (a norm's mean broadcast), else None."""
+    if isinstance(expr, sp.MatMul) and len(expr.args) == 2 and isinstance(expr.args[0], OneMatrix):
+        value = expr.args[1]
+        return value if expr.args[0].shape[1] == 1 and value.shape == (1, 1) else None
+    return None
 
 
 def placed_rows(expr):
@@ -160,9 +170,12 @@ class InPlacePrinter(Statements):
     # values into arrays
 
     def ref(self, expr):
-        """The code of expr if it is stored as it is (a sequence value, an adjoint, a parameter)."""
+        """The code of expr if it is stored as it is (a sequence value, an adjoint, a parameter); with in-place
+        reductions, a stored 1 x 1 value broadcast into n rows (1 mu_t) is that value, which broadcasts."""
         if isinstance(expr, (SeqAt, Adj, *PARAMETER)):
             return self(expr)
+        if self.calls.sum_units and broadcast_value(expr) is not None:
+            return self.ref(broadcast_value(expr))
         return None
 
     def rows2d(self, code, rows):
@@ -178,7 +191,12 @@ class InPlacePrinter(Statements):
             return [self.calls.line("copy", out=out, x=code)]
         if isinstance(expr, sp.ZeroMatrix):
             return [self.calls.line("zero", out=out)]
-        if of_units(expr) and (self_ref is None or not expr.has(self_ref)):  # a norm's part: one expression
+        if isinstance(expr, NormAdjoint) and self.takes_out((None, "_norm_adjoint")):
+            return self.emit_norm_adjoint(expr, out, rows)
+        if isinstance(expr, Reduce) and expr.name in REDUCED and self.calls.sum_units:
+            return self.emit_reduce(expr, out)
+        if of_units(expr) and not self.calls.sum_units and (self_ref is None or not expr.has(self_ref)):
+            # a norm's part as one expression, in a library whose table has no in-place reduction
             return [f"{out}[...] = {self(expr)}"]
         if placed_rows(expr):
             return self.emit_placed(split(expr)[1], out)
@@ -214,8 +232,38 @@ class InPlacePrinter(Statements):
         starts, stops = ({p.block.rowslice[k] for p in placed} for k in (0, 1))
         tiles = len(starts) == len(placed) and starts - {0} == stops - {placed[0].block.parent.shape[0]}
         lines = [] if tiles else [self.calls.line("zero", out=out)]
+        if tiles and self.calls.rows_out:  # each block computed into its rows (a view), in place
+            for p in placed:
+                lines += self.emit(p.value, f"{out}[{self.spelling.rows_of(self, p.block)}]", p.value.shape[0])
+            return lines
         sign = "=" if tiles else "+="
         return lines + [f"{out}[{self.spelling.rows_of(self, p.block)}] {sign} {self(p.value)}" for p in placed]
+
+    def emit_reduce(self, expr, out):
+        """A reduction over the units into out (one row): its vector's row sums, times 1/n for a mean; a mean's
+        constant term c 1 (a norm's epsilon) added to the mean, mean(c 1 + v) = c + mean(v), not to every unit."""
+        rows, terms = expr.arg.shape[0], expr.arg.args if isinstance(expr.arg, sp.MatAdd) else (expr.arg,)
+        scalars = [term for term in terms if constant(term) is not None] if REDUCED[expr.name] else []
+        vector = sp.MatAdd(*[term for term in terms if term not in scalars]) if scalars else expr.arg
+        arg, lines = self.ref(vector), []
+        if arg is None:
+            arg = self.scratch.take(rows, self.stacked)
+            lines = self.emit(vector, arg, rows)
+        lines.append(self.calls.line("sum_units", x=arg, out=out))
+        if REDUCED[expr.name]:
+            lines.append(self.calls.line("multiply", a=out, b=self.number(1 / rows), out=out))
+        return lines + [self.calls.line("add", a=out, b=self.number(constant(c)), out=out) for c in scalars]
+
+    def emit_norm_adjoint(self, expr, out, rows):
+        """A norm's adjoint by the runtime's _norm_adjoint into out; its vector g stored, or computed into a scratch
+        array first (the helper reads g after it writes out)."""
+        g, lines = self.ref(expr.g), []
+        if g is None or g == out:
+            g = self.scratch.take(rows, self.stacked)
+            lines = self.emit(expr.g, g, rows) if self.ref(expr.g) is None else [self.calls.line("copy", out=g, x=out)]
+        centred = "" if expr.centred else ", centred=False"
+        call = f"{self.helper('_norm_adjoint')}({g}, {self(expr.hat)}, {self(expr.sigma)}{centred}, out={out})"
+        return lines + [call]
 
     def operand_into(self, expr, out, rows):
         """(code, lines): expr's code if stored, else lines computing it into out."""
@@ -321,6 +369,11 @@ class InPlacePrinter(Statements):
         return self.calls.line("copy", out=out, x=self.lookup(matrix, onehot))
 
     def emit_hadamard(self, args, out, rows):
+        divisors = [self.divisor(arg) for arg in args]
+        kept = [arg for arg, divisor in zip(args, divisors, strict=True) if divisor is None]
+        if kept and len(kept) < len(args):  # x * 1 sigma^(-1): x / sigma, sigma broadcast
+            lines = self.emit_hadamard(kept, out, rows) if len(kept) > 1 else self.emit(kept[0], out, rows)
+            return lines + [self.calls.line("divide", a=out, b=d, out=out) for d in divisors if d is not None]
         stored = [self.ref(arg) for arg in args if self.ref(arg) is not None]
         computed = [arg for arg in args if self.ref(arg) is None]
         lines = []
@@ -334,6 +387,13 @@ class InPlacePrinter(Statements):
         for arg in computed[1:]:
             lines += self.add_into(out, arg, rows, "multiply")
         return lines
+
+    def divisor(self, factor):
+        """The code of v for a factor v^(-1) (or 1 v^(-1), broadcast) of a stored v, if the table divides; else None."""
+        power = broadcast_value(factor) or factor
+        if not (self.calls.divide and isinstance(power, sp.HadamardPower) and power.exp == -1):
+            return None
+        return self.ref(power.base)
 
     def emit_apply(self, expr, out, rows, self_ref):
         arg = self.ref(expr.arg) if expr.arg != self_ref else out

@@ -7,6 +7,8 @@ import ast
 import sys
 from dataclasses import dataclass
 
+from bptt.codegen.printing.helpers import helpers
+from bptt.codegen.printing.layout import STANDALONE
 from bptt.codegen.program import shape_of
 from bptt.derive.direction import sweeps
 from bptt.derive.refusal import Refusal
@@ -14,35 +16,29 @@ from bptt.derive.sweep_models import sweep_models
 from bptt.derive.text import equation
 
 SHELLS = ("init_params", "random_inputs", "forward", "backward", "loss_and_grads", "forward_mode_grads")
-AUTOGRAD = (
-    "BPTT",
-    "CompiledBPTT",
-    "CheckpointedBPTT",
-    "Model",
-)  # torch's autograd glue: the model's own, not a group's
 
 
-def prefixed(source, prefix, keep=("losses",)):
-    """(import lines, the other top-level statements' source with every name they bind prefixed): a group's
-    module without its docstring and public shells (but `keep`)."""
+@dataclass(frozen=True)
+class Statement:
+    """A top-level statement of a group's module, prefixed: its source, the names it binds and those it reads."""
+
+    source: str
+    binds: frozenset
+    reads: frozenset
+
+
+def prefixed(source, prefix):
+    """(import lines, the other top-level statements, each a Statement with every name they bind prefixed): a
+    group's module without its docstring and public shells (but losses, which the last group's hands the model)."""
     tree = ast.parse(source)
     lines = source.splitlines()
     imports, kept = [], []
     for statement in tree.body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             imports.append(ast.get_source_segment(source, statement))
-        elif (
-            isinstance(statement, ast.Expr) or getattr(statement, "name", None) in SHELLS and statement.name not in keep
-        ):
-            continue
-        else:
+        elif not isinstance(statement, ast.Expr) and getattr(statement, "name", None) not in SHELLS:
             kept.append(statement)
-    bound = set()
-    for statement in kept:
-        if isinstance(statement, ast.FunctionDef):
-            bound.add(statement.name)
-        for target in getattr(statement, "targets", []):
-            bound |= {node.id for node in ast.walk(target) if isinstance(node, ast.Name)}
+    bound = set().union(*map(_binds, kept))
     edits = []
     for statement in kept:
         for node in ast.walk(statement):
@@ -56,20 +52,40 @@ def prefixed(source, prefix, keep=("losses",)):
                 if local & bound:
                     raise Refusal(f"a group's function binds {sorted(local & bound)}, a name of its module")
     for row, col, name in sorted(edits, reverse=True):
-        line = lines[row - 1]
-        new = f"{prefix}{name}" if name.startswith("_") else f"{prefix}_{name}"
-        lines[row - 1] = line[:col] + new + line[col + len(name) :]
-    body = [
-        "\n".join(
-            lines[
-                statement.lineno
-                - 1
-                - len(statement.decorator_list if hasattr(statement, "decorator_list") else []) : statement.end_lineno
-            ]
-        )
-        for statement in kept
-    ]
+        lines[row - 1] = lines[row - 1][:col] + _prefix(prefix, name) + lines[row - 1][col + len(name) :]
+    body = []
+    for statement in kept:
+        first = statement.lineno - len(getattr(statement, "decorator_list", ()))
+        reads = {node.id for node in ast.walk(statement) if isinstance(node, ast.Name)}
+        binds = frozenset(_prefix(prefix, name) for name in _binds(statement))
+        reads = frozenset(_prefix(prefix, name) if name in bound else name for name in reads) - binds
+        body.append(Statement("\n".join(lines[first - 1 : statement.end_lineno]), binds, reads))
     return imports, body
+
+
+def _binds(statement):
+    """The names a top-level statement binds."""
+    if isinstance(statement, (ast.FunctionDef, ast.ClassDef)):
+        return {statement.name}
+    targets = getattr(statement, "targets", [])
+    return {node.id for target in targets for node in ast.walk(target) if isinstance(node, ast.Name)}
+
+
+def _prefix(prefix, name):
+    return f"{prefix}{name}" if name.startswith("_") else f"{prefix}_{name}"
+
+
+def _live(statements, roots):
+    """The statements that bind a name `roots` read, or one that a statement kept reads, in their order: a
+    module carries only what it calls (a group's losses but the last's, its apply, its autograd glue go)."""
+    wanted, todo = set(), set(roots)
+    while todo:
+        name = todo.pop()
+        wanted.add(name)
+        for statement in statements:
+            if name in statement.binds:
+                todo |= statement.reads - wanted
+    return [statement for statement in statements if statement.binds & wanted]
 
 
 @dataclass(frozen=True)
@@ -91,32 +107,60 @@ def layout(model, render, runtime, standalone=False, names=("_Sweeps",), shells_
     """The SweepsLayout of a model with reverse-time states: render(group model) prints a group's module; names:
     what the module imports of runtime/<runtime>_sweeps.py; shells_call: what the backend's sweeps.py.j2 calls of
     the groups' imports."""
-    if standalone:
-        raise Refusal("--standalone cannot carry the runtime of reverse-time states yet")
     groups = sweep_models(model)
-    imports, parts = [], []
+    imports, bodies = [], []
     for k, group in enumerate(groups, start=1):
         found, body = prefixed(render(group), f"_sweep{k}")
         imports += found
+        bodies.append(body)
+    tables = _tables(model, groups)
+    roots = {node.id for node in ast.walk(ast.parse(tables)) if isinstance(node, ast.Name)}
+    parts = []
+    for k, (group, body) in enumerate(zip(groups, bodies, strict=True), start=1):
         direction = "in reverse, from step T back to step 1" if group.reverse else "forward"
         assigned = ", ".join(seq.name for seq, _ in group.steps)
-        parts.append(f"# sweep {k}: {assigned}, {direction}\n\n" + "\n\n\n".join(body))
+        kept = "\n\n\n".join(statement.source for statement in _live(body, roots))
+        parts.append(f"# sweep {k}: {assigned}, {direction}\n\n" + kept)
     imports += [
         "from bptt.runtime.sweeps import _Sweep",
         f"from bptt.runtime.{runtime}_sweeps import {', '.join(names)}",
     ]
-    used = {"_Sweep", *names, *shells_call} | {
+    used = {"_Sweep", *names, *shells_call, *roots} | {
         node.id for part in parts for node in ast.walk(ast.parse(part)) if isinstance(node, ast.Name)
     }
+    if standalone:
+        imports, source = _carried(imports, used, runtime)
+        parts.insert(0, "# the runtime it calls (bptt.runtime's, carried: --standalone)\n\n" + source)
+    else:
+        imports = _ordered(imports, used)
     return SweepsLayout(
-        docstring=_docstring(model),
-        imports=tuple(_ordered(imports, used)),
+        docstring=_docstring(model, standalone),
+        imports=tuple(imports),
         constants=_constants(model),
         states="".join(f", {seq.name}0=None" for seq in model.states),
         given="(" + "".join(f"{seq.name}0, " for seq in model.states) + ")",
         parts=tuple(parts),
-        tables=_tables(model, groups),
+        tables=tables,
     )
+
+
+def _carried(imports, used, backend):
+    """(import lines, the runtime's source) of a standalone module: the used names the import lines take from
+    bptt.runtime carried as source with those they call (printing/helpers.py), the other imports kept."""
+    wanted, kept = set(), set()
+    for statement in ast.parse("\n".join(imports)).body:
+        for alias in statement.names:
+            if (alias.asname or alias.name.split(".")[0]) not in used:
+                continue
+            spelled = alias.name + (f" as {alias.asname}" if alias.asname else "")
+            if isinstance(statement, ast.Import):
+                kept.add(f"import {spelled}")
+            elif statement.module.split(".")[0] == "bptt":
+                wanted.add(alias.name)
+            else:
+                kept.add(f"from {statement.module} import {spelled}")
+    blocks, source = helpers(backend).source(sorted(wanted), tuple(kept), standalone=True)
+    return [line for block in blocks for line in (*block.split("\n"), "")][:-1], source
 
 
 def _ordered(imports, used):
@@ -157,12 +201,13 @@ def _from_line(module, names, width=120):
     return f"from {module} import (\n" + "".join(f"    {name},\n" for name in names) + ")"
 
 
-def _docstring(model):
+def _docstring(model, standalone):
     steps = "\n".join(f"    {equation(seq(), rhs)}" for seq, rhs in model.steps + model.outputs)
     order = "; ".join(f"{', '.join(seq.name for seq, _ in sweep.steps)} {sweep.direction}" for sweep in sweeps(model))
     return (
         f'"""{model.title}: forward pass and backpropagation through time.\n\n'
-        f"Generated by `bptt codegen {model.command_name}` from the model's equations; do not edit by hand.\n"
+        f"Generated by `bptt codegen {model.command_name}{STANDALONE[standalone]}` from the model's equations; do not "
+        "edit by hand.\n"
         f"Source: {model.source}.\n\nOne step at time t (a state read at t+1 runs from step T back to step 1, its "
         f"initial value\nentering after step T):\n\n{steps}\n\nThe steps run as sweeps over time: {order}; each "
         "group of steps below is a forward-only\nmodel (a reverse one over each sequence's steps reversed), run by "

@@ -7,6 +7,7 @@ A function of your own gets its torch code here: TORCH_FUNCTIONS.register("mish"
 
 from bptt.codegen.printing.function_code import FunctionTable, Library
 from bptt.codegen.printing.functions import ENTRIES
+from bptt.derive.reductions import reduction_kind
 
 SAME_AS_NUMPY = ("identity", "tanh", "sigmoid", "exp", "log", "softsign'", "softsign", "silu", "gelu'", "gelu", "power")
 
@@ -18,8 +19,8 @@ OWN = {
     "elu": lambda torch, x: torch.where(x > 0, x, torch.expm1(torch.clamp(x, max=0))),
     "leaky_relu'": lambda torch, x, slope: float(slope) + float(1 - slope) * (x > 0).to(x.dtype),
     "leaky_relu": lambda torch, x, slope: torch.maximum(x, float(slope) * x),
-    "mean": lambda torch, x: x.mean(dim=-1, keepdim=True),
-    "sum": lambda torch, x: x.sum(dim=-1, keepdim=True),
+    reduction_kind("mean"): lambda torch, x: x.mean(dim=-1, keepdim=True),
+    reduction_kind("sum"): lambda torch, x: x.sum(dim=-1, keepdim=True),
 }
 
 TORCH_FUNCTIONS = FunctionTable(

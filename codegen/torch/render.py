@@ -55,7 +55,8 @@ def module_source(model, program=None, standalone=False):
 def layout(model, program=None, standalone=False):
     """The torch module's Layout: the forward pass as the NumPy module's, the backward as torch/backward.py's."""
     program = program or build(model, TORCH_PASSES)
-    forward_arrays, forward_lines, forward_helpers, forward_printer = forward_body(program, TorchStatements)
+    forward = forward_body(program, TorchStatements, grouped_work=True)
+    forward_arrays, forward_lines, forward_helpers, forward_printer = forward
     gradients, returns, reads = gradients_body(program)
     (full, backward_arrays, adjoints_steps), window = fast_adjoints_body(program, reads), window_body(program, reads)
     # held beside the derivation's arrays: the printer's scratch, and dL/doutputs, a tensor beside the outputs
@@ -102,7 +103,7 @@ def bind(model, body, sources, shaped):
     names = sorted(sources, key=lambda n: (order(model)(n), n))
     for source in dict.fromkeys(sources[name] for name in names):  # each dict's, in the order of its first
         head += grouped([name for name in names if sources[name] == source], source)
-    return head + sized(body.sizes, model) + time_and_batch(body.sizes, shaped)
+    return head + sized(body.sizes, model, grouped=True) + time_and_batch(body.sizes, shaped)
 
 
 def sources(body, cache):

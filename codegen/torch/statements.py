@@ -7,9 +7,10 @@ from bptt.codegen.torch.calls import TORCH
 from bptt.codegen.torch.printer import SPELLING
 from bptt.codegen.torch.steps import StepPrinter
 from bptt.codegen.torch.sums import InPlaceSums
+from bptt.codegen.torch.units import UnitsInPlace
 
 
-class TorchStatements(InPlaceSums):
+class TorchStatements(UnitsInPlace, InPlaceSums):
     """Statements in place into preallocated tensors (out=, addmm_, addcmul_): 2-D GEMMs over (T*B, k) views,
     stacked gate weights, as the NumPy module computes them. groups: {member or span: (its stacked tensor,
     (first row, end))}; step_functions: the loops' steps as functions (steps.py)."""

@@ -26,7 +26,7 @@ from bptt.app.notebook import analyze as analyze_for_notebook
 from bptt.app.notebook import derive as derive_for_notebook
 from bptt.derive.models import load
 from bptt.documents.render import document
-from bptt.tests.support.zoo import WITH_NORMS, supporting
+from bptt.tests.support.zoo import supporting
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 USER_CELL = "examples/gated_rnn.py:gated_rnn"
@@ -150,7 +150,7 @@ def run_main(argv, capsys):
     return code, out, err
 
 
-@pytest.mark.parametrize("name", [n for n in supporting("analyze") if n != "jordan" and n not in WITH_NORMS])
+@pytest.mark.parametrize("name", [n for n in supporting("analyze") if n != "jordan"])
 def test_every_model_with_a_recurrent_state_is_analyzed(name, capsys):
     code, out, err = run_main(["analyze", name, "--steps", "3", "--radius", "0.9"], capsys)
     assert code == 0 and err == "", err

@@ -46,7 +46,7 @@ def test_numpy_peers_agree_with_the_generated_module(name):
 
 
 @pytest.mark.parametrize("library", [peers_torch, peers_jax], ids=["torch", "jax"])
-@pytest.mark.parametrize("name", ["elman", "elman-onehot", "gru", "lstm"])
+@pytest.mark.parametrize("name", ["elman", "elman-onehot", "gru", "lstm", "lstm-layernorm"])
 def test_framework_peers_agree_or_say_they_are_missing(library, name):
     """PyTorch's and JAX's versions of the model give the same loss and gradients (float64);
     without the library the bench says it is not installed."""

@@ -23,7 +23,9 @@ BOUNDS = {  # name: (NumPy's, torch's)
     "linear": ((2, 2), (1, 1)),
     "lstm": ((10, 9), (7, 7)),
     "lstm-peephole": ((19, 9), (12, 7)),
-    "lstm-layernorm": ((46, 33), (47, 31)),  # its norms' parts one expression each, its gates kept activated
+    # NumPy's: its norms' parts in place, its gates kept activated, f, i, o one sigmoid; backward: its input's norm
+    # after the loop, its gates' slopes before it. torch's: its norms' parts one expression each
+    "lstm-layernorm": ((46, 10), (47, 31)),
 }
 
 MODULE = """

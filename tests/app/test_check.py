@@ -67,6 +67,30 @@ def test_ridders_stops_early_when_enough():
     assert abs(value - wavy(array)[1][1]) <= MARGIN * estimate
 
 
+def near_singular(x):
+    """A smooth loss along x with a faint feature 0.011 away, 0.0015 wide (as a norm's 1/sigma where the deviation
+    nears sqrt(eps)): Ridders' first steps (0.055 down) straddle it; and the exact derivative at 0."""
+    value = -0.005 * x - 0.07 * x**3 / 3 + 1e-11 / np.sqrt((x - 0.011) ** 2 + 0.0015**2) + 500
+    return value, -0.005 + 1e-11 * 0.011 / (0.011**2 + 0.0015**2) ** 1.5
+
+
+@pytest.mark.parametrize("where", ["a feature near the point", "lstm-layernorm T=200"])
+def test_a_later_extrapolation_that_contradicts_the_best_replaces_it(where):
+    """Where the first steps reach past the loss's Taylor series, their extrapolations agree by chance, off the
+    derivative by 10-100 times their estimate; the smaller steps' ones contradict them, and are kept: the
+    derivative within MARGIN times its estimate. lstm-layernorm's W_x[11, 2] at T=200, seed 14 (a norm's
+    deviation falls to 0.006) failed its correct gradient by 2.5e-6 relative."""
+    if where == "a feature near the point":
+        array, index = np.array([0.55]), (0,)
+        value, estimate = ridders(lambda: near_singular(array[0] - 0.55)[0], array, index)
+        exact = near_singular(0.0)[1]
+    else:
+        instance, index = problem(module_of("lstm-layernorm"), 200, 3, 14), (11, 2)
+        exact = instance.grads()["W_x"][index]
+        value, estimate = ridders(lambda: instance.loss(), instance.params["W_x"], index)
+    assert abs(value - exact) <= MARGIN * estimate, (value, exact, estimate)
+
+
 @pytest.mark.parametrize(
     "name, steps, seed",
     [("elman", 20, 29), ("linear", 200, 0), ("elman-onehot", 5, 50), ("elman", 50, 3), ("linear", 50, 0)],

@@ -11,13 +11,13 @@ from bptt.app.verify.check import MAX_ENTRIES, check, table
 from bptt.app.verify.problem import NonFiniteForward, problem
 from bptt.derive.models import names
 from bptt.tests.support.modules import module_of
-from bptt.tests.support.zoo import WITH_NORMS
 
 SEEDS = range(200)
 STEPS = (5, 20, 50, 200)
-# The gated cells cost 5-30 times more per check (17-19 arrays, longer steps): all 200 seeds at
-# T=5 and 20, fewer at longer T (all of them would take about a CPU-minute more).
-GATED = ("gru", "lstm", "lstm-peephole")
+# The gated cells cost 5-30 times more per check (12-19 arrays, longer steps; lstm-layernorm's
+# norms leave no wide sets): all 200 seeds at T=5 and 20, fewer at longer T (all of them would
+# take about a CPU-minute more).
+GATED = ("gru", "lstm", "lstm-layernorm", "lstm-peephole")
 GATED_SEEDS = {5: SEEDS, 20: SEEDS, 50: range(40), 200: range(4)}
 SAMPLED = 1  # entries of each array checked per (model, seed, T) in the sweep
 PLANTED = 1 + 1e-6
@@ -49,7 +49,7 @@ def sweep(name, steps, seeds):
 )
 def test_no_false_fail_over_the_zoo(name, steps, seeds):
     """Zero FAILs for every zoo model over seeds 0-199 at T in {5, 20, 50, 200}, and linear at
-    T=2000, all in float64 (B=3, sizes 3, 4, 5, ...); the gated cells (gru, lstm, lstm-peephole)
+    T=2000, all in float64 (B=3, sizes 3, 4, 5, ...); the gated cells (GATED)
     over seeds 0-199 at T=5 and T=20, 0-39 at T=50 and 0-3 at T=200 (GATED_SEEDS).
 
     Coverage: every (model, seed, T) listed is checked, on SAMPLED entry of every parameter and
@@ -101,24 +101,21 @@ GATED_RUNS = [(5, range(8)), (20, [11]), (50, [12]), (200, [13])]  # one long ru
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name, steps, seeds",
-    [
-        (name, steps, seeds)
-        for name in names()
-        if name not in WITH_NORMS
-        for steps, seeds in (GATED_RUNS if name in GATED else PLANTED_RUNS)
-    ],
+    [(name, steps, seeds) for name in names() for steps, seeds in (GATED_RUNS if name in GATED else PLANTED_RUNS)],
 )
 def test_a_planted_error_of_one_in_a_million_is_caught(name, steps, seeds):
     """For each seed, one array (in turn, by seed) gets an error of 1e-6 relative in its
     smallest entry that is still at least 1% of its largest: that array FAILs, no other does.
-    Every entry is examined (the arrays have fewer than MAX_ENTRIES entries); the gated cells
-    at T=200 on one seed (GATED_RUNS)."""
+    Every entry is examined, of arrays larger than MAX_ENTRIES too; the gated cells at T=200 on
+    one seed (GATED_RUNS). lstm-layernorm at T=200, seed 14 once failed a correct W_x (Ridders'
+    first steps reached past where a norm of small deviation lets extrapolations be trusted):
+    tests/app/test_check.py holds that case."""
     module = module_of(name)
     for seed in seeds:
         grads = problem(module, steps, 3, seed).grads()
         target = list(grads)[seed % len(grads)]
-        assert grads[target].size <= MAX_ENTRIES
+        every = max(MAX_ENTRIES, *(grad.size for grad in grads.values()))  # lstm-layernorm's W_h has 64
         index = smallest_not_negligible(grads[target])
-        rows = check(planted(module, target, index), steps, 3, seed)
+        rows = check(planted(module, target, index), steps, 3, seed, max_entries=every)
         verdicts = {row.name: row.ok for row in rows}
         assert verdicts == {key: key != target for key in grads}, f"{target}{index} planted:\n{table(rows)}"

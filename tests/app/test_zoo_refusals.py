@@ -12,11 +12,10 @@ from bptt.tests.support.modules import module_of
 from bptt.tests.support.zoo import REFUSED, WITH_REVERSE_STATES
 
 CLI = {
-    "truncate": ("check", "--truncate", "window:2"),
+    "check_truncate": ("check", "--truncate", "window:2"),
     "bench": ("bench",),
     "analyze": ("analyze",),
     "exercises": ("exercises",),
-    "standalone": ("codegen", "--standalone", "--out", "."),
 }
 SIZES = {"d": 2, "h": 3, "q": 4}
 
@@ -34,14 +33,7 @@ def _forward_mode_grads(name):
     module.forward_mode_grads(module.init_params(rng, **SIZES), *module.random_inputs(rng, 4, 2, **SIZES))
 
 
-def _apply(name):
-    jax = pytest.importorskip("jax")
-    module = module_of(name + "_jax")
-    rng = jax.random.PRNGKey(0)
-    module.apply(module.init_params(rng, **SIZES), module.random_inputs(rng, 4, 2, **SIZES)[0])
-
-
-CALLS = {"truncated_checkpoints": _truncated_checkpoints, "forward_mode_grads": _forward_mode_grads, "apply": _apply}
+CALLS = {"truncated_checkpoints": _truncated_checkpoints, "forward_mode_grads": _forward_mode_grads}
 
 
 def test_every_refusal_is_tested_here():
@@ -57,9 +49,8 @@ def test_the_cli_refuses_reverse_states_in_one_line(name, feature, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert f"model '{name}'" in lines[0] and "reverse-time states" in lines[0], lines[0]
-    if feature != "standalone":
-        states = ", ".join(seq.name for seq in reverse_states(load(name)))
-        assert f"cannot run reverse-time states yet ({states}, read at t+1)" in lines[0], lines[0]
+    states = ", ".join(seq.name for seq in reverse_states(load(name)))
+    assert f"cannot run reverse-time states yet ({states}, read at t+1)" in lines[0], lines[0]
     assert list(tmp_path.iterdir()) == []
 
 

@@ -1,8 +1,11 @@
 """The torch modules' loops allocate nothing per step: measured with torch's profiler, loss_and_grads makes
 as many allocations over 6 steps as over 3, in full BPTT and in random truncation (the forward loop and
-the backward loop of the full pass). The window pass (an age axis) allocates as it goes and is not tested."""
+the backward loop of the full pass), for the zoo and the normalised cells (tests/support/norm_cells.py: a norm's
+parts and adjoint, mean and sum written out, slices of a normalised vector). The window pass (an age axis)
+allocates as it goes and is not tested."""
 
 import importlib
+import importlib.util
 
 import pytest
 
@@ -11,7 +14,8 @@ torch = pytest.importorskip("torch", reason="the torch backend's tests need torc
 from torch.profiler import ProfilerActivity, profile
 
 from bptt.codegen.backends import BACKENDS
-from bptt.tests.support.zoo import WITH_NORMS, supporting
+from bptt.tests.support import norm_cells
+from bptt.tests.support.zoo import supporting
 
 SIZES = {"d": 2, "h": 3, "q": 4}
 
@@ -33,11 +37,25 @@ def counted(module, T, truncate):
 
 
 @pytest.mark.parametrize("truncate", [None, ("random", 0.5)], ids=["full", "random"])
-@pytest.mark.parametrize("name", [n for n in supporting("truncate") if n not in WITH_NORMS])
+@pytest.mark.parametrize("name", supporting("truncate"))
 def test_no_step_allocates(name, truncate):
     module = importlib.import_module(f"bptt.generated.{BACKENDS['torch'].filename(name)[:-3]}")
     short, long = counted(module, 3, truncate), counted(module, 6, truncate)
     assert short == long, f"{name}: {short} allocations over 3 steps, {long} over 6"
+
+
+@pytest.mark.parametrize(
+    "cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms", "norm_in_gain"]
+)
+def test_no_step_of_a_normalised_cell_allocates(cell, tmp_path):
+    path = tmp_path / f"{cell}_torch.py"
+    path.write_text(BACKENDS["torch"].module_source(getattr(norm_cells, cell)()), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"normalised_{cell}_torch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for truncate in (None, ("random", 0.5)):
+        short, long = counted(module, 3, truncate), counted(module, 6, truncate)
+        assert short == long, f"{cell} {truncate}: {short} allocations over 3 steps, {long} over 6"
 
 
 def test_the_count_sees_a_product_made_at_every_step():

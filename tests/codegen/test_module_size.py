@@ -58,9 +58,10 @@ def test_a_module_defines_its_shells_glue_and_maths_only(path):
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=[path.stem for path in SWEEPS])
-def test_a_module_of_sweeps_defines_its_shells_and_each_groups_maths_and_glue_only(path):
+def test_a_module_of_sweeps_defines_its_shells_and_each_groups_maths_only(path):
     """A model with reverse-time states: the public shells, each one call of the runtime's composition, and per group
-    of steps (_sweep1_, _sweep2_, ...) the maths a forward-only module defines, and (torch) its autograd glue."""
+    of steps (_sweep1_, _sweep2_, ...) the maths a forward-only module defines that the runtime runs: the last
+    group's losses (the model's), no other group's, and no group's autograd glue (the model's Model is one)."""
     own, shells = OWN["torch" if path.stem.endswith("_torch") else "numpy"]
     tree = ast.parse(path.read_text(encoding="utf-8"))
     groups = {}
@@ -71,13 +72,35 @@ def test_a_module_of_sweeps_defines_its_shells_and_each_groups_maths_and_glue_on
     public = groups.pop(None)
     assert public == set(shells)
     assert len(groups) >= 2
+    *others, last = [groups[prefix] for prefix in sorted(groups, key=lambda prefix: int(prefix[6:-1]))]
     for defined in groups.values():
-        assert {"forward", "adjoints", "gradients", "losses"} <= defined <= {name.lstrip("_") for name in own}
+        assert {"forward", "adjoints", "gradients"} <= defined <= {name.lstrip("_") for name in own}
+    assert "losses" in last and not any("losses" in defined for defined in others)
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name in shells and node.name != "forward_mode_grads":
             body = node.body[1:]
             assert isinstance(body[-1], (ast.Return, ast.Assign)) and isinstance(body[-1].value, ast.Call), node.name
     glue = [node for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple)]
-    if path.stem.endswith("_torch"):
-        calls = sorted(ast.unparse(node.value) for node in glue)
-        assert calls == [f"_autograd({prefix}PASSES, __name__)" for prefix in sorted(groups)]
+    assert glue == []
+
+
+SWEEPS_ALL = sorted(
+    path
+    for path in ZOO
+    if path.stem.removesuffix("_torch").removesuffix("_jax") in {name.replace("-", "_") for name in WITH_REVERSE_STATES}
+)
+
+
+@pytest.mark.parametrize("path", SWEEPS_ALL, ids=[path.stem for path in SWEEPS_ALL])
+def test_a_module_of_sweeps_carries_only_what_it_calls(path):
+    """Every private name a module of sweeps binds at its top level is read in it (a group's losses but the last's,
+    its JAX apply and forward mode, its torch autograd glue were printed and never called)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    bound = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        for target in getattr(node, "targets", []):
+            bound |= {name.id for name in ast.walk(target) if isinstance(name, ast.Name)}
+    read = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+    assert sorted(name for name in bound - read if name.startswith("_")) == []

@@ -26,11 +26,15 @@ from bptt.codegen.ir import (
 from bptt.codegen.ir_checkpoints import Boundary
 from bptt.codegen.passes.fuse_backward import stacked_window
 from bptt.codegen.passes.halve import halved_sigmoids
+from bptt.codegen.passes.hoist import hoisted_block_slopes
+from bptt.codegen.passes.loops import scheduled_backward
 from bptt.codegen.passes.scanned import scanned_values
+from bptt.codegen.passes.slices import activated_slices
 from bptt.codegen.program import JAX_PASSES, NUMPY_PASSES, SHARED_PASSES, TORCH_PASSES, build, shared
+from bptt.derive.blocks import Placed
 from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
-from bptt.derive.nodes import Adj, SeqAt, t
+from bptt.derive.nodes import Adj, Diag, SeqAt, t
 
 GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
 HERE = pathlib.Path(__file__).resolve().parent
@@ -83,6 +87,67 @@ def test_halved_sigmoids_before_and_after():
     params = {p.name: p for p in before.model.params}
     assert stacks["_W_hr_W_hz_W_hn_halved"] == (params["W_hr"] / 2, params["W_hz"] / 2, params["W_hn"])
     assert changed_fields(before, after) == {"forward"}
+
+
+def test_activated_slices_before_and_after():
+    """The LayerNorm-LSTM's f, i, o = sigmoid(a_t[:h]), sigmoid(a_t[h:2h]), sigmoid(a_t[2h:3h]) become one sigmoid of
+    a_t[:3h] into the span _f_i_o of a group _f_i_o_g whose members are f, i, o, g (g's tanh stays its own
+    statement); the four arrays leave the forward Pass for the group; nothing but the forward pass changes. The
+    LSTM, whose gates are a group already, is left as it is."""
+    before = shared(load("lstm-layernorm"))
+    after = activated_slices(before)
+    h = next(seq for seq in before.model.states if seq.name == "h").rows
+    sigmoids = [s for s in loop_body(after.forward) if isinstance(s.value, Apply) and s.value.function == "sigmoid"]
+    assert len([s for s in loop_body(before.forward) if getattr(s.value, "function", "") == "sigmoid"]) == 3
+    (fio,) = sigmoids
+    assert fio.target.name == "_f_i_o" and fio.value.arg.rowslice == (0, 3 * h, 1)
+    (group,) = [a for a in after.forward.arrays if a.members]
+    assert group.name == "_f_i_o_g" and [m for m, _ in group.members] == ["f", "i", "o", "g"]
+    assert group.spans == (("_f_i_o", 0, 3),) and not {"f", "i", "o", "g"} & {a.name for a in after.forward.arrays}
+    assert changed_fields(before, after) == {"forward"}
+    lstm = shared(load("lstm"))
+    assert activated_slices(lstm) == lstm
+
+
+def test_hoisted_block_slopes_before_and_after():
+    """The LayerNorm-LSTM's dL/da_t places each gate's adjoint in its rows of a_t (blocks.Placed): the gates'
+    slopes inside those blocks ((1 - f_t) * c_{t-1} * f_t, ...) become arrays _b1.._b4 before the loop, as other
+    gates' slopes do in the shared hoisted_factors, and each block reads one stored diag factor; nothing but the
+    adjoints changes. The LSTM, whose adjoints have no such blocks, is left as it is."""
+    before = shared(load("lstm-layernorm"))
+    after = hoisted_block_slopes(before)
+
+    def computed_slopes(program):
+        blocks = [p for s in loop_body(program.adjoints) if hasattr(s, "value") for p in s.value.atoms(Placed)]
+        return [d for p in blocks for d in p.value.atoms(Diag) if not isinstance(d.vector, SeqAt)], len(blocks)
+
+    slopes, blocks = computed_slopes(before)
+    assert blocks == 4 and slopes and computed_slopes(after) == ([], 4)
+    assert {"_b1", "_b2", "_b3", "_b4"} <= {a.name for a in after.adjoints.arrays}
+    assert changed_fields(before, after) == {"adjoints"}
+    lstm = shared(load("lstm"))
+    assert hoisted_block_slopes(lstm) == lstm
+
+
+def adjoint_names(statements):
+    return [s.target.of.name for s in statements if isinstance(getattr(s, "target", None), Adj)]
+
+
+def test_scheduled_backward_before_and_after():
+    """The LayerNorm-LSTM's dL/d(W_x x_t) and its norm's dL/d(x̂), which only W_x's gradient reads, leave the
+    backward loop for after it (all steps at once), in their order; dL/d(W_h h_{t-1}), which the flow into dL/dh_t
+    reads, and the LSTM's gates (members of a group the flow reads) stay; nothing but the adjoints changes."""
+    before = shared(load("lstm-layernorm"))
+    after = scheduled_backward(before)
+    moved = ["a2_in_hat", "a2_in"]
+    assert set(moved) <= set(adjoint_names(loop_body(before.adjoints)))
+    assert not set(moved) & set(adjoint_names(loop_body(after.adjoints)))
+    (loop,) = [s for s in after.adjoints.statements if isinstance(s, Loop)]
+    tail = after.adjoints.statements[after.adjoints.statements.index(loop) + 1 :]
+    assert adjoint_names(tail) == moved and {"a1_in", "a"} <= set(adjoint_names(loop_body(after.adjoints)))
+    assert changed_fields(before, after) == {"adjoints"}
+    lstm = shared(load("lstm"))
+    assert scheduled_backward(lstm) == lstm
 
 
 def test_stacked_window_before_and_after():

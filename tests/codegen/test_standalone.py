@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 from bptt.codegen.backends import BACKENDS
+from bptt.codegen.printing.helpers import Helpers, runtime_files
 from bptt.derive.models import load
 from bptt.tests.support.cli import GENERATED, assert_ok, assert_user_error, bptt
 from bptt.tests.support.modules import forward
-from bptt.tests.support.zoo import supporting
+from bptt.tests.support.zoo import WITH_REVERSE_STATES, supporting
 
 T, B = 6, 2
 SIZES = (2, 3, 4, 5)
@@ -81,9 +82,11 @@ def assert_identical(expected, got):
 
 
 # JAX compiles every call of both modules: three models that between them take every runtime path (labels,
-# teacher forcing, gates); NumPy and torch run every zoo model
+# teacher forcing, gates), and those with reverse-time states (the sweeps runtime); NumPy and torch run every zoo model
 CASES = [(name, backend) for name in supporting("standalone") for backend in sorted(BACKENDS)]
-CASES = [(n, b) for n, b in CASES if b != "jax" or n in ("elman-onehot", "jordan", "lstm-peephole")]
+CASES = [
+    (n, b) for n, b in CASES if b != "jax" or n in ("elman-onehot", "jordan", "lstm-peephole", *WITH_REVERSE_STATES)
+]
 
 
 def compiled_once(backend, folder):
@@ -112,17 +115,37 @@ def same_bits(name, backend):
     sizes = dict(zip(ours.SIZES, SIZES, strict=False))
     params = ours.init_params(rng, **sizes)
     xs, ys = ours.random_inputs(rng, T, B, **sizes)
-    for keywords in CALLS:
+    for keywords in supported(name, CALLS):
         assert_identical(
             ours.loss_and_grads(params, xs, ys, **keywords), theirs.loss_and_grads(params, xs, ys, **keywords)
         )
     outputs, cache = forward(ours, params, xs, ys)
     d_outputs = outputs * 0.5 - 1  # any gradient of the outputs
-    for keywords in ({}, {"truncate": ("chunk", 2), "checkpoints": 2}):
+    for keywords in supported(name, ({}, {"truncate": ("chunk", 2), "checkpoints": 2})):
         assert_identical(
             ours.backward(params, cache, d_outputs, **keywords), theirs.backward(params, cache, d_outputs, **keywords)
         )
-    assert_identical(ours.forward_mode_grads(params, xs, ys), theirs.forward_mode_grads(params, xs, ys))
+    if name in supporting("forward_mode_grads"):
+        assert_identical(ours.forward_mode_grads(params, xs, ys), theirs.forward_mode_grads(params, xs, ys))
+
+
+def supported(name, calls):
+    """The calls (keywords) whose every keyword (truncate, checkpoints) the model supports, both together too."""
+    both = {"truncate", "checkpoints"}
+    features = [(*keywords, *(("truncated_checkpoints",) if both <= set(keywords) else ())) for keywords in calls]
+    return [keywords for keywords, mine in zip(calls, features, strict=True) if name in supporting(*mine)]
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_the_sweeps_runtime_redefines_no_name_of_the_rest(backend):
+    """helpers(backend) reads the runtime of reverse-time states last, and a name's last definition wins: one
+    that another runtime file defines too would replace it in every standalone module (jax_sweeps.py's apply
+    function once replaced jax_passes.py's)."""
+    rest = Helpers(*runtime_files(backend, sweeps=False)).definitions
+    sweeps = set(Helpers(*runtime_files(backend)).definitions) - set(rest)
+    every = Helpers(*runtime_files(backend)).definitions
+    assert {name for name in rest if every[name].source != rest[name].source} == set()
+    assert sweeps
 
 
 def test_codegen_standalone_writes_a_module_of_its_framework_only(tmp_path):

@@ -11,10 +11,11 @@ import sympy as sp
 from bptt.derive.bptt import derive
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
 from bptt.derive.nodes import SquaredError, layer_norm, mean, rms_norm, sum, t, tanh
-from bptt.derive.norms import NormError
+from bptt.derive.norms import Norm, NormError
 from bptt.derive.reductions import ReductionError
 from bptt.derive.text import text
 from bptt.tests.support.cli import assert_user_error, bptt
+from bptt.tests.support.norm_cells import norm_in_gain
 
 d, h, q = sizes("d h q")
 W, U, V = matrix("W", h, h), matrix("U", h, d), matrix("V", q, h)
@@ -99,3 +100,15 @@ def test_a_norm_of_a_norm_names_the_parts_of_both():
     names = [seq.name for seq, _ in model.steps]
     assert names == ["a", "mu_a", "sigma_a", "a_hat", "h_in", "sigma_h_in", "h_in_hat", "h"], names
     assert text(model.steps[4][1]) == "a_hat_t + a_t"
+
+
+def test_a_norm_inside_a_gain_or_a_bias_is_named_in_parts_too():
+    """The model's steps hold no Norm: those in the gain and the bias are expanded before the outer norm's parts."""
+    model = norm_in_gain()
+    assert not any(rhs.has(Norm) for _, rhs in model.steps), [text(rhs) for _, rhs in model.steps]
+    names = [seq.name for seq, _ in model.steps]
+    assert names == [
+        "a", "h_gain_in", "sigma_h_gain_in", "h_gain_in_hat", "mu_a", "sigma_a", "a_hat", "mu_a2", "sigma_a2",
+        "a_hat2", "h",
+    ], names  # fmt: skip
+    assert text(model.steps[-1][1]) == "tanh(sigmoid(h_gain_in_hat_t) * a_hat2_t + a_hat_t)"

@@ -24,7 +24,9 @@ CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms"])
+@pytest.mark.parametrize(
+    "cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms", "norm_in_gain"]
+)
 def test_a_normalised_cell_agrees_with_the_oracle(cell, backend):
     agree_in_every_truncation(load(f"{CELLS}:{cell}"), backend)
 

@@ -177,3 +177,24 @@ def test_numpys_sigmoid_keeps_its_relative_accuracy_where_it_is_tiny():
     assert np.all(np.abs(got - exact) <= 4 * np.finfo(float).eps * exact)
     inplace = z.copy()
     assert _sigmoid(inplace, out=inplace) is inplace and np.array_equal(inplace, got)
+
+
+@pytest.mark.parametrize("centred", [True, False])
+def test_numpys_norm_adjoint_writes_into_out_what_the_projection_gives(centred):
+    """_norm_adjoint(g, x̂, σ, out=) is (1/σ)(I − (1/n)11ᵀ − (1/n)x̂x̂ᵀ) g, the n x n projection applied row by row
+    (without 11ᵀ for an RMS norm), written into out and returned as out, g left as it was; and the same without out."""
+    rng = np.random.default_rng(3)
+    g, hat = rng.standard_normal((2, 4, 5))
+    sigma = 1 + rng.random((4, 1))
+    n = g.shape[-1]
+    expected = np.stack(
+        [
+            (np.eye(n) - np.outer(h, h) / n - (np.ones((n, n)) / n if centred else 0)) @ row / s
+            for row, h, s in zip(g, hat, sigma[:, 0], strict=True)
+        ]
+    )
+    kept, out = g.copy(), np.full_like(g, np.nan)
+    assert runtime._norm_adjoint(g, hat, sigma, centred, out=out) is out
+    np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-14)
+    np.testing.assert_array_equal(g, kept)
+    np.testing.assert_allclose(runtime._norm_adjoint(g, hat, sigma, centred), expected, rtol=1e-13, atol=1e-14)

@@ -34,8 +34,9 @@ def cache_steps(cache, module, reference):
 
 def runtime_of(module):
     """Where a generated module's runtime lives: bptt.runtime.<backend>, which it imports its checks from
-    (the module itself if it was generated with --standalone)."""
-    checks = sys.modules[type(segments_of(module)).__module__]._check_params
+    (the module itself if it was generated with --standalone); a module of sweeps' checks are its model's."""
+    passes = module._SWEEPS.model_passes() if hasattr(module, "_SWEEPS") else segments_of(module)
+    checks = sys.modules[type(passes).__module__]._check_params
     return sys.modules[checks.__module__]
 
 

@@ -122,3 +122,17 @@ def lstm_gate_norms():
         steps.append((gate, (tanh if gate.name == "g" else sigmoid)(rms_norm(pre, gain, eps=Rational(1, 100)))))
     steps += _lstm_states(gates, hidden, cell_state, normed_cell=False)
     return _cell("lstm-gate-norms", "LSTM, RMS-normalised gates", (W_ih, W_hh, b, *gains), x, hidden, steps, (d, h, q))
+
+
+def norm_in_gain():
+    """Norms inside a norm's gain and bias: h_t = tanh(LN(a_t; gain sigmoid(RMS(P x_t)), bias LN(a_t))), each
+    named in parts as the outer norm is."""
+    d, h, q = sizes("d h q")
+    W, U, P, b = matrix("W", h, h), matrix("U", h, d), matrix("P", h, d), vector("b", h)
+    x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
+    gain, bias = sigmoid(rms_norm(P * x())), layer_norm(a(), eps=Rational(1, 10))
+    steps = (
+        (a, W * hidden(t - 1) + U * x() + b),
+        (hidden, tanh(layer_norm(a(), gain, bias, eps=Rational(1, 100)))),
+    )
+    return _cell("norm-in-gain", "a norm in a norm's gain and bias", (W, U, P, b), x, hidden, steps, (d, h, q))

@@ -22,8 +22,9 @@ A teacher-forced state is data entering the next step, like an input, and is nev
 (app/verify/check.py's truncated losses say the same): its initial value o_0 feeds step 1, so
 its gradient comes from every output whose window holds step 1 (j <= k + 1), not only j <= k.
 
-Reverse-time states (read at t+1; full BPTT only): the steps run sweep by sweep (derive/direction.py), a
-reverse sweep from step T back to step 1, its states' initial values (keyed <state>0 too) entering at T+1.
+Reverse-time states (read at t+1): the steps run sweep by sweep (derive/direction.py), a reverse sweep from step T
+back to step 1, its states' initial values (keyed <state>0 too) entering at T+1; truncated recursion by recursion
+(oracle_sweeps.py says how).
 """
 
 from dataclasses import dataclass
@@ -32,9 +33,10 @@ import numpy as np
 import sympy as sp
 import torch
 
-from bptt.derive.direction import FORWARD, directions, reverse_states, sweeps
-from bptt.derive.nodes import SeqAt, t
+from bptt.derive.direction import reverse_states
+from bptt.derive.nodes import SeqAt
 from bptt.tests.support.oracle_eval import DTYPE, OracleError, Scope, evaluate, size_of
+from bptt.tests.support.oracle_sweeps import run_sweeps
 
 STEPS, BATCH = sp.Dummy("T"), sp.Dummy("B")  # the leading dimensions of xs, ys and the states
 
@@ -68,11 +70,12 @@ class Record:
     loss: torch.Tensor
 
 
-def run(model, params, xs, ys, initial=None, truncate=None):
+def run(model, params, xs, ys, initial=None, truncate=None, keep=None):
     """The outputs, loss and gradients of model on one batch (see the module's docstring);
-    truncate: None, ("window", k) or ("chunk", k)."""
+    truncate: None, ("window", k) or ("chunk", k); with reverse-time states also ("random", pi), its weights keep
+    ({state name: weight by index}, oracle_sweeps.py) given."""
     if reverse_states(model):
-        return _run_sweeps(model, params, xs, ys, initial, truncate)
+        return _run_sweeps(model, params, xs, ys, initial, truncate, keep=keep)
     mode, k = _truncation(truncate)
     problem = _problem(model, params, xs, ys, initial or {})
     records = _steps(problem, 1, problem.T, problem.initial, cut=k if mode == "chunk" else None)
@@ -140,12 +143,15 @@ def _total(problem, losses):
     return total / problem.T if problem.model.mean else total
 
 
-def _truncation(truncate):
+def _truncation(truncate, keep=None):
+    """(mode, k) of a truncate argument; ("random", pi) with the weights keep given (reverse-time states only)."""
     if truncate is None:
         return "full", None
     if isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] in ("window", "chunk"):
         if isinstance(truncate[1], int) and truncate[1] >= 1:
             return truncate
+    if isinstance(truncate, tuple) and len(truncate) == 2 and truncate[0] == "random" and keep is not None:
+        return truncate
     raise OracleError(f"truncate must be None, ('window', k) or ('chunk', k) with k >= 1; got {truncate!r}")
 
 
@@ -285,28 +291,14 @@ def _agree(what, got, expected, tol):
         )
 
 
-def _run_sweeps(model, params, xs, ys, initial, truncate, grads=True):
-    """run() of a model with reverse-time states: every assignment evaluated sweep by sweep, each in the order
-    its sweep visits the steps; then the outputs and losses of every step."""
-    if truncate is not None or model.teacher_forcing:
-        raise OracleError("the oracle runs reverse-time states in full BPTT, without teacher forcing, only")
+def _run_sweeps(model, params, xs, ys, initial, truncate, grads=True, keep=None):
+    """run() of a model with reverse-time states (oracle_sweeps.py), truncated as its docstring says."""
+    if model.teacher_forcing:
+        raise OracleError("the oracle runs reverse-time states without teacher forcing only")
+    mode, k = _truncation(truncate, keep)
     problem = _problem(model, params, xs, ys, initial or {})
-    way = {seq.name: direction for seq, direction in directions(model).items()}
-    values = {0: dict(problem.initial), problem.T + 1: dict(problem.initial)}
-    values |= {step: {name: data[step - 1] for name, data in problem.data.items()} for step in range(1, problem.T + 1)}
-    for sweep in sweeps(model):
-        for step in sweep.times(problem.T):
-            scope = _sweep_scope(problem, way, values, step)
-            for seq, rhs in sweep.steps:
-                scope.now[seq.name] = values[step][seq.name] = evaluate(_as_read_at_t_minus_1(rhs), scope)
-    records = []
-    for step in range(1, problem.T + 1):
-        scope = _sweep_scope(problem, way, values, step)
-        for seq, rhs in model.outputs:
-            scope.now[seq.name] = evaluate(_as_read_at_t_minus_1(rhs), scope)
-        outputs = {seq.name: scope.now[seq.name] for seq, _ in model.outputs}
-        records.append(Record({}, outputs, evaluate(model.concrete_loss(), scope)))
-    loss = _total(problem, [record.loss for record in records])
+    outputs, losses = run_sweeps(problem, mode, k, keep)
+    loss = _total(problem, losses)
     found = {}
     if grads:
         leaves = {**problem.params, **{f"{name}0": leaf for name, leaf in problem.initial.items()}}
@@ -317,25 +309,5 @@ def _run_sweeps(model, params, xs, ys, initial, truncate, grads=True):
             found[key] = (
                 grad.detach().reshape(np.shape(params[key]) if key in problem.params else leaf.shape[:-1]).numpy()
             )
-    outputs = {
-        name: torch.stack([r.outputs[name][..., 0] for r in records]).detach().numpy() for name in records[0].outputs
-    }
+    outputs = {name: torch.stack([step[name][..., 0] for step in outputs]).detach().numpy() for name in outputs[0]}
     return Result(outputs, float(loss.detach()), found)
-
-
-def _sweep_scope(problem, way, values, step):
-    """A step's Scope: its data and every value computed at it so far; as `before`, each state computed so far at
-    the step it reads (a forward state's at step - 1, a reverse one's at step + 1: evaluate reads both as t-1)."""
-    before = {}
-    for name, direction in way.items():
-        held = values.get(step - 1 if direction == FORWARD else step + 1, {})
-        if name in held:
-            before[name] = held[name]
-    return Scope(problem.sizes, problem.params, dict(values[step]), before)
-
-
-def _as_read_at_t_minus_1(expr):
-    """expr with its reads at t+1 written at t-1: a state is read at one of the two only, and the scope holds
-    the value it reads under its name."""
-    later = {ref: SeqAt(ref.name, t - 1, ref.rows, ref.role) for ref in expr.atoms(SeqAt) if ref.time == t + 1}
-    return expr.xreplace(later) if later else expr

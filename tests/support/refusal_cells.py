@@ -366,9 +366,6 @@ INTERNAL = {
     "codegen/printing/sweeps.py prefixed: a group's function binds , a name of its module": (
         "invariant: a generated module's functions bind no name its module binds"
     ),
-    "codegen/printing/sweeps.py layout: --standalone cannot carry the runtime of reverse-time states yet": (
-        "reached by `bptt codegen --standalone` only: tests/app/test_cli_reverse_states.py"
-    ),
     "codegen/backends.py Backend.module_source: laying the module out in columns changed its code": (
         "invariant: the layout only breaks lines (printing/columns.py); a guard against printing other code"
     ),
