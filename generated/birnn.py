@@ -59,8 +59,8 @@ def forward(params, xs, h_f0=None, h_b0=None, lengths=None):
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
     """Gradients of every parameter and initial state, given d_outputs = dL/doutputs (T, B, rows), the sweeps
-    run in reverse order, each truncating its own steps (a reverse state's from each sequence's last); checkpoints
-    are refused with reverse-time states."""
+    run in reverse order, each truncating its own steps (a reverse state's from each sequence's last); checkpoints:
+    each sweep's backward arrays in segments that fit in it (with reverse-time states, not with truncate)."""
     return _SWEEPS.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
@@ -74,7 +74,8 @@ def loss_and_grads(
     params, xs, ys, h_f0=None, h_b0=None, truncate=None, rng=None, checkpoints=None, lengths=None, at=None
 ):
     """The loss averaged over the batch, and its gradients (a key per parameter and initial state); lengths
-    and at as for forward and losses. truncate as for backward; checkpoints are refused."""
+    and at as for forward and losses. truncate as for backward; checkpoints (slots or bytes) is
+    shared among the sweeps (with reverse-time states, not with truncate)."""
     return _SWEEPS.loss_and_grads_call(params, xs, ys, (h_f0, h_b0, ), truncate, rng, checkpoints, lengths, at)
 
 
@@ -408,7 +409,7 @@ _sweep2_PASSES = _Passes(
         "d_h_b": ("T+1", "B", "h"), "_k1": ("T+1", "B", "h"), "_step_h": ("B", "h"), "_step_h_2": ("B", "h"),
         "_ones": ("T*B",),
     },
-    ones=("_ones",), step_rows=("h", "h + 2*q", "2*h", "h"),
+    ones=("_ones",), step_rows=("h", "h + 2*q", "3*h", "h"),
 )
 
 

@@ -61,8 +61,8 @@ def forward(params, xs, h_f0=None, h_b0=None, lengths=None):
 
 def backward(params, cache, d_outputs, truncate=None, rng=None, check_finite=True, checkpoints=None):
     """Gradients of every parameter and initial state, given d_outputs = dL/doutputs (T, B, rows), the sweeps
-    run in reverse order, each truncating its own steps (a reverse state's from each sequence's last); checkpoints
-    are refused with reverse-time states."""
+    run in reverse order, each truncating its own steps (a reverse state's from each sequence's last); checkpoints:
+    each sweep's backward arrays in segments that fit in it (with reverse-time states, not with truncate)."""
     return _SWEEPS.backward_call(params, cache, d_outputs, truncate, rng, check_finite, checkpoints)
 
 
@@ -76,7 +76,8 @@ def loss_and_grads(
     params, xs, ys, h_f0=None, h_b0=None, truncate=None, rng=None, checkpoints=None, lengths=None, at=None
 ):
     """The loss averaged over the batch, and its gradients (a key per parameter and initial state); lengths
-    and at as for forward and losses. truncate as for backward; checkpoints are refused."""
+    and at as for forward and losses. truncate as for backward; checkpoints (slots or bytes) is
+    shared among the sweeps (with reverse-time states, not with truncate)."""
     return _SWEEPS.loss_and_grads_call(params, xs, ys, (h_f0, h_b0, ), truncate, rng, checkpoints, lengths, at)
 
 
@@ -326,7 +327,7 @@ _sweep2_SPEC = _Spec(
 
 _sweep2_PASSES = _Passes(
     _sweep2_SPEC, _sweep2_forward, _sweep2_gradients_and_following, _softmax_cross_entropy,
-    step_rows=("h", "h + q + side_rows", "q + 2*h", "h"), step_factor=2,
+    step_rows=("h", "h + q + side_rows", "q + 3*h", "h"), step_factor=2,
 )  # step_factor: measured, codegen/jax/memory.py
 
 

@@ -7,8 +7,8 @@ import jax
 import jax.numpy as jnp
 
 from bptt.runtime.common import _extent, _param_sizes
-from bptt.runtime.jax import _truncation
-from bptt.runtime.jax_padding import _data_padding, _read_padding
+from bptt.runtime.jax import _keep_weights, _truncation
+from bptt.runtime.jax_padding import _cache_padding, _data_padding, _read_padding
 from bptt.runtime.sweep_checks import _checked_call
 from bptt.runtime.sweeps import _Composed, _own, _refuse
 
@@ -23,7 +23,11 @@ def _reversed_steps(array, lengths):
 
 
 class _Sweeps(_Composed):
-    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+    padding, read_padding, cache_padding = (
+        staticmethod(_data_padding),
+        staticmethod(_read_padding),
+        staticmethod(_cache_padding),
+    )
     scans_params = True  # every JAX call is checked in full
 
     def run_forward(self, passes, params, data, states, lengths, options):
@@ -45,6 +49,18 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return jnp.eye(rows, dtype=like.dtype)
+
+    def checked(self, passes, params, xs, ys, states):
+        return passes.checked(params, xs, ys, states, ys is not None)
+
+    def itemsize(self, dtype):
+        return jnp.dtype(dtype).itemsize
+
+    def keep_weights(self, truncation, T, rng, like):
+        return _keep_weights(truncation, T, rng, like.dtype)
+
+    def steps_joined(self, parts):
+        return jnp.concatenate(parts, axis=0)
 
     def truncation(self, truncate, rng):
         return _truncation(truncate, rng)

@@ -2,9 +2,10 @@
 
 import numpy as np
 
+from bptt.runtime.checks import _checked
 from bptt.runtime.common import _check_lengths, _check_sizes
-from bptt.runtime.numpy import _blamed, _check_dtype, _truncation
-from bptt.runtime.numpy_padding import _data_padding, _read_padding
+from bptt.runtime.numpy import _blamed, _check_dtype, _truncation, _truncation_weights
+from bptt.runtime.numpy_padding import _cache_padding, _data_padding, _read_padding
 from bptt.runtime.sweeps import _Composed
 
 
@@ -18,7 +19,11 @@ def _reversed_steps(array, lengths):
 
 
 class _Sweeps(_Composed):
-    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+    padding, read_padding, cache_padding = (
+        staticmethod(_data_padding),
+        staticmethod(_read_padding),
+        staticmethod(_cache_padding),
+    )
     blamed = staticmethod(_blamed)
 
     def run_forward(self, passes, params, data, states, lengths, options):
@@ -36,6 +41,18 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return np.eye(rows, dtype=like.dtype)
+
+    def checked(self, passes, params, xs, ys, states):
+        return _checked(passes, params, xs, ys, states, False, ys is not None, False)
+
+    def itemsize(self, dtype):
+        return np.dtype(dtype).itemsize
+
+    def keep_weights(self, truncation, T, rng, like):
+        return _truncation_weights(truncation, T, rng, like.dtype)
+
+    def steps_joined(self, parts):
+        return np.concatenate(parts, axis=0)
 
     def truncation(self, truncate, rng):
         return _truncation(truncate, rng)

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from bptt.runtime.checks import _checked
 from bptt.runtime.common import _extent, _param_sizes, _Spec
+from bptt.runtime.options import _Checkpoints
+from bptt.runtime.sweep_checkpoints import _checkpointed_loss_and_grads, _segmented_backward
 from bptt.runtime.sweep_checks import _checked_cache, _checked_call, _own_keys
 
 _REFUSED = "with reverse-time states, {} is not supported yet (full BPTT, without it, is)"
@@ -39,6 +41,12 @@ def _refuse(**options):
             raise ValueError(_REFUSED.format(f"{name}={value!r}"))
 
 
+def _refuse_combined(truncate, checkpoints):
+    """ValueError in one line if both truncate and checkpoints are given (each alone works)."""
+    if truncate is not None and checkpoints is not None:
+        raise ValueError("with reverse-time states, truncate= and checkpoints= do not combine yet: give one of them")
+
+
 @dataclass(frozen=True, eq=False)
 class _Composed:
     """The groups of a model and its own _Spec; the last group's losses (per step: the same in either direction)."""
@@ -59,6 +67,22 @@ class _Composed:
 
     def identity(self, rows, like):
         raise NotImplementedError
+
+    # checkpoints= (sweep_checkpoints.py): a group's arguments checked, (sizes, dtype, x, y, initial states); the
+    # bytes of a dtype's item; keep's weights (None: every flow kept); arrays of consecutive steps joined
+    def checked(self, passes, params, xs, ys, states):
+        raise NotImplementedError
+
+    def itemsize(self, dtype):
+        raise NotImplementedError
+
+    def keep_weights(self, truncation, T, rng, like):
+        return None
+
+    def steps_joined(self, parts):
+        raise NotImplementedError
+
+    padding = read_padding = cache_padding = None  # the backend's _data_padding, _read_padding, _cache_padding
 
     def at_steps(self, array, steps):
         """array (T+1, B, ...) at step steps[b] of each sequence b: (B, ...)."""
@@ -96,6 +120,8 @@ class _Composed:
         return padding, sizes, dtype, x, initial
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
+        if options.get("checkpoints") is not None:
+            return self.segmented_backward(passes, params, cache, d_outputs, check_finite, options["checkpoints"])
         truncate, rng = options.get("truncate"), options.get("rng")
         return passes.backward_call(params, cache, d_outputs, truncate, rng, check_finite, None)
 
@@ -107,6 +133,11 @@ class _Composed:
         """count generators of the backend's kind, drawn from rng once per call (one each group, in the order the
         groups run forward), from which each group draws its random truncation's weights."""
         raise NotImplementedError
+
+    def segmented_backward(self, passes, params, cache, d_outputs, check_finite, checkpoints):
+        """A group's backward in segments (its backward arrays in that memory: the groups' backward passes run one
+        after the other, so each may use the whole budget)."""
+        return _segmented_backward(self, passes, params, cache, d_outputs, check_finite, _Checkpoints.of(checkpoints))
 
     # what every backend's module calls
     def losses(self, outputs, ys, lengths=None, at=None):
@@ -180,9 +211,11 @@ class _Composed:
 
     def backward_call(self, params, cache, d_outputs, truncate, rng, check_finite, checkpoints, **options):
         """The gradients: each group's backward, last group first, its side reads' gradients handed back; truncate
-        as each group's backward truncates its own steps (_truncated)."""
-        _refuse(checkpoints=checkpoints)
+        as each group's backward truncates its own steps (_truncated); with checkpoints, each group's backward arrays
+        in segments of steps that fit in that memory (the groups' backward passes run one after the other)."""
+        _refuse_combined(truncate, checkpoints)
         parts, lengths = _checked_cache(self, params, cache, d_outputs, check_finite)
+        options = options if checkpoints is None else dict(options, checkpoints=checkpoints)
         if lengths is not None and hasattr(d_outputs, "shape") and not self.ragged(lengths, d_outputs.shape[0]):
             lengths = None  # every sequence T steps: a reverse group reverses all T
         flowing, grads = {}, {}
@@ -218,10 +251,14 @@ class _Composed:
 
     def loss_and_grads_call(self, params, xs, ys, states, truncate, rng, checkpoints, lengths=None, at=None, **options):
         """The loss of the last group's outputs (each sequence's own steps, or its last with at="last"), averaged
-        over the batch, and the gradients of backward_call."""
-        _refuse(checkpoints=checkpoints)
+        over the batch, and the gradients of backward_call; with checkpoints, in that memory, shared among the
+        groups (sweep_checkpoints.py)."""
+        _refuse_combined(truncate, checkpoints)
         self.truncation(truncate, rng)  # a bad truncate or rng fails before the forward pass
         x, lengths = _checked_call(self, params, xs, ys, states, lengths, at, self.scans_params)
+        if checkpoints is not None:
+            loss, grads = self.checkpointed_loss(params, x, ys, states, checkpoints, lengths, at, **options)
+            return self.blamed(self.spec, params, loss, grads)
         outputs, cache = self._forward(params, x, states, lengths, options)
         last = self.sweeps[-1].passes
         s, y, _ = last.loss_inputs(outputs, ys, lengths, at)
@@ -229,6 +266,10 @@ class _Composed:
         loss, d_outputs = last.segment_loss(s, y, count)
         grads = self.backward_call(params, cache, d_outputs, truncate, rng, False, None, **options)
         return self.blamed(self.spec, params, loss, grads)
+
+    def checkpointed_loss(self, params, x, ys, states, checkpoints, lengths, at, **options):
+        """(loss, grads) of loss_and_grads(checkpoints=...), its arguments checked (x: xs as checked)."""
+        return _checkpointed_loss_and_grads(self, params, x, ys, states, checkpoints, lengths, at)
 
 
 def _own(passes, sizes):

@@ -3,11 +3,15 @@ on the parameters' device; compile= passed on to every group."""
 
 import torch
 
-from bptt.runtime.sweeps import _Composed, _own, _refuse
+from bptt.runtime.checks import _checked
+from bptt.runtime.sweep_checkpoints import _kept_backward, _kept_forward
+from bptt.runtime.sweep_checks import _checked_call
+from bptt.runtime.sweeps import _Composed, _own, _refuse_combined
 from bptt.runtime.torch import _check_compile, _truncation
 from bptt.runtime.torch_autograd import _Model
 from bptt.runtime.torch_checks import _blamed
-from bptt.runtime.torch_padding import _data_padding, _read_padding
+from bptt.runtime.torch_padding import _cache_padding, _data_padding, _read_padding
+from bptt.runtime.torch_passes import _truncation_weights
 
 
 def _reversed_steps(tensor, lengths):
@@ -22,7 +26,11 @@ def _reversed_steps(tensor, lengths):
 
 
 class _Sweeps(_Composed):
-    padding, read_padding = staticmethod(_data_padding), staticmethod(_read_padding)
+    padding, read_padding, cache_padding = (
+        staticmethod(_data_padding),
+        staticmethod(_read_padding),
+        staticmethod(_cache_padding),
+    )
 
     def stacked(self, parts):
         return torch.cat(parts, dim=-1)
@@ -35,6 +43,23 @@ class _Sweeps(_Composed):
 
     def identity(self, rows, like):
         return torch.eye(rows, dtype=like.dtype, device=like.device)
+
+    def checked(self, passes, params, xs, ys, states):
+        return _checked(passes, params, xs, ys, states, False, ys is not None, False)
+
+    def itemsize(self, dtype):
+        return dtype.itemsize
+
+    def keep_weights(self, truncation, T, rng, like):
+        return _truncation_weights(truncation, T, rng, like)
+
+    def steps_joined(self, parts):
+        return torch.cat(parts, dim=0)
+
+    @torch.no_grad()
+    def checkpointed_loss(self, params, x, ys, states, checkpoints, lengths, at, **options):
+        _check_compile(options.get("compile", False), checkpoints)
+        return super().checkpointed_loss(params, x, ys, states, checkpoints, lengths, at)
 
     def at_steps(self, array, steps):
         return array[steps.to(array.device), torch.arange(array.shape[1], device=array.device)]
@@ -49,6 +74,9 @@ class _Sweeps(_Composed):
         )
 
     def run_backward(self, passes, params, cache, d_outputs, check_finite, options):
+        if options.get("checkpoints") is not None:
+            _check_compile(options.get("compile", False), options["checkpoints"])
+            return self.segmented_backward(passes, params, cache, d_outputs, check_finite, options["checkpoints"])
         compile, truncate, rng = options.get("compile", False), options.get("truncate"), options.get("rng")
         return passes.backward_call(params, cache, d_outputs, truncate, rng, check_finite, None, compile)
 
@@ -58,6 +86,10 @@ class _Sweeps(_Composed):
     def group_rngs(self, rng, count):
         seeds = torch.randint(0, 2**62, (count,), generator=rng, device=rng.device)
         return [torch.Generator(device=rng.device).manual_seed(int(seed)) for seed in seeds]
+
+    @torch.no_grad()
+    def segmented_backward(self, passes, params, cache, d_outputs, check_finite, checkpoints):
+        return super().segmented_backward(passes, params, cache, d_outputs, check_finite, checkpoints)
 
     def init_params(self, rng, dtype, device, sizes):
         return self.model_passes().init_params(rng, dtype, device, sizes)
@@ -71,14 +103,20 @@ class _Sweeps(_Composed):
 
 class _SweepsBPTT(torch.autograd.Function):
     """The outputs of a model with reverse-time states, whose backward runs the groups' derived BPTT:
-    _SweepsBPTT.apply(sweeps, compile, (truncate, rng), lengths, xs, *initial states, *params)."""
+    _SweepsBPTT.apply(sweeps, compile, (truncate, rng, checkpoints), lengths, xs, *initial states, *params); with
+    checkpoints, each group's forward pass keeps its schedule's states only (sweep_checkpoints.py)."""
 
     @staticmethod
-    def forward(ctx, sweeps, compile, truncation, lengths, xs, *values):
+    def forward(ctx, sweeps, compile, options, lengths, xs, *values):
         states, params = values[: len(sweeps.spec.states)], values[len(sweeps.spec.states) :]
         named = dict(zip(sweeps.spec.params, params, strict=True))
-        outputs, cache = sweeps.forward_call(named, xs, states, lengths, compile=compile)
-        ctx.sweeps, ctx.compile, ctx.cache, ctx.truncation = sweeps, compile, cache, truncation
+        truncate, rng, checkpoints = options
+        if checkpoints is None:
+            outputs, ctx.cache = sweeps.forward_call(named, xs, states, lengths, compile=compile)
+        else:
+            x, lengths = _checked_call(sweeps, named, xs, None, states, lengths, None, True)
+            outputs, ctx.kept = _kept_forward(sweeps, named, x, states, lengths, checkpoints)
+        ctx.sweeps, ctx.compile, ctx.truncation, ctx.checkpoints = sweeps, compile, (truncate, rng), checkpoints
         ctx.given = tuple(state is not None for state in states)
         ctx.save_for_backward(*params)
         return outputs
@@ -87,11 +125,15 @@ class _SweepsBPTT(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_outputs):
         sweeps = ctx.sweeps
-        params = dict(zip(sweeps.spec.params, ctx.saved_tensors, strict=True))
-        truncate, rng = ctx.truncation
-        grads = sweeps.backward_call(
-            params, ctx.cache, d_outputs.contiguous(), truncate, rng, True, None, compile=ctx.compile
-        )
+        if ctx.checkpoints is None:
+            params = dict(zip(sweeps.spec.params, ctx.saved_tensors, strict=True))
+            truncate, rng = ctx.truncation
+            grads = sweeps.backward_call(
+                params, ctx.cache, d_outputs.contiguous(), truncate, rng, True, None, compile=ctx.compile
+            )
+        else:
+            kept, ctx.kept = ctx.kept, None  # the kept states go as each group's schedule frees them
+            grads = _kept_backward(kept, d_outputs.contiguous())
         states = tuple(
             grads[name] if given else None for name, given in zip(sweeps.spec.states, ctx.given, strict=True)
         )
@@ -100,16 +142,16 @@ class _SweepsBPTT(torch.autograd.Function):
 
 class _SweepsModel(_Model):
     """Model of a module with reverse-time states: its forward runs _SweepsBPTT, with the batch's lengths (a reverse
-    state starts at each sequence's own last step), truncated as its truncate and rng say; checkpoints are refused."""
+    state starts at each sequence's own last step), truncated as its truncate and rng say, in the memory checkpoints
+    allows (truncate= with checkpoints= refused)."""
 
     _sweeps = None
 
     def _outputs(self, data, initial, params, padding):
-        _refuse(checkpoints=self.checkpoints)
-        truncation = (self.truncate, self.rng)
-        sweeps = self._sweeps
+        _refuse_combined(self.truncate, self.checkpoints)
+        options = (self.truncate, self.rng, self.checkpoints)
         return _SweepsBPTT.apply(
-            sweeps, self.compile_steps, truncation, padding.lengths, *data, *initial, *params.values()
+            self._sweeps, self.compile_steps, options, padding.lengths, *data, *initial, *params.values()
         )
 
 
@@ -122,7 +164,8 @@ def _sweeps_model(sweeps, module):
     Model.__module__, Model.__qualname__ = module, "Model"
     Model.__doc__ = (
         f"The model as an nn.Module: Model({', '.join(sweeps.spec.sizes)}, dtype=torch.float64, device=None, "
-        "init_rng=None, compile=False); its parameters are nn.Parameters named as in PARAMS, and model(xs, initial "
-        "states..., lengths=None) (xs a tensor or a PackedSequence) runs through the derived BPTT of its sweeps."
+        "init_rng=None, checkpoints=None, compile=False); its parameters are nn.Parameters named as in PARAMS, and "
+        "model(xs, initial states..., lengths=None) (xs a tensor or a PackedSequence) runs through the derived BPTT "
+        "of its sweeps (checkpoints: in that memory, shared among the sweeps, as for loss_and_grads)."
     )
     return Model

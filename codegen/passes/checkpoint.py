@@ -6,7 +6,8 @@ the segment after it. This pass marks those reads: each Guard of the backward lo
 t+1) becomes a Boundary whose second body reads, in place of the values at t+1, the values at step 1 of
 the segment after (`_next_f`, `_d_next_a`: a Crossing each). It also sizes what memory the schedule weighs:
 a kept state (the states the recursion carries) and one stored step (what the forward pass stores for the
-backward pass, and the backward pass's own arrays), in rows per sample.
+backward pass, and the backward pass's own arrays: a group of steps of a model with reverse-time states also
+returns the gradient of each value it reads from earlier groups, one per step), in rows per sample.
 """
 
 from dataclasses import replace
@@ -17,6 +18,7 @@ from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Pass, rewrite, step_rows, walk
 from bptt.codegen.ir_checkpoints import Boundary, Checkpoints, Crossing
 from bptt.derive.nodes import Adj, SeqAt, t, values
+from bptt.derive.sweep_models import side_gradients
 
 NEXT = "_next_"  # the prefix of a value read from the segment after
 
@@ -82,12 +84,13 @@ def _plan(program, crossings, window_crossings):
     }
     aged = sum((seq.rows for name, seq in targets.items() if name in recurrent), sp.S.Zero)
     plain = sum((seq.rows for name, seq in targets.items() if name not in recurrent), sp.S.Zero)
+    side = sum((seq.rows for seq, value in side_gradients(model) if not isinstance(value, sp.ZeroMatrix)), sp.S.Zero)
     return Checkpoints(
         kept=kept,
         reads=tuple(program.cache[1:]),
         state_rows=sum((seq.rows for seq in kept), sp.S.Zero),
         forward_rows=step_rows(program.forward.arrays),
-        backward_rows=step_rows(program.adjoints.arrays) + plain,
+        backward_rows=step_rows(program.adjoints.arrays) + plain + side,
         aged_rows=aged,
         crossings=crossings,
         window_crossings=window_crossings,

@@ -19,10 +19,11 @@ CLI = {
 SIZES = {"d": 2, "h": 3, "q": 4}
 
 
-def _checkpoints(name):
+def _truncated_checkpoints(name):
     module = module_of(name)
     rng = np.random.default_rng(0)
-    module.loss_and_grads(module.init_params(rng, **SIZES), *module.random_inputs(rng, 4, 2, **SIZES), checkpoints=2)
+    params, (xs, ys) = module.init_params(rng, **SIZES), module.random_inputs(rng, 4, 2, **SIZES)
+    module.loss_and_grads(params, xs, ys, truncate=("window", 2), checkpoints=2)
 
 
 def _forward_mode_grads(name):
@@ -31,7 +32,7 @@ def _forward_mode_grads(name):
     module.forward_mode_grads(module.init_params(rng, **SIZES), *module.random_inputs(rng, 4, 2, **SIZES))
 
 
-CALLS = {"checkpoints": _checkpoints, "forward_mode_grads": _forward_mode_grads}
+CALLS = {"truncated_checkpoints": _truncated_checkpoints, "forward_mode_grads": _forward_mode_grads}
 
 
 def test_every_refusal_is_tested_here():

@@ -10,6 +10,7 @@ import pathlib
 import numpy as np
 import pytest
 
+from bptt.runtime.sweep_checkpoints import _Call
 from bptt.tests.support.checkpoints import SIZES, problem
 from bptt.tests.support.modules import module_of, runtime_of, segments_of
 from bptt.tests.support.zoo import supporting
@@ -19,9 +20,9 @@ MODELS = [name.replace("-", "_") for name in supporting("checkpoints")]
 LENGTHS, BATCH = (40, 80), 2
 
 
-def estimate(module, sizes):
-    """The module's bytes of one stored step: its forward pass's and its backward pass's."""
-    return sum(segments_of(module).checkpoint_bytes(sizes, BATCH, 8, 1)[1:])
+def estimate(passes, sizes):
+    """The bytes of one stored step of a group's passes: its forward pass's and its backward pass's."""
+    return sum(passes.checkpoint_bytes(sizes, BATCH, 8, 1)[1:])
 
 
 def setup(name, backend, steps, convert):
@@ -34,15 +35,36 @@ def setup(name, backend, steps, convert):
     return module, {k: convert(v) for k, v in params.items()}, sizes, convert(xs), convert(ys), states
 
 
-def torch_held(name, steps):
+def groups(name, backend, steps, convert):
+    """Each group of steps the module runs, as (its _Passes, params, sizes, input, targets, initial states): the
+    module's own for a forward-only model; a model with reverse-time states' groups, each fed what the runtime
+    feeds it (sweep_checkpoints.py's _Call: its input stacked and reversed), the last with the targets."""
+    module, params, sizes, xs, ys, states = setup(name, backend, steps, convert)
+    if not hasattr(module, "_SWEEPS"):
+        return [(segments_of(module), params, sizes, xs, ys, states)]
+    call, found = _Call(module._SWEEPS, params, xs, states, None, 10**9), []
+    for k in range(len(module._SWEEPS.sweeps)):
+        last = k == len(module._SWEEPS.sweeps) - 1
+        run = call.group(k, ys if last else None)
+        found.append((module._SWEEPS.sweeps[k].passes, run.params, run.sizes, run.x, run.y, run.initial))
+        if not last:
+            call.kept(k)
+    return found
+
+
+def d_outputs_of(passes, outputs, y, steps):
+    """dL/doutputs of a group: its loss's, or (a group whose outputs later groups read) a fresh array of theirs."""
+    return passes.segment_loss(outputs, y, steps)[1] if y is not None else 1 * outputs
+
+
+def torch_held(group, steps):
     """Bytes torch holds at the peak of a segment's backward pass over `steps` steps, inputs aside."""
     torch = pytest.importorskip("torch")
-    module, params, sizes, xs, ys, states = setup(name, "torch", steps, torch.from_numpy)
-    passes = segments_of(module)
+    passes, params, sizes, xs, ys, states = group
     outputs, cache = passes.segment_forward(params, sizes, torch.float64, xs, ys, states)
-    d_outputs = passes.segment_loss(outputs, ys, steps)[1]
+    d_outputs = d_outputs_of(passes, outputs, ys, steps)
     work = passes.arrays(passes.backward_work, steps, BATCH, sizes, torch.float64, "cpu")
-    inputs = {xs.untyped_storage().data_ptr(), ys.untyped_storage().data_ptr()}
+    inputs = {t.untyped_storage().data_ptr() for t in (xs, ys) if t is not None}
     storages = {
         t.untyped_storage().data_ptr(): t.untyped_storage().nbytes()
         for t in (outputs, d_outputs, *cache.values(), *work.values())
@@ -50,32 +72,41 @@ def torch_held(name, steps):
     return sum(size for pointer, size in storages.items() if pointer not in inputs)
 
 
-def jax_held(name, steps):
+def jax_held(group, steps):
     """Bytes XLA holds at the peak of a segment's backward pass over `steps` steps, and the outputs."""
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    module, params, sizes, xs, ys, states = setup(name, "jax", steps, jax.numpy.asarray)
-    passes = segments_of(module)
+    passes, params, sizes, xs, ys, states = group
     outputs, cache = passes.segment_forward(params, sizes, np.float64, xs, ys, states)
-    d_outputs = passes.segment_loss(outputs, ys, steps)[1]
+    d_outputs = d_outputs_of(passes, outputs, ys, steps)
     keep = jax.numpy.ones((steps,))
-    compiled = module._gradients_and_following.lower(None, params, cache, d_outputs, keep).compile()
+    compiled = passes.gradients.lower(None, params, cache, d_outputs, keep).compile()
     account = compiled.memory_analysis()
     held = account.argument_size_in_bytes + account.temp_size_in_bytes + account.output_size_in_bytes + outputs.nbytes
-    inputs = {array.unsafe_buffer_pointer() for array in (xs, ys)}
+    inputs = {array.unsafe_buffer_pointer() for array in (xs, ys) if array is not None}
     return held - sum(array.nbytes for array in cache.values() if array.unsafe_buffer_pointer() in inputs)
 
 
-@pytest.mark.parametrize("held", [torch_held, jax_held], ids=["torch", "jax"])
+def converter(backend):
+    if backend == "torch":
+        return pytest.importorskip("torch").from_numpy
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    return jax.numpy.asarray
+
+
+@pytest.mark.parametrize("backend", ["torch", "jax"])
 @pytest.mark.parametrize("name", MODELS)
-def test_the_estimate_counts_what_a_stored_step_holds(name, held):
-    short, long = LENGTHS
-    per_step = (held(name, long) - held(name, short)) / (long - short)
-    module = module_of(f"{name}_{held.__name__.removesuffix('_held')}")
-    sizes = dict(zip(module_of(name).SIZES, SIZES, strict=True))
-    assert per_step <= estimate(module, sizes), (
-        f"{name}: {per_step:.0f} bytes a step, estimated {estimate(module, sizes)}"
-    )
+def test_the_estimate_counts_what_a_stored_step_holds(name, backend):
+    """Each group of steps of a model with reverse-time states too: their budget is shared in proportion to these."""
+    held, (short, long) = {"torch": torch_held, "jax": jax_held}[backend], LENGTHS
+    convert = converter(backend)
+    pairs = zip(groups(name, backend, short, convert), groups(name, backend, long, convert), strict=True)
+    for k, (few, many) in enumerate(pairs):
+        per_step = (held(many, long) - held(few, short)) / (long - short)
+        passes, sizes = few[0], few[2]
+        assert per_step <= estimate(passes, sizes), (
+            f"{name} (group {k + 1}): {per_step:.0f} bytes a step, estimated {estimate(passes, sizes)}"
+        )
 
 
 @pytest.mark.parametrize("name", ["elman", "lstm", "linear"])
@@ -84,7 +115,9 @@ def test_model_loss_keeps_nothing_beside_the_outputs(name, monkeypatch):
     steps, such as log-softmax's), and its backward, a few steps at a time, is the derived dL/doutputs."""
     torch = pytest.importorskip("torch")
     module, params, sizes, xs, ys, _ = setup(name, "torch", 9, torch.from_numpy)
-    monkeypatch.setattr(runtime_of(module), "_LOSS_PART", 2 * BATCH * 8 * max(sizes.values()))  # a few steps a part
+    monkeypatch.setattr(
+        runtime_of(module, "_check_compile"), "_LOSS_PART", 2 * BATCH * 8 * max(sizes.values())
+    )  # a few steps a part
     model = module.Model(*(sizes[size] for size in module_of(name).SIZES), checkpoints=3)
     outputs = model(xs, *([ys] if module.TEACHER_FORCED else []))
     outputs.retain_grad()

@@ -2,7 +2,9 @@
 of steps runs: a bad value is named in the user's notation (params['W_b'], xs, h_b0, ys, lengths), with the words
 of a forward-only module's message, never under a group's stacked names (side_x, sweep2); backward refuses a
 corrupted cache (a missing key, a wrong shape, another model's, another call's lengths) in one line naming it. In
-NumPy, torch and JAX."""
+NumPy, torch and JAX, with checkpoints= too."""
+
+import functools
 
 import numpy as np
 import pytest
@@ -52,10 +54,12 @@ def _poisoned(array, value):
     return copy
 
 
+@pytest.mark.parametrize("checkpoints", [None, 2])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_bad_value_is_named_in_the_users_notation(backend):
+def test_a_bad_value_is_named_in_the_users_notation(backend, checkpoints):
     """nan in a parameter of the reverse group or in an initial state, a parameter in another dtype, a state of
-    another shape: forward and loss_and_grads name it as the user wrote it, and no group's name."""
+    another shape: forward and loss_and_grads (in bounded memory too) name it as the user wrote it, and no group's
+    name."""
     module, _ = _modules(backend)
     params, xs, ys, initial = _problem(module)
 
@@ -63,7 +67,7 @@ def test_a_bad_value_is_named_in_the_users_notation(backend):
         arguments = _in(module, params), _in(module, xs), _in(module, ys), _in(module, initial)
         return (
             lambda: module.forward(arguments[0], arguments[1], **arguments[3]),
-            lambda: module.loss_and_grads(arguments[0], arguments[1], arguments[2], **arguments[3]),
+            lambda: module.loss_and_grads(*arguments[:3], **arguments[3], checkpoints=checkpoints),
         )
 
     cases = [
@@ -79,10 +83,12 @@ def test_a_bad_value_is_named_in_the_users_notation(backend):
             assert not any(group in text for group in GROUP_WORDS), text
 
 
+@pytest.mark.parametrize("checkpoints", [None, 2])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_bad_data_is_refused_with_a_forward_only_modules_words(backend):
+def test_bad_data_is_refused_with_a_forward_only_modules_words(backend, checkpoints):
     """xs of another width, ys holding a label out of range, lengths of 0 or of another batch, nan in d_outputs at
-    step 0: the message of elman's module (the same data: xs (T, B, d), labels ys of q classes) word for word."""
+    step 0: the message of elman's module (the same data: xs (T, B, d), labels ys of q classes) word for word, birnn's
+    in bounded memory too."""
     birnn, elman = _modules(backend)
     params, xs, ys, _ = _problem(birnn)
     reference = module_of("elman").init_params(np.random.default_rng(0), **SIZES)
@@ -96,22 +102,25 @@ def test_bad_data_is_refused_with_a_forward_only_modules_words(backend):
     ]
     for bad_xs, bad_ys, lengths in cases:
         texts = []
-        for module, p in ((birnn, params), (elman, reference)):
+        for module, p, bound in ((birnn, params, checkpoints), (elman, reference, None)):
             arguments = _in(module, p), _in(module, bad_xs), _in(module, bad_ys)
-            texts.append(_message(lambda m=module, a=arguments, n=lengths: m.loss_and_grads(*a, lengths=n)))
+            call = functools.partial(module.loss_and_grads, *arguments, lengths=lengths, checkpoints=bound)
+            texts.append(_message(call))
         assert texts[0] == texts[1].replace("params['U']", "params['W_f']")  # d as each model's first reader holds it
     d_outputs = np.zeros((T, B, SIZES["q"]))
     d_outputs[0, 1, 3] = np.nan  # step 0: the first of the user's steps, not of a reverse group's
     texts = []
-    for module, p in ((birnn, params), (elman, reference)):
+    for module, p, bound in ((birnn, params, checkpoints), (elman, reference, None)):
         p, x = _in(module, p), _in(module, xs)
         _, cache = module.forward(p, x)
-        texts.append(_message(lambda m=module, p=p, c=cache: m.backward(p, c, _in(m, d_outputs))))
+        texts.append(_message(functools.partial(module.backward, p, cache, _in(module, d_outputs), checkpoints=bound)))
     assert texts[0] == texts[1] and "(0, 1, 3)" in texts[0]
 
 
+@pytest.mark.parametrize("checkpoints", [None, 2])
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_backward_refuses_a_corrupted_cache_in_one_line(backend):
+def test_backward_refuses_a_corrupted_cache_in_one_line(backend, checkpoints):
+    """In bounded memory too: the cache is checked once, before any group's backward in segments."""
     module, elman = _modules(backend)
     params, xs, ys, initial = _problem(module)
     params, xs, initial = _in(module, params), _in(module, xs), _in(module, initial)
@@ -130,5 +139,5 @@ def test_backward_refuses_a_corrupted_cache_in_one_line(backend):
         ({**unpadded, "lengths": cache["lengths"]}, ("cache['lengths']", "another call")),
     ]
     for bad, words in cases:
-        text = _message(lambda bad=bad: module.backward(params, bad, outputs))
+        text = _message(lambda bad=bad: module.backward(params, bad, outputs, checkpoints=checkpoints))
         assert all(word in text for word in words), (words, text)

@@ -48,7 +48,7 @@ def test_compile_does_not_combine_with_checkpoints():
 
 
 def test_without_torch_compile_the_option_is_one_error(monkeypatch):
-    monkeypatch.setattr(runtime_of(lstm_torch), "_COMPILED", {})
+    monkeypatch.setattr(runtime_of(lstm_torch, "_check_compile"), "_COMPILED", {})
     monkeypatch.delattr(torch, "compile")
     params, xs, ys = problem(lstm_torch)
     message = one_line_error(RuntimeError, lambda: lstm_torch.loss_and_grads(params, xs, ys, compile=True))
@@ -59,7 +59,7 @@ def test_a_torch_compile_that_refuses_the_platform_is_one_error(monkeypatch):
     def refusing(*args, **keywords):
         raise RuntimeError("torch.compile is not supported on Python 3.99+\n(more lines)")
 
-    monkeypatch.setattr(runtime_of(lstm_torch), "_COMPILED", {})
+    monkeypatch.setattr(runtime_of(lstm_torch, "_check_compile"), "_COMPILED", {})
     monkeypatch.setattr(torch, "compile", refusing)
     params, xs, ys = problem(lstm_torch)
     message = one_line_error(RuntimeError, lambda: lstm_torch.loss_and_grads(params, xs, ys, compile=True))
@@ -76,7 +76,7 @@ def test_a_backend_that_cannot_compile_is_one_error(monkeypatch):
 
         return real(*args, **{**keywords, "backend": backend})
 
-    monkeypatch.setattr(runtime_of(elman_torch), "_COMPILED", {})
+    monkeypatch.setattr(runtime_of(elman_torch, "_check_compile"), "_COMPILED", {})
     monkeypatch.setattr(torch, "compile", failing)
     params, xs, ys = problem(elman_torch)
     message = one_line_error(RuntimeError, lambda: elman_torch.loss_and_grads(params, xs, ys, compile=True))

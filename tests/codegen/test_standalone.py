@@ -130,8 +130,10 @@ def same_bits(name, backend):
 
 
 def supported(name, calls):
-    """The calls (keywords) whose every keyword (truncate, checkpoints) the model supports."""
-    return [keywords for keywords in calls if all(name in supporting(feature) for feature in keywords)]
+    """The calls (keywords) whose every keyword (truncate, checkpoints) the model supports, both together too."""
+    both = {"truncate", "checkpoints"}
+    features = [(*keywords, *(("truncated_checkpoints",) if both <= set(keywords) else ())) for keywords in calls]
+    return [keywords for keywords, mine in zip(calls, features, strict=True) if name in supporting(*mine)]
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))

@@ -2,8 +2,6 @@
 model in every truncation mode; backward through a whole cache in segments; the step evaluations are the
 schedule's; the memory is bounded; bad budgets are one-line errors. torch and JAX: tests/backends/."""
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
@@ -16,14 +14,14 @@ from bptt.tests.support.checkpoints import (
     budgets,
     numpy_run,
     optimum,
+    peak,
     problem,
+    zoo_cases,
 )
 from bptt.tests.support.modules import count_forward_steps, module_of, segments_of
-from bptt.tests.support.zoo import supporting
 
 
-@pytest.mark.parametrize("mode", TRUNCATIONS)
-@pytest.mark.parametrize("name", supporting("checkpoints"))
+@pytest.mark.parametrize(("name", "mode"), zoo_cases(TRUNCATIONS))
 def test_loss_and_grads_equal_full_bptt(name, mode):
     module, truncate = module_of(name), TRUNCATIONS[mode]
     values = problem(module)
@@ -66,14 +64,6 @@ def test_the_step_evaluations_are_the_schedules(monkeypatch):
     numpy_run(module, values, None, 7)
     assert sum(counted) == schedule._evaluations(schedule._schedule(60, schedule._capacities(7, 1, 1, 60)))
     assert sum(counted) == optimum(60, schedule._capacities(7, 1, 1, 60))  # the full search of the programme
-
-
-def peak(call):
-    tracemalloc.start()
-    call()
-    found = tracemalloc.get_traced_memory()[1]
-    tracemalloc.stop()
-    return found
 
 
 def test_memory_stays_within_the_budget():

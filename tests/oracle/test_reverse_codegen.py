@@ -119,14 +119,10 @@ def test_a_random_cell_with_reverse_states_equals_the_oracle(model, every):
     oracle.compare(module, mirror, params, xs, ys, initial)
 
 
-def test_checkpoints_and_forward_mode_are_refused_in_one_line():
-    """(Truncation works: test_reverse_truncation.py.)"""
+def test_forward_mode_is_refused_in_one_line():
+    """(Truncation works: test_reverse_truncation.py; checkpoints: test_reverse_checkpoints.py.)"""
     model, module = model_of("birnn"), module_of("birnn", "numpy")
     params, xs, ys, _ = values(model, 1)
-    for option in ({"checkpoints": 3},):
-        with pytest.raises(ValueError, match="with reverse-time states, .* is not supported yet") as error:
-            module.loss_and_grads(params, xs, ys, **option)
-        assert "\n" not in str(error.value)
     with pytest.raises(ValueError, match="forward_mode_grads"):
         module.forward_mode_grads(params, xs, ys)
 

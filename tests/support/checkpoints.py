@@ -7,9 +7,12 @@ fewer rows). A parameter's gradient is a sum over all steps, computed in full BP
 T*B rows and here as a product per segment, summed: equal to rounding (1e-14 relative to the gradient's
 largest entry in float64, a few ulps in float32)."""
 
+import tracemalloc
+
 import numpy as np
 
-from bptt.tests.support.modules import segments_of
+from bptt.tests.support.modules import groups_of
+from bptt.tests.support.zoo import supporting
 
 SIZES = (2, 3, 4)  # distinct, in the order of a module's SIZES
 STEPS, BATCH = 9, 2
@@ -23,16 +26,31 @@ WEIGHTED = (("lstm", "chunk"), ("elman-jordan", "chunk"), ("gru", "random"), ("e
 
 def budgets(module, truncate):
     """One slot (every step recomputed from the start), three (a few levels), and a byte budget of three
-    stored steps and two kept states as the module sizes them for this problem."""
+    stored steps and two kept states as the module sizes them for this problem; of each group of steps a model
+    with reverse-time states runs (their budget is shared among them)."""
     ages = truncate[1] + 1 if truncate and truncate[0] == "window" else 1
-    sizes = dict(zip(module.SIZES, SIZES, strict=True))
-    state, forward_step, backward_step = segments_of(module).checkpoint_bytes(sizes, BATCH, 8, ages)
-    return (1, 3, f"{3 * (forward_step + backward_step) + 2 * state}B")
+    groups, total = groups_of(module, dict(zip(module.SIZES, SIZES, strict=True))), 0
+    for passes, sizes in groups:
+        state, forward_step, backward_step = passes.checkpoint_bytes(sizes, BATCH, 8, ages)
+        total += 3 * (forward_step + backward_step) + 2 * state
+    return (len(groups), 3 * len(groups), f"{total}B")
 
 
 def cases(names):
-    """(model, truncation name) pairs: every model in full BPTT and window truncation, WEIGHTED's besides."""
-    return [(name, mode) for name in names for mode in ("full", "window")] + list(WEIGHTED)
+    """(model, truncation name) pairs: every model in full BPTT and window truncation (those that truncate in
+    bounded memory), WEIGHTED's besides."""
+    return [(name, mode) for name in names for mode in ("full", "window") if truncated(name, mode)] + list(WEIGHTED)
+
+
+def zoo_cases(modes):
+    """(model, truncation name) pairs of the zoo in bounded memory: every model in full BPTT, those that truncate
+    in bounded memory in the other modes."""
+    return [(name, mode) for mode in modes for name in supporting("checkpoints") if truncated(name, mode)]
+
+
+def truncated(name, mode):
+    """Whether the zoo model runs the truncation mode in bounded memory (full BPTT: every model)."""
+    return mode == "full" or name in supporting("truncated_checkpoints")
 
 
 def problem(module, dtype=np.float64, steps=STEPS, batch=BATCH, seed=0):
@@ -88,6 +106,15 @@ def torch_run(module, values, truncate, checkpoints):
     return float(loss), {k: v.numpy() for k, v in grads.items()}
 
 
+def peak(call):
+    """The most call() allocates at once, as tracemalloc sees it (NumPy's arrays, Python's objects)."""
+    tracemalloc.start()
+    call()
+    found = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return found
+
+
 def optimum(T, capacities):
     """Gruslys et al.'s programme by brute force: every split y tried, for every t and level (numpy over y)."""
     deepest = len(capacities) - 1
@@ -105,3 +132,64 @@ def optimum(T, capacities):
                 row[n] = (y + row[1:n] + deeper[n - 1 : 0 : -1]).min()
         deeper = row
     return int(deeper[T])
+
+
+class KeptPeak:
+    """The most a checkpointed call of a model with reverse-time states keeps at once, in its budget's units (slots,
+    or bytes as each group's passes size a kept state and a stored step), from the schedules its groups run
+    (runtime/sweep_checkpoints.py's _forward_kept and _checkpointed, watched through monkeypatch): the states every
+    group's forward pass kept, held until its backward; and in a group's backward, the states it keeps and the steps
+    it stores (a segment run before its backward, or advanced through). The first forward pass's chunks are left
+    out, as for a forward-only module (runtime/checkpoints.py: the outputs of every step are kept anyway)."""
+
+    def __init__(self, monkeypatch):
+        from bptt.runtime import sweep_checkpoints
+        from bptt.runtime.checkpoints import _sweep
+
+        self.held, self.peak = {}, 0
+        forward, backward = sweep_checkpoints._forward_kept, sweep_checkpoints._checkpointed
+
+        def forward_kept(model, truncation, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts=None):
+            actions, (state, _) = self.schedule(model, truncation, sizes, x, checkpoints, itemsize)
+            self.held[id(model.spec)] = state * sum(action[0] == "keep" for action in _sweep(actions))
+            self.noted(0)
+            return forward(model, truncation, params, sizes, dtype, x, y, states, checkpoints, itemsize, parts)
+
+        def checkpointed(model, truncation, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, **rest):
+            actions, units = self.schedule(model, truncation, sizes, x, checkpoints, itemsize)
+            start = len(_sweep(actions)) if rest.get("kept") is not None else 0
+            kept = {a for kind, a, *_ in actions[:start] if kind == "keep"}
+            self.held.pop(id(model.spec), None)
+            for action in actions[start:]:
+                self.act(action, kept, units)
+            return backward(model, truncation, keep, params, sizes, dtype, x, y, states, checkpoints, itemsize, **rest)
+
+        monkeypatch.setattr(sweep_checkpoints, "_forward_kept", forward_kept)
+        monkeypatch.setattr(sweep_checkpoints, "_checkpointed", checkpointed)
+
+    @staticmethod
+    def schedule(model, truncation, sizes, x, checkpoints, itemsize):
+        """(the group's actions, (a kept state, a stored step) in the budget's units)."""
+        from bptt.runtime.checkpoints import _checkpoint_actions
+
+        T, B = x.shape[0], x.shape[1]
+        actions = _checkpoint_actions(model, truncation, sizes, B, itemsize, checkpoints, T)
+        state, forward_step, backward_step = model.checkpoint_bytes(sizes, B, itemsize, truncation.ages)
+        return actions, ((1, 1) if checkpoints.bytes is None else (state, forward_step + backward_step))
+
+    def act(self, action, kept, units):
+        state, step = units
+        kind, a = action[0], action[1]
+        if kind == "keep":
+            kept.add(a)
+        elif kind == "free":
+            kept.discard(a)
+        stored = 0
+        if kind == "advance":  # ("advance", a, b, chunk): chunks of at most chunk steps, each dropped as it ends
+            stored = min(action[3], action[2] - a)
+        elif kind == "backward":  # ("backward", a, b): steps a+1..b stored, then backward through them
+            stored = action[2] - a
+        self.noted(len(kept) * state + stored * step)
+
+    def noted(self, own):
+        self.peak = max(self.peak, own + sum(self.held.values()))

@@ -32,17 +32,30 @@ def cache_steps(cache, module, reference):
     }
 
 
-def runtime_of(module):
-    """Where a generated module's runtime lives: bptt.runtime.<backend>, which it imports its checks from
-    (the module itself if it was generated with --standalone); a module of sweeps' checks are its model's."""
+def runtime_of(module, anchor="_check_params"):
+    """Where the part of a generated module's runtime lives that defines the function `anchor` its passes import:
+    bptt.runtime.<backend> or its sibling (torch's checks: bptt.runtime.torch_checks; torch's compile glue and
+    loss parts, anchor "_check_compile": bptt.runtime.torch), the module itself if it was generated with
+    --standalone; a module of sweeps' is its model's."""
     passes = module._SWEEPS.model_passes() if hasattr(module, "_SWEEPS") else segments_of(module)
-    checks = sys.modules[type(passes).__module__]._check_params
-    return sys.modules[checks.__module__]
+    defined = getattr(sys.modules[type(passes).__module__], anchor)
+    return sys.modules[defined.__module__]
 
 
 def segments_of(module):
     """What a module hands its runtime and the checkpoint driver (runtime/checkpoints.py): its _Passes."""
     return module._PASSES
+
+
+def groups_of(module, sizes):
+    """(_Passes, their sizes) of each group of steps a module runs: its own for a forward-only model; a model with
+    reverse-time states' groups (runtime/sweeps.py), each sized as the runtime sizes it (its input's rows too)."""
+    if not hasattr(module, "_SWEEPS"):
+        return [(segments_of(module), sizes)]
+    from bptt.runtime.sweep_checkpoints import _group_sizes
+
+    sweeps = module._SWEEPS
+    return [(sweep.passes, own) for sweep, own in zip(sweeps.sweeps, _group_sizes(sweeps, sizes), strict=True)]
 
 
 def count_forward_steps(monkeypatch, module):

@@ -1,8 +1,8 @@
-"""The zoo models a feature supports. Every zoo model has EVERY_MODEL's features (full and truncated BPTT, with
-lengths= too, in every backend; ...); the features below refuse a model with reverse-time states (reverse_states: a
-state read at t+1), so they run the zoo's models without them. Test files iterate over `supporting(feature, ...)`,
-so that a model added to the zoo is tested by each feature it has; tests/app/test_zoo_refusals.py tests each
-refusal."""
+"""The zoo models a feature supports. Every zoo model has EVERY_MODEL's features (full and truncated BPTT, BPTT in
+bounded memory, with lengths= too, in every backend; ...); the features below refuse a model with reverse-time states
+(reverse_states: a state read at t+1), so they run the zoo's models without them. Test files iterate over
+`supporting(feature, ...)`, so that a model added to the zoo is tested by each feature it has;
+tests/app/test_zoo_refusals.py tests each refusal."""
 
 import sympy as sp
 
@@ -22,7 +22,7 @@ def reduces(model):
 REDUCING = tuple(name for name in EVERY if reduces(load(name)))  # lstm-layernorm: its norms' means
 
 REFUSED = {  # refused in one line (tests/app/test_zoo_refusals.py)
-    "checkpoints": "checkpoints=",
+    "truncated_checkpoints": "truncate= with checkpoints=",
     "forward_mode_grads": "forward_mode_grads",
     "bench": "bptt bench",
     "analyze": "bptt analyze",
@@ -37,6 +37,7 @@ FORWARD_ONLY_FEATURES = {**REFUSED, **LACKING}
 EVERY_MODEL = (  # what every zoo model has, models with reverse-time states too
     "full_bptt",  # full BPTT, with lengths= too
     "truncate",  # truncate=: window, chunk and random truncation, each recursion in its own direction
+    "checkpoints",  # checkpoints=: BPTT in bounded memory, the budget shared among the groups
     "cache_checks",  # backward refuses a corrupted cache in one line naming what is wrong
     "value_checks",  # a bad value's message names it in the user's notation
     "standalone",  # bptt codegen --standalone: a module that imports nothing of bptt
