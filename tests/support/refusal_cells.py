@@ -94,102 +94,102 @@ def norm_file(tmp_path, call):
 # with_function takes pytest's monkeypatch.
 # The site's own words are the key, so that a message reworded is a key to update here.
 CELLS = {
-    # derive/model.py: the description
+    # derive/model.py and derive/validation.py: the description
     "derive/model.py sequence: sequence : role must be one of , got": (
         "load",
         lambda tmp: model_file(tmp, "def cell():\n    return sequence('x', 3, 'weird')\n"),
     ),
-    "derive/model.py validate: : a name must be letters, digits, '-' and '_',": (
+    "derive/validation.py validate: : a name must be letters, digits, '-' and '_',": (
         "build",
         lambda: tiny(name="tiny!"),
     ),
-    "derive/model.py validate: : no state; a recurrent model needs a step with": (
+    "derive/validation.py validate: : no state; a recurrent model needs a step with": (
         "build",
         lambda: tiny(steps=((a, W_hx * x()),), outputs=((o, W_qh * a()),)),
     ),
-    "derive/model.py validate: : no output; give at least one (Seq, rhs) in": ("build", lambda: tiny(outputs=())),
-    "derive/model.py validate: : loss must be a loss node such as GenericLoss(o(t),": (
+    "derive/validation.py validate: : no output; give at least one (Seq, rhs) in": ("build", lambda: tiny(outputs=())),
+    "derive/validation.py validate: : loss must be a loss node such as GenericLoss(o(t),": (
         "build",
         lambda: tiny(loss=tanh(o())),
     ),
-    "derive/model.py validate: : expected one input sequence, got": ("build", lambda: tiny(inputs=(x, x2))),
-    "derive/model.py validate: : is assigned in the wrong place for role": (
+    "derive/validation.py validate: : expected one input sequence, got": ("build", lambda: tiny(inputs=(x, x2))),
+    "derive/validation.py validate: : is assigned in the wrong place for role": (
         "build",
         lambda: tiny(steps=(*tiny().steps, (y, W_qh * hidden()))),
     ),
-    "derive/model.py validate: : _t has rows but its right-hand side has shape": (
+    "derive/validation.py validate: : _t has rows but its right-hand side has shape": (
         "build",
         lambda: tiny(outputs=((o, W_hh * hidden()),)),
     ),
-    "derive/model.py validate: : in the equation of _t is not a parameter": (
+    "derive/validation.py validate: : in the equation of _t is not a parameter": (
         "build",
         lambda: tiny(steps=((hidden, W_hx * x() + W * hidden(t - 1)),)),
     ),
-    "derive/model.py validate: : teacher forcing replaces , which is not a state": (
+    "derive/validation.py validate: : teacher forcing replaces , which is not a state": (
         "build",
         lambda: tiny(teacher_forcing=((o, y()),)),
     ),
-    "derive/model.py validate: : teacher forcing must replace _t by data of shape": (
+    "derive/validation.py validate: : teacher forcing must replace _t by data of shape": (
         "build",
         lambda: tiny(teacher_forcing=((hidden, y()),)),
     ),
-    "derive/model.py _check_names: : sizes must be a tuple of size symbols, e.g.": (
+    "derive/validation.py _check_names: : sizes must be a tuple of size symbols, e.g.": (
         "build",
         lambda: tiny(sizes=[d, h, q]),
     ),
-    "derive/model.py _check_names: : params must be a tuple of matrix(...) and vector(...),": (
+    "derive/validation.py _check_names: : params must be a tuple of matrix(...) and vector(...),": (
         "build",
         lambda: tiny(params=[W_hx, W_hh, W_qh]),
     ),
-    "derive/model.py _check_names: : the is listed times; list each once": (
+    "derive/validation.py _check_names: : the is listed times; list each once": (
         "build",
         lambda: tiny(params=(W_hx, W_hh, W_hh, W_qh)),
     ),
-    "derive/model.py _check_names: : names a parameter and a sequence; give each its": (
+    "derive/validation.py _check_names: : names a parameter and a sequence; give each its": (
         "build",
         lambda: tiny(params=(W_hx, W_hh, W_qh, matrix("a", h, h)), steps=((a, W_hx * x()), *tiny().steps)),
     ),
-    "derive/model.py _check_sequences: : two sequences are named ( of rows and of": (
+    "derive/validation.py _check_sequences: : two sequences are named ( of rows and of": (
         "build",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1) + W_hh * sequence("x", h, "input")()),
     ),
-    "derive/model.py _check_sequences: : the sequence is assigned times; assign each sequence once": (
+    "derive/validation.py _check_sequences: : the sequence is assigned times; assign each sequence once": (
         "build",
         lambda: tiny(steps=(*tiny().steps, *tiny().steps)),
     ),
-    "derive/model.py _check_identifier: : is not a Python identifier; names become variables of": (
+    "derive/validation.py _check_identifier: : is not a Python identifier; names become variables of": (
         "build",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("W-1", h, h)),
     ),
-    "derive/model.py _check_identifier: : Python reads the name as (identifiers are NFKC-normalised), so": (
+    "derive/validation.py _check_identifier: : Python reads the name as (identifiers are NFKC-normalised), so": (
         "build",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("Ｗ", h, h)),
     ),
-    "derive/model.py _check_identifier: : the name starts with _, which the generated code": (
+    "derive/validation.py _check_identifier: : the name starts with _, which the generated code": (
         "build",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("_W", h, h)),
     ),
-    "derive/model.py _check_dimension: : has a dimension ; expected one of its sizes": (
+    "derive/validation.py _check_dimension: : has a dimension ; expected one of its sizes": (
         "build",
         lambda: state(W_hx * x() + W_hh * hidden(t - 1), matrix("Z", h, 3)),
     ),
-    "derive/model.py _check_elementwise: : in the equation of _t, SymPy's () is a": (
+    "derive/validation.py _check_elementwise: : in the equation of _t, SymPy's () is a": (
         "build",
         lambda: state(sp.exp(W_hx * x() + W_hh * hidden(t - 1))),
     ),
-    "derive/model.py _check_elementwise: : the equation of _t must be a column vector,": (
+    "derive/validation.py _check_elementwise: : the equation of _t must be a column vector,": (
         "build",
         lambda: state(sp.Symbol("z")),
     ),
-    "derive/model.py _check_inner_shapes: : in the equation of _t, ( x ) times": (
+    "derive/validation.py _check_inner_shapes: : in the equation of _t, ( x ) times": (
         "build",
         lambda: state(tanh(W_hx * x()) + W_hx * tanh(W_hh * hidden(t - 1))),
     ),
-    "derive/model.py _check_inner_shapes: : in the equation of _t, terms of different shapes": (
+    "derive/validation.py _check_inner_shapes: : in the equation of _t, terms of different shapes": (
         "build",
         lambda: state(W_hh * hidden(t - 1) + sp.HadamardProduct(x(), tanh(x()))),
     ),
-    "derive/model.py _check_reference: : _t reads _(), but only states may be read": (
+    "derive/validation.py _check_reference: : _t reads _(), but only states may be read": (
         "build",
         lambda: state(W_hx * x(t - 1) + W_hh * hidden(t - 1)),
     ),
@@ -225,11 +225,11 @@ CELLS = {
             outputs=((o, W_qh * back()),),
         ),
     ),
-    "derive/model.py validate: :": (
+    "derive/validation.py validate: :": (
         "build",
         lambda: tiny(steps=((back, W_hh * back(t + 1) + W_hh * hidden(t - 1)), (hidden, forward_reading_back))),
     ),
-    "derive/model.py _check_reference: : _t reads at time ; expected an input or": (
+    "derive/validation.py _check_reference: : _t reads at time ; expected an input or": (
         "build",
         lambda: state(W_hx * x() + W_hh * hidden(t - 2)),
     ),
