@@ -103,7 +103,8 @@ def _closed_jacobian(derivation, states, block_form):
     if len(states) < 2:
         return states, (closed_form(derivation, states[0]).jacobian.T if states else None), {}
     form = block_closed_form(derivation) if block_form is None else block_form
-    blocks = {(row, col): form.blocks[(col, row)].T for row in form.states for col in form.states}
+    written = form.blocks  # a property that writes every block out: read once
+    blocks = {(row, col): written[(col, row)].T for row in form.states for col in form.states}
     return form.states, None, blocks
 
 

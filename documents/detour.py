@@ -32,7 +32,7 @@ class Corridors:
             for a in _within(self.xs, x, half_w + MARGIN):
                 for b in _within(self.ys, y, half_h + MARGIN):
                     self.holders[(a, b)].add(key)
-        self.steps = self._neighbours()
+        self.steps = [None] * (len(self.xs) * len(self.ys))  # each crossing's, found as the search reaches it
         self.held = [self.holders.get(divmod(n, len(self.ys))) for n in range(len(self.xs) * len(self.ys))]
 
     def route(self, source, target, taken):
@@ -53,7 +53,7 @@ class Corridors:
     def _search(self, start, goal, source, ends, taken, columns):
         """A*, weighted by HASTE, over (crossing, heading): the crossings from start to goal, or None. A crossing
         (i, j) is numbered i * len(ys) + j in the queue, which orders the numbers as it would the pairs."""
-        held, steps, rows = self.held, self.steps, len(self.ys)
+        held, steps, rows = self.held, self._neighbours, len(self.ys)
         gx, gy = self.xs[goal[0]], self.ys[goal[1]]
         rest_x, rest_y = [abs(x - gx) for x in self.xs], [abs(y - gy) for y in self.ys]
         low, high = columns
@@ -68,7 +68,7 @@ class Corridors:
             if point == goal:
                 return [divmod(n, rows) for n in _unwound(came, (point, heading))]
             in_end = held[point] is not None  # no bend inside an end's box: TikZ draws the runs over it
-            for step, after, a, b, length, run in steps[point]:
+            for step, after, a, b, length, run in steps(point):
                 if not low <= a <= high or (held[after] is not None and not held[after] <= ends):
                     continue
                 if in_end and heading not in (-1, step):
@@ -82,26 +82,26 @@ class Corridors:
                     heapq.heappush(queue, (guess, total, after, step, (point, heading)))
         return None
 
-    def _neighbours(self):
-        """By crossing number: [(heading, the next crossing's number, its indices a and b, the run's price, the
-        run's key in `taken`)], left, right, down, up."""
+    def _neighbours(self, n):
+        """The steps from crossing number n, found once: [(heading, the next crossing's number, its indices a
+        and b, the run's price, the run's key in `taken`)], left, right, down, up."""
+        found = self.steps[n]
+        if found is not None:
+            return found
         xs, ys, (along_x, along_y) = self.xs, self.ys, self.price
-        found = []
-        for i, j in itertools.product(range(len(xs)), range(len(ys))):
-            found.append(
-                [
-                    (
-                        step,
-                        a * len(ys) + b,
-                        a,
-                        b,
-                        abs(xs[a] - xs[i]) * along_y[b] if step == 0 else abs(ys[b] - ys[j]) * along_x[a],
-                        ((i, j), (a, b)) if (i, j) < (a, b) else ((a, b), (i, j)),
-                    )
-                    for step, (a, b) in ((0, (i - 1, j)), (0, (i + 1, j)), (1, (i, j - 1)), (1, (i, j + 1)))
-                    if 0 <= a < len(xs) and 0 <= b < len(ys)
-                ]
+        i, j = divmod(n, len(ys))
+        found = self.steps[n] = [
+            (
+                step,
+                a * len(ys) + b,
+                a,
+                b,
+                abs(xs[a] - xs[i]) * along_y[b] if step == 0 else abs(ys[b] - ys[j]) * along_x[a],
+                ((i, j), (a, b)) if (i, j) < (a, b) else ((a, b), (i, j)),
             )
+            for step, (a, b) in ((0, (i - 1, j)), (0, (i + 1, j)), (1, (i, j - 1)), (1, (i, j + 1)))
+            if 0 <= a < len(xs) and 0 <= b < len(ys)
+        ]
         return found
 
 

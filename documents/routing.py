@@ -12,6 +12,8 @@ import math
 from collections import defaultdict
 from dataclasses import replace
 
+import numpy as np
+
 from bptt.documents.detour import Corridors
 
 BENDS = (22, 35, 50, -22, -35, -50)  # degrees left of the direction of travel, tried in turn
@@ -36,11 +38,12 @@ def routes(graph, box):
     """{edge: its four control points, None for a straight line, or Corners}; box(node) its half width and height.
     Past the first, a curve is tried only if its control points stay inside the nodes' frame: TikZ counts them in
     the picture's width. An edge no curve draws clear of the boxes takes a detour through the corridors."""
-    boxes = {node.key: (node.x, node.y, *box(node)) for node in graph.nodes}
+    boxes = _Table({node.key: (node.x, node.y, *box(node)) for node in graph.nodes})
     frame = _frame(boxes.values())
     drawn, points, taken, corridors = {}, {}, {}, None
     for edge in sorted(graph.edges, key=lambda e: e.backward):  # forward first: the backward ones avoid them
         twin = points.get((edge.target, edge.source)) if edge.backward else None
+        twin = twin and (_visible(twin, boxes, edge) or twin)
         first = None
         for n, curve in enumerate(_candidates(graph.node(edge.source), graph.node(edge.target), edge.backward)):
             if n and not all(inside(point, frame) for point in curve[1:3]):
@@ -156,25 +159,57 @@ def inside(point, node_box, margin=0.0):
 
 
 def _crossed(points, edge, boxes):
-    """Whether a path runs through (or within 0.03 cm of) a box other than its ends'."""
-    low_x, high_x = min(p[0] for p in points) - 0.03, max(p[0] for p in points) + 0.03
-    low_y, high_y = min(p[1] for p in points) - 0.03, max(p[1] for p in points) + 0.03
-    near = [
-        node_box
-        for key, (x, y, half_w, half_h) in ((k, b) for k, b in boxes.items() if k not in (edge.source, edge.target))
-        for node_box in [(x, y, half_w, half_h)]
-        if x + half_w > low_x and x - half_w < high_x and y + half_h > low_y and y - half_h < high_y
-    ]
-    for x, y, half_w, half_h in near:  # inside(point, node_box, 0.03) written out: it runs a million times
-        reach_x, reach_y = half_w + 0.03, half_h + 0.03
-        if any(abs(px - x) < reach_x and abs(py - y) < reach_y for px, py in points):
+    """Whether a path runs through (or within 0.03 cm of) a box other than its ends' (boxes: a _Table), each
+    point against each box near the path, as inside(point, box, 0.03) says, in one array operation."""
+    xy = np.array(points)
+    low, high = xy.min(axis=0) - 0.03, xy.max(axis=0) + 0.03
+    x, y, half_w, half_h = boxes.columns
+    near = boxes.others(edge) & (x + half_w > low[0]) & (x - half_w < high[0])
+    near &= (y + half_h > low[1]) & (y - half_h < high[1])
+    if not near.any():
+        return False
+    dx = np.abs(xy[:, :1] - x[near]) < half_w[near] + 0.03
+    return bool((dx & (np.abs(xy[:, 1:] - y[near]) < half_h[near] + 0.03)).any())
+
+
+class _Table(dict):
+    """The boxes {key: (x, y, half width, half height)}, and their four columns as arrays for _crossed."""
+
+    def __init__(self, boxes):
+        super().__init__(boxes)
+        self.index = {key: n for n, key in enumerate(self)}
+        self.columns = np.array(list(self.values()), dtype=float).reshape(-1, 4).T
+
+    def others(self, edge):
+        """Which boxes are not an end of the edge."""
+        mask = np.ones(len(self), dtype=bool)
+        mask[[self.index[edge.source], self.index[edge.target]]] = False
+        return mask
+
+
+def _visible(points, boxes, edge):
+    """The points outside the boxes of an edge's ends."""
+    ends = boxes[edge.source], boxes[edge.target]
+    return [p for p in points if not inside(p, ends[0]) and not inside(p, ends[1])]
+
+
+def _apart(points, twin, boxes, edge):
+    """Whether some visible point of a path lies CLEARANCE or further from every point of twin (its forward
+    twin's visible points, or all of them if none is visible): max over p of min over q of |p - q| >= CLEARANCE.
+    A point near the twin is found by scanning from where the point before it found one, so that a path hugging
+    its twin costs a few distances a point."""
+    hint = 0
+    for p in _visible(points, boxes, edge):
+        hint = _near(p, twin, hint)
+        if hint is None:
             return True
     return False
 
 
-def _apart(points, twin, boxes, edge):
-    def visible(found):
-        return [p for p in found if not inside(p, boxes[edge.source]) and not inside(p, boxes[edge.target])]
-
-    seen, other = visible(points), visible(twin)
-    return bool(seen) and max(min(math.dist(p, q) for q in other or twin) for p in seen) >= CLEARANCE
+def _near(point, others, start):
+    """The index of a point of others closer than CLEARANCE to point, sought from start on (then before it), or
+    None."""
+    for k in itertools.chain(range(start, len(others)), range(start)):
+        if math.dist(point, others[k]) < CLEARANCE:
+            return k
+    return None
