@@ -47,39 +47,43 @@ class Corridors:
         route = route or self._search(start, goal, source, {source, target}, taken, (0, len(self.xs) - 1))
         if route is None:
             return None
-        taken.update({tuple(sorted(run)): source for run in itertools.pairwise(route)})
-        return _corners([(self.xs[i], self.ys[j]) for i, j in route])
+        taken.update({(min(run), max(run)): source for run in itertools.pairwise(route)})
+        return _corners([(self.xs[n // len(self.ys)], self.ys[n % len(self.ys)]) for n in route])
 
     def _search(self, start, goal, source, ends, taken, columns):
-        """A*, weighted by HASTE, over (crossing, heading): the crossings from start to goal, or None. A crossing
-        (i, j) is numbered i * len(ys) + j in the queue, which orders the numbers as it would the pairs."""
+        """A*, weighted by HASTE, over (crossing, heading): the numbers of the crossings from start to goal, or
+        None. A crossing (i, j) is numbered i * len(ys) + j, which orders the numbers as it would the pairs, and
+        a crossing n reached heading h (-1 at the start) is the state 3 n + h + 1, ordered as (n, h) would be."""
         held, steps, rows = self.held, self._neighbours, len(self.ys)
         gx, gy = self.xs[goal[0]], self.ys[goal[1]]
         rest_x, rest_y = [abs(x - gx) for x in self.xs], [abs(y - gy) for y in self.ys]
         low, high = columns
         goal = goal[0] * rows + goal[1]
         best, came = {}, {}
-        queue = [(0.0, 0.0, start[0] * rows + start[1], -1, None)]
+        queue = [(0.0, 0.0, start[0] * rows + start[1], -1, -1)]
         while queue:
             _, cost, point, heading, before = heapq.heappop(queue)
-            if (point, heading) in came:
+            state = 3 * point + heading + 1
+            if state in came:
                 continue
-            came[(point, heading)] = before
+            came[state] = before
             if point == goal:
-                return [divmod(n, rows) for n in _unwound(came, (point, heading))]
+                return _unwound(came, state)
             in_end = held[point] is not None  # no bend inside an end's box: TikZ draws the runs over it
             for step, after, a, b, length, run in steps(point):
                 if not low <= a <= high or (held[after] is not None and not held[after] <= ends):
                     continue
-                if in_end and heading not in (-1, step):
+                bends = heading != -1 and heading != step
+                if in_end and bends:
                     continue
                 owner = taken.get(run)
                 price = length * (1.0 if owner is None else OWN if owner == source else OTHERS)
-                total = cost + price + (BEND if heading not in (-1, step) else 0.0)
-                if total < best.get((after, step), math.inf):
-                    best[(after, step)] = total
+                total = cost + price + (BEND if bends else 0.0)
+                reached = 3 * after + step + 1
+                if total < best.get(reached, math.inf):
+                    best[reached] = total
                     guess = total + HASTE * (rest_x[a] + rest_y[b])
-                    heapq.heappush(queue, (guess, total, after, step, (point, heading)))
+                    heapq.heappush(queue, (guess, total, after, step, state))
         return None
 
     def _neighbours(self, n):
@@ -97,7 +101,7 @@ class Corridors:
                 a,
                 b,
                 abs(xs[a] - xs[i]) * along_y[b] if step == 0 else abs(ys[b] - ys[j]) * along_x[a],
-                ((i, j), (a, b)) if (i, j) < (a, b) else ((a, b), (i, j)),
+                (min(n, a * len(ys) + b), max(n, a * len(ys) + b)),
             )
             for step, (a, b) in ((0, (i - 1, j)), (0, (i + 1, j)), (1, (i, j - 1)), (1, (i, j + 1)))
             if 0 <= a < len(xs) and 0 <= b < len(ys)
@@ -126,9 +130,10 @@ def _lines(boxes, frame, axis):
 
 
 def _unwound(came, state):
+    """The crossings' numbers from the start to the state's crossing."""
     route = []
-    while state is not None:
-        route.append(state[0])
+    while state != -1:
+        route.append(state // 3)
         state = came[state]
     return route[::-1]
 

@@ -111,7 +111,7 @@ def test_elman_shows_both_regimes_side_by_side():
         linear.regime,
         saturated.regime,
     ]
-    plots.png(overview)  # lays it out
+    overview.draw_without_rendering()  # lays it out as png() does, without the pixels
     left, right = (sub.bbox for sub in overview.subfigs[:2])
     assert left.y0 == right.y0 and left.x1 <= right.x0  # one row, the nearly linear on the left
 
@@ -132,8 +132,9 @@ def test_legends_cover_no_curve(drawn):
     """Every legend lies outside every axes (its box meets no axes' box, where the curves are)."""
     _, figures = drawn
     for name, figure in figures.items():
-        renderer = FigureCanvasAgg(figure).get_renderer()
-        figure.draw(renderer)  # lays the figure out as png() did
+        canvas = FigureCanvasAgg(figure)
+        figure.draw_without_rendering()  # lays the figure out as png() did, without the pixels again
+        renderer = canvas.get_renderer()
         legends = figure.findobj(lambda artist: hasattr(artist, "legend_handles"))
         assert legends, name
         for legend, ax in itertools.product(legends, all_axes(figure)):
