@@ -43,20 +43,20 @@ def routes(graph, box):
     drawn, points, taken, corridors = {}, {}, {}, None
     for edge in sorted(graph.edges, key=lambda e: e.backward):  # forward first: the backward ones avoid them
         twin = points.get((edge.target, edge.source)) if edge.backward else None
-        twin = twin and (_visible(twin, boxes, edge) or twin)
+        twin = None if twin is None else _visible(twin.tolist(), boxes, edge) or twin.tolist()
         first = None
         for n, curve in enumerate(_candidates(graph.node(edge.source), graph.node(edge.target), edge.backward)):
             if n and not all(inside(point, frame) for point in curve[1:3]):
                 continue
             sampled = sampled_points(curve)
             first = first or (curve, sampled)
-            if not _crossed(sampled, edge, boxes) and (twin is None or _apart(sampled, twin, boxes, edge)):
+            if not _crossed(sampled, edge, boxes) and (twin is None or _apart(sampled.tolist(), twin, boxes, edge)):
                 drawn[edge] = None if curve[1] == curve[0] else curve
                 break
         else:
             corridors = corridors or Corridors(boxes, frame)
             corners = corridors.route(edge.source, edge.target, taken)
-            curve, sampled = first if corners is None else (corners, run_points(corners))
+            curve, sampled = first if corners is None else (corners, np.array(run_points(corners)))
             drawn[edge] = curve if corners is None else Corners(corners)
         if not edge.backward:
             points[(edge.source, edge.target)] = sampled
@@ -121,16 +121,18 @@ def controls(source, target, bend, wider=1.0):
 
 
 def sampled_points(curve):
-    """Points along a cubic, at least SAMPLES + 1 and at most SPACING apart along its control polygon."""
+    """Points along a cubic, at least SAMPLES + 1 and at most SPACING apart along its control polygon: an array
+    of rows (x, y), each point_at(curve, k / count) (the same sums, term by term)."""
     count = max(SAMPLES, math.ceil(sum(math.dist(p, q) for p, q in itertools.pairwise(curve)) / SPACING))
     (x0, y0), (x1, y1), (x2, y2), (x3, y3) = curve
-    return [(a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3) for a, b, c, d in _weights(count)]
+    a, b, c, d = _weights(count)
+    return np.column_stack((a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3))
 
 
 @functools.cache
 def _weights(count):
-    """point_at's four weights at s = k / count for k = 0..count."""
-    return tuple(_weights_at(k / count) for k in range(count + 1))
+    """point_at's four weights at s = k / count for k = 0..count, as four arrays."""
+    return np.array([_weights_at(k / count) for k in range(count + 1)]).T
 
 
 def _weights_at(s):
@@ -161,7 +163,7 @@ def inside(point, node_box, margin=0.0):
 def _crossed(points, edge, boxes):
     """Whether a path runs through (or within 0.03 cm of) a box other than its ends' (boxes: a _Table), each
     point against each box near the path, as inside(point, box, 0.03) says, in one array operation."""
-    xy = np.array(points)
+    xy = np.asarray(points)
     low, high = xy.min(axis=0) - 0.03, xy.max(axis=0) + 0.03
     x, y, half_w, half_h = boxes.columns
     near = boxes.others(edge) & (x + half_w > low[0]) & (x - half_w < high[0])

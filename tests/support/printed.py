@@ -43,16 +43,22 @@ MEASURE = (
 
 
 @functools.cache
+def loaded(model):
+    """load(model), once per test process: an example's file is run once, not once per document read."""
+    return load(model)
+
+
+@functools.cache
 def shown(model, only=None):
     """The sections of a model's document (document.sections), built once per test process: a document is a
     function of its model, and several test modules (sharing the xdist group GROUP) read the same ones."""
-    return sections(load(model), only)
+    return sections(loaded(model), only)
 
 
 @functools.cache
 def shown_document(model, fmt="tex", only=None):
     """A model's document as render.document(load(model), fmt, only) prints it, from the sections of shown()."""
-    return rendered(load(model), shown(model, only), fmt, only)
+    return rendered(loaded(model), shown(model, only), fmt, only)
 
 
 @dataclass(frozen=True)
