@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[torch]')")
 
+import functools
 from importlib.util import find_spec
 
 import numpy as np
@@ -23,6 +24,9 @@ T, B = 6, 4
 BACKENDS = ["numpy", "torch", pytest.param("jax", marks=pytest.mark.skipif(not find_spec("jax"), reason="no jax"))]
 MODES = [None, ("window", 2), ("chunk", 2)]
 ZOO = supporting("causal")
+
+
+model_named = functools.cache(load)  # each zoo model built once for the file's tests (a Model is immutable)
 
 
 def named_module(name, backend):
@@ -70,23 +74,41 @@ def test_last_step_loss_with_checkpoints(name, backend):
     assert_last_step_as_alone(name, backend, ("chunk", 2), True, checkpoints=2)
 
 
-def assert_last_step_as_alone(name, backend, truncate, padded, checkpoints=None):
-    """loss_and_grads(at="last") of a batch (padded or not) against each sequence's last step alone (oracle)."""
-    model = load(name)
+def batch(name, padded):
+    """(model, lengths, params, xs, junked ys, the oracle's ys, initial) of the tests' batch of a zoo model."""
+    model = model_named(name)
     lengths = lengths_drawn(np.random.default_rng(len(name)), T, B) if padded else np.full(B, T)
     values = zoo_values(model, len(name))
     params, xs, junked, initial = junked_before_last(values, lengths, bool(model.teacher_forcing))
-    ys = values[2]  # the oracle's: it reads every step's target
+    return model, lengths, params, xs, junked, values[2], initial  # the oracle reads every step's target
+
+
+@functools.cache
+def each_sequence_alone(name, truncate, padded):
+    """[(loss, grads, scales) of sequence b's last step alone (last_step_alone), for each b]: the oracle's, computed
+    once for the backends that are compared with it (the arguments fix the batch and the truncation), read-only."""
+    model, lengths, params, xs, _, ys, initial = batch(name, padded)
+    found = []
+    for b, length in enumerate(lengths):
+        alone = {seq.name: initial[seq.name][b : b + 1] for seq in model.states}
+        one = slice(b, b + 1)
+        loss, grads, scales = last_step_alone(model, params, xs[:, one], ys[:, one], alone, length, truncate)
+        for value in grads.values():
+            value.setflags(write=False)
+        found.append((loss, grads, scales))
+    return found
+
+
+def assert_last_step_as_alone(name, backend, truncate, padded, checkpoints=None):
+    """loss_and_grads(at="last") of a batch (padded or not) against each sequence's last step alone (oracle)."""
+    model, lengths, params, xs, junked, _, initial = batch(name, padded)
     module = InNumPy(module_of(named_module(model.name, backend)))
     states = {f"{seq.name}0": initial[seq.name] for seq in model.states}
     named = {"lengths": lengths} if padded else {}
     loss, grads = module.loss_and_grads(params, xs, junked, truncate, checkpoints, **states, **named, at="last")
     expected_loss, expected = 0.0, {key: np.zeros_like(value) for key, value in grads.items()}
     scales = dict.fromkeys(grads, 0.0)
-    for b, length in enumerate(lengths):
-        alone = {seq.name: initial[seq.name][b : b + 1] for seq in model.states}
-        one = slice(b, b + 1)
-        loss_b, grads_b, scales_b = last_step_alone(model, params, xs[:, one], ys[:, one], alone, length, truncate)
+    for b, (loss_b, grads_b, scales_b) in enumerate(each_sequence_alone(name, truncate, padded)):
         expected_loss += loss_b / B
         scales = {key: max(scale, scales_b[key] / B) for key, scale in scales.items()}
         add_alone(expected, grads_b, module.STATES, b, B)
@@ -101,7 +123,7 @@ def assert_last_step_as_alone(name, backend, truncate, padded, checkpoints=None)
 def test_last_step_losses_are_the_last_steps_of_losses(name, backend):
     """losses(..., at="last") keeps each sequence's last step's loss of losses(...) and zeroes the rest; their sum
     over the batch is loss_and_grads' loss times B."""
-    model = load(name)
+    model = model_named(name)
     lengths = lengths_drawn(np.random.default_rng(5), T, B)
     params, xs, ys, _ = zoo_values(model, 5)
     module = InNumPy(module_of(named_module(model.name, backend)))
@@ -119,7 +141,24 @@ def test_last_step_losses_are_the_last_steps_of_losses(name, backend):
 @pytest.mark.parametrize("at", ["first", "LAST", 1])
 def test_bad_at_is_refused_in_one_line(backend, at):
     module = InNumPy(module_of(named_module("elman", backend)))
-    params, xs, ys, _ = zoo_values(load("elman"), 0)
+    params, xs, ys, _ = zoo_values(model_named("elman"), 0)
     with pytest.raises(ValueError, match=r"^at must be None .* or 'last' .*; got") as error:
         module.loss_and_grads(params, xs, ys, at=at)
     assert "\n" not in str(error.value)
+
+
+def test_each_sequence_alone_is_cached_by_model_truncation_and_lengths():
+    """The oracle's values shared by the backends answer each key with its own batch and truncation: equal to a fresh
+    computation once the other keys are cached too, and differing between the keys."""
+    keys = [("elman", None, True), ("elman", ("window", 2), True), ("elman", None, False), ("jordan", None, True)]
+    cached = [each_sequence_alone(*key) for key in keys]
+
+    def same(first, second):
+        return len(first) == len(second) and all(
+            a[0] == b[0] and a[1].keys() == b[1].keys() and all(np.array_equal(a[1][k], b[1][k]) for k in a[1])
+            for a, b in zip(first, second, strict=True)
+        )
+
+    for key, found in zip(keys, cached, strict=True):
+        assert same(found, each_sequence_alone.__wrapped__(*key)), key
+    assert not any(same(cached[i], cached[j]) for i in range(len(keys)) for j in range(i))

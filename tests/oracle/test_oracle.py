@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 
 
+import dataclasses
 import importlib
 
 import numpy as np
@@ -190,6 +191,16 @@ def test_matrix_nodes_scalar_coefficients_transpose_blocks_and_ones():
     got = evaluate(expr, Scope({h: 3}, params, before={"x": torch.tensor(x_)})).numpy()
     expected = 0.5 * W_[3:].T @ W_[:3] @ x_ + 1 - b_[:3] + x_
     assert np.abs(got - expected).max() < 1e-14
+
+
+def test_a_function_registered_anew_is_evaluated_by_its_new_form(monkeypatch):
+    """The evaluator compiles each node once (oracle_eval.compiled); an elementwise function's registry entry is still
+    read at each evaluation, so a node whose function was registered anew is not evaluated by the old form."""
+    values = torch.tensor([[[0.5], [-2.0]]], dtype=torch.float64)
+    node = Apply("tanh", SeqAt("a", t, 2, "intermediate"))
+    assert torch.equal(evaluate(node, Scope({}, {}, now={"a": values})), torch.tanh(values))
+    monkeypatch.setitem(FUNCTIONS, "tanh", dataclasses.replace(FUNCTIONS["tanh"], scalar=lambda z: z**2))
+    assert torch.equal(evaluate(node, Scope({}, {}, now={"a": values})), values**2)
 
 
 @pytest.mark.parametrize("node", [Diag(SeqAt("a", t, 3, "state")), GenericLoss(SeqAt("a", t, 3, "output"), 0)])

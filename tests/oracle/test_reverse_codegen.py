@@ -32,6 +32,7 @@ from bptt.tests.support.jax_eager import eagerly
 from bptt.tests.support.padded import assert_padded_as_alone
 
 T, B = 5, 3
+XDIST_GROUP = "reverse cells' modules"  # with test_reverse_truncation.py: module_of's modules generated once for both
 
 
 def bidirectional_lstm():

@@ -19,7 +19,7 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_oracle_cells import generate
-from test_reverse_codegen import model_of, module_of, partly_mirrored, values
+from test_reverse_codegen import XDIST_GROUP, model_of, module_of, partly_mirrored, values  # noqa: F401 (one unit)
 
 from bptt.app.verify.check import PatternRng
 from bptt.derive.direction import reverse_states

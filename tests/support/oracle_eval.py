@@ -1,4 +1,5 @@
-"""The oracle's evaluator: a SymPy node of a model's step, evaluated in torch (float64), node by node.
+"""The oracle's evaluator: a SymPy node of a model's step, evaluated in torch (float64), node by node: each node's
+rule is applied once to the tree (compiled), giving a function of the step's Scope that runs the torch operations.
 
 It shares no code with bptt.codegen: from bptt.derive it takes only the node classes, to recognise
 nodes, and each elementwise function's and reduction's SymPy scalar form, which it evaluates with its own rules.
@@ -40,197 +41,287 @@ class Scope:
 
 def evaluate(node, scope):
     """The value of a SymPy node: a tensor (B, rows, cols) or (rows, cols), or a float."""
+    return compiled(node)(scope)
+
+
+@lru_cache(maxsize=1 << 14)
+def compiled(node):
+    """A function of a Scope giving the node's value: its rule applied to the tree once (the SymPy work: dispatch,
+    coefficients, time offsets), the torch operations left to each call, in the order the rules write them."""
     for kind in type(node).__mro__:
         if kind in RULES:
-            return RULES[kind](node, scope)
+            return RULES[kind](node)
     if isinstance(node, sp.Expr) and not isinstance(node, sp.MatrixExpr) and node.is_number:
-        return float(node)
+        return _constant(float(node))
     raise OracleError(f"the oracle has no rule for {type(node).__name__}: {node}")
+
+
+def _constant(value):
+    return lambda scope: value
 
 
 def size_of(expr, sizes):
     """The integer value of a size expression (h, 4*h) under the bound sizes."""
-    return int(sp.sympify(expr).xreplace(sizes))
+    return _size(sp.sympify(expr), tuple(sizes.items()))
 
 
-def _sequence(node, scope):
+@lru_cache(maxsize=1 << 12)
+def _size(expr, sizes):
+    return int(expr.xreplace(dict(sizes)))
+
+
+def _sequence(node):
     """h_t, x_t (data or an earlier assignment at t) or h_{t-1} (a state at t-1)."""
-    offset = node.time - t
-    held = scope.now if offset == 0 else scope.before if offset == -1 else {}
-    if node.name not in held:
-        raise OracleError(f"{node} is not known at this point of the step")
-    return held[node.name]
+    offset, name = node.time - t, node.name
+
+    def run(scope):
+        held = scope.now if offset == 0 else scope.before if offset == -1 else {}
+        if name not in held:
+            raise OracleError(f"{node} is not known at this point of the step")
+        return held[name]
+
+    return run
 
 
-def _parameter(node, scope):
+def _parameter(node):
     """A parameter matrix (a vector parameter is a one-column matrix)."""
-    if node.name not in scope.params:
-        raise OracleError(f"{node.name} is not a parameter")
-    return scope.params[node.name]
+    name = node.name
+
+    def run(scope):
+        if name not in scope.params:
+            raise OracleError(f"{name} is not a parameter")
+        return scope.params[name]
+
+    return run
 
 
-def _matmul(node, scope):
+def _matmul(node):
     """A matrix product, with its scalar coefficient (-1 in 1 - z_t)."""
     coeff, factors = node.as_coeff_matrices()
-    product = reduce(torch.matmul, [evaluate(f, scope) for f in factors])
-    return product if coeff == 1 else evaluate(coeff, scope) * product
+    factors = [compiled(f) for f in factors]
+    if coeff == 1:
+        return lambda scope: reduce(torch.matmul, [f(scope) for f in factors])
+    coeff = compiled(coeff)
+    return lambda scope: coeff(scope) * reduce(torch.matmul, [f(scope) for f in factors])
 
 
-def _sum(node, scope):
+def _sum(node):
     """A sum of matrices (MatAdd) or of scalars (Add)."""
-    return sum(evaluate(arg, scope) for arg in node.args)
+    args = [compiled(arg) for arg in node.args]
+    return lambda scope: sum(arg(scope) for arg in args)
 
 
-def _product(node, scope):
+def _product(node):
     """An elementwise product (HadamardProduct) or a scalar product (Mul)."""
-    return reduce(operator.mul, [evaluate(arg, scope) for arg in node.args])
+    args = [compiled(arg) for arg in node.args]
+    return lambda scope: reduce(operator.mul, [arg(scope) for arg in args])
 
 
-def _power(node, scope):
+def _power(node):
     """An elementwise power (HadamardPower) or a scalar power (Pow)."""
-    return evaluate(node.base, scope) ** evaluate(node.exp, scope)
+    base, exp = compiled(node.base), compiled(node.exp)
+    return lambda scope: base(scope) ** exp(scope)
 
 
-def _transpose(node, scope):
+def _transpose(node):
     """The transpose of a matrix."""
-    return evaluate(node.arg, scope).transpose(-2, -1)
+    arg = compiled(node.arg)
+    return lambda scope: arg(scope).transpose(-2, -1)
 
 
-def _slice(node, scope):
+def _slice(node):
     """A block of a parameter, W_ih[h:2h, :]."""
-    rows, cols = ([size_of(bound, scope.sizes) for bound in bounds] for bounds in (node.rowslice, node.colslice))
-    return evaluate(node.parent, scope)[..., slice(*rows), slice(*cols)]
+    parent = compiled(node.parent)
+
+    def run(scope):
+        rows, cols = ([size_of(bound, scope.sizes) for bound in bounds] for bounds in (node.rowslice, node.colslice))
+        return parent(scope)[..., slice(*rows), slice(*cols)]
+
+    return run
 
 
-def _ones(node, scope):
+def _ones(node):
     """The ones matrix: a scalar c in a sum of columns is c times it."""
-    return torch.ones(size_of(node.rows, scope.sizes), size_of(node.cols, scope.sizes), dtype=DTYPE)
+    return lambda scope: torch.ones(size_of(node.rows, scope.sizes), size_of(node.cols, scope.sizes), dtype=DTYPE)
 
 
-def _zeros(node, scope):
+def _zeros(node):
     """The zero matrix."""
-    return torch.zeros(size_of(node.rows, scope.sizes), size_of(node.cols, scope.sizes), dtype=DTYPE)
+    return lambda scope: torch.zeros(size_of(node.rows, scope.sizes), size_of(node.cols, scope.sizes), dtype=DTYPE)
 
 
-def _identity(node, scope):
+def _identity(node):
     """The identity matrix."""
-    return torch.eye(size_of(node.rows, scope.sizes), dtype=DTYPE)
+    return lambda scope: torch.eye(size_of(node.rows, scope.sizes), dtype=DTYPE)
 
 
-def _matpow(node, scope):
+def _matpow(node):
     """An integer power of a square matrix."""
-    return torch.linalg.matrix_power(evaluate(node.base, scope), int(node.exp))
+    base, exp = compiled(node.base), int(node.exp)
+    return lambda scope: torch.linalg.matrix_power(base(scope), exp)
 
 
-def _apply(node, scope):
-    """An elementwise function, through its registry entry's SymPy scalar form f(z)."""
-    if node.function not in FUNCTIONS:
-        raise OracleError(f"no registry entry for the elementwise function {node.function!r}")
-    form = _scalar_form(node.function, FUNCTIONS[node.function].scalar)
-    inner = Scope(scope.sizes, scope.params, symbols={Z: evaluate(node.arg, scope)})
-    value = evaluate(form, inner)
-    return value if isinstance(value, torch.Tensor) else torch.full_like(inner.symbols[Z], value)
+def _apply(node):
+    """An elementwise function, through its registry entry's SymPy scalar form f(z) (the entry read at each call: a
+    function may be registered anew)."""
+    name, arg = node.function, compiled(node.arg)
+
+    def run(scope):
+        if name not in FUNCTIONS:
+            raise OracleError(f"no registry entry for the elementwise function {name!r}")
+        form = _scalar_form(name, FUNCTIONS[name].scalar)
+        inner = Scope(scope.sizes, scope.params, symbols={Z: arg(scope)})
+        value = form(inner)
+        return value if isinstance(value, torch.Tensor) else torch.full_like(inner.symbols[Z], value)
+
+    return run
 
 
 @lru_cache
 def _scalar_form(name, scalar):
-    return sp.sympify(scalar(Z))
+    """The scalar form f(Z), compiled."""
+    return compiled(sp.sympify(scalar(Z)))
 
 
-def _reduce(node, scope):
+def _reduce(node):
     """A reduction over the units (mean, sum) through its registry entry's SymPy form of the entries z_1..z_n."""
-    column = evaluate(node.arg, scope)  # (B, n, 1)
-    entries = sp.symbols(f"z1:{column.shape[-2] + 1}", real=True)
-    form = node.reduction.scalar(list(entries))
-    inner = Scope(scope.sizes, scope.params, symbols={z: column[..., k : k + 1, :] for k, z in enumerate(entries)})
-    value = evaluate(sp.sympify(form), inner)
-    return value if isinstance(value, torch.Tensor) else torch.full_like(column[..., :1, :], value)
+    arg = compiled(node.arg)
+
+    def run(scope):
+        column = arg(scope)  # (B, n, 1)
+        entries, form = _reduction_form(node.reduction, column.shape[-2])
+        inner = Scope(scope.sizes, scope.params, symbols={z: column[..., k : k + 1, :] for k, z in enumerate(entries)})
+        value = form(inner)
+        return value if isinstance(value, torch.Tensor) else torch.full_like(column[..., :1, :], value)
+
+    return run
 
 
-def _norm(node, scope):
+@lru_cache(maxsize=256)
+def _reduction_form(reduction, n):
+    """(z_1..z_n, the reduction's form of them compiled)."""
+    entries = sp.symbols(f"z1:{n + 1}", real=True)
+    return entries, compiled(sp.sympify(reduction.scalar(list(entries))))
+
+
+def _norm(node):
     """A norm the model did not name the parts of: its equations, written out."""
-    return evaluate(node.inline(), scope)
+    return compiled(node.inline())
 
 
-def _softmax(node, scope):
+def _softmax(node):
     """softmax of a column: over the rows."""
-    return torch.softmax(evaluate(node.arg, scope), dim=-2)
+    arg = compiled(node.arg)
+    return lambda scope: torch.softmax(arg(scope), dim=-2)
 
 
-def _onehot(node, scope):
+def _onehot(node):
     """The one-hot column of an integer label (B,), with `classes` rows."""
-    labels = evaluate(node.label, scope)
-    return torch.nn.functional.one_hot(labels, size_of(node.args[1], scope.sizes)).to(DTYPE)[..., None]
+    label, classes = compiled(node.label), node.args[1]
+
+    def run(scope):
+        one_hot = torch.nn.functional.one_hot(label(scope), size_of(classes, scope.sizes))
+        return one_hot.to(DTYPE)[..., None]
+
+    return run
 
 
-def _squared_error(node, scope):
+def _squared_error(node):
     """1/2 ||o - y||^2 of each sample, (B,)."""
-    gap = evaluate(node.prediction, scope) - evaluate(node.target, scope)
-    return 0.5 * (gap**2).sum(dim=(-2, -1))
+    prediction, target = compiled(node.prediction), compiled(node.target)
+
+    def run(scope):
+        gap = prediction(scope) - target(scope)
+        return 0.5 * (gap**2).sum(dim=(-2, -1))
+
+    return run
 
 
-def _cross_entropy(node, scope):
+def _cross_entropy(node):
     """-log softmax(s)[y] of each sample, (B,), for integer labels y."""
-    scores = evaluate(node.prediction, scope)[..., 0]
-    labels = evaluate(node.target, scope)
-    return torch.logsumexp(scores, dim=-1) - scores.gather(-1, labels[:, None])[:, 0]
+    prediction, target = compiled(node.prediction), compiled(node.target)
+
+    def run(scope):
+        scores = prediction(scope)[..., 0]
+        labels = target(scope)
+        return torch.logsumexp(scores, dim=-1) - scores.gather(-1, labels[:, None])[:, 0]
+
+    return run
 
 
-def _symbol(node, scope):
+def _symbol(node):
     """The argument of a scalar form, or a size."""
-    if node in scope.symbols:
-        return scope.symbols[node]
-    if node in scope.sizes:
-        return float(scope.sizes[node])
-    raise OracleError(f"unknown symbol {node}")
+
+    def run(scope):
+        if node in scope.symbols:
+            return scope.symbols[node]
+        if node in scope.sizes:
+            return float(scope.sizes[node])
+        raise OracleError(f"unknown symbol {node}")
+
+    return run
 
 
 def _as_tensor(value):
     return value if isinstance(value, torch.Tensor) else torch.tensor(value, dtype=DTYPE)
 
 
-def _max(node, scope):
+def _max(node):
     """Max(a, b, ...) elementwise (relu, leaky relu)."""
-    return reduce(torch.maximum, [_as_tensor(evaluate(arg, scope)) for arg in node.args])
+    args = [compiled(arg) for arg in node.args]
+    return lambda scope: reduce(torch.maximum, [_as_tensor(arg(scope)) for arg in args])
 
 
-def _min(node, scope):
+def _min(node):
     """Min(a, b, ...) elementwise."""
-    return reduce(torch.minimum, [_as_tensor(evaluate(arg, scope)) for arg in node.args])
+    args = [compiled(arg) for arg in node.args]
+    return lambda scope: reduce(torch.minimum, [_as_tensor(arg(scope)) for arg in args])
 
 
-def _heaviside(node, scope):
+def _heaviside(node):
     """Heaviside(z, h0): 1 for z > 0, h0 at 0, 0 below."""
-    z = _as_tensor(evaluate(node.args[0], scope))
-    at_zero = evaluate(node.args[1], scope) if len(node.args) > 1 else 0.5
-    return torch.where(z > 0, 1.0, torch.where(z == 0, at_zero, 0.0)).to(DTYPE)
+    z = compiled(node.args[0])
+    at_zero = compiled(node.args[1]) if len(node.args) > 1 else _constant(0.5)
+
+    def run(scope):
+        value = _as_tensor(z(scope))
+        return torch.where(value > 0, 1.0, torch.where(value == 0, at_zero(scope), 0.0)).to(DTYPE)
+
+    return run
 
 
-def _piecewise(node, scope):
+def _piecewise(node):
     """Piecewise((e1, c1), (e2, c2), ..., (en, True)): the first branch whose condition holds."""
-    value = torch.tensor(float("nan"), dtype=DTYPE)  # where no condition holds
-    for branch, condition in reversed(node.args):
-        value = torch.where(_as_tensor(evaluate(condition, scope)), _as_tensor(evaluate(branch, scope)), value)
-    return value
+    branches = [(compiled(branch), compiled(condition)) for branch, condition in reversed(node.args)]
+
+    def run(scope):
+        value = torch.tensor(float("nan"), dtype=DTYPE)  # where no condition holds
+        for branch, condition in branches:
+            value = torch.where(_as_tensor(condition(scope)), _as_tensor(branch(scope)), value)
+        return value
+
+    return run
 
 
-def _true(node, scope):
+def _true(node):
     """The condition True of a Piecewise's last branch."""
-    return torch.tensor(True)
+    return lambda scope: torch.tensor(True)
 
 
 def _relation(compare):
-    def rule(node, scope):
+    def rule(node):
         """A comparison z > 0 in a Piecewise condition."""
-        return compare(evaluate(node.lhs, scope), evaluate(node.rhs, scope))
+        lhs, rhs = compiled(node.lhs), compiled(node.rhs)
+        return lambda scope: compare(lhs(scope), rhs(scope))
 
     return rule
 
 
 def _function(torch_function):
-    def rule(node, scope):
+    def rule(node):
         """A SymPy scalar function (tanh, exp, log, Abs) by its torch counterpart."""
-        return torch_function(_as_tensor(evaluate(node.args[0], scope)))
+        arg = compiled(node.args[0])
+        return lambda scope: torch_function(_as_tensor(arg(scope)))
 
     return rule
 

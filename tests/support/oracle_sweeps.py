@@ -15,6 +15,8 @@ steps, or reach each other through the step; intermediates joined to the states 
                       gives it k steps of its own.
 """
 
+from functools import lru_cache
+
 from bptt.derive.direction import FORWARD, directions, sweeps
 from bptt.derive.nodes import SeqAt, references, t
 from bptt.tests.support.oracle_eval import Scope, evaluate
@@ -41,8 +43,8 @@ def run_sweeps(problem, mode, k, keep=None):
             return values[step][name]
 
     outputs, losses = [], []
+    names = {ref.name for _, rhs in model.outputs for ref in rhs.atoms(SeqAt) if ref.time == t}
     for step in range(1, problem.T + 1):
-        names = {ref.name for _, rhs in model.outputs for ref in rhs.atoms(SeqAt) if ref.time == t}
         scope = Scope(problem.sizes, problem.params, {name: read(name, step) for name in names})
         scope.now |= {name: data[step - 1] for name, data in problem.data.items()}
         for seq, rhs in model.outputs:
@@ -87,6 +89,7 @@ def _sweep_scope(problem, way, values, step, weigh):
     return Scope(problem.sizes, problem.params, dict(values[step]), before)
 
 
+@lru_cache(maxsize=1 << 12)
 def _as_read_at_t_minus_1(expr):
     """expr with its reads at t+1 written at t-1: a state is read at one of the two only, and the scope holds
     the value it reads under its name."""
