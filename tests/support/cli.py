@@ -101,8 +101,8 @@ def clean_env(**extra):
 
 def bptt(*args, cwd=REPO, env=None, timeout=300):
     """Run `python -m bptt ARGS`: forked from a process that has loaded the CLI (cli_fork), or, with an
-    environment of its own, in a fresh interpreter."""
-    if env is None:
+    environment of its own (not the tests' clean_env()), in a fresh interpreter."""
+    if env is None or env == clean_env():
         return SERVER_OF_THIS_PROCESS.run(tuple(map(str, args)), cwd, clean_env(), timeout)
     return subprocess.run(
         [sys.executable, "-m", "bptt", *map(str, args)],
