@@ -2,6 +2,7 @@
 
 import concurrent.futures
 import functools
+import importlib.util
 import os
 import pathlib
 import re
@@ -137,13 +138,12 @@ def run_all(invocations):
         return dict(zip(invocations, pool.map(lambda args: bptt(*args), invocations), strict=True))
 
 
-def python(script, cwd=REPO):
-    """Run a small Python script; its stdout."""
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+def load_file(path, name):
+    """The Python module at path, loaded in this process under name (one no other module has)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def assert_ok(result):
