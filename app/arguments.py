@@ -4,6 +4,7 @@ import argparse
 
 from bptt.app.analysis import analyze as analysis
 from bptt.app.bench import bench as benchmark
+from bptt.app.guard import UsageError
 from bptt.codegen.backends import BACKENDS, reference
 from bptt.derive.model import ModelError
 from bptt.derive.models import load
@@ -18,10 +19,6 @@ EXIT_STATUS = """exit status:
   4  check: the forward pass is not finite (it overflowed), so no gradient can be compared
 130  interrupted (Ctrl-C), quietly
 """
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported in one line, exit status 2."""
 
 
 def load_model(spec):

@@ -4,13 +4,16 @@
 import os
 import sys
 
-from bptt.app.arguments import UsageError
 from bptt.app.bench.process import Killed
 from bptt.app.files import OutputError
 from bptt.app.verify import problem as instances
 from bptt.codegen.backends import MissingFramework
 from bptt.derive.model import ModelError
 from bptt.derive.refusal import Refusal
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported in one line, exit status 2."""
 
 
 def guarded(command, work):

@@ -108,7 +108,7 @@ def main(argv=None):
     core = pin(spec.get("cpu"))
     import numpy as np
 
-    from bptt.app.bench.calls import model_calls
+    from bptt.app.bench.calls import module_calls
     from bptt.app.verify.check import load_module
     from bptt.derive.models import ZOO, load
 
@@ -123,7 +123,7 @@ def main(argv=None):
 
     print(f"machine: {line()} (to scale these times by)")
     generated_for = "" if adapter.reference else f", generated for {backend}"
-    print(f"{model.name}{generated_for}: {model_calls(model, backend).line(backend)}")
+    print(f"{model.name}{generated_for}: {module_calls(model, module, backend).line(backend)}")
     if spec.get("lengths"):
         return padded_tables(spec, module, numpy_module, core)
     failed = False

@@ -13,6 +13,7 @@ is of operations traced per step, not of calls made).
 """
 
 import ast
+import pathlib
 from dataclasses import dataclass
 
 LOOPS = {  # the functions that hold the loops, the first a module has
@@ -136,3 +137,12 @@ def model_calls(model, backend=None):
     from bptt.codegen.backends import of
 
     return step_calls(of(backend).module_source(model))
+
+
+def module_calls(model, module, backend=None):
+    """StepCalls of the module bench measures: counted in its file (a zoo module, as codegen wrote it) without
+    printing it again; a module run from printed source (a user's model: no file) is printed again."""
+    path = getattr(module, "__file__", None)
+    if path is None:
+        return model_calls(model, backend)
+    return step_calls(pathlib.Path(path).read_text(encoding="utf-8"))

@@ -2,11 +2,13 @@
 module written here, and, for every zoo cell, no more than the branches that brought them down left them."""
 
 import pathlib
+import types
 
 import pytest
 
-from bptt.app.bench.calls import StepCalls, step_calls
+from bptt.app.bench.calls import StepCalls, model_calls, module_calls, step_calls
 from bptt.codegen.backends import BACKENDS
+from bptt.derive.models import load
 from bptt.tests.support.zoo import supporting
 
 ROOT = pathlib.Path(__file__).parents[2]
@@ -85,3 +87,18 @@ def test_the_peephole_lstm_s_gates_go_through_one_tanh():
     loop = source[source.index("def _forward(") :].split("for t in range(1, T + 1):")[1].split("\n    # s_t")[0]
     assert loop.count("np.tanh(") == 3 and "_sigmoid(" not in loop
     assert "np.tanh(_z_i_f_t, out=_z_i_f_t)" in loop
+
+
+def test_bench_counts_the_module_it_measures(tmp_path):
+    """module_calls reads a zoo module's own file (one call added there is counted) rather than printing it again;
+    a module run from printed source (no file) is counted as codegen prints it."""
+    model, source = load("elman"), (ROOT / "generated" / "elman.py").read_text()
+    step = "        np.tanh(h_t, out=h_t)\n"
+    assert source.count(step) == 1
+    path = tmp_path / "elman.py"
+    path.write_text(source.replace(step, step * 2), encoding="utf-8")
+    printed = model_calls(model)
+    assert module_calls(model, types.SimpleNamespace(__file__=str(path))) == StepCalls(
+        printed.forward + 1, printed.backward
+    )
+    assert module_calls(model, types.ModuleType("elman")) == printed

@@ -1,14 +1,13 @@
 """The `bptt` command line, run as a user runs it: listing, help, latex, codegen and check."""
 
-import json
 import pathlib
 import re
 import shutil
 import subprocess
-import textwrap
 
 import pytest
 
+from bptt.app.verify.check import check
 from bptt.codegen.backends import BACKENDS
 from bptt.tests.support.cli import (
     GENERATED,
@@ -20,7 +19,7 @@ from bptt.tests.support.cli import (
     bptt,
     cached,
     clean_env,
-    python,
+    load_file,
     pythonpath,
     run_all,
     shadow_package,
@@ -256,17 +255,8 @@ def test_check_function_flags_a_corrupted_gradient(tmp_path):
     """app.verify.check.check on a copy with dL/dW_hh scaled by 1.01 fails W_hh and only W_hh."""
     assert_ok(bptt("codegen", "linear", "--out", tmp_path))
     corrupt(tmp_path / "linear.py")
-    script = textwrap.dedent(
-        f"""
-        import importlib.util, json
-        from bptt.app.verify.check import check
-        spec = importlib.util.spec_from_file_location("corrupted_linear", {str(tmp_path / "linear.py")!r})
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        print(json.dumps({{row.name: row.ok for row in check(module)}}))
-        """
-    )
-    verdicts = json.loads(python(script))
+    module = load_file(tmp_path / "linear.py", "corrupted_linear")
+    verdicts = {row.name: row.ok for row in check(module)}
     assert verdicts == {"W_hx": True, "W_hh": False, "W_qh": True, "h0": True}
 
 

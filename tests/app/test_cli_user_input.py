@@ -1,8 +1,6 @@
 """The `bptt` command line with bad input: usage errors, and models from user files, good and malformed."""
 
-import json
-import textwrap
-
+import numpy as np
 import pytest
 
 from bptt.tests.support.cli import (
@@ -13,7 +11,7 @@ from bptt.tests.support.cli import (
     assert_ok,
     assert_user_error,
     bptt,
-    python,
+    load_file,
     run_all,
 )
 
@@ -81,28 +79,20 @@ def test_user_model_codegen_writes_a_module_that_runs(user_file, tmp_path):
     out.mkdir()
     assert_ok(bptt("codegen", f"{user_file}:sigmoid_rnn", "--out", out))
     assert [p.name for p in out.iterdir()] == ["sigmoid_rnn.py"]
-    script = textwrap.dedent(
-        f"""
-        import importlib.util, json
-        import numpy as np
-        spec = importlib.util.spec_from_file_location("sigmoid_rnn", {str(out / "sigmoid_rnn.py")!r})
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        rng = np.random.default_rng(0)
-        sizes = dict(d=3, h=4, q=5)
-        params = module.init_params(rng, **sizes)
-        xs, ys = module.random_inputs(rng, 6, 2, **sizes)
-        loss, grads = module.loss_and_grads(params, xs, ys)
-        _, cache = module.forward(params, xs)
-        print(json.dumps(dict(
-            loss=float(loss),
-            grads={{k: list(v.shape) for k, v in grads.items()}},
-            finite=all(bool(np.isfinite(g).all()) for g in grads.values()),
-            h_min=float(cache["h"][1:].min()), h_max=float(cache["h"][1:].max()),
-        )))
-        """
+    module = load_file(out / "sigmoid_rnn.py", "written_sigmoid_rnn")
+    rng = np.random.default_rng(0)
+    sizes = dict(d=3, h=4, q=5)
+    params = module.init_params(rng, **sizes)
+    xs, ys = module.random_inputs(rng, 6, 2, **sizes)
+    loss, grads = module.loss_and_grads(params, xs, ys)
+    _, cache = module.forward(params, xs)
+    ran = dict(
+        loss=float(loss),
+        grads={k: list(v.shape) for k, v in grads.items()},
+        finite=all(bool(np.isfinite(g).all()) for g in grads.values()),
+        h_min=float(cache["h"][1:].min()),
+        h_max=float(cache["h"][1:].max()),
     )
-    ran = json.loads(python(script))
     assert ran["loss"] > 0 and ran["finite"]
     assert ran["grads"] == {"U": [4, 3], "W": [4, 4], "V": [5, 4], "b": [4], "c": [5], "h0": [2, 4]}
     assert 0 < ran["h_min"] and ran["h_max"] < 1, "hidden states of a sigmoid RNN lie in (0, 1)"

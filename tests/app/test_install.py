@@ -68,7 +68,7 @@ def test_the_installed_cli_runs_from_elsewhere(installed, tmp_path):
         text=True,
     )
     assert where.stdout.strip() == str(installed / "bptt" / "__init__.py")
-    by_module = bptt("models", cwd=tmp_path, env=env)
+    by_module = bptt("models", cwd=tmp_path, env=env, fresh=True)
     assert_ok(by_module)
     assert by_module.stdout == cached("models").stdout
     script = subprocess.run(

@@ -2,6 +2,7 @@
 
 import concurrent.futures
 import functools
+import importlib.util
 import os
 import pathlib
 import re
@@ -11,7 +12,7 @@ import sys
 import textwrap
 
 from bptt.derive.models import names
-from bptt.tests.support.cli_fork import SERVER_OF_THIS_PROCESS
+from bptt.tests.support.cli_fork import SERVER_OF_THIS_PROCESS, Server
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 GENERATED = REPO / "generated"
@@ -99,19 +100,30 @@ def clean_env(**extra):
     return env
 
 
-def bptt(*args, cwd=REPO, env=None, timeout=300):
-    """Run `python -m bptt ARGS`: forked from a process that has loaded the CLI (cli_fork), or, with an
-    environment of its own, in a fresh interpreter."""
-    if env is None:
+def bptt(*args, cwd=REPO, env=None, timeout=300, fresh=False):
+    """Run `python -m bptt ARGS`: forked from a process that has loaded the CLI (cli_fork), one started in env if
+    env differs from the tests' clean_env(); fresh: in an interpreter of its own, started as `python -m bptt`."""
+    if fresh:
+        command = [sys.executable, "-m", "bptt", *map(str, args)]
+        return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if env is None or env == clean_env():
         return SERVER_OF_THIS_PROCESS.run(tuple(map(str, args)), cwd, clean_env(), timeout)
-    return subprocess.run(
-        [sys.executable, "-m", "bptt", *map(str, args)],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return _server_in(env, cwd).run(tuple(map(str, args)), cwd, env, timeout)
+
+
+_OWN_SERVER = {}  # {environment: its server}: one at a time, the last environment of its own a test used
+
+
+def _server_in(env, cwd):
+    """The server for invocations in env (started in cwd, as `python -m bptt` would start there), the previous
+    one stopped. It loads nothing beyond the CLI: a few invocations share it."""
+    key = tuple(sorted(env.items()))
+    if key not in _OWN_SERVER:
+        for server in _OWN_SERVER.values():
+            server.stop()
+        _OWN_SERVER.clear()
+        _OWN_SERVER[key] = Server(preload=False, start_in_cwd=True)
+    return _OWN_SERVER[key]
 
 
 @functools.cache
@@ -126,13 +138,12 @@ def run_all(invocations):
         return dict(zip(invocations, pool.map(lambda args: bptt(*args), invocations), strict=True))
 
 
-def python(script, cwd=REPO):
-    """Run a small Python script; its stdout."""
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=cwd, env=clean_env(), capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+def load_file(path, name):
+    """The Python module at path, loaded in this process under name (one no other module has)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def assert_ok(result):

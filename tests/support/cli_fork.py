@@ -4,7 +4,7 @@ A server process loads the CLI once; for each invocation it forks a child, which
 working folder, writes its stdout and stderr to the files named, runs the entry point `python -m bptt`
 runs and exits with its status. Each invocation is a process of its own as the user's is, only forked
 from one that has imported the CLI already. Invocations with an environment of their own (a
-PYTHONPATH, a hash seed) need a fresh interpreter: support/cli.py runs those with subprocess."""
+PYTHONPATH) need a server of their own, started in that environment: support/cli.py keeps one at a time."""
 
 import json
 import os
@@ -16,10 +16,26 @@ import tempfile
 import threading
 
 SERVER = r"""
-import json, os, sys, traceback
+import gc, importlib, json, os, pkgutil, sys, traceback
 import bptt.app.cli  # the modules every command loads, once
 from bptt.app.start import run
 
+# With "preload": once too, what many commands load when they need it: the code generators and runtimes (every
+# backend), the frameworks (torch and JAX start no thread on import: safe to fork) and what SymPy's simplify
+# loads. Not generated/: a test may rewrite a module there.
+if sys.argv[1:] == ["preload"]:
+    for parent in ("bptt.codegen", "bptt.runtime"):
+        for found in pkgutil.walk_packages(importlib.import_module(parent).__path__, parent + "."):
+            importlib.import_module(found.name)
+    for name in ("torch", "jax", "jax.numpy", "sympy.physics.units"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a framework not installed: its commands say so, as a user's do
+            pass
+
+# Python's collector in a child would visit every object loaded above, copying the pages that hold them (about
+# 0.2 s a child with the frameworks loaded): they are the server's for good.
+gc.freeze()
 for line in sys.stdin:
     request = json.loads(line)
     pid = os.fork()
@@ -55,16 +71,23 @@ for line in sys.stdin:
 
 
 class Server:
-    """One server process per test process, started on first use; a lock makes threads take turns."""
+    """A server process, started on first use (in the folder of that invocation, if started there); a lock makes
+    threads take turns. preload: load what many commands load lazily once, for a server that runs many."""
 
-    def __init__(self):
+    def __init__(self, preload=True, start_in_cwd=False):
         self.process, self.lock = None, threading.Lock()
+        self.options, self.start_in_cwd = ["preload"] if preload else [], start_in_cwd
 
     def run(self, args, cwd, env, timeout):
         with self.lock, tempfile.TemporaryDirectory() as folder:
             if self.process is None or self.process.poll() is not None:
                 self.process = subprocess.Popen(
-                    [sys.executable, "-c", SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0
+                    [sys.executable, "-c", SERVER, *self.options],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    env=env,
+                    cwd=cwd if self.start_in_cwd else None,
+                    bufsize=0,
                 )
             paths = {name: os.path.join(folder, name) for name in ("stdout", "stderr")}
             for path in paths.values():
@@ -90,6 +113,15 @@ class Server:
                 raise RuntimeError("the bptt fork server stopped")
             line += byte
         return json.loads(line)
+
+    def stop(self):
+        """End the server (it ends at the end of its input) and wait for it."""
+        with self.lock:
+            if self.process is not None:
+                self.process.stdin.close()
+                self.process.wait()
+                self.process.stdout.close()
+                self.process = None
 
 
 SERVER_OF_THIS_PROCESS = Server()

@@ -1,0 +1,30 @@
+"""How the tests run `bptt` (tests/support/cli.py, cli_fork.py): forked from a server that loaded the CLI, one
+server per environment, so that an invocation runs the package its environment names, as a fresh one would."""
+
+import os
+
+from bptt.tests.support.cli import SERVER_OF_THIS_PROCESS, assert_ok, bptt, pythonpath, shadow_package
+
+
+def test_each_environment_runs_its_own_package(tmp_path):
+    """`codegen --check linear` reads the generated/ of the package PYTHONPATH names: 0 for a fresh copy, 1 for one
+    with a stale linear.py; a server left from another environment would answer for the wrong package."""
+    fresh, stale = (shadow_package(tmp_path / name) for name in ("fresh", "stale"))
+    (stale / "generated" / "linear.py").write_text("# stale\n", encoding="utf-8")
+    for package, status in ((fresh, 0), (stale, 1), (fresh, 0)):
+        result = bptt("codegen", "--check", "linear", cwd=tmp_path, env=pythonpath(package.parent))
+        assert result.returncode == status, (package, result.stdout, result.stderr)
+        assert ("stale: " in result.stdout) == (status == 1), result.stdout
+
+
+def test_the_server_forks_with_one_thread():
+    """What the server loads before it forks (the CLI, the frameworks) starts no thread: a thread would not be
+    copied into the children, and a lock it held would stay locked there."""
+    assert_ok(bptt("models"))
+    assert len(os.listdir(f"/proc/{SERVER_OF_THIS_PROCESS.process.pid}/task")) == 1
+
+
+def test_fresh_runs_python_m_bptt():
+    result = bptt("models", fresh=True)
+    assert_ok(result)
+    assert result.args[1:3] == ["-m", "bptt"] and result.stdout == bptt("models").stdout
