@@ -24,6 +24,7 @@ from bptt.codegen.passes.halve import halved_sigmoids
 from bptt.codegen.passes.hoist import hoisted_block_slopes, hoisted_factors, hoisted_slopes, hoisted_terms
 from bptt.codegen.passes.inline import cached_values, inlined_adjoints, inlined_values
 from bptt.codegen.passes.loops import backward_schedule, scheduled_backward, scheduled_forward
+from bptt.codegen.passes.norms import centred_norms
 from bptt.codegen.passes.scanned import scanned_values
 from bptt.codegen.passes.slices import activated_slices
 from bptt.codegen.passes.slopes import named_slopes
@@ -87,7 +88,7 @@ SHARED_PASSES = (
 # NumPy's in-place loops (a sigmoid is several calls there) and, measured, in torch's LSTM (not clearly in its
 # GRU); not in JAX's functional code. JAX's backward prints the window pass, so its flows through the gates'
 # weights are stacked there.
-NUMPY_PASSES = (halved_sigmoids, activated_slices, hoisted_block_slopes, scheduled_backward)
+NUMPY_PASSES = (halved_sigmoids, activated_slices, hoisted_block_slopes, scheduled_backward, centred_norms)
 TORCH_PASSES = (halved_sigmoids,)
 JAX_PASSES = (stacked_window, scanned_values)
 

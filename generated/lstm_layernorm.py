@@ -224,7 +224,10 @@ def _forward(params, sizes, x, c0, h0, work):
     o = work["o"]  # a view of _f_i_o_g[..., 2 * n_h:3 * n_h]
     g = work["g"]  # a view of _f_i_o_g[..., 3 * n_h:4 * n_h]
     _f_i_o = work["_f_i_o"]  # a view of _f_i_o_g[..., :3 * n_h]
+    _mean_4h = work["_mean_4h"]
+    _b_a = work["_b_a"]
     _W_h_T = work["_W_h_T"]
+    _mean_h = work["_mean_h"]
     _all_4h = work["_all_4h"]
     _step_4h = work["_step_4h"]
     _step_h = work["_step_h"]
@@ -234,52 +237,49 @@ def _forward(params, sizes, x, c0, h0, work):
     T = x.shape[0]
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
+    np.copyto(_mean_4h, 1 / (4 * n_h))
+    np.concatenate((b + beta_1 + beta_2,), out=_b_a)
     np.copyto(_W_h_T, W_h.T)
+    np.copyto(_mean_h, 1 / n_h)
     # a2_in_t = W_x x_t
     np.matmul(x.reshape(-1, n_d), W_x.T, out=a2_in[1:].reshape(-1, 4 * n_h))
     # mu_a2_in_t = mean(a2_in_t)
-    np.add.reduce(a2_in[1:], axis=-1, keepdims=True, out=mu_a2_in[1:])
-    np.multiply(mu_a2_in[1:], 1 / (4 * n_h), out=mu_a2_in[1:])
-    # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
-    np.subtract(a2_in[1:], mu_a2_in[1:], out=_all_4h)
-    np.square(_all_4h, out=_all_4h)
-    np.add.reduce(_all_4h, axis=-1, keepdims=True, out=sigma_a2_in[1:])
-    np.multiply(sigma_a2_in[1:], 1 / (4 * n_h), out=sigma_a2_in[1:])
-    np.add(sigma_a2_in[1:], 1 / 100000, out=sigma_a2_in[1:])
-    np.power(sigma_a2_in[1:], 1/2, out=sigma_a2_in[1:])
-    # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
+    np.dot(a2_in[1:], _mean_4h, out=mu_a2_in[1:][..., 0])
+    # a2_in_t - 1 mu_a2_in_t into a2_in_hat_t, once (divided by sigma_a2_in_t below)
     np.subtract(a2_in[1:], mu_a2_in[1:], out=a2_in_hat[1:])
+    # sigma_a2_in_t = mean(1/100000 1 + (a2_in_t - 1 mu_a2_in_t)^2)^(1/2)
+    np.square(a2_in_hat[1:], out=_all_4h)
+    np.dot(_all_4h, _mean_4h, out=sigma_a2_in[1:][..., 0])
+    np.add(sigma_a2_in[1:], 1 / 100000, out=sigma_a2_in[1:])
+    np.sqrt(sigma_a2_in[1:], out=sigma_a2_in[1:])
+    # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     np.divide(a2_in_hat[1:], sigma_a2_in[1:], out=a2_in_hat[1:])
-    # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
+    # b + beta_1 + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
     np.multiply(alpha_2, a2_in_hat[1:], out=a[1:])
-    np.add(a[1:], b, out=a[1:])
-    np.add(a[1:], beta_2, out=a[1:])
+    np.add(a[1:], _b_a, out=a[1:])
     for t in range(1, T + 1):
-        a1_in_t, h_prev, mu_a1_in_t, sigma_a1_in_t, a1_in_hat_t = (
-            a1_in[t], h[t - 1], mu_a1_in[t], sigma_a1_in[t], a1_in_hat[t]
+        a1_in_t, h_prev, mu_a1_in_t, a1_in_hat_t, sigma_a1_in_t = (
+            a1_in[t], h[t - 1], mu_a1_in[t], a1_in_hat[t], sigma_a1_in[t]
         )
         a_t, _f_i_o_t, g_t, c_t, c_prev = a[t], _f_i_o[t], g[t], c[t], c[t - 1]
-        f_t, i_t, mu_c_t, sigma_c_t, c_hat_t = f[t], i[t], mu_c[t], sigma_c[t], c_hat[t]
+        f_t, i_t, mu_c_t, c_hat_t, sigma_c_t = f[t], i[t], mu_c[t], c_hat[t], sigma_c[t]
         h_t, o_t = h[t], o[t]
         # a1_in_t = W_h h_{t-1}
         np.matmul(h_prev, _W_h_T, out=a1_in_t)
         # mu_a1_in_t = mean(a1_in_t)
-        np.add.reduce(a1_in_t, axis=-1, keepdims=True, out=mu_a1_in_t)
-        np.multiply(mu_a1_in_t, 1 / (4 * n_h), out=mu_a1_in_t)
-        # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
-        np.subtract(a1_in_t, mu_a1_in_t, out=_step_4h)
-        np.square(_step_4h, out=_step_4h)
-        np.add.reduce(_step_4h, axis=-1, keepdims=True, out=sigma_a1_in_t)
-        np.multiply(sigma_a1_in_t, 1 / (4 * n_h), out=sigma_a1_in_t)
-        np.add(sigma_a1_in_t, 1 / 100000, out=sigma_a1_in_t)
-        np.power(sigma_a1_in_t, 1/2, out=sigma_a1_in_t)
-        # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
+        np.dot(a1_in_t, _mean_4h, out=mu_a1_in_t[..., 0])
+        # a1_in_t - 1 mu_a1_in_t into a1_in_hat_t, once (divided by sigma_a1_in_t below)
         np.subtract(a1_in_t, mu_a1_in_t, out=a1_in_hat_t)
+        # sigma_a1_in_t = mean(1/100000 1 + (a1_in_t - 1 mu_a1_in_t)^2)^(1/2)
+        np.square(a1_in_hat_t, out=_step_4h)
+        np.dot(_step_4h, _mean_4h, out=sigma_a1_in_t[..., 0])
+        np.add(sigma_a1_in_t, 1 / 100000, out=sigma_a1_in_t)
+        np.sqrt(sigma_a1_in_t, out=sigma_a1_in_t)
+        # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
         np.divide(a1_in_hat_t, sigma_a1_in_t, out=a1_in_hat_t)
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         np.multiply(alpha_1, a1_in_hat_t, out=_step_4h)
         np.add(a_t, _step_4h, out=a_t)
-        np.add(a_t, beta_1, out=a_t)
         # f_t = sigmoid(a_t[:h, :]); i_t = sigmoid(a_t[h:2*h, :]); o_t = sigmoid(a_t[2*h:3*h, :])
         _sigmoid(a_t[..., :3 * n_h], out=_f_i_o_t)
         # g_t = tanh(a_t[3*h:, :])
@@ -289,17 +289,15 @@ def _forward(params, sizes, x, c0, h0, work):
         np.multiply(g_t, i_t, out=_step_h)
         np.add(c_t, _step_h, out=c_t)
         # mu_c_t = mean(c_t)
-        np.add.reduce(c_t, axis=-1, keepdims=True, out=mu_c_t)
-        np.multiply(mu_c_t, 1 / n_h, out=mu_c_t)
-        # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
-        np.subtract(c_t, mu_c_t, out=_step_h)
-        np.square(_step_h, out=_step_h)
-        np.add.reduce(_step_h, axis=-1, keepdims=True, out=sigma_c_t)
-        np.multiply(sigma_c_t, 1 / n_h, out=sigma_c_t)
-        np.add(sigma_c_t, 1 / 100000, out=sigma_c_t)
-        np.power(sigma_c_t, 1/2, out=sigma_c_t)
-        # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
+        np.dot(c_t, _mean_h, out=mu_c_t[..., 0])
+        # c_t - 1 mu_c_t into c_hat_t, once (divided by sigma_c_t below)
         np.subtract(c_t, mu_c_t, out=c_hat_t)
+        # sigma_c_t = mean(1/100000 1 + (c_t - 1 mu_c_t)^2)^(1/2)
+        np.square(c_hat_t, out=_step_h)
+        np.dot(_step_h, _mean_h, out=sigma_c_t[..., 0])
+        np.add(sigma_c_t, 1 / 100000, out=sigma_c_t)
+        np.sqrt(sigma_c_t, out=sigma_c_t)
+        # c_hat_t = (c_t - 1 mu_c_t) * 1 sigma_c_t^(-1)
         np.divide(c_hat_t, sigma_c_t, out=c_hat_t)
         # h_t = o_t * tanh(beta_3 + alpha_3 * c_hat_t)
         np.multiply(alpha_3, c_hat_t, out=h_t)
@@ -545,8 +543,9 @@ _PASSES = _Passes(
         "a1_in_hat": ("T+1", "B", "4*h"), "a2_in": ("T+1", "B", "4*h"), "mu_a2_in": ("T+1", "B", "1"),
         "sigma_a2_in": ("T+1", "B", "1"), "a2_in_hat": ("T+1", "B", "4*h"), "a": ("T+1", "B", "4*h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
-        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_f_i_o_g": ("T+1", "B", "4*h"), "_W_h_T": ("h", "4*h"),
-        "_all_4h": ("T", "B", "4*h"), "_step_4h": ("B", "4*h"), "_step_h": ("B", "h"),
+        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_f_i_o_g": ("T+1", "B", "4*h"), "_mean_4h": ("4*h",),
+        "_b_a": ("4*h",), "_W_h_T": ("h", "4*h"), "_mean_h": ("h",), "_all_4h": ("T", "B", "4*h"),
+        "_step_4h": ("B", "4*h"), "_step_h": ("B", "h"),
     },
     backward_work={
         "d_h": ("T+1", "B", "h"), "d_c_hat": ("T+1", "B", "h"), "d_c": ("T+1", "B", "h"), "d_a": ("T+1", "B", "4*h"),

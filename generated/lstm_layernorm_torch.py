@@ -230,7 +230,7 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     a1_in_hat, a2_in, mu_a2_in = work["a1_in_hat"], work["a2_in"], work["mu_a2_in"]
     sigma_a2_in, a2_in_hat, a, f, i = work["sigma_a2_in"], work["a2_in_hat"], work["a"], work["f"], work["i"]
     o, g, c, mu_c, sigma_c, c_hat = work["o"], work["g"], work["c"], work["mu_c"], work["sigma_c"], work["c_hat"]
-    h, s, _count_4h, _W_h_T = work["h"], work["s"], work["_count_4h"], work["_W_h_T"]
+    h, s, _count_4h, _b_a, _W_h_T = work["h"], work["s"], work["_count_4h"], work["_b_a"], work["_W_h_T"]
     _number_1eminus_05, _count_h, _all_4h = work["_number_1eminus_05"], work["_count_h"], work["_all_4h"]
     _step_4h, _step_h = work["_step_4h"], work["_step_h"]
     n_d, n_h, n_q = sizes["d"], sizes["h"], sizes["q"]
@@ -238,6 +238,7 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     c[0] = 0 if c0 is None else c0
     h[0] = 0 if h0 is None else h0
     _count_4h.fill_(4 * n_h)
+    torch.cat((b + beta_1 + beta_2,), out=_b_a)
     _W_h_T.copy_(W_h.T)
     _number_1eminus_05.fill_(1 / 100000)
     _count_h.fill_(n_h)
@@ -249,16 +250,15 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
     _spread_into(a2_in[1:], mu_a2_in[1:], 1 / 100000, _all_4h, _count_4h, out=sigma_a2_in[1:])
     # a2_in_hat_t = (a2_in_t - 1 mu_a2_in_t) * 1 sigma_a2_in_t^(-1)
     _normalised_into(a2_in[1:], mu_a2_in[1:], sigma_a2_in[1:], out=a2_in_hat[1:])
-    # b + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
+    # b + beta_1 + beta_2 + alpha_2 * a2_in_hat_t, all steps at once
     torch.mul(alpha_2, a2_in_hat[1:], out=a[1:])
-    torch.add(a[1:], b, out=a[1:])
-    torch.add(a[1:], beta_2, out=a[1:])
+    torch.add(a[1:], _b_a, out=a[1:])
     _step = _compiled(_forward_step) if compile else None  # compile=True: through torch.compile
     for t in range(1, T + 1):
         if _step is not None:
             _step(
                 a1_in[t], h[t - 1 : t + 1], mu_a1_in[t], sigma_a1_in[t], a1_in_hat[t], a[t], f[t], i[t], o[t], g[t],
-                c[t - 1 : t + 1], mu_c[t], sigma_c[t], c_hat[t], _W_h_T, beta_1, alpha_1, n_h, beta_3, alpha_3
+                c[t - 1 : t + 1], mu_c[t], sigma_c[t], c_hat[t], _W_h_T, alpha_1, n_h, beta_3, alpha_3
             )
             continue
         a1_in_t, h_prev, mu_a1_in_t, sigma_a1_in_t, a1_in_hat_t = (
@@ -277,7 +277,6 @@ def _forward(params, sizes, x, c0, h0, work, compile=False):
         _normalised_into(a1_in_t, mu_a1_in_t, sigma_a1_in_t, out=a1_in_hat_t)
         # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
         a_t.addcmul_(alpha_1, a1_in_hat_t)
-        a_t.add_(beta_1)
         # f_t = sigmoid(a_t[:h, :])
         torch.sigmoid(a_t[..., :n_h], out=f_t)
         # i_t = sigmoid(a_t[h:2*h, :])
@@ -515,7 +514,7 @@ _PASSES = _Passes(
         "sigma_a2_in": ("T+1", "B", "1"), "a2_in_hat": ("T+1", "B", "4*h"), "a": ("T+1", "B", "4*h"),
         "f": ("T+1", "B", "h"), "i": ("T+1", "B", "h"), "o": ("T+1", "B", "h"), "g": ("T+1", "B", "h"),
         "c": ("T+1", "B", "h"), "mu_c": ("T+1", "B", "1"), "sigma_c": ("T+1", "B", "1"), "c_hat": ("T+1", "B", "h"),
-        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_count_4h": ("1",), "_W_h_T": ("h", "4*h"),
+        "h": ("T+1", "B", "h"), "s": ("T", "B", "q"), "_count_4h": ("1",), "_b_a": ("4*h",), "_W_h_T": ("h", "4*h"),
         "_number_1eminus_05": ("1",), "_count_h": ("1",), "_all_4h": ("T", "B", "4*h"), "_step_4h": ("B", "4*h"),
         "_step_h": ("B", "h"),
     },
@@ -532,7 +531,7 @@ _PASSES = _Passes(
 
 def _forward_step(
     a1_in_t, h_steps, mu_a1_in_t, sigma_a1_in_t, a1_in_hat_t, a_t, f_t, i_t, o_t, g_t, c_steps, mu_c_t, sigma_c_t,
-    c_hat_t, _W_h_T, beta_1, alpha_1, n_h, beta_3, alpha_3
+    c_hat_t, _W_h_T, alpha_1, n_h, beta_3, alpha_3
 ):
     """Step t of the loop, for compile=True (torch.compile fuses it): each tensor as the rows of the steps read."""
     h_prev, h_t, c_t, c_prev = h_steps[0], h_steps[1], c_steps[1], c_steps[0]
@@ -542,8 +541,7 @@ def _forward_step(
     sigma_a1_in_t.copy_((1 / 100000 + (a1_in_t - mu_a1_in_t) ** 2).mean(dim=-1, keepdim=True) ** 0.5)
     # a1_in_hat_t = (a1_in_t - 1 mu_a1_in_t) * 1 sigma_a1_in_t^(-1)
     a1_in_hat_t.copy_((a1_in_t - mu_a1_in_t) * sigma_a1_in_t ** -1)
-    # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
-    a_t.copy_(beta_1 + alpha_1 * a1_in_hat_t + a_t)
+    a_t.copy_(alpha_1 * a1_in_hat_t + a_t)  # a_t = b + beta_1 + alpha_1 * a1_in_hat_t + beta_2 + alpha_2 * a2_in_hat_t
     f_t.copy_(torch.sigmoid(a_t[..., :n_h]))  # f_t = sigmoid(a_t[:h, :])
     i_t.copy_(torch.sigmoid(a_t[..., n_h:2 * n_h]))  # i_t = sigmoid(a_t[h:2*h, :])
     o_t.copy_(torch.sigmoid(a_t[..., 2 * n_h:3 * n_h]))  # o_t = sigmoid(a_t[2*h:3*h, :])

@@ -176,9 +176,9 @@ def _spread_into(v, mu, eps, rows, count, out):
     else:
         torch.sub(v, mu, out=rows)
         rows.square_()
-    if eps is not None:
-        rows.add_(eps)
     _mean_into(rows, count, out)
+    if eps is not None:
+        out.add_(eps)  # mean(x + eps) = mean(x) + eps: added once per row, not to every unit
     out.sqrt_()
 
 

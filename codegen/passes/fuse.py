@@ -72,12 +72,15 @@ def stacked_inputs(program):
 
 
 def sum_terms(value):
-    """(rebuild, terms): the terms of value's sum, or of the sum inside its elementwise function."""
+    """(rebuild, terms): the terms of value's sum, or of the sum inside its elementwise function; a sum among them
+    (a norm's gain * x_hat + bias, expanded into an equation: derive/norms.py) gives its own terms."""
     if isinstance(value, Apply):
-        inner = value.arg
-        terms = list(inner.args) if isinstance(inner, sp.MatAdd) else [inner]
-        return (lambda total: Apply(value.function, total)), terms
-    return (lambda total: total), list(value.args) if isinstance(value, sp.MatAdd) else [value]
+        return (lambda total: Apply(value.function, total)), _flat_terms(value.arg)
+    return (lambda total: total), _flat_terms(value)
+
+
+def _flat_terms(value):
+    return [term for arg in value.args for term in _flat_terms(arg)] if isinstance(value, sp.MatAdd) else [value]
 
 
 def _product(term):

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import sympy as sp
 
-from bptt.codegen.ir import Array, Assign, Loop, members_of, rewrite, spliced, the_loop
+from bptt.codegen.ir import PARAMETER, Array, Assign, Loop, Stack, members_of, rewrite, spliced, the_loop
 from bptt.codegen.passes.fuse import sum_terms
 from bptt.codegen.passes.loops import loop_names
 from bptt.derive.blocks import Placed
@@ -26,9 +26,29 @@ def hoisted_terms(program):
     loop = the_loop(forward.statements)
     if loop is None:
         return program
-    before, inside = _hoist(loop.body, loop_names(program), members_of(forward))
+    members = members_of(forward)
+    before, inside = _hoist(loop.body, loop_names(program), members)
+    before, stacks = _summed_vectors(before, members)
     statements = spliced(forward.statements, loop, before + ([Loop(tuple(inside))] if inside else []))
-    return replace(program, forward=replace(forward, statements=statements))
+    return replace(program, forward=replace(forward, statements=statements, stacks=forward.stacks + stacks))
+
+
+def _summed_vectors(before, members):
+    """(the hoisted statements, the Stacks they read): the parameter vectors of a hoisted sum (a norm's bias and
+    the gate's, Ba et al.'s b + beta_1 + beta_2) summed once per call, not added to every step one by one. A gate
+    of a group is left to stacked_inputs (fuse.py), which sums its biases."""
+    out, stacks = [], ()
+    for statement in before:
+        terms = sum_terms(statement.value)[1]
+        vectors = [term for term in terms if isinstance(term, PARAMETER) and term.shape[1] == 1]
+        if len(vectors) < 2 or statement.target.name in members:
+            out.append(statement)
+            continue
+        stacks += (Stack(f"_b_{statement.target.name}", (matrix_sum(vectors),)),)
+        summed = sp.MatrixSymbol(stacks[-1].name, statement.target.rows, 1)
+        rest = [term for term in terms if term not in vectors]
+        out.append(replace(statement, value=matrix_sum([summed, *rest])))
+    return out, stacks
 
 
 def _hoist(statements, loop_names, members):

@@ -19,6 +19,7 @@ class ArrayCalls:
     minus_from: tuple  # lines for {out} = {c} - {x}, {c} a number
     negative: str
     square: str
+    sqrt: str
     power: str  # {x} ** {p}
     copy: str  # {out} = {x}, broadcast
     zero: str
@@ -29,6 +30,8 @@ class ArrayCalls:
     takes_out: Callable  # name -> whether `module.name(x, ...)` takes out=
     sum_units: str | None = None  # {x}'s row sums into {out} (its last axis, kept); None: a norm's parts as one
     # expression each (printing/statements.py: of_units)
+    mean_units: str | None = None  # {x}'s row means into {out}, as its product with {w}, a vector of 1/n; None:
+    # its row sums scaled
     divide: str | None = None  # {a} / {b} into {out}; None: a product with b's reciprocal
     rows_out: bool = False  # whether a view of some rows of an array may be a call's out= (a slice's adjoint's block)
 
@@ -46,6 +49,7 @@ NUMPY = ArrayCalls(
     minus_from=("np.subtract({c}, {x}, out={out})",),
     negative="np.negative({x}, out={out})",
     square="np.square({x}, out={out})",
+    sqrt="np.sqrt({x}, out={out})",
     power="np.power({x}, {p}, out={out})",
     copy="np.copyto({out}, {x})",
     zero="{out}.fill(0)",
@@ -55,6 +59,7 @@ NUMPY = ArrayCalls(
     ones="np.ones({shape}, dtype)",
     takes_out=lambda name: isinstance(getattr(np, name, None), np.ufunc),
     sum_units="np.add.reduce({x}, axis=-1, keepdims=True, out={out})",  # np.sum's work without its Python wrapper
+    mean_units="np.dot({x}, {w}, out={out}[..., 0])",  # np.dot's out: C-contiguous, as a step's (B, 1) is
     divide="np.divide({a}, {b}, out={out})",
     rows_out=True,
 )

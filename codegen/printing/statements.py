@@ -159,6 +159,16 @@ class InPlacePrinter(Statements):
         self.used.arrays.add(name)
         return name
 
+    def unit_weights(self, rows):
+        """The name of a vector of `rows` entries 1/rows, made once per call: a mean over the units is one product
+        with it (one BLAS call; NumPy's reduction over the last axis and a scaling cost several times as much)."""
+        name = "_mean_" + str(rows).replace("*", "").replace(" ", "")
+        if name not in self.prepared:
+            line = self.calls.line("copy", out=name, x=self.number(1 / rows))
+            self.prepared[name] = (line, Array(name, rows, PerCall(1)))
+        self.used.arrays.add(name)
+        return name
+
     def number(self, value):
         """The code of a number that is an operand of a call (torch's printer: a tensor, in a loop)."""
         return self(value)
@@ -188,7 +198,7 @@ class InPlacePrinter(Statements):
             return []
         code = self.ref(expr)
         if code is not None:
-            return [self.calls.line("copy", out=out, x=code)]
+            return [] if code == out else [self.calls.line("copy", out=out, x=code)]
         if isinstance(expr, sp.ZeroMatrix):
             return [self.calls.line("zero", out=out)]
         if isinstance(expr, NormAdjoint) and self.takes_out((None, "_norm_adjoint")):
@@ -208,12 +218,8 @@ class InPlacePrinter(Statements):
             return self.emit_hadamard(list(expr.args), out, rows)
         if isinstance(expr, sp.HadamardPower):
             base, lines = self.operand_into(expr.base, out, rows)
-            square = expr.exp == 2
-            call = (
-                self.calls.line("square", x=base, out=out)
-                if square
-                else self.calls.line("power", x=base, p=expr.exp, out=out)
-            )
+            named = {2: "square", sp.S.Half: "sqrt"}.get(expr.exp)
+            call = self.calls.line(named or "power", x=base, p=expr.exp, out=out)
             return lines + [call]
         if isinstance(expr, Apply):
             return self.emit_apply(expr, out, rows, self_ref)
@@ -249,8 +255,11 @@ class InPlacePrinter(Statements):
         if arg is None:
             arg = self.scratch.take(rows, self.stacked)
             lines = self.emit(vector, arg, rows)
-        lines.append(self.calls.line("sum_units", x=arg, out=out))
-        if REDUCED[expr.name]:
+        if REDUCED[expr.name] and self.calls.mean_units:
+            lines.append(self.calls.line("mean_units", x=arg, w=self.unit_weights(rows), out=out))
+        else:
+            lines.append(self.calls.line("sum_units", x=arg, out=out))
+        if REDUCED[expr.name] and not self.calls.mean_units:
             lines.append(self.calls.line("multiply", a=out, b=self.number(1 / rows), out=out))
         return lines + [self.calls.line("add", a=out, b=self.number(constant(c)), out=out) for c in scalars]
 

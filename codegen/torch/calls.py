@@ -20,6 +20,7 @@ TORCH = ArrayCalls(
     minus_from=("torch.neg({x}, out={out})", "{out}.add_({c})"),
     negative="torch.neg({x}, out={out})",
     square="torch.square({x}, out={out})",
+    sqrt="torch.sqrt({x}, out={out})",
     power="torch.pow({x}, {p}, out={out})",
     copy="{out}.copy_({x})",
     zero="{out}.zero_()",

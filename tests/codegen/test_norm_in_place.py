@@ -24,3 +24,21 @@ def test_the_layernorm_lstms_numpy_loops_assign_no_new_array():
         assert not [line for line in lines if ITEM_ASSIGNED.search(line)], function
     adjoints = loop_lines(source, "_adjoints")
     assert sum("_norm_adjoint(" in line and "out=" in line for line in adjoints) == 2  # c's and W_h h's norms
+
+
+def test_the_layernorm_lstms_numpy_norms_take_each_mean_in_one_product_and_centre_once():
+    """Each of the forward loop's two norms (of W_h h_{t-1} and of c_t) takes its two means (mu, and the mean of the
+    squares in sigma) as one np.dot with a vector of 1/n each, subtracts its mean once (into x̂'s array, then divided
+    by sigma in place) and takes sigma's square root by np.sqrt: no reduction over the last axis and scaling, no
+    power. The input's norm, for all steps before the loop, likewise."""
+    source = open(module_of("lstm-layernorm").__file__, encoding="utf-8").read()
+    loop = "\n".join(loop_lines(source, "_forward"))
+    forward = source.split("\ndef _forward(", 1)[1].split("\ndef ", 1)[0]
+    assert "np.add.reduce" not in forward and "np.power" not in forward
+    assert loop.count("np.dot(") == 4 and loop.count("np.sqrt(") == 2
+    assert re.findall(r"np\.subtract\((\w+), mu_\w+, out=(\w+)\)", loop) == [
+        ("a1_in_t", "a1_in_hat_t"),
+        ("c_t", "c_hat_t"),
+    ]
+    before = forward.split("    for t in range(", 1)[0]
+    assert before.count("np.dot(") == 2 and before.count("np.subtract(") == 1

@@ -198,3 +198,15 @@ def test_numpys_norm_adjoint_writes_into_out_what_the_projection_gives(centred):
     np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-14)
     np.testing.assert_array_equal(g, kept)
     np.testing.assert_allclose(runtime._norm_adjoint(g, hat, sigma, centred), expected, rtol=1e-13, atol=1e-14)
+
+
+def test_numpys_unit_means_are_one_over_n_for_each_size_and_dtype_and_read_only():
+    """_norm_adjoint's means are products with _unit_means(n, dtype), made once per size and dtype (cached): each
+    call gets the vector of its own size and dtype, never one made for another, and none can be written."""
+    from bptt.runtime.numpy import _unit_means
+
+    for n, dtype in ((3, np.float64), (4, np.float32), (3, np.float32), (4, np.float64), (3, np.float64)):
+        means = _unit_means(n, np.dtype(dtype))
+        assert means.shape == (n,) and means.dtype == dtype and not means.flags.writeable
+        assert np.array_equal(means, np.full(n, 1 / n, dtype))
+    assert _unit_means(5, np.dtype(np.float64)) is _unit_means(5, np.dtype(np.float64))
