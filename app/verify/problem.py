@@ -49,6 +49,7 @@ class Problem:
     frozen: dict = None
     sets: int = 1  # sets of parameters side by side (app/verify/sets.py): each loss is an array of one per set
     batched: bool = False  # the sets one after the other along the batch instead (app/verify/batched.py)
+    unperturbed: tuple = None  # (outputs, cache) of freeze's run, which require_finite reads
     lengths: np.ndarray | None = None  # a right-padded batch's (lengths=): its padded steps' losses weigh nothing
 
     def forward(self, params, start, stop, initial, cache=False):
@@ -131,7 +132,8 @@ class Problem:
 
     def freeze(self):
         """Keep the states of a full run, before any perturbation, for detached segments."""
-        self.frozen = self.forward(self.params, 0, len(self.xs), self.initial, cache=True)
+        self.unperturbed = self.run(self.params, 0, len(self.xs), self.initial)
+        self.frozen = self.unperturbed[1]
         return self
 
     def loss(self, truncate=None):
@@ -174,7 +176,11 @@ class Problem:
     def require_finite(self, dtype):
         """Raise NonFiniteForward naming the first array and step at which the forward pass in dtype overflows."""
         low = Problem(self.module, *self.cast(dtype))
-        outputs, cache = low.run(low.params, 0, len(low.xs), low.initial)
+        same = all(value.dtype == np.dtype(dtype) for value in [*self.params.values(), *self.initial.values()])
+        if same and self.lengths is None and self.unperturbed is not None:
+            outputs, cache = self.unperturbed  # freeze's forward pass of the same numbers
+        else:
+            outputs, cache = low.run(low.params, 0, len(low.xs), low.initial)
         first = _first_nonfinite({**cache, "outputs": outputs}, len(low.xs))
         if first is None:
             first = _first_nonfinite({"the loss": self.module.losses(outputs, low.ys)}, len(low.xs))

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bptt.app.verify import trusted
 from bptt.app.verify.check import PatternRng, check, check_gradients, table
 from bptt.app.verify.problem import Problem, problem
 from bptt.tests.support.modules import module_of
@@ -83,8 +84,9 @@ class KeptPattern(Problem):
         """The flow from step t+1 back into step t is weighted by keep[t]: step t+1 starts from
         keep[t] h_t + (1 - keep[t]) h_t', h_t' the state of the unperturbed run held constant
         (the same value, with its derivative scaled by keep[t]). Teacher-forced states are data
-        and are not scaled, as in backward. The steps run one forward pass each; the losses of
-        all their outputs are taken at once (one per set of a wide instance, app/verify/sets.py)."""
+        and are not scaled, as in backward. The steps run one forward pass each (app/verify/trusted.py's, as the
+        check's); the losses of all their outputs are taken at once (one per set of a wide instance,
+        app/verify/sets.py)."""
         keep = np.where(self.kept, 1 / truncate[1], 0.0)
         module, state, outputs = self.module, dict(self.initial), []
         for t, (data, held) in enumerate(self.steps()):
@@ -92,8 +94,8 @@ class KeptPattern(Problem):
                 key: value if key[:-1] in module.TEACHER_FORCED else keep[t] * value + (1 - keep[t]) * held[key]
                 for key, value in state.items()
             }
-            output, cache = module.forward(self.params, *data, **start)
-            outputs.append(output)
+            output, cache = trusted.forward(module, self.params, data, start)  # its arrays reused by the next step
+            outputs.append(output.copy())
             state = {key: cache[key[:-1]][1] for key in state}
         losses = self.scores(np.concatenate(outputs), self.ys)  # of each step, sample and set
         total = (np.add.reduce(losses, 1) / losses.shape[1]).sum(0) / (len(self.xs) if module.MEAN else 1)
