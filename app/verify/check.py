@@ -4,7 +4,8 @@ Each checked entry's derivative comes from Ridders' method (app/verify/ridders.p
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
 with an estimate of their own error; where the module's cells allow it (app/verify/sets.py), the
 losses of many entries' differences come from one forward pass of their parameter sets side
-by side (else those of the initial states' entries, from one of their sets along the batch: batched.py). Entry a (analytic, in the checked dtype) passes against n (numeric, float64) when
+by side (else those of the initial states' entries, from one of their sets along the batch:
+batched.py). Entry a (analytic, in the checked dtype) passes against n (numeric, float64) when
 |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
 array's largest |gradient|.
 
