@@ -15,6 +15,7 @@ import threading
 import numpy as np
 
 LIMIT = 64  # kinds kept per thread; beyond, all are dropped (a check uses a few)
+BUDGET = 64 * 2**20  # bytes of work arrays kept per thread; beyond, all are dropped
 _THREAD = threading.local()
 
 
@@ -28,7 +29,8 @@ def forward(module, params, data, initial):
     key = (module, passes, *[(value.shape, value.dtype) for value in data])
     key += (*[getattr(value, "shape", None) for value in initial.values()], *[value.shape for value in params.values()])
     if key not in kinds:
-        if len(kinds) >= LIMIT:
+        held = sum([sum([a.nbytes for a in kept[1].values()]) for kept in kinds.values() if kept is not None])
+        if len(kinds) >= LIMIT or held > BUDGET:
             kinds.clear()
         kinds[key], public = _tried(module, passes, params, data, initial)
         return public
