@@ -4,7 +4,8 @@ Each checked entry's derivative comes from Ridders' method (app/verify/ridders.p
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
 with an estimate of their own error; where the module's cells allow it (app/verify/sets.py), the
 losses of many entries' differences come from one forward pass of their parameter sets side
-by side. Entry a (analytic, in the checked dtype) passes against n (numeric, float64) when
+by side (else those of the initial states' entries, from one of their sets along the batch:
+batched.py). Entry a (analytic, in the checked dtype) passes against n (numeric, float64) when
 |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
 array's largest |gradient|.
 
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bptt.app.verify.batched import Batched
 from bptt.app.verify.problem import problem
 from bptt.app.verify.reverse_loss import groups_of
 from bptt.app.verify.ridders import ladder, points, ridders, start
@@ -183,11 +185,27 @@ def differences(instance, truncate, requests):
     """Ridders' (derivative, error estimate) of instance.loss(truncate) along each requested
     (array name, index, enough). Where a Layout keeps the module's parameter sets apart, the
     ladders run in step, their next differences' losses from forward passes of Layout.sets
-    sets at once; otherwise one entry after another."""
+    sets at once; otherwise one entry after another, but for the initial states' entries, in step
+    if Batched keeps their sets apart."""
     arrays = {**instance.params, **instance.initial}
     layout = Layout.find(instance, truncate)
-    if layout is None:
-        return [ridders(lambda: instance.loss(truncate), arrays[name], index, limit) for name, index, limit in requests]
+    if layout is not None:
+        return in_step(instance, truncate, requests, layout)
+    batched = Batched.find(instance, truncate)
+    apart = [n for n, (name, _, _) in enumerate(requests) if batched is not None and name in instance.initial]
+    found = dict(zip(apart, in_step(instance, truncate, [requests[n] for n in apart], batched), strict=True))
+    for n, (name, index, limit) in enumerate(requests):
+        if n not in found:
+            found[n] = ridders(lambda: instance.loss(truncate), arrays[name], index, limit)
+    return [found[n] for n in range(len(requests))]
+
+
+def in_step(instance, truncate, requests, layout):
+    """differences of the requests, their ladders in step, the losses of their next differences from
+    layout.losses."""
+    if not requests:
+        return []
+    arrays = {**instance.params, **instance.initial}
     firsts = [(float(arrays[name][index]), start(arrays[name], index)) for name, index, _ in requests]
     ladders = [ladder(saved, step, limit) for (saved, step), (_, _, limit) in zip(firsts, requests, strict=True)]
     ahead_of = [points(*first) for first in firsts]  # what each ladder will ask for, in order

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bptt.app.verify import trusted
 from bptt.app.verify.reverse_loss import groups_of, truncated_losses
 from bptt.runtime.options import Truncation
 
@@ -47,6 +48,8 @@ class Problem:
     initial: dict
     frozen: dict = None
     sets: int = 1  # sets of parameters side by side (app/verify/sets.py): each loss is an array of one per set
+    batched: bool = False  # the sets one after the other along the batch instead (app/verify/batched.py)
+    unperturbed: tuple = None  # (outputs, cache) of freeze's run, which require_finite reads
     lengths: np.ndarray | None = None  # a right-padded batch's (lengths=): its padded steps' losses weigh nothing
 
     def forward(self, params, start, stop, initial, cache=False):
@@ -56,9 +59,22 @@ class Problem:
     def run(self, params, start, stop, initial):
         """The generated forward pass over steps start+1..stop: (outputs, cache); over all steps with the lengths
         (a reverse-time state starts at each sequence's own last step, not on its padding)."""
-        args = (self.xs[start:stop], self.ys[start:stop]) if self.module.TEACHER_FORCED else (self.xs[start:stop],)
-        whole = self.lengths is not None and start == 0 and stop == len(self.xs)
-        return self.module.forward(params, *args, **initial, **({"lengths": self.lengths} if whole else {}))
+        return self.module.forward(params, *self.data(start, stop), **initial, **self.padded(start, stop))
+
+    def data(self, start, stop):
+        """The forward pass's data over steps start+1..stop: xs, and ys if teacher-forced."""
+        return (self.xs[start:stop], self.ys[start:stop]) if self.module.TEACHER_FORCED else (self.xs[start:stop],)
+
+    def padded(self, start, stop):
+        """The forward pass's lengths keyword over steps start+1..stop: the lengths over all steps, if any."""
+        return {"lengths": self.lengths} if self.lengths is not None and (start, stop) == (0, len(self.xs)) else {}
+
+    def outputs(self, start, stop, initial):
+        """The outputs of the forward pass over steps start+1..stop from the states initial, not kept: those of
+        trusted.forward (valid until its next call), or with the lengths of the module's forward."""
+        if self.padded(start, stop):
+            return self.forward(self.params, start, stop, initial)
+        return trusted.forward(self.module, self.params, self.data(start, stop), initial)[0]
 
     def start(self, start, detached):
         """The states a segment from step `start` starts from. A detached segment starts from the
@@ -73,8 +89,13 @@ class Problem:
 
     def segment(self, start, stop, detached):
         """Batch-averaged losses of steps start+1..stop, from the states start(start, detached), shape (steps, sets)."""
-        outputs = self.forward(self.params, start, stop, self.start(start, detached))
-        return np.add.reduce(self.scores(outputs, self.ys[start:stop]) * self.weights(start, stop), 1) / len(self.xs[0])
+        outputs = self.outputs(start, stop, self.start(start, detached))
+        return np.add.reduce(self.scores(outputs, self.ys[start:stop]) * self.weights(start, stop), 1) / self.batch
+
+    @property
+    def batch(self):
+        """B, the samples of one set."""
+        return len(self.xs[0]) // self.sets if self.batched else len(self.xs[0])
 
     def weights(self, start, stop):
         """The weight of each loss of steps start+1..stop in L: 1/T for a mean (a sequence's own length with
@@ -86,8 +107,12 @@ class Problem:
 
     def scores(self, outputs, ys):
         """The loss of every step, sample and set, shape (T, B, sets). A wide instance's outputs hold its
-        sets side by side along their last axis, and its targets each sample's once for each set."""
+        sets side by side along their last axis, and its targets each sample's once for each set; a batched
+        one's, set k's samples k*B..(k+1)*B-1 (of each segment side by side: app/verify/batched.py)."""
         steps, batch, width = outputs.shape
+        if self.batched:
+            losses = self.module.losses(outputs, ys).reshape(steps, -1, self.sets, self.batch)
+            return losses.swapaxes(2, 3).reshape(steps, -1, self.sets)
         samples = outputs.reshape(steps, batch * self.sets, width // self.sets)
         return self.module.losses(samples, ys).reshape(steps, batch, self.sets)
 
@@ -96,18 +121,19 @@ class Problem:
         from one forward pass over the segments side by side in its batch (a batch's samples never meet)."""
         if len(starts) == 1:
             return self.segment(starts[0], starts[0] + length, detached[0])[:, None]
-        module, batch = self.module, len(self.xs[0])
+        module, batch = self.module, self.batch
         xs, ys = (np.concatenate([data[a : a + length] for a in starts], axis=1) for data in (self.xs, self.ys))
         states = [self.start(a, d) for a, d in zip(starts, detached, strict=True)]
         initial = {key: np.concatenate([state[key] for state in states]) for key in self.initial}
-        outputs = module.forward(self.params, *((xs, ys) if module.TEACHER_FORCED else (xs,)), **initial)[0]
+        outputs = trusted.forward(module, self.params, (xs, ys) if module.TEACHER_FORCED else (xs,), initial)[0]
         weights = np.concatenate([np.broadcast_to(self.weights(a, a + length), (length, batch, 1)) for a in starts], 1)
         losses = (self.scores(outputs, ys) * weights).reshape(length, len(starts), batch, self.sets)
         return np.add.reduce(losses, 2) / batch
 
     def freeze(self):
         """Keep the states of a full run, before any perturbation, for detached segments."""
-        self.frozen = self.forward(self.params, 0, len(self.xs), self.initial, cache=True)
+        self.unperturbed = self.run(self.params, 0, len(self.xs), self.initial)
+        self.frozen = self.unperturbed[1]
         return self
 
     def loss(self, truncate=None):
@@ -150,7 +176,11 @@ class Problem:
     def require_finite(self, dtype):
         """Raise NonFiniteForward naming the first array and step at which the forward pass in dtype overflows."""
         low = Problem(self.module, *self.cast(dtype))
-        outputs, cache = low.run(low.params, 0, len(low.xs), low.initial)
+        same = all(value.dtype == np.dtype(dtype) for value in [*self.params.values(), *self.initial.values()])
+        if same and self.lengths is None and self.unperturbed is not None:
+            outputs, cache = self.unperturbed  # freeze's forward pass of the same numbers
+        else:
+            outputs, cache = low.run(low.params, 0, len(low.xs), low.initial)
         first = _first_nonfinite({**cache, "outputs": outputs}, len(low.xs))
         if first is None:
             first = _first_nonfinite({"the loss": self.module.losses(outputs, low.ys)}, len(low.xs))

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from bptt.app.verify import trusted
 from bptt.app.verify.check import PatternRng, check, check_gradients, table
 from bptt.app.verify.problem import Problem, problem
 from bptt.tests.support.modules import module_of
@@ -83,21 +84,43 @@ class KeptPattern(Problem):
         """The flow from step t+1 back into step t is weighted by keep[t]: step t+1 starts from
         keep[t] h_t + (1 - keep[t]) h_t', h_t' the state of the unperturbed run held constant
         (the same value, with its derivative scaled by keep[t]). Teacher-forced states are data
-        and are not scaled, as in backward. The steps run one forward pass each; the losses of
-        all their outputs are taken at once (one per set of a wide instance, app/verify/sets.py)."""
+        and are not scaled, as in backward. The steps run one forward pass each (app/verify/trusted.py's, as the
+        check's); the losses of all their outputs are taken at once (one per set of a wide instance,
+        app/verify/sets.py).
+
+        A dropped link (keep[t] = 0) starts step t+1 from h_t' alone, whatever came before: the runs of steps
+        from one dropped link to the next are apart, and run side by side in the batch, their j-th steps in one
+        forward pass (a run that has ended repeats its last step from its held state, its outputs unread)."""
         keep = np.where(self.kept, 1 / truncate[1], 0.0)
-        module, state, outputs = self.module, dict(self.initial), []
-        for t, (data, held) in enumerate(self.steps()):
+        module, steps, batch = self.module, self.steps(), len(self.xs[0])
+        firsts = [0, *[t for t in range(1, len(steps)) if keep[t] == 0]]
+        runs = [range(a, b) for a, b in zip(firsts, [*firsts[1:], len(steps)], strict=True)]
+        state, outputs = dict(self.initial), [None] * len(steps)
+        for j in range(max(map(len, runs))):
+            at = [run[min(j, len(run) - 1)] for run in runs]
+            scale = np.repeat([keep[t] if j < len(run) else 0.0 for t, run in zip(at, runs, strict=True)], batch)
+            held = {key: np.concatenate([steps[t][1][key] for t in at]) for key in state}
             start = {
-                key: value if key[:-1] in module.TEACHER_FORCED else keep[t] * value + (1 - keep[t]) * held[key]
-                for key, value in state.items()
+                key: value
+                if key[:-1] in module.TEACHER_FORCED
+                else scale[:, None] * value + (1 - scale[:, None]) * held[key]
+                for key, value in (state if j > 0 else self._first(runs, held)).items()
             }
-            output, cache = module.forward(self.params, *data, **start)
-            outputs.append(output)
+            data = [np.concatenate([steps[t][0][i] for t in at], axis=1) for i in range(len(steps[0][0]))]
+            output, cache = trusted.forward(module, self.params, data, start)  # its arrays reused by the next step
+            for r, (t, run) in enumerate(zip(at, runs, strict=True)):
+                if j < len(run):
+                    outputs[t] = output[:, r * batch : (r + 1) * batch].copy()
             state = {key: cache[key[:-1]][1] for key in state}
         losses = self.scores(np.concatenate(outputs), self.ys)  # of each step, sample and set
         total = (np.add.reduce(losses, 1) / losses.shape[1]).sum(0) / (len(self.xs) if module.MEAN else 1)
         return total if self.sets > 1 else total[0]
+
+    def _first(self, runs, held):
+        """The states the runs' first steps start from, before keep: the initial states for the run from step 0,
+        held ones for the others (a teacher-forced state's held value is the data it took)."""
+        rows = len(self.xs[0])
+        return {key: np.concatenate([value, held[key][rows:]]) for key, value in self.initial.items()}
 
     def steps(self):
         """Per step t: the forward pass's data arguments and the unperturbed run's states at t (the same

@@ -1,0 +1,121 @@
+"""What makes `bptt check`'s loss evaluations cheap gives what the module's public functions give: trusted.forward
+(its maths into kept arrays, once checked against the public forward) at every call, Batched's sets of initial
+states along the batch, and require_finite reading the unperturbed run freeze made."""
+
+import dataclasses
+import types
+
+import numpy as np
+import pytest
+
+from bptt.app.verify import trusted
+from bptt.app.verify.batched import Batched
+from bptt.app.verify.check import check
+from bptt.app.verify.problem import NonFiniteForward, problem
+from bptt.app.verify.sets import AGREEMENT, Layout
+from bptt.tests.support.modules import module_of
+
+
+def moved(values, rng):
+    """The dict of arrays, each entry moved by about 1%."""
+    return {key: value * (1 + 0.01 * rng.standard_normal(value.shape)) for key, value in values.items()}
+
+
+@pytest.mark.parametrize("name", ["elman", "elman-jordan", "lstm-layernorm"])
+def test_trusted_forward_gives_the_public_forward_s_outputs_and_cache_at_every_call(name):
+    """Calls of one kind with other parameters, states and data, one after the other: each gives what the public
+    forward gives for its arguments, bit for bit (no call's result is an earlier call's)."""
+    module, rng = module_of(name), np.random.default_rng(1)
+    instance = problem(module, 6, 3, seed=0)
+    for call in range(4):
+        params, initial = moved(instance.params, rng), moved(instance.initial, rng)
+        data = instance.data(call % 3, call % 3 + 3)  # three steps, from another start each call
+        outputs, cache = trusted.forward(module, params, data, initial)
+        public, public_cache = module.forward(params, *data, **initial)
+        assert np.array_equal(outputs, public) and cache.keys() == public_cache.keys()
+        assert all(np.array_equal(cache[key], public_cache[key]) for key in cache)
+
+
+def test_a_forward_that_is_not_its_passes_maths_is_always_called():
+    """A module whose forward wraps the generated one (scales its outputs) has the same _PASSES: trusted.forward
+    must give the wrapper's outputs at every call, never the bare maths'."""
+    module = module_of("elman")
+    scaled = types.ModuleType("scaled")
+    scaled.__dict__.update(module.__dict__)
+    scaled.forward = lambda params, xs, **initial: (2 * module.forward(params, xs, **initial)[0], {})
+    instance = problem(module, 5, 3, seed=0)
+    for _ in range(3):
+        outputs = trusted.forward(scaled, instance.params, instance.data(0, 5), instance.initial)[0]
+        assert np.array_equal(outputs, scaled.forward(instance.params, instance.xs, **instance.initial)[0])
+
+
+@pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
+@pytest.mark.parametrize("name", ["lstm-layernorm", "elman-jordan"])
+def test_batched_losses_are_each_change_s_plain_loss(name, truncate):
+    """Changes of initial states' entries, more than one forward pass holds: each loss Batched gives is the
+    plain loss with that change alone, to AGREEMENT (a change read in another set's samples would not be)."""
+    instance = problem(module_of(name), 7, 3, seed=2)
+    batched = Batched.find(instance, truncate)
+    assert Layout.find(instance, truncate) is None and batched is not None
+    rng, changes = np.random.default_rng(4), []
+    for _ in range(batched.sets + 3):
+        key = list(instance.initial)[rng.integers(len(instance.initial))]
+        index = tuple(int(rng.integers(n)) for n in instance.initial[key].shape)
+        changes.append((key, index, float(instance.initial[key][index] + rng.standard_normal())))
+    losses = batched.losses(instance, truncate, changes)
+    for (key, index, value), loss in zip(changes, losses, strict=True):
+        initial = {**instance.initial, key: instance.initial[key].copy()}
+        initial[key][index] = value
+        plain = dataclasses.replace(instance, initial=initial).loss(truncate)
+        assert abs(loss - plain) <= AGREEMENT * abs(plain), (key, index)
+
+
+def test_a_module_whose_samples_meet_gets_no_batched():
+    """A forward pass whose outputs are shifted by their mean over the batch mixes the samples: Batched.find
+    offers nothing for it."""
+    module = module_of("lstm-layernorm")
+    mixing = types.ModuleType("mixing")
+    mixing.__dict__.update(module.__dict__)
+
+    def forward(params, xs, **initial):
+        outputs, cache = module.forward(params, xs, **initial)
+        return outputs + outputs.mean(axis=1, keepdims=True), cache
+
+    mixing.forward = forward
+    assert Batched.find(problem(module, 5, 3, seed=0)) is not None
+    assert Batched.find(problem(mixing, 5, 3, seed=0)) is None
+
+
+def test_a_wrong_initial_state_gradient_is_caught_in_batched_sets():
+    """lstm-layernorm's dL/dc0 off by one part in a million in one entry: c0 FAILs, every other array passes."""
+    module = module_of("lstm-layernorm")
+    wrong = types.ModuleType("wrong")
+    wrong.__dict__.update(module.__dict__)
+
+    def loss_and_grads(*args, **kwargs):
+        loss, grads = module.loss_and_grads(*args, **kwargs)
+        grads["c0"] = grads["c0"].copy()
+        grads["c0"][1, 2] *= 1 + 1e-6
+        return loss, grads
+
+    wrong.loss_and_grads = loss_and_grads
+    rows = check(wrong, 5, 3, seed=0, max_entries=64)
+    assert {row.name: row.ok for row in rows} == {key: key != "c0" for key in [*module.PARAMS, *module.STATES]}
+
+
+def test_require_finite_says_what_a_fresh_forward_pass_says():
+    """linear at T=2000 overflows in float64 for some seeds: the message read from freeze's run is the one a
+    forward pass made for require_finite gives."""
+    module = module_of("linear")
+    for seed in range(8):
+        instance = problem(module, 2000, 3, seed)
+        messages = []
+        for each in (instance, dataclasses.replace(instance, unperturbed=None)):
+            with np.errstate(over="ignore", invalid="ignore"), pytest.raises(NonFiniteForward) as caught:
+                each.require_finite("float64")
+                raise NonFiniteForward("finite")
+            messages.append(str(caught.value))
+        assert messages[0] == messages[1]
+        if messages[0] != "finite":
+            return
+    raise AssertionError("no seed of 8 overflows in float64")
