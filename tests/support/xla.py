@@ -1,15 +1,35 @@
 """XLA's flags for the tests, set by tests/conftest.py before JAX starts its CPU backend (and so inherited by the
 CLI processes the tests start). The tests' arrays are tiny: compiling, not running, is what their JAX code costs,
-so XLA compiles fast rather than well: LLVM without its expensive passes. The same programs, computed to the
-tests' tolerances. One thread, as every worker's BLAS. (XLA's older fusion emitters, which compile faster still,
-aborted inside XLA's compiler in two of two full runs of the suite, so they are not used.)"""
+so XLA compiles fast rather than well: LLVM without its expensive passes, and fusions emitted by XLA's older
+emitters, not the MLIR ones, which set up an MLIR context and its rewrite patterns for every program (measured on
+jaxlib 0.10: a small operation's compile about halves, a zoo module's to about a third). The same programs,
+computed to the tests' tolerances. One thread, as every worker's BLAS.
+
+(The older emitters were dropped once, blamed for workers aborting inside XLA's compiler; the cause was found
+eighteen minutes later: every random cell's module compiled whole, whose programs filled the process's 65,530
+memory maps (tests/support/jax_eager.py now runs them eagerly). The older emitters take no more maps per program.)"""
+
+import importlib.metadata
 
 ONE_THREAD = ("--xla_cpu_multi_thread_eigen=false",)
 FAST_COMPILE = ("--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true")
+# An XLA that does not know a flag aborts the process: this one only where it is known to exist.
+OLDER_FUSION_EMITTERS = ("--xla_cpu_use_fusion_emitters=false",)
+KNOWN_FROM, KNOWN_BEFORE = (0, 6), (0, 11)  # jaxlib versions (major, minor)
+
+
+def _jaxlib_version():
+    try:
+        return tuple(int(part) for part in importlib.metadata.version("jaxlib").split(".")[:2])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
 
 
 def flags(given=""):
     """XLA_FLAGS: those given first, then each of the tests' flags whose name they do not set."""
     ours = ONE_THREAD + FAST_COMPILE
+    version = _jaxlib_version()
+    if version is not None and KNOWN_FROM <= version < KNOWN_BEFORE:
+        ours += OLDER_FUSION_EMITTERS
     named = {flag.partition("=")[0] for flag in given.split()}
     return " ".join(given.split() + [flag for flag in ours if flag.partition("=")[0] not in named])
