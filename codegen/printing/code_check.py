@@ -31,7 +31,7 @@ def kept_code(source, changes):
     if not moved:
         return True
     if "\n".join(lines) + ("\n" if source.endswith("\n") else "") != source:  # a line break other than \n
-        return same_code(source, applied(source, changes))
+        return _same_module(ast.parse(source), applied(source, changes))
     tree = ast.parse(source)
     owners = _owners(tree.body, {}, top=len(lines))
     checked = set()
@@ -90,15 +90,12 @@ def _part(owners, lines, number):
         return (kind, node, number, number) if lines[number - 1].lstrip().startswith("#") else None
     first = node.lineno
     last = node.end_lineno if kind == "statement" else _start(node.body[0]) - 1
-    if any(owners[k] != on_line for k in range(first, last + 1)):
-        return None
     if node.col_offset != len(_indent(lines[first - 1]).encode()):
         return None  # a header before it (`else: x = 1`)
     if first > 1 and lines[first - 2].rstrip().endswith("\\"):
         return None  # it goes on the line above
-    if kind == "header":  # its block begins a line
-        below = node.body[0]
-        return (kind, node, first, last) if below.col_offset == len(_indent(lines[below.lineno - 1]).encode()) else None
+    if kind == "header":
+        return (kind, node, first, last)
     after = lines[last - 1].encode()[node.end_col_offset :].decode().strip()
     return (kind, node, first, last) if not after or after.startswith("#") else None  # not `x = 1; \`
 
