@@ -11,6 +11,8 @@ such statement owns (a compound statement's header, a comment between statements
 """
 
 import ast
+import contextlib
+import gc
 
 from bptt.codegen.printing.columns import applied
 
@@ -20,7 +22,7 @@ _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # the fields of 
 def same_code(source, laid):
     """Whether two sources have the same syntax tree, each docstring's whitespace collapsed (tests check
     that `columns` changes nothing else)."""
-    return laid == source or _same_tree(ast.parse(source), ast.parse(laid))
+    return laid == source or _same_tree(_parsed(source), _parsed(laid))
 
 
 def kept_code(source, changes):
@@ -31,8 +33,8 @@ def kept_code(source, changes):
     if not moved:
         return True
     if "\n".join(lines) + ("\n" if source.endswith("\n") else "") != source:  # a line break other than \n
-        return _same_module(ast.parse(source), applied(source, changes))
-    tree = ast.parse(source)
+        return _same_module(_parsed(source), applied(source, changes))
+    tree = _parsed(source)
     owners = _owners(tree.body, {}, top=len(lines))
     checked = set()
     for number in moved:
@@ -114,7 +116,7 @@ def _same_part(part, lines, changes):
     if kind == "header":
         laid = [*laid, indent + " pass"]
     try:
-        module = ast.parse("if 1:\n" + "\n".join(laid) if indent else "\n".join(laid))
+        module = _parsed("if 1:\n" + "\n".join(laid) if indent else "\n".join(laid))
     except SyntaxError:
         return False
     body = module.body[0].body if indent and len(module.body) == 1 else module.body
@@ -128,13 +130,32 @@ def _same_part(part, lines, changes):
     )
 
 
+def _parsed(source):
+    """ast.parse(source) with the garbage collector paused: a syntax tree holds no cycles, and the collections
+    its many new nodes set off (each walking every object of a process full of SymPy's) took longer than the
+    parse."""
+    with _collector_paused():
+        return ast.parse(source)
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _indent(line):
     return line[: len(line) - len(line.lstrip())]
 
 
 def _same_module(tree, laid):
     try:
-        return _same_tree(tree, ast.parse(laid))
+        return _same_tree(tree, _parsed(laid))
     except SyntaxError:
         return False
 
