@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from bptt.codegen import names
 from bptt.codegen.adapter import Adapter, MissingFramework  # noqa: F401 (the app catches it from here)
 from bptt.codegen.namer import Namer
+from bptt.codegen.printing import collector
 from bptt.codegen.printing.code_check import kept_code
 from bptt.codegen.printing.columns import WIDTH, applied, laid_out
 from bptt.derive.refusal import refusing
@@ -41,11 +42,12 @@ class Backend:
     def module_source(self, model, program=None, standalone=False):
         """The module's source, laid out in 120 columns (printing/columns.py): `rendered`'s, the same code (else
         an internal error, never a module that computes something else: printing/code_check.py)."""
-        source = self.rendered(model, program, standalone)
-        changes = laid_out(source)
-        if not kept_code(source, changes):
-            raise AssertionError(f"laying the {self.title} module out in {WIDTH} columns changed its code")
-        return applied(source, changes)
+        with collector.paused():  # printing/collector.py
+            source = self.rendered(model, program, standalone)
+            changes = laid_out(source)
+            if not kept_code(source, changes):
+                raise AssertionError(f"laying the {self.title} module out in {WIDTH} columns changed its code")
+            return applied(source, changes)
 
     def rendered(self, model, program=None, standalone=False):
         """The module's source before its layout, its names given by one Namer (codegen/namer.py); program:

@@ -11,9 +11,8 @@ such statement owns (a compound statement's header, a comment between statements
 """
 
 import ast
-import contextlib
-import gc
 
+from bptt.codegen.printing import collector
 from bptt.codegen.printing.columns import applied
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # the fields of a compound statement's blocks
@@ -131,22 +130,10 @@ def _same_part(part, lines, changes):
 
 
 def _parsed(source):
-    """ast.parse(source) with the garbage collector paused: a syntax tree holds no cycles, and the collections
-    its many new nodes set off (each walking every object of a process full of SymPy's) took longer than the
-    parse."""
-    with _collector_paused():
+    """ast.parse(source) with the garbage collector paused (printing/collector.py): a syntax tree holds no cycles,
+    and the collections its many new nodes set off took longer than the parse."""
+    with collector.paused():
         return ast.parse(source)
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _indent(line):

@@ -59,7 +59,13 @@ def applied(source, changes):
 def _continues(lines, number):
     """Whether line `number` goes on with a statement begun above it, inside its brackets (a long signature
     the template breaks itself): the line above ends in an open bracket or a comma (its comment aside)."""
-    above = next((line.strip() for line in reversed(lines[: number - 1]) if line.strip()), "")
+    above = next((lines[k].strip() for k in range(number - 2, -1, -1) if lines[k].strip()), "")
+    return _ends_open(above)
+
+
+@functools.lru_cache(maxsize=4096)  # a line above a long line is often one of the template's
+def _ends_open(above):
+    """Whether a line of code ends in an open bracket or a comma (its comment aside)."""
     tokens = line_tokens(above)
     last = [tok.string for tok in tokens if tok.type != tokenize.COMMENT][-1:] if tokens else [above[-1:]]
     return bool(last) and (last[0] in OPEN or last[0] == ",")
