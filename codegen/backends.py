@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from bptt.codegen import names
 from bptt.codegen.adapter import Adapter, MissingFramework  # noqa: F401 (the app catches it from here)
 from bptt.codegen.namer import Namer
-from bptt.codegen.printing.columns import WIDTH, columns, same_code
+from bptt.codegen.printing import collector
+from bptt.codegen.printing.code_check import kept_code
+from bptt.codegen.printing.columns import WIDTH, applied, laid_out
 from bptt.derive.refusal import refusing
 
 REGISTRY = {  # a backend's name: the module holding its ADAPTER
@@ -39,12 +41,13 @@ class Backend:
 
     def module_source(self, model, program=None, standalone=False):
         """The module's source, laid out in 120 columns (printing/columns.py): `rendered`'s, the same code (else
-        an internal error, never a module that computes something else)."""
-        source = self.rendered(model, program, standalone)
-        laid = columns(source)
-        if not same_code(source, laid):
-            raise AssertionError(f"laying the {self.title} module out in {WIDTH} columns changed its code")
-        return laid
+        an internal error, never a module that computes something else: printing/code_check.py)."""
+        with collector.paused():  # printing/collector.py
+            source = self.rendered(model, program, standalone)
+            changes = laid_out(source)
+            if not kept_code(source, changes):
+                raise AssertionError(f"laying the {self.title} module out in {WIDTH} columns changed its code")
+            return applied(source, changes)
 
     def rendered(self, model, program=None, standalone=False):
         """The module's source before its layout, its names given by one Namer (codegen/namer.py); program:

@@ -25,6 +25,7 @@ the hidden names, without reading the source by ast (tests/codegen/test_namer_sh
 import ast
 import contextlib
 import dataclasses
+import functools
 import re
 
 import sympy as sp
@@ -141,6 +142,7 @@ NOT_CODE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=16)  # every backend renders the same hidden model (a Model is a frozen dataclass)
 def hide(model):
     """The model with every size, parameter and sequence's name hidden (nothing else changes)."""
     sizes = {s: sp.Symbol(hidden_name(s.name), **s.assumptions0) for s in model.sizes}

@@ -23,7 +23,11 @@ def hidden_name(name):
 
 def shown(text):
     """text with each hidden name shown as the model gives it (what a name's length is measured on)."""
-    return HIDDEN.sub(r"\1", text)
+    return HIDDEN.sub(_inside, text) if MARKER in text else text
+
+
+def _inside(match):
+    return match[1]  # faster than the template r"\1", which re expands in Python for each match
 
 
 # The public API of the generated modules, as the README lists it: what a user writes by name. A model's

@@ -8,11 +8,10 @@ makes long are laid out here, by Python's own tokenizer, never by editing code:
   return) is put in parentheses and broken before its top-level comparison, else its + and -, or at its
   commas; a call or a display is opened after its last top-level bracket, one argument (or element) per line,
   each laid out again.
-Nothing else changes: the syntax tree is the same, docstrings up to their whitespace (`same_code`,
+Nothing else changes: the syntax tree is the same, docstrings up to their whitespace (printing/code_check.py,
 which the tests check on every generated module).
 """
 
-import ast
 import functools
 import textwrap
 import tokenize
@@ -24,33 +23,49 @@ WIDTH = 120
 
 def columns(source, width=WIDTH):
     """The source with every line laid out in `width` columns where it can be (a long string stays whole)."""
+    return applied(source, laid_out(source, width))
+
+
+def laid_out(source, width=WIDTH):
+    """{line number: the lines it is laid out as} for every line of the source longer than `width` (empty if none
+    is)."""
     lines = source.splitlines()
     if all(len(line) <= width for line in lines):
-        return source
+        return {}
     docstrings = _docstring_lines(lines)
-    out = []
+    changes = {}
     for number, line in enumerate(lines, start=1):
         if len(line) <= width:
-            out.append(line)
-        elif number in docstrings:
-            out += _prose(line, width)
+            continue
+        if number in docstrings:
+            changes[number] = _prose(line, width)
         elif _continues(lines, number) and (packed := _elements(line, width)):
-            out += packed
+            changes[number] = tuple(packed)
         else:
-            out += _statement(line, width)
+            changes[number] = _statement(line, width)
+    return changes
+
+
+def applied(source, changes):
+    """The source with each line `changes` names replaced by its lines (laid_out's); the source itself if none."""
+    if not changes:
+        return source
+    out = []
+    for number, line in enumerate(source.splitlines(), start=1):
+        out += changes.get(number, (line,))
     return "\n".join(out) + ("\n" if source.endswith("\n") else "")
-
-
-def same_code(source, laid):
-    """Whether two sources have the same syntax tree, each docstring's whitespace collapsed (tests check
-    that `columns` changes nothing else)."""
-    return laid == source or _same_tree(ast.parse(source), ast.parse(laid))
 
 
 def _continues(lines, number):
     """Whether line `number` goes on with a statement begun above it, inside its brackets (a long signature
     the template breaks itself): the line above ends in an open bracket or a comma (its comment aside)."""
-    above = next((line.strip() for line in reversed(lines[: number - 1]) if line.strip()), "")
+    above = next((lines[k].strip() for k in range(number - 2, -1, -1) if lines[k].strip()), "")
+    return _ends_open(above)
+
+
+@functools.lru_cache(maxsize=4096)  # a line above a long line is often one of the template's
+def _ends_open(above):
+    """Whether a line of code ends in an open bracket or a comma (its comment aside)."""
     tokens = line_tokens(above)
     last = [tok.string for tok in tokens if tok.type != tokenize.COMMENT][-1:] if tokens else [above[-1:]]
     return bool(last) and (last[0] in OPEN or last[0] == ",")
@@ -130,29 +145,3 @@ def _comment(text, indent, width):
     body = text.lstrip("#").strip()
     wrapped = textwrap.wrap(body, max(width - len(indent) - 2, 20), break_long_words=False, break_on_hyphens=False)
     return [f"{indent}# {piece}" for piece in wrapped]
-
-
-def _same_tree(tree, other):
-    """Whether two syntax trees are equal field by field (positions aside, as ast.dump shows them), a string
-    statement's (a docstring's) text up to its whitespace. Compared pair by pair: dumping both trees took
-    longer than parsing them."""
-    pairs = [(tree, other)]
-    while pairs:
-        one, two = pairs.pop()
-        if type(one) is not type(two):
-            return False
-        if isinstance(one, ast.Expr) and _is_text(one.value) and _is_text(two.value):
-            pairs += [(one.value.kind, two.value.kind), (one.value.value.split(), two.value.value.split())]
-        elif isinstance(one, ast.AST):
-            pairs += [(getattr(one, field, None), getattr(two, field, None)) for field in one._fields]
-        elif isinstance(one, list):
-            if len(one) != len(two):
-                return False
-            pairs += zip(one, two, strict=True)
-        elif one != two or (isinstance(one, float | complex) and repr(one) != repr(two)):  # 0.0 == -0.0
-            return False
-    return True
-
-
-def _is_text(node):
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)

@@ -10,7 +10,8 @@ import pytest
 
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.passes.fuse import LONGEST, internal
-from bptt.codegen.printing.columns import WIDTH, columns, same_code
+from bptt.codegen.printing.code_check import same_code
+from bptt.codegen.printing.columns import WIDTH, columns
 from bptt.derive.models import load
 
 GENERATED = pathlib.Path(__file__).resolve().parents[2] / "generated"
