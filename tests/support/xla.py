@@ -5,9 +5,9 @@ emitters, not the MLIR ones, which set up an MLIR context and its rewrite patter
 jaxlib 0.10: a small operation's compile about halves, a zoo module's to about a third). The same programs,
 computed to the tests' tolerances. One thread, as every worker's BLAS.
 
-(The older emitters were dropped once, blamed for workers aborting inside XLA's compiler; the cause was found
-eighteen minutes later: every random cell's module compiled whole, whose programs filled the process's 65,530
-memory maps (tests/support/jax_eager.py now runs them eagerly). The older emitters take no more maps per program.)"""
+(The older emitters were once blamed for workers aborting inside XLA's compiler; the cause was every random
+cell's module compiled whole, whose programs filled the process's 65,530 memory maps (tests/support/jax_eager.py
+now runs them eagerly). The older emitters take no more maps per program.)"""
 
 import importlib.metadata
 
