@@ -7,6 +7,8 @@ own backward pass gives, for bptt analyze:
   differences of the module's one-step forward pass.
 """
 
+import functools
+
 import numpy as np
 import sympy as sp
 
@@ -17,6 +19,27 @@ from bptt.derive.nodes import t
 STEP = step_printer(stacked=False)
 DELTA = 1e-3  # a measured Jacobian's difference step, relative to the states' largest entry
 NORM_SCALE = 1e-3  # the smallest scale of that step: a norm with eps = 1e-5 bends on the scale of sqrt(eps)
+
+
+@functools.cache
+def _helpers():
+    """NumPy's helpers, defined once per process: every run's space reads them, and none writes to them."""
+    return helpers_scope()
+
+
+@functools.cache
+def _code(expr, name):
+    """The compiled NumPy code of a derived expression at step t, printed once per process (an analysis prints
+    the same blocks and steps for each of its runs)."""
+    return compile(STEP(expr), name, "eval")
+
+
+@functools.cache
+def _block_code(block, rows):
+    """The code of block^T applied to the basis (rows x 1), None where that product is zero."""
+    basis = sp.MatrixSymbol("basis", rows, 1)
+    product = (block.T.subs(k, t) * basis).expand().doit()
+    return None if product.is_ZeroMatrix else _code(product, "<derived Jacobian>")
 
 
 class NoFlow(ValueError):
@@ -32,10 +55,9 @@ class Blocks:
         self.states, self.sizes = states, sizes
         self.code = {}
         for (row, col), block in blocks.items():
-            basis = sp.MatrixSymbol("basis", row.rows, 1)
-            product = (block.T.subs(k, t) * basis).expand().doit()
-            if not product.is_ZeroMatrix:
-                self.code[(row, col)] = compile(STEP(product), "<derived Jacobian>", "eval")
+            code = _block_code(block, row.rows)
+            if code is not None:
+                self.code[(row, col)] = code
 
     def at(self, step, namespace):
         """The dense block matrix at one step."""
@@ -60,7 +82,7 @@ def step_values(flow, module, params, xs, cache, sizes):
     forward cache, and every intermediate recomputed from its equation (zero at step 0: the initial states are
     given, not computed), so that nothing depends on which intermediates the module keeps."""
     space = {
-        **helpers_scope(),
+        **_helpers(),
         **vars(module),
         **params,
         "dtype": np.float64,
@@ -73,7 +95,7 @@ def step_values(flow, module, params, xs, cache, sizes):
     for seq, rhs in flow.model.steps:
         if seq.name in states:
             continue
-        code = compile(STEP(rhs), f"<{seq.name}_t>", "eval")
+        code = _code(rhs, f"<{seq.name}_t>")
         rows = 1 if seq.rows == 1 else sizes[str(seq.rows)]  # 1: a norm's mean or sigma
         values = np.zeros((len(xs) + 1, batch, rows))
         for step in range(1, len(xs) + 1):
@@ -154,7 +176,7 @@ def state_gradients(module, params, xs, ys, states, progress=lambda: None):
 def diagonal_products(vector, space, steps):
     """[max |prod_{k=t+1}^T v_k| for t = 0..T]: the 2-norm of the product of diag(v_k), v a column at step k
     (a carousel's gate f_k) evaluated on step_values' space."""
-    code = compile(STEP(vector.subs(k, t)), "<the carousel's gate>", "eval")
+    code = _code(vector.subs(k, t), "<the carousel's gate>")
     values = [np.asarray(eval(code, dict(space, t=step)), dtype=float) for step in range(1, steps + 1)]
     products = [np.ones_like(values[0])]
     for value in reversed(values):

@@ -129,12 +129,12 @@ def test_no_curve_hides_another(drawn):
 
 
 def test_legends_cover_no_curve(drawn):
-    """Every legend lies outside every axes (its box meets no axes' box, where the curves are)."""
+    """Every legend lies outside every axes (its box meets no axes' box, where the curves are), where the PNG shows
+    them: png() (the fixture) laid each figure out, and nothing has moved them since (a renderer of the figure's dpi,
+    which png() draws at, measures the legends' texts)."""
     _, figures = drawn
     for name, figure in figures.items():
-        canvas = FigureCanvasAgg(figure)
-        figure.draw_without_rendering()  # lays the figure out as png() did, without the pixels again
-        renderer = canvas.get_renderer()
+        renderer = FigureCanvasAgg(figure).get_renderer()
         legends = figure.findobj(lambda artist: hasattr(artist, "legend_handles"))
         assert legends, name
         for legend, ax in itertools.product(legends, all_axes(figure)):
