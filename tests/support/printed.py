@@ -1,6 +1,8 @@
 """Documents as a student prints them: rendered by `bptt latex` (its CPU time measured), compiled by pdflatex once,
 with the page and height at which each section starts; the helpers the document tests share."""
 
+import atexit
+import collections
 import concurrent.futures
 import functools
 import os
@@ -9,6 +11,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from dataclasses import dataclass
 
 import pytest
@@ -101,16 +105,19 @@ def file_stem(model):
 
 
 def pdflatex(tex, measure=False):
-    """Compile tex (a path) in its folder, once (measure: with MEASURE before it); the Printed document."""
-    program = shutil.which("pdflatex")
-    if program is None:
-        pytest.fail(
-            "pdflatex is not installed: install Debian's texlive-latex-base and texlive-pictures "
-            "(apt-get install texlive-latex-base texlive-pictures; CI installs them)"
-        )
-    source = f"{MEASURE}\\input{{{tex.name}}}" if measure else tex.name
+    """Compile tex (a path) in its folder, once (measure: with MEASURE before it); the Printed document. From the
+    second document with the same preamble on, on a format holding that preamble (formatted()): the same pages."""
+    program = _program()
+    head, begin, body = tex.read_text(encoding="utf-8").partition("\\begin{document}")
+    fmt = formatted(head) if begin else None
+    options, name = [], tex.name
+    if fmt is not None:  # the body alone, its lines where they were (pdflatex's log names them), on the format
+        name = f"{tex.stem}-body.tex"
+        (tex.parent / name).write_text("%\n" * head.count("\n") + begin + body, encoding="utf-8")
+        options = [f"-fmt={fmt}", f"-jobname={tex.stem}"]
+    source = (MEASURE if measure else "") + f"\\input{{{name}}}"  # the job is named by -jobname, or the first file
     result = subprocess.run(
-        [program, "-interaction=nonstopmode", "-halt-on-error", source],
+        [program, *options, "-interaction=nonstopmode", "-halt-on-error", source],
         cwd=tex.parent,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -128,6 +135,55 @@ def pdflatex(tex, measure=False):
     )
     marks = {name: (int(page), int(sp) / 65536) for name, page, sp in found}
     return Printed(tex, tex.with_suffix(".log").read_text(encoding="latin-1"), marks)
+
+
+def _program():
+    program = shutil.which("pdflatex")
+    if program is None:
+        pytest.fail(
+            "pdflatex is not installed: install Debian's texlive-latex-base and texlive-pictures "
+            "(apt-get install texlive-latex-base texlive-pictures; CI installs them)"
+        )
+    return program
+
+
+_PREAMBLES = collections.Counter()
+_FORMATTING = threading.Lock()
+
+
+def formatted(preamble):
+    """The path (without .fmt) of a pdflatex format holding a preamble (the class and packages loaded: TikZ takes
+    about 0.3 s of CPU to load), made in a folder of its own the second time the preamble is compiled; None the
+    first time (a preamble compiled once costs no format)."""
+    with _FORMATTING:
+        _PREAMBLES[preamble] += 1
+        return _format(preamble) if _PREAMBLES[preamble] > 1 else None
+
+
+@functools.cache
+def _format(preamble):
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="bptt-format-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    (folder / "preamble.tex").write_text(preamble, encoding="utf-8")
+    result = subprocess.run(
+        [
+            _program(),
+            "-ini",
+            "-interaction=nonstopmode",
+            "-halt-on-error",
+            "-jobname=preamble",
+            "&pdflatex",
+            "\\input{preamble.tex}\\dump",
+        ],
+        cwd=folder,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=300,
+    )
+    assert result.returncode == 0, f"pdflatex -ini of a preamble exited {result.returncode}\n{result.stdout[-3000:]}"
+    return folder / "preamble"
 
 
 def overfull_lines(log, tex):
