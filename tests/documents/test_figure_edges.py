@@ -3,11 +3,13 @@ other than its two ends, and a backward arrow stands clear of the forward arrow 
 (issue 29: gru's m_t -> n̄_t crossed r_t; the arrows between h_t and ℓ_t lay on top of each other). A curve
 is checked at points sampled along it, not by its chord."""
 
+import functools
 import itertools
 import math
 import re
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -34,9 +36,11 @@ DRAW = re.compile(
 CORNER = re.compile(r"\(([-\d.]+),([-\d.]+)\)")
 
 
+@functools.cache
 def drawn(graph):
     """(boxes, paths): each node's box (x, y, half width, half height) by its id, and each edge as
-    (backward, source id, target id, points sampled along what TikZ draws)."""
+    (backward, source id, target id, points sampled along what TikZ draws); read once per figure (crossings and
+    overlaps read it)."""
     text = figure_tikz(graph)
     boxes = {}
     for match in NODE.finditer(text):
@@ -78,12 +82,17 @@ def _visible(points, boxes, source, target):
 
 
 def crossings(graph):
-    """The edges that run through a box other than their ends."""
+    """The edges that run through a box other than their ends: _inside(point, box, SLACK) for every point of a
+    path and every box at once, the same differences and comparisons in NumPy's float64."""
     boxes, paths = drawn(graph)
+    ids = list(boxes)
+    x, y, half_w, half_h = np.array([boxes[n] for n in ids]).T
     found = []
     for _, source, target, points in paths:
-        for n, node_box in boxes.items():
-            if n not in (source, target) and any(_inside(p, node_box, SLACK) for p in points):
+        xy = np.array(points)
+        hit = (np.abs(xy[:, :1] - x) < half_w - SLACK) & (np.abs(xy[:, 1:] - y) < half_h - SLACK)
+        for n in (ids[k] for k in np.flatnonzero(hit.any(axis=0))):
+            if n not in (source, target):
                 found.append(f"{_name(graph, source)} -> {_name(graph, target)} crosses {_name(graph, n)}")
     return found
 
