@@ -3,6 +3,7 @@
 side, no curve on top of another, the carousel named as the documents name it and its growth explained, a GRU
 radius where the gradient grows, legends off the curves, and one name for the threshold everywhere."""
 
+import functools
 import inspect
 import itertools
 import re
@@ -29,11 +30,22 @@ SATURATED = "gradient_norms_saturated"
 REGIME = re.compile(r"^(nearly linear|saturated|linear), input scale \S+, spectral radius [\d.]+(, [\d.]+)*$")
 
 
+@functools.cache
+def analysis_of(model):
+    """analyze(load(model), STEPS), once per test process: the fixture and the tests of one model read the same."""
+    return analyze(load(model), STEPS)
+
+
+@functools.cache
+def figures_of(model):
+    """plots.figures(analysis_of(model)), made once per test process (nothing draws on them after)."""
+    return plots.figures(analysis_of(model))
+
+
 @pytest.fixture(scope="module", params=["linear", "elman", "gru", "lstm"])
 def drawn(request):
     """(analysis, {table name: Figure}) at the command's defaults, every figure rendered once."""
-    analysis = analyze(load(request.param), STEPS)
-    figures = plots.figures(analysis)
+    analysis, figures = analysis_of(request.param), figures_of(request.param)
     for figure in figures.values():
         assert plots.png(figure).startswith(b"\x89PNG")  # renders every mathtext label, and lays the figure out
     return analysis, figures
@@ -96,7 +108,7 @@ def test_every_title_says_its_regime(drawn):
 def test_elman_shows_both_regimes_side_by_side():
     """At the default scale (1e-10) elman is the linear cell: its plot says so, and beside it, at input scale 1, the
     saturated tanh vanishes at every radius, where the nearly linear one explodes at 1.5."""
-    analysis = analyze(load("elman"), STEPS)
+    analysis = analysis_of("elman")
     names = [table.name for table in analysis.tables]
     assert names[:2] == ["gradient_norms", SATURATED]  # one row of the overview, two to a row
     linear, saturated = analysis.table("gradient_norms"), analysis.table(SATURATED)
@@ -190,7 +202,7 @@ def test_a_loose_bound_is_drawn_on_top_and_says_so(drawn):
 def test_the_carousel_is_named_as_the_documents_name_it_and_its_growth_explained():
     """D^c_k and Phi^c_{T,t}, the flow section's own macros; each gate bias names torch's two biases and the step
     Jacobian's spectral radius, above 1 exactly where the every-path curve grows."""
-    analysis = analyze(load("lstm"), STEPS)
+    analysis = analysis_of("lstm")
     table = analysis.table("carousel")
     text = document(load("lstm"), "tex")
     c = next(s for s in load("lstm").states if s.name == "c")
@@ -199,7 +211,7 @@ def test_the_carousel_is_named_as_the_documents_name_it_and_its_growth_explained
     assert direct_name(c, T) in table.label("prod f_k") and direct_name(c, t + 1) in table.label("prod f_k")
     assert every_path_name(c) in table.label("|dc_T/dc_t|")
     assert table.label("gate_bias") == "$b_{if} + b_{hf}$"
-    figure = plots.figures(analysis)["carousel"]
+    figure = figures_of("lstm")["carousel"]
     every = [line for ax in all_axes(figure) for line in curves(ax) if "|dc_T/dc_t|" in line.get_gid()]
     labels = [text for text, _ in legend_entries(figure)]
     assert len(every) == 3
@@ -214,9 +226,9 @@ def test_the_carousel_is_named_as_the_documents_name_it_and_its_growth_explained
 
 def test_gru_has_a_radius_where_its_gradient_grows():
     """GRU's step is about z I + (1 - z) r W near zero input: 0.5 to 1.5 all vanish, so the default adds a radius."""
-    analysis = analyze(load("gru"), STEPS)
+    analysis = analysis_of("gru")
     assert analysis.radii[:3] == (0.5, 1.0, 1.5) and len(analysis.radii) == 4
-    figure = plots.figures(analysis)["gradient_norms"]
+    figure = figures_of("gru")["gradient_norms"]
     grads = {
         line.get_gid(): line.get_ydata() for ax in all_axes(figure) for line in curves(ax) if "dL_T" in line.get_gid()
     }
