@@ -4,7 +4,7 @@ Each checked entry's derivative comes from Ridders' method (app/verify/ridders.p
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
 with an estimate of their own error; where the module's cells allow it (app/verify/sets.py), the
 losses of many entries' differences come from one forward pass of their parameter sets side
-by side (else those of the initial states' entries, from one of their sets along the batch:
+by side (else those of the initial states' and vector parameters' entries, from one of their sets along the batch:
 batched.py). Entry a (analytic, in the checked dtype) passes against n (numeric, float64) when
 |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
 array's largest |gradient|.
@@ -185,14 +185,15 @@ def differences(instance, truncate, requests):
     """Ridders' (derivative, error estimate) of instance.loss(truncate) along each requested
     (array name, index, enough). Where a Layout keeps the module's parameter sets apart, the
     ladders run in step, their next differences' losses from forward passes of Layout.sets
-    sets at once; otherwise one entry after another, but for the initial states' entries, in step
-    if Batched keeps their sets apart."""
+    sets at once; otherwise one entry after another, but for the entries of the arrays Batched varies (initial
+    states, vectors), in step if Batched keeps their sets apart."""
     arrays = {**instance.params, **instance.initial}
     layout = Layout.find(instance, truncate)
     if layout is not None:
         return in_step(instance, truncate, requests, layout)
     batched = Batched.find(instance, truncate)
-    apart = [n for n, (name, _, _) in enumerate(requests) if batched is not None and name in instance.initial]
+    varied = batched.values(instance) if batched is not None else {}
+    apart = [n for n, (name, _, _) in enumerate(requests) if name in varied]
     found = dict(zip(apart, in_step(instance, truncate, [requests[n] for n in apart], batched), strict=True))
     for n, (name, index, limit) in enumerate(requests):
         if n not in found:

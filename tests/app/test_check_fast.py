@@ -52,22 +52,47 @@ def test_a_forward_that_is_not_its_passes_maths_is_always_called():
 @pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
 @pytest.mark.parametrize("name", ["lstm-layernorm", "elman-jordan"])
 def test_batched_losses_are_each_change_s_plain_loss(name, truncate):
-    """Changes of initial states' entries, more than one forward pass holds: each loss Batched gives is the
-    plain loss with that change alone, to AGREEMENT (a change read in another set's samples would not be)."""
+    """Changes of entries of initial states and of vector parameters (each set's in its samples' rows), more than
+    one forward pass holds: each loss Batched gives is the plain loss with that change alone, to AGREEMENT (a change
+    read in another set's samples would not be)."""
     instance = problem(module_of(name), 7, 3, seed=2)
     batched = Batched.find(instance, truncate)
     assert Layout.find(instance, truncate) is None and batched is not None
-    rng, changes = np.random.default_rng(4), []
+    vectors = [key for key, dims in instance.module.SHAPES.items() if len(dims) == 1]
+    assert batched.vectors == tuple(vectors) and vectors
+    rng, changes, values = np.random.default_rng(4), [], batched.values(instance)
     for _ in range(batched.sets + 3):
-        key = list(instance.initial)[rng.integers(len(instance.initial))]
-        index = tuple(int(rng.integers(n)) for n in instance.initial[key].shape)
-        changes.append((key, index, float(instance.initial[key][index] + rng.standard_normal())))
+        key = list(values)[rng.integers(len(values))]
+        index = tuple(int(rng.integers(n)) for n in values[key].shape)
+        changes.append((key, index, float(values[key][index] + rng.standard_normal())))
+    assert {key for key, _, _ in changes} & set(vectors) and {key for key, _, _ in changes} & set(instance.initial)
     losses = batched.losses(instance, truncate, changes)
     for (key, index, value), loss in zip(changes, losses, strict=True):
-        initial = {**instance.initial, key: instance.initial[key].copy()}
-        initial[key][index] = value
-        plain = dataclasses.replace(instance, initial=initial).loss(truncate)
+        changed = {**values, key: values[key].copy()}
+        changed[key][index] = value
+        plain = batched.plain(instance, changed).loss(truncate)
         assert abs(loss - plain) <= AGREEMENT * abs(plain), (key, index)
+
+
+def test_a_row_per_sample_of_the_vectors_gives_each_sample_its_set_s_forward():
+    """trusted.forward with lstm-layernorm's vectors given a row per sample, two sets of three samples: each set's
+    outputs are the public forward's at that set's vectors; the first call (which tries the arrays) and later ones."""
+    module, rng = module_of("lstm-layernorm"), np.random.default_rng(3)
+    instance = problem(module, 6, 3, seed=0)
+    vectors = [key for key, dims in module.SHAPES.items() if len(dims) == 1]
+    data, initial = (
+        (np.concatenate([instance.xs] * 2, axis=1),),
+        {k: np.concatenate([v] * 2) for k, v in instance.initial.items()},
+    )
+    for _ in range(3):
+        sets = [moved(instance.params, rng) for _ in range(2)]
+        params = {**sets[0], **{key: np.repeat([each[key] for each in sets], 3, axis=0) for key in vectors}}
+        outputs = trusted.forward(module, params, data, initial)[0]
+        for k, each in enumerate(sets):
+            plain = module.forward({**params, **{key: each[key] for key in vectors}}, instance.xs, **instance.initial)[
+                0
+            ]
+            assert np.allclose(outputs[:, 3 * k : 3 * k + 3], plain, rtol=1e-13, atol=0)
 
 
 def test_a_module_whose_samples_meet_gets_no_batched():
