@@ -30,7 +30,7 @@ import numpy as np
 from bptt.app.verify.batched import Batched
 from bptt.app.verify.problem import problem
 from bptt.app.verify.reverse_loss import groups_of
-from bptt.app.verify.ridders import ladder, points, ridders, start
+from bptt.app.verify.ridders import STEPS, ladder, points, ridders, start
 from bptt.app.verify.sets import Layout
 from bptt.codegen.backends import BACKENDS, module_filename, reference
 from bptt.runtime.options import RANDOM, Truncation
@@ -212,10 +212,9 @@ def in_step(instance, truncate, requests, layout):
     ahead_of = [points(*first) for first in firsts]  # what each ladder will ask for, in order
     asked, known, done, ahead = {n: next(steps) for n, steps in enumerate(ladders)}, {}, {}, FIRST
     while asked:
-        wanted = []
-        for n, values in asked.items():
-            j = ahead_of[n].index(values)
-            wanted += [(n, pair) for pair in ahead_of[n][j : j + ahead] if (n, pair) not in known]
+        next_of = {n: ahead_of[n][ahead_of[n].index(values) :] for n, values in asked.items()}  # each one's to come
+        wanted = [(n, pair) for n, pairs in next_of.items() for pair in pairs[:ahead] if (n, pair) not in known]
+        wanted += _spare(next_of, known, ahead, (-2 * len(wanted)) % layout.sets // 2)
         changes = [(*requests[n][:2], value) for n, pair in wanted for value in pair]
         losses = iter(layout.losses(instance, truncate, changes))
         known.update({(n, pair): (next(losses), next(losses)) for n, pair in wanted})
@@ -228,6 +227,17 @@ def in_step(instance, truncate, requests, layout):
                 del asked[n]
         ahead = AHEAD
     return [done[n] for n in range(len(requests))]
+
+
+def _spare(next_of, known, ahead, room):
+    """At most room (ladder, pair)s beyond the first `ahead` of each ladder's next_of, not known, the nearest first:
+    what the last forward pass of a round has room for besides its wanted ones (else it repeats the last)."""
+    spare = []
+    for depth in range(ahead, STEPS):
+        spare += [
+            (n, pairs[depth]) for n, pairs in next_of.items() if depth < len(pairs) and (n, pairs[depth]) not in known
+        ]
+    return spare[:room]
 
 
 class PatternRng(np.random.Generator):

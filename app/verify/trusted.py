@@ -44,6 +44,12 @@ def per_sample(module, params):
     return [name for name, value in params.items() if np.ndim(value) > len(module.SHAPES[name])]
 
 
+def tiled(module, params, count):
+    """params for a batch of count batches side by side: the vectors given a row per sample, repeated count times."""
+    rowed = per_sample(module, params)
+    return {key: np.concatenate([value] * count) if key in rowed else value for key, value in params.items()}
+
+
 def rowed_forward(module, passes, params, data, initial):
     """(outputs, cache) of the module's maths with a row per sample of the vector parameters per_sample names (each
     sample's own b, say): where the maths reads a vector elementwise along the units, a (B, n) one broadcasts as
