@@ -5,7 +5,7 @@ An initial state is one per sample, and a batch's samples never meet: S sets of 
 instance of S times the batch (set k's samples k*B..(k+1)*B-1, each set's inputs, targets and held states the
 instance's), and set k's loss is that of a plain forward pass at set k, up to rounding (a batch's sums may group
 their terms otherwise). A vector parameter that the maths reads elementwise along the units (a bias, a norm's gain)
-can be each sample's own as well: given a row per sample, it broadcasts as the sample's row (trusted.rowed_forward),
+can be each sample's own as well: given a row per sample, it broadcasts as the sample's row (trusted.forward),
 so S sets of vectors run in one pass too, where a norm keeps S sets of parameters from sitting side by side. Whether
 the module keeps its samples (and rows) apart is not assumed: Batched.find compares two
 different sets against plain forward passes, as Layout.find does, and offers nothing if they disagree."""
@@ -24,7 +24,7 @@ _FOUND = {}  # (module, class of instance, truncation, input shape, state shapes
 @dataclasses.dataclass(frozen=True)
 class Batched:
     """How many sets sit one after the other along the batch, at once; the vector parameters they vary too (each
-    set's vector in its samples' rows: app/verify/trusted.py's rowed_forward), besides the initial states."""
+    set's vector in its samples' rows: app/verify/trusted.py), besides the initial states."""
 
     sets: int
     vectors: tuple = ()

@@ -8,7 +8,8 @@ the public forward is not a plain shell of its _PASSES: a test's wrapper, a fram
 that kind run the second way, into the kept arrays; otherwise, and for a module without _PASSES (one of groups of
 steps, a framework's), every call runs the public forward. The check's arrays are its own, of the kinds checked at
 the first call: what the public forward would check again is their shapes and dtypes, and that they hold no nan
-or inf (the check's perturbed entries are finite numbers)."""
+or inf (the check's perturbed entries are finite numbers). A batch of sets (app/verify/batched.py) may give the
+vector parameters a row per sample: _rowed_arrays says how that is run and checked."""
 
 import threading
 
@@ -21,16 +22,24 @@ _THREAD = threading.local()
 
 def forward(module, params, data, initial):
     """(outputs, cache) of module.forward(params, *data, **initial): in arrays kept for the next call of this kind,
-    so valid until then, if trusted. Vector parameters given a row per sample (per_sample): see rowed_forward."""
+    so valid until then, if trusted. Vector parameters given a row per sample (per_sample): see _rowed_arrays."""
     passes = getattr(module, "_PASSES", None)
-    if per_sample(module, params):
-        return rowed_forward(module, passes, params, data, initial)
     if passes is None:
+        if per_sample(module, params):
+            raise ValueError(f"{module.__name__}: a row per sample of its vectors needs its NumPy maths")
         return module.forward(params, *data, **initial)
-    kinds, key = _kinds(), _key(module, passes, params, data, initial)
+    kinds = _THREAD.__dict__.setdefault("kinds", {})
+    key = (module, passes, *[(value.shape, value.dtype) for value in data])
+    key += (*[getattr(value, "shape", None) for value in initial.values()], *[value.shape for value in params.values()])
     if key not in kinds:
-        kinds[key], public = _tried(module, passes, params, data, initial)
-        return public
+        held = sum([sum([a.nbytes for a in kept[1].values()]) for kept in kinds.values() if kept is not None])
+        if len(kinds) >= LIMIT or held > BUDGET:
+            kinds.clear()
+        if per_sample(module, params):
+            kinds[key] = _rowed_arrays(module, passes, params, data, initial)
+        else:
+            kinds[key], public = _tried(module, passes, params, data, initial)
+            return public
     kept = kinds[key]
     if kept is None:
         return module.forward(params, *data, **initial)
@@ -41,7 +50,7 @@ def forward(module, params, data, initial):
 
 def per_sample(module, params):
     """The vector parameters given a row per sample, (B, n) where the module's SHAPES says (n,)."""
-    return [name for name, value in params.items() if np.ndim(value) > len(module.SHAPES[name])]
+    return [name for name, value in params.items() if value.ndim > len(module.SHAPES[name])]
 
 
 def tiled(module, params, count):
@@ -50,25 +59,14 @@ def tiled(module, params, count):
     return {key: np.concatenate([value] * count) if key in rowed else value for key, value in params.items()}
 
 
-def rowed_forward(module, passes, params, data, initial):
-    """(outputs, cache) of the module's maths with a row per sample of the vector parameters per_sample names (each
-    sample's own b, say): where the maths reads a vector elementwise along the units, a (B, n) one broadcasts as
-    the sample's row; the work arrays the maths fills from the vectors alone (b + beta) get a row per sample too.
-    Raises ValueError for a module without its NumPy maths, or whose public forward is not their plain shell."""
-    if passes is None or list(initial) != list(module.STATES) or any(value is None for value in initial.values()):
-        raise ValueError(f"{module.__name__}: a row per sample of its vectors needs its NumPy maths")
-    kinds, key = _kinds(), ("rows", *_key(module, passes, params, data, initial))
-    if key not in kinds:
-        kinds[key] = _rowed_arrays(module, passes, params, data, initial)
-    sizes, work = kinds[key]
-    passes.forward(params, sizes, *data, *initial.values(), work)
-    return work[passes.spec.output], passes.cache(data[0], work)
-
-
 def _rowed_arrays(module, passes, params, data, initial):
-    """(sizes, work arrays) for rowed_forward: the arrays of no step and sample that change with the vectors get a row
-    per sample. Checked: every row at the first row's vectors gives the public forward's outputs and cache bit for bit
-    (else ValueError); that the rows keep apart, by the caller (app/verify/batched.py)."""
+    """(sizes, work arrays) of the module's maths with a row per sample of the vectors per_sample names (each sample's
+    own b, say): where the maths reads a vector elementwise along the units, a (B, n) one broadcasts as the sample's
+    row; the arrays of no step and sample that change with the vectors (b + beta) get a row per sample too. Checked:
+    every row at the first row's vectors gives the public forward's outputs and cache bit for bit (else ValueError,
+    as for a module whose maths refuse the rows); that the rows keep apart, by the caller (app/verify/batched.py)."""
+    if list(initial) != list(module.STATES) or any(value is None for value in initial.values()):
+        raise ValueError(f"{module.__name__}: a row per sample of its vectors needs every initial state")
     rowed = per_sample(module, params)
     first = {name: value[0] if name in rowed else value for name, value in params.items()}
     public = module.forward(first, *data, **initial)
@@ -96,21 +94,6 @@ def _from_vectors(passes, params, rowed, sizes, arguments, work):
         passes.forward(values, sizes, *arguments, work)
         runs.append({name: work[name].copy() for name in fixed})
     return [name for name in fixed if not np.array_equal(runs[0][name], runs[1][name])]
-
-
-def _kinds():
-    """This thread's kept kinds, all dropped first if over LIMIT or BUDGET."""
-    kinds = _THREAD.__dict__.setdefault("kinds", {})
-    held = sum([sum([a.nbytes for a in kept[1].values()]) for kept in kinds.values() if kept is not None])
-    if len(kinds) >= LIMIT or held > BUDGET:
-        kinds.clear()
-    return kinds
-
-
-def _key(module, passes, params, data, initial):
-    """The kind of a call: module, maths, the shapes of its arguments and the data's dtypes."""
-    key = (module, passes, *[(value.shape, value.dtype) for value in data])
-    return key + (*[getattr(v, "shape", None) for v in initial.values()], *[v.shape for v in params.values()])
 
 
 def _tried(module, passes, params, data, initial):
