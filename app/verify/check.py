@@ -133,8 +133,8 @@ def negligible(analytic, largest, tolerance):
 
 def sample_entries(shape, count, rng):
     """At most count indices of an array of this shape, in order, drawn by rng."""
-    flat = list(np.ndindex(shape))
-    return [flat[i] for i in sorted(rng.permutation(len(flat))[:count])]
+    drawn = sorted(rng.permutation(int(np.prod(shape)))[:count])
+    return [tuple(int(i) for i in np.unravel_index(n, shape)) for n in drawn]
 
 
 def check(
