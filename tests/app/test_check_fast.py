@@ -111,21 +111,24 @@ def test_a_module_whose_samples_meet_gets_no_batched():
     assert Batched.find(problem(mixing, 5, 3, seed=0)) is None
 
 
-def test_a_wrong_initial_state_gradient_is_caught_in_batched_sets():
-    """lstm-layernorm's dL/dc0 off by one part in a million in one entry: c0 FAILs, every other array passes."""
+@pytest.mark.parametrize("wrong_name, index", [("c0", (1, 2)), ("alpha_1", (5,))])
+def test_a_wrong_gradient_is_caught_in_batched_sets(wrong_name, index):
+    """lstm-layernorm's dL/dc0 (an initial state) or dL/dalpha_1 (a norm's gain, a vector given a row per sample)
+    off by one part in a million in one entry, differenced in Batched's sets: that array FAILs, every other passes."""
     module = module_of("lstm-layernorm")
+    assert wrong_name in Batched.find(problem(module, 5, 3, seed=0)).values(problem(module, 5, 3, seed=0))
     wrong = types.ModuleType("wrong")
     wrong.__dict__.update(module.__dict__)
 
     def loss_and_grads(*args, **kwargs):
         loss, grads = module.loss_and_grads(*args, **kwargs)
-        grads["c0"] = grads["c0"].copy()
-        grads["c0"][1, 2] *= 1 + 1e-6
+        grads[wrong_name] = grads[wrong_name].copy()
+        grads[wrong_name][index] *= 1 + 1e-6
         return loss, grads
 
     wrong.loss_and_grads = loss_and_grads
     rows = check(wrong, 5, 3, seed=0, max_entries=64)
-    assert {row.name: row.ok for row in rows} == {key: key != "c0" for key in [*module.PARAMS, *module.STATES]}
+    assert {row.name: row.ok for row in rows} == {key: key != wrong_name for key in [*module.PARAMS, *module.STATES]}
 
 
 def test_require_finite_says_what_a_fresh_forward_pass_says():
