@@ -147,3 +147,25 @@ def test_require_finite_says_what_a_fresh_forward_pass_says():
         if messages[0] != "finite":
             return
     raise AssertionError("no seed of 8 overflows in float64")
+
+
+@pytest.mark.parametrize("name", ["elman", "lstm-layernorm"])
+def test_ladders_in_step_give_what_each_ladder_gives_alone(name):
+    """differences in step (Layout's or Batched's sets, each round's last pass filled with the ladders' later
+    differences) against Ridders' method entry by entry on plain forward passes: the same derivatives, to 1e-6 of
+    each (or of 1e-3 of its array's largest), both with small error estimates (the wide passes round otherwise)."""
+    from bptt.app.verify.check import differences
+    from bptt.app.verify.ridders import ridders
+
+    instance = problem(module_of(name), 5, 3, seed=1)
+    arrays = {**instance.params, **instance.initial}
+    requests = [(key, index, 0.0) for key in arrays for index in list(np.ndindex(arrays[key].shape))[:5]]
+    in_step = np.array(differences(instance, None, requests))
+    alone = np.array([ridders(lambda: instance.loss(), arrays[key], index) for key, index, _ in requests])
+    names = np.array([key for key, _, _ in requests])
+    largest = {key: np.abs(alone[names == key, 0]).max() for key in arrays}
+    scale = np.maximum(np.abs(alone[:, 0]), [1e-3 * largest[key] for key in names])
+    assert np.all(np.abs(in_step[:, 0] - alone[:, 0]) <= 1e-6 * scale), names[
+        np.abs(in_step[:, 0] - alone[:, 0]) > 1e-6 * scale
+    ]
+    assert np.all(in_step[:, 1] <= 1e-6 * scale) and np.all(alone[:, 1] <= 1e-6 * scale)
