@@ -4,7 +4,7 @@ Each checked entry's derivative comes from Ridders' method (app/verify/ridders.p
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
 with an estimate of their own error; where the module's cells allow it (app/verify/sets.py), the
 losses of many entries' differences come from one forward pass of their parameter sets side
-by side (else those of the initial states' entries, from one of their sets along the batch:
+by side (else those of the initial states' and vector parameters' entries, from one of their sets along the batch:
 batched.py). Entry a (analytic, in the checked dtype) passes against n (numeric, float64) when
 |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
 array's largest |gradient|.
@@ -30,7 +30,7 @@ import numpy as np
 from bptt.app.verify.batched import Batched
 from bptt.app.verify.problem import problem
 from bptt.app.verify.reverse_loss import groups_of
-from bptt.app.verify.ridders import ladder, points, ridders, start
+from bptt.app.verify.ridders import STEPS, ladder, points, ridders, start
 from bptt.app.verify.sets import Layout
 from bptt.codegen.backends import BACKENDS, module_filename, reference
 from bptt.runtime.options import RANDOM, Truncation
@@ -133,8 +133,8 @@ def negligible(analytic, largest, tolerance):
 
 def sample_entries(shape, count, rng):
     """At most count indices of an array of this shape, in order, drawn by rng."""
-    flat = list(np.ndindex(shape))
-    return [flat[i] for i in sorted(rng.permutation(len(flat))[:count])]
+    drawn = sorted(rng.permutation(int(np.prod(shape)))[:count])
+    return [tuple(int(i) for i in np.unravel_index(n, shape)) for n in drawn]
 
 
 def check(
@@ -185,14 +185,15 @@ def differences(instance, truncate, requests):
     """Ridders' (derivative, error estimate) of instance.loss(truncate) along each requested
     (array name, index, enough). Where a Layout keeps the module's parameter sets apart, the
     ladders run in step, their next differences' losses from forward passes of Layout.sets
-    sets at once; otherwise one entry after another, but for the initial states' entries, in step
-    if Batched keeps their sets apart."""
+    sets at once; otherwise one entry after another, but for the entries of the arrays Batched varies (initial
+    states, vectors), in step if Batched keeps their sets apart."""
     arrays = {**instance.params, **instance.initial}
     layout = Layout.find(instance, truncate)
     if layout is not None:
         return in_step(instance, truncate, requests, layout)
     batched = Batched.find(instance, truncate)
-    apart = [n for n, (name, _, _) in enumerate(requests) if batched is not None and name in instance.initial]
+    varied = batched.values(instance) if batched is not None else {}
+    apart = [n for n, (name, _, _) in enumerate(requests) if name in varied]
     found = dict(zip(apart, in_step(instance, truncate, [requests[n] for n in apart], batched), strict=True))
     for n, (name, index, limit) in enumerate(requests):
         if n not in found:
@@ -211,10 +212,9 @@ def in_step(instance, truncate, requests, layout):
     ahead_of = [points(*first) for first in firsts]  # what each ladder will ask for, in order
     asked, known, done, ahead = {n: next(steps) for n, steps in enumerate(ladders)}, {}, {}, FIRST
     while asked:
-        wanted = []
-        for n, values in asked.items():
-            j = ahead_of[n].index(values)
-            wanted += [(n, pair) for pair in ahead_of[n][j : j + ahead] if (n, pair) not in known]
+        next_of = {n: ahead_of[n][ahead_of[n].index(values) :] for n, values in asked.items()}  # each one's to come
+        wanted = [(n, pair) for n, pairs in next_of.items() for pair in pairs[:ahead] if (n, pair) not in known]
+        wanted += _spare(next_of, known, ahead, (-2 * len(wanted)) % layout.sets // 2)
         changes = [(*requests[n][:2], value) for n, pair in wanted for value in pair]
         losses = iter(layout.losses(instance, truncate, changes))
         known.update({(n, pair): (next(losses), next(losses)) for n, pair in wanted})
@@ -227,6 +227,17 @@ def in_step(instance, truncate, requests, layout):
                 del asked[n]
         ahead = AHEAD
     return [done[n] for n in range(len(requests))]
+
+
+def _spare(next_of, known, ahead, room):
+    """At most room (ladder, pair)s beyond the first `ahead` of each ladder's next_of, not known, the nearest first:
+    what the last forward pass of a round has room for besides its wanted ones (else it repeats the last)."""
+    spare = []
+    for depth in range(ahead, STEPS):
+        spare += [
+            (n, pairs[depth]) for n, pairs in next_of.items() if depth < len(pairs) and (n, pairs[depth]) not in known
+        ]
+    return spare[:room]
 
 
 class PatternRng(np.random.Generator):

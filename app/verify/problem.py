@@ -125,7 +125,8 @@ class Problem:
         xs, ys = (np.concatenate([data[a : a + length] for a in starts], axis=1) for data in (self.xs, self.ys))
         states = [self.start(a, d) for a, d in zip(starts, detached, strict=True)]
         initial = {key: np.concatenate([state[key] for state in states]) for key in self.initial}
-        outputs = trusted.forward(module, self.params, (xs, ys) if module.TEACHER_FORCED else (xs,), initial)[0]
+        params = trusted.tiled(module, self.params, len(starts))  # a row per sample: for each segment
+        outputs = trusted.forward(module, params, (xs, ys) if module.TEACHER_FORCED else (xs,), initial)[0]
         weights = np.concatenate([np.broadcast_to(self.weights(a, a + length), (length, batch, 1)) for a in starts], 1)
         losses = (self.scores(outputs, ys) * weights).reshape(length, len(starts), batch, self.sets)
         return np.add.reduce(losses, 2) / batch

@@ -7,6 +7,7 @@ import numpy as np
 # extrapolation; a growing error (rounding taking over) stops it once above SAFE times the best.
 START, SHRINK, STEPS, ORDERS, SAFE = 0.1, 2.0, 16, 4, 2.0
 ROUNDING = 8  # a floor on a central difference's rounding noise: 8 eps |loss| / step
+EPS = float(np.finfo(float).eps)
 
 
 def ridders(loss, array, index, enough=0.0):
@@ -94,7 +95,7 @@ def points(saved, step):
 def _central(rise, fall, up, down):
     """(rise - fall) / (up - down), the central difference of losses rise at up and fall at down,
     and its rounding noise."""
-    return (rise - fall) / (up - down), ROUNDING * np.finfo(float).eps * max(abs(rise), abs(fall)) / (up - down)
+    return (rise - fall) / (up - down), ROUNDING * EPS * max(abs(rise), abs(fall)) / (up - down)
 
 
 def _extrapolate(previous, difference, rounding):

@@ -19,6 +19,7 @@ one set reaches the others through the blocks' zeros: a chunk of sets whose loss
 evaluated again one set at a time."""
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -128,6 +129,7 @@ class Layout:
         return dataclasses.replace(instance, params=params, xs=xs, ys=ys, initial=initial, frozen=frozen, sets=count)
 
 
+@functools.cache
 def _stacked(dim):
     """(count, size) of an axis: (4, "h") for "4*h", an axis of 4 stacked blocks of h (a 4h pre-activation whose
     slices are the gates), (1, "h") for "h"."""

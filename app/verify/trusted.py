@@ -8,7 +8,8 @@ the public forward is not a plain shell of its _PASSES: a test's wrapper, a fram
 that kind run the second way, into the kept arrays; otherwise, and for a module without _PASSES (one of groups of
 steps, a framework's), every call runs the public forward. The check's arrays are its own, of the kinds checked at
 the first call: what the public forward would check again is their shapes and dtypes, and that they hold no nan
-or inf (the check's perturbed entries are finite numbers)."""
+or inf (the check's perturbed entries are finite numbers). A batch of sets (app/verify/batched.py) may give the
+vector parameters a row per sample: _rowed_arrays says how that is run and checked."""
 
 import threading
 
@@ -21,9 +22,11 @@ _THREAD = threading.local()
 
 def forward(module, params, data, initial):
     """(outputs, cache) of module.forward(params, *data, **initial): in arrays kept for the next call of this kind,
-    so valid until then, if trusted."""
+    so valid until then, if trusted. Vector parameters given a row per sample (per_sample): see _rowed_arrays."""
     passes = getattr(module, "_PASSES", None)
     if passes is None:
+        if per_sample(module, params):
+            raise ValueError(f"{module.__name__}: a row per sample of its vectors needs its NumPy maths")
         return module.forward(params, *data, **initial)
     kinds = _THREAD.__dict__.setdefault("kinds", {})
     key = (module, passes, *[(value.shape, value.dtype) for value in data])
@@ -32,14 +35,65 @@ def forward(module, params, data, initial):
         held = sum([sum([a.nbytes for a in kept[1].values()]) for kept in kinds.values() if kept is not None])
         if len(kinds) >= LIMIT or held > BUDGET:
             kinds.clear()
-        kinds[key], public = _tried(module, passes, params, data, initial)
-        return public
+        if per_sample(module, params):
+            kinds[key] = _rowed_arrays(module, passes, params, data, initial)
+        else:
+            kinds[key], public = _tried(module, passes, params, data, initial)
+            return public
     kept = kinds[key]
     if kept is None:
         return module.forward(params, *data, **initial)
     sizes, work = kept
     passes.forward(params, sizes, *data, *[initial[name] for name in module.STATES], work)
     return work[passes.spec.output], passes.cache(data[0], work)
+
+
+def per_sample(module, params):
+    """The vector parameters given a row per sample, (B, n) where the module's SHAPES says (n,)."""
+    return [name for name, value in params.items() if value.ndim > len(module.SHAPES[name])]
+
+
+def tiled(module, params, count):
+    """params for a batch of count batches side by side: the vectors given a row per sample, repeated count times."""
+    rowed = per_sample(module, params)
+    return {key: np.concatenate([value] * count) if key in rowed else value for key, value in params.items()}
+
+
+def _rowed_arrays(module, passes, params, data, initial):
+    """(sizes, work arrays) of the module's maths with a row per sample of the vectors per_sample names (each sample's
+    own b, say): where the maths reads a vector elementwise along the units, a (B, n) one broadcasts as the sample's
+    row; the arrays of no step and sample that change with the vectors (b + beta) get a row per sample too. Checked:
+    every row at the first row's vectors gives the public forward's outputs and cache bit for bit (else ValueError,
+    as for a module whose maths refuse the rows); that the rows keep apart, by the caller (app/verify/batched.py)."""
+    if list(initial) != list(module.STATES) or any(value is None for value in initial.values()):
+        raise ValueError(f"{module.__name__}: a row per sample of its vectors needs every initial state")
+    rowed = per_sample(module, params)
+    first = {name: value[0] if name in rowed else value for name, value in params.items()}
+    public = module.forward(first, *data, **initial)
+    sizes, dtype = passes.check_params(passes.spec, first, False)
+    sizes.update(T=data[0].shape[0], B=data[0].shape[1])
+    work = passes.forward_arrays(sizes["T"], sizes["B"], sizes, dtype)
+    for name in _from_vectors(passes, first, rowed, sizes, (*data, *initial.values()), work):
+        work[name] = np.empty((sizes["B"], *work[name].shape), work[name].dtype)
+    alike = {name: np.broadcast_to(first[name], params[name].shape) for name in rowed}
+    passes.forward({**params, **alike}, sizes, *data, *initial.values(), work)
+    if not _same_run(public, work[passes.spec.output], passes.cache(data[0], work)):
+        raise ValueError(f"{module.__name__}: its public forward is not its maths' plain shell")
+    return sizes, work
+
+
+def _from_vectors(passes, params, rowed, sizes, arguments, work):
+    """The work arrays of no step and sample whose values change when the vectors rowed change."""
+    fixed = [name for name, dims in passes.forward_work.items() if not {"T", "T+1", "B"} & set(dims)]
+    shift = np.random.default_rng(0)
+    runs = []
+    for values in (
+        params,
+        {**params, **{name: params[name] + shift.standard_normal(params[name].shape) for name in rowed}},
+    ):
+        passes.forward(values, sizes, *arguments, work)
+        runs.append({name: work[name].copy() for name in fixed})
+    return [name for name in fixed if not np.array_equal(runs[0][name], runs[1][name])]
 
 
 def _tried(module, passes, params, data, initial):
@@ -52,11 +106,15 @@ def _tried(module, passes, params, data, initial):
     sizes.update(T=data[0].shape[0], B=data[0].shape[1])
     work = passes.forward_arrays(sizes["T"], sizes["B"], sizes, dtype)
     passes.forward(params, sizes, *data, *initial.values(), work)
-    same = _identical(outputs, work[passes.spec.output])
-    mine = passes.cache(data[0], work)
-    if not same or cache.keys() != mine.keys() or not all(_identical(cache[k], mine[k]) for k in cache):
+    if not _same_run(public, work[passes.spec.output], passes.cache(data[0], work)):
         return None, public
     return (sizes, work), public
+
+
+def _same_run(public, outputs, cache):
+    """Whether (outputs, cache) are the public forward's, bit for bit."""
+    same = _identical(public[0], outputs) and public[1].keys() == cache.keys()
+    return same and all(_identical(public[1][key], cache[key]) for key in cache)
 
 
 def _identical(a, b):

@@ -52,22 +52,47 @@ def test_a_forward_that_is_not_its_passes_maths_is_always_called():
 @pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
 @pytest.mark.parametrize("name", ["lstm-layernorm", "elman-jordan"])
 def test_batched_losses_are_each_change_s_plain_loss(name, truncate):
-    """Changes of initial states' entries, more than one forward pass holds: each loss Batched gives is the
-    plain loss with that change alone, to AGREEMENT (a change read in another set's samples would not be)."""
+    """Changes of entries of initial states and of vector parameters (each set's in its samples' rows), more than
+    one forward pass holds: each loss Batched gives is the plain loss with that change alone, to AGREEMENT (a change
+    read in another set's samples would not be)."""
     instance = problem(module_of(name), 7, 3, seed=2)
     batched = Batched.find(instance, truncate)
     assert Layout.find(instance, truncate) is None and batched is not None
-    rng, changes = np.random.default_rng(4), []
+    vectors = [key for key, dims in instance.module.SHAPES.items() if len(dims) == 1]
+    assert batched.vectors == tuple(vectors) and vectors
+    rng, changes, values = np.random.default_rng(4), [], batched.values(instance)
     for _ in range(batched.sets + 3):
-        key = list(instance.initial)[rng.integers(len(instance.initial))]
-        index = tuple(int(rng.integers(n)) for n in instance.initial[key].shape)
-        changes.append((key, index, float(instance.initial[key][index] + rng.standard_normal())))
+        key = list(values)[rng.integers(len(values))]
+        index = tuple(int(rng.integers(n)) for n in values[key].shape)
+        changes.append((key, index, float(values[key][index] + rng.standard_normal())))
+    assert {key for key, _, _ in changes} & set(vectors) and {key for key, _, _ in changes} & set(instance.initial)
     losses = batched.losses(instance, truncate, changes)
     for (key, index, value), loss in zip(changes, losses, strict=True):
-        initial = {**instance.initial, key: instance.initial[key].copy()}
-        initial[key][index] = value
-        plain = dataclasses.replace(instance, initial=initial).loss(truncate)
+        changed = {**values, key: values[key].copy()}
+        changed[key][index] = value
+        plain = batched.plain(instance, changed).loss(truncate)
         assert abs(loss - plain) <= AGREEMENT * abs(plain), (key, index)
+
+
+def test_a_row_per_sample_of_the_vectors_gives_each_sample_its_set_s_forward():
+    """trusted.forward with lstm-layernorm's vectors given a row per sample, two sets of three samples: each set's
+    outputs are the public forward's at that set's vectors; the first call (which tries the arrays) and later ones."""
+    module, rng = module_of("lstm-layernorm"), np.random.default_rng(3)
+    instance = problem(module, 6, 3, seed=0)
+    vectors = [key for key, dims in module.SHAPES.items() if len(dims) == 1]
+    data, initial = (
+        (np.concatenate([instance.xs] * 2, axis=1),),
+        {k: np.concatenate([v] * 2) for k, v in instance.initial.items()},
+    )
+    for _ in range(3):
+        sets = [moved(instance.params, rng) for _ in range(2)]
+        params = {**sets[0], **{key: np.repeat([each[key] for each in sets], 3, axis=0) for key in vectors}}
+        outputs = trusted.forward(module, params, data, initial)[0]
+        for k, each in enumerate(sets):
+            plain = module.forward({**params, **{key: each[key] for key in vectors}}, instance.xs, **instance.initial)[
+                0
+            ]
+            assert np.allclose(outputs[:, 3 * k : 3 * k + 3], plain, rtol=1e-13, atol=0)
 
 
 def test_a_module_whose_samples_meet_gets_no_batched():
@@ -86,21 +111,24 @@ def test_a_module_whose_samples_meet_gets_no_batched():
     assert Batched.find(problem(mixing, 5, 3, seed=0)) is None
 
 
-def test_a_wrong_initial_state_gradient_is_caught_in_batched_sets():
-    """lstm-layernorm's dL/dc0 off by one part in a million in one entry: c0 FAILs, every other array passes."""
+@pytest.mark.parametrize("wrong_name, index", [("c0", (1, 2)), ("alpha_1", (5,))])
+def test_a_wrong_gradient_is_caught_in_batched_sets(wrong_name, index):
+    """lstm-layernorm's dL/dc0 (an initial state) or dL/dalpha_1 (a norm's gain, a vector given a row per sample)
+    off by one part in a million in one entry, differenced in Batched's sets: that array FAILs, every other passes."""
     module = module_of("lstm-layernorm")
+    assert wrong_name in Batched.find(problem(module, 5, 3, seed=0)).values(problem(module, 5, 3, seed=0))
     wrong = types.ModuleType("wrong")
     wrong.__dict__.update(module.__dict__)
 
     def loss_and_grads(*args, **kwargs):
         loss, grads = module.loss_and_grads(*args, **kwargs)
-        grads["c0"] = grads["c0"].copy()
-        grads["c0"][1, 2] *= 1 + 1e-6
+        grads[wrong_name] = grads[wrong_name].copy()
+        grads[wrong_name][index] *= 1 + 1e-6
         return loss, grads
 
     wrong.loss_and_grads = loss_and_grads
     rows = check(wrong, 5, 3, seed=0, max_entries=64)
-    assert {row.name: row.ok for row in rows} == {key: key != "c0" for key in [*module.PARAMS, *module.STATES]}
+    assert {row.name: row.ok for row in rows} == {key: key != wrong_name for key in [*module.PARAMS, *module.STATES]}
 
 
 def test_require_finite_says_what_a_fresh_forward_pass_says():
@@ -119,3 +147,25 @@ def test_require_finite_says_what_a_fresh_forward_pass_says():
         if messages[0] != "finite":
             return
     raise AssertionError("no seed of 8 overflows in float64")
+
+
+@pytest.mark.parametrize("name", ["elman", "lstm-layernorm"])
+def test_ladders_in_step_give_what_each_ladder_gives_alone(name):
+    """differences in step (Layout's or Batched's sets, each round's last pass filled with the ladders' later
+    differences) against Ridders' method entry by entry on plain forward passes: the same derivatives, to 1e-6 of
+    each (or of 1e-3 of its array's largest), both with small error estimates (the wide passes round otherwise)."""
+    from bptt.app.verify.check import differences
+    from bptt.app.verify.ridders import ridders
+
+    instance = problem(module_of(name), 5, 3, seed=1)
+    arrays = {**instance.params, **instance.initial}
+    requests = [(key, index, 0.0) for key in arrays for index in list(np.ndindex(arrays[key].shape))[:5]]
+    in_step = np.array(differences(instance, None, requests))
+    alone = np.array([ridders(lambda: instance.loss(), arrays[key], index) for key, index, _ in requests])
+    names = np.array([key for key, _, _ in requests])
+    largest = {key: np.abs(alone[names == key, 0]).max() for key in arrays}
+    scale = np.maximum(np.abs(alone[:, 0]), [1e-3 * largest[key] for key in names])
+    assert np.all(np.abs(in_step[:, 0] - alone[:, 0]) <= 1e-6 * scale), names[
+        np.abs(in_step[:, 0] - alone[:, 0]) > 1e-6 * scale
+    ]
+    assert np.all(in_step[:, 1] <= 1e-6 * scale) and np.all(alone[:, 1] <= 1e-6 * scale)

@@ -96,6 +96,7 @@ class KeptPattern(Problem):
         firsts = [0, *[t for t in range(1, len(steps)) if keep[t] == 0]]
         runs = [range(a, b) for a, b in zip(firsts, [*firsts[1:], len(steps)], strict=True)]
         state, outputs = dict(self.initial), [None] * len(steps)
+        params = trusted.tiled(module, self.params, len(runs))  # a row per sample (Batched's vectors): per run
         for j in range(max(map(len, runs))):
             at = [run[min(j, len(run) - 1)] for run in runs]
             scale = np.repeat([keep[t] if j < len(run) else 0.0 for t, run in zip(at, runs, strict=True)], batch)
@@ -107,7 +108,7 @@ class KeptPattern(Problem):
                 for key, value in (state if j > 0 else self._first(runs, held)).items()
             }
             data = [np.concatenate([steps[t][0][i] for t in at], axis=1) for i in range(len(steps[0][0]))]
-            output, cache = trusted.forward(module, self.params, data, start)  # its arrays reused by the next step
+            output, cache = trusted.forward(module, params, data, start)  # its arrays reused by the next step
             for r, (t, run) in enumerate(zip(at, runs, strict=True)):
                 if j < len(run):
                     outputs[t] = output[:, r * batch : (r + 1) * batch].copy()
