@@ -34,6 +34,26 @@ def _draws_independent_of_loaded_modules():
 _draws_independent_of_loaded_modules()
 
 
+def _hypothesis_random_registered_while_the_heap_is_small():
+    """Hypothesis registers its global Random on the first derandomized test a process runs, with a full garbage
+    collection and a search of every object for its referrers: a second or more once a worker holds a share of the
+    suite. The same registration, done here, costs nothing."""
+    import random
+
+    try:
+        from hypothesis import core
+        from hypothesis.internal.entropy import register_random
+
+        if core.threadlocal._hypothesis_global_random is None:
+            core.threadlocal._hypothesis_global_random = random.Random()
+            register_random(core.threadlocal._hypothesis_global_random)
+    except (ImportError, AttributeError):  # no Hypothesis, or another one: it registers its own way
+        return
+
+
+_hypothesis_random_registered_while_the_heap_is_small()
+
+
 @pytest.fixture(scope="session")
 def concrete_problem():
     """make_problem(name, steps, seed), e.g. concrete_problem("elman", 3, seed=1)."""
