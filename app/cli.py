@@ -17,7 +17,7 @@ from bptt.app.verify import problem as instances
 from bptt.app.verify.check_backend import Options, report
 from bptt.codegen.backends import BACKENDS, require
 from bptt.derive.direction import forward_only
-from bptt.derive.models import ZOO, names
+from bptt.derive.models import ZOO, load, names
 from bptt.documents.document import UnknownSection, sections
 from bptt.documents.render import figure_files, rendered
 
@@ -25,7 +25,7 @@ from bptt.documents.render import figure_files, rendered
 def cmd_models(args):
     width = max(map(len, names())) + 2  # the longest name, then two spaces before the titles
     for name in names():
-        model = ZOO[name]()
+        model = load(name)
         print(f"{name:<{width}}{model.title}")
     return 0
 

@@ -8,7 +8,7 @@ import bptt.generated as generated
 from bptt.app.arguments import UsageError, load_model
 from bptt.app.files import output_folder, output_target, write_atomic
 from bptt.codegen.backends import BACKENDS, module_filename, reference
-from bptt.derive.models import ZOO, names
+from bptt.derive.models import ZOO, load, names
 
 GENERATED = pathlib.Path(generated.__file__).parent
 # A checkout holds pyproject.toml beside generated/; an installed bptt (site-packages) has none.
@@ -83,7 +83,7 @@ def _report(args, sources):
 def _unexpected(sources):
     """The *.py files (but __init__.py) in the output folders that no zoo model writes, in any backend."""
     folders = {path.parent for path in sources}
-    written = {ZOO[name]().name for name in names()}
+    written = {load(name).name for name in names()}
     expected = {folder / b.filename(name) for folder in folders for name in written for b in BACKENDS.values()}
     found = {path for folder in folders for path in folder.glob("*.py") if path.name != "__init__.py"}
     return sorted(found - expected)

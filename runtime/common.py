@@ -52,6 +52,15 @@ _FLOATS = ("float32", "float64")  # the dtypes the modules compute in, as _dtype
 
 def _dtype_name(dtype):
     """A dtype as the messages name it, NumPy's, torch's and JAX's alike: float64."""
+    try:
+        return _named_dtype(dtype)
+    except TypeError:  # an unhashable dtype attribute of something that is no array: named as it prints
+        return str(dtype).removeprefix("torch.")
+
+
+@functools.lru_cache(maxsize=64)
+def _named_dtype(dtype):
+    """_dtype_name, kept per dtype: NumPy prints a dtype in Python (about 10 us), and every call checks one."""
     return str(dtype).removeprefix("torch.")
 
 

@@ -34,6 +34,26 @@ def _draws_independent_of_loaded_modules():
 _draws_independent_of_loaded_modules()
 
 
+def _hypothesis_random_registered_while_the_heap_is_small():
+    """Hypothesis registers its global Random on the first derandomized test a process runs, with a full garbage
+    collection and a search of every object for its referrers: a second or more once a worker holds a share of the
+    suite. The same registration, done here, costs nothing."""
+    import random
+
+    try:
+        from hypothesis import core
+        from hypothesis.internal.entropy import register_random
+
+        if core.threadlocal._hypothesis_global_random is None:
+            core.threadlocal._hypothesis_global_random = random.Random()
+            register_random(core.threadlocal._hypothesis_global_random)
+    except (ImportError, AttributeError):  # no Hypothesis, or another one: it registers its own way
+        return
+
+
+_hypothesis_random_registered_while_the_heap_is_small()
+
+
 @pytest.fixture(scope="session")
 def concrete_problem():
     """make_problem(name, steps, seed), e.g. concrete_problem("elman", 3, seed=1)."""
@@ -86,7 +106,23 @@ def pytest_make_collect_report(collector):
     return report
 
 
+def _no_forced_collections_after_a_worker_reported(config):
+    """pytest's cleanup collects garbage five times (to report exceptions raised in finalizers) after everything
+    else; a pytest-xdist worker gets there after it has sent its last report, so what it finds reaches no report,
+    and with the heap a worker's share of the suite leaves (millions of objects) it takes about 9 s. xdist's worker
+    interrupts it after 5 s (the KeyboardInterrupt the CI log showed in Hypothesis's gc callback). Workers skip it;
+    a run without xdist (-n 0) keeps it. Garbage found while a test runs is reported with that test, as before."""
+    if not hasattr(config, "workerinput"):
+        return
+    try:
+        from _pytest.unraisableexception import gc_collect_iterations_key
+    except ImportError:  # another pytest: its own cleanup
+        return
+    config.stash[gc_collect_iterations_key] = 0
+
+
 def pytest_configure(config):
+    _no_forced_collections_after_a_worker_reported(config)
     if config.getoption("cpu_durations"):
         from bptt.tests.support.cpu_durations import Measure
 

@@ -1,6 +1,7 @@
 """The model zoo, and loading a user's model from `file.py:name`."""
 
 import dataclasses
+import functools
 import importlib.util
 import pathlib
 
@@ -35,11 +36,17 @@ def names():
 def load(spec):
     """A model by zoo name, or from a user's Python file as `path/to/file.py:function`."""
     if spec in ZOO:
-        return built(ZOO[spec])
+        return _zoo_model(spec)
     if ":" not in spec:
         raise ModelError(f"unknown model {spec!r}; known models: {', '.join(names())} (or give file.py:function)")
     path, _, attr = spec.rpartition(":")
     return _load_file(pathlib.Path(path), attr)
+
+
+@functools.cache
+def _zoo_model(name):
+    """A zoo model, built once per process (lstm-layernorm takes 0.15 s): a Model is frozen, so callers share it."""
+    return built(ZOO[name])
 
 
 def _load_file(path, attr):

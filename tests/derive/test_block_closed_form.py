@@ -111,18 +111,22 @@ def test_block_closed_form_equals_the_recursion(name, solved):
     latest state first, equals the adjoints the recursion computes."""
     _, env, forms = solved(name)
     for form in forms:
-
-        def local(step, form=form):
-            terms = (evaluate(form.local[s].subs(form.expr.index, step), env, STEPS) for s in form.states)
-            return sp.Matrix.vstack(*terms)
-
+        # each step's local term and block matrix, evaluated once for every sum that reads them
+        local = {
+            step: sp.Matrix.vstack(
+                *(evaluate(form.local[s].subs(form.expr.index, step), env, STEPS) for s in form.states)
+            )
+            for step in range(1, STEPS + 1)
+        }
+        chained = range(1, STEPS) if form.reverse else range(2, STEPS + 1)  # the steps a product reaches
+        block = {step: _block_matrix(form, step, env) for step in chained}
         for start in range(1, STEPS + 1):
-            total, product = sp.zeros(*local(start).shape), sp.eye(local(start).shape[0])
+            total, product = sp.zeros(*local[start].shape), sp.eye(local[start].shape[0])
             stops = range(start, 0, -1) if form.reverse else range(start, STEPS + 1)
             for stop in stops:
                 if stop != start:
-                    product = product * _block_matrix(form, stop, env)
-                total += product * local(stop)
+                    product = product * block[stop]
+                total += product * local[stop]
             ends = list(itertools.accumulate(_rows(s, env) for s in form.states))
             zeta = {s: total[end - _rows(s, env) : end, :] for s, end in zip(form.states, ends, strict=True)}
             adjoints = {}

@@ -36,16 +36,22 @@ class Site:
     key: str = ""  # path, scope and words: what the tables below know it by (" #2" for a second alike)
 
 
+@functools.cache
+def _trees():
+    """{path: its ast} of the sources of derive/ and codegen/, parsed once (when a test first asks, not while
+    pytest collects in each worker)."""
+    paths = [path for folder in FOLDERS for path in sorted((ROOT / folder).rglob("*.py"))]
+    return {path.relative_to(ROOT).as_posix(): ast.parse(path.read_text(encoding="utf-8")) for path in paths}
+
+
 def raise_sites():
     """Every `raise X(...)` of derive/ and codegen/, by ast."""
     seen = Counter()
-    for folder in FOLDERS:
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            relative = path.relative_to(ROOT).as_posix()
-            for site in _sites(relative, ast.parse(path.read_text(encoding="utf-8")), []):
-                key = f"{site.path} {site.scope}: {site.words}".rstrip()
-                seen[key] += 1
-                yield replace(site, key=key if seen[key] == 1 else f"{key} #{seen[key]}")
+    for relative, tree in _trees().items():
+        for site in _sites(relative, tree, []):
+            key = f"{site.path} {site.scope}: {site.words}".rstrip()
+            seen[key] += 1
+            yield replace(site, key=key if seen[key] == 1 else f"{key} #{seen[key]}")
 
 
 def _sites(path, node, scope):
@@ -72,12 +78,7 @@ def _literal(node):
 
 def _class_names():
     """The classes of derive/ and codegen/ (the model API's own names aside: a user writes those), and SymPy's."""
-    found = set()
-    for folder in FOLDERS:
-        for path in (ROOT / folder).rglob("*.py"):
-            found |= {
-                n.name for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, ast.ClassDef)
-            }
+    found = {n.name for tree in _trees().values() for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     sympy_names = {
         name for name in dir(sp) if isinstance(getattr(sp, name), type) and issubclass(getattr(sp, name), sp.Basic)
     }
@@ -86,12 +87,15 @@ def _class_names():
     return {name for name in classes if name[0].isupper()} - public  # tanh, exp: a function's name is notation
 
 
-INTERNAL_NAMES = re.compile(r"\b(" + "|".join(sorted(map(re.escape, _class_names()), key=len, reverse=True)) + r")\b")
+@functools.cache
+def internal_names():
+    """A pattern of _class_names, the longest first."""
+    return re.compile(r"\b(" + "|".join(sorted(map(re.escape, _class_names()), key=len, reverse=True)) + r")\b")
 
 
 def test_every_raise_has_a_cell():
     """The table covers every raise site found, and names none that is gone."""
-    keys = {site.key for site in raise_sites()}
+    keys = set(sites())
     covered = set(CELLS) | set(INTERNAL)
     assert sorted(keys - covered) == [], "raise sites with no cell: add one to CELLS (or INTERNAL, with why)"
     assert sorted(covered - keys) == [], "entries for raise sites that are gone"
@@ -129,21 +133,24 @@ def raised_at(error):
     return found
 
 
-SITES = {site.key: site for site in raise_sites()}
+@functools.cache
+def sites():
+    """{key: Site} of every raise site."""
+    return {site.key: site for site in raise_sites()}
 
 
 @pytest.mark.parametrize("key", sorted(CELLS))
 def test_each_refusal_is_one_line_in_the_users_notation(key, tmp_path, monkeypatch):
     how, make = CELLS[key]
     error = trigger(how, make, tmp_path, monkeypatch)
-    site = SITES[key]
+    site = sites()[key]
     places = raised_at(error)
     assert any(path == (ROOT / site.path).resolve() and line in site.lines for path, line in places), (
         f"the cell raised elsewhere: {type(error).__name__}: {error}"
     )
     message = str(error)
     assert isinstance(error, ValueError) and "\n" not in message, message
-    assert not INTERNAL_NAMES.search(message), f"an internal name in: {message}"
+    assert not internal_names().search(message), f"an internal name in: {message}"
     if how == "load":
         assert "cells.py" in message or "missing.py" in message or "no-such-model" in message, message
     else:

@@ -9,6 +9,7 @@ loss, every parameter gradient and every initial-state gradient. And pytorch/pyt
 GRU whose reverse direction must start at each sequence's own last step, not on the padding."""
 
 import dataclasses
+import functools
 import pathlib
 
 import numpy as np
@@ -38,7 +39,9 @@ class Answer:
     final: dict
 
 
+@functools.cache
 def model_of(kind):
+    """The example's model, loaded once per process (a Model is frozen: every test may share it)."""
     return load(f"{EXAMPLE}:{kind}")
 
 

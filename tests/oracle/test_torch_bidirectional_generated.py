@@ -14,10 +14,9 @@ import pytest
 torch = pytest.importorskip("torch", reason="the comparison needs torch (pip install 'bptt[torch]')")
 
 from test_oracle_cells import generate
-from test_torch_bidirectional import EXAMPLE, Q, assert_agree, draw, model_of, torch_answer, torch_module
+from test_torch_bidirectional import Q, assert_agree, draw, model_of, torch_answer, torch_module
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from bptt.derive.models import load
 from bptt.examples import torch_bidirectional
 from bptt.tests.support.padded import InNumPy
 
@@ -27,7 +26,7 @@ SENTENCES = [17, 50, 3, 29, 8]  # lengths 3 to 50, unsorted
 @functools.cache
 def generated(name, backend):
     """The module of examples/torch_bidirectional.py:<name> for the backend, generated once per process."""
-    return generate(load(f"{EXAMPLE}:{name}"), backend)
+    return generate(model_of(name), backend)
 
 
 def torch_models_answer(module, params, xs, ys, states, lengths):

@@ -127,3 +127,20 @@ def test_a_torch_call_with_data_on_another_device_is_checked_in_full():
     module.loss_and_grads(params, xs, ys)
     with pytest.raises(ValueError, match="xs is on device meta; expected cpu like the parameters"):
         module.loss_and_grads(params, xs.to("meta"), ys)
+
+
+def test_dtype_names_are_kept_per_dtype():
+    """A dtype's name, kept per dtype (runtime/common.py), is each dtype's own, whichever was named before it
+    (a cache keyed wrongly, e.g. on the dtype's kind or size, would name float64 like float32, or a big-endian
+    float64 like the native one), and something with an unhashable dtype attribute is still named as it prints."""
+    from bptt.runtime.common import _dtype_name
+
+    class Unhashable(list):
+        def __str__(self):
+            return "unhashable"
+
+    dtypes = [np.dtype("float32"), np.dtype("float64"), np.dtype(">f8"), np.dtype("int64"), torch.float64]
+    expected = ["float32", "float64", ">f8", "int64", "float64"]
+    for _ in range(2):  # once to fill the cache, once from it
+        assert [_dtype_name(dtype) for dtype in dtypes] == expected
+        assert _dtype_name(torch.float32) == "float32" and _dtype_name(Unhashable()) == "unhashable"

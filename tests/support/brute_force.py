@@ -9,6 +9,11 @@ Two ways to differentiate the unrolled loss L with respect to every entry symbol
   small scalar expressions; each is differentiated by sympy.diff, and the partial derivatives
   are accumulated last operation first (reverse mode on the scalar graph, no matrix rule).
   test_exact.py shows that both give the same numbers.
+
+The recorded expressions repeat but for their symbols (each row of W h + U x, each step's gate): each is
+differentiated once in a template with its symbols renamed to placeholders in the order they appear (`_partials`),
+and the template's derivatives are evaluated with each expression's own values. Renaming symbols bijectively
+commutes with differentiation (d f(σa, σb)/d σa is σ of df/da), so this is the same sympy.diff of each expression.
 """
 
 from collections import defaultdict
@@ -70,8 +75,35 @@ def recorded_gradients(problem, digits=DIGITS):
     values = {x: v if digits is None else sp.Float(v, digits) for x, v in problem.point.items()}
     for symbol, expr in definitions:
         values[symbol] = expr.xreplace(values)
-    adjoint = defaultdict(lambda: sp.S.Zero, {loss: sp.S.One})
+    adjoint, templates = defaultdict(lambda: sp.S.Zero, {loss: sp.S.One}), {}
     for symbol, expr in reversed(definitions):
-        for operand in expr.free_symbols:
-            adjoint[operand] += adjoint[symbol] * sp.diff(expr, operand).xreplace(values)
+        operands, derivatives = _partials(expr, templates)
+        at = {_place(k): values[operand] for k, operand in enumerate(operands)}
+        for operand, derivative in zip(operands, derivatives, strict=True):
+            adjoint[operand] += adjoint[symbol] * derivative.xreplace(at)
     return {x: adjoint[x] for x in problem.symbols}
+
+
+_PLACES = []  # placeholder symbols, p0, p1, ...: Dummies, so that no expression's own symbol is one
+
+
+def _place(k):
+    while len(_PLACES) <= k:
+        _PLACES.append(sp.Dummy(f"p{len(_PLACES)}"))
+    return _PLACES[k]
+
+
+def _partials(expr, templates):
+    """(expr's symbols in the order they appear, [d template / d placeholder k] by sympy.diff): the template is expr
+    with its k-th symbol renamed to _place(k); templates holds those differentiated before."""
+    operands = {}
+    for node in sp.preorder_traversal(expr):
+        if node.is_Symbol:
+            operands.setdefault(node, len(operands))
+        else:  # a number, or an operation on symbols and numbers: nothing else can hold a free symbol
+            assert node.args or node.is_number, f"{node!r} in {expr}"
+    operands = list(operands)
+    template = expr.xreplace({operand: _place(k) for k, operand in enumerate(operands)})
+    if template not in templates:
+        templates[template] = [sp.diff(template, _place(k)) for k in range(len(operands))]
+    return operands, templates[template]

@@ -21,12 +21,17 @@ import bptt.app.cli  # the modules every command loads, once
 from bptt.app.start import run
 
 # With "preload": once too, what many commands load when they need it: the code generators and runtimes (every
-# backend), the frameworks (torch and JAX start no thread on import: safe to fork) and what SymPy's simplify
-# loads. Not generated/: a test may rewrite a module there.
+# backend), the frameworks (torch and JAX start no thread on import: safe to fork), what SymPy's simplify
+# loads, and the zoo's models (derive.models.load builds each once per process). Not generated/: a test may
+# rewrite a module there.
 if sys.argv[1:] == ["preload"]:
     for parent in ("bptt.codegen", "bptt.runtime"):
         for found in pkgutil.walk_packages(importlib.import_module(parent).__path__, parent + "."):
             importlib.import_module(found.name)
+    from bptt.derive.models import load, names
+
+    for name in names():
+        load(name)
     for name in ("torch", "jax", "jax.numpy", "sympy.physics.units"):
         try:
             importlib.import_module(name)
