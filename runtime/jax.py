@@ -166,7 +166,9 @@ def _padded(value, index, shape, dtype):
     index += (slice(None),) * (len(shape) - len(index))
     starts, block = [], []
     for part, size in zip(index, shape, strict=True):
-        start, stop, _ = part.indices(size)
+        start, stop, step = part.indices(size)
+        if step != 1:
+            raise ValueError(f"_placed takes blocks of slices of step 1, got {part!r}")
         starts.append(start)
         block.append(max(stop - start, 0))
     value = jnp.broadcast_to(jnp.asarray(value, dtype), block)
