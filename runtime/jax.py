@@ -73,8 +73,9 @@ def _ages(truncation):
 def _following(values, after=None):
     """values at step t+1 for t = 1..T: at T, after (the value at step 1 of the next segment of steps), or
     zero (nothing follows the last step)."""
-    last = jnp.zeros_like(values[:1]) if after is None else jnp.asarray(after, values.dtype)[None]
-    return jnp.concatenate([values[1:], last])
+    if after is None:  # one operation: the first step dropped, a zero step padded after the last
+        return jax.lax.pad(values, jnp.zeros((), values.dtype), [(-1, 1, 0)] + [(0, 0, 0)] * (values.ndim - 1))
+    return jnp.concatenate([values[1:], jnp.asarray(after, values.dtype)[None]])
 
 
 def _fresh(local, ages):
@@ -146,11 +147,33 @@ def _placed(like, *blocks):
     widens the result to them."""
     out = jnp.zeros_like(like)
     for index, value in blocks:
-        extra = jnp.ndim(value) - out[index].ndim
+        extra = jnp.ndim(value) - out.ndim
         if extra > 0:
             out = jnp.broadcast_to(out, jnp.shape(value)[:extra] + out.shape)
-        out = out.at[index].add(value)
+        out = out + _padded(value, index, out.shape, out.dtype)
     return out
+
+
+def _padded(value, index, shape, dtype):
+    """value in dtype, broadcast to the block that index (slices of step 1, Ellipsis) picks from an array of shape,
+    zero around it. Added to a sum started from zeros, it adds what out.at[index].add(value) adds (no entry of such
+    a sum is -0.0, so adding 0 changes none); run eagerly (jax.disable_jit, the tests' random cells), one cheap
+    operation where a scatter's indexing costs ten."""
+    index = index if isinstance(index, tuple) else (index,)
+    if Ellipsis in index:
+        at = index.index(Ellipsis)
+        index = index[:at] + (slice(None),) * (len(shape) - len(index) + 1) + index[at + 1 :]
+    index += (slice(None),) * (len(shape) - len(index))
+    starts, block = [], []
+    for part, size in zip(index, shape, strict=True):
+        start, stop, step = part.indices(size)
+        if step != 1:
+            raise ValueError(f"_placed takes blocks of slices of step 1, got {part!r}")
+        starts.append(start)
+        block.append(max(stop - start, 0))
+    value = jnp.broadcast_to(jnp.asarray(value, dtype), block)
+    edges = [(start, size - start - rows, 0) for start, size, rows in zip(starts, shape, block, strict=True)]
+    return jax.lax.pad(value, jnp.zeros((), dtype), edges)
 
 
 def _scatter_columns(values, labels, columns):

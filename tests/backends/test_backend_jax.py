@@ -23,6 +23,7 @@ import numpy as np
 from bptt.app.verify.check import load_module
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.models import load
+from bptt.tests.support.jax_eager import on_device
 from bptt.tests.support.modules import cache_steps
 from bptt.tests.support.zoo import supporting
 
@@ -69,7 +70,7 @@ def assert_close(got, expected, tol, what):
 
 
 def to_jax(tree, dtype=None):
-    return {k: jnp.asarray(v if dtype is None or v.dtype.kind != "f" else v.astype(dtype)) for k, v in tree.items()}
+    return {k: on_device(v if dtype is None or v.dtype.kind != "f" else v.astype(dtype)) for k, v in tree.items()}
 
 
 @functools.cache
@@ -115,8 +116,8 @@ def jax_loss_and_grads(name, mode, dtype=jnp.float64):
     _, module, (params, xs, ys, initial), key, _ = case(name)
     return module.loss_and_grads(
         to_jax(params, dtype),
-        jnp.asarray(xs if xs.dtype.kind != "f" else xs.astype(dtype)),
-        jnp.asarray(ys if ys.dtype.kind != "f" else ys.astype(dtype)),
+        on_device(xs if xs.dtype.kind != "f" else xs.astype(dtype)),
+        on_device(ys if ys.dtype.kind != "f" else ys.astype(dtype)),
         **to_jax(initial, dtype),
         truncate=mode,
         rng=key if mode and mode[0] == "random" else None,
@@ -163,8 +164,8 @@ def sequences(name, count=2):
         xs.append(x), ys.append(y), initial.append(start)
     expected = {k: sum(g[k] for g in each) for k in params}  # the parameters' gradients add up
     expected.update({k: np.stack([g[k] for g in each]) for k in numpy_module.STATES})  # each sequence its own
-    stacked = {key: jnp.asarray(np.stack([s[key] for s in initial])) for key in initial[0]}
-    return jnp.asarray(np.stack(xs)), jnp.asarray(np.stack(ys)), stacked, expected
+    stacked = {key: on_device(np.stack([s[key] for s in initial])) for key in initial[0]}
+    return on_device(np.stack(xs)), on_device(np.stack(ys)), stacked, expected
 
 
 def batch_loss(module, run):
@@ -213,8 +214,8 @@ def test_custom_vjp_truncated(mode, name="lstm"):
     _, module, (params, xs, ys, initial), key, expected = case(name)
 
     def loss(p, start):
-        outputs = module.apply(p, jnp.asarray(xs), **start, truncate=mode, rng=key)
-        return module.losses(outputs, jnp.asarray(ys)).sum() / B
+        outputs = module.apply(p, on_device(xs), **start, truncate=mode, rng=key)
+        return module.losses(outputs, on_device(ys)).sum() / B
 
     by_param, by_state = jax.grad(loss, argnums=(0, 1))(to_jax(params), to_jax(initial))
     assert_close({**by_param, **by_state}, expected[mode][1], 1e-12, f"{name} {mode} through apply")
@@ -224,7 +225,7 @@ def test_loss_and_grads_under_user_jit():
     """loss_and_grads inside the user's jax.jit (truncate static), traced and closed-over concrete arrays
     mixed, gives what it gives outside."""
     _, module, (params, xs, ys, initial), _, expected = case("elman")
-    data = jnp.asarray(xs), jnp.asarray(ys)  # closed over: concrete arrays inside the trace
+    data = on_device(xs), on_device(ys)  # closed over: concrete arrays inside the trace
 
     @functools.partial(jax.jit, static_argnames="truncate")
     def jitted(params, initial, truncate):
@@ -241,10 +242,10 @@ def test_backward_takes_any_output_gradient():
     _, cache = numpy_module.forward(params, xs, **initial)
     d_outputs = np.random.default_rng(5).standard_normal((T, B, params["V"].shape[0]))
     expected = numpy_module.backward(params, cache, d_outputs, truncate=("window", 3))
-    _, jax_cache = module.forward(to_jax(params), jnp.asarray(xs), **to_jax(initial))
+    _, jax_cache = module.forward(to_jax(params), on_device(xs), **to_jax(initial))
     assert module.CACHE["h"][0] == "T+1" and module.CACHE["r"][0] == "T"  # a state's initial step, a gate's steps
     assert_close(to_jax(cache_steps(cache, module, numpy_module)), jax_cache, 1e-12, "gru cache")
-    grads = module.backward(to_jax(params), jax_cache, jnp.asarray(d_outputs), truncate=("window", 3))
+    grads = module.backward(to_jax(params), jax_cache, on_device(d_outputs), truncate=("window", 3))
     assert_close(grads, expected, 1e-12, "gru backward, window 3")
 
 
@@ -280,28 +281,28 @@ def bad_calls(numpy_module, module, params, xs, ys, initial):
         (
             "nan in xs",
             lambda: numpy_module.loss_and_grads(params, nan_xs, ys),
-            lambda: module.loss_and_grads(to_jax(params), jnp.asarray(nan_xs), jnp.asarray(ys)),
+            lambda: module.loss_and_grads(to_jax(params), on_device(nan_xs), on_device(ys)),
         ),
         (
             "a parameter's shape",
             lambda: numpy_module.loss_and_grads(wide, xs, ys),
-            lambda: module.loss_and_grads(to_jax(wide), jnp.asarray(xs), jnp.asarray(ys)),
+            lambda: module.loss_and_grads(to_jax(wide), on_device(xs), on_device(ys)),
         ),
         (
             "a label out of range",
             lambda: numpy_module.loss_and_grads(params, xs, bad_ys),
-            lambda: module.loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(bad_ys)),
+            lambda: module.loss_and_grads(to_jax(params), on_device(xs), on_device(bad_ys)),
         ),
         (
             "truncate",
             lambda: numpy_module.loss_and_grads(params, xs, ys, truncate=("window", 0)),
-            lambda: module.loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(ys), truncate=("window", 0)),
+            lambda: module.loss_and_grads(to_jax(params), on_device(xs), on_device(ys), truncate=("window", 0)),
         ),
         (
             "h0's batch",
             lambda: numpy_module.loss_and_grads(params, xs, ys, h0=initial["h0"][:1]),
             lambda: module.loss_and_grads(
-                to_jax(params), jnp.asarray(xs), jnp.asarray(ys), h0=jnp.asarray(initial["h0"][:1])
+                to_jax(params), on_device(xs), on_device(ys), h0=on_device(initial["h0"][:1])
             ),
         ),
     ]
@@ -321,7 +322,7 @@ def test_bad_input_raises_the_numpy_modules_errors():
 def test_bad_input_of_jax_kinds():
     _, module, (params, xs, ys, _), _, _ = case("lstm")
     with pytest.raises(ValueError, match="needs rng=jax.random.key"):
-        module.loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(ys), truncate=("random", 0.5))
+        module.loss_and_grads(to_jax(params), on_device(xs), on_device(ys), truncate=("random", 0.5))
     with pytest.raises(ValueError, match=r"xs must be a JAX array, got ndarray"):
         module.forward(to_jax(params), xs)
 
@@ -343,7 +344,7 @@ def test_clip_grads_and_checks_under_jit():
     with pytest.raises(ValueError) as numpy_error:
         numpy_module.forward(params, xs[:, :, :1])
     with pytest.raises(ValueError) as jax_error:
-        jax.jit(module.forward)(to_jax(params), jnp.asarray(xs[:, :, :1]))
+        jax.jit(module.forward)(to_jax(params), on_device(xs[:, :, :1]))
     assert str(jax_error.value) == str(numpy_error.value)
 
 
@@ -363,7 +364,7 @@ def test_a_users_cell_with_sliced_weights():
     params = numpy_module.init_params(rng, **sizes)
     xs, ys = numpy_module.random_inputs(rng, T, B, **sizes)
     expected_loss, expected = numpy_module.loss_and_grads(params, xs, ys)
-    loss, grads = jax_module.loss_and_grads(to_jax(params), jnp.asarray(xs), jnp.asarray(ys))
+    loss, grads = jax_module.loss_and_grads(to_jax(params), on_device(xs), on_device(ys))
     assert abs(float(loss) - expected_loss) <= 1e-12 * abs(expected_loss)
     assert_close(grads, expected, 1e-12, "a user's torch-style LSTM")
 
@@ -382,7 +383,7 @@ def test_stacked_weights_are_built_and_checked():
         numpy_module.loss_and_grads(expected, xs, ys)
     params["W_ih"] = params["W_ih"][:11]
     with pytest.raises(ValueError) as jax_error:
-        jax_module.loss_and_grads(params, jnp.asarray(xs), jnp.asarray(ys))
+        jax_module.loss_and_grads(params, on_device(xs), on_device(ys))
     assert "W_ih" in str(numpy_error.value) and str(jax_error.value) == str(numpy_error.value)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from bptt.derive.models import load
 from bptt.tests.backends.test_lengths_numpy import BAD, B, T, zoo_values
-from bptt.tests.support.jax_eager import eagerly
+from bptt.tests.support.jax_eager import eagerly, on_device
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import assert_padded_as_alone, lengths_drawn
 
@@ -29,7 +29,7 @@ MODELS = ["elman", "linear", "jordan", "lstm"]
 @pytest.mark.parametrize("name", MODELS)
 def test_zoo_padded_batch_is_each_sequence_alone(name, truncate):
     model = load(name)
-    lengths = jnp.asarray(lengths_drawn(np.random.default_rng(len(name)), T, B))
+    lengths = on_device(lengths_drawn(np.random.default_rng(len(name)), T, B))
     module = module_of(f"{model.name}_jax")
     with eagerly(module):
         assert_padded_as_alone(module, model, zoo_values(model, len(name)), lengths, truncate)
@@ -38,7 +38,7 @@ def test_zoo_padded_batch_is_each_sequence_alone(name, truncate):
 @pytest.mark.parametrize("name", ["elman", "lstm"])
 def test_zoo_padded_batch_with_checkpoints(name):
     model = load(name)
-    lengths = jnp.asarray(lengths_drawn(np.random.default_rng(3), T, B))
+    lengths = on_device(lengths_drawn(np.random.default_rng(3), T, B))
     module = module_of(f"{model.name}_jax")
     with eagerly(module):
         assert_padded_as_alone(module, model, zoo_values(model, 3), lengths, ("chunk", 2), 2)
@@ -46,7 +46,7 @@ def test_zoo_padded_batch_with_checkpoints(name):
 
 def _arrays(name, seed=0):
     params, xs, ys, _ = zoo_values(load(name), seed)
-    return {k: jnp.asarray(v) for k, v in params.items()}, jnp.asarray(xs), jnp.asarray(ys)
+    return {k: on_device(v) for k, v in params.items()}, on_device(xs), on_device(ys)
 
 
 def test_apply_gradients_are_loss_and_grads_and_lengths_are_traced():
@@ -54,7 +54,7 @@ def test_apply_gradients_are_loss_and_grads_and_lengths_are_traced():
     two batches' lengths run one compiled program; vmap over a leading axis of lengths works."""
     module = module_of("elman_jax")
     params, xs, ys = _arrays("elman")
-    lengths = jnp.asarray(lengths_drawn(np.random.default_rng(5), T, B))
+    lengths = on_device(lengths_drawn(np.random.default_rng(5), T, B))
 
     def loss(params, lengths):
         return module.losses(module.apply(params, xs, lengths=lengths), ys, lengths).sum() / B
@@ -67,7 +67,7 @@ def test_apply_gradients_are_loss_and_grads_and_lengths_are_traced():
     compiled = jax.jit(loss)
     compiled(params, lengths)
     before = compiled._cache_size()
-    compiled(params, jnp.asarray([1, 2, 3, 4]))
+    compiled(params, on_device([1, 2, 3, 4]))
     assert compiled._cache_size() == before, "new lengths compiled a new program"
     stacked = jnp.stack([lengths, jnp.full(B, T)])
     mapped = jax.vmap(loss, in_axes=(None, 0))(params, stacked)
@@ -78,7 +78,7 @@ def test_apply_gradients_are_loss_and_grads_and_lengths_are_traced():
 def test_bad_lengths_are_refused_in_one_line(lengths, message):
     module = module_of("elman_jax")
     params, xs, ys = _arrays("elman")
-    lengths = jnp.asarray(lengths) if isinstance(lengths, np.ndarray) else lengths
+    lengths = on_device(lengths) if isinstance(lengths, np.ndarray) else lengths
     for call in (
         lambda: module.forward(params, xs, lengths=lengths),
         lambda: module.loss_and_grads(params, xs, ys, lengths=lengths),

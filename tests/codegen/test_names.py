@@ -22,7 +22,6 @@ import subprocess
 import sys
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import torch
 
@@ -32,6 +31,7 @@ from bptt.codegen.backends import BACKENDS
 from bptt.codegen.printing.helpers import helpers
 from bptt.derive.models import ZOO, load
 from bptt.tests.support import oracle
+from bptt.tests.support.jax_eager import on_device
 from bptt.tests.support.named_cell import CELL
 
 jax.config.update("jax_enable_x64", True)
@@ -164,7 +164,7 @@ def modules(folder):
 
 
 CONVERT = {"numpy": (np.asarray, np.asarray), "torch": (torch.from_numpy, lambda v: v.detach().numpy())}
-CONVERT["jax"] = (jnp.asarray, np.asarray)
+CONVERT["jax"] = (on_device, np.asarray)
 
 
 def agree(module, backend, model, params, xs, ys):

@@ -30,7 +30,6 @@ import sys
 from dataclasses import replace
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import torch
 
@@ -38,6 +37,7 @@ from bptt.codegen.backends import BACKENDS
 from bptt.codegen.ir import Accumulate, Loop
 from bptt.codegen.program import build
 from bptt.derive.models import load
+from bptt.tests.support.jax_eager import on_device
 from bptt.tests.support.modules import cache_steps
 from bptt.tests.support.zoo import supporting
 
@@ -88,7 +88,7 @@ def problem(numpy_module, seed=3):
     return params, xs, ys, initial
 
 
-CONVERT = {"numpy": lambda a: a, "torch": torch.from_numpy, "jax": jnp.asarray}
+CONVERT = {"numpy": lambda a: a, "torch": torch.from_numpy, "jax": on_device}
 
 
 def call(backend, function, *arrays, **options):
@@ -276,6 +276,7 @@ HASHED = """
 import hashlib
 from bptt.codegen.program import build
 from bptt.derive.models import load
+from bptt.tests.support.jax_eager import on_device
 from bptt.tests.support.modules import cache_steps
 from bptt.tests.support.zoo import supporting
 for name in [*supporting("one_program"), "{example}:lstm"]:

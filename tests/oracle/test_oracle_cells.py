@@ -47,14 +47,21 @@ def generate(model, backend):
     return module
 
 
-def agree_in_every_truncation(model, backend, seed=28):
-    """The backend's module of the model against the oracle in full BPTT (and forward mode) and in TRUNCATIONS."""
+def agree_in_every_truncation(model, backend, seed=28, expected=None):
+    """The backend's module of the model against the oracle in full BPTT (and forward mode) and in TRUNCATIONS;
+    expected: oracle_results(model, seed), when the caller has them already (several backends, one oracle)."""
     problem = random_problem(model, seed=seed)
+    expected = expected or oracle_results(model, seed)
     module = generate(model, backend)
     with eagerly(module) if backend == "jax" else contextlib.nullcontext():  # JAX uncompiled: seconds, not a minute
-        for truncate in TRUNCATIONS.values():
-            expected = run(model, *problem, truncate)
-            compare(module, model, *problem, truncate, forward_mode=truncate is None, expected=expected)
+        for mode, truncate in TRUNCATIONS.items():
+            compare(module, model, *problem, truncate, forward_mode=truncate is None, expected=expected[mode])
+
+
+def oracle_results(model, seed=28):
+    """The oracle's results (run) for the model's random problem of this seed, by TRUNCATIONS' names."""
+    problem = random_problem(model, seed=seed)
+    return {mode: run(model, *problem, truncate) for mode, truncate in TRUNCATIONS.items()}
 
 
 def backend_failures(model, problem, checks=()):

@@ -5,11 +5,15 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
+import functools
+import importlib
 import pathlib
 import re
 
 import jax
 import torch  # the examples need both frameworks: a missing one fails here
+
+from bptt.tests.support import xla
 
 README = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
 
@@ -40,8 +44,13 @@ def test_the_torch_example_trains():
 
 
 @pytest.mark.slow(seconds=10)  # XLA compiles the example's LSTM whole; handed out early, not at the end of the run
-def test_the_jax_example_trains():
+def test_the_jax_example_trains(monkeypatch):
+    """The example's jax.jit compiles as XLA does outside the tests, optimised (xla.OPTIMISED): the tests' flags
+    compile fast for tiny arrays (tests/support/xla.py), and its 200 steps would run four times as long."""
+    importlib.import_module("bptt.generated.lstm_jax")  # the module's own jitted functions made with jax.jit as is
+    monkeypatch.setattr(jax, "jit", functools.partial(jax.jit, compiler_options=xla.OPTIMISED))
     scope = run("jax", "")
+    monkeypatch.undo()
     lstm, xs, ys = scope["lstm"], scope["xs"], scope["ys"]
     start = lstm.init_params(jax.random.key(0), jax.numpy.float32, d=8, h=32, q=4)
     before, _ = lstm.loss_and_grads(start, xs, ys)

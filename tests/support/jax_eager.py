@@ -9,18 +9,28 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 
 def python_scan(f, init, xs=None, length=None, reverse=False, unroll=1, _split_transpose=False):
     """jax.lax.scan as the loop it is under jax.disable_jit()."""
-    steps = length if length is not None else jax.tree.leaves(xs)[0].shape[0]
+    leaves, tree = jax.tree.flatten(xs)
+    steps = length if length is not None else leaves[0].shape[0]
+    rows = [list(leaf) for leaf in leaves]  # each leaf's steps, unstacked at once (an indexing each costs ten times)
     carry, ys = init, []
     for t in reversed(range(steps)) if reverse else range(steps):
-        carry, y = f(carry, jax.tree.map(lambda x, t=t: x[t], xs))
+        carry, y = f(carry, jax.tree.unflatten(tree, [row[t] for row in rows]))
         ys.append(y)
     if reverse:
         ys.reverse()
     return carry, jax.tree.map(lambda *steps: jnp.stack(steps), *ys)
+
+
+def on_device(array):
+    """A NumPy array as a JAX array, put on the device as it is (its dtype, strongly typed): jnp.asarray of a NumPy
+    array compiles a program for each shape and dtype (JAX 0.10), device_put none. device_put may keep reading the
+    NumPy array's memory (on the CPU), so it is given a copy that nothing else holds. Anything else: jnp.asarray."""
+    return jax.device_put(array.copy()) if isinstance(array, np.ndarray) else jnp.asarray(array)
 
 
 JITTED = type(jax.jit(abs))

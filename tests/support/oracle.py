@@ -272,8 +272,10 @@ def _framework(module):
     if "jax" in vars(module):
         import jax
 
+        from bptt.tests.support.jax_eager import on_device
+
         jax.config.update("jax_enable_x64", True)
-        return jax.numpy.asarray, np.asarray
+        return on_device, np.asarray
     if "torch" in vars(module):
         return lambda array: torch.tensor(np.asarray(array)), lambda value: value.detach().cpu().numpy()
     return lambda array: np.array(array), np.asarray

@@ -13,6 +13,8 @@ import importlib.metadata
 
 ONE_THREAD = ("--xla_cpu_multi_thread_eigen=false",)
 FAST_COMPILE = ("--xla_backend_optimization_level=0", "--xla_llvm_disable_expensive_passes=true")
+# jax.jit(compiler_options=...) for a program that runs long (the README's training loop): XLA's defaults again
+OPTIMISED = {"xla_backend_optimization_level": 3, "xla_llvm_disable_expensive_passes": False}
 # An XLA that does not know a flag aborts the process: this one only where it is known to exist.
 OLDER_FUSION_EMITTERS = ("--xla_cpu_use_fusion_emitters=false",)
 KNOWN_FROM, KNOWN_BEFORE = (0, 6), (0, 11)  # jaxlib versions (major, minor)
