@@ -5,6 +5,7 @@ top-level bracket, one argument (or element) per line, each laid out again."""
 
 import bisect
 import collections
+import functools
 import io
 import re
 import tokenize
@@ -19,18 +20,20 @@ OPEN, CLOSE = ("(", "[", "{"), (")", "]", "}")
 SHORT = 12  # the inside of a bracket shorter than this stays on its line when no single break fits
 
 
+@functools.lru_cache(maxsize=4096)  # a long line is often read again as the line above the next one
 def line_tokens(code):
-    """The tokens of one line of code, or None if it is not a whole line (an open bracket, a string going on)."""
+    """The tokens of one line of code (a tuple), or None if it is not a whole line (an open bracket, a string going
+    on)."""
     plain = _plain_tokens(code) if _PLAIN else _SLOW
     if plain is not _SLOW:
-        return plain
+        return plain if plain is None else tuple(plain)
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return None
     skip = (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT)
     kept = _strings_whole([tok for tok in tokens if tok.type not in skip])
-    return kept if all(tok.start[0] == 1 for tok in kept) else None
+    return tuple(kept) if all(tok.start[0] == 1 for tok in kept) else None
 
 
 # Python 3.11's tokenize is Python: it reads a line by one pattern, PseudoToken, in the loop _plain_tokens runs

@@ -166,10 +166,13 @@ TRICKY = [
 def test_the_plain_line_tokenizer_reads_every_line_as_tokenize_does():
     """breaking._plain_tokens, tokenize's loop for one plain line: the same tokens as tokenize on every line of the
     generated GRU modules, on their halves (brackets left open) and on tricky lines, or it leaves the line to
-    tokenize."""
+    tokenize; line_tokens, which remembers them, gives those of tokenize alone."""
     lines = {line.strip() for path in GENERATED.glob("gru*.py") for line in path.open(encoding="utf-8")}
     lines |= {line[: len(line) // 2] for line in lines} | set(TRICKY)
     plain = {line: breaking._plain_tokens(line) for line in lines}
     assert sum(found is not breaking._SLOW for found in plain.values()) > len(lines) / 2
     for line, found in plain.items():
         assert found is breaking._SLOW or found == tokenized(line), line
+        expected = tokenized(line)
+        for _ in range(2):  # computed, then remembered (a tuple: no caller can change what is remembered)
+            assert breaking.line_tokens(line) == (expected if expected is None else tuple(expected)), line
