@@ -52,7 +52,7 @@ class Namer:
 
     model: object
 
-    @property
+    @functools.cached_property  # spell reads them more than once; a Model is frozen
     def names(self):
         """Every name the model gives: sizes, parameters, sequences."""
         return (
