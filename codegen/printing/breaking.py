@@ -20,7 +20,7 @@ OPEN, CLOSE = ("(", "[", "{"), (")", "]", "}")
 SHORT = 12  # the inside of a bracket shorter than this stays on its line when no single break fits
 
 
-@functools.lru_cache(maxsize=4096)  # a long line is often read again as the line above the next one
+@functools.lru_cache(maxsize=256)  # a long line is often read again as the line above the next one
 def line_tokens(code):
     """The tokens of one line of code (a tuple), or None if it is not a whole line (an open bracket, a string going
     on)."""
