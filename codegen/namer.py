@@ -52,7 +52,7 @@ class Namer:
 
     model: object
 
-    @property
+    @functools.cached_property  # spell reads them more than once; a Model is frozen
     def names(self):
         """Every name the model gives: sizes, parameters, sequences."""
         return (
@@ -121,7 +121,7 @@ class Namer:
         the model's is taken, and no f-string may hold a model's name (which spell refuses). Read from every
         word of the source outside strings and comments: for ASCII names, a superset of the identifiers spell
         reads (an ASCII identifier is a maximal ASCII word), so that nothing respelled here is nothing there."""
-        if not all(name.isascii() for name in self.names) or re.search(r"""\b[rRbB]?[fF][rR]?['"]""", source):
+        if not all(name.isascii() for name in self.names) or _holds_fstring(source):
             return False
         words = set(WORD.findall(NOT_CODE.sub(" ", source)))
         code = {word for word in words if MARKER not in word}
@@ -136,6 +136,18 @@ class Namer:
 
 
 WORD = re.compile(r"\w+", re.ASCII)
+FSTRING = re.compile(r"""\b[rRbB]?[fF][rR]?['"]""")
+FSTRING_END = re.compile(r"""[fF][rR]?['"]""")  # where an FSTRING match ends: found by a fast scan
+
+
+def _holds_fstring(source):
+    """Whether FSTRING matches in source (an f-string's prefix), searched from where its end can be."""
+    return any(
+        FSTRING.match(source, max(0, found.start() - 1), found.end()) or FSTRING.match(source, found.start())
+        for found in FSTRING_END.finditer(source)
+    )
+
+
 # Strings and comments, as Python reads them from left to right (an f-string's braces aside)
 NOT_CODE = re.compile(
     "|".join((r"'''[\s\S]*?'''", r'"""[\s\S]*?"""', r"'(?:\\.|[^'\\\n])*'", r'"(?:\\.|[^"\\\n])*"', r"#[^\n]*"))

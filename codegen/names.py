@@ -23,7 +23,11 @@ def hidden_name(name):
 
 def shown(text):
     """text with each hidden name shown as the model gives it (what a name's length is measured on)."""
-    return HIDDEN.sub(_inside, text) if MARKER in text else text
+    if MARKER not in text:
+        return text
+    if all(line.count(MARKER) % 2 == 0 for line in text.split("\n")):
+        return text.replace(MARKER, "")  # HIDDEN pairs a line's markers in order: it takes every one of them
+    return HIDDEN.sub(_inside, text)
 
 
 def _inside(match):

@@ -8,6 +8,7 @@ and at t after their own assignment; every other sequence appears at t only. Sev
 (LSTM's h and c) need nothing more.
 """
 
+import functools
 from dataclasses import dataclass, field
 
 import sympy as sp
@@ -121,13 +122,19 @@ class Model:
 
     def sequences(self):
         """Every sequence the model reads or assigns, once each, in the order it first names them."""
-        first = {}
-        for seq in _sequences(self):
-            first.setdefault(seq.name, seq)
-        return tuple(first.values())
+        return _first_sequences(self)
 
     def concrete_loss(self):
         return self.code_loss if self.code_loss is not None else self.loss
+
+
+@functools.lru_cache(maxsize=256)  # a walk of every equation, asked by each backend's name checks (a Model is a key,
+# as validation's direction.sweeps already takes it)
+def _first_sequences(model):
+    first = {}
+    for seq in _sequences(model):
+        first.setdefault(seq.name, seq)
+    return tuple(first.values())
 
 
 def _sequences(model):

@@ -3,7 +3,11 @@ module's lines out with it): the right-hand side of an assignment (or a return) 
 before its top-level comparison, else its + and -, or at its commas; a call or a display opened after its last
 top-level bracket, one argument (or element) per line, each laid out again."""
 
+import bisect
+import collections
+import functools
 import io
+import re
 import tokenize
 
 STEP = "    "
@@ -16,15 +20,63 @@ OPEN, CLOSE = ("(", "[", "{"), (")", "]", "}")
 SHORT = 12  # the inside of a bracket shorter than this stays on its line when no single break fits
 
 
+@functools.lru_cache(maxsize=256)  # a long line is often read again as the line above the next one
 def line_tokens(code):
-    """The tokens of one line of code, or None if it is not a whole line (an open bracket, a string going on)."""
+    """The tokens of one line of code (a tuple), or None if it is not a whole line (an open bracket, a string going
+    on)."""
+    plain = _plain_tokens(code) if _PLAIN else _SLOW
+    if plain is not _SLOW:
+        return plain if plain is None else tuple(plain)
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
     except (tokenize.TokenError, IndentationError, SyntaxError):
         return None
     skip = (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT)
     kept = _strings_whole([tok for tok in tokens if tok.type not in skip])
-    return kept if all(tok.start[0] == 1 for tok in kept) else None
+    return tuple(kept) if all(tok.start[0] == 1 for tok in kept) else None
+
+
+# Python 3.11's tokenize is Python: it reads a line by one pattern, PseudoToken, in the loop _plain_tokens runs
+# without tokenize's bookkeeping for lines to come (its tokens are the same: tests/codegen/test_columns.py).
+_PLAIN = hasattr(tokenize, "PseudoToken") and not hasattr(tokenize, "FSTRING_START")
+_PSEUDO = re.compile(getattr(tokenize, "PseudoToken", ""))
+_SLOW = object()  # what _plain_tokens returns for a line it leaves to tokenize
+
+
+def _plain_tokens(code):
+    """line_tokens(code) as tokenize finds them (3.11) for a line that starts with code and holds no line break,
+    backslash, tab, form feed or triple quote; None if it leaves a bracket open (or closes one never opened);
+    _SLOW for any other line, or a character tokenize reads as an error."""
+    if not code or code[0] in " #" or any(c in code for c in "\\\n\r\t\f"):
+        return _SLOW
+    tokens, depth, pos, end = [], 0, 0, len(code)
+    while pos < end:
+        match = _PSEUDO.match(code, pos)
+        if match is None:
+            return _SLOW
+        start, pos = match.span(1)
+        if start == pos:
+            continue
+        token, initial = code[start:pos], code[start]
+        if initial in "0123456789" or (initial == "." and token not in (".", "...")):
+            kind = tokenize.NUMBER
+        elif initial == "#":
+            kind = tokenize.COMMENT
+        elif token in tokenize.triple_quoted:
+            return _SLOW
+        elif (
+            initial in tokenize.single_quoted
+            or token[:2] in tokenize.single_quoted
+            or token[:3] in tokenize.single_quoted
+        ):
+            kind = tokenize.STRING
+        elif initial.isidentifier():
+            kind = tokenize.NAME
+        else:
+            depth += (initial in "([{") - (initial in ")]}")
+            kind = tokenize.OP
+        tokens.append(tokenize.TokenInfo(kind, token, (1, start), (1, pos), code))
+    return tokens if depth == 0 else None
 
 
 def _strings_whole(tokens):
@@ -52,10 +104,18 @@ class Code:
     def __init__(self, text, tokens):
         self.text, self.tokens = text, tokens
         self.depth, depth = [], 0  # the bracket depth of each token (a bracket at its outer depth)
-        for tok in tokens:
+        self.at_depth = collections.defaultdict(list)  # depth: the indices of its tokens, in order
+        for k, tok in enumerate(tokens):
             depth -= tok.string in CLOSE
             self.depth.append(depth)
+            self.at_depth[depth].append(k)
             depth += tok.string in OPEN
+
+    def _top_indices(self, part):
+        """The indices of a part's tokens at its lowest depth, in order."""
+        first, stop = part
+        indices = self.at_depth[min(self.depth[first:stop])]
+        return indices[bisect.bisect_left(indices, first) : bisect.bisect_left(indices, stop)]
 
     def source(self, part):
         first, stop = part
@@ -64,14 +124,14 @@ class Code:
     def top(self, part, operators, binary=False):
         """The indices of the operators at the top level of a part: commas, or binary + and - (not a sign:
         an operator after an operand)."""
-        first, stop = part
-        base = min(self.depth[first:stop])
+        first = part[0]
+        indices = self._top_indices(part)
         found = []
-        if binary and any(self.tokens[k].string in LOOSER and self.depth[k] == base for k in range(first, stop)):
+        if binary and any(self.tokens[k].string in LOOSER for k in indices):
             return found
-        for k in range(first, stop):
+        for k in indices:
             tok = self.tokens[k]
-            if tok.type == tokenize.OP and tok.string in operators and self.depth[k] == base:
+            if tok.type == tokenize.OP and tok.string in operators:
                 if binary and (k == first or not _operand_end(self.tokens[k - 1])):
                     continue
                 found.append(k)
@@ -102,10 +162,9 @@ class Code:
         first, stop = part
         if self.tokens[first].string == "return" and stop > first + 1:
             return first + 1
-        base = min(self.depth[first:stop])
-        for k in range(first, stop - 1):
+        for k in self._top_indices(part):
             tok = self.tokens[k]
-            if tok.type == tokenize.OP and (tok.string in ASSIGN or tok.string == ":") and self.depth[k] == base:
+            if k < stop - 1 and tok.type == tokenize.OP and (tok.string in ASSIGN or tok.string == ":"):
                 return k + 1
         return None
 

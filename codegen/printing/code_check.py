@@ -150,7 +150,7 @@ def _same_module(tree, laid):
 def _same_tree(tree, other):
     """Whether two syntax trees are equal field by field (positions aside, as ast.dump shows them), a string
     statement's (a docstring's) text up to its whitespace. Compared pair by pair: dumping both trees took
-    longer than parsing them."""
+    longer than parsing them; a field holding a name, a number or None compared where it is met."""
     pairs = [(tree, other)]
     while pairs:
         one, two = pairs.pop()
@@ -159,7 +159,13 @@ def _same_tree(tree, other):
         if isinstance(one, ast.Expr) and _is_text(one.value) and _is_text(two.value):
             pairs += [(one.value.kind, two.value.kind), (one.value.value.split(), two.value.value.split())]
         elif isinstance(one, ast.AST):
-            pairs += [(getattr(one, field, None), getattr(two, field, None)) for field in one._fields]
+            for field in one._fields:
+                mine, theirs = getattr(one, field, None), getattr(two, field, None)
+                if type(mine) in _PLAIN:
+                    if type(mine) is not type(theirs) or mine != theirs:
+                        return False
+                else:
+                    pairs.append((mine, theirs))
         elif isinstance(one, list):
             if len(one) != len(two):
                 return False
@@ -167,6 +173,9 @@ def _same_tree(tree, other):
         elif one != two or (isinstance(one, float | complex) and repr(one) != repr(two)):  # 0.0 == -0.0
             return False
     return True
+
+
+_PLAIN = {str, int, bool, type(None)}  # values equal by ==, as _same_tree compares the others
 
 
 def _is_text(node):

@@ -3,13 +3,16 @@ the rendered lines out), its code unchanged by that layout, and the names it mak
 modules are checked for width where tests/oracle/test_random_cells.py generates them."""
 
 import ast
+import io
 import pathlib
 import re
+import tokenize
 
 import pytest
 
 from bptt.codegen.backends import BACKENDS
 from bptt.codegen.passes.fuse import LONGEST, internal
+from bptt.codegen.printing import breaking
 from bptt.codegen.printing.code_check import same_code
 from bptt.codegen.printing.columns import WIDTH, columns
 from bptt.derive.models import load
@@ -137,3 +140,39 @@ def test_same_code_tells_a_changed_tree_from_a_laid_out_one():
     ):
         assert not same_code(source, source.replace(statement, changed)), changed
     assert not same_code(source, source.replace("Add  them", "Add them all"))
+
+
+def tokenized(code):
+    """line_tokens as tokenize alone gives them."""
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    except tokenize.TokenError:
+        return None
+    kept = [tok for tok in tokens if tok.type not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER)]
+    return kept if all(tok.start[0] == 1 for tok in kept) else None
+
+
+TRICKY = [
+    "x = a.b(1.5e-3, .5, ...)[::2]  # a comment (with a bracket",
+    "y = f'{a}' + rb'\\x' + 'it''s' @ w",
+    "z = (1,",
+    "z = 1)",
+    "s = 'no end",
+    "q = a $ b",
+    "t = x if a else -y ** 2 != 3",
+]
+
+
+def test_the_plain_line_tokenizer_reads_every_line_as_tokenize_does():
+    """breaking._plain_tokens, tokenize's loop for one plain line: the same tokens as tokenize on every line of the
+    generated GRU modules, on their halves (brackets left open) and on tricky lines, or it leaves the line to
+    tokenize; line_tokens, which remembers them, gives those of tokenize alone."""
+    lines = {line.strip() for path in GENERATED.glob("gru*.py") for line in path.open(encoding="utf-8")}
+    lines |= {line[: len(line) // 2] for line in lines} | set(TRICKY)
+    plain = {line: breaking._plain_tokens(line) for line in lines}
+    assert sum(found is not breaking._SLOW for found in plain.values()) > len(lines) / 2
+    for line, found in plain.items():
+        assert found is breaking._SLOW or found == tokenized(line), line
+        expected = tokenized(line)
+        for _ in range(2):  # computed, then remembered (a tuple: no caller can change what is remembered)
+            assert breaking.line_tokens(line) == (expected if expected is None else tuple(expected)), line

@@ -4,12 +4,13 @@ bytes; a model that takes one of the code's names, or a name the code makes from
 f-string, or a name outside ASCII, is read in full (what tests/codegen/test_names.py proves runs)."""
 
 import importlib
+import random
 
 import pytest
 
 from bptt.codegen.backends import BACKENDS
-from bptt.codegen.namer import Namer
-from bptt.codegen.names import shown
+from bptt.codegen.namer import FSTRING, Namer, _holds_fstring
+from bptt.codegen.names import HIDDEN, MARKER, shown
 from bptt.derive.models import ZOO, load
 from bptt.tests.support.named_cell import make
 
@@ -56,3 +57,14 @@ def test_a_source_with_an_f_string_is_read_in_full():
     backend, namer, source = next(hidden_sources(make()))
     assert namer._all_spelled_as_shown(source)
     assert not namer._all_spelled_as_shown(source + '\nmessage = f"{x}"\n')
+
+
+def test_the_scans_for_f_strings_and_hidden_names_find_what_their_patterns_find():
+    """namer._holds_fstring (FSTRING searched from where its end can be) and names.shown (every marker dropped
+    where each line pairs them) agree with their patterns searched plainly, on strings made of their pieces."""
+    draw = random.Random(0)
+    for _ in range(20000):
+        text = "".join(draw.choice("fFrRbBx_ 1'\"\n.(") for _ in range(draw.randrange(12)))
+        assert bool(_holds_fstring(text)) == bool(FSTRING.search(text)), text
+        text = "".join(draw.choice([MARKER, "a", "\n", MARKER[:2], MARKER[1:]]) for _ in range(draw.randrange(10)))
+        assert shown(text) == HIDDEN.sub(lambda match: match[1], text), text

@@ -9,6 +9,7 @@ from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.codegen.names import check as check_code_names
+from bptt.derive import model as model_module
 from bptt.derive.adjoint import NoRule, backprop
 from bptt.derive.bptt import derive
 from bptt.derive.model import ModelError, matrix, sequence
@@ -215,3 +216,12 @@ def test_a_user_model_remembers_the_spec_that_reproduces_it(tmp_path):
     path = write(tmp_path, "from bptt.derive.models.linear import linear\n\ndef make():\n    return linear()\n")
     assert load(f"{path}:make").command_name == f"{path}:make"
     assert load("linear").command_name == "linear"
+
+
+def test_a_models_sequences_are_remembered_per_model_and_read_anew_for_another():
+    """Model.sequences() remembers its walk of the equations (derive/model.py): the walk's own answer for each zoo
+    model, asked twice, in turn."""
+    models = [load(name) for name in ("gru", "lstm-peephole", "gru")]
+    for model in models + models:
+        assert model.sequences() == model_module._first_sequences.__wrapped__(model)
+    assert {s.name for s in models[0].sequences()} != {s.name for s in models[1].sequences()}

@@ -27,7 +27,7 @@ from bptt.codegen.printing.printer import PrintError
 from bptt.derive.adjoint import NoRule
 from bptt.derive.bptt import derive
 from bptt.derive.model import ModelError
-from bptt.tests.support import oracle
+from bptt.tests.support import cells, oracle
 from bptt.tests.support.cell_plans import Gate, Layer, Plan, Term, Update, build, random_values
 from bptt.tests.support.cell_shapes import SHAPES
 from bptt.tests.support.cells import plans, truncations
@@ -351,6 +351,27 @@ def test_draws_do_not_depend_on_the_modules_loaded(tmp_path, monkeypatch):
     spec.loader.exec_module(module)
     monkeypatch.setitem(sys.modules, "many_constants", module)
     assert draws() == before
+
+
+def test_the_strategies_kept_per_arguments_draw_what_new_ones_draw(monkeypatch):
+    """tests/support/cells.py hands out one strategy object per arguments (Hypothesis checks each new object when
+    first drawn from): the derandomized plans are those drawn with a new strategy object for every draw."""
+
+    def draws():
+        drawn = []
+
+        @settings(max_examples=60, **DETERMINISTIC)
+        @given(plans())
+        def collect(plan):
+            drawn.append(plan)
+
+        collect()
+        return drawn
+
+    kept = draws()
+    for name in ("terms", "gates", "update", "layers", "_sampled", "_some_of", "_permutations"):
+        monkeypatch.setattr(cells, name, getattr(cells, name).__wrapped__)
+    assert draws() == kept
 
 
 # The cell these tests found wrong in JAX under window truncation (its JAX step joined a group too early, below)

@@ -11,6 +11,7 @@ losses summed or averaged, teacher forcing, slices of a wide intermediate (a_t[h
 weights (A^T, A - A^T - I/4) and elementwise powers (a square, (1 + s^2)^(-1/2)).
 """
 
+import functools
 from dataclasses import replace
 
 from hypothesis import strategies as st
@@ -31,10 +32,33 @@ from bptt.tests.support.cell_plans import (
 )
 
 
+def _kept(strategy):
+    """A strategy function that hands out one strategy per arguments (hashable ones): Hypothesis checks each new
+    strategy object when it is first drawn from, which took about as long as the draws; the draws are the same."""
+    return functools.cache(strategy)
+
+
+@_kept
+def _sampled(values):
+    return st.sampled_from(values)
+
+
+@_kept
+def _some_of(values):
+    """1-3 distinct values, in the order drawn."""
+    return st.lists(_sampled(values), min_size=1, max_size=3, unique=True)
+
+
+@_kept
+def _permutations(values):
+    return st.permutations(values)
+
+
 def activations():
     return st.sampled_from(ACTIVATIONS)
 
 
+@_kept
 @st.composite
 def terms(draw, states, gates, forced=()):
     """1-3 distinct terms of a pre-activation, at least one of which reads a value, and now and
@@ -46,27 +70,29 @@ def terms(draw, states, gates, forced=()):
         options.append(Term("gate", gate=g))
         options += [Term(kind, source=s, gate=g) for kind in ("product", "reset") for s in states]
     options += slices_and_powers(gates)
-    chosen = draw(st.lists(st.sampled_from(options), min_size=1, max_size=3, unique=True))
+    chosen = list(draw(_some_of(tuple(options))))
     chosen = whole_slice(chosen)
     if chosen == [Term("bias")]:
         chosen.insert(draw(st.integers(0, 1)), Term("input"))
     if draw(st.integers(0, 9)) == 4:  # (Hypothesis favours the ends of a range)
         # where the partial sum reads a sequence value: the README refuses b + 1 before any
         first = next(i for i, term in enumerate(chosen) if term.kind != "bias")
-        chosen.insert(draw(st.sampled_from([0] * (first == 0) + list(range(first + 1, len(chosen) + 1)))), Term("one"))
+        chosen.insert(draw(_sampled((0,) * (first == 0) + tuple(range(first + 1, len(chosen) + 1)))), Term("one"))
     return tuple(chosen)
 
 
+@_kept
 @st.composite
 def gates(draw, layer, states, forced, most):
     """0..most gates of a layer, each reading the layer's states and the gates before it."""
     made = []
     for name in "zrfiog"[: draw(st.integers(0, most))]:
-        gate_terms = draw(terms(states, [g.name for g in made], forced))
+        gate_terms = draw(terms(states, tuple(g.name for g in made), forced))
         made.append(Gate(f"{name}{layer}", draw(activations()), gate_terms, draw(st.booleans())))
     return tuple(made)
 
 
+@_kept
 @st.composite
 def update(draw, state, gate_names, states, forced, read_now=None):
     """A state's equation, drawn among the forms its layer's gates allow. read_now is the layer's
@@ -75,7 +101,7 @@ def update(draw, state, gate_names, states, forced, read_now=None):
         forms = ["activation"] + ["interpolate", "cell"] * (len(gate_names) >= 2)
     else:
         forms = ["activation"] + ["output"] * bool(gate_names)
-    form = draw(st.sampled_from(forms))
+    form = draw(_sampled(tuple(forms)))
     if form == "interpolate":
         return Update(state, form, distinct(draw, gate_names, 2), swapped=draw(st.booleans()))
     if form == "cell":
@@ -103,9 +129,10 @@ def whole_slice(chosen):
 
 
 def distinct(draw, names, count):
-    return tuple(draw(st.permutations(names))[:count])
+    return tuple(draw(_permutations(tuple(names)))[:count])
 
 
+@_kept
 @st.composite
 def layers(draw, index, states_left, forcing, below=1):
     """Layer `index`: one state h, or two (c, then h reading c_t) when the budget allows; reading every one of the
@@ -114,7 +141,7 @@ def layers(draw, index, states_left, forcing, below=1):
     names = (f"c{index}", f"h{index}") if two else (f"h{index}",)
     forced = ("p",) if forcing and index == 1 else ()
     layer_gates = draw(gates(index, names, forced, most=2 if two else 3))
-    gate_names = [g.name for g in layer_gates]
+    gate_names = tuple(g.name for g in layer_gates)
     updates = [draw(update(names[0], gate_names, names, forced))]
     if two:
         updates.append(draw(update(names[1], gate_names, names, forced, read_now=names[0])))
