@@ -19,40 +19,15 @@ from bptt.codegen.printing.function_code import in_place
 from bptt.codegen.printing.printer import ATOM, Code
 from bptt.codegen.printing.spelling import row_sums
 from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
+from bptt.codegen.printing.units import REDUCED, UnitsStatements, broadcast_value, of_units, placed_rows
 from bptt.codegen.printing.window import Statements
-from bptt.derive.blocks import Placed, split
+from bptt.derive.blocks import split
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
 from bptt.derive.norm_adjoint import NormAdjoint
 from bptt.derive.reductions import Reduce
 
-REDUCED = {"sum": False, "mean": True}  # the reductions printed in place: whether the row sums are scaled by 1/n
 VIEWS_PER_LINE = 5  # a step's views are bound five to a line: `h_t, h_prev, ... = h[t], h[t - 1], ...`
-
-
-def of_units(expr):
-    """Whether expr reduces over the units or broadcasts such a 1 x 1 value into them (a norm's mean, σ, x̂)."""
-    broadcasts = (
-        any(isinstance(f, OneMatrix) and f.shape[1] == 1 != f.shape[0] for f in product.args)
-        and not product.args[-1].is_number
-        and not isinstance(product.args[-1], OneMatrix)
-        for product in expr.atoms(sp.MatMul)
-    )
-    return expr.has(Reduce) or any(broadcasts)
-
-
-def broadcast_value(expr):
-    """v for the product 1 v of a column of ones and a 1 x 1 value v (a norm's mean broadcast), else None."""
-    if isinstance(expr, sp.MatMul) and len(expr.args) == 2 and isinstance(expr.args[0], OneMatrix):
-        value = expr.args[1]
-        return value if expr.args[0].shape[1] == 1 and value.shape == (1, 1) else None
-    return None
-
-
-def placed_rows(expr):
-    """Whether expr is a sum of blocks of rows of a vector (blocks.Placed), nothing else."""
-    terms = expr.args if isinstance(expr, sp.MatAdd) else (expr,)
-    return all(isinstance(term, Placed) and term.shape[1] == 1 for term in terms)
 
 
 def bound_views(views):
@@ -65,7 +40,7 @@ def bound_views(views):
     return lines
 
 
-class InPlacePrinter(Statements):
+class InPlacePrinter(UnitsStatements, Statements):
     """Statements (`_print_Assign`, `_print_Loop`, ...) as lines of NumPy code, in place.
 
     arrays: the ir.Arrays the statements work in (groups bring their members and spans);
@@ -159,16 +134,6 @@ class InPlacePrinter(Statements):
         self.used.arrays.add(name)
         return name
 
-    def unit_weights(self, rows):
-        """The name of a vector of `rows` entries 1/rows, made once per call: a mean over the units is one product
-        with it (one BLAS call; NumPy's reduction over the last axis and a scaling cost several times as much)."""
-        name = "_mean_" + str(rows).replace("*", "").replace(" ", "")
-        if name not in self.prepared:
-            line = self.calls.line("copy", out=name, x=self.number(1 / rows))
-            self.prepared[name] = (line, Array(name, rows, PerCall(1)))
-        self.used.arrays.add(name)
-        return name
-
     def number(self, value):
         """The code of a number that is an operand of a call (torch's printer: a tensor, in a loop)."""
         return self(value)
@@ -231,48 +196,6 @@ class InPlacePrinter(Statements):
                 f"{self.helper('_onehot')}({self.label(expr.label)}, {self(expr.shape[0])}, {out}.dtype, out={out})"
             ]
         return [f"{out}[...] = {self(expr)}"]
-
-    def emit_placed(self, placed, out):
-        """A vector's adjoint from its slices' (dL/da_t from dL/df_t, ...): each block's value into its rows of out,
-        out zeroed first unless the blocks tile it."""
-        starts, stops = ({p.block.rowslice[k] for p in placed} for k in (0, 1))
-        tiles = len(starts) == len(placed) and starts - {0} == stops - {placed[0].block.parent.shape[0]}
-        lines = [] if tiles else [self.calls.line("zero", out=out)]
-        if tiles and self.calls.rows_out:  # each block computed into its rows (a view), in place
-            for p in placed:
-                lines += self.emit(p.value, f"{out}[{self.spelling.rows_of(self, p.block)}]", p.value.shape[0])
-            return lines
-        sign = "=" if tiles else "+="
-        return lines + [f"{out}[{self.spelling.rows_of(self, p.block)}] {sign} {self(p.value)}" for p in placed]
-
-    def emit_reduce(self, expr, out):
-        """A reduction over the units into out (one row): its vector's row sums, times 1/n for a mean; a mean's
-        constant term c 1 (a norm's epsilon) added to the mean, mean(c 1 + v) = c + mean(v), not to every unit."""
-        rows, terms = expr.arg.shape[0], expr.arg.args if isinstance(expr.arg, sp.MatAdd) else (expr.arg,)
-        scalars = [term for term in terms if constant(term) is not None] if REDUCED[expr.name] else []
-        vector = sp.MatAdd(*[term for term in terms if term not in scalars]) if scalars else expr.arg
-        arg, lines = self.ref(vector), []
-        if arg is None:
-            arg = self.scratch.take(rows, self.stacked)
-            lines = self.emit(vector, arg, rows)
-        if REDUCED[expr.name] and self.calls.mean_units:
-            lines.append(self.calls.line("mean_units", x=arg, w=self.unit_weights(rows), out=out))
-        else:
-            lines.append(self.calls.line("sum_units", x=arg, out=out))
-        if REDUCED[expr.name] and not self.calls.mean_units:
-            lines.append(self.calls.line("multiply", a=out, b=self.number(1 / rows), out=out))
-        return lines + [self.calls.line("add", a=out, b=self.number(constant(c)), out=out) for c in scalars]
-
-    def emit_norm_adjoint(self, expr, out, rows):
-        """A norm's adjoint by the runtime's _norm_adjoint into out; its vector g stored, or computed into a scratch
-        array first (the helper reads g after it writes out)."""
-        g, lines = self.ref(expr.g), []
-        if g is None or g == out:
-            g = self.scratch.take(rows, self.stacked)
-            lines = self.emit(expr.g, g, rows) if self.ref(expr.g) is None else [self.calls.line("copy", out=g, x=out)]
-        centred = "" if expr.centred else ", centred=False"
-        call = f"{self.helper('_norm_adjoint')}({g}, {self(expr.hat)}, {self(expr.sigma)}{centred}, out={out})"
-        return lines + [call]
 
     def operand_into(self, expr, out, rows):
         """(code, lines): expr's code if stored, else lines computing it into out."""

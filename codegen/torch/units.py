@@ -8,8 +8,8 @@ import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.codegen.ir import Array, PerCall
-from bptt.codegen.printing.statements import of_units, placed_rows
 from bptt.codegen.printing.terms import constant, negated
+from bptt.codegen.printing.units import of_units, placed_rows
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Diag, SeqAt
