@@ -68,7 +68,8 @@ def _costs(T, capacities, near=None):
     keeps k states. A split y = 0 is a segment stored whole. The best split moves forward with t: the
     search starts at the last one and stops where the cost starts to rise (exact where tested against the
     full search, tests/codegen/test_checkpoint_schedule.py, when a kept state is no larger than a stored step, as
-    it never is: a stored step holds its state). near: try at most that many splits past the last one."""
+    it never is: a stored step holds its state). near: try at most that many splits past the last one.
+    Level k is read only at t <= T - k (each kept state is at least a step on): beyond, its entries stay 0."""
     deepest = len(capacities) - 1
     deeper = _one_leaf_costs(T, capacities[deepest])
     splits = [None] * (deepest + 1)
@@ -78,7 +79,7 @@ def _costs(T, capacities, near=None):
         for t in range(1, whole + 1):
             costs[t] = t
         y = 1
-        for t in range(whole + 1, T + 1):
+        for t in range(whole + 1, T - level + 1):  # with `level` states kept, at most T - level steps are left
             best, best_y, z = y + deeper[t - y] + costs[y], y, y + 1
             stop = t if near is None else min(t, y + near)
             while z < stop:
