@@ -1,39 +1,49 @@
-"""Sets of initial states (and of vector parameters) one after the other along the batch, for the finite differences
-of a module whose parameter sets cannot sit side by side (app/verify/sets.py: a norm's mean over the units mixes them).
+"""Sets of initial states (and of vector and matrix parameters) one after the other along the batch, for the finite
+differences of a module whose parameter sets cannot sit side by side (app/verify/sets.py: a norm's mean over the
+units mixes them).
 
 An initial state is one per sample, and a batch's samples never meet: S sets of initial states run as one
 instance of S times the batch (set k's samples k*B..(k+1)*B-1, each set's inputs, targets and held states the
 instance's), and set k's loss is that of a plain forward pass at set k, up to rounding (a batch's sums may group
 their terms otherwise). A vector parameter that the maths reads elementwise along the units (a bias, a norm's gain)
 can be each sample's own as well: given a row per sample, it broadcasts as the sample's row (trusted.forward),
-so S sets of vectors run in one pass too, where a norm keeps S sets of parameters from sitting side by side. Whether
-the module keeps its samples (and rows) apart is not assumed: Batched.find compares two
-different sets against plain forward passes, as Layout.find does, and offers nothing if they disagree."""
+so S sets of vectors run in one pass too, where a norm keeps S sets of parameters from sitting side by side.
+A dimension no state has and no norm reduces over (the inputs' d, the outputs' q) can be widened besides, as
+sets.py widens every one: the parameters with such an axis hold the sets' blocks side by side (W_x's columns, V's
+rows), set k's samples read their inputs at block k of the inputs' axis (a label, shifted to it) and their outputs
+at block k of the outputs', so set k's samples run with set k's matrices. Whether the module keeps its samples
+(and rows, and blocks) apart is not assumed: Batched.find compares two different sets against plain forward
+passes, as Layout.find does, and offers nothing if they disagree."""
 
 import dataclasses
 
 import numpy as np
 
 from bptt.app.verify.reverse_loss import groups_of
-from bptt.app.verify.sets import AGREEMENT
+from bptt.app.verify.sets import AGREEMENT, blocks, sizes_of, stacked
 
 SAMPLES = 96  # at most this many samples in one forward pass: beyond, a pass costs more than the calls it saves
+ROWS = 192  # at most this many rows along a widened axis
+INPUTS = 2**22  # at most this many entries in the widened inputs (set k's samples' at block k, zeros elsewhere)
 _FOUND = {}  # (module, class of instance, truncation, input shape, state shapes) -> what Batched.find found
 
 
 @dataclasses.dataclass(frozen=True)
 class Batched:
     """How many sets sit one after the other along the batch, at once; the vector parameters they vary too (each
-    set's vector in its samples' rows: app/verify/trusted.py), besides the initial states."""
+    set's vector in its samples' rows: app/verify/trusted.py), besides the initial states; the dimensions widened
+    (each set's block of the parameters with such an axis read by its own samples only)."""
 
     sets: int
     vectors: tuple = ()
+    widened: tuple = ()
 
     @staticmethod
     def find(instance, truncate=None):
-        """Batched(SAMPLES // B sets) if two different sets give their plain losses so, varying the vector parameters
-        too if they do so then, else None (a module of groups of steps, a padded batch, a batch of over SAMPLES / 2
-        samples: none). Tried once for a module, class of instance, truncation and shapes."""
+        """Batched(SAMPLES // B sets, fewer if widened) if two different sets give their plain losses so, varying
+        the most it can (vectors and widened dimensions), else None (a module of groups of steps, a padded batch,
+        a batch of over SAMPLES / 2 samples: none). Tried once for a module, class of instance, truncation and
+        shapes."""
         batch = instance.xs.shape[1]
         if groups_of(instance.module) is not None or instance.lengths is not None or SAMPLES // batch < 2:
             return None
@@ -46,14 +56,19 @@ class Batched:
         return _FOUND[key]
 
     @staticmethod
-    def _tried(instance, truncate, sets):
-        vectors = tuple(name for name, dims in instance.module.SHAPES.items() if len(dims) == 1)
-        for varied in dict.fromkeys((vectors, ())):
-            try:
-                if Batched(2, varied)._agrees(instance, truncate):
-                    return Batched(sets, varied)
-            except (ValueError, RuntimeError, TypeError):  # the module refused a row per sample of its vectors
-                continue
+    def _tried(instance, truncate, most):
+        module, sizes = instance.module, sizes_of(instance)
+        vectors = tuple(name for name, dims in module.SHAPES.items() if len(dims) == 1)
+        for widened in _widenings(module):
+            sets = min([most, *(ROWS // sizes[dim] for dim in widened)])
+            if _rows(module, "xs") in widened and instance.xs.ndim > 2:  # the inputs grow as sets squared
+                sets = min(sets, int(np.sqrt(INPUTS / instance.xs.size)))
+            for varied in dict.fromkeys((vectors, ())):
+                try:
+                    if sets >= 2 and Batched(2, varied, widened)._agrees(instance, truncate):
+                        return Batched(sets, varied, widened)
+                except (ValueError, RuntimeError, TypeError):  # the module refused a row per sample of its vectors
+                    continue
         return None
 
     def _agrees(self, instance, truncate):
@@ -64,44 +79,81 @@ class Batched:
         wide = self.wide(instance, [base, moved]).loss(truncate)
         return np.shape(wide) == (2,) and bool(np.all(np.abs(wide - plain) <= AGREEMENT * np.abs(plain).max()))
 
+    def blocked(self, module):
+        """The parameters with a widened axis: each set's block side by side."""
+        return [name for name, dims in module.SHAPES.items() if {stacked(dim)[1] for dim in dims} & {*self.widened}]
+
     def values(self, instance):
-        """The arrays the sets vary: the initial states, then the vectors."""
-        return {**instance.initial, **{name: instance.params[name] for name in self.vectors}}
+        """The arrays the sets vary: the initial states, then the vectors and the blocked parameters."""
+        varied = {*self.vectors, *self.blocked(instance.module)}
+        return {**instance.initial, **{name: instance.params[name] for name in instance.params if name in varied}}
 
     def plain(self, instance, values):
         """The instance at one set of values."""
-        params = {**instance.params, **{name: values[name] for name in self.vectors}}
+        params = {**instance.params, **{name: values[name] for name in values if name in instance.params}}
         return dataclasses.replace(instance, params=params, initial={key: values[key] for key in instance.initial})
 
     def losses(self, instance, truncate, changes):
         """The loss at each change, a list of (name of an array of values(), index, value), each applied alone: set k
         of a chunk of self.sets takes the k-th change."""
-        found, base = [], self.values(instance)
+        found, base, data = [], self.values(instance), self.data(instance, self.sets)
         for first in range(0, len(changes), self.sets):
             chunk = changes[first : first + self.sets]
             values = [{**base, name: _changed(base[name], index, value)} for name, index, value in chunk]
-            found.extend(self.wide(instance, values).loss(truncate)[: len(chunk)])
+            found.extend(self.wide(instance, values, data).loss(truncate)[: len(chunk)])
         return found
 
-    def wide(self, instance, values):
-        """An instance of the given sets of values() (dicts), padded to self.sets sets with the last."""
+    def data(self, instance, count):
+        """(inputs, targets, held states) of count sets along the batch: set k's samples' inputs at block k of
+        a widened inputs' axis (a label shifted to it), each set's targets and held states the instance's."""
+        module, xs = instance.module, instance.xs
+        inputs = _rows(module, "xs")
+        if inputs in self.widened and xs.ndim == 2:  # labels: set k's read its block of the columns
+            xs = np.concatenate([xs + k * sizes_of(instance)[inputs] for k in range(count)], axis=1)
+        elif inputs in self.widened:
+            xs = blocks([xs] * count, ("T", "B", inputs), {"T"})
+        else:
+            xs = np.concatenate([xs] * count, axis=1)
+        held = [key[:-1] for key in module.STATES]  # what detached segments start from
+        frozen = {key: np.concatenate([instance.frozen[key]] * count, axis=1) for key in held}
+        return xs, np.concatenate([instance.ys] * count, axis=1), frozen
+
+    def wide(self, instance, values, data=None):
+        """An instance of the given sets of values() (dicts), padded to self.sets sets with the last; data: what
+        self.data(instance, self.sets) returns, if at hand."""
         values = values + values[-1:] * (self.sets - len(values))  # one shape per instance
+        module, batch = instance.module, instance.xs.shape[1]
+        xs, ys, frozen = data or self.data(instance, self.sets)
         together = {key: np.concatenate([value[key] for value in values]) for key in instance.initial}
-        batch = instance.xs.shape[1]
-        rows = {name: np.repeat([value[name] for value in values], batch, axis=0) for name in self.vectors}
-        held = [key[:-1] for key in instance.module.STATES]  # what detached segments start from
-        frozen = {key: np.concatenate([instance.frozen[key]] * self.sets, axis=1) for key in held}
-        xs, ys = (np.concatenate([data] * self.sets, axis=1) for data in (instance.xs, instance.ys))
+        blocked = self.blocked(module)
+        kept = {"T", "T+1", "B", *module.SIZES} - {*self.widened}
+        params = {name: blocks([value[name] for value in values], module.SHAPES[name], kept) for name in blocked}
+        rowed = [name for name in self.vectors if name not in blocked]
+        params |= {name: np.repeat([value[name] for value in values], batch, axis=0) for name in rowed}
         return dataclasses.replace(
             instance,
-            params={**instance.params, **rows},
+            params={**instance.params, **params},
             xs=xs,
             ys=ys,
             initial=together,
             frozen=frozen,
             sets=self.sets,
             batched=True,
+            own_blocks=_rows(module, "outputs") in self.widened,
         )
+
+
+def _widenings(module):
+    """The dimensions to try widening, most first: every one no state has and that the inputs or outputs run along,
+    each of them alone, none."""
+    free = [dim for dim in module.SIZES if dim not in module.STATES.values() and dim in _rows(module)]
+    return list(dict.fromkeys([tuple(free), *((dim,) for dim in free), ()]))
+
+
+def _rows(module, data=None):
+    """The dimension of a step's rows of the module's data ("xs" or "outputs"; both's, a list, if data is None)."""
+    rows = getattr(module, "_DATA", {})
+    return [rows[key] for key in ("xs", "outputs") if key in rows] if data is None else rows.get(data)
 
 
 def _changed(array, index, value):

@@ -4,9 +4,9 @@ Each checked entry's derivative comes from Ridders' method (app/verify/ridders.p
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
 with an estimate of their own error; where the module's cells allow it (app/verify/sets.py), the
 losses of many entries' differences come from one forward pass of their parameter sets side
-by side (else those of the initial states' and vector parameters' entries, from one of their sets along the batch:
-batched.py). Entry a (analytic, in the checked dtype) passes against n (numeric, float64) when
-|a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
+by side (else those of the initial states', vector parameters' and the inputs' and outputs' matrices' entries, from
+one of their sets along the batch: batched.py). Entry a (analytic, in the checked dtype) passes against n (numeric,
+float64) when |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
 array's largest |gradient|.
 
 What it resolves: a relative error of the tolerance (1e-7 in float64, 1e-3 in float32) in
@@ -186,7 +186,7 @@ def differences(instance, truncate, requests):
     (array name, index, enough). Where a Layout keeps the module's parameter sets apart, the
     ladders run in step, their next differences' losses from forward passes of Layout.sets
     sets at once; otherwise one entry after another, but for the entries of the arrays Batched varies (initial
-    states, vectors), in step if Batched keeps their sets apart."""
+    states, vectors, matrices of a widened dimension), in step if Batched keeps their sets apart."""
     arrays = {**instance.params, **instance.initial}
     layout = Layout.find(instance, truncate)
     if layout is not None:

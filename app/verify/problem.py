@@ -49,6 +49,7 @@ class Problem:
     frozen: dict = None
     sets: int = 1  # sets of parameters side by side (app/verify/sets.py): each loss is an array of one per set
     batched: bool = False  # the sets one after the other along the batch instead (app/verify/batched.py)
+    own_blocks: bool = False  # a batched one's outputs: every set's block side by side, its samples read theirs
     unperturbed: tuple = None  # (outputs, cache) of freeze's run, which require_finite reads
     lengths: np.ndarray | None = None  # a right-padded batch's (lengths=): its padded steps' losses weigh nothing
 
@@ -108,8 +109,13 @@ class Problem:
     def scores(self, outputs, ys):
         """The loss of every step, sample and set, shape (T, B, sets). A wide instance's outputs hold its
         sets side by side along their last axis, and its targets each sample's once for each set; a batched
-        one's, set k's samples k*B..(k+1)*B-1 (of each segment side by side: app/verify/batched.py)."""
+        one's, set k's samples k*B..(k+1)*B-1 (of each segment side by side: app/verify/batched.py), block k of
+        the outputs' last axis if own_blocks."""
         steps, batch, width = outputs.shape
+        if self.own_blocks:  # (step, segment, set, sample, set's block, row): each set's samples' own block
+            blocks = outputs.reshape(steps, -1, self.sets, self.batch, self.sets, width // self.sets)
+            own = np.arange(self.sets)
+            outputs = np.moveaxis(blocks[:, :, own, :, own], 0, 2).reshape(steps, batch, width // self.sets)
         if self.batched:
             losses = self.module.losses(outputs, ys).reshape(steps, -1, self.sets, self.batch)
             return losses.swapaxes(2, 3).reshape(steps, -1, self.sets)

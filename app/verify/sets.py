@@ -25,7 +25,7 @@ import numpy as np
 
 WIDTH = 64  # at most this many entries along a widened axis: beyond, the blocks' zeros cost more than calls
 AGREEMENT = 1e-10  # the relative difference between a set's loss, wide and plain, that a layout may show
-STACK = "*"  # the name _blocks gives the axis that counts the blocks of a stacked axis ("4*h"), never widened
+STACK = "*"  # the name blocks gives the axis that counts the blocks of a stacked axis ("4*h"), never widened
 _FOUND = {}  # (module, class of instance, truncation, input shape, sizes) -> what Layout.find found
 
 
@@ -40,7 +40,7 @@ class Layout:
     def find(instance, truncate=None):
         """The first layout under which two different sets give their plain losses, or None. Tried once
         for a module, class of instance, truncation and shapes: what it shows is the cells' structure."""
-        module, sizes = instance.module, _sizes(instance)
+        module, sizes = instance.module, sizes_of(instance)
         if module.TEACHER_FORCED:
             return None  # targets fed in
         key = (module, type(instance), truncate, instance.xs.shape, tuple(sorted(sizes.items())))
@@ -92,7 +92,7 @@ class Layout:
         axis of stacked blocks ("4*h") holds, in each of its blocks, every set's block side by side."""
         place = []
         for i, dim, n in zip(index, dims, shape, strict=True):
-            count, size = _stacked(dim)
+            count, size = stacked(dim)
             block = n // count
             place.append(i if size in self.kept else (i // block) * self.sets * block + k * block + i % block)
         return tuple(place)
@@ -113,9 +113,9 @@ class Layout:
         k at b * count + k, so that the outputs' blocks are read as samples)."""
         module, count, kept = instance.module, count or self.sets, self.kept
         inputs = next(iter(module.CACHE.values()))  # the cache's first array is the inputs
-        xs = _blocks([instance.xs] * count, inputs, kept) if instance.xs.ndim > 2 else instance.xs
+        xs = blocks([instance.xs] * count, inputs, kept) if instance.xs.ndim > 2 else instance.xs
         states = {key[:-1]: ("T+1", "B", size) for key, size in module.STATES.items()}
-        frozen = {key: _blocks([instance.frozen[key]] * count, states[key], kept) for key in states}
+        frozen = {key: blocks([instance.frozen[key]] * count, states[key], kept) for key in states}
         return xs, np.repeat(instance.ys, count, axis=1), frozen
 
     def widen(self, instance, values, data=None):
@@ -124,25 +124,25 @@ class Layout:
         module, count = instance.module, len(values)
         xs, ys, frozen = data or self.data(instance, count)
         dims = self.dims(module)
-        wide = {key: _blocks([value[key] for value in values], dims[key], self.kept) for key in values[0]}
+        wide = {key: blocks([value[key] for value in values], dims[key], self.kept) for key in values[0]}
         params, initial = {key: wide[key] for key in module.PARAMS}, {key: wide[key] for key in instance.initial}
         return dataclasses.replace(instance, params=params, xs=xs, ys=ys, initial=initial, frozen=frozen, sets=count)
 
 
 @functools.cache
-def _stacked(dim):
+def stacked(dim):
     """(count, size) of an axis: (4, "h") for "4*h", an axis of 4 stacked blocks of h (a 4h pre-activation whose
     slices are the gates), (1, "h") for "h"."""
     count, _, size = dim.rpartition("*")
     return int(count or 1), size
 
 
-def _blocks(arrays, dims, shared):
+def blocks(arrays, dims, shared):
     """The arrays (of one shape, axes named by dims) side by side: along every axis not in shared,
     array k fills the k-th block and zeros the rest (a block-diagonal matrix, if two axes). An axis of
     stacked blocks ("4*h") is widened block by block: block j of the wide stack holds every set's block j side
     by side, so that a slice of the stack (a gate) reads every set's gate."""
-    split = [_stacked(dim) for dim in dims]
+    split = [stacked(dim) for dim in dims]
     if all(count == 1 for count, _ in split):
         return _side_by_side(arrays, dims, shared)
     shape, inner, names = arrays[0].shape, [], []
@@ -154,7 +154,7 @@ def _blocks(arrays, dims, shared):
 
 
 def _side_by_side(arrays, dims, shared):
-    """_blocks of arrays whose axes are not stacked."""
+    """blocks of arrays whose axes are not stacked."""
     wide = [axis for axis, dim in enumerate(dims) if dim not in shared]
     if len(wide) < 2:  # one after the other, or (every axis shared) the one array
         return np.concatenate(arrays, axis=wide[0]) if wide else arrays[0]
@@ -168,7 +168,7 @@ def _side_by_side(arrays, dims, shared):
     return out.reshape([count * n if axis in wide else n for axis, n in enumerate(shape)])
 
 
-def _sizes(instance):
+def sizes_of(instance):
     """The sizes of the instance's dimensions, read from its parameters' shapes."""
     sizes = {}
     for key, dims in instance.module.SHAPES.items():

@@ -49,23 +49,29 @@ def test_a_forward_that_is_not_its_passes_maths_is_always_called():
         assert np.array_equal(outputs, scaled.forward(instance.params, instance.xs, **instance.initial)[0])
 
 
+WIDENED = {"lstm-layernorm": ("W_x", "V"), "elman-jordan": ("U",)}  # its matrices of the inputs' or outputs' rows
+
+
 @pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
 @pytest.mark.parametrize("name", ["lstm-layernorm", "elman-jordan"])
 def test_batched_losses_are_each_change_s_plain_loss(name, truncate):
-    """Changes of entries of initial states and of vector parameters (each set's in its samples' rows), more than
-    one forward pass holds: each loss Batched gives is the plain loss with that change alone, to AGREEMENT (a change
-    read in another set's samples would not be)."""
+    """Changes of entries of initial states, of vector parameters (each set's in its samples' rows) and of the
+    matrices of a widened dimension (each set's block), more than one forward pass holds: each loss Batched gives is
+    the plain loss with that change alone, to AGREEMENT (a change read in another set's samples would not be)."""
     instance = problem(module_of(name), 7, 3, seed=2)
     batched = Batched.find(instance, truncate)
     assert Layout.find(instance, truncate) is None and batched is not None
     vectors = [key for key, dims in instance.module.SHAPES.items() if len(dims) == 1]
     assert batched.vectors == tuple(vectors) and vectors
+    matrices = WIDENED[name]
     rng, changes, values = np.random.default_rng(4), [], batched.values(instance)
-    for _ in range(batched.sets + 3):
+    assert [key for key in values if key in instance.params and key not in vectors] == list(matrices)
+    for _ in range(2 * batched.sets + 3):
         key = list(values)[rng.integers(len(values))]
         index = tuple(int(rng.integers(n)) for n in values[key].shape)
         changes.append((key, index, float(values[key][index] + rng.standard_normal())))
-    assert {key for key, _, _ in changes} & set(vectors) and {key for key, _, _ in changes} & set(instance.initial)
+    changed = {key for key, _, _ in changes}
+    assert changed & set(vectors) and changed & set(instance.initial) and set(matrices) <= changed
     losses = batched.losses(instance, truncate, changes)
     for (key, index, value), loss in zip(changes, losses, strict=True):
         changed = {**values, key: values[key].copy()}
@@ -111,10 +117,11 @@ def test_a_module_whose_samples_meet_gets_no_batched():
     assert Batched.find(problem(mixing, 5, 3, seed=0)) is None
 
 
-@pytest.mark.parametrize("wrong_name, index", [("c0", (1, 2)), ("alpha_1", (5,))])
+@pytest.mark.parametrize("wrong_name, index", [("c0", (1, 2)), ("alpha_1", (5,)), ("W_x", (9, 1)), ("V", (3, 2))])
 def test_a_wrong_gradient_is_caught_in_batched_sets(wrong_name, index):
-    """lstm-layernorm's dL/dc0 (an initial state) or dL/dalpha_1 (a norm's gain, a vector given a row per sample)
-    off by one part in a million in one entry, differenced in Batched's sets: that array FAILs, every other passes."""
+    """lstm-layernorm's dL/dc0 (an initial state), dL/dalpha_1 (a norm's gain, a vector given a row per sample),
+    dL/dW_x or dL/dV (a matrix of the inputs' or outputs' rows, each set's block read by its own samples) off by one
+    part in a million in one entry, differenced in Batched's sets: that array FAILs, every other passes."""
     module = module_of("lstm-layernorm")
     assert wrong_name in Batched.find(problem(module, 5, 3, seed=0)).values(problem(module, 5, 3, seed=0))
     wrong = types.ModuleType("wrong")
