@@ -8,10 +8,11 @@ instance's), and set k's loss is that of a plain forward pass at set k, up to ro
 their terms otherwise). A vector parameter that the maths reads elementwise along the units (a bias, a norm's gain)
 can be each sample's own as well: given a row per sample, it broadcasts as the sample's row (trusted.forward),
 so S sets of vectors run in one pass too, where a norm keeps S sets of parameters from sitting side by side.
-A dimension no state has and no norm reduces over (the inputs' d, the outputs' q) can be widened besides, as
-sets.py widens every one: the parameters with such an axis hold the sets' blocks side by side (W_x's columns, V's
-rows), set k's samples read their inputs at block k of the inputs' axis (a label, shifted to it) and their outputs
-at block k of the outputs', so set k's samples run with set k's matrices. Whether the module keeps its samples
+In a layout of its own (fewer sets at once: the widened inputs grow as the sets squared), a dimension no state has
+and no norm reduces over (the inputs' d, the outputs' q) is widened, as sets.py widens every one: the parameters
+with such an axis hold the sets' blocks side by side (W_x's columns, V's rows), set k's samples read their inputs at
+block k of the inputs' axis (a label, shifted to it) and their outputs at block k of the outputs', so set k's
+samples run with set k's matrices. Whether the module keeps its samples
 (and rows, and blocks) apart is not assumed: Batched.find compares two different sets against plain forward
 passes, as Layout.find does, and offers nothing if they disagree."""
 
@@ -24,15 +25,15 @@ from bptt.app.verify.sets import AGREEMENT, blocks, sizes_of, stacked
 
 SAMPLES = 96  # at most this many samples in one forward pass: beyond, a pass costs more than the calls it saves
 ROWS = 192  # at most this many rows along a widened axis
-INPUTS = 2**22  # at most this many entries in the widened inputs (set k's samples' at block k, zeros elsewhere)
+INPUTS = 2**18  # at most this many entries in the widened inputs (set k's samples' at block k, zeros elsewhere)
 _FOUND = {}  # (module, class of instance, truncation, input shape, state shapes) -> what Batched.find found
 
 
 @dataclasses.dataclass(frozen=True)
 class Batched:
     """How many sets sit one after the other along the batch, at once; the vector parameters they vary too (each
-    set's vector in its samples' rows: app/verify/trusted.py), besides the initial states; the dimensions widened
-    (each set's block of the parameters with such an axis read by its own samples only)."""
+    set's vector in its samples' rows: app/verify/trusted.py), besides the initial states; or, with dimensions
+    widened, the parameters with such an axis only (each set's block read by its own samples)."""
 
     sets: int
     vectors: tuple = ()
@@ -40,13 +41,15 @@ class Batched:
 
     @staticmethod
     def find(instance, truncate=None):
-        """Batched(SAMPLES // B sets, fewer if widened) if two different sets give their plain losses so, varying
-        the most it can (vectors and widened dimensions), else None (a module of groups of steps, a padded batch,
-        a batch of over SAMPLES / 2 samples: none). Tried once for a module, class of instance, truncation and
-        shapes."""
+        """The layouts of sets along the batch, each varying its own arrays (varies): SAMPLES // B sets of the initial
+        states, and of the vectors if their rows keep apart; then, if that one holds, sets of the matrices of the
+        widest widened dimensions that keep them apart (fewer at once: the inputs grow as the sets squared). Each is
+        offered if two different sets give their plain losses so; none (an empty tuple) for a module of groups of
+        steps, a padded batch, a batch of over SAMPLES / 2 samples. Tried once for a module, class of instance,
+        truncation and shapes."""
         batch = instance.xs.shape[1]
         if groups_of(instance.module) is not None or instance.lengths is not None or SAMPLES // batch < 2:
-            return None
+            return ()
         shapes = tuple(value.shape for value in [*instance.initial.values(), *instance.params.values()])
         key = (instance.module, type(instance), truncate, instance.xs.shape, shapes)
         if key not in _FOUND:
@@ -57,19 +60,14 @@ class Batched:
 
     @staticmethod
     def _tried(instance, truncate, most):
-        module, sizes = instance.module, sizes_of(instance)
+        module = instance.module
         vectors = tuple(name for name, dims in module.SHAPES.items() if len(dims) == 1)
-        for widened in _widenings(module):
-            sets = min([most, *(ROWS // sizes[dim] for dim in widened)])
-            if _rows(module, "xs") in widened and instance.xs.ndim > 2:  # the inputs grow as sets squared
-                sets = min(sets, int(np.sqrt(INPUTS / instance.xs.size)))
-            for varied in dict.fromkeys((vectors, ())):
-                try:
-                    if sets >= 2 and Batched(2, varied, widened)._agrees(instance, truncate):
-                        return Batched(sets, varied, widened)
-                except (ValueError, RuntimeError, TypeError):  # the module refused a row per sample of its vectors
-                    continue
-        return None
+        states = _first(instance, truncate, [Batched(most, varied) for varied in dict.fromkeys((vectors, ()))])
+        if states is None:
+            return ()
+        widened = [Batched(_widened_sets(instance, most, dims), (), dims) for dims in _widenings(module)]
+        matrices = _first(instance, truncate, [each for each in widened if each.sets >= 2 and each.blocked(module)])
+        return (states,) if matrices is None else (states, matrices)
 
     def _agrees(self, instance, truncate):
         """Whether two different sets' losses, along the batch, are their plain losses."""
@@ -78,6 +76,11 @@ class Batched:
         plain = np.array([instance.loss(truncate), self.plain(instance, moved).loss(truncate)])
         wide = self.wide(instance, [base, moved]).loss(truncate)
         return np.shape(wide) == (2,) and bool(np.all(np.abs(wide - plain) <= AGREEMENT * np.abs(plain).max()))
+
+    def varies(self, instance):
+        """The arrays whose entries this layout's sets differ in: the blocked parameters if widened, else the initial
+        states and the vectors."""
+        return self.blocked(instance.module) if self.widened else [*instance.initial, *self.vectors]
 
     def blocked(self, module):
         """The parameters with a widened axis: each set's block side by side."""
@@ -143,11 +146,32 @@ class Batched:
         )
 
 
+def _first(instance, truncate, candidates):
+    """The first of the candidates (Batched) under which two different sets give their plain losses, or None."""
+    for candidate in candidates:
+        try:
+            if dataclasses.replace(candidate, sets=2)._agrees(instance, truncate):
+                return candidate
+        except (ValueError, RuntimeError, TypeError):  # the module refused a row per sample, or the widened arrays
+            continue
+    return None
+
+
 def _widenings(module):
     """The dimensions to try widening, most first: every one no state has and that the inputs or outputs run along,
-    each of them alone, none."""
+    then each of them alone."""
     free = [dim for dim in module.SIZES if dim not in module.STATES.values() and dim in _rows(module)]
-    return list(dict.fromkeys([tuple(free), *((dim,) for dim in free), ()]))
+    return list(dict.fromkeys([tuple(free), *((dim,) for dim in free)])) if free else []
+
+
+def _widened_sets(instance, most, widened):
+    """How many sets at once, at most `most`, widening these dimensions: at most ROWS rows along each, INPUTS entries
+    of the inputs."""
+    sizes = sizes_of(instance)
+    sets = min([most, *(ROWS // sizes[dim] for dim in widened)])
+    if _rows(instance.module, "xs") in widened and instance.xs.ndim > 2:  # the inputs grow as the sets squared
+        sets = min(sets, int(np.sqrt(INPUTS / instance.xs.size)))
+    return sets
 
 
 def _rows(module, data=None):

@@ -185,16 +185,17 @@ def differences(instance, truncate, requests):
     """Ridders' (derivative, error estimate) of instance.loss(truncate) along each requested
     (array name, index, enough). Where a Layout keeps the module's parameter sets apart, the
     ladders run in step, their next differences' losses from forward passes of Layout.sets
-    sets at once; otherwise one entry after another, but for the entries of the arrays Batched varies (initial
-    states, vectors, matrices of a widened dimension), in step if Batched keeps their sets apart."""
+    sets at once; otherwise one entry after another, but for the entries of the arrays a Batched layout varies
+    (initial states, vectors, matrices of a widened dimension), in step if it keeps their sets apart."""
     arrays = {**instance.params, **instance.initial}
     layout = Layout.find(instance, truncate)
     if layout is not None:
         return in_step(instance, truncate, requests, layout)
-    batched = Batched.find(instance, truncate)
-    varied = batched.values(instance) if batched is not None else {}
-    apart = [n for n, (name, _, _) in enumerate(requests) if name in varied]
-    found = dict(zip(apart, in_step(instance, truncate, [requests[n] for n in apart], batched), strict=True))
+    found = {}
+    for batched in Batched.find(instance, truncate):
+        varied = set(batched.varies(instance))
+        apart = [n for n, (name, _, _) in enumerate(requests) if name in varied and n not in found]
+        found |= dict(zip(apart, in_step(instance, truncate, [requests[n] for n in apart], batched), strict=True))
     for n, (name, index, limit) in enumerate(requests):
         if n not in found:
             found[n] = ridders(lambda: instance.loss(truncate), arrays[name], index, limit)

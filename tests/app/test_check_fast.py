@@ -55,29 +55,31 @@ WIDENED = {"lstm-layernorm": ("W_x", "V"), "elman-jordan": ("U",)}  # its matric
 @pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
 @pytest.mark.parametrize("name", ["lstm-layernorm", "elman-jordan"])
 def test_batched_losses_are_each_change_s_plain_loss(name, truncate):
-    """Changes of entries of initial states, of vector parameters (each set's in its samples' rows) and of the
-    matrices of a widened dimension (each set's block), more than one forward pass holds: each loss Batched gives is
-    the plain loss with that change alone, to AGREEMENT (a change read in another set's samples would not be)."""
+    """Changes of entries of initial states and of vector parameters (each set's in its samples' rows), and of the
+    matrices of a widened dimension (each set's block), more than one forward pass holds: each loss a Batched layout
+    gives is the plain loss with that change alone, to AGREEMENT (a change read in another set's samples would not
+    be)."""
     instance = problem(module_of(name), 7, 3, seed=2)
-    batched = Batched.find(instance, truncate)
-    assert Layout.find(instance, truncate) is None and batched is not None
+    layouts = Batched.find(instance, truncate)
+    assert Layout.find(instance, truncate) is None and len(layouts) == 2
     vectors = [key for key, dims in instance.module.SHAPES.items() if len(dims) == 1]
-    assert batched.vectors == tuple(vectors) and vectors
-    matrices = WIDENED[name]
-    rng, changes, values = np.random.default_rng(4), [], batched.values(instance)
-    assert [key for key in values if key in instance.params and key not in vectors] == list(matrices)
-    for _ in range(2 * batched.sets + 3):
-        key = list(values)[rng.integers(len(values))]
-        index = tuple(int(rng.integers(n)) for n in values[key].shape)
-        changes.append((key, index, float(values[key][index] + rng.standard_normal())))
-    changed = {key for key, _, _ in changes}
-    assert changed & set(vectors) and changed & set(instance.initial) and set(matrices) <= changed
-    losses = batched.losses(instance, truncate, changes)
-    for (key, index, value), loss in zip(changes, losses, strict=True):
-        changed = {**values, key: values[key].copy()}
-        changed[key][index] = value
-        plain = batched.plain(instance, changed).loss(truncate)
-        assert abs(loss - plain) <= AGREEMENT * abs(plain), (key, index)
+    assert layouts[0].vectors == tuple(vectors) and vectors and not layouts[0].widened
+    expected = ([*instance.initial, *vectors], list(WIDENED[name]))
+    assert [batched.varies(instance) for batched in layouts] == list(expected)
+    rng = np.random.default_rng(4)
+    for batched in layouts:
+        changes, values, varied = [], batched.values(instance), batched.varies(instance)
+        for _ in range(2 * batched.sets + 3):
+            key = varied[rng.integers(len(varied))]
+            index = tuple(int(rng.integers(n)) for n in values[key].shape)
+            changes.append((key, index, float(values[key][index] + rng.standard_normal())))
+        assert {key for key, _, _ in changes} == set(varied)
+        losses = batched.losses(instance, truncate, changes)
+        for (key, index, value), loss in zip(changes, losses, strict=True):
+            changed = {**values, key: values[key].copy()}
+            changed[key][index] = value
+            plain = batched.plain(instance, changed).loss(truncate)
+            assert abs(loss - plain) <= AGREEMENT * abs(plain), (key, index)
 
 
 def test_a_row_per_sample_of_the_vectors_gives_each_sample_its_set_s_forward():
@@ -113,8 +115,8 @@ def test_a_module_whose_samples_meet_gets_no_batched():
         return outputs + outputs.mean(axis=1, keepdims=True), cache
 
     mixing.forward = forward
-    assert Batched.find(problem(module, 5, 3, seed=0)) is not None
-    assert Batched.find(problem(mixing, 5, 3, seed=0)) is None
+    assert Batched.find(problem(module, 5, 3, seed=0)) != ()
+    assert Batched.find(problem(mixing, 5, 3, seed=0)) == ()
 
 
 @pytest.mark.parametrize("wrong_name, index", [("c0", (1, 2)), ("alpha_1", (5,)), ("W_x", (9, 1)), ("V", (3, 2))])
@@ -123,7 +125,8 @@ def test_a_wrong_gradient_is_caught_in_batched_sets(wrong_name, index):
     dL/dW_x or dL/dV (a matrix of the inputs' or outputs' rows, each set's block read by its own samples) off by one
     part in a million in one entry, differenced in Batched's sets: that array FAILs, every other passes."""
     module = module_of("lstm-layernorm")
-    assert wrong_name in Batched.find(problem(module, 5, 3, seed=0)).values(problem(module, 5, 3, seed=0))
+    instance = problem(module, 5, 3, seed=0)
+    assert any(wrong_name in batched.varies(instance) for batched in Batched.find(instance))
     wrong = types.ModuleType("wrong")
     wrong.__dict__.update(module.__dict__)
 
