@@ -41,10 +41,10 @@ def flags(given=""):
 
 def one_mlir_context():
     """JAX lowers each program in an MLIR context of its own, made for it (about 5 ms with every dialect loaded) and
-    kept alive with the compiled program (about 1.5 MB each): the tests compile thousands of small programs. From
+    kept alive with the compiled program (about 1.2 MB each): the tests compile thousands of small programs. From
     here on this process lowers them all in one context, as JAX's own lowering lets a caller do (ModuleContext takes
     a context): the same modules, so the same programs and results; measured on jaxlib 0.10, a small program's
-    lowering and compile costs about a third less, and 1,200 programs take 0.5 GB less memory. Done once JAX is
+    lowering and compile costs about a third less, and 1,200 programs hold 1.4 GB less memory. Done once JAX is
     imported (tests/conftest.py, after collection); elsewhere, and on another jaxlib, JAX's own way is left alone.
     Returns whether it is on."""
     mlir = sys.modules.get("jax._src.interpreters.mlir")
