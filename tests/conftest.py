@@ -134,6 +134,11 @@ def pytest_configure(config):
     )
 
 
+def pytest_collection_finish(session):
+    """The test modules are imported: if they imported JAX, its programs lowered in one MLIR context (xla.py)."""
+    xla.one_mlir_context()
+
+
 def _order(item):
     """Slow tests first, the longest of those given seconds first; the others in the order collected."""
     slow = item.get_closest_marker("slow")

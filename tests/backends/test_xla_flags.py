@@ -23,3 +23,33 @@ def test_a_users_flag_of_the_same_name_wins():
 def test_the_workers_run_with_the_tests_flags():
     """tests/conftest.py set XLA_FLAGS before JAX started: this process compiles with them."""
     assert set(xla.flags().split()) <= set(os.environ["XLA_FLAGS"].split())
+
+
+def test_the_workers_lower_every_program_in_one_mlir_context():
+    """On the jaxlib this suite runs, JAX's programs share one MLIR context (xla.one_mlir_context), and a program
+    lowered in it is the module a context of its own gives."""
+    import jax
+    import jax.numpy as jnp
+    from jax._src.interpreters import mlir
+
+    version = xla._jaxlib_version()
+    known = version is not None and xla.ONE_CONTEXT_FROM <= version < xla.ONE_CONTEXT_BEFORE
+    assert xla.one_mlir_context() == known
+    if not known:
+        return
+    assert mlir.make_ir_context() is mlir.make_ir_context()
+
+    def lowered():
+        def program(x):  # a new function each time: lowered anew, not found in JAX's caches
+            return jnp.tanh(x @ x.T).sum(axis=0)
+
+        return jax.jit(program).lower(jnp.ones((3, 2))).as_text()
+
+    shared, made, contexts = lowered(), mlir.make_ir_context, []
+    mlir.make_ir_context = lambda: contexts.append(made.made()) or contexts[-1]
+    try:
+        own = lowered()
+    finally:
+        mlir.make_ir_context = made
+    assert len(contexts) == 1 and contexts[0] is not made.shared
+    assert shared == own
