@@ -1,6 +1,7 @@
 """Fixtures shared by the tests, and the order in which pytest-xdist hands them out."""
 
 import os
+import sys
 
 # One thread per worker process (pytest-xdist runs a worker per core): BLAS, torch's OpenMP and XLA's Eigen pool
 # would otherwise each start a thread per core in every worker, and their waiting threads take CPU from the others.
@@ -16,6 +17,20 @@ os.environ["XLA_FLAGS"] = xla.flags(os.environ.get("XLA_FLAGS", ""))
 import pytest  # noqa: E402
 
 from bptt.tests.support.problems import make_problem  # noqa: E402
+
+
+def _hypothesis_imported_as_it_is():
+    """pytest rewrites the asserts of every module of a plugin's distribution, so Hypothesis's 70 modules too: about
+    0.8 s in each process (each worker, and the controller) that imports it, where no bytecode is written
+    (PYTHONDONTWRITEBYTECODE). Its asserts are its own invariants, not the tests': it is imported unrewritten."""
+    for finder in sys.meta_path:
+        marked = getattr(finder, "_must_rewrite", None)
+        if isinstance(marked, set) and "hypothesis" in marked:
+            marked.discard("hypothesis")
+            finder._marked_for_rewrite_cache.clear()
+
+
+_hypothesis_imported_as_it_is()
 
 
 def _draws_independent_of_loaded_modules():
