@@ -1,6 +1,7 @@
 """Fixtures shared by the tests, and the order in which pytest-xdist hands them out."""
 
 import os
+import sys
 
 # One thread per worker process (pytest-xdist runs a worker per core): BLAS, torch's OpenMP and XLA's Eigen pool
 # would otherwise each start a thread per core in every worker, and their waiting threads take CPU from the others.
@@ -15,7 +16,19 @@ os.environ["XLA_FLAGS"] = xla.flags(os.environ.get("XLA_FLAGS", ""))
 
 import pytest  # noqa: E402
 
-from bptt.tests.support.problems import make_problem  # noqa: E402
+
+def _hypothesis_imported_as_it_is():
+    """pytest rewrites the asserts of every module of a plugin's distribution, so Hypothesis's 70 modules too: about
+    0.8 s in each process (each worker, and the controller) that imports it, where no bytecode is written
+    (PYTHONDONTWRITEBYTECODE). Its asserts are its own invariants, not the tests': it is imported unrewritten."""
+    for finder in sys.meta_path:
+        marked = getattr(finder, "_must_rewrite", None)
+        if isinstance(marked, set) and "hypothesis" in marked:
+            marked.discard("hypothesis")
+            finder._marked_for_rewrite_cache.clear()
+
+
+_hypothesis_imported_as_it_is()
 
 
 def _draws_independent_of_loaded_modules():
@@ -31,13 +44,10 @@ def _draws_independent_of_loaded_modules():
         providers._get_local_constants = providers.Constants
 
 
-_draws_independent_of_loaded_modules()
-
-
 def _hypothesis_random_registered_while_the_heap_is_small():
     """Hypothesis registers its global Random on the first derandomized test a process runs, with a full garbage
     collection and a search of every object for its referrers: a second or more once a worker holds a share of the
-    suite. The same registration, done here, costs nothing."""
+    suite. The same registration, done before collection, costs nothing."""
     import random
 
     try:
@@ -51,12 +61,11 @@ def _hypothesis_random_registered_while_the_heap_is_small():
         return
 
 
-_hypothesis_random_registered_while_the_heap_is_small()
-
-
 @pytest.fixture(scope="session")
 def concrete_problem():
     """make_problem(name, steps, seed), e.g. concrete_problem("elman", 3, seed=1)."""
+    from bptt.tests.support.problems import make_problem
+
     return make_problem
 
 
@@ -121,12 +130,21 @@ def _no_forced_collections_after_a_worker_reported(config):
     config.stash[gc_collect_iterations_key] = 0
 
 
+def _runs_tests(config):
+    """Whether this process runs tests: a worker, or a run without pytest-xdist (-n 0); not xdist's controller,
+    which hands them out (and, started before the workers, delays them by what it loads)."""
+    return hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
+
+
 def pytest_configure(config):
     _no_forced_collections_after_a_worker_reported(config)
+    if _runs_tests(config):
+        _draws_independent_of_loaded_modules()
+        _hypothesis_random_registered_while_the_heap_is_small()
     if config.getoption("cpu_durations"):
         from bptt.tests.support.cpu_durations import Measure
 
-        config.pluginmanager.register(Measure(config.getoption("cpu_durations")), "cpu_durations")
+        config.pluginmanager.register(Measure(config.getoption("cpu_durations"), _runs_tests(config)), "cpu_durations")
     config.addinivalue_line(
         "markers",
         "slow(seconds=0): a long proof, scheduled first so that the workers finish together; those given about how "

@@ -27,6 +27,16 @@ class Statement:
     reads: frozenset
 
 
+def _segment(lines, node):
+    """ast.get_source_segment(source, node) from the source's lines, split once (it splits the whole source, a
+    character at a time, on every call); offsets count UTF-8 bytes, as the parser's do."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    rows = [line.encode() for line in lines[first : last + 1]]
+    rows[-1] = rows[-1][: node.end_col_offset]
+    rows[0] = rows[0][node.col_offset :]
+    return b"\n".join(rows).decode()
+
+
 def prefixed(source, prefix):
     """(import lines, the other top-level statements, each a Statement with every name they bind prefixed): a
     group's module without its docstring and public shells (but losses, which the last group's hands the model)."""
@@ -35,7 +45,7 @@ def prefixed(source, prefix):
     imports, kept = [], []
     for statement in tree.body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
-            imports.append(ast.get_source_segment(source, statement))
+            imports.append(_segment(lines, statement))
         elif not isinstance(statement, ast.Expr) and getattr(statement, "name", None) not in SHELLS:
             kept.append(statement)
     bound = set().union(*map(_binds, kept))

@@ -26,6 +26,7 @@ from bptt.app.notebook import analyze as analyze_for_notebook
 from bptt.app.notebook import derive as derive_for_notebook
 from bptt.derive.models import load
 from bptt.documents.render import document
+from bptt.tests.support.cli import bptt
 from bptt.tests.support.zoo import supporting
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -33,15 +34,9 @@ USER_CELL = "examples/gated_rnn.py:gated_rnn"
 HIDE_MATPLOTLIB = "raise ImportError('No module named matplotlib (hidden by the test)')\n"
 
 
-def bptt(*args, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "bptt", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=120, env=env
-    )
-
-
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """The subprocess runs, side by side: {name: (CompletedProcess, its output folder)}."""
+    """The CLI runs (tests/support/cli.py), side by side: {name: (CompletedProcess, its output folder)}."""
     root = tmp_path_factory.mktemp("analyze")
     hidden = root / "hidden"
     (hidden / "matplotlib").mkdir(parents=True)

@@ -5,9 +5,7 @@ offer HTML with its plots embedded and no Markdown, a table HTML, a derivation M
 import base64
 import pathlib
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CELLS = (
@@ -20,6 +18,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.mark.slow  # a kernel's start and imports: about 10 s
 def test_a_notebook_shows_plots_tables_and_labelled_derivations(tmp_path):
+    import nbformat  # here: Jupyter's client (0.5 s of imports) only in the worker that runs this test
+    from nbclient import NotebookClient
+
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in CELLS])
     client = NotebookClient(notebook, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}})
     client.execute()

@@ -10,11 +10,10 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
-import functools
 import pathlib
 
 from test_oracle import random_problem
-from test_oracle_cells import agree_in_every_truncation, generate, oracle_results
+from test_oracle_cells import agree_in_every_truncation, generate, oracle_of_cell
 
 from bptt.codegen.backends import BACKENDS
 from bptt.derive.models import load
@@ -29,13 +28,8 @@ CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py
     "cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms", "norm_in_gain"]
 )
 def test_a_normalised_cell_agrees_with_the_oracle(cell, backend):
-    agree_in_every_truncation(load(f"{CELLS}:{cell}"), backend, expected=oracle_of(cell))
-
-
-@functools.cache
-def oracle_of(cell):
-    """The oracle's results for a cell in every truncation: the same numbers for each backend's module."""
-    return oracle_results(load(f"{CELLS}:{cell}"))
+    spec = f"{CELLS}:{cell}"
+    agree_in_every_truncation(load(spec), backend, expected=oracle_of_cell(spec))
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])

@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 
 import contextlib
+import functools
 import importlib.util
 import os
 import pathlib
@@ -62,6 +63,13 @@ def oracle_results(model, seed=28):
     """The oracle's results (run) for the model's random problem of this seed, by TRUNCATIONS' names."""
     problem = random_problem(model, seed=seed)
     return {mode: run(model, *problem, truncate) for mode, truncate in TRUNCATIONS.items()}
+
+
+@functools.cache
+def oracle_of_cell(spec):
+    """oracle_results of the model loaded from spec (file.py:function), once per process: the same numbers for
+    each backend's module of the cell."""
+    return oracle_results(load(spec))
 
 
 def backend_failures(model, problem, checks=()):

@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[torch]')")
 
+import functools
 import itertools
 
 import numpy as np
@@ -29,13 +30,14 @@ from bptt.tests.support import oracle
 from bptt.tests.support.cell_plans import random_values
 from bptt.tests.support.cells import cells
 from bptt.tests.support.jax_eager import eagerly
-from bptt.tests.support.padded import RANDOM_SEED, assert_padded_as_alone, lengths_drawn
+from bptt.tests.support.padded import RANDOM_SEED, assert_padded_as_alone, lengths_drawn, oracle_alone
 
 T = 6
 MODES = [("window", 2), ("chunk", 2), ("random", 0.5)]
 NAMES = ("birnn", "birnn-2layer", "bilstm")
 IDS = {"ids": lambda mode: mode[0]}
 BACKENDS = ["numpy", "torch"]  # JAX (slower) on one cell each
+LENGTHS = np.array([2, T, 1, 5])  # a padded batch's
 
 
 def drawn_keep(backend, model, steps, pi, seed):
@@ -106,9 +108,16 @@ def test_a_truncated_padded_batch_is_each_sequence_alone(name, backend, truncate
     """Each sequence alone also against the oracle (window, chunk): a reverse state's window and chunks count its
     own sequence's steps, from its last."""
     model = model_of(name)
-    lengths = np.array([2, T, 1, 5])
-    problem = values(model, 13, steps=T, batch=len(lengths))
-    assert_padded_as_alone(module_of(name, backend), model, problem, lengths, truncate)
+    problem = values(model, 13, steps=T, batch=len(LENGTHS))
+    truths = each_sequence_alone(name, truncate)
+    assert_padded_as_alone(module_of(name, backend), model, problem, LENGTHS, truncate, truths=truths)
+
+
+@functools.cache
+def each_sequence_alone(name, truncate):
+    """The oracle's runs of the padded batch's sequences alone: the same numbers for each backend's module."""
+    model = model_of(name)
+    return oracle_alone(model, values(model, 13, steps=T, batch=len(LENGTHS)), LENGTHS, truncate)
 
 
 @pytest.mark.parametrize("truncate", MODES[:2], **IDS)

@@ -20,18 +20,22 @@ import gc, importlib, json, os, pkgutil, sys, traceback
 import bptt.app.cli  # the modules every command loads, once
 from bptt.app.start import run
 
-# With "preload": once too, what many commands load when they need it: the code generators and runtimes (every
-# backend), the frameworks (torch and JAX start no thread on import: safe to fork), what SymPy's simplify
-# loads, and the zoo's models (derive.models.load builds each once per process). Not generated/: a test may
-# rewrite a module there.
+# With "preload": once too, what many commands load or compute when they need it: the code generators and
+# runtimes (every backend), the frameworks (torch and JAX start no thread on import: safe to fork), what SymPy's
+# simplify loads, the zoo's models (derive.models.load builds each once per process) and their modules in every
+# backend (codegen's caches: a derivation and its passes once per process, as a notebook's session keeps them;
+# `codegen --check` of the zoo, run a dozen times, then prints only). Not generated/: a test may rewrite a
+# module there.
 if sys.argv[1:] == ["preload"]:
     for parent in ("bptt.codegen", "bptt.runtime"):
         for found in pkgutil.walk_packages(importlib.import_module(parent).__path__, parent + "."):
             importlib.import_module(found.name)
+    from bptt.codegen.backends import BACKENDS
     from bptt.derive.models import load, names
 
     for name in names():
-        load(name)
+        for backend in BACKENDS.values():
+            backend.module_source(load(name))
     for name in ("torch", "jax", "jax.numpy", "sympy.physics.units"):
         try:
             importlib.import_module(name)

@@ -44,9 +44,10 @@ def _count_xla_compiles():
 class Measure:
     """The plugin: measures each test where it runs, sums per file where the reports arrive."""
 
-    def __init__(self, shown):
+    def __init__(self, shown, runs_tests=True):
         self.shown = shown
-        _count_xla_compiles()
+        if runs_tests:  # not pytest-xdist's controller, which only sums the workers' reports
+            _count_xla_compiles()
         self.files = collections.defaultdict(lambda: [0, 0.0, 0.0, 0])  # tests, CPU s, XLA s, XLA programs
 
     @pytest.hookimpl(wrapper=True)

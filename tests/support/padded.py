@@ -94,21 +94,46 @@ class InNumPy:
         return self._out(got)
 
 
-def assert_padded_as_alone(module, model, values, lengths, truncate=None, checkpoints=None):
+def _oracle_mode(truncate):
+    """The truncation the oracle runs each sequence alone in: random truncation's is full BPTT (outputs only)."""
+    return None if truncate and truncate[0] == "random" else truncate
+
+
+def oracle_alone(model, values, lengths, truncate=None):
+    """The oracle's run of each sequence of the padded batch alone, as assert_padded_as_alone compares them: the
+    same numbers for every backend's module (a caller may compute them once and pass them as truths)."""
+    params, xs, ys, initial = padded_values(values, lengths, 10**6)
+    return [
+        oracle.run(
+            model,
+            params,
+            xs[:length, b : b + 1],
+            ys[:length, b : b + 1],
+            {seq.name: initial[seq.name][b : b + 1] for seq in model.states},
+            _oracle_mode(truncate),
+        )
+        for b, length in enumerate(lengths)
+    ]
+
+
+def assert_padded_as_alone(module, model, values, lengths, truncate=None, checkpoints=None, truths=None):
     """The padded batch's outputs, final states, loss and every gradient equal those of each sequence alone
-    (module and oracle, to TOL); its padded outputs and whatever reaches its padded steps are exactly 0."""
+    (module and oracle, to TOL); its padded outputs and whatever reaches its padded steps are exactly 0. truths:
+    oracle_alone(model, values, lengths, truncate), when the caller has them already."""
     params, xs, ys, initial = padded_values(values, lengths, 10**6)
     module, states, B = InNumPy(module), _module_states(model, initial), len(lengths)
     outputs, cache = module.forward(params, xs, ys, **states, lengths=lengths)
     loss, grads = module.loss_and_grads(params, xs, ys, truncate, checkpoints, **states, lengths=lengths)
     expected_loss, expected = 0.0, {key: np.zeros_like(value) for key, value in grads.items()}
-    oracle_mode = None if truncate and truncate[0] == "random" else truncate
+    oracle_mode = _oracle_mode(truncate)
+    if truths is None:
+        truths = oracle_alone(model, values, lengths, truncate)
     for b, length in enumerate(lengths):
         one = (slice(None, length), slice(b, b + 1))
         alone = {f"{seq.name}": initial[seq.name][b : b + 1] for seq in model.states}
         out_b, cache_b = module.forward(params, xs[one], ys[one], **_module_states(model, alone))
         loss_b, grads_b = module.loss_and_grads(params, xs[one], ys[one], truncate, **_module_states(model, alone))
-        truth = oracle.run(model, params, xs[one], ys[one], alone, oracle_mode)
+        truth = truths[b]
         name = model.outputs[0][0].name
         where = f"sequence {b} (length {length} of {len(xs)})"
         _close(f"{where}: outputs (module alone)", outputs[:length, b], out_b[:, 0])
