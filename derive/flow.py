@@ -11,6 +11,7 @@ diagonal, c_t = f_t * c_{t-1} + ..., carries the gradient along that path throug
 diagonal factors only: the LSTM's constant error carousel, dc_t/dc_{t-1} = diag(f_t).
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import sympy as sp
@@ -103,9 +104,28 @@ def _closed_jacobian(derivation, states, block_form):
     if len(states) < 2:
         return states, (closed_form(derivation, states[0]).jacobian.T if states else None), {}
     form = block_closed_form(derivation) if block_form is None else block_form
-    written = form.blocks  # a property that writes every block out: read once
-    blocks = {(row, col): written[(col, row)].T for row in form.states for col in form.states}
-    return form.states, None, blocks
+    return form.states, None, _Transposed(form.blocks, form.states)  # form.blocks writes every block out: read once
+
+
+class _Transposed(Mapping):
+    """{(row, col): written[(col, row)].T} over the states, each block transposed when first read: the documents
+    ask only whether there are blocks, and SymPy takes seconds to transpose those of many states."""
+
+    def __init__(self, written, states):
+        self._written, self._keys, self._read = written, [(row, col) for row in states for col in states], {}
+
+    def __getitem__(self, key):
+        if key not in self._read:
+            if key not in self._keys:
+                raise KeyError(key)
+            self._read[key] = self._written[key[::-1]].T
+        return self._read[key]
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __len__(self):
+        return len(self._keys)
 
 
 def couplings(derivation, states):

@@ -54,50 +54,49 @@ class Corridors:
         """A*, weighted by HASTE, over (crossing, heading): the numbers of the crossings from start to goal, or
         None. A crossing (i, j) is numbered i * len(ys) + j, which orders the numbers as it would the pairs, and
         a crossing n reached heading h (-1 at the start) is the state 3 n + h + 1, ordered as (n, h) would be."""
-        held, steps, rows = self.held, self._neighbours, len(self.ys)
+        held, rows, found = self.held, len(self.ys), self.steps
         gx, gy = self.xs[goal[0]], self.ys[goal[1]]
         rest_x, rest_y = [abs(x - gx) for x in self.xs], [abs(y - gy) for y in self.ys]
         low, high = columns
         goal = goal[0] * rows + goal[1]
-        best, came = {}, {}
+        best, came = [math.inf] * (3 * len(held)), [None] * (3 * len(held))  # came: the state before, once closed
         queue = [(0.0, 0.0, start[0] * rows + start[1], -1, -1)]
+        pop, push = heapq.heappop, heapq.heappush
         while queue:
-            _, cost, point, heading, before = heapq.heappop(queue)
+            _, cost, point, heading, before = pop(queue)
             state = 3 * point + heading + 1
-            if state in came:
+            if came[state] is not None:
                 continue
             came[state] = before
             if point == goal:
                 return _unwound(came, state)
             in_end = held[point] is not None  # no bend inside an end's box: TikZ draws the runs over it
-            for step, after, a, b, length, run in steps(point):
-                if not low <= a <= high or (held[after] is not None and not held[after] <= ends):
+            for step, after, reached, a, b, length, run in found[point] or self._neighbours(point):
+                if came[reached] is not None or not low <= a <= high:
+                    continue  # a state already closed would be skipped when popped
+                if held[after] is not None and not held[after] <= ends:
                     continue
                 bends = heading != -1 and heading != step
-                if in_end and bends:
+                if bends and in_end:
                     continue
                 owner = taken.get(run)
-                price = length * (1.0 if owner is None else OWN if owner == source else OTHERS)
-                total = cost + price + (BEND if bends else 0.0)
-                reached = 3 * after + step + 1
-                if total < best.get(reached, math.inf):
+                price = length if owner is None else length * (OWN if owner == source else OTHERS)
+                total = cost + price + BEND if bends else cost + price
+                if total < best[reached]:
                     best[reached] = total
-                    guess = total + HASTE * (rest_x[a] + rest_y[b])
-                    heapq.heappush(queue, (guess, total, after, step, state))
+                    push(queue, (total + HASTE * (rest_x[a] + rest_y[b]), total, after, step, state))
         return None
 
     def _neighbours(self, n):
-        """The steps from crossing number n, found once: [(heading, the next crossing's number, its indices a
-        and b, the run's price, the run's key in `taken`)], left, right, down, up."""
-        found = self.steps[n]
-        if found is not None:
-            return found
+        """The steps from crossing number n, found once: [(heading, the next crossing's number, the state it
+        reaches, its indices a and b, the run's price, the run's key in `taken`)], left, right, down, up."""
         xs, ys, (along_x, along_y) = self.xs, self.ys, self.price
         i, j = divmod(n, len(ys))
         found = self.steps[n] = [
             (
                 step,
                 a * len(ys) + b,
+                3 * (a * len(ys) + b) + step + 1,
                 a,
                 b,
                 abs(xs[a] - xs[i]) * along_y[b] if step == 0 else abs(ys[b] - ys[j]) * along_x[a],
