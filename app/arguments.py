@@ -2,8 +2,7 @@
 
 import argparse
 
-from bptt.app.analysis import analyze as analysis
-from bptt.app.bench import bench as benchmark
+from bptt.app.analysis import defaults as analysis
 from bptt.app.guard import UsageError
 from bptt.codegen.backends import BACKENDS, reference
 from bptt.derive.model import ModelError
@@ -34,6 +33,13 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see `{self.prog} --help`)\n")
+
+
+def _peers(text):
+    """bench's --peers: the reference backend and the bench's peers (loaded with the bench, when it runs)."""
+    from bptt.app.bench.bench import PEERS
+
+    return choices((reference().name, *PEERS), "peers")(text)
 
 
 def choices(allowed, what):
@@ -241,7 +247,7 @@ def parser(runs):
     )
     sub.add_argument(
         "--peers",
-        type=choices((reference().name, *benchmark.PEERS), "peers"),
+        type=_peers,
         help="peers (default: naive, hand, torch, jax; with --backend torch: numpy, torch; jax: numpy, jax)",
     )
     sub.add_argument(

@@ -1,20 +1,14 @@
-"""The `bptt` command: LaTeX derivations, code generation and gradient checks."""
+"""The `bptt` command: LaTeX derivations, code generation and gradient checks.
+
+A command imports its own machinery (analysis, bench, check, exercises, code generation) when it runs, so that
+`bptt latex` does not start by loading the others'."""
 
 import pathlib
 import sys
 
-from bptt.app.analysis import analyze as analysis
-from bptt.app.analysis import plots
 from bptt.app.arguments import UsageError, load_model, parser
-from bptt.app.bench import bench as benchmark
-from bptt.app.bench import checkpoints as bench_checkpoints
-from bptt.app.exercises import cmd_exercises
 from bptt.app.files import output_target, writable_folder, write_atomic
-from bptt.app.generate import cmd_codegen
 from bptt.app.guard import guarded
-from bptt.app.verify import check as checking
-from bptt.app.verify import problem as instances
-from bptt.app.verify.check_backend import Options, report
 from bptt.codegen.backends import BACKENDS, require
 from bptt.derive.direction import forward_only
 from bptt.derive.models import ZOO, load, names
@@ -68,6 +62,8 @@ def _section_names(text):
 
 
 def _sizes(text, module):
+    from bptt.app.verify import problem as instances
+
     if text is None:
         return instances.default_sizes(module)
     sizes = {}
@@ -86,6 +82,8 @@ def _sizes(text, module):
 
 def _enumerable(args, *groups):
     """UsageError in one line if random truncation's keep patterns over --steps (and the groups) are too many."""
+    from bptt.app.verify import check as checking
+
     try:
         checking.require_enumerable(args.steps, args.truncate, *groups)
     except checking.TooManyPatterns as error:
@@ -93,6 +91,9 @@ def _enumerable(args, *groups):
 
 
 def cmd_check(args):
+    from bptt.app.verify import check as checking
+    from bptt.app.verify.check_backend import Options, report
+
     _enumerable(args)  # before any work: a long T is refused in a time independent of T
     model = load_model(args.model)
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
@@ -123,6 +124,9 @@ def _padded_batch(args):
 
 
 def cmd_analyze(args):
+    from bptt.app.analysis import analyze as analysis
+    from bptt.app.analysis import plots
+
     model = load_model(args.model)
     if args.output is not None and writable_folder(args.output, "-o").is_dir():
         plots.targets(
@@ -151,6 +155,9 @@ def cmd_analyze(args):
 
 
 def cmd_bench(args):
+    from bptt.app.bench import bench as benchmark
+    from bptt.app.verify import check as checking
+
     model = load_model(args.model)
     forward_only(model, "bptt bench")
     module = checking.load_module(model, from_zoo=args.model in ZOO)
@@ -171,6 +178,9 @@ def cmd_bench(args):
 def checkpoints_spec(args, module, sizes):
     """--checkpoints and -o of bench: the budgets (a bad one, or one too small for a step of this problem,
     is a usage error) and the output folder (one that cannot be written: an OS error), before measuring."""
+    from bptt.app.analysis import plots
+    from bptt.app.bench import checkpoints as bench_checkpoints
+
     if args.checkpoints is None:
         if args.output is not None:
             raise UsageError("-o: bench writes files only with --checkpoints")
@@ -188,6 +198,18 @@ def checkpoints_spec(args, module, sizes):
         except plots.MissingMatplotlib as error:
             raise UsageError(str(error)) from error
     return {"checkpoints": budgets, "output": args.output}
+
+
+def cmd_codegen(args):
+    from bptt.app.generate import cmd_codegen as codegen
+
+    return codegen(args)
+
+
+def cmd_exercises(args):
+    from bptt.app.exercises import cmd_exercises as exercises
+
+    return exercises(args)
 
 
 COMMANDS = {

@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from bptt.app.analysis.clipping import clipping_table
+from bptt.app.analysis.defaults import RADII, SIZE, STEPS
 from bptt.app.analysis.jacobians import NoFlow, diagonal_products, state_gradients, state_products, step_values
 from bptt.app.analysis.regime import CAROUSEL_BIASES, GATE_BIAS, block_names, regime, saturates
-from bptt.app.analysis.runs import RADII, SIZE, deviation, jacobians_at, regime_words, setup
+from bptt.app.analysis.runs import deviation, jacobians_at, regime_words, setup
 from bptt.app.analysis.table import Table, symbol
 from bptt.derive.flow import gradient_flow
 from bptt.derive.nodes import T, t
@@ -31,7 +32,6 @@ from bptt.documents.carousel_document import direct_name, every_path_name
 __all__ = ["CAROUSEL", "RADII", "SATURATED", "SIZE", "STEPS", "TABLES", "Analysis", "NoFlow"]
 __all__ += ["analyze", "deviation", "setup", "table_names"]  # setup and deviation: the regime tests'
 
-STEPS = 40
 TABLES = ("gradient_norms", "eigenvalues", "alignment", "clipping")  # the tables of every Analysis, in order
 SATURATED = "gradient_norms_saturated"  # after gradient_norms, for a cell that saturates with no scale given
 CAROUSEL = "carousel"  # the fifth table, for a cell with a constant error carousel

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from bptt.app.analysis.defaults import RADII, SIZE
 from bptt.app.analysis.jacobians import NoFlow, measured_jacobians, step_jacobians
 from bptt.app.analysis.regime import (
     CAROUSEL_BIASES,
@@ -21,8 +22,6 @@ from bptt.derive.direction import forward_only
 from bptt.derive.flow import gradient_flow
 from bptt.derive.models import ZOO
 
-SIZE = 8  # every size of the model (d, h, q, ...)
-RADII = (0.5, 1.0, 1.5)
 GROWS = 1.05  # a step Jacobian's spectral radius above which the default radii count as showing growth
 
 
