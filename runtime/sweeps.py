@@ -259,13 +259,25 @@ class _Composed:
         if checkpoints is not None:
             loss, grads = self.checkpointed_loss(params, x, ys, states, checkpoints, lengths, at, **options)
             return self.blamed(self.spec, params, loss, grads)
+        loss, grads_of = self._loss_and_backward(params, xs, x, ys, states, lengths, at, options)
+        return self.blamed(self.spec, params, loss, grads_of(truncate, rng))
+
+    def loss_and_backward(self, params, xs, ys, states, lengths=None, at=None, **options):
+        """(loss, grads_of): loss_and_grads's loss and, as grads_of(truncate, rng), its gradients truncated so: one
+        forward pass for the backward passes of many truncations (app/verify/check.py's keep patterns)."""
+        x, lengths = _checked_call(self, params, xs, ys, states, lengths, at, self.scans_params)
+        return self._loss_and_backward(params, xs, x, ys, states, lengths, at, options)
+
+    def _loss_and_backward(self, params, xs, x, ys, states, lengths, at, options):
+        """(loss, grads_of) of the checked arguments (x: xs as checked, lengths as _checked_call returns them)."""
         outputs, cache = self._forward(params, x, states, lengths, options)
         last = self.sweeps[-1].passes
         s, y, _ = last.loss_inputs(outputs, ys, lengths, at)
         count = self.loss_count(lengths, at, xs, s)
         loss, d_outputs = last.segment_loss(s, y, count)
-        grads = self.backward_call(params, cache, d_outputs, truncate, rng, False, None, **options)
-        return self.blamed(self.spec, params, loss, grads)
+        return loss, lambda truncate, rng: self.backward_call(
+            params, cache, d_outputs, truncate, rng, False, None, **options
+        )
 
     def checkpointed_loss(self, params, x, ys, states, checkpoints, lengths, at, **options):
         """(loss, grads) of loss_and_grads(checkpoints=...), its arguments checked (x: xs as checked)."""
