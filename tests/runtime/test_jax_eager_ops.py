@@ -1,6 +1,7 @@
 """What runs cheaply eagerly computes what it replaces, bit for bit: the JAX runtime's _placed (a pad per block, not
 a scatter) and _following (one pad), eagerly and under jit; the tests' python_scan (each input unstacked once)
-against jax.lax.scan; on_device (device_put) against jnp.asarray, compiling nothing."""
+against jax.lax.scan; on_device (device_put) against jnp.asarray, compiling nothing; eagerly's _finite (one array
+at a time) against the runtime's, which it restores after."""
 
 import pytest
 
@@ -10,8 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax._src import compiler
 
+from bptt.runtime import jax as runtime
 from bptt.runtime.jax import _following, _placed
-from bptt.tests.support.jax_eager import on_device, python_scan
+from bptt.tests.support.jax_eager import eagerly, on_device, python_scan
 
 jax.config.update("jax_enable_x64", True)
 
@@ -112,3 +114,19 @@ def test_on_device_is_jnp_asarray_and_compiles_nothing(monkeypatch):
         same_bits(got, before)
     assert compiled == []
     same_bits(on_device([1, 2]), jnp.asarray([1, 2]))
+
+
+def test_eagerly_checks_finite_arrays_one_at_a_time_as_the_runtime_checks_them_all():
+    runtime_finite = runtime._finite
+    good = [jnp.ones((2, 3)), jnp.zeros(4), jnp.full((1, 2, 2), -0.0)]
+    lists = [
+        good,
+        [],
+        *([*good[:i], good[i].at[..., 0].set(bad), *good[i + 1 :]] for i in range(3) for bad in (np.nan, np.inf)),
+    ]
+    module = type(jax)("no_jits")
+    with eagerly(module):
+        assert runtime._finite is not runtime_finite
+        got = [bool(runtime._finite(arrays)) for arrays in lists]
+    assert runtime._finite is runtime_finite
+    assert got == [bool(runtime_finite(arrays)) for arrays in lists] == [True, True] + [False] * 6

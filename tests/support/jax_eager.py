@@ -6,6 +6,8 @@ would take seconds."""
 
 import contextlib
 import dataclasses
+import functools
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -43,7 +45,9 @@ def _unjitted(value):
 def _eager_passes(passes):
     """The module's _Passes (what its public functions run) with the module's maths and the runtime's own
     jitted functions as the functions they wrap: else every cell's module would be compiled whole, and the
-    compiled programs of hundreds of cells exhaust the process's memory maps (XLA then crashes)."""
+    compiled programs of hundreds of cells exhaust the process's memory maps (XLA then crashes). Its
+    segment_loss stays jitted: eagerly, each of the loss's operations would compile for each segment's length,
+    where the jitted loss compiles one program for it."""
     eager = dataclasses.replace(passes, forward=_unjitted(passes.forward), gradients=_unjitted(passes.gradients))
     for name, value in vars(eager).items():
         if isinstance(value, JITTED):
@@ -51,16 +55,35 @@ def _eager_passes(passes):
     return eager
 
 
+RUNTIME = "bptt.runtime.jax"  # the runtime's module whose argument checks call _finite
+
+
+def _one_by_one(finite):
+    """The runtime's _finite (jitted over a list of arrays: a program for each list of shapes, so one for each
+    cell's parameters) called on each array alone, its answers joined: a program for each shape, shared by
+    the cells."""
+
+    def each(arrays):
+        return functools.reduce(jnp.logical_and, [finite([array]) for array in arrays], jnp.bool_(True))
+
+    return each
+
+
 @contextlib.contextmanager
 def eagerly(module):
-    """Within: the module's jitted functions are the functions they wrap, and jax.lax.scan a loop."""
+    """Within: the module's jitted functions are the functions they wrap, the runtime's _finite checks one
+    array at a time, and jax.lax.scan a loop."""
     jitted = {name: value for name, value in vars(module).items() if isinstance(value, JITTED)}
+    runtime = sys.modules.get(RUNTIME)
+    finite = vars(runtime).get("_finite") if runtime is not None else None
     passes = vars(module).get("_PASSES")
     sweeps = vars(module).get("_SWEEPS")  # a model with reverse-time states: each group's _Passes
     scan = jax.lax.scan
     try:
         for name, function in jitted.items():
             setattr(module, name, function.__wrapped__)
+        if finite is not None:
+            runtime._finite = _one_by_one(finite)
         if passes is not None:
             module._PASSES = _eager_passes(passes)
         if sweeps is not None:
@@ -74,5 +97,7 @@ def eagerly(module):
             module._SWEEPS = sweeps
         for name, function in jitted.items():
             setattr(module, name, function)
+        if finite is not None:
+            runtime._finite = finite
         if passes is not None:
             module._PASSES = passes
