@@ -369,6 +369,7 @@ INTERNAL = {
     "codegen/backends.py Backend.module_source: laying the module out in columns changed its code": (
         "invariant: the layout only breaks lines (printing/columns.py); a guard against printing other code"
     ),
+    "derive/flow.py _Transposed.__getitem__:": "a Mapping's KeyError for a pair of names that are not states",
     "codegen/namer.py Namer.rendering:": "re-raises a refusal of the hidden model in the model's names",
     "codegen/namer.py _fresh: unreachable: more spellings than names": "invariant",
     "codegen/namer.py _key_edits: namer: an f-string names a model's name, which the namer": (
