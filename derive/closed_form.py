@@ -13,7 +13,7 @@ import sympy as sp
 
 from bptt.derive.blocks import Placed
 from bptt.derive.bptt import NEXT, SAME
-from bptt.derive.nodes import Adj, DescendingTimeProduct, MatAt, SeqAt, T, TimeProduct, TimeSum, matrix_sum, t
+from bptt.derive.nodes import Adj, DescendingTimeProduct, MatAt, SeqAt, T, TimeProduct, TimeSum, equal, matrix_sum, t
 
 j = sp.Symbol("j", integer=True)
 k = sp.Symbol("k", integer=True)
@@ -122,8 +122,8 @@ def _simplify_product(expr):
 
     def empty(e):
         if isinstance(e, TimeProduct):
-            return sp.simplify(e.end - e.start + 1) == 0
-        return isinstance(e, sp.MatPow) and sp.simplify(e.exp) == 0
+            return equal(e.end + 1, e.start)
+        return isinstance(e, sp.MatPow) and equal(e.exp, 0)
 
     return expr.replace(empty, lambda e: sp.Identity(e.shape[0])).doit(deep=False)
 

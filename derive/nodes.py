@@ -41,12 +41,13 @@ def matrix_sum(terms, rows=None):
     return sp.MatAdd(*terms).doit(deep=False) if len(terms) > 1 else terms[0]
 
 
-@functools.lru_cache(
-    maxsize=4096
-)  # simplify takes milliseconds, and printers ask about the same few sizes again and again
+@functools.lru_cache(maxsize=4096)  # printers ask about the same few sizes again and again
 def equal(a, b):
     """Whether two sizes or time indices are the same expression however written (2*n and n + n)."""
-    return sp.simplify(a - b) == 0
+    difference = sp.sympify(a - b)
+    if difference.is_zero is not None:  # decided by the symbols' assumptions (h - 4 h with h positive)
+        return bool(difference.is_zero)
+    return sp.simplify(difference) == 0  # milliseconds, and a tenth of a second the first time
 
 
 def _str(name):

@@ -7,12 +7,12 @@ import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.derive.elementwise import Apply
-from bptt.derive.nodes import Diag
+from bptt.derive.nodes import Diag, equal
 
 
 def rows_of(expr, start, stop):
     """expr[start:stop, :] with the slice on the leaves (parameters, values, tangents)."""
-    if start == 0 and sp.simplify(stop - expr.shape[0]) == 0:
+    if start == 0 and equal(stop, expr.shape[0]):
         return expr
     if isinstance(expr, sp.MatAdd):
         return sp.MatAdd(*(rows_of(term, start, stop) for term in expr.args)).doit(deep=False)

@@ -21,7 +21,7 @@ from bptt.derive.blocks import split
 from bptt.derive.bptt import _Builder
 from bptt.derive.direction import REVERSE, sweeps
 from bptt.derive.model import Model, Seq, matrix, sizes
-from bptt.derive.nodes import SeqAt, SquaredError, matrix_sum, references, t
+from bptt.derive.nodes import SeqAt, SquaredError, equal, matrix_sum, references, t
 from bptt.derive.refusal import Refusal
 
 SIDE = "side"  # the prefix of the names a group adds: its stacked input and its size, its output and target
@@ -225,6 +225,6 @@ def side_gradients(model):
     whole, placed = split(matrix_sum(values)) if values else ([], [])
     out = []
     for seq, start in model.side:
-        mine = [p.value for p in placed if sp.simplify(p.block.rowslice[0] - start) == 0]
+        mine = [p.value for p in placed if equal(p.block.rowslice[0], start)]
         out.append((seq, matrix_sum(mine, seq.rows) if mine else sp.ZeroMatrix(seq.rows, 1)))
     return out

@@ -12,7 +12,7 @@ from bptt.derive.flow import gradient_flow
 from bptt.derive.norm_adjoint import compact
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # hashed as itself: a document draws its graph once (graph_document)
 class Derived:
     model: object
     textbook: object  # Derivation, named="textbook", each norm's adjoint collected (norm_adjoint.compact): printed

@@ -1,6 +1,8 @@
 """The unrolled computation as document figures: the whole graph, and its states with the edges a
 truncation cuts."""
 
+import functools
+
 from bptt.derive.direction import initial_time, reverse_states
 from bptt.derive.nodes import T
 from bptt.documents.drawing import box, svg, tikz
@@ -23,6 +25,7 @@ SHARED = (
 )
 
 
+@functools.lru_cache(maxsize=2)  # drawn for the graph section, and again under the truncation figure
 def whole_graph(facts):
     """The unrolled computation of the model, every value a node."""
     return widened(unrolled(facts.model, facts.substituted, _half_width), box)

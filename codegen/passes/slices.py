@@ -13,7 +13,7 @@ import sympy as sp
 from bptt.codegen.ir import Array, Assign, members_of, the_loop, with_body
 from bptt.codegen.passes.fuse import internal, span_seq, total_rows, with_span
 from bptt.derive.elementwise import Apply
-from bptt.derive.nodes import SeqAt, t
+from bptt.derive.nodes import SeqAt, equal, t
 
 
 def activated_slices(program):
@@ -74,7 +74,7 @@ def _runs(body, grouped, arrays):
 
 
 def _follows(previous, sliced):
-    return previous[0] == sliced[0] and sp.simplify(previous[2] - sliced[1]) == 0
+    return previous[0] == sliced[0] and equal(previous[2], sliced[1])
 
 
 def _same_function(run):
