@@ -2,9 +2,10 @@
 (pytest's --durations) mostly measure the other processes. Loaded by tests/conftest.py; on with --cpu-durations=N,
 which prints the N costliest files after the run (with pytest-xdist too: each worker measures its own tests).
 
-A test's CPU time is its process's and its waited-for child processes' (the CLI processes it started itself), over
-setup, call and teardown; not the CLI runs of the fork server (tests/support/cli_fork.py), whose children are the
-server's. XLA's is the time JAX spent compiling programs (each eager operation on a new shape compiles one)."""
+A test's CPU time is its process's and its waited-for child processes' (the CLI processes it started itself), and
+its CLI runs forked by the fork server (tests/support/cli_fork.py, which reports each child's), over setup, call and
+teardown; not the fork servers' own start-up. XLA's is the time JAX spent compiling programs (each eager operation
+on a new shape compiles one)."""
 
 import collections
 import resource
@@ -12,13 +13,15 @@ import time
 
 import pytest
 
+from bptt.tests.support.cli_fork import FORKED_CPU
+
 _XLA = {"programs": 0, "seconds": 0.0}
 
 
 def cpu_seconds():
-    """This process's CPU time and its waited-for children's."""
+    """This process's CPU time, its waited-for children's and its forked CLI runs'."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime + FORKED_CPU[0]
 
 
 def _count_xla_compiles():
