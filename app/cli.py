@@ -9,7 +9,7 @@ import sys
 from bptt.app.arguments import UsageError, load_model, parser
 from bptt.app.files import output_target, writable_folder, write_atomic
 from bptt.app.guard import guarded
-from bptt.codegen.backends import BACKENDS, require
+from bptt.codegen.backends import BACKENDS, require, require_installed
 from bptt.derive.direction import forward_only
 from bptt.derive.models import ZOO, load, names
 from bptt.documents.document import UnknownSection, sections
@@ -162,9 +162,12 @@ def cmd_bench(args):
     forward_only(model, "bptt bench")
     module = checking.load_module(model, from_zoo=args.model in ZOO)
     sizes = _sizes(args.sizes, module) if args.sizes else {name: 32 for name in module.SIZES}
-    if not BACKENDS[args.backend].reference:
+    if not BACKENDS[args.backend].reference and args.checkpoints is not None:  # its budgets weighed on its module
         require(args.backend)
         module = checking.load_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line
+    elif not BACKENDS[args.backend].reference:  # the measuring child imports the framework, the parent need not
+        require_installed(args.backend)
+        checking.require_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line
     peers = args.peers or list(benchmark.default_peers(args.backend))
     spec = dict(model=args.model, sizes=sizes, steps=args.steps, batch=_padded_batch(args), dtypes=args.dtype)
     spec.update(checkpoints_spec(args, module, sizes))

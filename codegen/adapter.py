@@ -9,6 +9,7 @@ codegen still works without it.
 """
 
 import importlib
+import importlib.util
 
 
 class MissingFramework(ImportError):
@@ -36,10 +37,18 @@ class Adapter:
         try:
             return importlib.import_module(self.framework)
         except ImportError as error:
-            raise MissingFramework(
-                f"the {self.name} backend needs {self.framework}, which is not installed: "
-                f"pip install 'bptt[{self.extra}]'"
-            ) from error
+            raise self._missing() from error
+
+    def installed(self):
+        """MissingFramework naming the extra unless the framework is installed; found, not imported (torch's or
+        JAX's import takes seconds)."""
+        if importlib.util.find_spec(self.framework) is None:
+            raise self._missing()
+
+    def _missing(self):
+        return MissingFramework(
+            f"the {self.name} backend needs {self.framework}, which is not installed: pip install 'bptt[{self.extra}]'"
+        )
 
     def prepare(self):
         """Set the framework up as check and bench run it (float64 enabled); once per process is enough."""

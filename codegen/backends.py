@@ -107,6 +107,11 @@ def require(backend):
     return BACKENDS[backend].load()
 
 
+def require_installed(backend):
+    """Raise MissingFramework naming the extra unless a backend's framework is installed (not importing it)."""
+    BACKENDS[backend].installed()
+
+
 # What app/ reads of codegen beyond the registry (docs/architecture.md: app imports codegen only here).
 
 

@@ -184,6 +184,21 @@ def draw_carousel(figure, table):
     _legend(figure, colours, 1)
 
 
+def decades_only(figure):
+    """A log axis over more than three decades marks its decades alone: there its eight minor ticks to a decade
+    stand too close to read, and drawing them took most of a plot's time."""
+    for ax in figure.axes:
+        low, high = ax.get_ylim()
+        if ax.get_yscale() == "log" and high > 1e3 * low:
+            ax.yaxis.minorticks_off()
+
+
+def draw(figure, table):
+    """The plot of a table on a Figure or SubFigure."""
+    DRAW[table.name](figure, table)
+    decades_only(figure)
+
+
 DRAW = {
     "gradient_norms": draw_norms,
     "gradient_norms_saturated": draw_norms,

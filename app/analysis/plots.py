@@ -5,7 +5,7 @@ import io
 import pathlib
 import time
 
-from bptt.app.analysis.drawing import DRAW
+from bptt.app.analysis.drawing import draw
 from bptt.app.files import output_target, write_atomic
 
 MISSING = "the plots need matplotlib, which is not installed: pip install 'bptt[plots]'"
@@ -63,7 +63,7 @@ def figures(analysis):
         height = TALL if table.name.startswith("gradient_norms") else height  # two rows of panels
         figure = _figure((width * max(1, panels(table) / 2), height), DPI)
         figure.suptitle(f"{analysis.model}: T = {analysis.steps}, seed {analysis.seed}", fontsize="small")
-        DRAW[table.name](figure.subfigures(), table)
+        draw(figure.subfigures(), table)
         out[table.name] = figure
     return out
 
@@ -75,7 +75,7 @@ def overview(analysis):
     figure = _figure((width, height * rows), dpi)
     subfigures = figure.subfigures(rows, 2, squeeze=False).ravel()
     for subfigure, table in zip(subfigures, analysis.tables, strict=False):
-        DRAW[table.name](subfigure, table)
+        draw(subfigure, table)
     figure.suptitle(f"{analysis.model}: T = {analysis.steps}, seed {analysis.seed}")
     return figure
 

@@ -21,6 +21,7 @@ Randomized truncation is checked exactly: the expectation over every keep patter
 weighted by its probability, against full BPTT, for T up to RANDOM_STEPS = 12 (TooManyPatterns beyond)."""
 
 import importlib
+import importlib.util
 import itertools
 import types
 from dataclasses import dataclass
@@ -93,14 +94,26 @@ def load_module(model, from_zoo, backend=None):
         except ModuleNotFoundError as error:
             if error.name != f"bptt.generated.{name}":
                 raise  # the module is there, its framework is not
-            flag = "" if backend == reference().name else f" --backend {backend}"
-            raise FileNotFoundError(
-                f"generated/{name}.py does not exist; run `bptt codegen {model.name}{flag}`"
-            ) from None
+            raise _not_generated(model, name, backend) from None
     module = types.ModuleType(name)
     source = BACKENDS[backend].module_source(model)
     exec(compile(source, f"<bptt {model.name} {backend}>", "exec"), module.__dict__)
     return module
+
+
+def require_module(model, from_zoo, backend):
+    """load_module's errors without running the module (nor importing its framework, seconds for torch or JAX): a
+    zoo model's generated file is there; a user's model renders (or is refused in one line)."""
+    name = module_filename(model, backend)[:-3]
+    if not from_zoo:
+        BACKENDS[backend].module_source(model)
+    elif importlib.util.find_spec(f"bptt.generated.{name}") is None:
+        raise _not_generated(model, name, backend)
+
+
+def _not_generated(model, name, backend):
+    flag = "" if backend == reference().name else f" --backend {backend}"
+    return FileNotFoundError(f"generated/{name}.py does not exist; run `bptt codegen {model.name}{flag}`")
 
 
 # Fourth-order central differences (the adjoint tests' Jacobian-vector products):
