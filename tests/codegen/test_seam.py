@@ -276,8 +276,6 @@ HASHED = """
 import hashlib
 from bptt.codegen.program import build
 from bptt.derive.models import load
-from bptt.tests.support.jax_eager import on_device
-from bptt.tests.support.modules import cache_steps
 from bptt.tests.support.zoo import supporting
 for name in [*supporting("one_program"), "{example}:lstm"]:
     print(name, hashlib.sha256(repr(build(load(name)).forward).encode()).hexdigest())

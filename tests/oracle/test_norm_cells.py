@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 
+import functools
 import pathlib
 
 from test_oracle import random_problem
@@ -23,13 +24,24 @@ from bptt.tests.support.oracle import compare, run
 CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py"
 
 
+@functools.cache
+def cell_model(cell):
+    """The cell loaded once per process: every backend's module and every test of it derive from the same Model."""
+    return load(f"{CELLS}:{cell}")
+
+
+@functools.cache
+def cell_module(cell, backend):
+    """The cell's module for the backend, generated once per process (test_checkpointed_...'s runs share it)."""
+    return generate(cell_model(cell), backend)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(
     "cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms", "norm_in_gain"]
 )
 def test_a_normalised_cell_agrees_with_the_oracle(cell, backend):
-    spec = f"{CELLS}:{cell}"
-    agree_in_every_truncation(load(spec), backend, expected=oracle_of_cell(spec))
+    agree_in_every_truncation(cell_model(cell), backend, expected=oracle_of_cell(f"{CELLS}:{cell}"))
 
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
@@ -37,9 +49,7 @@ def test_a_normalised_cell_agrees_with_the_oracle(cell, backend):
 def test_checkpointed_bptt_of_a_normalised_cell_equals_full_bptt(backend, truncate):
     """sigma_a and a_hat are intermediates like any other: stored, or recomputed from a checkpoint, the gradients
     are full BPTT's (one slot, three slots)."""
-    model = load(f"{CELLS}:layer_norm_elman")
-    numpy_module = generate(model, "numpy")
-    module = numpy_module if backend == "numpy" else generate(model, backend)
+    numpy_module, module = cell_module("layer_norm_elman", "numpy"), cell_module("layer_norm_elman", backend)
     values = problem(numpy_module)
     run = numpy_run if backend == "numpy" else torch_run
     loss, grads = run(module, values, truncate, None)
@@ -52,8 +62,8 @@ def test_checkpointed_bptt_of_a_normalised_cell_equals_full_bptt(backend, trunca
 @pytest.mark.parametrize("cell", ["layer_norm_elman", "rms_gru", "lstm_sliced_norm"])
 def test_torch_compile_steps_of_a_normalised_cell_agree_with_the_oracle(cell):
     """torch's compile=True, its step functions (printed apart from the loops, torch/steps.py) run uncompiled."""
-    model = load(f"{CELLS}:{cell}")
-    module = generate(model, "torch")
+    model = cell_model(cell)
+    module = generate(model, "torch")  # its own: _compiled is replaced below
     values = random_problem(model, seed=28)
     module._compiled = lambda step: step
     for truncate in (None, ("window", 2)):
