@@ -99,16 +99,27 @@ class Batched:
     def losses(self, instance, truncate, changes):
         """The loss at each change, a list of (name of an array of values(), index, value), each applied alone: set k
         of a chunk of self.sets takes the k-th change."""
-        found, base, data = [], self.values(instance), self.data(instance, self.sets)
-        for first in range(0, len(changes), self.sets):
-            chunk = changes[first : first + self.sets]
-            values = [{**base, name: _changed(base[name], index, value)} for name, index, value in chunk]
-            found.extend(self.wide(instance, values, data).loss(truncate)[: len(chunk)])
-        return found
+        return self.losses_of(instance, truncate)(changes)
 
-    def data(self, instance, count):
+    def losses_of(self, instance, truncate):
+        """losses(instance, truncate, changes) as a function of the changes: the sets' data built once, for every
+        round of a check's ladders (held states only if truncate detaches some)."""
+        base, data = self.values(instance), self.data(instance, self.sets, held=truncate is not None)
+
+        def losses(changes):
+            found = []
+            for first in range(0, len(changes), self.sets):
+                chunk = changes[first : first + self.sets]
+                values = [{**base, name: _changed(base[name], index, value)} for name, index, value in chunk]
+                found.extend(self.wide(instance, values, data).loss(truncate)[: len(chunk)])
+            return found
+
+        return losses
+
+    def data(self, instance, count, held=True):
         """(inputs, targets, held states) of count sets along the batch: set k's samples' inputs at block k of
-        a widened inputs' axis (a label shifted to it), each set's targets and held states the instance's."""
+        a widened inputs' axis (a label shifted to it), each set's targets and held states the instance's; no held
+        states (None) unless held: only a truncated loss's detached segments start from them."""
         module, xs = instance.module, instance.xs
         inputs = _rows(module, "xs")
         if inputs in self.widened and xs.ndim == 2:  # labels: set k's read its block of the columns
@@ -117,8 +128,10 @@ class Batched:
             xs = blocks([xs] * count, ("T", "B", inputs), {"T"})
         else:
             xs = np.concatenate([xs] * count, axis=1)
-        held = [key[:-1] for key in module.STATES]  # what detached segments start from
-        frozen = {key: np.concatenate([instance.frozen[key]] * count, axis=1) for key in held}
+        frozen = None
+        if held:  # what detached segments start from
+            names = [key[:-1] for key in module.STATES]
+            frozen = {key: np.concatenate([instance.frozen[key]] * count, axis=1) for key in names}
         return xs, np.concatenate([instance.ys] * count, axis=1), frozen
 
     def wide(self, instance, values, data=None):

@@ -217,7 +217,7 @@ def differences(instance, truncate, requests):
 
 def in_step(instance, truncate, requests, layout):
     """differences of the requests, their ladders in step, the losses of their next differences from
-    layout.losses."""
+    layout.losses_of (the layout's unchanged sets built once)."""
     if not requests:
         return []
     arrays = {**instance.params, **instance.initial}
@@ -225,12 +225,13 @@ def in_step(instance, truncate, requests, layout):
     ladders = [ladder(saved, step, limit) for (saved, step), (_, _, limit) in zip(firsts, requests, strict=True)]
     ahead_of = [points(*first) for first in firsts]  # what each ladder will ask for, in order
     asked, known, done, ahead = {n: next(steps) for n, steps in enumerate(ladders)}, {}, {}, FIRST
+    losses_of = layout.losses_of(instance, truncate)
     while asked:
         next_of = {n: ahead_of[n][ahead_of[n].index(values) :] for n, values in asked.items()}  # each one's to come
         wanted = [(n, pair) for n, pairs in next_of.items() for pair in pairs[:ahead] if (n, pair) not in known]
         wanted += _spare(next_of, known, ahead, (-2 * len(wanted)) % layout.sets // 2)
         changes = [(*requests[n][:2], value) for n, pair in wanted for value in pair]
-        losses = iter(layout.losses(instance, truncate, changes))
+        losses = iter(losses_of(changes))
         known.update({(n, pair): (next(losses), next(losses)) for n, pair in wanted})
         for n in list(asked):
             try:

@@ -68,7 +68,7 @@ def ladder(saved, step, enough=0.0):
             continue
         differences.append(difference)
         noise.append(rounding)
-        if tableau is None and not _converging(differences, np.maximum(noise, enough)):
+        if tableau is None and not _converging(differences, noise, enough):
             continue
         if tableau is None:  # the tableau starts with the steps that showed convergence
             tableau, new = [], zip(differences[-4:], noise[-4:], strict=True)
@@ -111,17 +111,23 @@ def _extrapolate(previous, difference, rounding):
     return row, value, error
 
 
-def _converging(differences, small):
+def _converging(differences, noise, enough):
     """Whether the central differences have reached the regime where Richardson extrapolation
-    holds: their last three changes shrink about SHRINK^2-fold each (the h^2 term dominates), or
-    the last two are small (within rounding noise or what is enough: the loss is a quadratic
-    along the entry, as far as differences can tell)."""
-    changes = np.abs(np.diff(differences[-4:]))
+    holds: their last three changes shrink about SHRINK^2-fold each (the h^2 term dominates), or the last two are
+    small (within the rounding noise of the difference each ends at, or what is enough: the loss is a quadratic
+    along the entry, as far as differences can tell). In Python floats: a ladder asks at every step."""
+    last = differences[-4:]
+    changes = [abs(new - old) for old, new in zip(last[:-1], last[1:], strict=True)]
     if len(changes) < 2:
         return False
-    if changes[-1] <= small[-1] and changes[-2] <= small[-2]:
+    if all(change <= _larger(rounding, enough) for change, rounding in zip(changes[-2:], noise[-2:], strict=True)):
         return True
     low, high = 0.8 * SHRINK**2, 1.25 * SHRINK**2
     return len(changes) == 3 and all(
         low * new <= old <= high * new for old, new in zip(changes[:-1], changes[1:], strict=True)
     )
+
+
+def _larger(a, b):
+    """np.maximum(a, b) of two floats: nan if either is."""
+    return a if a != a or a >= b else b

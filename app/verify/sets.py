@@ -71,21 +71,31 @@ class Layout:
     def losses(self, instance, truncate, changes):
         """The loss at each change, a list of (array name, index, value), each applied alone: set k of a
         wide instance of the unchanged values takes the k-th change of a chunk, at its place in block k."""
+        return self.losses_of(instance, truncate)(changes)
+
+    def losses_of(self, instance, truncate):
+        """losses(instance, truncate, changes) as a function of the changes: the wide instance of the unchanged
+        values built once, for every round of a check's ladders (held states only if truncate detaches some)."""
         base = _values(instance)
-        unchanged = self.widen(instance, [base] * self.sets, self.data(instance))
-        dims, found = self.dims(instance.module), []
-        for first in range(0, len(changes), self.sets):
-            chunk = changes[first : first + self.sets]
-            chunk += chunk[-1:] * (self.sets - len(chunk))  # always self.sets wide: one shape per instance
-            wide = {**unchanged.params, **unchanged.initial}
-            wide |= {name: wide[name].copy() for name in {name for name, _, _ in chunk}}
-            for k, (name, index, value) in enumerate(chunk):
-                wide[name][self.place(dims[name], base[name].shape, index, k)] = value
-            losses = _with(unchanged, wide).loss(truncate)
-            if not np.isfinite(losses).all():  # evaluated again, one set at a time
-                losses = [_with(instance, _changed(base, *change)).loss(truncate) for change in chunk]
-            found.extend(losses[: len(changes) - first])
-        return found
+        unchanged = self.widen(instance, [base] * self.sets, self.data(instance, held=truncate is not None))
+        dims = self.dims(instance.module)
+
+        def losses(changes):
+            found = []
+            for first in range(0, len(changes), self.sets):
+                chunk = changes[first : first + self.sets]
+                chunk += chunk[-1:] * (self.sets - len(chunk))  # always self.sets wide: one shape per instance
+                wide = {**unchanged.params, **unchanged.initial}
+                wide |= {name: wide[name].copy() for name in {name for name, _, _ in chunk}}
+                for k, (name, index, value) in enumerate(chunk):
+                    wide[name][self.place(dims[name], base[name].shape, index, k)] = value
+                found_here = _with(unchanged, wide).loss(truncate)
+                if not np.isfinite(found_here).all():  # evaluated again, one set at a time
+                    found_here = [_with(instance, _changed(base, *change)).loss(truncate) for change in chunk]
+                found.extend(found_here[: len(changes) - first])
+            return found
+
+        return losses
 
     def place(self, dims, shape, index, k):
         """Where entry index of an array of this shape (axes named by dims) is in block k of its wide array: an
@@ -107,15 +117,16 @@ class Layout:
         """The names of the axes of each parameter and initial state."""
         return {**module.SHAPES, **{key: ("B", size) for key, size in module.STATES.items()}}
 
-    def data(self, instance, count=None):
+    def data(self, instance, count=None, held=True):
         """(inputs, targets, held states) of a wide instance of count sets (default self.sets): inputs and
         held states repeated along their widened axes, each target once for each set (sample b's for set
-        k at b * count + k, so that the outputs' blocks are read as samples)."""
+        k at b * count + k, so that the outputs' blocks are read as samples); no held states (None) unless held:
+        only a truncated loss's detached segments start from them."""
         module, count, kept = instance.module, count or self.sets, self.kept
         inputs = next(iter(module.CACHE.values()))  # the cache's first array is the inputs
         xs = blocks([instance.xs] * count, inputs, kept) if instance.xs.ndim > 2 else instance.xs
         states = {key[:-1]: ("T+1", "B", size) for key, size in module.STATES.items()}
-        frozen = {key: blocks([instance.frozen[key]] * count, states[key], kept) for key in states}
+        frozen = {key: blocks([instance.frozen[key]] * count, states[key], kept) for key in states} if held else None
         return xs, np.repeat(instance.ys, count, axis=1), frozen
 
     def widen(self, instance, values, data=None):

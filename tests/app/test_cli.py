@@ -7,6 +7,8 @@ import subprocess
 
 import pytest
 
+from bptt.app.bench.measuring import THREADS
+from bptt.app.start import one_thread
 from bptt.app.verify.check import check
 from bptt.codegen.backends import BACKENDS
 from bptt.tests.support.cli import (
@@ -221,6 +223,18 @@ def test_check_zoo_model(model):
     result = cached("check", model)
     assert_ok(result)
     assert_all_rows_ok(result.stdout, ROWS[model])
+
+
+def test_check_runs_with_one_thread_unless_the_user_set_one():
+    """`bptt check` sets bench's THREADS where the environment has none (before NumPy loads BLAS): a user's own
+    setting wins, and the other commands are left as they are."""
+    environ = {"OMP_NUM_THREADS": "4"}
+    one_thread(["check", "lstm", "--steps", "200"], environ)
+    assert environ == {**THREADS, "OMP_NUM_THREADS": "4"}
+    for argv in (["latex", "check"], ["bench", "lstm"], []):
+        untouched = {}
+        one_thread(argv, untouched)
+        assert untouched == {}
 
 
 def test_check_float32():
