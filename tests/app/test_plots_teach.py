@@ -8,10 +8,8 @@ import inspect
 import itertools
 import re
 
-import matplotlib.colors
 import numpy as np
 import pytest
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from bptt.app import cli, notebook
 from bptt.app.analysis import plots
@@ -144,6 +142,8 @@ def test_legends_cover_no_curve(drawn):
     """Every legend lies outside every axes (its box meets no axes' box, where the curves are), where the PNG shows
     them: png() (the fixture) laid each figure out, and nothing has moved them since (a renderer of the figure's dpi,
     which png() draws at, measures the legends' texts)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: a worker that runs no plot test loads none
+
     _, figures = drawn
     for name, figure in figures.items():
         renderer = FigureCanvasAgg(figure).get_renderer()
@@ -155,6 +155,8 @@ def test_legends_cover_no_curve(drawn):
 
 
 def test_every_colour_and_line_style_drawn_has_a_legend_entry(drawn):
+    import matplotlib.colors  # here: a worker that runs no plot test loads none
+
     analysis, figures = drawn
     for name in ("gradient_norms", "carousel"):
         if name not in figures:
