@@ -6,7 +6,7 @@ import sys
 
 from bptt.app.bench.process import Killed
 from bptt.app.files import OutputError
-from bptt.app.verify import problem as instances
+from bptt.app.verify.overflow import NonFiniteForward
 from bptt.codegen.backends import MissingFramework
 from bptt.derive.model import ModelError
 from bptt.derive.refusal import Refusal
@@ -34,7 +34,7 @@ def guarded(command, work):
         MissingFramework,
     ) as error:  # bad input, or a model the tool cannot handle
         return _failed(command, error, 2)
-    except instances.NonFiniteForward as error:  # check: the forward pass overflowed
+    except NonFiniteForward as error:  # check: the forward pass overflowed
         return _failed(command, error, 4)
     except Killed as error:  # bench: the measuring process was killed (out of memory, or by a user)
         return _failed(command, error, 3)

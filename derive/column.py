@@ -17,6 +17,8 @@ from sympy.matrices import MatrixBase
 from sympy.matrices.expressions.matexpr import MatrixExpr
 from sympy.matrices.expressions.special import OneMatrix
 
+from bptt.derive import canonical  # noqa: F401 (every matrix operator's canonical form remembered)
+
 
 class Column(MatrixExpr):
     """A node of the model language of shape (n, 1): a scalar in a sum with it means that scalar times ones."""

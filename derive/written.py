@@ -14,6 +14,7 @@ from collections import Counter
 import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
+from bptt.derive.canonical import fresh
 from bptt.derive.column import scalar_as_column
 
 _TABLE = contextvars.ContextVar("written", default=None)  # {sorted node: its terms as written}, while noting
@@ -34,7 +35,8 @@ def built(factory):
     table = {}
     token = _TABLE.set(table)
     try:
-        model = factory()
+        with fresh():
+            model = factory()
     finally:
         _TABLE.reset(token)
     return dataclasses.replace(model, written=tuple(table.items())) if table else model

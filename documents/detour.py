@@ -91,20 +91,17 @@ class Corridors:
         """The steps from crossing number n, found once: [(heading, the next crossing's number, the state it
         reaches, its indices a and b, the run's price, the run's key in `taken`)], left, right, down, up."""
         xs, ys, (along_x, along_y) = self.xs, self.ys, self.price
-        i, j = divmod(n, len(ys))
-        found = self.steps[n] = [
-            (
-                step,
-                a * len(ys) + b,
-                3 * (a * len(ys) + b) + step + 1,
-                a,
-                b,
-                abs(xs[a] - xs[i]) * along_y[b] if step == 0 else abs(ys[b] - ys[j]) * along_x[a],
-                (min(n, a * len(ys) + b), max(n, a * len(ys) + b)),
-            )
-            for step, (a, b) in ((0, (i - 1, j)), (0, (i + 1, j)), (1, (i, j - 1)), (1, (i, j + 1)))
-            if 0 <= a < len(xs) and 0 <= b < len(ys)
-        ]
+        rows = len(ys)
+        i, j = divmod(n, rows)
+        found = self.steps[n] = []
+        if i > 0:
+            found.append((0, n - rows, 3 * (n - rows) + 1, i - 1, j, (xs[i] - xs[i - 1]) * along_y[j], (n - rows, n)))
+        if i + 1 < len(xs):
+            found.append((0, n + rows, 3 * (n + rows) + 1, i + 1, j, (xs[i + 1] - xs[i]) * along_y[j], (n, n + rows)))
+        if j > 0:
+            found.append((1, n - 1, 3 * (n - 1) + 2, i, j - 1, (ys[j] - ys[j - 1]) * along_x[i], (n - 1, n)))
+        if j + 1 < rows:
+            found.append((1, n + 1, 3 * (n + 1) + 2, i, j + 1, (ys[j + 1] - ys[j]) * along_x[i], (n, n + 1)))
         return found
 
 

@@ -12,8 +12,6 @@ import math
 from collections import defaultdict
 from dataclasses import replace
 
-import numpy as np
-
 from bptt.documents.detour import Corridors
 
 BENDS = (22, 35, 50, -22, -35, -50)  # degrees left of the direction of travel, tried in turn
@@ -38,25 +36,25 @@ def routes(graph, box):
     """{edge: its four control points, None for a straight line, or Corners}; box(node) its half width and height.
     Past the first, a curve is tried only if its control points stay inside the nodes' frame: TikZ counts them in
     the picture's width. An edge no curve draws clear of the boxes takes a detour through the corridors."""
-    boxes = _Table({node.key: (node.x, node.y, *box(node)) for node in graph.nodes})
+    boxes = {node.key: (node.x, node.y, *box(node)) for node in graph.nodes}
     frame = _frame(boxes.values())
     drawn, points, taken, corridors = {}, {}, {}, None
     for edge in sorted(graph.edges, key=lambda e: e.backward):  # forward first: the backward ones avoid them
         twin = points.get((edge.target, edge.source)) if edge.backward else None
-        twin = None if twin is None else _visible(twin.tolist(), boxes, edge) or twin.tolist()
+        twin = None if twin is None else _visible(twin, boxes, edge) or twin
         first = None
         for n, curve in enumerate(_candidates(graph.node(edge.source), graph.node(edge.target), edge.backward)):
             if n and not all(inside(point, frame) for point in curve[1:3]):
                 continue
             sampled = sampled_points(curve)
             first = first or (curve, sampled)
-            if not _crossed(sampled, edge, boxes) and (twin is None or _apart(sampled.tolist(), twin, boxes, edge)):
+            if not _crossed(sampled, edge, boxes) and (twin is None or _apart(sampled, twin, boxes, edge)):
                 drawn[edge] = None if curve[1] == curve[0] else curve
                 break
         else:
             corridors = corridors or Corridors(boxes, frame)
             corners = corridors.route(edge.source, edge.target, taken)
-            curve, sampled = first if corners is None else (corners, np.array(run_points(corners)))
+            curve, sampled = first if corners is None else (corners, run_points(corners))
             drawn[edge] = curve if corners is None else Corners(corners)
         if not edge.backward:
             points[(edge.source, edge.target)] = sampled
@@ -121,18 +119,17 @@ def controls(source, target, bend, wider=1.0):
 
 
 def sampled_points(curve):
-    """Points along a cubic, at least SAMPLES + 1 and at most SPACING apart along its control polygon: an array
-    of rows (x, y), each point_at(curve, k / count) (the same sums, term by term)."""
+    """Points along a cubic, at least SAMPLES + 1 and at most SPACING apart along its control polygon: a list
+    of (x, y), each point_at(curve, k / count) (the same sums, term by term)."""
     count = max(SAMPLES, math.ceil(sum(math.dist(p, q) for p, q in itertools.pairwise(curve)) / SPACING))
     (x0, y0), (x1, y1), (x2, y2), (x3, y3) = curve
-    a, b, c, d = _weights(count)
-    return np.column_stack((a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3))
+    return [(a * x0 + b * x1 + c * x2 + d * x3, a * y0 + b * y1 + c * y2 + d * y3) for a, b, c, d in _weights(count)]
 
 
 @functools.cache
 def _weights(count):
-    """point_at's four weights at s = k / count for k = 0..count, as four arrays."""
-    return np.array([_weights_at(k / count) for k in range(count + 1)]).T
+    """point_at's four weights at s = k / count for k = 0..count."""
+    return tuple(_weights_at(k / count) for k in range(count + 1))
 
 
 def _weights_at(s):
@@ -161,32 +158,18 @@ def inside(point, node_box, margin=0.0):
 
 
 def _crossed(points, edge, boxes):
-    """Whether a path runs through (or within 0.03 cm of) a box other than its ends' (boxes: a _Table), each
-    point against each box near the path, as inside(point, box, 0.03) says, in one array operation."""
-    xy = np.asarray(points)
-    low, high = xy.min(axis=0) - 0.03, xy.max(axis=0) + 0.03
-    x, y, half_w, half_h = boxes.columns
-    near = boxes.others(edge) & (x + half_w > low[0]) & (x - half_w < high[0])
-    near &= (y + half_h > low[1]) & (y - half_h < high[1])
-    if not near.any():
-        return False
-    dx = np.abs(xy[:, :1] - x[near]) < half_w[near] + 0.03
-    return bool((dx & (np.abs(xy[:, 1:] - y[near]) < half_h[near] + 0.03)).any())
-
-
-class _Table(dict):
-    """The boxes {key: (x, y, half width, half height)}, and their four columns as arrays for _crossed."""
-
-    def __init__(self, boxes):
-        super().__init__(boxes)
-        self.index = {key: n for n, key in enumerate(self)}
-        self.columns = np.array(list(self.values()), dtype=float).reshape(-1, 4).T
-
-    def others(self, edge):
-        """Which boxes are not an end of the edge."""
-        mask = np.ones(len(self), dtype=bool)
-        mask[[self.index[edge.source], self.index[edge.target]]] = False
-        return mask
+    """Whether a path runs through (or within 0.03 cm of) a box other than its ends' (boxes: {key: (x, y, half
+    width, half height)}), as inside(point, box, 0.03) says of some point and box; only the boxes near the path are
+    tested point by point."""
+    xs, ys = zip(*points, strict=True)
+    low_x, high_x, low_y, high_y = min(xs) - 0.03, max(xs) + 0.03, min(ys) - 0.03, max(ys) + 0.03
+    ends = (edge.source, edge.target)
+    for key, (x, y, half_w, half_h) in boxes.items():
+        if x + half_w > low_x and x - half_w < high_x and y + half_h > low_y and y - half_h < high_y:
+            reach_x, reach_y = half_w + 0.03, half_h + 0.03
+            if key not in ends and any(abs(px - x) < reach_x and abs(py - y) < reach_y for px, py in points):
+                return True
+    return False
 
 
 def _visible(points, boxes, edge):

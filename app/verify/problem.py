@@ -9,12 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from bptt.app.verify import trusted
+from bptt.app.verify.overflow import NonFiniteForward
 from bptt.app.verify.reverse_loss import groups_of, truncated_losses
 from bptt.runtime.options import Truncation
-
-
-class NonFiniteForward(Exception):
-    """The forward pass overflowed: finite differences of it would be meaningless."""
 
 
 def default_sizes(module):

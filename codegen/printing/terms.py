@@ -59,8 +59,9 @@ def negated(term):
 def first_term(terms, self_ref):
     """The term computed straight into the target: what it holds already, else a matrix product, else a
     term that is not negated, else any that is not a constant."""
-    if self_ref is not None and self_ref in terms:
-        return self_ref
+    held = [term for term in terms if term == self_ref]  # the term itself: the caller drops it by identity
+    if self_ref is not None and held:
+        return held[0]
     plain = [term for term in terms if negated(term) is None and constant(term) is None]
     for term in plain:
         if isinstance(term, sp.MatMul) and not all(isinstance(f, Diag) for f in term.args[:-1]):

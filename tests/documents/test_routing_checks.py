@@ -1,8 +1,8 @@
-"""routing.py's tests of a curve, written for speed (an array operation, a scan that stops early, samples as
-arrays), say what their plain definitions say, on random boxes and points: a path crosses a box when a point of
-it lies within 0.03 cm of a box other than its ends' (inside(point, box, 0.03)); a backward path stands apart
-from its twin when the largest, over its points outside its ends' boxes, of the least distance to the twin is at
-least CLEARANCE; a sampled point is point_at(curve, k / count)."""
+"""routing.py's tests of a curve, written for speed (boxes far from the path skipped, a scan that stops early, samples
+from weights computed once), say what their plain definitions say, on random boxes and points: a path crosses a box
+when a point of it lies within 0.03 cm of a box other than its ends' (inside(point, box, 0.03)); a backward path
+stands apart from its twin when the largest, over its points outside its ends' boxes, of the least distance to the
+twin is at least CLEARANCE; a sampled point is point_at(curve, k / count)."""
 
 import math
 
@@ -14,7 +14,6 @@ from bptt.documents.routing import (
     CLEARANCE,
     _apart,
     _crossed,
-    _Table,
     _visible,
     inside,
     point_at,
@@ -29,7 +28,7 @@ EDGE = Edge((0, 0), (1, 0), backward=True)
 
 
 def table(found):
-    return _Table({(n, 0): found_box for n, found_box in enumerate(found)})
+    return {(n, 0): found_box for n, found_box in enumerate(found)}
 
 
 @settings(max_examples=150, deadline=None)
@@ -61,7 +60,7 @@ def test_apart_is_the_largest_least_distance_at_least_clearance(found, points, t
 @example(((0.1, 0.7), (1.3, -0.4), (2.9, 0.33), (0.77, 1.9)))
 @example(((-0.731, 0.695), (0.528, -0.49), (-0.009, -0.101), (0.303, 0.577)))  # a sum in another order differs
 def test_sampled_points_are_point_at_each_step(curve):
-    sampled = sampled_points(curve).tolist()
+    sampled = sampled_points(curve)
     count = len(sampled) - 1
     assert count >= 40
-    assert sampled == [list(point_at(curve, k / count)) for k in range(count + 1)]
+    assert sampled == [point_at(curve, k / count) for k in range(count + 1)]
