@@ -7,6 +7,7 @@ import textwrap
 
 import pytest
 
+from bptt.codegen.adapter import Adapter, MissingFramework
 from bptt.codegen.backends import BACKENDS, ENTRY_POINTS
 from bptt.tests.support.cli import USER_MODELS, assert_ok, bptt, pythonpath
 
@@ -93,3 +94,17 @@ def test_bench_times_the_toy_module_against_numpy(toy):
     rows = {line.split()[0]: line.split() for line in result.stdout.splitlines() if line.strip()}
     assert rows["generated"][1] != "-" and rows["numpy"][1] != "-", result.stdout  # both timed
     assert float(rows["numpy"][6]) == 0.0  # NumPy's module under another name: the same numbers
+
+
+def test_a_backend_whose_framework_is_missing_names_its_extra():
+    """Bench's parent finds the framework without importing it (Adapter.installed), check imports it
+    (Adapter.load): a framework that is not installed is the same one line from both, naming the extra."""
+
+    class Absent(Adapter):
+        name, framework, extra = "absent", "bptt_no_such_framework", "absent"
+
+    line = r"^the absent backend needs bptt_no_such_framework, which is not installed: pip install 'bptt\[absent\]'$"
+    for call in (Absent().installed, Absent().load):
+        with pytest.raises(MissingFramework, match=line):
+            call()
+    assert BACKENDS["numpy"].installed() is None

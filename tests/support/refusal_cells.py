@@ -377,7 +377,8 @@ INTERNAL = {
     ),
     "codegen/renaming.py _Finder.walk: namer: an except clause binds": "invariant: no except clause binds a name",
     "codegen/renaming.py apply: namer: is not at line , column :": "invariant",
-    "codegen/adapter.py Adapter.load: the backend needs , which is not installed: pip install": "environment",
+    "codegen/adapter.py Adapter.load:": "environment: a framework not installed (tests/app/test_toy_backend.py)",
+    "codegen/adapter.py Adapter.installed:": "environment: a framework not installed (tests/app/test_toy_backend.py)",
     "codegen/backends.py _registered: the backend registered as () calls itself": (
         "environment: another package's entry point names an adapter of another name"
     ),
