@@ -100,7 +100,7 @@ def _derive(model, named, loss):
     loss_grads = backprop(loss, weight)
     outputs = {seq: loss_grads.get(seq(t), sp.ZeroMatrix(seq.rows, 1)) for seq, _ in model.outputs}
     names = {"none": frozenset(), "all": frozenset(model.intermediates)}
-    builder = _Builder(model, names[named] if named in names else textbook_names(model))
+    builder = _Builder(model, names[named]) if named in names else _textbook_builder(model)
     states = {seq: builder.contributions(seq) for seq in model.states if seq not in model.forced}
     forced = {seq: builder.contributions(seq) for seq in model.forced}
     intermediates = {seq: builder.contributions(seq) for seq in model.intermediates}
@@ -117,13 +117,21 @@ def textbook_names(model):
     its slices' adjoints).
     Intermediates are read only later in their own step, so deciding them last
     first sees every use already decided."""
-    named = set()
+    return _textbook_builder(model).named
+
+
+def _textbook_builder(model):
+    """A _Builder of the textbook_names, decided in it last first: an intermediate's contributions read only the
+    adjoints of later values, already decided, so the builder's caches hold what a builder of the final names
+    would compute (one builder, not one per intermediate)."""
+    builder = _Builder(model, set())
     for seq in reversed(model.intermediates):
-        adjoint = _total(_Builder(model, frozenset(named)).contributions(seq))
+        adjoint = _total(builder.contributions(seq))
         terms = adjoint.args if isinstance(adjoint, sp.MatAdd) else (adjoint,)
         if len(terms) > 1 or any(_diag_factors(term) > 1 or isinstance(term, Placed) for term in terms):
-            named.add(seq)
-    return frozenset(named)
+            builder.named.add(seq)
+    builder.named = frozenset(builder.named)
+    return builder
 
 
 def _diag_factors(term):
