@@ -10,7 +10,7 @@ equation. States and outputs keep named adjoints (dL/dh_t, dL/do_t). An
 intermediate's adjoint (dL/da_t) is kept named or substituted into its uses:
 `named="all"` names every one (the generated code computes each once),
 `"none"` substitutes every one (the closed forms need that), and `"textbook"`
-follows the rule of `textbook_names`.
+follows the rule of `_textbook_builder`.
 """
 
 import functools
@@ -108,22 +108,16 @@ def _derive(model, named, loss):
     return Derivation(model, builder.named, outputs, states, forced, intermediates, params)
 
 
-def textbook_names(model):
-    """The intermediates whose adjoints a textbook names, by one rule for every model:
+def _textbook_builder(model):
+    """A _Builder whose named intermediates are those a textbook names, by one rule for every model:
     an intermediate's adjoint is substituted into its uses when it is a single term
     with at most one diag factor (dL/da_t = diag(1 - h_t^2) dL/dh_t, the activation's
     slope times a named adjoint), and named otherwise (a gate's pre-activation:
     dL/di_t = diag(sigma'(i_t)) diag(g_t) dL/dc_t; an intermediate read twice, or read by a slice: the stack of
     its slices' adjoints).
-    Intermediates are read only later in their own step, so deciding them last
-    first sees every use already decided."""
-    return _textbook_builder(model).named
-
-
-def _textbook_builder(model):
-    """A _Builder of the textbook_names, decided in it last first: an intermediate's contributions read only the
-    adjoints of later values, already decided, so the builder's caches hold what a builder of the final names
-    would compute (one builder, not one per intermediate)."""
+    Intermediates are read only later in their own step, so deciding them last first sees every use already
+    decided, and the builder's caches hold what a builder of the final names would compute (one builder, not one
+    per intermediate)."""
     builder = _Builder(model, set())
     for seq in reversed(model.intermediates):
         adjoint = _total(builder.contributions(seq))
