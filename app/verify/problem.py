@@ -179,11 +179,11 @@ class Problem:
 
     def require_finite(self, dtype):
         """Raise NonFiniteForward naming the first array and step at which the forward pass in dtype overflows."""
-        low = Problem(self.module, *self.cast(dtype))
         same = all(value.dtype == np.dtype(dtype) for value in [*self.params.values(), *self.initial.values()])
         if same and self.lengths is None and self.unperturbed is not None:
-            outputs, cache = self.unperturbed  # freeze's forward pass of the same numbers
+            low, (outputs, cache) = self, self.unperturbed  # freeze's forward pass of the same numbers
         else:
+            low = Problem(self.module, *self.cast(dtype))
             outputs, cache = low.run(low.params, 0, len(low.xs), low.initial)
         first = _first_nonfinite({**cache, "outputs": outputs}, len(low.xs))
         if first is None:
