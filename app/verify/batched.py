@@ -7,7 +7,9 @@ instance of S times the batch (set k's samples k*B..(k+1)*B-1, each set's inputs
 instance's), and set k's loss is that of a plain forward pass at set k, up to rounding (a batch's sums may group
 their terms otherwise). A vector parameter that the maths reads elementwise along the units (a bias, a norm's gain)
 can be each sample's own as well: given a row per sample, it broadcasts as the sample's row (trusted.forward),
-so S sets of vectors run in one pass too, where a norm keeps S sets of parameters from sitting side by side.
+so S sets of vectors run in one pass too, where a norm keeps S sets of parameters from sitting side by side. So can a
+matrix that the maths multiply by np.matmul (lstm-layernorm's W_h): given one per sample, each sample's product is one
+of a stack's (trusted.forward), which rounds otherwise than the plain product.
 In a layout of its own (fewer sets at once: the widened inputs grow as the sets squared), a dimension no state has
 and no norm reduces over (the inputs' d, the outputs' q) is widened, as sets.py widens every one: the parameters
 with such an axis hold the sets' blocks side by side (W_x's columns, V's rows), set k's samples read their inputs at
@@ -38,12 +40,14 @@ class Batched:
     sets: int
     vectors: tuple = ()
     widened: tuple = ()
+    matrices: tuple = ()  # matrices given one per sample instead (trusted.py), which sets vary
 
     @staticmethod
     def find(instance, truncate=None):
         """The layouts of sets along the batch, each varying its own arrays (varies): SAMPLES // B sets of the initial
         states, and of the vectors if their rows keep apart; then, if that one holds, sets of the matrices of the
-        widest widened dimensions that keep them apart (fewer at once: the inputs grow as the sets squared). Each is
+        widest widened dimensions that keep them apart (fewer at once: the inputs grow as the sets squared), and sets
+        of the other matrices, given one per sample, if the maths take them. Each is
         offered if two different sets give their plain losses so; none (an empty tuple) for a module of groups of
         steps, a padded batch, a batch of over SAMPLES / 2 samples. Tried once for a module, class of instance,
         truncation and shapes."""
@@ -66,8 +70,12 @@ class Batched:
         if states is None:
             return ()
         widened = [Batched(_widened_sets(instance, most, dims), (), dims) for dims in _widenings(module)]
-        matrices = _first(instance, truncate, [each for each in widened if each.sets >= 2 and each.blocked(module)])
-        return (states,) if matrices is None else (states, matrices)
+        blocked = _first(instance, truncate, [each for each in widened if each.sets >= 2 and each.blocked(module)])
+        found = (states,) if blocked is None else (states, blocked)
+        covered = {name for layout in found for name in layout.varies(instance)}
+        rest = tuple(name for name, dims in module.SHAPES.items() if len(dims) == 2 and name not in covered)
+        stacked = _first(instance, truncate, [Batched(most, matrices=rest)] if rest else [])
+        return found if stacked is None else (*found, stacked)
 
     def _agrees(self, instance, truncate):
         """Whether two different sets' losses, along the batch, are their plain losses."""
@@ -78,8 +86,10 @@ class Batched:
         return np.shape(wide) == (2,) and bool(np.all(np.abs(wide - plain) <= AGREEMENT * np.abs(plain).max()))
 
     def varies(self, instance):
-        """The arrays whose entries this layout's sets differ in: the blocked parameters if widened, else the initial
-        states and the vectors."""
+        """The arrays whose entries this layout's sets differ in: the matrices given one per sample, or the blocked
+        parameters if widened, else the initial states and the vectors."""
+        if self.matrices:
+            return list(self.matrices)
         return self.blocked(instance.module) if self.widened else [*instance.initial, *self.vectors]
 
     def blocked(self, module):
@@ -88,7 +98,7 @@ class Batched:
 
     def values(self, instance):
         """The arrays the sets vary: the initial states, then the vectors and the blocked parameters."""
-        varied = {*self.vectors, *self.blocked(instance.module)}
+        varied = {*self.vectors, *self.matrices, *self.blocked(instance.module)}
         return {**instance.initial, **{name: instance.params[name] for name in instance.params if name in varied}}
 
     def plain(self, instance, values):
@@ -146,6 +156,8 @@ class Batched:
         params = {name: blocks([value[name] for value in values], module.SHAPES[name], kept) for name in blocked}
         rowed = [name for name in self.vectors if name not in blocked]
         params |= {name: np.repeat([value[name] for value in values], batch, axis=0) for name in rowed}
+        stacked = (np.repeat([value[name] for value in values], batch, axis=0) for name in self.matrices)
+        params |= {name: np.moveaxis(stack, 0, -1) for name, stack in zip(self.matrices, stacked, strict=True)}
         return dataclasses.replace(
             instance,
             params={**instance.params, **params},

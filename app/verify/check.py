@@ -4,10 +4,10 @@ Each checked entry's derivative comes from Ridders' method (app/verify/ridders.p
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
 with an estimate of their own error; where the module's cells allow it (app/verify/sets.py), the
 losses of many entries' differences come from one forward pass of their parameter sets side
-by side (else those of the initial states', vector parameters' and the inputs' and outputs' matrices' entries, from
-one of their sets along the batch: batched.py). Entry a (analytic, in the checked dtype) passes against n (numeric,
-float64) when |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
-array's largest |gradient|.
+by side (else those of the initial states', vector parameters' and the inputs' and outputs' matrices' entries, and of
+the matrices the maths multiply by np.matmul, from one of their sets along the batch: batched.py). Entry a (analytic,
+in the checked dtype) passes against n (numeric, float64) when |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest)
++ MARGIN * estimate, largest being the array's largest |gradient|.
 
 What it resolves: a relative error of the tolerance (1e-7 in float64, 1e-3 in float32) in
 every checked entry down to FLOOR of its array's largest; smaller entries only to that
