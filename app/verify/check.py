@@ -23,6 +23,7 @@ weighted by its probability, against full BPTT, for T up to RANDOM_STEPS = 12 (T
 import importlib
 import importlib.util
 import itertools
+import math
 import types
 from dataclasses import dataclass
 
@@ -146,8 +147,8 @@ def negligible(analytic, largest, tolerance):
 
 def sample_entries(shape, count, rng):
     """At most count indices of an array of this shape, in order, drawn by rng."""
-    drawn = sorted(rng.permutation(int(np.prod(shape)))[:count])
-    return [tuple(int(i) for i in np.unravel_index(n, shape)) for n in drawn]
+    drawn = np.sort(rng.permutation(math.prod(shape))[:count])
+    return list(zip(*[axis.tolist() for axis in np.unravel_index(drawn, shape)], strict=True))
 
 
 def check(
