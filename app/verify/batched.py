@@ -11,7 +11,8 @@ so S sets of vectors run in one pass too, where a norm keeps S sets of parameter
 matrix that the maths multiply by np.matmul (lstm-layernorm's W_h): given one per sample, each sample's product is one
 of a stack's (trusted.forward), which rounds otherwise than the plain product.
 In a layout of its own (fewer sets at once: the widened inputs grow as the sets squared), a dimension no state has
-and no norm reduces over (the inputs' d, the outputs' q) is widened, as sets.py widens every one: the parameters
+(but a teacher-forced one, its targets fed in then set k's at block k, its states' too) and no norm reduces over (the
+inputs' d, the outputs' q) is widened, as sets.py widens every one: the parameters
 with such an axis hold the sets' blocks side by side (W_x's columns, V's rows), set k's samples read their inputs at
 block k of the inputs' axis (a label, shifted to it) and their outputs at block k of the outputs', so set k's
 samples run with set k's matrices. Whether the module keeps its samples
@@ -140,17 +141,37 @@ class Batched:
             xs = np.concatenate([xs] * count, axis=1)
         frozen = None
         if held:  # what detached segments start from
-            names = [key[:-1] for key in module.STATES]
-            frozen = {key: np.concatenate([instance.frozen[key]] * count, axis=1) for key in names}
-        return xs, np.concatenate([instance.ys] * count, axis=1), frozen
+            frozen = {
+                key[:-1]: self.states([instance.frozen[key[:-1]]] * count, size) for key, size in module.STATES.items()
+            }
+        return xs, np.concatenate([instance.ys] * count, axis=1), frozen, self.fed(instance, count)
+
+    def fed(self, instance, count):
+        """The targets a teacher-forced forward pass of count sets reads, if their rows are widened (set k's shifted
+        to its block), else None (ys)."""
+        module, ys = instance.module, instance.ys
+        rows = _rows(module, "ys")
+        if not module.TEACHER_FORCED or rows not in self.widened:
+            return None
+        if ys.ndim == 2:  # labels
+            return np.concatenate([ys + k * sizes_of(instance)[rows] for k in range(count)], axis=1)
+        return blocks([ys] * count, ("T", "B", rows), {"T"})
+
+    def states(self, arrays, size):
+        """Sets' values of a state (..., B, size) one after the other along the batch; each set's block of a widened
+        dimension (a teacher-forced state's) on its own samples' rows, zeros elsewhere."""
+        if size not in self.widened:
+            return np.concatenate(arrays, axis=-2)
+        dims = (*("T+1",) * (arrays[0].ndim - 2), "B", size)
+        return blocks(arrays, dims, {"T+1"})
 
     def wide(self, instance, values, data=None):
         """An instance of the given sets of values() (dicts), padded to self.sets sets with the last; data: what
         self.data(instance, self.sets) returns, if at hand."""
         values = values + values[-1:] * (self.sets - len(values))  # one shape per instance
         module, batch = instance.module, instance.xs.shape[1]
-        xs, ys, frozen = data or self.data(instance, self.sets)
-        together = {key: np.concatenate([value[key] for value in values]) for key in instance.initial}
+        xs, ys, frozen, fed = data or self.data(instance, self.sets)
+        together = {key: self.states([value[key] for value in values], module.STATES[key]) for key in instance.initial}
         blocked = self.blocked(module)
         kept = {"T", "T+1", "B", *module.SIZES} - {*self.widened}
         params = {name: blocks([value[name] for value in values], module.SHAPES[name], kept) for name in blocked}
@@ -168,6 +189,7 @@ class Batched:
             sets=self.sets,
             batched=True,
             own_blocks=_rows(module, "outputs") in self.widened,
+            fed=fed,
         )
 
 
@@ -183,9 +205,10 @@ def _first(instance, truncate, candidates):
 
 
 def _widenings(module):
-    """The dimensions to try widening, most first: every one no state has and that the inputs or outputs run along,
-    then each of them alone."""
-    free = [dim for dim in module.SIZES if dim not in module.STATES.values() and dim in _rows(module)]
+    """The dimensions to try widening, most first: every one no state has (but a teacher-forced one, whose values are
+    the targets) and that the inputs or outputs run along, then each of them alone."""
+    held = {size for key, size in module.STATES.items() if key[:-1] not in module.TEACHER_FORCED}
+    free = [dim for dim in module.SIZES if dim not in held and dim in _rows(module)]
     return list(dict.fromkeys([tuple(free), *((dim,) for dim in free)])) if free else []
 
 

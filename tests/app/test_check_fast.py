@@ -49,7 +49,8 @@ def test_a_forward_that_is_not_its_passes_maths_is_always_called():
         assert np.array_equal(outputs, scaled.forward(instance.params, instance.xs, **instance.initial)[0])
 
 
-WIDENED = {"lstm-layernorm": ("W_x", "V"), "elman-jordan": ("U",)}  # its matrices of the inputs' or outputs' rows
+# its parameters of the inputs' or outputs' rows (elman-jordan's outputs: the targets it is fed, set k's in its block)
+WIDENED = {"lstm-layernorm": ("W_x", "V"), "elman-jordan": ("U", "R", "V", "c")}
 STACKED = {"lstm-layernorm": ["W_h"], "elman-jordan": []}  # the others its maths multiply by np.matmul (one per sample)
 
 
@@ -140,14 +141,19 @@ def test_a_module_whose_samples_meet_gets_no_batched():
 
 
 @pytest.mark.parametrize(
-    "wrong_name, index", [("c0", (1, 2)), ("alpha_1", (5,)), ("W_x", (9, 1)), ("V", (3, 2)), ("W_h", (7, 2))]
+    "name, wrong_name, index",
+    [
+        *[("lstm-layernorm", *case) for case in [("c0", (1, 2)), ("alpha_1", (5,)), ("W_x", (9, 1)), ("V", (3, 2))]],
+        ("lstm-layernorm", "W_h", (7, 2)),
+        ("elman-jordan", "R", (2, 3)),
+    ],
 )
-def test_a_wrong_gradient_is_caught_in_batched_sets(wrong_name, index):
+def test_a_wrong_gradient_is_caught_in_batched_sets(name, wrong_name, index):
     """lstm-layernorm's dL/dc0 (an initial state), dL/dalpha_1 (a norm's gain, a vector given a row per sample),
-    dL/dW_x or dL/dV (a matrix of the inputs' or outputs' rows, each set's block read by its own samples), or dL/dW_h
-    (a matrix given one per sample) off by one part in a million in one entry, differenced in Batched's sets: that
-    array FAILs, every other passes."""
-    module = module_of("lstm-layernorm")
+    dL/dW_x or dL/dV (a matrix of the inputs' or outputs' rows, each set's block read by its own samples), dL/dW_h
+    (a matrix given one per sample), or elman-jordan's dL/dR (a matrix of the rows of the targets it is fed) off by
+    one part in a million in one entry, differenced in Batched's sets: that array FAILs, every other passes."""
+    module = module_of(name)
     instance = problem(module, 5, 3, seed=0)
     assert any(wrong_name in batched.varies(instance) for batched in Batched.find(instance))
     wrong = types.ModuleType("wrong")
