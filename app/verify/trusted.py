@@ -105,8 +105,9 @@ def _rowed_arrays(module, passes, params, data, initial):
     as the sample's row; the arrays of no step and sample that change with them (b + beta, W^T) get one per sample
     too. A matrix per sample (axis): every array of the batch gets an axis of one after the batch's, so that a
     sample's matrix product is one of a stack's (the maths must take it by np.matmul). Checked: every sample at the
-    first sample's values gives the public forward's outputs and cache bit for bit (else ValueError, as for a module
-    whose maths refuse them); that the samples keep apart, by the caller (app/verify/batched.py)."""
+    first sample's values gives the public forward's outputs and cache bit for bit (with the axis, to AGREEMENT of
+    each array's largest: a stack's products round otherwise), else ValueError, as for a module whose maths refuse
+    them; that the samples keep apart, by the caller (app/verify/batched.py)."""
     if list(initial) != list(module.STATES) or any(value is None for value in initial.values()):
         raise ValueError(f"{module.__name__}: a row per sample of its vectors needs every initial state")
     rowed, axis = per_sample(module, params), bool(matrices(module, params))
