@@ -103,15 +103,31 @@ def _sigmoid(z, out=None):
     return np.divide(top, out, out=out)
 
 
+_IN_ORDER = 8  # NumPy reduces a last axis shorter than this entry after entry (its pairwise sum starts at 8)
+
+
+def _reduce_rows(ufunc, z):
+    """ufunc.reduce(z, axis=-1, keepdims=True) bit for bit, faster for a short last axis (a model's classes): NumPy
+    reduces fewer than _IN_ORDER entries in order, one after the other, as this loop of whole-array calls does, but
+    its loop per row costs more than the arithmetic."""
+    n = z.shape[-1]
+    if not 0 < n < _IN_ORDER:
+        return ufunc.reduce(z, axis=-1, keepdims=True)
+    out = z[..., :1].copy()
+    for i in range(1, n):
+        ufunc(out, z[..., i : i + 1], out=out)
+    return out
+
+
 def _logsumexp(z):
-    top = z.max(axis=-1, keepdims=True)
-    return (top + np.log(np.exp(z - top).sum(axis=-1, keepdims=True)))[..., 0]
+    top = _reduce_rows(np.maximum, z)
+    return (top + np.log(_reduce_rows(np.add, np.exp(z - top))))[..., 0]
 
 
 def _softmax(z, out=None):
-    out = np.subtract(z, z.max(axis=-1, keepdims=True), out=out)
+    out = np.subtract(z, _reduce_rows(np.maximum, z), out=out)
     np.exp(out, out=out)
-    out /= out.sum(axis=-1, keepdims=True)
+    out /= _reduce_rows(np.add, out)
     return out
 
 
@@ -130,10 +146,10 @@ def _softmax_cross_entropy(s, y, count):
     (T, B) (lengths=: inf at a padded step, which then weighs exactly nothing)."""
     rows = s.reshape(-1, s.shape[-1])
     picks = np.arange(rows.shape[0]) * rows.shape[1] + y.reshape(-1)  # the labels' places in s.flat
-    np.subtract(rows, rows.max(axis=1, keepdims=True), out=rows)
+    np.subtract(rows, _reduce_rows(np.maximum, rows), out=rows)
     picked = rows.reshape(-1)[picks]
     np.exp(rows, out=rows)
-    total = rows.sum(axis=1, keepdims=True)
+    total = _reduce_rows(np.add, rows)
     if np.ndim(count):
         share = 1 / count.reshape(-1)
         np.multiply(rows, share[:, None] / total, out=rows)

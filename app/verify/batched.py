@@ -7,9 +7,12 @@ instance of S times the batch (set k's samples k*B..(k+1)*B-1, each set's inputs
 instance's), and set k's loss is that of a plain forward pass at set k, up to rounding (a batch's sums may group
 their terms otherwise). A vector parameter that the maths reads elementwise along the units (a bias, a norm's gain)
 can be each sample's own as well: given a row per sample, it broadcasts as the sample's row (trusted.forward),
-so S sets of vectors run in one pass too, where a norm keeps S sets of parameters from sitting side by side.
+so S sets of vectors run in one pass too, where a norm keeps S sets of parameters from sitting side by side. So can a
+matrix that the maths multiply by np.matmul (lstm-layernorm's W_h): given one per sample, each sample's product is one
+of a stack's (trusted.forward), which rounds otherwise than the plain product.
 In a layout of its own (fewer sets at once: the widened inputs grow as the sets squared), a dimension no state has
-and no norm reduces over (the inputs' d, the outputs' q) is widened, as sets.py widens every one: the parameters
+(but a teacher-forced one, its targets fed in then set k's at block k, its states' too) and no norm reduces over (the
+inputs' d, the outputs' q) is widened, as sets.py widens every one: the parameters
 with such an axis hold the sets' blocks side by side (W_x's columns, V's rows), set k's samples read their inputs at
 block k of the inputs' axis (a label, shifted to it) and their outputs at block k of the outputs', so set k's
 samples run with set k's matrices. Whether the module keeps its samples
@@ -38,12 +41,14 @@ class Batched:
     sets: int
     vectors: tuple = ()
     widened: tuple = ()
+    matrices: tuple = ()  # matrices given one per sample instead (trusted.py), which sets vary
 
     @staticmethod
     def find(instance, truncate=None):
         """The layouts of sets along the batch, each varying its own arrays (varies): SAMPLES // B sets of the initial
         states, and of the vectors if their rows keep apart; then, if that one holds, sets of the matrices of the
-        widest widened dimensions that keep them apart (fewer at once: the inputs grow as the sets squared). Each is
+        widest widened dimensions that keep them apart (fewer at once: the inputs grow as the sets squared), and sets
+        of the other matrices, given one per sample, if the maths take them. Each is
         offered if two different sets give their plain losses so; none (an empty tuple) for a module of groups of
         steps, a padded batch, a batch of over SAMPLES / 2 samples. Tried once for a module, class of instance,
         truncation and shapes."""
@@ -66,8 +71,12 @@ class Batched:
         if states is None:
             return ()
         widened = [Batched(_widened_sets(instance, most, dims), (), dims) for dims in _widenings(module)]
-        matrices = _first(instance, truncate, [each for each in widened if each.sets >= 2 and each.blocked(module)])
-        return (states,) if matrices is None else (states, matrices)
+        blocked = _first(instance, truncate, [each for each in widened if each.sets >= 2 and each.blocked(module)])
+        found = (states,) if blocked is None else (states, blocked)
+        covered = {name for layout in found for name in layout.varies(instance)}
+        rest = tuple(name for name, dims in module.SHAPES.items() if len(dims) == 2 and name not in covered)
+        stacked = _first(instance, truncate, [Batched(most, matrices=rest)] if rest else [])
+        return found if stacked is None else (*found, stacked)
 
     def _agrees(self, instance, truncate):
         """Whether two different sets' losses, along the batch, are their plain losses."""
@@ -78,8 +87,10 @@ class Batched:
         return np.shape(wide) == (2,) and bool(np.all(np.abs(wide - plain) <= AGREEMENT * np.abs(plain).max()))
 
     def varies(self, instance):
-        """The arrays whose entries this layout's sets differ in: the blocked parameters if widened, else the initial
-        states and the vectors."""
+        """The arrays whose entries this layout's sets differ in: the matrices given one per sample, or the blocked
+        parameters if widened, else the initial states and the vectors."""
+        if self.matrices:
+            return list(self.matrices)
         return self.blocked(instance.module) if self.widened else [*instance.initial, *self.vectors]
 
     def blocked(self, module):
@@ -88,7 +99,7 @@ class Batched:
 
     def values(self, instance):
         """The arrays the sets vary: the initial states, then the vectors and the blocked parameters."""
-        varied = {*self.vectors, *self.blocked(instance.module)}
+        varied = {*self.vectors, *self.matrices, *self.blocked(instance.module)}
         return {**instance.initial, **{name: instance.params[name] for name in instance.params if name in varied}}
 
     def plain(self, instance, values):
@@ -130,22 +141,44 @@ class Batched:
             xs = np.concatenate([xs] * count, axis=1)
         frozen = None
         if held:  # what detached segments start from
-            names = [key[:-1] for key in module.STATES]
-            frozen = {key: np.concatenate([instance.frozen[key]] * count, axis=1) for key in names}
-        return xs, np.concatenate([instance.ys] * count, axis=1), frozen
+            frozen = {
+                key[:-1]: self.states([instance.frozen[key[:-1]]] * count, size) for key, size in module.STATES.items()
+            }
+        return xs, np.concatenate([instance.ys] * count, axis=1), frozen, self.fed(instance, count)
+
+    def fed(self, instance, count):
+        """The targets a teacher-forced forward pass of count sets reads, if their rows are widened (set k's shifted
+        to its block), else None (ys)."""
+        module, ys = instance.module, instance.ys
+        rows = _rows(module, "ys")
+        if not module.TEACHER_FORCED or rows not in self.widened:
+            return None
+        if ys.ndim == 2:  # labels
+            return np.concatenate([ys + k * sizes_of(instance)[rows] for k in range(count)], axis=1)
+        return blocks([ys] * count, ("T", "B", rows), {"T"})
+
+    def states(self, arrays, size):
+        """Sets' values of a state (..., B, size) one after the other along the batch; each set's block of a widened
+        dimension (a teacher-forced state's) on its own samples' rows, zeros elsewhere."""
+        if size not in self.widened:
+            return np.concatenate(arrays, axis=-2)
+        dims = (*("T+1",) * (arrays[0].ndim - 2), "B", size)
+        return blocks(arrays, dims, {"T+1"})
 
     def wide(self, instance, values, data=None):
         """An instance of the given sets of values() (dicts), padded to self.sets sets with the last; data: what
         self.data(instance, self.sets) returns, if at hand."""
         values = values + values[-1:] * (self.sets - len(values))  # one shape per instance
         module, batch = instance.module, instance.xs.shape[1]
-        xs, ys, frozen = data or self.data(instance, self.sets)
-        together = {key: np.concatenate([value[key] for value in values]) for key in instance.initial}
+        xs, ys, frozen, fed = data or self.data(instance, self.sets)
+        together = {key: self.states([value[key] for value in values], module.STATES[key]) for key in instance.initial}
         blocked = self.blocked(module)
         kept = {"T", "T+1", "B", *module.SIZES} - {*self.widened}
         params = {name: blocks([value[name] for value in values], module.SHAPES[name], kept) for name in blocked}
         rowed = [name for name in self.vectors if name not in blocked]
         params |= {name: np.repeat([value[name] for value in values], batch, axis=0) for name in rowed}
+        stacked = (np.repeat([value[name] for value in values], batch, axis=0) for name in self.matrices)
+        params |= {name: np.moveaxis(stack, 0, -1) for name, stack in zip(self.matrices, stacked, strict=True)}
         return dataclasses.replace(
             instance,
             params={**instance.params, **params},
@@ -156,6 +189,7 @@ class Batched:
             sets=self.sets,
             batched=True,
             own_blocks=_rows(module, "outputs") in self.widened,
+            fed=fed,
         )
 
 
@@ -171,9 +205,10 @@ def _first(instance, truncate, candidates):
 
 
 def _widenings(module):
-    """The dimensions to try widening, most first: every one no state has and that the inputs or outputs run along,
-    then each of them alone."""
-    free = [dim for dim in module.SIZES if dim not in module.STATES.values() and dim in _rows(module)]
+    """The dimensions to try widening, most first: every one no state has (but a teacher-forced one, whose values are
+    the targets) and that the inputs or outputs run along, then each of them alone."""
+    held = {size for key, size in module.STATES.items() if key[:-1] not in module.TEACHER_FORCED}
+    free = [dim for dim in module.SIZES if dim not in held and dim in _rows(module)]
     return list(dict.fromkeys([tuple(free), *((dim,) for dim in free)])) if free else []
 
 

@@ -4,10 +4,10 @@ Each checked entry's derivative comes from Ridders' method (app/verify/ridders.p
 differences at steps shrinking from one scaled to the entry, extrapolated to a zero step,
 with an estimate of their own error; where the module's cells allow it (app/verify/sets.py), the
 losses of many entries' differences come from one forward pass of their parameter sets side
-by side (else those of the initial states', vector parameters' and the inputs' and outputs' matrices' entries, from
-one of their sets along the batch: batched.py). Entry a (analytic, in the checked dtype) passes against n (numeric,
-float64) when |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest) + MARGIN * estimate, largest being the
-array's largest |gradient|.
+by side (else those of the initial states', vector parameters' and the inputs' and outputs' matrices' entries, and of
+the matrices the maths multiply by np.matmul, from one of their sets along the batch: batched.py). Entry a (analytic,
+in the checked dtype) passes against n (numeric, float64) when |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest)
++ MARGIN * estimate, largest being the array's largest |gradient|.
 
 What it resolves: a relative error of the tolerance (1e-7 in float64, 1e-3 in float32) in
 every checked entry down to FLOOR of its array's largest; smaller entries only to that
@@ -23,6 +23,7 @@ weighted by its probability, against full BPTT, for T up to RANDOM_STEPS = 12 (T
 import importlib
 import importlib.util
 import itertools
+import math
 import types
 from dataclasses import dataclass
 
@@ -146,8 +147,8 @@ def negligible(analytic, largest, tolerance):
 
 def sample_entries(shape, count, rng):
     """At most count indices of an array of this shape, in order, drawn by rng."""
-    drawn = sorted(rng.permutation(int(np.prod(shape)))[:count])
-    return [tuple(int(i) for i in np.unravel_index(n, shape)) for n in drawn]
+    drawn = np.sort(rng.permutation(math.prod(shape))[:count])
+    return list(zip(*[axis.tolist() for axis in np.unravel_index(drawn, shape)], strict=True))
 
 
 def check(
@@ -255,11 +256,15 @@ def _spare(next_of, known, ahead, room):
     return spare[:room]
 
 
+# The bit generator of the Generators below, which never draw from it (a new one each costs 0.1 ms).
+UNDRAWN = np.random.PCG64(0)
+
+
 class PatternRng(np.random.Generator):
     """A Generator whose random(T) gives one keep pattern: 0.0 where kept (below any pi), 1.0 where dropped."""
 
     def __init__(self, kept):
-        super().__init__(np.random.PCG64(0))
+        super().__init__(UNDRAWN)
         self.kept = np.asarray(kept, dtype=bool)
 
     def random(self, size=None, dtype=np.float64, out=None):
@@ -272,7 +277,7 @@ class GroupGenerators(np.random.Generator):
     Generator given as its seed unaltered."""
 
     def __init__(self, generators):
-        super().__init__(np.random.PCG64(0))
+        super().__init__(UNDRAWN)
         self.generators = list(generators)
 
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):

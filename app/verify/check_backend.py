@@ -26,7 +26,7 @@ class Replay(np.random.Generator):
     """A NumPy generator whose random(n) gives the uniforms a framework's generator drew."""
 
     def __init__(self, uniforms):
-        super().__init__(np.random.PCG64(0))
+        super().__init__(checking.UNDRAWN)
         self.uniforms = np.asarray(uniforms, dtype=np.float64)
 
     def random(self, size=None, dtype=np.float64, out=None):

@@ -49,6 +49,7 @@ class Problem:
     own_blocks: bool = False  # a batched one's outputs: every set's block side by side, its samples read theirs
     unperturbed: tuple = None  # (outputs, cache) of freeze's run, which require_finite reads
     lengths: np.ndarray | None = None  # a right-padded batch's (lengths=): its padded steps' losses weigh nothing
+    fed: np.ndarray | None = None  # the targets a teacher-forced forward pass reads, if not ys (batched.py's, shifted)
 
     def forward(self, params, start, stop, initial, cache=False):
         """Outputs (or the cache) of the generated forward pass over steps start+1..stop."""
@@ -61,7 +62,12 @@ class Problem:
 
     def data(self, start, stop):
         """The forward pass's data over steps start+1..stop: xs, and ys if teacher-forced."""
-        return (self.xs[start:stop], self.ys[start:stop]) if self.module.TEACHER_FORCED else (self.xs[start:stop],)
+        return (self.xs[start:stop], self.forced[start:stop]) if self.module.TEACHER_FORCED else (self.xs[start:stop],)
+
+    @property
+    def forced(self):
+        """The targets a teacher-forced forward pass reads: fed, or ys."""
+        return self.ys if self.fed is None else self.fed
 
     def padded(self, start, stop):
         """The forward pass's lengths keyword over steps start+1..stop: the lengths over all steps, if any."""
@@ -125,11 +131,13 @@ class Problem:
         if len(starts) == 1:
             return self.segment(starts[0], starts[0] + length, detached[0])[:, None]
         module, batch = self.module, self.batch
-        xs, ys = (np.concatenate([data[a : a + length] for a in starts], axis=1) for data in (self.xs, self.ys))
+        xs, ys, fed = (
+            np.concatenate([data[a : a + length] for a in starts], axis=1) for data in (self.xs, self.ys, self.forced)
+        )
         states = [self.start(a, d) for a, d in zip(starts, detached, strict=True)]
         initial = {key: np.concatenate([state[key] for state in states]) for key in self.initial}
         params = trusted.tiled(module, self.params, len(starts))  # a row per sample: for each segment
-        outputs = trusted.forward(module, params, (xs, ys) if module.TEACHER_FORCED else (xs,), initial)[0]
+        outputs = trusted.forward(module, params, (xs, fed) if module.TEACHER_FORCED else (xs,), initial)[0]
         weights = np.concatenate([np.broadcast_to(self.weights(a, a + length), (length, batch, 1)) for a in starts], 1)
         losses = (self.scores(outputs, ys) * weights).reshape(length, len(starts), batch, self.sets)
         return np.add.reduce(losses, 2) / batch
@@ -179,11 +187,11 @@ class Problem:
 
     def require_finite(self, dtype):
         """Raise NonFiniteForward naming the first array and step at which the forward pass in dtype overflows."""
-        low = Problem(self.module, *self.cast(dtype))
         same = all(value.dtype == np.dtype(dtype) for value in [*self.params.values(), *self.initial.values()])
         if same and self.lengths is None and self.unperturbed is not None:
-            outputs, cache = self.unperturbed  # freeze's forward pass of the same numbers
+            low, (outputs, cache) = self, self.unperturbed  # freeze's forward pass of the same numbers
         else:
+            low = Problem(self.module, *self.cast(dtype))
             outputs, cache = low.run(low.params, 0, len(low.xs), low.initial)
         first = _first_nonfinite({**cache, "outputs": outputs}, len(low.xs))
         if first is None:

@@ -78,17 +78,24 @@ class Layout:
         values built once, for every round of a check's ladders (held states only if truncate detaches some)."""
         base = _values(instance)
         unchanged = self.widen(instance, [base] * self.sets, self.data(instance, held=truncate is not None))
-        dims = self.dims(instance.module)
+        dims, wide_values, places = self.dims(instance.module), _values(unchanged), {}
+
+        def place(name, index):
+            """The entry's offsets in every block of its wide array, flat (each axis's place is k * block apart)."""
+            if (name, index) not in places:
+                ends = [self.place(dims[name], base[name].shape, index, k) for k in (0, self.sets - 1)]
+                first, last = np.ravel_multi_index(list(zip(*ends, strict=True)), wide_values[name].shape)
+                places[name, index] = [first + k * ((last - first) // (self.sets - 1)) for k in range(self.sets)]
+            return places[name, index]
 
         def losses(changes):
             found = []
             for first in range(0, len(changes), self.sets):
                 chunk = changes[first : first + self.sets]
                 chunk += chunk[-1:] * (self.sets - len(chunk))  # always self.sets wide: one shape per instance
-                wide = {**unchanged.params, **unchanged.initial}
-                wide |= {name: wide[name].copy() for name in {name for name, _, _ in chunk}}
+                wide = {**wide_values, **{name: wide_values[name].copy() for name in {name for name, _, _ in chunk}}}
                 for k, (name, index, value) in enumerate(chunk):
-                    wide[name][self.place(dims[name], base[name].shape, index, k)] = value
+                    wide[name].reshape(-1)[place(name, index)[k]] = value
                 found_here = _with(unchanged, wide).loss(truncate)
                 if not np.isfinite(found_here).all():  # evaluated again, one set at a time
                     found_here = [_with(instance, _changed(base, *change)).loss(truncate) for change in chunk]
@@ -100,11 +107,11 @@ class Layout:
     def place(self, dims, shape, index, k):
         """Where entry index of an array of this shape (axes named by dims) is in block k of its wide array: an
         axis of stacked blocks ("4*h") holds, in each of its blocks, every set's block side by side."""
-        place = []
+        place, kept = [], self.kept
         for i, dim, n in zip(index, dims, shape, strict=True):
             count, size = stacked(dim)
             block = n // count
-            place.append(i if size in self.kept else (i // block) * self.sets * block + k * block + i % block)
+            place.append(i if size in kept else (i // block) * self.sets * block + k * block + i % block)
         return tuple(place)
 
     @property

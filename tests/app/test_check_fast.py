@@ -49,23 +49,25 @@ def test_a_forward_that_is_not_its_passes_maths_is_always_called():
         assert np.array_equal(outputs, scaled.forward(instance.params, instance.xs, **instance.initial)[0])
 
 
-WIDENED = {"lstm-layernorm": ("W_x", "V"), "elman-jordan": ("U",)}  # its matrices of the inputs' or outputs' rows
+# its parameters of the inputs' or outputs' rows (elman-jordan's outputs: the targets it is fed, set k's in its block)
+WIDENED = {"lstm-layernorm": ("W_x", "V"), "elman-jordan": ("U", "R", "V", "c")}
+STACKED = {"lstm-layernorm": ["W_h"], "elman-jordan": []}  # the others its maths multiply by np.matmul (one per sample)
 
 
 @pytest.mark.parametrize("truncate", [None, ("chunk", 2), ("window", 2)])
 @pytest.mark.parametrize("name", ["lstm-layernorm", "elman-jordan"])
 def test_batched_losses_are_each_change_s_plain_loss(name, truncate):
-    """Changes of entries of initial states and of vector parameters (each set's in its samples' rows), and of the
-    matrices of a widened dimension (each set's block), more than one forward pass holds: each loss a Batched layout
-    gives is the plain loss with that change alone, to AGREEMENT (a change read in another set's samples would not
-    be)."""
+    """Changes of entries of initial states and of vector parameters (each set's in its samples' rows), of the
+    matrices of a widened dimension (each set's block), and of the other matrices that a module's maths multiply by
+    np.matmul (each sample's own), more than one forward pass holds: each loss a Batched layout gives is the plain
+    loss with that change alone, to AGREEMENT (a change read in another set's samples would not be)."""
     instance = problem(module_of(name), 7, 3, seed=2)
     layouts = Batched.find(instance, truncate)
-    assert Layout.find(instance, truncate) is None and len(layouts) == 2
     vectors = [key for key, dims in instance.module.SHAPES.items() if len(dims) == 1]
+    expected = [[*instance.initial, *vectors], list(WIDENED[name]), *([STACKED[name]] if STACKED[name] else [])]
+    assert Layout.find(instance, truncate) is None and len(layouts) == len(expected)
     assert layouts[0].vectors == tuple(vectors) and vectors and not layouts[0].widened
-    expected = ([*instance.initial, *vectors], list(WIDENED[name]))
-    assert [batched.varies(instance) for batched in layouts] == list(expected)
+    assert [batched.varies(instance) for batched in layouts] == expected
     rng = np.random.default_rng(4)
     for batched in layouts:
         changes, values, varied = [], batched.values(instance), batched.varies(instance)
@@ -103,6 +105,25 @@ def test_a_row_per_sample_of_the_vectors_gives_each_sample_its_set_s_forward():
             assert np.allclose(outputs[:, 3 * k : 3 * k + 3], plain, rtol=1e-13, atol=0)
 
 
+def test_a_matrix_per_sample_gives_each_sample_its_set_s_forward():
+    """trusted.forward with lstm-layernorm's W_h given one per sample (h, 4h stacked along a last axis of samples),
+    two sets of three samples: each set's outputs are the public forward's at that set's W_h, up to rounding (a
+    stack's matrix products round otherwise); the first call (which tries the arrays) and later ones."""
+    module, rng = module_of("lstm-layernorm"), np.random.default_rng(3)
+    instance = problem(module, 6, 3, seed=0)
+    data, initial = (
+        (np.concatenate([instance.xs] * 2, axis=1),),
+        {k: np.concatenate([v] * 2) for k, v in instance.initial.items()},
+    )
+    for _ in range(3):
+        sets = [moved(instance.params, rng) for _ in range(2)]
+        params = {**sets[0], "W_h": np.moveaxis(np.repeat([each["W_h"] for each in sets], 3, axis=0), 0, -1)}
+        outputs = trusted.forward(module, params, data, initial)[0]
+        for k, each in enumerate(sets):
+            plain = module.forward({**sets[0], "W_h": each["W_h"]}, instance.xs, **instance.initial)[0]
+            assert np.allclose(outputs[:, 3 * k : 3 * k + 3], plain, rtol=1e-13, atol=0)
+
+
 def test_a_module_whose_samples_meet_gets_no_batched():
     """A forward pass whose outputs are shifted by their mean over the batch mixes the samples: Batched.find
     offers nothing for it."""
@@ -119,12 +140,20 @@ def test_a_module_whose_samples_meet_gets_no_batched():
     assert Batched.find(problem(mixing, 5, 3, seed=0)) == ()
 
 
-@pytest.mark.parametrize("wrong_name, index", [("c0", (1, 2)), ("alpha_1", (5,)), ("W_x", (9, 1)), ("V", (3, 2))])
-def test_a_wrong_gradient_is_caught_in_batched_sets(wrong_name, index):
+@pytest.mark.parametrize(
+    "name, wrong_name, index",
+    [
+        *[("lstm-layernorm", *case) for case in [("c0", (1, 2)), ("alpha_1", (5,)), ("W_x", (9, 1)), ("V", (3, 2))]],
+        ("lstm-layernorm", "W_h", (7, 2)),
+        ("elman-jordan", "R", (2, 3)),
+    ],
+)
+def test_a_wrong_gradient_is_caught_in_batched_sets(name, wrong_name, index):
     """lstm-layernorm's dL/dc0 (an initial state), dL/dalpha_1 (a norm's gain, a vector given a row per sample),
-    dL/dW_x or dL/dV (a matrix of the inputs' or outputs' rows, each set's block read by its own samples) off by one
-    part in a million in one entry, differenced in Batched's sets: that array FAILs, every other passes."""
-    module = module_of("lstm-layernorm")
+    dL/dW_x or dL/dV (a matrix of the inputs' or outputs' rows, each set's block read by its own samples), dL/dW_h
+    (a matrix given one per sample), or elman-jordan's dL/dR (a matrix of the rows of the targets it is fed) off by
+    one part in a million in one entry, differenced in Batched's sets: that array FAILs, every other passes."""
+    module = module_of(name)
     instance = problem(module, 5, 3, seed=0)
     assert any(wrong_name in batched.varies(instance) for batched in Batched.find(instance))
     wrong = types.ModuleType("wrong")
