@@ -5,6 +5,8 @@ in its reader's place. Backward: an intermediate's adjoint read once, in its own
 its reader.
 """
 
+import collections
+import functools
 from dataclasses import replace
 
 import sympy as sp
@@ -22,8 +24,22 @@ def _value_reads(expr, name):
 
 def adjoint_reads(expr, name):
     """How many times expr reads the adjoint of `name` (a norm's adjoint reads its vector more than once)."""
-    reads = sum(1 for node in sp.preorder_traversal(expr) if isinstance(node, Adj) and node.of.name == name)
-    return reads + sum(node.rereads * adjoint_reads(node.g, name) for node in expr.atoms(NormAdjoint))
+    return _adjoint_reads(expr).get(name, 0)
+
+
+@functools.lru_cache(maxsize=4096)  # asked of every statement for each adjoint, and again after each inlining
+def _adjoint_reads(expr):
+    """{name: how many times expr reads the adjoint of name}, read in one walk of expr."""
+    reads, norms = collections.Counter(), set()
+    for node in sp.preorder_traversal(expr):
+        if isinstance(node, Adj):
+            reads[node.of.name] += 1
+        elif isinstance(node, NormAdjoint):
+            norms.add(node)
+    for norm in norms:
+        for name, count in _adjoint_reads(norm.g).items():
+            reads[name] += norm.rereads * count
+    return dict(reads)
 
 
 def read_after(program):

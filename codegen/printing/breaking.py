@@ -41,6 +41,7 @@ def line_tokens(code):
 _PLAIN = hasattr(tokenize, "PseudoToken") and not hasattr(tokenize, "FSTRING_START")
 _PSEUDO = re.compile(getattr(tokenize, "PseudoToken", ""))
 _SLOW = object()  # what _plain_tokens returns for a line it leaves to tokenize
+_TOKEN, _TokenInfo = tuple.__new__, tokenize.TokenInfo  # a TokenInfo made without its Python __new__
 
 
 def _plain_tokens(code):
@@ -50,10 +51,9 @@ def _plain_tokens(code):
     if not code or code[0] in " #" or any(c in code for c in "\\\n\r\t\f"):
         return _SLOW
     tokens, depth, pos, end = [], 0, 0, len(code)
-    while pos < end:
-        match = _PSEUDO.match(code, pos)
-        if match is None:
-            return _SLOW
+    for match in _PSEUDO.finditer(code):
+        if match.start() != pos:
+            return _SLOW  # a character no token begins with
         start, pos = match.span(1)
         if start == pos:
             continue
@@ -64,18 +64,16 @@ def _plain_tokens(code):
             kind = tokenize.COMMENT
         elif token in tokenize.triple_quoted:
             return _SLOW
-        elif (
-            initial in tokenize.single_quoted
-            or token[:2] in tokenize.single_quoted
-            or token[:3] in tokenize.single_quoted
-        ):
+        elif token[-1] in "'\"":  # (a whole string on one line: no other token ends in a quote)
             kind = tokenize.STRING
         elif initial.isidentifier():
             kind = tokenize.NAME
         else:
             depth += (initial in "([{") - (initial in ")]}")
             kind = tokenize.OP
-        tokens.append(tokenize.TokenInfo(kind, token, (1, start), (1, pos), code))
+        tokens.append(_TOKEN(_TokenInfo, (kind, token, (1, start), (1, pos), code)))
+    if pos != end:
+        return _SLOW
     return tokens if depth == 0 else None
 
 

@@ -2,20 +2,37 @@
 to its whitespace.
 
 `same_code` parses both sources whole and compares the trees. `kept_code` proves the same thing from the changes
-alone (columns.laid_out's {line: its lines}): it parses the source once and finds, for each changed line, the one
-simple statement that owns it, alone on its lines (nothing of another statement or of a compound statement's
-header on them, the line above not continued by a backslash). Such a statement's lines begin a logical line and
-end one, so the tokenizer reads them the same in the module as alone: if their laid-out lines, parsed alone at
-the statement's indentation, are one statement with its tree, the module's tree is unchanged. A changed line no
-such statement owns (a compound statement's header, a comment between statements) is checked by `same_code`.
+alone (columns.laid_out's {line: its lines}), without parsing the module: it reads the source's strings, comments
+and brackets as Python's tokenizer does (_LEXED) to find the lines that begin a logical line (outside any bracket,
+string or backslash continuation), and so the logical line holding each changed line. Such a part is read by the
+tokenizer the same in the module as alone at its indentation, ending where it ends. Its laid-out lines keep the
+code if they are one logical line at that indentation with the same tokens (line breaks in brackets and comments
+aside: nothing to parse), or a docstring of the same words; else if the part is one simple statement (or a
+compound statement's header, given a block) and its laid-out lines, parsed alone at that indentation, are one
+with its tree. A changed line of comments stays comments. A part that is none of these (`else: y = 2`, a
+decorator), or a source the reading leaves in doubt, is checked by `same_code`.
 """
 
 import ast
+import bisect
+import re
 
 from bptt.codegen.printing import collector
 from bptt.codegen.printing.columns import applied
 
 _BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")  # the fields of a compound statement's blocks
+# What Python's tokenizer reads from the leftmost hash or quote on, as a whole: a comment; a string (any prefix,
+# triple-quoted or not, a backslash escaping the character after it, a newline too); and a backslash ending a line
+# of code, which joins the next line to it. Nothing else in Python's code holds a quote, a hash or a backslash.
+_LEXED = re.compile(
+    r"#[^\n]*+"
+    r"|'''(?:[^'\\]++|\\[\s\S]|'(?!''))*+'''"
+    r'|"""(?:[^"\\]++|\\[\s\S]|"(?!""))*+"""'
+    r"|'(?:[^'\\\n]++|\\[\s\S])*+'"
+    r'|"(?:[^"\\\n]++|\\[\s\S])*+"'
+    r"|\\\n"
+)
+_IN_STRING, _CONTINUED = "\x01", "\x02"  # marks of a line that begins inside a string, or after a backslash
 
 
 def same_code(source, laid):
@@ -26,107 +43,148 @@ def same_code(source, laid):
 
 def kept_code(source, changes):
     """Whether the source with `changes` applied (columns.applied) is the same code as the source (same_code),
-    parsing only the parts the changes lay out; the whole module where a change is in no one part."""
+    parsing only the logical lines the changes lay out; both modules whole where a change is in no such part."""
     lines = source.splitlines()
     moved = sorted(number for number, laid in changes.items() if laid != (lines[number - 1],))
     if not moved:
         return True
-    if "\n".join(lines) + ("\n" if source.endswith("\n") else "") != source:  # a line break other than \n
-        return _same_module(_parsed(source), applied(source, changes))
-    tree = _parsed(source)
-    owners = _owners(tree.body, {}, top=len(lines))
+    starts = _logical_starts(source) if "\n".join(lines) + ("\n" if source.endswith("\n") else "") == source else None
     checked = set()
     for number in moved:
-        part = _part(owners, lines, number)
+        if starts is None:
+            return _same_module(source, changes)
+        after = bisect.bisect_right(starts, number)
+        part = (starts[after - 1], starts[after] - 1 if after < len(starts) else len(lines))
         if part in checked:
             continue
-        if part is None or not _same_part(part, lines, changes):
-            return _same_module(tree, applied(source, changes))
+        if not _same_part(part, lines, changes):
+            return _same_module(source, changes)
         checked.add(part)
     return True
 
 
-def _owners(body, owners, top=None):
-    """{line number: [(kind, node)]}: the lines of each simple statement ("statement", it), of each compound
-    statement's header up to its block ("header", it), and the lines between two statements of a block, or
-    around the module's (top: its last line), where only comments can be ("gap", None)."""
-    starts = [_start(node) for node in body]
-    after = [node.end_lineno + 1 for node in body]
-    gaps = list(zip(after[:-1], starts[1:], strict=True))
-    if top is not None and body:
-        gaps += [(1, starts[0]), (after[-1], top + 1)]
-    for first, last in gaps:
-        for number in range(first, last):
-            owners.setdefault(number, []).append(("gap", None))
-    for node in body:
-        blocks = [getattr(node, field) for field in _BLOCKS if hasattr(node, field)]
-        if not blocks:
-            _own(owners, "statement", node, node.lineno, node.end_lineno)
-            continue
-        if isinstance(node, ast.stmt) and _start(node.body[0]) > node.lineno:
-            _own(owners, "header", node, node.lineno, _start(node.body[0]) - 1)
-        for block in blocks:
-            _owners(block, owners)
-    return owners
-
-
-def _start(node):
-    """The first line of a statement, its decorators'."""
-    return min([node.lineno] + [decorator.lineno for decorator in getattr(node, "decorator_list", ())])
-
-
-def _own(owners, kind, node, first, last):
-    for number in range(first, last + 1):
-        owners.setdefault(number, []).append((kind, node))
-
-
-def _part(owners, lines, number):
-    """(kind, node, first line, last line) of the part alone on its lines that holds line `number`, or None:
-    a simple statement, a compound statement's header, or a comment between statements."""
-    on_line = owners.get(number, ())
-    if len(on_line) != 1:
+def _logical_starts(source):
+    """The numbers of the lines that begin a logical line, as Python's tokenizer reads the source: at no bracket's
+    depth, in no string, after no backslash; None if the source holds what _LEXED leaves in doubt (a quote it
+    found no end of, a backslash in code, a bracket closed before it opened, one left open)."""
+    if _IN_STRING in source or _CONTINUED in source:
         return None
-    kind, node = on_line[0]
-    if kind == "gap":
-        return (kind, node, number, number) if lines[number - 1].lstrip().startswith("#") else None
-    first = node.lineno
-    last = node.end_lineno if kind == "statement" else _start(node.body[0]) - 1
-    if node.col_offset != len(_indent(lines[first - 1]).encode()):
-        return None  # a header before it (`else: x = 1`)
-    if first > 1 and lines[first - 2].rstrip().endswith("\\"):
-        return None  # it goes on the line above
-    if kind == "header":
-        return (kind, node, first, last)
-    after = lines[last - 1].encode()[node.end_col_offset :].decode().strip()
-    return (kind, node, first, last) if not after or after.startswith("#") else None  # not `x = 1; \`
+    code = _LEXED.sub(_mark, source)
+    if any(c in code for c in "\"'#\\"):
+        return None
+    starts, depth = [], 0
+    for number, line in enumerate(code.split("\n"), start=1):
+        if depth == 0 and not line.startswith((_IN_STRING, _CONTINUED)):
+            starts.append(number)
+        depth += line.count("(") + line.count("[") + line.count("{")
+        depth -= line.count(")") + line.count("]") + line.count("}")
+        if depth < 0:
+            return None
+    return starts if depth == 0 else None
+
+
+def _mark(found):
+    """A string or comment read by _LEXED, as it stands in code: a comment gone, a string a name, each line a
+    string goes on to (or a backslash joins) marked at its beginning."""
+    text = found.group()
+    if text[0] == "#":
+        return ""
+    if text == "\\\n":
+        return "\n" + _CONTINUED
+    return "S" + ("\n" + _IN_STRING) * text.count("\n")
 
 
 def _same_part(part, lines, changes):
-    """Whether a part's lines laid out (changes) are the same code: comments stay comments; a statement (or a
-    header, given a block) parsed alone at its indentation has its tree."""
-    kind, node, first, last = part
+    """Whether a logical line's lines laid out (changes) are the same code: comments stay comments; a simple
+    statement (or a compound statement's header, given a block) parsed alone at its indentation has its tree."""
+    first, last = part
+    written = lines[first - 1 : last]
     laid = [piece for k in range(first, last + 1) for piece in changes.get(k, (lines[k - 1],))]
-    if kind == "gap":
-        return all(piece.lstrip().startswith("#") for piece in laid)
-    indent = _indent(lines[first - 1])
-    code = next((line for line in laid if line.strip() and not line.lstrip().startswith("#")), None)
+    if all(_is_comment(line) for line in written):
+        return all(_is_comment(piece) for piece in laid)
+    indent = _indent(written[0])
+    code = next((line for line in laid if line.strip() and not _is_comment(line)), None)
     if code is None or _indent(code) != indent or laid[-1].rstrip().endswith("\\"):
         return False
-    if kind == "header":
-        laid = [*laid, indent + " pass"]
-    try:
-        module = _parsed("if 1:\n" + "\n".join(laid) if indent else "\n".join(laid))
-    except SyntaxError:
+    if _same_tokens(written, laid):
+        return True
+    for header in (False, True):
+        statement = _alone(written, indent, header)
+        if statement is not None:
+            other = _alone(laid, indent, header)
+            return other is not None and _same_tree(statement, other)
+    return False
+
+
+def _same_tokens(written, laid):
+    """Whether the laid-out lines are one logical line with the written lines' tokens (its layout aside: line breaks
+    in brackets, comments), or both a string statement (a docstring) of the same words: then the parser reads the
+    same, nothing parsed. False if they are not shown to be."""
+    starts = _logical_starts("\n".join(laid))
+    if starts is None or sum(_is_code(laid[k - 1]) for k in starts) != 1:
         return False
+    one, other = _token_text("\n".join(written)), _token_text("\n".join(laid))
+    if one is None or other is None:
+        return False
+    if one == other:
+        return True
+    texts = [found[1] for found in (one, other) if len(found) == 3 and not found[0] and not found[2]]
+    if len(texts) != 2 or texts[0][:3] not in ('"""', "'''") or texts[1][:3] != texts[0][:3] or "\\" in "".join(texts):
+        return False
+    return texts[0][3:-3].split() == texts[1][3:-3].split()  # no prefix, no escape: the text is the value
+
+
+def _token_text(text):
+    """A logical line's tokens apart from their layout: (code, string, code, ..., code), each string as written, each
+    stretch of code between two with its comments gone, each run of whitespace one space, none beside a bracket or
+    a comma (a token alone) or at either end; None if a backslash joins two of its lines."""
+    pieces, code, at = [], [], 0
+    for found in _LEXED.finditer(text):
+        code.append(text[at : found.start()])
+        at, piece = found.end(), found.group()
+        if piece[0] == "\\":
+            return None
+        if piece[0] == "#":
+            code.append(" ")
+        else:
+            pieces += [_spaced("".join(code)), piece]
+            code = []
+    pieces.append(_spaced("".join(code) + text[at:]))
+    pieces[0], pieces[-1] = pieces[0].lstrip(), pieces[-1].rstrip()
+    return tuple(pieces)
+
+
+def _spaced(code):
+    code = _SPACE.sub(" ", code)
+    for alone in "()[]{},":  # (str.replace: a few times faster than one pattern)
+        code = code.replace(" " + alone, alone).replace(alone + " ", alone)
+    return code
+
+
+_SPACE = re.compile(r"[ \t\n]+")  # whitespace as Python's tokenizer reads it (a form feed left as it is)
+
+
+def _alone(lines, indent, header):
+    """The one statement the lines are, parsed alone at their indentation: a simple statement, or (header) a
+    compound statement's header given the block `pass`; None if they are not one."""
+    lines = [*lines, indent + " pass"] if header else lines
+    try:
+        module = _parsed("if 1:\n" + "\n".join(lines) if indent else "\n".join(lines))
+    except SyntaxError:
+        return None
     body = module.body[0].body if indent and len(module.body) == 1 else module.body
     if len(module.body) != 1 or len(body) != 1:
-        return False
-    if kind == "statement":
-        return _same_tree(node, body[0])
-    fields = [field for field in node._fields if field not in _BLOCKS and field != "decorator_list"]
-    return type(body[0]) is type(node) and _same_tree(
-        [getattr(node, f) for f in fields], [getattr(body[0], f) for f in fields]
-    )
+        return None
+    compound = any(hasattr(body[0], field) for field in _BLOCKS)
+    return body[0] if compound == header else None
+
+
+def _is_comment(line):
+    return line.lstrip().startswith("#")
+
+
+def _is_code(line):
+    return bool(line.strip()) and not _is_comment(line)
 
 
 def _parsed(source):
@@ -140,9 +198,10 @@ def _indent(line):
     return line[: len(line) - len(line.lstrip())]
 
 
-def _same_module(tree, laid):
+def _same_module(source, changes):
+    """same_code of the source and its layout, a layout that no longer parses counted as changed code."""
     try:
-        return _same_tree(tree, _parsed(laid))
+        return _same_tree(_parsed(source), _parsed(applied(source, changes)))
     except SyntaxError:
         return False
 

@@ -2,6 +2,8 @@
 InPlacePrinter): a reduction (a norm's mean), a norm's adjoint by the runtime's helper, and a vector's adjoint from
 its slices' (dL/da_t from dL/df_t, ...), each into an array that already exists."""
 
+import functools
+
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
@@ -13,6 +15,7 @@ from bptt.derive.reductions import Reduce
 REDUCED = {"sum": False, "mean": True}  # the reductions printed in place: whether the row sums are scaled by 1/n
 
 
+@functools.lru_cache(maxsize=4096)  # every backend's statement printers ask it of the same expressions
 def of_units(expr):
     """Whether expr reduces over the units or broadcasts such a 1 x 1 value into them (a norm's mean, σ, x̂)."""
     broadcasts = (

@@ -43,6 +43,7 @@ def f(a, b, c=1.0):
 """
     y = 1 + \\
         2
+    label = "the total"  # a string in code
     return total
 '''
 LINES = SOURCE.splitlines()
@@ -58,6 +59,10 @@ def line(text):
     [
         ("total = a + b", ("    # the sum", "    total = (", "        a", "        + b * c", "    )"), True),
         ("total = a + b", ("    # the sum", "    total = (", "        a", "        - b * c", "    )"), False),
+        ("total = a + b", ("    # the sum", "    total = a+b*c"), True),  # the same tokens, spaced otherwise
+        ("total = a + b", ("    # the sum", "    total = ab*c"), False),
+        ("label =", ("    # a string in code", '    label = "the  total"'), False),  # a string's spaces are its own
+        ("label =", ("    # a string in code", "    label = (", '        "the total"', "    )"), True),
         ("total = a + b", ("    # the", "    sum", "    total = a + b * c"), False),  # a comment's word made code
         ("total = a + b", ("# the sum", "total = a + b * c"), False),  # out of its function
         ("total = a + b", ("    total = a + b * c \\",), False),  # joined to the next line
