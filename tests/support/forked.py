@@ -7,7 +7,8 @@ import signal
 import sys
 import tempfile
 import time
-import traceback
+
+from bptt.tests.support.fork_server import run_and_exit
 
 
 def side_by_side(calls, timeout):
@@ -22,28 +23,17 @@ def side_by_side(calls, timeout):
 
 
 def _fork(call, stderr_path):
-    """The pid of a child that runs call() with stdin empty, stdout and stderr in stderr_path, and exits."""
+    """The pid of a child that runs call() with stdin empty and stderr in stderr_path (fork_server.run_and_exit)."""
     pid = os.fork()
-    if pid:
-        return pid
-    status = 1
-    try:
-        gc.freeze()  # the test process's objects are not the child's to collect (it would copy their pages)
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        for fd in (1, 2):
-            os.dup2(os.open(stderr_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), fd)
-        sys.stdout, sys.stderr = (open(fd, "w", closefd=False) for fd in (1, 2))  # not pytest's captures
-        call()
-        status = 0
-    except BaseException:
-        traceback.print_exc()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except BaseException:
-                pass
-        os._exit(status)  # never back into pytest: no atexit handlers, no finalizers of the test process
+    if pid == 0:
+        run_and_exit(lambda: _in_child(call), os.devnull, stderr_path)
+    return pid
+
+
+def _in_child(call):
+    gc.freeze()  # the test process's objects are not the child's to collect (it would copy their pages)
+    sys.stdout, sys.stderr = (open(fd, "w", closefd=False) for fd in (1, 2))  # not pytest's captures
+    call()
 
 
 def _waited(pids, deadline):
