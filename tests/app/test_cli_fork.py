@@ -3,7 +3,15 @@ server per environment, so that an invocation runs the package its environment n
 
 import os
 
-from bptt.tests.support.cli import SERVER_OF_THIS_PROCESS, assert_ok, bptt, pythonpath, shadow_package
+from bptt.tests.support.cli import (
+    SERVER_OF_THIS_PROCESS,
+    ZYGOTE,
+    assert_error,
+    assert_ok,
+    bptt,
+    pythonpath,
+    shadow_package,
+)
 
 
 def test_each_environment_runs_its_own_package(tmp_path):
@@ -17,14 +25,26 @@ def test_each_environment_runs_its_own_package(tmp_path):
         assert ("stale: " in result.stdout) == (status == 1), result.stdout
 
 
-def test_the_server_forks_with_one_thread():
-    """What the server loads before it forks (the CLI, the frameworks) starts no thread: a thread would not be
-    copied into the children, and a lock it held would stay locked there."""
+def test_the_server_and_its_zygote_fork_with_one_thread():
+    """What the zygote (the frameworks) and the server (the CLI) load before they fork starts no thread: a thread
+    would not be copied into the children, and a lock it held would stay locked there."""
     assert_ok(bptt("models"))
-    assert len(os.listdir(f"/proc/{SERVER_OF_THIS_PROCESS.process.pid}/task")) == 1
+    for pid in (ZYGOTE.process.pid, SERVER_OF_THIS_PROCESS.pid):
+        assert len(os.listdir(f"/proc/{pid}/task")) == 1
 
 
 def test_fresh_runs_python_m_bptt():
     result = bptt("models", fresh=True)
     assert_ok(result)
     assert result.args[1:3] == ["-m", "bptt"] and result.stdout == bptt("models").stdout
+
+
+def test_a_library_hidden_by_pythonpath_is_the_hidden_one(tmp_path):
+    """The servers are forked from a process that has loaded torch (cli_fork's zygote): where PYTHONPATH puts a
+    stand-in for torch first, a fresh interpreter would import the stand-in, and so does the invocation."""
+    stand_in = tmp_path / "hidden" / "torch"
+    stand_in.mkdir(parents=True)
+    (stand_in / "__init__.py").write_text("raise ImportError('a stand-in')\n", encoding="utf-8")
+    env = pythonpath(stand_in.parent)
+    result = bptt("check", "linear", "--backend", "torch", "--steps", "2", cwd=tmp_path, env=env)
+    assert_error(result, 2, "the torch backend needs torch, which is not installed")

@@ -12,7 +12,7 @@ import sys
 import textwrap
 
 from bptt.derive.models import names
-from bptt.tests.support.cli_fork import SERVER_OF_THIS_PROCESS, Server
+from bptt.tests.support.cli_fork import Server, Zygote
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 GENERATED = REPO / "generated"
@@ -100,6 +100,10 @@ def clean_env(**extra):
     return env
 
 
+ZYGOTE = Zygote(clean_env)  # the servers' parent, started in the tests' environment
+SERVER_OF_THIS_PROCESS = Server(ZYGOTE)
+
+
 def bptt(*args, cwd=REPO, env=None, timeout=300, fresh=False):
     """Run `python -m bptt ARGS`: forked from a process that has loaded the CLI (cli_fork), one started in env if
     env differs from the tests' clean_env(); fresh: in an interpreter of its own, started as `python -m bptt`."""
@@ -122,7 +126,7 @@ def _server_in(env, cwd):
         for server in _OWN_SERVER.values():
             server.stop()
         _OWN_SERVER.clear()
-        _OWN_SERVER[key] = Server(preload=False, start_in_cwd=True)
+        _OWN_SERVER[key] = Server(ZYGOTE, preload=False, start_in_cwd=True)
     return _OWN_SERVER[key]
 
 
