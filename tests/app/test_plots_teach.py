@@ -42,10 +42,11 @@ def figures_of(model):
 
 @pytest.fixture(scope="module", params=["linear", "elman", "gru", "lstm"])
 def drawn(request):
-    """(analysis, {table name: Figure}) at the command's defaults, every figure rendered once."""
+    """(analysis, {table name: Figure}) at the command's defaults, every figure laid out once as png() lays it out
+    (every mathtext label parsed and measured), without the pixels (test_analyze.py checks the PNGs)."""
     analysis, figures = analysis_of(request.param), figures_of(request.param)
     for figure in figures.values():
-        assert plots.png(figure).startswith(b"\x89PNG")  # renders every mathtext label, and lays the figure out
+        figure.draw_without_rendering()
     return analysis, figures
 
 
@@ -140,8 +141,8 @@ def test_no_curve_hides_another(drawn):
 
 def test_legends_cover_no_curve(drawn):
     """Every legend lies outside every axes (its box meets no axes' box, where the curves are), where the PNG shows
-    them: png() (the fixture) laid each figure out, and nothing has moved them since (a renderer of the figure's dpi,
-    which png() draws at, measures the legends' texts)."""
+    them: the fixture laid each figure out as png() does, and nothing has moved them since (a renderer of the
+    figure's dpi, which png() draws at, measures the legends' texts)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: a worker that runs no plot test loads none
 
     _, figures = drawn

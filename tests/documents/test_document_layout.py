@@ -4,11 +4,10 @@ section's title to the end), every document draws the unrolled computation, and 
 sentence. The documents are made and compiled once (conftest.py)."""
 
 import re
-import subprocess
-import sys
 
 import pytest
 
+from bptt.tests.support.cli import bptt
 from bptt.tests.support.printed import EXAMPLES, GROUP, ZOO
 from bptt.tests.support.zoo import supporting
 
@@ -19,8 +18,8 @@ XDIST_GROUP = GROUP
 
 
 def cli(*args):
-    """Run `bptt ARGS`; (exit status, stdout, stderr)."""
-    run = subprocess.run([sys.executable, "-m", "bptt", *args], capture_output=True, text=True, timeout=300)
+    """Run `bptt ARGS` (forked from the process that has loaded the CLI); (exit status, stdout, stderr)."""
+    run = bptt(*args)
     return run.returncode, run.stdout, run.stderr
 
 

@@ -2,7 +2,7 @@
 from weights computed once), say what their plain definitions say, on random boxes and points: a path crosses a box
 when a point of it lies within 0.03 cm of a box other than its ends' (inside(point, box, 0.03)); a backward path
 stands apart from its twin when the largest, over its points outside its ends' boxes, of the least distance to the
-twin is at least CLEARANCE; a sampled point is point_at(curve, k / count)."""
+twin is at least CLEARANCE; a sampled point is point_at(curve, k / count), and every n-th of them is those."""
 
 import math
 
@@ -64,3 +64,4 @@ def test_sampled_points_are_point_at_each_step(curve):
     count = len(sampled) - 1
     assert count >= 40
     assert sampled == [point_at(curve, k / count) for k in range(count + 1)]
+    assert sampled_points(curve, 8) == sampled[::8]  # routes() looks at these first: a crossing there is one

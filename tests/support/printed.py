@@ -10,7 +10,6 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import pytest
 from bptt.derive.models import load, names
 from bptt.documents.document import sections
 from bptt.documents.render import rendered
+from bptt.tests.support import cli
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ZOO = tuple(names())
@@ -215,9 +215,8 @@ def display_rows(text):
 
 
 def bptt(*args):
-    """`bptt ARGS` run from the repository; its stdout, asserting it succeeded."""
-    result = subprocess.run(
-        [sys.executable, "-m", "bptt", *map(str, args)], cwd=REPO, capture_output=True, text=True, timeout=300
-    )
+    """`bptt ARGS` run from the repository (forked from the process that has loaded the CLI: support/cli.py); its
+    stdout, asserting it succeeded."""
+    result = cli.bptt(*args)
     assert result.returncode == 0, f"bptt {' '.join(map(str, args))} exited {result.returncode}:\n{result.stderr}"
     return result.stdout
