@@ -253,7 +253,8 @@ def compare(
     measured as max|a - b| / max(1, max|b|) with b the oracle's. forward_mode: forward_mode_grads too
     (real-time recurrent learning, full BPTT only), against the same oracle. expected: run()'s result for
     these arguments, when the caller has it already (several backends against one oracle run). options: more
-    keyword arguments of the module's forward and loss_and_grads (torch's compile=True)."""
+    keyword arguments of the module's forward and loss_and_grads (torch's compile=True). Returns what the module's
+    loss_and_grads returned, for the caller to compare other calls with."""
     if forward_mode and truncate is not None:
         raise OracleError(f"forward_mode_grads computes full BPTT only, not truncate={truncate!r}")
     if expected is None:
@@ -268,11 +269,11 @@ def compare(
     outputs, _ = module.forward(theirs, *data[: 2 if model.teacher_forcing else 1], **states, **options)
     name = model.outputs[0][0].name
     _agree(f"output {name}", to_numpy(outputs), expected.outputs[name], tol)
-    _agree_gradients(
-        "", module.loss_and_grads(theirs, *data, **states, truncate=truncate, **options), expected, to_numpy, tol
-    )
+    found = module.loss_and_grads(theirs, *data, **states, truncate=truncate, **options)
+    _agree_gradients("", found, expected, to_numpy, tol)
     if forward_mode:
         _agree_gradients("forward mode: ", module.forward_mode_grads(theirs, *data, **states), expected, to_numpy, tol)
+    return found
 
 
 def _agree_gradients(what, loss_and_grads, expected, to_numpy, tol):
