@@ -42,10 +42,9 @@ def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
     be (torch's device).
 
     Parameters and data of the kinds (_kinds) of a call's that passed before (a training loop's, finite
-    differences') have only their values looked at: the parameters' if finite (check_params, which names a bad
-    entry), the data's each float array in one reduction (passes' finite and label_values; passes without them,
-    JAX's, check every call in full); if one of the data may be wrong, every check runs again, in order, to
-    name it."""
+    differences') have only their values looked at: the parameters' if finite, in one scan (all_finite), the
+    data's each float array in one reduction (finite, label_values; passes without them, JAX's, check every call
+    in full); if one may be wrong, every check runs again, in order, to name it."""
     spec = passes.spec
     data = _arguments(spec, xs, ys, states, targets, finite_data)
     key = None
@@ -53,9 +52,7 @@ def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
         key = targets, tuple(params), _kinds([*params.values(), *[item[1] for item in data]])
     known = spec.calls.get(key)
     values = None
-    if known is not None:
-        if finite:
-            passes.check_params(spec, params, True)
+    if known is not None and (not finite or passes.all_finite([params[name] for name in spec.params])):
         sizes, dtype, place = known
         values = _values(passes, data, sizes, place)
     if values is None:

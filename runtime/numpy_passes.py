@@ -27,6 +27,7 @@ from bptt.runtime.common import (
     _viewed,
 )
 from bptt.runtime.numpy import (
+    _all_finite,
     _blamed,
     _check_array,
     _check_dtype,
@@ -85,7 +86,7 @@ class _Passes:
     # the runtime's checks, which the shared ones call (checks.py's _checked)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
     check_labels, label_values = staticmethod(_check_labels), staticmethod(_label_values)
-    finite, place = staticmethod(_finite), staticmethod(_anywhere)
+    finite, all_finite, place = staticmethod(_finite), staticmethod(_all_finite), staticmethod(_anywhere)
 
     def random_inputs(self, rng, T, B, dtype, sizes):
         """The module's random_inputs: xs, then ys, each of the kind the model takes."""
