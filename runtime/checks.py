@@ -41,17 +41,18 @@ def _checked(passes, params, xs, ys, states, finite, targets, finite_data=True):
     labels' range), finite (one float array's scan) and place(params), the arguments saying where arrays must
     be (torch's device).
 
-    Parameters not to be scanned and data of the kinds (_kinds) of a call's that passed before (a training
-    loop's) have only the data's values looked at, each float array in one reduction; if one may be wrong,
-    every check runs again, in order, to name it."""
+    Parameters and data of the kinds (_kinds) of a call's that passed before (a training loop's, finite
+    differences') have only their values looked at: the parameters' if finite, in one scan (all_finite), the
+    data's each float array in one reduction (finite, label_values; passes without them, JAX's, check every call
+    in full); if one may be wrong, every check runs again, in order, to name it."""
     spec = passes.spec
     data = _arguments(spec, xs, ys, states, targets, finite_data)
     key = None
-    if not finite and type(params) is dict:
+    if type(params) is dict and hasattr(passes, "finite"):
         key = targets, tuple(params), _kinds([*params.values(), *[item[1] for item in data]])
     known = spec.calls.get(key)
     values = None
-    if known is not None:
+    if known is not None and (not finite or passes.all_finite([params[name] for name in spec.params])):
         sizes, dtype, place = known
         values = _values(passes, data, sizes, place)
     if values is None:
@@ -164,14 +165,16 @@ def _values(passes, data, sizes, place):
     return values
 
 
-def _passed_before(spec, params, finite, checked):
+def _passed_before(spec, params, finite, checked, all_finite=None):
     """(sizes, dtype) that checked(spec, params, finite) gives, at once for parameters of the kinds (keys, and
-    each one's, _kinds) a call passed before, unless their values are to be scanned."""
+    each one's, _kinds) a call passed before, their values scanned if finite by all_finite (a list of the
+    arrays -> False if one may hold nan or inf: then every check runs, to name it), if given."""
     kinds = None
-    if type(params) is dict and not finite:
+    if type(params) is dict and (not finite or all_finite):
         kinds = tuple(params), _kinds(params.values())
-        if kinds in spec.passed:
-            sizes, dtype = spec.passed[kinds]
+        known = spec.passed.get(kinds)
+        if known is not None and (not finite or all_finite([params[name] for name in spec.params])):
+            sizes, dtype = known
             return dict(sizes), dtype
     sizes, dtype = checked(spec, params, finite)
     if kinds is not None:

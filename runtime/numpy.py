@@ -242,8 +242,8 @@ def _check_params(spec, params, finite=True):
     """The sizes implied by the parameters' shapes, and their common dtype; finite: no nan or inf in them.
 
     If one parameter disagrees with all the others, the error names it. Parameters of the same kinds as
-    a call's before (keys, types, dtypes, shapes) pass at once unless their values are to be scanned."""
-    return _passed_before(spec, params, finite, _checked_params)
+    a call's before (keys, types, dtypes, shapes) pass at once, their values scanned by one reduction if finite."""
+    return _passed_before(spec, params, finite, _checked_params, _all_finite)
 
 
 def _checked_params(spec, params, finite):

@@ -16,8 +16,18 @@ import numpy as np
 
 from bptt.runtime.checkpoints import _checkpointed, _segmented
 from bptt.runtime.checks import _anywhere, _check_targets, _checked, _checked_backward
-from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
+from bptt.runtime.common import (
+    _check_lengths,
+    _check_sizes,
+    _extent,
+    _float_dtype,
+    _keep,
+    _Spec,
+    _step_bytes,
+    _viewed,
+)
 from bptt.runtime.numpy import (
+    _all_finite,
     _blamed,
     _check_array,
     _check_dtype,
@@ -71,11 +81,12 @@ class _Passes:
     views: dict = field(default_factory=dict)  # name -> (stacked array, first row, end row)
     ones: tuple = ()  # the backward arrays that start as ones
     step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
+    layouts: dict = field(default_factory=dict, repr=False)  # (table's id, lengths) -> shapes(table, lengths)
 
     # the runtime's checks, which the shared ones call (checks.py's _checked)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
     check_labels, label_values = staticmethod(_check_labels), staticmethod(_label_values)
-    finite, place = staticmethod(_finite), staticmethod(_anywhere)
+    finite, all_finite, place = staticmethod(_finite), staticmethod(_all_finite), staticmethod(_anywhere)
 
     def random_inputs(self, rng, T, B, dtype, sizes):
         """The module's random_inputs: xs, then ys, each of the kind the model takes."""
@@ -150,12 +161,21 @@ class _Passes:
         step 0 of the arrays of steps 0..T is zero (what the cache holds before the first step)."""
         lengths = dict(sizes, T=T, B=B)
         work = {}
-        for name, dims in table.items():
-            shape = tuple([_extent(dim, lengths) for dim in dims])
+        for name, shape in self.shapes(table, lengths):
             work[name] = np.ones(shape, dtype) if name in self.ones else np.empty(shape, dtype)
-            if first_steps and dims[0] == "T+1":
+            if first_steps and table[name][0] == "T+1":
                 work[name][0] = 0
         return _viewed(work, self.views, lengths)
+
+    def shapes(self, table, lengths):
+        """Each array's (name, shape) of a table at these lengths, worked out once for the last few lengths
+        (a loop's calls, finite differences', have the same)."""
+        key = id(table), tuple(lengths.items())
+        shapes = self.layouts.get(key)
+        if shapes is None:
+            shapes = [(name, tuple([_extent(dim, lengths) for dim in dims])) for name, dims in table.items()]
+            _keep(self.layouts, key, shapes)
+        return shapes
 
     def forward_arrays(self, T, B, sizes, dtype):
         return self.arrays(self.forward_work, T, B, sizes, dtype, first_steps=True)

@@ -33,8 +33,8 @@ def _check_params(spec, params, finite=True):
     """The sizes implied by the parameters' shapes, their common dtype and device; finite: no nan or inf.
 
     If one parameter disagrees with all the others, the error names it. Parameters of the same kinds as
-    a call's before (keys, types, dtypes, devices, shapes) pass at once unless their values are scanned."""
-    return _passed_before(spec, params, finite, _checked_params)
+    a call's before (keys, types, dtypes, devices, shapes) pass at once, their values scanned by one sum if finite."""
+    return _passed_before(spec, params, finite, _checked_params, _all_finite)
 
 
 def _checked_params(spec, params, finite):
@@ -65,6 +65,11 @@ def _check_array(name, array, dims, sizes, dtype, finite=True, device=None):
         raise ValueError(f"{name} holds {array[index].item()} at index {index}; expected finite numbers")
     sizes.update(zip(dims, shape, strict=True))
     return array
+
+
+def _all_finite(arrays):
+    """Whether no array holds nan or inf, False if one may: the sum of their sums, read once (as _finite)."""
+    return math.isfinite(sum([array.sum() for array in arrays]).item())
 
 
 def _finite(array):

@@ -14,6 +14,7 @@ from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dt
 from bptt.runtime.options import _Checkpoints
 from bptt.runtime.torch import _check_compile, _keep_weights, _truncation
 from bptt.runtime.torch_checks import (
+    _all_finite,
     _blamed,
     _check_array,
     _check_dtype,
@@ -51,7 +52,7 @@ class _Passes:
     # the runtime's checks, which the shared ones call (checks.py's _checked)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
     check_labels, label_values = staticmethod(_check_labels), staticmethod(_label_values)
-    finite = staticmethod(_finite)
+    finite, all_finite = staticmethod(_finite), staticmethod(_all_finite)
 
     def place(self, params):
         """Where the tensors must be, as the checks take it: the device of the parameters."""

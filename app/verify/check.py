@@ -313,18 +313,28 @@ def expected_gradient(instance, pi, dtype="float64"):
 
 def one_forward_pass(instance, dtype, known):
     """grads_of(truncate, rng): the instance's gradients in dtype, as its module's loss_and_grads gives them, from
-    the backward passes of one forward pass (a NumPy module of groups of steps: loss_and_backward), if that gives
-    known = (truncate, rng, loss_and_grads's gradients) exactly; else loss_and_grads's own, one forward pass each."""
+    the backward passes of one forward pass (a NumPy module: its backward of output_gradient's cache and dL/doutputs;
+    of groups of steps: loss_and_backward), if that gives known = (truncate, rng, loss_and_grads's gradients)
+    exactly; else loss_and_grads's own, one forward pass each."""
 
     def plain(truncate, rng):
         return instance.grads(dtype, truncate, rng)
 
-    composed = getattr(instance.module, "_SWEEPS", None)
-    if composed is None or not hasattr(composed, "loss_and_backward"):
-        return plain
+    module = instance.module
+    composed, passes = getattr(module, "_SWEEPS", None), getattr(module, "_PASSES", None)
     params, xs, ys, initial = instance.cast(dtype)
-    states = tuple(initial.get(name) for name in composed.spec.states)
-    grads_of = composed.loss_and_backward(params, xs, ys, states, instance.lengths)[1]
+    if composed is not None and hasattr(composed, "loss_and_backward"):
+        states = tuple(initial.get(name) for name in composed.spec.states)
+        grads_of = composed.loss_and_backward(params, xs, ys, states, instance.lengths)[1]
+    elif composed is None and hasattr(passes, "output_gradient"):
+        states = tuple(initial.get(name) for name in passes.spec.states)
+        _, d_outputs, cache = passes.output_gradient(params, xs, ys, states, instance.lengths)[:3]
+
+        def grads_of(truncate, rng):
+            return module.backward(params, cache, d_outputs, truncate=truncate, rng=rng, check_finite=False)
+
+    else:
+        return plain
     truncate, rng, expected = known
     found = grads_of(truncate, rng)
     same = expected.keys() == found.keys() and all(np.array_equal(expected[k], found[k]) for k in expected)

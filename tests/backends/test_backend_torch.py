@@ -231,9 +231,10 @@ def test_loss_and_grads_reads_finite_parameters_once(checkpoints, monkeypatch):
     _, torch_module = modules("elman")
     params = torch_module.init_params(torch.Generator().manual_seed(0), **SIZES)
     xs, ys = torch_module.random_inputs(torch.Generator().manual_seed(0), T, B, **SIZES)
-    scanned = []
-    finite = runtime_of(torch_module)._finite
-    monkeypatch.setattr(runtime_of(torch_module), "_finite", lambda a: scanned.append(a) or finite(a))
+    scanned, checks = [], runtime_of(torch_module)
+    finite, all_finite = checks._finite, checks._all_finite  # one array's scan; the parameters' at once
+    monkeypatch.setattr(checks, "_finite", lambda a: scanned.append(a) or finite(a))
+    monkeypatch.setattr(checks, "_all_finite", lambda arrays: scanned.extend(arrays) or all_finite(arrays))
     torch_module.loss_and_grads(params, xs, ys, checkpoints=checkpoints)
     assert not any(a is p for a in scanned for p in params.values())
     outputs, cache = torch_module.forward(params, xs)

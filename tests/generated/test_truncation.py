@@ -3,6 +3,7 @@ when k >= T, and agree with finite differences of the correspondingly
 truncated loss; randomized truncation is unbiased, proved exactly by
 enumerating every keep pattern with its probability."""
 
+import itertools
 import types
 
 import numpy as np
@@ -18,6 +19,7 @@ from bptt.app.verify.check import (
     compare,
     group_count,
     numeric_gradient,
+    one_forward_pass,
     table,
 )
 from bptt.app.verify.problem import problem
@@ -99,6 +101,27 @@ def test_randomized_truncation_is_unbiased_exactly(name, steps, pi):
     if name in RECURRENT and steps > 1:  # the patterns differ, so the proof is not an identity
         one = instance.grads(truncate=("random", pi), rng=all_kept(instance.module, steps))
         assert any(not np.allclose(one[key], value) for key, value in instance.grads().items())
+
+
+@pytest.mark.parametrize("name", ["lstm", "birnn"])
+def test_one_forward_pass_gives_loss_and_grads_gradients_for_every_pattern(name):
+    """check_unbiased's gradients of the keep patterns from one forward pass (a NumPy module's backward of its
+    output_gradient; a module of groups of steps' loss_and_backward) are loss_and_grads' own, every array equal."""
+    instance, truncate = setup(name, seed=2, steps=3), ("random", 0.5)
+    groups = group_count(instance.module)
+
+    def rng(kept):
+        parts = [PatternRng(part) for part in np.split(np.asarray(kept), groups)]
+        return parts[0] if groups == 1 else GroupGenerators(parts)
+
+    patterns = list(itertools.product((True, False), repeat=3 * groups))
+    grads_of = one_forward_pass(
+        instance, "float64", (truncate, rng(patterns[0]), instance.grads(truncate=truncate, rng=rng(patterns[0])))
+    )
+    assert grads_of.__name__ != "plain", "loss_and_grads' own, one forward pass each"
+    for kept in patterns:
+        expected, got = instance.grads(truncate=truncate, rng=rng(kept)), grads_of(truncate, rng(kept))
+        assert expected.keys() == got.keys() and all(np.array_equal(expected[k], got[k]) for k in expected), kept
 
 
 def test_pattern_rng_gives_the_keep_weights_asked_for():

@@ -41,17 +41,17 @@ def random_problem(model, seed, sizes=SIZES, steps=T, batch=B):
     bound = {symbol: sizes[symbol.name] for symbol in model.sizes}
     params = {}
     for symbol in model.params:
-        rows, cols = (int(dim.subs(bound)) for dim in symbol.shape)
+        rows, cols = (int(dim.xreplace(bound)) for dim in symbol.shape)
         params[symbol.name] = rng.standard_normal((rows,) if cols == 1 else (rows, cols)) / np.sqrt(cols)
 
     def data(seq):
-        rows = int(seq.rows.subs(bound))
+        rows = int(seq.rows.xreplace(bound))
         if seq.role == "label":
             return rng.integers(0, rows, size=(steps, batch))
         return rng.standard_normal((steps, batch, rows))
 
     xs, ys = data(model.inputs[0]), data(model.concrete_loss().target)
-    initial = {seq.name: 0.5 * rng.standard_normal((batch, int(seq.rows.subs(bound)))) for seq in model.states}
+    initial = {seq.name: 0.5 * rng.standard_normal((batch, int(seq.rows.xreplace(bound)))) for seq in model.states}
     return params, xs, ys, initial
 
 

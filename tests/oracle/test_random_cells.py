@@ -89,9 +89,8 @@ def compare(backend, module, model, values, truncate, expected=None):
     try:
         if backend == "jax":
             with eagerly(module):
-                oracle.compare(module, model, *values, truncate, expected=expected)
-        else:
-            oracle.compare(module, model, *values, truncate, forward_mode=truncate is None, expected=expected)
+                return oracle.compare(module, model, *values, truncate, expected=expected)
+        return oracle.compare(module, model, *values, truncate, forward_mode=truncate is None, expected=expected)
     except AssertionError as error:
         error.add_note(f"backend {backend}, truncate={truncate}")
         raise
@@ -130,16 +129,17 @@ def steps_as_written(module, model, values, truncate, expected):
             module._compiled = compiled
 
 
-def checkpointed_as_full(module, values, truncate):
+def checkpointed_as_full(module, values, truncate, found):
     """loss_and_grads in bounded memory (one slot, two) equals full BPTT's to 1e-14, in full BPTT and the
     drawn truncation (for a NumPy or torch module; JAX prints the same statements and is proven on the
-    zoo, tests/backends/test_checkpoints_jax.py)."""
+    zoo, tests/backends/test_checkpoints_jax.py). found: {truncation: what loss_and_grads returned in it, as
+    compared with the oracle}."""
     to_framework, to_numpy = oracle._framework(module)
     params, xs, ys, initial = values
     arrays = ({k: to_framework(v) for k, v in params.items()}, to_framework(xs), to_framework(ys))
     states = {f"{k}0": to_framework(v) for k, v in initial.items()}
     for mode in (None, truncate):
-        loss, expected = module.loss_and_grads(*arrays, **states, truncate=mode)
+        loss, expected = found[mode]
         for budget in (1, 2):
             other, got = module.loss_and_grads(*arrays, **states, truncate=mode, checkpoints=budget)
             assert_same_loss(to_numpy(loss), to_numpy(other))
@@ -170,14 +170,17 @@ def check_random_cell(plan, steps, truncate, seed):
         return
     values = random_values(model, steps, BATCH, seed)
     expected = {mode: oracle.run(model, *values, mode) for mode in (None, truncate)}  # one oracle run for all
+    found = {}  # (backend, truncation): what its loss_and_grads returned
     for backend, module in modules.items():
         for mode in modes(backend, truncate, seed):
-            compare(backend, module, model, values, mode, expected[mode])
+            found[backend, mode] = compare(backend, module, model, values, mode, expected[mode])
     for mode in (None, truncate):
         steps_as_written(modules["torch"], model, values, mode, expected[mode])
     backend = bounded_memory_backend(seed)
     try:
-        checkpointed_as_full(modules[backend], values, truncate)
+        checkpointed_as_full(
+            modules[backend], values, truncate, {mode: found[backend, mode] for mode in (None, truncate)}
+        )
     except AssertionError as error:
         error.add_note(f"backend {backend} in bounded memory, truncate={truncate}")
         raise

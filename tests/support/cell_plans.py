@@ -327,8 +327,10 @@ def _stacked_names(term, layer):
 # --- values ----------------------------------------------------------------------------------
 
 
+@functools.cache
 def extent(dim):
-    return int(sp.sympify(dim).subs({symbol: VALUES[symbol.name] for symbol in SIZES}))
+    """The length of a dimension (h, 4*h, 1) at VALUES."""
+    return int(sp.sympify(dim).xreplace({symbol: VALUES[symbol.name] for symbol in SIZES}))
 
 
 def random_values(model, steps, batch, seed):

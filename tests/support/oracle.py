@@ -28,6 +28,7 @@ back to step 1, its states' initial values (keyed <state>0 too) entering at T+1;
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import sympy as sp
@@ -35,7 +36,7 @@ import torch
 
 from bptt.derive.direction import reverse_states
 from bptt.derive.nodes import SeqAt
-from bptt.tests.support.oracle_eval import DTYPE, OracleError, Scope, evaluate, size_of
+from bptt.tests.support.oracle_eval import DTYPE, OracleError, Scope, compiled, size_of
 from bptt.tests.support.oracle_sweeps import run_sweeps
 
 STEPS, BATCH = sp.Dummy("T"), sp.Dummy("B")  # the leading dimensions of xs, ys and the states
@@ -112,14 +113,16 @@ def _steps(problem, first, last, entering, cut=None):
     that enter step s + 1 are detached when k divides s (chunked truncation)."""
     model, states, records = problem.model, dict(entering), []
     forced = {seq.name: value for seq, value in model.teacher_forcing}
+    assignments = [(seq.name, compiled(forced.get(seq.name, rhs))) for seq, rhs in model.assignments]
+    step_loss = compiled(model.concrete_loss())
     for step in range(first, last + 1):
         now = {name: values[step - 1] for name, values in problem.data.items()}
         scope = Scope(problem.sizes, problem.params, now, states)
-        for seq, rhs in model.assignments:
-            scope.now[seq.name] = evaluate(forced.get(seq.name, rhs), scope)
+        for name, value in assignments:
+            scope.now[name] = value(scope)
         states = {seq.name: scope.now[seq.name] for seq in model.states}
         outputs = {seq.name: scope.now[seq.name] for seq, _ in model.outputs}
-        records.append(Record(states, outputs, evaluate(model.concrete_loss(), scope)))
+        records.append(Record(states, outputs, step_loss(scope)))
         if cut and step % cut == 0:
             states = {name: value.detach() for name, value in states.items()}
     return records
@@ -208,13 +211,28 @@ def _bind(sizes, dims, shape, what):
     dims = tuple(dims[:1]) if len(shape) == 1 and len(dims) == 2 and dims[1] == 1 else tuple(dims)
     expected = []
     for dim, n in zip(dims, shape, strict=False):
-        dim = sp.sympify(dim)
-        (size, *others) = dim.free_symbols or {None}
-        if size is not None and not others and (dim / size).is_Integer:  # h or 4*h
-            sizes.setdefault(size, n // int(dim / size))
-        expected.append(sp.sympify(dim.xreplace(sizes)))
-    if len(shape) != len(dims) or any(e.is_Integer and e != n for e, n in zip(expected, shape, strict=False)):
+        dim, size, multiple = _dim_form(dim)
+        if size is not None:
+            expected.append(multiple * sizes.setdefault(size, n // multiple))
+        else:
+            expected.append(dim.xreplace(sizes))
+    if len(shape) != len(dims) or any(_known(e) and e != n for e, n in zip(expected, shape, strict=False)):
         raise OracleError(f"{what} has shape {tuple(shape)}; expected {tuple(expected)}")
+
+
+@lru_cache(maxsize=1 << 10)
+def _dim_form(dim):
+    """(dim as SymPy, its size symbol and multiple if it is one (h or 4*h), else None and None)."""
+    dim = sp.sympify(dim)
+    (size, *others) = dim.free_symbols or {None}
+    if size is not None and not others and (dim / size).is_Integer:
+        return dim, size, int(dim / size)
+    return dim, None, None
+
+
+def _known(extent):
+    """Whether an expected extent is a number (an int, or a SymPy Integer), not an unbound size."""
+    return isinstance(extent, int) or extent.is_Integer
 
 
 def compare(
@@ -235,7 +253,8 @@ def compare(
     measured as max|a - b| / max(1, max|b|) with b the oracle's. forward_mode: forward_mode_grads too
     (real-time recurrent learning, full BPTT only), against the same oracle. expected: run()'s result for
     these arguments, when the caller has it already (several backends against one oracle run). options: more
-    keyword arguments of the module's forward and loss_and_grads (torch's compile=True)."""
+    keyword arguments of the module's forward and loss_and_grads (torch's compile=True). Returns what the module's
+    loss_and_grads returned, for the caller to compare other calls with."""
     if forward_mode and truncate is not None:
         raise OracleError(f"forward_mode_grads computes full BPTT only, not truncate={truncate!r}")
     if expected is None:
@@ -250,11 +269,11 @@ def compare(
     outputs, _ = module.forward(theirs, *data[: 2 if model.teacher_forcing else 1], **states, **options)
     name = model.outputs[0][0].name
     _agree(f"output {name}", to_numpy(outputs), expected.outputs[name], tol)
-    _agree_gradients(
-        "", module.loss_and_grads(theirs, *data, **states, truncate=truncate, **options), expected, to_numpy, tol
-    )
+    found = module.loss_and_grads(theirs, *data, **states, truncate=truncate, **options)
+    _agree_gradients("", found, expected, to_numpy, tol)
     if forward_mode:
         _agree_gradients("forward mode: ", module.forward_mode_grads(theirs, *data, **states), expected, to_numpy, tol)
+    return found
 
 
 def _agree_gradients(what, loss_and_grads, expected, to_numpy, tol):

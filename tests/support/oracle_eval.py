@@ -62,20 +62,30 @@ def _constant(value):
 
 def size_of(expr, sizes):
     """The integer value of a size expression (h, 4*h) under the bound sizes."""
-    return _size(sp.sympify(expr), tuple(sizes.items()))
+    return _sizer(expr)(sizes)
 
 
 @lru_cache(maxsize=1 << 12)
-def _size(expr, sizes):
-    return int(expr.xreplace(dict(sizes)))
+def _sizer(expr):
+    """size_of(expr, sizes) as a function of sizes: a number, a bound size or a multiple of one read at once
+    (what a step asks of its slices and constant matrices), another expression substituted."""
+    expr = sp.sympify(expr)
+    coeff, size = expr.as_coeff_Mul()
+    if expr.is_Integer:
+        return _constant(int(expr))
+    if size.is_Symbol and coeff.is_Integer:
+        multiple = int(coeff)
+        return lambda sizes: multiple * sizes[size] if size in sizes else int(expr.xreplace(sizes))
+    return lambda sizes: int(expr.xreplace(sizes))
 
 
 def _sequence(node):
     """h_t, x_t (data or an earlier assignment at t) or h_{t-1} (a state at t-1)."""
     offset, name = node.time - t, node.name
+    now, before = offset == 0, offset == -1
 
     def run(scope):
-        held = scope.now if offset == 0 else scope.before if offset == -1 else {}
+        held = scope.now if now else scope.before if before else {}
         if name not in held:
             raise OracleError(f"{node} is not known at this point of the step")
         return held[name]
@@ -132,27 +142,31 @@ def _transpose(node):
 def _slice(node):
     """A block of a parameter, W_ih[h:2h, :]."""
     parent = compiled(node.parent)
+    rows, cols = ([_sizer(bound) for bound in bounds] for bounds in (node.rowslice, node.colslice))
 
     def run(scope):
-        rows, cols = ([size_of(bound, scope.sizes) for bound in bounds] for bounds in (node.rowslice, node.colslice))
-        return parent(scope)[..., slice(*rows), slice(*cols)]
+        sizes = scope.sizes
+        return parent(scope)[..., slice(*[row(sizes) for row in rows]), slice(*[col(sizes) for col in cols])]
 
     return run
 
 
 def _ones(node):
     """The ones matrix: a scalar c in a sum of columns is c times it."""
-    return lambda scope: torch.ones(size_of(node.rows, scope.sizes), size_of(node.cols, scope.sizes), dtype=DTYPE)
+    rows, cols = _sizer(node.rows), _sizer(node.cols)
+    return lambda scope: torch.ones(rows(scope.sizes), cols(scope.sizes), dtype=DTYPE)
 
 
 def _zeros(node):
     """The zero matrix."""
-    return lambda scope: torch.zeros(size_of(node.rows, scope.sizes), size_of(node.cols, scope.sizes), dtype=DTYPE)
+    rows, cols = _sizer(node.rows), _sizer(node.cols)
+    return lambda scope: torch.zeros(rows(scope.sizes), cols(scope.sizes), dtype=DTYPE)
 
 
 def _identity(node):
     """The identity matrix."""
-    return lambda scope: torch.eye(size_of(node.rows, scope.sizes), dtype=DTYPE)
+    rows = _sizer(node.rows)
+    return lambda scope: torch.eye(rows(scope.sizes), dtype=DTYPE)
 
 
 def _matpow(node):
@@ -217,10 +231,10 @@ def _softmax(node):
 
 def _onehot(node):
     """The one-hot column of an integer label (B,), with `classes` rows."""
-    label, classes = compiled(node.label), node.args[1]
+    label, classes = compiled(node.label), _sizer(node.args[1])
 
     def run(scope):
-        one_hot = torch.nn.functional.one_hot(label(scope), size_of(classes, scope.sizes))
+        one_hot = torch.nn.functional.one_hot(label(scope), classes(scope.sizes))
         return one_hot.to(DTYPE)[..., None]
 
     return run

@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from bptt.derive.direction import FORWARD, directions, sweeps
 from bptt.derive.nodes import SeqAt, references, t
-from bptt.tests.support.oracle_eval import Scope, evaluate
+from bptt.tests.support.oracle_eval import Scope, compiled
 
 
 def run_sweeps(problem, mode, k, keep=None):
@@ -31,10 +31,11 @@ def run_sweeps(problem, mode, k, keep=None):
     values |= {step: {name: data[step - 1] for name, data in problem.data.items()} for step in range(1, problem.T + 1)}
     weigh = _weights(problem.T, mode, k, keep)
     for sweep in sweeps(model):
+        assignments = [(seq.name, compiled(_as_read_at_t_minus_1(rhs))) for seq, rhs in sweep.steps]
         for step in sweep.times(problem.T):
             scope = _sweep_scope(problem, way, values, step, weigh)
-            for seq, rhs in sweep.steps:
-                scope.now[seq.name] = values[step][seq.name] = evaluate(_as_read_at_t_minus_1(rhs), scope)
+            for name, value in assignments:
+                scope.now[name] = values[step][name] = value(scope)
     if mode == "window":
         read = _Windowed(problem, way, values, k).at
     else:
@@ -44,13 +45,14 @@ def run_sweeps(problem, mode, k, keep=None):
 
     outputs, losses = [], []
     names = {ref.name for _, rhs in model.outputs for ref in rhs.atoms(SeqAt) if ref.time == t}
+    heads, step_loss = [(seq.name, compiled(rhs)) for seq, rhs in model.outputs], compiled(model.concrete_loss())
     for step in range(1, problem.T + 1):
         scope = Scope(problem.sizes, problem.params, {name: read(name, step) for name in names})
         scope.now |= {name: data[step - 1] for name, data in problem.data.items()}
-        for seq, rhs in model.outputs:
-            scope.now[seq.name] = evaluate(rhs, scope)
-        outputs.append({seq.name: scope.now[seq.name] for seq, _ in model.outputs})
-        losses.append(evaluate(model.concrete_loss(), scope))
+        for name, value in heads:
+            scope.now[name] = value(scope)
+        outputs.append({name: scope.now[name] for name, _ in heads})
+        losses.append(step_loss(scope))
     return outputs, losses
 
 
@@ -136,6 +138,7 @@ class _Windowed:
         self.problem, self.way, self.values, self.k = problem, way, values, k
         self.part = recursions(problem.model)
         self.rhs = {seq.name: _as_read_at_t_minus_1(rhs) for seq, rhs in problem.model.assignments}
+        self.value = {name: compiled(rhs) for name, rhs in self.rhs.items()}  # of a Scope
         self.order = [seq.name for sweep in sweeps(problem.model) for seq, _ in sweep.steps]
         self.memo = {}
 
@@ -153,7 +156,7 @@ class _Windowed:
     def _alone(self, name, step):
         scope = Scope(self.problem.sizes, self.problem.params)
         scope.now = {other: self.at(other, step) for other in self._reads_at_t([name])}
-        return evaluate(self.rhs[name], scope)
+        return self.value[name](scope)
 
     def _rerun(self, part, step):
         """The recursion's values at step, rerun over the k steps before it in its own direction."""
@@ -172,6 +175,6 @@ class _Windowed:
         for now in range(first, step + 1) if forward else range(first, step - 1, -1):
             scope = Scope(self.problem.sizes, self.problem.params, {n: self.at(n, now) for n in reads}, before)
             for name in mine:
-                scope.now[name] = evaluate(self.rhs[name], scope)
+                scope.now[name] = self.value[name](scope)
             before = {name: scope.now[name] for name in states}
         return {name: scope.now[name] for name in mine}
