@@ -112,19 +112,21 @@ RUNTIME = "bptt.runtime.jax"  # the runtime's module whose argument checks call 
 
 def _one_by_one(finite):
     """The runtime's _finite (jitted over a list of arrays: a program for each list of shapes, so one for each
-    cell's parameters) called on each array alone, its answers joined: a program for each shape, shared by
-    the cells."""
+    cell's parameters) as NumPy answers it of concrete arrays, each read where it lies (the CPU's memory): no
+    program compiled, none dispatched; of traced ones (under jit), the runtime's _finite on each alone."""
 
     def each(arrays):
-        return functools.reduce(jnp.logical_and, [finite([array]) for array in arrays], jnp.bool_(True))
+        if any(isinstance(array, jax.core.Tracer) for array in arrays):
+            return functools.reduce(jnp.logical_and, [finite([array]) for array in arrays], jnp.bool_(True))
+        return all(bool(np.isfinite(np.asarray(array)).all()) for array in arrays)
 
     return each
 
 
 @contextlib.contextmanager
 def eagerly(module):
-    """Within: the module's jitted functions are the functions they wrap, the runtime's _finite checks one
-    array at a time, jax.lax.scan a loop, and a concrete array's basic indexing one compiled call (_indexed)."""
+    """Within: the module's jitted functions are the functions they wrap, the runtime's _finite NumPy's answer
+    (_one_by_one), jax.lax.scan a loop, and a concrete array's basic indexing one compiled call (_indexed)."""
     jitted = {name: value for name, value in vars(module).items() if isinstance(value, JITTED)}
     runtime = sys.modules.get(RUNTIME)
     finite = vars(runtime).get("_finite") if runtime is not None else None
