@@ -3,7 +3,8 @@ with a model's own forward and backward passes over segments of steps, which its
 as its _Passes (numpy_passes.py, torch_passes.py, jax_passes.py): its spec, segment_forward(params, sizes,
 dtype, x, y, states) -> (outputs, cache), segment_loss(outputs, y, T) -> (the segment's share of the loss,
 dL/doutputs), segment_backward(truncation, keep, params, sizes, cache, d_outputs, following) -> gradients,
-states_at(cache, step) and checkpoint_bytes(sizes, B, itemsize, ages). Framework-free. y: the targets
+states_at(cache, step), steps(array, a, b) -> array[a:b] (numpy and torch slice; JAX's is one compiled slice for
+every a) and checkpoint_bytes(sizes, B, itemsize, ages). Framework-free. y: the targets
 (teacher forcing reads them). Only _forward_kept's chunks of the first forward pass may take more memory
 than a stored step of the schedule allows there: the Function's outputs are all kept anyway."""
 
@@ -50,14 +51,16 @@ def _checkpointed(
         else:
             b = action[2]
             initial = kept[a] if a in kept else reached[1]
-            outputs, cache = model.segment_forward(params, sizes, dtype, x[a:b], _steps(y, a, b), initial)
+            y_part = _steps(model, y, a, b)
+            outputs, cache = model.segment_forward(params, sizes, dtype, model.steps(x, a, b), y_part, initial)
             if d_outputs is None:
-                part_loss, d_part = model.segment_loss(outputs, y[a:b], T if counts is None else counts[a:b])
+                divisor = T if counts is None else model.steps(counts, a, b)
+                part_loss, d_part = model.segment_loss(outputs, y_part, divisor)
                 loss = loss + part_loss
             else:
-                d_part = d_outputs[a:b]
+                d_part = model.steps(d_outputs, a, b)
             part = model.segment_backward(
-                truncation, _kept_weights(keep, a, b), params, sizes, cache, d_part, following
+                truncation, _kept_weights(model, keep, a, b), params, sizes, cache, d_part, following
             )
             totals = _summed(model.spec, totals, part, a == 0)
     return loss, totals
@@ -87,7 +90,8 @@ def _forward_kept(model, truncation, params, sizes, dtype, x, y, states, checkpo
     for stop in sorted(wanted | {T}):
         while a < stop:
             n = min(chunk, stop - a)
-            outputs, cache = model.segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)
+            x_part, y_part = model.steps(x, a, a + n), _steps(model, y, a, a + n)
+            outputs, cache = model.segment_forward(params, sizes, dtype, x_part, y_part, states)
             parts.append(outputs)
             states, a = model.states_at(cache, n), a + n
         if a in wanted:
@@ -99,9 +103,8 @@ def _advance(model, params, sizes, dtype, x, y, states, a, b, chunk):
     """The states at step b from those at a: the forward pass over at most chunk steps at a time, nothing kept."""
     while a < b:
         n = min(chunk, b - a)
-        states = model.states_at(
-            model.segment_forward(params, sizes, dtype, x[a : a + n], _steps(y, a, a + n), states)[1], n
-        )
+        x_part, y_part = model.steps(x, a, a + n), _steps(model, y, a, a + n)
+        states = model.states_at(model.segment_forward(params, sizes, dtype, x_part, y_part, states)[1], n)
         a += n
     return states
 
@@ -117,22 +120,28 @@ def _segmented(model, truncation, keep, params, sizes, cache, d_outputs, checkpo
     for _, a, b in _segments(T, steps):
         # steps a+1..b of the arrays of steps 1..T (the input's, a JAX module's values), a..b of those of 0..T
         part_cache = {
-            name: array[a:b] if model.spec.cache[name][0] == "T" else array[a : b + 1] for name, array in cache.items()
+            name: model.steps(array, a, b if model.spec.cache[name][0] == "T" else b + 1)
+            for name, array in cache.items()
         }
-        weights = _kept_weights(keep, a, b)
-        part = model.segment_backward(truncation, weights, params, sizes, part_cache, d_outputs[a:b], following)
+        weights, d_part = _kept_weights(model, keep, a, b), model.steps(d_outputs, a, b)
+        part = model.segment_backward(truncation, weights, params, sizes, part_cache, d_part, following)
         totals = _summed(model.spec, totals, part, a == 0)
     return totals
 
 
-def _steps(y, a, b):
+def _sliced(array, a, b):
+    """Steps a+1..b of an array of steps: a NumPy or torch module's steps (_Passes.steps)."""
+    return array[a:b]
+
+
+def _steps(model, y, a, b):
     """Steps a+1..b of the targets (None: an autograd Function's forward pass has none)."""
-    return None if y is None else y[a:b]
+    return None if y is None else model.steps(y, a, b)
 
 
-def _kept_weights(keep, a, b):
+def _kept_weights(model, keep, a, b):
     """keep for the steps a+1..b of a segment and the flow from step b+1 into b (None: no truncation)."""
-    return None if keep is None else keep[a : b + 1]
+    return None if keep is None else model.steps(keep, a, b + 1)
 
 
 def _summed(spec, totals, part, first):

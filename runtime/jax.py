@@ -2,6 +2,8 @@
 truncation weights, the flows of the backward pass, the helpers its printed code calls). A model's facts
 come in as its _Spec."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -76,6 +78,18 @@ def _following(values, after=None):
     if after is None:  # one operation: the first step dropped, a zero step padded after the last
         return jax.lax.pad(values, jnp.zeros((), values.dtype), [(-1, 1, 0)] + [(0, 0, 0)] * (values.ndim - 1))
     return jnp.concatenate([values[1:], jnp.asarray(after, values.dtype)[None]])
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _steps_from(array, start, count):
+    """count steps of array from step start (traced: one program for every start)."""
+    return jax.lax.dynamic_slice_in_dim(array, start, count)
+
+
+@jax.jit
+def _step_at(array, step):
+    """array's step `step` (traced: one program for every step)."""
+    return jax.lax.dynamic_index_in_dim(array, step, keepdims=False)
 
 
 def _fresh(local, ages):

@@ -27,6 +27,8 @@ from bptt.runtime.jax import (
     _check_labels,
     _check_params,
     _keep_weights,
+    _step_at,
+    _steps_from,
     _truncation,
 )
 from bptt.runtime.jax_padding import _cache_padding, _data_padding, _Padding, _read_padding
@@ -193,15 +195,22 @@ class _Passes:
         """The gradients of a segment of steps; following as for _gradients_and_following, replaced by this
         segment's own (keep: the segment's weights, and the flow's from the segment after it if any)."""
         T = d_outputs.shape[0]
-        after = dict(following, keep=keep[T]) if keep.shape[0] > T else dict(following)
-        grads, handed = self.gradients(_ages(truncation), params, cache, d_outputs, keep[:T], after or None)
+        after = dict(following, keep=_step_at(keep, T)) if keep.shape[0] > T else dict(following)
+        keep = self.steps(keep, 0, T)
+        grads, handed = self.gradients(_ages(truncation), params, cache, d_outputs, keep, after or None)
         following.clear()
         following.update(handed)
         return grads
 
     def states_at(self, cache, step):
         """The states at a step of a segment's cache, in STATES order."""
-        return tuple(cache[name.removesuffix("0")][step] for name in self.spec.states)
+        return tuple(_step_at(cache[name.removesuffix("0")], step) for name in self.spec.states)
+
+    def steps(self, array, a, b):
+        """Steps a+1..b of an array of steps, array[a:b] (checkpoints.py): one compiled slice for every a, where
+        each eager slice is an operation dispatched at ten times the cost."""
+        b = min(b, array.shape[0])
+        return array if a == 0 and b == array.shape[0] else _steps_from(array, a, b - a)
 
     def checkpoint_bytes(self, sizes, B, itemsize, ages):
         """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bptt.runtime.checkpoints import _checkpointed, _segmented
+from bptt.runtime.checkpoints import _checkpointed, _segmented, _sliced
 from bptt.runtime.checks import _anywhere, _check_targets, _checked, _checked_backward
 from bptt.runtime.common import (
     _check_lengths,
@@ -264,3 +264,5 @@ class _Passes:
     def states_at(self, cache, step):
         """Copies of the states at a step of a segment's cache, in the spec's order (h0: the cache's h)."""
         return tuple(cache[name.removesuffix("0")][step].copy() for name in self.spec.states)
+
+    steps = staticmethod(_sliced)  # steps a+1..b of an array of steps (checkpoints.py)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from bptt.runtime.checkpoints import _checkpointed, _segmented
+from bptt.runtime.checkpoints import _checkpointed, _segmented, _sliced
 from bptt.runtime.checks import _check_targets, _checked, _checked_backward
 from bptt.runtime.common import _check_lengths, _check_sizes, _extent, _float_dtype, _Spec, _step_bytes, _viewed
 from bptt.runtime.options import _Checkpoints
@@ -221,6 +221,8 @@ class _Passes:
     def states_at(self, cache, step):
         """Copies of the states at a step of a segment's cache, in STATES order."""
         return tuple(cache[name.removesuffix("0")][step].clone() for name in self.spec.states)
+
+    steps = staticmethod(_sliced)  # steps a+1..b of an array of steps (checkpoints.py)
 
     def checkpoint_bytes(self, sizes, B, itemsize, ages):
         """(bytes of a kept state, of one step of the forward pass's arrays, of the backward pass's)."""

@@ -1,7 +1,8 @@
 """What runs cheaply eagerly computes what it replaces, bit for bit: the JAX runtime's _placed (a pad per block, not
 a scatter) and _following (one pad), eagerly and under jit; the tests' python_scan (each input unstacked once)
-against jax.lax.scan; on_device (device_put) against jnp.asarray, compiling nothing; eagerly's _finite (one array
-at a time) against the runtime's, which it restores after."""
+against jax.lax.scan; on_device (device_put) against jnp.asarray, compiling nothing; eagerly's _finite (NumPy's
+answer) against the runtime's, which it restores after; eagerly's indexing (a basic block one compiled call)
+against JAX's, which it restores after."""
 
 import pytest
 
@@ -10,6 +11,7 @@ jax = pytest.importorskip("jax", reason="needs JAX (pip install 'bptt[jax]')")
 import jax.numpy as jnp
 import numpy as np
 from jax._src import compiler
+from jax._src.array import ArrayImpl
 
 from bptt.runtime import jax as runtime
 from bptt.runtime.jax import _following, _placed
@@ -116,7 +118,7 @@ def test_on_device_is_jnp_asarray_and_compiles_nothing(monkeypatch):
     same_bits(on_device([1, 2]), jnp.asarray([1, 2]))
 
 
-def test_eagerly_checks_finite_arrays_one_at_a_time_as_the_runtime_checks_them_all():
+def test_eagerly_checks_finite_arrays_as_the_runtime_checks_them():
     runtime_finite = runtime._finite
     good = [jnp.ones((2, 3)), jnp.zeros(4), jnp.full((1, 2, 2), -0.0)]
     lists = [
@@ -128,5 +130,28 @@ def test_eagerly_checks_finite_arrays_one_at_a_time_as_the_runtime_checks_them_a
     with eagerly(module):
         assert runtime._finite is not runtime_finite
         got = [bool(runtime._finite(arrays)) for arrays in lists]
+        traced = [bool(jax.jit(runtime._finite)(arrays)) for arrays in lists[::3]]  # under jit: the runtime's
     assert runtime._finite is runtime_finite
     assert got == [bool(runtime_finite(arrays)) for arrays in lists] == [True, True] + [False] * 6
+    assert traced == got[::3]
+
+
+INDICES = [
+    *(jnp.s_[2:5], jnp.s_[1:], jnp.s_[:-1], jnp.s_[3], jnp.s_[-1], jnp.s_[..., 1:3], jnp.s_[:, 0], jnp.s_[1:, ..., 2]),
+    *(jnp.s_[5:2], jnp.s_[6:], jnp.s_[:, :, -3:], jnp.s_[2, 1, 3], jnp.s_[...], jnp.s_[:], jnp.s_[:, :]),
+    *(jnp.s_[None], jnp.s_[::2], jnp.s_[::-1], jnp.s_[np.int64(1)], jnp.s_[True], jnp.s_[jnp.arange(2)]),
+    *(jnp.s_[6], jnp.s_[-7]),
+]  # basic blocks, empty ones and whole arrays, then what JAX takes its own way (ints out of range too)
+
+
+def test_eagerly_indexes_as_jax_indexes_and_restores_it():
+    taken = ArrayImpl.__getitem__
+    array = jnp.asarray(np.random.default_rng(4).standard_normal((6, 3, 4)))
+    expected = [array[index] for index in INDICES]
+    with eagerly(type(jax)("no_jits")):
+        assert ArrayImpl.__getitem__ is not taken
+        got = [array[index] for index in INDICES]
+    assert ArrayImpl.__getitem__ is taken
+    for one, other in zip(got, expected, strict=True):
+        assert one.shape == other.shape and one.weak_type == other.weak_type
+        same_bits(one.reshape(-1), other.reshape(-1))
