@@ -93,6 +93,7 @@ def _enumerable(args, *groups):
 def cmd_check(args):
     from bptt.app.verify import check as checking
     from bptt.app.verify.check_backend import Options, report
+    from bptt.app.verify.patterns import group_count
 
     _enumerable(args)  # before any work: a long T is refused in a time independent of T
     model = load_model(args.model)
@@ -102,7 +103,7 @@ def cmd_check(args):
         require(backend)  # a missing framework: one line, before any work
     from_zoo = args.model in ZOO
     numpy_module = checking.load_module(model, from_zoo)
-    _enumerable(args, checking.group_count(numpy_module))  # each group of a model with reverse-time states draws
+    _enumerable(args, group_count(numpy_module))  # each group of a model with reverse-time states draws
     sizes = _sizes(args.sizes, numpy_module)
     options = Options(args.steps, batch, args.seed, args.dtype, sizes, args.truncate, args.lengths)
     passed = True

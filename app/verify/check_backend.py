@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bptt.app.verify import check as checking
+from bptt.app.verify import patterns
 from bptt.app.verify.problem import problem
 from bptt.codegen.backends import BACKENDS
 from bptt.runtime.options import Truncation
@@ -26,7 +27,7 @@ class Replay(np.random.Generator):
     """A NumPy generator whose random(n) gives the uniforms a framework's generator drew."""
 
     def __init__(self, uniforms):
-        super().__init__(checking.UNDRAWN)
+        super().__init__(patterns.UNDRAWN)
         self.uniforms = np.asarray(uniforms, dtype=np.float64)
 
     def random(self, size=None, dtype=np.float64, out=None):
@@ -91,7 +92,7 @@ def against_numpy(framework, instance, dtype, truncate, seed):
         rng, uniforms = framework.draws(seed, len(xs))
         replayed = (
             Replay(uniforms)
-            if checking.group_count(framework.reference) == 1
+            if patterns.group_count(framework.reference) == 1
             else group_replay(framework, seed, len(xs))
         )
     reference, padded = framework.reference, {} if instance.lengths is None else {"lengths": instance.lengths}
@@ -121,7 +122,7 @@ def group_replay(framework, seed, steps):
     module draws for it from its generator seeded with seed (the module's own group_rngs splits it)."""
     composed = framework.module._SWEEPS
     generators = composed.group_rngs(framework.draws(seed, steps)[0], len(composed.sweeps))
-    return checking.GroupGenerators(Replay(framework.adapter.uniforms(one, steps)) for one in generators)
+    return patterns.GroupGenerators(Replay(framework.adapter.uniforms(one, steps)) for one in generators)
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,8 @@ def report(model, backend, module, reference, options):
     padded = "" if o.lengths is None else f" lengths={o.lengths.text()}"
     lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch}{padded} seed={o.seed} dtype={o.dtype} {shown}"]
     if randomized and framework is not None:
-        patterns = 2 ** (o.steps * checking.group_count(reference))
-        lines.append(f"the NumPy module's expectation over all {patterns} keep patterns, against full BPTT:")
+        count = 2 ** (o.steps * patterns.group_count(reference))
+        lines.append(f"the NumPy module's expectation over all {count} keep patterns, against full BPTT:")
     lines.append(checking.table(rows, "max rel. bias", None) if randomized else checking.table(rows))
     if framework is not None:
         instance = problem(reference, o.steps, o.batch, o.seed, o.sizes, o.lengths)
@@ -165,7 +166,7 @@ def report(model, backend, module, reference, options):
     if failed:
         lines.append(f"FAILED: {', '.join(dict.fromkeys(failed))}")
     else:
-        lines.append(_verdict(backend, o.truncate, o.steps * checking.group_count(reference)))
+        lines.append(_verdict(backend, o.truncate, o.steps * patterns.group_count(reference)))
     return lines, not failed
 
 

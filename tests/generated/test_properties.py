@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bptt.app.verify import trusted
-from bptt.app.verify.check import PatternRng, check, check_gradients, table
+from bptt.app.verify.check import check, check_gradients, table
+from bptt.app.verify.patterns import PatternRng
 from bptt.app.verify.problem import Problem, problem
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.zoo import REDUCING, WITH_REVERSE_STATES, supporting

@@ -12,16 +12,13 @@ import pytest
 from bptt.app.verify.check import (
     RANDOM_STEPS,
     TOLERANCE,
-    GroupGenerators,
-    PatternRng,
     check_gradients,
     check_unbiased,
     compare,
-    group_count,
     numeric_gradient,
-    one_forward_pass,
     table,
 )
+from bptt.app.verify.patterns import GroupGenerators, PatternRng, group_count, one_forward_pass
 from bptt.app.verify.problem import problem
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.zoo import supporting

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from test_oracle_cells import generate
 from test_reverse_codegen import XDIST_GROUP, model_of, module_of, partly_mirrored, values  # noqa: F401 (one unit)
 
-from bptt.app.verify.check import PatternRng
+from bptt.app.verify.patterns import PatternRng
 from bptt.derive.direction import reverse_states
 from bptt.derive.refusal import Refusal
 from bptt.derive.sweep_models import sweep_models
