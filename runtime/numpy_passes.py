@@ -81,7 +81,7 @@ class _Passes:
     views: dict = field(default_factory=dict)  # name -> (stacked array, first row, end row)
     ones: tuple = ()  # the backward arrays that start as ones
     step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
-    layouts: dict = field(default_factory=dict, repr=False)  # (table's id, lengths) -> shapes(table, lengths)
+    layouts: dict = field(default_factory=dict, repr=False)  # (table's id, lengths) -> (table, its shapes)
 
     # the runtime's checks, which the shared ones call (checks.py's _checked)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
@@ -171,11 +171,11 @@ class _Passes:
         """Each array's (name, shape) of a table at these lengths, worked out once for the last few lengths
         (a loop's calls, finite differences', have the same)."""
         key = id(table), tuple(lengths.items())
-        shapes = self.layouts.get(key)
-        if shapes is None:
-            shapes = [(name, tuple([_extent(dim, lengths) for dim in dims])) for name, dims in table.items()]
-            _keep(self.layouts, key, shapes)
-        return shapes
+        kept = self.layouts.get(key)
+        if kept is None or kept[0] is not table:  # the table is held with its shapes: its id names no other meanwhile
+            kept = table, [(name, tuple([_extent(dim, lengths) for dim in dims])) for name, dims in table.items()]
+            _keep(self.layouts, key, kept)
+        return kept[1]
 
     def forward_arrays(self, T, B, sizes, dtype):
         return self.arrays(self.forward_work, T, B, sizes, dtype, first_steps=True)

@@ -154,6 +154,17 @@ def test_work_arrays_come_from_their_tables():
     assert passes.checkpoint_bytes({"d": 2, "h": 3}, 2, 8, 3) == (48, 128, 48 + 3 * 96)
 
 
+def test_work_arrays_of_a_passing_table_are_its_own():
+    """Tables made afresh for each call (the check's, with an axis of one after the batch's), each dropped after its
+    call, give their own shapes: remembered shapes are never another table's that had the same id."""
+    passes = numpy_passes._Passes(SPEC, *[None] * 5, forward_work={}, backward_work={})
+    sizes = {"d": 2, "h": 3}
+    for count in range(1, 40):
+        dims = ("T", "B", *["1"] * (count % 3), "h")
+        work = passes.arrays({"_a": dims}, 4, 2, sizes, np.float64)  # the table is dropped when the call returns
+        assert work["_a"].shape == (4, 2, *[1] * (count % 3), 3), count
+
+
 def test_a_standalone_module_has_no_public_options():
     """The runtime reads its options' private names; the public ones (Truncation, ...) are aliases a standalone
     module, carrying what it reads, does not carry."""
