@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from test_bad_input import B, T, calls, facts, message, setup
 
-from bptt.tests.support.modules import forward, module_of, runtime_of
+from bptt.tests.support.modules import forward, module_of, passes_of, runtime_of
 from bptt.tests.support.zoo import supporting
 
 BAD_NUMBERS = (np.nan, np.inf, -np.inf)
@@ -69,22 +69,32 @@ def test_loss_and_grads_names_a_non_finite_parameter_from_its_result(name):
                 assert np.isfinite(loss) and all(np.isfinite(grads[k]).all() for k in module.STATES), (key, value)
 
 
+@pytest.mark.parametrize("known", [False, True], ids=["first-call", "known-kinds"])
 @pytest.mark.parametrize("name", supporting("value_checks"))
-def test_loss_and_grads_reads_finite_parameters_once(name, monkeypatch):
+def test_loss_and_grads_reads_finite_parameters_once(name, known, monkeypatch):
     """A call whose result is finite looks at no parameter's values: the checks it makes of them are of keys,
-    dtypes and shapes, whose cost does not grow with the parameters' sizes."""
+    dtypes and shapes, whose cost does not grow with the parameters' sizes. Whether or not calls of the same
+    kinds of arguments came before (then forward scans the parameters' values by the passes' all_finite)."""
     module, _, _, params, xs, ys, initial = setup(name)
+    passes = passes_of(module)
+    if known:
+        module.loss_and_grads(params, xs, ys, **initial)
+        module.forward(params, xs, **initial) if not module.TEACHER_FORCED else None
+    else:  # as in a fresh process, whatever this worker ran before
+        for known_kinds in (passes.spec.passed, passes.spec.calls):
+            for kinds in list(known_kinds):
+                monkeypatch.delitem(known_kinds, kinds)
     checks = runtime_of(module)  # the runtime the module's checks are in
     scanned = []
-    for helper in ("_all_finite", "_check_array"):
-        original = getattr(checks, helper)
+    for owner, helper in ((checks, "_all_finite"), (checks, "_check_array"), (type(passes), "all_finite")):
+        original = getattr(owner, helper)
 
         def spy(*args, original=original, **kwargs):
             arrays = args[0] if original.__name__ == "_all_finite" else [args[1]]
             scanned.extend(a for a in arrays if any(a is p for p in params.values()))
             return original(*args, **kwargs)
 
-        monkeypatch.setattr(checks, helper, spy)
+        monkeypatch.setattr(owner, helper, staticmethod(spy) if isinstance(owner, type) else spy)
     module.loss_and_grads(params, xs, ys, **initial)
     assert not scanned
     module.forward(params, xs, **initial) if not module.TEACHER_FORCED else None

@@ -37,9 +37,13 @@ def runtime_of(module, anchor="_check_params"):
     bptt.runtime.<backend> or its sibling (torch's checks: bptt.runtime.torch_checks; torch's compile glue and
     loss parts, anchor "_check_compile": bptt.runtime.torch), the module itself if it was generated with
     --standalone; a module of sweeps' is its model's."""
-    passes = module._SWEEPS.model_passes() if hasattr(module, "_SWEEPS") else segments_of(module)
-    defined = getattr(sys.modules[type(passes).__module__], anchor)
+    defined = getattr(sys.modules[type(passes_of(module)).__module__], anchor)
     return sys.modules[defined.__module__]
+
+
+def passes_of(module):
+    """The _Passes a module's runtime checks its arguments with (a module of sweeps': its model's)."""
+    return module._SWEEPS.model_passes() if hasattr(module, "_SWEEPS") else segments_of(module)
 
 
 def segments_of(module):
