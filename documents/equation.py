@@ -1,8 +1,11 @@
 """A document's building blocks: equations with the sentence that introduces them, displays of
 equations that share a sentence, sections."""
 
+import functools
 from dataclasses import dataclass, field, replace
 
+from bptt.documents import drawing
+from bptt.documents.graph import Graph
 from bptt.documents.latex import latex
 from bptt.documents.linebreak import BUDGET, CALLS, FACTORS, INDENT, PLAIN, lines, merged_diagonals, overflows
 from bptt.documents.width import width
@@ -127,13 +130,21 @@ def _fits(eq, group):
 
 @dataclass(frozen=True)
 class Figure:
-    """A drawing: TikZ for LaTeX (a float), SVG for Markdown, and its caption (LaTeX text with $...$ maths);
-    `file`, the SVG file a Markdown document links to instead of inlining the SVG."""
+    """A drawing of a graph (documents/graph.py): TikZ for LaTeX (a float), SVG for Markdown, each drawn when first
+    read (a LaTeX document needs no SVG); its caption (LaTeX text with $...$ maths); `file`, the SVG file a Markdown
+    document links to instead of inlining the SVG."""
 
-    tikz: str
-    svg: str
+    graph: Graph
     caption: str
     file: str | None = None
+
+    @functools.cached_property
+    def tikz(self):
+        return drawing.tikz(self.graph)
+
+    @functools.cached_property
+    def svg(self):
+        return drawing.svg(self.graph)
 
     @property
     def title(self):

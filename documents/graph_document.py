@@ -5,7 +5,7 @@ import functools
 
 from bptt.derive.direction import initial_time, reverse_states
 from bptt.derive.nodes import T
-from bptt.documents.drawing import box, svg, tikz
+from bptt.documents.drawing import box
 from bptt.documents.equation import Figure, Section
 from bptt.documents.graph import STEPS, chunked, skeleton, unrolled
 from bptt.documents.latex import latex
@@ -63,7 +63,7 @@ def graph_section(facts):
         "The figure of the unrolled computation draws every value of three steps as a node, and every read of "
         "one value by the equation of another as an arrow, read off the model's equations."
     )
-    return Section("graph", "The computation unrolled", text, (Figure(tikz(graph), svg(graph), caption),), ("adjoint",))
+    return Section("graph", "The computation unrolled", text, (Figure(graph, caption),), ("adjoint",))
 
 
 def truncation_figure(facts):
@@ -73,7 +73,7 @@ def truncation_figure(facts):
         "through the intermediates. Chunks of two steps ($\\tau = 2$) cut the dashed red arrows: the state entering "
         "step 3 is detached, so no gradient flows from step 3 into step 2."
     )
-    return Figure(tikz(graph), svg(graph), caption)
+    return Figure(graph, caption)
 
 
 def _initial(model):
