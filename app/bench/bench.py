@@ -19,7 +19,7 @@ import os
 import sys
 
 from bptt.app.bench import checkpoints, process
-from bptt.app.bench.measuring import THREADS, WARMUP, Row, measured, random_problem, table
+from bptt.app.bench.measuring import WARMUP, Row, measured, random_problem, single_threaded, table
 from bptt.codegen.backends import BACKENDS, of, reference
 
 NUMPY = ("naive", "hand", "GEMMs only")  # the NumPy peers (peers.py), whose allocations tracemalloc sees
@@ -179,4 +179,4 @@ def padded_tables(spec, module, numpy_module, core):
 def launch(spec):
     """Run the child (app/bench/child.py) with one thread for every library (app/bench/process.py); its exit status."""
     outputs = checkpoints.paths(spec["output"]) if spec.get("output") else ()
-    return process.run(child_command(spec), {**os.environ, **THREADS}, outputs)
+    return process.run(child_command(spec), single_threaded(os.environ), outputs)

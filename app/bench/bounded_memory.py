@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 
-from bptt.app.bench.measuring import THREADS, status, step_bytes
+from bptt.app.bench.measuring import single_threaded, status, step_bytes
 
 SIZES = {"d": 16, "h": 64, "q": 16}
 
@@ -76,7 +76,7 @@ def main(argv):
     for name in ("elman", "lstm"):
         for backend in BACKENDS:
             command = [sys.executable, "-m", __spec__.name, str(steps), str(slots), backend, name]
-            done = subprocess.run(command, env={**os.environ, **THREADS}, capture_output=True, text=True, check=True)
+            done = subprocess.run(command, env=single_threaded(os.environ), capture_output=True, text=True, check=True)
             row = json.loads(done.stdout.splitlines()[-1])
             (first, first_s), (second, second_s) = row["calls"]
             cells = (name, backend, f"{first:.1f}", f"{first_s:.1f}", f"{second:.1f}", f"{second_s:.1f}")

@@ -18,7 +18,7 @@ import os
 import subprocess
 import sys
 
-from bptt.app.bench.measuring import THREADS, status, step_bytes
+from bptt.app.bench.measuring import single_threaded, status, step_bytes
 
 SIZES, BATCH = {"d": 16, "h": 64, "q": 16}, 8
 CONSTANT = 16  # MiB a call may add beyond its budget, inputs and outputs (the README states it)
@@ -135,7 +135,7 @@ def main(argv):
                     continue
                 command = [sys.executable, "-m", __spec__.name, "child", kind, str(steps), str(budget)]
                 done = subprocess.run(
-                    command, env={**os.environ, **THREADS}, capture_output=True, text=True, check=True
+                    command, env=single_threaded(os.environ), capture_output=True, text=True, check=True
                 )
                 row = json.loads(done.stdout.splitlines()[-1])
                 bound = uses + row["inputs"] + row["outputs"] + CONSTANT

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from bptt.app.bench.measuring import THREADS
+from bptt.app.bench.measuring import single_threaded
 from bptt.app.bench.readme_table import CONFIGS
 
 # the checks of a call besides those named _check_*: argument parsing, the parameters' dtype and sizes, and the
@@ -95,8 +95,8 @@ def main():
     unknown = sorted(set(args.configs.split(",")) - set(CONFIGS))
     if unknown or args.repeats < 1:
         parser.error(f"--configs takes {', '.join(CONFIGS)}; --repeats a positive count")
-    if any(os.environ.get(key) != value for key, value in THREADS.items()):
-        env = {**os.environ, **THREADS}  # before NumPy loads BLAS
+    if single_threaded(os.environ) != dict(os.environ):
+        env = single_threaded(os.environ)  # before NumPy loads BLAS
         sys.exit(subprocess.run([sys.executable, "-m", __spec__.name, *sys.argv[1:]], env=env, check=False).returncode)
     os.sched_setaffinity(0, {max(os.sched_getaffinity(0))})
     of(args.backend).single_thread()

@@ -8,14 +8,22 @@ import time
 import tracemalloc
 from dataclasses import dataclass
 
-THREADS = {
-    "OPENBLAS_NUM_THREADS": "1",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-}
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
+THREADS = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "XLA_FLAGS": XLA_ONE_THREAD}
 TOLERANCE = {"float64": 1e-9, "float32": 2e-3}  # largest relative difference of a gradient array
 WARMUP = 2
+
+
+def single_threaded(environ):
+    """environ with THREADS: one thread for BLAS and OpenMP, and XLA's one-thread flag in the user's XLA_FLAGS,
+    whose other flags are kept (a value not starting with "--" names a file of flags: replaced)."""
+    flags = environ.get("XLA_FLAGS", "").split()
+    if flags[:1] and not flags[0].startswith("--"):
+        flags = []
+    name = XLA_ONE_THREAD.partition("=")[0]
+    flags = [XLA_ONE_THREAD if flag.partition("=")[0] == name else flag for flag in flags]
+    flags += [] if XLA_ONE_THREAD in flags else [XLA_ONE_THREAD]
+    return {**environ, **THREADS, "XLA_FLAGS": " ".join(flags)}
 
 
 def disagreement(expected, got):

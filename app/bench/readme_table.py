@@ -48,10 +48,10 @@ def main():
     if not set(tables) <= set(TABLES):
         parser.error(f"--tables: expected some of {','.join(TABLES)}; got {args.tables!r}")
     from bptt.app.bench import bench
-    from bptt.app.bench.measuring import THREADS
+    from bptt.app.bench.measuring import single_threaded
 
-    if any(os.environ.get(key) != value for key, value in THREADS.items()):
-        env = {**os.environ, **THREADS}  # the thread settings must come before NumPy loads BLAS
+    if single_threaded(os.environ) != dict(os.environ):
+        env = single_threaded(os.environ)  # the thread settings must come before NumPy loads BLAS
         command = [sys.executable, "-m", __spec__.name, *sys.argv[1:]]
         sys.exit(subprocess.run(command, env=env, check=False).returncode)
     core = bench.pin()

@@ -89,12 +89,24 @@ def test_disagreement_sees_the_loss_and_every_array():
     assert measuring.disagreement((loss, grads), (loss, {"a": grads["a"]})) == float("inf")
 
 
+def test_the_measuring_process_has_one_thread_and_keeps_the_user_s_xla_flags():
+    """BLAS and OpenMP on one thread, XLA's one-thread flag in place of the user's, their other flags kept (the
+    tests' fast compiles reach bench's child); a file of flags (no leading "--") is replaced; applied twice, alike."""
+    one = measuring.XLA_ONE_THREAD
+    user = {"OMP_NUM_THREADS": "4", "XLA_FLAGS": "--xla_dump_to=/tmp/x --xla_cpu_multi_thread_eigen=true --a=1"}
+    env = measuring.single_threaded(user)
+    assert env == {**measuring.THREADS, "XLA_FLAGS": f"--xla_dump_to=/tmp/x {one} --a=1"}
+    assert measuring.single_threaded(env) == env
+    assert measuring.single_threaded({"XLA_FLAGS": "flags.txt"})["XLA_FLAGS"] == one
+    assert measuring.single_threaded({"PATH": "/bin"}) == {"PATH": "/bin", **measuring.THREADS}
+
+
 def test_bench_command_prints_the_table():
     """`bptt bench` on tiny sizes, one round, the naive peer: a table per dtype with a row for the
-    generated module (ratio 1.00) and one for the naive loop, which agrees; exit status 0."""
-    result = bptt(
-        "bench", "elman", "--sizes", "d=2,h=3,q=4", "--steps", "3", "--batch", "2", "--repeats", "1", "--peers", "naive"
-    )
+    generated module (ratio 1.00) and one for the naive loop, which agrees; exit status 0. Its measuring process
+    started fresh, as a user's is (the other tests' are forked from the invocation)."""
+    args = ("--sizes", "d=2,h=3,q=4", "--steps", "3", "--batch", "2", "--repeats", "1", "--peers", "naive")
+    result = bptt("bench", "elman", *args, fresh_children=True)
     assert result.returncode == 0, result.stdout + result.stderr
     for dtype in ("float64", "float32"):
         assert f"elman {dtype}: T=3 B=2 d=2, h=3, q=4" in result.stdout

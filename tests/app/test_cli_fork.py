@@ -2,7 +2,11 @@
 server per environment, so that an invocation runs the package its environment names, as a fresh one would."""
 
 import os
+import sys
 
+from bptt.app.bench import bench
+from bptt.app.bench.measuring import single_threaded
+from bptt.tests.support import fork_server
 from bptt.tests.support.cli import (
     SERVER_OF_THIS_PROCESS,
     ZYGOTE,
@@ -48,3 +52,23 @@ def test_a_library_hidden_by_pythonpath_is_the_hidden_one(tmp_path):
     env = pythonpath(stand_in.parent)
     result = bptt("check", "linear", "--backend", "torch", "--steps", "2", cwd=tmp_path, env=env)
     assert_error(result, 2, "the torch backend needs torch, which is not installed")
+
+
+def forkable(args, env, cwd=None, **asked):
+    """fork_server._forkable of a Popen call with Popen's defaults but for those given."""
+    defaults = {**dict.fromkeys(fork_server._SETTINGS), **dict.fromkeys(fork_server._STREAMS, -1)}
+    defaults.update(fork_server._DEFAULTS, process_group=-1)
+    return fork_server._forkable(args, None, None, (), cwd, env, {**defaults, **asked})
+
+
+def test_an_invocation_forks_its_python_m_bptt_children_only_where_a_fresh_one_starts_alike():
+    """bench's measuring process, in the tests' environment (single-threaded already, as bench asks: the same
+    environment), is forked from the invocation; in another environment, with a stream redirected, in another
+    folder, a session of its own, or another program, it starts as Popen starts it."""
+    command = bench.child_command({"model": "elman"})
+    env = single_threaded(os.environ)
+    assert env == dict(os.environ) and forkable(command, env) and forkable(command, None)
+    assert not forkable(command, {**env, "OMP_NUM_THREADS": "2"})
+    assert not forkable(command, env, c2pwrite=5) and not forkable(command, env, cwd="/")
+    assert not forkable(command, env, start_new_session=True)
+    assert not forkable([sys.executable, "-c", "pass"], env) and not forkable(["python3", *command[1:]], env)

@@ -104,15 +104,15 @@ ZYGOTE = Zygote(clean_env)  # the servers' parent, started in the tests' environ
 SERVER_OF_THIS_PROCESS = Server(ZYGOTE)
 
 
-def bptt(*args, cwd=REPO, env=None, timeout=300, fresh=False):
+def bptt(*args, cwd=REPO, env=None, timeout=300, fresh=False, fresh_children=False):
     """Run `python -m bptt ARGS`: forked from a process that has loaded the CLI (cli_fork), one started in env if
-    env differs from the tests' clean_env(); fresh: in an interpreter of its own, started as `python -m bptt`."""
+    env differs from the tests' clean_env(), its `python -m bptt.MODULE` children forked from it unless
+    fresh_children; fresh: in an interpreter of its own, started as `python -m bptt`, its children too."""
     if fresh:
         command = [sys.executable, "-m", "bptt", *map(str, args)]
         return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    if env is None or env == clean_env():
-        return SERVER_OF_THIS_PROCESS.run(tuple(map(str, args)), cwd, clean_env(), timeout)
-    return _server_in(env, cwd).run(tuple(map(str, args)), cwd, env, timeout)
+    server = SERVER_OF_THIS_PROCESS if env is None or env == clean_env() else _server_in(env, cwd)
+    return server.run(tuple(map(str, args)), cwd, clean_env() if env is None else env, timeout, fresh_children)
 
 
 _OWN_SERVER = {}  # {environment: its server}: one at a time, the last environment of its own a test used

@@ -81,12 +81,14 @@ class Server:
         )
         self.pid, self.to_server, self.from_server = self.fresh.pid, self.fresh.stdin, self.fresh.stdout
 
-    def run(self, args, cwd, env, timeout):
+    def run(self, args, cwd, env, timeout, fresh_children=False):
+        """The invocation's CompletedProcess; its `python -m bptt.MODULE` children forked from it unless
+        fresh_children (fork_server._ForkingPopen)."""
         with self.lock, tempfile.TemporaryDirectory() as folder:
             if self.pid is None:
                 self.start(cwd, env)
             paths = {name: os.path.join(folder, name) for name in ("stdout", "stderr")}
-            request = {"args": list(args), "cwd": str(cwd), **paths}
+            request = {"args": list(args), "cwd": str(cwd), **paths, "fresh_children": fresh_children}
             self.to_server.write((json.dumps(request) + "\n").encode())
             child = self.answer()
             late = not select.select([self.from_server], [], [], timeout)[0]

@@ -10,15 +10,22 @@ A server forked from the zygote starts as `python -c` would start in its environ
 ('' first, then the PYTHONPATH's folders, then the interpreter's), in its folder. The zygote forks one only for an
 environment that differs from its own in PYTHONPATH alone (and the test pytest names), and where no folder put
 first holds a module the zygote has loaded (a test's stand-in for torch, say): else the client starts a server of
-its own (a fresh one)."""
+its own (a fresh one).
+
+An invocation's own `python -m bptt.MODULE` children (bench's measuring process) are forked from it likewise, where
+a fresh one would start alike (_ForkingPopen); a request with fresh_children starts them fresh."""
 
 import functools
 import gc
 import importlib
 import importlib.machinery
+import inspect
 import json
 import os
+import runpy
+import signal
 import socket
+import subprocess
 import sys
 import traceback
 
@@ -31,14 +38,16 @@ LIBRARIES = ("sympy", "jinja2", "numpy", "sympy.physics.units", "torch", "jax", 
 OWN = ("PYTHONPATH", "PYTEST_CURRENT_TEST")
 
 
-def run_and_exit(call, stdout, stderr):
-    """In a forked child: call() with stdin empty and stdout, stderr written to the files named; exits as the
-    interpreter would, with 0, a SystemExit's code (a message printed, 1), or 1 and the traceback. Never returns."""
+def run_and_exit(call, stdout=None, stderr=None):
+    """In a forked child: call() with stdin empty and stdout, stderr written to the files named (None: all three
+    inherited); exits as the interpreter would, with 0, a SystemExit's code (a message printed, 1), or 1 and the
+    traceback. Never returns."""
     status = 1
     try:
-        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        for fd, path in ((1, stdout), (2, stderr)):
-            os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+        if stdout is not None:
+            os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+            for fd, path in ((1, stdout), (2, stderr)):
+                os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
         call()
         status = 0
     except SystemExit as exit:
@@ -103,8 +112,51 @@ def serve(preload):
 
 def _invocation(request, run):
     os.chdir(request["cwd"])
+    if not request.get("fresh_children"):
+        subprocess.Popen = _ForkingPopen
     sys.argv = [sys.argv[0], *request["args"]]
     run()
+
+
+# Popen._execute_child's parameters after (self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env)
+_SETTINGS = tuple(inspect.signature(subprocess.Popen._execute_child).parameters)[8:]
+_STREAMS = ("p2cread", "p2cwrite", "c2pread", "c2pwrite", "errread", "errwrite")
+_DEFAULTS = {"shell": False, "start_new_session": False, "gid": None, "gids": None, "uid": None, "umask": -1}
+
+
+class _ForkingPopen(subprocess.Popen):
+    """Popen that forks `python -m bptt.MODULE ARGS` from this process (an invocation that has loaded the CLI) where
+    a fresh one would start alike (_forkable); the child runs the module as `python -m` runs it. Any other command
+    is started as Popen starts it."""
+
+    def _execute_child(self, args, executable, preexec_fn, close_fds, pass_fds, cwd, env, *settings):
+        if not _forkable(args, executable, preexec_fn, pass_fds, cwd, env, dict(zip(_SETTINGS, settings, strict=True))):
+            return super()._execute_child(args, executable, preexec_fn, close_fds, pass_fds, cwd, env, *settings)
+        pid = os.fork()
+        if pid == 0:
+            run_and_exit(lambda: _run_module(args[2], args[3:]))
+        self.pid, self._child_created = pid, True
+
+
+def _forkable(args, executable, preexec_fn, pass_fds, cwd, env, asked):
+    """Whether the command is `python -m bptt.MODULE ...` in this interpreter, this environment and folder, with the
+    streams inherited, and nothing else asked of the child (no fds passed, session, group, user or umask)."""
+    command = list(args[:2]) == [sys.executable, "-m"] and len(args) > 2 and args[2].startswith("bptt.")
+    inherited = all(asked[name] == -1 for name in _STREAMS) and asked.get("process_group", -1) == -1
+    defaults = all(asked[name] == value for name, value in _DEFAULTS.items())
+    alike = executable is None and preexec_fn is None and not pass_fds and cwd is None and env in (None, os.environ)
+    return command and inherited and defaults and alike
+
+
+def _run_module(name, args):
+    """`python -m name args` in a forked child: the signal handlers a fresh interpreter has (the mask inherited,
+    as exec keeps it), then the module as __main__."""
+    for number in signal.valid_signals():
+        if callable(signal.getsignal(number)):
+            signal.signal(number, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.argv = [name, *args]
+    runpy.run_module(name, run_name="__main__", alter_sys=True)
 
 
 def zygote(channel):
