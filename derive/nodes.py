@@ -56,6 +56,7 @@ def simplified(expr):
     return sp.simplify(expr)
 
 
+@functools.lru_cache(maxsize=4096)  # every printed sequence asks (time - t alone is a tenth of a millisecond)
 def time_shift(time):
     """How many steps a time index is after t: 1 for t + 1, -1 for t - 1 (an expression if it is not a shift)."""
     return simplified(time - t)

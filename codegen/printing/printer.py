@@ -41,6 +41,7 @@ def array_name(node):
     return node.name
 
 
+@functools.lru_cache(maxsize=4096)  # a printer asks for every sequence it prints; an Array is frozen
 def default_array(node):
     seq = node.of if isinstance(node, Adj) else node
     return Array(array_name(node), seq.rows, Steps.FROM_ZERO if seq.role in ALIGNED else Steps.FROM_ONE)
