@@ -186,6 +186,7 @@ def initial_gradients(derivation, recurrent):
     return out
 
 
+@functools.lru_cache(maxsize=1024)  # str() of a SymPy size makes a printer; the same parameters are asked again
 def shape_of(matrix):
     """Size names of a parameter's shape: ('h', 'd'), or ('h',) for a vector."""
     rows, cols = matrix.shape

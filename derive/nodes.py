@@ -50,6 +50,18 @@ def equal(a, b):
     return sp.simplify(difference) == 0  # milliseconds, and a tenth of a second the first time
 
 
+@functools.lru_cache(maxsize=4096)  # printers and passes ask about the same few sizes and times again and again
+def simplified(expr):
+    """sp.simplify(expr), remembered: milliseconds for a sum of sizes (a block's columns after its end)."""
+    return sp.simplify(expr)
+
+
+@functools.lru_cache(maxsize=4096)  # every printed sequence asks (time - t alone is a tenth of a millisecond)
+def time_shift(time):
+    """How many steps a time index is after t: 1 for t + 1, -1 for t - 1 (an expression if it is not a shift)."""
+    return simplified(time - t)
+
+
 def _str(name):
     return name if isinstance(name, Str) else Str(name)
 
@@ -70,8 +82,22 @@ class SeqAt(Column):
     shape = property(lambda self: (self.args[2], sp.S.One))
 
     def _sympystr(self, printer):
-        time = printer._print(self.time).replace(" ", "")
+        time = _time_text(printer, self.time)
         return f"{self.name}_{time}" if len(time) == 1 else f"{self.name}_{{{time}}}"
+
+
+_TIMES = {}  # (a printer's class, a time index): its text, for printers of default settings
+
+
+def _time_text(printer, time):
+    """A time index as the printer prints it, spaces gone (`t-1`); remembered for a printer of its class's default
+    settings: printing `t - 1` sorts its terms, a millisecond, and every comment prints the same few times."""
+    if printer._settings != printer._default_settings:
+        return printer._print(time).replace(" ", "")
+    key = type(printer), time
+    if key not in _TIMES:
+        _TIMES[key] = printer._print(time).replace(" ", "")
+    return _TIMES[key]
 
     def _eval_transpose(self):
         return None

@@ -26,7 +26,7 @@ import sympy as sp
 from bptt.derive.closed_form import linear_coefficient
 from bptt.derive.elementwise import Apply
 from bptt.derive.model import Seq
-from bptt.derive.nodes import SeqAt, matrix_sum, t
+from bptt.derive.nodes import SeqAt, matrix_sum, t, time_shift
 from bptt.derive.norm_adjoint import NormAdjoint, norms
 from bptt.derive.tangent import Tangent, tangent_terms
 
@@ -196,10 +196,10 @@ def _step_tangents(model, names):
     def leaf(node):
         if isinstance(node, sp.MatrixSymbol):
             return [Tangent(node)] if node in params else []
-        offset = _offset(node.time)
-        if offset == -1:  # a teacher-forced initial state is read (as data) by step 1 only
+        shift = time_shift(node.time)
+        if shift == -1:  # a teacher-forced initial state is read (as data) by step 1 only
             return [Tangent(node)] if node.name in states else []
-        if offset == 0 and terms_at_t.get(node.name):
+        if shift == 0 and terms_at_t.get(node.name):
             return [Tangent(node)] if node.name in names else terms_at_t[node.name]
         return []  # inputs, labels, targets, teacher-forced data, tangents that are zero
 
@@ -219,11 +219,6 @@ def _step_tangents(model, names):
             tangents[seq] = terms_at_t[seq.name]
     outputs = {seq: tangent_terms(value, leaf, out=seq(t)) for seq, value in model.outputs}
     return tangents, outputs
-
-
-@functools.lru_cache(maxsize=1024)
-def _offset(time):
-    return sp.simplify(time - t)
 
 
 def _local_first(terms, computed, reads):

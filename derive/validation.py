@@ -11,7 +11,7 @@ import sympy as sp
 from bptt.derive.direction import DirectionError, sweeps
 from bptt.derive.elementwise import FUNCTIONS
 from bptt.derive.model_error import ModelError
-from bptt.derive.nodes import Loss, references, t
+from bptt.derive.nodes import Loss, references, time_shift
 from bptt.derive.text import notation
 
 
@@ -164,7 +164,7 @@ def _shown(value):
 
 
 def _check_reference(where, seq, ref, known_now, states):
-    offset = sp.simplify(ref.time - t)
+    offset = time_shift(ref.time)
     if offset in (-1, 1) and ref.name in states:
         return
     if offset == 0 and ref.name in known_now:

@@ -14,7 +14,7 @@ from bptt.codegen.printing.functions import NUMPY_FUNCTIONS
 from bptt.codegen.printing.printer import ATOM, PRODUCT, SUM, Code, PrintError, RowPrinter, array_name
 from bptt.codegen.printing.products import outer_factors
 from bptt.codegen.printing.spelling import Spelling
-from bptt.derive.nodes import Adj, OneHot, TimeSum, t
+from bptt.derive.nodes import Adj, OneHot, TimeSum, t, time_shift
 
 SUFFIX = {-1: "prev", 0: "t", 1: "next"}
 # NumPy's entries on jnp, the same functions by the same names but sigmoid (one table: a function registered
@@ -77,7 +77,7 @@ def scan_read(printer, node, stored):
         return stored(node)
     if printer.stacked:
         return stored(node)
-    shift = int(sp.simplify(seq.time - t))
+    shift = int(time_shift(seq.time))
     if shift not in SUFFIX:
         raise PrintError(f"a step reads {seq.name} at time {seq.time}; only t-1, t and t+1 can be scanned")
     name = step_name(node, shift)

@@ -23,7 +23,7 @@ from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
 from bptt.codegen.printing.terms import ones
 from bptt.derive.elementwise import Apply
-from bptt.derive.nodes import SeqAt, t
+from bptt.derive.nodes import SeqAt, t, time_shift
 
 
 class PassPrinter(HeldSteps, JaxPrinter):
@@ -62,7 +62,7 @@ class PassPrinter(HeldSteps, JaxPrinter):
         return Code(self.step_value(seq, self.shift(seq)))
 
     def shift(self, seq):
-        shift = sp.simplify(seq.time - t)
+        shift = time_shift(seq.time)
         if shift not in (0, -1):
             raise PrintError(f"the forward pass reads {seq.name} at time {seq.time}; only t and t-1 can be scanned")
         return int(shift)

@@ -25,7 +25,7 @@ from bptt.codegen.ir_tangents import (
     Units,
     ZeroGradient,
 )
-from bptt.derive.nodes import Adj, SeqAt, t
+from bptt.derive.nodes import Adj, SeqAt, t, time_shift
 from bptt.derive.rtrl import factored, step_tangents
 from bptt.derive.tangent import Tangent
 from bptt.derive.text import text
@@ -171,7 +171,7 @@ def _read(term):
 
 
 def _is_previous(node):
-    return isinstance(node, SeqAt) and sp.simplify(node.time - t) == -1
+    return isinstance(node, SeqAt) and time_shift(node.time) == -1
 
 
 def _local_first(terms):

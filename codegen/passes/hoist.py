@@ -14,7 +14,7 @@ from bptt.codegen.passes.fuse import sum_terms
 from bptt.codegen.passes.loops import loop_names
 from bptt.derive.blocks import Placed
 from bptt.derive.elementwise import Apply
-from bptt.derive.nodes import Adj, Diag, SeqAt, matrix_sum, t
+from bptt.derive.nodes import Adj, Diag, SeqAt, matrix_sum, t, time_shift
 from bptt.derive.text import text
 
 
@@ -144,7 +144,7 @@ def _hoisted(term, factors, prefix, blocks=False):
         if vector is not None and not isinstance(vector, SeqAt) and vector.atoms(SeqAt) and not vector.atoms(Adj):
             # Stored at the latest step it reads, so that 1 - r_{t+1} and 1 - r_t are one array; a factor
             # that reads only t-1 stays at t: the arrays hold steps 1..T, and step 0 is never computed.
-            shift = max(0, *(sp.simplify(r.time - t) for r in factor.vector.atoms(SeqAt)))
+            shift = max(0, *(time_shift(r.time) for r in factor.vector.atoms(SeqAt)))
             value = factor.vector.subs(t, t - shift)
             if value not in factors:
                 factors[value] = _Factor(f"{prefix}{len(factors) + 1}", value.shape[0])

@@ -10,17 +10,15 @@ the loop reads is computed after it (scheduled_backward).
 
 from dataclasses import replace
 
-import sympy as sp
-
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Assign, Loop, members_of, spliced, the_loop, walk
 from bptt.derive.bptt import NEXT
-from bptt.derive.nodes import Adj, SeqAt, t
+from bptt.derive.nodes import Adj, SeqAt, time_shift
 
 
 def _reads(expr, at):
     """Names read at time t + at."""
-    return {r.name for r in expr.atoms(SeqAt) if sp.simplify(r.time - t) == at}
+    return {r.name for r in expr.atoms(SeqAt) if time_shift(r.time) == at}
 
 
 def loop_names(program):

@@ -15,6 +15,7 @@ decorator), or a source the reading leaves in doubt, is checked by `same_code`.
 
 import ast
 import bisect
+import functools
 import re
 
 from bptt.codegen.printing import collector
@@ -98,8 +99,13 @@ def _same_part(part, lines, changes):
     """Whether a logical line's lines laid out (changes) are the same code: comments stay comments; a simple
     statement (or a compound statement's header, given a block) parsed alone at its indentation has its tree."""
     first, last = part
-    written = lines[first - 1 : last]
-    laid = [piece for k in range(first, last + 1) for piece in changes.get(k, (lines[k - 1],))]
+    laid = tuple(piece for k in range(first, last + 1) for piece in changes.get(k, (lines[k - 1],)))
+    return _same_lines(tuple(lines[first - 1 : last]), laid)
+
+
+@functools.lru_cache(maxsize=8192)  # every backend, and every model, lays many of the same statements out alike
+def _same_lines(written, laid):
+    """_same_part's answer for a logical line's written lines and their laid-out lines."""
     if all(_is_comment(line) for line in written):
         return all(_is_comment(piece) for piece in laid)
     indent = _indent(written[0])

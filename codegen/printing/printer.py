@@ -20,7 +20,7 @@ from bptt.codegen.printing.spelling import Spelling
 from bptt.codegen.printing.used import Used
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup, power
-from bptt.derive.nodes import Adj, SeqAt, equal, matrix_sum, t
+from bptt.derive.nodes import Adj, SeqAt, equal, matrix_sum, t, time_shift
 from bptt.derive.order import term_order
 from bptt.derive.text import described
 
@@ -29,6 +29,7 @@ from bptt.derive.text import described
 ALIGNED = ("state", "intermediate")
 
 
+@functools.lru_cache(maxsize=1024)  # str() of a SymPy symbol makes a printer; every printed size asks
 def size_name(symbol):
     return f"n_{symbol}"
 
@@ -40,6 +41,7 @@ def array_name(node):
     return node.name
 
 
+@functools.lru_cache(maxsize=4096)  # a printer asks for every sequence it prints; an Array is frozen
 def default_array(node):
     seq = node.of if isinstance(node, Adj) else node
     return Array(array_name(node), seq.rows, Steps.FROM_ZERO if seq.role in ALIGNED else Steps.FROM_ONE)
@@ -100,8 +102,8 @@ class RowPrinter(ProductPrinting):
             return Code(array.name)
         offset = sp.S.One if array.steps is Steps.FROM_ONE else sp.S.Zero
         if not self.stacked or not seq.time.has(t):
-            return Code(f"{array.name}[{_index(seq.time - offset)}]")
-        shift = sp.simplify(seq.time - t)
+            return Code(f"{array.name}[{index_text(seq.time - offset)}]")
+        shift = time_shift(seq.time)
         if shift == 0:
             return Code(f"{array.name}[1:]" if array.steps is Steps.FROM_ZERO else array.name)
         if shift == -1 and array.steps is Steps.FROM_ZERO:
@@ -153,7 +155,7 @@ class RowPrinter(ProductPrinting):
     def _print_Add(self, expr):
         """A time index (t + 1), or a sum of sizes (a row of a stacked value: n_d + n_h)."""
         if all(symbol.name in ("t", "T", "B") for symbol in expr.free_symbols):
-            return Code(_index(expr), SUM)
+            return Code(index_text(expr), SUM)
         return Code(" + ".join(str(self.operand(term, SUM)) for term in expr.as_ordered_terms()), SUM)
 
     def _print_OneMatrix(self, expr):
@@ -293,5 +295,6 @@ def negated(term):
 
 
 @functools.lru_cache(maxsize=8192)  # printing a time index (expand, then str) is slow; the same few recur
-def _index(expr):
+def index_text(expr):
+    """A time index as code, expanded (`t - 1`)."""
     return Code(str(sp.expand(expr)), SUM)

@@ -23,7 +23,7 @@ from bptt.codegen.printing.units import REDUCED, UnitsStatements, broadcast_valu
 from bptt.codegen.printing.window import Statements
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import Apply
-from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t
+from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, t, time_shift
 from bptt.derive.norm_adjoint import NormAdjoint
 from bptt.derive.reductions import Reduce
 
@@ -83,7 +83,7 @@ class InPlacePrinter(UnitsStatements, Statements):
         seq = node.of if isinstance(node, Adj) else node
         if self.views is None or self.stacked or not seq.time.has(t):
             return code
-        shift = sp.simplify(seq.time - t)
+        shift = time_shift(seq.time)
         if shift not in (0, -1):
             return code  # step t+1 exists only for t < T: read where it is read
         if code not in self.views:

@@ -12,7 +12,7 @@ import sympy as sp
 from bptt.codegen.array_names import along_name, previous_tangent_array, tangent_array, units_name
 from bptt.codegen.ir_tangents import Previous
 from bptt.codegen.printing.printer import ATOM, PRODUCT, Code, PrintError, RowPrinter
-from bptt.derive.nodes import SeqAt, t
+from bptt.derive.nodes import SeqAt, simplified, time_shift
 from bptt.derive.tangent import Tangent
 from bptt.derive.text import notation
 
@@ -167,7 +167,7 @@ class TangentPrinter(RowPrinter):
             return Code(f"{self.helper('_transposed_directions')}({self(operand)}, {rows})")
         of = node.of
         if isinstance(of, SeqAt):
-            reread = of.name in self.previous and sp.simplify(of.time - t) == -1
+            reread = of.name in self.previous and time_shift(of.time) == -1
             return Code(previous_tangent_array(of) if reread else tangent_array(of))
         rows, cols = of.shape
         if cols == 1:
@@ -182,7 +182,7 @@ class TangentPrinter(RowPrinter):
         columns, so that every direction of the whole matrix applies to it (E_ij of W[:, a:b] v is E_ij of W times v
         placed in columns a:b); None for a block of all its columns."""
         first, stop = block.colslice[:2]
-        after = sp.simplify(block.parent.shape[1] - stop)
+        after = simplified(block.parent.shape[1] - stop)
         return None if first == 0 and after == 0 else (self(first), self(after))
 
     def _print_MatMul(self, expr):

@@ -2,6 +2,8 @@
 each array's dims as CACHE writes them ("T+1", "B", "4*h"), the views of stacked arrays, and the rows of a
 step that the checkpoint schedule weighs."""
 
+import functools
+
 import sympy as sp
 
 from bptt.codegen.ir import PerCall, Steps
@@ -10,6 +12,7 @@ COLUMNS = 120  # the width generated modules keep to
 STEPS = {Steps.FROM_ZERO: ("T+1", "B"), Steps.FROM_ONE: ("T", "B"), Steps.ONE: ("B",)}
 
 
+@functools.lru_cache(maxsize=1024)  # printing a SymPy expression makes a printer; arrays of a model share rows
 def dim_text(rows):
     """Rows as a dim of the runtime's: a sum of terms, each a count times a size ("q + 6*h"), or a count."""
     terms = []

@@ -17,12 +17,13 @@ import sympy as sp
 from bptt.codegen.ir import Steps
 from bptt.codegen.printing.code import Code, PrintError
 from bptt.codegen.printing.function_code import POWER, PRODUCT
+from bptt.codegen.printing.printer import index_text
 from bptt.codegen.printing.statements import bound_views
 from bptt.codegen.printing.terms import constant
 from bptt.codegen.printing.window import Statements
 from bptt.codegen.torch.printer import SPELLING
 from bptt.codegen.torch.sums import WEIGHTS
-from bptt.derive.nodes import Adj, t
+from bptt.derive.nodes import Adj, t, time_shift
 
 SUFFIXES = {-1: "prev", 0: "t", 1: "next"}  # a view's name by its step: h_prev, h_t, h_next
 WEIGHT = "keep_t"  # a backward step's argument: the weight of the flows from step t+1, keep[t] (a number)
@@ -77,10 +78,10 @@ class StepPrinter(Statements):
             first, last, offset = min(shifts), max(shifts), self.offsets[base]
             if first == last:
                 arg = self.views.get((base, first, None)) or self.fresh(f"{base}_{SUFFIXES[first]}", args)
-                args[arg] = f"{base}[{sp.expand(t + first - offset)}]"
+                args[arg] = f"{base}[{index_text(t + first - offset)}]"
             else:
                 arg = self.fresh(f"{base}_steps", args)
-                args[arg] = f"{base}[{sp.expand(t + first - offset)} : {sp.expand(t + last + 1 - offset)}]"
+                args[arg] = f"{base}[{index_text(t + first - offset)} : {index_text(t + last + 1 - offset)}]"
             for (tensor, shift, rows), view in self.views.items():
                 row = arg if first == last else f"{arg}[{shift - first}]"
                 if tensor == base and view != arg:
@@ -126,7 +127,7 @@ class StepPrinter(Statements):
         """The name of the view of a value at t - 1, t or t + 1 (h_prev, i_t), bound at the function's top."""
         seq = node.of if isinstance(node, Adj) else node
         array = self.array(node)
-        shift = sp.simplify(seq.time - t)
+        shift = time_shift(seq.time)
         if shift not in SUFFIXES or array.steps in (Steps.ONE, Steps.ONES):
             raise PrintError(f"a step function reads {array.name} at {seq.time}, not as a step of a tensor")
         base, rows = self.eager.groups.get(array.name, (array.name, None))
