@@ -78,7 +78,7 @@ def oracle_of(name, seed, truncate=None, steps=T, batch=B):
     """The oracle's run of values(model_of(name), seed, steps, batch) in truncate (not random: its weights are each
     backend's own draws): the same numbers for every backend's module, computed once, read-only."""
     model = model_of(name)
-    return _read_only(oracle.run(model, *values(model, seed, steps, batch), truncate))
+    return oracle.read_only(oracle.run(model, *values(model, seed, steps, batch), truncate))
 
 
 @functools.cache
@@ -87,13 +87,7 @@ def oracle_alone_of(name, seed, lengths, truncate=None, steps=T):
     oracle's run of each sequence alone, the same numbers for every backend's module, computed once, read-only."""
     model = model_of(name)
     found = oracle_alone(model, values(model, seed, steps, len(lengths)), np.array(lengths), truncate)
-    return [_read_only(result) for result in found]
-
-
-def _read_only(result):
-    for array in [*result.outputs.values(), *result.grads.values()]:
-        array.setflags(write=False)
-    return result
+    return [oracle.read_only(result) for result in found]
 
 
 @pytest.mark.parametrize(("name", "backend"), [*CASES, ("birnn-2layer", "jax")])
