@@ -24,7 +24,6 @@ from bptt.runtime.common import (
     _keep,
     _Spec,
     _step_bytes,
-    _viewed,
 )
 from bptt.runtime.numpy import (
     _all_finite,
@@ -81,7 +80,7 @@ class _Passes:
     views: dict = field(default_factory=dict)  # name -> (stacked array, first row, end row)
     ones: tuple = ()  # the backward arrays that start as ones
     step_rows: tuple = ("0", "0", "0", "0")  # the rows of a kept state, a forward step, a backward step, a window age
-    layouts: dict = field(default_factory=dict, repr=False)  # (table's id, lengths) -> (table, its shapes)
+    layouts: dict = field(default_factory=dict, repr=False)  # (table's id, lengths) -> (table, shapes, views)
 
     # the runtime's checks, which the shared ones call (checks.py's _checked)
     check_params, check_array = staticmethod(_check_params), staticmethod(_check_array)
@@ -159,23 +158,32 @@ class _Passes:
     def arrays(self, table, T, B, sizes, dtype, first_steps=False):
         """The arrays of a table (uninitialised but ones), then the views of its stacked ones; first_steps:
         step 0 of the arrays of steps 0..T is zero (what the cache holds before the first step)."""
-        lengths = dict(sizes, T=T, B=B)
+        shapes, views = self.layout(table, dict(sizes, T=T, B=B))
         work = {}
-        for name, shape in self.shapes(table, lengths):
+        for name, shape in shapes:
             work[name] = np.ones(shape, dtype) if name in self.ones else np.empty(shape, dtype)
             if first_steps and table[name][0] == "T+1":
                 work[name][0] = 0
-        return _viewed(work, self.views, lengths)
+        for name, stacked, start, stop in views:
+            work[name] = work[stacked][..., start:stop]
+        return work
 
-    def shapes(self, table, lengths):
-        """Each array's (name, shape) of a table at these lengths, worked out once for the last few lengths
-        (a loop's calls, finite differences', have the same)."""
+    def layout(self, table, lengths):
+        """Each array's (name, shape) of a table at these lengths, and each view of its stacked arrays (name, the
+        stacked array, first row, end row), worked out once for the last few lengths (a loop's calls, finite
+        differences', have the same)."""
         key = id(table), tuple(lengths.items())
         kept = self.layouts.get(key)
-        if kept is None or kept[0] is not table:  # the table is held with its shapes: its id names no other meanwhile
-            kept = table, [(name, tuple([_extent(dim, lengths) for dim in dims])) for name, dims in table.items()]
+        if kept is None or kept[0] is not table:  # the table is held with its layout: its id names no other meanwhile
+            shapes = [(name, tuple([_extent(dim, lengths) for dim in dims])) for name, dims in table.items()]
+            views, made = [], set(table)
+            for name, (stacked, start, stop) in self.views.items():  # as common._viewed takes them
+                if stacked in made:
+                    views.append((name, stacked, _extent(start, lengths), _extent(stop, lengths)))
+                    made.add(name)
+            kept = table, shapes, views
             _keep(self.layouts, key, kept)
-        return kept[1]
+        return kept[1:]
 
     def forward_arrays(self, T, B, sizes, dtype):
         return self.arrays(self.forward_work, T, B, sizes, dtype, first_steps=True)

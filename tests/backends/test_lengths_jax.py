@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bptt.derive.models import load
-from bptt.tests.backends.test_lengths_numpy import BAD, B, T, zoo_values
+from bptt.tests.backends.test_lengths_numpy import BAD, XDIST_GROUP, B, T, zoo_alone, zoo_values  # noqa: F401 (one unit)
 from bptt.tests.support.jax_eager import eagerly, on_device
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import assert_padded_as_alone, lengths_drawn
@@ -31,17 +31,18 @@ def test_zoo_padded_batch_is_each_sequence_alone(name, truncate):
     model = load(name)
     lengths = on_device(lengths_drawn(np.random.default_rng(len(name)), T, B))
     module = module_of(f"{model.name}_jax")
+    truths = zoo_alone(name, len(name), truncate)
     with eagerly(module):
-        assert_padded_as_alone(module, model, zoo_values(model, len(name)), lengths, truncate)
+        assert_padded_as_alone(module, model, zoo_values(model, len(name)), lengths, truncate, truths=truths)
 
 
 @pytest.mark.parametrize("name", ["elman", "lstm"])
 def test_zoo_padded_batch_with_checkpoints(name):
     model = load(name)
     lengths = on_device(lengths_drawn(np.random.default_rng(3), T, B))
-    module = module_of(f"{model.name}_jax")
+    module, truths = module_of(f"{model.name}_jax"), zoo_alone(name, 3, ("chunk", 2))
     with eagerly(module):
-        assert_padded_as_alone(module, model, zoo_values(model, 3), lengths, ("chunk", 2), 2)
+        assert_padded_as_alone(module, model, zoo_values(model, 3), lengths, ("chunk", 2), 2, truths)
 
 
 def _arrays(name, seed=0):

@@ -14,7 +14,7 @@ from importlib.util import find_spec
 import numpy as np
 
 from bptt.derive.models import load
-from bptt.tests.backends.test_lengths_numpy import zoo_values
+from bptt.tests.backends.test_lengths_numpy import XDIST_GROUP, zoo_alone, zoo_values  # noqa: F401 (one unit)
 from bptt.tests.support import oracle
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import TOL, InNumPy, _close, add_alone, lengths_drawn, padded_values
@@ -33,11 +33,12 @@ def named_module(name, backend):
     return name if backend == "numpy" else f"{name}_{backend}"
 
 
-def last_step_alone(model, params, xs, ys, initial, length, truncate):
+def last_step_alone(model, params, xs, ys, initial, length, truncate, first=None):
     """(loss, grads, scales) of one sequence's loss at its step `length` only, from the oracle's runs of its first
-    `length` and `length - 1` steps (a mean loss's sums are its means times their steps); scales: the largest
-    entry of each gradient subtracted, which the difference's rounding is relative to."""
-    first = oracle.run(model, params, xs[:length], ys[:length], initial, truncate)
+    `length` (first, if given) and `length - 1` steps (a mean loss's sums are its means times their steps); scales:
+    the largest entry of each gradient subtracted, which the difference's rounding is relative to."""
+    if first is None:
+        first = oracle.run(model, params, xs[:length], ys[:length], initial, truncate)
     weight = length if model.mean else 1
     loss, grads = weight * first.loss, {key: weight * value for key, value in first.grads.items()}
     scales = {key: np.abs(value).max(initial=0) for key, value in grads.items()}
@@ -86,13 +87,15 @@ def batch(name, padded):
 @functools.cache
 def each_sequence_alone(name, truncate, padded):
     """[(loss, grads, scales) of sequence b's last step alone (last_step_alone), for each b]: the oracle's, computed
-    once for the backends that are compared with it (the arguments fix the batch and the truncation), read-only."""
+    once for the backends that are compared with it (the arguments fix the batch and the truncation), read-only. A
+    padded batch's runs of each sequence's own steps are test_lengths_numpy.py's (zoo_alone: the same batch)."""
     model, lengths, params, xs, _, ys, initial = batch(name, padded)
+    firsts = zoo_alone(name, len(name), truncate) if padded else [None] * len(lengths)
     found = []
-    for b, length in enumerate(lengths):
+    for b, (length, first) in enumerate(zip(lengths, firsts, strict=True)):
         alone = {seq.name: initial[seq.name][b : b + 1] for seq in model.states}
         one = slice(b, b + 1)
-        loss, grads, scales = last_step_alone(model, params, xs[:, one], ys[:, one], alone, length, truncate)
+        loss, grads, scales = last_step_alone(model, params, xs[:, one], ys[:, one], alone, length, truncate, first)
         for value in grads.values():
             value.setflags(write=False)
         found.append((loss, grads, scales))

@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[torch]')")
 
+import functools
 import types
 
 import numpy as np
@@ -19,15 +20,18 @@ from bptt.derive.adjoint import NoRule
 from bptt.derive.model import ModelError
 from bptt.derive.models import load
 from bptt.tests.oracle.test_oracle import random_problem
+from bptt.tests.support import oracle
 from bptt.tests.support.cell_plans import random_values
 from bptt.tests.support.cells import cells
 from bptt.tests.support.modules import module_of
-from bptt.tests.support.padded import assert_padded_as_alone, lengths_drawn
+from bptt.tests.support.padded import _oracle_mode, assert_padded_as_alone, lengths_drawn, oracle_alone
 from bptt.tests.support.zoo import supporting
 
 T, B = 6, 4
 REFUSALS = (ModelError, NoRule, PrintError)
 MODES = [None, ("window", 2), ("chunk", 2), ("random", 0.5)]
+# with test_lengths_torch.py and test_lengths_jax.py: the oracle's runs of each sequence alone (zoo_alone) once for all
+XDIST_GROUP = "padded zoo batches"
 
 
 def zoo_values(model, seed):
@@ -35,13 +39,26 @@ def zoo_values(model, seed):
     return random_problem(model, seed, steps=T, batch=B)
 
 
+def zoo_alone(name, seed, truncate):
+    """oracle_alone of the padded batch of zoo_values(model, seed) and lengths_drawn(rng(seed)): the oracle's run of
+    each sequence alone in the truncation it runs for truncate (random truncation's: full BPTT), the same numbers
+    for every backend's module, with or without checkpoints; computed once, read-only."""
+    return _zoo_alone(name, seed, _oracle_mode(truncate))
+
+
+@functools.cache
+def _zoo_alone(name, seed, truncate):
+    model, lengths = load(name), lengths_drawn(np.random.default_rng(seed), T, B)
+    return [oracle.read_only(result) for result in oracle_alone(model, zoo_values(model, seed), lengths, truncate)]
+
+
 @pytest.mark.parametrize("truncate", MODES, ids=lambda mode: "full" if mode is None else mode[0])
 @pytest.mark.parametrize("name", supporting("truncate"))
 def test_zoo_padded_batch_is_each_sequence_alone(name, truncate):
     model = load(name)
     values = zoo_values(model, seed=len(name))
-    lengths = lengths_drawn(np.random.default_rng(len(name)), T, B)
-    assert_padded_as_alone(module_of(model.name), model, values, lengths, truncate)
+    lengths, truths = lengths_drawn(np.random.default_rng(len(name)), T, B), zoo_alone(name, len(name), truncate)
+    assert_padded_as_alone(module_of(model.name), model, values, lengths, truncate, truths=truths)
 
 
 @pytest.mark.parametrize("checkpoints", [1, 2])
@@ -49,8 +66,8 @@ def test_zoo_padded_batch_is_each_sequence_alone(name, truncate):
 @pytest.mark.parametrize("name", ["elman", "lstm", "linear", "jordan"])
 def test_zoo_padded_batch_with_checkpoints(name, truncate, checkpoints):
     model = load(name)
-    lengths = lengths_drawn(np.random.default_rng(3), T, B)
-    assert_padded_as_alone(module_of(model.name), model, zoo_values(model, 3), lengths, truncate, checkpoints)
+    lengths, truths = lengths_drawn(np.random.default_rng(3), T, B), zoo_alone(name, 3, truncate)
+    assert_padded_as_alone(module_of(model.name), model, zoo_values(model, 3), lengths, truncate, checkpoints, truths)
 
 
 def cell_module(model, backend):

@@ -12,7 +12,15 @@ import numpy as np
 
 from bptt.derive.models import load
 from bptt.runtime.common import _param_sizes
-from bptt.tests.backends.test_lengths_numpy import BAD, MODES, B, T, zoo_values
+from bptt.tests.backends.test_lengths_numpy import (  # noqa: F401 (XDIST_GROUP: one unit)
+    BAD,
+    MODES,
+    XDIST_GROUP,
+    B,
+    T,
+    zoo_alone,
+    zoo_values,
+)
 from bptt.tests.support.modules import module_of
 from bptt.tests.support.padded import assert_padded_as_alone, lengths_drawn
 from bptt.tests.support.zoo import supporting
@@ -23,7 +31,8 @@ from bptt.tests.support.zoo import supporting
 def test_zoo_padded_batch_is_each_sequence_alone(name, truncate):
     model = load(name)
     lengths = torch.as_tensor(lengths_drawn(np.random.default_rng(len(name)), T, B))
-    assert_padded_as_alone(module_of(f"{model.name}_torch"), model, zoo_values(model, len(name)), lengths, truncate)
+    module, truths = module_of(f"{model.name}_torch"), zoo_alone(name, len(name), truncate)
+    assert_padded_as_alone(module, model, zoo_values(model, len(name)), lengths, truncate, truths=truths)
 
 
 @pytest.mark.parametrize("checkpoints", [1, 2])
@@ -32,7 +41,8 @@ def test_zoo_padded_batch_with_checkpoints(name, checkpoints):
     model = load(name)
     lengths = torch.as_tensor(lengths_drawn(np.random.default_rng(3), T, B))
     module = module_of(f"{model.name}_torch")
-    assert_padded_as_alone(module, model, zoo_values(model, 3), lengths, ("chunk", 2), checkpoints)
+    truths = zoo_alone(name, 3, ("chunk", 2))
+    assert_padded_as_alone(module, model, zoo_values(model, 3), lengths, ("chunk", 2), checkpoints, truths)
 
 
 @pytest.mark.parametrize(("lengths", "message"), BAD, ids=lambda value: repr(value)[:20])

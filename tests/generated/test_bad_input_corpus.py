@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from test_properties import DETERMINISTIC, instances
+from test_properties import DETERMINISTIC, instances, unfrozen
 
-from bptt.app.verify.problem import problem
 from bptt.tests.support.modules import forward, module_of
 from bptt.tests.support.zoo import supporting
 
@@ -20,7 +19,7 @@ class Case:
 
     def __init__(self, module, sizes, steps, batch, seed, dtype):
         self.module, self.sizes, self.steps, self.batch = module, sizes, steps, batch
-        self.params, self.xs, self.ys, self.initial = problem(module, steps, batch, seed, sizes).cast(dtype)
+        self.params, self.xs, self.ys, self.initial = unfrozen(module, steps, batch, seed, sizes).cast(dtype)
         self.outputs, self.cache = forward(module, self.params, self.xs, self.ys, **self.initial)
 
     def arrays(self):

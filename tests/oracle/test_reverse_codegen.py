@@ -29,7 +29,7 @@ from bptt.tests.support import oracle
 from bptt.tests.support.cell_plans import random_values
 from bptt.tests.support.cells import cells
 from bptt.tests.support.jax_eager import eagerly
-from bptt.tests.support.padded import assert_padded_as_alone
+from bptt.tests.support.padded import assert_padded_as_alone, oracle_alone
 
 T, B = 5, 3
 XDIST_GROUP = "reverse cells' modules"  # with test_reverse_truncation.py: module_of's modules generated once for both
@@ -73,23 +73,41 @@ def values(model, seed, steps=T, batch=B):
     return random_values(model, steps, batch, seed)
 
 
+@functools.cache
+def oracle_of(name, seed, truncate=None, steps=T, batch=B):
+    """The oracle's run of values(model_of(name), seed, steps, batch) in truncate (not random: its weights are each
+    backend's own draws): the same numbers for every backend's module, computed once, read-only."""
+    model = model_of(name)
+    return oracle.read_only(oracle.run(model, *values(model, seed, steps, batch), truncate))
+
+
+@functools.cache
+def oracle_alone_of(name, seed, lengths, truncate=None, steps=T):
+    """oracle_alone of the padded batch values(model_of(name), seed, steps, len(lengths)) (lengths a tuple): the
+    oracle's run of each sequence alone, the same numbers for every backend's module, computed once, read-only."""
+    model = model_of(name)
+    found = oracle_alone(model, values(model, seed, steps, len(lengths)), np.array(lengths), truncate)
+    return [oracle.read_only(result) for result in found]
+
+
 @pytest.mark.parametrize(("name", "backend"), [*CASES, ("birnn-2layer", "jax")])
 def test_a_bidirectional_model_equals_the_oracle(name, backend):
     model = model_of(name)
     assert len(sweep_models(model)) >= 2
-    params, xs, ys, initial = values(model, seed=27, batch=len(JAX_LENGTHS) if backend == "jax" else B)
-    module = module_of(name, backend)
+    batch = len(JAX_LENGTHS) if backend == "jax" else B
+    params, xs, ys, initial = values(model, seed=27, batch=batch)
+    module, expected = module_of(name, backend), oracle_of(name, 27, batch=batch)
     with eagerly(module) if backend == "jax" else contextlib.nullcontext():  # JAX uncompiled: seconds, not a minute
-        oracle.compare(module, model, params, xs, ys, initial)
+        oracle.compare(module, model, params, xs, ys, initial, expected=expected)
 
 
 @pytest.mark.parametrize(("name", "backend"), [*CASES, ("birnn", "jax")])
 def test_a_padded_bidirectional_batch_is_each_sequence_alone(name, backend):
     model = model_of(name)
     lengths = JAX_LENGTHS if backend == "jax" else np.array([2, T, 1, 4])
-    module = module_of(name, backend)
+    module, truths = module_of(name, backend), oracle_alone_of(name, 5, tuple(lengths.tolist()))
     with eagerly(module) if backend == "jax" else contextlib.nullcontext():
-        assert_padded_as_alone(module, model, values(model, 5, batch=len(lengths)), lengths)
+        assert_padded_as_alone(module, model, values(model, 5, batch=len(lengths)), lengths, truths=truths)
 
 
 def partly_mirrored(model, every):

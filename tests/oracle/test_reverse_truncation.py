@@ -12,7 +12,6 @@ import pytest
 
 pytest.importorskip("torch", reason="the oracle needs torch (pip install 'bptt[torch]')")
 
-import functools
 import itertools
 
 import numpy as np
@@ -20,7 +19,15 @@ import torch
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_oracle_cells import generate
-from test_reverse_codegen import XDIST_GROUP, model_of, module_of, partly_mirrored, values  # noqa: F401 (one unit)
+from test_reverse_codegen import (  # noqa: F401 (XDIST_GROUP: one unit)
+    XDIST_GROUP,
+    model_of,
+    module_of,
+    oracle_alone_of,
+    oracle_of,
+    partly_mirrored,
+    values,
+)
 
 from bptt.app.verify.patterns import PatternRng
 from bptt.derive.direction import reverse_states
@@ -30,7 +37,7 @@ from bptt.tests.support import oracle
 from bptt.tests.support.cell_plans import random_values
 from bptt.tests.support.cells import cells
 from bptt.tests.support.jax_eager import eagerly
-from bptt.tests.support.padded import RANDOM_SEED, assert_padded_as_alone, lengths_drawn, oracle_alone
+from bptt.tests.support.padded import RANDOM_SEED, assert_padded_as_alone, lengths_drawn
 
 T = 6
 MODES = [("window", 2), ("chunk", 2), ("random", 0.5)]
@@ -70,11 +77,13 @@ def call_rng(backend, seed):
     return jax.random.key(seed)
 
 
-def assert_agrees_with_the_oracle(module, backend, model, problem, truncate):
-    """loss_and_grads of the module in truncate against the oracle's (random: given the weights the module draws)."""
+def assert_agrees_with_the_oracle(module, backend, model, problem, truncate, expected=None):
+    """loss_and_grads of the module in truncate against the oracle's (random: given the weights the module draws);
+    expected: the oracle's run of a window or chunk, when the caller has it."""
     params, xs, ys, initial = problem
     keep = drawn_keep(backend, model, len(xs), truncate[1], RANDOM_SEED) if truncate[0] == "random" else None
-    expected = oracle.run(model, params, xs, ys, initial, truncate, keep=keep)
+    if expected is None:
+        expected = oracle.run(model, params, xs, ys, initial, truncate, keep=keep)
     if keep is None:
         oracle.compare(module, model, params, xs, ys, initial, truncate, expected=expected)
         return
@@ -90,8 +99,9 @@ def assert_agrees_with_the_oracle(module, backend, model, problem, truncate):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", NAMES)
 def test_truncated_reverse_states_equal_the_oracle(name, backend, truncate):
-    model = model_of(name)
-    assert_agrees_with_the_oracle(module_of(name, backend), backend, model, values(model, 11, steps=T), truncate)
+    model, module = model_of(name), module_of(name, backend)
+    expected = None if truncate[0] == "random" else oracle_of(name, 11, truncate, steps=T)
+    assert_agrees_with_the_oracle(module, backend, model, values(model, 11, steps=T), truncate, expected)
 
 
 @pytest.mark.parametrize("truncate", MODES, **IDS)
@@ -109,15 +119,8 @@ def test_a_truncated_padded_batch_is_each_sequence_alone(name, backend, truncate
     own sequence's steps, from its last."""
     model = model_of(name)
     problem = values(model, 13, steps=T, batch=len(LENGTHS))
-    truths = each_sequence_alone(name, truncate)
+    truths = oracle_alone_of(name, 13, tuple(LENGTHS.tolist()), truncate, steps=T)
     assert_padded_as_alone(module_of(name, backend), model, problem, LENGTHS, truncate, truths=truths)
-
-
-@functools.cache
-def each_sequence_alone(name, truncate):
-    """The oracle's runs of the padded batch's sequences alone: the same numbers for each backend's module."""
-    model = model_of(name)
-    return oracle_alone(model, values(model, 13, steps=T, batch=len(LENGTHS)), LENGTHS, truncate)
 
 
 @pytest.mark.parametrize("truncate", MODES[:2], **IDS)

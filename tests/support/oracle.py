@@ -5,6 +5,7 @@ evaluator of oracle_eval.py, and takes the gradients from torch.autograd; compar
 generated NumPy, torch or JAX module against it.
 
     run(model, params, xs, ys, initial=None, truncate=None) -> Result
+    read_only(result) -> result, its arrays read-only (a run shared by several tests)
     loss(model, params, xs, ys, initial=None) -> float (run's loss, without autograd)
     compare(module, model, params, xs, ys, initial=None, truncate=None, tol=1e-12, forward_mode=False)
 
@@ -96,6 +97,14 @@ def run(model, params, xs, ys, initial=None, truncate=None, keep=None):
         name: torch.stack([r.outputs[name][..., 0] for r in records]).detach().numpy() for name in records[0].outputs
     }
     return Result(outputs, float(loss.detach()), grads)
+
+
+def read_only(result):
+    """result with its arrays read-only: one run shared by several tests (several backends' modules), none of which
+    may change it."""
+    for array in [*result.outputs.values(), *result.grads.values()]:
+        array.setflags(write=False)
+    return result
 
 
 def loss(model, params, xs, ys, initial=None):
