@@ -114,15 +114,18 @@ class Batched:
 
     def losses_of(self, instance, truncate):
         """losses(instance, truncate, changes) as a function of the changes: the sets' data built once, for every
-        round of a check's ladders (held states only if truncate detaches some)."""
+        round of a check's ladders (held states only if truncate detaches some), and the wide arrays of the unchanged
+        values: a chunk builds those of the arrays it changes only."""
         base, data = self.values(instance), self.data(instance, self.sets, held=truncate is not None)
+        unchanged = self.wide(instance, [base], data)
 
         def losses(changes):
             found = []
             for first in range(0, len(changes), self.sets):
                 chunk = changes[first : first + self.sets]
                 values = [{**base, name: _changed(base[name], index, value)} for name, index, value in chunk]
-                found.extend(self.wide(instance, values, data).loss(truncate)[: len(chunk)])
+                wide = self.wide(instance, values, data, (unchanged, {name for name, _, _ in chunk}))
+                found.extend(wide.loss(truncate)[: len(chunk)])
             return found
 
         return losses
@@ -134,7 +137,8 @@ class Batched:
         module, xs = instance.module, instance.xs
         inputs = _rows(module, "xs")
         if inputs in self.widened and xs.ndim == 2:  # labels: set k's read its block of the columns
-            xs = np.concatenate([xs + k * sizes_of(instance)[inputs] for k in range(count)], axis=1)
+            size = sizes_of(instance)[inputs]
+            xs = np.concatenate([xs + k * size for k in range(count)], axis=1)
         elif inputs in self.widened:
             xs = blocks([xs] * count, ("T", "B", inputs), {"T"})
         else:
@@ -154,7 +158,8 @@ class Batched:
         if not module.TEACHER_FORCED or rows not in self.widened:
             return None
         if ys.ndim == 2:  # labels
-            return np.concatenate([ys + k * sizes_of(instance)[rows] for k in range(count)], axis=1)
+            size = sizes_of(instance)[rows]
+            return np.concatenate([ys + k * size for k in range(count)], axis=1)
         return blocks([ys] * count, ("T", "B", rows), {"T"})
 
     def states(self, arrays, size):
@@ -165,26 +170,34 @@ class Batched:
         dims = (*("T+1",) * (arrays[0].ndim - 2), "B", size)
         return blocks(arrays, dims, {"T+1"})
 
-    def wide(self, instance, values, data=None):
+    def wide(self, instance, values, data=None, like=None):
         """An instance of the given sets of values() (dicts), padded to self.sets sets with the last; data: what
-        self.data(instance, self.sets) returns, if at hand."""
+        self.data(instance, self.sets) returns, if at hand; like: (a wide instance, names): its arrays but for the
+        named ones (the values of the others its own)."""
         values = values + values[-1:] * (self.sets - len(values))  # one shape per instance
         module, batch = instance.module, instance.xs.shape[1]
         xs, ys, frozen, fed = data or self.data(instance, self.sets)
-        together = {key: self.states([value[key] for value in values], module.STATES[key]) for key in instance.initial}
-        blocked = self.blocked(module)
+        built = set(values[0]) if like is None else like[1]
+        together = {
+            key: self.states([value[key] for value in values], module.STATES[key])
+            for key in instance.initial
+            if key in built
+        }
+        blocked = [name for name in self.blocked(module) if name in built]
         kept = {"T", "T+1", "B", *module.SIZES} - {*self.widened}
         params = {name: blocks([value[name] for value in values], module.SHAPES[name], kept) for name in blocked}
-        rowed = [name for name in self.vectors if name not in blocked]
+        rowed = [name for name in self.vectors if name not in self.blocked(module) and name in built]
         params |= {name: np.repeat([value[name] for value in values], batch, axis=0) for name in rowed}
-        stacked = (np.repeat([value[name] for value in values], batch, axis=0) for name in self.matrices)
-        params |= {name: np.moveaxis(stack, 0, -1) for name, stack in zip(self.matrices, stacked, strict=True)}
+        matrices = [name for name in self.matrices if name in built]
+        stacked = (np.repeat([value[name] for value in values], batch, axis=0) for name in matrices)
+        params |= {name: np.moveaxis(stack, 0, -1) for name, stack in zip(matrices, stacked, strict=True)}
+        wide = instance if like is None else like[0]
         return dataclasses.replace(
             instance,
-            params={**instance.params, **params},
+            params={**wide.params, **params},
             xs=xs,
             ys=ys,
-            initial=together,
+            initial={**(wide.initial if like else {}), **together},
             frozen=frozen,
             sets=self.sets,
             batched=True,

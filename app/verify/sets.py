@@ -75,10 +75,13 @@ class Layout:
 
     def losses_of(self, instance, truncate):
         """losses(instance, truncate, changes) as a function of the changes: the wide instance of the unchanged
-        values built once, for every round of a check's ladders (held states only if truncate detaches some)."""
+        values built once, for every round of a check's ladders (held states only if truncate detaches some); a
+        chunk's changes are set in its arrays (copies of its own) for its pass, then set back to the unchanged."""
         base = _values(instance)
         unchanged = self.widen(instance, [base] * self.sets, self.data(instance, held=truncate is not None))
-        dims, wide_values, places = self.dims(instance.module), _values(unchanged), {}
+        wide_values = {name: np.array(value, order="C") for name, value in _values(unchanged).items()}
+        unchanged, flat = _with(unchanged, wide_values), {name: array.ravel() for name, array in wide_values.items()}
+        dims, places = self.dims(instance.module), {}
 
         def place(name, index):
             """The entry's offsets in every block of its wide array, flat (each axis's place is k * block apart)."""
@@ -93,10 +96,14 @@ class Layout:
             for first in range(0, len(changes), self.sets):
                 chunk = changes[first : first + self.sets]
                 chunk += chunk[-1:] * (self.sets - len(chunk))  # always self.sets wide: one shape per instance
-                wide = {**wide_values, **{name: wide_values[name].copy() for name in {name for name, _, _ in chunk}}}
-                for k, (name, index, value) in enumerate(chunk):
-                    wide[name].reshape(-1)[place(name, index)[k]] = value
-                found_here = _with(unchanged, wide).loss(truncate)
+                at = [(flat[name], place(name, index)[k], value) for k, (name, index, value) in enumerate(chunk)]
+                try:
+                    for array, offset, value in at:
+                        array[offset] = value
+                    found_here = unchanged.loss(truncate)
+                finally:
+                    for (array, offset, _), (name, index, _) in zip(at, chunk, strict=True):
+                        array[offset] = base[name][index]
                 if not np.isfinite(found_here).all():  # evaluated again, one set at a time
                     found_here = [_with(instance, _changed(base, *change)).loss(truncate) for change in chunk]
                 found.extend(found_here[: len(changes) - first])

@@ -36,6 +36,40 @@ def test_trusted_forward_gives_the_public_forward_s_outputs_and_cache_at_every_c
         assert all(np.array_equal(cache[key], public_cache[key]) for key in cache)
 
 
+def test_groups_of_steps_run_again_only_when_their_arguments_change(monkeypatch):
+    """birnn's groups (forward in time, then backward) by trusted.forward, its arrays changed in place between calls as
+    a wide pass changes them: each call gives the public forward's outputs and cache bit for bit, and a group runs
+    again only if its own arguments changed, bit for bit (-0.0 is not 0.0; the backward group's read the forward
+    group's outputs)."""
+    module, rng = module_of("birnn"), np.random.default_rng(1)
+    instance = problem(module, 6, 3, seed=0)
+    params, initial, data = moved(instance.params, rng), moved(instance.initial, rng), instance.data(0, 6)
+    trusted.forward(module, params, data, initial)  # the first call of its kind: checked against the public forward
+    ran, plain_run = [], type(module._SWEEPS).run_forward
+
+    def spied(self, passes, *arguments):
+        ran.append(passes.spec.params[0])
+        return plain_run(self, passes, *arguments)
+
+    monkeypatch.setattr(type(module._SWEEPS), "run_forward", spied)
+    for changed, value, groups in [
+        ("W_b", 0.5, ["W_b"]),
+        (None, None, []),
+        ("W_f", 0.5, ["W_f", "W_b"]),
+        ("h_b0", 0.5, ["W_b"]),
+        ("U_f", 0.0, ["W_f", "W_b"]),
+        ("U_f", -0.0, ["W_f"]),  # its outputs those of 0.0: the backward group's arguments as they were
+    ]:
+        if changed is not None:
+            {**params, **initial}[changed][0, 0] = value
+        public = module.forward(params, *data, **initial)
+        ran.clear()
+        outputs, cache = trusted.forward(module, params, data, initial)
+        assert ran == groups, (changed, ran)
+        assert np.array_equal(outputs, public[0]) and cache.keys() == public[1].keys()
+        assert all(np.array_equal(cache[key], public[1][key]) for key in cache)
+
+
 def test_a_forward_that_is_not_its_passes_maths_is_always_called():
     """A module whose forward wraps the generated one (scales its outputs) has the same _PASSES: trusted.forward
     must give the wrapper's outputs at every call, never the bare maths'."""
