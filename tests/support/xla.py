@@ -3,7 +3,12 @@ CLI processes the tests start). The tests' arrays are tiny: compiling, not runni
 so XLA compiles fast rather than well: LLVM without its expensive passes, and fusions emitted by XLA's older
 emitters, not the MLIR ones, which set up an MLIR context and its rewrite patterns for every program (measured on
 jaxlib 0.10: a small operation's compile about halves, a zoo module's to about a third). The same programs,
-computed to the tests' tolerances. One thread, as every worker's BLAS.
+computed to the tests' tolerances. One thread, as every worker's BLAS: so a program's machine code made in one
+piece (XLA splits it in parts for threads to compile at once: each part's a module of its own to set up), and copy
+insertion without its region analysis (measured on jaxlib 0.10: a zoo module's compile about 40% less, the two
+together). Without the split, the machine code of a fusion may round differently in its last bit (a float64
+gradient's relative difference up to about 1e-14 in the zoo's modules; the tests' tolerances are 1e-12 and more);
+the region analysis changes no result.
 
 (The older emitters were once blamed for workers aborting inside XLA's compiler; the cause was every random
 cell's module compiled whole, whose programs filled the process's 65,530 memory maps (tests/support/jax_eager.py
@@ -19,6 +24,8 @@ OPTIMISED = {"xla_backend_optimization_level": 3, "xla_llvm_disable_expensive_pa
 # An XLA that does not know a flag aborts the process: this one only where it is known to exist.
 OLDER_FUSION_EMITTERS = ("--xla_cpu_use_fusion_emitters=false",)
 KNOWN_FROM, KNOWN_BEFORE = (0, 6), (0, 11)  # jaxlib versions (major, minor)
+ONE_PIECE = ("--xla_cpu_parallel_codegen_split_count=1", "--xla_cpu_copy_insertion_use_region_analysis=false")
+ONE_PIECE_FROM, ONE_PIECE_BEFORE = (0, 10), (0, 11)  # where ONE_PIECE was measured
 ONE_CONTEXT_FROM, ONE_CONTEXT_BEFORE = (0, 10), (0, 11)  # where one_mlir_context was measured
 
 
@@ -35,6 +42,8 @@ def flags(given=""):
     version = _jaxlib_version()
     if version is not None and KNOWN_FROM <= version < KNOWN_BEFORE:
         ours += OLDER_FUSION_EMITTERS
+    if version is not None and ONE_PIECE_FROM <= version < ONE_PIECE_BEFORE:
+        ours += ONE_PIECE
     named = {flag.partition("=")[0] for flag in given.split()}
     return " ".join(given.split() + [flag for flag in ours if flag.partition("=")[0] not in named])
 
