@@ -183,10 +183,11 @@ class Batched:
             for key in instance.initial
             if key in built
         }
-        blocked = [name for name in self.blocked(module) if name in built]
+        every_blocked = self.blocked(module)
+        blocked = [name for name in every_blocked if name in built]
         kept = {"T", "T+1", "B", *module.SIZES} - {*self.widened}
         params = {name: blocks([value[name] for value in values], module.SHAPES[name], kept) for name in blocked}
-        rowed = [name for name in self.vectors if name not in self.blocked(module) and name in built]
+        rowed = [name for name in self.vectors if name not in every_blocked and name in built]
         params |= {name: np.repeat([value[name] for value in values], batch, axis=0) for name in rowed}
         matrices = [name for name in self.matrices if name in built]
         stacked = (np.repeat([value[name] for value in values], batch, axis=0) for name in matrices)

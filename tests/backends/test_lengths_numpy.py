@@ -24,7 +24,7 @@ from bptt.tests.support import oracle
 from bptt.tests.support.cell_plans import random_values
 from bptt.tests.support.cells import cells
 from bptt.tests.support.modules import module_of
-from bptt.tests.support.padded import _oracle_mode, assert_padded_as_alone, lengths_drawn, oracle_alone
+from bptt.tests.support.padded import assert_padded_as_alone, lengths_drawn, oracle_alone, oracle_truncation
 from bptt.tests.support.zoo import supporting
 
 T, B = 6, 4
@@ -43,7 +43,7 @@ def zoo_alone(name, seed, truncate):
     """oracle_alone of the padded batch of zoo_values(model, seed) and lengths_drawn(rng(seed)): the oracle's run of
     each sequence alone in the truncation it runs for truncate (random truncation's: full BPTT), the same numbers
     for every backend's module, with or without checkpoints; computed once, read-only."""
-    return _zoo_alone(name, seed, _oracle_mode(truncate))
+    return _zoo_alone(name, seed, oracle_truncation(truncate))
 
 
 @functools.cache

@@ -94,7 +94,7 @@ class InNumPy:
         return self._out(got)
 
 
-def _oracle_mode(truncate):
+def oracle_truncation(truncate):
     """The truncation the oracle runs each sequence alone in: random truncation's is full BPTT (outputs only)."""
     return None if truncate and truncate[0] == "random" else truncate
 
@@ -110,7 +110,7 @@ def oracle_alone(model, values, lengths, truncate=None):
             xs[:length, b : b + 1],
             ys[:length, b : b + 1],
             {seq.name: initial[seq.name][b : b + 1] for seq in model.states},
-            _oracle_mode(truncate),
+            oracle_truncation(truncate),
         )
         for b, length in enumerate(lengths)
     ]
@@ -125,7 +125,7 @@ def assert_padded_as_alone(module, model, values, lengths, truncate=None, checkp
     outputs, cache = module.forward(params, xs, ys, **states, lengths=lengths)
     loss, grads = module.loss_and_grads(params, xs, ys, truncate, checkpoints, **states, lengths=lengths)
     expected_loss, expected = 0.0, {key: np.zeros_like(value) for key, value in grads.items()}
-    oracle_mode = _oracle_mode(truncate)
+    oracle_mode = oracle_truncation(truncate)
     if truths is None:
         truths = oracle_alone(model, values, lengths, truncate)
     for b, length in enumerate(lengths):
