@@ -17,7 +17,12 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_oracle_cells import generate
-from test_reverse_codegen import CELLS, partly_mirrored
+from test_reverse_codegen import (  # noqa: F401 (XDIST_GROUP: one unit)
+    XDIST_GROUP,
+    partly_mirrored,
+)
+from test_reverse_codegen import model_of as example_of
+from test_reverse_codegen import module_of as example_module_of
 
 from bptt.derive.direction import reverse_states
 from bptt.derive.models import load
@@ -39,15 +44,15 @@ TOL = 1e-12
 
 @functools.cache
 def model_of(name):
-    return load(name) if name == "birnn" else CELLS[name]()
+    return load(name) if name == "birnn" else example_of(name)
 
 
-@functools.cache
 def module_of(name, backend):
-    """The zoo's generated module of birnn; the examples' generated once per process."""
+    """The zoo's generated module of birnn; the examples' generated once per process, for test_reverse_codegen.py's
+    tests too (one xdist unit)."""
     if name == "birnn":
         return zoo_module("birnn" if backend == "numpy" else f"birnn_{backend}")
-    return generate(model_of(name), backend)
+    return example_module_of(name, backend)
 
 
 def budgets(module):
@@ -66,8 +71,10 @@ def units(budget):
 
 
 def running(module, backend):
-    """JAX's module eagerly (each segment length would be a compilation), the others as they are."""
-    return eagerly(module) if backend == "jax" else contextlib.nullcontext(module)
+    """A cell's JAX module eagerly (each segment length would be a compilation), the others as they are: the zoo's
+    birnn compiled (its programs cost less than its eager operations, measured)."""
+    eager = backend == "jax" and not module.__name__.startswith("bptt.generated.")
+    return eagerly(module) if eager else contextlib.nullcontext(module)
 
 
 def assert_bounded_equals_full(module, model, values, lengths, monkeypatch):
