@@ -158,8 +158,17 @@ def negligible(analytic, largest, tolerance):
 
 def sample_entries(shape, count, rng):
     """At most count indices of an array of this shape, in order, drawn by rng."""
-    drawn = np.sort(rng.permutation(math.prod(shape))[:count])
-    return list(zip(*[axis.tolist() for axis in np.unravel_index(drawn, shape)], strict=True))
+    drawn = np.sort(rng.permutation(math.prod(shape))[:count]).tolist()
+    return [_unravelled(flat, shape) for flat in drawn]
+
+
+def _unravelled(flat, shape):
+    """np.unravel_index(flat, shape) in Python ints: the index of entry flat of an array of this shape, C order."""
+    index = []
+    for size in reversed(shape):
+        flat, place = divmod(flat, size)
+        index.append(place)
+    return tuple(reversed(index))
 
 
 def check(
@@ -256,6 +265,8 @@ def _spare(next_of, known, ahead, room):
     what the last forward pass of a round has room for besides its wanted ones (else it repeats the last)."""
     spare = []
     for depth in range(ahead, STEPS):
+        if len(spare) >= room:
+            break
         spare += [
             (n, pairs[depth]) for n, pairs in next_of.items() if depth < len(pairs) and (n, pairs[depth]) not in known
         ]

@@ -88,7 +88,8 @@ class Layout:
             its unchanged value."""
             if (name, index) not in places:
                 ends = [self.place(dims[name], base[name].shape, index, k) for k in (0, self.sets - 1)]
-                first, last = np.ravel_multi_index(list(zip(*ends, strict=True)), wide_values[name].shape).tolist()
+                steps = [stride // flat[name].itemsize for stride in wide_values[name].strides]  # C order
+                first, last = (sum([i * step for i, step in zip(end, steps, strict=True)]) for end in ends)
                 offsets = range(first, last + 1, (last - first) // (self.sets - 1))
                 places[name, index] = flat[name], offsets, float(base[name][index])
             return places[name, index]
