@@ -198,7 +198,7 @@ def check_gradients(instance, dtype, truncate, chooser, max_entries):
     drawn = {name: sample_entries(array.shape, max_entries, chooser) for name, array in arrays.items()}
     entries, counts = [(name, index) for name in arrays for index in drawn[name]], [len(drawn[name]) for name in arrays]
     analytic = np.array([grads[name][index] for name, index in entries], np.float64)
-    largest = [float(np.abs(grads[name]).max()) for name in arrays]
+    largest = np.array([float(np.abs(grads[name]).max()) for name in arrays])
     enough = negligible(analytic, np.repeat(largest, counts), tolerance)
     requests = [(name, index, limit) for (name, index), limit in zip(entries, enough, strict=True)]
     numeric, estimates = np.array(differences(instance, truncate, requests)).reshape(-1, 2).T
