@@ -132,11 +132,23 @@ def numeric_gradient(loss, array, entries, enough=None):
 def compare(name, analytic, numeric, estimates, tolerance, largest):
     """Row of an array: entry n passes if |a - n| <= tolerance * scale + MARGIN * estimate, where
     scale = max(|a|, |n|, FLOOR * largest) and largest is the array's largest |gradient|."""
-    scale = np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), FLOOR * max(largest, np.abs(numeric).max()))
+    return compare_arrays([name], [len(analytic)], analytic, numeric, estimates, tolerance, [largest])[0]
+
+
+def compare_arrays(names, counts, analytic, numeric, estimates, tolerance, largest):
+    """compare's Row of each named array, at once: its entries are the next counts[k] (at least 1) of analytic,
+    numeric and estimates; largest, one per array."""
+    if min(counts) < 1:
+        raise ValueError("every array needs at least one entry to compare")
+    starts = np.cumsum([0, *counts[:-1]])
+    most, largest = np.maximum.reduceat(np.abs(numeric), starts), np.asarray(largest, np.float64)
+    floor = np.repeat(FLOOR * np.where(most > largest, most, largest), counts)  # max(largest, most), as Python's
+    scale = np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), floor)
     scale = np.where(scale > 0, scale, np.finfo(float).tiny)
     error, estimate = np.abs(analytic - numeric) / scale, estimates / scale
     ratio = error / (tolerance + MARGIN * estimate)
-    return Row(name, float(error.max()), float(estimate.max()), tolerance, float(ratio.max()))
+    worst = [np.maximum.reduceat(values, starts).tolist() for values in (error, estimate, ratio)]
+    return [Row(name, e, s, tolerance, r) for name, e, s, r in zip(names, *worst, strict=True)]
 
 
 def negligible(analytic, largest, tolerance):
@@ -146,8 +158,17 @@ def negligible(analytic, largest, tolerance):
 
 def sample_entries(shape, count, rng):
     """At most count indices of an array of this shape, in order, drawn by rng."""
-    drawn = np.sort(rng.permutation(math.prod(shape))[:count])
-    return list(zip(*[axis.tolist() for axis in np.unravel_index(drawn, shape)], strict=True))
+    drawn = np.sort(rng.permutation(math.prod(shape))[:count]).tolist()
+    return [_unravelled(flat, shape) for flat in drawn]
+
+
+def _unravelled(flat, shape):
+    """np.unravel_index(flat, shape) in Python ints: the index of entry flat of an array of this shape, C order."""
+    index = []
+    for size in reversed(shape):
+        flat, place = divmod(flat, size)
+        index.append(place)
+    return tuple(reversed(index))
 
 
 def check(
@@ -174,19 +195,14 @@ def check_gradients(instance, dtype, truncate, chooser, max_entries):
     """Rows of the analytic gradient against Ridders' derivatives on entries drawn by chooser."""
     grads, tolerance = instance.grads(dtype, truncate), TOLERANCE[dtype]
     arrays = {**instance.params, **instance.initial}
-    entries = {name: sample_entries(array.shape, max_entries, chooser) for name, array in arrays.items()}
-    analytic = {name: np.array([grads[name][index] for index in entries[name]], np.float64) for name in arrays}
-    largest = {name: float(np.abs(grads[name]).max()) for name in arrays}
-    requests = []
-    for name in arrays:
-        enough = negligible(analytic[name], largest[name], tolerance)
-        requests += [(name, index, limit) for index, limit in zip(entries[name], enough, strict=True)]
-    found = iter(differences(instance, truncate, requests))
-    rows = []
-    for name in arrays:
-        numeric, estimates = np.array([next(found) for _ in entries[name]]).reshape(-1, 2).T
-        rows.append(compare(name, analytic[name], numeric, estimates, tolerance, largest[name]))
-    return rows
+    drawn = {name: sample_entries(array.shape, max_entries, chooser) for name, array in arrays.items()}
+    entries, counts = [(name, index) for name in arrays for index in drawn[name]], [len(drawn[name]) for name in arrays]
+    analytic = np.array([grads[name][index] for name, index in entries], np.float64)
+    largest = np.array([float(np.abs(grads[name]).max()) for name in arrays])
+    enough = negligible(analytic, np.repeat(largest, counts), tolerance)
+    requests = [(name, index, limit) for (name, index), limit in zip(entries, enough, strict=True)]
+    numeric, estimates = np.array(differences(instance, truncate, requests)).reshape(-1, 2).T
+    return compare_arrays(list(arrays), counts, analytic, numeric, estimates, tolerance, largest)
 
 
 # In step, each ladder's next AHEAD differences are evaluated together (FIRST at first: a ladder needs
@@ -249,6 +265,8 @@ def _spare(next_of, known, ahead, room):
     what the last forward pass of a round has room for besides its wanted ones (else it repeats the last)."""
     spare = []
     for depth in range(ahead, STEPS):
+        if len(spare) >= room:
+            break
         spare += [
             (n, pairs[depth]) for n, pairs in next_of.items() if depth < len(pairs) and (n, pairs[depth]) not in known
         ]

@@ -78,7 +78,7 @@ class Problem:
         trusted.forward (valid until its next call), or with the lengths of the module's forward."""
         if self.padded(start, stop):
             return self.forward(self.params, start, stop, initial)
-        return trusted.forward(self.module, self.params, self.data(start, stop), initial)[0]
+        return trusted.forward(self.module, self.params, self.data(start, stop), initial, cache=False)[0]
 
     def start(self, start, detached):
         """The states a segment from step `start` starts from. A detached segment starts from the
@@ -137,7 +137,7 @@ class Problem:
         states = [self.start(a, d) for a, d in zip(starts, detached, strict=True)]
         initial = {key: np.concatenate([state[key] for state in states]) for key in self.initial}
         params = trusted.tiled(module, self.params, len(starts))  # a row per sample: for each segment
-        outputs = trusted.forward(module, params, (xs, fed) if module.TEACHER_FORCED else (xs,), initial)[0]
+        outputs = trusted.forward(module, params, (xs, fed) if module.TEACHER_FORCED else (xs,), initial, False)[0]
         weights = np.concatenate([np.broadcast_to(self.weights(a, a + length), (length, batch, 1)) for a in starts], 1)
         losses = (self.scores(outputs, ys) * weights).reshape(length, len(starts), batch, self.sets)
         return np.add.reduce(losses, 2) / batch

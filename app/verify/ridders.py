@@ -1,6 +1,8 @@
 """Ridders' method: a derivative by finite differences whose step follows the function,
 with an estimate of its own error (Numerical Recipes, section 5.7, dfridr)."""
 
+import math
+
 import numpy as np
 
 # Ridders' method: the first step and how it shrinks; at most STEPS steps and ORDERS orders of
@@ -31,7 +33,8 @@ def ridders(loss, array, index, enough=0.0):
 
 def start(array, index):
     """The first step along array[index]: START times max(|entry|, rms of the array), or START."""
-    return START * (max(abs(float(array[index])), float(np.sqrt(np.mean(np.square(array))))) or 1.0)
+    mean_square = float(np.add.reduce(np.square(array), axis=None)) / array.size  # np.mean's sum, divided
+    return START * (max(abs(float(array[index])), math.sqrt(mean_square)) or 1.0)
 
 
 def drive(steps, losses):
@@ -116,16 +119,16 @@ def _converging(differences, noise, enough):
     holds: their last three changes shrink about SHRINK^2-fold each (the h^2 term dominates), or the last two are
     small (within the rounding noise of the difference each ends at, or what is enough: the loss is a quadratic
     along the entry, as far as differences can tell). In Python floats: a ladder asks at every step."""
+    if len(differences) < 3:
+        return False
     last = differences[-4:]
     changes = [abs(new - old) for old, new in zip(last[:-1], last[1:], strict=True)]
-    if len(changes) < 2:
-        return False
-    if all(change <= _larger(rounding, enough) for change, rounding in zip(changes[-2:], noise[-2:], strict=True)):
+    if changes[-2] <= _larger(noise[-2], enough) and changes[-1] <= _larger(noise[-1], enough):
         return True
-    low, high = 0.8 * SHRINK**2, 1.25 * SHRINK**2
-    return len(changes) == 3 and all(
-        low * new <= old <= high * new for old, new in zip(changes[:-1], changes[1:], strict=True)
-    )
+    if len(changes) < 3:
+        return False
+    (a, b, c), low, high = changes, 0.8 * SHRINK**2, 1.25 * SHRINK**2
+    return low * b <= a <= high * b and low * c <= b <= high * c
 
 
 def _larger(a, b):

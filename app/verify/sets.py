@@ -84,11 +84,14 @@ class Layout:
         dims, places = self.dims(instance.module), {}
 
         def place(name, index):
-            """The entry's offsets in every block of its wide array, flat (each axis's place is k * block apart)."""
+            """The entry's flat array, its offsets in every block of it (each axis's place is k * block apart), and
+            its unchanged value."""
             if (name, index) not in places:
                 ends = [self.place(dims[name], base[name].shape, index, k) for k in (0, self.sets - 1)]
-                first, last = np.ravel_multi_index(list(zip(*ends, strict=True)), wide_values[name].shape)
-                places[name, index] = [first + k * ((last - first) // (self.sets - 1)) for k in range(self.sets)]
+                steps = [stride // flat[name].itemsize for stride in wide_values[name].strides]  # C order
+                first, last = (sum([i * step for i, step in zip(end, steps, strict=True)]) for end in ends)
+                offsets = range(first, last + 1, (last - first) // (self.sets - 1))
+                places[name, index] = flat[name], offsets, float(base[name][index])
             return places[name, index]
 
         def losses(changes):
@@ -96,14 +99,14 @@ class Layout:
             for first in range(0, len(changes), self.sets):
                 chunk = changes[first : first + self.sets]
                 chunk += chunk[-1:] * (self.sets - len(chunk))  # always self.sets wide: one shape per instance
-                at = [(flat[name], place(name, index)[k], value) for k, (name, index, value) in enumerate(chunk)]
+                at = [(place(name, index), k, value) for k, (name, index, value) in enumerate(chunk)]
                 try:
-                    for array, offset, value in at:
-                        array[offset] = value
+                    for (array, offsets, _), k, value in at:
+                        array[offsets[k]] = value
                     found_here = unchanged.loss(truncate)
                 finally:
-                    for (array, offset, _), (name, index, _) in zip(at, chunk, strict=True):
-                        array[offset] = base[name][index]
+                    for (array, offsets, saved), k, _ in at:
+                        array[offsets[k]] = saved
                 if not np.isfinite(found_here).all():  # evaluated again, one set at a time
                     found_here = [_with(instance, _changed(base, *change)).loss(truncate) for change in chunk]
                 found.extend(found_here[: len(changes) - first])

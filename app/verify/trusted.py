@@ -23,9 +23,10 @@ BUDGET = 64 * 2**20  # bytes of work arrays kept per thread; beyond, all are dro
 _THREAD = threading.local()
 
 
-def forward(module, params, data, initial):
+def forward(module, params, data, initial, cache=True):
     """(outputs, cache) of module.forward(params, *data, **initial): in arrays kept for the next call of this kind,
-    so valid until then, if trusted. Vector parameters given a row per sample (per_sample): see _rowed_arrays."""
+    so valid until then, if trusted (the cache None if not asked for, when that saves gathering it). Vector
+    parameters given a row per sample (per_sample): see _rowed_arrays."""
     passes = getattr(module, "_PASSES", None)
     if passes is None:
         if per_sample(module, params):
@@ -48,7 +49,7 @@ def forward(module, params, data, initial):
         return module.forward(params, *data, **initial)
     sizes, work, axis = kept
     passes.forward(params, sizes, *data, *_states(module, initial, axis), work)
-    return _run(passes, data[0], work, axis)
+    return _run(passes, data[0], work, axis, cache)
 
 
 def _grouped(module, params, data, initial):
@@ -108,13 +109,15 @@ def _states(module, initial, axis):
     return [initial[name][:, None] if axis else initial[name] for name in module.STATES]
 
 
-def _run(passes, x, work, axis):
-    """(outputs, cache) of a forward pass into work; without the work arrays' axis of one after the batch's, if
-    axis (a matrix per sample: each sample's step a stack of one-row matrix products)."""
-    outputs, cache = work[passes.spec.output], passes.cache(x, work)
+def _run(passes, x, work, axis, cache=True):
+    """(outputs, cache) of a forward pass into work (the cache None if not asked for); without the work arrays' axis
+    of one after the batch's, if axis (a matrix per sample: each sample's step a stack of one-row matrix products)."""
+    outputs, gathered = work[passes.spec.output], passes.cache(x, work) if cache else None
     if not axis:
-        return outputs, cache
-    return _squeezed(outputs), {name: value if value is x else _squeezed(value) for name, value in cache.items()}
+        return outputs, gathered
+    if gathered is not None:
+        gathered = {name: value if value is x else _squeezed(value) for name, value in gathered.items()}
+    return _squeezed(outputs), gathered
 
 
 def _squeezed(array):
