@@ -144,13 +144,15 @@ def pieces(expr, reach=PLAIN):
 
 def pack(items, first, rest):
     """Lines of pieces: the first line at most `first` points wide, the others `rest`."""
-    lines, line = [], []
+    lines, line, wide = [], [], 0  # wide: _width(line), added to piece by piece as sum() adds
     for piece in items:
         line.append(piece)
-        while _width(line) > (rest if lines else first) and _breaks(line):
-            cut = min(_breaks(line), key=lambda n: (line[n].kind, line[n].depth, -n))
+        wide += width(piece.text)
+        while wide > (rest if lines else first) and (breaks := _breaks(line)):
+            cut = min(breaks, key=lambda n: (line[n].kind, line[n].depth, -n))
             lines.append(line[:cut])
             line = line[cut:]
+            wide = _width(line)
     return lines + [line]
 
 

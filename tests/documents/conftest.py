@@ -1,19 +1,17 @@
 """The documents of the zoo and of the examples, made and compiled once for the modules that read them
 (test_document_layout.py, test_latex_compiles.py here; test_derivation_text.py, test_document_prose.py and
 tests/readme/test_readme.py read the same sections through printed.shown), which share one xdist group
-(printed.GROUP) so that one worker makes them: the zoo's .tex by `bptt latex MODEL -o FILE` (its CPU time
-measured), one process per core, while this process renders every .tex and Markdown from the sections built
-once per model (printed.shown_document); each .tex compiled once."""
+(printed.GROUP) so that one worker makes them: the zoo's .tex by `bptt latex MODEL -o FILE` (forked from the
+tests' CLI server, support/cli.py; its CPU time is app/bench/latex_times.py's), while this process renders every
+.tex and Markdown from the sections built once per model (printed.shown_document); each .tex compiled once."""
 
 import concurrent.futures
 import contextlib
-import os
-import sys
 from dataclasses import dataclass
 
 import pytest
 
-from bptt.tests.support import markdown_read
+from bptt.tests.support import cli, markdown_read
 from bptt.tests.support.printed import (
     DOCUMENTS,
     EXAMPLES,
@@ -24,40 +22,35 @@ from bptt.tests.support.printed import (
     pdflatex,
     shown_document,
     side_by_side,
-    timed,
 )
 
 
 @dataclass(frozen=True)
 class Document:
     """A model's document: printed (for the zoo, the file `bptt latex` wrote), its Markdown, its .tex as rendered
-    from the sections, and the CPU seconds `bptt latex MODEL -o FILE` took (the zoo only, else None)."""
+    from the sections."""
 
     printed: Printed
     md: str
     rendered: str
-    cpu: float | None
 
 
 @pytest.fixture(scope="session")
 def documents(tmp_path_factory):
     """{model: Document} for the zoo and the examples."""
     folder = tmp_path_factory.mktemp("documents")
-    latex = [[sys.executable, "-m", "bptt", "latex", m, "-o", str(folder / f"{file_stem(m)}.tex")] for m in ZOO]
-    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        runs = pool.map(lambda command: timed(command, cwd=REPO), latex)
+    latex = [("latex", m, "-o", str(folder / f"{file_stem(m)}.tex")) for m in ZOO]
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # the server runs one invocation at a time
+        runs = pool.submit(lambda: [cli.bptt(*args) for args in latex])
         with contextlib.chdir(REPO):  # the examples are named by their path in the checkout, as a user runs them
             texts = {m: (shown_document(m, "tex"), shown_document(m, "md")) for m in DOCUMENTS}
-        runs = list(runs)
-    for status, stderr, _ in runs:
-        assert status == 0, stderr[-3000:]
-    cpu = dict(zip(ZOO, (seconds for _, _, seconds in runs), strict=True))
+    for run in runs.result():
+        assert run.returncode == 0, run.stderr[-3000:]
     for model in EXAMPLES:
         (folder / f"{file_stem(model)}.tex").write_text(texts[model][0], encoding="utf-8")
     printed = side_by_side(lambda m: pdflatex(folder / f"{file_stem(m)}.tex", measure=True), DOCUMENTS)
     return {
-        model: Document(done, texts[model][1], texts[model][0], cpu.get(model))
-        for model, done in zip(DOCUMENTS, printed, strict=True)
+        model: Document(done, texts[model][1], texts[model][0]) for model, done in zip(DOCUMENTS, printed, strict=True)
     }
 
 

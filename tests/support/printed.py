@@ -1,4 +1,4 @@
-"""Documents as a student prints them: rendered by `bptt latex` (its CPU time measured), compiled by pdflatex once,
+"""Documents as a student prints them: rendered by `bptt latex`, compiled by pdflatex once,
 with the page and height at which each section starts; the helpers the document tests share."""
 
 import atexit
@@ -86,17 +86,6 @@ class Printed:
 def side_by_side(function, items):
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as pool:
         return list(pool.map(function, items))
-
-
-def timed(command, **options):
-    """Run a command whose output is small (it fits the pipes); (its exit status, stderr, the CPU seconds of that
-    child alone). Safe from several threads at once: the child's own usage, not the children's total."""
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **options)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    with process.stderr:
-        stderr = process.stderr.read()
-    return process.returncode, stderr, usage.ru_utime + usage.ru_stime
 
 
 def file_stem(model):
