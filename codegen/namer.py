@@ -41,7 +41,7 @@ from bptt.codegen.renaming import (
     top_statements,
     walk,
 )
-from bptt.derive.model import ModelError, Seq
+from bptt.derive.model import ModelError, Seq, renamed
 from bptt.derive.nodes import SeqAt
 from bptt.derive.refusal import Refusal, refusing
 
@@ -156,7 +156,8 @@ NOT_CODE = re.compile(
 
 @functools.lru_cache(maxsize=16)  # every backend renders the same hidden model (a Model is a frozen dataclass)
 def hide(model):
-    """The model with every size, parameter and sequence's name hidden (nothing else changes)."""
+    """The model with every size, parameter and sequence's name hidden (nothing else changes: derive.model.renamed,
+    not checked again)."""
     sizes = {s: sp.Symbol(hidden_name(s.name), **s.assumptions0) for s in model.sizes}
     params = {
         p: sp.MatrixSymbol(hidden_name(p.name), *(sp.sympify(n).xreplace(sizes) for n in p.shape)) for p in model.params
@@ -174,7 +175,7 @@ def hide(model):
     def pairs(items):
         return tuple((seq(s), expr(e)) for s, e in items)
 
-    return dataclasses.replace(
+    return renamed(
         model,
         sizes=tuple(sizes.values()),
         params=tuple(params.values()),

@@ -8,8 +8,9 @@ and at t after their own assignment; every other sequence appears at t only. Sev
 (LSTM's h and c) need nothing more.
 """
 
+import copy
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import sympy as sp
 
@@ -126,6 +127,19 @@ class Model:
 
     def concrete_loss(self):
         return self.code_loss if self.code_loss is not None else self.loss
+
+
+def renamed(model, **changes):
+    """dataclasses.replace(model, **changes) for changes that only give what the model names other names (its sizes,
+    parameters and sequences, every equation the same but for them): valid as the model is, so not checked again
+    (Model.__post_init__'s walks of every equation)."""
+    unknown = set(changes) - {f.name for f in fields(model)}
+    if unknown:
+        raise TypeError(f"Model has no field {sorted(unknown)[0]!r}")
+    other = copy.copy(model)  # (no __init__: no __post_init__)
+    for name, value in changes.items():
+        object.__setattr__(other, name, value)
+    return other
 
 
 @functools.lru_cache(maxsize=256)  # a walk of every equation, asked by each backend's name checks (a Model is a key,

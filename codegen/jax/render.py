@@ -109,8 +109,12 @@ def bindings(model, used, first, cache=()):
 def size_read(model, size):
     """Code reading a size from a parameter's shape: an axis of that size, else one of a whole multiple of it
     (a block layout's 4h), divided."""
-    axes = [(p, k, dim / size) for p in model.params for k, dim in enumerate(p.shape)]  # 2*d / d is 2
-    param, axis, times = min((e for e in axes if e[2].is_Integer and e[2] > 0), key=lambda e: e[2] != 1)
+    axes = [(p, k, dim) for p in model.params for k, dim in enumerate(p.shape)]
+    exact = next(((p, k) for p, k, dim in axes if dim == size), None)  # the first, found without SymPy's divisions
+    if exact is not None:
+        return f'params["{exact[0].name}"].shape[{exact[1]}]'
+    ratios = [(p, k, dim / size) for p, k, dim in axes]  # 2*d / d is 2
+    param, axis, times = min((e for e in ratios if e[2].is_Integer and e[2] > 0), key=lambda e: e[2] != 1)
     shape = f'params["{param.name}"].shape[{axis}]'
     return shape if times == 1 else f"{shape} // {times}"
 

@@ -126,6 +126,8 @@ def _renamer(name, slope, named):
         return swapped[node]
 
     def rename(expr):
+        if not any(a.of.name == name for a in expr.atoms(Adj)):
+            return expr  # (replace would rebuild each product as it is)
         return expr.replace(lambda e: isinstance(e, sp.MatMul), swap_once)
 
     return rename

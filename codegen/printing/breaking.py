@@ -39,7 +39,17 @@ def line_tokens(code):
 # Python 3.11's tokenize is Python: it reads a line by one pattern, PseudoToken, in the loop _plain_tokens runs
 # without tokenize's bookkeeping for lines to come (its tokens are the same: tests/codegen/test_columns.py).
 _PLAIN = hasattr(tokenize, "PseudoToken") and not hasattr(tokenize, "FSTRING_START")
-_PSEUDO = re.compile(getattr(tokenize, "PseudoToken", ""))
+_PSEUDO = getattr(tokenize, "PseudoToken", "")
+# PseudoToken with most of a printed line found first, where PseudoToken finds the same token, without trying its
+# many alternatives: a name that is no string's prefix, an integer without a point, exponent or underscore, a point
+# that begins no number, an operator (the longest, as PseudoToken's operators in reverse order find it).
+_OPERATORS = sorted((op for op in getattr(tokenize, "EXACT_TOKEN_TYPES", ()) if op[0] != "."), key=len, reverse=True)
+_TOKENS = re.compile(
+    r" *(?:(?P<name>[A-Za-z_][A-Za-z0-9_]*(?![\w'\"]))|(?P<number>(?:0|[1-9][0-9]*)(?![\w.]))"
+    r"|(?P<op>\.(?![0-9.])|" + "|".join(map(re.escape, _OPERATORS)) + ")"
+    r"|(?P<other>" + _PSEUDO.removeprefix(getattr(tokenize, "Whitespace", "")) + "))"
+)
+_KINDS = {"name": tokenize.NAME, "number": tokenize.NUMBER, "op": tokenize.OP}
 _SLOW = object()  # what _plain_tokens returns for a line it leaves to tokenize
 _TOKEN, _TokenInfo = tuple.__new__, tokenize.TokenInfo  # a TokenInfo made without its Python __new__
 
@@ -51,14 +61,18 @@ def _plain_tokens(code):
     if not code or code[0] in " #" or any(c in code for c in "\\\n\r\t\f"):
         return _SLOW
     tokens, depth, pos, end = [], 0, 0, len(code)
-    for match in _PSEUDO.finditer(code):
+    for match in _TOKENS.finditer(code):
         if match.start() != pos:
             return _SLOW  # a character no token begins with
-        start, pos = match.span(1)
+        group = match.lastgroup
+        start, pos = match.span(group)
         if start == pos:
             continue
         token, initial = code[start:pos], code[start]
-        if initial in "0123456789" or (initial == "." and token not in (".", "...")):
+        kind = _KINDS.get(group)
+        if kind is not None:
+            pass
+        elif initial in "0123456789" or (initial == "." and token not in (".", "...")):
             kind = tokenize.NUMBER
         elif initial == "#":
             kind = tokenize.COMMENT
@@ -69,8 +83,9 @@ def _plain_tokens(code):
         elif initial.isidentifier():
             kind = tokenize.NAME
         else:
-            depth += (initial in "([{") - (initial in ")]}")
             kind = tokenize.OP
+        if kind == tokenize.OP:
+            depth += (initial in "([{") - (initial in ")]}")
         tokens.append(_TOKEN(_TokenInfo, (kind, token, (1, start), (1, pos), code)))
     if pos != end:
         return _SLOW

@@ -134,14 +134,15 @@ def _statement_lines(line, width):
     if tokens is None:
         return [line]
     comment = next((tok for tok in tokens if tok.type == tokenize.COMMENT), None)
-    above = _comment(comment.string, indent, width) if comment else []
+    above = list(_comment(comment.string, indent, width)) if comment else []
     code = Code(line.strip(), [tok for tok in tokens if tok.type != tokenize.COMMENT])
     if not code.tokens:
         return above
     return above + code.lines((0, len(code.tokens)), indent, width)
 
 
+@functools.lru_cache(maxsize=4096)  # every backend's module says the same equations
 def _comment(text, indent, width):
     body = text.lstrip("#").strip()
     wrapped = textwrap.wrap(body, max(width - len(indent) - 2, 20), break_long_words=False, break_on_hyphens=False)
-    return [f"{indent}# {piece}" for piece in wrapped]
+    return tuple(f"{indent}# {piece}" for piece in wrapped)

@@ -42,9 +42,11 @@ def array_name(node):
 
 
 @functools.lru_cache(maxsize=4096)  # a printer asks for every sequence it prints; an Array is frozen
-def default_array(node):
-    seq = node.of if isinstance(node, Adj) else node
-    return Array(array_name(node), seq.rows, Steps.FROM_ZERO if seq.role in ALIGNED else Steps.FROM_ONE)
+def default_array(name, rows, role):
+    """The array of a sequence's values (or adjoints) that no ir.Array places: named `name`, aligned by its role
+    (remembered by these, not by the node: a node equal to one met before was compared with it argument by
+    argument)."""
+    return Array(name, rows, Steps.FROM_ZERO if role in ALIGNED else Steps.FROM_ONE)
 
 
 class RowPrinter(ProductPrinting):
@@ -83,7 +85,11 @@ class RowPrinter(ProductPrinting):
     def array(self, node):
         name = array_name(node)
         self.used.arrays.add(name)
-        return self.arrays.get(name) or default_array(node)
+        found = self.arrays.get(name)
+        if found is None:
+            seq = node.of if isinstance(node, Adj) else node
+            found = default_array(name, seq.rows, seq.role)
+        return found
 
     # sequences and names
 
