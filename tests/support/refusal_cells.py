@@ -370,6 +370,7 @@ INTERNAL = {
         "invariant: the layout only breaks lines (printing/columns.py); a guard against printing other code"
     ),
     "derive/flow.py _Transposed.__getitem__:": "a Mapping's KeyError for a pair of names that are not states",
+    "derive/model.py renamed: Model has no field": "invariant: codegen renames only a model's fields (namer.hide)",
     "codegen/namer.py Namer.rendering:": "re-raises a refusal of the hidden model in the model's names",
     "codegen/namer.py _fresh: unreachable: more spellings than names": "invariant",
     "codegen/namer.py _key_edits: namer: an f-string names a model's name, which the namer": (
