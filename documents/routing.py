@@ -177,13 +177,9 @@ def _crossed(points, edge, boxes):
 
 
 def _visible(points, boxes, edge):
-    """The points outside the boxes of an edge's ends (inside()'s comparisons, written out: a few per point)."""
-    (x0, y0, w0, h0), (x1, y1, w1, h1) = boxes[edge.source], boxes[edge.target]
-    return [
-        (x, y)
-        for x, y in points
-        if not (abs(x - x0) < w0 and abs(y - y0) < h0) and not (abs(x - x1) < w1 and abs(y - y1) < h1)
-    ]
+    """The points outside the boxes of an edge's ends."""
+    ends = boxes[edge.source], boxes[edge.target]
+    return [p for p in points if not inside(p, ends[0]) and not inside(p, ends[1])]
 
 
 def _apart(points, twin, boxes, edge):

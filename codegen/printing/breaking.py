@@ -69,27 +69,28 @@ def _plain_tokens(code):
         if start == pos:
             continue
         token, initial = code[start:pos], code[start]
-        kind = _KINDS.get(group)
-        if kind is not None:
-            pass
-        elif initial in "0123456789" or (initial == "." and token not in (".", "...")):
-            kind = tokenize.NUMBER
-        elif initial == "#":
-            kind = tokenize.COMMENT
-        elif token in tokenize.triple_quoted:
+        kind = _KINDS[group] if group in _KINDS else _other_kind(token, initial)
+        if kind is None:
             return _SLOW
-        elif token[-1] in "'\"":  # (a whole string on one line: no other token ends in a quote)
-            kind = tokenize.STRING
-        elif initial.isidentifier():
-            kind = tokenize.NAME
-        else:
-            kind = tokenize.OP
         if kind == tokenize.OP:
             depth += (initial in "([{") - (initial in ")]}")
         tokens.append(_TOKEN(_TokenInfo, (kind, token, (1, start), (1, pos), code)))
     if pos != end:
         return _SLOW
     return tokens if depth == 0 else None
+
+
+def _other_kind(token, initial):
+    """The kind of a token PseudoToken's own alternatives found; None for a triple quote (left to tokenize)."""
+    if initial in "0123456789" or (initial == "." and token not in (".", "...")):
+        return tokenize.NUMBER
+    if initial == "#":
+        return tokenize.COMMENT
+    if token in tokenize.triple_quoted:
+        return None
+    if token[-1] in "'\"":  # (a whole string on one line: no other token ends in a quote)
+        return tokenize.STRING
+    return tokenize.NAME if initial.isidentifier() else tokenize.OP
 
 
 def _strings_whole(tokens):
