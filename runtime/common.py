@@ -172,10 +172,20 @@ def _step_bytes(step_rows, sizes, B, itemsize, ages, factor=1):
 
 def _viewed(work, views, sizes):
     """work with the views of its stacked arrays: each (the stacked array, first row, end row) of views."""
-    for name, (stacked, start, stop) in views.items():
-        if stacked in work:
-            work[name] = work[stacked][..., _extent(start, sizes) : _extent(stop, sizes)]
+    for name, stacked, start, stop in _view_rows(views, work, sizes):
+        work[name] = work[stacked][..., start:stop]
     return work
+
+
+def _view_rows(views, arrays, sizes):
+    """(name, stacked array, first row, end row) of each view of views whose stacked array is among arrays' names or
+    an earlier view's, its rows at these sizes."""
+    rows, made = [], set(arrays)
+    for name, (stacked, start, stop) in views.items():
+        if stacked in made:
+            rows.append((name, stacked, _extent(start, sizes), _extent(stop, sizes)))
+            made.add(name)
+    return rows
 
 
 @functools.cache

@@ -24,6 +24,7 @@ from bptt.runtime.common import (
     _keep,
     _Spec,
     _step_bytes,
+    _view_rows,
 )
 from bptt.runtime.numpy import (
     _all_finite,
@@ -176,12 +177,7 @@ class _Passes:
         kept = self.layouts.get(key)
         if kept is None or kept[0] is not table:  # the table is held with its layout: its id names no other meanwhile
             shapes = [(name, tuple([_extent(dim, lengths) for dim in dims])) for name, dims in table.items()]
-            views, made = [], set(table)
-            for name, (stacked, start, stop) in self.views.items():  # as common._viewed takes them
-                if stacked in made:
-                    views.append((name, stacked, _extent(start, lengths), _extent(stop, lengths)))
-                    made.add(name)
-            kept = table, shapes, views
+            kept = table, shapes, _view_rows(self.views, table, lengths)
             _keep(self.layouts, key, kept)
         return kept[1:]
 
