@@ -158,8 +158,9 @@ def pytest_configure(config):
         config.pluginmanager.register(Measure(config.getoption("cpu_durations"), _runs_tests(config)), "cpu_durations")
     config.addinivalue_line(
         "markers",
-        "slow(seconds=0): a long proof, scheduled first so that the workers finish together; those given about how "
-        "many CPU seconds they take on CI before the others, the longest first",
+        "slow(seconds=0, unit=None): a long proof, scheduled first so that the workers finish together; those given "
+        "about how many CPU seconds they take on CI before the others, the longest first; those naming the same unit "
+        "run in one worker, one after the other",
     )
 
 
@@ -181,10 +182,13 @@ def _order(item):
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(items):
-    """Slow tests first, then the units of several modules (_order). A slow test is a work unit of its own; the
-    other tests of a module form one unit (of modules naming the same XDIST_GROUP, one unit together), so that
-    their fixtures and caches are computed by one worker, not by each."""
+    """Slow tests first, then the units of several modules (_order). A slow test is a work unit of its own, or of the
+    slow tests naming its unit; the other tests of a module form one unit (of modules naming the same XDIST_GROUP, one
+    unit together), so that their fixtures and caches are computed by one worker, not by each."""
     for item in items:
-        if item.get_closest_marker("slow") is None:
+        slow = item.get_closest_marker("slow")
+        if slow is None:
             item.add_marker(pytest.mark.xdist_group(getattr(item.module, "XDIST_GROUP", item.module.__name__)))
+        elif slow.kwargs.get("unit"):
+            item.add_marker(pytest.mark.xdist_group(slow.kwargs["unit"]))
     items.sort(key=_order)
