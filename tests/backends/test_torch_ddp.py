@@ -10,7 +10,6 @@ pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
 import socket
 
 import torch
-import torch._dynamo  # noqa: F401  DistributedDataParallel's constructor imports it: once here, not in each rank
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
@@ -42,6 +41,10 @@ def free_port():
 
 
 def test_ddp_averages_to_the_whole_batch_gradient(tmp_path):
+    # DistributedDataParallel's constructor imports torch._dynamo (0.8 s): once here before the ranks fork, not in each
+    # rank, nor while every worker collects the tests
+    import torch._dynamo  # noqa: F401
+
     port = free_port()
     outs = [tmp_path / f"rank{rank}.pt" for rank in range(2)]
     calls = [lambda rank=rank, out=out: rank_gradients(rank, port, out) for rank, out in enumerate(outs)]
