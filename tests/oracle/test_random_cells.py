@@ -191,8 +191,9 @@ def check_random_cell(plan, steps, truncate, seed):
 # Hypothesis did not stop early); none is in both, as half() gives each plan one half. No shrinking: every cell
 # generates three modules, and the plan of a failing one is printed whole (tests/support/cell_plans.py builds it). The
 # two are the suite's longest proofs, handed out first as one unit: run by one worker one after the other, the second
-# half finds the eager programs JAX compiled for these small shapes and the caches the first warmed (measured in a run
-# of the suite: 125 CPU-s as two units on two workers, 109 as one), while the other worker runs the zoo's check sweep.
+# half finds the eager programs JAX compiled for these small shapes and the caches the first warmed (measured in runs
+# of the suite: 124-125 CPU-s as two units on two workers, 111-114 as one), while the other worker runs the zoo's
+# check sweep.
 HALF = pytest.mark.slow(seconds=100, unit="random cells")
 CELLS = settings(
     max_examples=120,
