@@ -139,11 +139,15 @@ def _workers_leave_without_tearing_down(config):
     its workers to end before it ends the run (measured over the suite: the last worker's report to the run's end,
     10 s; 1.4 s this way). The atexit handlers registered from here on run first (the temporary folders' cleanup,
     JAX's and torch's own), then buffered output is written and the process exits. What xdist reads of a worker is
-    its reports, not its exit status; a run without xdist (-n 0) ends as Python ends."""
+    its reports, not its exit status; a run without xdist (-n 0), or a child forked from a worker that exits through
+    Python's exit, ends as Python ends."""
     if not hasattr(config, "workerinput"):
         return
+    worker = os.getpid()
 
     def leave():
+        if os.getpid() != worker:
+            return
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
