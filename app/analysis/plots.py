@@ -38,9 +38,13 @@ class MissingMatplotlib(RuntimeError):
 def _figure(size, dpi):
     try:
         from matplotlib.figure import Figure  # no pyplot: nothing global changes (a notebook keeps its backend)
+
+        from bptt.app.analysis.canvas import Canvas
     except ImportError as error:
         raise MissingMatplotlib(MISSING) from error
-    return Figure(figsize=size, dpi=dpi, layout="constrained")
+    figure = Figure(figsize=size, dpi=dpi, layout="constrained")
+    Canvas(figure)  # the figure's canvas from now on
+    return figure
 
 
 def require():
