@@ -50,11 +50,18 @@ def drawn(request):
     return analysis, figures
 
 
+@functools.cache
+def legends(figure):
+    """Every legend of the figure, its subfigures and axes (found once: nothing adds one after)."""
+    return tuple(figure.findobj(lambda artist: hasattr(artist, "legend_handles")))
+
+
 def legend_entries(figure):
     """[(text, handle)] of every legend of the figure, its subfigures and axes."""
-    legends = figure.findobj(lambda artist: hasattr(artist, "legend_handles"))
     return [
-        (text.get_text(), h) for leg in legends for text, h in zip(leg.get_texts(), leg.legend_handles, strict=True)
+        (text.get_text(), h)
+        for leg in legends(figure)
+        for text, h in zip(leg.get_texts(), leg.legend_handles, strict=True)
     ]
 
 
@@ -67,8 +74,10 @@ def curves(ax):
     return [line for line in ax.get_lines() if line.get_gid()]
 
 
+@functools.cache
 def all_axes(figure):
-    return figure.findobj(lambda artist: hasattr(artist, "get_yscale") and hasattr(artist, "get_lines"))
+    """Every axes of the figure and its subfigures (found once: nothing adds one after)."""
+    return tuple(figure.findobj(lambda artist: hasattr(artist, "get_yscale") and hasattr(artist, "get_lines")))
 
 
 def test_the_threshold_lies_between_the_measured_norms(drawn):
@@ -141,16 +150,14 @@ def test_no_curve_hides_another(drawn):
 
 def test_legends_cover_no_curve(drawn):
     """Every legend lies outside every axes (its box meets no axes' box, where the curves are), where the PNG shows
-    them: the fixture laid each figure out as png() does, and nothing has moved them since (a renderer of the
-    figure's dpi, which png() draws at, measures the legends' texts)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # here: a worker that runs no plot test loads none
-
+    them: the fixture laid each figure out as png() does, and nothing has moved them since (the renderer that laid
+    it out, of the figure's dpi, which png() draws at, measures the legends' texts)."""
     _, figures = drawn
     for name, figure in figures.items():
-        renderer = FigureCanvasAgg(figure).get_renderer()
-        legends = figure.findobj(lambda artist: hasattr(artist, "legend_handles"))
-        assert legends, name
-        for legend, ax in itertools.product(legends, all_axes(figure)):
+        renderer = figure.canvas.get_renderer()
+        assert renderer.dpi == figure.dpi, name
+        assert legends(figure), name
+        for legend, ax in itertools.product(legends(figure), all_axes(figure)):
             box, area = legend.get_window_extent(renderer), ax.get_window_extent(renderer)
             assert not box.overlaps(area), (name, ax.get_title())
 
