@@ -31,29 +31,45 @@ def problem(module, T, B, sizes, seed):
     return params, xs, ys, initial
 
 
-def reference_loss(model, outputs, ys):
-    """(L, dL/d outputs) of the model's loss, written here from the maths, averaged over the batch."""
-    T, B, q = outputs.shape
+def reference_terms(model, outputs, ys):
+    """(each step's and sample's loss l_t, a function giving dl_t/d outputs), written here from the maths, before
+    the loss averages them (reference_loss): the finite differences read the losses alone."""
+    q = outputs.shape[-1]
     kind = type(model.concrete_loss())
     if kind is SquaredError:  # l = 1/2 ||o_t - y_t||^2
-        per_step = 0.5 * ((outputs - ys) ** 2).sum(axis=-1)
-        d = outputs - ys
-    elif kind is SoftmaxCrossEntropy:  # l = -log softmax(s_t)[y_t]
+        return 0.5 * ((outputs - ys) ** 2).sum(axis=-1), lambda: outputs - ys
+    if kind is SoftmaxCrossEntropy:  # l = -log softmax(s_t)[y_t]
         shifted = outputs - outputs.max(axis=-1, keepdims=True)
         log_p = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
         per_step = -np.take_along_axis(log_p, ys[..., None], axis=-1)[..., 0]
-        d = np.exp(log_p) - (ys[..., None] == np.arange(q))
-    else:
-        pytest.fail(f"model {model.name}: no reference loss for {kind.__name__}; add one to reference_loss")
-    scale = 1 / (B * (T if model.mean else 1))
-    return per_step.sum() * scale, d * scale
+        return per_step, lambda: np.exp(log_p) - (ys[..., None] == np.arange(q))
+    pytest.fail(f"model {model.name}: no reference loss for {kind.__name__}; add one to reference_loss")
 
 
-def forward_loss(name, module, params, xs, ys, initial):
+def averaged(model, outputs):
+    """What the loss multiplies its sum of l_t by: 1/B, or 1/(B T) for a model whose loss is the mean over steps."""
+    T, B = outputs.shape[:2]
+    return 1 / (B * (T if model.mean else 1))
+
+
+def reference_loss(model, outputs, ys):
+    """(L, dL/d outputs) of the model's loss, written here from the maths, averaged over the batch."""
+    per_step, gradient = reference_terms(model, outputs, ys)
+    scale = averaged(model, outputs)
+    return per_step.sum() * scale, gradient() * scale
+
+
+def forward_loss(name, module, params, xs, ys, initial, axis=None):
     """The loss the finite differences take: the module's forward pass (no backward pass) and the loss
-    written here (reference_loss), at the arrays' current values."""
+    written here (reference_loss), at the arrays' current values; axis=0: each sample's part of it (the samples'
+    parts sum to it)."""
     model = load(name)
-    return lambda: reference_loss(model, forward(module, params, xs, ys, **initial)[0], ys)[0]
+
+    def loss():
+        outputs = forward(module, params, xs, ys, **initial)[0]
+        return reference_terms(model, outputs, ys)[0].sum(axis=axis) * averaged(model, outputs)
+
+    return loss
 
 
 def entry_errors(analytic, numeric, floor=1e-6, rounding=0.0):
@@ -88,6 +104,23 @@ def fourth_order(loss, array, eps=1e-3):
     return out
 
 
+def fourth_order_per_sample(losses, state, eps=1e-3):
+    """fourth_order of an initial state (B, n), each sample's row moving that sample's loss alone: one pass moves
+    entry i of every sample by the same step and reads each sample's own loss (losses: the B of them), so that
+    each entry's difference is fourth_order's, its step, weights and order, with the other samples' losses (which
+    it leaves as they are) left out of the sums."""
+    out = np.zeros(state.shape)
+    for i in range(state.shape[1]):
+        saved = state[:, i].copy()
+        at = {}
+        for step in (2, 1, -1, -2):
+            state[:, i] = saved + step * eps
+            at[step] = losses()
+        state[:, i] = saved
+        out[:, i] = (8 * (at[1] - at[-1]) - (at[2] - at[-2])) / (12 * eps)
+    return out
+
+
 def refined(loss, array, analytic, numeric, rounding, floor=1e-6):
     """numeric, an entry whose fourth-order difference misses analytic by more than 1e-7 taken again by Ridders'
     method (app/verify/ridders.py), whose step follows the function where a step of 1e-3 is too large for it (a
@@ -113,14 +146,17 @@ def worst(analytic, numeric, floor=1e-6):
 def test_gradients_match_finite_differences(name, T, B, which, seed):
     """Every entry of every parameter gradient and of dL/dh_0 (each initial state) agrees
     with fourth-order central differences of the loss to a relative error of 1e-7, beyond what the
-    differences can be off by from the loss's rounding (rounding_of)."""
+    differences can be off by from the loss's rounding (rounding_of); an initial state's of each sample's part of
+    the loss, every sample's entry moved in one pass (fourth_order_per_sample)."""
     module = module_of(name)
     params, xs, ys, initial = problem(module, T, B, sizes_of(module, which), seed)
     _, grads = module.loss_and_grads(params, xs, ys, **initial)
     loss = forward_loss(name, module, params, xs, ys, initial)
+    losses = forward_loss(name, module, params, xs, ys, initial, axis=0)
     rounding = rounding_of(loss())
     for key, array in {**params, **initial}.items():
-        numeric = refined(loss, array, grads[key], fourth_order(loss, array), rounding)
+        differences = fourth_order(loss, array) if key in params else fourth_order_per_sample(losses, array)
+        numeric = refined(loss, array, grads[key], differences, rounding)
         error = entry_errors(grads[key], numeric, rounding=rounding).max()
         assert error <= 1e-7, f"{name} d{key}: relative error {error:.2e} > 1e-7; {worst(grads[key], numeric)}"
 
