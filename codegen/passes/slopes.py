@@ -75,6 +75,8 @@ def _recurrent(statements, recurrent):
 def _reads(expr, name):
     """(factors, position) of every product that reads dL/dX (X = name), and how many reads there are."""
     found, total = [], 0
+    if not any(a.of.name == name for a in atoms(expr, Adj)):
+        return found, total  # (most values read no dL/dX: not walked)
     for node in sp.preorder_traversal(expr):
         if isinstance(node, Adj) and node.of.name == name:
             total += 1
