@@ -123,7 +123,7 @@ class Namer:
         reads (an ASCII identifier is a maximal ASCII word), so that nothing respelled here is nothing there."""
         if not all(name.isascii() for name in self.names) or _holds_fstring(source):
             return False
-        words = set(WORD.findall(NOT_CODE.sub(" ", source)))
+        words = set(CODE_WORD.findall(source)) - {""}  # a string or comment found is "": no word
         code = {word for word in words if MARKER not in word}
         if code & {shown(word) for word in words if HIDDEN.fullmatch(word)}:
             return False
@@ -135,7 +135,6 @@ class Namer:
         return True
 
 
-WORD = re.compile(r"\w+", re.ASCII)
 FSTRING = re.compile(r"""\b[rRbB]?[fF][rR]?['"]""")
 FSTRING_END = re.compile(r"""[fF][rR]?['"]""")  # where an FSTRING match ends: found by a fast scan
 
@@ -152,6 +151,9 @@ def _holds_fstring(source):
 NOT_CODE = re.compile(
     "|".join((r"'''[\s\S]*?'''", r'"""[\s\S]*?"""', r"'(?:\\.|[^'\\\n])*'", r'"(?:\\.|[^"\\\n])*"', r"#[^\n]*"))
 )
+# Every word of code, read in one pass: a string or a comment is matched whole (its group empty), so no word is
+# read inside one (the words of the source with NOT_CODE blanked out)
+CODE_WORD = re.compile(NOT_CODE.pattern + r"|(\w+)", re.ASCII)
 
 
 @functools.lru_cache(maxsize=16)  # every backend renders the same hidden model (a Model is a frozen dataclass)

@@ -32,6 +32,7 @@ from bptt.codegen.passes.split import split_activations
 from bptt.codegen.passes.storage import adjoint_arrays
 from bptt.codegen.passes.window import aged_adjoints, plain_window
 from bptt.derive.adjoint import check_products
+from bptt.derive.atoms import atoms
 from bptt.derive.bptt import derive
 from bptt.derive.direction import forward_only
 from bptt.derive.distribute import distributed_model
@@ -179,7 +180,7 @@ def initial_gradients(derivation, recurrent):
     out = []
     for seq in model.states:
         value = _zeros_like(derivation.initial(seq), seq(0))
-        flows = bool({a.of.name for a in value.atoms(Adj)} & set(recurrent))
+        flows = bool({a.of.name for a in atoms(value, Adj)} & set(recurrent))
         out.append(
             Initial(f"{seq.name}0", value, flows and seq not in model.forced, f"dL/d{seq.name}_0 = {text(value)}")
         )

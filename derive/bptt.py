@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from bptt.derive.adjoint import backprop, check_products
+from bptt.derive.atoms import atoms
 from bptt.derive.blocks import Placed, sum_over_time
 from bptt.derive.direction import initial_time, is_reverse
 from bptt.derive.nodes import Adj, Diag, SeqAt, T, TimeSum, matrix_sum, references, t
@@ -201,5 +202,5 @@ class _Builder:
 @functools.lru_cache(maxsize=4096)  # asked of every equation once per name a derivation looks up
 def reads(expr):
     """Names of the sequences and parameters an expression reads."""
-    names = {r.name for r in references(expr)} | {p.name for p in expr.atoms(sp.MatrixSymbol)}
+    names = {r.name for r in references(expr)} | {p.name for p in atoms(expr, sp.MatrixSymbol)}
     return tuple(sorted(names))

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from bptt.derive.atoms import atoms
 from bptt.derive.blocks import Placed
 from bptt.derive.bptt import NEXT, SAME
 from bptt.derive.nodes import Adj, DescendingTimeProduct, MatAt, SeqAt, T, TimeProduct, TimeSum, equal, matrix_sum, t
@@ -87,7 +88,7 @@ def closed_form(derivation, seq):
     adjoint_next = Adj(seq(t + 1))
     jacobian = linear_coefficient(matrix_sum(nxt), adjoint_next) if nxt else None
     local = matrix_sum(same)
-    if jacobian is None or any(a.of.role != "output" for a in local.atoms(Adj)):
+    if jacobian is None or any(a.of.role != "output" for a in atoms(local, Adj)):
         raise NoClosedForm("the local term must depend on output adjoints only")
     jacobian_k = jacobian.subs(t, k - 1)
     if k in jacobian_k.free_symbols:
@@ -237,7 +238,7 @@ def block_closed_form(derivation, states=None, reverse=False):
                 by_adjoint.setdefault(last, []).append(term)
             else:
                 rest.append(term)
-        if any(not _known(a, names) for term in rest for a in term.atoms(Adj)):
+        if any(not _known(a, names) for term in rest for a in atoms(term, Adj)):
             raise NoClosedForm("the local term must depend on output adjoints only")
         for adjoint, terms in by_adjoint.items():
             col = next(s for s in states if s.name == adjoint.of.name)

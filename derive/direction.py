@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import SeqAt, T, t
 from bptt.derive.refusal import Refusal
 
@@ -133,5 +134,5 @@ def _readers(model, name, offset):
     return [
         seq.name
         for seq, rhs in model.assignments
-        if any(r.name == name and r.time - t == offset for r in rhs.atoms(SeqAt))
+        if any(r.name == name and r.time - t == offset for r in atoms(rhs, SeqAt))
     ]

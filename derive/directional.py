@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from bptt.derive.atoms import atoms
 from bptt.derive.bptt import ACROSS, SAME
 from bptt.derive.closed_form import NoClosedForm, block_closed_form, j, k, linear_coefficient
 from bptt.derive.direction import REVERSE, directions, is_reverse
@@ -52,7 +53,7 @@ def _coupled(derivation, states):
         for seq in states
         for c in derivation.states[seq]
         if c.when in ACROSS
-        for a in c.value.atoms(Adj)
+        for a in atoms(c.value, Adj)
     )
 
 
@@ -62,9 +63,9 @@ def _form(derivation, seq):
     across = [c.value for c in derivation.states[seq] if c.when in ACROSS]
     local = matrix_sum([c.value for c in derivation.states[seq] if c.when == SAME], seq.rows)
     carried = Adj(seq(t + shift))
-    if any(a.of.time != t and a != carried for v in across for a in v.atoms(Adj)):
+    if any(a.of.time != t and a != carried for v in across for a in atoms(v, Adj)):
         raise NoClosedForm("a state's recursion reads another state's adjoint from another step")
-    if any(a.of.time != t for a in local.atoms(Adj)):
+    if any(a.of.time != t for a in atoms(local, Adj)):
         raise NoClosedForm("the local term reads an adjoint from another step")
     coefficient = (
         linear_coefficient(matrix_sum(across, seq.rows), carried) if across else sp.ZeroMatrix(*[seq.rows] * 2)
@@ -88,6 +89,6 @@ def meeting(derivation):
     readers = {}
     for seq in derivation.states:
         local = matrix_sum([c.value for c in derivation.states[seq] if c.when == SAME], seq.rows)
-        for adjoint in sorted(local.atoms(Adj), key=sp.default_sort_key):
+        for adjoint in sorted(atoms(local, Adj), key=sp.default_sort_key):
             readers.setdefault(adjoint, []).append(seq)
     return [(a, tuple(seqs)) for a, seqs in readers.items() if len({way[s] for s in seqs}) > 1]

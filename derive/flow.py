@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import sympy as sp
 
 from bptt.derive.adjoint import backprop
+from bptt.derive.atoms import atoms
 from bptt.derive.bptt import NEXT, SAME, derive
 from bptt.derive.closed_form import NoClosedForm, block_closed_form, closed_form, k, linear_coefficient
 from bptt.derive.elementwise import Apply, derivative, lookup
@@ -137,7 +138,7 @@ def couplings(derivation, states):
             terms = [
                 c.value
                 for c in derivation.states[col]
-                if c.when == SAME and row != col and Adj(row(t)) in c.value.atoms(Adj)
+                if c.when == SAME and row != col and Adj(row(t)) in atoms(c.value, Adj)
             ]
             if terms:
                 out[(row, col)] = linear_coefficient(matrix_sum(terms), Adj(row(t))).T.subs(t, k)
@@ -186,7 +187,7 @@ def carousel(model, derivation, state):
     if not isinstance(direct, Diag):
         return None
     nxt = Adj(state(t + 1))
-    own = [c.value for c in derivation.states[state] if c.when == NEXT and nxt in c.value.atoms(Adj)]
+    own = [c.value for c in derivation.states[state] if c.when == NEXT and nxt in atoms(c.value, Adj)]
     try:
         partial = linear_coefficient(matrix_sum(own), nxt).T.subs(t, k - 1)
     except NoClosedForm:  # a term reads the state's adjoint and another's together: no partial to show
@@ -222,7 +223,7 @@ def makeup(model, jacobian):
             elif not isinstance(factor, sp.Identity):
                 diagonal = False
                 base = factor.arg if isinstance(factor, sp.Transpose) else factor
-                weights |= {p for p in base.atoms(sp.MatrixSymbol) if p in model.params}
+                weights |= {p for p in atoms(base, sp.MatrixSymbol) if p in model.params}
     in_order = lambda found: tuple(p for p in model.params if p in found)  # noqa: E731
     return Makeup(diagonal, in_order(weights), tuple(sorted(slope_names)), in_order(scales))
 

@@ -12,6 +12,7 @@ import sympy as sp
 from sympy.core.symbol import Str
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
+from bptt.derive.atoms import atoms
 from bptt.derive.column import Column
 from bptt.derive.elementwise import (  # noqa: F401 (the model API)
     Apply,
@@ -115,7 +116,7 @@ class Adj(MatrixExpr):
 
 def references(expr):
     """The sequence values an expression reads, sorted for determinism."""
-    return sorted(expr.atoms(SeqAt), key=sp.default_sort_key)
+    return sorted(atoms(expr, SeqAt), key=sp.default_sort_key)
 
 
 def values(expr):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
 
+from bptt.derive.atoms import atoms
 from bptt.derive.bptt import Contribution
 from bptt.derive.nodes import Adj, SeqAt, t
 from bptt.derive.norms import Norm
@@ -92,8 +93,8 @@ def norms(model):
 
 def _parts(value, rhs, seqs):
     """(v, μ or None, σ) at t that x̂'s equation reads: one assigned column v, σ a 1 x 1 square root; else None."""
-    read = {node for node in value.atoms(SeqAt) if node.time == t and node.name in seqs}
-    if len(read) != len(value.atoms(SeqAt)):
+    read = {node for node in atoms(value, SeqAt) if node.time == t and node.name in seqs}
+    if len(read) != len(atoms(value, SeqAt)):
         return None
     wide = [node for node in read if seqs[node.name].rows != 1]
     roots = [node for node in read if seqs[node.name].rows == 1 and _root(rhs[seqs[node.name]])]
@@ -112,7 +113,7 @@ def _read_by_parts_only(model, norm):
     own = {norm.sigma.name, norm.hat.name}
     folded = {seq.name for seq in norm.parts if seq is not norm.hat}
     for seq, value in model.assignments:
-        read = {node.name for node in value.atoms(SeqAt)}
+        read = {node.name for node in atoms(value, SeqAt)}
         if seq.name not in own and read & folded:
             return False
     return True

@@ -4,6 +4,7 @@ import functools
 
 import sympy as sp
 
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import Adj, SeqAt
 from bptt.derive.written import WrittenSum
 
@@ -13,7 +14,7 @@ def term_order(term):
     """Constants first, then later time steps first (h_{t+1} before o_t before
     h_{t-1}), then positive terms before negative ones."""
     negative = isinstance(term, sp.MatMul) and bool(term.args[0].is_negative)
-    indexed = term.atoms(SeqAt, Adj)
+    indexed = atoms(term, SeqAt, Adj)
     if not indexed:
         return (0, 0, negative)
     times = [a.time if isinstance(a, SeqAt) else a.of.time for a in indexed]

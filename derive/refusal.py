@@ -5,6 +5,7 @@ import contextlib
 
 import sympy as sp
 
+from bptt.derive.atoms import atoms
 from bptt.derive.text import notation
 
 
@@ -59,4 +60,4 @@ def _names(expr):
     """The names of the parameters and sequences expr reads."""
     from bptt.derive.nodes import SeqAt
 
-    return {a.name for a in expr.atoms(sp.MatrixSymbol, SeqAt)}
+    return {a.name for a in atoms(expr, sp.MatrixSymbol, SeqAt)}

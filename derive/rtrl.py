@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from bptt.derive.atoms import atoms
 from bptt.derive.closed_form import linear_coefficient
 from bptt.derive.elementwise import Apply
 from bptt.derive.model import Seq
@@ -181,7 +182,7 @@ def step_tangents(model, named=None):
     tangents, outputs = _step_tangents(model, names)
     reads = {}
     for term in [term for terms in (*tangents.values(), *outputs.values()) for term in terms]:
-        (of,) = {d.of for d in term.atoms(Tangent)}
+        (of,) = {d.of for d in atoms(term, Tangent)}
         reads[term] = of
     return StepTangents(model, tangents, outputs, reads)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from bptt.derive.atoms import atoms
 from bptt.derive.blocks import split
 from bptt.derive.bptt import _Builder
 from bptt.derive.direction import REVERSE, sweeps
@@ -166,7 +167,7 @@ def _sweep_model(model, k, reverse, steps, last, exposes, owner, source):
     else:
         outputs, loss, extra = _exposing(exposes)
         extra_sizes += [s for s in outputs[0][0].rows.free_symbols if s not in model.sizes]
-    used = set().union(*(rhs.atoms(sp.MatrixSymbol) for _, rhs in coded + outputs))
+    used = set().union(*(atoms(rhs, sp.MatrixSymbol) for _, rhs in coded + outputs))
     dims = [*(n for p in used for n in p.shape), stacked.rows, *(seq.rows for seq, _ in coded + outputs)]
     dims += [r.rows for r in loss.atoms(SeqAt)]
     named = set().union(*(sp.sympify(n).free_symbols for n in dims))

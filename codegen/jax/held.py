@@ -7,6 +7,7 @@ from dataclasses import replace
 from bptt.codegen.ir import Array, Loop, Steps, walk
 from bptt.codegen.jax.arrays import value_arrays
 from bptt.codegen.jax.statements import tupled
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import SeqAt, t
 
 
@@ -39,7 +40,7 @@ class HeldSteps:
         reads = {
             self.places[seq.name].home
             for s in body
-            for seq in s.value.atoms(SeqAt)
+            for seq in atoms(s.value, SeqAt)
             if seq.name in self.places and seq.time != t
         }
         return [self.complete(home) for home in list(self.initial) if home in reads and home not in writes]

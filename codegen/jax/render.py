@@ -25,6 +25,7 @@ from bptt.codegen.printing.printer import size_name
 from bptt.codegen.printing.templates import environment
 from bptt.codegen.printing.work import literal, spec, step_rows
 from bptt.codegen.program import JAX_PASSES, build
+from bptt.derive.atoms import atoms
 from bptt.derive.direction import reverse_states
 from bptt.derive.nodes import Adj
 
@@ -142,7 +143,7 @@ def gradient_body(program):
     joined = joined_lines(gradient, groups, read, {group.name for group in scanned})
     printer = JaxPrinter(stacked=True, arrays=arrays)
     lines, local = [], set()
-    read_before_loop = {a.of.name for s in statements if not isinstance(s, Loop) for a in s.value.atoms(Adj)}
+    read_before_loop = {a.of.name for s in statements if not isinstance(s, Loop) for a in atoms(s.value, Adj)}
     for statement in statements:
         if isinstance(statement, Loop):
             continue
@@ -156,7 +157,7 @@ def gradient_body(program):
             local.add(name)
             lines.append(f"{adjoint_array(name)} = {printer(statement.value)}  # {statement.comment}")
     loop = next((s for s in statements if isinstance(s, Loop)), None)
-    initial_reads = sorted({a.of.name for i in program.window_initial for a in i.value.atoms(Adj)})  # in one order
+    initial_reads = sorted({a.of.name for i in program.window_initial for a in atoms(i.value, Adj)})  # in one order
     carried = []
     if loop is not None:
         crossings = {c.node: c.name for c in program.checkpoints.window_crossings}

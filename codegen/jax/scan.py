@@ -22,6 +22,7 @@ from bptt.codegen.jax.statements import Carried, Scan, scanned_input
 from bptt.codegen.printing.code import tuple_items
 from bptt.codegen.printing.printer import Code, PrintError, RowPrinter
 from bptt.codegen.printing.terms import ones
+from bptt.derive.atoms import atoms
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, t, time_shift
 
@@ -142,7 +143,7 @@ class PassPrinter(HeldSteps, JaxPrinter):
             place = self.places.get(getattr(statement.target, "name", None)) if isinstance(statement, Assign) else None
             if place is None or place.whole or (run and place.home != run[0][1].home) or sp.expand(place.first - rows):
                 break
-            if place.home in {self.places[s.name].home for s in statement.value.atoms(SeqAt) if s.name in self.places}:
+            if place.home in {self.places[s.name].home for s in atoms(statement.value, SeqAt) if s.name in self.places}:
                 break
             run.append((statement, place))
             rows = place.first + place.rows
@@ -170,7 +171,7 @@ class PassPrinter(HeldSteps, JaxPrinter):
         """The code of a statement's value (printed: `value`) as all of array: zeros, or a bias broadcast."""
         if isinstance(statement.value, sp.ZeroMatrix):
             return self.zeros(array)
-        return value if statement.value.atoms(SeqAt) else self.broadcast(value, array)
+        return value if atoms(statement.value, SeqAt) else self.broadcast(value, array)
 
     def activations(self, statements, k):
         """At one step, the run from statements[k] of in-place activations (S = f(S)) of neighbouring parts of

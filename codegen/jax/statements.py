@@ -11,6 +11,7 @@ from typing import NamedTuple
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Accumulate, Assign, Flow, Guard, Loop
 from bptt.codegen.jax.printer import JaxPrinter, step_name
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import Adj, SeqAt, t
 
 
@@ -178,7 +179,7 @@ def _flatten(statements):
 def initial_code(printer, item, carried):
     """dL/dS_0 from the final carry: the flow from step 1 (weighted, one age older) summed over the ages;
     printer: the scan's (its arrays and the helpers used)."""
-    aged = {a.of.name for a in item.value.atoms(Adj)} & set(carried)
+    aged = {a.of.name for a in atoms(item.value, Adj)} & set(carried)
     initial = JaxPrinter(stacked=False, arrays=printer.arrays, carried=carried, aged=bool(aged))
     initial.used = printer.used
     code = str(initial(item.value))

@@ -17,6 +17,7 @@ import sympy as sp
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Pass, rewrite, step_rows, walk
 from bptt.codegen.ir_checkpoints import Boundary, Checkpoints, Crossing
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import Adj, SeqAt, t, time_shift, values
 from bptt.derive.sweep_models import side_gradients
 
@@ -48,7 +49,7 @@ def _reads_next(statements):
         value = getattr(statement, "value", None)
         if value is None:
             continue
-        found |= {a for a in value.atoms(Adj) if time_shift(a.of.time) == 1}
+        found |= {a for a in atoms(value, Adj) if time_shift(a.of.time) == 1}
         found |= {s for s in values(value) if time_shift(s.time) == 1}
     return sorted(found, key=sp.default_sort_key)
 

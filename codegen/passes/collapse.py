@@ -18,6 +18,7 @@ import sympy as sp
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Assign, Loop, members_of, rewrite, spliced, the_loop, walk
 from bptt.codegen.passes.inline import read_after
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import Adj, Diag, matrix_sum, t
 from bptt.derive.text import text
 
@@ -91,7 +92,7 @@ def _writes(target, name):
 
 
 def _reads(value, name):
-    return any(node.of.name == name for node in value.atoms(Adj))
+    return any(node.of.name == name for node in atoms(value, Adj))
 
 
 def _terms(value):

@@ -12,6 +12,7 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.ir import Assign, the_loop, with_body
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import SeqAt
 from bptt.derive.text import text
 
@@ -29,7 +30,7 @@ def collected_products(program):
 
 
 def _collected(statement):
-    if statement.target in statement.value.atoms(SeqAt):
+    if statement.target in atoms(statement.value, SeqAt):
         return statement  # it reads what it writes: in place, the order of its terms matters
     leaves = {}
     scalar = _scalar(statement.value, leaves)

@@ -25,6 +25,7 @@ from bptt.codegen.ir_tangents import (
     Units,
     ZeroGradient,
 )
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import Adj, SeqAt, t, time_shift
 from bptt.derive.rtrl import factored, step_tangents
 from bptt.derive.tangent import Tangent
@@ -166,7 +167,7 @@ def _split(terms, by_key):
 @functools.lru_cache(maxsize=8192)  # every term is read several times (split, kept, reread)
 def _read(term):
     """What the one Tangent of a term is of: a parameter, or a sequence value."""
-    (of,) = {d.of for d in term.atoms(Tangent)}
+    (of,) = {d.of for d in atoms(term, Tangent)}
     return of
 
 
@@ -184,7 +185,7 @@ def _reread(body, states):
     assigned, reread = set(), []
     for statement in body:
         value = statement.tangent if isinstance(statement, Contract) else statement.value
-        reads = {d.of.name for d in value.atoms(Tangent) if _is_previous(d.of)}
+        reads = {d.of.name for d in atoms(value, Tangent) if _is_previous(d.of)}
         reread += [s for s in states if s.name in reads & assigned and s not in reread]
         if isinstance(statement, Assign) and statement.target.of.name in names:
             assigned.add(statement.target.of.name)
@@ -201,7 +202,7 @@ def _units_read(loops):
             if isinstance(statement, Previous):
                 continue
             expr = statement.tangent if isinstance(statement, Contract) else statement.value
-            rows += [d.of.rows for d in sorted(expr.atoms(Tangent), key=str) if _is_vector_parameter(d.of)]
+            rows += [d.of.rows for d in sorted(atoms(expr, Tangent), key=str) if _is_vector_parameter(d.of)]
     return list(dict.fromkeys(rows))
 
 

@@ -7,6 +7,7 @@ import sympy as sp
 
 from bptt.codegen.ir import Accumulate, Assign, Loop, Stack, groups_of, rewrite, the_loop, with_body, with_groups
 from bptt.codegen.passes.fuse import span_seq, views, with_span
+from bptt.derive.atoms import atoms
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import matrix_sum
 
@@ -117,7 +118,7 @@ def _halved_inputs(forward, halved):
         if count == 1:
             return type(statement)(statement.target, _halved(statement.value, more), statement.comment)
         swap = {}
-        for symbol in sorted(statement.value.atoms(sp.MatrixSymbol), key=sp.default_sort_key):
+        for symbol in sorted(atoms(statement.value, sp.MatrixSymbol), key=sp.default_sort_key):
             if symbol.name in by_name:
                 stack = more.setdefault(symbol.name, _halved_stack(by_name[symbol.name], rows))
                 swap[symbol] = sp.MatrixSymbol(stack.name, *symbol.shape)

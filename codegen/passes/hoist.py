@@ -12,6 +12,7 @@ import sympy as sp
 from bptt.codegen.ir import PARAMETER, Array, Assign, Loop, Stack, members_of, rewrite, spliced, the_loop
 from bptt.codegen.passes.fuse import sum_terms
 from bptt.codegen.passes.loops import loop_names
+from bptt.derive.atoms import atoms
 from bptt.derive.blocks import Placed
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import Adj, Diag, SeqAt, matrix_sum, t, time_shift
@@ -62,9 +63,9 @@ def _hoist(statements, loop_names, members):
             continue
         target = statement.target
         rebuild, terms = sum_terms(statement.value)
-        fixed = [term for term in terms if not {r.name for r in term.atoms(SeqAt)} & loop_names]
+        fixed = [term for term in terms if not {r.name for r in atoms(term, SeqAt)} & loop_names]
         moving = [term for term in terms if term not in fixed]
-        if target.name in members or (moving and any(term.atoms(SeqAt) for term in fixed)):
+        if target.name in members or (moving and any(atoms(term, SeqAt) for term in fixed)):
             fixed = [term for term in fixed if not term.is_ZeroMatrix]
             shown = text(matrix_sum(fixed)) if fixed else "0"
             before.append(Assign(target, matrix_sum(fixed, target.rows), f"{shown}, all steps at once"))
@@ -141,10 +142,10 @@ def _hoisted(term, factors, prefix, blocks=False):
     out = []
     for factor in merged:
         vector = factor.vector if isinstance(factor, Diag) else None
-        if vector is not None and not isinstance(vector, SeqAt) and vector.atoms(SeqAt) and not vector.atoms(Adj):
+        if vector is not None and not isinstance(vector, SeqAt) and atoms(vector, SeqAt) and not atoms(vector, Adj):
             # Stored at the latest step it reads, so that 1 - r_{t+1} and 1 - r_t are one array; a factor
             # that reads only t-1 stays at t: the arrays hold steps 1..T, and step 0 is never computed.
-            shift = max(0, *(time_shift(r.time) for r in factor.vector.atoms(SeqAt)))
+            shift = max(0, *(time_shift(r.time) for r in atoms(factor.vector, SeqAt)))
             value = factor.vector.subs(t, t - shift)
             if value not in factors:
                 factors[value] = _Factor(f"{prefix}{len(factors) + 1}", value.shape[0])

@@ -12,6 +12,7 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.ir import Assign, Loop, spliced, the_loop, walk, with_body
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import Adj, SeqAt, values
 from bptt.derive.norm_adjoint import NormAdjoint
 from bptt.derive.rows import rows_of
@@ -137,7 +138,7 @@ def _inlinable(statements, loop, others):
         if (
             reader in loop.body
             and adjoint_reads(reader.value, seq.name) == 1
-            and statement.target in reader.value.atoms(Adj)
+            and statement.target in atoms(reader.value, Adj)
         ):
             return statement, reader
     return None

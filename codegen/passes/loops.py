@@ -12,13 +12,14 @@ from dataclasses import replace
 
 from bptt.codegen.array_names import adjoint_array
 from bptt.codegen.ir import Assign, Loop, members_of, spliced, the_loop, walk
+from bptt.derive.atoms import atoms
 from bptt.derive.bptt import NEXT
 from bptt.derive.nodes import Adj, SeqAt, time_shift
 
 
 def _reads(expr, at):
     """Names read at time t + at."""
-    return {r.name for r in expr.atoms(SeqAt) if time_shift(r.time) == at}
+    return {r.name for r in atoms(expr, SeqAt) if time_shift(r.time) == at}
 
 
 def loop_names(program):
@@ -74,7 +75,7 @@ def backward_schedule(derivation):
     for seq in order:
         same = [c.value for c in contributions[seq] if c.when != NEXT]
         nxt = [c.value for c in contributions[seq] if c.when == NEXT]
-        reads_recurrent = [v for v in same if {a.of.name for a in v.atoms(Adj)} & recurrent]
+        reads_recurrent = [v for v in same if {a.of.name for a in atoms(v, Adj)} & recurrent]
         if nxt or reads_recurrent:
             recurrent.add(seq.name)
         local = [v for v in same if v not in reads_recurrent]
@@ -110,7 +111,7 @@ def _touched(statement, body):
     for other in walk(body):
         if other is statement or not hasattr(other, "value"):
             continue
-        if name in {a.of.name for a in other.value.atoms(Adj)} or (
+        if name in {a.of.name for a in atoms(other.value, Adj)} or (
             isinstance(other.target, Adj) and other.target.of.name == name
         ):
             return True

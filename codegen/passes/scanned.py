@@ -8,6 +8,7 @@ at t-1 by step 1, and where a segment of steps starts), so every other array of 
 from dataclasses import replace
 
 from bptt.codegen.ir import Steps, walk
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import SeqAt, t
 
 
@@ -28,4 +29,4 @@ def _read_before(program):
     passes = (program.forward, program.adjoints, program.window, program.gradients, program.forward_mode)
     values = [s.value for a_pass in passes for s in walk(a_pass.statements) if hasattr(s, "value")]
     values += [item.value for item in program.initial + program.window_initial]
-    return {seq.name for value in values for seq in value.atoms(SeqAt) if (seq.time - t).is_negative or seq.time == 0}
+    return {seq.name for value in values for seq in atoms(value, SeqAt) if (seq.time - t).is_negative or seq.time == 0}

@@ -11,6 +11,7 @@ from dataclasses import replace
 import sympy as sp
 
 from bptt.codegen.ir import Assign, Loop, rewrite, spliced, the_loop, walk
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import Adj, Diag, SeqAt, t
 from bptt.derive.text import text
 
@@ -65,7 +66,7 @@ def _recurrent(statements, recurrent):
     for statement in walk(statements):
         if (
             isinstance(getattr(statement, "target", None), Adj)
-            and {a.of.name for a in statement.value.atoms(Adj)} & recurrent
+            and {a.of.name for a in atoms(statement.value, Adj)} & recurrent
         ):
             recurrent.add(statement.target.of.name)
     return recurrent
@@ -74,6 +75,8 @@ def _recurrent(statements, recurrent):
 def _reads(expr, name):
     """(factors, position) of every product that reads dL/dX (X = name), and how many reads there are."""
     found, total = [], 0
+    if not any(a.of.name == name for a in atoms(expr, Adj)):
+        return found, total  # (most values read no dL/dX: not walked)
     for node in sp.preorder_traversal(expr):
         if isinstance(node, Adj) and node.of.name == name:
             total += 1
@@ -126,7 +129,7 @@ def _renamer(name, slope, named):
         return swapped[node]
 
     def rename(expr):
-        if not any(a.of.name == name for a in expr.atoms(Adj)):
+        if not any(a.of.name == name for a in atoms(expr, Adj)):
             return expr  # (replace would rebuild each product as it is)
         return expr.replace(lambda e: isinstance(e, sp.MatMul), swap_once)
 

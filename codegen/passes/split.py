@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from bptt.codegen.ir import Accumulate, Assign, groups_of, the_loop, with_body
 from bptt.codegen.passes.fuse import sum_terms, views
+from bptt.derive.atoms import atoms
 from bptt.derive.elementwise import Apply
 from bptt.derive.nodes import SeqAt, matrix_sum, t
 from bptt.derive.text import text
@@ -60,7 +61,7 @@ def _added(statement, members):
 
 def _earliest(statements, added, places):
     """The index after the last statement that writes what `added` reads at t, or its target's rows."""
-    read = {r.name for r in added.value.atoms(SeqAt) if r.time == t}
+    read = {r.name for r in atoms(added.value, SeqAt) if r.time == t}
     for k in range(len(statements) - 1, -1, -1):
         target = getattr(statements[k], "target", None)
         if isinstance(target, SeqAt) and (target.name in read or _overlaps(places, target.name, added.target.name)):

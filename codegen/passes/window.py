@@ -4,6 +4,7 @@ through time carrying an age axis (printing/window.py prints them so)."""
 from dataclasses import replace
 
 from bptt.codegen.ir import Flow, Pass, walk
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import Adj
 
 
@@ -17,5 +18,5 @@ def aged_adjoints(program):
     """The Program whose `recurrent` holds every adjoint that carries an age axis in a window: the recurrent
     ones, and those a flow from step t+1 reads (a local adjoint there enters at age 0, not at every age of
     the flow it joins)."""
-    read = {a.of.name for s in walk(program.window.statements) if isinstance(s, Flow) for a in s.value.atoms(Adj)}
+    read = {a.of.name for s in walk(program.window.statements) if isinstance(s, Flow) for a in atoms(s.value, Adj)}
     return replace(program, recurrent=tuple(sorted(set(program.recurrent) | read)))

@@ -119,6 +119,7 @@ class Code:
         self.text, self.tokens = text, tokens
         self.depth, depth = [], 0  # the bracket depth of each token (a bracket at its outer depth)
         self.at_depth = collections.defaultdict(list)  # depth: the indices of its tokens, in order
+        self.tops = {}  # part: _top_indices(part), asked again by head, top (for each operator) and body
         for k, tok in enumerate(tokens):
             depth -= tok.string in CLOSE
             self.depth.append(depth)
@@ -126,10 +127,12 @@ class Code:
             depth += tok.string in OPEN
 
     def _top_indices(self, part):
-        """The indices of a part's tokens at its lowest depth, in order."""
-        first, stop = part
-        indices = self.at_depth[min(self.depth[first:stop])]
-        return indices[bisect.bisect_left(indices, first) : bisect.bisect_left(indices, stop)]
+        """The indices of a part's tokens at its lowest depth, in order (a tuple, remembered)."""
+        if part not in self.tops:
+            first, stop = part
+            indices = self.at_depth[min(self.depth[first:stop])]
+            self.tops[part] = tuple(indices[bisect.bisect_left(indices, first) : bisect.bisect_left(indices, stop)])
+        return self.tops[part]
 
     def source(self, part):
         first, stop = part

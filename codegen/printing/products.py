@@ -4,10 +4,10 @@ sum over time as one product over all T*B rows. The base of printer.RowPrinter."
 
 import sympy as sp
 from sympy.matrices.expressions.special import OneMatrix
-from sympy.printing.printer import Printer
 
 from bptt.codegen.ir import PARAMETER
 from bptt.codegen.printing.code import Code, PrintError, no_factor_code
+from bptt.codegen.printing.dispatch import Dispatching
 from bptt.codegen.printing.function_code import ATOM, POWER, PRODUCT, SUM, UNARY
 from bptt.derive.nodes import Diag, OneHot
 from bptt.derive.text import described, notation
@@ -15,7 +15,7 @@ from bptt.derive.text import described, notation
 ONES = "_ones"  # the work array of T*B ones that sums over all steps and samples
 
 
-class ProductPrinting(Printer):
+class ProductPrinting(Dispatching):
     """_print_MatMul and _print_TimeSum for a printer with operand, label, helper, at, used and spelling."""
 
     def _print_MatMul(self, expr):

@@ -9,6 +9,7 @@ from sympy.matrices.expressions.special import OneMatrix
 
 from bptt.codegen.ir import Array, PerCall
 from bptt.codegen.printing.terms import constant
+from bptt.derive.atoms import atoms
 from bptt.derive.blocks import Placed
 from bptt.derive.reductions import Reduce
 
@@ -22,7 +23,7 @@ def of_units(expr):
         any(isinstance(f, OneMatrix) and f.shape[1] == 1 != f.shape[0] for f in product.args)
         and not product.args[-1].is_number
         and not isinstance(product.args[-1], OneMatrix)
-        for product in expr.atoms(sp.MatMul)
+        for product in atoms(expr, sp.MatMul)
     )
     return expr.has(Reduce) or any(broadcasts)
 

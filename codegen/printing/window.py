@@ -10,6 +10,7 @@ import sympy as sp
 
 from bptt.codegen.ir import Statement, walk
 from bptt.codegen.printing.printer import Code, RowPrinter, array_name
+from bptt.derive.atoms import atoms
 from bptt.derive.nodes import Adj, t
 
 
@@ -100,7 +101,7 @@ def said(code, comment):
 
 
 def reads_aged(expr, recurrent):
-    return {a.of.name for a in expr.atoms(Adj)} & set(recurrent)
+    return {a.of.name for a in atoms(expr, Adj)} & set(recurrent)
 
 
 def adjoint_seqs(statements):
