@@ -9,13 +9,14 @@ sort it, or use it as a set.
 
 import functools
 
-from sympy import Basic
+from sympy import Atom, Basic
 from sympy.utilities.iterables import iterable
 
 
 @functools.lru_cache(maxsize=1 << 15)
 def atoms(expr, *kinds):
-    """expr.atoms(*kinds), a frozenset."""
+    """expr.atoms(*kinds), a frozenset: as there, no kinds means Atom, and an instance given stands for its class."""
+    kinds = tuple(kind if isinstance(kind, type) else type(kind) for kind in kinds) or (Atom,)
     return frozenset(_walked(expr, kinds))
 
 
