@@ -4,6 +4,7 @@ import atexit
 import gc
 import logging
 import os
+import shutil
 import sys
 
 # One thread per worker process (pytest-xdist runs a worker per core): BLAS, torch's OpenMP and XLA's Eigen pool
@@ -16,6 +17,9 @@ for _variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 from bptt.tests.support import xla  # noqa: E402
 
 os.environ["XLA_FLAGS"] = xla.flags(os.environ.get("XLA_FLAGS", ""))
+_compilation_cache = xla.shared_compilation_cache(os.environ)
+if _compilation_cache is not None:
+    atexit.register(shutil.rmtree, _compilation_cache, ignore_errors=True)
 
 import pytest  # noqa: E402
 

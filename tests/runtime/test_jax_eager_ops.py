@@ -100,13 +100,13 @@ def test_python_scan_is_jax_lax_scan(reverse):
 
 def test_on_device_is_jnp_asarray_and_compiles_nothing(monkeypatch):
     compiled = []
-    compile_program = compiler.backend_compile_and_load
+    compile_program = compiler.compile_or_get_cached  # a program compiled, or loaded from the tests' shared cache
 
     def counted(*args, **kwargs):
         compiled.append(args)
         return compile_program(*args, **kwargs)
 
-    monkeypatch.setattr(compiler, "backend_compile_and_load", counted)
+    monkeypatch.setattr(compiler, "compile_or_get_cached", counted)
     for dtype in (np.float64, np.float32, np.int64, np.bool_):
         array = (np.random.default_rng(3).standard_normal((2, 7, 3)) * 5).astype(dtype)
         before = array.copy()
