@@ -179,6 +179,7 @@ def pytest_configure(config):
     _no_forced_collections_after_a_worker_reported(config)
     _workers_leave_without_tearing_down(config)
     if _runs_tests(config):
+        xla.use_compilation_cache(os.environ)
         _collections_scaled_to_the_heap()
         _draws_independent_of_loaded_modules()
         _hypothesis_random_registered_while_the_heap_is_small()

@@ -1,6 +1,10 @@
 """The tests' XLA flags (tests/support/xla.py): compile fast, one thread, a user's own flags kept and winning."""
 
 import os
+import subprocess
+import sys
+
+import numpy as np
 
 from bptt.tests.support import xla
 
@@ -62,3 +66,46 @@ def test_the_workers_lower_every_program_in_one_mlir_context():
         mlir.make_ir_context = made
     assert len(contexts) == 1 and contexts[0] is not made.shared
     assert shared == own
+
+
+# One program, lowered from the same source (its locations too) in this process and in a child.
+SHARED_PROGRAM = """
+import jax, jax.numpy as jnp
+program = jax.jit(lambda x: jnp.sin(x) * {token} + jnp.cos(x).sum())
+program(jnp.ones((3, 5)))
+"""
+
+
+def test_a_program_the_other_worker_compiled_is_loaded_not_compiled_again():
+    """The test processes share the run's compilation cache (xla.use_compilation_cache): a program a process of
+    its own compiled (as the other worker would) this one loads from it, compiling nothing; the program's result
+    is the same. The run's cache is not set through JAX's environment variables, which the CLI processes the tests
+    start would inherit."""
+    import jax
+    from jax._src import compiler
+
+    folder = os.environ[xla.CACHE_FOLDER]
+    assert jax.config.jax_compilation_cache_dir == folder and os.path.isdir(folder)
+    assert os.environ.get("JAX_COMPILATION_CACHE_DIR") in (None, folder)
+    token = 1 + int.from_bytes(os.urandom(4), "little") / 2**32  # a program compiled nowhere before
+    source = SHARED_PROGRAM.format(token=repr(token))
+    child = (
+        "import os, sys; from bptt.tests.support import xla; xla.use_compilation_cache(os.environ); "
+        "exec(compile(sys.argv[1], '<shared program>', 'exec'))"
+    )
+    before = set(os.listdir(folder))
+    done = subprocess.run([sys.executable, "-c", child, source], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert set(os.listdir(folder)) - before, "the child wrote no program into the cache"
+    compiled, compile_program = [], compiler.backend_compile_and_load
+    compiler.backend_compile_and_load = lambda *args, **kwargs: (
+        compiled.append(args) or compile_program(*args, **kwargs)
+    )
+    try:
+        scope = {}
+        exec(compile(source, "<shared program>", "exec"), scope)
+    finally:
+        compiler.backend_compile_and_load = compile_program
+    assert compiled == [], "a program the other process compiled was compiled again"
+    expected = np.sin(np.ones((3, 5))) * token + 15 * np.cos(1.0)
+    np.testing.assert_allclose(np.asarray(scope["program"](jax.numpy.ones((3, 5)))), expected, rtol=1e-6)

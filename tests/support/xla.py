@@ -26,6 +26,7 @@ cell's module compiled whole, whose programs filled the process's 65,530 memory 
 now runs them eagerly). The older emitters take no more maps per program.)"""
 
 import importlib.metadata
+import importlib.util
 import sys
 import tempfile
 
@@ -84,17 +85,33 @@ def one_mlir_context():
     return True
 
 
+CACHE_FOLDER = "BPTT_TESTS_XLA_CACHE"  # the environment variable naming the run's cache folder, for its workers
+
+
 def shared_compilation_cache(environ):
-    """Point JAX's persistent compilation cache (set through the environment, before JAX starts) at a new empty
-    folder for this run, so that a program one worker compiled, the other worker and the CLI processes load instead
-    of compiling it again (eager operations on the same shapes, the zoo's modules: about a seventh of XLA's time
-    over the suite, measured). Every program is kept, however fast it compiled. Returns the folder, for the process
-    that made it to remove; None where the run has one already (a worker, from its controller) or the user set one.
-    Nothing outlives the run: a clean checkout compiles everything once."""
-    if "JAX_COMPILATION_CACHE_DIR" in environ:
+    """A new empty folder for this run's JAX persistent compilation cache, named in environ (CACHE_FOLDER) for the
+    workers to use (use_compilation_cache). Returns it, for the process that made it to remove; None where the run
+    has one already (a worker, from its controller). Nothing outlives the run: a clean checkout compiles everything
+    once."""
+    if CACHE_FOLDER in environ:
         return None
-    folder = tempfile.mkdtemp(prefix="bptt-xla-cache-")
-    environ["JAX_COMPILATION_CACHE_DIR"] = folder
-    environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
-    environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "-1"  # -1: every size (0 lets JAX pick a minimum)
-    return folder
+    environ[CACHE_FOLDER] = tempfile.mkdtemp(prefix="bptt-xla-cache-")
+    return environ[CACHE_FOLDER]
+
+
+def use_compilation_cache(environ):
+    """Point this process's JAX at the run's compilation cache (before it compiles anything: JAX decides once), so
+    that a program one worker compiled, the other loads instead of compiling it again (eager operations on the same
+    shapes, the zoo's modules: about a seventh of XLA's time over the suite, measured on jaxlib 0.10.2). Every
+    program is kept, however fast it compiled. Set in the test processes only, not through JAX's environment
+    variables: the CLI processes the tests start compile on their own, as a user's do, and no cache entry another
+    process is writing can reach their output as a warning. Returns whether it is on."""
+    folder = environ.get(CACHE_FOLDER)
+    if folder is None or importlib.util.find_spec("jax") is None:
+        return False
+    import jax
+
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)  # -1: every size (0 lets JAX pick a minimum)
+    return True
