@@ -71,6 +71,7 @@ def test_the_workers_lower_every_program_in_one_mlir_context():
 # One program, lowered from the same source (its locations too) in this process and in a child.
 SHARED_PROGRAM = """
 import jax, jax.numpy as jnp
+jax.config.update("jax_enable_x64", {x64})  # as in the test process (test modules turn it on)
 program = jax.jit(lambda x: jnp.sin(x) * {token} + jnp.cos(x).sum())
 program(jnp.ones((3, 5)))
 """
@@ -88,7 +89,7 @@ def test_a_program_the_other_worker_compiled_is_loaded_not_compiled_again():
     assert jax.config.jax_compilation_cache_dir == folder and os.path.isdir(folder)
     assert os.environ.get("JAX_COMPILATION_CACHE_DIR") in (None, folder)
     token = 1 + int.from_bytes(os.urandom(4), "little") / 2**32  # a program compiled nowhere before
-    source = SHARED_PROGRAM.format(token=repr(token))
+    source = SHARED_PROGRAM.format(token=repr(token), x64=jax.config.jax_enable_x64)
     child = (
         "import os, sys; from bptt.tests.support import xla; xla.use_compilation_cache(os.environ); "
         "exec(compile(sys.argv[1], '<shared program>', 'exec'))"
