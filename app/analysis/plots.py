@@ -39,10 +39,10 @@ def _figure(size, dpi):
     try:
         from matplotlib.figure import Figure  # no pyplot: nothing global changes (a notebook keeps its backend)
 
-        from bptt.app.analysis.canvas import Canvas
+        from bptt.app.analysis.canvas import Canvas, SettledLayout
     except ImportError as error:
         raise MissingMatplotlib(MISSING) from error
-    figure = Figure(figsize=size, dpi=dpi, layout="constrained")
+    figure = Figure(figsize=size, dpi=dpi, layout=SettledLayout())
     Canvas(figure)  # the figure's canvas from now on
     return figure
 
