@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from bptt.tests.support import xla
 
@@ -98,15 +99,15 @@ def test_a_program_the_other_worker_compiled_is_loaded_not_compiled_again():
     done = subprocess.run([sys.executable, "-c", child, source], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert set(os.listdir(folder)) - before, "the child wrote no program into the cache"
-    compiled, compile_program = [], compiler.backend_compile_and_load
-    compiler.backend_compile_and_load = lambda *args, **kwargs: (
-        compiled.append(args) or compile_program(*args, **kwargs)
-    )
-    try:
-        scope = {}
+    compiled, compile_program, scope = [], compiler.backend_compile_and_load, {}
+
+    def counted(*args, **kwargs):
+        compiled.append(args)
+        return compile_program(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(compiler, "backend_compile_and_load", counted)
         exec(compile(source, "<shared program>", "exec"), scope)
-    finally:
-        compiler.backend_compile_and_load = compile_program
     assert compiled == [], "a program the other process compiled was compiled again"
     expected = np.sin(np.ones((3, 5))) * token + 15 * np.cos(1.0)
     np.testing.assert_allclose(np.asarray(scope["program"](jax.numpy.ones((3, 5)))), expected, rtol=1e-6)
