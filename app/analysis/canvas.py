@@ -32,10 +32,15 @@ class SettledLayout(ConstrainedLayoutEngine):
     def execute(self, figure):
         laid = super().execute(figure)
         for part in subfigures(figure):
-            part.bbox_relative.set_points(np.round(part.bbox_relative.get_points() * GRID) / GRID)
+            part.bbox_relative.set_points(on_grid(part.bbox_relative.get_points()))
         for axes in figure.get_axes():
-            axes.set_position([round(value * GRID) / GRID for value in axes.get_position(original=True).bounds])
+            axes.set_position(on_grid(axes.get_position(original=True).bounds))
         return laid
+
+
+def on_grid(values):
+    """values (an array, or a sequence of numbers) rounded to multiples of 1/GRID."""
+    return np.round(np.asarray(values) * GRID) / GRID
 
 
 def subfigures(figure):
