@@ -78,7 +78,7 @@ def _compiled(step):
 
         def run(*args):
             try:
-                return compiled(*args)
+                return compiled(*(_as_input(arg) for arg in args))
             except torch._dynamo.exc.BackendCompilerFailed as error:
                 cause = getattr(error, "inner_exception", error)  # the compiler's own error
                 why = f"{type(cause).__name__}: {_first_line(cause)}"
@@ -86,6 +86,22 @@ def _compiled(step):
 
         _COMPILED[step] = run
     return _COMPILED[step]
+
+
+_NUMBERS = {}  # a Python float -> the same as a 0-d float64 tensor, made once
+
+
+def _as_input(arg):
+    """A step's argument as torch.compile should see it: a Python float (the weight keep[t] of a flow: 1, 0 or
+    1/pi) as a 0-d tensor, which torch.compile takes as an input (its value a float it would guard on, compiling
+    the step again for each new value); anything else as it is."""
+    if type(arg) is not float:
+        return arg
+    if arg not in _NUMBERS:
+        if len(_NUMBERS) >= 64:  # a few weights a truncation gives; beyond, all are dropped
+            _NUMBERS.clear()
+        _NUMBERS[arg] = torch.tensor(arg, dtype=torch.float64)
+    return _NUMBERS[arg]
 
 
 def _first_line(error):

@@ -26,7 +26,7 @@ from bptt.codegen.torch.sums import WEIGHTS
 from bptt.derive.nodes import Adj, t, time_shift
 
 SUFFIXES = {-1: "prev", 0: "t", 1: "next"}  # a view's name by its step: h_prev, h_t, h_next
-WEIGHT = "keep_t"  # a backward step's argument: the weight of the flows from step t+1, keep[t] (a number)
+WEIGHT = "keep_t"  # a backward step's argument: keep[t], the weight of the flows from step t+1 (runtime's _as_input)
 
 
 @dataclass(frozen=True)
