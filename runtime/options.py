@@ -172,14 +172,15 @@ class _Lengths(NamedTuple):
 
     @classmethod
     def parse(cls, text):
-        """The lengths of the CLI's text: integers >= 1 such as 5,3,1, T (every sequence T steps) or random; else
-        ValueError in one line."""
+        """The lengths of the CLI's text: integers from 1 to _LONGEST such as 5,3,1, T (every sequence T steps) or
+        random; else ValueError in one line."""
         if text.strip() in (_RANDOM, _EVERY_STEP):
             return cls(full=text.strip() == _EVERY_STEP)
         parts = [part.strip() for part in text.split(",")]
         if len(parts) > 4096 or not all(_is_length(part) for part in parts):
             raise ValueError(
-                f"expected --lengths as integers >= 1 such as 5,3,1 (one per sequence), T or random; got {text!r}"
+                f"expected --lengths as integers from 1 to {_LONGEST} such as 5,3,1 (one per sequence), T or random; "
+                f"got {text!r}"
             )
         return cls(tuple(int(part) for part in parts))
 
@@ -218,9 +219,12 @@ class _Lengths(NamedTuple):
         return f"sequences of lengths {self.text()}"
 
 
+_LONGEST = 10**9 - 1  # a length of fewer than ten digits: parsing one never takes longer
+
+
 def _is_length(text):
-    """text is a positive integer in ASCII digits, of fewer than ten (parsing never takes longer)."""
-    return text.isascii() and text.isdigit() and len(text) < 10 and int(text) > 0
+    """text is an integer from 1 to _LONGEST in ASCII digits."""
+    return text.isascii() and text.isdigit() and len(text) <= len(str(_LONGEST)) and int(text) > 0
 
 
 def _lengths_error(shape, dtype, integral, low, high, T, B):

@@ -86,9 +86,9 @@ def test_lengths_t_parses_and_draws_every_length_t():
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (("--lengths", "0,3"), "expected --lengths as integers >= 1"),
-        (("--lengths", "t"), "expected --lengths as integers >= 1"),
-        (("--lengths", "2.5"), "expected --lengths as integers >= 1"),
+        (("--lengths", "0,3"), "expected --lengths as integers from 1 to 999999999"),
+        (("--lengths", "t"), "expected --lengths as integers from 1 to 999999999"),
+        (("--lengths", "2.5"), "expected --lengths as integers from 1 to 999999999"),
         (("--lengths", "6,3,1", "--steps", "5"), "a length is above T=5; give --steps 6"),
         (("--lengths", "T", "--peers", "naive"), "no --peers, no --checkpoints"),
         (("--lengths", "T", "--checkpoints", "3"), "no --peers, no --checkpoints"),

@@ -56,8 +56,8 @@ def test_check_with_lengths_fails_a_module_that_ignores_them(model):
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
-        (("--lengths", "0,3"), "expected --lengths as integers >= 1"),
-        (("--lengths", "2.5,1"), "expected --lengths as integers >= 1"),
+        (("--lengths", "0,3"), "expected --lengths as integers from 1 to 999999999"),
+        (("--lengths", "2.5,1"), "expected --lengths as integers from 1 to 999999999"),
         (("--lengths", "6,3,1"), "a length is above T=5; give --steps 6"),
     ],
 )
@@ -67,7 +67,10 @@ def test_bad_lengths_exit_2(args, fragment):
 
 def test_lengths_parse_bounds_the_text():
     """No time in proportion to a number typed: a length of 10**9 or more is refused, not parsed."""
-    with pytest.raises(ValueError, match="expected --lengths"):
+    with pytest.raises(ValueError, match="expected --lengths as integers from 1 to 999999999"):
         Lengths.parse("9" * 5000)
+    with pytest.raises(ValueError, match="from 1 to 999999999 such as"):
+        Lengths.parse("3,1000000000")
+    assert Lengths.parse("3,999999999").steps == (3, 999999999)
     assert Lengths.parse(" 5, 3,1").steps == (5, 3, 1) and Lengths.parse("random").random
     assert np.array_equal(Lengths.parse("5,3,1").steps, [5, 3, 1])
