@@ -18,6 +18,7 @@ EXIT_STATUS = """exit status:
   4  check: the forward pass is not finite (it overflowed), so no gradient can be compared
 130  interrupted (Ctrl-C), quietly
 """
+CHECK_BATCH, BENCH_BATCH = 3, 32  # --batch when not given (nor --lengths 5,3,1, whose count it is then)
 
 
 def load_model(spec):
@@ -164,7 +165,12 @@ def parser(runs):
     sub = commands.add_parser("check", help="check a generated module against central finite differences", **documented)
     sub.add_argument("model", help=model_help)
     sub.add_argument("--steps", type=positive, default=5, metavar="T", help="sequence length (default 5)")
-    sub.add_argument("--batch", type=positive, default=3, metavar="B", help="batch size (default 3)")
+    sub.add_argument(
+        "--batch",
+        type=positive,
+        metavar="B",
+        help=f"batch size (default {CHECK_BATCH}; with --lengths 5,3,1: their count)",
+    )
     sub.add_argument("--seed", type=seed, default=0, metavar="S", help="random seed (default 0)")
     sub.add_argument("--dtype", choices=("float64", "float32"), default="float64", help="dtype of the analytic pass")
     sub.add_argument("--sizes", metavar="d=3,h=4,...", help="model sizes (default 3, 4, 5, ... in order)")
@@ -235,7 +241,12 @@ def parser(runs):
     sub.add_argument("model", help=model_help)
     sub.add_argument("--sizes", metavar="d=28,h=32,...", help="model sizes (default 32 each)")
     sub.add_argument("--steps", type=positive, default=35, metavar="T", help="sequence length (default 35)")
-    sub.add_argument("--batch", type=positive, default=32, metavar="B", help="batch size (default 32)")
+    sub.add_argument(
+        "--batch",
+        type=positive,
+        metavar="B",
+        help=f"batch size (default {BENCH_BATCH}; with --lengths 5,3,1: their count)",
+    )
     sub.add_argument(
         "--dtype",
         type=choices(("float64", "float32"), "dtypes"),

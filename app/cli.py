@@ -6,7 +6,7 @@ A command imports its own machinery (analysis, bench, check, exercises, code gen
 import pathlib
 import sys
 
-from bptt.app.arguments import UsageError, load_model, parser
+from bptt.app.arguments import BENCH_BATCH, CHECK_BATCH, UsageError, load_model, parser
 from bptt.app.files import output_target, writable_folder, write_atomic
 from bptt.app.guard import guarded
 from bptt.codegen.backends import BACKENDS, require, require_installed
@@ -98,7 +98,7 @@ def cmd_check(args):
     _enumerable(args)  # before any work: a long T is refused in a time independent of T
     model = load_model(args.model)
     backends = list(BACKENDS) if args.backend == "all" else [args.backend]
-    batch = _padded_batch(args)
+    batch = _padded_batch(args, CHECK_BATCH)
     for backend in backends:
         require(backend)  # a missing framework: one line, before any work
     from_zoo = args.model in ZOO
@@ -115,13 +115,16 @@ def cmd_check(args):
     return 0 if passed else 1
 
 
-def _padded_batch(args):
-    """check's and bench's batch size: --lengths' count of lengths if given (each at most --steps), else --batch."""
+def _padded_batch(args, default):
+    """check's and bench's batch size: --lengths' count of lengths if given (each at most --steps; --batch, if given
+    too, the same count), else --batch, else default."""
     if args.lengths is None:
-        return args.batch
+        return args.batch or default
     if args.lengths.above(args.steps):
         raise UsageError(args.lengths.above(args.steps))
-    return args.lengths.batch(args.batch)
+    if args.lengths.disagrees(args.batch):
+        raise UsageError(args.lengths.disagrees(args.batch))
+    return args.lengths.batch(args.batch or default)
 
 
 def cmd_analyze(args):
@@ -170,7 +173,9 @@ def cmd_bench(args):
         require_installed(args.backend)
         checking.require_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line
     peers = args.peers or list(benchmark.default_peers(args.backend))
-    spec = dict(model=args.model, sizes=sizes, steps=args.steps, batch=_padded_batch(args), dtypes=args.dtype)
+    spec = dict(
+        model=args.model, sizes=sizes, steps=args.steps, batch=_padded_batch(args, BENCH_BATCH), dtypes=args.dtype
+    )
     spec.update(checkpoints_spec(args, module, sizes))
     if args.lengths is not None:
         if args.peers or args.checkpoints is not None:
@@ -191,7 +196,7 @@ def checkpoints_spec(args, module, sizes):
         return {}
     try:
         budgets = bench_checkpoints.parse(args.checkpoints)
-        bench_checkpoints.require_a_step(module, sizes, args.batch, args.dtype, budgets)
+        bench_checkpoints.require_a_step(module, sizes, args.batch or BENCH_BATCH, args.dtype, budgets)
     except ValueError as error:
         raise UsageError(f"--checkpoints: {error}") from error
     if args.output is not None:

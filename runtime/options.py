@@ -192,6 +192,15 @@ class _Lengths(NamedTuple):
         """The batch's size: one sequence per given length, else default (--batch)."""
         return default if self.steps is None else len(self.steps)
 
+    def disagrees(self, batch):
+        """Why given lengths do not match a --batch given too, in one line (the CLI's words); None if they do."""
+        if self.steps is not None and batch is not None and batch != len(self.steps):
+            return (
+                f"--batch {batch} and --lengths {self.text()} disagree: the lengths give the batch, one per "
+                f"sequence ({len(self.steps)}); give --batch {len(self.steps)} or leave it out"
+            )
+        return None
+
     def above(self, T):
         """Why a given length does not fit T steps, in one line (the CLI's words); None if every one fits."""
         if self.steps is not None and max(self.steps) > T:

@@ -16,7 +16,8 @@ from bptt.tests.support.modules import module_of
 @pytest.mark.parametrize("model", ["elman", "linear"])
 @pytest.mark.parametrize("lengths", ["5,3,1", "random"])
 def test_check_with_lengths_passes(model, lengths):
-    result = bptt("check", model, "--lengths", lengths, "--batch", "4", "--truncate", "chunk:2")
+    batch = "4" if lengths == "random" else "3"  # given lengths are the batch: a --batch given too is their count
+    result = bptt("check", model, "--lengths", lengths, "--batch", batch, "--truncate", "chunk:2")
     assert result.returncode == 0, result.stderr
     assert f"lengths={lengths}" in result.stdout and (" B=3 " in result.stdout) == (lengths != "random")
     assert_all_rows_ok(result.stdout, module_of(model).PARAMS + tuple(module_of(model).STATES))
@@ -59,6 +60,7 @@ def test_check_with_lengths_fails_a_module_that_ignores_them(model):
         (("--lengths", "0,3"), "expected --lengths as integers from 1 to 999999999"),
         (("--lengths", "2.5,1"), "expected --lengths as integers from 1 to 999999999"),
         (("--lengths", "6,3,1"), "a length is above T=5; give --steps 6"),
+        (("--lengths", "5,3", "--batch", "3"), "--batch 3 and --lengths 5,3 disagree: the lengths give the batch"),
     ],
 )
 def test_bad_lengths_exit_2(args, fragment):
