@@ -1,6 +1,7 @@
 """The `bptt` command's arguments: the parser, its value types and the exit statuses it documents."""
 
 import argparse
+import re
 
 from bptt.app.analysis import defaults as analysis
 from bptt.app.guard import UsageError
@@ -13,11 +14,14 @@ from bptt.runtime.options import Lengths, Truncation
 EXIT_STATUS = """exit status:
   0  done; every check passed
   1  a check failed: a gradient disagrees (check), a module is missing, stale or unexpected (codegen --check)
-  2  usage error: bad arguments, an unknown or malformed model, an output that is not a regular file
+  2  usage error: bad arguments (sizes beyond memory), an unknown or malformed model, an output not a regular file
   3  operating-system or internal error: a file that cannot be read or written, out of memory, a bug
   4  check: the forward pass is not finite (it overflowed), so no gradient can be compared
 130  interrupted (Ctrl-C), quietly
 """
+LARGEST = 10**9 - 1  # the largest T, B, size or count an option takes (nine digits); app/memory.py bounds them further
+LARGEST_SEED = 2**64 - 1  # NumPy's generators take larger ones, no more random
+_INTEGER = re.compile(r"\s*[+-]?[0-9]+\s*")  # what int() reads, in ASCII digits
 CHECK_BATCH, BENCH_BATCH = 3, 32  # --batch when not given (nor --lengths 5,3,1, whose count it is then)
 
 
@@ -58,13 +62,7 @@ def choices(allowed, what):
 
 
 def positive(text):
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+    return _integer(text, 1, LARGEST, "a positive integer")
 
 
 def truncate(text):
@@ -82,9 +80,23 @@ def lengths(text):
 
 
 def seed(text):
-    if not text.isdigit():
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return int(text)
+    return _integer(text, 0, LARGEST_SEED, "a non-negative integer")
+
+
+def _integer(text, low, high, expected):
+    """int(text) if it is an integer from low to high, else ArgumentTypeError in one line; a text of more digits than
+    high has is refused unread (no time in proportion to the number typed)."""
+    written = _INTEGER.fullmatch(text) is not None
+    value = int(text) if written and len(text.strip().lstrip("+-")) <= len(str(high)) else None
+    if value is not None and low <= value <= high:
+        return value
+    above = written and (value is None or value > high)
+    raise argparse.ArgumentTypeError(f"expected {expected}{f' of at most {high}' if above else ''}, got {shown(text)}")
+
+
+def shown(text):
+    """The user's text in a message: whole if short, else its start and its length."""
+    return repr(text) if len(text) <= 40 else f"{text[:20]!r}... ({len(text)} characters)"
 
 
 def positive_number(text):

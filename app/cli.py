@@ -3,10 +3,12 @@
 A command imports its own machinery (analysis, bench, check, exercises, code generation) when it runs, so that
 `bptt latex` does not start by loading the others'."""
 
+import argparse
 import pathlib
 import sys
 
-from bptt.app.arguments import BENCH_BATCH, CHECK_BATCH, UsageError, load_model, parser
+from bptt.app import memory
+from bptt.app.arguments import BENCH_BATCH, CHECK_BATCH, LARGEST, UsageError, load_model, parser, positive, shown
 from bptt.app.files import output_target, writable_folder, write_atomic
 from bptt.app.guard import guarded
 from bptt.codegen.backends import BACKENDS, require, require_installed
@@ -69,11 +71,17 @@ def _sizes(text, module):
     sizes = {}
     for item in text.split(","):
         name, _, value = item.partition("=")
-        if name not in module.SIZES or not value.isdigit() or int(value) < 1:
-            raise UsageError(f"--sizes: expected NAME=N for {', '.join(module.SIZES)} with N >= 1, got {item!r}")
+        try:
+            value = positive(value) if name in module.SIZES else None
+        except argparse.ArgumentTypeError:
+            value = None
+        if value is None:
+            raise UsageError(
+                f"--sizes: expected NAME=N for {', '.join(module.SIZES)} with N from 1 to {LARGEST}, got {shown(item)}"
+            )
         if name in sizes:
             raise UsageError(f"--sizes: {name} is given twice ({name}={sizes[name]} and {item}); give each size once")
-        sizes[name] = int(value)
+        sizes[name] = value
     missing = [name for name in module.SIZES if name not in sizes]
     if missing:
         raise UsageError(f"--sizes: missing {', '.join(missing)} (expected all of {', '.join(module.SIZES)})")
@@ -105,6 +113,7 @@ def cmd_check(args):
     numpy_module = checking.load_module(model, from_zoo)
     _enumerable(args, group_count(numpy_module))  # each group of a model with reverse-time states draws
     sizes = _sizes(args.sizes, numpy_module)
+    memory.require_room(numpy_module, args.steps, batch, sizes, 8, "the check")
     options = Options(args.steps, batch, args.seed, args.dtype, sizes, args.truncate, args.lengths)
     passed = True
     for backend in backends:
@@ -172,6 +181,7 @@ def cmd_bench(args):
     elif not BACKENDS[args.backend].reference:  # the measuring child imports the framework, the parent need not
         require_installed(args.backend)
         checking.require_module(model, from_zoo=args.model in ZOO, backend=args.backend)  # missing: one line
+    memory.require_room(module, args.steps, _padded_batch(args, BENCH_BATCH), sizes, 8, "the benchmark")
     peers = args.peers or list(benchmark.default_peers(args.backend))
     spec = dict(
         model=args.model, sizes=sizes, steps=args.steps, batch=_padded_batch(args, BENCH_BATCH), dtypes=args.dtype

@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from bptt.app import cli
+from bptt.app import cli, memory
 from bptt.app.bench import bench, process
 from bptt.tests.support.cli import REPO, assert_error, bptt, clean_env
 
@@ -92,12 +92,17 @@ def test_a_folder_without_write_permission_is_refused_before_measuring(new, monk
         shutil.rmtree(top)
 
 
-def test_the_child_s_errors_are_one_line_with_the_readmes_status(tmp_path):
-    """The child's own errors (here: the parameters take 800 TB) are reported as the CLI reports them."""
-    huge = ("--sizes", "d=1,h=10000000,q=1", "--steps", "2", "--batch", "1", "--repeats", "1", "--dtype", "float64")
-    for extra in ((), ("--checkpoints", "4", "-o", tmp_path)):
-        result = bptt("bench", "elman", *huge, *extra)
-        assert_error(result, 3, "bptt bench: error: out of memory: ")
+def test_the_child_s_errors_are_one_line_with_the_readmes_status(tmp_path, monkeypatch, capfd):
+    """The child's own errors (here: the parameters take 800 TB) are reported as the CLI reports them. The parent
+    refuses such sizes before it starts a child (app/memory.py): here it is made to know no memory, so that the
+    child tries."""
+    huge = ["--sizes", "d=1,h=10000000,q=1", "--steps", "2", "--batch", "1", "--repeats", "1", "--dtype", "float64"]
+    assert_error(bptt("bench", "elman", *huge), 2, "bptt bench: error: T=2, B=1, d=1, h=10000000, q=1: ")
+    monkeypatch.setattr(memory, "available", lambda: None)
+    for extra in ([], ["--checkpoints", "4", "-o", str(tmp_path)]):
+        assert cli.main(["bench", "elman", *huge, *extra]) == 3
+        err = capfd.readouterr().err  # the child's, on this process's stderr
+        assert err.startswith("bptt bench: error: out of memory: ") and err.count("\n") == 1, err
     assert list(tmp_path.iterdir()) == []
 
 
