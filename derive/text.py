@@ -8,6 +8,17 @@ from sympy.printing.str import StrPrinter
 
 from bptt.derive.order import term_order
 
+# The values that print as one symbol or one call (W, h_t, tanh(a_t), mean(v), W[h:2h]), by class: an elementwise
+# power written after one is its own. Any other base (a product U x_t, a sum, a Hadamard product or power) every
+# printer puts in parentheses first, so that (U x_t)^3 never reads as U x_t^3.
+ONE_PIECE = frozenset(
+    ("MatrixSymbol", "SeqAt", "Tangent", "Apply", "Reduce", "Softmax", "OneHot", "MatrixSlice", "OneMatrix")
+)
+
+
+def one_piece(expr):
+    return type(expr).__name__ in ONE_PIECE
+
 
 class TextPrinter(StrPrinter):
     def _print_Adj(self, expr):
@@ -46,8 +57,8 @@ class TextPrinter(StrPrinter):
         return " * ".join(self._wrap(a) for a in expr.args)
 
     def _print_HadamardPower(self, expr):
-        exp = expr.exp
-        return f"{self._wrap(expr.base)}^{exp if exp.is_Integer and exp > 0 else f'({exp})'}"
+        exp, base = expr.exp, self._print(expr.base)
+        return f"{base if one_piece(expr.base) else f'({base})'}^{exp if exp.is_Integer and exp > 0 else f'({exp})'}"
 
     def _print_MatPow(self, expr):
         return f"{self._wrap(expr.base)}^{expr.exp}"

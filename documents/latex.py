@@ -11,6 +11,7 @@ from bptt.derive.blocks import split
 from bptt.derive.elementwise import lookup
 from bptt.derive.nodes import Adj, SeqAt, equal
 from bptt.derive.order import printed_terms
+from bptt.derive.text import one_piece
 from bptt.documents.latex_names import (
     bold,
     dotted,
@@ -90,7 +91,8 @@ class BPTTLatexPrinter(LatexPrinter):
     def _print_HadamardPower(self, expr):
         if isinstance(expr.base, sp.Transpose):  # SymPy's (v^T)^{odot e}, printed as the power transposed
             return self._print_Transpose(sp.Transpose(sp.HadamardPower(expr.base.arg, expr.exp)))
-        return rf"{self._wrap(expr.base)}^{{\odot {self._print(expr.exp)}}}"
+        base = self._print(expr.base) if one_piece(expr.base) else rf"\left({self._print(expr.base)}\right)"
+        return rf"{base}^{{\odot {self._print(expr.exp)}}}"
 
     def _print_OneMatrix(self, expr):
         return r"\mathbf{1}"

@@ -12,6 +12,7 @@ from bptt.derive.bptt import derive
 from bptt.derive.elementwise import Apply
 from bptt.derive.models import load, names
 from bptt.derive.nodes import Adj, Diag, OneHot, SeqAt, Softmax, T, TimeSum, t
+from bptt.derive.text import text
 from bptt.derive.truncation import Xi, chunked, randomized
 from bptt.documents.equation import equation as make_equation
 from bptt.documents.latex import latex
@@ -308,3 +309,27 @@ def test_a_transposed_power_has_one_superscript():
     assert latex(power.T) == latex(sp.Transpose(power)) == printed
     for reach in (PLAIN, CALLS, FACTORS):  # a long line is broken into these pieces
         assert "".join(piece.glue + piece.text for piece in pieces(power.T, reach)).strip() == printed
+
+
+def test_a_power_of_a_product_or_sum_keeps_its_parentheses():
+    """(U x_t)^{odot 3} is the power of the product, not U (x_t^{odot 3}): both the LaTeX and the generated code's
+    comments put a base that is not one symbol or one call in parentheses (once printed U x_t^{odot 3}); a symbol,
+    a sequence value or a call stays bare."""
+    d, h = sp.symbols("d h")
+    U, W = sp.MatrixSymbol("U", h, d), sp.MatrixSymbol("W", h, h)
+    x, a = SeqAt("x", t, d, "input"), SeqAt("a", t, h, "intermediate")
+    cases = [
+        (sp.HadamardPower(U * x, 3), r"\left(\mathbf{U} \mathbf{x}_{t}\right)^{\odot 3}", "(U x_t)^3"),
+        (sp.HadamardPower(W.T * a, -1), r"\left(\mathbf{W}^\top \mathbf{a}_{t}\right)^{\odot -1}", "(W^T a_t)^(-1)"),
+        (sp.HadamardPower(2 * a, 2), r"\left(2 \mathbf{a}_{t}\right)^{\odot 2}", "(2 a_t)^2"),
+        (sp.HadamardPower(sp.HadamardProduct(a, a) + OneMatrix(h, 1), sp.Rational(1, 3)), None, None),
+        (sp.HadamardPower(a, 3), r"\mathbf{a}_{t}^{\odot 3}", "a_t^3"),
+        (sp.HadamardPower(Apply("tanh", a), 2), r"\tanh\left(\mathbf{a}_{t}\right)^{\odot 2}", "tanh(a_t)^2"),
+    ]
+    for power, tex, plain in cases:
+        if tex is not None:
+            assert latex(power) == tex
+            assert text(power) == plain
+        base_tex, base_plain = latex(power.base), text(power.base)
+        assert latex(power).startswith(rf"\left({base_tex}\right)") == (" " in base_tex.replace(r"\left(", "("))
+        assert text(power).startswith(f"({base_plain})") == (" " in base_plain)
