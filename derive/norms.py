@@ -70,14 +70,20 @@ class Norm(Column):
 
 
 def _eps(eps, kind):
-    """eps as a SymPy rational: a positive rational (a float as its decimal digits say, 1e-5 as 1/100000) or 0."""
+    """eps as a SymPy rational: a positive rational (a float, NumPy's too, as its shortest decimal digits say, 1e-5
+    as 1/100000) or 0; not a bool."""
     try:
-        value = sp.Rational(repr(eps)) if isinstance(eps, float) else sp.Rational(eps)
+        value = None if isinstance(eps, bool) else sp.Rational(str(eps) if _is_float(eps) else eps)
     except (TypeError, ValueError):
         value = None
     if value is None or value < 0:
         raise NormError(f"{kind}: eps must be a positive rational or 0, not {eps!r}")
     return value
+
+
+def _is_float(value):
+    """A Python float, or NumPy's (without importing NumPy: its floats name their type so)."""
+    return isinstance(value, float) or type(value).__module__ == "numpy" and "float" in type(value).__name__
 
 
 def _column(value, v, what, kind):

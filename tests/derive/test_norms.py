@@ -5,6 +5,7 @@ positive rational or 0, anything else one line naming it (exit 2 from the CLI)."
 
 import pathlib
 
+import numpy as np
 import pytest
 import sympy as sp
 
@@ -65,9 +66,11 @@ def test_an_rms_norm_of_an_expression_names_its_input_and_has_no_mean_of_the_cen
 
 def test_a_float_eps_is_its_decimal_rational():
     assert layer_norm(a(), eps=1e-5).eps == sp.Rational(1, 100000)
+    assert layer_norm(a(), eps=np.float32(1e-5)).eps == sp.Rational(1, 100000)  # NumPy's, as its digits say
+    assert layer_norm(a(), eps=np.float64(0.1)).eps == sp.Rational(1, 10)
 
 
-@pytest.mark.parametrize("eps", [-1, "abc", float("nan"), sp.Symbol("e"), sp.sqrt(2)])
+@pytest.mark.parametrize("eps", [-1, "abc", float("nan"), float("inf"), True, sp.Symbol("e"), sp.sqrt(2)])
 def test_an_eps_that_is_not_a_positive_rational_or_0_is_refused_by_name(eps):
     with pytest.raises(NormError, match=r"^layer_norm: eps must be a positive rational or 0, not "):
         layer_norm(a(), eps=eps)
