@@ -150,6 +150,9 @@ def report(model, backend, module, reference, options):
     mode = "full BPTT" if o.truncate is None else f"truncate={Truncation.of(o.truncate).text()}"
     which = "" if framework is None else f" ({backend} module)"
     padded = "" if o.lengths is None else f" lengths={o.lengths.text()}"
+    if o.lengths is not None and o.lengths.random:  # the lengths drawn, to give as --lengths again
+        drawn = problem(reference, o.steps, o.batch, o.seed, o.sizes, o.lengths).lengths
+        padded += f" ({','.join(str(length) for length in drawn)})"
     lines = [f"{model.name}{which}: {mode} T={o.steps} B={o.batch}{padded} seed={o.seed} dtype={o.dtype} {shown}"]
     if randomized and framework is not None:
         count = 2 ** (o.steps * patterns.group_count(reference))

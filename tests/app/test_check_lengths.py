@@ -3,6 +3,7 @@ finite differences of the loss that sums each sequence's own steps; a module tha
 bad --lengths exit 2 in one line."""
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -76,3 +77,18 @@ def test_lengths_parse_bounds_the_text():
     assert Lengths.parse("3,999999999").steps == (3, 999999999)
     assert Lengths.parse(" 5, 3,1").steps == (5, 3, 1) and Lengths.parse("random").random
     assert np.array_equal(Lengths.parse("5,3,1").steps, [5, 3, 1])
+
+
+def test_random_lengths_are_shown_and_given_back_check_the_same_batch():
+    """`--lengths random` names the lengths it drew, so that a failure can be run again with --lengths: given back
+    with the same seed they check the same batch (the lengths are drawn after every other array), row for row."""
+    drawn = bptt("check", "elman", "--lengths", "random", "--batch", "5", "--steps", "6", "--seed", "3")
+    assert drawn.returncode == 0, drawn.stderr
+    header, *rows = drawn.stdout.splitlines()
+    found = re.search(r" lengths=random \((\d+(?:,\d+)*)\) ", header)
+    assert found, header
+    lengths = [int(length) for length in found.group(1).split(",")]
+    assert len(lengths) == 5 and all(1 <= length <= 6 for length in lengths), lengths
+    given = bptt("check", "elman", "--lengths", found.group(1), "--steps", "6", "--seed", "3")
+    assert given.returncode == 0, given.stderr
+    assert given.stdout.splitlines()[1:] == rows
