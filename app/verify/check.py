@@ -7,7 +7,8 @@ losses of many entries' differences come from one forward pass of their paramete
 by side (else those of the initial states', vector parameters' and the inputs' and outputs' matrices' entries, and of
 the matrices the maths multiply by np.matmul, from one of their sets along the batch: batched.py). Entry a (analytic,
 in the checked dtype) passes against n (numeric, float64) when |a - n| <= tolerance * max(|a|, |n|, FLOOR * largest)
-+ MARGIN * estimate, largest being the array's largest |gradient|.
++ MARGIN * estimate, largest being the array's largest |gradient| (of an array whose gradient is zero, that of the
+array with the largest).
 
 What it resolves: a relative error of the tolerance (1e-7 in float64, 1e-3 in float32) in
 every checked entry down to FLOOR of its array's largest; smaller entries only to that
@@ -137,12 +138,13 @@ def compare(name, analytic, numeric, estimates, tolerance, largest):
 
 def compare_arrays(names, counts, analytic, numeric, estimates, tolerance, largest):
     """compare's Row of each named array, at once: its entries are the next counts[k] (at least 1) of analytic,
-    numeric and estimates; largest, one per array."""
+    numeric and estimates; largest, one per array (one of zeros is measured against the largest of them)."""
     if min(counts) < 1:
         raise ValueError("every array needs at least one entry to compare")
     starts = np.cumsum([0, *counts[:-1]])
     most, largest = np.maximum.reduceat(np.abs(numeric), starts), np.asarray(largest, np.float64)
-    floor = np.repeat(FLOOR * np.where(most > largest, most, largest), counts)  # max(largest, most), as Python's
+    either = np.where(most > largest, most, largest)  # max(largest, most), as Python's
+    floor = np.repeat(FLOOR * np.where(largest > 0, either, either.max()), counts)  # zeros: against the largest
     scale = np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), floor)
     scale = np.where(scale > 0, scale, np.finfo(float).tiny)
     error, estimate = np.abs(analytic - numeric) / scale, estimates / scale

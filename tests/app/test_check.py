@@ -6,7 +6,7 @@ to enumerate is refused."""
 import numpy as np
 import pytest
 
-from bptt.app.verify.check import MARGIN, MAX_ENTRIES, TooManyPatterns, check, table
+from bptt.app.verify.check import FLOOR, MARGIN, MAX_ENTRIES, TooManyPatterns, check, compare_arrays, table
 from bptt.app.verify.problem import NonFiniteForward, problem
 from bptt.app.verify.ridders import ridders
 from bptt.tests.support.cli import assert_error, bptt, table_rows
@@ -156,3 +156,17 @@ def test_table_shows_the_error_estimate():
     lines = table(rows).splitlines()
     assert "FD error est." in lines[0] and len(lines) == 1 + len(rows)
     assert all(f"{row.estimate:.2e}" in line for row, line in zip(rows, lines[1:], strict=True))
+
+
+def test_an_array_whose_gradient_is_zero_is_measured_against_the_largest_gradient():
+    """A gradient of zeros (the gain of a norm over one unit) had its error estimate divided by the smallest float
+    (5e+295 in the table): it is measured against the largest array's, as an entry below FLOOR of its own array's
+    largest is against that; rounding noise passes, a gradient that should be zero and is not fails."""
+
+    def rows(g):
+        analytic, numeric = np.array([2.0, -1.0, *g]), np.array([2.0, -1.0, 1e-300, 0.0])
+        return compare_arrays(["W", "g"], [2, 2], analytic, numeric, np.full(4, 1e-12), 1e-7, [2.0, 0.0])
+
+    assert rows([0.0, 1e-20])[1].estimate == pytest.approx(1e-12 / (FLOOR * 2.0))
+    assert rows([0.0, 1e-20])[1].ok and rows([0.0, 0.0])[1].error < 1e-290
+    assert not rows([0.0, 1e-6])[1].ok
