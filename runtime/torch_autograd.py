@@ -202,7 +202,14 @@ class _Model(torch.nn.Module):
 
     def loss(self, outputs, ys, lengths=None, at=None):
         """The loss averaged over the batch, as loss_and_grads computes it (differentiable: _Loss); lengths as for
-        forward (each sequence's loss is that of its own steps), at as for loss_and_grads ("last": of its last)."""
+        forward (each sequence's loss is that of its own steps), at as for loss_and_grads ("last": of its last).
+        outputs may be packed, as forward returns them for a PackedSequence (their lengths, no lengths=; ys padded,
+        in the batch's own order, as forward takes them)."""
+        if isinstance(outputs, PackedSequence):
+            if lengths is not None:
+                raise ValueError("lengths= with packed outputs: they carry their own lengths; give one or the other")
+            steps = ys.shape[0] if torch.is_tensor(ys) and ys.dim() > 0 else None
+            outputs, lengths = pad_packed_sequence(outputs, total_length=steps)  # the batch's own order
         outputs, ys, padding = self._passes.loss_inputs(outputs, ys, lengths, at)
         counts = None if padding.valid is None else padding.counts(self._passes.spec.mean, outputs.dtype)
         return _Loss.apply(self._passes, outputs, ys, counts)

@@ -73,3 +73,26 @@ def test_lengths_with_a_packed_sequence_is_refused_in_one_line():
     with pytest.raises(ValueError, match="^lengths= with a PackedSequence xs: it carries its own lengths") as error:
         net(packed, lengths=torch.as_tensor([6, 4, 4, 1]))
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("at", [None, "last"])
+def test_the_loss_of_packed_outputs_is_that_of_the_padded_call(at):
+    """Model.loss takes the packed outputs forward returned (their lengths), and equals the loss of the padded call
+    with lengths=, its value and every gradient, unsorted lengths included."""
+    module, net, xs, ys, states = lstm_model("lstm", 5)
+    lengths = torch.as_tensor([3, 6, 1, 5])
+    found = {}
+    for packed in (True, False):
+        net.zero_grad()
+        if packed:
+            loss = net.loss(net(pack_padded_sequence(xs, lengths, enforce_sorted=False), **states), ys, at=at)
+        else:
+            loss = net.loss(net(xs, **states, lengths=lengths), ys, lengths=lengths, at=at)
+        loss.backward()
+        found[packed] = loss.detach(), {key: getattr(net, key).grad.clone() for key in module.PARAMS}
+    (loss, grads), (want, want_grads) = found[True], found[False]
+    assert abs(loss - want) <= TOL * abs(want)
+    for key, value in want_grads.items():
+        assert (grads[key] - value).abs().max() <= TOL * value.abs().max(), key
+    with pytest.raises(ValueError, match="^lengths= with packed outputs: they carry their own lengths"):
+        net.loss(net(pack_padded_sequence(xs, lengths, enforce_sorted=False), **states), ys, lengths=lengths)
