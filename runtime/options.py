@@ -238,7 +238,10 @@ def _is_length(text):
 
 def _lengths_error(shape, dtype, integral, low, high, T, B):
     """Why a lengths argument (its shape, dtype, whether that is an integer dtype, its least and largest entry)
-    does not fit a batch of T steps and B sequences, in one line; None if it fits."""
+    does not fit a batch of T steps and B sequences, in one line; None if it fits, or if T < 1 (no lengths fit:
+    the arrays' own check names the array without steps)."""
+    if T < 1:
+        return None
     if not integral:
         return f"lengths must be an integer array of shape (B,)=({B},), one length per sequence; got dtype {dtype}"
     if tuple(shape) != (B,):

@@ -137,3 +137,23 @@ def test_lengths_all_t_is_the_unpadded_call():
     assert plain[0] == padded[0] and all(np.array_equal(plain[1][k], padded[1][k]) for k in plain[1])
     outputs = module.forward(params, xs)[0]
     assert np.array_equal(module.losses(outputs, ys, lengths=full), module.losses(outputs, ys))
+
+
+@pytest.mark.parametrize("suffix", ["", "_torch", "_jax"])
+def test_no_steps_with_lengths_names_the_array_without_steps(suffix):
+    """xs (or outputs) of T=0 with lengths= is refused for the array, as without lengths= (it blamed lengths: 'lengths
+    holds 1; ... must be in 1..T (T=0)')."""
+    framework = {"": "numpy", "_torch": "torch", "_jax": "jax"}[suffix]
+    pytest.importorskip(framework)
+    module = module_of(f"elman{suffix}")
+    params, xs, ys, _ = zoo_values(load("elman"), 0)
+    to, _ = oracle._framework(module)
+    params, empty, lengths = {k: to(v) for k, v in params.items()}, to(xs[:0]), to(np.full(B, 1))
+    calls = {
+        "xs": lambda: module.forward(params, empty, lengths=lengths),
+        "xs ": lambda: module.loss_and_grads(params, empty, to(ys[:0]), lengths=lengths),
+        "outputs": lambda: module.losses(to(np.zeros((0, B, 5))), to(ys[:0]), lengths=lengths),
+    }
+    for array, call in calls.items():
+        with pytest.raises(ValueError, match=rf"^{array.strip()} has shape \(0, 4, \d\); every dimension must be"):
+            call()
