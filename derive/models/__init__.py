@@ -40,6 +40,9 @@ def load(spec):
     if ":" not in spec:
         raise ModelError(f"unknown model {spec!r}; known models: {', '.join(names())} (or give file.py:function)")
     path, _, attr = spec.rpartition(":")
+    if not path.strip() or not attr.strip():
+        missing = "no file before" if not path.strip() else "no function's name after"
+        raise ModelError(f"expected file.py:function, got {spec!r}: it has {missing} the colon")
     return _load_file(pathlib.Path(path), attr)
 
 
@@ -51,7 +54,8 @@ def _zoo_model(name):
 
 def _load_file(path, attr):
     if not path.is_file():
-        raise ModelError(f"model file {str(path)!r} does not exist (expected file.py:function)")
+        kind = "is not a file" if path.exists() else "does not exist"
+        raise ModelError(f"model file {str(path)!r} {kind} (expected file.py:function)")
     module_spec = importlib.util.spec_from_file_location(f"bptt_user_{path.stem}", path)
     module = importlib.util.module_from_spec(module_spec)
     try:

@@ -242,9 +242,13 @@ CELLS = {
         "load",
         lambda tmp: "no-such-model",
     ),
-    "derive/models/__init__.py _load_file: model file does not exist (expected file.py:function)": (
+    "derive/models/__init__.py _load_file: model file (expected file.py:function)": (  # missing, or a folder
         "load",
         lambda tmp: f"{tmp / 'missing.py'}:cell",
+    ),
+    "derive/models/__init__.py load: expected file.py:function, got : it has the colon": (
+        "load",
+        lambda tmp: "cells.py:",  # or ":cell", no file
     ),
     "derive/models/__init__.py _load_file: model file called sys.exit() while loading": (
         "load",
