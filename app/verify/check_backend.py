@@ -40,7 +40,7 @@ class Framework:
 
     def __init__(self, backend, module, reference):
         self.adapter, self.module, self.reference = BACKENDS[backend], module, reference
-        for name in ("PARAMS", "SIZES", "SHAPES", "CACHE", "STATES", "TEACHER_FORCED", "MEAN"):
+        for name in ("__name__", "PARAMS", "SIZES", "SHAPES", "CACHE", "STATES", "TEACHER_FORCED", "MEAN"):
             setattr(self, name, getattr(module, name))
         self.init_params, self.random_inputs = reference.init_params, reference.random_inputs
         self.adapter.load()

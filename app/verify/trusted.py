@@ -30,7 +30,7 @@ def forward(module, params, data, initial, cache=True):
     passes = getattr(module, "_PASSES", None)
     if passes is None:
         if per_sample(module, params):
-            raise ValueError(f"{module.__name__}: a row per sample of its vectors needs its NumPy maths")
+            raise ValueError(f"{named(module)}: a row per sample of its vectors needs its NumPy maths")
         return _grouped(module, params, data, initial)
     kinds = _THREAD.__dict__.setdefault("kinds", {})
     key = (module, passes, *[(value.shape, value.dtype) for value in data])
@@ -72,6 +72,13 @@ def _grouped(module, params, data, initial):
     if groups[key] is None:
         return module.forward(params, *data, **initial)
     return trusted_groups.forward(groups[key], params, data[0], initial)
+
+
+def named(module):
+    """How a message names a module: its __name__ (an imported module's, and check_backend.Framework's, the torch or
+    JAX module's it shows), else its type's (a wrapper of no name): any module object the check runs, never an
+    AttributeError in place of the message."""
+    return getattr(module, "__name__", None) or type(module).__name__
 
 
 def per_sample(module, params):
@@ -135,7 +142,7 @@ def _rowed_arrays(module, passes, params, data, initial):
     each array's largest: a stack's products round otherwise), else ValueError, as for a module whose maths refuse
     them; that the samples keep apart, by the caller (app/verify/batched.py)."""
     if list(initial) != list(module.STATES) or any(value is None for value in initial.values()):
-        raise ValueError(f"{module.__name__}: a row per sample of its vectors needs every initial state")
+        raise ValueError(f"{named(module)}: a row per sample of its vectors needs every initial state")
     rowed, axis = per_sample(module, params), bool(matrices(module, params))
     first = _first_sample(module, params)
     public = module.forward(first, *data, **initial)
@@ -149,7 +156,7 @@ def _rowed_arrays(module, passes, params, data, initial):
     alike = {name: np.broadcast_to(_sample_axis(module, name, first[name]), params[name].shape) for name in rowed}
     passes.forward({**params, **alike}, sizes, *data, *states, work)
     if not _same_run(public, *_run(passes, data[0], work, axis), AGREEMENT if axis else 0):
-        raise ValueError(f"{module.__name__}: its public forward is not its maths' plain shell")
+        raise ValueError(f"{named(module)}: its public forward is not its maths' plain shell")
     return sizes, work, axis
 
 

@@ -19,7 +19,7 @@ from bptt.codegen.printing.function_code import in_place
 from bptt.codegen.printing.printer import ATOM, Code
 from bptt.codegen.printing.spelling import row_sums
 from bptt.codegen.printing.terms import Scratch, constant, first_term, negated
-from bptt.codegen.printing.units import REDUCED, UnitsStatements, broadcast_value, of_units, placed_rows
+from bptt.codegen.printing.units import REDUCED, UnitsStatements, broadcast_value, of_units, per_call, placed_rows
 from bptt.codegen.printing.window import Statements
 from bptt.derive.blocks import split
 from bptt.derive.elementwise import Apply
@@ -53,6 +53,7 @@ class InPlacePrinter(UnitsStatements, Statements):
         self.taken = frozenset(taken)  # names a step's views must not take (the model's, the arrays')
         self.views = None  # in a loop: {subscript: the local name of that step's view}
         self.prepared = {}  # name -> (the line that makes it, its Array): stacked and transposed weights
+        self.once = {}  # a reduction that reads no step -> the name of its array, made once per call (units.py)
         table = {}
         for array in arrays:
             table[array.name] = array
@@ -146,9 +147,12 @@ class InPlacePrinter(UnitsStatements, Statements):
 
     def ref(self, expr):
         """The code of expr if it is stored as it is (a sequence value, an adjoint, a parameter); with in-place
-        reductions, a stored 1 x 1 value broadcast into n rows (1 mu_t) is that value, which broadcasts."""
+        reductions, a stored 1 x 1 value broadcast into n rows (1 mu_t) is that value, which broadcasts. A reduction
+        that reads no step (mean(g) of a parameter) is stored once per call."""
         if isinstance(expr, (SeqAt, Adj, *PARAMETER)):
             return self(expr)
+        if per_call(expr):
+            return Code(self.reduced_once(expr))
         if self.calls.sum_units and broadcast_value(expr) is not None:
             return self.ref(broadcast_value(expr))
         return None

@@ -11,6 +11,7 @@ from bptt.codegen.ir import Array, PerCall
 from bptt.codegen.printing.terms import constant
 from bptt.derive.atoms import atoms
 from bptt.derive.blocks import Placed
+from bptt.derive.nodes import Adj, SeqAt
 from bptt.derive.reductions import Reduce
 
 REDUCED = {"sum": False, "mean": True}  # the reductions printed in place: whether the row sums are scaled by 1/n
@@ -36,6 +37,12 @@ def broadcast_value(expr):
     return None
 
 
+def per_call(expr):
+    """Whether expr is a reduction that reads no step (mean(g) of a parameter g): a value of no batch and no time
+    axis, the same at every step and for every sample."""
+    return isinstance(expr, Reduce) and not atoms(expr, SeqAt, Adj)
+
+
 def placed_rows(expr):
     """Whether expr is a sum of blocks of rows of a vector (blocks.Placed), nothing else."""
     terms = expr.args if isinstance(expr, sp.MatAdd) else (expr,)
@@ -53,6 +60,22 @@ class UnitsStatements:
         if name not in self.prepared:
             line = self.calls.line("copy", out=name, x=self.number(1 / rows))
             self.prepared[name] = (line, Array(name, rows, PerCall(1)))
+        self.used.arrays.add(name)
+        return name
+
+    def reduced_once(self, expr):
+        """The name of an array of one entry holding a reduction that reads no step (per_call: mean(g) of a parameter),
+        made once per call: it broadcasts as a step's 1 x 1 value does, where the statements of all steps or of a
+        step would otherwise reduce it into arrays of their steps and samples. `_mean_of_g`, or numbered for a
+        reduction of another expression of parameters (`_sum_of_1`)."""
+        name = self.once.get(expr)
+        if name is None:
+            named = isinstance(expr.arg, sp.MatrixSymbol)
+            of = expr.arg.name if named else 1 + sum(not isinstance(e.arg, sp.MatrixSymbol) for e in self.once)
+            name = f"_{expr.name}_of_{of}"
+            line = self.calls.line("copy", out=name, x=self(expr))
+            self.once[expr] = name
+            self.prepared[name] = (line, Array(name, sp.S.One, PerCall(1)))
         self.used.arrays.add(name)
         return name
 

@@ -3,6 +3,7 @@
 states along the batch, and require_finite reading the unperturbed run freeze made."""
 
 import dataclasses
+import re
 import types
 
 import numpy as np
@@ -11,6 +12,7 @@ import pytest
 from bptt.app.verify import trusted
 from bptt.app.verify.batched import Batched
 from bptt.app.verify.check import check
+from bptt.app.verify.check_backend import Framework
 from bptt.app.verify.problem import NonFiniteForward, problem
 from bptt.app.verify.sets import AGREEMENT, Layout
 from bptt.tests.support.modules import module_of
@@ -81,6 +83,23 @@ def test_a_forward_that_is_not_its_passes_maths_is_always_called():
     for _ in range(3):
         outputs = trusted.forward(scaled, instance.params, instance.data(0, 5), instance.initial)[0]
         assert np.array_equal(outputs, scaled.forward(instance.params, instance.xs, **instance.initial)[0])
+
+
+def test_a_row_per_sample_of_a_framework_s_vectors_is_refused_naming_its_module():
+    """`bptt check --backend torch|jax` runs the framework's module through check_backend.Framework, which has no
+    _PASSES: Batched's try of a row per sample of its vectors is refused by a ValueError naming the module (which
+    Batched takes as no), where the message's module.__name__ raised an AttributeError that ended the check (a cell
+    that reduces its parameters, as a norm's mean). Any object run as a module is named: a wrapper of no name by its
+    type's."""
+    pytest.importorskip("torch", reason="needs torch (pip install 'bptt[torch]')")
+    reference, module = module_of("lstm-layernorm"), module_of("lstm_layernorm_torch")
+    instance = problem(reference, 5, 3, seed=0)
+    vectors = [key for key, dims in reference.SHAPES.items() if len(dims) == 1]
+    params = {**instance.params, **{key: np.repeat(instance.params[key][None], 3, axis=0) for key in vectors}}
+    nameless = types.SimpleNamespace(SHAPES=reference.SHAPES)
+    for runs, name in ((Framework("torch", module, reference), module.__name__), (nameless, "SimpleNamespace")):
+        with pytest.raises(ValueError, match=f"^{re.escape(name)}: a row per sample of its vectors"):
+            trusted.forward(runs, params, instance.data(0, 5), instance.initial)
 
 
 # its parameters of the inputs' or outputs' rows (elman-jordan's outputs: the targets it is fed, set k's in its block)

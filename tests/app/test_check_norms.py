@@ -1,8 +1,9 @@
 """Issue 28: a norm's division by a zero deviation (eps = 0, a vector whose units are equal) is reported by
 `bptt check` in one line, exit 4, naming the deviation and the step, not a table of nan and no NumPy warning:
 in float32 for a vector that float64 still tells apart (1 + W x_t / 10^8), and in any dtype for a norm over one
-unit."""
+unit. A cell that reduces its parameters (mean(g), sum(g)) passes the check in every backend."""
 
+import pathlib
 import textwrap
 
 import numpy as np
@@ -10,7 +11,9 @@ import numpy as np
 from bptt.app.verify.check import load_module
 from bptt.app.verify.problem import problem
 from bptt.derive.models import load
-from bptt.tests.support.cli import assert_error, bptt
+from bptt.tests.support.cli import assert_error, assert_ok, bptt
+
+NORM_CELLS = pathlib.Path(__file__).resolve().parents[1] / "support" / "norm_cells.py"
 
 NEARLY_CONSTANT = textwrap.dedent(
     """
@@ -51,3 +54,14 @@ def test_a_norm_over_one_unit_divides_by_zero_in_float64_too(tmp_path):
     path.write_text(NEARLY_CONSTANT, encoding="utf-8")
     result = bptt("check", f"{path}:cell", "--sizes", "d=3,h=1,q=2")
     assert_error(result, 4, "float64", "divides by zero", "sigma_a is 0 at step t=1", "not finite from step t=1")
+
+
+def test_a_cell_that_reduces_its_parameters_passes_the_check_in_every_backend():
+    """mean(g) and sum(g) of a parameter, added and multiplied (tests/support/norm_cells.py:reduced_params): the NumPy
+    module computed them into arrays of every step's samples and ended the check with an internal error (a ValueError
+    of np.dot's out=); torch's and JAX's, whose vectors check_backend.Framework shows, with an AttributeError naming
+    the module (trusted.py)."""
+    result = bptt("check", f"{NORM_CELLS}:reduced_params", "--backend", "all", "--steps", "3", "--batch", "2")
+    assert_ok(result)
+    assert result.stdout.count("all gradients agree with finite differences") == 3, result.stdout
+    assert "Warning" not in result.stderr, result.stderr

@@ -1,8 +1,8 @@
 """The torch modules' loops allocate nothing per step: measured with torch's profiler, loss_and_grads makes
 as many allocations over 6 steps as over 3, in full BPTT and in random truncation (the forward loop and
 the backward loop of the full pass), for the zoo and the normalised cells (tests/support/norm_cells.py: a norm's
-parts and adjoint, mean and sum written out, slices of a normalised vector). The window pass (an age axis)
-allocates as it goes and is not tested."""
+parts and adjoint, mean and sum written out, of parameters too, slices of a normalised vector). The window pass (an
+age axis) allocates as it goes and is not tested."""
 
 import importlib
 import importlib.util
@@ -45,7 +45,8 @@ def test_no_step_allocates(name, truncate):
 
 
 @pytest.mark.parametrize(
-    "cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms", "norm_in_gain"]
+    "cell",
+    ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms", "norm_in_gain", "reduced_params"],
 )
 def test_no_step_of_a_normalised_cell_allocates(cell, tmp_path):
     path = tmp_path / f"{cell}_torch.py"

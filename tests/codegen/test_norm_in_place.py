@@ -1,9 +1,13 @@
 """A normalised cell's NumPy loops work in place (printing/statements.py): a norm's mean, deviation and x̂, its
 adjoint (the runtime's _norm_adjoint, out=) and a slice's adjoint's blocks are each written by calls into arrays that
-exist, never computed as a new array and copied in."""
+exist, never computed as a new array and copied in; a reduction of parameters, once per call (NumPy's and torch's)."""
 
 import re
 
+import pytest
+
+from bptt.codegen.backends import BACKENDS
+from bptt.tests.support import norm_cells
 from bptt.tests.support.modules import module_of
 
 ITEM_ASSIGNED = re.compile(r"\] \+?= ")  # `x[...] = expr`, `d_a_t[..., :n_h] = expr`, `x[...] += expr`
@@ -42,3 +46,19 @@ def test_the_layernorm_lstms_numpy_norms_take_each_mean_in_one_product_and_centr
     ]
     before = forward.split("    for t in range(", 1)[0]
     assert before.count("np.dot(") == 2 and before.count("np.subtract(") == 1
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_a_reduction_of_parameters_is_computed_once_per_call(backend):
+    """mean(g) and sum(g) of a parameter g (and mean(b * b)) are values of no step and no sample: each in-place function
+    that reads one computes it once, before its loops, into an array of one entry, which broadcasts where its
+    statements read it; never reduced into a scratch array of the steps' samples (_all_1, _step_1), whose out=
+    NumPy's np.dot refused and torch resized."""
+    source = BACKENDS[backend].module_source(norm_cells.reduced_params())
+    assert "_all_1" not in source and "_step_1" not in source
+    for function, names in (("_forward", ("_mean_of_g", "_sum_of_g", "_mean_of_1")), ("_adjoints", ("_sum_of_g",))):
+        body = source.split(f"\ndef {function}(", 1)[1].split("\ndef ", 1)[0]
+        for name in names:
+            written = [line for line in body.splitlines() if re.search(rf"np\.copyto\({name}, |{name}\.copy_\(", line)]
+            assert len(written) == 1 and body.index(written[0]) < body.index("for t in range("), (function, name)
+            assert f'"{name}": ("1",)' in source

@@ -1,9 +1,10 @@
 """Issue 28: mean, sum, layer_norm and rms_norm in the generated code of every backend, against the oracle
 (tests/support/oracle.py, which evaluates each reduction from its SymPy form over the entries and shares no code
 with codegen), in float64 to 1e-12: a layer-normalised Elman cell, a GRU with RMS-normalised gates, a cell that
-writes mean and sum out, and two LSTMs whose stacked products the passes fuse (one normalised 4h pre-activation
-sliced into the gates, and a norm per gate) so that a norm must read all its rows (tests/support/norm_cells.py),
-in full BPTT, forward mode and the truncations."""
+writes mean and sum out, one that reduces its parameters (mean(g), sum(g): values of no step or sample), and two
+LSTMs whose stacked products the passes fuse (one normalised 4h pre-activation sliced into the gates, and a norm per
+gate) so that a norm must read all its rows, and norms over a value of one unit (tests/support/norm_cells.py), in full
+BPTT, forward mode and the truncations."""
 
 import pytest
 
@@ -38,7 +39,17 @@ def cell_module(cell, backend):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(
-    "cell", ["layer_norm_elman", "rms_gru", "reduced", "lstm_sliced_norm", "lstm_gate_norms", "norm_in_gain"]
+    "cell",
+    [
+        "layer_norm_elman",
+        "rms_gru",
+        "reduced",
+        "lstm_sliced_norm",
+        "lstm_gate_norms",
+        "norm_in_gain",
+        "reduced_params",
+        "one_unit_norms",
+    ],
 )
 def test_a_normalised_cell_agrees_with_the_oracle(cell, backend):
     agree_in_every_truncation(cell_model(cell), backend, expected=oracle_of_cell(f"{CELLS}:{cell}"))
@@ -46,10 +57,12 @@ def test_a_normalised_cell_agrees_with_the_oracle(cell, backend):
 
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("truncate", [None, ("window", 3)])
-def test_checkpointed_bptt_of_a_normalised_cell_equals_full_bptt(backend, truncate):
-    """sigma_a and a_hat are intermediates like any other: stored, or recomputed from a checkpoint, the gradients
-    are full BPTT's (one slot, three slots)."""
-    numpy_module, module = cell_module("layer_norm_elman", "numpy"), cell_module("layer_norm_elman", backend)
+@pytest.mark.parametrize("cell", ["layer_norm_elman", "reduced_params"])
+def test_checkpointed_bptt_of_a_normalised_cell_equals_full_bptt(cell, backend, truncate):
+    """sigma_a and a_hat are intermediates like any other, and a reduction of parameters is computed once per call
+    by every segment's passes: stored, or recomputed from a checkpoint, the gradients are full BPTT's (one slot,
+    three slots)."""
+    numpy_module, module = cell_module(cell, "numpy"), cell_module(cell, backend)
     values = problem(numpy_module)
     run = numpy_run if backend == "numpy" else torch_run
     loss, grads = run(module, values, truncate, None)

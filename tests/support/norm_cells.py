@@ -67,6 +67,20 @@ def reduced():
     return _cell("reduced", "mean and sum written out", (W, U), x, hidden, steps, (d, h, q))
 
 
+def reduced_params():
+    """mean and sum of parameters, values of no step and no sample (computed once per call): a_t = W h_{t-1} + U x_t
+    + 1 mean(g), then h_t = tanh(a_t) sum(g) (the 1 x 1 value broadcast, multiplied) + 1 mean(b * b) (of an expression
+    of parameters, added inside the loop)."""
+    d, h, q = sizes("d h q")
+    W, U, g, b = matrix("W", h, h), matrix("U", h, d), vector("g", h), vector("b", h)
+    x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", h, "intermediate")
+    steps = (
+        (a, W * hidden(t - 1) + U * x() + mean(g)),
+        (hidden, tanh(a()) * sum(g) + mean(odot(b, b))),
+    )
+    return _cell("reduced-params", "mean and sum of parameters", (W, U, g, b), x, hidden, steps, (d, h, q))
+
+
 def _lstm_states(gates, hidden, cell_state, normed_cell):
     """c_t = f_t * c_{t-1} + i_t * g_t, h_t = o_t * tanh(c_t), or of c_t's layer norm."""
     i, f, g, o = gates
@@ -136,3 +150,17 @@ def norm_in_gain():
         (hidden, tanh(layer_norm(a(), gain, bias, eps=Rational(1, 100)))),
     )
     return _cell("norm-in-gain", "a norm in a norm's gain and bias", (W, U, P, b), x, hidden, steps, (d, h, q))
+
+
+def one_unit_norms():
+    """Norms over a value of one unit, a_t = w x_t (w a 1 x d parameter), each scaling a column: its layer norm, a
+    constant (a_hat_t = (a_t - mu_a_t) sigma_a_t^(-1) = 0: the bias beta alone), and its RMS norm, a_t (a_t^2 +
+    eps)^(-1/2): h_t = tanh(W h_{t-1} + U x_t + u LN(a_t) + v RMS(a_t)). v / sigma of a v of one row is
+    elementwise, not SymPy's product of 1 x 1 matrices (derive/column.py)."""
+    d, h, q = sizes("d h q")
+    W, U, w, u, v = matrix("W", h, h), matrix("U", h, d), matrix("w", 1, d), vector("u", h), vector("v", h)
+    gain, bias = vector("gamma", 1), vector("beta", 1)
+    x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", 1, "intermediate")
+    normed = u * layer_norm(a(), gain, bias, eps=Rational(1, 100)) + v * rms_norm(a(), eps=Rational(1, 10))
+    steps = ((a, w * x()), (hidden, tanh(W * hidden(t - 1) + U * x() + normed)))
+    return _cell("one-unit-norms", "norms over one unit", (W, U, w, u, v, gain, bias), x, hidden, steps, (d, h, q))
