@@ -111,6 +111,8 @@ def power(exponent):
     p = sp.nsimplify(exponent)
     if not p.is_Rational:
         raise UnknownFunction(f"an elementwise power must have a rational exponent, not {p}")
+    if p == 0:  # a constant, no power of its base: SymPy keeps v^0 as it is
+        raise UnknownFunction("an elementwise power must have a non-zero exponent: v^0 is a column of ones, not of v")
     return Elementwise(
         f"power({p})",
         lambda z: z**p,

@@ -302,6 +302,10 @@ CELLS = {
         "derive",
         lambda: state(sp.HadamardPower(W_hx * x() + W_hh * hidden(t - 1), sp.sqrt(2))),
     ),
+    "derive/elementwise.py power: an elementwise power must have a non-zero exponent: v^0 is": (
+        "numpy",
+        lambda: state(sp.HadamardPower(W_hx * x(), 0) + W_hh * hidden(t - 1)),
+    ),
     "derive/elementwise.py power: an elementwise power must have a rational exponent, not": (
         "latex",
         lambda: state(sp.HadamardPower(W_hx * x() + W_hh * hidden(t - 1), sp.sqrt(2))),
