@@ -201,16 +201,25 @@ class Problem:
         low_precision = " or float64" if np.dtype(dtype) != np.float64 else ""
         zero = _first_zero_deviation(cache, len(low.xs), first[1])
         if zero is not None:
+            remedy = "a positive eps keeps it finite" + (", and so may float64" if self._apart(dtype) else "")
             raise NonFiniteForward(
                 f"the forward pass in {dtype} divides by zero: {zero[0]} is 0 at step t={zero[1]} of T={len(low.xs)} "
                 f"(a norm's deviation, of a vector whose units are equal, with eps = 0), and {first[0]} is not "
-                f"finite from step t={first[1]} (nothing to differentiate; a positive eps{low_precision} may stay "
-                "finite)"
+                f"finite from step t={first[1]} (nothing to differentiate; {remedy})"
             )
         raise NonFiniteForward(
             f"the forward pass in {dtype} overflows: {first[0]} is not finite from step t={first[1]} of "
             f"T={len(low.xs)} (nothing to differentiate; fewer steps{low_precision} may stay finite)"
         )
+
+    def _apart(self, dtype):
+        """Whether float64 tells apart the units that dtype (a narrower one) found equal: its forward pass divides by
+        no zero deviation."""
+        if np.dtype(dtype) == np.float64:
+            return False
+        wide = Problem(self.module, *self.cast(np.float64))
+        outputs, cache = wide.run(wide.params, 0, len(wide.xs), wide.initial)
+        return _first_zero_deviation(cache, len(wide.xs), len(wide.xs)) is None
 
 
 def _first_zero_deviation(cache, steps, before):
