@@ -70,10 +70,14 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__"):
 
 def _scaling(method, reflected=False):
     """v * m, m * v and v / m for a 1 x 1 value m that holds a Column (sigma) and a column v of n rows: the
-    elementwise product with 1 m (or 1 m^(-1)), as a scalar scales a vector; SymPy's own product otherwise."""
+    elementwise product with 1 m (or 1 m^(-1)), as a scalar scales a vector; SymPy's own product otherwise.
+    v / m for a v of one row is v * m^(-1) elementwise too, where SymPy's would be the matrix product v m^(-1)
+    (the same number, but a product by v, which no adjoint rule takes): a norm over one unit, v_hat = v / sigma."""
 
     @functools.wraps(method)
     def operator(self, other):
+        if method.__name__ == "__truediv__" and _divides_one_row(self, other):
+            return sp.HadamardProduct(self, sp.HadamardPower(other, -1))
         if isinstance(other, MatrixExpr) and broadcast(self, other) is not self:
             m, v = self, other
         elif isinstance(other, MatrixExpr) and broadcast(other, self) is not other:
@@ -87,6 +91,11 @@ def _scaling(method, reflected=False):
         return sp.HadamardProduct(v, broadcast(m, v))
 
     return operator
+
+
+def _divides_one_row(v, m):
+    """Whether v / m divides a 1 x 1 value v by a 1 x 1 value m that holds a Column."""
+    return isinstance(v, MatrixExpr) and isinstance(m, MatrixExpr) and v.shape == m.shape == (1, 1) and _holds_column(m)
 
 
 for _name in ("__mul__", "__rmul__", "__truediv__"):

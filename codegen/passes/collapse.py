@@ -131,18 +131,28 @@ def _collected(statement, definitions):
     for term, chain in zip(terms, chains, strict=True):
         if chain is not None:
             by_adjoint.setdefault(chain[2], []).append((term, chain))
-    out, done = [], set()
+    out, done, cancelled = [], set(), set()
     for term, chain in zip(terms, chains, strict=True):
         group = by_adjoint.get(chain[2], []) if chain is not None else []
         if len(group) < 2:
             out.append(term)
-        elif chain[2] not in done:
-            done.add(chain[2])
-            out.append(Diag(_slope([c for _, c in group], chain[2].shape[0])) * chain[2])
+        elif chain[2] not in done | cancelled:
+            slope = _slope([c for _, c in group], chain[2].shape[0])
+            if isinstance(slope, sp.ZeroMatrix):  # terms that cancel: a layer norm's over one unit (I - 1 1^T / 1)
+                cancelled.add(chain[2])
+            else:
+                done.add(chain[2])
+                out.append(Diag(slope) * chain[2])
     if len(out) == len(terms):
         return statement
-    read = ", ".join(text(adjoint) for adjoint in by_adjoint if adjoint in done)
-    return replace(statement, value=matrix_sum(out), comment=f"{statement.comment} (one slope times {read})")
+    notes = [f"one slope times {_listed(by_adjoint, done)}"] if done else []
+    notes += [f"the terms through {_listed(by_adjoint, cancelled)} cancel"] if cancelled else []
+    value = matrix_sum(out, statement.value.shape[0])
+    return replace(statement, value=value, comment=f"{statement.comment} ({'; '.join(notes)})")
+
+
+def _listed(adjoints, chosen):
+    return ", ".join(text(adjoint) for adjoint in adjoints if adjoint in chosen)
 
 
 def _only_chains(body, name):

@@ -98,6 +98,36 @@ def test_a_one_by_one_value_scales_a_column_as_a_scalar_does():
     assert (a() / sigma).shape == (h, 1)
 
 
+def test_a_one_row_value_divided_by_a_one_by_one_value_is_an_elementwise_quotient():
+    """v / sigma of a v of one row is v * sigma^(-1), as for n rows, not SymPy's matrix product v sigma^(-1) (the
+    same number, but a product by v, which no adjoint rule takes): so a norm over one unit derives."""
+    one = sequence("b", 1, "intermediate")
+    sigma = mean(one()) + 1
+    assert one() / sigma == sp.HadamardProduct(one(), sp.HadamardPower(sigma, -1))
+    assert text(one() / sigma) == "b_t * (1 + mean(b_t))^(-1)"
+
+
+@pytest.mark.parametrize("norm", [layer_norm, rms_norm])
+def test_a_norm_over_one_unit_is_derived(norm):
+    """b_t, the norm of w x_t of one row (w a 1 x d parameter): its b_in_hat is an elementwise quotient, and the
+    derivation reaches w through it (the oracle proves the code: tests/oracle/test_norm_cells.py:one_unit_norms)."""
+    w, v, one = matrix("w", 1, d), vector("v", h), sequence("b", 1, "intermediate")
+    model = Model(
+        name="cell",
+        title="a cell",
+        source="a test",
+        sizes=(d, h, q),
+        params=(W, U, V, w, v),
+        inputs=(x,),
+        steps=((one, norm(w * x(), eps=sp.Rational(1, 10**5))), (hidden, tanh(W * hidden(t - 1) + v * one()))),
+        outputs=((s, V * hidden()),),
+        loss=SquaredError(s(), y()),
+    )
+    hat = next(rhs for seq, rhs in model.steps if seq.name == "b_in_hat")
+    assert isinstance(hat, sp.HadamardProduct), text(hat)
+    assert derive(model).param_gradient(w).shape == (1, d)
+
+
 def test_a_norm_of_a_norm_names_the_parts_of_both():
     model = cell(tanh(rms_norm(layer_norm(a()) + a())))
     names = [seq.name for seq, _ in model.steps]

@@ -20,6 +20,7 @@ from bptt.codegen.passes.window import aged_adjoints, plain_window
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, Diag, SeqAt, t
 from bptt.tests.support import user_cells
+from bptt.tests.support.norm_cells import one_unit_norms
 from bptt.tests.support.passes import before, in_loop, outside_loop
 from bptt.tests.support.window_cells import local_flow
 
@@ -133,6 +134,19 @@ def test_collapsed_chains_reads_an_adjoint_through_its_chain_and_moves_it_out_of
     assert "n_bar" not in adjoint_targets(in_loop(done.adjoints))
     assert adjoint_targets(done.adjoints.statements)[-1] == "n_bar"  # after the loop, all steps at once
     assert not any("n_bar" in adjoints_read(s.value) for s in in_loop(done.adjoints) if hasattr(s, "value"))
+    assert changed(start, done) == {"adjoints"}
+
+
+def test_collapsed_chains_drops_the_terms_that_cancel():
+    """A layer norm over one unit (tests/support/norm_cells.py:one_unit_norms): the terms of dL/da_t through
+    dL/da_hat_t sum to diag(0) (I - 1 1^T / n for n = 1), so they are dropped, and the comment says so; the RMS
+    norm's terms through dL/da_hat2_t are one slope as usual. No diag of zeros is left for a backend to print."""
+    start, done = applied(one_unit_norms(), collapsed_chains)
+    (was,), (into_a,) = ([s for s in in_loop(p.adjoints) if adjoint_targets([s]) == ["a"]] for p in (start, done))
+    assert {"a_hat", "a_hat2"} <= adjoints_read(was.value) and adjoints_read(into_a.value) == {"a_hat2"}
+    assert "the terms through dL/da_hat_t cancel" in into_a.comment
+    values = [s.value for s in walk(done.adjoints.statements) if hasattr(s, "value")]
+    assert not any(isinstance(diag.vector, sp.ZeroMatrix) for value in values for diag in value.atoms(Diag))
     assert changed(start, done) == {"adjoints"}
 
 
