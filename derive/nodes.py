@@ -289,5 +289,14 @@ class MatAt(MatrixExpr):
     shape = property(lambda self: (self.args[2], self.args[3]))
 
 
-from bptt.derive.norms import layer_norm, rms_norm  # noqa: E402, F401 (the model API; norms.py reads SeqAt)
+def __getattr__(name):
+    """layer_norm and rms_norm, the model API's (derive/norms.py), read when asked for: norms.py reads SeqAt from
+    here, so that either module can be imported first."""
+    if name in ("layer_norm", "rms_norm"):
+        from bptt.derive import norms
+
+        return getattr(norms, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 from bptt.derive.reductions import mean, sum  # noqa: E402, F401, A004 (the model API)

@@ -147,6 +147,10 @@ def _expanded(name, rhs, sequence, taken):
     return parts, rhs.xreplace(replaced) if replaced else rhs
 
 
+# The parts of a norm named after the value they describe, mu_a_in: documents subscript them with its symbol.
+STATISTICS = ("mu", "sigma")
+
+
 def _outermost(expr):
     if isinstance(expr, Norm):
         return [expr]
@@ -172,7 +176,7 @@ def _named_parts(norm, prefix, sequence, taken):
         inner, value = _expanded(f"{prefix}_in", v, sequence, taken)
         steps += inner
         v = name(f"{prefix}_in", v.shape[0], value)
-    names = {"mu": f"mu_{v.name}", "sigma": f"sigma_{v.name}", "hat": f"{v.name}_hat"}
+    names = {**{part: f"{part}_{v.name}" for part in STATISTICS}, "hat": f"{v.name}_hat"}
     named = {}
     for part, _ in norm.parts(v):
         expr = dict(norm.parts(v, named.get("mu"), named.get("sigma")))[part]

@@ -4,6 +4,7 @@ index as textbooks write it (`t+1`, `T+t-i`)."""
 import sympy as sp
 from sympy.printing.latex import greek_letters_set
 
+from bptt.derive.norms import STATISTICS
 from bptt.documents.text import code_point, greek
 
 # Order of symbols inside a time index: T + t - i, not -i + t + T.
@@ -120,6 +121,8 @@ def sequence(name, time, style=mathbf):
     base = layer(letters, style)
     if accent:
         base = rf"\{accent[0]}{{{base}}}"
+    if sub and letters in STATISTICS:  # a norm's mean or deviation of a named value: mu_{a_in}, not mu_{"a_in"}
+        return f"{base}_{{{bold(sub)},{time}}}"
     index = rf"\textrm{{{name_text(sub, math=False)}}},{time}" if sub else time
     return f"{base}_{{{index}}}"
 

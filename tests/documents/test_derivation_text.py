@@ -17,6 +17,7 @@ from bptt.derive.truncation import Xi, chunked, randomized
 from bptt.documents.equation import equation as make_equation
 from bptt.documents.latex import latex
 from bptt.documents.linebreak import BUDGET, CALLS, FACTORS, PLAIN, lines, pieces
+from bptt.documents.render import document
 from bptt.documents.width import width
 from bptt.tests.support.printed import GROUP, shown
 
@@ -333,3 +334,14 @@ def test_a_power_of_a_product_or_sum_keeps_its_parentheses():
         base_tex, base_plain = latex(power.base), text(power.base)
         assert latex(power).startswith(rf"\left({base_tex}\right)") == (" " in base_tex.replace(r"\left(", "("))
         assert text(power).startswith(f"({base_plain})") == (" " in base_plain)
+
+
+def test_a_norms_statistics_are_subscripted_with_the_symbol_of_their_value():
+    """mu_a1_in and sigma_a1_in (the mean and deviation of a norm's input a1_in) print with that input's symbol below
+    them, as it prints itself; the name a1_in, its underscore escaped, reached lstm-layernorm's document."""
+    value = latex(SeqAt("a1_in", t, sp.Symbol("h"), "intermediate"))
+    assert value == r"{\mathbf{a}^{(1)}}_{\textrm{in},t}"
+    sigma = latex(SeqAt("sigma_a1_in", t, 1, "intermediate"))
+    assert sigma == r"\boldsymbol{\sigma}_{{\mathbf{a}^{(1)}}_\textrm{in},t}"
+    body = document(load("lstm-layernorm"), "tex").partition(r"\begin{document}")[2]
+    assert r"\_" not in body and r"\boldsymbol{\mu}_{{\mathbf{a}^{(2)}}_\textrm{in},t}" in body

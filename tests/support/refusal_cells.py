@@ -378,6 +378,7 @@ INTERNAL = {
         "invariant: the layout only breaks lines (printing/columns.py); a guard against printing other code"
     ),
     "derive/flow.py _Transposed.__getitem__:": "a Mapping's KeyError for a pair of names that are not states",
+    "derive/nodes.py __getattr__: module has no attribute": "a module's AttributeError for a name it does not define",
     "derive/model.py renamed: Model has no field": "invariant: codegen renames only a model's fields (namer.hide)",
     "codegen/namer.py Namer.rendering:": "re-raises a refusal of the hidden model in the model's names",
     "codegen/namer.py _fresh: unreachable: more spellings than names": "invariant",
