@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields
 
 import sympy as sp
 
+from bptt.derive import blocks  # noqa: F401 (a slice out of range refused in words where the model writes it)
 from bptt.derive.model_error import ModelError  # noqa: F401 (the model API's error, raised here)
 from bptt.derive.nodes import Loss, SeqAt, references, t
 from bptt.derive.norms import Norm, expand_norms

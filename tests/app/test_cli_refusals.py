@@ -105,3 +105,57 @@ def test_transposes_sums_ones_and_powers_generate_in_every_backend(cells, cell, 
     out = tmp_path / "out"
     assert main(["codegen", f"{cells}:{cell}", "--backend", "all", "--out", str(out)]) == 0, capsys.readouterr().err
     assert sorted(path.name for path in out.iterdir()) == sorted(f"{cell}{end}.py" for end in ("", "_jax", "_torch"))
+
+
+SLICES = """
+from bptt.derive.model import Model, matrix, sequence, sizes
+from bptt.derive.nodes import SquaredError, t, tanh
+
+d, h, q = sizes("d h q")
+
+
+def _cell(rhs_of):
+    W, U, V = matrix("W", 2 * h, h), matrix("U", h, d), matrix("V", q, h)
+    x, hid, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a", 2 * h, "intermediate")
+    o, y = sequence("o", q, "output"), sequence("y", q, "target")
+    return Model(name="sliced", title="sliced", source="tests", sizes=(d, h, q), params=(W, U, V), inputs=(x,),
+                 steps=((a, W * hid(t - 1)), (hid, tanh(rhs_of(a, U, x)))), outputs=((o, V * hid()),),
+                 loss=SquaredError(o(), y()))
+
+
+def beyond():
+    return _cell(lambda a, U, x: a()[h:3 * h, :] + U * x())
+
+
+def empty():
+    return _cell(lambda a, U, x: a()[h:h, :] + U * x())
+
+
+def reversed_():
+    return _cell(lambda a, U, x: a()[2 * h:h, :] + U * x())
+
+
+def block():
+    return _cell(lambda a, U, x: a()[:h, :] + U[h:2 * h, :] * x())
+"""
+ROWS_OF_A = "a slice takes consecutive rows i:j with 0 <= i < j <= 2*h"
+# (cell, what the message says after "<file>:<cell>(): ")
+SLICED = {
+    "beyond": "the slice a_t[h:3*h, :] ends past the 2*h rows of a_t: " + ROWS_OF_A,
+    "empty": "the slice a_t[h:h, :] takes none of the 2*h rows of a_t: " + ROWS_OF_A,
+    "reversed_": "the slice a_t[2*h:h, :] takes none of the 2*h rows of a_t (it ends before it starts): " + ROWS_OF_A,
+    "block": "the slice U[h:2*h, :] ends past the h rows of U: "
+    "a slice takes consecutive rows i:j with 0 <= i < j <= h and columns k:l with 0 <= k < l <= d",
+}
+
+
+@pytest.mark.parametrize("command", [["check"], ["latex"], ["codegen", "--backend", "all"]])
+@pytest.mark.parametrize("cell", sorted(SLICED))
+def test_a_slice_out_of_range_empty_or_reversed_is_one_line_naming_it_as_written(cell, command, tmp_path, capsys):
+    """SymPy refuses such a slice with a bare IndexError as the user's function makes it; the line names the
+    slice, the value's rows and what a slice takes, where it said `failed: IndexError:` and nothing more."""
+    path = tmp_path / "sliced.py"
+    path.write_text(SLICES, encoding="utf-8")
+    status = main([command[0], f"{path}:{cell}", *command[1:]])
+    err = capsys.readouterr().err
+    assert status == 2 and err == f"bptt {command[0]}: error: {path}:{cell}(): {SLICED[cell]}\n", err

@@ -11,10 +11,10 @@ from test_exact import assert_every_derivation_agrees, forward_values
 
 from bptt.app.verify.check import check, load_module
 from bptt.derive.adjoint import NoRule
-from bptt.derive.blocks import Placed, split
+from bptt.derive.blocks import Placed, SliceRangeError, split
 from bptt.derive.bptt import derive
 from bptt.derive.elementwise import Apply
-from bptt.derive.model import Model, matrix, sequence, sizes
+from bptt.derive.model import Model, ModelError, matrix, sequence, sizes
 from bptt.derive.models import load
 from bptt.derive.nodes import Adj, Diag, SquaredError, T, TimeSum, t, tanh
 from bptt.derive.rtrl import forward_mode
@@ -120,11 +120,65 @@ def _model_with(rhs_of):
 
 def test_a_slice_of_a_product_or_with_a_step_has_no_rule():
     stepped = _model_with(lambda W, state, h: W[0 : 2 * h : 2, :] * state(t - 1))
-    with pytest.raises(NoRule, match="consecutive rows and columns"):
+    with pytest.raises(NoRule, match=r"a block takes consecutive rows i:j with 0 <= i < j <= 2\*h and columns k:l"):
         derive(stepped)
     of_product = _model_with(lambda W, state, h: (W.T * W)[:h, :h] * state(t - 1))
     with pytest.raises(NoRule, match="only a block of a parameter"):
         derive(of_product)
+
+
+def _sliced(d, h):
+    """(a sequence's value a_t of 2h rows, a parameter U of h x d)."""
+    return sequence("a", 2 * h, "intermediate")(), matrix("U", h, d)
+
+
+ROWS = "a slice takes consecutive rows i:j with 0 <= i < j <= 2*h"
+BLOCK = "a slice takes consecutive rows i:j with 0 <= i < j <= h and columns k:l with 0 <= k < l <= d"
+OUT_OF_RANGE = {
+    "past": (lambda a, U, h: a[h : 3 * h, :], "the slice a_t[h:3*h, :] ends past the 2*h rows of a_t: " + ROWS),
+    "rows": (lambda a, U, h: a[h : 3 * h], "the slice a_t[h:3*h] ends past the 2*h rows of a_t: " + ROWS),
+    "empty": (lambda a, U, h: a[h:h, :], "the slice a_t[h:h, :] takes none of the 2*h rows of a_t: " + ROWS),
+    "reversed": (
+        lambda a, U, h: a[2 * h : h, :],
+        "the slice a_t[2*h:h, :] takes none of the 2*h rows of a_t (it ends before it starts): " + ROWS,
+    ),
+    "backwards": (
+        lambda a, U, h: a[::-1, :],
+        "the slice a_t[::-1, :] takes none of the 2*h rows of a_t (its step goes back): " + ROWS,
+    ),
+    "before": (
+        lambda a, U, h: a[-3 * h :, :],
+        "the slice a_t[-3*h:, :] starts before the first of the 2*h rows of a_t: " + ROWS,
+    ),
+    "column": (lambda a, U, h: a[:h, 1], "the slice a_t[:h, 1] ends past the one column of a_t: " + ROWS),
+    "block": (lambda a, U, h: U[h : 2 * h, :], "the slice U[h:2*h, :] ends past the h rows of U: " + BLOCK),
+    "columns": (
+        lambda a, U, h: U[:, 1 : 2 * U.shape[1]],
+        "the slice U[:, 1:2*d] ends past the d columns of U: " + BLOCK,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUT_OF_RANGE))
+def test_a_slice_out_of_range_empty_or_reversed_is_refused_as_written_where_it_is_made(case):
+    """SymPy raises a bare IndexError for these as the model's function writes them (bptt check said `failed:
+    IndexError:` and nothing more): the error names the slice as written, what it does wrong and what a slice
+    takes, a ModelError (exit 2) that is still the IndexError SymPy's callers expect."""
+    d, h = sizes("d h")
+    a, U = _sliced(d, h)
+    make, message = OUT_OF_RANGE[case]
+    with pytest.raises(SliceRangeError) as caught:
+        make(a, U, h)
+    assert str(caught.value) == message
+    assert isinstance(caught.value, ModelError) and isinstance(caught.value, IndexError)
+
+
+def test_a_slice_in_range_and_a_key_that_is_no_slice_are_sympy_s_as_before():
+    d, h = sizes("d h")
+    a, U = _sliced(d, h)
+    assert a[-h:, :] == a[h : 2 * h, :] and a[0:d, :].shape == (d, 1)  # undecided by the sizes: SymPy's to take
+    with pytest.raises(IndexError, match="Invalid index, wanted"):  # not a slice: SymPy's own words
+        U[0, 1, 2]
 
 
 PAPER_CELLS = pathlib.Path(__file__).parents[1] / "support" / "paper_cells.py"

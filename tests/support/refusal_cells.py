@@ -274,6 +274,11 @@ CELLS = {
         "load",
         lambda tmp: model_file(tmp, "def cell():\n    return 3\n"),
     ),
+    # derive/blocks.py: a slice out of range, empty or reversed, refused as the user's function writes it
+    "derive/blocks.py _slicing.sliced:": (
+        "load",
+        lambda tmp: model_file(tmp, "def cell():\n    h = sizes('h')\n    return matrix('W', h, h)[h:2*h, :]\n"),
+    ),
     # derive/norms.py and reductions.py: a norm's or a reduction's arguments, refused as the user's function runs
     "derive/norms.py _eps: : eps must be a positive rational or 0, not": (
         "load",
@@ -319,7 +324,7 @@ CELLS = {
         "derive",
         lambda: state(tanh(W_hx * x() + (W_hh.T * W_hh)[:h, :h] * hidden(t - 1))),
     ),
-    "derive/blocks.py check_block: the block has no adjoint rule: a block takes consecutive": (
+    "derive/blocks.py check_block: the block has no adjoint rule: a block takes": (
         "derive",
         lambda: state(tanh(W_hx * x() + W2[0 : 2 * h : 2, :] * hidden(t - 1)), W2),
     ),
