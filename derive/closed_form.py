@@ -214,7 +214,7 @@ def block_name(row, col, letter="A"):
 def factor_name(letter, row, col, time=k):
     """A named factor of step k: A^{hc}_k, P^{hc}_k (from step k-1) or S^{ch}_k (within step k); A^{h1,c2}_k
     where a name is longer than a letter."""
-    names = [seq.name.replace("_", "") for seq in (row, col)]  # c_f -> cf: no escaped underscore in a superscript
+    names = [seq.name for seq in (row, col)]  # c_f is printed cf (documents/latex.py)
     comma = "," if max(map(len, names)) > 1 else ""
     return MatAt(f"{letter}^{names[0]}{comma}{names[1]}", time, row.rows, col.rows)
 

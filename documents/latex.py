@@ -57,8 +57,9 @@ class BPTTLatexPrinter(LatexPrinter):
         return sequence(expr.name, time_index(expr.time), name_text if expr.role == "label" else mathbf)
 
     def _print_MatAt(self, expr):
-        base, _, block = expr.name.partition("^")  # A^hc: block (h, c) of A
-        return layer(base) + (rf"^{{{name_text(block)}}}" if block else "") + f"_{{{time_index(expr.time)}}}"
+        base, _, block = expr.name.partition("^")  # A^hc: block (h, c) of A; A^h_f: of h_f, printed A^{hf}
+        block = name_text(block.replace("_", ""))  # a superscript's letters, no escaped underscore
+        return layer(base) + (rf"^{{{block}}}" if block else "") + f"_{{{time_index(expr.time)}}}"
 
     def _print_Tangent(self, expr):
         of = expr.of

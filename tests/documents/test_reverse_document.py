@@ -55,7 +55,7 @@ def test_the_closed_form_in_both_directions_and_where_they_meet(document):
     closed = document["closed-form"]
     shown = " ".join(eq for _, eq in rows(closed))
     assert r"\sum_{j=t}^{T}" in shown and r"\sum_{j=1}^{t}" in shown
-    assert r"\mathbf{A}^{h\_b}_{t-1} \mathbf{A}^{h\_b}_{t-2} \cdots \mathbf{A}^{h\_b}_{j}" in shown
+    assert r"\mathbf{A}^{hb}_{t-1} \mathbf{A}^{hb}_{t-2} \cdots \mathbf{A}^{hb}_{j}" in shown
     assert rf"${ADJ}\mathbf{{s}}_{{t}}}}$ enters the local terms of" in closed.text
 
 
