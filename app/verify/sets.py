@@ -121,7 +121,9 @@ class Layout:
         for i, dim, n in zip(index, dims, shape, strict=True):
             count, size = stacked(dim)
             block = n // count
-            place.append(i if size in kept else (i // block) * self.sets * block + k * block + i % block)
+            place.append(
+                i if size in kept or literal(size) else (i // block) * self.sets * block + k * block + i % block
+            )
         return tuple(place)
 
     @property
@@ -165,11 +167,18 @@ def stacked(dim):
     return int(count or 1), size
 
 
+def literal(dim):
+    """Whether an axis has a number for its size ("1": a model's one-unit value), not a size of the model: the module
+    allocates it so, and it is never widened."""
+    return dim.isdigit()
+
+
 def blocks(arrays, dims, shared):
-    """The arrays (of one shape, axes named by dims) side by side: along every axis not in shared,
+    """The arrays (of one shape, axes named by dims) side by side: along every axis not in shared (nor literal),
     array k fills the k-th block and zeros the rest (a block-diagonal matrix, if two axes). An axis of
     stacked blocks ("4*h") is widened block by block: block j of the wide stack holds every set's block j side
     by side, so that a slice of the stack (a gate) reads every set's gate."""
+    shared = {*shared, *filter(literal, dims)}
     split = [stacked(dim) for dim in dims]
     if all(count == 1 for count, _ in split):
         return _side_by_side(arrays, dims, shared)

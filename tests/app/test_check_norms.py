@@ -70,3 +70,13 @@ def test_a_cell_that_reduces_its_parameters_passes_the_check_in_every_backend():
     assert_ok(result)
     assert result.stdout.count("all gradients agree with finite differences") == 3, result.stdout
     assert "Warning" not in result.stderr, result.stderr
+
+
+def test_a_cell_with_a_value_of_one_unit_is_checked_without_a_warning():
+    """A value of a literal one unit (a_t = w x_t, w of 1 x d: tests/support/norm_cells.py:one_unit_norms): check's
+    sets side by side widened its axis of size 1, which the module allocates so, and torch resized its out= with a
+    UserWarning on stderr (its losses still agreed); an axis of a number for its size is never widened."""
+    result = bptt("check", f"{NORM_CELLS}:one_unit_norms", "--backend", "all", "--steps", "3", "--batch", "2")
+    assert_ok(result)
+    assert result.stdout.count("all gradients agree with finite differences") == 3, result.stdout
+    assert "Warning" not in result.stderr, result.stderr
