@@ -63,9 +63,10 @@ def table_names(model, scale=None):
 
 
 def bound_values(bound, params, distances):
-    """(gamma prod sigma_max(W))^(T-t) for each distance T - t."""
+    """(gamma prod sigma_max(W))^(T-t) for each distance T - t; inf past the largest float (a long T's growth)."""
     base = float(bound.gamma) * math.prod(float(np.linalg.norm(params[w.name], 2)) for w in bound.matrices)
-    return [base**distance for distance in distances]
+    with np.errstate(over="ignore"):
+        return np.power(base, np.asarray(distances, dtype=np.float64)).tolist()
 
 
 def alignment(matrix, x, steps):

@@ -413,3 +413,16 @@ def test_a_cell_without_a_recurrent_matrix_is_a_usage_error(tmp_path, capsys):
     code, out, err = run_main(["analyze", f"{tmp_path / 'leaky.py'}:leaky"], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "leaky: no square matrix multiplies a state read at t-1" in err
+
+
+def test_the_bound_past_the_largest_float_is_inf_not_an_error():
+    """(gamma sigma_max(W))^(T-t) at a long T: Python's float power raised OverflowError, which ended `bptt analyze
+    elman --steps 2000` with an internal error (exit 3); past the largest float the bound is inf."""
+    import sympy as sp
+
+    from bptt.derive.flow import Bound
+
+    W = sp.MatrixSymbol("W", 2, 2)
+    bound = Bound(gamma=1, slopes=(), matrices=(W,))
+    values = analysis.bound_values(bound, {"W": np.diag([3.0, 1.0])}, [1, 2, 600, 2000])
+    assert values[:2] == [3.0, 9.0] and values[2] == pytest.approx(3.0**600) and values[3] == np.inf
