@@ -23,6 +23,7 @@ from bptt.derive.column import Column
 from bptt.derive.model_error import ModelError
 from bptt.derive.nodes import SeqAt, t
 from bptt.derive.reductions import mean
+from bptt.derive.written import note_replaced
 
 KINDS = ("layer_norm", "rms_norm")
 
@@ -144,6 +145,7 @@ def _expanded(name, rhs, sequence, taken):
         named, v_hat = _named_parts(norm, prefix, sequence, taken)
         parts += named
         replaced[norm] = norm_value(v_hat)
+    note_replaced(replaced)  # the sums that held a norm, in the order written
     return parts, rhs.xreplace(replaced) if replaced else rhs
 
 

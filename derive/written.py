@@ -15,7 +15,7 @@ import sympy as sp
 from sympy.matrices.expressions.matexpr import MatrixExpr
 
 from bptt.derive.canonical import fresh
-from bptt.derive.column import scalar_as_column
+from bptt.derive.column import broadcast, scalar_as_column
 
 _TABLE = contextvars.ContextVar("written", default=None)  # {sorted node: its terms as written}, while noting
 _SUMS = ("__add__", "__radd__", "__sub__", "__rsub__")
@@ -57,6 +57,18 @@ def _rewrite(expr, table):
     return expr.func(*(_rewrite(arg, table) for arg in expr.args))
 
 
+def note_replaced(replaced):
+    """While noting: each noted sum or product that holds a replaced node ({node: its replacement}, a norm by its
+    value) noted again as it reads once replaced, its terms in the written order, each replacement in its term's
+    place (a model's expansion of its norms, derive/norms.py, keeps the order its author wrote)."""
+    table = _TABLE.get()
+    if table is None:
+        return
+    for node, terms in list(table.items()):
+        if any(node.has(old) for old in replaced):
+            _note(node.xreplace(replaced), [term.xreplace(replaced) for term in terms])
+
+
 def _terms(expr, kind):
     """The terms (kind MatAdd) or factors (HadamardProduct) of an operand as written, nested ones flattened."""
     if not isinstance(expr, kind):
@@ -87,7 +99,9 @@ def _noting(name, operator):
         result = operator(self, other)
         if _TABLE.get() is None:
             return result
-        other = scalar_as_column(self, other) if name in _SUMS else other  # 1 - z_t: the ones vector minus z_t
+        if name in _SUMS:  # 1 - z_t: the ones vector minus z_t; mean(v) + z_t: 1 mean(v) + z_t, as column.py sums
+            other = scalar_as_column(self, other)
+            self, other = broadcast(self, other), broadcast(other, self)
         _note_operands(self, other)
         if isinstance(result, sp.MatAdd) and name in _SUMS:
             first, second = (other, self) if name.startswith("__r") else (self, other)

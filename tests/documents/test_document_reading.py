@@ -309,6 +309,26 @@ def test_the_zoos_models_are_printed_as_their_sources_write_them():
     assert gru[r"\bar{\mathbf{n}}_{t}"] == n
 
 
+def test_a_norm_or_a_reduction_keeps_its_sum_as_written():
+    """Ba et al.'s a_t = LN(W_h h_{t-1}) + LN(W_x x_t) + b (each norm expanded to gain * a_hat + bias, in its place),
+    and a mean among the terms of a sum (1 mean(x_t) in the third place written): their sums were printed in
+    SymPy's order, b first, the mean before W h_{t-1}."""
+    a = model_rows("lstm-layernorm")[r"\mathbf{a}_{t}"]
+    hats = [rf"\hat{{{{\mathbf{{a}}^{{({k})}}}}}}_{{\textrm{{in}},t}}" for k in "12"]
+    norms = [
+        rf"\boldsymbol{{\alpha}}_\textrm{{{k}}} \odot {hat} + \boldsymbol{{\beta}}_\textrm{{{k}}}"
+        for k, hat in zip("12", hats, strict=True)
+    ]
+    assert a == f"{norms[0]} + {norms[1]} + \\mathbf{{b}}", a
+    rows = model_rows(f"{user_cells.__file__}:mean_among_terms")
+    terms = [
+        r"\mathbf{W} \mathbf{h}_{t-1}",
+        r"\mathbf{U} \mathbf{x}_{t}",
+        r"\mathbf{1} \operatorname{mean}\left(\mathbf{x}_{t}\right)",
+    ]
+    assert rows[r"\mathbf{h}_{t}"] == rf"\tanh\left({' + '.join(terms)}\right)"
+
+
 @pytest.mark.parametrize("name", ["elman", "jordan", "gru", "examples/lstm.py:lstm"])
 def test_an_equation_restated_in_the_prose_is_the_models_as_written(name):
     """ "Through a_t = b + W h_{t-1} + U x_t:": an equation of the model quoted at step t is its row in the model

@@ -7,6 +7,7 @@ examples/*.py). Each has a linear head s_t = V h_t and the squared error 1/2 ||s
     mgu             the Minimal Gated Unit (Zhou, Wu, Zhang and Zhou, 2016)
     gru_cho         Cho et al.'s (2014) original GRU
     plus_one        tanh(W x_t + U h_{t-1} + 1)
+    mean_among_terms  tanh(W h_{t-1} + U x_t + mean(x_t)): a mean broadcast in a sum, third as written
     elman2_chains   two Elman chains h1f, h1b in layer 1 (blocks of rows of W_ih1), layer 2 reading [h1f_t; h1b_t]
                     through blocks of columns of W_ih2, its head s_t = V[:, :h] h2_t + V[:, h:2h] h1b_t
 """
@@ -14,7 +15,7 @@ examples/*.py). Each has a linear head s_t = V h_t and the squared error 1/2 ||s
 from sympy import HadamardProduct
 
 from bptt.derive.model import Model, matrix, sequence, sizes, vector
-from bptt.derive.nodes import SquaredError, sigmoid, t, tanh
+from bptt.derive.nodes import SquaredError, mean, sigmoid, t, tanh
 
 GATES = (("i", sigmoid), ("f", sigmoid), ("g", tanh), ("o", sigmoid))  # torch's order
 
@@ -138,6 +139,14 @@ def gru_cho():
     ]
     source = "Cho et al., Learning Phrase Representations using RNN Encoder-Decoder (2014), section 2.3"
     return _model("gru-cho", source, (d, h, q), [W_r, U_r, W_z, U_z, W, U], x, hidden, steps)
+
+
+def mean_among_terms():
+    d, h, q = sizes("d h q")
+    x, hidden = sequence("x", d, "input"), sequence("h", h, "state")
+    W, U = matrix("W", h, h), matrix("U", h, d)
+    steps = [(hidden, tanh(W * hidden(t - 1) + U * x() + mean(x())))]
+    return _model("mean-among-terms", "a user's cell", (d, h, q), [W, U], x, hidden, steps)
 
 
 def plus_one():
