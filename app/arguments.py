@@ -87,7 +87,8 @@ def _integer(text, low, high, expected):
     """int(text) if it is an integer from low to high, else ArgumentTypeError in one line; a text of more digits than
     high has is refused unread (no time in proportion to the number typed)."""
     written = _INTEGER.fullmatch(text) is not None
-    value = int(text) if written and len(text.strip().lstrip("+-")) <= len(str(high)) else None
+    digits = text.strip().lstrip("+-").lstrip("0") or "0"  # leading zeros say nothing of the size
+    value = (-1 if "-" in text else 1) * int(digits) if written and len(digits) <= len(str(high)) else None
     if value is not None and low <= value <= high:
         return value
     above = written and (value is None or value > high)

@@ -2,12 +2,14 @@
 T, B or size whose arrays need more memory than the machine has (app/memory.py), are one line and exit 2; the
 estimate is a lower bound of what loss_and_grads allocates, and not a vacuous one."""
 
+import argparse
 import tracemalloc
 
 import numpy as np
 import pytest
 
 from bptt.app import memory
+from bptt.app.arguments import positive, seed
 from bptt.derive.models import names
 from bptt.tests.support.cli import assert_user_error, bptt
 from bptt.tests.support.modules import module_of
@@ -76,3 +78,13 @@ def test_absurd_numbers_are_refused_before_any_work(args, fragment):
     result = bptt("check", "elman", *args)
     assert_user_error(result, fragment)
     assert len(result.stderr) < 400, result.stderr  # the number typed is shown by its length, not whole
+
+
+def test_integer_options_read_their_digits_not_their_length():
+    """Leading zeros say nothing of a number's size (0000000005 is 5, a run of 5000 zeros and a 7 is 7, read without
+    int() of 5001 digits); a sign is read; more digits than the bound has are refused unread."""
+    assert [positive(text) for text in ("0000000005", "0" * 5000 + "7", "+3", " 12 ")] == [5, 7, 3, 12]
+    assert seed("0") == 0 and seed("000") == 0
+    for text, says in [("-3", "got '-3'"), ("0", "got '0'"), ("1" + "0" * 9, "of at most 999999999"), ("1e3", "got")]:
+        with pytest.raises(argparse.ArgumentTypeError, match=says):
+            positive(text)
