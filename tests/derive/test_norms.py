@@ -24,7 +24,8 @@ x, hidden, a = sequence("x", d, "input"), sequence("h", h, "state"), sequence("a
 s, y = sequence("s", q, "output"), sequence("y", q, "target")
 
 
-def cell(rhs, params=()):
+def cell(rhs, params=(), first=None):
+    """h_t = rhs after the step first (default a_t = W h_{t-1} + U x_t), a linear head and the squared error."""
     return Model(
         name="cell",
         title="a cell",
@@ -32,7 +33,7 @@ def cell(rhs, params=()):
         sizes=(d, h, q),
         params=(W, U, V, *params),
         inputs=(x,),
-        steps=((a, W * hidden(t - 1) + U * x()), (hidden, rhs)),
+        steps=(first or (a, W * hidden(t - 1) + U * x()), (hidden, rhs)),
         outputs=((s, V * hidden()),),
         loss=SquaredError(s(), y()),
     )
@@ -112,17 +113,8 @@ def test_a_norm_over_one_unit_is_derived(norm):
     """b_t, the norm of w x_t of one row (w a 1 x d parameter): its b_in_hat is an elementwise quotient, and the
     derivation reaches w through it (the oracle proves the code: tests/oracle/test_norm_cells.py:one_unit_norms)."""
     w, v, one = matrix("w", 1, d), vector("v", h), sequence("b", 1, "intermediate")
-    model = Model(
-        name="cell",
-        title="a cell",
-        source="a test",
-        sizes=(d, h, q),
-        params=(W, U, V, w, v),
-        inputs=(x,),
-        steps=((one, norm(w * x(), eps=sp.Rational(1, 10**5))), (hidden, tanh(W * hidden(t - 1) + v * one()))),
-        outputs=((s, V * hidden()),),
-        loss=SquaredError(s(), y()),
-    )
+    normed = (one, norm(w * x(), eps=sp.Rational(1, 10**5)))
+    model = cell(tanh(W * hidden(t - 1) + v * one()), (w, v), first=normed)
     hat = next(rhs for seq, rhs in model.steps if seq.name == "b_in_hat")
     assert isinstance(hat, sp.HadamardProduct), text(hat)
     assert derive(model).param_gradient(w).shape == (1, d)
